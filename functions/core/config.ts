@@ -1,0 +1,158 @@
+/**
+ * One typed configuration, read once from the environment by each entry point.
+ * Every variable is documented in the README; a bad value throws a ConfigError
+ * whose message is one line naming the variable.
+ */
+import type { TableName } from './data/tables.js';
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+
+export interface Config {
+  /** `local` runs everything in one process; `aws` inside Lambda. */
+  runtime: 'local' | 'aws';
+  dataDir: string;
+  host: string;
+  ports: { api: number; s3: number; gateway: number };
+  urls: {
+    /** GraphQL API base; the endpoint is `${baseUrl}/graphql`. */
+    baseUrl: string;
+    /** The S3-compatible endpoint clients point at. */
+    storageEndpoint: string;
+    /** `<bucket>.<bucketEndpointDomain>` addresses a bucket (virtual-host style). */
+    bucketEndpointDomain: string;
+    /** Public URLs are `<scheme>://<bucket>.<storagePublicDomain>/<key>`. */
+    storagePublicDomain: string;
+    /** The service's own gateway (`/ipfs/<cid>`). */
+    gatewayUrl: string;
+    /** A public IPFS gateway users can also fetch from. */
+    publicGatewayUrl: string;
+  };
+  region: string;
+  dynamodb: { endpoint?: string };
+  tables: Record<TableName, string>;
+  /** In AWS: the S3 bucket holding IPFS blocks and the node's datastore. */
+  blockBucket?: string;
+  /** Key sealing secrets at rest: a 32-byte key (local), or a KMS key (AWS). */
+  secretKey?: Buffer;
+  kmsKeyId?: string;
+  bootstrap: {
+    accessKeyId?: string;
+    secretAccessKey?: string;
+    apiToken?: string;
+    file?: string;
+  };
+  logLevel: LogLevel;
+}
+
+type Env = Record<string, string | undefined>;
+
+function str(env: Env, name: string, fallback: string): string {
+  const v = env[name];
+  return v === undefined || v === '' ? fallback : v;
+}
+
+function opt(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v === '' ? undefined : v;
+}
+
+function port(env: Env, name: string, fallback: number): number {
+  const raw = opt(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) > 65535) {
+    throw new ConfigError(name, `must be a port number from 0 to 65535, got "${raw}"`);
+  }
+  return Number(raw);
+}
+
+function url(env: Env, name: string, fallback: string): string {
+  const raw = str(env, name, fallback);
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `must be an absolute http(s) URL, got "${raw}"`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new ConfigError(name, `must be an http(s) URL, got "${raw}"`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+function domain(env: Env, name: string, fallback: string): string {
+  const raw = str(env, name, fallback).toLowerCase();
+  if (!/^[a-z0-9.-]+(:\d{1,5})?$/.test(raw) || raw.startsWith('.') || raw.includes('..')) {
+    throw new ConfigError(name, `must be a domain name, optionally with a port (like "s3.example.com"), got "${raw}"`);
+  }
+  return raw;
+}
+
+function secretKey(env: Env): Buffer | undefined {
+  const raw = opt(env, 'CAIRN_SECRET_KEY');
+  if (raw === undefined) return undefined;
+  const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
+  if (key.length !== 32) {
+    throw new ConfigError('CAIRN_SECRET_KEY', 'must be 32 bytes, as 64 hex digits or base64');
+  }
+  return key;
+}
+
+const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
+
+export function loadConfig(env: Env = process.env): Config {
+  const runtime: Config['runtime'] = env.AWS_LAMBDA_FUNCTION_NAME ? 'aws' : 'local';
+  const host = str(env, 'CAIRN_HOST', '127.0.0.1');
+  const ports = {
+    api: port(env, 'CAIRN_API_PORT', 4000),
+    s3: port(env, 'CAIRN_S3_PORT', 4001),
+    gateway: port(env, 'CAIRN_GATEWAY_PORT', 4002),
+  };
+  const local = (p: number) => `http://${host.includes(':') ? `[${host}]` : host}:${p}`;
+  const logLevel = str(env, 'CAIRN_LOG_LEVEL', 'info') as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError('CAIRN_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  }
+  const prefix = str(env, 'CAIRN_TABLE_PREFIX', 'cairn-');
+  return {
+    runtime,
+    dataDir: str(env, 'CAIRN_DATA_DIR', './data'),
+    host,
+    ports,
+    urls: {
+      baseUrl: url(env, 'CAIRN_BASE_URL', local(ports.api)),
+      storageEndpoint: url(env, 'CAIRN_STORAGE_ENDPOINT', local(ports.s3)),
+      bucketEndpointDomain: domain(env, 'CAIRN_BUCKET_ENDPOINT_DOMAIN', `s3.localhost:${ports.s3}`),
+      storagePublicDomain: domain(env, 'CAIRN_STORAGE_PUBLIC_DOMAIN', `storage.localhost:${ports.gateway}`),
+      gatewayUrl: url(env, 'CAIRN_GATEWAY_URL', local(ports.gateway)),
+      publicGatewayUrl: url(env, 'CAIRN_PUBLIC_GATEWAY_URL', local(ports.gateway)),
+    },
+    region: str(env, 'AWS_REGION', 'us-east-1'),
+    dynamodb: { endpoint: opt(env, 'DYNAMODB_ENDPOINT') },
+    tables: {
+      accounts: str(env, 'CAIRN_ACCOUNTS_TABLE', `${prefix}accounts`),
+      sites: str(env, 'CAIRN_SITES_TABLE', `${prefix}sites`),
+      deploys: str(env, 'CAIRN_DEPLOYS_TABLE', `${prefix}deploys`),
+      objects: str(env, 'CAIRN_OBJECTS_TABLE', `${prefix}objects`),
+    },
+    blockBucket: opt(env, 'CAIRN_BLOCK_BUCKET'),
+    secretKey: secretKey(env),
+    kmsKeyId: opt(env, 'CAIRN_KMS_KEY_ID'),
+    bootstrap: {
+      accessKeyId: opt(env, 'CAIRN_BOOTSTRAP_ACCESS_KEY'),
+      secretAccessKey: opt(env, 'CAIRN_BOOTSTRAP_SECRET_KEY'),
+      apiToken: opt(env, 'CAIRN_BOOTSTRAP_API_TOKEN'),
+      file: opt(env, 'CAIRN_BOOTSTRAP_FILE'),
+    },
+    logLevel,
+  };
+}

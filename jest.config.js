@@ -1,0 +1,9 @@
+/** Jest runs the TypeScript sources as native ESM (Helia and its deps are ESM-only). */
+export default {
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, diagnostics: false }] },
+  testMatch: ['<rootDir>/test/**/*.test.ts'],
+  testTimeout: 60000,
+};
