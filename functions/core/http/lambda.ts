@@ -1,0 +1,79 @@
+/**
+ * The Lambda door: API Gateway HTTP API (payload 2.0) and Lambda Function URL
+ * events share one shape; this turns them into an HttpRequest and a Response
+ * back into the structured result, wrapped in middy.
+ */
+import middy from '@middy/core';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type { Logger } from '../logger.js';
+import type { HttpHandler, HttpRequest } from './types.js';
+
+export function toHttpRequest(event: APIGatewayProxyEventV2): HttpRequest {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(event.headers ?? {})) {
+    if (value === undefined) continue;
+    try {
+      headers.set(name, value);
+    } catch {
+      // Dropped like the node door does; signature checks fail cleanly.
+    }
+  }
+  if (event.cookies?.length) headers.set('cookie', event.cookies.join('; '));
+  const method = event.requestContext.http.method;
+  let body: ReadableStream<Uint8Array> | null = null;
+  if (event.body !== undefined && event.body !== null && method !== 'GET' && method !== 'HEAD') {
+    const bytes = event.isBase64Encoded ? Buffer.from(event.body, 'base64') : Buffer.from(event.body, 'utf8');
+    body = new Response(new Uint8Array(bytes)).body;
+  }
+  return {
+    method,
+    rawPath: event.rawPath || '/',
+    rawQuery: event.rawQueryString ?? '',
+    headers,
+    body,
+    signal: new AbortController().signal,
+    remoteAddress: event.requestContext.http.sourceIp,
+  };
+}
+
+export async function toLambdaResult(response: Response, method: string): Promise<APIGatewayProxyStructuredResultV2> {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    if (name !== 'set-cookie') headers[name] = value;
+  });
+  const cookies = response.headers.getSetCookie();
+  const bytes = method === 'HEAD' || !response.body ? Buffer.alloc(0) : Buffer.from(await response.arrayBuffer());
+  if (method === 'HEAD') await response.body?.cancel();
+  return {
+    statusCode: response.status,
+    headers,
+    ...(cookies.length ? { cookies } : {}),
+    body: bytes.toString('base64'),
+    isBase64Encoded: true,
+  };
+}
+
+export type LambdaHttpHandler = (
+  event: APIGatewayProxyEventV2,
+  context: Context,
+) => Promise<APIGatewayProxyStructuredResultV2>;
+
+/**
+ * A Lambda handler for an HttpHandler built lazily once per container (cold
+ * start), so configuration errors surface on the first request's log.
+ */
+export function lambdaHttpHandler(build: () => Promise<{ handler: HttpHandler; logger: Logger }>): LambdaHttpHandler {
+  let built: Promise<{ handler: HttpHandler; logger: Logger }> | undefined;
+  const base = async (event: APIGatewayProxyEventV2, context: Context) => {
+    built ??= build();
+    const { handler, logger } = await built;
+    const request = toHttpRequest(event);
+    try {
+      return await toLambdaResult(await handler(request), request.method);
+    } catch (err) {
+      logger.error('unhandled error in handler', { err, requestId: context.awsRequestId });
+      return { statusCode: 500, headers: { 'content-type': 'text/plain' }, body: 'Internal Server Error' };
+    }
+  };
+  return middy(base) as unknown as LambdaHttpHandler;
+}

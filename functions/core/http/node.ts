@@ -1,0 +1,111 @@
+/**
+ * The local door: mounts an HttpHandler on a node:http server, streaming
+ * bodies both ways with backpressure.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import type { Logger } from '../logger.js';
+import type { HttpHandler, HttpRequest } from './types.js';
+
+export function toHttpRequest(req: IncomingMessage, signal: AbortSignal): HttpRequest {
+  const target = req.url ?? '/';
+  const q = target.indexOf('?');
+  const headers = new Headers();
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    try {
+      headers.append(raw[i]!, raw[i + 1]!);
+    } catch {
+      // A header value Headers refuses (e.g. control characters) is dropped;
+      // signature checks then fail cleanly rather than crashing.
+    }
+  }
+  const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
+  return {
+    method: req.method ?? 'GET',
+    rawPath: q < 0 ? target : target.slice(0, q),
+    rawQuery: q < 0 ? '' : target.slice(q + 1),
+    headers,
+    body: hasBody ? (Readable.toWeb(req) as ReadableStream<Uint8Array>) : null,
+    signal,
+    remoteAddress: req.socket.remoteAddress,
+  };
+}
+
+export async function writeResponse(res: ServerResponse, response: Response, method: string): Promise<void> {
+  const headers: Record<string, string | string[]> = {};
+  response.headers.forEach((value, name) => {
+    if (name === 'set-cookie') return;
+    headers[name] = value;
+  });
+  const cookies = response.headers.getSetCookie();
+  if (cookies.length) headers['set-cookie'] = cookies;
+  res.writeHead(response.status, headers);
+  if (!response.body || method === 'HEAD') {
+    await response.body?.cancel();
+    res.end();
+    return;
+  }
+  const reader = response.body.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (!res.write(value)) {
+        await new Promise<void>((resolve) => {
+          const go = () => {
+            res.off('drain', go);
+            res.off('close', go);
+            resolve();
+          };
+          res.on('drain', go);
+          res.on('close', go);
+        });
+        if (res.destroyed) break;
+      }
+    }
+    res.end();
+  } catch (err) {
+    // Headers are out; the only honest signal left is to cut the connection.
+    res.destroy(err as Error);
+  } finally {
+    reader.releaseLock();
+    if (res.destroyed) await response.body.cancel().catch(() => {});
+  }
+}
+
+export function createNodeServer(handler: HttpHandler, logger: Logger): Server {
+  const server = createServer((req, res) => {
+    const controller = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) controller.abort(new Error('client disconnected'));
+    });
+    const request = toHttpRequest(req, controller.signal);
+    handler(request)
+      .then((response) => writeResponse(res, response, request.method))
+      .catch((err: unknown) => {
+        logger.error('unhandled error in handler', { err, method: req.method, url: req.url });
+        if (!res.headersSent) {
+          res.writeHead(500, { 'content-type': 'text/plain' });
+          res.end('Internal Server Error');
+        } else {
+          res.destroy();
+        }
+      });
+  });
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  server.requestTimeout = 0; // large uploads may legitimately take long
+  return server;
+}
+
+export function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      const addr = server.address();
+      resolve(typeof addr === 'object' && addr ? addr.port : port);
+    });
+  });
+}

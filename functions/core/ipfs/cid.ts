@@ -1,0 +1,51 @@
+/**
+ * CIDs exactly as Kubo's `ipfs add` prints them with its defaults
+ * (the unixfs-v0-2015 profile); see shared/reference/ipfs-cids.md.
+ */
+import { CID } from 'multiformats/cid';
+import { fixedSize } from 'ipfs-unixfs-importer/chunker';
+import { balanced } from 'ipfs-unixfs-importer/layout';
+import type { ImporterOptions } from 'ipfs-unixfs-importer';
+
+export const KUBO_CHUNK_SIZE = 262144;
+
+/** Importer options that reproduce `ipfs add` (CIDv0, dag-pb leaves, 256 KiB chunks, 174 links). */
+export function kuboImportOptions(): ImporterOptions {
+  return {
+    cidVersion: 0,
+    rawLeaves: false,
+    leafType: 'file',
+    reduceSingleLeafToSelf: true,
+    chunker: fixedSize({ chunkSize: KUBO_CHUNK_SIZE }),
+    layout: balanced({ maxChildrenPerNode: 174 }),
+    shardSplitThresholdBytes: 262144,
+    shardSplitStrategy: 'links-bytes',
+    shardFanoutBits: 8,
+    wrapWithDirectory: false,
+  };
+}
+
+/** The CIDv1 the service reports: the v0 converted (same DAG), in base32. */
+export function cidV1(cid: CID | string): string {
+  const parsed = typeof cid === 'string' ? CID.parse(cid) : cid;
+  return parsed.toV1().toString();
+}
+
+export function cidV0(cid: CID | string): string {
+  const parsed = typeof cid === 'string' ? CID.parse(cid) : cid;
+  return parsed.version === 0 ? parsed.toString() : parsed.toV0().toString();
+}
+
+/** Parses a v0 or v1 CID string, or returns undefined when it is not one. */
+export function parseCid(text: string): CID | undefined {
+  try {
+    return CID.parse(text);
+  } catch {
+    try {
+      // base32 v1 CIDs are case-insensitive in practice (subdomain gateways lowercase them)
+      return /^B[A-Z2-7]+$/.test(text) ? CID.parse(text.toLowerCase()) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+}

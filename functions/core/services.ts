@@ -1,0 +1,47 @@
+/**
+ * The composition root shared by every entry point: builds the stores, the
+ * sealer and (lazily) the IPFS node from one Config. Each door calls this
+ * once per process (a Lambda container, or the local server).
+ */
+import type { Config } from './config.js';
+import { createLogger, type Logger } from './logger.js';
+import { createDatabase, type Database } from './data/dynamo.js';
+import { AccountStore } from './data/accounts.js';
+import { ObjectStore } from './data/objects.js';
+import { SiteStore } from './data/sites.js';
+import { DeployStore } from './data/deploys.js';
+import { createSealer } from './auth/secrets.js';
+import { createIpfsNode, type IpfsNode } from './ipfs/node.js';
+
+export interface Services {
+  config: Config;
+  logger: Logger;
+  db: Database;
+  accounts: AccountStore;
+  objects: ObjectStore;
+  sites: SiteStore;
+  deploys: DeployStore;
+  /** The IPFS node, started on first use (the GraphQL function never needs one). */
+  ipfs(): Promise<IpfsNode>;
+  close(): Promise<void>;
+}
+
+export async function createServices(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<Services> {
+  const db = createDatabase(config);
+  const sealer = await createSealer(config);
+  let node: Promise<IpfsNode> | undefined;
+  return {
+    config,
+    logger,
+    db,
+    accounts: new AccountStore(db, sealer),
+    objects: new ObjectStore(db),
+    sites: new SiteStore(db),
+    deploys: new DeployStore(db),
+    ipfs: () => (node ??= createIpfsNode(config)),
+    async close() {
+      if (node) await (await node).stop();
+      db.client.destroy();
+    },
+  };
+}

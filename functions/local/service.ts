@@ -1,0 +1,95 @@
+/**
+ * The whole service on one machine: embedded DynamoDB (unless
+ * DYNAMODB_ENDPOINT is set), the IPFS node under the data directory, and the
+ * GraphQL API, S3 endpoint and gateway on their own loopback ports.
+ */
+import { access, constants, mkdir } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import { ConfigError, type Config } from '../core/config.js';
+import { createLogger, type Logger } from '../core/logger.js';
+import { createNodeServer, listen } from '../core/http/node.js';
+import type { HttpHandler } from '../core/http/types.js';
+import { ensureTables } from '../core/data/dynamo.js';
+import { startEmbeddedDynamo, type EmbeddedDynamo } from '../core/data/embedded.js';
+import { createServices, type Services } from '../core/services.js';
+import { bootstrapAccounts, type BootstrapResult } from '../core/bootstrap.js';
+import { createS3Handler } from '../s3/app.js';
+import { createGatewayHandler } from '../gateway/app.js';
+import { createGraphqlHandler } from '../graphql/server.js';
+
+export interface LocalService {
+  config: Config;
+  services: Services;
+  bootstrap: BootstrapResult;
+  endpoints: { graphql: string; s3: string; gateway: string };
+  stop(): Promise<void>;
+}
+
+async function checkDataDir(dir: string): Promise<void> {
+  try {
+    await mkdir(dir, { recursive: true });
+    await access(dir, constants.W_OK);
+  } catch (err) {
+    throw new ConfigError('CAIRN_DATA_DIR', `"${dir}" is not a writable directory (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+}
+
+async function serve(name: string, variable: string, handler: HttpHandler, port: number, host: string, logger: Logger): Promise<Server> {
+  const server = createNodeServer(handler, logger.child({ fn: name }));
+  try {
+    await listen(server, port, host);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new ConfigError(variable, code === 'EADDRINUSE' ? `port ${port} on ${host} is already in use` : `cannot listen on ${host}:${port} (${code ?? err})`);
+  }
+  return server;
+}
+
+export async function startLocalService(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<LocalService> {
+  await checkDataDir(config.dataDir);
+  let embedded: EmbeddedDynamo | undefined;
+  const cfg: Config = { ...config };
+  if (!cfg.dynamodb.endpoint) {
+    embedded = await startEmbeddedDynamo(cfg.dataDir, '127.0.0.1');
+    cfg.dynamodb = { endpoint: embedded.endpoint };
+  }
+  const servers: Server[] = [];
+  let services: Services | undefined;
+  const stop = async () => {
+    await Promise.all(
+      servers.map(
+        (s) =>
+          new Promise<void>((resolve) => {
+            s.closeAllConnections();
+            s.close(() => resolve());
+          }),
+      ),
+    );
+    await services?.close();
+    await embedded?.close();
+  };
+  try {
+    services = await createServices(cfg, logger);
+    await ensureTables(services.db);
+    const bootstrap = await bootstrapAccounts(services);
+    await services.ipfs();
+    const { host, ports } = cfg;
+    servers.push(await serve('graphql', 'CAIRN_API_PORT', createGraphqlHandler(services), ports.api, host, logger));
+    servers.push(await serve('s3', 'CAIRN_S3_PORT', createS3Handler(services), ports.s3, host, logger));
+    servers.push(await serve('gateway', 'CAIRN_GATEWAY_PORT', createGatewayHandler(services), ports.gateway, host, logger));
+    return {
+      config: cfg,
+      services,
+      bootstrap,
+      endpoints: {
+        graphql: `${cfg.urls.baseUrl}/graphql`,
+        s3: cfg.urls.storageEndpoint,
+        gateway: cfg.urls.gatewayUrl,
+      },
+      stop,
+    };
+  } catch (err) {
+    await stop().catch(() => {});
+    throw err;
+  }
+}

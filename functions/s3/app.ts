@@ -1,0 +1,73 @@
+/**
+ * The S3-compatible API as one HttpHandler: parse, authenticate, authorise,
+ * dispatch. Every failure leaves as S3 XML with S3's code and status.
+ */
+import { randomBytes } from 'node:crypto';
+import type { HttpHandler } from '../core/http/types.js';
+import type { Services } from '../core/services.js';
+import { authenticate } from './auth.js';
+import { headBucket, listBuckets } from './buckets.js';
+import type { S3Context } from './context.js';
+import { errorResponse, errors, S3Error } from './errors.js';
+import { getObject } from './get.js';
+import { putObject } from './put.js';
+import { ACCESS, parseS3Request, type S3Op, type S3Request } from './router.js';
+
+type OperationHandler = (ctx: S3Context) => Promise<Response>;
+
+const OPERATIONS: Partial<Record<S3Op, OperationHandler>> = {
+  ListBuckets: listBuckets,
+  HeadBucket: headBucket,
+  PutObject: putObject,
+  GetObject: getObject,
+  HeadObject: getObject,
+};
+
+const BUCKET_NAME = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+
+export function isValidBucketName(name: string): boolean {
+  return BUCKET_NAME.test(name) && !name.includes('..') && !/^\d+\.\d+\.\d+\.\d+$/.test(name) && !name.startsWith('xn--');
+}
+
+async function authorise(ctx: S3Context): Promise<void> {
+  const access = ACCESS[ctx.s3.op];
+  const principal = ctx.auth.principal;
+  if (access !== 'read' && principal.kind !== 'account') throw errors.accessDenied();
+  if (ctx.s3.bucket === undefined || ctx.s3.op === 'CreateBucket') return;
+  if (!isValidBucketName(ctx.s3.bucket)) throw errors.noSuchBucket(ctx.s3.bucket);
+  const bucket = await ctx.services.accounts.getBucket(ctx.s3.bucket);
+  if (!bucket) throw errors.noSuchBucket(ctx.s3.bucket);
+  ctx.bucket = bucket;
+  if (access === 'read') return; // the operation decides on object ACLs
+  if (principal.kind !== 'account' || principal.accountId !== bucket.accountId) throw errors.accessDenied();
+}
+
+export function createS3Handler(services: Services, now: () => Date = () => new Date()): HttpHandler {
+  const { logger, config } = services;
+  return async (req) => {
+    const requestId = randomBytes(8).toString('hex').toUpperCase();
+    let s3: S3Request | undefined;
+    let response: Response;
+    try {
+      s3 = parseS3Request(req, config.urls.bucketEndpointDomain);
+      const time = now();
+      const auth = await authenticate(req, s3.query, services.accounts, time);
+      const ctx: S3Context = { services, req, s3, auth, now: time };
+      await authorise(ctx);
+      const handler = OPERATIONS[s3.op];
+      if (!handler) throw errors.notImplemented(s3.op);
+      response = await handler(ctx);
+    } catch (err) {
+      if (!(err instanceof S3Error)) {
+        logger.error('s3 request failed', { err, op: s3?.op, method: req.method, path: req.rawPath, requestId });
+      }
+      response = errorResponse(err instanceof S3Error ? err : errors.internal(), s3?.resource ?? req.rawPath, requestId, req.method);
+      // Whatever the client is still sending is not wanted.
+      await req.body?.cancel().catch(() => {});
+    }
+    response.headers.set('x-amz-request-id', requestId);
+    response.headers.set('server', 'Cairn');
+    logger.debug('s3 request', { op: s3?.op, status: response.status, requestId });
+    return response;
+  };
+}

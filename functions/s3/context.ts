@@ -1,0 +1,25 @@
+/** What every S3 operation handler receives. */
+import type { Services } from '../core/services.js';
+import type { HttpRequest } from '../core/http/types.js';
+import type { Authenticated } from './auth.js';
+import type { S3Request } from './router.js';
+import type { Bucket } from '../core/data/accounts.js';
+import { cidV0, cidV1 } from '../core/ipfs/cid.js';
+
+export interface S3Context {
+  services: Services;
+  req: HttpRequest;
+  s3: S3Request;
+  auth: Authenticated;
+  /** The addressed bucket, checked to exist (and to be the caller's, unless the op allows public reads). */
+  bucket?: Bucket;
+  now: Date;
+}
+
+export function ipfsHeaders(cid: string): Record<string, string> {
+  return { 'x-service-ipfs-hash': cidV1(cid), 'x-service-ipfs-hash-v0': cidV0(cid) };
+}
+
+export function isOwner(ctx: S3Context): boolean {
+  return ctx.auth.principal.kind === 'account' && ctx.bucket?.accountId === ctx.auth.principal.accountId;
+}

@@ -1,0 +1,177 @@
+/**
+ * The router is data: every S3 request is parsed here, once, into one
+ * S3Request value (addressing, bucket, key, operation); handlers dispatch on
+ * `op`. Each operation declares the access it needs.
+ */
+import { errors, S3Error } from './errors.js';
+import { queryParams, type HttpRequest } from '../core/http/types.js';
+
+export type S3Op =
+  | 'ListBuckets'
+  | 'CreateBucket'
+  | 'HeadBucket'
+  | 'DeleteBucket'
+  | 'GetBucketLocation'
+  | 'GetBucketVersioning'
+  | 'GetBucketAcl'
+  | 'ListObjects'
+  | 'ListObjectsV2'
+  | 'ListObjectVersions'
+  | 'ListMultipartUploads'
+  | 'DeleteObjects'
+  | 'PutObject'
+  | 'CopyObject'
+  | 'GetObject'
+  | 'HeadObject'
+  | 'DeleteObject'
+  | 'GetObjectAcl'
+  | 'PutObjectAcl'
+  | 'CreateMultipartUpload'
+  | 'UploadPart'
+  | 'UploadPartCopy'
+  | 'CompleteMultipartUpload'
+  | 'AbortMultipartUpload'
+  | 'ListParts';
+
+/** What an operation needs: `read` may be anonymous on public-read objects. */
+export type Access = 'account' | 'bucket-owner' | 'read';
+
+export const ACCESS: Record<S3Op, Access> = {
+  ListBuckets: 'account',
+  CreateBucket: 'account',
+  HeadBucket: 'bucket-owner',
+  DeleteBucket: 'bucket-owner',
+  GetBucketLocation: 'bucket-owner',
+  GetBucketVersioning: 'bucket-owner',
+  GetBucketAcl: 'bucket-owner',
+  ListObjects: 'bucket-owner',
+  ListObjectsV2: 'bucket-owner',
+  ListObjectVersions: 'bucket-owner',
+  ListMultipartUploads: 'bucket-owner',
+  DeleteObjects: 'bucket-owner',
+  PutObject: 'bucket-owner',
+  CopyObject: 'bucket-owner',
+  GetObject: 'read',
+  HeadObject: 'read',
+  DeleteObject: 'bucket-owner',
+  GetObjectAcl: 'bucket-owner',
+  PutObjectAcl: 'bucket-owner',
+  CreateMultipartUpload: 'bucket-owner',
+  UploadPart: 'bucket-owner',
+  UploadPartCopy: 'bucket-owner',
+  CompleteMultipartUpload: 'bucket-owner',
+  AbortMultipartUpload: 'bucket-owner',
+  ListParts: 'bucket-owner',
+};
+
+export interface S3Request {
+  op: S3Op;
+  /** Absent only for ListBuckets. */
+  bucket?: string;
+  /** Decoded object key, for object operations. */
+  key?: string;
+  query: Map<string, string>;
+  addressing: 'path' | 'virtual-host';
+  /** The path S3 errors report as the resource. */
+  resource: string;
+}
+
+const BUCKET_SUBRESOURCES_UNSUPPORTED = [
+  'policy', 'cors', 'lifecycle', 'website', 'tagging', 'logging', 'notification', 'replication',
+  'encryption', 'object-lock', 'requestPayment', 'accelerate', 'inventory', 'analytics', 'metrics',
+  'ownershipControls', 'publicAccessBlock', 'intelligent-tiering', 'policyStatus',
+];
+const OBJECT_SUBRESOURCES_UNSUPPORTED = ['tagging', 'retention', 'legal-hold', 'torrent', 'restore', 'select', 'attributes'];
+
+function hostWithoutPort(host: string): string {
+  if (host.startsWith('[')) return host.slice(0, host.indexOf(']') + 1);
+  const colon = host.lastIndexOf(':');
+  return colon < 0 ? host : host.slice(0, colon);
+}
+
+function decodePath(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new S3Error('InvalidURI', 400, "Couldn't parse the specified URI.");
+  }
+}
+
+export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): S3Request {
+  const query = queryParams(req.rawQuery);
+  const host = hostWithoutPort((req.headers.get('host') ?? '').toLowerCase());
+  const domain = hostWithoutPort(bucketEndpointDomain);
+  let bucket: string | undefined;
+  let rawKey: string | undefined;
+  let addressing: S3Request['addressing'] = 'path';
+  if (host.endsWith(`.${domain}`) && host.length > domain.length + 1) {
+    addressing = 'virtual-host';
+    bucket = host.slice(0, host.length - domain.length - 1);
+    rawKey = req.rawPath.length > 1 ? req.rawPath.slice(1) : undefined;
+  } else {
+    const path = req.rawPath.startsWith('/') ? req.rawPath.slice(1) : req.rawPath;
+    const slash = path.indexOf('/');
+    const first = slash < 0 ? path : path.slice(0, slash);
+    bucket = first ? decodePath(first) : undefined;
+    rawKey = slash < 0 || slash === path.length - 1 ? undefined : path.slice(slash + 1);
+  }
+  const key = rawKey === undefined ? undefined : decodePath(rawKey);
+  const resource = bucket ? `/${bucket}${key !== undefined ? `/${key}` : ''}` : '/';
+  const base = { bucket, key, query, addressing, resource };
+  const method = req.method.toUpperCase();
+  const has = (name: string) => query.has(name);
+
+  if (!bucket) {
+    if (method === 'GET') return { op: 'ListBuckets', ...base };
+    throw errors.methodNotAllowed(method);
+  }
+  if (key === undefined) {
+    for (const sub of BUCKET_SUBRESOURCES_UNSUPPORTED) if (has(sub)) throw errors.notImplemented(`?${sub}`);
+    switch (method) {
+      case 'PUT':
+        if (has('acl') || has('versioning')) throw errors.notImplemented(has('acl') ? '?acl' : '?versioning');
+        return { op: 'CreateBucket', ...base };
+      case 'HEAD':
+        return { op: 'HeadBucket', ...base };
+      case 'DELETE':
+        return { op: 'DeleteBucket', ...base };
+      case 'POST':
+        if (has('delete')) return { op: 'DeleteObjects', ...base };
+        throw errors.methodNotAllowed(method);
+      case 'GET':
+        if (has('location')) return { op: 'GetBucketLocation', ...base };
+        if (has('versioning')) return { op: 'GetBucketVersioning', ...base };
+        if (has('acl')) return { op: 'GetBucketAcl', ...base };
+        if (has('versions')) return { op: 'ListObjectVersions', ...base };
+        if (has('uploads')) return { op: 'ListMultipartUploads', ...base };
+        if (query.get('list-type') === '2') return { op: 'ListObjectsV2', ...base };
+        return { op: 'ListObjects', ...base };
+      default:
+        throw errors.methodNotAllowed(method);
+    }
+  }
+  if (Buffer.byteLength(key) > 1024) throw errors.keyTooLong();
+  for (const sub of OBJECT_SUBRESOURCES_UNSUPPORTED) if (has(sub)) throw errors.notImplemented(`?${sub}`);
+  const copy = req.headers.has('x-amz-copy-source');
+  switch (method) {
+    case 'PUT':
+      if (has('uploadId') && has('partNumber')) return { op: copy ? 'UploadPartCopy' : 'UploadPart', ...base };
+      if (has('acl')) return { op: 'PutObjectAcl', ...base };
+      return { op: copy ? 'CopyObject' : 'PutObject', ...base };
+    case 'GET':
+      if (has('uploadId')) return { op: 'ListParts', ...base };
+      if (has('acl')) return { op: 'GetObjectAcl', ...base };
+      return { op: 'GetObject', ...base };
+    case 'HEAD':
+      return { op: 'HeadObject', ...base };
+    case 'POST':
+      if (has('uploads')) return { op: 'CreateMultipartUpload', ...base };
+      if (has('uploadId')) return { op: 'CompleteMultipartUpload', ...base };
+      throw errors.methodNotAllowed(method);
+    case 'DELETE':
+      if (has('uploadId')) return { op: 'AbortMultipartUpload', ...base };
+      return { op: 'DeleteObject', ...base };
+    default:
+      throw errors.methodNotAllowed(method);
+  }
+}

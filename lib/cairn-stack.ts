@@ -1,0 +1,214 @@
+/**
+ * The Cairn stack: data (tables, block bucket, KMS key), the four functions
+ * with least-privilege grants, their endpoints (an HTTP API for GraphQL,
+ * Function URLs for the S3-compatible endpoint and the gateway) and the
+ * schedule that drives the deploy worker.
+ *
+ * It synthesizes offline: no context lookups, no account or region lookups.
+ */
+import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import { CorsHttpMethod, HttpApi, HttpMethod } from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import { FunctionUrlAuthType, InvokeMode, type FunctionUrl } from 'aws-cdk-lib/aws-lambda';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { Schedule, ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
+import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
+import type { Construct } from 'constructs';
+import { TABLES, type TableName } from '../functions/core/data/tables.js';
+import { CairnData, pascal } from './data.js';
+import { CairnFunction, LAMBDA_SCHEMA_PATH } from './functions.js';
+
+export type CairnLogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+
+export interface CairnStackProps extends StackProps {
+  /**
+   * `<bucket>.<bucketEndpointDomain>` addresses a bucket virtual-host style
+   * (needs a wildcard domain in front of the S3 function).
+   * @default - unset: the runtime default applies and clients use path-style requests
+   */
+  readonly bucketEndpointDomain?: string;
+  /**
+   * Public object URLs are `https://<bucket>.<storagePublicDomain>/<key>`
+   * (needs a wildcard domain in front of the gateway function).
+   * @default - unset: the runtime default applies
+   */
+  readonly storagePublicDomain?: string;
+  /**
+   * A public IPFS gateway users can fetch from.
+   * @default - the gateway function's URL (for every function but the gateway itself)
+   */
+  readonly publicGatewayUrl?: string;
+  /** @default 'info' */
+  readonly logLevel?: CairnLogLevel;
+}
+
+export interface CairnFunctions {
+  readonly graphql: NodejsFunction;
+  readonly s3: NodejsFunction;
+  readonly gateway: NodejsFunction;
+  readonly deployWorker: NodejsFunction;
+}
+
+/** `accounts` → `CAIRN_ACCOUNTS_TABLE`, the variable the runtime reads the physical name from. */
+export function tableEnvVar(name: TableName): string {
+  return `CAIRN_${name.toUpperCase()}_TABLE`;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  const v = value?.trim();
+  return v === undefined || v === '' ? undefined : v;
+}
+
+export class CairnStack extends Stack {
+  readonly data: CairnData;
+  readonly functions: CairnFunctions;
+  readonly api: HttpApi;
+  readonly storageUrl: FunctionUrl;
+  readonly gatewayUrl: FunctionUrl;
+  readonly deployWorkerSchedule: Schedule;
+
+  constructor(scope: Construct, id: string, props: CairnStackProps = {}) {
+    super(scope, id, props);
+
+    const data = new CairnData(this, 'Data');
+    this.data = data;
+    const { tables, blockBucket, secretsKey } = data;
+
+    // Deployer options go to every function; URLs are added further down,
+    // each only where it creates no cycle.
+    const options: Record<string, string> = {};
+    const bucketEndpointDomain = nonEmpty(props.bucketEndpointDomain);
+    const storagePublicDomain = nonEmpty(props.storagePublicDomain);
+    const publicGatewayUrl = nonEmpty(props.publicGatewayUrl);
+    if (bucketEndpointDomain) options.CAIRN_BUCKET_ENDPOINT_DOMAIN = bucketEndpointDomain;
+    if (storagePublicDomain) options.CAIRN_STORAGE_PUBLIC_DOMAIN = storagePublicDomain;
+    if (publicGatewayUrl) options.CAIRN_PUBLIC_GATEWAY_URL = publicGatewayUrl;
+
+    const environment: Record<string, string> = {
+      ...Object.fromEntries(TABLES.map((spec) => [tableEnvVar(spec.name), tables[spec.name].tableName])),
+      CAIRN_BLOCK_BUCKET: blockBucket.bucketName,
+      CAIRN_KMS_KEY_ID: secretsKey.keyId,
+      CAIRN_LOG_LEVEL: props.logLevel ?? 'info',
+      NODE_OPTIONS: '--enable-source-maps',
+      ...options,
+    };
+
+    const graphql = new CairnFunction(this, 'Graphql', {
+      name: 'graphql',
+      description: 'Cairn: GraphQL hosting API',
+      memorySize: 512,
+      timeout: Duration.seconds(29),
+      environment: { ...environment, CAIRN_SCHEMA_PATH: LAMBDA_SCHEMA_PATH },
+      extraFiles: ['schema.graphql'],
+    }).function;
+
+    const s3 = new CairnFunction(this, 'S3', {
+      name: 's3',
+      description: 'Cairn: S3-compatible storage endpoint',
+      memorySize: 1024,
+      timeout: Duration.seconds(60),
+      environment,
+    }).function;
+
+    const gateway = new CairnFunction(this, 'Gateway', {
+      name: 'gateway',
+      description: 'Cairn: IPFS gateway and public object URLs',
+      memorySize: 1024,
+      timeout: Duration.seconds(60),
+      environment,
+    }).function;
+
+    const deployWorker = new CairnFunction(this, 'DeployWorker', {
+      name: 'deploy-worker',
+      description: 'Cairn: deploy worker, run every minute',
+      memorySize: 1024,
+      timeout: Duration.minutes(5),
+      environment,
+    }).function;
+
+    this.functions = { graphql, s3, gateway, deployWorker };
+
+    // Least privilege: each function gets exactly what it uses.
+    tables.accounts.grantReadWriteData(graphql);
+    tables.sites.grantReadWriteData(graphql);
+    tables.deploys.grantReadWriteData(graphql);
+    secretsKey.grantEncryptDecrypt(graphql);
+
+    tables.accounts.grantReadWriteData(s3);
+    tables.objects.grantReadWriteData(s3);
+    blockBucket.grantReadWrite(s3);
+    secretsKey.grantEncryptDecrypt(s3);
+
+    tables.objects.grantReadData(gateway);
+    tables.accounts.grantReadData(gateway);
+    tables.sites.grantReadData(gateway);
+    blockBucket.grantRead(gateway);
+
+    tables.sites.grantReadWriteData(deployWorker);
+    tables.deploys.grantReadWriteData(deployWorker);
+    tables.objects.grantReadWriteData(deployWorker);
+    blockBucket.grantReadWrite(deployWorker);
+
+    // Endpoints. The S3 function verifies SigV4 itself; the gateway is public.
+    this.storageUrl = s3.addFunctionUrl({ authType: FunctionUrlAuthType.NONE, invokeMode: InvokeMode.BUFFERED });
+    this.gatewayUrl = gateway.addFunctionUrl({ authType: FunctionUrlAuthType.NONE, invokeMode: InvokeMode.BUFFERED });
+
+    this.api = new HttpApi(this, 'Api', {
+      apiName: `${this.stackName}-api`,
+      description: 'Cairn: GraphQL hosting API',
+      corsPreflight: {
+        allowOrigins: ['*'],
+        allowHeaders: ['authorization', 'content-type'],
+        allowMethods: [CorsHttpMethod.GET, CorsHttpMethod.POST, CorsHttpMethod.OPTIONS],
+        maxAge: Duration.days(1),
+      },
+    });
+    this.api.addRoutes({
+      path: '/graphql',
+      methods: [HttpMethod.ANY, HttpMethod.GET],
+      integration: new HttpLambdaIntegration('GraphqlIntegration', graphql),
+    });
+
+    // URLs, never a function's own (a function's URL depends on the function).
+    // The gateway gets none of the others: the S3 function already depends on
+    // the gateway's URL, so the reverse would be a cycle.
+    for (const fn of [graphql, s3, deployWorker]) {
+      fn.addEnvironment('CAIRN_GATEWAY_URL', this.gatewayUrl.url);
+      if (!publicGatewayUrl) fn.addEnvironment('CAIRN_PUBLIC_GATEWAY_URL', this.gatewayUrl.url);
+    }
+    for (const fn of [graphql, deployWorker]) {
+      fn.addEnvironment('CAIRN_STORAGE_ENDPOINT', this.storageUrl.url);
+    }
+    graphql.addEnvironment('CAIRN_BASE_URL', this.api.apiEndpoint);
+
+    this.deployWorkerSchedule = new Schedule(this, 'DeployWorkerSchedule', {
+      description: 'Cairn: run the deploy worker every minute',
+      schedule: ScheduleExpression.rate(Duration.minutes(1)),
+      // A missed run is simply picked up by the next one.
+      target: new LambdaInvoke(deployWorker, { retryAttempts: 0, maxEventAge: Duration.minutes(1) }),
+    });
+
+    new CfnOutput(this, 'GraphqlUrl', {
+      description: 'The GraphQL hosting API',
+      value: `${this.api.apiEndpoint}/graphql`,
+    });
+    new CfnOutput(this, 'StorageEndpoint', {
+      description: 'The S3-compatible endpoint (path-style)',
+      value: this.storageUrl.url,
+    });
+    new CfnOutput(this, 'GatewayUrl', {
+      description: 'The IPFS gateway (/ipfs/<cid>)',
+      value: this.gatewayUrl.url,
+    });
+    new CfnOutput(this, 'BlockBucketName', {
+      description: 'The S3 bucket holding IPFS blocks and the datastore',
+      value: blockBucket.bucketName,
+    });
+    for (const spec of TABLES) {
+      new CfnOutput(this, `${pascal(spec.name)}TableName`, {
+        description: spec.description,
+        value: tables[spec.name].tableName,
+      });
+    }
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * Everything Cairn keeps: the DynamoDB tables (generated from the shared
+ * definitions in functions/core/data/tables.ts, the same ones the local
+ * server creates), the S3 bucket holding IPFS blocks and the node's
+ * datastore, and the KMS key that seals storage secrets at rest.
+ *
+ * All of it is retained when the stack is deleted.
+ */
+import { RemovalPolicy } from 'aws-cdk-lib';
+import { AttributeType, BillingMode, ProjectionType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { Key } from 'aws-cdk-lib/aws-kms';
+import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
+import { Construct } from 'constructs';
+import { KEY_ATTRIBUTES, TABLES, indexKeys, type TableName } from '../functions/core/data/tables.js';
+
+/** `accounts` → `Accounts`: construct ids and output names. */
+export function pascal(name: string): string {
+  return name.charAt(0).toUpperCase() + name.slice(1);
+}
+
+export class CairnData extends Construct {
+  /** One table per entry of TABLES, by logical name. */
+  readonly tables: Record<TableName, Table>;
+  /** IPFS blocks and the IPFS datastore. */
+  readonly blockBucket: Bucket;
+  /** Seals storage secrets (secret access keys) at rest. */
+  readonly secretsKey: Key;
+
+  constructor(scope: Construct, id: string) {
+    super(scope, id);
+
+    const tables: Partial<Record<TableName, Table>> = {};
+    for (const spec of TABLES) {
+      const table = new Table(this, `${pascal(spec.name)}Table`, {
+        partitionKey: { name: KEY_ATTRIBUTES.pk, type: AttributeType.STRING },
+        sortKey: { name: KEY_ATTRIBUTES.sk, type: AttributeType.STRING },
+        billingMode: BillingMode.PAY_PER_REQUEST,
+        encryption: TableEncryption.AWS_MANAGED,
+        pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+        removalPolicy: RemovalPolicy.RETAIN,
+      });
+      for (const index of spec.indexes) {
+        const keys = indexKeys(index);
+        table.addGlobalSecondaryIndex({
+          indexName: index,
+          partitionKey: { name: keys.pk, type: AttributeType.STRING },
+          sortKey: { name: keys.sk, type: AttributeType.STRING },
+          projectionType: ProjectionType.ALL,
+        });
+      }
+      tables[spec.name] = table;
+    }
+    this.tables = tables as Record<TableName, Table>;
+
+    this.blockBucket = new Bucket(this, 'BlockBucket', {
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true,
+      encryption: BucketEncryption.S3_MANAGED,
+      objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+
+    this.secretsKey = new Key(this, 'SecretsKey', {
+      description: 'Cairn: seals storage secrets at rest',
+      enableKeyRotation: true,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+  }
+}

@@ -1,0 +1,557 @@
+/**
+ * The synthesized Cairn stack: tables (derived from TABLES), block bucket,
+ * KMS key, the four bundled functions, least-privilege IAM, endpoints, the
+ * worker schedule and the outputs.
+ *
+ * The stack is built once (real esbuild bundling) and shared by every test.
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { App, type CfnElement } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import type { IConstruct } from 'constructs';
+import { TABLES, indexKeys, type TableName } from '../../functions/core/data/tables.js';
+import { CairnStack, tableEnvVar, type CairnFunctions } from '../../lib/cairn-stack.js';
+import { pascal } from '../../lib/data.js';
+import { PROJECT_ROOT, REQUIRE_BANNER } from '../../lib/functions.js';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+type Json = any;
+
+let app: App;
+let stack: CairnStack;
+let template: Template;
+let resources: Record<string, Json>;
+let outputs: Record<string, Json>;
+let assemblyDir: string;
+let synthSeconds: number;
+
+beforeAll(() => {
+  const started = Date.now();
+  // The same feature flags the CLI passes from cdk.json.
+  const cdkJson = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'cdk.json'), 'utf8'));
+  app = new App({ context: cdkJson.context });
+  // Template.fromStack also fails on a dependency cycle (e.g. a function given its own URL).
+  stack = new CairnStack(app, 'Cairn');
+  template = Template.fromStack(stack);
+  const json = template.toJSON();
+  resources = json.Resources;
+  outputs = json.Outputs;
+  assemblyDir = app.synth().directory;
+  synthSeconds = (Date.now() - started) / 1000;
+}, 120_000);
+
+// The assembly (bundles and source maps) lives in a temporary directory.
+afterAll(() => fs.rmSync(app.outdir, { recursive: true, force: true }));
+
+// ---------------------------------------------------------------- helpers
+
+function id(construct: IConstruct): string {
+  return stack.getLogicalId(construct.node.defaultChild as CfnElement);
+}
+
+function ofType(type: string): Array<[string, Json]> {
+  return Object.entries(resources).filter(([, r]) => r.Type === type);
+}
+
+/** Every resource logical id a template fragment refers to (Ref, Fn::GetAtt). */
+function refs(value: Json, into: Set<string> = new Set()): Set<string> {
+  if (Array.isArray(value)) {
+    for (const v of value) refs(v, into);
+  } else if (value && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      if (k === 'Ref' && typeof v === 'string') into.add(v);
+      else if (k === 'Fn::GetAtt') into.add(Array.isArray(v) ? v[0] : String(v).split('.')[0]);
+      else refs(v, into);
+    }
+  }
+  return into;
+}
+
+const arr = <T>(v: T | T[] | undefined): T[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+
+const FUNCTION_NAMES = ['graphql', 's3', 'gateway', 'deployWorker'] as const;
+type FunctionName = (typeof FUNCTION_NAMES)[number];
+
+function fn(name: FunctionName): IFunction {
+  return (stack.functions as CairnFunctions)[name];
+}
+
+function fnResource(name: FunctionName): Json {
+  return resources[id(fn(name))];
+}
+
+/** All statements of the policies attached to a function's role. */
+function statements(name: FunctionName): Json[] {
+  const roleId = id(fn(name).role!);
+  const role = resources[roleId];
+  expect(role.Properties.Policies).toBeUndefined();
+  return ofType('AWS::IAM::Policy')
+    .filter(([, p]) => arr(p.Properties.Roles).some((r: Json) => r.Ref === roleId))
+    .flatMap(([, p]) => arr(p.Properties.PolicyDocument.Statement));
+}
+
+const DDB_READ = ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:Scan'];
+const DDB_WRITE = [
+  'dynamodb:PutItem',
+  'dynamodb:UpdateItem',
+  'dynamodb:DeleteItem',
+  'dynamodb:BatchWriteItem',
+  'dynamodb:PartiQLInsert',
+  'dynamodb:PartiQLUpdate',
+  'dynamodb:PartiQLDelete',
+];
+const S3_WRITE = /^s3:(PutObject|DeleteObject|Abort|\*)/;
+const S3_READ = /^s3:(GetObject|List)/;
+
+interface Access {
+  tables: TableName[];
+  readTables: TableName[];
+  writeTables: TableName[];
+  bucketRead: boolean;
+  bucketWrite: boolean;
+  kmsActions: string[];
+  actions: string[];
+  referenced: string[];
+}
+
+function access(name: FunctionName): Access {
+  const tableIds = new Map(TABLES.map((t) => [id(stack.data.tables[t.name]), t.name]));
+  const bucketId = id(stack.data.blockBucket);
+  const keyId = id(stack.data.secretsKey);
+  const tables = new Set<TableName>();
+  const read = new Set<TableName>();
+  const write = new Set<TableName>();
+  const kms = new Set<string>();
+  const actions = new Set<string>();
+  const referenced = new Set<string>();
+  let bucketRead = false;
+  let bucketWrite = false;
+  for (const s of statements(name)) {
+    expect(s.Effect).toBe('Allow');
+    const acts: string[] = arr(s.Action);
+    acts.forEach((a) => actions.add(a));
+    const targets = refs(s.Resource);
+    targets.forEach((t) => referenced.add(t));
+    for (const t of targets) {
+      const table = tableIds.get(t);
+      if (table) {
+        tables.add(table);
+        if (acts.some((a) => DDB_READ.includes(a) || a === 'dynamodb:*')) read.add(table);
+        if (acts.some((a) => DDB_WRITE.includes(a) || a === 'dynamodb:*')) write.add(table);
+      }
+      if (t === bucketId) {
+        if (acts.some((a) => S3_READ.test(a))) bucketRead = true;
+        if (acts.some((a) => S3_WRITE.test(a))) bucketWrite = true;
+      }
+      if (t === keyId) acts.forEach((a) => kms.add(a));
+    }
+  }
+  return {
+    tables: [...tables].sort(),
+    readTables: [...read].sort(),
+    writeTables: [...write].sort(),
+    bucketRead,
+    bucketWrite,
+    kmsActions: [...kms].sort(),
+    actions: [...actions].sort(),
+    referenced: [...referenced].sort(),
+  };
+}
+
+function tableIdFromOutput(name: TableName): string {
+  const out = outputs[`${pascal(name)}TableName`];
+  expect(out).toBeDefined();
+  return out.Value.Ref;
+}
+
+/** The bundled asset directory of a function, from its S3 key. */
+function assetDir(name: FunctionName): string {
+  const key: string = fnResource(name).Properties.Code.S3Key;
+  const dir = path.join(assemblyDir, `asset.${key.replace(/\.zip$/, '')}`);
+  expect(fs.existsSync(dir)).toBe(true);
+  return dir;
+}
+
+// ---------------------------------------------------------------- data
+
+describe('tables', () => {
+  test('one table per TABLES entry, nothing else', () => {
+    template.resourceCountIs('AWS::DynamoDB::Table', TABLES.length);
+  });
+
+  test.each(TABLES.map((t) => [t.name, t] as const))('%s: keys, indexes, billing, PITR, encryption, retain', (name, spec) => {
+    const table = resources[tableIdFromOutput(name)];
+    expect(table.Type).toBe('AWS::DynamoDB::Table');
+    expect(table.DeletionPolicy).toBe('Retain');
+    expect(table.UpdateReplacePolicy).toBe('Retain');
+    const p = table.Properties;
+    expect(p.TableName).toBeUndefined(); // generated, so several stacks can share an account
+    expect(p.BillingMode).toBe('PAY_PER_REQUEST');
+    expect(p.ProvisionedThroughput).toBeUndefined();
+    expect(p.KeySchema).toEqual([
+      { AttributeName: 'pk', KeyType: 'HASH' },
+      { AttributeName: 'sk', KeyType: 'RANGE' },
+    ]);
+    expect(p.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+    // AWS managed key: SSE on, no customer key.
+    expect(p.SSESpecification).toEqual({ SSEEnabled: true });
+
+    const expectedAttrs = ['pk', 'sk', ...spec.indexes.flatMap((i) => [indexKeys(i).pk, indexKeys(i).sk])].sort();
+    expect(p.AttributeDefinitions.map((a: Json) => a.AttributeName).sort()).toEqual(expectedAttrs);
+    for (const a of p.AttributeDefinitions) expect(a.AttributeType).toBe('S');
+
+    const gsis: Json[] = p.GlobalSecondaryIndexes ?? [];
+    expect(gsis.map((g) => g.IndexName).sort()).toEqual([...spec.indexes].sort());
+    for (const index of spec.indexes) {
+      const gsi = gsis.find((g) => g.IndexName === index);
+      expect(gsi).toEqual({
+        IndexName: index,
+        KeySchema: [
+          { AttributeName: indexKeys(index).pk, KeyType: 'HASH' },
+          { AttributeName: indexKeys(index).sk, KeyType: 'RANGE' },
+        ],
+        Projection: { ProjectionType: 'ALL' },
+      });
+    }
+    expect(p.LocalSecondaryIndexes).toBeUndefined();
+  });
+
+  test('every function is told every physical table name', () => {
+    for (const name of FUNCTION_NAMES) {
+      const vars = fnResource(name).Properties.Environment.Variables;
+      for (const t of TABLES) {
+        expect(vars[tableEnvVar(t.name)]).toEqual({ Ref: tableIdFromOutput(t.name) });
+      }
+    }
+  });
+});
+
+describe('block bucket and KMS key', () => {
+  test('the block bucket blocks public access, enforces SSL, is S3-encrypted and retained', () => {
+    template.resourceCountIs('AWS::S3::Bucket', 1);
+    const bucketId: string = outputs.BlockBucketName.Value.Ref;
+    const bucket = resources[bucketId];
+    expect(bucket.Type).toBe('AWS::S3::Bucket');
+    expect(bucket.DeletionPolicy).toBe('Retain');
+    expect(bucket.Properties.PublicAccessBlockConfiguration).toEqual({
+      BlockPublicAcls: true,
+      BlockPublicPolicy: true,
+      IgnorePublicAcls: true,
+      RestrictPublicBuckets: true,
+    });
+    expect(bucket.Properties.BucketEncryption).toEqual({
+      ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
+    });
+    template.hasResourceProperties('AWS::S3::BucketPolicy', {
+      Bucket: { Ref: bucketId },
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Effect: 'Deny',
+            Action: 's3:*',
+            Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+          }),
+        ]),
+      },
+    });
+  });
+
+  test('one KMS key, rotated and retained', () => {
+    template.resourceCountIs('AWS::KMS::Key', 1);
+    const key = resources[id(stack.data.secretsKey)];
+    expect(key.Properties.EnableKeyRotation).toBe(true);
+    expect(key.DeletionPolicy).toBe('Retain');
+  });
+});
+
+// ---------------------------------------------------------------- functions
+
+const EXPECTED: Record<FunctionName, { dir: string; memory: number; timeout: number }> = {
+  graphql: { dir: 'graphql', memory: 512, timeout: 29 },
+  s3: { dir: 's3', memory: 1024, timeout: 60 },
+  gateway: { dir: 'gateway', memory: 1024, timeout: 60 },
+  deployWorker: { dir: 'deploy-worker', memory: 1024, timeout: 300 },
+};
+
+describe('functions', () => {
+  test('exactly four Lambda functions (no custom-resource helpers)', () => {
+    template.resourceCountIs('AWS::Lambda::Function', 4);
+  });
+
+  test.each(FUNCTION_NAMES.map((n) => [n]))('%s: runtime, handler, arch, memory, timeout, logs, env', (name) => {
+    const p = fnResource(name).Properties;
+    expect(p.Runtime).toMatch(/^nodejs(22|24)\.x$/);
+    expect(p.Handler).toBe('index.handler');
+    expect(p.Architectures).toEqual(['arm64']);
+    expect(p.MemorySize).toBe(EXPECTED[name].memory);
+    expect(p.Timeout).toBe(EXPECTED[name].timeout);
+    expect(p.TracingConfig).toBeUndefined();
+
+    const logGroup = resources[p.LoggingConfig.LogGroup.Ref];
+    expect(logGroup.Type).toBe('AWS::Logs::LogGroup');
+    expect(logGroup.Properties.RetentionInDays).toBe(30);
+
+    const vars = p.Environment.Variables;
+    expect(vars.CAIRN_BLOCK_BUCKET).toEqual(outputs.BlockBucketName.Value);
+    expect(vars.CAIRN_KMS_KEY_ID).toEqual({ Ref: id(stack.data.secretsKey) });
+    expect(vars.CAIRN_LOG_LEVEL).toBe('info');
+    expect(vars.NODE_OPTIONS).toBe('--enable-source-maps');
+  });
+
+  test.each(FUNCTION_NAMES.map((n) => [n]))('%s: the bundle is ESM from its own entry, with the require banner', (name) => {
+    const dir = assetDir(name);
+    const code = fs.readFileSync(path.join(dir, 'index.mjs'), 'utf8');
+    expect(code.startsWith(REQUIRE_BANNER)).toBe(true);
+    const map = JSON.parse(fs.readFileSync(path.join(dir, 'index.mjs.map'), 'utf8'));
+    const own = `functions/${EXPECTED[name].dir}/handler.ts`;
+    expect(map.sources.some((s: string) => s.endsWith(own))).toBe(true);
+    for (const other of FUNCTION_NAMES.filter((n) => n !== name)) {
+      expect(map.sources.some((s: string) => s.endsWith(`functions/${EXPECTED[other].dir}/handler.ts`))).toBe(false);
+    }
+    // Local-only packages never end up in a bundle.
+    expect(map.sources.some((s: string) => /node_modules\/(dynalite|level|classic-level)\//.test(s))).toBe(false);
+    expect(fs.existsSync(path.join(dir, 'schema.graphql'))).toBe(name === 'graphql');
+  });
+
+  test('each bundle loads on its own (outside the repository) and exports handler', () => {
+    const probe =
+      "import(process.argv[1]).then((m) => { if (typeof m.handler !== 'function') { console.error('no handler export'); process.exit(1); } }," +
+      ' (e) => { console.error(e); process.exit(1); });';
+    for (const name of FUNCTION_NAMES) {
+      const dir = assetDir(name);
+      try {
+        execFileSync(process.execPath, ['--enable-source-maps', '-e', probe, path.join(dir, 'index.mjs')], {
+          cwd: dir,
+          env: {
+            PATH: process.env.PATH,
+            CAIRN_SCHEMA_PATH: path.join(dir, 'schema.graphql'),
+            CAIRN_LOG_LEVEL: 'silent',
+          },
+          stdio: ['ignore', 'pipe', 'pipe'],
+          timeout: 30_000,
+        });
+      } catch (e) {
+        const err = e as { stderr?: Buffer };
+        throw new Error(`the ${name} bundle does not load: ${err.stderr?.toString() ?? String(e)}`);
+      }
+    }
+  });
+
+  test('the GraphQL function finds the schema next to its handler', () => {
+    expect(fnResource('graphql').Properties.Environment.Variables.CAIRN_SCHEMA_PATH).toBe('/var/task/schema.graphql');
+  });
+
+  test('each function has its own role', () => {
+    const roles = FUNCTION_NAMES.map((n) => JSON.stringify(fnResource(n).Properties.Role));
+    expect(new Set(roles).size).toBe(4);
+  });
+});
+
+// ---------------------------------------------------------------- IAM
+
+describe('least privilege', () => {
+  test('no statement allows a wildcard action or resource', () => {
+    for (const name of FUNCTION_NAMES) {
+      for (const s of statements(name)) {
+        for (const a of arr<string>(s.Action)) expect(a).not.toMatch(/^(\*|[a-z0-9-]+:\*)$/);
+        for (const r of arr<Json>(s.Resource)) expect(r).not.toBe('*');
+      }
+    }
+  });
+
+  test('graphql: read/write accounts, sites, deploys; KMS encrypt/decrypt; no bucket', () => {
+    const a = access('graphql');
+    expect(a.tables).toEqual(['accounts', 'deploys', 'sites']);
+    expect(a.writeTables).toEqual(['accounts', 'deploys', 'sites']);
+    expect(a.readTables).toEqual(['accounts', 'deploys', 'sites']);
+    expect(a.bucketRead).toBe(false);
+    expect(a.bucketWrite).toBe(false);
+    expect(a.kmsActions).toEqual(expect.arrayContaining(['kms:Decrypt', 'kms:Encrypt']));
+    expect(a.actions.filter((x) => x.startsWith('s3:'))).toEqual([]);
+  });
+
+  test('s3: read/write accounts and objects only; bucket read/write; KMS encrypt/decrypt', () => {
+    const a = access('s3');
+    expect(a.tables).toEqual(['accounts', 'objects']);
+    expect(a.writeTables).toEqual(['accounts', 'objects']);
+    expect(a.bucketRead).toBe(true);
+    expect(a.bucketWrite).toBe(true);
+    expect(a.kmsActions).toEqual(expect.arrayContaining(['kms:Decrypt', 'kms:Encrypt']));
+    // The sites and deploys tables are not even referenced.
+    for (const t of ['sites', 'deploys'] as const) {
+      expect(a.referenced).not.toContain(id(stack.data.tables[t]));
+    }
+  });
+
+  test('gateway: read-only objects, accounts, sites; read-only bucket; no KMS', () => {
+    const a = access('gateway');
+    expect(a.tables).toEqual(['accounts', 'objects', 'sites']);
+    expect(a.readTables).toEqual(['accounts', 'objects', 'sites']);
+    expect(a.writeTables).toEqual([]);
+    expect(a.bucketRead).toBe(true);
+    expect(a.bucketWrite).toBe(false);
+    expect(a.kmsActions).toEqual([]);
+    for (const action of a.actions) {
+      expect(action).toMatch(
+        /^(dynamodb:(BatchGetItem|ConditionCheckItem|DescribeTable|GetItem|GetRecords|GetShardIterator|Query|Scan)|s3:(GetBucket\*|GetObject\*|List\*))$/,
+      );
+    }
+    expect(a.actions).not.toContain('dynamodb:PutItem');
+  });
+
+  test('deploy worker: read/write sites, deploys, objects; bucket read/write; no KMS, no accounts', () => {
+    const a = access('deployWorker');
+    expect(a.tables).toEqual(['deploys', 'objects', 'sites']);
+    expect(a.writeTables).toEqual(['deploys', 'objects', 'sites']);
+    expect(a.bucketRead).toBe(true);
+    expect(a.bucketWrite).toBe(true);
+    expect(a.kmsActions).toEqual([]);
+    expect(a.actions.filter((x) => x.startsWith('kms:'))).toEqual([]);
+  });
+
+  test('table grants cover the indexes of exactly the granted tables', () => {
+    for (const name of FUNCTION_NAMES) {
+      const granted = new Set(access(name).tables.map((t) => id(stack.data.tables[t])));
+      for (const s of statements(name)) {
+        for (const r of arr<Json>(s.Resource)) {
+          const join = r?.['Fn::Join'];
+          if (join && JSON.stringify(join).includes('/index/*')) {
+            for (const t of refs(join)) expect(granted.has(t)).toBe(true);
+          }
+        }
+      }
+    }
+  });
+});
+
+// ---------------------------------------------------------------- endpoints
+
+describe('endpoints', () => {
+  test('HTTP API with CORS for any origin and ANY/GET /graphql to the GraphQL function (payload 2.0)', () => {
+    template.resourceCountIs('AWS::ApiGatewayV2::Api', 1);
+    const [[apiId, api]] = ofType('AWS::ApiGatewayV2::Api');
+    expect(api.Properties.ProtocolType).toBe('HTTP');
+    expect(api.Properties.CorsConfiguration.AllowOrigins).toEqual(['*']);
+    expect([...api.Properties.CorsConfiguration.AllowHeaders].sort()).toEqual(['authorization', 'content-type']);
+
+    const routes = ofType('AWS::ApiGatewayV2::Route');
+    expect(routes.map(([, r]) => r.Properties.RouteKey).sort()).toEqual(['ANY /graphql', 'GET /graphql']);
+    const graphqlId = id(fn('graphql'));
+    for (const [, route] of routes) {
+      expect(route.Properties.ApiId).toEqual({ Ref: apiId });
+      const integrationId = [...refs(route.Properties.Target)][0];
+      const integration = resources[integrationId];
+      expect(integration.Type).toBe('AWS::ApiGatewayV2::Integration');
+      expect(integration.Properties.IntegrationType).toBe('AWS_PROXY');
+      expect(integration.Properties.PayloadFormatVersion).toBe('2.0');
+      expect(integration.Properties.IntegrationUri).toEqual({ 'Fn::GetAtt': [graphqlId, 'Arn'] });
+    }
+    template.hasResourceProperties('AWS::Lambda::Permission', {
+      Action: 'lambda:InvokeFunction',
+      Principal: 'apigateway.amazonaws.com',
+      FunctionName: { 'Fn::GetAtt': [graphqlId, 'Arn'] },
+    });
+  });
+
+  test('function URLs (auth NONE, buffered) for the S3 and gateway functions only', () => {
+    const urls = ofType('AWS::Lambda::Url');
+    expect(urls).toHaveLength(2);
+    const targets = urls.map(([, u]) => [...refs(u.Properties.TargetFunctionArn)][0]).sort();
+    expect(targets).toEqual([id(fn('s3')), id(fn('gateway'))].sort());
+    for (const [, u] of urls) {
+      expect(u.Properties.AuthType).toBe('NONE');
+      expect(u.Properties.InvokeMode).toBe('BUFFERED');
+    }
+    for (const name of ['s3', 'gateway'] as const) {
+      template.hasResourceProperties('AWS::Lambda::Permission', {
+        Action: 'lambda:InvokeFunctionUrl',
+        Principal: '*',
+        FunctionUrlAuthType: 'NONE',
+        FunctionName: { 'Fn::GetAtt': [id(fn(name)), 'Arn'] },
+      });
+    }
+  });
+
+  test('URL variables: graphql knows the gateway and storage URLs; s3 the gateway; no function its own URL', () => {
+    const urlOf = (name: 's3' | 'gateway') => {
+      const [[urlId]] = ofType('AWS::Lambda::Url').filter(([, u]) => refs(u.Properties.TargetFunctionArn).has(id(fn(name))));
+      return { 'Fn::GetAtt': [urlId, 'FunctionUrl'] };
+    };
+    const g = fnResource('graphql').Properties.Environment.Variables;
+    expect(g.CAIRN_GATEWAY_URL).toEqual(urlOf('gateway'));
+    expect(g.CAIRN_PUBLIC_GATEWAY_URL).toEqual(urlOf('gateway'));
+    expect(g.CAIRN_STORAGE_ENDPOINT).toEqual(urlOf('s3'));
+    const s = fnResource('s3').Properties.Environment.Variables;
+    expect(s.CAIRN_GATEWAY_URL).toEqual(urlOf('gateway'));
+    expect(s.CAIRN_PUBLIC_GATEWAY_URL).toEqual(urlOf('gateway'));
+    expect(s.CAIRN_STORAGE_ENDPOINT).toBeUndefined();
+    for (const name of ['s3', 'gateway'] as const) {
+      const [[urlId]] = ofType('AWS::Lambda::Url').filter(([, u]) => refs(u.Properties.TargetFunctionArn).has(id(fn(name))));
+      expect(refs(fnResource(name).Properties)).not.toContain(urlId);
+    }
+  });
+});
+
+// ---------------------------------------------------------------- schedule
+
+describe('deploy worker schedule', () => {
+  test('EventBridge Scheduler invokes the worker every minute', () => {
+    template.resourceCountIs('AWS::Scheduler::Schedule', 1);
+    const [[, schedule]] = ofType('AWS::Scheduler::Schedule');
+    expect(schedule.Properties.ScheduleExpression).toBe('rate(1 minute)');
+    expect(schedule.Properties.State ?? 'ENABLED').toBe('ENABLED');
+    expect(schedule.Properties.Target.Arn).toEqual({ 'Fn::GetAtt': [id(fn('deployWorker')), 'Arn'] });
+
+    // Its role may invoke the worker and nothing else.
+    const roleId = [...refs(schedule.Properties.Target.RoleArn)][0];
+    const role = resources[roleId];
+    expect(JSON.stringify(role.Properties.AssumeRolePolicyDocument)).toContain('scheduler.amazonaws.com');
+    expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+    const stmts = ofType('AWS::IAM::Policy')
+      .filter(([, p]) => arr(p.Properties.Roles).some((r: Json) => r.Ref === roleId))
+      .flatMap(([, p]) => arr(p.Properties.PolicyDocument.Statement));
+    expect(stmts.length).toBeGreaterThan(0);
+    for (const s of stmts) {
+      expect(arr(s.Action)).toEqual(['lambda:InvokeFunction']);
+      expect([...refs(s.Resource)]).toEqual([id(fn('deployWorker'))]);
+    }
+  });
+});
+
+// ---------------------------------------------------------------- outputs
+
+describe('outputs', () => {
+  test('GraphqlUrl, StorageEndpoint, GatewayUrl, BlockBucketName and each table name', () => {
+    const expected = [
+      'GraphqlUrl',
+      'StorageEndpoint',
+      'GatewayUrl',
+      'BlockBucketName',
+      ...TABLES.map((t) => `${pascal(t.name)}TableName`),
+    ];
+    expect(Object.keys(outputs)).toEqual(expect.arrayContaining(expected));
+
+    const [[apiId]] = ofType('AWS::ApiGatewayV2::Api');
+    expect(outputs.GraphqlUrl.Value).toEqual({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [apiId, 'ApiEndpoint'] }, '/graphql']] });
+    expect(outputs.BlockBucketName.Value).toEqual({ Ref: id(stack.data.blockBucket) });
+    for (const [output, name] of [
+      ['StorageEndpoint', 's3'],
+      ['GatewayUrl', 'gateway'],
+    ] as const) {
+      const urlId = [...refs(outputs[output].Value)][0];
+      expect(resources[urlId].Type).toBe('AWS::Lambda::Url');
+      expect(refs(resources[urlId].Properties.TargetFunctionArn)).toContain(id(fn(name)));
+    }
+    for (const t of TABLES) {
+      expect(outputs[`${pascal(t.name)}TableName`].Value).toEqual({ Ref: id(stack.data.tables[t.name]) });
+    }
+  });
+});
+
+test('synthesis (with real bundling) stays fast', () => {
+  // Not a correctness check: a warning light if bundling grows slow.
+  expect(synthSeconds).toBeLessThan(60);
+});

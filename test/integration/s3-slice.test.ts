@@ -1,0 +1,117 @@
+/**
+ * The storage slice through both doors: PutObject answers Kubo's CIDs,
+ * GetObject returns the bytes, a wrong secret is S3's SignatureDoesNotMatch.
+ */
+import { GetObjectCommand, PutObjectCommand, S3Client, ListBucketsCommand, S3ServiceException } from '@aws-sdk/client-s3';
+import { Readable } from 'node:stream';
+import { readFileSync } from 'node:fs';
+import { startTestService, BOOT, type TestService } from '../support/service.js';
+import { lambdaRequestHandler, type LambdaFn } from '../support/lambda-door.js';
+
+const vectors = JSON.parse(readFileSync(new URL('../../../shared/reference/cid-vectors.json', import.meta.url), 'utf8')) as Array<{
+  name: string;
+  kind: string;
+  generator: string;
+  cidV0: string;
+  cidV1: string;
+}>;
+const helloWorld = vectors.find((v) => v.name === '"hello world" (no newline)')!;
+
+let service: TestService;
+let lambdaHandler: LambdaFn;
+const savedEnv = { ...process.env };
+
+beforeAll(async () => {
+  service = await startTestService();
+  Object.assign(process.env, service.env);
+  ({ handler: lambdaHandler } = (await import('../../functions/s3/handler.js')) as unknown as { handler: LambdaFn });
+});
+
+afterAll(async () => {
+  process.env = savedEnv;
+  await service.close();
+});
+
+type Creds = { accessKeyId: string; secretAccessKey: string };
+type Door = { name: string; client: (creds?: Creds) => S3Client };
+const doors: Door[] = [
+  { name: 'node:http door', client: (creds) => service.s3(creds) },
+  {
+    name: 'Lambda door',
+    client: (creds: Creds = BOOT) =>
+      new S3Client({
+        endpoint: service.endpoints.s3,
+        region: 'us-east-1',
+        forcePathStyle: true,
+        credentials: creds,
+        requestHandler: lambdaRequestHandler(lambdaHandler) as never,
+      }),
+  },
+];
+
+describe.each(doors)('S3 slice through the $name', (door) => {
+  test('PutObject answers the CIDs Kubo gives and GetObject returns the bytes', async () => {
+    const s3 = door.client();
+    let headers: Record<string, string> = {};
+    s3.middlewareStack.add(
+      (next) => async (args) => {
+        const out = await next(args);
+        headers = (out.response as { headers: Record<string, string> }).headers;
+        return out;
+      },
+      { step: 'deserialize', name: 'captureHeaders' },
+    );
+    const key = `greeting-${door.name.replace(/\W/g, '')}.txt`;
+    const put = await s3.send(new PutObjectCommand({ Bucket: 'default-bucket', Key: key, Body: 'hello world', ContentType: 'text/plain' }));
+    expect(put.ETag).toBe('"5eb63bbbe01eeed093cb22bb8f5acdc3"');
+    expect(headers['x-service-ipfs-hash']).toBe(helloWorld.cidV1);
+    expect(headers['x-service-ipfs-hash-v0']).toBe(helloWorld.cidV0);
+
+    const got = await s3.send(new GetObjectCommand({ Bucket: 'default-bucket', Key: key }));
+    expect(await got.Body!.transformToString()).toBe('hello world');
+    expect(got.ContentType).toBe('text/plain');
+    expect(got.ETag).toBe(put.ETag);
+  });
+
+  test('a streamed body of unknown length (aws-chunked) is stored decoded', async () => {
+    const s3 = door.client();
+    const key = `streamed-${door.name.replace(/\W/g, '')}.txt`;
+    const body = door.name.startsWith('Lambda') ? Buffer.from('hello world') : Readable.from([Buffer.from('hello '), Buffer.from('world')]);
+    await s3.send(new PutObjectCommand({ Bucket: 'default-bucket', Key: key, Body: body, ContentLength: 11 }));
+    const got = await s3.send(new GetObjectCommand({ Bucket: 'default-bucket', Key: key }));
+    expect(await got.Body!.transformToString()).toBe('hello world');
+    expect(got.ContentEncoding).toBeUndefined();
+  });
+
+  test('a wrong secret is SignatureDoesNotMatch with status 403 and stores nothing', async () => {
+    const s3 = door.client({ ...BOOT, secretAccessKey: 'not-the-secret-0000000000000000000000000' });
+    const key = `forbidden-${door.name.replace(/\W/g, '')}.txt`;
+    const err = await s3.send(new PutObjectCommand({ Bucket: 'default-bucket', Key: key, Body: 'nope' })).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(S3ServiceException);
+    expect((err as S3ServiceException).name).toBe('SignatureDoesNotMatch');
+    expect((err as S3ServiceException).$metadata.httpStatusCode).toBe(403);
+    expect(await service.services.objects.get('default-bucket', key)).toBeUndefined();
+  });
+
+  test('an unknown access key is InvalidAccessKeyId', async () => {
+    const s3 = door.client({ accessKeyId: 'CAIRNUNKNOWNKEY00000', secretAccessKey: BOOT.secretAccessKey });
+    const err = (await s3.send(new ListBucketsCommand({})).catch((e: unknown) => e)) as S3ServiceException;
+    expect(err.name).toBe('InvalidAccessKeyId');
+    expect(err.$metadata.httpStatusCode).toBe(403);
+  });
+
+  test('ListBuckets lists the default bucket first', async () => {
+    const out = await door.client().send(new ListBucketsCommand({}));
+    expect(out.Buckets?.[0]?.Name).toBe('default-bucket');
+  });
+});
+
+test('an S3 error is S3 XML, not a stack trace', async () => {
+  const res = await fetch(`${service.endpoints.s3}/default-bucket/anything`, {
+    headers: { authorization: `AWS4-HMAC-SHA256 Credential=${BOOT.accessKeyId}/20200101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=${'0'.repeat(64)}` },
+  });
+  const text = await res.text();
+  expect(res.headers.get('content-type')).toBe('application/xml');
+  expect(text).toMatch(/^<\?xml version="1.0" encoding="UTF-8"\?>\n<Error><Code>InvalidRequest<\/Code>/);
+  expect(text).not.toMatch(/at \w+ \(/);
+});

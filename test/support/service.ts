@@ -1,0 +1,70 @@
+/**
+ * Test fixtures: a real local service (embedded DynamoDB, IPFS node on disk,
+ * three HTTP servers) in a temporary data directory, and clients for it.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { S3Client } from '@aws-sdk/client-s3';
+import { loadConfig } from '../../functions/core/config.js';
+import { startLocalService, type LocalService } from '../../functions/local/service.js';
+
+export const BOOT = {
+  accessKeyId: 'CAIRNTESTKEY00000001',
+  secretAccessKey: 'test-secret-key-0123456789abcdefghijklmn',
+  apiToken: 'cairn_test_token_0123456789abcdefghijklmnop',
+};
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const addr = s.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface TestService extends LocalService {
+  dataDir: string;
+  /** The environment that points a Lambda handler in this process at the same data. */
+  env: Record<string, string>;
+  s3(credentials?: { accessKeyId: string; secretAccessKey: string }): S3Client;
+  close(): Promise<void>;
+}
+
+export async function startTestService(extraEnv: Record<string, string> = {}, dataDir?: string): Promise<TestService> {
+  const dir = dataDir ?? (await mkdtemp(join(tmpdir(), 'cairn-test-')));
+  const env: Record<string, string> = {
+    CAIRN_DATA_DIR: dir,
+    CAIRN_API_PORT: String(await freePort()),
+    CAIRN_S3_PORT: String(await freePort()),
+    CAIRN_GATEWAY_PORT: String(await freePort()),
+    CAIRN_BOOTSTRAP_ACCESS_KEY: BOOT.accessKeyId,
+    CAIRN_BOOTSTRAP_SECRET_KEY: BOOT.secretAccessKey,
+    CAIRN_BOOTSTRAP_API_TOKEN: BOOT.apiToken,
+    CAIRN_LOG_LEVEL: 'warn',
+    ...extraEnv,
+  };
+  const service = await startLocalService(loadConfig(env));
+  return {
+    ...service,
+    dataDir: dir,
+    env: { ...env, DYNAMODB_ENDPOINT: service.config.dynamodb.endpoint! },
+    s3(credentials = BOOT) {
+      return new S3Client({
+        endpoint: service.endpoints.s3,
+        region: 'us-east-1',
+        forcePathStyle: true,
+        credentials,
+      });
+    },
+    async close() {
+      await service.stop();
+      if (!dataDir) await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
