@@ -2,7 +2,11 @@
 export default {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  moduleNameMapper: {
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+    // Jest 29 would load this package's ESM build as CommonJS; its CJS build is equivalent.
+    '^@peculiar/webcrypto$': '<rootDir>/node_modules/@peculiar/webcrypto/build/webcrypto.js',
+  },
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, diagnostics: false }] },
   testMatch: ['<rootDir>/test/**/*.test.ts'],
   testTimeout: 60000,
