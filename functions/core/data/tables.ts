@@ -1,0 +1,49 @@
+/**
+ * The DynamoDB tables every function shares. This file is pure data: the local
+ * server creates these tables in the embedded DynamoDB, and the CDK stack
+ * provisions the same definitions in AWS, so the two can never drift apart.
+ *
+ * Every table is keyed by string `pk` + `sk`; secondary indexes are named
+ * `gsi1`, `gsi2` with keys `gsi1pk`/`gsi1sk`, `gsi2pk`/`gsi2sk` (all strings,
+ * sparse: an item appears in an index only when it carries its keys).
+ */
+export type TableName = 'accounts' | 'sites' | 'deploys' | 'objects';
+
+export interface TableSpec {
+  /** The logical name; the physical name comes from configuration. */
+  name: TableName;
+  /** Secondary indexes, each projecting all attributes. */
+  indexes: Array<'gsi1' | 'gsi2'>;
+  /** What lives in the table (documentation for readers and the CDK stack). */
+  description: string;
+}
+
+export const TABLES: readonly TableSpec[] = [
+  {
+    name: 'accounts',
+    indexes: ['gsi1'],
+    description:
+      'Accounts, teams and members, storage key pairs, hosting API keys and buckets; gsi1 lists an owner\'s children.',
+  },
+  {
+    name: 'sites',
+    indexes: ['gsi1', 'gsi2'],
+    description: 'Sites by id; gsi1 finds a site by slug, gsi2 lists a team\'s sites in creation order.',
+  },
+  {
+    name: 'deploys',
+    indexes: ['gsi1'],
+    description: 'Deploys under their site, newest last by id; gsi1 is the sparse queue of deploys waiting for a worker.',
+  },
+  {
+    name: 'objects',
+    indexes: ['gsi1'],
+    description: 'Object records under their bucket by key, multipart uploads and CID pin references; gsi1 indexes records by CID.',
+  },
+];
+
+export const KEY_ATTRIBUTES = { pk: 'pk', sk: 'sk' } as const;
+
+export function indexKeys(index: 'gsi1' | 'gsi2'): { pk: string; sk: string } {
+  return { pk: `${index}pk`, sk: `${index}sk` };
+}
