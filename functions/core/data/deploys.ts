@@ -5,6 +5,7 @@
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { newSortableId } from '../ids.js';
 import type { Database } from './dynamo.js';
+import { withoutKeys } from './tables.js';
 
 export type DeployStatus = 'IN_PROGRESS' | 'DEPLOYED' | 'FAILED' | 'CANCELLED';
 
@@ -85,7 +86,6 @@ export class DeployStore {
   }
 }
 
-function fromItem(item: Record<string, any>): Deploy {
-  const { pk: _a, sk: _b, gsi1pk: _c, gsi1sk: _d, ...deploy } = item;
-  return deploy as Deploy;
+function fromItem(item: Record<string, unknown>): Deploy {
+  return withoutKeys<Deploy>(item);
 }

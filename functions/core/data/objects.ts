@@ -6,6 +6,7 @@
  */
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Database } from './dynamo.js';
+import { withoutKeys } from './tables.js';
 
 export type CannedAcl = 'private' | 'public-read';
 
@@ -79,7 +80,6 @@ export class ObjectStore {
   }
 }
 
-function fromItem(item: Record<string, any>): ObjectRecord {
-  const { pk: _pk, sk: _sk, gsi1pk: _g1, gsi1sk: _g2, ...record } = item;
-  return { metadata: {}, ...record } as ObjectRecord;
+function fromItem(item: Record<string, unknown>): ObjectRecord {
+  return { metadata: {}, ...withoutKeys<ObjectRecord>(item) };
 }

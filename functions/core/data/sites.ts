@@ -8,6 +8,7 @@ import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { newId } from '../ids.js';
 import { ConflictError } from './accounts.js';
 import type { Database } from './dynamo.js';
+import { withoutKeys } from './tables.js';
 
 export type SitePlatform = 'ipfs' | 'alt';
 
@@ -141,7 +142,6 @@ export class SiteStore {
   }
 }
 
-function fromItem(item: Record<string, any>): Site {
-  const { pk: _a, sk: _b, gsi1pk: _c, gsi1sk: _d, gsi2pk: _e, gsi2sk: _f, ...site } = item;
-  return site as Site;
+function fromItem(item: Record<string, unknown>): Site {
+  return withoutKeys<Site>(item);
 }

@@ -47,3 +47,10 @@ export const KEY_ATTRIBUTES = { pk: 'pk', sk: 'sk' } as const;
 export function indexKeys(index: 'gsi1' | 'gsi2'): { pk: string; sk: string } {
   return { pk: `${index}pk`, sk: `${index}sk` };
 }
+
+const KEY_NAMES = new Set(['pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk']);
+
+/** An item without its table and index keys: the record the stores hand out. */
+export function withoutKeys<T>(item: Record<string, unknown>): T {
+  return Object.fromEntries(Object.entries(item).filter(([name]) => !KEY_NAMES.has(name))) as T;
+}
