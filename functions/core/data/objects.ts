@@ -81,5 +81,6 @@ export class ObjectStore {
 }
 
 function fromItem(item: Record<string, unknown>): ObjectRecord {
-  return { metadata: {}, ...withoutKeys<ObjectRecord>(item) };
+  const record = withoutKeys<ObjectRecord>(item);
+  return { ...record, metadata: record.metadata ?? {} };
 }
