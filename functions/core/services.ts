@@ -7,6 +7,7 @@ import type { Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 import { createDatabase, type Database } from './data/dynamo.js';
 import { AccountStore } from './data/accounts.js';
+import { BucketStore } from './data/buckets.js';
 import { ObjectStore } from './data/objects.js';
 import { SiteStore } from './data/sites.js';
 import { DeployStore } from './data/deploys.js';
@@ -18,6 +19,7 @@ export interface Services {
   logger: Logger;
   db: Database;
   accounts: AccountStore;
+  buckets: BucketStore;
   objects: ObjectStore;
   sites: SiteStore;
   deploys: DeployStore;
@@ -35,6 +37,7 @@ export async function createServices(config: Config, logger: Logger = createLogg
     logger,
     db,
     accounts: new AccountStore(db, sealer),
+    buckets: new BucketStore(db),
     objects: new ObjectStore(db),
     sites: new SiteStore(db),
     deploys: new DeployStore(db),

@@ -35,7 +35,7 @@ async function authorise(ctx: S3Context): Promise<void> {
   if (access !== 'read' && principal.kind !== 'account') throw errors.accessDenied();
   if (ctx.s3.bucket === undefined || ctx.s3.op === 'CreateBucket') return;
   if (!isValidBucketName(ctx.s3.bucket)) throw errors.noSuchBucket(ctx.s3.bucket);
-  const bucket = await ctx.services.accounts.getBucket(ctx.s3.bucket);
+  const bucket = await ctx.services.buckets.get(ctx.s3.bucket);
   if (!bucket) throw errors.noSuchBucket(ctx.s3.bucket);
   ctx.bucket = bucket;
   if (access === 'read') return; // the operation decides on object ACLs

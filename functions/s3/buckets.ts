@@ -6,7 +6,7 @@ export async function listBuckets(ctx: S3Context): Promise<Response> {
   if (ctx.auth.principal.kind !== 'account') throw new Error('unreachable: ListBuckets needs an account');
   const accountId = ctx.auth.principal.accountId;
   const [buckets, account] = await Promise.all([
-    ctx.services.accounts.listBuckets(accountId),
+    ctx.services.buckets.list(accountId),
     ctx.services.accounts.getAccount(accountId),
   ]);
   return xmlResponse('ListAllMyBucketsResult', {

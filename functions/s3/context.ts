@@ -3,7 +3,7 @@ import type { Services } from '../core/services.js';
 import type { HttpRequest } from '../core/http/types.js';
 import type { Authenticated } from './auth.js';
 import type { S3Request } from './router.js';
-import type { Bucket } from '../core/data/accounts.js';
+import type { Bucket } from '../core/data/buckets.js';
 import { cidV0, cidV1 } from '../core/ipfs/cid.js';
 
 export interface S3Context {

@@ -8,13 +8,14 @@
  *   TEAM#<id> / TEAM                a team
  *   TEAM#<id> / MEMBER#<accountId>  membership                           gsi1: ACCOUNT#<id> / TEAM#<teamId>
  *   TOKEN#<sha256> / TOKEN          a hosting API key (hash only)        gsi1: TEAM#<id> / TOKEN#<tokenId>
- *   BUCKET#<name> / BUCKET          a bucket (names are global)          gsi1: ACCOUNT#<id> / BUCKET#<0|1>#<name>
+ *   BUCKET#<name> / BUCKET          a bucket: see buckets.ts
  */
-import { GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { SecretSealer } from '../auth/secrets.js';
 import { newId, tokenDigest } from '../ids.js';
 import type { Database } from './dynamo.js';
+import { bucketItem } from './buckets.js';
 
 export interface Account {
   id: string;
@@ -28,13 +29,6 @@ export interface Team {
   id: string;
   name: string;
   createdAt: string;
-}
-
-export interface Bucket {
-  name: string;
-  accountId: string;
-  createdAt: string;
-  isDefault: boolean;
 }
 
 export interface NewAccount {
@@ -113,16 +107,7 @@ export class AccountStore {
               gsi1pk: `TEAM#${teamId}`,
               gsi1sk: `TOKEN#${createdAt}`,
             }),
-            put({
-              pk: `BUCKET#${bucket}`,
-              sk: 'BUCKET',
-              name: bucket,
-              accountId,
-              createdAt,
-              isDefault: true,
-              gsi1pk: `ACCOUNT#${accountId}`,
-              gsi1sk: `BUCKET#0#${bucket}`,
-            }),
+            put(bucketItem({ name: bucket, accountId, createdAt, isDefault: true })),
           ],
         }),
       );
@@ -183,40 +168,5 @@ export class AccountStore {
     const out = await this.db.doc.send(new GetCommand({ TableName: this.table, Key: { pk: `TEAM#${id}`, sk: 'TEAM' } }));
     if (!out.Item) return undefined;
     return { id: out.Item.id, name: out.Item.name, createdAt: out.Item.createdAt };
-  }
-
-  async getBucket(name: string): Promise<Bucket | undefined> {
-    const out = await this.db.doc.send(
-      new GetCommand({ TableName: this.table, Key: { pk: `BUCKET#${name}`, sk: 'BUCKET' } }),
-    );
-    if (!out.Item) return undefined;
-    return {
-      name: out.Item.name,
-      accountId: out.Item.accountId,
-      createdAt: out.Item.createdAt,
-      isDefault: out.Item.isDefault === true,
-    };
-  }
-
-  /** The account's buckets, its default bucket first, then by name. */
-  async listBuckets(accountId: string): Promise<Bucket[]> {
-    const buckets: Bucket[] = [];
-    let ExclusiveStartKey: Record<string, unknown> | undefined;
-    do {
-      const out = await this.db.doc.send(
-        new QueryCommand({
-          TableName: this.table,
-          IndexName: 'gsi1',
-          KeyConditionExpression: 'gsi1pk = :pk AND begins_with(gsi1sk, :sk)',
-          ExpressionAttributeValues: { ':pk': `ACCOUNT#${accountId}`, ':sk': 'BUCKET#' },
-          ExclusiveStartKey,
-        }),
-      );
-      for (const item of out.Items ?? []) {
-        buckets.push({ name: item.name, accountId: item.accountId, createdAt: item.createdAt, isDefault: item.isDefault === true });
-      }
-      ExclusiveStartKey = out.LastEvaluatedKey;
-    } while (ExclusiveStartKey);
-    return buckets;
   }
 }

@@ -1,0 +1,112 @@
+/**
+ * Buckets, in the accounts table. Names are global (as in S3), so the bucket
+ * item is keyed by name; gsi1 lists an account's buckets, its default first.
+ *
+ *   BUCKET#<name> / BUCKET   gsi1: ACCOUNT#<accountId> / BUCKET#<0 default|1 other>#<name>
+ *
+ * A bucket may be deleted only while it holds no objects and no multipart
+ * uploads. Deletion first marks the bucket `deleting`; every object write
+ * condition-checks that the bucket exists unmarked, so once the mark is set
+ * and the bucket is seen empty, no put can slip in before the item goes.
+ */
+import { GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import type { Database } from './dynamo.js';
+
+export interface Bucket {
+  name: string;
+  accountId: string;
+  createdAt: string;
+  isDefault: boolean;
+}
+
+export class BucketExistsError extends Error {
+  override name = 'BucketExistsError';
+  constructor(readonly bucket: string, readonly ownedByCaller: boolean) {
+    super(`bucket "${bucket}" already exists`);
+  }
+}
+
+/** The bucket's item, as account creation and CreateBucket write it. */
+export function bucketItem(bucket: Bucket): Record<string, unknown> {
+  return {
+    pk: `BUCKET#${bucket.name}`,
+    sk: 'BUCKET',
+    ...bucket,
+    gsi1pk: `ACCOUNT#${bucket.accountId}`,
+    gsi1sk: `BUCKET#${bucket.isDefault ? 0 : 1}#${bucket.name}`,
+  };
+}
+
+function fromItem(item: Record<string, unknown>): Bucket {
+  return {
+    name: item.name as string,
+    accountId: item.accountId as string,
+    createdAt: item.createdAt as string,
+    isDefault: item.isDefault === true,
+  };
+}
+
+export class BucketStore {
+  constructor(private readonly db: Database) {}
+
+  private get table() {
+    return this.db.tables.accounts;
+  }
+
+  async get(name: string): Promise<Bucket | undefined> {
+    const out = await this.db.doc.send(
+      new GetCommand({ TableName: this.table, Key: { pk: `BUCKET#${name}`, sk: 'BUCKET' }, ConsistentRead: true }),
+    );
+    return out.Item ? fromItem(out.Item) : undefined;
+  }
+
+  /** The account's buckets, its default bucket first, then by name. */
+  async list(accountId: string): Promise<Bucket[]> {
+    const buckets: Bucket[] = [];
+    let ExclusiveStartKey: Record<string, unknown> | undefined;
+    do {
+      const out = await this.db.doc.send(
+        new QueryCommand({
+          TableName: this.table,
+          IndexName: 'gsi1',
+          KeyConditionExpression: 'gsi1pk = :pk AND begins_with(gsi1sk, :sk)',
+          ExpressionAttributeValues: { ':pk': `ACCOUNT#${accountId}`, ':sk': 'BUCKET#' },
+          ExclusiveStartKey,
+        }),
+      );
+      for (const item of out.Items ?? []) buckets.push(fromItem(item));
+      ExclusiveStartKey = out.LastEvaluatedKey;
+    } while (ExclusiveStartKey);
+    return buckets;
+  }
+
+  async create(name: string, accountId: string, createdAt: string): Promise<Bucket> {
+    const bucket: Bucket = { name, accountId, createdAt, isDefault: false };
+    try {
+      await this.db.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [{ Put: { TableName: this.table, Item: bucketItem(bucket), ConditionExpression: 'attribute_not_exists(pk)' } }],
+        }),
+      );
+    } catch (err) {
+      if (err instanceof TransactionCanceledException) {
+        const existing = await this.get(name);
+        throw new BucketExistsError(name, existing?.accountId === accountId);
+      }
+      throw err;
+    }
+    return bucket;
+  }
+
+  /** Deletes the bucket's item; the caller has checked that it is empty. */
+  async delete(name: string): Promise<void> {
+    await this.db.doc.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          { Delete: { TableName: this.table, Key: { pk: `BUCKET#${name}`, sk: 'BUCKET' }, ConditionExpression: 'attribute_exists(pk)' } },
+        ],
+      }),
+    );
+  }
+}
