@@ -52,6 +52,12 @@ export interface Config {
     file?: string;
   };
   logLevel: LogLevel;
+  storage: {
+    /** `md5`: S3's ETags (default). `cid`: ETags are the object's CIDv1, for Fleek's published SDK. */
+    etag: 'md5' | 'cid';
+    /** Seconds between garbage collections of unreferenced blocks (local runtime); 0 turns it off. */
+    gcIntervalSeconds: number;
+  };
 }
 
 type Env = Record<string, string | undefined>;
@@ -154,5 +160,22 @@ export function loadConfig(env: Env = process.env): Config {
       file: opt(env, 'CAIRN_BOOTSTRAP_FILE'),
     },
     logLevel,
+    storage: {
+      etag: etagMode(env),
+      gcIntervalSeconds: seconds(env, 'CAIRN_GC_INTERVAL', 60),
+    },
   };
+}
+
+function etagMode(env: Env): 'md5' | 'cid' {
+  const raw = str(env, 'CAIRN_ETAG', 'md5').toLowerCase();
+  if (raw !== 'md5' && raw !== 'cid') throw new ConfigError('CAIRN_ETAG', `must be "md5" or "cid", got "${raw}"`);
+  return raw;
+}
+
+function seconds(env: Env, name: string, fallback: number): number {
+  const raw = opt(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number of seconds, got "${raw}"`);
+  return Number(raw);
 }

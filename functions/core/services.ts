@@ -13,6 +13,7 @@ import { SiteStore } from './data/sites.js';
 import { DeployStore } from './data/deploys.js';
 import { createSealer } from './auth/secrets.js';
 import { createIpfsNode, type IpfsNode } from './ipfs/node.js';
+import { UploadGate } from './ipfs/pins.js';
 
 export interface Services {
   config: Config;
@@ -25,6 +26,8 @@ export interface Services {
   deploys: DeployStore;
   /** The IPFS node, started on first use (the GraphQL function never needs one). */
   ipfs(): Promise<IpfsNode>;
+  /** Uploads hold it shared from import to commit; garbage collection holds it alone. */
+  gate: UploadGate;
   close(): Promise<void>;
 }
 
@@ -42,6 +45,7 @@ export async function createServices(config: Config, logger: Logger = createLogg
     sites: new SiteStore(db),
     deploys: new DeployStore(db),
     ipfs: () => (node ??= createIpfsNode(config)),
+    gate: new UploadGate(),
     async close() {
       if (node) await (await node).stop();
       db.client.destroy();

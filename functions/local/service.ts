@@ -16,6 +16,7 @@ import { bootstrapAccounts, type BootstrapResult } from '../core/bootstrap.js';
 import { createS3Handler } from '../s3/app.js';
 import { createGatewayHandler } from '../gateway/app.js';
 import { createGraphqlHandler } from '../graphql/server.js';
+import { collectGarbage } from '../core/ipfs/collect.js';
 
 export interface LocalService {
   config: Config;
@@ -55,7 +56,11 @@ export async function startLocalService(config: Config, logger: Logger = createL
   }
   const servers: Server[] = [];
   let services: Services | undefined;
+  let collector: NodeJS.Timeout | undefined;
+  let collecting: Promise<unknown> = Promise.resolve();
   const stop = async () => {
+    clearInterval(collector);
+    await collecting;
     await Promise.all(
       servers.map(
         (s) =>
@@ -77,6 +82,14 @@ export async function startLocalService(config: Config, logger: Logger = createL
     servers.push(await serve('graphql', 'CAIRN_API_PORT', createGraphqlHandler(services), ports.api, host, logger));
     servers.push(await serve('s3', 'CAIRN_S3_PORT', createS3Handler(services), ports.s3, host, logger));
     servers.push(await serve('gateway', 'CAIRN_GATEWAY_PORT', createGatewayHandler(services), ports.gateway, host, logger));
+    const gcEvery = cfg.storage.gcIntervalSeconds;
+    if (gcEvery > 0) {
+      const running = services;
+      collector = setInterval(() => {
+        collecting = collectGarbage(running).catch((err: unknown) => logger.error('garbage collection failed', { err }));
+      }, gcEvery * 1000);
+      collector.unref();
+    }
     return {
       config: cfg,
       services,

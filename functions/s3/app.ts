@@ -6,28 +6,40 @@ import { randomBytes } from 'node:crypto';
 import type { HttpHandler } from '../core/http/types.js';
 import type { Services } from '../core/services.js';
 import { authenticate } from './auth.js';
-import { headBucket, listBuckets } from './buckets.js';
+import { createBucket, deleteBucket, getBucketAcl, getBucketLocation, getBucketVersioning, headBucket, listBuckets } from './buckets.js';
+import { listObjects, listObjectsV2, listObjectVersions } from './list.js';
+import { deleteObject, deleteObjects } from './delete.js';
+import { copyObject } from './copy.js';
+import { getObjectAcl, putObjectAcl } from './acl.js';
 import type { S3Context } from './context.js';
 import { errorResponse, errors, S3Error } from './errors.js';
 import { getObject } from './get.js';
 import { putObject } from './put.js';
+import { isValidBucketName } from './names.js';
 import { ACCESS, parseS3Request, type S3Op, type S3Request } from './router.js';
 
 type OperationHandler = (ctx: S3Context) => Promise<Response>;
 
 const OPERATIONS: Partial<Record<S3Op, OperationHandler>> = {
   ListBuckets: listBuckets,
+  CreateBucket: createBucket,
   HeadBucket: headBucket,
+  DeleteBucket: deleteBucket,
+  GetBucketLocation: getBucketLocation,
+  GetBucketVersioning: getBucketVersioning,
+  GetBucketAcl: getBucketAcl,
+  ListObjects: listObjects,
+  ListObjectsV2: listObjectsV2,
+  ListObjectVersions: listObjectVersions,
+  DeleteObjects: deleteObjects,
   PutObject: putObject,
+  CopyObject: copyObject,
   GetObject: getObject,
   HeadObject: getObject,
+  DeleteObject: deleteObject,
+  GetObjectAcl: getObjectAcl,
+  PutObjectAcl: putObjectAcl,
 };
-
-const BUCKET_NAME = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
-
-export function isValidBucketName(name: string): boolean {
-  return BUCKET_NAME.test(name) && !name.includes('..') && !/^\d+\.\d+\.\d+\.\d+$/.test(name) && !name.startsWith('xn--');
-}
 
 async function authorise(ctx: S3Context): Promise<void> {
   const access = ACCESS[ctx.s3.op];

@@ -1,16 +1,26 @@
 /** Service- and bucket-level operations. */
+import { BucketExistsError } from '../core/data/buckets.js';
 import type { S3Context } from './context.js';
-import { xmlResponse } from './xml.js';
+import { errors, S3Error } from './errors.js';
+import { escapeXml, S3_NS, xmlResponse } from './xml.js';
+import { parseXmlBody, readSmallBody } from './xml-input.js';
+import { isValidBucketName } from './names.js';
+
+function accountOf(ctx: S3Context): string {
+  if (ctx.auth.principal.kind !== 'account') throw errors.accessDenied();
+  return ctx.auth.principal.accountId;
+}
+
+export async function owner(ctx: S3Context, accountId: string): Promise<{ ID: string; DisplayName: string }> {
+  const account = await ctx.services.accounts.getAccount(accountId);
+  return { ID: accountId, DisplayName: account?.name ?? accountId };
+}
 
 export async function listBuckets(ctx: S3Context): Promise<Response> {
-  if (ctx.auth.principal.kind !== 'account') throw new Error('unreachable: ListBuckets needs an account');
-  const accountId = ctx.auth.principal.accountId;
-  const [buckets, account] = await Promise.all([
-    ctx.services.buckets.list(accountId),
-    ctx.services.accounts.getAccount(accountId),
-  ]);
+  const accountId = accountOf(ctx);
+  const [buckets, who] = await Promise.all([ctx.services.buckets.list(accountId), owner(ctx, accountId)]);
   return xmlResponse('ListAllMyBucketsResult', {
-    Owner: { ID: accountId, DisplayName: account?.name ?? accountId },
+    Owner: who,
     Buckets: { Bucket: buckets.map((b) => ({ Name: b.name, CreationDate: b.createdAt })) },
   });
 }
@@ -18,3 +28,96 @@ export async function listBuckets(ctx: S3Context): Promise<Response> {
 export async function headBucket(ctx: S3Context): Promise<Response> {
   return new Response(null, { status: 200, headers: { 'x-amz-bucket-region': ctx.services.config.region } });
 }
+
+export async function createBucket(ctx: S3Context): Promise<Response> {
+  const accountId = accountOf(ctx);
+  const name = ctx.s3.bucket!;
+  if (!isValidBucketName(name)) throw errors.invalidBucketName(name);
+  cannedBucketAcl(ctx.req.headers);
+  const body = await readSmallBody(ctx);
+  if (body.length) {
+    const config = parseXmlBody(body, 'CreateBucketConfiguration');
+    const constraint = typeof config.LocationConstraint === 'string' ? config.LocationConstraint : '';
+    const region = ctx.services.config.region;
+    if (constraint && constraint !== region && !(region === 'us-east-1' && constraint === 'US')) {
+      throw new S3Error('IllegalLocationConstraintException', 400, `The ${constraint} location constraint is incompatible for the region specific endpoint this request was sent to.`);
+    }
+  }
+  try {
+    await ctx.services.buckets.create(name, accountId, ctx.now.toISOString());
+  } catch (err) {
+    if (err instanceof BucketExistsError) {
+      throw err.ownedByCaller
+        ? new S3Error('BucketAlreadyOwnedByYou', 409, 'Your previous request to create the named bucket succeeded and you already own it.', { BucketName: name })
+        : new S3Error('BucketAlreadyExists', 409, 'The requested bucket name is not available. The bucket namespace is shared by all users of the system. Please select a different name and try again.', { BucketName: name });
+    }
+    throw err;
+  }
+  return new Response(null, { status: 200, headers: { location: `/${name}` } });
+}
+
+/** Buckets are private; a canned ACL other than private is not something Cairn can honour for a bucket. */
+function cannedBucketAcl(headers: Headers): void {
+  const acl = headers.get('x-amz-acl');
+  if (acl !== null && acl !== 'private') throw errors.notImplemented(`bucket ACL "${acl}" (buckets are private; make objects public-read instead)`);
+}
+
+export async function deleteBucket(ctx: S3Context): Promise<Response> {
+  const { services } = ctx;
+  const bucket = ctx.bucket!;
+  if (bucket.isDefault) {
+    throw new S3Error('InvalidBucketState', 409, "An account's default bucket cannot be deleted.", { BucketName: bucket.name });
+  }
+  const deleted = await services.buckets
+    .deleteIfEmpty(bucket.name, async () => !(await services.objects.hasObjects(bucket.name)))
+    .catch((err: Error) => {
+      if (err.name === 'ConditionalCheckFailedException') throw errors.noSuchBucket(bucket.name);
+      throw err;
+    });
+  if (!deleted) throw new S3Error('BucketNotEmpty', 409, 'The bucket you tried to delete is not empty', { BucketName: bucket.name });
+  return new Response(null, { status: 204 });
+}
+
+export async function getBucketLocation(ctx: S3Context): Promise<Response> {
+  const region = ctx.services.config.region;
+  // us-east-1 is S3's "no constraint": an empty element.
+  const body = `<?xml version="1.0" encoding="UTF-8"?>\n<LocationConstraint xmlns="${S3_NS}">${region === 'us-east-1' ? '' : escapeXml(region)}</LocationConstraint>`;
+  return new Response(body, { status: 200, headers: { 'content-type': 'application/xml' } });
+}
+
+export async function getBucketVersioning(_ctx: S3Context): Promise<Response> {
+  // Never enabled: S3 answers an empty configuration for a bucket that never had versioning.
+  return xmlResponse('VersioningConfiguration', {});
+}
+
+export async function getBucketAcl(ctx: S3Context): Promise<Response> {
+  const who = await owner(ctx, ctx.bucket!.accountId);
+  return aclResponse(who, false);
+}
+
+const ALL_USERS = 'http://acs.amazonaws.com/groups/global/AllUsers';
+
+/** An AccessControlPolicy for a canned ACL: owner FULL_CONTROL, plus AllUsers READ when public. */
+export function aclResponse(who: { ID: string; DisplayName: string }, publicRead: boolean): Response {
+  const grants: Array<Record<string, unknown>> = [
+    { Grantee: { ID: who.ID, DisplayName: who.DisplayName, '@type': 'CanonicalUser' }, Permission: 'FULL_CONTROL' },
+  ];
+  if (publicRead) grants.push({ Grantee: { URI: ALL_USERS, '@type': 'Group' }, Permission: 'READ' });
+  const body =
+    '<?xml version="1.0" encoding="UTF-8"?>\n' +
+    `<AccessControlPolicy xmlns="${S3_NS}">` +
+    `<Owner><ID>${escapeXml(who.ID)}</ID><DisplayName>${escapeXml(who.DisplayName)}</DisplayName></Owner><AccessControlList>` +
+    grants
+      .map((g) => {
+        const grantee = g.Grantee as Record<string, string>;
+        const inner = grantee['@type'] === 'Group'
+          ? `<URI>${grantee.URI}</URI>`
+          : `<ID>${escapeXml(grantee.ID!)}</ID><DisplayName>${escapeXml(grantee.DisplayName!)}</DisplayName>`;
+        return `<Grant><Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="${grantee['@type']}">${inner}</Grantee><Permission>${g.Permission}</Permission></Grant>`;
+      })
+      .join('') +
+    '</AccessControlList></AccessControlPolicy>';
+  return new Response(body, { status: 200, headers: { 'content-type': 'application/xml' } });
+}
+
+const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);

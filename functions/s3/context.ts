@@ -4,6 +4,7 @@ import type { HttpRequest } from '../core/http/types.js';
 import type { Authenticated } from './auth.js';
 import type { S3Request } from './router.js';
 import type { Bucket } from '../core/data/buckets.js';
+import type { ObjectRecord } from '../core/data/objects.js';
 import { cidV0, cidV1 } from '../core/ipfs/cid.js';
 
 export interface S3Context {
@@ -22,4 +23,14 @@ export function ipfsHeaders(cid: string): Record<string, string> {
 
 export function isOwner(ctx: S3Context): boolean {
   return ctx.auth.principal.kind === 'account' && ctx.bucket?.accountId === ctx.auth.principal.accountId;
+}
+
+/** The account that owns what this request writes: the caller (writes need an account). */
+export function ownerOf(ctx: S3Context): string {
+  return ctx.auth.principal.kind === 'account' ? ctx.auth.principal.accountId : ctx.bucket!.accountId;
+}
+
+/** The quoted ETag clients see: S3's MD5 form, or the CIDv1 when CAIRN_ETAG=cid. */
+export function presentedEtag(ctx: S3Context, record: Pick<ObjectRecord, 'cid' | 'etag'>): string {
+  return `"${ctx.services.config.storage.etag === 'cid' ? cidV1(record.cid) : record.etag}"`;
 }

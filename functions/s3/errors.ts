@@ -62,6 +62,8 @@ export const errors = {
     new S3Error('InvalidRange', 416, 'The requested range is not satisfiable', { ActualObjectSize: String(size) }),
   badDigest: () => new S3Error('BadDigest', 400, 'The Content-MD5 you specified did not match what we received.'),
   invalidDigest: () => new S3Error('InvalidDigest', 400, 'The Content-MD5 you specified is not valid.'),
+  malformedXml: () =>
+    new S3Error('MalformedXML', 400, 'The XML you provided was not well-formed or did not validate against our published schema.'),
   internal: () => new S3Error('InternalError', 500, 'We encountered an internal error. Please try again.'),
 };
 

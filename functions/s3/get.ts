@@ -3,12 +3,17 @@ import { CID } from 'multiformats/cid';
 import type { ObjectRecord } from '../core/data/objects.js';
 import { parseRange } from '../core/http/range.js';
 import { openFile } from '../core/ipfs/read.js';
-import { errors, S3Error } from './errors.js';
-import { ipfsHeaders, isOwner, type S3Context } from './context.js';
+import { errors } from './errors.js';
+import { evaluateConditions } from './conditions.js';
+import { ipfsHeaders, isOwner, presentedEtag, type S3Context } from './context.js';
+import { checksumHeaders } from './checksums.js';
 
-export function objectResponseHeaders(record: ObjectRecord): Record<string, string> {
+/** Whole-object checksums do not describe a range, so S3 omits them for ranged reads. */
+const range0 = (req: S3Context['req']) => req.headers.has('range');
+
+export function objectResponseHeaders(record: ObjectRecord, etag = `"${record.etag}"`): Record<string, string> {
   const headers: Record<string, string> = {
-    etag: `"${record.etag}"`,
+    etag,
     'last-modified': new Date(record.lastModified).toUTCString(),
     'content-type': record.contentType,
     'accept-ranges': 'bytes',
@@ -21,40 +26,6 @@ export function objectResponseHeaders(record: ObjectRecord): Record<string, stri
   if (record.expires) headers['expires'] = record.expires;
   for (const [name, value] of Object.entries(record.metadata ?? {})) headers[`x-amz-meta-${name}`] = value;
   return headers;
-}
-
-const etagMatches = (header: string, etag: string) =>
-  header.split(',').some((t) => {
-    const v = t.trim();
-    return v === '*' || v.replace(/^W\//, '').replace(/"/g, '') === etag;
-  });
-
-/** 304/412 per S3's precedence (If-Match over If-Unmodified-Since, If-None-Match over If-Modified-Since). */
-function checkConditions(headers: Headers, record: ObjectRecord): Response | undefined {
-  const modified = Math.floor(new Date(record.lastModified).getTime() / 1000);
-  const since = (name: string) => {
-    const v = headers.get(name);
-    const t = v ? Date.parse(v) : NaN;
-    return Number.isNaN(t) ? undefined : Math.floor(t / 1000);
-  };
-  const ifMatch = headers.get('if-match');
-  const ifNoneMatch = headers.get('if-none-match');
-  if (ifMatch !== null) {
-    if (!etagMatches(ifMatch, record.etag)) throw new S3Error('PreconditionFailed', 412, 'At least one of the pre-conditions you specified did not hold', { Condition: 'If-Match' });
-  } else {
-    const t = since('if-unmodified-since');
-    if (t !== undefined && modified > t) {
-      throw new S3Error('PreconditionFailed', 412, 'At least one of the pre-conditions you specified did not hold', { Condition: 'If-Unmodified-Since' });
-    }
-  }
-  const notModified = () => new Response(null, { status: 304, headers: { etag: `"${record.etag}"`, 'last-modified': new Date(record.lastModified).toUTCString() } });
-  if (ifNoneMatch !== null) {
-    if (etagMatches(ifNoneMatch, record.etag)) return notModified();
-  } else {
-    const t = since('if-modified-since');
-    if (t !== undefined && modified <= t) return notModified();
-  }
-  return undefined;
 }
 
 const OVERRIDES: Record<string, string> = {
@@ -73,10 +44,16 @@ export async function getObject(ctx: S3Context): Promise<Response> {
   if (!record) throw owner ? errors.noSuchKey(ctx.s3.key!) : errors.accessDenied();
   if (!owner && record.acl !== 'public-read') throw errors.accessDenied();
 
-  const conditional = checkConditions(req.headers, record);
-  if (conditional) return conditional;
+  const etag = presentedEtag(ctx, record);
+  if (evaluateConditions(req.headers, '', etag.slice(1, -1), record.lastModified) === 'not-modified') {
+    return new Response(null, { status: 304, headers: { etag, 'last-modified': new Date(record.lastModified).toUTCString() } });
+  }
 
-  const headers = objectResponseHeaders(record);
+  const headers = objectResponseHeaders(record, etag);
+  if (record.parts) headers['x-amz-mp-parts-count'] = String(record.parts);
+  if (req.headers.get('x-amz-checksum-mode')?.toUpperCase() === 'ENABLED' && !range0(req)) {
+    Object.assign(headers, checksumHeaders(record.checksums));
+  }
   for (const [param, header] of Object.entries(OVERRIDES)) {
     const v = ctx.s3.query.get(param);
     if (v === undefined) continue;

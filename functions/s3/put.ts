@@ -1,10 +1,10 @@
-/** PutObject: the body streams through MD5 and the Kubo importer into the blockstore. */
-import { createHash } from 'node:crypto';
+/** PutObject: the body streams through MD5, the checksum and the Kubo importer into the blockstore. */
 import type { ObjectRecord, CannedAcl } from '../core/data/objects.js';
-import { importFile, pinFile } from '../core/ipfs/import.js';
-import { errors, S3Error } from './errors.js';
+import { errors } from './errors.js';
 import { payloadMode, requestBody } from './sigv4/payload.js';
-import { ipfsHeaders, type S3Context } from './context.js';
+import { ipfsHeaders, ownerOf, presentedEtag, type S3Context } from './context.js';
+import { checksumHeaders, checksumPlan } from './checksums.js';
+import { storeObject } from './store.js';
 
 const CANNED_ACLS: readonly string[] = ['private', 'public-read'];
 
@@ -42,7 +42,7 @@ export function objectHeaders(headers: Headers): Pick<
   };
 }
 
-function contentMd5(headers: Headers): string | undefined {
+export function contentMd5(headers: Headers): string | undefined {
   const raw = headers.get('content-md5');
   if (raw === null) return undefined;
   const bytes = Buffer.from(raw, 'base64');
@@ -52,45 +52,41 @@ function contentMd5(headers: Headers): string | undefined {
 
 export async function putObject(ctx: S3Context): Promise<Response> {
   const { req, services } = ctx;
-  const bucket = ctx.s3.bucket!;
-  const key = ctx.s3.key!;
   const acl = cannedAcl(req.headers);
   const stored = objectHeaders(req.headers);
   const expectedMd5 = contentMd5(req.headers);
+  const checksum = checksumPlan(req.headers);
   const mode = payloadMode(req, ctx.auth.signing);
   if (mode.kind !== 'chunked' && req.headers.get('content-length') === null && req.body !== null) {
     throw errors.missingContentLength();
   }
-
-  const md5 = createHash('md5');
-  async function* hashed() {
-    for await (const chunk of requestBody(req, mode)) {
-      md5.update(chunk);
-      yield chunk;
-    }
-  }
-  const node = await services.ipfs();
-  const { cid, size } = await importFile(node.blockstore, hashed());
-  const etag = md5.digest('hex');
-  if (expectedMd5 !== undefined && expectedMd5 !== etag) throw errors.badDigest();
-  if (req.signal.aborted) throw new S3Error('RequestAborted', 400, 'The client closed the connection.');
-
-  await pinFile(node, cid);
-  const owner = ctx.auth.principal.kind === 'account' ? ctx.auth.principal.accountId : ctx.bucket!.accountId;
-  const record: ObjectRecord = {
-    bucket,
-    key,
-    cid: cid.toString(),
-    size,
-    etag,
-    lastModified: ctx.now.toISOString(),
-    acl,
-    ownerId: owner,
-    ...stored,
-  };
-  await services.objects.put(record);
+  const trailers = new Map<string, string>();
+  const { record } = await storeObject(
+    services,
+    {
+      content: requestBody(req, mode, trailers),
+      checksum,
+      trailers,
+      signal: req.signal,
+      verify: ({ md5 }) => {
+        if (expectedMd5 !== undefined && expectedMd5 !== md5) throw errors.badDigest();
+      },
+    },
+    ({ cid, size, md5, checksums }) => ({
+      bucket: ctx.s3.bucket!,
+      key: ctx.s3.key!,
+      cid,
+      size,
+      etag: md5,
+      lastModified: ctx.now.toISOString(),
+      acl,
+      ownerId: ownerOf(ctx),
+      checksums,
+      ...stored,
+    }),
+  );
   return new Response(null, {
     status: 200,
-    headers: { etag: `"${etag}"`, ...ipfsHeaders(record.cid) },
+    headers: { etag: presentedEtag(ctx, record), ...ipfsHeaders(record.cid), ...checksumHeaders(record.checksums) },
   });
 }

@@ -31,3 +31,4 @@ export function xmlResponse(root: string, body: XmlNode, init: { status?: number
     headers: { 'content-type': 'application/xml', ...init.headers },
   });
 }
+

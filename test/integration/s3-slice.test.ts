@@ -2,11 +2,12 @@
  * The storage slice through both doors: PutObject answers Kubo's CIDs,
  * GetObject returns the bytes, a wrong secret is S3's SignatureDoesNotMatch.
  */
-import { GetObjectCommand, PutObjectCommand, S3Client, ListBucketsCommand, S3ServiceException } from '@aws-sdk/client-s3';
+import { GetObjectCommand, PutObjectCommand, ListBucketsCommand, S3ServiceException } from '@aws-sdk/client-s3';
 import { Readable } from 'node:stream';
 import { readFileSync } from 'node:fs';
 import { startTestService, BOOT, type TestService } from '../support/service.js';
-import { lambdaRequestHandler, type LambdaFn } from '../support/lambda-door.js';
+import type { LambdaFn } from '../support/lambda-door.js';
+import { captureHeaders, loadS3Lambda, s3Doors } from '../support/s3-doors.js';
 
 const vectors = JSON.parse(readFileSync(new URL('../../../shared/reference/cid-vectors.json', import.meta.url), 'utf8')) as Array<{
   name: string;
@@ -23,8 +24,7 @@ const savedEnv = { ...process.env };
 
 beforeAll(async () => {
   service = await startTestService();
-  Object.assign(process.env, service.env);
-  ({ handler: lambdaHandler } = (await import('../../functions/s3/handler.js')) as unknown as { handler: LambdaFn });
+  lambdaHandler = await loadS3Lambda(service);
 });
 
 afterAll(async () => {
@@ -32,40 +32,17 @@ afterAll(async () => {
   await service.close();
 });
 
-type Creds = { accessKeyId: string; secretAccessKey: string };
-type Door = { name: string; client: (creds?: Creds) => S3Client };
-const doors: Door[] = [
-  { name: 'node:http door', client: (creds) => service.s3(creds) },
-  {
-    name: 'Lambda door',
-    client: (creds: Creds = BOOT) =>
-      new S3Client({
-        endpoint: service.endpoints.s3,
-        region: 'us-east-1',
-        forcePathStyle: true,
-        credentials: creds,
-        requestHandler: lambdaRequestHandler(lambdaHandler) as never,
-      }),
-  },
-];
+const doors = s3Doors(() => service, () => lambdaHandler);
 
 describe.each(doors)('S3 slice through the $name', (door) => {
   test('PutObject answers the CIDs Kubo gives and GetObject returns the bytes', async () => {
     const s3 = door.client();
-    let headers: Record<string, string> = {};
-    s3.middlewareStack.add(
-      (next) => async (args) => {
-        const out = await next(args);
-        headers = (out.response as { headers: Record<string, string> }).headers;
-        return out;
-      },
-      { step: 'deserialize', name: 'captureHeaders' },
-    );
+    const seen = captureHeaders(s3);
     const key = `greeting-${door.name.replace(/\W/g, '')}.txt`;
     const put = await s3.send(new PutObjectCommand({ Bucket: 'default-bucket', Key: key, Body: 'hello world', ContentType: 'text/plain' }));
     expect(put.ETag).toBe('"5eb63bbbe01eeed093cb22bb8f5acdc3"');
-    expect(headers['x-service-ipfs-hash']).toBe(helloWorld.cidV1);
-    expect(headers['x-service-ipfs-hash-v0']).toBe(helloWorld.cidV0);
+    expect(seen.headers['x-service-ipfs-hash']).toBe(helloWorld.cidV1);
+    expect(seen.headers['x-service-ipfs-hash-v0']).toBe(helloWorld.cidV0);
 
     const got = await s3.send(new GetObjectCommand({ Bucket: 'default-bucket', Key: key }));
     expect(await got.Body!.transformToString()).toBe('hello world');

@@ -9,7 +9,7 @@
  * condition-checks that the bucket exists unmarked, so once the mark is set
  * and the bucket is seen empty, no put can slip in before the item goes.
  */
-import { GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { Database } from './dynamo.js';
 
@@ -35,6 +35,14 @@ export function bucketItem(bucket: Bucket): Record<string, unknown> {
     ...bucket,
     gsi1pk: `ACCOUNT#${bucket.accountId}`,
     gsi1sk: `BUCKET#${bucket.isDefault ? 0 : 1}#${bucket.name}`,
+  };
+}
+
+/** The condition object writes check on the bucket item (see ObjectStore). */
+export function bucketWritableCondition(now = Date.now()) {
+  return {
+    ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(deleting) OR deleting < :stale)',
+    ExpressionAttributeValues: { ':stale': now - DELETE_MARK_TTL_MS },
   };
 }
 
@@ -99,14 +107,40 @@ export class BucketStore {
     return bucket;
   }
 
-  /** Deletes the bucket's item; the caller has checked that it is empty. */
-  async delete(name: string): Promise<void> {
+  /**
+   * Deletes the bucket if `isEmpty` says so while the bucket is marked
+   * `deleting` (object writes refuse a marked bucket). Returns false, and
+   * leaves the bucket as it was, when it is not empty. A mark left by a
+   * crash expires after DELETE_MARK_TTL_MS.
+   */
+  async deleteIfEmpty(name: string, isEmpty: () => Promise<boolean>): Promise<boolean> {
+    const key = { pk: `BUCKET#${name}`, sk: 'BUCKET' };
+    const now = Date.now();
     await this.db.doc.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          { Delete: { TableName: this.table, Key: { pk: `BUCKET#${name}`, sk: 'BUCKET' }, ConditionExpression: 'attribute_exists(pk)' } },
-        ],
+      new UpdateCommand({
+        TableName: this.table,
+        Key: key,
+        UpdateExpression: 'SET deleting = :now',
+        ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(deleting) OR deleting < :stale)',
+        ExpressionAttributeValues: { ':now': now, ':stale': now - DELETE_MARK_TTL_MS },
       }),
     );
+    let deleted = false;
+    try {
+      if (await isEmpty()) {
+        await this.db.doc.send(new DeleteCommand({ TableName: this.table, Key: key }));
+        deleted = true;
+      }
+    } finally {
+      if (!deleted) {
+        await this.db.doc.send(
+          new UpdateCommand({ TableName: this.table, Key: key, UpdateExpression: 'REMOVE deleting', ConditionExpression: 'deleting = :now', ExpressionAttributeValues: { ':now': now } }),
+        ).catch(() => {});
+      }
+    }
+    return deleted;
   }
 }
+
+/** How long a deletion mark blocks writes if its deleter died. */
+export const DELETE_MARK_TTL_MS = 60_000;

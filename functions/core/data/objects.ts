@@ -2,11 +2,23 @@
  * Object records: one item per (bucket, key) in the objects table, keyed by
  * the bucket name and the object key themselves so a listing is one Query in
  * S3's byte order. Bucket names cannot start with '#', which leaves that
- * prefix for the table's other items (uploads, pin references).
+ * prefix for the table's other items:
+ *
+ *   <bucket> / <key>              the object record          gsi1: CID#<cidV0> / <bucket>/<key>
+ *   #REF#<cidV0> / <bucket>/<key>  "this object references this CID"
+ *   #GC / <cidV0>                  a CID that lost a reference: a collection candidate
+ *
+ * Every write is one transaction: the record, its reference items and the
+ * collection candidate change together, conditioned on the record being the
+ * version the writer read and on the bucket existing (and not being deleted),
+ * so a CID is referenced exactly while some record names it.
  */
-import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { randomBytes } from 'node:crypto';
 import type { Database } from './dynamo.js';
 import { withoutKeys } from './tables.js';
+import { bucketWritableCondition } from './buckets.js';
 
 export type CannedAcl = 'private' | 'public-read';
 
@@ -29,6 +41,49 @@ export interface ObjectRecord {
   expires?: string;
   /** User metadata (`x-amz-meta-*`), names lowercased without the prefix. */
   metadata: Record<string, string>;
+  /** Checksums the client sent (`x-amz-checksum-<algorithm>`), base64, by lowercase algorithm. */
+  checksums?: Record<string, string>;
+  /** Multipart objects: the number of parts. */
+  parts?: number;
+}
+
+export class NoSuchBucketError extends Error {
+  override name = 'NoSuchBucketError';
+  constructor(readonly bucket: string) {
+    super(`bucket "${bucket}" does not exist`);
+  }
+}
+
+export interface ListPage {
+  /** Records and common prefixes in key order. */
+  entries: Array<{ kind: 'object'; record: ObjectRecord } | { kind: 'prefix'; prefix: string }>;
+  /** Whether more entries follow the last one returned. */
+  truncated: boolean;
+}
+
+export interface ListQuery {
+  prefix?: string;
+  delimiter?: string;
+  /** List keys strictly after this one. */
+  after?: string;
+  /** List keys at or after this one (wins over `after`). */
+  startAt?: string;
+  maxKeys: number;
+}
+
+const MAX_CODE_POINT = 0x10ffff;
+
+/** The smallest string greater than every string that starts with `prefix`. */
+export function prefixSuccessor(prefix: string): string | undefined {
+  const points = Array.from(prefix);
+  while (points.length) {
+    const last = points.pop()!.codePointAt(0)!;
+    if (last < MAX_CODE_POINT) {
+      const next = last + 1 === 0xd800 ? 0xe000 : last + 1;
+      return points.join('') + String.fromCodePoint(next);
+    }
+  }
+  return undefined;
 }
 
 export class ObjectStore {
@@ -45,16 +100,117 @@ export class ObjectStore {
     return out.Item ? fromItem(out.Item) : undefined;
   }
 
-  /** Writes the record; returns the one it replaced, if any. */
+  /**
+   * Writes the record, replacing whatever was there; returns the replaced
+   * record. Throws NoSuchBucketError if the bucket is gone or being deleted.
+   */
   async put(record: ObjectRecord): Promise<ObjectRecord | undefined> {
+    for (let attempt = 0; ; attempt++) {
+      const old = await this.getItem(record.bucket, record.key);
+      try {
+        await this.write(record, old);
+        return old ? fromItem(old) : undefined;
+      } catch (err) {
+        if (!(err instanceof TransactionCanceledException)) throw err;
+        const reasons = err.CancellationReasons ?? [];
+        if (reasons[0]?.Code === 'ConditionalCheckFailed') throw new NoSuchBucketError(record.bucket);
+        if (attempt >= 8) throw err;
+        // Another writer changed the record between our read and write: read again.
+      }
+    }
+  }
+
+  /** Changes an existing object's ACL in place; false if there is no such object. */
+  async setAcl(bucket: string, key: string, acl: CannedAcl): Promise<boolean> {
+    try {
+      await this.db.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk: bucket, sk: key },
+          UpdateExpression: 'SET acl = :acl',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeValues: { ':acl': acl },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if ((err as Error).name === 'ConditionalCheckFailedException') return false;
+      throw err;
+    }
+  }
+
+  /** Deletes the record if present; returns it. */
+  async delete(bucket: string, key: string): Promise<ObjectRecord | undefined> {
+    for (let attempt = 0; ; attempt++) {
+      const old = await this.getItem(bucket, key);
+      if (!old) return undefined;
+      try {
+        await this.db.doc.send(
+          new TransactWriteCommand({
+            TransactItems: [
+              {
+                Delete: {
+                  TableName: this.table,
+                  Key: { pk: bucket, sk: key },
+                  ConditionExpression: 'version = :v',
+                  ExpressionAttributeValues: { ':v': old.version },
+                },
+              },
+              { Delete: { TableName: this.table, Key: refKey(old.cid as string, bucket, key) } },
+              { Put: { TableName: this.table, Item: candidateItem(old.cid as string) } },
+            ],
+          }),
+        );
+        return fromItem(old);
+      } catch (err) {
+        if (!(err instanceof TransactionCanceledException) || attempt >= 8) throw err;
+      }
+    }
+  }
+
+  private async getItem(bucket: string, key: string): Promise<Record<string, unknown> | undefined> {
     const out = await this.db.doc.send(
-      new PutCommand({
-        TableName: this.table,
-        Item: { pk: record.bucket, sk: record.key, gsi1pk: `CID#${record.cid}`, gsi1sk: `${record.bucket}/${record.key}`, ...record },
-        ReturnValues: 'ALL_OLD',
-      }),
+      new GetCommand({ TableName: this.table, Key: { pk: bucket, sk: key }, ConsistentRead: true }),
     );
-    return out.Attributes ? fromItem(out.Attributes) : undefined;
+    return out.Item;
+  }
+
+  private async write(record: ObjectRecord, old: Record<string, unknown> | undefined): Promise<void> {
+    const version = randomBytes(8).toString('hex');
+    const item = {
+      ...stripUndefined(record),
+      pk: record.bucket,
+      sk: record.key,
+      version,
+      gsi1pk: `CID#${record.cid}`,
+      gsi1sk: `${record.bucket}/${record.key}`,
+    };
+    const items: NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']> = [
+      {
+        ConditionCheck: {
+          TableName: this.db.tables.accounts,
+          Key: { pk: `BUCKET#${record.bucket}`, sk: 'BUCKET' },
+          ...bucketWritableCondition(),
+        },
+      },
+      {
+        Put: {
+          TableName: this.table,
+          Item: item,
+          ...(old
+            ? { ConditionExpression: 'version = :v', ExpressionAttributeValues: { ':v': old.version } }
+            : { ConditionExpression: 'attribute_not_exists(pk)' }),
+        },
+      },
+    ];
+    if (!old || old.cid !== record.cid) {
+      items.push({ Put: { TableName: this.table, Item: { ...refKey(record.cid, record.bucket, record.key) } } });
+    }
+    if (old && old.cid !== record.cid) {
+      items.push({ Delete: { TableName: this.table, Key: refKey(old.cid as string, record.bucket, record.key) } });
+      items.push({ Put: { TableName: this.table, Item: candidateItem(old.cid as string) } });
+    }
+    await this.db.doc.send(new TransactWriteCommand({ TransactItems: items }));
   }
 
   /** Any one object stored with this CID (for the gateway's Content-Type), or undefined. */
@@ -72,15 +228,157 @@ export class ObjectStore {
     return item ? fromItem(item) : undefined;
   }
 
-  async delete(bucket: string, key: string): Promise<ObjectRecord | undefined> {
+  /** Whether any object references the CID (strongly consistent). */
+  async isReferenced(cid: string): Promise<boolean> {
     const out = await this.db.doc.send(
-      new DeleteCommand({ TableName: this.table, Key: { pk: bucket, sk: key }, ReturnValues: 'ALL_OLD' }),
+      new QueryCommand({
+        TableName: this.table,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': `#REF#${cid}` },
+        Limit: 1,
+        ConsistentRead: true,
+        ProjectionExpression: 'pk',
+      }),
     );
-    return out.Attributes ? fromItem(out.Attributes) : undefined;
+    return (out.Items?.length ?? 0) > 0;
+  }
+
+  /** Adds a collection candidate (a CID imported but maybe never referenced, e.g. a failed upload). */
+  async addCandidate(cid: string): Promise<void> {
+    await this.db.doc.send(
+      new TransactWriteCommand({ TransactItems: [{ Put: { TableName: this.table, Item: candidateItem(cid) } }] }),
+    );
+  }
+
+  /** Up to `limit` collection candidates, oldest CIDs first by name. */
+  async candidates(limit: number): Promise<Array<{ cid: string; at: string }>> {
+    const out = await this.db.doc.send(
+      new QueryCommand({
+        TableName: this.table,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': '#GC' },
+        Limit: limit,
+        ConsistentRead: true,
+      }),
+    );
+    return (out.Items ?? []).map((i) => ({ cid: i.sk as string, at: i.at as string }));
+  }
+
+  /** Removes a candidate unless it was re-added since `at`. */
+  async dropCandidate(cid: string, at: string): Promise<void> {
+    await this.db.doc
+      .send(
+        new DeleteCommand({
+          TableName: this.table,
+          Key: { pk: '#GC', sk: cid },
+          ConditionExpression: '#at = :at',
+          ExpressionAttributeNames: { '#at': 'at' },
+          ExpressionAttributeValues: { ':at': at },
+        }),
+      )
+      .catch((err: Error) => {
+        if (err.name !== 'ConditionalCheckFailedException') throw err;
+      });
+  }
+
+  /** Whether the bucket holds any object. */
+  async hasObjects(bucket: string): Promise<boolean> {
+    const out = await this.db.doc.send(
+      new QueryCommand({
+        TableName: this.table,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': bucket },
+        Limit: 1,
+        ConsistentRead: true,
+        ProjectionExpression: 'pk',
+      }),
+    );
+    return (out.Items?.length ?? 0) > 0;
+  }
+
+  /**
+   * One page of a listing in key order. Keys under a common prefix are
+   * skipped by restarting the query after the prefix, so a page costs what
+   * it returns, not what the bucket holds.
+   */
+  async list(bucket: string, q: ListQuery): Promise<ListPage> {
+    const prefix = q.prefix ?? '';
+    const entries: ListPage['entries'] = [];
+    // The lower bound: strictly after `after`, or at/after the prefix.
+    let from: { op: '>' | '>='; value: string } | undefined =
+      q.startAt !== undefined && q.startAt > prefix
+        ? { op: '>=', value: q.startAt }
+        : q.after !== undefined && q.after >= prefix
+          ? { op: '>', value: q.after }
+          : prefix
+            ? { op: '>=', value: prefix }
+            : undefined;
+    if (q.maxKeys <= 0) return { entries, truncated: await this.anyAfter(bucket, prefix, from) };
+    for (;;) {
+      const want = q.maxKeys - entries.length + 1;
+      const out = await this.db.doc.send(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: from ? `pk = :pk AND sk ${from.op} :from` : 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': bucket, ...(from ? { ':from': from.value } : {}) },
+          Limit: Math.min(want, 1000),
+          ConsistentRead: true,
+        }),
+      );
+      const items = out.Items ?? [];
+      let restart: string | undefined;
+      for (const item of items) {
+        const key = item.sk as string;
+        if (!key.startsWith(prefix)) return { entries, truncated: false };
+        if (entries.length === q.maxKeys) return { entries, truncated: true };
+        if (q.delimiter) {
+          const at = key.indexOf(q.delimiter, prefix.length);
+          if (at >= 0) {
+            const common = key.slice(0, at + q.delimiter.length);
+            entries.push({ kind: 'prefix', prefix: common });
+            restart = prefixSuccessor(common);
+            if (restart === undefined) return { entries, truncated: false };
+            break;
+          }
+        }
+        entries.push({ kind: 'object', record: fromItem(item) });
+        from = { op: '>', value: key };
+      }
+      if (restart !== undefined) {
+        from = { op: '>=', value: restart };
+        continue;
+      }
+      if (!out.LastEvaluatedKey) return { entries, truncated: false };
+    }
+  }
+
+  private async anyAfter(bucket: string, prefix: string, from: { op: '>' | '>='; value: string } | undefined): Promise<boolean> {
+    const out = await this.db.doc.send(
+      new QueryCommand({
+        TableName: this.table,
+        KeyConditionExpression: from ? `pk = :pk AND sk ${from.op} :from` : 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': bucket, ...(from ? { ':from': from.value } : {}) },
+        Limit: 1,
+      }),
+    );
+    const key = out.Items?.[0]?.sk as string | undefined;
+    return key !== undefined && key.startsWith(prefix);
   }
 }
 
+function refKey(cid: string, bucket: string, key: string) {
+  return { pk: `#REF#${cid}`, sk: `${bucket}/${key}` };
+}
+
+function candidateItem(cid: string) {
+  return { pk: '#GC', sk: cid, at: `${new Date().toISOString()}#${randomBytes(4).toString('hex')}` };
+}
+
+function stripUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}
+
 function fromItem(item: Record<string, unknown>): ObjectRecord {
-  const record = withoutKeys<ObjectRecord>(item);
-  return { ...record, metadata: record.metadata ?? {} };
+  const { version: _version, ...rest } = withoutKeys<ObjectRecord & { version?: string }>(item);
+  return { ...rest, metadata: rest.metadata ?? {} };
 }

@@ -1,11 +1,10 @@
 /**
- * Imports a file's bytes as Kubo would and pins the result.
+ * Imports a file's bytes as Kubo would.
  */
 import { importer } from 'ipfs-unixfs-importer';
 import type { CID } from 'multiformats/cid';
 import type { Blockstore } from 'interface-blockstore';
 import { kuboImportOptions } from './cid.js';
-import type { IpfsNode } from './node.js';
 
 export interface ImportedFile {
   cid: CID;
@@ -13,7 +12,7 @@ export interface ImportedFile {
   size: number;
 }
 
-/** Chunks, hashes and stores a file; returns its root CID. Blocks are unpinned until `pinFile`. */
+/** Chunks, hashes and stores a file; returns its root CID. Blocks stay unpinned until `pinRoot` (pins.ts). */
 export async function importFile(blockstore: Blockstore, content: AsyncIterable<Uint8Array>): Promise<ImportedFile> {
   let size = 0;
   async function* counted() {
@@ -28,11 +27,4 @@ export async function importFile(blockstore: Blockstore, content: AsyncIterable<
   }
   if (!root) throw new Error('importer produced no root');
   return { cid: root, size };
-}
-
-export async function pinFile(node: IpfsNode, cid: CID, signal?: AbortSignal): Promise<void> {
-  if (await node.helia.pins.isPinned(cid, { signal })) return;
-  for await (const _ of node.helia.pins.add(cid, { signal })) {
-    // pins.add is lazy: iterating it walks the DAG and records the pin
-  }
 }

@@ -1,0 +1,37 @@
+/**
+ * Garbage collection: CIDs that lost a reference (or were imported by an
+ * upload that never committed) are candidates; each one no object references
+ * any more is unpinned and its unshared blocks deleted. Runs with the upload
+ * gate held exclusively, so no upload in flight can lose a block.
+ */
+import type { Services } from '../services.js';
+import { cidOf, unpinAndCollect } from './pins.js';
+
+export interface CollectionResult {
+  examined: number;
+  unpinned: number;
+  blocksDeleted: number;
+}
+
+export async function collectGarbage(services: Services, batch = 200): Promise<CollectionResult> {
+  const result: CollectionResult = { examined: 0, unpinned: 0, blocksDeleted: 0 };
+  const { objects } = services;
+  for (;;) {
+    const candidates = await objects.candidates(batch);
+    if (!candidates.length) break;
+    const node = await services.ipfs();
+    await services.gate.withExclusive(async () => {
+      for (const { cid, at } of candidates) {
+        result.examined++;
+        if (!(await objects.isReferenced(cid))) {
+          result.blocksDeleted += await unpinAndCollect(node, cidOf(cid));
+          result.unpinned++;
+        }
+        await objects.dropCandidate(cid, at);
+      }
+    });
+    if (candidates.length < batch) break;
+  }
+  if (result.examined) services.logger.info('garbage collected', { ...result });
+  return result;
+}

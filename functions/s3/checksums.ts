@@ -1,0 +1,127 @@
+/**
+ * Flexible checksums (`x-amz-checksum-<algorithm>`): computed while the body
+ * streams, verified against the header or the aws-chunked trailer that
+ * carries them, stored with the object and returned when asked for.
+ */
+import { createHash } from 'node:crypto';
+import { crc32 } from 'node:zlib';
+import { Crc32c, Crc64Nvme } from '@aws-sdk/checksums/crc';
+import { S3Error } from './errors.js';
+
+export const ALGORITHMS = ['crc32', 'crc32c', 'crc64nvme', 'sha1', 'sha256'] as const;
+export type ChecksumAlgorithm = (typeof ALGORITHMS)[number];
+
+const DIGEST_BYTES: Record<ChecksumAlgorithm, number> = { crc32: 4, crc32c: 4, crc64nvme: 8, sha1: 20, sha256: 32 };
+
+interface Hasher {
+  update(chunk: Uint8Array): void;
+  digest(): Promise<Uint8Array>;
+}
+
+function hasher(algorithm: ChecksumAlgorithm): Hasher {
+  switch (algorithm) {
+    case 'crc32': {
+      let value = 0;
+      return {
+        update: (chunk) => void (value = crc32(chunk, value)),
+        digest: async () => {
+          const out = Buffer.alloc(4);
+          out.writeUInt32BE(value >>> 0);
+          return out;
+        },
+      };
+    }
+    case 'crc32c':
+      return new Crc32c();
+    case 'crc64nvme':
+      return new Crc64Nvme();
+    case 'sha1':
+    case 'sha256': {
+      const h = createHash(algorithm);
+      return { update: (chunk) => void h.update(chunk), digest: async () => h.digest() };
+    }
+  }
+}
+
+const headerName = (algorithm: ChecksumAlgorithm) => `x-amz-checksum-${algorithm}`;
+
+function isAlgorithm(name: string): name is ChecksumAlgorithm {
+  return (ALGORITHMS as readonly string[]).includes(name);
+}
+
+function invalid(name: string): S3Error {
+  return new S3Error('InvalidRequest', 400, `Value for ${name} header is invalid.`);
+}
+
+export interface ChecksumPlan {
+  algorithm: ChecksumAlgorithm;
+  /** The value sent in a header, or undefined when it comes in the trailer. */
+  expected?: string;
+  update(chunk: Uint8Array): void;
+  /** Verifies against the header or trailer value; returns the base64 checksum. */
+  finish(trailers: Map<string, string>): Promise<string>;
+}
+
+/**
+ * What the request asks to be checked: at most one algorithm, from an
+ * `x-amz-checksum-*` header, an `x-amz-trailer` naming one, or
+ * `x-amz-sdk-checksum-algorithm` (computed and stored, nothing to compare).
+ */
+export function checksumPlan(headers: Headers): ChecksumPlan | undefined {
+  const sent = ALGORITHMS.filter((a) => headers.has(headerName(a)));
+  if (sent.length > 1) throw new S3Error('InvalidRequest', 400, 'Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.');
+  const trailer = headers.get('x-amz-trailer')?.trim().toLowerCase();
+  let algorithm: ChecksumAlgorithm | undefined = sent[0];
+  let fromTrailer = false;
+  if (trailer) {
+    const name = trailer.replace(/^x-amz-checksum-/, '');
+    if (!trailer.startsWith('x-amz-checksum-') || !isAlgorithm(name)) {
+      throw new S3Error('InvalidRequest', 400, `The value specified in the x-amz-trailer header is not supported: ${trailer}`);
+    }
+    if (algorithm && algorithm !== name) throw new S3Error('InvalidRequest', 400, 'Expecting a single x-amz-checksum- header.');
+    algorithm = name;
+    fromTrailer = !sent.length;
+  }
+  const sdk = headers.get('x-amz-sdk-checksum-algorithm')?.toLowerCase();
+  if (!algorithm && sdk) {
+    if (!isAlgorithm(sdk)) throw new S3Error('InvalidRequest', 400, `Checksum algorithm ${sdk} is not supported.`);
+    algorithm = sdk;
+  }
+  if (!algorithm) return undefined;
+  const name = headerName(algorithm);
+  const expected = fromTrailer ? undefined : headers.get(name) ?? undefined;
+  if (expected !== undefined) validateEncoding(algorithm, expected, name);
+  const h = hasher(algorithm);
+  const alg = algorithm;
+  return {
+    algorithm: alg,
+    expected,
+    update: (chunk) => h.update(chunk),
+    async finish(trailers) {
+      const actual = Buffer.from(await h.digest()).toString('base64');
+      const claimed = fromTrailer ? trailers.get(name) : expected;
+      if (fromTrailer && claimed === undefined) {
+        throw new S3Error('InvalidRequest', 400, `The x-amz-trailer header named ${name}, but the body's trailer did not carry it.`);
+      }
+      if (claimed !== undefined) {
+        validateEncoding(alg, claimed, name);
+        if (claimed !== actual) {
+          throw new S3Error('BadDigest', 400, `The ${alg.toUpperCase()} you specified did not match the calculated checksum.`);
+        }
+      }
+      return actual;
+    },
+  };
+}
+
+function validateEncoding(algorithm: ChecksumAlgorithm, value: string, name: string): void {
+  const bytes = Buffer.from(value, 'base64');
+  if (bytes.length !== DIGEST_BYTES[algorithm] || bytes.toString('base64') !== value) throw invalid(name);
+}
+
+/** Response headers for stored checksums (GET/HEAD with `x-amz-checksum-mode: ENABLED`, PUT always). */
+export function checksumHeaders(checksums: Record<string, string> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [algorithm, value] of Object.entries(checksums ?? {})) out[headerName(algorithm as ChecksumAlgorithm)] = value;
+  return out;
+}

@@ -1,0 +1,186 @@
+/**
+ * ListObjectsV2, ListObjects (v1) and ListObjectVersions. A page costs what
+ * it returns: the store skips whole common prefixes. Cairn's extension:
+ * `ipfs-hashes=true` adds each object's CIDs (`IpfsHash`, `IpfsHashV0`).
+ */
+import type { ListQuery, ObjectRecord } from '../core/data/objects.js';
+import { prefixSuccessor } from '../core/data/objects.js';
+import { cidV0, cidV1 } from '../core/ipfs/cid.js';
+import { owner } from './buckets.js';
+import { presentedEtag, type S3Context } from './context.js';
+import { errors } from './errors.js';
+import { xmlResponse, type XmlNode } from './xml.js';
+
+const MAX_KEYS = 1000;
+
+function maxKeys(query: Map<string, string>): number {
+  const raw = query.get('max-keys');
+  if (raw === undefined) return MAX_KEYS;
+  if (!/^\d+$/.test(raw)) throw errors.invalidArgument('Provided max-keys not an integer or within integer range', 'max-keys', raw);
+  return Math.min(Number(raw), MAX_KEYS);
+}
+
+type Encode = (s: string) => string;
+
+function encoding(query: Map<string, string>): { encode: Encode; type?: string } {
+  const type = query.get('encoding-type');
+  if (type === undefined) return { encode: (s) => s };
+  if (type.toLowerCase() !== 'url') throw errors.invalidArgument('Invalid Encoding Method specified in Request', 'encoding-type', type);
+  // As S3 does: form-style, '/' kept, space as '+'.
+  return { encode: (s) => encodeURIComponent(s).replace(/%2F/g, '/').replace(/%20/g, '+'), type: 'url' };
+}
+
+/** The listing's opaque continuation token: where the next page starts. */
+function encodeToken(after: { key: string } | { prefix: string }): string {
+  return Buffer.from(JSON.stringify(after)).toString('base64url');
+}
+
+function decodeToken(token: string): Pick<ListQuery, 'after' | 'startAt'> {
+  const invalid = () => errors.invalidArgument('The continuation token provided is incorrect', 'continuation-token', token);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+  } catch {
+    throw invalid();
+  }
+  if (parsed && typeof parsed === 'object') {
+    const p = parsed as Record<string, unknown>;
+    if (typeof p.key === 'string') return { after: p.key };
+    if (typeof p.prefix === 'string') return { startAt: prefixSuccessor(p.prefix) ?? '\u{10ffff}' };
+  }
+  throw invalid();
+}
+
+/** A v1 marker (or a v2 start-after) that is itself a common prefix continues after everything under it. */
+function fromMarker(marker: string, delimiter: string | undefined, prefix: string): Pick<ListQuery, 'after' | 'startAt'> {
+  if (delimiter && marker.startsWith(prefix) && marker.endsWith(delimiter) && marker.indexOf(delimiter, prefix.length) === marker.length - delimiter.length) {
+    return { startAt: prefixSuccessor(marker) ?? '\u{10ffff}' };
+  }
+  return { after: marker };
+}
+
+interface Common {
+  prefix: string;
+  delimiter?: string;
+  maxKeys: number;
+  encode: Encode;
+  encodingType?: string;
+  hashes: boolean;
+}
+
+function common(ctx: S3Context): Common {
+  const q = ctx.s3.query;
+  const { encode, type } = encoding(q);
+  const delimiter = q.get('delimiter') || undefined;
+  return { prefix: q.get('prefix') ?? '', delimiter, maxKeys: maxKeys(q), encode, encodingType: type, hashes: q.get('ipfs-hashes') === 'true' };
+}
+
+async function contents(ctx: S3Context, c: Common, records: ObjectRecord[], withOwner: boolean): Promise<XmlNode[]> {
+  const who = withOwner && records.length ? await owner(ctx, ctx.bucket!.accountId) : undefined;
+  return records.map((r) => ({
+    Key: c.encode(r.key),
+    LastModified: r.lastModified,
+    ETag: presentedEtag(ctx, r),
+    Size: r.size,
+    StorageClass: 'STANDARD',
+    Owner: who,
+    ...(c.hashes ? { IpfsHash: cidV1(r.cid), IpfsHashV0: cidV0(r.cid) } : {}),
+  }));
+}
+
+async function page(ctx: S3Context, c: Common, from: Pick<ListQuery, 'after' | 'startAt'>) {
+  const result = await ctx.services.objects.list(ctx.bucket!.name, { prefix: c.prefix, delimiter: c.delimiter, maxKeys: c.maxKeys, ...from });
+  const records: ObjectRecord[] = [];
+  const prefixes: string[] = [];
+  for (const e of result.entries) {
+    if (e.kind === 'object') records.push(e.record);
+    else prefixes.push(e.prefix);
+  }
+  const last = result.entries.at(-1);
+  const next = !result.truncated || !last ? undefined : last.kind === 'object' ? { key: last.record.key } : { prefix: last.prefix };
+  return { records, prefixes, next, truncated: result.truncated, count: result.entries.length };
+}
+
+export async function listObjectsV2(ctx: S3Context): Promise<Response> {
+  const q = ctx.s3.query;
+  const c = common(ctx);
+  const token = q.get('continuation-token');
+  const startAfter = q.get('start-after');
+  if (token === '') throw errors.invalidArgument('The continuation token provided is incorrect', 'continuation-token', '');
+  const from = token !== undefined ? decodeToken(token) : startAfter ? fromMarker(startAfter, c.delimiter, c.prefix) : {};
+  const p = await page(ctx, c, from);
+  return xmlResponse('ListBucketResult', {
+    Name: ctx.bucket!.name,
+    Prefix: c.encode(c.prefix),
+    Delimiter: c.delimiter !== undefined ? c.encode(c.delimiter) : undefined,
+    MaxKeys: c.maxKeys,
+    KeyCount: p.count,
+    IsTruncated: p.truncated,
+    ContinuationToken: token,
+    NextContinuationToken: p.next ? encodeToken(p.next) : undefined,
+    StartAfter: startAfter !== undefined ? c.encode(startAfter) : undefined,
+    EncodingType: c.encodingType,
+    Contents: await contents(ctx, c, p.records, q.get('fetch-owner') === 'true'),
+    CommonPrefixes: p.prefixes.map((prefix) => ({ Prefix: c.encode(prefix) })),
+  });
+}
+
+export async function listObjects(ctx: S3Context): Promise<Response> {
+  const q = ctx.s3.query;
+  const c = common(ctx);
+  const marker = q.get('marker') ?? '';
+  const p = await page(ctx, c, marker ? fromMarker(marker, c.delimiter, c.prefix) : {});
+  const nextMarker = p.next && c.delimiter ? ('key' in p.next ? p.next.key : p.next.prefix) : undefined;
+  return xmlResponse('ListBucketResult', {
+    Name: ctx.bucket!.name,
+    Prefix: c.encode(c.prefix),
+    Marker: c.encode(marker),
+    NextMarker: nextMarker !== undefined ? c.encode(nextMarker) : undefined,
+    MaxKeys: c.maxKeys,
+    Delimiter: c.delimiter !== undefined ? c.encode(c.delimiter) : undefined,
+    IsTruncated: p.truncated,
+    EncodingType: c.encodingType,
+    Contents: await contents(ctx, c, p.records, true),
+    CommonPrefixes: p.prefixes.map((prefix) => ({ Prefix: c.encode(prefix) })),
+  });
+}
+
+/** Objects are unversioned: each is its only version, `null`, and the latest. */
+export async function listObjectVersions(ctx: S3Context): Promise<Response> {
+  const q = ctx.s3.query;
+  const c = common(ctx);
+  const keyMarker = q.get('key-marker') ?? '';
+  const versionMarker = q.get('version-id-marker');
+  if (versionMarker !== undefined && versionMarker !== '' && versionMarker !== 'null') {
+    throw errors.invalidArgument('Invalid version id specified', 'version-id-marker', versionMarker);
+  }
+  if (versionMarker && !keyMarker) {
+    throw errors.invalidArgument('A version-id marker cannot be specified without a key marker.', 'version-id-marker', versionMarker);
+  }
+  const p = await page(ctx, c, keyMarker ? fromMarker(keyMarker, c.delimiter, c.prefix) : {});
+  const who = p.records.length ? await owner(ctx, ctx.bucket!.accountId) : undefined;
+  const next = p.next ? ('key' in p.next ? p.next.key : p.next.prefix) : undefined;
+  return xmlResponse('ListVersionsResult', {
+    Name: ctx.bucket!.name,
+    Prefix: c.encode(c.prefix),
+    KeyMarker: c.encode(keyMarker),
+    VersionIdMarker: versionMarker ?? '',
+    NextKeyMarker: next !== undefined ? c.encode(next) : undefined,
+    NextVersionIdMarker: next !== undefined && p.next && 'key' in p.next ? 'null' : undefined,
+    MaxKeys: c.maxKeys,
+    Delimiter: c.delimiter !== undefined ? c.encode(c.delimiter) : undefined,
+    IsTruncated: p.truncated,
+    EncodingType: c.encodingType,
+    Version: p.records.map((r) => ({
+      Key: c.encode(r.key),
+      VersionId: 'null',
+      IsLatest: true,
+      LastModified: r.lastModified,
+      ETag: presentedEtag(ctx, r),
+      Size: r.size,
+      StorageClass: 'STANDARD',
+      Owner: who,
+    })),
+    CommonPrefixes: p.prefixes.map((prefix) => ({ Prefix: c.encode(prefix) })),
+  });
+}

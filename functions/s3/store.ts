@@ -1,0 +1,96 @@
+/**
+ * The one way bytes become an object: hold the upload gate, stream the body
+ * through MD5, the flexible checksum and the Kubo importer, verify, pin,
+ * commit the record (with its CID reference) in one transaction, release.
+ * Whatever fails before the commit leaves no record and no pin: a CID that
+ * was imported but not committed becomes a collection candidate.
+ */
+import { createHash } from 'node:crypto';
+import { NoSuchBucketError, type ObjectRecord } from '../core/data/objects.js';
+import { importFile } from '../core/ipfs/import.js';
+import { pinRoot } from '../core/ipfs/pins.js';
+import type { Services } from '../core/services.js';
+import { errors, S3Error } from './errors.js';
+import type { ChecksumPlan } from './checksums.js';
+
+export interface Ingested {
+  cid: string;
+  size: number;
+  md5: string;
+  checksums?: Record<string, string>;
+}
+
+export interface IngestOptions {
+  content: AsyncIterable<Uint8Array>;
+  checksum?: ChecksumPlan;
+  /** Filled by the body decoder once the body ends (aws-chunked trailers). */
+  trailers?: Map<string, string>;
+  signal: AbortSignal;
+  /** Checks the finished upload before anything is committed (Content-MD5, sizes). */
+  verify?: (ingested: Ingested) => void;
+}
+
+/** Imports, verifies, pins and commits the record `build` makes. Returns the committed record. */
+export async function storeObject(
+  services: Services,
+  options: IngestOptions,
+  build: (ingested: Ingested) => ObjectRecord,
+): Promise<{ record: ObjectRecord; replaced?: ObjectRecord }> {
+  const release = await services.gate.enterShared();
+  let imported: string | undefined;
+  try {
+    const md5 = createHash('md5');
+    const { checksum } = options;
+    async function* hashed() {
+      for await (const chunk of options.content) {
+        md5.update(chunk);
+        checksum?.update(chunk);
+        yield chunk;
+      }
+    }
+    const node = await services.ipfs();
+    const { cid, size } = await importFile(node.blockstore, hashed());
+    imported = cid.toString();
+    const ingested: Ingested = { cid: imported, size, md5: md5.digest('hex') };
+    if (checksum) ingested.checksums = { [checksum.algorithm]: await checksum.finish(options.trailers ?? new Map()) };
+    options.verify?.(ingested);
+    if (options.signal.aborted) throw new S3Error('RequestAborted', 400, 'The client closed the connection.');
+    await pinRoot(node, cid);
+    const record = build(ingested);
+    const replaced = await services.objects.put(record).catch((err: unknown) => {
+      if (err instanceof NoSuchBucketError) throw errors.noSuchBucket(err.bucket);
+      throw err;
+    });
+    imported = undefined;
+    return { record, replaced };
+  } finally {
+    if (imported !== undefined) {
+      await services.objects.addCandidate(imported).catch((err: unknown) => {
+        services.logger.warn('could not record a collection candidate', { err, cid: imported });
+      });
+    }
+    release();
+  }
+}
+
+/** Commits a record for content already stored and referenced (CopyObject): no import, same gate. */
+export async function commitExisting(
+  services: Services,
+  read: () => Promise<ObjectRecord>,
+  build: (source: ObjectRecord) => ObjectRecord,
+): Promise<{ record: ObjectRecord; source: ObjectRecord }> {
+  const release = await services.gate.enterShared();
+  try {
+    // Read the source inside the gate: while we hold it, no collection can
+    // reclaim the source's blocks, even if the source is deleted meanwhile.
+    const source = await read();
+    const record = build(source);
+    await services.objects.put(record).catch((err: unknown) => {
+      if (err instanceof NoSuchBucketError) throw errors.noSuchBucket(err.bucket);
+      throw err;
+    });
+    return { record, source };
+  } finally {
+    release();
+  }
+}

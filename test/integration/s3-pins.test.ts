@@ -1,0 +1,121 @@
+/**
+ * Pins follow references: content stays pinned while any object names it,
+ * is unpinned and collected when the last one goes, and collection never
+ * takes blocks from an upload in flight. Failed or abandoned uploads leave
+ * no object and no pin.
+ */
+import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { createHash, randomBytes } from 'node:crypto';
+import { PassThrough } from 'node:stream';
+import { startTestService, type TestService } from '../support/service.js';
+import { captureHeaders } from '../support/s3-doors.js';
+import { collectGarbage } from '../../functions/core/ipfs/collect.js';
+import { isRootPinned } from '../../functions/core/ipfs/pins.js';
+import { parseCid } from '../../functions/core/ipfs/cid.js';
+import type { CID } from 'multiformats/cid';
+
+let service: TestService;
+beforeAll(async () => {
+  service = await startTestService({ CAIRN_GC_INTERVAL: '0' });
+});
+afterAll(async () => {
+  await service.close();
+});
+
+const B = 'default-bucket';
+
+async function put(key: string, body: Buffer | string): Promise<CID> {
+  const s3 = service.s3();
+  const seen = captureHeaders(s3);
+  await s3.send(new PutObjectCommand({ Bucket: B, Key: key, Body: body }));
+  return parseCid(seen.headers['x-service-ipfs-hash-v0']!)!;
+}
+
+async function present(cid: CID): Promise<{ pinned: boolean; root: boolean }> {
+  const node = await service.services.ipfs();
+  return { pinned: await isRootPinned(node, cid), root: await node.blockstore.has(cid) };
+}
+
+async function pinsOf(cid: CID): Promise<CID[]> {
+  const node = await service.services.ipfs();
+  const out: CID[] = [];
+  for await (const pin of node.helia.pins.ls({ cid: cid.toV1() })) out.push(pin.cid);
+  return out;
+}
+
+test('shared content stays pinned until its last reference goes, then its blocks are collected', async () => {
+  const x = randomBytes(700 * 1024); // three chunks and a root
+  const y = randomBytes(10);
+  const cidX = await put('pins/a', x);
+  expect(await put('pins/b', x)).toEqual(cidX);
+  expect(await present(cidX)).toEqual({ pinned: true, root: true });
+
+  const cidY = await put('pins/a', y); // overwrite: b still holds X
+  await collectGarbage(service.services);
+  expect(await present(cidX)).toEqual({ pinned: true, root: true });
+
+  await service.s3().send(new DeleteObjectCommand({ Bucket: B, Key: 'pins/b' }));
+  const result = await collectGarbage(service.services);
+  expect(result.unpinned).toBeGreaterThanOrEqual(1);
+  expect(result.blocksDeleted).toBe(4);
+  expect(await present(cidX)).toEqual({ pinned: false, root: false });
+  expect(await pinsOf(cidX)).toEqual([]);
+  expect(await present(cidY)).toEqual({ pinned: true, root: true });
+  const got = await service.s3().send(new GetObjectCommand({ Bucket: B, Key: 'pins/a' }));
+  expect(Buffer.from(await got.Body!.transformToByteArray())).toEqual(y);
+});
+
+test('collection waits for an upload in flight that re-uses the blocks it would delete', async () => {
+  const content = randomBytes(600 * 1024);
+  const cid = await put('race/old', content);
+  await service.s3().send(new DeleteObjectCommand({ Bucket: B, Key: 'race/old' })); // a candidate now
+
+  const body = new PassThrough();
+  const upload = service.s3().send(new PutObjectCommand({ Bucket: B, Key: 'race/new', Body: body, ContentLength: content.length }));
+  body.write(content.subarray(0, 400 * 1024));
+  await new Promise((r) => setTimeout(r, 200)); // the upload has imported its first chunks
+  let collected = false;
+  const collection = collectGarbage(service.services).then((r) => {
+    collected = true;
+    return r;
+  });
+  await new Promise((r) => setTimeout(r, 200));
+  expect(collected).toBe(false); // held back by the upload in flight
+  body.end(content.subarray(400 * 1024));
+  await upload;
+  const result = await collection;
+  expect(result.examined).toBeGreaterThanOrEqual(1);
+  expect(await present(cid)).toEqual({ pinned: true, root: true });
+  const got = await service.s3().send(new GetObjectCommand({ Bucket: B, Key: 'race/new' }));
+  const bytes = Buffer.from(await got.Body!.transformToByteArray());
+  expect(createHash('md5').update(bytes).digest('hex')).toBe(createHash('md5').update(content).digest('hex'));
+});
+
+test('a rejected upload and an abandoned one leave no object and no pin', async () => {
+  const content = randomBytes(300 * 1024);
+  const err = await service
+    .s3()
+    .send(new PutObjectCommand({ Bucket: B, Key: 'failed/md5', Body: content, ContentMD5: Buffer.alloc(16).toString('base64') }))
+    .catch((e: Error) => e);
+  expect((err as Error).name).toBe('BadDigest');
+  expect(await service.services.objects.get(B, 'failed/md5')).toBeUndefined();
+
+  const abort = new AbortController();
+  const body = new PassThrough();
+  const abandoned = service.s3().send(new PutObjectCommand({ Bucket: B, Key: 'failed/abandoned', Body: body, ContentLength: 1024 * 1024 }), { abortSignal: abort.signal });
+  body.write(randomBytes(512 * 1024));
+  await new Promise((r) => setTimeout(r, 200));
+  abort.abort();
+  await abandoned.catch(() => {});
+  await new Promise((r) => setTimeout(r, 200));
+  expect(await service.services.objects.get(B, 'failed/abandoned')).toBeUndefined();
+  expect(service.services.gate.uploadsInFlight).toBe(0);
+
+  await collectGarbage(service.services);
+  const node = await service.services.ipfs();
+  const { importFile } = await import('../../functions/core/ipfs/import.js');
+  const { MemoryBlockstore } = await import('blockstore-core/memory');
+  const { cid } = await importFile(new MemoryBlockstore(), (async function* () { yield content; })());
+  expect(await isRootPinned(node, cid)).toBe(false);
+  expect(await node.blockstore.has(cid)).toBe(false);
+});

@@ -1,0 +1,52 @@
+/**
+ * The S3 API's two doors for tests: the local node:http server, and the
+ * Lambda handler driven in-process with API Gateway events. Both reach the
+ * same data, so a test can write through one and read through the other.
+ */
+import { S3Client } from '@aws-sdk/client-s3';
+import { BOOT, type TestService } from './service.js';
+import { lambdaRequestHandler, type LambdaFn } from './lambda-door.js';
+
+export type Creds = { accessKeyId: string; secretAccessKey: string };
+export interface S3Door {
+  name: string;
+  client(creds?: Creds): S3Client;
+}
+
+/** Loads the S3 Lambda handler with the service's environment (call in beforeAll, after the service starts). */
+export async function loadS3Lambda(service: TestService): Promise<LambdaFn> {
+  Object.assign(process.env, service.env);
+  const mod = (await import('../../functions/s3/handler.js')) as unknown as { handler: LambdaFn };
+  return mod.handler;
+}
+
+export function s3Doors(service: () => TestService, lambda: () => LambdaFn): S3Door[] {
+  return [
+    { name: 'node:http door', client: (creds) => service().s3(creds) },
+    {
+      name: 'Lambda door',
+      client: (creds: Creds = BOOT) =>
+        new S3Client({
+          endpoint: service().endpoints.s3,
+          region: 'us-east-1',
+          forcePathStyle: true,
+          credentials: creds,
+          requestHandler: lambdaRequestHandler(lambda()) as never,
+        }),
+    },
+  ];
+}
+
+/** Captures the raw response headers of every call the client makes (the latest wins). */
+export function captureHeaders(client: S3Client): { headers: Record<string, string> } {
+  const seen = { headers: {} as Record<string, string> };
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      const out = await next(args);
+      seen.headers = (out.response as { headers: Record<string, string> }).headers;
+      return out;
+    },
+    { step: 'deserialize' },
+  );
+  return seen;
+}
