@@ -78,15 +78,21 @@ async function failure(p: Promise<unknown>): Promise<S3ServiceException> {
   return err;
 }
 
-/** Uploads `parts` as a multipart upload and completes it; returns the response and its headers. */
-async function uploadInParts(s3: S3Client, bucket: string, key: string, parts: Buffer[], create: { ContentType?: string; Metadata?: Record<string, string> } = {}) {
-  const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ...create }));
+/** Uploads `parts` (a few at once, as SDKs do) as a multipart upload and completes it; returns the response and its headers. */
+async function uploadInParts(s3: S3Client, bucket: string, key: string, parts: Buffer[], concurrency = 3) {
+  const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key }));
   const completed: CompletedPart[] = [];
-  for (const [i, body] of parts.entries()) {
-    const out = await s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: i + 1, Body: body }));
-    expect(out.ETag).toBe(`"${md5(body)}"`);
-    completed.push({ PartNumber: i + 1, ETag: out.ETag });
-  }
+  const queue = [...parts.entries()];
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      for (let next = queue.shift(); next; next = queue.shift()) {
+        const [i, body] = next;
+        const out = await s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: i + 1, Body: body }));
+        expect(out.ETag).toBe(`"${md5(body)}"`);
+        completed[i] = { PartNumber: i + 1, ETag: out.ETag };
+      }
+    }),
+  );
   const seen = captureHeaders(s3);
   const done = await s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId, MultipartUpload: { Parts: completed } }));
   return { done, headers: { ...seen.headers }, uploadId: UploadId! };
