@@ -9,11 +9,13 @@ import { createDatabase, type Database } from './data/dynamo.js';
 import { AccountStore } from './data/accounts.js';
 import { BucketStore } from './data/buckets.js';
 import { ObjectStore } from './data/objects.js';
+import { UploadStore } from './data/uploads.js';
 import { SiteStore } from './data/sites.js';
 import { DeployStore } from './data/deploys.js';
 import { createSealer } from './auth/secrets.js';
 import { createIpfsNode, type IpfsNode } from './ipfs/node.js';
-import { UploadGate } from './ipfs/pins.js';
+import { LocalUploadGate, type UploadGate } from './ipfs/pins.js';
+import { DynamoUploadGate } from './data/upload-gate.js';
 
 export interface Services {
   config: Config;
@@ -22,6 +24,8 @@ export interface Services {
   accounts: AccountStore;
   buckets: BucketStore;
   objects: ObjectStore;
+  /** Multipart uploads and their parts (in the objects table). */
+  uploads: UploadStore;
   sites: SiteStore;
   deploys: DeployStore;
   /** The IPFS node, started on first use (the GraphQL function never needs one). */
@@ -42,10 +46,12 @@ export async function createServices(config: Config, logger: Logger = createLogg
     accounts: new AccountStore(db, sealer),
     buckets: new BucketStore(db),
     objects: new ObjectStore(db),
+    uploads: new UploadStore(db),
     sites: new SiteStore(db),
     deploys: new DeployStore(db),
     ipfs: () => (node ??= createIpfsNode(config)),
-    gate: new UploadGate(),
+    // Many Lambda instances upload at once in AWS; locally one process owns the data.
+    gate: config.runtime === 'aws' ? new DynamoUploadGate(db, logger) : new LocalUploadGate(),
     async close() {
       if (node) await (await node).stop();
       db.client.destroy();

@@ -2,10 +2,11 @@
  * Garbage collection: CIDs that lost a reference (or were imported by an
  * upload that never committed) are candidates; each one no object references
  * any more is unpinned and its unshared blocks deleted. Runs with the upload
- * gate held exclusively, so no upload in flight can lose a block.
+ * gate held exclusively, so no upload in flight can lose a block. It first
+ * finishes the part cleanups of multipart uploads that a crash interrupted.
  */
 import type { Services } from '../services.js';
-import { cidOf, unpinAndCollect } from './pins.js';
+import { cidOf, GateBusyError, unpinAndCollect } from './pins.js';
 
 export interface CollectionResult {
   examined: number;
@@ -13,9 +14,32 @@ export interface CollectionResult {
   blocksDeleted: number;
 }
 
+/** Upload cleanups older than this are taken for abandoned (their process died) and finished here. */
+const STALE_CLEANUP_MS = 10 * 60_000;
+
+/**
+ * Collects in batches until no candidate is left. If the gate cannot be had
+ * (uploads in flight in other processes), it stops and says so: the next
+ * run picks up where this one stopped.
+ */
 export async function collectGarbage(services: Services, batch = 200): Promise<CollectionResult> {
   const result: CollectionResult = { examined: 0, unpinned: 0, blocksDeleted: 0 };
+  try {
+    await collectBatches(services, batch, result);
+  } catch (err) {
+    if (!(err instanceof GateBusyError)) throw err;
+    services.logger.info('garbage collection postponed', { reason: err.message, ...result });
+  }
+  return result;
+}
+
+async function collectBatches(services: Services, batch: number, result: CollectionResult): Promise<void> {
   const { objects } = services;
+  // Ended multipart uploads whose parts were never removed: removing them
+  // now makes their CIDs candidates for this very collection.
+  await services.uploads.resumeCleanups(STALE_CLEANUP_MS).catch((err: unknown) => {
+    services.logger.warn('could not finish multipart cleanups', { err });
+  });
   for (;;) {
     const candidates = await objects.candidates(batch);
     if (!candidates.length) break;
@@ -33,5 +57,4 @@ export async function collectGarbage(services: Services, batch = 200): Promise<C
     if (candidates.length < batch) break;
   }
   if (result.examined) services.logger.info('garbage collected', { ...result });
-  return result;
 }
