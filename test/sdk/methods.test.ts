@@ -11,7 +11,10 @@ import { importBytes } from 'ipfs-unixfs-importer';
 import { BlackHoleBlockstore } from 'blockstore-core/black-hole';
 import { cidV0, cidV1, kuboImportOptions } from '../../functions/core/ipfs/cid.js';
 import { startTestService, type TestService } from '../support/service.js';
-import { CREDS, optionsFor, startProxy, storageFor } from '../support/sdk.js';
+import { CREDS, optionsFor, startGatewayServing, startProxy, storageFor } from '../support/sdk.js';
+import { CID } from 'multiformats/cid';
+import { sha256 } from 'multiformats/hashes/sha2';
+import * as dagCbor from '@ipld/dag-cbor';
 import * as cairnStorage from '../../packages/storage-sdk/src/node.js';
 import { CairnStorageError, createStorage, DEFAULTS, ENV, type UploadProgress } from '../../packages/storage-sdk/src/node.js';
 
@@ -270,6 +273,57 @@ describe('getFileFromHash', () => {
     const r = await storage.upload({ ...CREDS, key: 'multi-chunk.bin', data });
     const got = await storage.getFileFromHash({ hash: r.hash, getFileFromHashOptions: ['buffer'] });
     expect(got.equals(data)).toBe(true);
+  });
+
+  test('bytes that do not hash to the CID (a tampering gateway) reject with CidMismatch; verify: false takes them', async () => {
+    const r = await storage.upload({ ...CREDS, key: 'tamper-target.txt', data: 'the real content' });
+    for (const wrong of [Buffer.from('forged content!!'), Buffer.from('the real conten'), Buffer.alloc(0)]) {
+      const gateway = await startGatewayServing(wrong);
+      const viaTamperer = createStorage(optionsFor(service, { gatewayUrl: gateway.url }));
+      try {
+        for (const hash of [r.hash, r.hashV0]) {
+          const err = await rejection(viaTamperer.getFileFromHash({ hash, getFileFromHashOptions: ['buffer'] }));
+          expect([err.code, err.status]).toEqual(['CidMismatch', 200]);
+          expect(err.message).toContain(hash);
+        }
+        expect(gateway.hits()).toBe(2);
+        const unchecked = await viaTamperer.getFileFromHash({ hash: r.hash, getFileFromHashOptions: ['buffer'], verify: false });
+        expect(unchecked.equals(wrong)).toBe(true);
+      } finally {
+        viaTamperer.destroy();
+        await gateway.close();
+      }
+    }
+  });
+
+  test('CIDs of other shapes: raw, identity, `ipfs add --cid-version=1` (raw leaves) verify; other codecs need verify: false', async () => {
+    const content = Buffer.alloc(700000);
+    for (let i = 0; i < content.length; i++) content[i] = (i * 7 + (i >> 9)) & 0xff;
+    const rawCid = CID.createV1(0x55, await sha256.digest(content)).toString();
+    const { cid: rawLeaves } = await importBytes(content, new BlackHoleBlockstore(), { ...kuboImportOptions(), cidVersion: 1, rawLeaves: true });
+    const gateway = await startGatewayServing(content);
+    const viaGateway = createStorage(optionsFor(service, { gatewayUrl: gateway.url }));
+    try {
+      for (const hash of [rawCid, rawLeaves.toString()]) {
+        expect((await viaGateway.getFileFromHash({ hash, getFileFromHashOptions: ['buffer'] })).equals(content)).toBe(true);
+      }
+      const tampered = CID.createV1(0x55, await sha256.digest(Buffer.from('other'))).toString();
+      expect((await rejection(viaGateway.getFileFromHash({ hash: tampered }))).code).toBe('CidMismatch');
+      const cbor = CID.createV1(dagCbor.code, await sha256.digest(dagCbor.encode({ a: 1 }))).toString();
+      expect((await rejection(viaGateway.getFileFromHash({ hash: cbor }))).code).toBe('UnverifiableCid');
+      expect((await viaGateway.getFileFromHash({ hash: cbor, verify: false, getFileFromHashOptions: ['buffer'] })).length).toBe(content.length);
+    } finally {
+      viaGateway.destroy();
+      await gateway.close();
+    }
+    const empty = await startGatewayServing(new Uint8Array(0));
+    const viaEmpty = createStorage(optionsFor(service, { gatewayUrl: empty.url }));
+    try {
+      expect(await viaEmpty.getFileFromHash({ hash: 'bafkqaaa' })).toBe(''); // identity CID of nothing
+    } finally {
+      viaEmpty.destroy();
+      await empty.close();
+    }
   });
 
   test('content the gateway does not hold is NotFound 404', async () => {
