@@ -246,6 +246,22 @@ describe('listFiles', () => {
     }
   });
 
+  test('from a server without the listing extension, hashes come from one HEAD per file', async () => {
+    const proxy = await startProxy(service.endpoints.s3, undefined, (method, url) =>
+      method === 'GET' && url.searchParams.get('list-type') === '2' ? (xml) => xml.replace(/<IpfsHash(V0)?>[^<]*<\/IpfsHash(V0)?>/g, '') : undefined,
+    );
+    const viaProxy = createStorage(optionsFor(service, { endpoint: proxy.url }));
+    try {
+      const files = await viaProxy.listFiles({ ...CREDS, bucket, prefix: 'files/00', getOptions: ['key', 'hash', 'hashV0'] });
+      expect(files).toHaveLength(100);
+      expect(files[42]).toEqual({ key: keys[42], ...(await kubo(Buffer.from(keys[42]!))) });
+      expect(proxy.count((m) => m === 'HEAD')).toBe(100);
+    } finally {
+      viaProxy.destroy();
+      await proxy.close();
+    }
+  });
+
   test('the default bucket, and only the options asked for', async () => {
     const files = await storage.listFiles({ ...CREDS, prefix: 'dir/', getOptions: ['bucket', 'hash'] });
     expect(files).toEqual([{ bucket: 'default-bucket', hash: expect.stringMatching(/^bafybei/) }]);

@@ -65,7 +65,12 @@ export interface Proxy {
  * request itself with an S3 error (after reading its body, as a server does).
  * The Host header goes through unchanged, so SigV4 signatures still verify.
  */
-export async function startProxy(target: string, refuse?: (method: string, url: URL) => Refusal | undefined): Promise<Proxy> {
+export async function startProxy(
+  target: string,
+  refuse?: (method: string, url: URL) => Refusal | undefined,
+  /** Rewrites the body of the responses it returns a function for (responses are not signed). */
+  rewrite?: (method: string, url: URL) => ((body: string) => string) | undefined,
+): Promise<Proxy> {
   const upstream = new URL(target);
   const requests: string[] = [];
   const server = createServer((req: IncomingMessage, res) => {
@@ -84,8 +89,21 @@ export async function startProxy(target: string, refuse?: (method: string, url: 
     const out = httpRequest(
       { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
       (up) => {
-        res.writeHead(up.statusCode ?? 502, up.headers);
-        up.pipe(res);
+        const edit = rewrite?.(req.method ?? 'GET', url);
+        if (!edit) {
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          up.pipe(res);
+          return;
+        }
+        const chunks: Buffer[] = [];
+        up.on('data', (c: Buffer) => chunks.push(c));
+        up.on('end', () => {
+          const body = Buffer.from(edit(Buffer.concat(chunks).toString('utf8')));
+          const headers = { ...up.headers, 'content-length': String(body.length) };
+          delete headers['transfer-encoding'];
+          res.writeHead(up.statusCode ?? 502, headers);
+          res.end(body);
+        });
       },
     );
     out.on('error', () => res.destroy());
