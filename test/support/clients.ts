@@ -108,16 +108,18 @@ export interface RunResult {
 export async function run(
   bin: string,
   args: string[],
-  options: { env: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number },
+  options: { env: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number; input?: string },
 ): Promise<RunResult> {
   try {
-    const { stdout, stderr } = await execFile(bin, args, {
+    const running = execFile(bin, args, {
       env: options.env,
       cwd: options.cwd,
       maxBuffer: 64 * 1024 * 1024,
       timeout: options.timeoutMs ?? 120_000,
       encoding: 'utf8',
     });
+    running.child.stdin?.end(options.input ?? '');
+    const { stdout, stderr } = await running;
     return { stdout, stderr };
   } catch (err) {
     const e = err as { code?: number | string; signal?: string; stdout?: string; stderr?: string };
