@@ -9,5 +9,7 @@ export default {
   },
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, diagnostics: false }] },
   testMatch: ['<rootDir>/test/**/*.test.ts'],
+  // The Lambda runtime's awslambda global, which streaming handlers need at load time.
+  setupFiles: ['<rootDir>/test/support/lambda-runtime.ts'],
   testTimeout: 60000,
 };

@@ -150,8 +150,8 @@ export class CairnStack extends Stack {
     blockBucket.grantReadWrite(deployWorker);
 
     // Endpoints. The S3 function verifies SigV4 itself; the gateway is public.
-    this.storageUrl = s3.addFunctionUrl({ authType: FunctionUrlAuthType.NONE, invokeMode: InvokeMode.BUFFERED });
-    this.gatewayUrl = gateway.addFunctionUrl({ authType: FunctionUrlAuthType.NONE, invokeMode: InvokeMode.BUFFERED });
+    this.storageUrl = s3.addFunctionUrl({ authType: FunctionUrlAuthType.NONE, invokeMode: InvokeMode.RESPONSE_STREAM });
+    this.gatewayUrl = gateway.addFunctionUrl({ authType: FunctionUrlAuthType.NONE, invokeMode: InvokeMode.RESPONSE_STREAM });
 
     this.api = new HttpApi(this, 'Api', {
       apiName: `${this.stackName}-api`,

@@ -57,6 +57,12 @@ export interface Config {
     etag: 'md5' | 'cid';
     /** Seconds between garbage collections of unreferenced blocks (local runtime); 0 turns it off. */
     gcIntervalSeconds: number;
+    /**
+     * The largest body one PutObject or UploadPart may carry: S3's 5 GiB
+     * locally, 4 MiB through Lambda (whose events carry at most 6 MB,
+     * base64-encoded). Larger uploads use multipart.
+     */
+    maxRequestBody: number;
   };
 }
 
@@ -163,6 +169,7 @@ export function loadConfig(env: Env = process.env): Config {
     storage: {
       etag: etagMode(env),
       gcIntervalSeconds: seconds(env, 'CAIRN_GC_INTERVAL', 60),
+      maxRequestBody: bytes(env, 'CAIRN_MAX_REQUEST_BODY', runtime === 'aws' ? LAMBDA_MAX_REQUEST_BODY : S3_MAX_PUT),
     },
   };
 }
@@ -171,6 +178,18 @@ function etagMode(env: Env): 'md5' | 'cid' {
   const raw = str(env, 'CAIRN_ETAG', 'md5').toLowerCase();
   if (raw !== 'md5' && raw !== 'cid') throw new ConfigError('CAIRN_ETAG', `must be "md5" or "cid", got "${raw}"`);
   return raw;
+}
+
+/** S3's largest single PUT. */
+export const S3_MAX_PUT = 5 * 1024 ** 3;
+/** The largest body the Lambda object route takes: 6 MB events, base64-encoded, less headroom. */
+export const LAMBDA_MAX_REQUEST_BODY = 4 * 1024 ** 2;
+
+function bytes(env: Env, name: string, fallback: number): number {
+  const raw = opt(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new ConfigError(name, `must be a positive number of bytes, got "${raw}"`);
+  return Number(raw);
 }
 
 function seconds(env: Env, name: string, fallback: number): number {

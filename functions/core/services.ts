@@ -13,7 +13,8 @@ import { SiteStore } from './data/sites.js';
 import { DeployStore } from './data/deploys.js';
 import { createSealer } from './auth/secrets.js';
 import { createIpfsNode, type IpfsNode } from './ipfs/node.js';
-import { UploadGate } from './ipfs/pins.js';
+import { LocalUploadGate, type UploadGate } from './ipfs/pins.js';
+import { DynamoUploadGate } from './data/upload-gate.js';
 
 export interface Services {
   config: Config;
@@ -45,7 +46,8 @@ export async function createServices(config: Config, logger: Logger = createLogg
     sites: new SiteStore(db),
     deploys: new DeployStore(db),
     ipfs: () => (node ??= createIpfsNode(config)),
-    gate: new UploadGate(),
+    // Many Lambda instances upload at once in AWS; locally one process owns the data.
+    gate: config.runtime === 'aws' ? new DynamoUploadGate(db, logger) : new LocalUploadGate(),
     async close() {
       if (node) await (await node).stop();
       db.client.destroy();

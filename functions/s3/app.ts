@@ -3,7 +3,8 @@
  * dispatch. Every failure leaves as S3 XML with S3's code and status.
  */
 import { randomBytes } from 'node:crypto';
-import type { HttpHandler } from '../core/http/types.js';
+import type { HttpHandler, HttpRequest } from '../core/http/types.js';
+import type { Config } from '../core/config.js';
 import type { Services } from '../core/services.js';
 import { authenticate } from './auth.js';
 import { createBucket, deleteBucket, getBucketAcl, getBucketLocation, getBucketVersioning, headBucket, listBuckets } from './buckets.js';
@@ -41,6 +42,24 @@ const OPERATIONS: Partial<Record<S3Op, OperationHandler>> = {
   PutObjectAcl: putObjectAcl,
 };
 
+/** Operations whose body is object data, bounded by `storage.maxRequestBody`. */
+const DATA_BODY_OPS: ReadonlySet<S3Op> = new Set(['PutObject', 'UploadPart']);
+
+function checkBodySize(req: HttpRequest, op: S3Op, config: Config): void {
+  if (!DATA_BODY_OPS.has(op)) return;
+  const max = config.storage.maxRequestBody;
+  const declared = Number(req.headers.get('x-amz-decoded-content-length') ?? req.headers.get('content-length') ?? '0');
+  if (!(declared > max)) return;
+  const advice =
+    config.runtime === 'aws'
+      ? `This endpoint runs on AWS Lambda and takes at most ${max} bytes per request. Upload larger objects with a multipart upload in parts of at most ${max} bytes (Cairn's SDK does this), or use a Cairn server that is not behind Lambda.`
+      : `A single PUT takes at most ${max} bytes. Upload larger objects with a multipart upload.`;
+  throw new S3Error('EntityTooLarge', 400, `Your proposed upload exceeds the maximum allowed size. ${advice}`, {
+    ProposedSize: String(declared),
+    MaxSizeAllowed: String(max),
+  });
+}
+
 async function authorise(ctx: S3Context): Promise<void> {
   const access = ACCESS[ctx.s3.op];
   const principal = ctx.auth.principal;
@@ -66,6 +85,7 @@ export function createS3Handler(services: Services, now: () => Date = () => new 
       const auth = await authenticate(req, s3.query, services.accounts, time);
       const ctx: S3Context = { services, req, s3, auth, now: time };
       await authorise(ctx);
+      checkBodySize(req, s3.op, config);
       const handler = OPERATIONS[s3.op];
       if (!handler) throw errors.notImplemented(s3.op);
       response = await handler(ctx);

@@ -317,7 +317,9 @@ describe('functions', () => {
   });
 
   test('each bundle loads on its own (outside the repository) and exports handler', () => {
+    // The Lambda runtime provides `awslambda` (streaming handlers call it at load time).
     const probe =
+      'globalThis.awslambda = { streamifyResponse: (h) => h, HttpResponseStream: { from: (s) => s } };' +
       "import(process.argv[1]).then((m) => { if (typeof m.handler !== 'function') { console.error('no handler export'); process.exit(1); } }," +
       ' (e) => { console.error(e); process.exit(1); });';
     for (const name of FUNCTION_NAMES) {
@@ -456,14 +458,14 @@ describe('endpoints', () => {
     });
   });
 
-  test('function URLs (auth NONE, buffered) for the S3 and gateway functions only', () => {
+  test('function URLs (auth NONE, streamed responses) for the S3 and gateway functions only', () => {
     const urls = ofType('AWS::Lambda::Url');
     expect(urls).toHaveLength(2);
     const targets = urls.map(([, u]) => [...refs(u.Properties.TargetFunctionArn)][0]).sort();
     expect(targets).toEqual([id(fn('s3')), id(fn('gateway'))].sort());
     for (const [, u] of urls) {
       expect(u.Properties.AuthType).toBe('NONE');
-      expect(u.Properties.InvokeMode).toBe('BUFFERED');
+      expect(u.Properties.InvokeMode).toBe('RESPONSE_STREAM');
     }
     for (const name of ['s3', 'gateway'] as const) {
       template.hasResourceProperties('AWS::Lambda::Permission', {

@@ -135,7 +135,7 @@ test('the deploy worker runs on schedule, finds nothing to do and says so in its
   process.env.CAIRN_LOG_LEVEL = 'info';
   try {
     const result = await workerLambda();
-    expect(result).toEqual({ queued: 0, started: [] });
+    expect(result).toMatchObject({ queued: 0, started: [] });
   } finally {
     process.stdout.write = write;
   }

@@ -357,3 +357,36 @@ test('anonymous callers cannot create buckets or list', async () => {
   expect(await service.services.buckets.get('anon-bucket')).toBeUndefined();
   expect(BOOT.accessKeyId).toBeTruthy();
 });
+
+test('virtual-host-style addressing (<bucket>.<CAIRN_BUCKET_ENDPOINT_DOMAIN>) works like path style', async () => {
+  const { S3Client: Client } = await import('@aws-sdk/client-s3');
+  const { NodeHttpHandler } = await import('@smithy/node-http-handler');
+  const { Agent } = await import('node:http');
+  const port = new URL(service.endpoints.s3).port;
+  expect(service.config.urls.bucketEndpointDomain).toBe(`s3.localhost:${port}`);
+  // Every *.s3.localhost name resolves to this machine, as a wildcard DNS record would.
+  const lookup = ((_host: string, opts: { all?: boolean }, cb: (...args: unknown[]) => void) =>
+    opts?.all ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(null, '127.0.0.1', 4)) as never;
+  const vhost = new Client({
+    endpoint: `http://s3.localhost:${port}`,
+    region: 'us-east-1',
+    forcePathStyle: false,
+    credentials: BOOT,
+    requestHandler: new NodeHttpHandler({ httpAgent: new Agent({ lookup }) }),
+  });
+  const seen = captureHeaders(vhost);
+  const hosts: string[] = [];
+  vhost.middlewareStack.add((next) => (args) => {
+    const req = args.request as { hostname: string; path: string };
+    hosts.push(`${req.hostname}${req.path}`);
+    return next(args);
+  }, { step: 'finalizeRequest' });
+  await vhost.send(new PutObjectCommand({ Bucket: 'default-bucket', Key: 'vhost/hello.txt', Body: 'hello world' }));
+  expect(hosts).toEqual(['default-bucket.s3.localhost/vhost/hello.txt']);
+  expect(seen.headers['x-service-ipfs-hash-v0']).toBe('Qmf412jQZiuVUtdgnB36FXFX7xg5V6KEbSJ4dpQuhkLyfD');
+  const got = await vhost.send(new GetObjectCommand({ Bucket: 'default-bucket', Key: 'vhost/hello.txt' }));
+  expect(await got.Body!.transformToString()).toBe('hello world');
+  const listed = await vhost.send(new ListObjectsV2Command({ Bucket: 'default-bucket', Prefix: 'vhost/' }));
+  expect(listed.Contents!.map((c) => c.Key)).toEqual(['vhost/hello.txt']);
+  expect(await service.services.objects.get('default-bucket', 'vhost/hello.txt')).toMatchObject({ size: 11 });
+});

@@ -3,14 +3,14 @@
  * Lambda handler driven in-process with API Gateway events. Both reach the
  * same data, so a test can write through one and read through the other.
  */
-import { S3Client } from '@aws-sdk/client-s3';
+import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { BOOT, type TestService } from './service.js';
 import { lambdaRequestHandler, type LambdaFn } from './lambda-door.js';
 
 export type Creds = { accessKeyId: string; secretAccessKey: string };
 export interface S3Door {
   name: string;
-  client(creds?: Creds): S3Client;
+  client(creds?: Creds, extra?: S3ClientConfig): S3Client;
 }
 
 /** Loads the S3 Lambda handler with the service's environment (call in beforeAll, after the service starts). */
@@ -22,16 +22,21 @@ export async function loadS3Lambda(service: TestService): Promise<LambdaFn> {
 
 export function s3Doors(service: () => TestService, lambda: () => LambdaFn): S3Door[] {
   return [
-    { name: 'node:http door', client: (creds) => service().s3(creds) },
+    {
+      name: 'node:http door',
+      client: (creds: Creds = BOOT, extra: S3ClientConfig = {}) =>
+        new S3Client({ endpoint: service().endpoints.s3, region: 'us-east-1', forcePathStyle: true, credentials: creds, ...extra }),
+    },
     {
       name: 'Lambda door',
-      client: (creds: Creds = BOOT) =>
+      client: (creds: Creds = BOOT, extra: S3ClientConfig = {}) =>
         new S3Client({
           endpoint: service().endpoints.s3,
           region: 'us-east-1',
           forcePathStyle: true,
           credentials: creds,
           requestHandler: lambdaRequestHandler(lambda()) as never,
+          ...extra,
         }),
     },
   ];

@@ -1,7 +1,8 @@
 /**
  * The Lambda door: API Gateway HTTP API (payload 2.0) and Lambda Function URL
- * events share one shape; this turns them into an HttpRequest and a Response
- * back into the structured result, wrapped in middy.
+ * events share one shape; this turns them into an HttpRequest, and a Response
+ * back into a streamed response (or a buffered structured result), wrapped in
+ * middy.
  */
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
@@ -58,22 +59,57 @@ export type LambdaHttpHandler = (
   context: Context,
 ) => Promise<APIGatewayProxyStructuredResultV2>;
 
+/** What a streaming handler gives middy: the prelude fields and a body stream. */
+export interface StreamingResult {
+  statusCode: number;
+  headers: Record<string, string>;
+  cookies?: string[];
+  body: ReadableStream<Uint8Array> | string;
+}
+
+export function toStreamingResult(response: Response, method: string): StreamingResult {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    if (name !== 'set-cookie') headers[name] = value;
+  });
+  const cookies = response.headers.getSetCookie();
+  let body: StreamingResult['body'] = '';
+  if (method === 'HEAD') void response.body?.cancel();
+  else if (response.body) body = response.body;
+  return { statusCode: response.status, headers, ...(cookies.length ? { cookies } : {}), body };
+}
+
+export interface LambdaDoorOptions {
+  /**
+   * Stream the response (Function URL in RESPONSE_STREAM mode): bodies up to
+   * Lambda's streaming limit instead of 6 MB, and memory that does not grow
+   * with the body. Needs the Lambda runtime's `awslambda` global. Default:
+   * true (the S3 and gateway Function URLs stream; see lib/cairn-stack.ts).
+   */
+  streaming?: boolean;
+}
+
 /**
  * A Lambda handler for an HttpHandler built lazily once per container (cold
  * start), so configuration errors surface on the first request's log.
  */
-export function lambdaHttpHandler(build: () => Promise<{ handler: HttpHandler; logger: Logger }>): LambdaHttpHandler {
+export function lambdaHttpHandler(
+  build: () => Promise<{ handler: HttpHandler; logger: Logger }>,
+  options: LambdaDoorOptions = {},
+): LambdaHttpHandler {
+  const streaming = options.streaming ?? true;
   let built: Promise<{ handler: HttpHandler; logger: Logger }> | undefined;
   const base = async (event: APIGatewayProxyEventV2, context: Context) => {
     built ??= build();
     const { handler, logger } = await built;
     const request = toHttpRequest(event);
     try {
-      return await toLambdaResult(await handler(request), request.method);
+      const response = await handler(request);
+      return streaming ? toStreamingResult(response, request.method) : await toLambdaResult(response, request.method);
     } catch (err) {
       logger.error('unhandled error in handler', { err, requestId: context.awsRequestId });
       return { statusCode: 500, headers: { 'content-type': 'text/plain' }, body: 'Internal Server Error' };
     }
   };
-  return middy(base) as unknown as LambdaHttpHandler;
+  return middy(base, { streamifyResponse: streaming }) as unknown as LambdaHttpHandler;
 }

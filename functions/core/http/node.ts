@@ -3,7 +3,6 @@
  * bodies both ways with backpressure.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { Readable } from 'node:stream';
 import type { Logger } from '../logger.js';
 import type { HttpHandler, HttpRequest } from './types.js';
 
@@ -26,10 +25,55 @@ export function toHttpRequest(req: IncomingMessage, signal: AbortSignal): HttpRe
     rawPath: q < 0 ? target : target.slice(0, q),
     rawQuery: q < 0 ? '' : target.slice(q + 1),
     headers,
-    body: hasBody ? (Readable.toWeb(req) as ReadableStream<Uint8Array>) : null,
+    body: hasBody ? requestBodyStream(req) : null,
     signal,
     remoteAddress: req.socket.remoteAddress,
   };
+}
+
+/**
+ * The request body as a web stream, with backpressure. Unlike
+ * `Readable.toWeb`, a client that hangs up mid-body errors the stream once
+ * (no "controller already closed" crash), and cancelling does not destroy
+ * the socket: the rest of the body is discarded so the error response can
+ * still be written (the connection closes after it; see writeResponse).
+ */
+function requestBodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
+  let settled = false;
+  return new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        const fail = (err: Error) => {
+          if (settled) return;
+          settled = true;
+          controller.error(err);
+        };
+        req.on('data', (chunk: Buffer) => {
+          if (settled) return;
+          controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+          if ((controller.desiredSize ?? 1) <= 0) req.pause();
+        });
+        req.on('end', () => {
+          if (settled) return;
+          settled = true;
+          controller.close();
+        });
+        req.on('error', fail);
+        req.on('close', () => {
+          if (!req.complete) fail(new Error('client disconnected before the body was complete'));
+        });
+        req.pause();
+      },
+      pull() {
+        req.resume();
+      },
+      cancel() {
+        settled = true;
+        req.resume(); // discard whatever is still coming
+      },
+    },
+    { highWaterMark: 1024 * 1024, size: (chunk) => chunk.byteLength },
+  );
 }
 
 export async function writeResponse(res: ServerResponse, response: Response, method: string): Promise<void> {
@@ -40,6 +84,9 @@ export async function writeResponse(res: ServerResponse, response: Response, met
   });
   const cookies = response.headers.getSetCookie();
   if (cookies.length) headers['set-cookie'] = cookies;
+  // Answered before the whole request body arrived (an early error): the
+  // rest is discarded, and the connection is not reused.
+  if (!res.req.complete && res.req.method !== 'GET' && res.req.method !== 'HEAD') headers.connection = 'close';
   res.writeHead(response.status, headers);
   if (!response.body || method === 'HEAD') {
     await response.body?.cancel();

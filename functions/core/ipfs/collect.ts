@@ -5,7 +5,7 @@
  * gate held exclusively, so no upload in flight can lose a block.
  */
 import type { Services } from '../services.js';
-import { cidOf, unpinAndCollect } from './pins.js';
+import { cidOf, GateBusyError, unpinAndCollect } from './pins.js';
 
 export interface CollectionResult {
   examined: number;
@@ -13,8 +13,23 @@ export interface CollectionResult {
   blocksDeleted: number;
 }
 
+/**
+ * Collects in batches until no candidate is left. If the gate cannot be had
+ * (uploads in flight in other processes), it stops and says so: the next
+ * run picks up where this one stopped.
+ */
 export async function collectGarbage(services: Services, batch = 200): Promise<CollectionResult> {
   const result: CollectionResult = { examined: 0, unpinned: 0, blocksDeleted: 0 };
+  try {
+    await collectBatches(services, batch, result);
+  } catch (err) {
+    if (!(err instanceof GateBusyError)) throw err;
+    services.logger.info('garbage collection postponed', { reason: err.message, ...result });
+  }
+  return result;
+}
+
+async function collectBatches(services: Services, batch: number, result: CollectionResult): Promise<void> {
   const { objects } = services;
   for (;;) {
     const candidates = await objects.candidates(batch);
@@ -33,5 +48,4 @@ export async function collectGarbage(services: Services, batch = 200): Promise<C
     if (candidates.length < batch) break;
   }
   if (result.examined) services.logger.info('garbage collected', { ...result });
-  return result;
 }

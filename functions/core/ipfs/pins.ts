@@ -9,14 +9,33 @@
  * blocks a collection is about to delete. So every upload holds the gate
  * shared from the start of its import until its record is committed, and a
  * collection holds it exclusively. Locally one process owns the data
- * directory, so an in-process gate is exact.
+ * directory, so an in-process gate is exact; in AWS the gate lives in
+ * DynamoDB (data/upload-gate.ts).
  */
 import type { CID } from 'multiformats/cid';
 import { parseCid } from './cid.js';
 import type { IpfsNode } from './node.js';
 
-/** Uploads share the gate; collection holds it alone. Writers do not starve. */
-export class UploadGate {
+/** Uploads hold it shared from import to commit; garbage collection holds it alone. */
+export interface UploadGate {
+  /** Enters shared; returns the release function (idempotent). */
+  enterShared(): Promise<() => void>;
+  /** Runs `fn` with no upload in flight, or throws GateBusyError if that cannot be had now. */
+  withExclusive<T>(fn: () => Promise<T>): Promise<T>;
+  /** Uploads in flight in this process. */
+  readonly uploadsInFlight: number;
+}
+
+export class GateBusyError extends Error {
+  override name = 'GateBusyError';
+}
+
+/**
+ * The gate in one process (the local server owns its data directory): a
+ * shared/exclusive lock in which a waiting collection holds back new uploads,
+ * so it does not starve.
+ */
+export class LocalUploadGate implements UploadGate {
   private shared = 0;
   private exclusive = false;
   private waitingExclusive = 0;

@@ -1,0 +1,169 @@
+/**
+ * Bad input gets S3's error code and status, as S3 XML, and changes nothing:
+ * clock skew, expired presigns, long or malformed keys, bad ranges, lying or
+ * truncated bodies. And the Lambda object route's size limit and streamed
+ * downloads.
+ */
+import { GetObjectCommand, PutObjectCommand, S3ServiceException } from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { createHash, randomBytes } from 'node:crypto';
+import { request } from 'node:http';
+import { startTestService, BOOT, type TestService } from '../support/service.js';
+import type { LambdaFn } from '../support/lambda-door.js';
+import { loadS3Lambda, s3Doors } from '../support/s3-doors.js';
+
+let service: TestService;
+let lambda: LambdaFn;
+const savedEnv = { ...process.env };
+const B = 'default-bucket';
+
+beforeAll(async () => {
+  service = await startTestService();
+  // The Lambda door as it runs in AWS: the runtime name makes the config pick Lambda's limits.
+  process.env.AWS_LAMBDA_FUNCTION_NAME = 'cairn-s3-test';
+  lambda = await loadS3Lambda(service);
+});
+
+afterAll(async () => {
+  process.env = savedEnv;
+  await service.close();
+});
+
+async function failure(p: Promise<unknown>): Promise<S3ServiceException> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(err instanceof S3ServiceException)) throw new Error(`expected an S3 error, got ${String(err)}`);
+  return err;
+}
+
+/** A raw HTTP exchange, for what SDKs refuse to send. */
+function raw(method: string, path: string, headers: Record<string, string>, body?: Buffer, endEarly = false): Promise<{ status: number; text: string }> {
+  const url = new URL(service.endpoints.s3);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: url.hostname, port: url.port, method, path, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+    });
+    req.on('error', (err) => (endEarly ? resolve({ status: 0, text: String(err) }) : reject(err)));
+    if (body) req.write(body);
+    if (endEarly) setTimeout(() => req.destroy(), 300);
+    else req.end();
+  });
+}
+
+const [nodeDoor, lambdaDoor] = s3Doors(() => service, () => lambda);
+
+describe.each([nodeDoor!, lambdaDoor!])('through the $name', (door) => {
+  const tag = door.name.startsWith('Lambda') ? 'l' : 'n';
+
+  test('a request signed 20 minutes off the server clock is RequestTimeTooSkewed', async () => {
+    // One attempt: the SDK would otherwise correct its clock from the error and retry.
+    const s3 = door.client(BOOT, { systemClockOffset: -20 * 60 * 1000, maxAttempts: 1 });
+    const err = await failure(s3.send(new PutObjectCommand({ Bucket: B, Key: `skew-${tag}`, Body: 'x' })));
+    expect(err).toMatchObject({ name: 'RequestTimeTooSkewed', $metadata: { httpStatusCode: 403 } });
+    expect(await service.services.objects.get(B, `skew-${tag}`)).toBeUndefined();
+  });
+
+  test('missing bucket and missing key are NoSuchBucket and NoSuchKey', async () => {
+    const s3 = door.client();
+    expect(await failure(s3.send(new GetObjectCommand({ Bucket: 'no-such-bucket', Key: 'k' })))).toMatchObject({ name: 'NoSuchBucket', $metadata: { httpStatusCode: 404 } });
+    expect(await failure(s3.send(new GetObjectCommand({ Bucket: B, Key: `missing-${tag}` })))).toMatchObject({ name: 'NoSuchKey', $metadata: { httpStatusCode: 404 } });
+  });
+
+  test('a key over 1024 bytes is KeyTooLongError', async () => {
+    const err = await failure(door.client().send(new PutObjectCommand({ Bucket: B, Key: 'k'.repeat(1025), Body: 'x' })));
+    expect(err).toMatchObject({ name: 'KeyTooLongError', $metadata: { httpStatusCode: 400 } });
+  });
+
+  test('an unsatisfiable range is 416 InvalidRange', async () => {
+    const s3 = door.client();
+    await s3.send(new PutObjectCommand({ Bucket: B, Key: `range-${tag}`, Body: '0123456789' }));
+    expect(await failure(s3.send(new GetObjectCommand({ Bucket: B, Key: `range-${tag}`, Range: 'bytes=10-20' })))).toMatchObject({ name: 'InvalidRange', $metadata: { httpStatusCode: 416 } });
+    const part = await s3.send(new GetObjectCommand({ Bucket: B, Key: `range-${tag}`, Range: 'bytes=-3' }));
+    expect(await part.Body!.transformToString()).toBe('789');
+    expect(part.ContentRange).toBe('bytes 7-9/10');
+  });
+});
+
+test('presigned URLs work until they expire, then are AccessDenied', async () => {
+  const s3 = service.s3();
+  await s3.send(new PutObjectCommand({ Bucket: B, Key: 'presigned.txt', Body: 'signed for you' }));
+  const url = await getSignedUrl(s3, new GetObjectCommand({ Bucket: B, Key: 'presigned.txt' }), { expiresIn: 60 });
+  const ok = await fetch(url);
+  expect(ok.status).toBe(200);
+  expect(await ok.text()).toBe('signed for you');
+  const old = await getSignedUrl(s3, new GetObjectCommand({ Bucket: B, Key: 'presigned.txt' }), { expiresIn: 60, signingDate: new Date(Date.now() - 120_000) });
+  const expired = await fetch(old);
+  expect(expired.status).toBe(403);
+  const text = await expired.text();
+  expect(text).toContain('<Code>AccessDenied</Code>');
+  expect(text).toContain('Request has expired');
+  const put = await getSignedUrl(s3, new PutObjectCommand({ Bucket: B, Key: 'presigned-put.txt' }), { expiresIn: 60 });
+  expect((await fetch(put, { method: 'PUT', body: 'uploaded by URL' })).status).toBe(200);
+  const got = await s3.send(new GetObjectCommand({ Bucket: B, Key: 'presigned-put.txt' }));
+  expect(await got.Body!.transformToString()).toBe('uploaded by URL');
+});
+
+test('a key that is not valid UTF-8 is InvalidURI', async () => {
+  const res = await raw('GET', `/${B}/bad%FFkey`, {});
+  expect(res.status).toBe(400);
+  expect(res.text).toContain('<Code>InvalidURI</Code>');
+});
+
+test('a body shorter than its Content-Length, then a hang-up, stores nothing', async () => {
+  const res = await raw('PUT', `/${B}/liar.txt`, { 'content-length': '1000', 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' }, Buffer.alloc(100), true);
+  expect(res.status === 0 || res.status === 400 || res.status === 403).toBe(true);
+  await new Promise((r) => setTimeout(r, 200));
+  expect(await service.services.objects.get(B, 'liar.txt')).toBeUndefined();
+  expect(service.services.gate.uploadsInFlight).toBe(0);
+});
+
+test('a truncated aws-chunked body is IncompleteBody and stores nothing', async () => {
+  const s3 = service.s3();
+  const body = Buffer.from('hello world');
+  // Sign a real streaming request, then cut its final chunk off.
+  s3.middlewareStack.add(
+    (next) => async (args) => {
+      const req = args.request as { headers: Record<string, string>; body: unknown };
+      const chunks: Buffer[] = [];
+      for await (const c of req.body as AsyncIterable<Buffer>) chunks.push(Buffer.from(c));
+      const full = Buffer.concat(chunks);
+      const cut = full.subarray(0, full.length - 20);
+      req.body = cut;
+      delete req.headers['transfer-encoding'];
+      req.headers['content-length'] = String(cut.length);
+      return next(args);
+    },
+    { step: 'finalizeRequest', priority: 'low' },
+  );
+  const { Readable } = await import('node:stream');
+  const err = await failure(s3.send(new PutObjectCommand({ Bucket: B, Key: 'truncated.txt', Body: Readable.from([body]), ContentLength: body.length })));
+  expect([err.name, err.message, err.$metadata.httpStatusCode]).toEqual(['IncompleteBody', expect.any(String), 400]);
+  expect(await service.services.objects.get(B, 'truncated.txt')).toBeUndefined();
+});
+
+describe('the Lambda object route', () => {
+  test('refuses a body past what Lambda carries with EntityTooLarge and says to use multipart', async () => {
+    const s3 = lambdaDoor!.client();
+    const big = randomBytes(5 * 1024 * 1024);
+    const err = await failure(s3.send(new PutObjectCommand({ Bucket: B, Key: 'too-big.bin', Body: big })));
+    expect(err).toMatchObject({ name: 'EntityTooLarge', $metadata: { httpStatusCode: 400 } });
+    expect(err.message).toMatch(/multipart/);
+    expect(await service.services.objects.get(B, 'too-big.bin')).toBeUndefined();
+    // The node:http door (a long-lived server) takes it.
+    await nodeDoor!.client().send(new PutObjectCommand({ Bucket: B, Key: 'too-big.bin', Body: big }));
+  });
+
+  test('streams a download larger than a buffered Lambda response', async () => {
+    const big = randomBytes(8 * 1024 * 1024);
+    await nodeDoor!.client().send(new PutObjectCommand({ Bucket: B, Key: 'big-download.bin', Body: big }));
+    const got = await lambdaDoor!.client().send(new GetObjectCommand({ Bucket: B, Key: 'big-download.bin' }));
+    const bytes = Buffer.from(await got.Body!.transformToByteArray());
+    expect(bytes.length).toBe(big.length);
+    expect(createHash('md5').update(bytes).digest('hex')).toBe(createHash('md5').update(big).digest('hex'));
+    expect(BOOT.accessKeyId).toBeTruthy();
+  });
+});
