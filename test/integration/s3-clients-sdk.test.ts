@@ -15,7 +15,7 @@ import { createRequire } from 'node:module';
 import { Readable } from 'node:stream';
 import { crc32 } from 'node:zlib';
 import { randomBytes } from 'node:crypto';
-import { GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -279,6 +279,38 @@ describe('@aws-sdk/client-s3 v3 with default checksums, streaming a body it cann
       other.destroy();
       await server.close();
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("XML bodies escaped the way Go's encoding/xml does (rclone, minio-go, aws-sdk-go)", () => {
+  /** Go writes `"`, `'`, tab, newline and CR in text as character references. */
+  const goEscape = (xml: string) =>
+    xml.replace(/&quot;/g, '&#34;').replace(/&apos;/g, '&#39;').replace(/"(?![^<]*>)/g, '&#34;').replace(/'(?![^<]*>)/g, '&#39;').replace(/\t/g, '&#x9;');
+
+  test('DeleteObjects deletes the keys the character references spell', async () => {
+    const client = service.s3();
+    // Rewrites the serialized body before the SDK checksums and signs it.
+    client.middlewareStack.add(
+      (next) => async (args) => {
+        const request = args.request as { body?: unknown; headers: Record<string, string> };
+        if (typeof request.body === 'string' && request.body.includes('<Delete')) {
+          request.body = goEscape(request.body);
+          request.headers['content-length'] = String(Buffer.byteLength(request.body as string));
+        }
+        return next(args);
+      },
+      { step: 'serialize', priority: 'low' },
+    );
+    const keys = ['go/say "hi".txt', "go/it's.txt", 'go/tab\there.txt'];
+    try {
+      for (const Key of keys) await client.send(new PutObjectCommand({ Bucket: 'default-bucket', Key, Body: Key }));
+      const out = await client.send(new DeleteObjectsCommand({ Bucket: 'default-bucket', Delete: { Objects: keys.map((Key) => ({ Key })) } }));
+      expect(out.Deleted!.map((d) => d.Key).sort()).toEqual([...keys].sort());
+      const left = await client.send(new ListObjectsV2Command({ Bucket: 'default-bucket', Prefix: 'go/' }));
+      expect(left.KeyCount).toBe(0);
+    } finally {
+      client.destroy();
     }
   });
 });
