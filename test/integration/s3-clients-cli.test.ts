@@ -7,6 +7,7 @@ import { join, relative } from 'node:path';
 import { startTestService, type TestService } from '../support/service.js';
 import {
   DEBIAN_CLIENTS,
+  awkwardTree,
   cidsOf,
   clientWorkspace,
   headObject,
@@ -145,6 +146,46 @@ describe('aws s3 (high-level commands)', () => {
     );
     expect(after.KeyCount).toBe(0);
     expect(after.Contents).toBeUndefined();
+  });
+});
+
+describe('aws s3 (more)', () => {
+  test('awkward key names: sync up, ls, cp one down, rm --recursive', async () => {
+    const dir = join(ws.dir, 'awkward');
+    const files = await awkwardTree(dir);
+    await aws('s3', 'sync', dir, 's3://default-bucket/awkward/');
+    const listed = await awsJson<{ Contents: Array<{ Key: string; ETag: string }> }>('s3api', 'list-objects-v2', '--bucket', 'default-bucket', '--prefix', 'awkward/');
+    expect(listed.Contents.map((c) => c.Key).sort()).toEqual([...files.keys()].map((n) => `awkward/${n}`).sort());
+    for (const c of listed.Contents) expect(c.ETag).toBe(`"${md5(files.get(c.Key.slice('awkward/'.length))!)}"`);
+    const back = await ws.file('awkward-back', 'one');
+    await aws('s3', 'cp', 's3://default-bucket/awkward/quote"d.txt', back);
+    expect(await readFile(back, 'utf8')).toBe('quote"d.txt\n');
+    await aws('s3', 'rm', 's3://default-bucket/awkward/', '--recursive');
+    expect((await awsJson<{ KeyCount: number }>('s3api', 'list-objects-v2', '--bucket', 'default-bucket', '--prefix', 'awkward/', '--no-paginate')).KeyCount).toBe(0);
+  });
+
+  test('cp from stdin and to stdout, mv, presign, mb and rb --force, canned ACL and stored headers', async () => {
+    await aws('s3', 'mb', 's3://cli-more');
+    await run(
+      DEBIAN_CLIENTS.aws.bin,
+      ['--endpoint-url', service.endpoints.s3, 's3', 'cp', '-', 's3://cli-more/stdin.txt', '--acl', 'public-read', '--cache-control', 'max-age=60', '--content-disposition', 'attachment; filename="x.txt"'],
+      { env: ws.env, input: 'from stdin\n' },
+    );
+    expect((await aws('s3', 'cp', 's3://cli-more/stdin.txt', '-')).stdout).toBe('from stdin\n');
+    const head = await awsJson<Record<string, unknown>>('s3api', 'head-object', '--bucket', 'cli-more', '--key', 'stdin.txt');
+    expect(head).toMatchObject({ CacheControl: 'max-age=60', ContentDisposition: 'attachment; filename="x.txt"', ContentLength: 11 });
+    const acl = await awsJson<{ Grants: Array<{ Permission: string; Grantee: { URI?: string } }> }>('s3api', 'get-object-acl', '--bucket', 'cli-more', '--key', 'stdin.txt');
+    expect(acl.Grants).toContainEqual(expect.objectContaining({ Permission: 'READ', Grantee: expect.objectContaining({ URI: 'http://acs.amazonaws.com/groups/global/AllUsers' }) }));
+
+    await aws('s3', 'mv', 's3://cli-more/stdin.txt', 's3://cli-more/moved.txt');
+    expect((await aws('s3', 'ls', 's3://cli-more/')).stdout).toMatch(/^\S+ \S+\s+11 moved\.txt\n$/);
+    const url = (await aws('s3', 'presign', 's3://cli-more/moved.txt', '--expires-in', '300')).stdout.trim();
+    const got = await fetch(url);
+    expect(got.status).toBe(200);
+    expect(await got.text()).toBe('from stdin\n');
+
+    await aws('s3', 'rb', 's3://cli-more', '--force');
+    expect((await aws('s3', 'ls')).stdout).not.toMatch(/cli-more/);
   });
 });
 

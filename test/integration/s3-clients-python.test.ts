@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { createHash } from 'node:crypto';
 import { startTestService, type TestService } from '../support/service.js';
 import {
+  AWKWARD_NAMES,
   DEBIAN_CLIENTS,
   cidsOf,
   clientWorkspace,
@@ -169,6 +170,23 @@ test('buckets: create_bucket, head_bucket, get_bucket_location, list_buckets, de
   expect(notEmpty!.error).toMatchObject({ code: 'BucketNotEmpty', status: 409 });
   expect((listedAfter!.Buckets as Array<{ Name: string }>).map((b) => b.Name)).toEqual(['default-bucket']);
   expect(dup!.error).toMatchObject({ code: 'BucketAlreadyOwnedByYou', status: 409 });
+});
+
+test('awkward key names: put, list, get, delete_objects', async () => {
+  const keys = AWKWARD_NAMES.map((n) => `py/awkward/${n}`);
+  const results = await ok(
+    ...keys.map((Key) => ({ call: 'put_object', args: { Bucket: 'default-bucket', Key, Body: Key } })),
+    { call: 'list_objects_v2', args: { Bucket: 'default-bucket', Prefix: 'py/awkward/' } },
+    ...keys.map((Key) => ({ call: 'get_object', args: { Bucket: 'default-bucket', Key } })),
+    { call: 'delete_objects', args: { Bucket: 'default-bucket', Delete: { Objects: keys.map((Key) => ({ Key })) } } },
+    { call: 'list_objects_v2', args: { Bucket: 'default-bucket', Prefix: 'py/awkward/' } },
+  );
+  const listed = results[keys.length]!;
+  expect((listed.Contents as Array<{ Key: string }>).map((c) => c.Key).sort()).toEqual([...keys].sort());
+  keys.forEach((key, i) => expect(results[keys.length + 1 + i]!.body_text).toBe(key));
+  const deleted = results[2 * keys.length + 1]!;
+  expect((deleted.Deleted as Array<{ Key: string }>).map((d) => d.Key).sort()).toEqual([...keys].sort());
+  expect(results[2 * keys.length + 2]!.KeyCount).toBe(0);
 });
 
 test('presigned GET and PUT URLs from boto3 work without credentials', async () => {

@@ -9,7 +9,9 @@ import { join } from 'node:path';
 import { URL } from 'node:url';
 import { BOOT, startTestService, type TestService } from '../support/service.js';
 import {
+  AWKWARD_NAMES,
   DEBIAN_CLIENTS,
+  awkwardTree,
   cidsOf,
   clientWorkspace,
   headObject,
@@ -108,6 +110,19 @@ describe('rclone', () => {
     await rclone('copy', 'cairn:default-bucket/rc', dest, '--checksum');
     expect(await readFile(join(dest, 'one.bin'), 'utf8')).toBe('new content, same name\n');
     expect(md5(await readFile(join(dest, 'three.bin')))).toBe(md5(await readFile(join(src(), 'three.bin'))));
+  });
+
+  test('awkward key names: copy, check --checksum, lsf, delete', async () => {
+    const dir = join(ws.dir, 'rclone-awkward');
+    await awkwardTree(dir);
+    await rclone('copy', dir, 'cairn:default-bucket/rc-awkward', '--checksum');
+    const { stderr } = await rclone('check', dir, 'cairn:default-bucket/rc-awkward', '--checksum');
+    expect(stderr).toMatch(/0 differences found/);
+    expect(stderr).toMatch(new RegExp(`${AWKWARD_NAMES.length} matching files`));
+    const listed = await rclone('lsf', 'cairn:default-bucket/rc-awkward');
+    expect(listed.stdout.split('\n').filter(Boolean).sort()).toEqual([...AWKWARD_NAMES].sort());
+    await rclone('delete', 'cairn:default-bucket/rc-awkward');
+    expect((await rclone('lsf', 'cairn:default-bucket/rc-awkward')).stdout).toBe('');
   });
 
   test('mkdir makes a bucket, deletefile and purge delete, rmdir removes the bucket', async () => {
@@ -224,6 +239,21 @@ describe('s3cmd', () => {
     expect(ls.stdout.trim().split('\n')).toHaveLength(2);
     await s3cmd('del', '--recursive', '--force', 's3://default-bucket/s3cmd-sync/');
     expect((await s3cmd('ls', '--recursive', 's3://default-bucket/s3cmd-sync/')).stdout).toBe('');
+  });
+
+  test('awkward key names: sync, ls, get, del --recursive', async () => {
+    const dir = join(ws.dir, 's3cmd-awkward');
+    const files = await awkwardTree(dir);
+    await s3cmd('sync', `${dir}/`, 's3://default-bucket/s3cmd-awkward/');
+    const ls = await s3cmd('ls', 's3://default-bucket/s3cmd-awkward/');
+    const prefix = 's3://default-bucket/s3cmd-awkward/';
+    const names = ls.stdout.split('\n').filter(Boolean).map((l) => l.slice(l.indexOf(prefix) + prefix.length));
+    expect(names.sort()).toEqual([...files.keys()].sort());
+    const back = await ws.file('s3cmd-awkward-back');
+    await s3cmd('get', 's3://default-bucket/s3cmd-awkward/quote"d.txt', back);
+    expect(await readFile(back, 'utf8')).toBe('quote"d.txt\n');
+    await s3cmd('del', '--recursive', '--force', 's3://default-bucket/s3cmd-awkward/');
+    expect((await s3cmd('ls', 's3://default-bucket/s3cmd-awkward/')).stdout).toBe('');
   });
 
   test('mb and rb make and remove a bucket', async () => {

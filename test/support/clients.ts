@@ -185,3 +185,30 @@ export function multipartEtag(bytes: Uint8Array, partSize: number): string {
   for (let i = 0; i < bytes.length; i += partSize) digests.push(createHash('md5').update(bytes.subarray(i, i + partSize)).digest());
   return `${createHash('md5').update(Buffer.concat(digests)).digest('hex')}-${digests.length}`;
 }
+
+/**
+ * File names that exercise every client's URL and XML encoding (SigV4's
+ * canonical URI, listing encodings, DeleteObjects bodies).
+ */
+export const AWKWARD_NAMES = [
+  'a b+c.txt',
+  'pct%20x.txt',
+  'tilde~eq=amp&at@.txt',
+  "paren(1)!'*.txt",
+  'ü日本.txt',
+  'hash#q?.txt',
+  'semi;colon,comma$.txt',
+  'quote"d.txt',
+  'lt<gt>.txt',
+];
+
+/** A directory holding one small file per awkward name (the name is the content). */
+export async function awkwardTree(dir: string): Promise<Map<string, string>> {
+  await mkdir(dir, { recursive: true });
+  const files = new Map<string, string>();
+  for (const name of AWKWARD_NAMES) {
+    await writeFile(join(dir, name), `${name}\n`);
+    files.set(name, `${name}\n`);
+  }
+  return files;
+}
