@@ -9,6 +9,7 @@ import { createDatabase, type Database } from './data/dynamo.js';
 import { AccountStore } from './data/accounts.js';
 import { BucketStore } from './data/buckets.js';
 import { ObjectStore } from './data/objects.js';
+import { UploadStore } from './data/uploads.js';
 import { SiteStore } from './data/sites.js';
 import { DeployStore } from './data/deploys.js';
 import { createSealer } from './auth/secrets.js';
@@ -23,6 +24,8 @@ export interface Services {
   accounts: AccountStore;
   buckets: BucketStore;
   objects: ObjectStore;
+  /** Multipart uploads and their parts (in the objects table). */
+  uploads: UploadStore;
   sites: SiteStore;
   deploys: DeployStore;
   /** The IPFS node, started on first use (the GraphQL function never needs one). */
@@ -43,6 +46,7 @@ export async function createServices(config: Config, logger: Logger = createLogg
     accounts: new AccountStore(db, sealer),
     buckets: new BucketStore(db),
     objects: new ObjectStore(db),
+    uploads: new UploadStore(db),
     sites: new SiteStore(db),
     deploys: new DeployStore(db),
     ipfs: () => (node ??= createIpfsNode(config)),

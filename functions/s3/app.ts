@@ -16,6 +16,15 @@ import type { S3Context } from './context.js';
 import { errorResponse, errors, S3Error } from './errors.js';
 import { getObject } from './get.js';
 import { putObject } from './put.js';
+import {
+  abortMultipartUpload,
+  completeMultipartUpload,
+  createMultipartUpload,
+  listMultipartUploads,
+  listParts,
+  uploadPart,
+  uploadPartCopy,
+} from './multipart.js';
 import { isValidBucketName } from './names.js';
 import { ACCESS, parseS3Request, type S3Op, type S3Request } from './router.js';
 
@@ -40,6 +49,13 @@ const OPERATIONS: Partial<Record<S3Op, OperationHandler>> = {
   DeleteObject: deleteObject,
   GetObjectAcl: getObjectAcl,
   PutObjectAcl: putObjectAcl,
+  CreateMultipartUpload: createMultipartUpload,
+  UploadPart: uploadPart,
+  UploadPartCopy: uploadPartCopy,
+  CompleteMultipartUpload: completeMultipartUpload,
+  AbortMultipartUpload: abortMultipartUpload,
+  ListParts: listParts,
+  ListMultipartUploads: listMultipartUploads,
 };
 
 /** Operations whose body is object data, bounded by `storage.maxRequestBody`. */

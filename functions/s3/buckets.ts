@@ -69,7 +69,7 @@ export async function deleteBucket(ctx: S3Context): Promise<Response> {
     throw new S3Error('InvalidBucketState', 409, "An account's default bucket cannot be deleted.", { BucketName: bucket.name });
   }
   const deleted = await services.buckets
-    .deleteIfEmpty(bucket.name, async () => !(await services.objects.hasObjects(bucket.name)))
+    .deleteIfEmpty(bucket.name, async () => !(await services.objects.hasObjects(bucket.name)) && !(await services.uploads.hasUploads(bucket.name)))
     .catch((err: Error) => {
       if (err.name === 'ConditionalCheckFailedException') throw errors.noSuchBucket(bucket.name);
       throw err;

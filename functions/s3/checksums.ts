@@ -125,3 +125,30 @@ export function checksumHeaders(checksums: Record<string, string> | undefined): 
   for (const [algorithm, value] of Object.entries(checksums ?? {})) out[headerName(algorithm as ChecksumAlgorithm)] = value;
   return out;
 }
+
+/** A checksum computed over the bytes with nothing to compare it to (parts of an upload that asked for one). */
+export function computedChecksum(algorithm: ChecksumAlgorithm): ChecksumPlan {
+  const h = hasher(algorithm);
+  return {
+    algorithm,
+    update: (chunk) => h.update(chunk),
+    finish: async () => Buffer.from(await h.digest()).toString('base64'),
+  };
+}
+
+/** `x-amz-checksum-algorithm` values (CRC32, SHA256, ...) as the lowercase names used here. */
+export function parseAlgorithm(value: string, header: string): ChecksumAlgorithm {
+  const name = value.trim().toLowerCase();
+  if (!isAlgorithm(name)) throw new S3Error('InvalidRequest', 400, `Value for ${header} header is invalid.`);
+  return name;
+}
+
+/**
+ * S3's composite checksum of a multipart object: the algorithm over the
+ * concatenated binary checksums of the parts, then `-<part count>`.
+ */
+export async function compositeChecksum(algorithm: ChecksumAlgorithm, parts: string[]): Promise<string> {
+  const h = hasher(algorithm);
+  for (const part of parts) h.update(Buffer.from(part, 'base64'));
+  return `${Buffer.from(await h.digest()).toString('base64')}-${parts.length}`;
+}

@@ -65,6 +65,27 @@ export const errors = {
   malformedXml: () =>
     new S3Error('MalformedXML', 400, 'The XML you provided was not well-formed or did not validate against our published schema.'),
   internal: () => new S3Error('InternalError', 500, 'We encountered an internal error. Please try again.'),
+  noSuchUpload: (uploadId: string) =>
+    new S3Error(
+      'NoSuchUpload',
+      404,
+      'The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.',
+      { UploadId: uploadId },
+    ),
+  invalidPart: (uploadId: string, partNumber: number, etag: string) =>
+    new S3Error(
+      'InvalidPart',
+      400,
+      "One or more of the specified parts could not be found.  The part may not have been uploaded, or the specified entity tag may not match the part's entity tag.",
+      { UploadId: uploadId, PartNumber: String(partNumber), ETag: etag },
+    ),
+  invalidPartOrder: (uploadId: string) =>
+    new S3Error('InvalidPartOrder', 400, 'The list of parts was not in ascending order. Parts must be ordered by part number.', { UploadId: uploadId }),
+  entityTooLarge: (proposed: number, max: number) =>
+    new S3Error('EntityTooLarge', 400, 'Your proposed upload exceeds the maximum allowed size', {
+      ProposedSize: String(proposed),
+      MaxSizeAllowed: String(max),
+    }),
 };
 
 export function errorResponse(err: S3Error, resource: string, requestId: string, method: string): Response {

@@ -1,12 +1,13 @@
 /**
- * The one way bytes become an object: hold the upload gate, stream the body
- * through MD5, the flexible checksum and the Kubo importer, verify, pin,
- * commit the record (with its CID reference) in one transaction, release.
- * Whatever fails before the commit leaves no record and no pin: a CID that
- * was imported but not committed becomes a collection candidate.
+ * The one way bytes become stored content: hold the upload gate, stream the
+ * bytes through MD5, the flexible checksum and the Kubo importer, verify,
+ * pin, commit whatever references the CID (an object record, a multipart
+ * part) in one transaction, release. Whatever fails before the commit leaves
+ * no record and no pin: a CID that was imported but not committed becomes a
+ * collection candidate.
  */
 import { createHash } from 'node:crypto';
-import { NoSuchBucketError, type ObjectRecord } from '../core/data/objects.js';
+import { NoSuchBucketError, type CommitAlso, type ObjectRecord } from '../core/data/objects.js';
 import { importFile } from '../core/ipfs/import.js';
 import { pinRoot } from '../core/ipfs/pins.js';
 import type { Services } from '../core/services.js';
@@ -21,28 +22,38 @@ export interface Ingested {
 }
 
 export interface IngestOptions {
-  content: AsyncIterable<Uint8Array>;
+  /**
+   * The bytes, or a function that opens them once the gate is held (content
+   * read from stored blocks must be opened inside the gate, so collection
+   * cannot reclaim those blocks while they are read).
+   */
+  content: AsyncIterable<Uint8Array> | (() => Promise<AsyncIterable<Uint8Array>>);
   checksum?: ChecksumPlan;
   /** Filled by the body decoder once the body ends (aws-chunked trailers). */
   trailers?: Map<string, string>;
   signal: AbortSignal;
+  /** More bytes than this fail the upload with EntityTooLarge. */
+  maxSize?: number;
   /** Checks the finished upload before anything is committed (Content-MD5, sizes). */
   verify?: (ingested: Ingested) => void;
 }
 
-/** Imports, verifies, pins and commits the record `build` makes. Returns the committed record. */
-export async function storeObject(
-  services: Services,
-  options: IngestOptions,
-  build: (ingested: Ingested) => ObjectRecord,
-): Promise<{ record: ObjectRecord; replaced?: ObjectRecord }> {
+/**
+ * Imports, verifies and pins the content, then runs `commit`, which must
+ * durably reference the CID (one transaction). Returns what `commit` returns.
+ */
+export async function ingest<T>(services: Services, options: IngestOptions, commit: (ingested: Ingested) => Promise<T>): Promise<T> {
   const release = await services.gate.enterShared();
   let imported: string | undefined;
   try {
+    const content = typeof options.content === 'function' ? await options.content() : options.content;
     const md5 = createHash('md5');
-    const { checksum } = options;
+    const { checksum, maxSize } = options;
+    let length = 0;
     async function* hashed() {
-      for await (const chunk of options.content) {
+      for await (const chunk of content) {
+        length += chunk.byteLength;
+        if (maxSize !== undefined && length > maxSize) throw errors.entityTooLarge(length, maxSize);
         md5.update(chunk);
         checksum?.update(chunk);
         yield chunk;
@@ -56,13 +67,9 @@ export async function storeObject(
     options.verify?.(ingested);
     if (options.signal.aborted) throw new S3Error('RequestAborted', 400, 'The client closed the connection.');
     await pinRoot(node, cid);
-    const record = build(ingested);
-    const replaced = await services.objects.put(record).catch((err: unknown) => {
-      if (err instanceof NoSuchBucketError) throw errors.noSuchBucket(err.bucket);
-      throw err;
-    });
+    const result = await commit(ingested);
     imported = undefined;
-    return { record, replaced };
+    return result;
   } finally {
     if (imported !== undefined) {
       await services.objects.addCandidate(imported).catch((err: unknown) => {
@@ -71,6 +78,27 @@ export async function storeObject(
     }
     release();
   }
+}
+
+/** Commits an object record (with the extra writes in `also`), mapping a vanished bucket to NoSuchBucket. */
+export async function putRecord(services: Services, record: ObjectRecord, also?: CommitAlso): Promise<ObjectRecord | undefined> {
+  return services.objects.put(record, also).catch((err: unknown) => {
+    if (err instanceof NoSuchBucketError) throw errors.noSuchBucket(err.bucket);
+    throw err;
+  });
+}
+
+/** Imports, verifies, pins and commits the record `build` makes. Returns the committed record. */
+export async function storeObject(
+  services: Services,
+  options: IngestOptions,
+  build: (ingested: Ingested) => ObjectRecord,
+): Promise<{ record: ObjectRecord; replaced?: ObjectRecord }> {
+  return ingest(services, options, async (ingested) => {
+    const record = build(ingested);
+    const replaced = await putRecord(services, record);
+    return { record, replaced };
+  });
 }
 
 /** Commits a record for content already stored and referenced (CopyObject): no import, same gate. */
@@ -85,10 +113,7 @@ export async function commitExisting(
     // reclaim the source's blocks, even if the source is deleted meanwhile.
     const source = await read();
     const record = build(source);
-    await services.objects.put(record).catch((err: unknown) => {
-      if (err instanceof NoSuchBucketError) throw errors.noSuchBucket(err.bucket);
-      throw err;
-    });
+    await putRecord(services, record);
     return { record, source };
   } finally {
     release();

@@ -75,13 +75,17 @@ export function parseXmlBody(body: Buffer, root: string, arrays: string[] = []):
   return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
 }
 
-/** Reads the whole (small) body, with its payload hash and Content-MD5 verified. */
-export async function readSmallBody(ctx: S3Context, max = MAX_XML_BODY): Promise<Buffer> {
+/**
+ * Reads the whole (small) body, with its payload hash and Content-MD5
+ * verified, and its `x-amz-checksum-*` unless `bodyChecksum` is false (in
+ * CompleteMultipartUpload those headers describe the object, not the body).
+ */
+export async function readSmallBody(ctx: S3Context, max = MAX_XML_BODY, { bodyChecksum = true } = {}): Promise<Buffer> {
   const { req } = ctx;
   const declared = Number(req.headers.get('x-amz-decoded-content-length') ?? req.headers.get('content-length') ?? '0');
   if (declared > max) throw new S3Error('MaxMessageLengthExceeded', 400, 'Your request was too big.');
   const expectedMd5 = contentMd5(req.headers);
-  const checksum = checksumPlan(req.headers);
+  const checksum = bodyChecksum ? checksumPlan(req.headers) : undefined;
   const trailers = new Map<string, string>();
   const chunks: Buffer[] = [];
   let length = 0;

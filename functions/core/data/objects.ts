@@ -8,6 +8,9 @@
  *   #REF#<cidV0> / <bucket>/<key>  "this object references this CID"
  *   #GC / <cidV0>                  a CID that lost a reference: a collection candidate
  *
+ * Multipart uploads keep their items here too (see data/uploads.ts); a part's
+ * reference is `#REF#<cidV0> / #PART#<uploadId>#<part number>`.
+ *
  * Every write is one transaction: the record, its reference items and the
  * collection candidate change together, conditioned on the record being the
  * version the writer read and on the bucket existing (and not being deleted),
@@ -45,6 +48,18 @@ export interface ObjectRecord {
   checksums?: Record<string, string>;
   /** Multipart objects: the number of parts. */
   parts?: number;
+}
+
+export type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];
+
+/**
+ * More writes that must commit in the same transaction as an object record
+ * (CompleteMultipartUpload ends its upload with them), and the error to
+ * throw when one of their conditions fails.
+ */
+export interface CommitAlso {
+  items: TransactItem[];
+  failed: () => Error;
 }
 
 export class NoSuchBucketError extends Error {
@@ -102,18 +117,22 @@ export class ObjectStore {
 
   /**
    * Writes the record, replacing whatever was there; returns the replaced
-   * record. Throws NoSuchBucketError if the bucket is gone or being deleted.
+   * record. Throws NoSuchBucketError if the bucket is gone or being deleted,
+   * and `also.failed()` if a condition of the extra writes fails.
    */
-  async put(record: ObjectRecord): Promise<ObjectRecord | undefined> {
+  async put(record: ObjectRecord, also?: CommitAlso): Promise<ObjectRecord | undefined> {
     for (let attempt = 0; ; attempt++) {
       const old = await this.getItem(record.bucket, record.key);
       try {
-        await this.write(record, old);
+        await this.write(record, old, also?.items ?? []);
         return old ? fromItem(old) : undefined;
       } catch (err) {
         if (!(err instanceof TransactionCanceledException)) throw err;
         const reasons = err.CancellationReasons ?? [];
         if (reasons[0]?.Code === 'ConditionalCheckFailed') throw new NoSuchBucketError(record.bucket);
+        if (also?.items.length && reasons.slice(-also.items.length).some((r) => r?.Code === 'ConditionalCheckFailed')) {
+          throw also.failed();
+        }
         if (attempt >= 8) throw err;
         // Another writer changed the record between our read and write: read again.
       }
@@ -175,7 +194,7 @@ export class ObjectStore {
     return out.Item;
   }
 
-  private async write(record: ObjectRecord, old: Record<string, unknown> | undefined): Promise<void> {
+  private async write(record: ObjectRecord, old: Record<string, unknown> | undefined, also: TransactItem[]): Promise<void> {
     const version = randomBytes(8).toString('hex');
     const item = {
       ...stripUndefined(record),
@@ -185,7 +204,7 @@ export class ObjectStore {
       gsi1pk: `CID#${record.cid}`,
       gsi1sk: `${record.bucket}/${record.key}`,
     };
-    const items: NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']> = [
+    const items: TransactItem[] = [
       {
         ConditionCheck: {
           TableName: this.db.tables.accounts,
@@ -210,6 +229,7 @@ export class ObjectStore {
       items.push({ Delete: { TableName: this.table, Key: refKey(old.cid as string, record.bucket, record.key) } });
       items.push({ Put: { TableName: this.table, Item: candidateItem(old.cid as string) } });
     }
+    items.push(...also);
     await this.db.doc.send(new TransactWriteCommand({ TransactItems: items }));
   }
 
@@ -367,10 +387,20 @@ export class ObjectStore {
 }
 
 function refKey(cid: string, bucket: string, key: string) {
-  return { pk: `#REF#${cid}`, sk: `${bucket}/${key}` };
+  return cidReference(cid, `${bucket}/${key}`);
 }
 
-function candidateItem(cid: string) {
+/**
+ * The key of the item saying "`holder` references this CID". Objects hold
+ * theirs as `<bucket>/<key>`; other holders (multipart parts) use names
+ * starting with '#', which bucket names cannot.
+ */
+export function cidReference(cid: string, holder: string): { pk: string; sk: string } {
+  return { pk: `#REF#${cid}`, sk: holder };
+}
+
+/** The item making a CID a collection candidate (re-putting it refreshes `at`). */
+export function candidateItem(cid: string) {
   return { pk: '#GC', sk: cid, at: `${new Date().toISOString()}#${randomBytes(4).toString('hex')}` };
 }
 

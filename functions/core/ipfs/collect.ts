@@ -2,7 +2,8 @@
  * Garbage collection: CIDs that lost a reference (or were imported by an
  * upload that never committed) are candidates; each one no object references
  * any more is unpinned and its unshared blocks deleted. Runs with the upload
- * gate held exclusively, so no upload in flight can lose a block.
+ * gate held exclusively, so no upload in flight can lose a block. It first
+ * finishes the part cleanups of multipart uploads that a crash interrupted.
  */
 import type { Services } from '../services.js';
 import { cidOf, GateBusyError, unpinAndCollect } from './pins.js';
@@ -12,6 +13,9 @@ export interface CollectionResult {
   unpinned: number;
   blocksDeleted: number;
 }
+
+/** Upload cleanups older than this are taken for abandoned (their process died) and finished here. */
+const STALE_CLEANUP_MS = 10 * 60_000;
 
 /**
  * Collects in batches until no candidate is left. If the gate cannot be had
@@ -31,6 +35,11 @@ export async function collectGarbage(services: Services, batch = 200): Promise<C
 
 async function collectBatches(services: Services, batch: number, result: CollectionResult): Promise<void> {
   const { objects } = services;
+  // Ended multipart uploads whose parts were never removed: removing them
+  // now makes their CIDs candidates for this very collection.
+  await services.uploads.resumeCleanups(STALE_CLEANUP_MS).catch((err: unknown) => {
+    services.logger.warn('could not finish multipart cleanups', { err });
+  });
   for (;;) {
     const candidates = await objects.candidates(batch);
     if (!candidates.length) break;

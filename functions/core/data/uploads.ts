@@ -1,0 +1,403 @@
+/**
+ * Multipart uploads, in the objects table beside the records they become.
+ * Their partition keys start with '#', which bucket names cannot:
+ *
+ *   #UPLOAD#<bucket> / <key>\0<uploadId>          the upload: stored headers, ACL, owner, checksum settings
+ *   #PARTS#<uploadId> / <part number, 5 digits>   a part: CID, size, MD5, checksums
+ *   #REF#<partCid> / #PART#<uploadId>#<5 digits>  the part's CID reference (see data/objects.ts)
+ *   #CLEANUP / <uploadId>                         an ended upload whose parts may still be there
+ *
+ * Upload ids sort by creation time, so one Query on `#UPLOAD#<bucket>` lists
+ * uploads in S3's order: by key, then by initiation.
+ *
+ * A part and its reference change in one transaction, conditioned on the
+ * upload still existing, so a part's content stays pinned exactly while the
+ * upload is open. An upload ends (complete or abort) with one transaction
+ * that deletes its item and writes its #CLEANUP marker (CompleteMultipartUpload
+ * adds both to the object record's transaction). Once the upload item is
+ * gone no part can be added, and the parts are removed afterwards in batches
+ * (their references deleted, their CIDs made collection candidates), which
+ * may take more than DynamoDB's 100 items a transaction allows. Every batch
+ * is idempotent; the marker goes last. If the process dies in between, the
+ * parts stay referenced (their blocks leak, nothing is lost) until
+ * `resumeCleanups` (run by garbage collection) finishes the job.
+ */
+import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { randomBytes } from 'node:crypto';
+import type { Database } from './dynamo.js';
+import { bucketWritableCondition } from './buckets.js';
+import { candidateItem, cidReference, NoSuchBucketError, prefixSuccessor, type ObjectRecord, type TransactItem } from './objects.js';
+import { withoutKeys } from './tables.js';
+
+export type ChecksumType = 'COMPOSITE' | 'FULL_OBJECT';
+
+export interface UploadRecord
+  extends Pick<
+    ObjectRecord,
+    | 'bucket'
+    | 'key'
+    | 'acl'
+    | 'ownerId'
+    | 'contentType'
+    | 'cacheControl'
+    | 'contentDisposition'
+    | 'contentEncoding'
+    | 'contentLanguage'
+    | 'expires'
+    | 'metadata'
+  > {
+  uploadId: string;
+  /** ISO time of CreateMultipartUpload. */
+  initiated: string;
+  /** The checksum algorithm the upload was created with (lowercase), if any. */
+  checksumAlgorithm?: string;
+  checksumType?: ChecksumType;
+}
+
+export interface PartRecord {
+  partNumber: number;
+  /** CIDv0 of the part's bytes. */
+  cid: string;
+  size: number;
+  /** MD5 hex of the part's bytes (its ETag without quotes). */
+  etag: string;
+  lastModified: string;
+  /** Base64 checksums by lowercase algorithm. */
+  checksums?: Record<string, string>;
+}
+
+export class NoSuchUploadError extends Error {
+  override name = 'NoSuchUploadError';
+  constructor(readonly uploadId: string) {
+    super(`upload "${uploadId}" does not exist`);
+  }
+}
+
+export interface UploadListQuery {
+  prefix?: string;
+  delimiter?: string;
+  keyMarker?: string;
+  uploadIdMarker?: string;
+  maxUploads: number;
+}
+
+export interface UploadListPage {
+  entries: Array<{ kind: 'upload'; upload: UploadRecord } | { kind: 'prefix'; prefix: string }>;
+  truncated: boolean;
+}
+
+export const MAX_PART_NUMBER = 10000;
+/** Parts removed per cleanup transaction: three items each (part, reference, candidate), under DynamoDB's 100. */
+const CLEANUP_BATCH = 33;
+/** Cleanup transactions in flight at once. */
+const CLEANUP_CONCURRENCY = 4;
+const CLEANUP = '#CLEANUP';
+
+const uploadKey = (bucket: string, key: string, uploadId: string) => ({ pk: `#UPLOAD#${bucket}`, sk: `${key}\u0000${uploadId}` });
+const partNumberKey = (n: number) => String(n).padStart(5, '0');
+const partKey = (uploadId: string, n: number) => ({ pk: `#PARTS#${uploadId}`, sk: partNumberKey(n) });
+const partHolder = (uploadId: string, n: number) => `#PART#${uploadId}#${partNumberKey(n)}`;
+
+function stripUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}
+
+function uploadFrom(item: Record<string, unknown>): UploadRecord {
+  const rest = withoutKeys<UploadRecord>(item);
+  return { ...rest, metadata: rest.metadata ?? {} };
+}
+
+function partFrom(item: Record<string, unknown>): PartRecord {
+  const { version: _version, ...rest } = withoutKeys<PartRecord & { version?: string }>(item);
+  return rest;
+}
+
+const pause = (attempt: number) => new Promise((r) => setTimeout(r, Math.random() * 10 * 2 ** Math.min(attempt, 6)));
+
+export class UploadStore {
+  constructor(private readonly db: Database) {}
+
+  private get table() {
+    return this.db.tables.objects;
+  }
+
+  /** Records a new upload; throws NoSuchBucketError if the bucket is gone or being deleted. */
+  async create(upload: UploadRecord): Promise<void> {
+    try {
+      await this.db.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { ConditionCheck: { TableName: this.db.tables.accounts, Key: { pk: `BUCKET#${upload.bucket}`, sk: 'BUCKET' }, ...bucketWritableCondition() } },
+            {
+              Put: {
+                TableName: this.table,
+                Item: { ...stripUndefined(upload), ...uploadKey(upload.bucket, upload.key, upload.uploadId) },
+                ConditionExpression: 'attribute_not_exists(pk)',
+              },
+            },
+          ],
+        }),
+      );
+    } catch (err) {
+      if (err instanceof TransactionCanceledException && err.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed') {
+        throw new NoSuchBucketError(upload.bucket);
+      }
+      throw err;
+    }
+  }
+
+  async get(bucket: string, key: string, uploadId: string): Promise<UploadRecord | undefined> {
+    const out = await this.db.doc.send(new GetCommand({ TableName: this.table, Key: uploadKey(bucket, key, uploadId), ConsistentRead: true }));
+    return out.Item ? uploadFrom(out.Item) : undefined;
+  }
+
+  /**
+   * Stores a part, replacing the part with the same number (whose CID, if
+   * different, loses its reference and becomes a collection candidate).
+   * Throws NoSuchUploadError once the upload has ended.
+   */
+  async putPart(upload: Pick<UploadRecord, 'bucket' | 'key' | 'uploadId'>, part: PartRecord): Promise<PartRecord | undefined> {
+    const { uploadId } = upload;
+    const key = partKey(uploadId, part.partNumber);
+    const holder = partHolder(uploadId, part.partNumber);
+    for (let attempt = 0; ; attempt++) {
+      const got = await this.db.doc.send(new GetCommand({ TableName: this.table, Key: key, ConsistentRead: true }));
+      const old = got.Item;
+      const items: TransactItem[] = [
+        { ConditionCheck: { TableName: this.table, Key: uploadKey(upload.bucket, upload.key, uploadId), ConditionExpression: 'attribute_exists(pk)' } },
+        {
+          Put: {
+            TableName: this.table,
+            Item: { ...stripUndefined(part), ...key, version: randomBytes(8).toString('hex') },
+            ...(old
+              ? { ConditionExpression: 'version = :v', ExpressionAttributeValues: { ':v': old.version } }
+              : { ConditionExpression: 'attribute_not_exists(pk)' }),
+          },
+        },
+      ];
+      if (!old || old.cid !== part.cid) items.push({ Put: { TableName: this.table, Item: cidReference(part.cid, holder) } });
+      if (old && old.cid !== part.cid) {
+        items.push({ Delete: { TableName: this.table, Key: cidReference(old.cid as string, holder) } });
+        items.push({ Put: { TableName: this.table, Item: candidateItem(old.cid as string) } });
+      }
+      try {
+        await this.db.doc.send(new TransactWriteCommand({ TransactItems: items }));
+        return old ? partFrom(old) : undefined;
+      } catch (err) {
+        if (!(err instanceof TransactionCanceledException)) throw err;
+        if (err.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed') throw new NoSuchUploadError(uploadId);
+        if (attempt >= 8) throw err;
+        // The part changed under us, or a concurrent transaction touched the upload: again.
+        await pause(attempt);
+      }
+    }
+  }
+
+  /** Parts in number order, after `after`; `truncated` when more follow. */
+  async parts(uploadId: string, after: number, limit: number): Promise<{ parts: PartRecord[]; truncated: boolean }> {
+    const parts: PartRecord[] = [];
+    let ExclusiveStartKey: Record<string, unknown> | undefined;
+    for (;;) {
+      const out = await this.db.doc.send(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: 'pk = :pk AND sk > :after',
+          ExpressionAttributeValues: { ':pk': `#PARTS#${uploadId}`, ':after': partNumberKey(after) },
+          Limit: Math.min(limit - parts.length + 1, 1000),
+          ConsistentRead: true,
+          ExclusiveStartKey,
+        }),
+      );
+      for (const item of out.Items ?? []) {
+        if (parts.length === limit) return { parts, truncated: true };
+        parts.push(partFrom(item));
+      }
+      ExclusiveStartKey = out.LastEvaluatedKey;
+      if (!ExclusiveStartKey) return { parts, truncated: false };
+    }
+  }
+
+  /** Every part of the upload, in number order (at most 10000). */
+  async allParts(uploadId: string): Promise<PartRecord[]> {
+    return (await this.parts(uploadId, 0, MAX_PART_NUMBER)).parts;
+  }
+
+  /** Whether the bucket has any upload in progress. */
+  async hasUploads(bucket: string): Promise<boolean> {
+    const out = await this.db.doc.send(
+      new QueryCommand({
+        TableName: this.table,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': `#UPLOAD#${bucket}` },
+        Limit: 1,
+        ConsistentRead: true,
+        ProjectionExpression: 'pk',
+      }),
+    );
+    return (out.Items?.length ?? 0) > 0;
+  }
+
+  /**
+   * One page of the bucket's uploads in S3's order (key, then initiation),
+   * with keys under a common prefix rolled up. A page costs what it returns:
+   * the query restarts after each common prefix.
+   */
+  async list(bucket: string, q: UploadListQuery): Promise<UploadListPage> {
+    const prefix = q.prefix ?? '';
+    const entries: UploadListPage['entries'] = [];
+    let from: { op: '>' | '>='; value: string } | undefined = prefix ? { op: '>=', value: prefix } : undefined;
+    const after = (bound: { op: '>' | '>='; value: string }) => {
+      if (!from || bound.value > from.value || (bound.value === from.value && bound.op === '>')) from = bound;
+    };
+    if (q.keyMarker !== undefined && q.keyMarker !== '') {
+      const marker = q.keyMarker;
+      const rolledUp = q.delimiter && marker.startsWith(prefix) && marker.endsWith(q.delimiter) && marker.indexOf(q.delimiter, prefix.length) === marker.length - q.delimiter.length;
+      if (rolledUp) after({ op: '>=', value: prefixSuccessor(marker) ?? '\u{10ffff}' });
+      else if (q.uploadIdMarker) after({ op: '>', value: `${marker}\u0000${q.uploadIdMarker}` });
+      // Every upload of the marker's key sorts below `<key>\u0001`.
+      else after({ op: '>=', value: `${marker}\u0001` });
+    }
+    const pk = `#UPLOAD#${bucket}`;
+    const query = async (limit: number) => {
+      const bound = from;
+      return this.db.doc.send(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: bound ? `pk = :pk AND sk ${bound.op} :from` : 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': pk, ...(bound ? { ':from': bound.value } : {}) },
+          Limit: limit,
+          ConsistentRead: true,
+        }),
+      );
+    };
+    if (q.maxUploads <= 0) {
+      const key = (await query(1)).Items?.[0]?.key as string | undefined;
+      return { entries, truncated: key !== undefined && key.startsWith(prefix) };
+    }
+    for (;;) {
+      const out = await query(Math.min(q.maxUploads - entries.length + 1, 1000));
+      let restart: string | undefined;
+      for (const item of out.Items ?? []) {
+        const upload = uploadFrom(item);
+        if (!upload.key.startsWith(prefix)) return { entries, truncated: false };
+        if (entries.length === q.maxUploads) return { entries, truncated: true };
+        if (q.delimiter) {
+          const at = upload.key.indexOf(q.delimiter, prefix.length);
+          if (at >= 0) {
+            const common = upload.key.slice(0, at + q.delimiter.length);
+            entries.push({ kind: 'prefix', prefix: common });
+            restart = prefixSuccessor(common);
+            if (restart === undefined) return { entries, truncated: false };
+            break;
+          }
+        }
+        entries.push({ kind: 'upload', upload });
+        from = { op: '>', value: item.sk as string };
+      }
+      if (restart !== undefined) {
+        from = { op: '>=', value: restart };
+        continue;
+      }
+      if (!out.LastEvaluatedKey) return { entries, truncated: false };
+    }
+  }
+
+  /**
+   * The writes that end an upload, for the transaction that commits its
+   * object (or aborts it): the upload item goes (it must still exist) and
+   * the cleanup marker comes.
+   */
+  endItems(upload: Pick<UploadRecord, 'bucket' | 'key' | 'uploadId'>): TransactItem[] {
+    return [
+      { Delete: { TableName: this.table, Key: uploadKey(upload.bucket, upload.key, upload.uploadId), ConditionExpression: 'attribute_exists(pk)' } },
+      { Put: { TableName: this.table, Item: { pk: CLEANUP, sk: upload.uploadId, at: new Date().toISOString() } } },
+    ];
+  }
+
+  /** Ends the upload without an object (AbortMultipartUpload); throws NoSuchUploadError if it already ended. */
+  async end(upload: Pick<UploadRecord, 'bucket' | 'key' | 'uploadId'>): Promise<void> {
+    try {
+      await this.db.doc.send(new TransactWriteCommand({ TransactItems: this.endItems(upload) }));
+    } catch (err) {
+      if (err instanceof TransactionCanceledException && err.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed') {
+        throw new NoSuchUploadError(upload.uploadId);
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * Removes an ended upload's parts: each batch deletes the part items and
+   * their references and makes their CIDs collection candidates, in one
+   * transaction (a few batches at once); the marker goes last. Idempotent,
+   * and safe to run twice at once. Returns the number of parts removed.
+   */
+  async cleanup(uploadId: string): Promise<number> {
+    let removed = 0;
+    for (;;) {
+      const out = await this.db.doc.send(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': `#PARTS#${uploadId}` },
+          Limit: CLEANUP_BATCH * CLEANUP_CONCURRENCY,
+          ConsistentRead: true,
+        }),
+      );
+      const parts = (out.Items ?? []).map(partFrom);
+      if (!parts.length) break;
+      const batches: PartRecord[][] = [];
+      for (let i = 0; i < parts.length; i += CLEANUP_BATCH) batches.push(parts.slice(i, i + CLEANUP_BATCH));
+      await Promise.all(batches.map((batch) => this.removeParts(uploadId, batch)));
+      removed += parts.length;
+    }
+    await this.db.doc.send(new DeleteCommand({ TableName: this.table, Key: { pk: CLEANUP, sk: uploadId } }));
+    return removed;
+  }
+
+  private async removeParts(uploadId: string, parts: PartRecord[]): Promise<void> {
+    const items: TransactItem[] = [];
+    const candidates = new Set<string>();
+    for (const part of parts) {
+      items.push({ Delete: { TableName: this.table, Key: partKey(uploadId, part.partNumber) } });
+      items.push({ Delete: { TableName: this.table, Key: cidReference(part.cid, partHolder(uploadId, part.partNumber)) } });
+      candidates.add(part.cid);
+    }
+    for (const cid of candidates) items.push({ Put: { TableName: this.table, Item: candidateItem(cid) } });
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.db.doc.send(new TransactWriteCommand({ TransactItems: items }));
+        return;
+      } catch (err) {
+        // Only conflicts with concurrent transactions cancel these writes (they carry no conditions).
+        if (!(err instanceof TransactionCanceledException) || attempt >= 8) throw err;
+        await pause(attempt);
+      }
+    }
+  }
+
+  /** Finishes the cleanups of uploads that ended at least `olderThanMs` ago (a process died during one). */
+  async resumeCleanups(olderThanMs: number, now = Date.now()): Promise<number> {
+    let resumed = 0;
+    let ExclusiveStartKey: Record<string, unknown> | undefined;
+    do {
+      const out = await this.db.doc.send(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': CLEANUP },
+          ConsistentRead: true,
+          ExclusiveStartKey,
+        }),
+      );
+      for (const item of out.Items ?? []) {
+        if (Date.parse(item.at as string) > now - olderThanMs) continue;
+        await this.cleanup(item.sk as string);
+        resumed++;
+      }
+      ExclusiveStartKey = out.LastEvaluatedKey;
+    } while (ExclusiveStartKey);
+    return resumed;
+  }
+}
