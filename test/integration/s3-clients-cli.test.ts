@@ -245,11 +245,13 @@ describe('aws s3api', () => {
   });
 
   test('list-objects-v2 with prefix, delimiter and pagination', async () => {
-    for (const k of ['docs/a/1.txt', 'docs/a/2.txt', 'docs/b/1.txt', 'top.txt']) {
-      const f = await ws.file('api', 'list', k);
-      await writeFile(f, k);
-      await aws('s3api', 'put-object', '--bucket', bucket, '--key', k, '--body', f);
-    }
+    await Promise.all(
+      ['docs/a/1.txt', 'docs/a/2.txt', 'docs/b/1.txt', 'top.txt'].map(async (k) => {
+        const f = await ws.file('api', 'list', k);
+        await writeFile(f, k);
+        await aws('s3api', 'put-object', '--bucket', bucket, '--key', k, '--body', f);
+      }),
+    );
     const grouped = await awsJson<{ Contents: Array<{ Key: string }>; CommonPrefixes: Array<{ Prefix: string }> }>(
       's3api', 'list-objects-v2', '--bucket', bucket, '--prefix', 'docs/', '--delimiter', '/',
     );
