@@ -11,6 +11,42 @@ import { createHash } from 'node:crypto';
 export const MAX_XML_BODY = 2 * 1024 * 1024;
 
 
+const PREDEFINED: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
+
+/** XML 1.0's Char production: what a character reference may name. */
+function isXmlChar(code: number): boolean {
+  return code === 0x9 || code === 0xa || code === 0xd || (code >= 0x20 && code <= 0xd7ff) || (code >= 0xe000 && code <= 0xfffd) || (code >= 0x10000 && code <= 0x10ffff);
+}
+
+/**
+ * XML 1.0's references, decoded in one pass so `&amp;#34;` stays `&#34;`:
+ * the five predefined entities and character references (`&#34;`,
+ * `&#x22;`), which Go's encoding/xml writes for `"`, `'`, tab, newline and
+ * CR (rclone, minio-go, aws-sdk-go). fast-xml-parser's default decoder
+ * leaves character references as text, so a Go client's CompleteMultipartUpload
+ * ETags never matched and its DeleteObjects deleted keys nobody had. Any other
+ * entity (HTML's, or one a DOCTYPE declares) is not XML a client sends: MalformedXML.
+ */
+const xmlReferences = {
+  setExternalEntities() {},
+  addInputEntities() {},
+  reset() {},
+  setXmlVersion() {},
+  decode(text: string): string {
+    if (!text.includes('&')) return text;
+    return text.replace(/&(#x[0-9a-fA-F]+|#[0-9]+|[A-Za-z_][\w.-]*);/g, (_match, ref: string) => {
+      if (ref[0] !== '#') {
+        const char = PREDEFINED[ref];
+        if (char === undefined) throw errors.malformedXml();
+        return char;
+      }
+      const code = ref[1] === 'x' ? parseInt(ref.slice(2), 16) : parseInt(ref.slice(1), 10);
+      if (!isXmlChar(code)) throw errors.malformedXml();
+      return String.fromCodePoint(code);
+    });
+  },
+};
+
 /**
  * Parses an XML request body that has already been read (and its payload
  * hash verified). Elements become objects; repeated elements arrays when
@@ -25,13 +61,14 @@ export function parseXmlBody(body: Buffer, root: string, arrays: string[] = []):
     parseTagValue: false,
     trimValues: false,
     processEntities: true,
+    entityDecoder: xmlReferences,
     isArray: (name) => arrays.includes(name),
   });
   let doc: Record<string, unknown>;
   try {
     doc = parser.parse(text) as Record<string, unknown>;
-  } catch {
-    throw errors.malformedXml();
+  } catch (err) {
+    throw err instanceof S3Error ? err : errors.malformedXml();
   }
   const value = doc[root];
   if (value === undefined) throw errors.malformedXml();

@@ -4,13 +4,13 @@
  * truncated bodies. And the Lambda object route's size limit and streamed
  * downloads.
  */
-import { GetObjectCommand, PutObjectCommand, S3ServiceException } from '@aws-sdk/client-s3';
+import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { createHash, randomBytes } from 'node:crypto';
 import { request } from 'node:http';
 import { startTestService, BOOT, type TestService } from '../support/service.js';
 import type { LambdaFn } from '../support/lambda-door.js';
-import { loadS3Lambda, s3Doors } from '../support/s3-doors.js';
+import { loadS3Lambda, s3Doors, failure } from '../support/s3-doors.js';
 
 let service: TestService;
 let lambda: LambdaFn;
@@ -28,15 +28,6 @@ afterAll(async () => {
   process.env = savedEnv;
   await service.close();
 });
-
-async function failure(p: Promise<unknown>): Promise<S3ServiceException> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(err instanceof S3ServiceException)) throw new Error(`expected an S3 error, got ${String(err)}`);
-  return err;
-}
 
 /** A raw HTTP exchange, for what SDKs refuse to send. */
 function raw(method: string, path: string, headers: Record<string, string>, body?: Buffer, endEarly = false): Promise<{ status: number; text: string }> {

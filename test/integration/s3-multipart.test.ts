@@ -16,7 +16,6 @@ import {
   ListMultipartUploadsCommand,
   ListPartsCommand,
   PutObjectCommand,
-  S3ServiceException,
   UploadPartCommand,
   UploadPartCopyCommand,
   type CompletedPart,
@@ -29,7 +28,7 @@ import type { SerializeHandler, SerializeHandlerArguments } from '@smithy/types'
 import { CID } from 'multiformats/cid';
 import { startTestService, type TestService } from '../support/service.js';
 import type { LambdaFn } from '../support/lambda-door.js';
-import { captureHeaders, loadS3Lambda, s3Doors } from '../support/s3-doors.js';
+import { captureHeaders, loadS3Lambda, s3Doors, failure } from '../support/s3-doors.js';
 import { collectGarbage } from '../../functions/core/ipfs/collect.js';
 import { isRootPinned } from '../../functions/core/ipfs/pins.js';
 
@@ -67,15 +66,6 @@ function split(data: Buffer, sizes: number[]): Buffer[] {
   }
   if (at < data.length) parts.push(data.subarray(at));
   return parts;
-}
-
-async function failure(p: Promise<unknown>): Promise<S3ServiceException> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(err instanceof S3ServiceException)) throw new Error(`expected an S3 error, got ${String(err)}`);
-  return err;
 }
 
 /** Uploads `parts` (a few at once, as SDKs do) as a multipart upload and completes it; returns the response and its headers. */

@@ -20,14 +20,13 @@ import {
   ListObjectVersionsCommand,
   PutObjectAclCommand,
   PutObjectCommand,
-  S3ServiceException,
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
 import type { SerializeHandler, SerializeHandlerArguments } from '@smithy/types';
 import { startTestService, BOOT, type TestService } from '../support/service.js';
 import type { LambdaFn } from '../support/lambda-door.js';
-import { captureHeaders, loadS3Lambda, s3Doors } from '../support/s3-doors.js';
+import { captureHeaders, loadS3Lambda, s3Doors, failure } from '../support/s3-doors.js';
 
 let service: TestService;
 let lambda: LambdaFn;
@@ -44,15 +43,6 @@ afterAll(async () => {
   process.env = savedEnv;
   await service.close();
 });
-
-async function failure(p: Promise<unknown>): Promise<S3ServiceException> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(err instanceof S3ServiceException)) throw new Error(`expected an S3 error, got ${String(err)}`);
-  return err;
-}
 
 const md5 = (s: string | Buffer) => createHash('md5').update(s).digest('hex');
 

@@ -3,7 +3,7 @@
  * Lambda handler driven in-process with API Gateway events. Both reach the
  * same data, so a test can write through one and read through the other.
  */
-import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import { S3Client, S3ServiceException, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { BOOT, type TestService } from './service.js';
 import { lambdaRequestHandler, type LambdaFn } from './lambda-door.js';
 
@@ -54,4 +54,14 @@ export function captureHeaders(client: S3Client): { headers: Record<string, stri
     { step: 'deserialize' },
   );
   return seen;
+}
+
+/** The S3 error a call fails with; fails the test if it succeeds or fails otherwise. */
+export async function failure(p: Promise<unknown>): Promise<S3ServiceException> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(err instanceof S3ServiceException)) throw new Error(`expected an S3 error, got ${String(err)}`);
+  return err;
 }

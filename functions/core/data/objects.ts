@@ -175,8 +175,9 @@ export class ObjectStore {
                   ExpressionAttributeValues: { ':v': old.version },
                 },
               },
-              { Delete: { TableName: this.table, Key: refKey(old.cid as string, bucket, key) } },
+              // The reference goes last: see write().
               { Put: { TableName: this.table, Item: candidateItem(old.cid as string) } },
+              { Delete: { TableName: this.table, Key: refKey(old.cid as string, bucket, key) } },
             ],
           }),
         );
@@ -204,6 +205,11 @@ export class ObjectStore {
       gsi1pk: `CID#${record.cid}`,
       gsi1sk: `${record.bucket}/${record.key}`,
     };
+    // Order matters where transactions are emulated (the embedded server
+    // applies items one by one, so a crash can stop half-way): references are
+    // added before the record and removed after it, so an interrupted write
+    // can only leave an extra reference (blocks kept), never a record whose
+    // blocks may be collected.
     const items: TransactItem[] = [
       {
         ConditionCheck: {
@@ -212,24 +218,24 @@ export class ObjectStore {
           ...bucketWritableCondition(),
         },
       },
-      {
-        Put: {
-          TableName: this.table,
-          Item: item,
-          ...(old
-            ? { ConditionExpression: 'version = :v', ExpressionAttributeValues: { ':v': old.version } }
-            : { ConditionExpression: 'attribute_not_exists(pk)' }),
-        },
-      },
     ];
     if (!old || old.cid !== record.cid) {
       items.push({ Put: { TableName: this.table, Item: { ...refKey(record.cid, record.bucket, record.key) } } });
     }
-    if (old && old.cid !== record.cid) {
-      items.push({ Delete: { TableName: this.table, Key: refKey(old.cid as string, record.bucket, record.key) } });
-      items.push({ Put: { TableName: this.table, Item: candidateItem(old.cid as string) } });
-    }
+    items.push({
+      Put: {
+        TableName: this.table,
+        Item: item,
+        ...(old
+          ? { ConditionExpression: 'version = :v', ExpressionAttributeValues: { ':v': old.version } }
+          : { ConditionExpression: 'attribute_not_exists(pk)' }),
+      },
+    });
     items.push(...also);
+    if (old && old.cid !== record.cid) {
+      items.push({ Put: { TableName: this.table, Item: candidateItem(old.cid as string) } });
+      items.push({ Delete: { TableName: this.table, Key: refKey(old.cid as string, record.bucket, record.key) } });
+    }
     await this.db.doc.send(new TransactWriteCommand({ TransactItems: items }));
   }
 

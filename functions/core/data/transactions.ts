@@ -9,7 +9,10 @@
  *   undone from before-images, and the caller gets DynamoDB's
  *   TransactionCanceledException with per-item CancellationReasons.
  * A process killed in the middle of a transaction can leave it partly
- * applied; that is the embedded server's one departure from DynamoDB.
+ * applied, in item order; that is the embedded server's one departure from
+ * DynamoDB. Callers order their items so that any prefix is safe (object
+ * writes add CID references first and remove them last, so a crash can only
+ * keep blocks longer, never lose them).
  */
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
 

@@ -164,22 +164,23 @@ export class UploadStore {
     for (let attempt = 0; ; attempt++) {
       const got = await this.db.doc.send(new GetCommand({ TableName: this.table, Key: key, ConsistentRead: true }));
       const old = got.Item;
+      // References before the record and removed after it (see ObjectStore.write).
       const items: TransactItem[] = [
         { ConditionCheck: { TableName: this.table, Key: uploadKey(upload.bucket, upload.key, uploadId), ConditionExpression: 'attribute_exists(pk)' } },
-        {
-          Put: {
-            TableName: this.table,
-            Item: { ...stripUndefined(part), ...key, version: randomBytes(8).toString('hex') },
-            ...(old
-              ? { ConditionExpression: 'version = :v', ExpressionAttributeValues: { ':v': old.version } }
-              : { ConditionExpression: 'attribute_not_exists(pk)' }),
-          },
-        },
       ];
       if (!old || old.cid !== part.cid) items.push({ Put: { TableName: this.table, Item: cidReference(part.cid, holder) } });
+      items.push({
+        Put: {
+          TableName: this.table,
+          Item: { ...stripUndefined(part), ...key, version: randomBytes(8).toString('hex') },
+          ...(old
+            ? { ConditionExpression: 'version = :v', ExpressionAttributeValues: { ':v': old.version } }
+            : { ConditionExpression: 'attribute_not_exists(pk)' }),
+        },
+      });
       if (old && old.cid !== part.cid) {
-        items.push({ Delete: { TableName: this.table, Key: cidReference(old.cid as string, holder) } });
         items.push({ Put: { TableName: this.table, Item: candidateItem(old.cid as string) } });
+        items.push({ Delete: { TableName: this.table, Key: cidReference(old.cid as string, holder) } });
       }
       try {
         await this.db.doc.send(new TransactWriteCommand({ TransactItems: items }));
@@ -357,14 +358,14 @@ export class UploadStore {
   }
 
   private async removeParts(uploadId: string, parts: PartRecord[]): Promise<void> {
+    // Candidates first, references last (see ObjectStore.write).
     const items: TransactItem[] = [];
-    const candidates = new Set<string>();
-    for (const part of parts) {
-      items.push({ Delete: { TableName: this.table, Key: partKey(uploadId, part.partNumber) } });
-      items.push({ Delete: { TableName: this.table, Key: cidReference(part.cid, partHolder(uploadId, part.partNumber)) } });
-      candidates.add(part.cid);
-    }
+    const candidates = new Set(parts.map((part) => part.cid));
     for (const cid of candidates) items.push({ Put: { TableName: this.table, Item: candidateItem(cid) } });
+    for (const part of parts) items.push({ Delete: { TableName: this.table, Key: partKey(uploadId, part.partNumber) } });
+    for (const part of parts) {
+      items.push({ Delete: { TableName: this.table, Key: cidReference(part.cid, partHolder(uploadId, part.partNumber)) } });
+    }
     for (let attempt = 0; ; attempt++) {
       try {
         await this.db.doc.send(new TransactWriteCommand({ TransactItems: items }));
