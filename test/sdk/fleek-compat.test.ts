@@ -6,7 +6,7 @@
  */
 import { Readable } from 'node:stream';
 import { startTestService, type TestService } from '../support/service.js';
-import { CREDS, expectedCids, generatedChunks, loadFleek, MiB, type FleekSdk } from '../support/sdk.js';
+import { CREDS, expectedCids, generatedChunks, loadFleek, MiB, unloadFleek, type FleekSdk } from '../support/sdk.js';
 import * as cairnStorage from '../../packages/storage-sdk/src/node.js';
 
 let service: TestService;
@@ -23,6 +23,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  unloadFleek();
   process.env = savedEnv;
   await service.close();
 });

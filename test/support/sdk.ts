@@ -179,17 +179,26 @@ export interface FleekSdk {
 }
 
 /**
+ * Drops Fleek's SDK from Node's require cache, which test files run in the
+ * same Jest worker share: the next loader then reads its own config.js values.
+ */
+export function unloadFleek(): void {
+  const require = createRequire(import.meta.url);
+  const dir = dirname(require.resolve('@fleekhq/fleek-storage-js/package.json')) + sep;
+  for (const loaded of Object.keys(require.cache)) {
+    if (loaded.startsWith(dir) && !loaded.slice(dir.length).includes('node_modules')) delete require.cache[loaded];
+  }
+}
+
+/**
  * Fleek's published SDK (CommonJS) pointed at a test service: its endpoints
  * are constants in config.js that its modules read when first loaded, so they
  * are set before the SDK itself is loaded (from a clean require cache).
  */
 export function loadFleek(service: TestService): FleekSdk {
   process.env.AWS_SDK_JS_SUPPRESS_MAINTENANCE_MODE_MESSAGE = '1';
+  unloadFleek();
   const require = createRequire(import.meta.url);
-  const dir = dirname(require.resolve('@fleekhq/fleek-storage-js/package.json')) + sep;
-  for (const loaded of Object.keys(require.cache)) {
-    if (loaded.startsWith(dir) && !loaded.slice(dir.length).includes('node_modules')) delete require.cache[loaded];
-  }
   const config = require('@fleekhq/fleek-storage-js/config.js') as { storageEndpoint: string; ipfsGateway: string };
   config.storageEndpoint = service.endpoints.s3;
   config.ipfsGateway = `${service.endpoints.gateway}/ipfs`;
