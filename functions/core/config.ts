@@ -52,6 +52,14 @@ export interface Config {
     file?: string;
   };
   logLevel: LogLevel;
+  graphql: {
+    /** Schema introspection: on locally, off in AWS unless CAIRN_GRAPHQL_INTROSPECTION=true. */
+    introspection: boolean;
+    /** The GraphiQL playground at GET /graphql for browsers. */
+    playground: boolean;
+    /** Where the playground's files are (the Lambda bundle's copy); node_modules when unset. */
+    playgroundDir?: string;
+  };
 }
 
 type Env = Record<string, string | undefined>;
@@ -107,6 +115,14 @@ function secretKey(env: Env): Buffer | undefined {
   return key;
 }
 
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = opt(env, name);
+  if (raw === undefined) return fallback;
+  if (/^(true|1|yes|on)$/i.test(raw)) return true;
+  if (/^(false|0|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
 
 export function loadConfig(env: Env = process.env): Config {
@@ -154,5 +170,10 @@ export function loadConfig(env: Env = process.env): Config {
       file: opt(env, 'CAIRN_BOOTSTRAP_FILE'),
     },
     logLevel,
+    graphql: {
+      introspection: bool(env, 'CAIRN_GRAPHQL_INTROSPECTION', runtime === 'local'),
+      playground: bool(env, 'CAIRN_GRAPHQL_PLAYGROUND', true),
+      playgroundDir: opt(env, 'CAIRN_GRAPHQL_PLAYGROUND_DIR'),
+    },
   };
 }
