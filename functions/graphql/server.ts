@@ -5,7 +5,11 @@
  * JSON without a Content-Type) is written once here for both doors.
  */
 import { ApolloServer, HeaderMap, type ApolloServerPlugin, type HTTPGraphQLRequest } from '@apollo/server';
-import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginLandingPageDisabled,
+  ApolloServerPluginUsageReportingDisabled,
+} from '@apollo/server/plugin/disabled';
 import { Kind, type DocumentNode, type OperationDefinitionNode, type SelectionSetNode } from 'graphql';
 import type { Config } from '../core/config.js';
 import type { HttpHandler } from '../core/http/types.js';
@@ -76,7 +80,9 @@ export function createApolloServer(options: Config['graphql']): ApolloServer<Gra
     includeStacktraceInErrorResponses: false,
     parseOptions: { maxTokens: LIMITS.tokens },
     validationRules: limitRules,
-    plugins: [authentication, ApolloServerPluginLandingPageDisabled()],
+    // Cache-control hints would wrap every resolver for headers nothing here sets;
+    // usage reporting would send data to Apollo's cloud if APOLLO_KEY were set.
+    plugins: [authentication, ApolloServerPluginLandingPageDisabled(), ApolloServerPluginCacheControlDisabled(), ApolloServerPluginUsageReportingDisabled()],
     formatError: (formatted) => {
       const code = formatted.extensions?.code;
       if (code === 'INTERNAL_SERVER_ERROR' || code === undefined) {
