@@ -34,7 +34,8 @@ const START_SCRIPT = `(function () {
   var defaultQuery = [
     '# Cairn GraphQL playground',
     '#',
-    '# Put your API key in the Headers tab below ("Authorization": "<key>"),',
+    '# Put your API key in the Headers tab below:',
+    '#   { "Authorization": "<your API key>" }',
     '# then run a query with the play button or Ctrl-Enter.',
     '',
     '{',

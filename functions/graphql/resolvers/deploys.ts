@@ -15,12 +15,13 @@ export const deployResolvers = {
   Query: {
     getDeploysBySite: async (_: unknown, args: { siteId: string; limit?: number | null; nextToken?: string | null }, ctx: GraphqlContext) => {
       const limit = pageSize(args.limit);
-      const site = ownSite(ctx, await ctx.services.sites.getById(args.siteId));
-      if (!site) return null;
       const tokens = await ctx.loaders.pageTokens();
-      const listing = { query: 'getDeploysBySite', args: { siteId: site.id } };
+      const listing = { query: 'getDeploysBySite', args: { siteId: args.siteId } };
       const after = tokens.read(listing, args.nextToken);
-      const page = await ctx.services.deploys.listBySite(site.id, limit, after);
+      // The site and the page are read side by side (one round trip, not two);
+      // the page is thrown away unread when the site is not the caller's.
+      const [site, page] = await Promise.all([ctx.services.sites.getById(args.siteId), ctx.services.deploys.listBySite(args.siteId, limit, after)]);
+      if (!ownSite(ctx, site)) return null;
       const last = page.items[page.items.length - 1];
       return { deploys: page.items, nextToken: page.more && last ? tokens.issue(listing, last.id) : null };
     },
