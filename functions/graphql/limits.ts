@@ -22,7 +22,6 @@ import {
   type ASTVisitor,
   type FieldNode,
   type GraphQLCompositeType,
-  type GraphQLSchema,
   type SelectionSetNode,
   type ValidationContext,
   type ValidationRule,
@@ -47,30 +46,6 @@ function limitError(what: string, actual: number, max: number): GraphQLError {
   return new GraphQLError(`${what} ${actual} exceeds the limit of ${max}`, { extensions: { limit: { what, actual, max } } });
 }
 
-interface Walk {
-  context: ValidationContext;
-  schema: GraphQLSchema;
-  /** Fragments on the current path, to stop at cycles (NoFragmentCyclesRule reports them). */
-  path: Set<string>;
-}
-
-function selectionsOf(walk: Walk, set: SelectionSetNode, type: GraphQLCompositeType | undefined, visit: (field: FieldNode, parent: GraphQLCompositeType | undefined) => void) {
-  for (const selection of set.selections) {
-    if (selection.kind === Kind.FIELD) visit(selection, type);
-    else if (selection.kind === Kind.INLINE_FRAGMENT) {
-      const narrowed = selection.typeCondition ? (walk.schema.getType(selection.typeCondition.name.value) as GraphQLCompositeType | undefined) : type;
-      selectionsOf(walk, selection.selectionSet, narrowed, visit);
-    } else {
-      const name = selection.name.value;
-      const fragment = walk.context.getFragment(name);
-      if (!fragment || walk.path.has(name)) continue;
-      walk.path.add(name);
-      selectionsOf(walk, fragment.selectionSet, walk.schema.getType(fragment.typeCondition.name.value) as GraphQLCompositeType | undefined, visit);
-      walk.path.delete(name);
-    }
-  }
-}
-
 function fieldDef(parent: GraphQLCompositeType | undefined, field: FieldNode) {
   if (!parent || !(isObjectType(parent) || isInterfaceType(parent))) return undefined;
   return parent.getFields()[field.name.value];
@@ -81,58 +56,99 @@ const childType = (parent: GraphQLCompositeType | undefined, field: FieldNode) =
   return type ? (getNamedType(type) as GraphQLCompositeType) : undefined;
 };
 
-function depthOf(walk: Walk, set: SelectionSetNode, type: GraphQLCompositeType | undefined): number {
-  let max = 0;
-  selectionsOf(walk, set, type, (field, parent) => {
-    const child = field.selectionSet ? depthOf(walk, field.selectionSet, childType(parent, field)) : 0;
-    max = Math.max(max, 1 + child);
-  });
-  return max;
-}
-
-function aliasesOf(walk: Walk, set: SelectionSetNode): number {
-  let count = 0;
-  selectionsOf(walk, set, undefined, (field) => {
-    if (field.alias) count++;
-    if (field.selectionSet) count += aliasesOf(walk, field.selectionSet);
-  });
-  return count;
-}
-
-/** The page size a paged field asks for: its `limit` literal, 20 without one, the cap when a variable. */
-function pageSizeOf(field: FieldNode): number | undefined {
+/** The page size a paged field asks for: its `limit` literal, 20 without one or with null, the cap when a variable. */
+function pageSizeOf(field: FieldNode): number {
   const arg = field.arguments?.find((a) => a.name.value === 'limit');
-  if (!arg) return undefined;
+  if (!arg || arg.value.kind === Kind.NULL) return DEFAULT_LIMIT;
   if (arg.value.kind === Kind.INT) return Math.max(1, Math.min(Number(arg.value.value), MAX_LIMIT));
-  if (arg.value.kind === Kind.NULL) return DEFAULT_LIMIT;
   return MAX_LIMIT;
 }
 
-/** `pageLength` is the length of the list fields directly in this selection: a page's size, when this is a connection. */
-function costOf(walk: Walk, set: SelectionSetNode, type: GraphQLCompositeType | undefined, pageLength: number | undefined, root: boolean): number {
-  let total = 0;
-  selectionsOf(walk, set, type, (field, parent) => {
-    const def = fieldDef(parent, field);
-    const length = def && isListType(getNullableType(def.type)) ? (pageLength ?? ESTIMATED_LIST_LENGTH) : 1;
-    const paged = def?.args.some((a) => a.name === 'limit') ? (pageSizeOf(field) ?? DEFAULT_LIMIT) : undefined;
-    const below = field.selectionSet ? costOf(walk, field.selectionSet, childType(parent, field), paged, false) : 0;
-    total += (root ? ROOT_FIELD_COST : 1) + length * below;
-  });
-  return total;
+/**
+ * Depth, aliases and cost of selection sets, each fragment worked out once
+ * per context and remembered: a document that spreads fragments inside
+ * fragments costs its size to measure, never its expansion.
+ */
+class Measure {
+  private readonly memo = new Map<string, number>();
+  /** Fragments being measured, to stop at cycles (NoFragmentCyclesRule reports them). */
+  private readonly open = new Set<string>();
+
+  constructor(private readonly context: ValidationContext) {}
+
+  private fragment(name: string, key: string, measure: (set: SelectionSetNode, type: GraphQLCompositeType | undefined) => number): number {
+    const memoKey = `${key}\0${name}`;
+    const known = this.memo.get(memoKey);
+    if (known !== undefined) return known;
+    const fragment = this.context.getFragment(name);
+    if (!fragment || this.open.has(memoKey)) return 0;
+    this.open.add(memoKey);
+    const value = measure(fragment.selectionSet, this.context.getSchema().getType(fragment.typeCondition.name.value) as GraphQLCompositeType | undefined);
+    this.open.delete(memoKey);
+    this.memo.set(memoKey, value);
+    return value;
+  }
+
+  private each(set: SelectionSetNode, type: GraphQLCompositeType | undefined, onField: (field: FieldNode, parent: GraphQLCompositeType | undefined) => number, onFragment: (name: string) => number, combine: 'max' | 'sum'): number {
+    let total = 0;
+    const add = (v: number) => (total = combine === 'max' ? Math.max(total, v) : total + v);
+    for (const selection of set.selections) {
+      if (selection.kind === Kind.FIELD) add(onField(selection, type));
+      else if (selection.kind === Kind.INLINE_FRAGMENT) {
+        const narrowed = selection.typeCondition ? (this.context.getSchema().getType(selection.typeCondition.name.value) as GraphQLCompositeType | undefined) : type;
+        add(this.each(selection.selectionSet, narrowed, onField, onFragment, combine));
+      } else add(onFragment(selection.name.value));
+    }
+    return total;
+  }
+
+  depth = (set: SelectionSetNode, type: GraphQLCompositeType | undefined): number =>
+    this.each(
+      set,
+      type,
+      (field, parent) => 1 + (field.selectionSet ? this.depth(field.selectionSet, childType(parent, field)) : 0),
+      (name) => this.fragment(name, 'depth', this.depth),
+      'max',
+    );
+
+  aliases = (set: SelectionSetNode): number =>
+    this.each(
+      set,
+      undefined,
+      (field) => (field.alias ? 1 : 0) + (field.selectionSet ? this.aliases(field.selectionSet) : 0),
+      (name) => this.fragment(name, 'aliases', (s) => this.aliases(s)),
+      'sum',
+    );
+
+  /** `pageLength` is the length of the list fields directly in this selection: a page's size, when this is a connection. */
+  cost = (set: SelectionSetNode, type: GraphQLCompositeType | undefined, pageLength: number | undefined, root: boolean): number =>
+    this.each(
+      set,
+      type,
+      (field, parent) => {
+        const def = fieldDef(parent, field);
+        const length = def && isListType(getNullableType(def.type)) ? (pageLength ?? ESTIMATED_LIST_LENGTH) : 1;
+        const paged = def?.args.some((a) => a.name === 'limit') ? pageSizeOf(field) : undefined;
+        const below = field.selectionSet ? this.cost(field.selectionSet, childType(parent, field), paged, false) : 0;
+        return (root ? ROOT_FIELD_COST : 1) + length * below;
+      },
+      (name) => this.fragment(name, `cost:${pageLength}:${root}`, (s, t) => this.cost(s, t, pageLength, root)),
+      'sum',
+    );
 }
 
 /** Depth, aliases and cost of each operation, against LIMITS. */
 export const OperationLimitsRule: ValidationRule = (context): ASTVisitor => ({
   OperationDefinition(node) {
     const schema = context.getSchema();
-    const walk: Walk = { context, schema, path: new Set() };
+    const measure = new Measure(context);
     const rootType =
       (node.operation === 'query' ? schema.getQueryType() : node.operation === 'mutation' ? schema.getMutationType() : schema.getSubscriptionType()) ?? undefined;
-    const depth = depthOf(walk, node.selectionSet, rootType);
+    const depth = measure.depth(node.selectionSet, rootType);
     if (depth > LIMITS.depth) context.reportError(limitError('Query depth', depth, LIMITS.depth));
-    const aliases = aliasesOf(walk, node.selectionSet);
+    const aliases = measure.aliases(node.selectionSet);
     if (aliases > LIMITS.aliases) context.reportError(limitError('Number of aliases', aliases, LIMITS.aliases));
-    const cost = costOf(walk, node.selectionSet, rootType, undefined, true);
+    const cost = measure.cost(node.selectionSet, rootType, undefined, true);
     if (cost > LIMITS.cost) context.reportError(limitError('Query cost', cost, LIMITS.cost));
     return false;
   },

@@ -27,15 +27,21 @@ export const MAX_BODY_BYTES = LIMITS.bodyBytes;
 /** True when every root field of the operation is an introspection field (`__schema`, `__type`, `__typename`). */
 function introspectionOnly(document: DocumentNode, operation: OperationDefinitionNode): boolean {
   const fragments = new Map(document.definitions.flatMap((d) => (d.kind === Kind.FRAGMENT_DEFINITION ? [[d.name.value, d] as const] : [])));
-  const check = (set: SelectionSetNode, seen: Set<string>): boolean =>
+  // Each fragment is judged once (a cycle counts as true: validation has refused it already).
+  const judged = new Map<string, boolean>();
+  const check = (set: SelectionSetNode): boolean =>
     set.selections.every((s) => {
       if (s.kind === Kind.FIELD) return s.name.value.startsWith('__');
-      if (s.kind === Kind.INLINE_FRAGMENT) return check(s.selectionSet, seen);
-      if (seen.has(s.name.value)) return true;
+      if (s.kind === Kind.INLINE_FRAGMENT) return check(s.selectionSet);
+      const known = judged.get(s.name.value);
+      if (known !== undefined) return known;
+      judged.set(s.name.value, true);
       const fragment = fragments.get(s.name.value);
-      return fragment ? check(fragment.selectionSet, new Set(seen).add(s.name.value)) : true;
+      const verdict = fragment ? check(fragment.selectionSet) : true;
+      judged.set(s.name.value, verdict);
+      return verdict;
     });
-  return check(operation.selectionSet, new Set());
+  return check(operation.selectionSet);
 }
 
 /**

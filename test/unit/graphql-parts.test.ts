@@ -111,3 +111,16 @@ describe('configuration', () => {
     expect(() => loadConfig({ CAIRN_GRAPHQL_INTROSPECTION: 'maybe' })).toThrow('CAIRN_GRAPHQL_INTROSPECTION: must be true or false, got "maybe"');
   });
 });
+
+describe('limits on documents built to blow up', () => {
+  const schema = buildSchema(loadTypeDefs());
+  const check = (query: string) => validate(schema, parse(query), [...specifiedRules, ...limitRules]).map((e) => e.message);
+
+  test('fragments spreading fragments twice over, 40 deep, are measured in their size (fast), and refused for their 2^40 expansion', () => {
+    const fragments = Array.from({ length: 40 }, (_, i) => `fragment F${i} on Team { ...F${i + 1} ...F${i + 1} }`).join('\n');
+    const started = Date.now();
+    const errors = check(`{ getCurrentTeam { ...F0 } } ${fragments} fragment F40 on Team { id }`);
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(errors).toEqual([expect.stringMatching(/^Query cost \d+ exceeds the limit of 10000$/)]);
+  });
+});
