@@ -7,12 +7,17 @@
  *   AKEY#<accessKeyId> / AKEY       a storage key pair (secret sealed)    gsi1: ACCOUNT#<id> / AKEY#<keyId>
  *   TEAM#<id> / TEAM                a team, with the count of its owners
  *   TEAM#<id> / MEMBER#<accountId>  membership and role                  gsi1: ACCOUNT#<id> / TEAM#<teamId>
- *   TOKEN#<sha256> / TOKEN          a hosting API key (hash only)        gsi1: TEAM#<id> / TOKEN#<tokenId>
+ *   TOKEN#<sha256> / TOKEN          a hosting API key (hash only): what a request is checked against
+ *   TEAM#<id> / APIKEY#<tokenId>    the same key as its team lists it (name, prefix, hash), written
+ *                                   and revoked in the same transaction as the TOKEN item
  *   BUCKET#<name> / BUCKET          a bucket: see buckets.ts
  *   SIGNINGKEY#<purpose> / SIGNINGKEY  a random key, sealed like the storage secrets
  *
  * A hosting API key acts for its team with the rights of the member who
- * created it: removing a member revokes the keys they made for that team.
+ * created it: removing a member revokes the keys they made for that team,
+ * found by a consistent read of the team's partition (so a key made a
+ * moment before cannot escape). Keys written before the APIKEY# items
+ * existed are found on gsi1 (TEAM#<id> / TOKEN#...).
  * A team always keeps an owner: the owner count on the team item is
  * changed in the same transaction as the membership, conditioned on
  * staying above zero.
@@ -147,7 +152,7 @@ export class AccountStore {
             }),
             put(teamItem(team, 1)),
             put(memberItem({ teamId, accountId, accountName: input.name, role: 'OWNER', createdAt })),
-            put(apiKeyItem(apiKey, input.apiToken)),
+            ...apiKeyItems(apiKey, input.apiToken).map(put),
             put(bucketItem({ name: bucket, accountId, createdAt, isDefault: true })),
           ],
         }),
@@ -239,7 +244,7 @@ export class AccountStore {
         TransactItems: [
           put(teamItem(team, 1)),
           put(memberItem({ teamId: team.id, accountId: owner.accountId, accountName: owner.accountName, role: 'OWNER', createdAt })),
-          put(apiKeyItem(apiKey, key)),
+          ...apiKeyItems(apiKey, key).map(put),
         ],
       }),
     );
@@ -364,8 +369,13 @@ export class AccountStore {
         },
       ];
       if (current.role === 'OWNER') items.push({ Update: this.ownerCountChange(teamId, -1) });
-      const inTransaction = keys.slice(0, TRANSACTION_ITEMS - items.length);
-      for (const key of inTransaction) items.push({ Update: this.revocation(key, revokedAt) });
+      const inTransaction: typeof keys = [];
+      for (const key of keys) {
+        const updates = this.revocation(key, revokedAt);
+        if (items.length + updates.length > TRANSACTION_ITEMS) break;
+        items.push(...updates.map((Update) => ({ Update })));
+        inTransaction.push(key);
+      }
       try {
         await this.db.doc.send(new TransactWriteCommand({ TransactItems: items }));
       } catch (err) {
@@ -374,7 +384,7 @@ export class AccountStore {
         if (attempt >= 5) throw new ConflictError('the membership keeps changing; try again');
         continue;
       }
-      for (const key of keys.slice(inTransaction.length)) await this.db.doc.send(new UpdateCommand(this.revocation(key, revokedAt)));
+      for (const key of keys.slice(inTransaction.length)) await this.revoke(key, revokedAt);
       return true;
     }
   }
@@ -426,41 +436,68 @@ export class AccountStore {
       createdBy,
       createdAt: this.now().toISOString(),
     };
-    await this.db.doc.send(new PutCommand({ TableName: this.table, Item: apiKeyItem(apiKey, key), ConditionExpression: 'attribute_not_exists(pk)' }));
+    await this.db.doc.send(
+      new TransactWriteCommand({
+        TransactItems: apiKeyItems(apiKey, key).map((Item) => ({ Put: { TableName: this.table, Item, ConditionExpression: 'attribute_not_exists(pk)' } })),
+      }),
+    );
     return { apiKey, key };
   }
 
   /** The team's API keys, revoked ones included, oldest first. */
-  async listApiKeys(teamId: string): Promise<ApiKeyRecord[]> {
-    const items = await queryAll(this.db, {
-      TableName: this.table,
-      IndexName: 'gsi1',
-      KeyConditionExpression: 'gsi1pk = :team AND begins_with(gsi1sk, :token)',
-      ExpressionAttributeValues: { ':team': `TEAM#${teamId}`, ':token': 'TOKEN#' },
-    });
-    return items.map(apiKeyFromItem).sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
+  async listApiKeys(teamId: string): Promise<StoredApiKey[]> {
+    const [listed, legacy] = await Promise.all([
+      queryAll(this.db, {
+        TableName: this.table,
+        KeyConditionExpression: 'pk = :team AND begins_with(sk, :apikey)',
+        ExpressionAttributeValues: { ':team': `TEAM#${teamId}`, ':apikey': 'APIKEY#' },
+        ConsistentRead: true,
+      }),
+      queryAll(this.db, {
+        TableName: this.table,
+        IndexName: 'gsi1',
+        KeyConditionExpression: 'gsi1pk = :team AND begins_with(gsi1sk, :token)',
+        ExpressionAttributeValues: { ':team': `TEAM#${teamId}`, ':token': 'TOKEN#' },
+      }),
+    ]);
+    const keys = listed.map(apiKeyFromItem);
+    const seen = new Set(keys.map((k) => k.id));
+    for (const item of legacy) if (!seen.has(item.tokenId as string)) keys.push({ ...apiKeyFromItem(item), legacy: true });
+    return keys.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
   }
 
-  async getApiKey(teamId: string, apiKeyId: string): Promise<ApiKeyRecord | undefined> {
-    return (await this.listApiKeys(teamId)).find((k) => k.id === apiKeyId);
+  async getApiKey(teamId: string, apiKeyId: string): Promise<StoredApiKey | undefined> {
+    const out = await this.db.doc.send(
+      new GetCommand({ TableName: this.table, Key: { pk: `TEAM#${teamId}`, sk: `APIKEY#${apiKeyId}` }, ConsistentRead: true }),
+    );
+    if (out.Item) return apiKeyFromItem(out.Item);
+    return (await this.listApiKeys(teamId)).find((k) => k.id === apiKeyId && k.legacy);
   }
 
   /** Revokes one of the team's keys (at once: every request looks the key up); the key as it is now, or undefined. */
   async revokeApiKey(teamId: string, apiKeyId: string): Promise<ApiKeyRecord | undefined> {
     const key = await this.getApiKey(teamId, apiKeyId);
     if (!key) return undefined;
-    const out = await this.db.doc.send(new UpdateCommand({ ...this.revocation(key, this.now().toISOString()), ReturnValues: 'ALL_NEW' }));
-    return apiKeyFromItem(out.Attributes!);
+    await this.revoke(key, this.now().toISOString());
+    return this.getApiKey(teamId, apiKeyId);
   }
 
-  private revocation(key: ApiKeyRecord & { digest?: string }, revokedAt: string) {
-    return {
+  private async revoke(key: StoredApiKey, revokedAt: string): Promise<void> {
+    const updates = this.revocation(key, revokedAt);
+    await this.db.doc.send(new TransactWriteCommand({ TransactItems: updates.map((Update) => ({ Update })) }));
+  }
+
+  /** The updates that revoke a key: its TOKEN item (what requests check) and its team's listing of it. */
+  private revocation(key: StoredApiKey, revokedAt: string) {
+    const update = (Key: Record<string, string>) => ({
       TableName: this.table,
-      Key: { pk: `TOKEN#${key.digest}`, sk: 'TOKEN' },
+      Key,
       UpdateExpression: 'SET revokedAt = if_not_exists(revokedAt, :now)',
       ConditionExpression: 'teamId = :team',
       ExpressionAttributeValues: { ':now': revokedAt, ':team': key.teamId },
-    };
+    });
+    const token = update({ pk: `TOKEN#${key.digest}`, sk: 'TOKEN' });
+    return key.legacy ? [token] : [token, update({ pk: `TEAM#${key.teamId}`, sk: `APIKEY#${key.id}` })];
   }
 
   // ------------------------------------------------------------ storage key pairs
@@ -598,23 +635,27 @@ function memberFromItem(item: Record<string, unknown>): TeamMember {
   };
 }
 
-function apiKeyItem(apiKey: ApiKeyRecord, key: string): Record<string, unknown> {
-  const digest = tokenDigest(key);
-  return {
-    pk: `TOKEN#${digest}`,
-    sk: 'TOKEN',
+/** A key as stored: its hash, and whether it predates its team's APIKEY# listing item. */
+type StoredApiKey = ApiKeyRecord & { digest: string; legacy?: boolean };
+
+/** The TOKEN item requests are checked against, and the team's APIKEY# item that lists the key. */
+function apiKeyItems(apiKey: ApiKeyRecord, key: string): Array<Record<string, unknown>> {
+  const record = {
     tokenId: apiKey.id,
     teamId: apiKey.teamId,
     name: apiKey.name ?? null,
     keyPrefix: apiKey.keyPrefix ?? null,
     createdBy: apiKey.createdBy,
     createdAt: apiKey.createdAt,
-    gsi1pk: `TEAM#${apiKey.teamId}`,
-    gsi1sk: `TOKEN#${apiKey.id}`,
+    digest: tokenDigest(key),
   };
+  return [
+    { pk: `TOKEN#${record.digest}`, sk: 'TOKEN', ...record },
+    { pk: `TEAM#${apiKey.teamId}`, sk: `APIKEY#${apiKey.id}`, ...record },
+  ];
 }
 
-function apiKeyFromItem(item: Record<string, unknown>): ApiKeyRecord & { digest: string } {
+function apiKeyFromItem(item: Record<string, unknown>): StoredApiKey {
   return {
     id: item.tokenId as string,
     teamId: item.teamId as string,
@@ -623,6 +664,6 @@ function apiKeyFromItem(item: Record<string, unknown>): ApiKeyRecord & { digest:
     createdBy: item.createdBy as string,
     createdAt: item.createdAt as string,
     revokedAt: (item.revokedAt as string | null | undefined) ?? null,
-    digest: (item.pk as string).slice('TOKEN#'.length),
+    digest: (item.digest as string | undefined) ?? (item.pk as string).slice('TOKEN#'.length),
   };
 }
