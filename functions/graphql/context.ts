@@ -88,10 +88,10 @@ class BatchLoader<K, V> {
   }
 }
 
-/** Remembers one read per key for the request. */
+/** Remembers one read per key for the request (until a mutation of the request forgets it). */
 function remember<V>(fetch: (id: string) => Promise<V | undefined>) {
   const cache = new Map<string, Promise<V | undefined>>();
-  return (id: string): Promise<V | undefined> => {
+  const get = (id: string): Promise<V | undefined> => {
     let hit = cache.get(id);
     if (!hit) {
       hit = fetch(id);
@@ -99,13 +99,14 @@ function remember<V>(fetch: (id: string) => Promise<V | undefined>) {
     }
     return hit;
   };
+  return Object.assign(get, { forget: (id: string) => void cache.delete(id) });
 }
 
 export class Loaders {
   readonly deploy: BatchLoader<{ siteId: string; deployId: string }, Deploy>;
-  readonly team: (id: string) => Promise<Team | undefined>;
+  readonly team: ((id: string) => Promise<Team | undefined>) & { forget(id: string): void };
   readonly account: (id: string) => Promise<Account | undefined>;
-  private readonly members: (key: string) => Promise<TeamMember | undefined>;
+  private readonly members: ((key: string) => Promise<TeamMember | undefined>) & { forget(key: string): void };
   private tokens?: Promise<PageTokens>;
 
   constructor(private readonly services: Services) {
@@ -124,6 +125,11 @@ export class Loaders {
 
   member(teamId: string, accountId: string): Promise<TeamMember | undefined> {
     return this.members(`${teamId}/${accountId}`);
+  }
+
+  /** After a mutation changed a membership: later fields of the same request read it afresh. */
+  forgetMember(teamId: string, accountId: string): void {
+    this.members.forget(`${teamId}/${accountId}`);
   }
 
   /** The signer of page tokens (its key is opened once per process, not per request). */

@@ -269,3 +269,24 @@ describe.each(graphqlDoors(() => lambda))('teams and keys through the $name', (d
     expect((await service.services.deploys.listBySite(site.id, 10)).items).toHaveLength(1);
   });
 });
+
+describe('in one request', () => {
+  test('a membership changed by a mutation is read afresh by the next one', async () => {
+    const client = graphqlClient(graphqlDoors(() => lambda)[0]!, `${service.config.urls.baseUrl}/graphql`);
+    const owner = await newAccount(service, 'one-request');
+    const other = await newAccount(service, 'one-request-other');
+    const { team, apiKey } = dataOf(await client.gql(owner.apiKey, CREATE_TEAM, { n: 'Mutations in a row' })).createTeam;
+    // Add an owner, step down, then try an owner's operation: refused, because the role was read again.
+    const result = await client.gql(
+      apiKey.key,
+      `mutation ($t: ID!, $n: String!, $me: ID!) {
+        add: addTeamMember(teamId: $t, accountName: $n, role: OWNER) { role }
+        down: updateTeamMember(teamId: $t, accountId: $me, role: MEMBER) { role }
+        rename: updateTeam(teamId: $t, name: "Renamed") { name }
+      }`,
+      { t: team.id, n: other.account.name, me: owner.account.id },
+    );
+    expect(result.data).toEqual({ add: { role: 'OWNER' }, down: { role: 'MEMBER' }, rename: null });
+    expect(onlyError(result).extensions.code).toBe('FORBIDDEN');
+  });
+});

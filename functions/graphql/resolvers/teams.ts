@@ -36,6 +36,7 @@ export const teamResolvers = {
     updateTeam: async (_: unknown, args: { teamId: string; name: string }, ctx: GraphqlContext) => {
       await requireTeamRole(ctx, args.teamId, 'OWNER', 'rename the team');
       const team = await ctx.services.accounts.renameTeam(args.teamId, teamName(args.name));
+      ctx.loaders.team.forget(args.teamId);
       if (!team) throw notFound('team');
       return team;
     },
@@ -44,12 +45,14 @@ export const teamResolvers = {
       const account = await ctx.services.accounts.getAccountByName(args.accountName);
       if (!account) throw notFound('account');
       const member = await userConflicts(() => ctx.services.accounts.addMember(args.teamId, account, args.role ?? 'MEMBER'), 'accountName');
+      ctx.loaders.forgetMember(args.teamId, account.id);
       if (!member) throw notFound('team');
       return member;
     },
     updateTeamMember: async (_: unknown, args: { teamId: string; accountId: string; role: TeamRole }, ctx: GraphqlContext) => {
       await requireTeamRole(ctx, args.teamId, 'OWNER', "change members' roles");
       const member = await userConflicts(() => ctx.services.accounts.setMemberRole(args.teamId, args.accountId, args.role), 'role');
+      ctx.loaders.forgetMember(args.teamId, args.accountId);
       if (!member) throw notFound('member');
       return member;
     },
@@ -57,6 +60,7 @@ export const teamResolvers = {
       const leaving = args.accountId === callerOf(ctx).accountId;
       await requireTeamRole(ctx, args.teamId, leaving ? 'ANY' : 'OWNER', 'remove other members');
       const removed = await userConflicts(() => ctx.services.accounts.removeMember(args.teamId, args.accountId), 'accountId');
+      ctx.loaders.forgetMember(args.teamId, args.accountId);
       if (!removed) throw notFound('member');
       return true;
     },
