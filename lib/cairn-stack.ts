@@ -16,7 +16,14 @@ import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { Construct } from 'constructs';
 import { TABLES, type TableName } from '../functions/core/data/tables.js';
 import { CairnData, pascal } from './data.js';
+import { PLAYGROUND_ASSETS, PLAYGROUND_BUNDLE_DIR } from '../functions/graphql/playground-assets.js';
 import { CairnFunction, LAMBDA_SCHEMA_PATH } from './functions.js';
+
+/** The GraphiQL playground's files, copied into the GraphQL function's bundle. */
+const PLAYGROUND_FILES = Object.entries(PLAYGROUND_ASSETS).map(([name, modulePath]) => ({
+  from: `node_modules/${modulePath}`,
+  to: `${PLAYGROUND_BUNDLE_DIR}/${name}`,
+}));
 
 export type CairnLogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
@@ -40,6 +47,12 @@ export interface CairnStackProps extends StackProps {
   readonly publicGatewayUrl?: string;
   /** @default 'info' */
   readonly logLevel?: CairnLogLevel;
+  /**
+   * Whether the GraphQL API answers introspection (the playground's schema
+   * docs and completion need it).
+   * @default - the `cairn:graphqlIntrospection` context value, else off
+   */
+  readonly graphqlIntrospection?: boolean;
 }
 
 export interface CairnFunctions {
@@ -93,13 +106,20 @@ export class CairnStack extends Stack {
       ...options,
     };
 
+    const introspectionContext: unknown = this.node.tryGetContext('cairn:graphqlIntrospection');
+    const graphqlIntrospection = props.graphqlIntrospection ?? (introspectionContext === true || introspectionContext === 'true');
     const graphql = new CairnFunction(this, 'Graphql', {
       name: 'graphql',
       description: 'Cairn: GraphQL hosting API',
       memorySize: 512,
       timeout: Duration.seconds(29),
-      environment: { ...environment, CAIRN_SCHEMA_PATH: LAMBDA_SCHEMA_PATH },
-      extraFiles: ['schema.graphql'],
+      environment: {
+        ...environment,
+        CAIRN_SCHEMA_PATH: LAMBDA_SCHEMA_PATH,
+        CAIRN_GRAPHQL_PLAYGROUND_DIR: `/var/task/${PLAYGROUND_BUNDLE_DIR}`,
+        CAIRN_GRAPHQL_INTROSPECTION: String(graphqlIntrospection),
+      },
+      extraFiles: ['schema.graphql', ...PLAYGROUND_FILES],
     }).function;
 
     const s3 = new CairnFunction(this, 'S3', {

@@ -38,6 +38,18 @@ export const REQUIRE_BANNER =
 /** Where the GraphQL function finds the schema inside its package. */
 export const LAMBDA_SCHEMA_PATH = '/var/task/schema.graphql';
 
+/** A file copied into a bundle: a path at the repository root, or `{ from, to }` to place it elsewhere. */
+export type ExtraFile = string | { readonly from: string; readonly to: string };
+
+/** The shell commands that copy extra files from the repository into a bundle (run after esbuild). */
+export function extraFileCommands(files: readonly ExtraFile[], inputDir: string, outputDir: string): string[] {
+  return files.map((file) => {
+    const { from, to } = typeof file === 'string' ? { from: file, to: file } : file;
+    const target = `${outputDir}/${to}`;
+    return `mkdir -p "${path.posix.dirname(target)}" && cp "${inputDir}/${from}" "${target}"`;
+  });
+}
+
 export interface CairnFunctionProps {
   /** The directory under functions/ holding handler.ts, e.g. `graphql`. */
   readonly name: string;
@@ -45,8 +57,8 @@ export interface CairnFunctionProps {
   readonly memorySize: number;
   readonly timeout: Duration;
   readonly environment: Record<string, string>;
-  /** Files at the repository root copied next to the handler in the bundle. */
-  readonly extraFiles?: readonly string[];
+  /** Files from the repository copied into the bundle (next to the handler unless placed). */
+  readonly extraFiles?: readonly ExtraFile[];
 }
 
 export class CairnFunction extends Construct {
@@ -65,8 +77,7 @@ export class CairnFunction extends Construct {
         : {
             beforeBundling: () => [],
             beforeInstall: () => [],
-            afterBundling: (inputDir: string, outputDir: string) =>
-              extraFiles.map((file) => `cp "${inputDir}/${file}" "${outputDir}/${file}"`),
+            afterBundling: (inputDir: string, outputDir: string) => extraFileCommands(extraFiles, inputDir, outputDir),
           };
 
     this.function = new NodejsFunction(this, 'Function', {

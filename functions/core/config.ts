@@ -64,6 +64,14 @@ export interface Config {
      */
     maxRequestBody: number;
   };
+  graphql: {
+    /** Schema introspection: on locally, off in AWS unless CAIRN_GRAPHQL_INTROSPECTION=true. */
+    introspection: boolean;
+    /** The GraphiQL playground at GET /graphql for browsers. */
+    playground: boolean;
+    /** Where the playground's files are (the Lambda bundle's copy); node_modules when unset. */
+    playgroundDir?: string;
+  };
 }
 
 type Env = Record<string, string | undefined>;
@@ -119,6 +127,14 @@ function secretKey(env: Env): Buffer | undefined {
   return key;
 }
 
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = opt(env, name);
+  if (raw === undefined) return fallback;
+  if (/^(true|1|yes|on)$/i.test(raw)) return true;
+  if (/^(false|0|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
 
 export function loadConfig(env: Env = process.env): Config {
@@ -170,6 +186,11 @@ export function loadConfig(env: Env = process.env): Config {
       etag: etagMode(env),
       gcIntervalSeconds: seconds(env, 'CAIRN_GC_INTERVAL', 60),
       maxRequestBody: bytes(env, 'CAIRN_MAX_REQUEST_BODY', runtime === 'aws' ? LAMBDA_MAX_REQUEST_BODY : S3_MAX_PUT),
+    },
+    graphql: {
+      introspection: bool(env, 'CAIRN_GRAPHQL_INTROSPECTION', runtime === 'local'),
+      playground: bool(env, 'CAIRN_GRAPHQL_PLAYGROUND', true),
+      playgroundDir: opt(env, 'CAIRN_GRAPHQL_PLAYGROUND_DIR'),
     },
   };
 }

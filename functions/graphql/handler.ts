@@ -1,30 +1,63 @@
 /**
  * Lambda door of the GraphQL API: Apollo's Lambda integration (HTTP API
- * payload 2.0), with the same request normalisation as the local door.
+ * payload 2.0), with the same front matter as the local door (playground,
+ * body limit, JSON without a Content-Type) as its middleware.
  */
 import middy from '@middy/core';
 import { handlers, startServerAndCreateLambdaHandler } from '@as-integrations/aws-lambda';
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { loadConfig } from '../core/config.js';
+import { toLambdaResult } from '../core/http/lambda.js';
 import { createServices, type Services } from '../core/services.js';
-import { contextFor, createApolloServer } from './server.js';
-
-let services: Promise<Services> | undefined;
-const getServices = () => (services ??= createServices(loadConfig()));
+import { bodyTooLarge, contextFor, createApolloServer, createPlayground, MAX_BODY_BYTES, readJsonBody } from './server.js';
 
 // The integration is CommonJS and types against Apollo's CJS build; at run
 // time it only calls public methods, which the ESM instance has too.
 type CjsApolloServer = Parameters<typeof startServerAndCreateLambdaHandler>[0];
+type Door = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 
-const apollo = startServerAndCreateLambdaHandler(createApolloServer() as unknown as CjsApolloServer, handlers.createAPIGatewayProxyEventV2RequestHandler(), {
-  middleware: [
-    async (event: APIGatewayProxyEventV2) => {
-      // Clients in the wild send JSON without a Content-Type.
-      const headers = (event.headers ??= {});
-      if (event.body && !headers['content-type'] && !headers['Content-Type']) headers['content-type'] = 'application/json';
+let door: Door | undefined;
+
+/** Built on the first request of a container, so a configuration error shows in that request's log. */
+function buildDoor(): Door {
+  const config = loadConfig();
+  let services: Promise<Services> | undefined;
+  const getServices = () => (services ??= createServices(config));
+  const playground = createPlayground(config.graphql);
+  const apollo = startServerAndCreateLambdaHandler(
+    createApolloServer(config.graphql) as unknown as CjsApolloServer,
+    handlers.createAPIGatewayProxyEventV2RequestHandler(),
+    {
+      middleware: [
+        async (event: APIGatewayProxyEventV2) => {
+          const method = event.requestContext.http.method;
+          const headers = (event.headers ??= {});
+          const early = await playground.respond({
+            method,
+            rawQuery: event.rawQueryString ?? '',
+            headers: new Headers(Object.entries(headers).filter((e): e is [string, string] => typeof e[1] === 'string')),
+          });
+          if (early) return toLambdaResult(early, method);
+          if (!event.body) return;
+          const size = event.isBase64Encoded ? Buffer.byteLength(event.body, 'base64') : Buffer.byteLength(event.body);
+          if (size > MAX_BODY_BYTES) return toLambdaResult(bodyTooLarge(), method);
+          const text = event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
+          const parsed = readJsonBody(text, {
+            get: (name) => headers[name] ?? headers[Object.keys(headers).find((k) => k.toLowerCase() === name) ?? ''],
+            set: (name, value) => {
+              for (const k of Object.keys(headers)) if (k.toLowerCase() === name) delete headers[k];
+              headers[name] = value;
+            },
+          });
+          if (parsed instanceof Response) return toLambdaResult(parsed, method);
+          return;
+        },
+      ],
+      context: async ({ event }) =>
+        contextFor(await getServices(), event.headers?.authorization ?? event.headers?.Authorization) as never,
     },
-  ],
-  context: async ({ event }) => contextFor(await getServices(), event.headers?.authorization ?? event.headers?.Authorization),
-});
+  ) as unknown as Door;
+  return apollo;
+}
 
-export const handler = middy(apollo);
+export const handler = middy(async (event: APIGatewayProxyEventV2, context: Context) => (door ??= buildDoor())(event, context));

@@ -1,29 +1,50 @@
-/** DateTime: ISO-8601 in UTC with milliseconds on the wire, parsed strictly as input. */
-import { GraphQLScalarType, Kind } from 'graphql';
-import { GraphQLError } from 'graphql';
+/**
+ * DateTime: ISO-8601 in UTC with milliseconds on the wire
+ * (`2024-05-01T12:00:00.000Z`), parsed strictly as input: a UTC `Z`
+ * timestamp naming a real instant (no 2024-02-30, no hour 24, no offsets).
+ */
+import { GraphQLError, GraphQLScalarType, Kind } from 'graphql';
 
-const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
+const ISO_UTC = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?Z$/;
 
-function parse(value: unknown): Date {
-  if (typeof value !== 'string' || !ISO_UTC.test(value) || Number.isNaN(Date.parse(value))) {
-    throw new GraphQLError('DateTime must be an ISO-8601 UTC timestamp like 2024-05-01T12:00:00.000Z', {
-      extensions: { code: 'BAD_USER_INPUT' },
-    });
+function invalid(): GraphQLError {
+  return new GraphQLError('DateTime must be an ISO-8601 UTC timestamp like 2024-05-01T12:00:00.000Z', {
+    extensions: { code: 'BAD_USER_INPUT' },
+  });
+}
+
+export function parseDateTime(value: unknown): Date {
+  if (typeof value !== 'string') throw invalid();
+  const m = ISO_UTC.exec(value);
+  if (!m) throw invalid();
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const date = new Date(value);
+  // Date would roll 2024-02-30 over to March; a strict parse refuses it.
+  if (
+    Number.isNaN(date.getTime()) ||
+    date.getUTCFullYear() !== year ||
+    date.getUTCMonth() + 1 !== month ||
+    date.getUTCDate() !== day ||
+    date.getUTCHours() !== hour ||
+    date.getUTCMinutes() !== minute ||
+    date.getUTCSeconds() !== second
+  ) {
+    throw invalid();
   }
-  return new Date(value);
+  return date;
 }
 
 export const DateTime = new GraphQLScalarType({
   name: 'DateTime',
-  description: 'An ISO-8601 timestamp in UTC with milliseconds, e.g. 2024-05-01T12:00:00.000Z',
+  description: 'An instant, as an ISO-8601 string in UTC with milliseconds: 2024-05-01T12:00:00.000Z.',
   serialize(value) {
-    const d = value instanceof Date ? value : new Date(String(value));
+    const d = value instanceof Date ? value : typeof value === 'string' || typeof value === 'number' ? new Date(value) : new Date(NaN);
     if (Number.isNaN(d.getTime())) throw new GraphQLError('DateTime cannot represent an invalid date');
     return d.toISOString();
   },
-  parseValue: parse,
+  parseValue: parseDateTime,
   parseLiteral(ast) {
-    if (ast.kind !== Kind.STRING) throw new GraphQLError('DateTime must be a string', { extensions: { code: 'BAD_USER_INPUT' } });
-    return parse(ast.value);
+    if (ast.kind !== Kind.STRING) throw invalid();
+    return parseDateTime(ast.value);
   },
 });

@@ -1,25 +1,94 @@
 /**
  * The GraphQL API: one ApolloServer, mounted by the local door through the
- * HttpHandler seam and by the Lambda door through Apollo's Lambda integration.
+ * HttpHandler seam and by the Lambda door through Apollo's Lambda
+ * integration. What happens before Apollo (the playground, the body limit,
+ * JSON without a Content-Type) is written once here for both doors.
  */
-import { ApolloServer, HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
-import type { Services } from '../core/services.js';
+import { ApolloServer, HeaderMap, type ApolloServerPlugin, type HTTPGraphQLRequest } from '@apollo/server';
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginLandingPageDisabled,
+  ApolloServerPluginUsageReportingDisabled,
+} from '@apollo/server/plugin/disabled';
+import { Kind, type DocumentNode, type OperationDefinitionNode, type SelectionSetNode } from 'graphql';
+import type { Config } from '../core/config.js';
 import type { HttpHandler } from '../core/http/types.js';
-import { graphqlError } from './errors.js';
-import { resolvers, type GraphqlContext } from './resolvers.js';
+import type { Services } from '../core/services.js';
+import { contextFor, type GraphqlContext } from './context.js';
+import { LIMITS, limitRules } from './limits.js';
+import { Playground } from './playground.js';
+import { resolvers } from './resolvers/index.js';
 import { loadTypeDefs } from './schema.js';
 
-export const MAX_BODY_BYTES = 1024 * 1024;
+export { apiKeyFrom, contextFor } from './context.js';
 
-export function createApolloServer(): ApolloServer<GraphqlContext> {
+export const MAX_BODY_BYTES = LIMITS.bodyBytes;
+
+/** True when every root field of the operation is an introspection field (`__schema`, `__type`, `__typename`). */
+function introspectionOnly(document: DocumentNode, operation: OperationDefinitionNode): boolean {
+  const fragments = new Map(document.definitions.flatMap((d) => (d.kind === Kind.FRAGMENT_DEFINITION ? [[d.name.value, d] as const] : [])));
+  // Each fragment is judged once (a cycle counts as true: validation has refused it already).
+  const judged = new Map<string, boolean>();
+  const check = (set: SelectionSetNode): boolean =>
+    set.selections.every((s) => {
+      if (s.kind === Kind.FIELD) return s.name.value.startsWith('__');
+      if (s.kind === Kind.INLINE_FRAGMENT) return check(s.selectionSet);
+      const known = judged.get(s.name.value);
+      if (known !== undefined) return known;
+      judged.set(s.name.value, true);
+      const fragment = fragments.get(s.name.value);
+      const verdict = fragment ? check(fragment.selectionSet) : true;
+      judged.set(s.name.value, verdict);
+      return verdict;
+    });
+  return check(operation.selectionSet);
+}
+
+/**
+ * Authentication happens once per request, before any resolver: an
+ * operation without a valid key fails whole with UNAUTHENTICATED (HTTP
+ * 401), except pure introspection, so the playground can show the schema
+ * before a key is typed in.
+ */
+const authentication: ApolloServerPlugin<GraphqlContext> = {
+  async requestDidStart() {
+    return {
+      async didResolveOperation({ contextValue, document, operation }) {
+        if (contextValue.caller || !operation) return;
+        if (introspectionOnly(document, operation)) return;
+        throw contextValue.authError;
+      },
+      async didEncounterErrors({ contextValue, errors }) {
+        for (const error of errors) {
+          const code = error.extensions?.code;
+          if (code === undefined || code === 'INTERNAL_SERVER_ERROR') {
+            contextValue.services.logger.error('GraphQL resolver failed', { err: error.originalError ?? error, path: error.path?.join('.') });
+          }
+        }
+      },
+    };
+  },
+};
+
+export function createApolloServer(options: Config['graphql']): ApolloServer<GraphqlContext> {
   return new ApolloServer<GraphqlContext>({
     typeDefs: loadTypeDefs(),
     resolvers,
+    introspection: options.introspection,
+    // Without introspection, validation errors do not suggest field names either.
+    hideSchemaDetailsFromClientErrors: !options.introspection,
     // Authentication is a header the browser never adds on its own, so
     // cross-site requests carry no credentials: CSRF checks would only break
     // clients that send `GET ?query=` or JSON without a Content-Type.
     csrfPrevention: false,
+    persistedQueries: false,
+    allowBatchedHttpRequests: false,
     includeStacktraceInErrorResponses: false,
+    parseOptions: { maxTokens: LIMITS.tokens },
+    validationRules: limitRules,
+    // Cache-control hints would wrap every resolver for headers nothing here sets;
+    // usage reporting would send data to Apollo's cloud if APOLLO_KEY were set.
+    plugins: [authentication, ApolloServerPluginLandingPageDisabled(), ApolloServerPluginCacheControlDisabled(), ApolloServerPluginUsageReportingDisabled()],
     formatError: (formatted) => {
       const code = formatted.extensions?.code;
       if (code === 'INTERNAL_SERVER_ERROR' || code === undefined) {
@@ -30,22 +99,40 @@ export function createApolloServer(): ApolloServer<GraphqlContext> {
   });
 }
 
-/** The caller's key from `Authorization: <key>` or `Bearer <key>`, spaces tolerated. */
-export function apiKeyFrom(header: string | null | undefined): string | undefined {
-  if (!header) return undefined;
-  const key = header.trim().replace(/^Bearer\s+/i, '').trim();
-  return key || undefined;
+export function createPlayground(options: Config['graphql']): Playground {
+  return new Playground({ enabled: options.playground, dir: options.playgroundDir });
 }
 
-export async function contextFor(services: Services, authorization: string | null | undefined): Promise<GraphqlContext> {
-  const key = apiKeyFrom(authorization);
-  const teamId = key ? await services.accounts.getTeamIdByApiToken(key) : undefined;
-  if (!teamId) throw graphqlError('UNAUTHENTICATED', key ? 'The API key is not valid' : 'An API key is required in the Authorization header');
-  return { services, teamId };
+/** An error answered before Apollo sees the request, in GraphQL's error shape. */
+export function requestError(status: number, message: string, code = 'BAD_REQUEST'): Response {
+  return new Response(JSON.stringify({ errors: [{ message, extensions: { code } }] }), {
+    status,
+    headers: { 'content-type': 'application/json; charset=utf-8' },
+  });
+}
+
+export const bodyTooLarge = () => requestError(413, `The request body is larger than the limit of ${MAX_BODY_BYTES} bytes`);
+
+/**
+ * Clients in the wild send JSON with no Content-Type (or curl's form type):
+ * a body that parses as JSON is treated as JSON. The parsed body, or a
+ * Response refusing the request.
+ */
+export function readJsonBody(text: string, headers: { get(name: string): string | null | undefined; set(name: string, value: string): void }): { body: unknown } | Response {
+  if (text.trim() === '') return { body: undefined };
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return requestError(400, 'The request body is not valid JSON');
+  }
+  const type = (headers.get('content-type') ?? '').toLowerCase();
+  if (type === '' || type.startsWith('text/plain') || type.startsWith('application/x-www-form-urlencoded')) headers.set('content-type', 'application/json');
+  return { body };
 }
 
 async function readBody(stream: ReadableStream<Uint8Array> | null): Promise<string | undefined> {
-  if (!stream) return undefined;
+  if (!stream) return '';
   const reader = stream.getReader();
   const parts: Uint8Array[] = [];
   let size = 0;
@@ -54,7 +141,8 @@ async function readBody(stream: ReadableStream<Uint8Array> | null): Promise<stri
     if (done) break;
     size += value.byteLength;
     if (size > MAX_BODY_BYTES) {
-      await reader.cancel();
+      // Not cancelled: the 413 closes the connection, which drops the rest.
+      reader.releaseLock();
       return undefined;
     }
     parts.push(value);
@@ -62,15 +150,14 @@ async function readBody(stream: ReadableStream<Uint8Array> | null): Promise<stri
   return Buffer.concat(parts).toString('utf8');
 }
 
-const json = (status: number, body: unknown) =>
-  new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
-
 /** The local door's GraphQL handler at `/graphql`. */
-export function createGraphqlHandler(services: Services, server = createApolloServer()): HttpHandler {
+export function createGraphqlHandler(services: Services, server = createApolloServer(services.config.graphql), playground = createPlayground(services.config.graphql)): HttpHandler {
   const started = server.start();
   return async (req) => {
     await started;
-    if (req.rawPath !== '/graphql' && req.rawPath !== '/graphql/') return json(404, { errors: [{ message: 'Not found: the API is at /graphql' }] });
+    if (req.rawPath !== '/graphql' && req.rawPath !== '/graphql/') return requestError(404, 'Not found: the API is at /graphql', 'NOT_FOUND');
+    const early = await playground.respond(req);
+    if (early) return early;
     const headers = new HeaderMap();
     req.headers.forEach((value, name) => headers.set(name, value));
     let body: unknown;
@@ -78,15 +165,14 @@ export function createGraphqlHandler(services: Services, server = createApolloSe
       const declared = Number(req.headers.get('content-length') ?? 0);
       const text = declared > MAX_BODY_BYTES ? undefined : await readBody(req.body);
       if (text === undefined) {
-        return json(413, { errors: [{ message: `Request body too large (limit ${MAX_BODY_BYTES} bytes)`, extensions: { code: 'BAD_USER_INPUT' } }] });
+        // The unread rest of the body must not be taken for the next request on this connection.
+        const refusal = bodyTooLarge();
+        refusal.headers.set('connection', 'close');
+        return refusal;
       }
-      // Clients in the wild send JSON without a Content-Type.
-      if (!headers.get('content-type')) headers.set('content-type', 'application/json');
-      try {
-        body = text ? JSON.parse(text) : undefined;
-      } catch {
-        return json(400, { errors: [{ message: 'The request body is not valid JSON', extensions: { code: 'BAD_USER_INPUT' } }] });
-      }
+      const parsed = readJsonBody(text, headers);
+      if (parsed instanceof Response) return parsed;
+      body = parsed.body;
     }
     const request: HTTPGraphQLRequest = { method: req.method.toUpperCase(), headers, search: req.rawQuery ? `?${req.rawQuery}` : '', body };
     const response = await server.executeHTTPGraphQLRequest({

@@ -1,33 +1,12 @@
-/** schema.graphql holds the service description's types, enums and operations exactly. */
-import { buildSchema, isEnumType, isObjectType, isInputObjectType, isUnionType, type GraphQLField, type GraphQLInputField } from 'graphql';
+/**
+ * schema.graphql holds the service description's types, enums and
+ * operations exactly, and Cairn's additions in the same style.
+ */
+import { buildSchema, isEnumType, isInputObjectType, isObjectType, isScalarType, isUnionType, type GraphQLField, type GraphQLInputField } from 'graphql';
 import { loadTypeDefs } from '../../functions/graphql/schema.js';
+import { ADDED_MUTATIONS, ADDED_QUERIES, ENUMS, INPUTS, MUTATIONS, OBJECTS, QUERIES, SCALARS, UNIONS } from '../support/service-description.js';
 
 const schema = buildSchema(loadTypeDefs());
-
-// Field → type, transcribed from the service description's tables (section 2.1).
-const OBJECTS: Record<string, Record<string, string>> = {
-  Site: {
-    id: 'ID!', createdBy: 'ID!', createdAt: 'DateTime!', updatedAt: 'DateTime', teamId: 'ID!', team: 'Team!', name: 'String!',
-    description: 'String', slug: 'String!', platform: 'SitePlatform', buildSettings: 'BuildSettings!', deploySettings: 'DeploySettings!',
-    publishedDeploy: 'Deploy', latestDeploy: 'Deploy', altCanisterId: 'String',
-  },
-  Team: { id: 'ID!', name: 'String!' },
-  BuildSettings: {
-    buildCommand: 'String', baseDirectoryPath: 'String', publishDirectoryPath: 'String', dockerImage: 'String',
-    environmentVariables: '[EnvironmentVariable!]!',
-  },
-  EnvironmentVariable: { name: 'String!', value: 'String' },
-  DeploySettings: { autoPublishing: 'Boolean!', prDeployPreviews: 'Boolean!', altUseProxy: 'Boolean', source: 'SiteSource!' },
-  Repository: { type: 'RepositoryType!', url: 'String!', branch: 'String!' },
-  IpfsSource: { cid: 'String' },
-  Deploy: {
-    id: 'ID!', startedAt: 'DateTime', completedAt: 'DateTime', status: 'DeployStatus!', ipfsHash: 'String', previewImage: 'String',
-    totalTime: 'Int', log: 'String', published: 'Boolean!', repository: 'DeployRepository!', autoPublish: 'Boolean!',
-  },
-  DeployRepository: { commit: 'String', branch: 'String', owner: 'String', name: 'String', message: 'String' },
-  SiteConnection: { sites: '[Site!]!', nextToken: 'String' },
-  DeployConnection: { deploys: '[Deploy!]!', nextToken: 'String' },
-};
 
 const fieldsOf = (fields: Record<string, GraphQLField<unknown, unknown> | GraphQLInputField>) =>
   Object.fromEntries(Object.entries(fields).map(([n, f]) => [n, String(f.type)]));
@@ -38,38 +17,39 @@ test.each(Object.entries(OBJECTS))('type %s has exactly the described fields', (
   if (isObjectType(type)) expect(fieldsOf(type.getFields())).toEqual(fields);
 });
 
-test('SiteSource is the union of Repository and IpfsSource', () => {
-  const type = schema.getType('SiteSource');
-  expect(isUnionType(type) && type.getTypes().map(String).sort()).toEqual(['IpfsSource', 'Repository']);
+test.each(Object.entries(UNIONS))('%s is the union of the described types', (name, members) => {
+  const type = schema.getType(name);
+  expect(isUnionType(type) && type.getTypes().map(String).sort()).toEqual(members);
 });
 
-test('PurgeCacheInput takes siteId: String!', () => {
-  const type = schema.getType('PurgeCacheInput');
-  expect(isInputObjectType(type) && fieldsOf(type.getFields())).toEqual({ siteId: 'String!' });
+test.each(Object.entries(INPUTS))('input %s has exactly the described fields', (name, fields) => {
+  const type = schema.getType(name);
+  expect(isInputObjectType(type) && fieldsOf(type.getFields())).toEqual(fields);
 });
 
-test.each([
-  ['RepositoryType', ['GIT_HOST']],
-  ['SitePlatform', ['ipfs', 'alt']],
-  ['DeployStatus', ['IN_PROGRESS', 'DEPLOYED', 'FAILED', 'CANCELLED']],
-])('enum %s has the described values', (name, values) => {
+test.each(Object.entries(ENUMS))('enum %s has the described values', (name, values) => {
   const type = schema.getType(name);
   expect(isEnumType(type) && type.getValues().map((v) => v.name)).toEqual(values);
 });
 
+test.each(SCALARS)('%s is a custom scalar', (name) => {
+  expect(isScalarType(schema.getType(name))).toBe(true);
+});
+
 const signature = (field: GraphQLField<unknown, unknown>) =>
   `(${field.args.map((a) => `${a.name}: ${String(a.type)}`).join(', ')}): ${String(field.type)}`;
+const signatures = (fields: Record<string, GraphQLField<unknown, unknown>>) =>
+  Object.fromEntries(Object.entries(fields).map(([n, f]) => [n, signature(f)]));
 
-test('queries and mutations have the described arguments and results', () => {
-  expect(Object.fromEntries(Object.entries(schema.getQueryType()!.getFields()).map(([n, f]) => [n, signature(f)]))).toEqual({
-    getSiteById: '(siteId: ID!): Site',
-    getSiteBySlug: '(slug: String!): Site',
-    getDeploysBySite: '(siteId: ID!, limit: Int, nextToken: String): DeployConnection',
-    getSitesByTeam: '(teamId: ID!, limit: Int, nextToken: String): SiteConnection',
-  });
-  expect(Object.fromEntries(Object.entries(schema.getMutationType()!.getFields()).map(([n, f]) => [n, signature(f)]))).toEqual({
-    triggerDeploy: '(siteId: ID!, commit: String): Deploy',
-    retryDeploy: '(siteId: ID!, deployId: ID!): Deploy',
-    purgeCache: '(input: PurgeCacheInput!): Boolean',
-  });
+test('queries: the described ones exactly, then the additions', () => {
+  expect(signatures(schema.getQueryType()!.getFields())).toEqual({ ...QUERIES, ...ADDED_QUERIES });
+});
+
+test('mutations: the described ones exactly, then the additions', () => {
+  expect(signatures(schema.getMutationType()!.getFields())).toEqual({ ...MUTATIONS, ...ADDED_MUTATIONS });
+});
+
+test('a site source to set is exactly one of repository or ipfs (@oneOf)', () => {
+  const type = schema.getType('SiteSourceInput');
+  expect(isInputObjectType(type) && type.isOneOf).toBe(true);
 });

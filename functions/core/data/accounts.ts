@@ -5,17 +5,31 @@
  *   ACCOUNT#<id> / ACCOUNT          the account
  *   ACCOUNTNAME#<name> / ACCOUNTNAME  reserves the account's unique name
  *   AKEY#<accessKeyId> / AKEY       a storage key pair (secret sealed)    gsi1: ACCOUNT#<id> / AKEY#<keyId>
- *   TEAM#<id> / TEAM                a team
- *   TEAM#<id> / MEMBER#<accountId>  membership                           gsi1: ACCOUNT#<id> / TEAM#<teamId>
- *   TOKEN#<sha256> / TOKEN          a hosting API key (hash only)        gsi1: TEAM#<id> / TOKEN#<tokenId>
+ *   TEAM#<id> / TEAM                a team, with the count of its owners
+ *   TEAM#<id> / MEMBER#<accountId>  membership and role                  gsi1: ACCOUNT#<id> / TEAM#<teamId>
+ *   TOKEN#<sha256> / TOKEN          a hosting API key (hash only): what a request is checked against
+ *   TEAM#<id> / APIKEY#<tokenId>    the same key as its team lists it (name, prefix, hash), written
+ *                                   and revoked in the same transaction as the TOKEN item
  *   BUCKET#<name> / BUCKET          a bucket: see buckets.ts
+ *   SIGNINGKEY#<purpose> / SIGNINGKEY  a random key, sealed like the storage secrets
+ *
+ * A hosting API key acts for its team with the rights of the member who
+ * created it: removing a member revokes the keys they made for that team,
+ * found by a consistent read of the team's partition (so a key made a
+ * moment before cannot escape). Keys written before the APIKEY# items
+ * existed are found on gsi1 (TEAM#<id> / TOKEN#...).
+ * A team always keeps an owner: the owner count on the team item is
+ * changed in the same transaction as the membership, conditioned on
+ * staying above zero.
  */
-import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { randomBytes } from 'node:crypto';
+import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { SecretSealer } from '../auth/secrets.js';
-import { newId, tokenDigest } from '../ids.js';
+import { newAccessKeyId, newApiToken, newId, newSecretAccessKey, newSortableId, tokenDigest } from '../ids.js';
 import type { Database } from './dynamo.js';
 import { bucketItem } from './buckets.js';
+import { queryAll } from './pages.js';
 
 export interface Account {
   id: string;
@@ -40,9 +54,58 @@ export interface NewAccount {
   bucketName?: string;
 }
 
+export type TeamRole = 'OWNER' | 'MEMBER';
+
+export interface TeamMember {
+  teamId: string;
+  accountId: string;
+  /** Copied from the account when the membership is made (account names never change). */
+  accountName?: string;
+  role: TeamRole;
+  createdAt: string;
+}
+
+/** A hosting API key as listed: never the key itself, which is stored only as a hash. */
+export interface ApiKeyRecord {
+  id: string;
+  teamId: string;
+  name?: string | null;
+  /** The key's first characters, to tell keys apart. */
+  keyPrefix?: string | null;
+  createdBy: string;
+  createdAt: string;
+  revokedAt?: string | null;
+}
+
+/** Who a valid hosting API key speaks for. */
+export interface ApiKeyCaller {
+  teamId: string;
+  accountId: string;
+  apiKeyId: string;
+}
+
+export interface StorageKeyPair {
+  accessKeyId: string;
+  accountId: string;
+  createdAt: string;
+  revokedAt?: string | null;
+}
+
 export class ConflictError extends Error {
   override name = 'ConflictError';
 }
+
+/** A change that would leave a team without an owner. */
+export class LastOwnerError extends ConflictError {
+  override name = 'LastOwnerError';
+  constructor() {
+    super('a team keeps at least one owner: make another member an owner first');
+  }
+}
+
+const KEY_PREFIX_LENGTH = 10;
+/** A transaction holds at most 100 items; removing a member revokes their keys in chunks this size. */
+const TRANSACTION_ITEMS = 100;
 
 export class AccountStore {
   constructor(
@@ -66,6 +129,7 @@ export class AccountStore {
     const bucket = input.bucketName ?? `${input.name}-bucket`;
     const account: Account = { id: accountId, name: input.name, defaultBucket: bucket, defaultTeamId: teamId, createdAt };
     const team: Team = { id: teamId, name: input.name, createdAt };
+    const apiKey: ApiKeyRecord = { id: newSortableId(), teamId, createdBy: accountId, createdAt, name: 'bootstrap', keyPrefix: input.apiToken.slice(0, KEY_PREFIX_LENGTH) };
     const sealed = await this.sealer.seal(input.secretAccessKey, input.accessKeyId);
     const put = (Item: Record<string, unknown>) => ({
       Put: { TableName: this.table, Item, ConditionExpression: 'attribute_not_exists(pk)' },
@@ -86,27 +150,9 @@ export class AccountStore {
               gsi1pk: `ACCOUNT#${accountId}`,
               gsi1sk: `AKEY#${input.accessKeyId}`,
             }),
-            put({ pk: `TEAM#${teamId}`, sk: 'TEAM', ...team }),
-            put({
-              pk: `TEAM#${teamId}`,
-              sk: `MEMBER#${accountId}`,
-              teamId,
-              accountId,
-              role: 'OWNER',
-              createdAt,
-              gsi1pk: `ACCOUNT#${accountId}`,
-              gsi1sk: `TEAM#${teamId}`,
-            }),
-            put({
-              pk: `TOKEN#${tokenDigest(input.apiToken)}`,
-              sk: 'TOKEN',
-              tokenId: newId(),
-              teamId,
-              createdBy: accountId,
-              createdAt,
-              gsi1pk: `TEAM#${teamId}`,
-              gsi1sk: `TOKEN#${createdAt}`,
-            }),
+            put(teamItem(team, 1)),
+            put(memberItem({ teamId, accountId, accountName: input.name, role: 'OWNER', createdAt })),
+            ...apiKeyItems(apiKey, input.apiToken).map(put),
             put(bucketItem({ name: bucket, accountId, createdAt, isDefault: true })),
           ],
         }),
@@ -157,16 +203,467 @@ export class AccountStore {
 
   /** The team a hosting API key belongs to, or undefined for an unknown or revoked key. */
   async getTeamIdByApiToken(token: string): Promise<string | undefined> {
+    return (await this.getApiKeyCaller(token))?.teamId;
+  }
+
+  /** Who a hosting API key speaks for, or undefined for an unknown or revoked key. */
+  async getApiKeyCaller(token: string): Promise<ApiKeyCaller | undefined> {
     const out = await this.db.doc.send(
-      new GetCommand({ TableName: this.table, Key: { pk: `TOKEN#${tokenDigest(token)}`, sk: 'TOKEN' } }),
+      new GetCommand({ TableName: this.table, Key: { pk: `TOKEN#${tokenDigest(token)}`, sk: 'TOKEN' }, ConsistentRead: true }),
     );
     if (!out.Item || out.Item.revokedAt) return undefined;
-    return out.Item.teamId as string;
+    return { teamId: out.Item.teamId as string, accountId: out.Item.createdBy as string, apiKeyId: out.Item.tokenId as string };
   }
 
   async getTeam(id: string): Promise<Team | undefined> {
-    const out = await this.db.doc.send(new GetCommand({ TableName: this.table, Key: { pk: `TEAM#${id}`, sk: 'TEAM' } }));
+    const out = await this.db.doc.send(
+      new GetCommand({ TableName: this.table, Key: { pk: `TEAM#${id}`, sk: 'TEAM' }, ConsistentRead: true }),
+    );
     if (!out.Item) return undefined;
     return { id: out.Item.id, name: out.Item.name, createdAt: out.Item.createdAt };
   }
+
+  // ------------------------------------------------------------ teams and members
+
+  /** Creates a team owned by `ownerAccountId`, with a first API key for it (returned once), in one transaction. */
+  async createTeam(name: string, owner: { accountId: string; accountName?: string }): Promise<{ team: Team; apiKey: ApiKeyRecord; key: string }> {
+    const createdAt = this.now().toISOString();
+    const team: Team = { id: newId(), name, createdAt };
+    const key = newApiToken();
+    const apiKey: ApiKeyRecord = {
+      id: newSortableId(),
+      teamId: team.id,
+      name: 'first key',
+      keyPrefix: key.slice(0, KEY_PREFIX_LENGTH),
+      createdBy: owner.accountId,
+      createdAt,
+    };
+    const put = (Item: Record<string, unknown>) => ({ Put: { TableName: this.table, Item, ConditionExpression: 'attribute_not_exists(pk)' } });
+    await this.db.doc.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          put(teamItem(team, 1)),
+          put(memberItem({ teamId: team.id, accountId: owner.accountId, accountName: owner.accountName, role: 'OWNER', createdAt })),
+          ...apiKeyItems(apiKey, key).map(put),
+        ],
+      }),
+    );
+    return { team, apiKey, key };
+  }
+
+  /** Renames a team; undefined when it does not exist. */
+  async renameTeam(teamId: string, name: string): Promise<Team | undefined> {
+    try {
+      const out = await this.db.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk: `TEAM#${teamId}`, sk: 'TEAM' },
+          UpdateExpression: 'SET #name = :name',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeNames: { '#name': 'name' },
+          ExpressionAttributeValues: { ':name': name },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      const item = out.Attributes!;
+      return { id: item.id, name: item.name, createdAt: item.createdAt };
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) return undefined;
+      throw err;
+    }
+  }
+
+  async getMember(teamId: string, accountId: string): Promise<TeamMember | undefined> {
+    const out = await this.db.doc.send(
+      new GetCommand({ TableName: this.table, Key: { pk: `TEAM#${teamId}`, sk: `MEMBER#${accountId}` }, ConsistentRead: true }),
+    );
+    return out.Item ? memberFromItem(out.Item) : undefined;
+  }
+
+  /** The team's members, in the order of their account ids. */
+  async listMembers(teamId: string): Promise<TeamMember[]> {
+    const items = await queryAll(this.db, {
+      TableName: this.table,
+      KeyConditionExpression: 'pk = :team AND begins_with(sk, :member)',
+      ExpressionAttributeValues: { ':team': `TEAM#${teamId}`, ':member': 'MEMBER#' },
+      ConsistentRead: true,
+    });
+    return items.map(memberFromItem);
+  }
+
+  /** Adds an account to a team; ConflictError when it is a member already, undefined when the team is gone. */
+  async addMember(teamId: string, account: Pick<Account, 'id' | 'name'>, role: TeamRole): Promise<TeamMember | undefined> {
+    const member: TeamMember = { teamId, accountId: account.id, accountName: account.name, role, createdAt: this.now().toISOString() };
+    try {
+      await this.db.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Put: { TableName: this.table, Item: memberItem(member), ConditionExpression: 'attribute_not_exists(pk)' } },
+            role === 'OWNER'
+              ? { Update: this.ownerCountChange(teamId, +1) }
+              : { ConditionCheck: { TableName: this.table, Key: { pk: `TEAM#${teamId}`, sk: 'TEAM' }, ConditionExpression: 'attribute_exists(pk)' } },
+          ],
+        }),
+      );
+      return member;
+    } catch (err) {
+      if (!(err instanceof TransactionCanceledException)) throw err;
+      if (err.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed') throw new ConflictError(`"${account.name}" is a member of the team already`);
+      return undefined;
+    }
+  }
+
+  /** Changes a member's role; LastOwnerError when that would leave no owner, undefined when not a member. */
+  async setMemberRole(teamId: string, accountId: string, role: TeamRole): Promise<TeamMember | undefined> {
+    for (let attempt = 0; ; attempt++) {
+      const current = await this.getMember(teamId, accountId);
+      if (!current) return undefined;
+      if (current.role === role) return current;
+      const next: TeamMember = { ...current, role };
+      try {
+        await this.db.doc.send(
+          new TransactWriteCommand({
+            TransactItems: [
+              {
+                Put: {
+                  TableName: this.table,
+                  Item: memberItem(next),
+                  ConditionExpression: '#role = :role',
+                  ExpressionAttributeNames: { '#role': 'role' },
+                  ExpressionAttributeValues: { ':role': current.role },
+                },
+              },
+              { Update: this.ownerCountChange(teamId, role === 'OWNER' ? +1 : -1) },
+            ],
+          }),
+        );
+        return next;
+      } catch (err) {
+        if (!(err instanceof TransactionCanceledException)) throw err;
+        if (err.CancellationReasons?.[1]?.Code === 'ConditionalCheckFailed') throw new LastOwnerError();
+        if (attempt >= 5) throw new ConflictError('the membership keeps changing; try again');
+      }
+    }
+  }
+
+  /**
+   * Removes a member and revokes the API keys they made for the team, in
+   * one transaction (more keys than fit are revoked right after it);
+   * LastOwnerError when they are the last owner, false when not a member.
+   */
+  async removeMember(teamId: string, accountId: string): Promise<boolean> {
+    for (let attempt = 0; ; attempt++) {
+      const current = await this.getMember(teamId, accountId);
+      if (!current) return false;
+      const keys = (await this.listApiKeys(teamId)).filter((k) => k.createdBy === accountId && !k.revokedAt);
+      const revokedAt = this.now().toISOString();
+      const items: NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']> = [
+        {
+          Delete: {
+            TableName: this.table,
+            Key: { pk: `TEAM#${teamId}`, sk: `MEMBER#${accountId}` },
+            ConditionExpression: '#role = :role',
+            ExpressionAttributeNames: { '#role': 'role' },
+            ExpressionAttributeValues: { ':role': current.role },
+          },
+        },
+      ];
+      if (current.role === 'OWNER') items.push({ Update: this.ownerCountChange(teamId, -1) });
+      const inTransaction: typeof keys = [];
+      for (const key of keys) {
+        const updates = this.revocation(key, revokedAt);
+        if (items.length + updates.length > TRANSACTION_ITEMS) break;
+        items.push(...updates.map((Update) => ({ Update })));
+        inTransaction.push(key);
+      }
+      try {
+        await this.db.doc.send(new TransactWriteCommand({ TransactItems: items }));
+      } catch (err) {
+        if (!(err instanceof TransactionCanceledException)) throw err;
+        if (current.role === 'OWNER' && err.CancellationReasons?.[1]?.Code === 'ConditionalCheckFailed') throw new LastOwnerError();
+        if (attempt >= 5) throw new ConflictError('the membership keeps changing; try again');
+        continue;
+      }
+      for (const key of keys.slice(inTransaction.length)) await this.revoke(key, revokedAt);
+      return true;
+    }
+  }
+
+  /** The teams an account belongs to. */
+  async listTeamsOfAccount(accountId: string): Promise<TeamMember[]> {
+    const items = await queryAll(this.db, {
+      TableName: this.table,
+      IndexName: 'gsi1',
+      KeyConditionExpression: 'gsi1pk = :account AND begins_with(gsi1sk, :team)',
+      ExpressionAttributeValues: { ':account': `ACCOUNT#${accountId}`, ':team': 'TEAM#' },
+    });
+    return items.map(memberFromItem);
+  }
+
+  /**
+   * The owner count moves with every owner's arrival or departure; a
+   * departure is conditioned on another owner staying. Teams written
+   * before the count existed had exactly one owner, their creator.
+   */
+  private ownerCountChange(teamId: string, delta: 1 | -1) {
+    return delta > 0
+      ? {
+          TableName: this.table,
+          Key: { pk: `TEAM#${teamId}`, sk: 'TEAM' },
+          UpdateExpression: 'SET ownerCount = if_not_exists(ownerCount, :one) + :one',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeValues: { ':one': 1 },
+        }
+      : {
+          TableName: this.table,
+          Key: { pk: `TEAM#${teamId}`, sk: 'TEAM' },
+          UpdateExpression: 'SET ownerCount = ownerCount - :one',
+          ConditionExpression: 'ownerCount > :one',
+          ExpressionAttributeValues: { ':one': 1 },
+        };
+  }
+
+  // ------------------------------------------------------------ hosting API keys
+
+  /** A new API key for the team, acting with the rights of `createdBy`; the key is returned here and never again. */
+  async createApiKey(teamId: string, createdBy: string, name?: string | null): Promise<{ apiKey: ApiKeyRecord; key: string }> {
+    const key = newApiToken();
+    const apiKey: ApiKeyRecord = {
+      id: newSortableId(),
+      teamId,
+      name: name ?? null,
+      keyPrefix: key.slice(0, KEY_PREFIX_LENGTH),
+      createdBy,
+      createdAt: this.now().toISOString(),
+    };
+    await this.db.doc.send(
+      new TransactWriteCommand({
+        TransactItems: apiKeyItems(apiKey, key).map((Item) => ({ Put: { TableName: this.table, Item, ConditionExpression: 'attribute_not_exists(pk)' } })),
+      }),
+    );
+    return { apiKey, key };
+  }
+
+  /** The team's API keys, revoked ones included, oldest first. */
+  async listApiKeys(teamId: string): Promise<StoredApiKey[]> {
+    const [listed, legacy] = await Promise.all([
+      queryAll(this.db, {
+        TableName: this.table,
+        KeyConditionExpression: 'pk = :team AND begins_with(sk, :apikey)',
+        ExpressionAttributeValues: { ':team': `TEAM#${teamId}`, ':apikey': 'APIKEY#' },
+        ConsistentRead: true,
+      }),
+      queryAll(this.db, {
+        TableName: this.table,
+        IndexName: 'gsi1',
+        KeyConditionExpression: 'gsi1pk = :team AND begins_with(gsi1sk, :token)',
+        ExpressionAttributeValues: { ':team': `TEAM#${teamId}`, ':token': 'TOKEN#' },
+      }),
+    ]);
+    const keys = listed.map(apiKeyFromItem);
+    const seen = new Set(keys.map((k) => k.id));
+    for (const item of legacy) if (!seen.has(item.tokenId as string)) keys.push({ ...apiKeyFromItem(item), legacy: true });
+    return keys.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
+  }
+
+  async getApiKey(teamId: string, apiKeyId: string): Promise<StoredApiKey | undefined> {
+    const out = await this.db.doc.send(
+      new GetCommand({ TableName: this.table, Key: { pk: `TEAM#${teamId}`, sk: `APIKEY#${apiKeyId}` }, ConsistentRead: true }),
+    );
+    if (out.Item) return apiKeyFromItem(out.Item);
+    return (await this.listApiKeys(teamId)).find((k) => k.id === apiKeyId && k.legacy);
+  }
+
+  /** Revokes one of the team's keys (at once: every request looks the key up); the key as it is now, or undefined. */
+  async revokeApiKey(teamId: string, apiKeyId: string): Promise<ApiKeyRecord | undefined> {
+    const key = await this.getApiKey(teamId, apiKeyId);
+    if (!key) return undefined;
+    await this.revoke(key, this.now().toISOString());
+    return this.getApiKey(teamId, apiKeyId);
+  }
+
+  private async revoke(key: StoredApiKey, revokedAt: string): Promise<void> {
+    const updates = this.revocation(key, revokedAt);
+    await this.db.doc.send(new TransactWriteCommand({ TransactItems: updates.map((Update) => ({ Update })) }));
+  }
+
+  /** The updates that revoke a key: its TOKEN item (what requests check) and its team's listing of it. */
+  private revocation(key: StoredApiKey, revokedAt: string) {
+    const update = (Key: Record<string, string>) => ({
+      TableName: this.table,
+      Key,
+      UpdateExpression: 'SET revokedAt = if_not_exists(revokedAt, :now)',
+      ConditionExpression: 'teamId = :team',
+      ExpressionAttributeValues: { ':now': revokedAt, ':team': key.teamId },
+    });
+    const token = update({ pk: `TOKEN#${key.digest}`, sk: 'TOKEN' });
+    return key.legacy ? [token] : [token, update({ pk: `TEAM#${key.teamId}`, sk: `APIKEY#${key.id}` })];
+  }
+
+  // ------------------------------------------------------------ storage key pairs
+
+  /** A new S3 key pair for the account; the secret is returned here and never again (it is stored sealed). */
+  async createStorageKeyPair(accountId: string): Promise<{ keyPair: StorageKeyPair; secretAccessKey: string }> {
+    for (let attempt = 0; ; attempt++) {
+      const keyPair: StorageKeyPair = { accessKeyId: newAccessKeyId(), accountId, createdAt: this.now().toISOString() };
+      const secretAccessKey = newSecretAccessKey();
+      try {
+        await this.db.doc.send(
+          new PutCommand({
+            TableName: this.table,
+            Item: {
+              pk: `AKEY#${keyPair.accessKeyId}`,
+              sk: 'AKEY',
+              ...keyPair,
+              sealedSecret: await this.sealer.seal(secretAccessKey, keyPair.accessKeyId),
+              gsi1pk: `ACCOUNT#${accountId}`,
+              gsi1sk: `AKEY#${keyPair.accessKeyId}`,
+            },
+            ConditionExpression: 'attribute_not_exists(pk)',
+          }),
+        );
+        return { keyPair, secretAccessKey };
+      } catch (err) {
+        if (!(err instanceof ConditionalCheckFailedException) || attempt >= 3) throw err;
+      }
+    }
+  }
+
+  /** The account's key pairs, revoked ones included, oldest first; never their secrets. */
+  async listStorageKeyPairs(accountId: string): Promise<StorageKeyPair[]> {
+    const items = await queryAll(this.db, {
+      TableName: this.table,
+      IndexName: 'gsi1',
+      KeyConditionExpression: 'gsi1pk = :account AND begins_with(gsi1sk, :akey)',
+      ExpressionAttributeValues: { ':account': `ACCOUNT#${accountId}`, ':akey': 'AKEY#' },
+    });
+    return items
+      .map((item) => ({
+        accessKeyId: item.accessKeyId as string,
+        accountId: item.accountId as string,
+        createdAt: item.createdAt as string,
+        revokedAt: (item.revokedAt as string | undefined) ?? null,
+      }))
+      .sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.accessKeyId < b.accessKeyId ? -1 : 1));
+  }
+
+  /** Revokes one of the account's key pairs and destroys its sealed secret; the pair as it is now, or undefined. */
+  async revokeStorageKeyPair(accountId: string, accessKeyId: string): Promise<StorageKeyPair | undefined> {
+    try {
+      const out = await this.db.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk: `AKEY#${accessKeyId}`, sk: 'AKEY' },
+          UpdateExpression: 'SET revokedAt = if_not_exists(revokedAt, :now) REMOVE sealedSecret',
+          ConditionExpression: 'accountId = :account',
+          ExpressionAttributeValues: { ':now': this.now().toISOString(), ':account': accountId },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      const item = out.Attributes!;
+      return { accessKeyId, accountId, createdAt: item.createdAt as string, revokedAt: item.revokedAt as string };
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) return undefined;
+      throw err;
+    }
+  }
+
+  // ------------------------------------------------------------ signing keys
+
+  private signingKeys = new Map<string, Promise<Buffer>>();
+
+  /**
+   * A 32-byte key for `purpose` (pagination tokens, say), the same in every
+   * process: made once at random, stored sealed like the storage secrets
+   * (the configured key locally, KMS in AWS), opened once per process.
+   */
+  signingKey(purpose: string): Promise<Buffer> {
+    let key = this.signingKeys.get(purpose);
+    if (!key) {
+      key = this.loadSigningKey(purpose);
+      key.catch(() => this.signingKeys.delete(purpose));
+      this.signingKeys.set(purpose, key);
+    }
+    return key;
+  }
+
+  private async loadSigningKey(purpose: string): Promise<Buffer> {
+    const Key = { pk: `SIGNINGKEY#${purpose}`, sk: 'SIGNINGKEY' };
+    const context = `signing-key:${purpose}`;
+    for (let attempt = 0; ; attempt++) {
+      const out = await this.db.doc.send(new GetCommand({ TableName: this.table, Key, ConsistentRead: true }));
+      if (out.Item) return Buffer.from(await this.sealer.open(out.Item.sealedKey as string, context), 'base64');
+      const fresh = randomBytes(32);
+      try {
+        await this.db.doc.send(
+          new PutCommand({
+            TableName: this.table,
+            Item: { ...Key, sealedKey: await this.sealer.seal(fresh.toString('base64'), context), createdAt: this.now().toISOString() },
+            ConditionExpression: 'attribute_not_exists(pk)',
+          }),
+        );
+        return fresh;
+      } catch (err) {
+        // Another process made it first: use theirs.
+        if (!(err instanceof ConditionalCheckFailedException) || attempt >= 2) throw err;
+      }
+    }
+  }
+}
+
+function teamItem(team: Team, ownerCount: number): Record<string, unknown> {
+  return { pk: `TEAM#${team.id}`, sk: 'TEAM', ...team, ownerCount };
+}
+
+function memberItem(member: TeamMember): Record<string, unknown> {
+  return {
+    pk: `TEAM#${member.teamId}`,
+    sk: `MEMBER#${member.accountId}`,
+    ...member,
+    gsi1pk: `ACCOUNT#${member.accountId}`,
+    gsi1sk: `TEAM#${member.teamId}`,
+  };
+}
+
+function memberFromItem(item: Record<string, unknown>): TeamMember {
+  return {
+    teamId: item.teamId as string,
+    accountId: item.accountId as string,
+    accountName: item.accountName as string | undefined,
+    role: item.role as TeamRole,
+    createdAt: item.createdAt as string,
+  };
+}
+
+/** A key as stored: its hash, and whether it predates its team's APIKEY# listing item. */
+type StoredApiKey = ApiKeyRecord & { digest: string; legacy?: boolean };
+
+/** The TOKEN item requests are checked against, and the team's APIKEY# item that lists the key. */
+function apiKeyItems(apiKey: ApiKeyRecord, key: string): Array<Record<string, unknown>> {
+  const record = {
+    tokenId: apiKey.id,
+    teamId: apiKey.teamId,
+    name: apiKey.name ?? null,
+    keyPrefix: apiKey.keyPrefix ?? null,
+    createdBy: apiKey.createdBy,
+    createdAt: apiKey.createdAt,
+    digest: tokenDigest(key),
+  };
+  return [
+    { pk: `TOKEN#${record.digest}`, sk: 'TOKEN', ...record },
+    { pk: `TEAM#${apiKey.teamId}`, sk: `APIKEY#${apiKey.id}`, ...record },
+  ];
+}
+
+function apiKeyFromItem(item: Record<string, unknown>): StoredApiKey {
+  return {
+    id: item.tokenId as string,
+    teamId: item.teamId as string,
+    name: (item.name as string | null | undefined) ?? null,
+    keyPrefix: (item.keyPrefix as string | null | undefined) ?? null,
+    createdBy: item.createdBy as string,
+    createdAt: item.createdAt as string,
+    revokedAt: (item.revokedAt as string | null | undefined) ?? null,
+    digest: (item.digest as string | undefined) ?? (item.pk as string).slice('TOKEN#'.length),
+  };
 }

@@ -1,0 +1,147 @@
+/**
+ * The per-request context: who is calling (from the API key) and the
+ * request's loaders, which batch and remember reads so a page of 100 sites
+ * costs a handful of round trips, not hundreds.
+ */
+import type { GraphQLError } from 'graphql';
+import type { Account, ApiKeyCaller, Team, TeamMember } from '../core/data/accounts.js';
+import type { Deploy } from '../core/data/deploys.js';
+import type { Services } from '../core/services.js';
+import { graphqlError } from './errors.js';
+import { PageTokens } from './pagination.js';
+
+export interface GraphqlContext {
+  services: Services;
+  /** Who the API key speaks for; absent when there is no valid key (only introspection runs then). */
+  caller?: ApiKeyCaller;
+  /** Why there is no caller. */
+  authError?: GraphQLError;
+  loaders: Loaders;
+}
+
+/** The caller's key from `Authorization: <key>` or `Bearer <key>`, spaces tolerated. */
+export function apiKeyFrom(header: string | null | undefined): string | undefined {
+  if (!header) return undefined;
+  const key = header.trim().replace(/^Bearer\s+/i, '').trim();
+  return key || undefined;
+}
+
+export async function contextFor(services: Services, authorization: string | null | undefined): Promise<GraphqlContext> {
+  const key = apiKeyFrom(authorization);
+  const caller = key ? await services.accounts.getApiKeyCaller(key) : undefined;
+  const context: GraphqlContext = { services, loaders: new Loaders(services) };
+  if (caller) context.caller = caller;
+  else {
+    context.authError = graphqlError(
+      'UNAUTHENTICATED',
+      key ? 'The API key is not valid (unknown or revoked)' : 'An API key is required: send it in the Authorization header',
+    );
+  }
+  return context;
+}
+
+/** The caller; resolvers only run with one (the auth plugin stops other operations first). */
+export function callerOf(ctx: GraphqlContext): ApiKeyCaller {
+  if (!ctx.caller) throw ctx.authError ?? graphqlError('UNAUTHENTICATED', 'An API key is required');
+  return ctx.caller;
+}
+
+/** Gathers the loads asked for in one turn of the event loop and serves them with one batch call; remembers results. */
+class BatchLoader<K, V> {
+  private queue: Array<{ key: K; resolve: (v: V | undefined) => void; reject: (e: unknown) => void }> = [];
+  private cache = new Map<string, Promise<V | undefined>>();
+
+  constructor(
+    private readonly idOf: (key: K) => string,
+    private readonly fetch: (keys: K[]) => Promise<Map<string, V>>,
+  ) {}
+
+  load(key: K): Promise<V | undefined> {
+    const id = this.idOf(key);
+    let hit = this.cache.get(id);
+    if (!hit) {
+      hit = new Promise<V | undefined>((resolve, reject) => {
+        this.queue.push({ key, resolve, reject });
+        if (this.queue.length === 1) setImmediate(() => void this.flush());
+      });
+      this.cache.set(id, hit);
+    }
+    return hit;
+  }
+
+  prime(key: K, value: V): void {
+    this.cache.set(this.idOf(key), Promise.resolve(value));
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.queue;
+    this.queue = [];
+    try {
+      const found = await this.fetch(batch.map((b) => b.key));
+      for (const b of batch) b.resolve(found.get(this.idOf(b.key)));
+    } catch (err) {
+      for (const b of batch) {
+        this.cache.delete(this.idOf(b.key));
+        b.reject(err);
+      }
+    }
+  }
+}
+
+/** Remembers one read per key for the request (until a mutation of the request forgets it). */
+function remember<V>(fetch: (id: string) => Promise<V | undefined>) {
+  const cache = new Map<string, Promise<V | undefined>>();
+  const get = (id: string): Promise<V | undefined> => {
+    let hit = cache.get(id);
+    if (!hit) {
+      hit = fetch(id);
+      cache.set(id, hit);
+    }
+    return hit;
+  };
+  return Object.assign(get, { forget: (id: string) => void cache.delete(id) });
+}
+
+export class Loaders {
+  readonly deploy: BatchLoader<{ siteId: string; deployId: string }, Deploy>;
+  readonly team: ((id: string) => Promise<Team | undefined>) & { forget(id: string): void };
+  readonly account: (id: string) => Promise<Account | undefined>;
+  private readonly members: ((key: string) => Promise<TeamMember | undefined>) & { forget(key: string): void };
+  private tokens?: Promise<PageTokens>;
+
+  constructor(private readonly services: Services) {
+    const deployId = (k: { siteId: string; deployId: string }) => `${k.siteId}/${k.deployId}`;
+    this.deploy = new BatchLoader(deployId, async (keys) => {
+      const deploys = await services.deploys.getMany(keys);
+      return new Map(deploys.map((d) => [deployId({ siteId: d.siteId, deployId: d.id }), d]));
+    });
+    this.team = remember((id) => services.accounts.getTeam(id));
+    this.account = remember((id) => services.accounts.getAccount(id));
+    this.members = remember((key) => {
+      const [teamId, accountId] = key.split('/') as [string, string];
+      return services.accounts.getMember(teamId, accountId);
+    });
+  }
+
+  member(teamId: string, accountId: string): Promise<TeamMember | undefined> {
+    return this.members(`${teamId}/${accountId}`);
+  }
+
+  /** After a mutation changed a membership: later fields of the same request read it afresh. */
+  forgetMember(teamId: string, accountId: string): void {
+    this.members.forget(`${teamId}/${accountId}`);
+  }
+
+  /** The signer of page tokens (its key is opened once per process, not per request). */
+  pageTokens(): Promise<PageTokens> {
+    return (this.tokens ??= pageTokensFor(this.services));
+  }
+}
+
+const signers = new WeakMap<Buffer, PageTokens>();
+async function pageTokensFor(services: Services): Promise<PageTokens> {
+  const key = await services.accounts.signingKey('page-token');
+  let signer = signers.get(key);
+  if (!signer) signers.set(key, (signer = new PageTokens(key)));
+  return signer;
+}

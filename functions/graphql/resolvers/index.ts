@@ -1,0 +1,20 @@
+/**
+ * Resolvers, by type. Every one works inside the caller's team: a site or
+ * team of another team is indistinguishable from one that does not exist.
+ */
+import { DateTime } from '../scalars.js';
+import { deployResolvers } from './deploys.js';
+import { keyResolvers } from './keys.js';
+import { siteResolvers } from './sites.js';
+import { teamResolvers } from './teams.js';
+
+export const resolvers = {
+  DateTime,
+  Query: { ...siteResolvers.Query, ...deployResolvers.Query, ...teamResolvers.Query, ...keyResolvers.Query },
+  Mutation: { ...siteResolvers.Mutation, ...deployResolvers.Mutation, ...teamResolvers.Mutation, ...keyResolvers.Mutation },
+  Site: siteResolvers.Site,
+  BuildSettings: siteResolvers.BuildSettings,
+  SiteSource: siteResolvers.SiteSource,
+  Deploy: deployResolvers.Deploy,
+  TeamMember: teamResolvers.TeamMember,
+};

@@ -1,0 +1,70 @@
+/** Sites: the two lookups, the team's listing, create/update/delete, and the Site type's relations. */
+import type { Deploy } from '../../core/data/deploys.js';
+import { siteCursor, type Site, type SiteSource } from '../../core/data/sites.js';
+import { callerOf, type GraphqlContext } from '../context.js';
+import { graphqlError, notFound } from '../errors.js';
+import { pageSize } from '../pagination.js';
+import { newSite, updatedSite, type SiteInput } from '../site-input.js';
+import { isOwnTeam, ownSite, userConflicts } from './access.js';
+
+interface PageArgs {
+  limit?: number | null;
+  nextToken?: string | null;
+}
+
+export const siteResolvers = {
+  Query: {
+    getSiteById: async (_: unknown, args: { siteId: string }, ctx: GraphqlContext) => ownSite(ctx, await ctx.services.sites.getById(args.siteId)),
+    getSiteBySlug: async (_: unknown, args: { slug: string }, ctx: GraphqlContext) => ownSite(ctx, await ctx.services.sites.getBySlug(args.slug)),
+    getSitesByTeam: async (_: unknown, args: { teamId: string } & PageArgs, ctx: GraphqlContext) => {
+      const limit = pageSize(args.limit);
+      if (!isOwnTeam(ctx, args.teamId)) return null;
+      const tokens = await ctx.loaders.pageTokens();
+      const listing = { query: 'getSitesByTeam', args: { teamId: args.teamId } };
+      const after = tokens.read(listing, args.nextToken);
+      const page = await ctx.services.sites.listByTeam(args.teamId, limit, after);
+      const last = page.items[page.items.length - 1];
+      return { sites: page.items, nextToken: page.more && last ? tokens.issue(listing, siteCursor(last)) : null };
+    },
+  },
+  Mutation: {
+    createSite: async (_: unknown, args: { input: SiteInput }, ctx: GraphqlContext) =>
+      userConflicts(() => ctx.services.sites.create(newSite(args.input, callerOf(ctx))), 'input.name'),
+    updateSite: async (_: unknown, args: { siteId: string; input: SiteInput }, ctx: GraphqlContext) => {
+      const site = await userConflicts(
+        () => ctx.services.sites.update(args.siteId, callerOf(ctx).teamId, (current) => updatedSite(current, args.input)),
+        'input.name',
+      );
+      if (!site) throw notFound('site');
+      return site;
+    },
+    deleteSite: async (_: unknown, args: { siteId: string }, ctx: GraphqlContext) => {
+      const site = await userConflicts(() => ctx.services.sites.delete(args.siteId, callerOf(ctx).teamId));
+      if (!site) throw notFound('site');
+      // The site and its slug went together; its deploys are unreachable now and go after.
+      // Should that fail, the site is still deleted: say so, and leave the rest to the log.
+      await ctx.services.deploys.deleteAllOfSite(site.id).catch((err: unknown) => {
+        ctx.services.logger.error('deleting a deleted site\'s deploys failed', { err, siteId: site.id });
+      });
+      return true;
+    },
+  },
+  Site: {
+    team: async (site: Site, _: unknown, ctx: GraphqlContext) => {
+      const team = await ctx.loaders.team(site.teamId);
+      if (!team) throw graphqlError('INTERNAL_SERVER_ERROR', "the site's team is missing");
+      return team;
+    },
+    updatedAt: (site: Site) => site.updatedAt ?? null,
+    publishedDeploy: async (site: Site, _: unknown, ctx: GraphqlContext): Promise<Deploy | null> =>
+      site.publishedDeployId ? ((await ctx.loaders.deploy.load({ siteId: site.id, deployId: site.publishedDeployId })) ?? null) : null,
+    latestDeploy: async (site: Site, _: unknown, ctx: GraphqlContext): Promise<Deploy | null> =>
+      site.latestDeployId ? ((await ctx.loaders.deploy.load({ siteId: site.id, deployId: site.latestDeployId })) ?? null) : null,
+  },
+  BuildSettings: {
+    environmentVariables: (settings: Site['buildSettings']) => settings.environmentVariables ?? [],
+  },
+  SiteSource: {
+    __resolveType: (source: SiteSource) => (source.kind === 'repository' ? 'Repository' : 'IpfsSource'),
+  },
+};

@@ -1,0 +1,234 @@
+/**
+ * Site inputs: checked field by field (BAD_USER_INPUT naming the field at
+ * fault) and turned into the stored site. In an update a field left out
+ * keeps its value and null clears an optional one.
+ */
+import { CID } from 'multiformats/cid';
+import type { ApiKeyCaller } from '../core/data/accounts.js';
+import { SLUG_PATTERN, type BuildSettings, type DeploySettings, type NewSite, type Site, type SitePlatform, type SiteSource } from '../core/data/sites.js';
+import { badInput } from './errors.js';
+
+export interface EnvironmentVariableInput {
+  name: string;
+  value?: string | null;
+}
+
+export interface BuildSettingsInput {
+  buildCommand?: string | null;
+  baseDirectoryPath?: string | null;
+  publishDirectoryPath?: string | null;
+  dockerImage?: string | null;
+  environmentVariables?: EnvironmentVariableInput[] | null;
+}
+
+export interface SiteSourceInput {
+  repository?: { type: 'GIT_HOST'; url: string; branch: string } | null;
+  ipfs?: { cid?: string | null } | null;
+}
+
+export interface DeploySettingsInput {
+  autoPublishing?: boolean | null;
+  prDeployPreviews?: boolean | null;
+  altUseProxy?: boolean | null;
+  source?: SiteSourceInput | null;
+}
+
+export interface SiteInput {
+  name?: string | null;
+  description?: string | null;
+  platform?: SitePlatform | null;
+  buildSettings?: BuildSettingsInput | null;
+  deploySettings?: DeploySettingsInput | null;
+}
+
+export const LIMITS = {
+  description: 1000,
+  buildCommand: 4096,
+  path: 1024,
+  dockerImage: 255,
+  environmentVariables: 100,
+  environmentVariableName: 255,
+  environmentVariableValue: 16_384,
+  url: 2048,
+  branch: 255,
+} as const;
+
+// Control characters other than tab and newline have no place in these settings.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f]/;
+// eslint-disable-next-line no-control-regex
+const LINE_CONTROL = /[\u0000-\u001f\u007f]/;
+
+function text(value: string, field: string, max: number, { multiline = false } = {}): string {
+  if (value.length > max) throw badInput(`${field} is longer than ${max} characters`, field);
+  if ((multiline ? CONTROL : LINE_CONTROL).test(value)) throw badInput(`${field} contains control characters`, field);
+  return value;
+}
+
+function name(value: string, field: string): string {
+  if (!SLUG_PATTERN.test(value)) {
+    throw badInput(
+      `${field} "${value.slice(0, 80)}" is not a valid site name: a site's name is its slug, so use lowercase letters, digits and inner hyphens, at most 63 characters (like hidden-waterfall-6189)`,
+      field,
+    );
+  }
+  return value;
+}
+
+function relativePath(value: string, field: string): string {
+  text(value, field, LIMITS.path);
+  if (value.startsWith('/') || value.split(/[\\/]/).includes('..')) {
+    throw badInput(`${field} must be a path relative to the repository, without ".." (got "${value.slice(0, 80)}")`, field);
+  }
+  return value;
+}
+
+function dockerImage(value: string, field: string): string {
+  text(value, field, LIMITS.dockerImage);
+  if (!/^[A-Za-z0-9][A-Za-z0-9._\-/:@]*$/.test(value)) throw badInput(`${field} is not a container image reference (like node:slim)`, field);
+  return value;
+}
+
+function environmentVariables(list: EnvironmentVariableInput[], field: string): BuildSettings['environmentVariables'] {
+  if (list.length > LIMITS.environmentVariables) throw badInput(`${field} holds more than ${LIMITS.environmentVariables} variables`, field);
+  const seen = new Set<string>();
+  return list.map((variable, i) => {
+    const at = `${field}[${i}]`;
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(variable.name) || variable.name.length > LIMITS.environmentVariableName) {
+      throw badInput(`${at}.name "${variable.name.slice(0, 80)}" must be letters, digits and underscores, not starting with a digit`, `${at}.name`);
+    }
+    if (seen.has(variable.name)) throw badInput(`${at}.name "${variable.name}" appears twice`, `${at}.name`);
+    seen.add(variable.name);
+    const value = variable.value ?? null;
+    if (value !== null) text(value, `${at}.value`, LIMITS.environmentVariableValue, { multiline: true });
+    return { name: variable.name, value };
+  });
+}
+
+function repositoryUrl(value: string, field: string): string {
+  text(value, field, LIMITS.url);
+  const scpLike = /^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s]+$/.test(value);
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  const ok = scpLike || (url !== undefined && ['https:', 'http:', 'ssh:', 'git:'].includes(url.protocol) && url.hostname !== '');
+  if (!ok) throw badInput(`${field} must be a repository URL (https://host/owner/repo.git or git@host:owner/repo.git)`, field);
+  return value;
+}
+
+function branch(value: string, field: string): string {
+  text(value, field, LIMITS.branch);
+  if (value === '' || /[\s~^:?*[\\]/.test(value) || value.includes('..') || value.startsWith('-') || value.startsWith('/') || value.endsWith('/') || value.endsWith('.lock')) {
+    throw badInput(`${field} "${value.slice(0, 80)}" is not a valid branch name`, field);
+  }
+  return value;
+}
+
+function source(input: SiteSourceInput, field: string): SiteSource {
+  // The schema's @oneOf already makes exactly one of the two present.
+  if (input.repository) {
+    const r = input.repository;
+    return {
+      kind: 'repository',
+      type: r.type,
+      url: repositoryUrl(r.url, `${field}.repository.url`),
+      branch: branch(r.branch, `${field}.repository.branch`),
+    };
+  }
+  const cid = input.ipfs?.cid ?? null;
+  if (cid !== null) {
+    let valid = false;
+    try {
+      CID.parse(cid);
+      valid = true;
+    } catch {
+      valid = false;
+    }
+    if (!valid) throw badInput(`${field}.ipfs.cid is not a CID (v0 like Qm..., or v1 in base32 like bafy...)`, `${field}.ipfs.cid`);
+  }
+  return { kind: 'ipfs', cid };
+}
+
+const has = <T extends object>(input: T, key: keyof T) => Object.prototype.hasOwnProperty.call(input, key);
+
+/** Applies a BuildSettingsInput to settings: given fields change, absent ones stay, null clears. */
+function buildSettings(current: BuildSettings, input: BuildSettingsInput, field: string): BuildSettings {
+  const next: BuildSettings = { ...current, environmentVariables: current.environmentVariables ?? [] };
+  const optional = <K extends 'buildCommand' | 'baseDirectoryPath' | 'publishDirectoryPath' | 'dockerImage'>(key: K, check: (v: string, f: string) => string) => {
+    if (!has(input, key)) return;
+    const value = input[key];
+    next[key] = value === null || value === undefined ? null : check(value, `${field}.${key}`);
+  };
+  optional('buildCommand', (v, f) => text(v, f, LIMITS.buildCommand, { multiline: true }));
+  optional('baseDirectoryPath', relativePath);
+  optional('publishDirectoryPath', relativePath);
+  optional('dockerImage', dockerImage);
+  if (has(input, 'environmentVariables')) {
+    next.environmentVariables = input.environmentVariables ? environmentVariables(input.environmentVariables, `${field}.environmentVariables`) : [];
+  }
+  return next;
+}
+
+function deploySettings(current: DeploySettings | undefined, input: DeploySettingsInput, field: string): DeploySettings {
+  const required = (key: 'autoPublishing' | 'prDeployPreviews', fallback: boolean): boolean => {
+    if (!has(input, key)) return current?.[key] ?? fallback;
+    const value = input[key];
+    if (value === null || value === undefined) throw badInput(`${field}.${key} cannot be null`, `${field}.${key}`);
+    return value;
+  };
+  let nextSource = current?.source;
+  if (has(input, 'source')) {
+    if (!input.source) throw badInput(`${field}.source cannot be null`, `${field}.source`);
+    nextSource = source(input.source, `${field}.source`);
+  }
+  if (!nextSource) throw badInput(`${field}.source is required: a repository to build or an IPFS CID`, `${field}.source`);
+  return {
+    autoPublishing: required('autoPublishing', true),
+    prDeployPreviews: required('prDeployPreviews', false),
+    altUseProxy: has(input, 'altUseProxy') ? (input.altUseProxy ?? null) : (current?.altUseProxy ?? null),
+    source: nextSource,
+  };
+}
+
+/** A new site from CreateSiteInput, in the caller's team. */
+export function newSite(input: SiteInput, caller: ApiKeyCaller): NewSite {
+  const site: NewSite = {
+    teamId: caller.teamId,
+    createdBy: caller.accountId,
+    description: input.description === undefined || input.description === null ? null : text(input.description, 'input.description', LIMITS.description, { multiline: true }),
+    platform: input.platform ?? 'ipfs',
+    buildSettings: buildSettings({ environmentVariables: [] }, input.buildSettings ?? {}, 'input.buildSettings'),
+    deploySettings: deploySettings(undefined, input.deploySettings ?? {}, 'input.deploySettings'),
+  };
+  if (input.name !== undefined && input.name !== null) {
+    site.name = name(input.name, 'input.name');
+    site.slug = site.name;
+  }
+  return site;
+}
+
+/** The site with UpdateSiteInput applied. */
+export function updatedSite(current: Site, input: SiteInput): Site {
+  const next: Site = { ...current };
+  if (has(input, 'name')) {
+    if (input.name === null || input.name === undefined) throw badInput('input.name cannot be null', 'input.name');
+    next.name = name(input.name, 'input.name');
+    next.slug = next.name;
+  }
+  if (has(input, 'description')) {
+    next.description = input.description === null || input.description === undefined ? null : text(input.description, 'input.description', LIMITS.description, { multiline: true });
+  }
+  if (has(input, 'platform')) next.platform = input.platform ?? null;
+  if (has(input, 'buildSettings')) {
+    if (!input.buildSettings) throw badInput('input.buildSettings cannot be null', 'input.buildSettings');
+    next.buildSettings = buildSettings(current.buildSettings, input.buildSettings, 'input.buildSettings');
+  }
+  if (has(input, 'deploySettings')) {
+    if (!input.deploySettings) throw badInput('input.deploySettings cannot be null', 'input.deploySettings');
+    next.deploySettings = deploySettings(current.deploySettings, input.deploySettings, 'input.deploySettings');
+  }
+  return next;
+}

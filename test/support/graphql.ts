@@ -1,0 +1,140 @@
+/**
+ * GraphQL test fixtures: the two doors of the API as fetch functions, a
+ * small client, and accounts (each with its own team and API key) made
+ * straight through the stores.
+ */
+import type { Account, Team } from '../../functions/core/data/accounts.js';
+import type { Deploy } from '../../functions/core/data/deploys.js';
+import { newAccessKeyId, newApiToken, newSecretAccessKey, newSortableId } from '../../functions/core/ids.js';
+import { lambdaFetch, type LambdaFn } from './lambda-door.js';
+import type { TestService } from './service.js';
+
+export type Fetch = (url: string, init?: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array }) => Promise<Response>;
+
+export interface Door {
+  name: string;
+  fetch: Fetch;
+}
+
+/** Starts nothing: imports the Lambda handler for `service` (its env must already be in process.env). */
+export async function importGraphqlLambda(): Promise<LambdaFn> {
+  return ((await import('../../functions/graphql/handler.js')) as unknown as { handler: LambdaFn }).handler;
+}
+
+/** The node:http door and the Lambda door, for describe.each; the Lambda handler is resolved when first used. */
+export function graphqlDoors(lambda: () => LambdaFn): Door[] {
+  return [
+    { name: 'node:http door', fetch: (url, init) => fetch(url, init as RequestInit) },
+    { name: 'Lambda door', fetch: (url, init) => lambdaFetch(lambda())(url, init) },
+  ];
+}
+
+export interface GraphqlError {
+  message: string;
+  path?: string[];
+  extensions: { code: string; field?: string; [k: string]: unknown };
+}
+
+export interface GraphqlResult<T = any> {
+  status: number;
+  data?: T;
+  errors?: GraphqlError[];
+  text: string;
+  headers: Headers;
+}
+
+export function graphqlClient(door: Door, endpoint: string) {
+  async function send(init: Parameters<Fetch>[1], url = endpoint): Promise<GraphqlResult> {
+    const res = await door.fetch(url, init);
+    const text = await res.text();
+    let parsed: { data?: unknown; errors?: GraphqlError[] } = {};
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = {};
+    }
+    return { status: res.status, data: parsed.data as any, errors: parsed.errors, text, headers: res.headers };
+  }
+  return {
+    /** POST a query as JSON with `key` as the raw Authorization header (null: none). */
+    gql(key: string | null, query: string, variables?: Record<string, unknown>): Promise<GraphqlResult> {
+      return send({
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(key !== null ? { authorization: key } : {}) },
+        body: JSON.stringify({ query, variables }),
+      });
+    },
+    send,
+  };
+}
+
+/** The one error of a result, failing loudly when there is not exactly one. */
+export function onlyError(result: GraphqlResult): GraphqlError {
+  if (result.errors?.length !== 1) throw new Error(`expected one error, got: ${result.text}`);
+  return result.errors[0]!;
+}
+
+/** The data of a result, failing loudly on errors. */
+export function dataOf<T = any>(result: GraphqlResult<T>): T {
+  if (result.errors?.length || result.data === undefined) throw new Error(`expected data, got ${result.status}: ${result.text}`);
+  return result.data;
+}
+
+export interface AccountFixture {
+  account: Account;
+  team: Team;
+  apiKey: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
+let accounts = 0;
+/** A new account with its own team, API key and storage key pair. */
+export async function newAccount(service: TestService, prefix = 'acct'): Promise<AccountFixture> {
+  const name = `${prefix}-${process.pid}-${++accounts}`.toLowerCase();
+  const credentials = { accessKeyId: newAccessKeyId(), secretAccessKey: newSecretAccessKey(), apiToken: newApiToken() };
+  const { account, team } = await service.services.accounts.createAccount({ name, ...credentials });
+  return { account, team, apiKey: credentials.apiToken, accessKeyId: credentials.accessKeyId, secretAccessKey: credentials.secretAccessKey };
+}
+
+/** `count` finished deploys of a site, one second apart, oldest first, written in batches. */
+export async function seedDeploys(service: TestService, siteId: string, count: number, start = Date.UTC(2024, 0, 1)): Promise<Deploy[]> {
+  const deploys: Deploy[] = [];
+  for (let i = 0; i < count; i++) {
+    const at = start + i * 1000;
+    deploys.push({
+      id: newSortableId(at),
+      siteId,
+      status: 'DEPLOYED',
+      createdAt: new Date(at).toISOString(),
+      startedAt: new Date(at).toISOString(),
+      completedAt: new Date(at + 500).toISOString(),
+      totalTime: 500,
+      published: false,
+      autoPublish: true,
+      repository: { commit: `c${i}`, branch: 'main' },
+    });
+  }
+  await service.services.deploys.putMany(deploys);
+  return deploys;
+}
+
+export const SITE_FIELDS = `
+fragment DeployFields on Deploy {
+  id startedAt completedAt status ipfsHash previewImage totalTime log published
+  repository { commit branch owner name message }
+  autoPublish
+}
+fragment SiteFields on Site {
+  id createdBy createdAt updatedAt teamId team { id name } name description slug platform
+  buildSettings { buildCommand baseDirectoryPath publishDirectoryPath dockerImage environmentVariables { name value } }
+  deploySettings {
+    autoPublishing prDeployPreviews altUseProxy
+    source { __typename ... on Repository { type url branch } ... on IpfsSource { cid } }
+  }
+  publishedDeploy { ...DeployFields }
+  latestDeploy { ...DeployFields }
+  altCanisterId
+}`;
+
+export const ISO_MS_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;

@@ -1,0 +1,77 @@
+/**
+ * The service description's GraphQL tables (sections 2.1, 2.2 and 4.1),
+ * transcribed field by field: the schema is checked against these both as
+ * SDL (test/unit/schema.test.ts) and by introspection through each door.
+ */
+export const OBJECTS: Record<string, Record<string, string>> = {
+  Site: {
+    id: 'ID!', createdBy: 'ID!', createdAt: 'DateTime!', updatedAt: 'DateTime', teamId: 'ID!', team: 'Team!', name: 'String!',
+    description: 'String', slug: 'String!', platform: 'SitePlatform', buildSettings: 'BuildSettings!', deploySettings: 'DeploySettings!',
+    publishedDeploy: 'Deploy', latestDeploy: 'Deploy', altCanisterId: 'String',
+  },
+  Team: { id: 'ID!', name: 'String!' },
+  BuildSettings: {
+    buildCommand: 'String', baseDirectoryPath: 'String', publishDirectoryPath: 'String', dockerImage: 'String',
+    environmentVariables: '[EnvironmentVariable!]!',
+  },
+  EnvironmentVariable: { name: 'String!', value: 'String' },
+  DeploySettings: { autoPublishing: 'Boolean!', prDeployPreviews: 'Boolean!', altUseProxy: 'Boolean', source: 'SiteSource!' },
+  Repository: { type: 'RepositoryType!', url: 'String!', branch: 'String!' },
+  IpfsSource: { cid: 'String' },
+  Deploy: {
+    id: 'ID!', startedAt: 'DateTime', completedAt: 'DateTime', status: 'DeployStatus!', ipfsHash: 'String', previewImage: 'String',
+    totalTime: 'Int', log: 'String', published: 'Boolean!', repository: 'DeployRepository!', autoPublish: 'Boolean!',
+  },
+  DeployRepository: { commit: 'String', branch: 'String', owner: 'String', name: 'String', message: 'String' },
+  SiteConnection: { sites: '[Site!]!', nextToken: 'String' },
+  DeployConnection: { deploys: '[Deploy!]!', nextToken: 'String' },
+};
+
+export const UNIONS: Record<string, string[]> = { SiteSource: ['IpfsSource', 'Repository'] };
+
+export const INPUTS: Record<string, Record<string, string>> = { PurgeCacheInput: { siteId: 'String!' } };
+
+export const ENUMS: Record<string, string[]> = {
+  RepositoryType: ['GIT_HOST'],
+  SitePlatform: ['ipfs', 'alt'],
+  DeployStatus: ['IN_PROGRESS', 'DEPLOYED', 'FAILED', 'CANCELLED'],
+};
+
+export const SCALARS = ['DateTime'];
+
+/** Operation → `(args): result`, as section 4.1 gives them. */
+export const QUERIES: Record<string, string> = {
+  getSiteById: '(siteId: ID!): Site',
+  getSiteBySlug: '(slug: String!): Site',
+  getDeploysBySite: '(siteId: ID!, limit: Int, nextToken: String): DeployConnection',
+  getSitesByTeam: '(teamId: ID!, limit: Int, nextToken: String): SiteConnection',
+};
+
+export const MUTATIONS: Record<string, string> = {
+  triggerDeploy: '(siteId: ID!, commit: String): Deploy',
+  retryDeploy: '(siteId: ID!, deployId: ID!): Deploy',
+  purgeCache: '(input: PurgeCacheInput!): Boolean',
+};
+
+/** What Cairn adds beyond the description (issue 5), in the same style. */
+export const ADDED_QUERIES: Record<string, string> = {
+  getCurrentTeam: '(): Team!',
+  getMembersByTeam: '(teamId: ID!): [TeamMember!]',
+  getApiKeysByTeam: '(teamId: ID!): [ApiKey!]',
+  getStorageKeyPairs: '(): [StorageKeyPair!]!',
+};
+
+export const ADDED_MUTATIONS: Record<string, string> = {
+  createSite: '(input: CreateSiteInput!): Site',
+  updateSite: '(siteId: ID!, input: UpdateSiteInput!): Site',
+  deleteSite: '(siteId: ID!): Boolean',
+  createTeam: '(name: String!): NewTeam',
+  updateTeam: '(teamId: ID!, name: String!): Team',
+  addTeamMember: '(teamId: ID!, accountName: String!, role: TeamRole): TeamMember',
+  updateTeamMember: '(teamId: ID!, accountId: ID!, role: TeamRole!): TeamMember',
+  removeTeamMember: '(teamId: ID!, accountId: ID!): Boolean',
+  createApiKey: '(teamId: ID!, name: String): NewApiKey',
+  revokeApiKey: '(teamId: ID!, apiKeyId: ID!): ApiKey',
+  createStorageKeyPair: '(): NewStorageKeyPair',
+  revokeStorageKeyPair: '(accessKeyId: ID!): StorageKeyPair',
+};
