@@ -1,12 +1,12 @@
 /** Reads a file's bytes (or a range of them) back out of the blockstore. */
-import { exporter } from 'ipfs-unixfs-exporter';
+import { exporter, type UnixFSEntry } from 'ipfs-unixfs-exporter';
 import type { Blockstore } from 'interface-blockstore';
 import type { CID } from 'multiformats/cid';
 
 export interface FileEntry {
   /** File length in bytes. */
   size: number;
-  /** A lazy stream of `[offset, offset+length)`. */
+  /** A lazy stream of `[offset, offset+length)`, read as it is consumed. */
   stream(range?: { offset: number; length: number }): ReadableStream<Uint8Array>;
 }
 
@@ -14,30 +14,104 @@ export class NotAFileError extends Error {
   override name = 'NotAFileError';
 }
 
-/** Resolves a CID to a file; throws NotFoundError-like errors when blocks are missing. */
-export async function openFile(blockstore: Blockstore, cid: CID, signal?: AbortSignal): Promise<FileEntry> {
+/** Blocks fetched ahead of the reader, per level of the DAG (each up to 256 KiB). */
+const READ_AHEAD = 4;
+
+type FileNode = Extract<UnixFSEntry, { type: 'file' | 'raw' | 'identity' }>;
+
+async function resolve(blockstore: Blockstore, cid: CID, signal?: AbortSignal): Promise<FileNode> {
   const entry = await exporter(cid, blockstore, { signal });
   if (entry.type !== 'file' && entry.type !== 'raw' && entry.type !== 'identity') throw new NotAFileError(`${cid} is a ${entry.type}`);
-  const size = Number(entry.size);
+  return entry;
+}
+
+/**
+ * The bytes of `[start, end)` of the file under `node` (which begins at
+ * `position` in the file), depth first. Unlike the exporter's own `content()`,
+ * which pushes blocks into an unbounded queue as fast as the disk gives
+ * them (a slow client then holds the whole file in memory), this reads only
+ * as the consumer pulls, a few blocks ahead.
+ */
+async function* walk(
+  blockstore: Blockstore,
+  node: FileNode,
+  position: number,
+  start: number,
+  end: number,
+  signal?: AbortSignal,
+): AsyncGenerator<Uint8Array> {
+  if (node.type !== 'file') {
+    const bytes = node.node;
+    yield bytes.subarray(Math.max(0, start - position), Math.min(bytes.length, end - position));
+    return;
+  }
+  const data = node.unixfs.data;
+  if (data && data.length > 0) {
+    const from = Math.max(0, start - position);
+    const to = Math.min(data.length, end - position);
+    if (to > from) yield data.subarray(from, to);
+    position += data.length;
+  }
+  const links = node.node.Links;
+  const sizes = node.unixfs.blockSizes;
+  if (links.length !== sizes.length) throw new Error(`${node.cid}: ${links.length} links but ${sizes.length} block sizes`);
+  const wanted: Array<{ cid: CID; at: number; size: number }> = [];
+  for (let i = 0; i < links.length && position < end; i++) {
+    const size = Number(sizes[i]);
+    if (position + size > start) wanted.push({ cid: links[i]!.Hash, at: position, size });
+    position += size;
+  }
+  const pending: Array<Promise<FileNode>> = [];
+  let next = 0;
+  const fill = () => {
+    while (next < wanted.length && pending.length < READ_AHEAD) {
+      const p = resolve(blockstore, wanted[next++]!.cid, signal);
+      p.catch(() => {}); // awaited below in order; an early failure must not be unhandled
+      pending.push(p);
+    }
+  };
+  for (const child of wanted) {
+    fill();
+    const entry = await pending.shift()!;
+    fill();
+    let read = 0;
+    for await (const chunk of walk(blockstore, entry, child.at, start, end, signal)) {
+      read += chunk.byteLength;
+      yield chunk;
+    }
+    const expected = Math.min(child.at + child.size, end) - Math.max(child.at, start);
+    if (read !== expected) throw new Error(`${entry.cid}: read ${read} bytes where the parent promises ${expected}`);
+  }
+}
+
+/** Resolves a CID to a file; throws NotFoundError-like errors when blocks are missing. */
+export async function openFile(blockstore: Blockstore, cid: CID, signal?: AbortSignal): Promise<FileEntry> {
+  const root = await resolve(blockstore, cid, signal);
+  const size = Number(root.size);
   return {
     size,
     stream(range) {
+      const start = range ? Math.min(range.offset, size) : 0;
+      const end = range ? Math.min(start + range.length, size) : size;
       let iterator: AsyncIterator<Uint8Array> | undefined;
-      return new ReadableStream<Uint8Array>({
-        async pull(controller) {
-          iterator ??= entry.content({ ...(range ?? {}), signal })[Symbol.asyncIterator]();
-          try {
-            const next = await iterator.next();
-            if (next.done) controller.close();
-            else controller.enqueue(next.value);
-          } catch (err) {
-            controller.error(err);
-          }
+      return new ReadableStream<Uint8Array>(
+        {
+          async pull(controller) {
+            iterator ??= walk(blockstore, root, 0, start, end, signal)[Symbol.asyncIterator]();
+            try {
+              const next = await iterator.next();
+              if (next.done) controller.close();
+              else controller.enqueue(next.value);
+            } catch (err) {
+              controller.error(err);
+            }
+          },
+          async cancel() {
+            await iterator?.return?.(undefined);
+          },
         },
-        async cancel() {
-          await iterator?.return?.();
-        },
-      });
+        { highWaterMark: 0 },
+      );
     },
   };
 }
