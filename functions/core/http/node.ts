@@ -3,9 +3,51 @@
  * bodies both ways with backpressure.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { Readable } from 'node:stream';
+import { finished } from 'node:stream';
 import type { Logger } from '../logger.js';
 import type { HttpHandler, HttpRequest } from './types.js';
+
+/** How much of a request body may wait in the stream before the socket is paused. */
+const BODY_HIGH_WATER_MARK = 256 * 1024;
+
+/**
+ * The request body as a web stream, with backpressure: the socket is paused
+ * while the stream holds more than BODY_HIGH_WATER_MARK bytes. Readable.toWeb
+ * would do the same but copies every chunk (it guards against pooled
+ * Buffers); an HTTP body's chunks are slices of the socket's own fresh read
+ * buffers, so they are passed on as they are.
+ */
+function requestBody(req: IncomingMessage): ReadableStream<Uint8Array> {
+  let cancelled = false;
+  return new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        req.pause();
+        req.on('data', (chunk: Buffer) => {
+          if (cancelled) return; // cancelled: the rest is read and dropped
+          controller.enqueue(chunk);
+          if ((controller.desiredSize ?? 0) <= 0) req.pause();
+        });
+        finished(req, { writable: false }, (err) => {
+          if (cancelled) return;
+          cancelled = true;
+          // 'aborted': the client went away before the whole body arrived.
+          if (err || !req.complete) controller.error(err ?? new Error('request body incomplete'));
+          else controller.close();
+        });
+      },
+      pull() {
+        req.resume();
+      },
+      cancel() {
+        cancelled = true;
+        // The rest of the body is not wanted; the response may still be sent.
+        req.resume();
+      },
+    },
+    new ByteLengthQueuingStrategy({ highWaterMark: BODY_HIGH_WATER_MARK }),
+  );
+}
 
 export function toHttpRequest(req: IncomingMessage, signal: AbortSignal): HttpRequest {
   const target = req.url ?? '/';
@@ -26,7 +68,7 @@ export function toHttpRequest(req: IncomingMessage, signal: AbortSignal): HttpRe
     rawPath: q < 0 ? target : target.slice(0, q),
     rawQuery: q < 0 ? '' : target.slice(q + 1),
     headers,
-    body: hasBody ? (Readable.toWeb(req) as ReadableStream<Uint8Array>) : null,
+    body: hasBody ? requestBody(req) : null,
     signal,
     remoteAddress: req.socket.remoteAddress,
   };
