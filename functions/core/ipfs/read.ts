@@ -2,6 +2,7 @@
 import { exporter, type UnixFSEntry } from 'ipfs-unixfs-exporter';
 import type { Blockstore } from 'interface-blockstore';
 import type { CID } from 'multiformats/cid';
+import { decodeFileNode, MalformedBlockError, type FileNode } from './unixfs-file.js';
 
 export interface FileEntry {
   /** File length in bytes. */
@@ -17,12 +18,35 @@ export class NotAFileError extends Error {
 /** Blocks fetched ahead of the reader, per level of the DAG (each up to 256 KiB). */
 const READ_AHEAD = 4;
 
-type FileNode = Extract<UnixFSEntry, { type: 'file' | 'raw' | 'identity' }>;
+const DAG_PB = 0x70;
+const RAW = 0x55;
+const IDENTITY = 0x00;
 
-async function resolve(blockstore: Blockstore, cid: CID, signal?: AbortSignal): Promise<FileNode> {
+type FileEntryNode = Extract<UnixFSEntry, { type: 'file' | 'raw' | 'identity' }>;
+
+async function resolve(blockstore: Blockstore, cid: CID, signal?: AbortSignal): Promise<FileEntryNode> {
   const entry = await exporter(cid, blockstore, { signal });
   if (entry.type !== 'file' && entry.type !== 'raw' && entry.type !== 'identity') throw new NotAFileError(`${cid} is a ${entry.type}`);
   return entry;
+}
+
+/** The root as the exporter resolved it, in the shape the walk reads. */
+function rootNode(entry: FileEntryNode): FileNode {
+  if (entry.type !== 'file') return { data: entry.node, links: [] };
+  const sizes = entry.unixfs.blockSizes;
+  if (entry.node.Links.length !== sizes.length) throw new MalformedBlockError(`${entry.cid}: links and block sizes differ`);
+  return { data: entry.unixfs.data, links: entry.node.Links.map((l, i) => ({ cid: l.Hash, fileSize: Number(sizes[i]) })) };
+}
+
+/** A block below the root: read whole (a single piece from the file blockstore is not copied) and decoded. */
+async function childNode(blockstore: Blockstore, cid: CID, signal?: AbortSignal): Promise<FileNode> {
+  if (cid.multihash.code === IDENTITY) return { data: cid.multihash.digest, links: [] };
+  const pieces: Uint8Array[] = [];
+  for await (const piece of blockstore.get(cid, { signal })) pieces.push(piece);
+  const bytes = pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces);
+  if (cid.code === RAW) return { data: bytes, links: [] };
+  if (cid.code === DAG_PB) return decodeFileNode(bytes);
+  throw new NotAFileError(`${cid}: a block of codec 0x${cid.code.toString(16)} inside a file`);
 }
 
 /**
@@ -40,54 +64,47 @@ async function* walk(
   end: number,
   signal?: AbortSignal,
 ): AsyncGenerator<Uint8Array> {
-  if (node.type !== 'file') {
-    const bytes = node.node;
-    yield bytes.subarray(Math.max(0, start - position), Math.min(bytes.length, end - position));
-    return;
-  }
-  const data = node.unixfs.data;
+  const data = node.data;
   if (data && data.length > 0) {
     const from = Math.max(0, start - position);
     const to = Math.min(data.length, end - position);
     if (to > from) yield data.subarray(from, to);
     position += data.length;
   }
-  const links = node.node.Links;
-  const sizes = node.unixfs.blockSizes;
-  if (links.length !== sizes.length) throw new Error(`${node.cid}: ${links.length} links but ${sizes.length} block sizes`);
   const wanted: Array<{ cid: CID; at: number; size: number }> = [];
-  for (let i = 0; i < links.length && position < end; i++) {
-    const size = Number(sizes[i]);
-    if (position + size > start) wanted.push({ cid: links[i]!.Hash, at: position, size });
-    position += size;
+  for (const link of node.links) {
+    if (position >= end) break;
+    if (position + link.fileSize > start) wanted.push({ cid: link.cid, at: position, size: link.fileSize });
+    position += link.fileSize;
   }
   const pending: Array<Promise<FileNode>> = [];
   let next = 0;
   const fill = () => {
     while (next < wanted.length && pending.length < READ_AHEAD) {
-      const p = resolve(blockstore, wanted[next++]!.cid, signal);
+      const p = childNode(blockstore, wanted[next++]!.cid, signal);
       p.catch(() => {}); // awaited below in order; an early failure must not be unhandled
       pending.push(p);
     }
   };
   for (const child of wanted) {
     fill();
-    const entry = await pending.shift()!;
+    const childNodeValue = await pending.shift()!;
     fill();
     let read = 0;
-    for await (const chunk of walk(blockstore, entry, child.at, start, end, signal)) {
+    for await (const chunk of walk(blockstore, childNodeValue, child.at, start, end, signal)) {
       read += chunk.byteLength;
       yield chunk;
     }
     const expected = Math.min(child.at + child.size, end) - Math.max(child.at, start);
-    if (read !== expected) throw new Error(`${entry.cid}: read ${read} bytes where the parent promises ${expected}`);
+    if (read !== expected) throw new MalformedBlockError(`${child.cid}: read ${read} bytes where the parent promises ${expected}`);
   }
 }
 
 /** Resolves a CID to a file; throws NotFoundError-like errors when blocks are missing. */
 export async function openFile(blockstore: Blockstore, cid: CID, signal?: AbortSignal): Promise<FileEntry> {
-  const root = await resolve(blockstore, cid, signal);
-  const size = Number(root.size);
+  const entry = await resolve(blockstore, cid, signal);
+  const size = Number(entry.size);
+  const root = rootNode(entry);
   return {
     size,
     stream(range) {
