@@ -75,3 +75,10 @@ test('pinning records every block of the DAG, and a second pin is a no-op', asyn
   for await (const pin of node.helia.pins.ls()) pins.push(pin.cid.toString());
   expect(pins.filter((p) => p === cid.toV1().toString() || p === cid.toString())).toHaveLength(1);
 });
+
+test('pinning a DAG with a missing block fails', async () => {
+  const { cid } = await importFile(node.blockstore, pieces(randomBytes(2 * 262144 + 5)));
+  const blocks = await dagBlocks(cid);
+  await node.blockstore.delete(blocks[2]!);
+  await expect(pinFile(node, cid)).rejects.toMatchObject({ name: 'NotFoundError' });
+});

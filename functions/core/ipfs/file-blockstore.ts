@@ -8,8 +8,12 @@
  * steno Writer every time. Here a read is one readFile, and a write is a
  * writeFile to a unique temporary name and a rename (atomic, as before),
  * with each shard directory created once per process.
+ *
+ * Two promises the IPFS code relies on: once put() resolves the bytes are on
+ * disk and the caller may reuse its buffer (`releasesBytesOnPut`), and
+ * readPrefix() reads the start of a block without reading all of it.
  */
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { FsBlockstore } from 'blockstore-fs';
 import { base32upper } from 'multiformats/bases/base32';
@@ -40,6 +44,8 @@ class BlockNotFoundError extends Error {
 let temporaries = 0;
 
 export class FileBlockstore extends FsBlockstore {
+  /** put() keeps no reference to the bytes once it resolves. */
+  readonly releasesBytesOnPut = true;
   private readonly layout: NextToLastSharding;
   private readonly shards = new Set<string>();
 
@@ -85,5 +91,24 @@ export class FileBlockstore extends FsBlockstore {
       throw err;
     }
     yield bytes;
+  }
+
+  /** At most `length` bytes from the start of a block. */
+  async readPrefix(key: CID, length: number, options?: AbortOptions): Promise<Uint8Array> {
+    options?.signal?.throwIfAborted();
+    let handle;
+    try {
+      handle = await open(this.locate(key).file, 'r');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new BlockNotFoundError(`block ${key} not found`);
+      throw err;
+    }
+    try {
+      const buffer = Buffer.alloc(length);
+      const { bytesRead } = await handle.read(buffer, 0, length, 0);
+      return buffer.subarray(0, bytesRead);
+    } finally {
+      await handle.close();
+    }
   }
 }

@@ -27,6 +27,11 @@ export interface FileDagOptions {
   writeConcurrency?: number;
 }
 
+/** A blockstore that is done with a block's bytes when put() resolves, so the buffer can be reused. */
+interface ReleasingBlockstore {
+  readonly releasesBytesOnPut?: boolean;
+}
+
 export interface FileDag {
   cid: CID;
   /** The file's length in bytes. */
@@ -129,6 +134,10 @@ export async function buildFileDag(blockstore: Blockstore, content: AsyncIterabl
   const concurrency = options.writeConcurrency ?? 8;
   const full = leafFrame(chunkSize);
   const dataStart = full.header.length;
+  // Full leaves are the same size: when the store lets go of them, recycle
+  // their buffers rather than leave a 256 KiB buffer per block to the GC.
+  const recycle = (blockstore as ReleasingBlockstore).releasesBytesOnPut === true;
+  const spare: Buffer[] = [];
 
   // Block writes run in the background, a bounded number at a time.
   const writes = new Set<Promise<void>>();
@@ -138,6 +147,7 @@ export async function buildFileDag(blockstore: Blockstore, content: AsyncIterabl
     const write = Promise.resolve(blockstore.put(cid, block)).then(
       () => {
         writes.delete(write);
+        if (recycle && block.length === full.length && spare.length < concurrency) spare.push(block as Buffer);
       },
       (err: unknown) => {
         writes.delete(write);
@@ -179,7 +189,7 @@ export async function buildFileDag(blockstore: Blockstore, content: AsyncIterabl
     let offset = 0;
     while (offset < piece.byteLength) {
       if (!current) {
-        current = Buffer.allocUnsafe(full.length);
+        current = spare.pop() ?? Buffer.allocUnsafe(full.length);
         current.set(full.header, 0);
         filled = 0;
       }
