@@ -31,8 +31,12 @@ export function toHttpRequest(req: IncomingMessage, signal: AbortSignal): HttpRe
   };
 }
 
+/** How much of a request body may wait in the stream before the socket is paused. */
+const BODY_HIGH_WATER_MARK = 256 * 1024;
+
 /**
- * The request body as a web stream, with backpressure. Unlike
+ * The request body as a web stream, with backpressure (chunks are passed on
+ * without copying). Unlike
  * `Readable.toWeb`, a client that hangs up mid-body errors the stream once
  * (no "controller already closed" crash), and cancelling does not destroy
  * the socket: the rest of the body is discarded so the error response can
@@ -72,7 +76,7 @@ function requestBodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
         req.resume(); // discard whatever is still coming
       },
     },
-    { highWaterMark: 1024 * 1024, size: (chunk) => chunk.byteLength },
+    new ByteLengthQueuingStrategy({ highWaterMark: BODY_HIGH_WATER_MARK }),
   );
 }
 

@@ -8,6 +8,7 @@ import { balanced } from 'ipfs-unixfs-importer/layout';
 import type { ImporterOptions } from 'ipfs-unixfs-importer';
 
 export const KUBO_CHUNK_SIZE = 262144;
+export const KUBO_MAX_CHILDREN = 174;
 
 /** Importer options that reproduce `ipfs add` (CIDv0, dag-pb leaves, 256 KiB chunks, 174 links). */
 export function kuboImportOptions(): ImporterOptions {
@@ -17,7 +18,7 @@ export function kuboImportOptions(): ImporterOptions {
     leafType: 'file',
     reduceSingleLeafToSelf: true,
     chunker: fixedSize({ chunkSize: KUBO_CHUNK_SIZE }),
-    layout: balanced({ maxChildrenPerNode: 174 }),
+    layout: balanced({ maxChildrenPerNode: KUBO_MAX_CHILDREN }),
     shardSplitThresholdBytes: 262144,
     shardSplitStrategy: 'links-bytes',
     shardFanoutBits: 8,

@@ -28,10 +28,10 @@ async function stores(config: Config): Promise<{ blockstore: Blockstore; datasto
       datastore: new S3Datastore(s3, config.blockBucket, { path: 'datastore', createIfMissing: false }),
     };
   }
-  const { FsBlockstore } = await import('blockstore-fs');
+  const { FileBlockstore } = await import('./file-blockstore.js');
   const { FsDatastore } = await import('datastore-fs');
   return {
-    blockstore: new FsBlockstore(join(config.dataDir, 'ipfs', 'blocks')),
+    blockstore: new FileBlockstore(join(config.dataDir, 'ipfs', 'blocks')),
     datastore: new FsDatastore(join(config.dataDir, 'ipfs', 'datastore')),
   };
 }

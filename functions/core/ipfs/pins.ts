@@ -15,6 +15,7 @@
 import type { CID } from 'multiformats/cid';
 import { parseCid } from './cid.js';
 import type { IpfsNode } from './node.js';
+import { pullDepthFirstWalker, type PrefixReader } from './import.js';
 
 /** Uploads hold it shared from import to commit; garbage collection holds it alone. */
 export interface UploadGate {
@@ -87,8 +88,9 @@ export class LocalUploadGate implements UploadGate {
 
 /** Pins the DAG under its own root pin (a block merely covered by another pin is not enough). */
 export async function pinRoot(node: IpfsNode, cid: CID, signal?: AbortSignal): Promise<void> {
+  const prefixes = 'readPrefix' in node.blockstore ? (node.blockstore as unknown as PrefixReader) : undefined;
   try {
-    for await (const _ of node.helia.pins.add(cid, { signal })) {
+    for await (const _ of node.helia.pins.add(cid, { signal, walker: pullDepthFirstWalker(prefixes) })) {
       // pins.add is lazy: iterating it walks the DAG and records the pin
     }
   } catch (err) {

@@ -1,12 +1,13 @@
 /** Reads a file's bytes (or a range of them) back out of the blockstore. */
-import { exporter } from 'ipfs-unixfs-exporter';
+import { exporter, type UnixFSEntry } from 'ipfs-unixfs-exporter';
 import type { Blockstore } from 'interface-blockstore';
 import type { CID } from 'multiformats/cid';
+import { decodeFileNode, MalformedBlockError, type FileNode } from './unixfs-file.js';
 
 export interface FileEntry {
   /** File length in bytes. */
   size: number;
-  /** A lazy stream of `[offset, offset+length)`. */
+  /** A lazy stream of `[offset, offset+length)`, read as it is consumed. */
   stream(range?: { offset: number; length: number }): ReadableStream<Uint8Array>;
 }
 
@@ -14,30 +15,120 @@ export class NotAFileError extends Error {
   override name = 'NotAFileError';
 }
 
-/** Resolves a CID to a file; throws NotFoundError-like errors when blocks are missing. */
-export async function openFile(blockstore: Blockstore, cid: CID, signal?: AbortSignal): Promise<FileEntry> {
+/** Blocks fetched ahead of the reader, per level of the DAG (each up to 256 KiB). */
+const READ_AHEAD = 4;
+
+const DAG_PB = 0x70;
+const RAW = 0x55;
+const IDENTITY = 0x00;
+
+type FileEntryNode = Extract<UnixFSEntry, { type: 'file' | 'raw' | 'identity' }>;
+
+async function resolve(blockstore: Blockstore, cid: CID, signal?: AbortSignal): Promise<FileEntryNode> {
   const entry = await exporter(cid, blockstore, { signal });
   if (entry.type !== 'file' && entry.type !== 'raw' && entry.type !== 'identity') throw new NotAFileError(`${cid} is a ${entry.type}`);
+  return entry;
+}
+
+/** The root as the exporter resolved it, in the shape the walk reads. */
+function rootNode(entry: FileEntryNode): FileNode {
+  if (entry.type !== 'file') return { data: entry.node, links: [] };
+  const sizes = entry.unixfs.blockSizes;
+  if (entry.node.Links.length !== sizes.length) throw new MalformedBlockError(`${entry.cid}: links and block sizes differ`);
+  return { data: entry.unixfs.data, links: entry.node.Links.map((l, i) => ({ cid: l.Hash, fileSize: Number(sizes[i]) })) };
+}
+
+/** A block below the root: read whole (a single piece from the file blockstore is not copied) and decoded. */
+async function childNode(blockstore: Blockstore, cid: CID, signal?: AbortSignal): Promise<FileNode> {
+  if (cid.multihash.code === IDENTITY) return { data: cid.multihash.digest, links: [] };
+  const pieces: Uint8Array[] = [];
+  for await (const piece of blockstore.get(cid, { signal })) pieces.push(piece);
+  const bytes = pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces);
+  if (cid.code === RAW) return { data: bytes, links: [] };
+  if (cid.code === DAG_PB) return decodeFileNode(bytes);
+  throw new NotAFileError(`${cid}: a block of codec 0x${cid.code.toString(16)} inside a file`);
+}
+
+/**
+ * The bytes of `[start, end)` of the file under `node` (which begins at
+ * `position` in the file), depth first. Unlike the exporter's own `content()`,
+ * which pushes blocks into an unbounded queue as fast as the disk gives
+ * them (a slow client then holds the whole file in memory), this reads only
+ * as the consumer pulls, a few blocks ahead.
+ */
+async function* walk(
+  blockstore: Blockstore,
+  node: FileNode,
+  position: number,
+  start: number,
+  end: number,
+  signal?: AbortSignal,
+): AsyncGenerator<Uint8Array> {
+  const data = node.data;
+  if (data && data.length > 0) {
+    const from = Math.max(0, start - position);
+    const to = Math.min(data.length, end - position);
+    if (to > from) yield data.subarray(from, to);
+    position += data.length;
+  }
+  const wanted: Array<{ cid: CID; at: number; size: number }> = [];
+  for (const link of node.links) {
+    if (position >= end) break;
+    if (position + link.fileSize > start) wanted.push({ cid: link.cid, at: position, size: link.fileSize });
+    position += link.fileSize;
+  }
+  const pending: Array<Promise<FileNode>> = [];
+  let next = 0;
+  const fill = () => {
+    while (next < wanted.length && pending.length < READ_AHEAD) {
+      const p = childNode(blockstore, wanted[next++]!.cid, signal);
+      p.catch(() => {}); // awaited below in order; an early failure must not be unhandled
+      pending.push(p);
+    }
+  };
+  for (const child of wanted) {
+    fill();
+    const childNodeValue = await pending.shift()!;
+    fill();
+    let read = 0;
+    for await (const chunk of walk(blockstore, childNodeValue, child.at, start, end, signal)) {
+      read += chunk.byteLength;
+      yield chunk;
+    }
+    const expected = Math.min(child.at + child.size, end) - Math.max(child.at, start);
+    if (read !== expected) throw new MalformedBlockError(`${child.cid}: read ${read} bytes where the parent promises ${expected}`);
+  }
+}
+
+/** Resolves a CID to a file; throws NotFoundError-like errors when blocks are missing. */
+export async function openFile(blockstore: Blockstore, cid: CID, signal?: AbortSignal): Promise<FileEntry> {
+  const entry = await resolve(blockstore, cid, signal);
   const size = Number(entry.size);
+  const root = rootNode(entry);
   return {
     size,
     stream(range) {
+      const start = range ? Math.min(range.offset, size) : 0;
+      const end = range ? Math.min(start + range.length, size) : size;
       let iterator: AsyncIterator<Uint8Array> | undefined;
-      return new ReadableStream<Uint8Array>({
-        async pull(controller) {
-          iterator ??= entry.content({ ...(range ?? {}), signal })[Symbol.asyncIterator]();
-          try {
-            const next = await iterator.next();
-            if (next.done) controller.close();
-            else controller.enqueue(next.value);
-          } catch (err) {
-            controller.error(err);
-          }
+      return new ReadableStream<Uint8Array>(
+        {
+          async pull(controller) {
+            iterator ??= walk(blockstore, root, 0, start, end, signal)[Symbol.asyncIterator]();
+            try {
+              const next = await iterator.next();
+              if (next.done) controller.close();
+              else controller.enqueue(next.value);
+            } catch (err) {
+              controller.error(err);
+            }
+          },
+          async cancel() {
+            await iterator?.return?.(undefined);
+          },
         },
-        async cancel() {
-          await iterator?.return?.();
-        },
-      });
+        { highWaterMark: 0 },
+      );
     },
   };
 }

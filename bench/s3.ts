@@ -1,0 +1,341 @@
+/**
+ * `npm run bench:s3`: Cairn's local server and s3rver 3.7.1 side by side, one
+ * after the other in the same run, driven by @aws-sdk/client-s3 v3 (default
+ * checksum settings) over loopback. Each server is a child process, so its
+ * peak RSS (VmHWM) is its own. Then CID import throughput against SHA-256.
+ *
+ * A step that fails prints "n/a (<error code>)" and the run goes on.
+ *
+ * Knobs (environment): BENCH_BIG_MIB (256), BENCH_SMALL_COUNT (2000),
+ * BENCH_SMALL_KIB (4), BENCH_CONCURRENCY (16), BENCH_REPEAT (2: the big
+ * transfers are each run this many times and the best kept),
+ * BENCH_SERVERS ("cairn,s3rver", or "none" for the CID import alone), BENCH_STEPS (a subset of
+ * "bigPut,bigGet,smallPut,smallGet,list"; the GETs and the listing read what
+ * the PUTs wrote), BENCH_CPU_PROF (a directory: Cairn runs with --cpu-prof
+ * and writes its profile there on exit; with BENCH_STEPS, one phase at a time),
+ * BENCH_NODE_FLAGS (extra V8 flags for both servers, e.g.
+ * "--max-semi-space-size=16"; by default both run as `npm start` would).
+ */
+import { spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { MemoryBlockstore } from 'blockstore-core/memory';
+import type { CID } from 'multiformats/cid';
+import { FileBlockstore } from '../functions/core/ipfs/file-blockstore.js';
+import { importFile } from '../functions/core/ipfs/import.js';
+import { freePort } from '../test/support/service.js';
+import { peakRssMiB, ROOT, startChildService, stopChild, waitForHttp } from '../test/support/child-service.js';
+
+const num = (name: string, fallback: number) => {
+  const v = Number(process.env[name]);
+  return Number.isFinite(v) && v > 0 ? v : fallback;
+};
+const BIG_BYTES = num('BENCH_BIG_MIB', 256) * 1024 * 1024;
+const SMALL_COUNT = num('BENCH_SMALL_COUNT', 2000);
+const SMALL_BYTES = num('BENCH_SMALL_KIB', 4) * 1024;
+const CONCURRENCY = num('BENCH_CONCURRENCY', 16);
+const REPEAT = num('BENCH_REPEAT', 2);
+const SERVERS = (process.env.BENCH_SERVERS ?? 'cairn,s3rver').split(',').map((s) => s.trim()).filter((s) => s && s !== 'none');
+const CPU_PROF = process.env.BENCH_CPU_PROF;
+const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+const STEPS = new Set((process.env.BENCH_STEPS ?? 'bigPut,bigGet,smallPut,smallGet,list').split(',').map((s) => s.trim()));
+const skipped: Measure = { error: 'skipped' };
+
+interface Server {
+  name: string;
+  endpoint: string;
+  bucket: string;
+  credentials: { accessKeyId: string; secretAccessKey: string };
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** A measured value, or why there is none. */
+type Measure = { value: number } | { error: string };
+
+interface Results {
+  bigPut: Measure; // MB/s
+  bigGet: Measure; // MB/s
+  smallPut: Measure; // ops/s
+  smallGet: Measure; // ops/s
+  list: Measure; // ms
+  rss: Measure; // MiB
+}
+
+const log = (line: string) => process.stderr.write(line + '\n');
+
+/** Data directories are removed at the very end: on ext4, creating files soon after deleting thousands is slow, and that would land on whichever server runs next. */
+const leftovers: string[] = [];
+
+async function startCairn(): Promise<Server> {
+  const cairn = await startChildService({ nodeArgs: [...NODE_FLAGS, ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [])] });
+  leftovers.push(cairn.dataDir);
+  return {
+    name: 'Cairn',
+    endpoint: cairn.endpoints.s3,
+    bucket: 'default-bucket',
+    credentials: cairn.credentials,
+    pid: cairn.pid,
+    stop: () => cairn.stop({ keepData: true }),
+  };
+}
+
+async function startS3rver(): Promise<Server> {
+  const dataDir = await mkdtemp(join(tmpdir(), 's3rver-bench-'));
+  const port = await freePort();
+  const bin = createRequire(import.meta.url).resolve('s3rver/bin/s3rver.js');
+  // s3rver pages listings with a DES continuation token: OpenSSL 3 needs the legacy provider.
+  const child = spawn(
+    process.execPath,
+    [...NODE_FLAGS, '--openssl-legacy-provider', bin, '-d', dataDir, '-a', '127.0.0.1', '-p', String(port), '--silent', '--configure-bucket', 'bench'],
+    { cwd: ROOT, stdio: ['ignore', 'inherit', 'pipe'] },
+  );
+  leftovers.push(dataDir);
+  const endpoint = `http://127.0.0.1:${port}`;
+  try {
+    await waitForHttp(child, 's3rver', endpoint);
+  } catch (err) {
+    await stopChild(child);
+    throw err;
+  }
+  return {
+    name: 's3rver',
+    endpoint,
+    bucket: 'bench',
+    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+    pid: child.pid!,
+    stop: () => stopChild(child),
+  };
+}
+
+function errorCode(err: unknown): string {
+  const e = err as { name?: string; Code?: string; code?: string; message?: string; $metadata?: { httpStatusCode?: number } };
+  const status = e?.$metadata?.httpStatusCode;
+  const code = e?.Code ?? e?.name ?? e?.code ?? 'Error';
+  return status ? `${code} ${status}` : code === 'Error' ? String(e?.message ?? err).slice(0, 60) : code;
+}
+
+async function measure(label: string, run: () => Promise<number>, step?: keyof Results): Promise<Measure> {
+  if (step && !STEPS.has(step)) return skipped;
+  try {
+    const value = await run();
+    log(`    ${label}: ${value.toFixed(1)}`);
+    return { value };
+  } catch (err) {
+    log(`    ${label}: failed (${errorCode(err)})`);
+    return { error: errorCode(err) };
+  }
+}
+
+async function drain(body: unknown): Promise<number> {
+  let n = 0;
+  for await (const chunk of body as AsyncIterable<Uint8Array>) n += chunk.byteLength;
+  return n;
+}
+
+/** Runs `count` jobs on `workers` concurrent clients; returns elapsed ms. */
+async function parallel(count: number, workers: number, job: (i: number) => Promise<void>): Promise<number> {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      while (next < count) await job(next++);
+    }),
+  );
+  return performance.now() - started;
+}
+
+async function best(times: number, run: () => Promise<number>): Promise<number> {
+  let top = 0;
+  for (let i = 0; i < times; i++) top = Math.max(top, await run());
+  return top;
+}
+
+async function benchServer(server: Server, big: Buffer, small: Buffer): Promise<Results> {
+  const s3 = new S3Client({ endpoint: server.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: server.credentials });
+  const Bucket = server.bucket;
+  const smallKey = (i: number) => `small/${String(i).padStart(6, '0')}`;
+  const smallBody = (i: number) => small.subarray(i * SMALL_BYTES, (i + 1) * SMALL_BYTES);
+
+  // Warm-up: the JIT and connection pool of both sides, outside any measurement.
+  await parallel(100, CONCURRENCY, async (i) => {
+    await s3.send(new PutObjectCommand({ Bucket, Key: `warmup/${i}`, Body: smallBody(i) }));
+    await drain((await s3.send(new GetObjectCommand({ Bucket, Key: `warmup/${i}` }))).Body);
+  }).catch(() => {});
+  await s3.send(new PutObjectCommand({ Bucket, Key: 'warmup/big', Body: big.subarray(0, 16 * 1024 * 1024) })).catch(() => {});
+
+  const results = {} as Results;
+  let round = 0;
+  results.bigPut = await measure(`PUT ${BIG_BYTES / 2 ** 20} MiB, MB/s`, () =>
+    best(REPEAT, async () => {
+      const t = performance.now();
+      await s3.send(new PutObjectCommand({ Bucket, Key: `big/${round++}`, Body: big }));
+      return BIG_BYTES / 1e6 / ((performance.now() - t) / 1000);
+    }),
+    'bigPut',
+  );
+  results.bigGet = await measure(`GET ${BIG_BYTES / 2 ** 20} MiB, MB/s`, () =>
+    best(REPEAT, async () => {
+      const t = performance.now();
+      const out = await s3.send(new GetObjectCommand({ Bucket, Key: 'big/0' }));
+      const n = await drain(out.Body);
+      if (n !== BIG_BYTES) throw new Error(`GET returned ${n} bytes, not ${BIG_BYTES}`);
+      return BIG_BYTES / 1e6 / ((performance.now() - t) / 1000);
+    }),
+    'bigGet',
+  );
+  results.smallPut = await measure(`PUT ${SMALL_COUNT} x ${SMALL_BYTES / 1024} KiB, ops/s`, async () => {
+    const ms = await parallel(SMALL_COUNT, CONCURRENCY, async (i) => {
+      await s3.send(new PutObjectCommand({ Bucket, Key: smallKey(i), Body: smallBody(i) }));
+    });
+    return SMALL_COUNT / (ms / 1000);
+  }, 'smallPut');
+  results.smallGet = await measure(`GET ${SMALL_COUNT} x ${SMALL_BYTES / 1024} KiB, ops/s`, async () => {
+    const ms = await parallel(SMALL_COUNT, CONCURRENCY, async (i) => {
+      const out = await s3.send(new GetObjectCommand({ Bucket, Key: smallKey(i) }));
+      const n = await drain(out.Body);
+      if (n !== SMALL_BYTES) throw new Error(`GET ${smallKey(i)} returned ${n} bytes`);
+    });
+    return SMALL_COUNT / (ms / 1000);
+  }, 'smallGet');
+  results.list = await measure(`list ${SMALL_COUNT} keys, ms`, async () => {
+    const t = performance.now();
+    let token: string | undefined;
+    let keys = 0;
+    do {
+      const page = await s3.send(new ListObjectsV2Command({ Bucket, Prefix: 'small/', MaxKeys: 1000, ContinuationToken: token }));
+      keys += page.Contents?.length ?? 0;
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    const ms = performance.now() - t;
+    if (keys !== SMALL_COUNT) throw new Error(`listed ${keys} keys, not ${SMALL_COUNT}`);
+    return ms;
+  }, 'list');
+  results.rss = await measure('peak RSS, MiB', async () => peakRssMiB(server.pid));
+  s3.destroy();
+  return results;
+}
+
+/** Throws blocks away (and, like the file blockstore, lets their buffers be reused): the importer's own cost. */
+class DiscardingBlockstore extends MemoryBlockstore {
+  readonly releasesBytesOnPut = true;
+  override put(key: CID): Promise<CID> {
+    return Promise.resolve(key);
+  }
+}
+
+/** CID import (Kubo's settings) of `bytes` in 64 KiB pieces, as an upload arrives, against SHA-256 of the same pieces. */
+async function cidImport(bytes: Buffer): Promise<{ sha256: number; hashing: number; memory: number; fs: number }> {
+  const pieces = function* () {
+    for (let o = 0; o < bytes.length; o += 65536) yield bytes.subarray(o, o + 65536);
+  };
+  const rate = (ms: number) => bytes.length / 1e6 / (ms / 1000);
+  const time = async (run: () => Promise<unknown>) => {
+    const t = performance.now();
+    await run();
+    return performance.now() - t;
+  };
+  const source = () => (async function* () { yield* pieces(); })();
+  const sha = () =>
+    time(async () => {
+      const h = createHash('sha256');
+      for (const p of pieces()) h.update(p);
+      h.digest();
+    });
+  const hashing = () => time(() => importFile(new DiscardingBlockstore(), source()));
+  const mem = () => time(() => importFile(new MemoryBlockstore(), source()));
+  const fsImport = async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cairn-bench-blocks-'));
+    leftovers.push(dir);
+    const store = new FileBlockstore(dir);
+    await store.open();
+    return time(() => importFile(store, source()));
+  };
+  // Warm up, then keep the best of three.
+  await sha();
+  await hashing();
+  const bestOf = async (run: () => Promise<number>) => Math.min(await run(), await run(), await run());
+  return { sha256: rate(await bestOf(sha)), hashing: rate(await bestOf(hashing)), memory: rate(await bestOf(mem)), fs: rate(await bestOf(fsImport)) };
+}
+
+const fmt = (m: Measure | undefined, digits = 0) => (!m ? '-' : 'value' in m ? m.value.toFixed(digits) : `n/a (${m.error})`);
+
+function ratioCell(a: Measure | undefined, b: Measure | undefined): { text: string; value?: number } {
+  if (!a || !b || !('value' in a) || !('value' in b) || b.value === 0) return { text: 'n/a' };
+  const value = a.value / b.value;
+  return { text: value.toFixed(2), value };
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  return rows.map((r) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  ')).join('\n');
+}
+
+async function main(): Promise<void> {
+  log(`bench:s3 on ${process.version}, ${BIG_BYTES / 2 ** 20} MiB big object, ${SMALL_COUNT} x ${SMALL_BYTES / 1024} KiB with ${CONCURRENCY} clients`);
+  const big = randomBytes(BIG_BYTES);
+  const small = randomBytes(SMALL_COUNT * SMALL_BYTES);
+  const results: Record<string, Results> = {};
+  const starters: Record<string, () => Promise<Server>> = { cairn: startCairn, s3rver: startS3rver };
+  for (const which of SERVERS) {
+    const start = starters[which];
+    if (!start) throw new Error(`unknown server "${which}" in BENCH_SERVERS`);
+    log(`  ${which}`);
+    let server: Server | undefined;
+    try {
+      server = await start();
+      results[server.name] = await benchServer(server, big, small);
+    } catch (err) {
+      log(`    could not run: ${(err as Error).message}`);
+    } finally {
+      if (server) await server.stop();
+    }
+  }
+  log('  CID import');
+  const cid = await cidImport(big);
+
+  const c = results.Cairn;
+  const s = results.s3rver;
+  const goals: Array<[string, keyof Results, number, string, 'higher' | 'lower', number]> = [
+    [`PUT one ${BIG_BYTES / 2 ** 20} MiB object, MB/s`, 'bigPut', 0, '>= 1.0', 'higher', 1.0],
+    [`GET one ${BIG_BYTES / 2 ** 20} MiB object, MB/s`, 'bigGet', 0, '>= 1.2', 'higher', 1.2],
+    [`PUT ${SMALL_COUNT} x ${SMALL_BYTES / 1024} KiB (${CONCURRENCY} clients), ops/s`, 'smallPut', 0, '>= 1.0', 'higher', 1.0],
+    [`GET ${SMALL_COUNT} x ${SMALL_BYTES / 1024} KiB (${CONCURRENCY} clients), ops/s`, 'smallGet', 0, '>= 1.0', 'higher', 1.0],
+    [`list ${SMALL_COUNT} keys (pages of 1000), ms`, 'list', 0, '<= 1.0', 'lower', 1.0],
+    ['server peak RSS (VmHWM), MiB', 'rss', 0, '', 'lower', Infinity],
+  ];
+  const rows = [['', 'Cairn', 's3rver', 'Cairn/s3rver', 'goal', 'met']];
+  for (const [label, key, digits, goal, better, target] of goals) {
+    const r = ratioCell(c?.[key], s?.[key]);
+    const met = r.value === undefined || !goal ? '' : (better === 'higher' ? r.value >= target : r.value <= target) ? 'yes' : 'NO';
+    rows.push([label, fmt(c?.[key], digits), fmt(s?.[key], digits), r.text, goal, met]);
+  }
+  const cidRatio = cid.hashing / cid.sha256;
+  const share = (v: number) => `${((v / cid.sha256) * 100).toFixed(0)}%`;
+  const lines = [
+    '',
+    table(rows),
+    '',
+    table([
+      ['CID import (Kubo settings, 64 KiB pieces)', 'MB/s', 'of SHA-256', 'goal', 'met'],
+      ['node:crypto SHA-256, same bytes', cid.sha256.toFixed(0), '', '', ''],
+      ['importFile, blocks discarded (hashing and DAG)', cid.hashing.toFixed(0), share(cid.hashing), '>= 60%', cidRatio >= 0.6 ? 'yes' : 'NO'],
+      ['importFile into a MemoryBlockstore', cid.memory.toFixed(0), share(cid.memory), '', ''],
+      ['importFile into the local FileBlockstore (disk)', cid.fs.toFixed(0), share(cid.fs), '', ''],
+    ]),
+    '',
+    `MB = 10^6 bytes. Big transfers: best of ${REPEAT}. Servers run one at a time as child processes on loopback (${process.version}${NODE_FLAGS.length ? `, ${NODE_FLAGS.join(' ')}` : ''}).`,
+  ];
+  process.stdout.write(lines.join('\n') + '\n');
+  await Promise.all(leftovers.map((dir) => rm(dir, { recursive: true, force: true })));
+}
+
+main().catch(async (err: unknown) => {
+  process.stderr.write(`bench:s3 failed: ${(err as Error)?.stack ?? err}\n`);
+  await Promise.all(leftovers.map((dir) => rm(dir, { recursive: true, force: true })));
+  process.exit(1);
+});

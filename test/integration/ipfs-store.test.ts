@@ -1,0 +1,85 @@
+/**
+ * The local IPFS store: blocks written by the importer read back through
+ * the file blockstore (whole file and ranges, across levels of the DAG), and
+ * pinning records every block of the DAG.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CID } from 'multiformats/cid';
+import { exporter } from 'ipfs-unixfs-exporter';
+import { loadConfig } from '../../functions/core/config.js';
+import { createIpfsNode, type IpfsNode } from '../../functions/core/ipfs/node.js';
+import { importFile } from '../../functions/core/ipfs/import.js';
+import { pinRoot } from '../../functions/core/ipfs/pins.js';
+import { isNotFound, openFile } from '../../functions/core/ipfs/read.js';
+
+let dir: string;
+let node: IpfsNode;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'cairn-ipfs-'));
+  node = await createIpfsNode(loadConfig({ CAIRN_DATA_DIR: dir }));
+});
+
+afterAll(async () => {
+  await node.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function* pieces(bytes: Uint8Array, size = 65536) {
+  for (let i = 0; i < bytes.length; i += size) yield bytes.subarray(i, i + size);
+}
+
+async function readAll(stream: ReadableStream<Uint8Array>): Promise<Buffer> {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+async function dagBlocks(root: CID): Promise<CID[]> {
+  const entry = await exporter(root, node.blockstore);
+  if (entry.type !== 'file') throw new Error(`${root} is a ${entry.type}`);
+  const out: CID[] = [root];
+  for (const link of entry.node.Links) out.push(...(await dagBlocks(link.Hash)));
+  return out;
+}
+
+test('a file of several blocks reads back whole and by range', async () => {
+  const bytes = randomBytes(5 * 262144 + 999);
+  const { cid, size } = await importFile(node.blockstore, pieces(bytes));
+  expect(size).toBe(bytes.length);
+  const file = await openFile(node.blockstore, cid);
+  expect(file.size).toBe(bytes.length);
+  expect((await readAll(file.stream())).equals(bytes)).toBe(true);
+  for (const [offset, length] of [[0, 1], [262143, 2], [262144, 262144], [300000, 700000], [bytes.length - 5, 5], [10, 0]] as const) {
+    expect((await readAll(file.stream({ offset, length }))).equals(bytes.subarray(offset, offset + length))).toBe(true);
+  }
+});
+
+test('a missing block is a NotFoundError', async () => {
+  const err = await openFile(node.blockstore, CID.parse('QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o')).catch((e: unknown) => e);
+  expect(isNotFound(err)).toBe(true);
+});
+
+test('pinning records every block of the DAG, and a second pin is a no-op', async () => {
+  const bytes = randomBytes(3 * 262144 + 1);
+  const { cid } = await importFile(node.blockstore, pieces(bytes));
+  const blocks = await dagBlocks(cid);
+  expect(blocks).toHaveLength(5);
+  for (const block of blocks) expect(await node.helia.pins.isPinned(block)).toBe(false);
+  await pinRoot(node, cid);
+  for (const block of blocks) expect(await node.helia.pins.isPinned(block)).toBe(true);
+  await pinRoot(node, cid);
+  const pins = [];
+  for await (const pin of node.helia.pins.ls()) pins.push(pin.cid.toString());
+  expect(pins.filter((p) => p === cid.toV1().toString() || p === cid.toString())).toHaveLength(1);
+});
+
+test('pinning a DAG with a missing block fails', async () => {
+  const { cid } = await importFile(node.blockstore, pieces(randomBytes(2 * 262144 + 5)));
+  const blocks = await dagBlocks(cid);
+  await node.blockstore.delete(blocks[2]!);
+  await expect(pinRoot(node, cid)).rejects.toMatchObject({ name: 'NotFoundError' });
+});

@@ -1,0 +1,114 @@
+/**
+ * The local service as a child process (`node --import tsx bin/local.ts`) in
+ * a temporary data directory, so a test or benchmark can measure the
+ * server's own memory (VmHWM) apart from the client's.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { S3Client } from '@aws-sdk/client-s3';
+import { BOOT, freePort } from './service.js';
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+
+/**
+ * V8 flags for a server whose memory is measured. Node sizes the young
+ * generation from the machine's RAM: on this 24 GB host each semi-space is
+ * 64 MB, and 60-128 MiB of it stays resident, which alone puts a 1 GiB
+ * transfer at 280-330 MiB peak RSS. With 16 MB semi-spaces the same run
+ * peaks at 250-270 MiB (and streams about twice as fast). `npm start` should
+ * pass the same flag; until it does, this is what the measured server runs.
+ */
+export const LEAN_NODE_FLAGS = ['--max-semi-space-size=16'];
+
+export interface ChildService {
+  child: ChildProcess;
+  pid: number;
+  dataDir: string;
+  endpoints: { s3: string; gateway: string; graphql: string };
+  credentials: { accessKeyId: string; secretAccessKey: string };
+  s3(): S3Client;
+  /** Peak resident set size so far, in MiB (VmHWM of /proc/<pid>/status). */
+  peakRssMiB(): number;
+  /** SIGTERM (SIGKILL after 15 s), then removes the data directory unless told to keep it. */
+  stop(opts?: { keepData?: boolean }): Promise<void>;
+}
+
+/** Peak resident set size of a process, in MiB. */
+export function peakRssMiB(pid: number): number {
+  const m = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!m) throw new Error(`no VmHWM for process ${pid}`);
+  return Number(m[1]) / 1024;
+}
+
+/** Polls `url` until it answers, failing early if the child exits. */
+export async function waitForHttp(child: ChildProcess, name: string, url: string, timeoutMs = 60_000): Promise<void> {
+  let output = '';
+  child.stderr?.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-4000)));
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${name} exited (${child.exitCode}) before it was ready:\n${output}`);
+    try {
+      await fetch(url, { signal: AbortSignal.timeout(1000) });
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  throw new Error(`${name} was not ready after ${timeoutMs} ms:\n${output}`);
+}
+
+export async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+export async function startChildService(opts: { env?: Record<string, string>; nodeArgs?: string[] } = {}): Promise<ChildService> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'cairn-child-'));
+  const [api, s3, gateway] = [await freePort(), await freePort(), await freePort()];
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', join(ROOT, 'bin/local.ts')], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      CAIRN_DATA_DIR: dataDir,
+      CAIRN_API_PORT: String(api),
+      CAIRN_S3_PORT: String(s3),
+      CAIRN_GATEWAY_PORT: String(gateway),
+      CAIRN_BOOTSTRAP_ACCESS_KEY: BOOT.accessKeyId,
+      CAIRN_BOOTSTRAP_SECRET_KEY: BOOT.secretAccessKey,
+      CAIRN_BOOTSTRAP_API_TOKEN: BOOT.apiToken,
+      CAIRN_LOG_LEVEL: 'warn',
+      ...opts.env,
+    },
+    stdio: ['ignore', 'inherit', 'pipe'],
+  });
+  const endpoints = { s3: `http://127.0.0.1:${s3}`, gateway: `http://127.0.0.1:${gateway}`, graphql: `http://127.0.0.1:${api}/graphql` };
+  try {
+    await waitForHttp(child, 'Cairn', endpoints.s3);
+  } catch (err) {
+    await stopChild(child);
+    await rm(dataDir, { recursive: true, force: true });
+    throw err;
+  }
+  const credentials = { accessKeyId: BOOT.accessKeyId, secretAccessKey: BOOT.secretAccessKey };
+  return {
+    child,
+    pid: child.pid!,
+    dataDir,
+    endpoints,
+    credentials,
+    s3: () => new S3Client({ endpoint: endpoints.s3, region: 'us-east-1', forcePathStyle: true, credentials }),
+    peakRssMiB: () => peakRssMiB(child.pid!),
+    async stop({ keepData = false } = {}) {
+      await stopChild(child);
+      if (!keepData) await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
