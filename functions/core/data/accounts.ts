@@ -29,6 +29,7 @@ import type { SecretSealer } from '../auth/secrets.js';
 import { newAccessKeyId, newApiToken, newId, newSecretAccessKey, newSortableId, tokenDigest } from '../ids.js';
 import type { Database } from './dynamo.js';
 import { bucketItem } from './buckets.js';
+import { TtlCache } from '../cache.js';
 import { queryAll } from './pages.js';
 
 export interface Account {
@@ -107,7 +108,16 @@ const KEY_PREFIX_LENGTH = 10;
 /** A transaction holds at most 100 items; removing a member revokes their keys in chunks this size. */
 const TRANSACTION_ITEMS = 100;
 
+/**
+ * Every S3 request reads its access key (so a revocation anywhere takes
+ * effect at once), but opening the sealed secret (AES locally, a KMS call in
+ * AWS) is remembered for a while, keyed by the sealed value itself.
+ */
+const OPENED_SECRET_CACHE_MS = 10 * 60_000;
+
 export class AccountStore {
+  private readonly openedSecrets = new TtlCache<string, string>(OPENED_SECRET_CACHE_MS);
+
   constructor(
     private readonly db: Database,
     private readonly sealer: SecretSealer,
@@ -188,10 +198,9 @@ export class AccountStore {
       new GetCommand({ TableName: this.table, Key: { pk: `AKEY#${accessKeyId}`, sk: 'AKEY' }, ConsistentRead: true }),
     );
     if (!out.Item || out.Item.revokedAt) return undefined;
-    return {
-      accountId: out.Item.accountId as string,
-      secretAccessKey: await this.sealer.open(out.Item.sealedSecret as string, accessKeyId),
-    };
+    const sealed = out.Item.sealedSecret as string;
+    const secretAccessKey = await this.openedSecrets.through(`${accessKeyId}:${sealed}`, () => this.sealer.open(sealed, accessKeyId));
+    return { accountId: out.Item.accountId as string, secretAccessKey: secretAccessKey! };
   }
 
   async hasAccessKey(accessKeyId: string): Promise<boolean> {

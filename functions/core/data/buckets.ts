@@ -12,6 +12,7 @@
 import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { Database } from './dynamo.js';
+import { TtlCache } from '../cache.js';
 
 export interface Bucket {
   name: string;
@@ -55,7 +56,16 @@ function fromItem(item: Record<string, unknown>): Bucket {
   };
 }
 
+/**
+ * How long a process trusts a bucket it has read (every S3 request looks its
+ * bucket up). Object writes still check the bucket in their own transaction,
+ * so a stale entry can never put an object into a deleted bucket.
+ */
+export const BUCKET_CACHE_MS = 5_000;
+
 export class BucketStore {
+  private readonly cache = new TtlCache<string, Bucket>(BUCKET_CACHE_MS);
+
   constructor(private readonly db: Database) {}
 
   private get table() {
@@ -63,6 +73,10 @@ export class BucketStore {
   }
 
   async get(name: string): Promise<Bucket | undefined> {
+    return this.cache.through(name, () => this.load(name));
+  }
+
+  private async load(name: string): Promise<Bucket | undefined> {
     const out = await this.db.doc.send(
       new GetCommand({ TableName: this.table, Key: { pk: `BUCKET#${name}`, sk: 'BUCKET' }, ConsistentRead: true }),
     );
@@ -114,6 +128,7 @@ export class BucketStore {
    * crash expires after DELETE_MARK_TTL_MS.
    */
   async deleteIfEmpty(name: string, isEmpty: () => Promise<boolean>): Promise<boolean> {
+    this.cache.delete(name);
     const key = { pk: `BUCKET#${name}`, sk: 'BUCKET' };
     const now = Date.now();
     await this.db.doc.send(
@@ -130,6 +145,7 @@ export class BucketStore {
       if (await isEmpty()) {
         await this.db.doc.send(new DeleteCommand({ TableName: this.table, Key: key }));
         deleted = true;
+        this.cache.delete(name);
       }
     } finally {
       if (!deleted) {
