@@ -110,13 +110,14 @@ async function transactWrite(upstream: Upstream, headers: IncomingHttpHeaders, b
   if (new Set(ids).size !== ids.length) {
     return validation('Transaction request cannot include multiple operations on one item');
   }
-  // Before-images, for conditions on ConditionCheck and for undoing.
-  const before: Array<Json | undefined> = [];
-  for (const t of targets) {
-    const got = await call(upstream, headers, 'GetItem', { TableName: t.table, Key: t.key, ConsistentRead: true });
-    if (got.status !== 200) return got;
-    before.push(got.json.Item);
-  }
+  // Before-images, for conditions on ConditionCheck and for undoing: read
+  // side by side (the lock is held, so nothing changes under them).
+  const reads = await Promise.all(
+    targets.map((t) => call(upstream, headers, 'GetItem', { TableName: t.table, Key: t.key, ConsistentRead: true })),
+  );
+  const failedRead = reads.find((got) => got.status !== 200);
+  if (failedRead) return failedRead;
+  const before: Array<Json | undefined> = reads.map((got) => got.json.Item);
   const reasons: Json[] = ops.map(() => ({ Code: 'None' }));
   const applied: number[] = [];
   let failed: { index: number; status: number; json: Json } | undefined;
