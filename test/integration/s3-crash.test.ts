@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { BOOT, freePort } from '../support/service.js';
+import { BOOT, serviceEnv } from '../support/service.js';
 import { captureHeaders } from '../support/s3-doors.js';
 import { cidsOf, md5 } from '../support/clients.js';
 
@@ -36,16 +36,7 @@ interface Child {
 
 /** Starts `node --import tsx bin/local.ts` on `dataDir` and waits until it says it is running. */
 async function startChild(dataDir: string): Promise<Child> {
-  const env = {
-    CAIRN_DATA_DIR: dataDir,
-    CAIRN_API_PORT: String(await freePort()),
-    CAIRN_S3_PORT: String(await freePort()),
-    CAIRN_GATEWAY_PORT: String(await freePort()),
-    CAIRN_BOOTSTRAP_ACCESS_KEY: BOOT.accessKeyId,
-    CAIRN_BOOTSTRAP_SECRET_KEY: BOOT.secretAccessKey,
-    CAIRN_BOOTSTRAP_API_TOKEN: BOOT.apiToken,
-    CAIRN_LOG_LEVEL: 'warn',
-  };
+  const env = await serviceEnv(dataDir);
   // process.execPath is node_modules/.bin/node (Node 24) under `npm test`.
   const child = spawn(process.execPath, ['--import', 'tsx', 'bin/local.ts'], {
     cwd: ROOT,

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { S3Client } from '@aws-sdk/client-s3';
-import { BOOT, freePort } from './service.js';
+import { BOOT, serviceEnv } from './service.js';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -72,24 +72,14 @@ export async function stopChild(child: ChildProcess): Promise<void> {
 
 export async function startChildService(opts: { env?: Record<string, string>; nodeArgs?: string[] } = {}): Promise<ChildService> {
   const dataDir = await mkdtemp(join(tmpdir(), 'cairn-child-'));
-  const [api, s3, gateway] = [await freePort(), await freePort(), await freePort()];
+  const env = await serviceEnv(dataDir, opts.env);
   const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', join(ROOT, 'bin/local.ts')], {
     cwd: ROOT,
-    env: {
-      ...process.env,
-      CAIRN_DATA_DIR: dataDir,
-      CAIRN_API_PORT: String(api),
-      CAIRN_S3_PORT: String(s3),
-      CAIRN_GATEWAY_PORT: String(gateway),
-      CAIRN_BOOTSTRAP_ACCESS_KEY: BOOT.accessKeyId,
-      CAIRN_BOOTSTRAP_SECRET_KEY: BOOT.secretAccessKey,
-      CAIRN_BOOTSTRAP_API_TOKEN: BOOT.apiToken,
-      CAIRN_LOG_LEVEL: 'warn',
-      ...opts.env,
-    },
+    env: { ...process.env, ...env },
     stdio: ['ignore', 'inherit', 'pipe'],
   });
-  const endpoints = { s3: `http://127.0.0.1:${s3}`, gateway: `http://127.0.0.1:${gateway}`, graphql: `http://127.0.0.1:${api}/graphql` };
+  const local = (port: string) => `http://127.0.0.1:${port}`;
+  const endpoints = { s3: local(env.CAIRN_S3_PORT!), gateway: local(env.CAIRN_GATEWAY_PORT!), graphql: `${local(env.CAIRN_API_PORT!)}/graphql` };
   try {
     await waitForHttp(child, 'Cairn', endpoints.s3);
   } catch (err) {

@@ -16,7 +16,7 @@ import { BlackHoleBlockstore } from 'blockstore-core/black-hole';
 import { cidV0, cidV1, kuboImportOptions } from '../../functions/core/ipfs/cid.js';
 import { createStorage } from '../../packages/storage-sdk/src/node.js';
 import type { StorageOptions } from '../../packages/storage-sdk/src/types.js';
-import { BOOT, freePort, type TestService } from './service.js';
+import { BOOT, serviceEnv, type TestService } from './service.js';
 
 export const CREDS = { apiKey: BOOT.accessKeyId, apiSecret: BOOT.secretAccessKey };
 export const MiB = 1024 * 1024;
@@ -242,18 +242,7 @@ export interface ServiceProcess {
  * the service's own allocations in it.
  */
 export async function startServiceProcess(dataDir: string, extraEnv: Record<string, string> = {}, reuse?: Record<string, string>): Promise<ServiceProcess> {
-  const env: Record<string, string> = reuse ?? {
-    CAIRN_DATA_DIR: dataDir,
-    CAIRN_API_PORT: String(await freePort()),
-    CAIRN_S3_PORT: String(await freePort()),
-    CAIRN_GATEWAY_PORT: String(await freePort()),
-    CAIRN_BOOTSTRAP_ACCESS_KEY: BOOT.accessKeyId,
-    CAIRN_BOOTSTRAP_SECRET_KEY: BOOT.secretAccessKey,
-    CAIRN_BOOTSTRAP_API_TOKEN: BOOT.apiToken,
-    CAIRN_LOG_LEVEL: 'error',
-    CAIRN_GC_INTERVAL: '0',
-    ...extraEnv,
-  };
+  const env: Record<string, string> = reuse ?? (await serviceEnv(dataDir, { CAIRN_LOG_LEVEL: 'error', CAIRN_GC_INTERVAL: '0', ...extraEnv }));
   const child = spawn(join(ROOT, 'node_modules', '.bin', 'node'), ['--import', 'tsx', 'bin/local.ts'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },

@@ -28,6 +28,24 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * The environment of a test service (in this process or a child): its data
+ * directory, three free ports, the BOOT account, warnings only; `extra` wins.
+ */
+export async function serviceEnv(dataDir: string, extra: Record<string, string> = {}): Promise<Record<string, string>> {
+  return {
+    CAIRN_DATA_DIR: dataDir,
+    CAIRN_API_PORT: String(await freePort()),
+    CAIRN_S3_PORT: String(await freePort()),
+    CAIRN_GATEWAY_PORT: String(await freePort()),
+    CAIRN_BOOTSTRAP_ACCESS_KEY: BOOT.accessKeyId,
+    CAIRN_BOOTSTRAP_SECRET_KEY: BOOT.secretAccessKey,
+    CAIRN_BOOTSTRAP_API_TOKEN: BOOT.apiToken,
+    CAIRN_LOG_LEVEL: 'warn',
+    ...extra,
+  };
+}
+
 export interface TestService extends LocalService {
   dataDir: string;
   /** The environment that points a Lambda handler in this process at the same data. */
@@ -38,17 +56,7 @@ export interface TestService extends LocalService {
 
 export async function startTestService(extraEnv: Record<string, string> = {}, dataDir?: string): Promise<TestService> {
   const dir = dataDir ?? (await mkdtemp(join(tmpdir(), 'cairn-test-')));
-  const env: Record<string, string> = {
-    CAIRN_DATA_DIR: dir,
-    CAIRN_API_PORT: String(await freePort()),
-    CAIRN_S3_PORT: String(await freePort()),
-    CAIRN_GATEWAY_PORT: String(await freePort()),
-    CAIRN_BOOTSTRAP_ACCESS_KEY: BOOT.accessKeyId,
-    CAIRN_BOOTSTRAP_SECRET_KEY: BOOT.secretAccessKey,
-    CAIRN_BOOTSTRAP_API_TOKEN: BOOT.apiToken,
-    CAIRN_LOG_LEVEL: 'warn',
-    ...extraEnv,
-  };
+  const env = await serviceEnv(dir, extraEnv);
   const service = await startLocalService(loadConfig(env));
   return {
     ...service,
