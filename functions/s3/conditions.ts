@@ -1,17 +1,13 @@
 /**
- * Conditional requests, once for GetObject/HeadObject (`If-*`) and CopyObject
- * (`x-amz-copy-source-if-*`), with S3's precedence: If-Match over
- * If-Unmodified-Since, If-None-Match over If-Modified-Since.
+ * Conditional requests as S3 answers them, for GetObject/HeadObject (`If-*`)
+ * and CopyObject (`x-amz-copy-source-if-*`): the evaluation is the shared
+ * one in core/http/conditional.ts (RFC 9110's order), with S3's weak
+ * If-Match and its PreconditionFailed error.
  */
+import { checkPreconditions } from '../core/http/conditional.js';
 import { S3Error } from './errors.js';
 
 export type ConditionOutcome = 'proceed' | 'not-modified';
-
-const etagMatches = (header: string, etag: string) =>
-  header.split(',').some((t) => {
-    const v = t.trim();
-    return v === '*' || v.replace(/^W\//, '').replace(/"/g, '') === etag;
-  });
 
 const failed = (condition: string) =>
   new S3Error('PreconditionFailed', 412, 'At least one of the pre-conditions you specified did not hold', { Condition: condition });
@@ -22,27 +18,9 @@ const failed = (condition: string) =>
  * (copies turn it into a 412 themselves).
  */
 export function evaluateConditions(headers: Headers, prefix: string, etag: string, lastModified: string): ConditionOutcome {
-  const modified = Math.floor(new Date(lastModified).getTime() / 1000);
-  const date = (name: string) => {
-    const v = headers.get(prefix + name);
-    const t = v ? Date.parse(v) : NaN;
-    return Number.isNaN(t) ? undefined : Math.floor(t / 1000);
-  };
-  const ifMatch = headers.get(`${prefix}if-match`);
-  const ifNoneMatch = headers.get(`${prefix}if-none-match`);
-  if (ifMatch !== null) {
-    if (!etagMatches(ifMatch, etag)) throw failed(`${prefix}If-Match`);
-  } else {
-    const t = date('if-unmodified-since');
-    if (t !== undefined && modified > t) throw failed(`${prefix}If-Unmodified-Since`);
-  }
-  if (ifNoneMatch !== null) {
-    if (etagMatches(ifNoneMatch, etag)) return 'not-modified';
-  } else {
-    const t = date('if-modified-since');
-    if (t !== undefined && modified <= t) return 'not-modified';
-  }
-  return 'proceed';
+  const outcome = checkPreconditions(headers, { etag: `"${etag}"`, lastModified: new Date(lastModified) }, { prefix, weakIfMatch: true });
+  if (outcome.status === 412) throw failed(outcome.condition!);
+  return outcome.status === 304 ? 'not-modified' : 'proceed';
 }
 
 export function notModifiedAsFailure(prefix: string, headers: Headers): S3Error {

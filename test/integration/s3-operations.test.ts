@@ -380,3 +380,23 @@ test('virtual-host-style addressing (<bucket>.<CAIRN_BUCKET_ENDPOINT_DOMAIN>) wo
   expect(listed.Contents!.map((c) => c.Key)).toEqual(['vhost/hello.txt']);
   expect(await service.services.objects.get('default-bucket', 'vhost/hello.txt')).toMatchObject({ size: 11 });
 });
+
+test('GetObject conditional requests: 304 and 412 in S3 order, If-Match compared weakly as S3 does', async () => {
+  const s3 = service.s3();
+  const put = await s3.send(new PutObjectCommand({ Bucket: 'default-bucket', Key: 'conditional.txt', Body: 'conditional' }));
+  const url = `${service.endpoints.s3}/default-bucket/conditional.txt`;
+  await s3.send(new PutObjectAclCommand({ Bucket: 'default-bucket', Key: 'conditional.txt', ACL: 'public-read' }));
+  const get = (headers: Record<string, string>) => fetch(url, { headers });
+  expect((await get({ 'if-none-match': put.ETag! })).status).toBe(304);
+  expect((await get({ 'if-match': put.ETag! })).status).toBe(200);
+  expect((await get({ 'if-match': `W/${put.ETag!}` })).status).toBe(200);
+  const failed = await get({ 'if-match': '"other"' });
+  expect(failed.status).toBe(412);
+  expect(await failed.text()).toContain('<Condition>If-Match</Condition>');
+  const future = new Date(Date.now() + 3_600_000).toUTCString();
+  expect((await get({ 'if-modified-since': future })).status).toBe(304);
+  expect((await get({ 'if-unmodified-since': new Date(0).toUTCString() })).status).toBe(412);
+  // If-Match wins over If-Unmodified-Since; If-None-Match over If-Modified-Since.
+  expect((await get({ 'if-match': put.ETag!, 'if-unmodified-since': new Date(0).toUTCString() })).status).toBe(200);
+  expect((await get({ 'if-none-match': '"other"', 'if-modified-since': future })).status).toBe(200);
+});

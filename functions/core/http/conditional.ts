@@ -37,26 +37,47 @@ function httpDate(value: string | null): number | undefined {
 
 const seconds = (d: Date) => Math.floor(d.getTime() / 1000);
 
+export interface PreconditionOptions {
+  /** Prefix of the header names: '' for `If-*`, `x-amz-copy-source-` for S3 copies. */
+  prefix?: string;
+  /** Compare If-Match weakly (W/ ignored), as S3 does; RFC 9110 compares it strongly. */
+  weakIfMatch?: boolean;
+}
+
+export interface PreconditionOutcome {
+  status: 200 | 304 | 412;
+  /** The header that decided a 304 or 412, as S3 names it (`If-Match`, `x-amz-copy-source-If-None-Match`, ...). */
+  condition?: string;
+}
+
+/** The outcome and the header that decided it. */
+export function checkPreconditions(headers: Headers, v: Validators, opts: PreconditionOptions = {}): PreconditionOutcome {
+  const prefix = opts.prefix ?? '';
+  const header = (name: string) => headers.get(`${prefix}${name.toLowerCase()}`);
+  const decided = (status: 304 | 412, name: string): PreconditionOutcome => ({ status, condition: `${prefix}${name}` });
+  const ifMatch = header('If-Match');
+  if (ifMatch !== null) {
+    if (!matches(ifMatch, v.etag, !opts.weakIfMatch)) return decided(412, 'If-Match');
+  } else if (v.lastModified) {
+    const since = httpDate(header('If-Unmodified-Since'));
+    if (since !== undefined && seconds(v.lastModified) > since) return decided(412, 'If-Unmodified-Since');
+  }
+  const ifNoneMatch = header('If-None-Match');
+  if (ifNoneMatch !== null) {
+    if (matches(ifNoneMatch, v.etag, false)) return decided(304, 'If-None-Match');
+  } else if (v.lastModified) {
+    const since = httpDate(header('If-Modified-Since'));
+    if (since !== undefined && seconds(v.lastModified) <= since) return decided(304, 'If-Modified-Since');
+  }
+  return { status: 200 };
+}
+
 /**
  * 200 to go on and serve, 304 Not Modified, or 412 Precondition Failed.
  * Only GET and HEAD are served here, so a matching If-None-Match is a 304.
  */
 export function evaluatePreconditions(headers: Headers, v: Validators): 200 | 304 | 412 {
-  const ifMatch = headers.get('if-match');
-  if (ifMatch !== null) {
-    if (!matches(ifMatch, v.etag, true)) return 412;
-  } else if (v.lastModified) {
-    const since = httpDate(headers.get('if-unmodified-since'));
-    if (since !== undefined && seconds(v.lastModified) > since) return 412;
-  }
-  const ifNoneMatch = headers.get('if-none-match');
-  if (ifNoneMatch !== null) {
-    if (matches(ifNoneMatch, v.etag, false)) return 304;
-  } else if (v.lastModified) {
-    const since = httpDate(headers.get('if-modified-since'));
-    if (since !== undefined && seconds(v.lastModified) <= since) return 304;
-  }
-  return 200;
+  return checkPreconditions(headers, v).status;
 }
 
 /** False when If-Range names another version: the Range header is then ignored and the whole body sent. */
