@@ -24,7 +24,7 @@ export const BUNDLE_TARGET = 'node22';
  * never loads them, so they stay out of every bundle. Everything else,
  * the AWS SDK v3 included, is bundled so its versions match the lock file.
  */
-export const LOCAL_ONLY_MODULES = ['dynalite', 'level', 'classic-level'];
+export const LOCAL_ONLY_MODULES = ['dynalite', 'datastore-level', 'level', 'classic-level'];
 
 /**
  * An ESM bundle may still contain CommonJS dependencies that call

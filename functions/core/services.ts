@@ -5,7 +5,7 @@
  */
 import type { Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
-import { createDatabase, type Database } from './data/dynamo.js';
+import { createDatabase, type Database, type InProcessTransport } from './data/dynamo.js';
 import { AccountStore } from './data/accounts.js';
 import { BucketStore } from './data/buckets.js';
 import { ObjectStore } from './data/objects.js';
@@ -35,8 +35,13 @@ export interface Services {
   close(): Promise<void>;
 }
 
-export async function createServices(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<Services> {
-  const db = createDatabase(config);
+export interface ServiceOptions {
+  /** Reach the embedded database in this process directly (the local service). */
+  dynamo?: InProcessTransport;
+}
+
+export async function createServices(config: Config, logger: Logger = createLogger(config.logLevel), options: ServiceOptions = {}): Promise<Services> {
+  const db = createDatabase(config, options.dynamo);
   const sealer = await createSealer(config);
   let node: Promise<IpfsNode> | undefined;
   return {

@@ -4,7 +4,7 @@
  * pinning records every block of the DAG.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { access, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CID } from 'multiformats/cid';
@@ -82,4 +82,35 @@ test('pinning a DAG with a missing block fails', async () => {
   const blocks = await dagBlocks(cid);
   await node.blockstore.delete(blocks[2]!);
   await expect(pinRoot(node, cid)).rejects.toMatchObject({ name: 'NotFoundError' });
+});
+
+test('pins kept in the old file datastore move to LevelDB at start, and the old directory goes', async () => {
+  const old = await mkdtemp(join(tmpdir(), 'cairn-ipfs-old-'));
+  try {
+    // A data directory as earlier versions wrote it: blocks and pins in files.
+    const { createHeliaLight } = await import('helia');
+    const { FsDatastore } = await import('datastore-fs');
+    const { FileBlockstore } = await import('../../functions/core/ipfs/file-blockstore.js');
+    const blockstore = new FileBlockstore(join(old, 'ipfs', 'blocks'));
+    const helia = createHeliaLight({ blockstore, datastore: new FsDatastore(join(old, 'ipfs', 'datastore')) });
+    await helia.start();
+    const bytes = randomBytes(600_000);
+    const { cid } = await importFile(blockstore, pieces(bytes));
+    await pinRoot({ helia, blockstore, stop: async () => {} }, cid);
+    await helia.stop();
+
+    const reopened = await createIpfsNode(loadConfig({ CAIRN_DATA_DIR: old }));
+    try {
+      expect(await reopened.helia.pins.isPinned(cid)).toBe(true);
+      const blocks: CID[] = [];
+      for await (const pin of reopened.helia.pins.ls()) blocks.push(pin.cid);
+      expect(blocks.map((c) => c.toV1().toString())).toEqual([cid.toV1().toString()]);
+      await expect(access(join(old, 'ipfs', 'datastore'))).rejects.toThrow();
+      expect((await readAll((await openFile(reopened.blockstore, cid)).stream())).equals(bytes)).toBe(true);
+    } finally {
+      await reopened.stop();
+    }
+  } finally {
+    await rm(old, { recursive: true, force: true });
+  }
 });

@@ -6,6 +6,7 @@ import {
   CreateTableCommand,
   DescribeTableCommand,
   DynamoDBClient,
+  type DynamoDBClientConfig,
   ResourceInUseException,
   ResourceNotFoundException,
   type GlobalSecondaryIndex,
@@ -20,7 +21,15 @@ export interface Database {
   tables: Config['tables'];
 }
 
-export function createDatabase(config: Config): Database {
+/**
+ * How a client reaches an embedded database in the same process (see
+ * embedded.ts): its request handler, and no request signing.
+ */
+export interface InProcessTransport {
+  requestHandler: NonNullable<DynamoDBClientConfig['requestHandler']>;
+}
+
+export function createDatabase(config: Config, transport?: InProcessTransport): Database {
   const client = new DynamoDBClient({
     region: config.region,
     ...(config.dynamodb.endpoint
@@ -30,7 +39,14 @@ export function createDatabase(config: Config): Database {
           credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
         }
       : {}),
-  });
+    ...(transport
+      ? {
+          requestHandler: transport.requestHandler,
+          httpAuthSchemes: [{ schemeId: 'smithy.api#noAuth', identityProvider: () => async () => ({}), signer: { sign: async (request: unknown) => request } }],
+          httpAuthSchemeProvider: () => [{ schemeId: 'smithy.api#noAuth' }],
+        }
+      : {}),
+  } as DynamoDBClientConfig);
   const doc = DynamoDBDocumentClient.from(client, {
     marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
   });
@@ -76,5 +92,18 @@ export async function ensureTables(db: Database): Promise<void> {
     } catch (err) {
       if (!(err instanceof ResourceInUseException)) throw err;
     }
+  }
+  // A new table takes writes once it is ACTIVE (DynamoDB's and dynalite's CREATING state).
+  for (const spec of TABLES) await untilActive(db, db.tables[spec.name]);
+}
+
+async function untilActive(db: Database, name: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (let wait = 5; ; wait = Math.min(wait * 2, 1000)) {
+    const { Table } = await db.client.send(new DescribeTableCommand({ TableName: name }));
+    const indexesReady = (Table?.GlobalSecondaryIndexes ?? []).every((i) => i.IndexStatus === 'ACTIVE');
+    if (Table?.TableStatus === 'ACTIVE' && indexesReady) return;
+    if (Date.now() > deadline) throw new Error(`table ${name} is still ${Table?.TableStatus} after ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, wait));
   }
 }

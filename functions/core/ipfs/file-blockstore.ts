@@ -11,7 +11,10 @@
  *
  * Two promises the IPFS code relies on: once put() resolves the bytes are on
  * disk and the caller may reuse its buffer (`releasesBytesOnPut`), and
- * readPrefix() reads the start of a block without reading all of it.
+ * readPrefix() reads the start of a block without reading all of it. The
+ * first byte of the blocks written last is remembered, so pinning a file
+ * just imported (which reads one byte per block to learn whether it has
+ * links) does not reopen them.
  */
 import { mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
@@ -43,11 +46,16 @@ class BlockNotFoundError extends Error {
 
 let temporaries = 0;
 
+/** How many recently written blocks' first bytes are remembered. */
+const RECENT_HEADS = 4096;
+
 export class FileBlockstore extends FsBlockstore {
   /** put() keeps no reference to the bytes once it resolves. */
   readonly releasesBytesOnPut = true;
   private readonly layout: NextToLastSharding;
   private readonly shards = new Set<string>();
+  /** File path -> first byte (-1: empty block) of recently written blocks. */
+  private readonly heads = new Map<string, number>();
 
   constructor(location: string) {
     const layout = new NextToLastSharding();
@@ -73,12 +81,20 @@ export class FileBlockstore extends FsBlockstore {
     try {
       await writeFile(temporary, val);
       await rename(temporary, file);
+      this.heads.delete(file);
+      this.heads.set(file, val.length ? val[0]! : -1);
+      if (this.heads.size > RECENT_HEADS) this.heads.delete(this.heads.keys().next().value!);
     } catch (err) {
       await rm(temporary, { force: true }).catch(() => {});
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') this.shards.delete(dir); // the shard went away; recreate next time
       throw err;
     }
     return key;
+  }
+
+  override async delete(key: CID, options?: AbortOptions): Promise<void> {
+    this.heads.delete(this.locate(key).file);
+    await super.delete(key, options);
   }
 
   override async *get(key: CID, options?: AbortOptions): AsyncGenerator<Uint8Array> {
@@ -96,9 +112,12 @@ export class FileBlockstore extends FsBlockstore {
   /** At most `length` bytes from the start of a block. */
   async readPrefix(key: CID, length: number, options?: AbortOptions): Promise<Uint8Array> {
     options?.signal?.throwIfAborted();
+    const { file } = this.locate(key);
+    const head = length === 1 ? this.heads.get(file) : undefined;
+    if (head !== undefined) return head < 0 ? new Uint8Array(0) : Uint8Array.of(head);
     let handle;
     try {
-      handle = await open(this.locate(key).file, 'r');
+      handle = await open(file, 'r');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new BlockNotFoundError(`block ${key} not found`);
       throw err;

@@ -1,10 +1,12 @@
 /**
- * The embedded Helia node: a filesystem blockstore and datastore under the
- * data directory locally, an S3 bucket in AWS. It runs without libp2p
+ * The embedded Helia node: locally a filesystem blockstore and a LevelDB
+ * datastore (Helia's pin records) under the data directory, an S3 bucket in
+ * AWS. It runs without libp2p
  * networking (Helia "light"): it stores, pins and serves blocks; content is
  * reachable by CID through Cairn's gateway.
  */
-import { join } from 'node:path';
+import { access, rm } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { createHeliaLight, type Helia } from 'helia';
 import type { Blockstore } from 'interface-blockstore';
 import type { Datastore } from 'interface-datastore';
@@ -17,7 +19,7 @@ export interface IpfsNode {
   stop(): Promise<void>;
 }
 
-async function stores(config: Config): Promise<{ blockstore: Blockstore; datastore: Datastore }> {
+async function stores(config: Config): Promise<{ blockstore: Blockstore; datastore: Datastore; close?: () => Promise<void> }> {
   if (config.blockBucket) {
     const { S3 } = await import('@aws-sdk/client-s3');
     const { S3Blockstore } = await import('blockstore-s3');
@@ -29,15 +31,39 @@ async function stores(config: Config): Promise<{ blockstore: Blockstore; datasto
     };
   }
   const { FileBlockstore } = await import('./file-blockstore.js');
-  const { FsDatastore } = await import('datastore-fs');
+  const { LevelDatastore } = await import('datastore-level');
+  // Pin records are small and written on every upload: a LevelDB write
+  // costs microseconds where a file (temporary file, rename) costs a
+  // directory update.
+  const datastore = new LevelDatastore(join(config.dataDir, 'ipfs', 'pins'));
+  await datastore.open();
+  await adoptFileDatastore(join(config.dataDir, 'ipfs', 'datastore'), datastore);
   return {
     blockstore: new FileBlockstore(join(config.dataDir, 'ipfs', 'blocks')),
-    datastore: new FsDatastore(join(config.dataDir, 'ipfs', 'datastore')),
+    datastore,
+    close: () => datastore.close(),
   };
 }
 
-export async function createIpfsNode(config: Config): Promise<IpfsNode> {
-  const { blockstore, datastore } = await stores(config);
+/**
+ * Data directories written before the pins moved to LevelDB keep them in a
+ * file datastore: copy every record over, then remove the old directory. A
+ * copy cut short is simply run again at the next start.
+ */
+async function adoptFileDatastore(dir: string, into: Datastore): Promise<void> {
+  try {
+    await access(dir);
+  } catch {
+    return;
+  }
+  const { FsDatastore } = await import('datastore-fs');
+  const old = new FsDatastore(dir);
+  for await (const { key, value } of old.query({})) await into.put(key, value);
+  await rm(dir, { recursive: true, force: true });
+}
+
+async function openNode(config: Config): Promise<IpfsNode> {
+  const { blockstore, datastore, close } = await stores(config);
   const helia = createHeliaLight({ blockstore, datastore });
   await helia.start();
   return {
@@ -45,6 +71,42 @@ export async function createIpfsNode(config: Config): Promise<IpfsNode> {
     blockstore,
     stop: async () => {
       await helia.stop();
+      await close?.();
+    },
+  };
+}
+
+/** Local nodes by data directory: LevelDB admits one opener, so services in one process share the node. */
+const local = new Map<string, { node: Promise<IpfsNode>; users: number }>();
+
+export async function createIpfsNode(config: Config): Promise<IpfsNode> {
+  if (config.blockBucket) return openNode(config);
+  const dir = resolve(config.dataDir);
+  let entry = local.get(dir);
+  if (!entry) {
+    const opening = { node: openNode(config), users: 0 };
+    opening.node.catch(() => local.delete(dir));
+    local.set(dir, (entry = opening));
+  }
+  entry.users++;
+  const owner = entry;
+  let node: IpfsNode;
+  try {
+    node = await owner.node;
+  } catch (err) {
+    owner.users--;
+    throw err;
+  }
+  let stopped = false;
+  return {
+    helia: node.helia,
+    blockstore: node.blockstore,
+    stop: async () => {
+      if (stopped) return;
+      stopped = true;
+      if (--owner.users > 0) return;
+      local.delete(dir);
+      await node.stop();
     },
   };
 }
