@@ -157,4 +157,32 @@ describe.each([
     expect((missing as Error).name).toBe('ResourceNotFoundException');
     expect((await db.doc.send(new GetCommand({ TableName: T(), Key: { pk: id('one'), sk: 'x' } }))).Item?.n).toBe(1);
   });
+
+  test('a memoized expression still sees each request\'s values and still refuses unused ones', async () => {
+    await db.doc.send(new PutCommand({ TableName: T(), Item: { pk: id('memo'), sk: 'x', n: 5 } }));
+    const bump = (max: number, extra: Record<string, unknown> = {}) =>
+      db.doc.send(
+        new UpdateCommand({
+          TableName: T(),
+          Key: { pk: id('memo'), sk: 'x' },
+          UpdateExpression: 'SET n = :n',
+          ConditionExpression: 'attribute_exists(pk) AND (attribute_exists(gone) OR n < :max)',
+          ExpressionAttributeValues: { ':n': max + 1, ':max': max, ...extra },
+        }),
+      );
+    await bump(6); // 5 < 6: n becomes 7
+    const refused = await bump(6).catch((e: Error) => e); // 7 < 6 fails with the same expression
+    expect((refused as Error).name).toBe('ConditionalCheckFailedException');
+    await bump(8); // n becomes 9
+    expect((await db.doc.send(new GetCommand({ TableName: T(), Key: { pk: id('memo'), sk: 'x' } }))).Item?.n).toBe(9);
+    for (let i = 0; i < 2; i++) {
+      const unused = await bump(100, { ':spare': 1 }).catch((e: Error) => e);
+      expect((unused as Error).name).toBe('ValidationException');
+      expect((unused as Error).message).toMatch(/unused/i);
+    }
+    const wrongType = await bump(100, {}).then(() => db.doc.send(new UpdateCommand({ TableName: T(), Key: { pk: id('memo'), sk: 'x' }, UpdateExpression: 'SET n = :n', ConditionExpression: 'begins_with(pk, :p)', ExpressionAttributeValues: { ':n': 1, ':p': 5 } }))).catch((e: Error) => e);
+    expect((wrongType as Error).name).toBe('ValidationException');
+    await db.doc.send(new UpdateCommand({ TableName: T(), Key: { pk: id('memo'), sk: 'x' }, UpdateExpression: 'SET n = :n', ConditionExpression: 'begins_with(pk, :p)', ExpressionAttributeValues: { ':n': 1, ':p': 'memo' } }));
+    expect((await db.doc.send(new GetCommand({ TableName: T(), Key: { pk: id('memo'), sk: 'x' } }))).Item?.n).toBe(1);
+  });
 });

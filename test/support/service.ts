@@ -16,16 +16,31 @@ export const BOOT = {
   apiToken: 'cairn_test_token_0123456789abcdefghijklmnop',
 };
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A free loopback port. Asking the kernel for any port and closing it races
+ * other jest workers doing the same (the kernel hands the same ephemeral
+ * ports around), so each worker takes ports from its own range below the
+ * kernel's ephemeral range (32768 and up), in turn, skipping any in use.
+ */
+const PORTS_PER_WORKER = 1200;
+let nextPort = 0;
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      s.close(() => resolve(port));
-    });
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
   });
+}
+
+export async function freePort(): Promise<number> {
+  const worker = Number(process.env.JEST_WORKER_ID ?? 0) % 10;
+  const base = 20000 + worker * PORTS_PER_WORKER;
+  for (let tries = 0; tries < PORTS_PER_WORKER; tries++) {
+    const port = base + (nextPort++ % PORTS_PER_WORKER);
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`no free port in ${base}-${base + PORTS_PER_WORKER - 1}`);
 }
 
 /**

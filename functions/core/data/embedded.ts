@@ -12,12 +12,13 @@
  *   for other processes and for Lambda handlers pointed at it with
  *   DYNAMODB_ENDPOINT. It ignores credentials.
  *
- * Two changes to how dynalite runs, both behind its own interfaces:
+ * Three changes to how dynalite runs, all behind its own interfaces:
  * - reads use LevelDB's synchronous get (about 3 µs) instead of its
  *   asynchronous one (25 µs or more of thread-pool hand-off each, and
  *   dynalite reads the table definition on every call);
  * - table definitions are cached while no table is being created, changed
- *   or deleted.
+ *   or deleted;
+ * - expression parses are memoized (expression-cache.ts).
  *
  * Item writes hold a lock per item for the whole operation, so a
  * transaction can check every condition first and then apply its writes
@@ -28,6 +29,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { createServer, type Server } from 'node:http';
 import { crc32 } from 'node:zlib';
+import { memoizeExpressionParsers } from './expression-cache.js';
 import { transactGet, transactWrite, type Engine, type Json, type Outcome } from './transactions.js';
 
 const require = createRequire(import.meta.url);
@@ -115,6 +117,7 @@ class KeyLocks {
 export async function openEmbeddedDynamo(dataDir: string): Promise<Omit<EmbeddedDynamo, 'endpoint'>> {
   const db = require('dynalite/db');
   const validations = require('dynalite/validations');
+  memoizeExpressionParsers(require);
   const actions: Record<string, (store: any, data: Json, cb: (err: any, out?: Json) => void) => void> = {};
   const rules: Record<string, { types: Json; custom?: unknown }> = {};
   for (const op of OPERATIONS) {
