@@ -119,3 +119,18 @@ test('a rejected upload and an abandoned one leave no object and no pin', async 
   expect(await isRootPinned(node, cid)).toBe(false);
   expect(await node.blockstore.has(cid)).toBe(false);
 });
+
+test('racing overwrites of one key: each is answered, the last record stands, and only its content stays pinned', async () => {
+  const bodies = Array.from({ length: 12 }, () => randomBytes(2000));
+  const cids = await Promise.all(bodies.map((b) => put('pins/raced', b)));
+  const got = await service.s3().send(new GetObjectCommand({ Bucket: B, Key: 'pins/raced' }));
+  const stored = Buffer.from(await got.Body!.transformToByteArray());
+  const winner = bodies.findIndex((b) => b.equals(stored));
+  expect(winner).toBeGreaterThanOrEqual(0);
+  await collectGarbage(service.services);
+  for (const [i, cid] of cids.entries()) {
+    expect(await present(cid)).toEqual(i === winner ? { pinned: true, root: true } : { pinned: false, root: false });
+  }
+  expect(await service.services.objects.isReferenced(cids[winner]!.toString())).toBe(true);
+  for (const [i, cid] of cids.entries()) if (i !== winner) expect(await service.services.objects.isReferenced(cid.toString())).toBe(false);
+});

@@ -1,16 +1,19 @@
 /**
  * The embedded DynamoDB-compatible database for the local service: dynalite's
  * engine (its validations, expression evaluation, indexes and LevelDB store
- * under the data directory) driven in-process, plus the transactions dynalite
- * lacks (transactions.ts). Local only: no Lambda handler imports this module.
+ * under the data directory) plus the transactions dynalite lacks
+ * (transactions.ts), on a worker thread of its own so that it runs beside
+ * the request handling rather than in its turns (embedded-thread.ts). Local
+ * only: no Lambda handler imports this module.
  *
  * Two ways in, one engine:
- * - `transport`: an AWS SDK request handler that hands requests straight to
- *   the engine, for DynamoDB clients in this process (the local service's
- *   own stores). Requests are unsigned: there is no network to cross.
+ * - `transport`: an AWS SDK request handler that passes each request's JSON
+ *   to the engine's thread, for DynamoDB clients in this process (the local
+ *   service's own stores). Requests are unsigned: there is no network to
+ *   cross.
  * - `endpoint`: a loopback HTTP server speaking DynamoDB's JSON protocol,
- *   for other processes and for Lambda handlers pointed at it with
- *   DYNAMODB_ENDPOINT. It ignores credentials.
+ *   served by the engine's thread, for other processes and for Lambda
+ *   handlers pointed at it with DYNAMODB_ENDPOINT. It ignores credentials.
  *
  * Three changes to how dynalite runs, all behind its own interfaces:
  * - reads use LevelDB's synchronous get (about 3 µs) instead of its
@@ -28,6 +31,7 @@ import { mkdir } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { createServer, type Server } from 'node:http';
+import { Worker } from 'node:worker_threads';
 import { crc32 } from 'node:zlib';
 import { memoizeExpressionParsers } from './expression-cache.js';
 import { transactGet, transactWrite, type Engine, type Json, type Outcome } from './transactions.js';
@@ -114,7 +118,8 @@ class KeyLocks {
   }
 }
 
-export async function openEmbeddedDynamo(dataDir: string): Promise<Omit<EmbeddedDynamo, 'endpoint'>> {
+/** The engine itself, on the calling thread. */
+export async function openEmbeddedDynamo(dataDir: string): Promise<Pick<EmbeddedDynamo, 'execute' | 'close'>> {
   const db = require('dynalite/db');
   const validations = require('dynalite/validations');
   memoizeExpressionParsers(require);
@@ -255,36 +260,7 @@ export async function openEmbeddedDynamo(dataDir: string): Promise<Omit<Embedded
     }
   }
 
-  const transport: DynamoTransport = {
-    requestHandler: {
-      async handle(request) {
-        const target = String(request.headers['x-amz-target'] ?? request.headers['X-Amz-Target'] ?? '');
-        const op = target.split('.')[1] ?? '';
-        let out: Outcome;
-        try {
-          const body = request.body;
-          const text = body instanceof Uint8Array ? Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8') : typeof body === 'string' ? body : '{}';
-          out = await execute(op, JSON.parse(text));
-        } catch {
-          out = { status: 400, json: { __type: 'com.amazon.coral.service#SerializationException' } };
-        }
-        const body = Buffer.from(JSON.stringify(out.json));
-        return {
-          response: {
-            statusCode: out.status,
-            headers: { 'content-type': 'application/x-amz-json-1.0', 'content-length': String(body.length), 'x-amzn-requestid': 'embedded' },
-            body,
-          },
-        };
-      },
-      updateHttpClientConfig() {},
-      httpHandlerConfigs: () => ({}),
-      destroy() {},
-    },
-  };
-
   return {
-    transport,
     execute,
     close: () =>
       new Promise<void>((resolve, reject) => {
@@ -325,19 +301,24 @@ function httpFront(execute: EmbeddedDynamo['execute']): Server {
   });
 }
 
-/** Opens the database under `dataDir` and serves it on a loopback port. */
-export async function startEmbeddedDynamo(dataDir: string, host = '127.0.0.1'): Promise<EmbeddedDynamo> {
+/** The engine and its HTTP endpoint, on the calling thread (the engine's thread runs this). */
+export async function serveEmbeddedDynamo(dataDir: string, host: string): Promise<Pick<EmbeddedDynamo, 'endpoint' | 'execute' | 'close'>> {
   const engine = await openEmbeddedDynamo(dataDir);
   const server = httpFront(engine.execute);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, host, () => resolve());
-  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, host, () => resolve());
+    });
+  } catch (err) {
+    await engine.close();
+    throw err;
+  }
   const addr = server.address();
   const port = typeof addr === 'object' && addr ? addr.port : 0;
   return {
-    ...engine,
     endpoint: `http://${host}:${port}`,
+    execute: engine.execute,
     close: async () => {
       await new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -346,4 +327,83 @@ export async function startEmbeddedDynamo(dataDir: string, host = '127.0.0.1'): 
       await engine.close();
     },
   };
+}
+
+/** Messages between this thread and the engine's (embedded-thread.ts). */
+export type ToEngine = { id: number; op: string; body: string } | { close: true };
+export type FromEngine = { ready: string } | { failed: string } | { id: number; status: number; body: string } | { closed: true };
+
+/** Opens the database under `dataDir` on its own thread and serves it on a loopback port. */
+export async function startEmbeddedDynamo(dataDir: string, host = '127.0.0.1'): Promise<EmbeddedDynamo> {
+  const worker = new Worker(new URL('./embedded-thread.mjs', import.meta.url), { workerData: { dataDir, host } });
+  const pending = new Map<number, (answer: { status: number; body: string }) => void>();
+  let nextId = 0;
+  let closed: (() => void) | undefined;
+  let down: string | undefined;
+  const endpoint = await new Promise<string>((resolve, reject) => {
+    worker.on('message', (m: FromEngine) => {
+      if ('id' in m) {
+        pending.get(m.id)?.(m);
+        pending.delete(m.id);
+      } else if ('ready' in m) resolve(m.ready);
+      else if ('failed' in m) reject(new Error(`the embedded DynamoDB did not start: ${m.failed}`));
+      else if ('closed' in m) closed?.();
+    });
+    const fail = (why: string) => {
+      down = why;
+      reject(new Error(`the embedded DynamoDB did not start: ${why}`));
+      for (const answer of pending.values()) answer(errorAnswer(why));
+      pending.clear();
+      closed?.();
+    };
+    worker.on('error', (err) => fail(err.stack ?? err.message));
+    worker.on('exit', (code) => fail(`its thread exited (${code})`));
+  });
+  const call = (op: string, body: string) =>
+    new Promise<{ status: number; body: string }>((resolve) => {
+      if (down) return resolve(errorAnswer(down));
+      const id = nextId++;
+      pending.set(id, resolve);
+      worker.postMessage({ id, op, body } satisfies ToEngine);
+    });
+  const transport: DynamoTransport = {
+    requestHandler: {
+      async handle(request) {
+        const target = String(request.headers['x-amz-target'] ?? request.headers['X-Amz-Target'] ?? '');
+        const body = request.body;
+        const text = body instanceof Uint8Array ? Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8') : typeof body === 'string' ? body : '{}';
+        const answer = await call(target.split('.')[1] ?? '', text);
+        const bytes = Buffer.from(answer.body);
+        return {
+          response: {
+            statusCode: answer.status,
+            headers: { 'content-type': 'application/x-amz-json-1.0', 'content-length': String(bytes.length), 'x-amzn-requestid': 'embedded' },
+            body: bytes,
+          },
+        };
+      },
+      updateHttpClientConfig() {},
+      httpHandlerConfigs: () => ({}),
+      destroy() {},
+    },
+  };
+  return {
+    endpoint,
+    transport,
+    async execute(op, body) {
+      const answer = await call(op, JSON.stringify(body));
+      return { status: answer.status, json: JSON.parse(answer.body) };
+    },
+    async close() {
+      if (down) return;
+      const done = new Promise<void>((resolve) => (closed = resolve));
+      worker.postMessage({ close: true } satisfies ToEngine);
+      await done;
+      await worker.terminate();
+    },
+  };
+}
+
+function errorAnswer(why: string): { status: number; body: string } {
+  return { status: 500, body: JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#InternalServerError', message: `the embedded DynamoDB is down: ${why}` }) };
 }

@@ -17,7 +17,8 @@
  * so a CID is referenced exactly while some record names it.
  */
 import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { TransactionCanceledException, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { randomBytes } from 'node:crypto';
 import type { Database } from './dynamo.js';
 import { withoutKeys } from './tables.js';
@@ -101,6 +102,11 @@ export function prefixSuccessor(prefix: string): string | undefined {
   return undefined;
 }
 
+/** Where write() puts the record among its transaction's items (after the bucket check and, for a new CID, its reference). */
+function recordIndex(record: ObjectRecord, old: Record<string, unknown> | undefined): number {
+  return !old || old.cid !== record.cid ? 2 : 1;
+}
+
 export class ObjectStore {
   constructor(private readonly db: Database) {}
 
@@ -121,20 +127,24 @@ export class ObjectStore {
    * and `also.failed()` if a condition of the extra writes fails.
    */
   async put(record: ObjectRecord, also?: CommitAlso): Promise<ObjectRecord | undefined> {
+    // Most writes create a key: try that first without reading. If the key
+    // is taken (or changed since), the cancellation carries the current
+    // record (ALL_OLD) and the write is tried again against it.
+    let old: Record<string, unknown> | undefined;
     for (let attempt = 0; ; attempt++) {
-      const old = await this.getItem(record.bucket, record.key);
+      const extra = also?.items ?? [];
       try {
-        await this.write(record, old, also?.items ?? []);
+        await this.write(record, old, extra);
         return old ? fromItem(old) : undefined;
       } catch (err) {
         if (!(err instanceof TransactionCanceledException)) throw err;
         const reasons = err.CancellationReasons ?? [];
+        const at = recordIndex(record, old);
         if (reasons[0]?.Code === 'ConditionalCheckFailed') throw new NoSuchBucketError(record.bucket);
-        if (also?.items.length && reasons.slice(-also.items.length).some((r) => r?.Code === 'ConditionalCheckFailed')) {
-          throw also.failed();
-        }
-        if (attempt >= 8) throw err;
-        // Another writer changed the record between our read and write: read again.
+        if (reasons.slice(at + 1, at + 1 + extra.length).some((r) => r?.Code === 'ConditionalCheckFailed')) throw also!.failed();
+        if (attempt >= 8 || reasons[at]?.Code !== 'ConditionalCheckFailed') throw err;
+        const current = reasons[at]?.Item;
+        old = current ? (unmarshall(current as Record<string, AttributeValue>) as Record<string, unknown>) : await this.getItem(record.bucket, record.key);
       }
     }
   }
@@ -222,6 +232,7 @@ export class ObjectStore {
     if (!old || old.cid !== record.cid) {
       items.push({ Put: { TableName: this.table, Item: { ...refKey(record.cid, record.bucket, record.key) } } });
     }
+    if (items.length !== recordIndex(record, old)) throw new Error('object write: the record is not where put() looks for it');
     items.push({
       Put: {
         TableName: this.table,
@@ -229,6 +240,7 @@ export class ObjectStore {
         ...(old
           ? { ConditionExpression: 'version = :v', ExpressionAttributeValues: { ':v': old.version } }
           : { ConditionExpression: 'attribute_not_exists(pk)' }),
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       },
     });
     items.push(...also);

@@ -9,7 +9,7 @@ import { access, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createHeliaLight, type Helia } from 'helia';
 import type { Blockstore } from 'interface-blockstore';
-import type { Datastore } from 'interface-datastore';
+import type { Datastore, Key } from 'interface-datastore';
 import type { Config } from '../config.js';
 
 export interface IpfsNode {
@@ -17,6 +17,11 @@ export interface IpfsNode {
   /** The raw blockstore: imports write here directly (Helia's own layer checks has() per put). */
   blockstore: Blockstore;
   stop(): Promise<void>;
+}
+
+/** What Helia's stores throw for a missing key (it checks the name). */
+class PinNotFoundError extends Error {
+  override name = 'NotFoundError';
 }
 
 async function stores(config: Config): Promise<{ blockstore: Blockstore; datastore: Datastore; close?: () => Promise<void> }> {
@@ -34,8 +39,21 @@ async function stores(config: Config): Promise<{ blockstore: Blockstore; datasto
   const { LevelDatastore } = await import('datastore-level');
   // Pin records are small and written on every upload: a LevelDB write
   // costs microseconds where a file (temporary file, rename) costs a
-  // directory update.
-  const datastore = new LevelDatastore(join(config.dataDir, 'ipfs', 'pins'));
+  // directory update. Reads are synchronous LevelDB gets (a few
+  // microseconds, where the asynchronous get hands off to the thread pool).
+  class PinDatastore extends LevelDatastore {
+    override async get(key: Key, options?: { signal?: AbortSignal }): Promise<Uint8Array> {
+      options?.signal?.throwIfAborted();
+      const data = this.db.getSync(key.toString());
+      if (data == null) throw new PinNotFoundError(`no record ${key}`);
+      return data;
+    }
+    override async has(key: Key, options?: { signal?: AbortSignal }): Promise<boolean> {
+      options?.signal?.throwIfAborted();
+      return this.db.getSync(key.toString()) != null;
+    }
+  }
+  const datastore = new PinDatastore(join(config.dataDir, 'ipfs', 'pins'));
   await datastore.open();
   await adoptFileDatastore(join(config.dataDir, 'ipfs', 'datastore'), datastore);
   return {
