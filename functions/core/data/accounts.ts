@@ -194,13 +194,11 @@ export class AccountStore {
 
   /** The key pair's account and plaintext secret, or undefined for an unknown key. */
   async getAccessKey(accessKeyId: string): Promise<{ accountId: string; secretAccessKey: string } | undefined> {
-    const out = await this.db.doc.send(
-      new GetCommand({ TableName: this.table, Key: { pk: `AKEY#${accessKeyId}`, sk: 'AKEY' }, ConsistentRead: true }),
-    );
-    if (!out.Item || out.Item.revokedAt) return undefined;
-    const sealed = out.Item.sealedSecret as string;
+    const item = await this.db.reader.get(this.table, { pk: `AKEY#${accessKeyId}`, sk: 'AKEY' });
+    if (!item || item.revokedAt) return undefined;
+    const sealed = item.sealedSecret as string;
     const secretAccessKey = await this.openedSecrets.through(`${accessKeyId}:${sealed}`, () => this.sealer.open(sealed, accessKeyId));
-    return { accountId: out.Item.accountId as string, secretAccessKey: secretAccessKey! };
+    return { accountId: item.accountId as string, secretAccessKey: secretAccessKey! };
   }
 
   async hasAccessKey(accessKeyId: string): Promise<boolean> {

@@ -14,10 +14,13 @@ import {
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Config } from '../config.js';
 import { TABLES, indexKeys } from './tables.js';
+import { ItemReader } from './item-reader.js';
 
 export interface Database {
   client: DynamoDBClient;
   doc: DynamoDBDocumentClient;
+  /** Consistent whole-item reads by key, coalesced into batches (item-reader.ts). */
+  reader: ItemReader;
   tables: Config['tables'];
 }
 
@@ -50,7 +53,7 @@ export function createDatabase(config: Config, transport?: InProcessTransport): 
   const doc = DynamoDBDocumentClient.from(client, {
     marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
   });
-  return { client, doc, tables: config.tables };
+  return { client, doc, reader: new ItemReader(doc), tables: config.tables };
 }
 
 /** Creates every missing table (local mode; in AWS the CDK stack owns them). */

@@ -16,7 +16,7 @@
  * version the writer read and on the bucket existing (and not being deleted),
  * so a CID is referenced exactly while some record names it.
  */
-import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { randomBytes } from 'node:crypto';
@@ -115,10 +115,8 @@ export class ObjectStore {
   }
 
   async get(bucket: string, key: string): Promise<ObjectRecord | undefined> {
-    const out = await this.db.doc.send(
-      new GetCommand({ TableName: this.table, Key: { pk: bucket, sk: key }, ConsistentRead: true }),
-    );
-    return out.Item ? fromItem(out.Item) : undefined;
+    const item = await this.getItem(bucket, key);
+    return item ? fromItem(item) : undefined;
   }
 
   /**
@@ -198,11 +196,8 @@ export class ObjectStore {
     }
   }
 
-  private async getItem(bucket: string, key: string): Promise<Record<string, unknown> | undefined> {
-    const out = await this.db.doc.send(
-      new GetCommand({ TableName: this.table, Key: { pk: bucket, sk: key }, ConsistentRead: true }),
-    );
-    return out.Item;
+  private getItem(bucket: string, key: string): Promise<Record<string, unknown> | undefined> {
+    return this.db.reader.get(this.table, { pk: bucket, sk: key });
   }
 
   private async write(record: ObjectRecord, old: Record<string, unknown> | undefined, also: TransactItem[]): Promise<void> {
