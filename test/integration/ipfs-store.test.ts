@@ -114,3 +114,36 @@ test('pins kept in the old file datastore move to LevelDB at start, and the old 
     await rm(old, { recursive: true, force: true });
   }
 });
+
+test('small blocks live in LevelDB, not in files; blocks written as files before still read, and deletes reach both', async () => {
+  const { readdir } = await import('node:fs/promises');
+  const filesUnder = async (d: string) => (await readdir(d, { recursive: true }).catch(() => [] as string[])).filter((f) => String(f).endsWith('.data'));
+  const small = randomBytes(4096);
+  const fresh = await mkdtemp(join(tmpdir(), 'cairn-ipfs-small-'));
+  try {
+    // An older data directory: its small block is a file.
+    const { FileBlockstore } = await import('../../functions/core/ipfs/file-blockstore.js');
+    const older = new FileBlockstore(join(fresh, 'ipfs', 'blocks'));
+    const { cid: oldCid } = await importFile(older, pieces(randomBytes(3000)));
+    expect(await filesUnder(join(fresh, 'ipfs', 'blocks'))).toHaveLength(1);
+
+    const reopened = await createIpfsNode(loadConfig({ CAIRN_DATA_DIR: fresh }));
+    try {
+      const { cid } = await importFile(reopened.blockstore, pieces(small));
+      expect(await filesUnder(join(fresh, 'ipfs', 'blocks'))).toHaveLength(1); // still only the old one
+      expect((await readAll((await openFile(reopened.blockstore, cid)).stream())).equals(small)).toBe(true);
+      expect(await reopened.blockstore.has(cid)).toBe(true);
+      expect(await reopened.blockstore.has(oldCid)).toBe(true);
+      expect((await readAll((await openFile(reopened.blockstore, oldCid)).stream())).length).toBe(3000);
+      await reopened.blockstore.delete(cid);
+      await reopened.blockstore.delete(oldCid);
+      expect(await reopened.blockstore.has(cid)).toBe(false);
+      expect(await reopened.blockstore.has(oldCid)).toBe(false);
+      expect(await filesUnder(join(fresh, 'ipfs', 'blocks'))).toHaveLength(0);
+    } finally {
+      await reopened.stop();
+    }
+  } finally {
+    await rm(fresh, { recursive: true, force: true });
+  }
+});

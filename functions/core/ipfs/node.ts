@@ -1,7 +1,7 @@
 /**
- * The embedded Helia node: locally a filesystem blockstore and a LevelDB
- * datastore (Helia's pin records) under the data directory, an S3 bucket in
- * AWS. It runs without libp2p
+ * The embedded Helia node: locally blocks in files (small ones in LevelDB,
+ * see file-blockstore.ts) and a LevelDB datastore (Helia's pin records)
+ * under the data directory, an S3 bucket in AWS. It runs without libp2p
  * networking (Helia "light"): it stores, pins and serves blocks; content is
  * reachable by CID through Cairn's gateway.
  */
@@ -56,10 +56,20 @@ async function stores(config: Config): Promise<{ blockstore: Blockstore; datasto
   const datastore = new PinDatastore(join(config.dataDir, 'ipfs', 'pins'));
   await datastore.open();
   await adoptFileDatastore(join(config.dataDir, 'ipfs', 'datastore'), datastore);
+  const blockstore = new FileBlockstore(join(config.dataDir, 'ipfs', 'blocks'), { smallBlocks: join(config.dataDir, 'ipfs', 'small-blocks') });
+  try {
+    await blockstore.open();
+  } catch (err) {
+    await datastore.close();
+    throw err;
+  }
   return {
-    blockstore: new FileBlockstore(join(config.dataDir, 'ipfs', 'blocks')),
+    blockstore,
     datastore,
-    close: () => datastore.close(),
+    close: async () => {
+      await blockstore.close();
+      await datastore.close();
+    },
   };
 }
 
