@@ -13,8 +13,8 @@
  * "bigPut,bigGet,smallPut,smallGet,list"; the GETs and the listing read what
  * the PUTs wrote), BENCH_CPU_PROF (a directory: Cairn runs with --cpu-prof
  * and writes its profile there on exit; with BENCH_STEPS, one phase at a time),
- * BENCH_NODE_FLAGS (extra V8 flags for both servers, e.g.
- * "--max-semi-space-size=16"; by default both run as `npm start` would).
+ * BENCH_NODE_FLAGS (extra V8 flags for both servers; by default Cairn runs
+ * with the flags `npm start` passes, and s3rver as its own command does).
  */
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -28,7 +28,7 @@ import type { CID } from 'multiformats/cid';
 import { FileBlockstore } from '../functions/core/ipfs/file-blockstore.js';
 import { importFile } from '../functions/core/ipfs/import.js';
 import { freePort } from '../test/support/service.js';
-import { peakRssMiB, ROOT, startChildService, stopChild, waitForHttp } from '../test/support/child-service.js';
+import { LEAN_NODE_FLAGS, peakRssMiB, ROOT, startChildService, stopChild, waitForHttp } from '../test/support/child-service.js';
 
 const num = (name: string, fallback: number) => {
   const v = Number(process.env[name]);
@@ -72,7 +72,7 @@ const log = (line: string) => process.stderr.write(line + '\n');
 const leftovers: string[] = [];
 
 async function startCairn(): Promise<Server> {
-  const cairn = await startChildService({ nodeArgs: [...NODE_FLAGS, ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [])] });
+  const cairn = await startChildService({ nodeArgs: [...LEAN_NODE_FLAGS, ...NODE_FLAGS, ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [])] });
   leftovers.push(cairn.dataDir);
   return {
     name: 'Cairn',

@@ -9,6 +9,8 @@ import { join } from 'node:path';
 import { GetObjectCommand, PutObjectCommand, ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
 import { ConfigError, loadConfig } from '../../functions/core/config.js';
 import { startTestService, freePort } from '../support/service.js';
+import { LEAN_NODE_FLAGS, ROOT } from '../support/child-service.js';
+import { readFileSync } from 'node:fs';
 
 function runLocal(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
@@ -25,6 +27,12 @@ function runLocal(env: Record<string, string>): Promise<{ code: number | null; s
     });
   });
 }
+
+test('npm start passes the V8 flags the memory test and the benchmark run the server with', () => {
+  const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start!;
+  const flags = start.split(/\s+/).filter((w) => w.startsWith('--') && w !== '--import');
+  expect(flags).toEqual(LEAN_NODE_FLAGS);
+});
 
 describe('configuration', () => {
   test.each([

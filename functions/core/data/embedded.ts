@@ -329,13 +329,21 @@ export async function serveEmbeddedDynamo(dataDir: string, host: string): Promis
   };
 }
 
+/** The engine thread's young-generation size. */
+const ENGINE_YOUNG_GENERATION_MB = 8;
+
 /** Messages between this thread and the engine's (embedded-thread.ts). */
 export type ToEngine = { id: number; op: string; body: string } | { close: true };
 export type FromEngine = { ready: string } | { failed: string } | { id: number; status: number; body: string } | { closed: true };
 
 /** Opens the database under `dataDir` on its own thread and serves it on a loopback port. */
 export async function startEmbeddedDynamo(dataDir: string, host = '127.0.0.1'): Promise<EmbeddedDynamo> {
-  const worker = new Worker(new URL('./embedded-thread.mjs', import.meta.url), { workerData: { dataDir, host } });
+  const worker = new Worker(new URL('./embedded-thread.mjs', import.meta.url), {
+    workerData: { dataDir, host },
+    // Its requests are small JSON documents: a small young generation keeps
+    // the thread's memory down (the 1 GiB streaming test's RSS budget counts it).
+    resourceLimits: { maxYoungGenerationSizeMb: ENGINE_YOUNG_GENERATION_MB },
+  });
   const pending = new Map<number, (answer: { status: number; body: string }) => void>();
   let nextId = 0;
   let closed: (() => void) | undefined;

@@ -87,6 +87,9 @@ const RECENT_HEADS = 4096;
 /** The largest block kept in the small-block database (full 256 KiB leaves stay files). */
 export const SMALL_BLOCK = 64 * 1024;
 
+/** LevelDB's caches, smaller than its defaults (8 MiB block cache, 4 MiB write buffer): the server's memory budget is shared. */
+export const LEVEL_MEMORY = { cacheSize: 2 * 1024 * 1024, writeBufferSize: 1024 * 1024 };
+
 /** The part of classic-level this store uses. */
 interface SmallBlockDb {
   status: string;
@@ -122,7 +125,7 @@ export class FileBlockstore extends FsBlockstore {
     await super.open();
     if (this.options.smallBlocks && !this.small) {
       const { ClassicLevel } = await import('classic-level');
-      const db = new ClassicLevel<string, Uint8Array>(this.options.smallBlocks, { keyEncoding: 'utf8', valueEncoding: 'view' });
+      const db = new ClassicLevel<string, Uint8Array>(this.options.smallBlocks, { keyEncoding: 'utf8', valueEncoding: 'view', ...LEVEL_MEMORY });
       await db.open();
       this.small = db as unknown as SmallBlockDb;
     }

@@ -35,7 +35,7 @@ async function stores(config: Config): Promise<{ blockstore: Blockstore; datasto
       datastore: new S3Datastore(s3, config.blockBucket, { path: 'datastore', createIfMissing: false }),
     };
   }
-  const { FileBlockstore } = await import('./file-blockstore.js');
+  const { FileBlockstore, LEVEL_MEMORY } = await import('./file-blockstore.js');
   const { LevelDatastore } = await import('datastore-level');
   // Pin records are small and written on every upload: a LevelDB write
   // costs microseconds where a file (temporary file, rename) costs a
@@ -53,7 +53,7 @@ async function stores(config: Config): Promise<{ blockstore: Blockstore; datasto
       return this.db.getSync(key.toString()) != null;
     }
   }
-  const datastore = new PinDatastore(join(config.dataDir, 'ipfs', 'pins'));
+  const datastore = new PinDatastore(join(config.dataDir, 'ipfs', 'pins'), LEVEL_MEMORY);
   await datastore.open();
   await adoptFileDatastore(join(config.dataDir, 'ipfs', 'datastore'), datastore);
   const blockstore = new FileBlockstore(join(config.dataDir, 'ipfs', 'blocks'), { smallBlocks: join(config.dataDir, 'ipfs', 'small-blocks') });
