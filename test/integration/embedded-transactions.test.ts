@@ -4,27 +4,17 @@
  * endpoint and the in-process transport, and item locks that keep readers
  * from ever seeing a cancelled transaction's writes.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, TransactWriteCommand, TransactGetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { startEmbeddedDynamo, type EmbeddedDynamo } from '../../functions/core/data/embedded.js';
-import { createDatabase, ensureTables, type Database } from '../../functions/core/data/dynamo.js';
-import { loadConfig } from '../../functions/core/config.js';
+import type { Database } from '../../functions/core/data/dynamo.js';
+import { startEmbeddedDb, type EmbeddedDb } from '../support/embedded-db.js';
 
-let dir: string;
-let dynamo: EmbeddedDynamo;
-const clients: Database[] = [];
+let embedded: EmbeddedDb;
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'cairn-tx-'));
-  dynamo = await startEmbeddedDynamo(dir);
-  await ensureTables(createDatabase(loadConfig({ DYNAMODB_ENDPOINT: dynamo.endpoint, CAIRN_DATA_DIR: dir })));
+  embedded = await startEmbeddedDb();
 });
 afterAll(async () => {
-  for (const c of clients) c.client.destroy();
-  await dynamo.close();
-  await rm(dir, { recursive: true, force: true });
+  await embedded.close();
 });
 
 describe.each([
@@ -33,8 +23,7 @@ describe.each([
 ])('through %s', (_name, inProcess) => {
   let db: Database;
   beforeAll(() => {
-    db = createDatabase(loadConfig({ DYNAMODB_ENDPOINT: dynamo.endpoint, CAIRN_DATA_DIR: dir }), inProcess ? dynamo.transport : undefined);
-    clients.push(db);
+    db = embedded.client(inProcess);
   });
   // Each pass writes its own items.
   const id = (name: string) => `${name}-${inProcess ? 'in' : 'http'}`;

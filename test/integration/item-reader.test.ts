@@ -1,21 +1,14 @@
 /** Coalesced consistent reads (item-reader.ts) against the embedded DynamoDB. */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { BatchWriteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { startEmbeddedDynamo, type EmbeddedDynamo } from '../../functions/core/data/embedded.js';
-import { createDatabase, ensureTables, type Database } from '../../functions/core/data/dynamo.js';
-import { loadConfig } from '../../functions/core/config.js';
+import type { Database } from '../../functions/core/data/dynamo.js';
+import { startEmbeddedDb, type EmbeddedDb } from '../support/embedded-db.js';
 
-let dir: string;
-let dynamo: EmbeddedDynamo;
+let embedded: EmbeddedDb;
 let db: Database;
 const calls: string[] = [];
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'cairn-reader-'));
-  dynamo = await startEmbeddedDynamo(dir);
-  db = createDatabase(loadConfig({ DYNAMODB_ENDPOINT: dynamo.endpoint, CAIRN_DATA_DIR: dir }), dynamo.transport);
-  await ensureTables(db);
+  embedded = await startEmbeddedDb();
+  db = embedded.client(true);
   db.client.middlewareStack.add(
     (next, context) => async (args) => {
       calls.push(context.commandName as string);
@@ -25,9 +18,7 @@ beforeAll(async () => {
   );
 });
 afterAll(async () => {
-  db.client.destroy();
-  await dynamo.close();
-  await rm(dir, { recursive: true, force: true });
+  await embedded.close();
 });
 beforeEach(() => {
   calls.length = 0;

@@ -33,26 +33,17 @@ import { join } from 'node:path';
 import { createServer, type Server } from 'node:http';
 import { Worker } from 'node:worker_threads';
 import { crc32 } from 'node:zlib';
+import type { InProcessTransport } from './dynamo.js';
 import { memoizeExpressionParsers } from './expression-cache.js';
 import { transactGet, transactWrite, type Engine, type Json, type Outcome } from './transactions.js';
 
 const require = createRequire(import.meta.url);
 
-export interface DynamoTransport {
-  /** An AWS SDK v3 request handler (`requestHandler` client option). */
-  requestHandler: {
-    handle(request: { headers: Record<string, string>; body?: unknown }): Promise<{ response: { statusCode: number; headers: Record<string, string>; body: Uint8Array } }>;
-    updateHttpClientConfig(): void;
-    httpHandlerConfigs(): Record<string, never>;
-    destroy(): void;
-  };
-}
-
 export interface EmbeddedDynamo {
   /** The loopback HTTP endpoint (DynamoDB's JSON protocol). */
   endpoint: string;
   /** For DynamoDB clients in this process: no sockets, no signing. */
-  transport: DynamoTransport;
+  transport: InProcessTransport;
   /** Runs one DynamoDB operation (`GetItem`, `TransactWriteItems`, ...). */
   execute(operation: string, body: Json): Promise<Outcome>;
   close(): Promise<void>;
@@ -187,14 +178,15 @@ export async function openEmbeddedDynamo(dataDir: string): Promise<Pick<Embedded
         throw err;
       }
     },
-    async keyNames(table) {
-      const known = keySchemas.get(table);
-      if (known) return known;
-      const out = await run('DescribeTable', { TableName: table });
-      if (out.status !== 200) return undefined;
-      const names = (out.json.Table.KeySchema as Json[]).map((k) => k.AttributeName as string);
-      keySchemas.set(table, names);
-      return names;
+    async keyOf(table, item) {
+      let names = keySchemas.get(table);
+      if (!names) {
+        const out = await run('DescribeTable', { TableName: table });
+        if (out.status !== 200) return undefined;
+        names = (out.json.Table.KeySchema as Json[]).map((k) => k.AttributeName as string);
+        keySchemas.set(table, names);
+      }
+      return Object.fromEntries(names.map((n) => [n, item?.[n]]));
     },
     lockKey: (table, key) => `${table}\0${JSON.stringify(key)}`,
     async read(table, key) {
@@ -214,25 +206,19 @@ export async function openEmbeddedDynamo(dataDir: string): Promise<Pick<Embedded
   const locks = new KeyLocks();
 
   async function itemKeys(op: string, data: Json): Promise<string[]> {
-    if (SINGLE_WRITES.has(op)) {
-      const names = await engine.keyNames(data.TableName);
-      if (!names) return [];
-      const source = op === 'PutItem' ? data.Item : data.Key;
-      return [engine.lockKey(data.TableName, Object.fromEntries(names.map((n) => [n, source?.[n]])))];
-    }
+    const targets: Array<[table: string, item: Json | undefined]> = [];
+    if (SINGLE_WRITES.has(op)) targets.push([data.TableName, op === 'PutItem' ? data.Item : data.Key]);
     if (op === 'BatchWriteItem') {
-      const keys: string[] = [];
       for (const [table, requests] of Object.entries((data.RequestItems ?? {}) as Record<string, Json[]>)) {
-        const names = await engine.keyNames(table);
-        if (!names) continue;
-        for (const r of requests) {
-          const source = r.PutRequest?.Item ?? r.DeleteRequest?.Key;
-          if (source) keys.push(engine.lockKey(table, Object.fromEntries(names.map((n) => [n, source[n]]))));
-        }
+        for (const r of requests) targets.push([table, r.PutRequest?.Item ?? r.DeleteRequest?.Key]);
       }
-      return keys;
     }
-    return [];
+    const keys: string[] = [];
+    for (const [table, item] of targets) {
+      const key = item && (await engine.keyOf(table, item));
+      if (key) keys.push(engine.lockKey(table, key));
+    }
+    return keys;
   }
 
   async function execute(op: string, body: Json): Promise<Outcome> {
@@ -374,9 +360,9 @@ export async function startEmbeddedDynamo(dataDir: string, host = '127.0.0.1'): 
       pending.set(id, resolve);
       worker.postMessage({ id, op, body } satisfies ToEngine);
     });
-  const transport: DynamoTransport = {
+  const transport: InProcessTransport = {
     requestHandler: {
-      async handle(request) {
+      async handle(request: { headers: Record<string, string>; body?: unknown }) {
         const target = String(request.headers['x-amz-target'] ?? request.headers['X-Amz-Target'] ?? '');
         const body = request.body;
         const text = body instanceof Uint8Array ? Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8') : typeof body === 'string' ? body : '{}';

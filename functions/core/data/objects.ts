@@ -129,8 +129,8 @@ export class ObjectStore {
     // is taken (or changed since), the cancellation carries the current
     // record (ALL_OLD) and the write is tried again against it.
     let old: Record<string, unknown> | undefined;
+    const extra = also?.items ?? [];
     for (let attempt = 0; ; attempt++) {
-      const extra = also?.items ?? [];
       try {
         await this.write(record, old, extra);
         return old ? fromItem(old) : undefined;

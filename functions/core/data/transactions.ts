@@ -31,8 +31,8 @@ export interface Outcome {
 export interface Engine {
   /** dynalite's request validation for one operation: the checked data (with parsed expressions), or the error. */
   validate(op: string, body: Json): { data: Json } | { error: Outcome };
-  /** The table's key attribute names, or undefined if there is no such table. */
-  keyNames(table: string): Promise<string[] | undefined>;
+  /** The key attributes of `item` (an item or a key) in `table`, or undefined if there is no such table. */
+  keyOf(table: string, item: Json | undefined): Promise<Json | undefined>;
   lockKey(table: string, key: Json): string;
   read(table: string, key: Json): Promise<{ item?: Json } | { error: Outcome }>;
   /** Whether validated data's condition holds for the item (undefined: no item). */
@@ -73,10 +73,8 @@ async function plan(engine: Engine, entries: Json[]): Promise<{ steps: Step[] } 
     const checked = engine.validate(OPERATION[kind], spec ?? {});
     if ('error' in checked) return checked;
     const table = checked.data.TableName as string;
-    const names = await engine.keyNames(table);
-    if (!names) return { error: notFound() };
-    const source = kind === 'Put' ? checked.data.Item : checked.data.Key;
-    const key = Object.fromEntries(names.map((n) => [n, source?.[n]]));
+    const key = await engine.keyOf(table, kind === 'Put' ? checked.data.Item : checked.data.Key);
+    if (!key) return { error: notFound() };
     if (kind === 'Put') {
       const invalid = await engine.validateItem(table, checked.data.Item);
       if (invalid) return { error: invalid };
@@ -151,9 +149,8 @@ export async function transactGet(engine: Engine, body: Json): Promise<Outcome> 
     if (!entry?.Get) return validation('Each TransactItem must hold a Get');
     const checked = engine.validate('GetItem', { ...entry.Get, ConsistentRead: true });
     if ('error' in checked) return checked.error;
-    const names = await engine.keyNames(checked.data.TableName);
-    if (!names) return notFound();
-    const key = Object.fromEntries(names.map((n) => [n, checked.data.Key?.[n]]));
+    const key = await engine.keyOf(checked.data.TableName, checked.data.Key);
+    if (!key) return notFound();
     gets.push({ data: checked.data, id: engine.lockKey(checked.data.TableName, key) });
   }
   // Under the item locks no transaction is half-way through these items.

@@ -1,0 +1,36 @@
+/**
+ * The embedded DynamoDB alone, in a temporary data directory, with its
+ * tables created, and DynamoDB clients for it through either way in.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startEmbeddedDynamo } from '../../functions/core/data/embedded.js';
+import { createDatabase, ensureTables, type Database } from '../../functions/core/data/dynamo.js';
+import { loadConfig } from '../../functions/core/config.js';
+
+export interface EmbeddedDb {
+  /** A client through the HTTP endpoint, or (`inProcess`) the in-process transport; closed with the database. */
+  client(inProcess: boolean): Database;
+  close(): Promise<void>;
+}
+
+export async function startEmbeddedDb(): Promise<EmbeddedDb> {
+  const dir = await mkdtemp(join(tmpdir(), 'cairn-db-'));
+  const dynamo = await startEmbeddedDynamo(dir);
+  const clients: Database[] = [];
+  const client = (inProcess: boolean) => {
+    const db = createDatabase(loadConfig({ DYNAMODB_ENDPOINT: dynamo.endpoint, CAIRN_DATA_DIR: dir }), inProcess ? dynamo.transport : undefined);
+    clients.push(db);
+    return db;
+  };
+  await ensureTables(client(true));
+  return {
+    client,
+    async close() {
+      for (const c of clients) c.client.destroy();
+      await dynamo.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
