@@ -33,8 +33,12 @@ afterAll(async () => {
   await ws?.cleanup();
 });
 
+/** The transfer commands print "Completed ... remaining" progress into stdout when a transfer takes a while; the tests read their result lines. */
+const TRANSFERS = new Set(['cp', 'mv', 'sync']);
+
 function aws(...args: string[]) {
-  return run(DEBIAN_CLIENTS.aws.bin, ['--endpoint-url', service.endpoints.s3, '--no-cli-pager', ...args], { env: ws.env });
+  const quiet = args[0] === 's3' && TRANSFERS.has(args[1]!) ? ['--no-progress'] : [];
+  return run(DEBIAN_CLIENTS.aws.bin, ['--endpoint-url', service.endpoints.s3, '--no-cli-pager', ...args, ...quiet], { env: ws.env });
 }
 
 async function awsJson<T = Record<string, unknown>>(...args: string[]): Promise<T> {
