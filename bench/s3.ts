@@ -18,6 +18,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -119,11 +120,52 @@ function errorCode(err: unknown): string {
   return status ? `${code} ${status}` : code === 'Error' ? String(e?.message ?? err).slice(0, 60) : code;
 }
 
-async function measure(label: string, run: () => Promise<number>, step?: keyof Results): Promise<Measure> {
+const TICK_MS = 10; // USER_HZ is 100 on Linux
+
+/** CPU time (user + system, ms) of each of a process's threads, by thread name. */
+function threadCpu(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  let tids: string[] = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      const name = stat.slice(stat.indexOf('(') + 1, close).replace(/[0-9]+$/, '').trim() || 'thread';
+      const fields = stat.slice(close + 2).split(' ');
+      const ms = (Number(fields[11]) + Number(fields[12])) * TICK_MS; // utime, stime
+      out.set(name, (out.get(name) ?? 0) + ms);
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
+}
+
+/** "main 812, libuv-worker 95, ..." in CPU microseconds per operation, busiest thread first. */
+function cpuPerOp(before: Map<string, number>, after: Map<string, number>, ops: number): string {
+  const rows = [...after].map(([name, ms]) => [name, ms - (before.get(name) ?? 0)] as const).filter(([, ms]) => ms > 0);
+  const total = rows.reduce((sum, [, ms]) => sum + ms, 0);
+  const per = (ms: number) => ((ms * 1000) / ops).toFixed(0);
+  return `server CPU ${per(total)} µs/op (${rows.sort((a, b) => b[1] - a[1]).map(([name, ms]) => `${name} ${per(ms)}`).join(', ')})`;
+}
+
+let serverPid = 0;
+
+async function measure(label: string, run: () => Promise<number>, step?: keyof Results, ops = 1): Promise<Measure> {
   if (step && !STEPS.has(step)) return skipped;
   try {
+    const before = serverPid ? threadCpu(serverPid) : undefined;
+    const client = process.cpuUsage();
     const value = await run();
-    log(`    ${label}: ${value.toFixed(1)}`);
+    const clientUs = process.cpuUsage(client);
+    const clientPerOp = ((clientUs.user + clientUs.system) / ops).toFixed(0);
+    const cpu = before ? `  [${cpuPerOp(before, threadCpu(serverPid), ops)}; client ${clientPerOp} µs/op]` : '';
+    log(`    ${label}: ${value.toFixed(1)}${cpu}`);
     return { value };
   } catch (err) {
     log(`    ${label}: failed (${errorCode(err)})`);
@@ -158,6 +200,7 @@ async function best(times: number, run: () => Promise<number>): Promise<number> 
 async function benchServer(server: Server, big: Buffer, small: Buffer): Promise<Results> {
   const s3 = new S3Client({ endpoint: server.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: server.credentials });
   const Bucket = server.bucket;
+  serverPid = server.pid;
   const smallKey = (i: number) => `small/${String(i).padStart(6, '0')}`;
   const smallBody = (i: number) => small.subarray(i * SMALL_BYTES, (i + 1) * SMALL_BYTES);
 
@@ -177,6 +220,7 @@ async function benchServer(server: Server, big: Buffer, small: Buffer): Promise<
       return BIG_BYTES / 1e6 / ((performance.now() - t) / 1000);
     }),
     'bigPut',
+    REPEAT,
   );
   results.bigGet = await measure(`GET ${BIG_BYTES / 2 ** 20} MiB, MB/s`, () =>
     best(REPEAT, async () => {
@@ -187,13 +231,14 @@ async function benchServer(server: Server, big: Buffer, small: Buffer): Promise<
       return BIG_BYTES / 1e6 / ((performance.now() - t) / 1000);
     }),
     'bigGet',
+    REPEAT,
   );
   results.smallPut = await measure(`PUT ${SMALL_COUNT} x ${SMALL_BYTES / 1024} KiB, ops/s`, async () => {
     const ms = await parallel(SMALL_COUNT, CONCURRENCY, async (i) => {
       await s3.send(new PutObjectCommand({ Bucket, Key: smallKey(i), Body: smallBody(i) }));
     });
     return SMALL_COUNT / (ms / 1000);
-  }, 'smallPut');
+  }, 'smallPut', SMALL_COUNT);
   results.smallGet = await measure(`GET ${SMALL_COUNT} x ${SMALL_BYTES / 1024} KiB, ops/s`, async () => {
     const ms = await parallel(SMALL_COUNT, CONCURRENCY, async (i) => {
       const out = await s3.send(new GetObjectCommand({ Bucket, Key: smallKey(i) }));
@@ -201,7 +246,7 @@ async function benchServer(server: Server, big: Buffer, small: Buffer): Promise<
       if (n !== SMALL_BYTES) throw new Error(`GET ${smallKey(i)} returned ${n} bytes`);
     });
     return SMALL_COUNT / (ms / 1000);
-  }, 'smallGet');
+  }, 'smallGet', SMALL_COUNT);
   results.list = await measure(`list ${SMALL_COUNT} keys, ms`, async () => {
     const t = performance.now();
     let token: string | undefined;
@@ -215,6 +260,7 @@ async function benchServer(server: Server, big: Buffer, small: Buffer): Promise<
     if (keys !== SMALL_COUNT) throw new Error(`listed ${keys} keys, not ${SMALL_COUNT}`);
     return ms;
   }, 'list');
+  serverPid = 0;
   results.rss = await measure('peak RSS, MiB', async () => peakRssMiB(server.pid));
   s3.destroy();
   return results;

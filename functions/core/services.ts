@@ -16,6 +16,8 @@ import { createSealer } from './auth/secrets.js';
 import { createIpfsNode, type IpfsNode } from './ipfs/node.js';
 import { LocalUploadGate, type UploadGate } from './ipfs/pins.js';
 import { DynamoUploadGate } from './data/upload-gate.js';
+import type { DigestName } from './hashing/digests.js';
+import { inlineLeafHasher, threadLeafHasher, type LeafHasher } from './hashing/leaf-hasher.js';
 
 export interface Services {
   config: Config;
@@ -32,8 +34,13 @@ export interface Services {
   ipfs(): Promise<IpfsNode>;
   /** Uploads hold it shared from import to commit; garbage collection holds it alone. */
   gate: UploadGate;
+  /** Hashes an upload's leaves and computes `digests` over its bytes: on the hash thread when it is large and the server local. */
+  leafHasher(digests: readonly DigestName[], sizeHint?: number): LeafHasher;
   close(): Promise<void>;
 }
+
+/** Uploads at least this large are hashed on the hash thread (local server): below it the hand-off costs more than it saves. */
+export const HASH_THREAD_MIN_BYTES = 1024 * 1024;
 
 export interface ServiceOptions {
   /** Reach the embedded database in this process directly (the local service). */
@@ -57,6 +64,9 @@ export async function createServices(config: Config, logger: Logger = createLogg
     ipfs: () => (node ??= createIpfsNode(config)),
     // Many Lambda instances upload at once in AWS; locally one process owns the data.
     gate: config.runtime === 'aws' ? new DynamoUploadGate(db, logger) : new LocalUploadGate(),
+    // A Lambda instance serves one request at a time: nothing to overlap with.
+    leafHasher: (digests, sizeHint) =>
+      config.runtime === 'local' && sizeHint !== undefined && sizeHint >= HASH_THREAD_MIN_BYTES ? threadLeafHasher(digests) : inlineLeafHasher(digests),
     async close() {
       if (node) await (await node).stop();
       db.client.destroy();

@@ -3,45 +3,13 @@
  * streams, verified against the header or the aws-chunked trailer that
  * carries them, stored with the object and returned when asked for.
  */
-import { createHash } from 'node:crypto';
-import { crc32 } from 'node:zlib';
-import { Crc32c, Crc64Nvme } from '@aws-sdk/checksums/crc';
+import { createDigest as hasher } from '../core/hashing/digests.js';
 import { S3Error } from './errors.js';
 
 export const ALGORITHMS = ['crc32', 'crc32c', 'crc64nvme', 'sha1', 'sha256'] as const;
 export type ChecksumAlgorithm = (typeof ALGORITHMS)[number];
 
 const DIGEST_BYTES: Record<ChecksumAlgorithm, number> = { crc32: 4, crc32c: 4, crc64nvme: 8, sha1: 20, sha256: 32 };
-
-interface Hasher {
-  update(chunk: Uint8Array): void;
-  digest(): Promise<Uint8Array>;
-}
-
-function hasher(algorithm: ChecksumAlgorithm): Hasher {
-  switch (algorithm) {
-    case 'crc32': {
-      let value = 0;
-      return {
-        update: (chunk) => void (value = crc32(chunk, value)),
-        digest: async () => {
-          const out = Buffer.alloc(4);
-          out.writeUInt32BE(value >>> 0);
-          return out;
-        },
-      };
-    }
-    case 'crc32c':
-      return new Crc32c();
-    case 'crc64nvme':
-      return new Crc64Nvme();
-    case 'sha1':
-    case 'sha256': {
-      const h = createHash(algorithm);
-      return { update: (chunk) => void h.update(chunk), digest: async () => h.digest() };
-    }
-  }
-}
 
 const headerName = (algorithm: ChecksumAlgorithm) => `x-amz-checksum-${algorithm}`;
 
@@ -58,8 +26,12 @@ export interface ChecksumPlan {
   /** The value sent in a header, or undefined when it comes in the trailer. */
   expected?: string;
   update(chunk: Uint8Array): void;
-  /** Verifies against the header or trailer value; returns the base64 checksum. */
-  finish(trailers: Map<string, string>): Promise<string>;
+  /**
+   * Verifies against the header or trailer value; returns the base64
+   * checksum. `computed`: the digest, when the bytes went elsewhere to be
+   * hashed (the hash thread) instead of through update().
+   */
+  finish(trailers: Map<string, string>, computed?: Uint8Array): Promise<string>;
 }
 
 /**
@@ -97,8 +69,8 @@ export function checksumPlan(headers: Headers): ChecksumPlan | undefined {
     algorithm: alg,
     expected,
     update: (chunk) => h.update(chunk),
-    async finish(trailers) {
-      const actual = Buffer.from(await h.digest()).toString('base64');
+    async finish(trailers, computed) {
+      const actual = Buffer.from(computed ?? (await h.digest())).toString('base64');
       const claimed = fromTrailer ? trailers.get(name) : expected;
       if (fromTrailer && claimed === undefined) {
         throw new S3Error('InvalidRequest', 400, `The x-amz-trailer header named ${name}, but the body's trailer did not carry it.`);
@@ -132,7 +104,7 @@ export function computedChecksum(algorithm: ChecksumAlgorithm): ChecksumPlan {
   return {
     algorithm,
     update: (chunk) => h.update(chunk),
-    finish: async () => Buffer.from(await h.digest()).toString('base64'),
+    finish: async (_trailers, computed) => Buffer.from(computed ?? (await h.digest())).toString('base64'),
   };
 }
 

@@ -194,6 +194,7 @@ export async function uploadPart(ctx: S3Context): Promise<Response> {
   const trailers = new Map<string, string>();
   const part = await storePart(ctx, upload, partNumber, {
     content: requestBody(req, mode, trailers),
+    sizeHint: declared,
     checksum,
     trailers,
     verify: ({ md5 }) => {
@@ -246,6 +247,7 @@ export async function uploadPartCopy(ctx: S3Context): Promise<Response> {
   const checksum = partChecksum(undefined, upload);
   const part = await storePart(ctx, upload, partNumber, {
     checksum,
+    sizeHint: range ? range.last - range.first + 1 : undefined,
     // Opened inside the gate: the source's blocks cannot be collected while they are copied.
     content: async () => {
       const src = await readCopySource(ctx, source);
@@ -348,6 +350,7 @@ export async function completeMultipartUpload(ctx: S3Context): Promise<Response>
       checksum: checksum.plan,
       verify: checksum.verify,
       signal: req.signal,
+      sizeHint: parts.reduce((sum, p) => sum + p.size, 0),
     },
     async ({ cid, size, checksums }) => {
       const record: ObjectRecord = {

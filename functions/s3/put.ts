@@ -1,7 +1,7 @@
 /** PutObject: the body streams through MD5, the checksum and the Kubo importer into the blockstore. */
 import type { ObjectRecord, CannedAcl } from '../core/data/objects.js';
 import { errors } from './errors.js';
-import { payloadMode, requestBody } from './sigv4/payload.js';
+import { declaredLength, payloadMode, requestBody } from './sigv4/payload.js';
 import { ipfsHeaders, ownerOf, presentedEtag, type S3Context } from './context.js';
 import { checksumHeaders, checksumPlan } from './checksums.js';
 import { storeObject } from './store.js';
@@ -65,6 +65,7 @@ export async function putObject(ctx: S3Context): Promise<Response> {
     services,
     {
       content: requestBody(req, mode, trailers),
+      sizeHint: declaredLength(req, mode),
       checksum,
       trailers,
       signal: req.signal,

@@ -1,12 +1,12 @@
 /**
  * The one way bytes become stored content: hold the upload gate, stream the
- * bytes through MD5, the flexible checksum and the Kubo importer, verify,
+ * bytes through the Kubo importer, whose leaf hasher also computes MD5 and
+ * the flexible checksum (on the hash thread for large uploads), verify,
  * pin, commit whatever references the CID (an object record, a multipart
  * part) in one transaction, release. Whatever fails before the commit leaves
  * no record and no pin: a CID that was imported but not committed becomes a
  * collection candidate.
  */
-import { createHash } from 'node:crypto';
 import { NoSuchBucketError, type CommitAlso, type ObjectRecord } from '../core/data/objects.js';
 import { importFile } from '../core/ipfs/import.js';
 import { pinRoot } from '../core/ipfs/pins.js';
@@ -36,6 +36,8 @@ export interface IngestOptions {
   maxSize?: number;
   /** Checks the finished upload before anything is committed (Content-MD5, sizes). */
   verify?: (ingested: Ingested) => void;
+  /** How many bytes are coming, when known: large uploads are hashed on the hash thread. */
+  sizeHint?: number;
 }
 
 /**
@@ -45,25 +47,24 @@ export interface IngestOptions {
 export async function ingest<T>(services: Services, options: IngestOptions, commit: (ingested: Ingested) => Promise<T>): Promise<T> {
   const release = await services.gate.enterShared();
   let imported: string | undefined;
+  const { checksum, maxSize } = options;
+  const hasher = services.leafHasher(checksum ? ['md5', checksum.algorithm] : ['md5'], options.sizeHint);
   try {
     const content = typeof options.content === 'function' ? await options.content() : options.content;
-    const md5 = createHash('md5');
-    const { checksum, maxSize } = options;
-    let length = 0;
-    async function* hashed() {
+    async function* limited() {
+      let length = 0;
       for await (const chunk of content) {
         length += chunk.byteLength;
         if (maxSize !== undefined && length > maxSize) throw errors.entityTooLarge(length, maxSize);
-        md5.update(chunk);
-        checksum?.update(chunk);
         yield chunk;
       }
     }
     const node = await services.ipfs();
-    const { cid, size } = await importFile(node.blockstore, hashed());
+    const { cid, size } = await importFile(node.blockstore, limited(), { leaves: hasher });
     imported = cid.toString();
-    const ingested: Ingested = { cid: imported, size, md5: md5.digest('hex') };
-    if (checksum) ingested.checksums = { [checksum.algorithm]: await checksum.finish(options.trailers ?? new Map()) };
+    const digests = await hasher.finish();
+    const ingested: Ingested = { cid: imported, size, md5: Buffer.from(digests.md5!).toString('hex') };
+    if (checksum) ingested.checksums = { [checksum.algorithm]: await checksum.finish(options.trailers ?? new Map(), digests[checksum.algorithm]) };
     options.verify?.(ingested);
     if (options.signal.aborted) throw new S3Error('RequestAborted', 400, 'The client closed the connection.');
     await pinRoot(node, cid);
@@ -71,6 +72,7 @@ export async function ingest<T>(services: Services, options: IngestOptions, comm
     imported = undefined;
     return result;
   } finally {
+    hasher.abort();
     if (imported !== undefined) {
       await services.objects.addCandidate(imported).catch((err: unknown) => {
         services.logger.warn('could not record a collection candidate', { err, cid: imported });

@@ -5,7 +5,7 @@
  * from ever seeing a cancelled transaction's writes.
  */
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { GetCommand, PutCommand, TransactWriteCommand, TransactGetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, TransactGetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Database } from '../../functions/core/data/dynamo.js';
 import { startEmbeddedDb, type EmbeddedDb } from '../support/embedded-db.js';
 
@@ -66,6 +66,23 @@ describe.each([
       new TransactGetCommand({ TransactItems: [{ Get: { TableName: T(), Key: { pk: id('a'), sk: '1' } } }, { Get: { TableName: T(), Key: { pk: id('nope'), sk: '1' } } }, { Get: { TableName: T(), Key: { pk: id('b'), sk: '1' } } }] }),
     );
     expect(out.Responses?.map((r) => r.Item?.n)).toEqual([1, undefined, 2]);
+  });
+
+  test('a transaction whose write fails while it is applied writes nothing', async () => {
+    await db.doc.send(new PutCommand({ TableName: T(), Item: { pk: id('text'), sk: 'x', s: 'not a number' } }));
+    const err = await db.doc
+      .send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Put: { TableName: T(), Item: { pk: id('first'), sk: 'x' } } },
+            { Update: { TableName: T(), Key: { pk: id('text'), sk: 'x' }, UpdateExpression: 'SET s = s + :one', ExpressionAttributeValues: { ':one': 1 } } },
+          ],
+        }),
+      )
+      .catch((e: Error) => e);
+    expect((err as Error).name).toBe('ValidationException');
+    expect((await db.doc.send(new GetCommand({ TableName: T(), Key: { pk: id('first'), sk: 'x' } }))).Item).toBeUndefined();
+    expect((await db.doc.send(new GetCommand({ TableName: T(), Key: { pk: id('text'), sk: 'x' } }))).Item?.s).toBe('not a number');
   });
 
   test('two operations on one item are refused', async () => {
@@ -173,5 +190,88 @@ describe.each([
     expect((wrongType as Error).name).toBe('ValidationException');
     await db.doc.send(new UpdateCommand({ TableName: T(), Key: { pk: id('memo'), sk: 'x' }, UpdateExpression: 'SET n = :n', ConditionExpression: 'begins_with(pk, :p)', ExpressionAttributeValues: { ':n': 1, ':p': 'memo' } }));
     expect((await db.doc.send(new GetCommand({ TableName: T(), Key: { pk: id('memo'), sk: 'x' } }))).Item?.n).toBe(1);
+  });
+});
+
+describe('the in-process client answers as the SDK does over HTTP', () => {
+  let http: Database;
+  let direct: Database;
+  beforeAll(() => {
+    http = embedded.client(false);
+    direct = embedded.client(true);
+  });
+  const T = () => http.tables.objects;
+  const item = (pk: string) => ({
+    pk,
+    sk: 'k',
+    gsi1pk: `g-${pk}`,
+    gsi1sk: '1',
+    text: 'héllo',
+    n: 42.5,
+    big: 12345678901,
+    yes: true,
+    nothing: null,
+    bytes: new Uint8Array([0, 1, 2, 250]),
+    list: ['a', 1, { deep: [false] }],
+    map: { a: { b: 'c' } },
+    strings: new Set(['x', 'y']),
+    numbers: new Set([1, 2]),
+    skipped: undefined,
+  });
+
+  test('items of every attribute type, written and read either way, come back the same', async () => {
+    await http.doc.send(new PutCommand({ TableName: T(), Item: item('via-http') }));
+    await direct.doc.send(new PutCommand({ TableName: T(), Item: item('via-direct') }));
+    for (const pk of ['via-http', 'via-direct']) {
+      const a = await http.doc.send(new GetCommand({ TableName: T(), Key: { pk, sk: 'k' } }));
+      const b = await direct.doc.send(new GetCommand({ TableName: T(), Key: { pk, sk: 'k' } }));
+      expect(b.Item).toEqual(a.Item);
+      expect(b.Item?.bytes).toBeInstanceOf(Uint8Array);
+      expect(b.Item?.strings).toEqual(new Set(['x', 'y']));
+      expect(b.$metadata.httpStatusCode).toBe(200);
+    }
+    const { pk: _, ...rest } = (await direct.doc.send(new GetCommand({ TableName: T(), Key: { pk: 'via-direct', sk: 'k' } }))).Item!;
+    const { pk: __, skipped, ...expected } = item('via-direct');
+    expect(rest).toEqual({ ...expected, gsi1pk: 'g-via-direct' });
+  });
+
+  test('queries (through an index too), batch reads, updates and deletes answer alike', async () => {
+    const both = async (send: (db: Database) => Promise<Record<string, unknown>>) => {
+      const [a, b] = [await send(http), await send(direct)];
+      delete a.$metadata;
+      delete b.$metadata;
+      expect(b).toEqual(a);
+      return b;
+    };
+    await http.doc.send(new PutCommand({ TableName: T(), Item: item('q') }));
+    const byIndex = await both((db) => db.doc.send(new QueryCommand({ TableName: T(), IndexName: 'gsi1', KeyConditionExpression: 'gsi1pk = :p', ExpressionAttributeValues: { ':p': 'g-q' } })));
+    expect(byIndex.Count).toBe(1);
+    await both((db) => db.doc.send(new QueryCommand({ TableName: T(), KeyConditionExpression: 'pk = :p', ExpressionAttributeValues: { ':p': 'q' }, Limit: 1 })));
+    await both((db) => db.doc.send(new BatchGetCommand({ RequestItems: { [T()]: { Keys: [{ pk: 'q', sk: 'k' }, { pk: 'none', sk: 'k' }] } } })));
+    const updated = await both((db) => db.doc.send(new UpdateCommand({ TableName: T(), Key: { pk: 'q', sk: 'k' }, UpdateExpression: 'SET n = :n', ExpressionAttributeValues: { ':n': 7 }, ReturnValues: 'UPDATED_NEW' })));
+    expect(updated.Attributes).toEqual({ n: 7 });
+    await http.doc.send(new PutCommand({ TableName: T(), Item: item('gone') }));
+    const deleted = await direct.doc.send(new DeleteCommand({ TableName: T(), Key: { pk: 'gone', sk: 'k' }, ReturnValues: 'ALL_OLD' }));
+    expect(deleted.Attributes?.text).toBe('héllo');
+    expect((await http.doc.send(new QueryCommand({ TableName: T(), IndexName: 'gsi1', KeyConditionExpression: 'gsi1pk = :p', ExpressionAttributeValues: { ':p': 'g-gone' } }))).Count).toBe(0);
+  });
+
+  test('errors are the SDK\'s exception classes with the same fields', async () => {
+    await http.doc.send(new PutCommand({ TableName: T(), Item: { pk: 'held', sk: 'k', v: 1 } }));
+    const cancel = (db: Database) =>
+      db.doc
+        .send(new TransactWriteCommand({ TransactItems: [{ Put: { TableName: T(), Item: { pk: 'held', sk: 'k' }, ConditionExpression: 'attribute_not_exists(pk)', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } }] }))
+        .then(() => undefined, (e: unknown) => e as TransactionCanceledException);
+    const [a, b] = [(await cancel(http))!, (await cancel(direct))!];
+    expect(b).toBeInstanceOf(TransactionCanceledException);
+    expect(b.name).toBe(a.name);
+    expect(b.message).toBe(a.message);
+    expect(b.CancellationReasons).toEqual(a.CancellationReasons);
+    expect(b.CancellationReasons?.[0]?.Item).toEqual({ pk: { S: 'held' }, sk: { S: 'k' }, v: { N: '1' } });
+    expect(b.$metadata.httpStatusCode).toBe(400);
+    const invalid = (db: Database) => db.doc.send(new GetCommand({ TableName: T(), Key: { pk: 'x' } as never })).then(() => new Error('no error'), (e: Error) => e);
+    const [c, d] = [await invalid(http), await invalid(direct)];
+    expect(d.name).toBe('ValidationException');
+    expect(d.message).toBe(c.message);
   });
 });

@@ -8,7 +8,8 @@ let db: Database;
 const calls: string[] = [];
 beforeAll(async () => {
   embedded = await startEmbeddedDb();
-  db = embedded.client(true);
+  // Through the SDK (the HTTP endpoint), whose middleware stack the spy below sits in.
+  db = embedded.client(false);
   db.client.middlewareStack.add(
     (next, context) => async (args) => {
       calls.push(context.commandName as string);

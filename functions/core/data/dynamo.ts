@@ -15,6 +15,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Config } from '../config.js';
 import { TABLES, indexKeys } from './tables.js';
 import { ItemReader } from './item-reader.js';
+import { sendDirectly, type EngineCall } from './direct-client.js';
 
 export interface Database {
   client: DynamoDBClient;
@@ -30,7 +31,11 @@ export interface Database {
  */
 export interface InProcessTransport {
   requestHandler: NonNullable<DynamoDBClientConfig['requestHandler']>;
+  /** Item operations of the document client, without the SDK's middleware (direct-client.ts). */
+  call?: EngineCall;
 }
+
+const MARSHALL_OPTIONS = { removeUndefinedValues: true, convertClassInstanceToMap: false };
 
 export function createDatabase(config: Config, transport?: InProcessTransport): Database {
   const client = new DynamoDBClient({
@@ -50,9 +55,8 @@ export function createDatabase(config: Config, transport?: InProcessTransport): 
         }
       : {}),
   } as DynamoDBClientConfig);
-  const doc = DynamoDBDocumentClient.from(client, {
-    marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
-  });
+  const doc = DynamoDBDocumentClient.from(client, { marshallOptions: MARSHALL_OPTIONS });
+  if (transport?.call) sendDirectly(doc, transport.call, MARSHALL_OPTIONS);
   return { client, doc, reader: new ItemReader(doc), tables: config.tables };
 }
 

@@ -26,15 +26,25 @@
  * Item writes hold a lock per item for the whole operation, so a
  * transaction can check every condition first and then apply its writes
  * with nothing changing underneath (see transactions.ts).
+ *
+ * Every item write (a single-item write, a batch, a transaction) is
+ * atomic: while it runs, dynalite's puts and deletes (the item and its
+ * index entries) are held in a write set instead of going to LevelDB one
+ * by one, its reads see its own writes, and when it succeeds the set is
+ * written as one LevelDB batch; when it fails, nothing is written. Write
+ * sets that finish together share one batch (group commit, see
+ * core/group-commit.ts): one thread-pool round trip instead of one per key.
  */
 import { mkdir } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createServer, type Server } from 'node:http';
 import { Worker } from 'node:worker_threads';
 import { crc32 } from 'node:zlib';
 import type { InProcessTransport } from './dynamo.js';
 import { memoizeExpressionParsers } from './expression-cache.js';
+import { GroupCommit } from '../group-commit.js';
 import { transactGet, transactWrite, type Engine, type Json, type Outcome } from './transactions.js';
 
 const require = createRequire(import.meta.url);
@@ -127,11 +137,48 @@ export async function openEmbeddedDynamo(dataDir: string): Promise<Pick<Embedded
   const level = store.db;
   await level.open();
 
+  // Write sets (see the header). Outside one, dynalite writes as it always did.
+  type WriteOp = { type: 'put'; key: string; value: unknown } | { type: 'del'; key: string };
+  type WriteSet = Map<string, WriteOp>;
+  const writeSets = new AsyncLocalStorage<WriteSet>();
+  const levelPut = level.put;
+  const levelDel = level.del;
+  const levelBatch = level.batch;
+  level.put = function (key: string, value: unknown, cb?: (err: unknown) => void) {
+    const set = writeSets.getStore();
+    if (!set || typeof cb !== 'function') return levelPut.call(level, key, value, cb);
+    set.set(key, { type: 'put', key, value });
+    setImmediate(cb, null);
+  };
+  level.del = function (key: string, cb?: (err: unknown) => void) {
+    const set = writeSets.getStore();
+    if (!set || typeof cb !== 'function') return levelDel.call(level, key, cb);
+    set.set(key, { type: 'del', key });
+    setImmediate(cb, null);
+  };
+  const readThrough = (key: string): { value: unknown } | undefined => {
+    const op = writeSets.getStore()?.get(key);
+    return op ? { value: op.type === 'put' ? structuredClone(op.value) : undefined } : undefined;
+  };
+  const group = new GroupCommit<WriteOp>(
+    (ops) => new Promise<void>((resolve, reject) => levelBatch.call(level, ops, (err: unknown) => (err ? reject(err) : resolve()))),
+  );
+  /** Runs `fn` with its writes held; writes them in one batch if it succeeds, drops them if not. */
+  const atomically = async (fn: () => Promise<Outcome>): Promise<Outcome> => {
+    const set: WriteSet = new Map();
+    const out = await writeSets.run(set, fn);
+    if (out.status !== 200) return out;
+    if (set.size) await group.commit([...set.values()]);
+    return out;
+  };
+
   // Synchronous reads (see the header). Until the database is open, or if
   // the synchronous read fails, dynalite's own read runs.
   const asyncGet = level.get;
   level.get = function (key: string, cb?: (err: unknown, value?: unknown) => void) {
     if (typeof cb !== 'function' || level.status !== 'open') return asyncGet.call(level, key, cb);
+    const own = readThrough(key);
+    if (own) return setImmediate(cb, null, own.value);
     let value: unknown;
     try {
       value = level.getSync(key);
@@ -202,6 +249,7 @@ export async function openEmbeddedDynamo(dataDir: string): Promise<Pick<Embedded
     },
     run,
     withLocks: (keys, fn) => locks.with(keys, fn),
+    atomically,
   };
   const locks = new KeyLocks();
 
@@ -240,7 +288,8 @@ export async function openEmbeddedDynamo(dataDir: string): Promise<Pick<Embedded
         }
       }
       const keys = await itemKeys(op, checked.data);
-      return keys.length ? await locks.with(keys, () => run(op, checked.data)) : await run(op, checked.data);
+      if (!keys.length) return await run(op, checked.data);
+      return await locks.with(keys, () => atomically(() => run(op, checked.data)));
     } catch (err) {
       return errorOutcome(err);
     }
@@ -361,6 +410,7 @@ export async function startEmbeddedDynamo(dataDir: string, host = '127.0.0.1'): 
       worker.postMessage({ id, op, body } satisfies ToEngine);
     });
   const transport: InProcessTransport = {
+    call,
     requestHandler: {
       async handle(request: { headers: Record<string, string>; body?: unknown }) {
         const target = String(request.headers['x-amz-target'] ?? request.headers['X-Amz-Target'] ?? '');

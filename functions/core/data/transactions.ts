@@ -7,16 +7,12 @@
  * - every condition is checked against the locked before-images first; if
  *   any fails, nothing is written and the caller gets DynamoDB's
  *   TransactionCanceledException with a reason per item;
- * - then the writes are applied in item order (a ConditionCheck writes
- *   nothing). Should a write fail anyway (an update expression that does not
- *   fit the stored item), those already applied are undone from the
- *   before-images.
+ * - then the writes are applied as one atomic write (the engine's write
+ *   sets): should one fail anyway (an update expression that does not fit
+ *   the stored item), none is written.
  *
- * A process killed while the writes are applied can leave a prefix of them,
- * in item order; that is the embedded database's one departure from
- * DynamoDB. Callers order their items so that any prefix is safe (object
- * writes add CID references first and remove them last, so a crash can only
- * keep blocks longer, never lose them).
+ * So, as in DynamoDB, a transaction is all or nothing, a process killed in
+ * the middle included.
  */
 
 export type Json = Record<string, any>;
@@ -42,6 +38,8 @@ export interface Engine {
   /** Runs one validated operation without taking locks. */
   run(op: string, data: Json): Promise<Outcome>;
   withLocks<T>(keys: string[], fn: () => Promise<T>): Promise<T>;
+  /** Runs `fn` with its writes held, and writes them all in one batch if its outcome is 200 (none otherwise). */
+  atomically(fn: () => Promise<Outcome>): Promise<Outcome>;
 }
 
 const validation = (message: string): Outcome => ({ status: 400, json: { __type: 'com.amazon.coral.validate#ValidationException', message } });
@@ -118,24 +116,15 @@ export async function transactWrite(engine: Engine, body: Json): Promise<Outcome
         },
       };
     }
-    const applied: number[] = [];
-    for (let i = 0; i < steps.length; i++) {
-      const step = steps[i]!;
-      if (step.kind === 'ConditionCheck') continue;
-      // The conditions held under the locks: apply without re-checking.
-      const out = await engine.run(OPERATION[step.kind], { ...step.data, _condition: undefined, Expected: undefined });
-      if (out.status === 200) {
-        applied.push(i);
-        continue;
+    return engine.atomically(async () => {
+      for (const step of steps) {
+        if (step.kind === 'ConditionCheck') continue;
+        // The conditions held under the locks: apply without re-checking.
+        const out = await engine.run(OPERATION[step.kind], { ...step.data, _condition: undefined, Expected: undefined });
+        if (out.status !== 200) return out;
       }
-      for (const j of applied.reverse()) {
-        const { table, key } = steps[j]!;
-        if (before[j]) await engine.run('PutItem', { TableName: table, Item: before[j] });
-        else await engine.run('DeleteItem', { TableName: table, Key: key });
-      }
-      return out;
-    }
-    return { status: 200, json: {} };
+      return { status: 200, json: {} };
+    });
   });
 }
 

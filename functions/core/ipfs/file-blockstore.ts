@@ -12,7 +12,8 @@
  * With `smallBlocks`, blocks of at most SMALL_BLOCK bytes (a small file's
  * only block, a file's last chunk, the DAG's parent nodes) live in a
  * LevelDB database instead: one write and one synchronous read instead of a
- * file's four or five thread-pool round trips. Reads, `has` and deletes look
+ * file's four or five thread-pool round trips (and the writes of one turn
+ * share one batch, see core/group-commit.ts). Reads, `has` and deletes look
  * in both, so blocks written as files before keep working.
  *
  * Two promises the IPFS code relies on: once put() resolves the bytes are on
@@ -28,6 +29,7 @@ import { basename, join } from 'node:path';
 import { FsBlockstore } from 'blockstore-fs';
 import { base32upper } from 'multiformats/bases/base32';
 import { CID } from 'multiformats/cid';
+import { groupCommits, type GroupCommitLevel } from '../group-commit.js';
 
 type AbortOptions = { signal?: AbortSignal };
 
@@ -127,6 +129,7 @@ export class FileBlockstore extends FsBlockstore {
       const { ClassicLevel } = await import('classic-level');
       const db = new ClassicLevel<string, Uint8Array>(this.options.smallBlocks, { keyEncoding: 'utf8', valueEncoding: 'view', ...LEVEL_MEMORY });
       await db.open();
+      groupCommits(db as unknown as GroupCommitLevel);
       this.small = db as unknown as SmallBlockDb;
     }
   }

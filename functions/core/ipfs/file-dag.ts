@@ -17,6 +17,7 @@ import { createHash } from 'node:crypto';
 import type { Blockstore } from 'interface-blockstore';
 import { CID } from 'multiformats/cid';
 import * as Digest from 'multiformats/hashes/digest';
+import { inlineLeafHasher, type LeafHash, type LeafHasher } from '../hashing/leaf-hasher.js';
 
 const SHA2_256 = 0x12;
 
@@ -25,7 +26,16 @@ export interface FileDagOptions {
   maxChildren: number;
   /** Block writes in flight at once (each holds one block in memory). */
   writeConcurrency?: number;
+  /**
+   * Hashes the leaves (and, over their file bytes, the upload's own
+   * digests); default: inline, SHA-256 only. Up to LEAVES_IN_FLIGHT leaves
+   * are hashed ahead of the one being written.
+   */
+  leaves?: LeafHasher;
 }
+
+/** Leaves handed to the hasher and not yet written (each holds one block in memory). */
+const LEAVES_IN_FLIGHT = 8;
 
 /** A blockstore that is done with a block's bytes when put() resolves, so the buffer can be reused. */
 interface ReleasingBlockstore {
@@ -174,11 +184,22 @@ export async function buildFileDag(blockstore: Blockstore, content: AsyncIterabl
     await put(cid, block);
     await addNode(level + 1, { cid, fileSize: children.reduce((s, c) => s + c.fileSize, 0), tsize: children.reduce((s, c) => s + c.tsize, block.length) });
   };
-  const addLeaf = async (block: Uint8Array, n: number) => {
-    const cid = cidV0Of(block);
-    leafCount++;
-    await put(cid, block);
+  // Leaves are hashed ahead, in order, and written and linked in the same order.
+  const hasher = options.leaves ?? inlineLeafHasher();
+  const hashing: Array<{ hash: LeafHash | Promise<LeafHash>; n: number }> = [];
+  const settleLeaf = async () => {
+    const { hash, n } = hashing.shift()!;
+    const { sha256, block } = await hash;
+    const cid = CID.createV0(Digest.create(SHA2_256, sha256));
+    await put(cid, block.length === full.length ? Buffer.from(block.buffer, block.byteOffset, block.byteLength) : block);
     await addNode(0, { cid, fileSize: n, tsize: block.length });
+  };
+  const addLeaf = async (block: Uint8Array, dataOffset: number, n: number) => {
+    leafCount++;
+    const hash = hasher.leaf(block, dataOffset, n);
+    if (hash instanceof Promise) hash.catch(() => {}); // awaited in order by settleLeaf; a failed import leaves the rest
+    hashing.push({ hash, n });
+    while (hashing.length > LEAVES_IN_FLIGHT) await settleLeaf();
   };
 
   let size = 0;
@@ -201,7 +222,7 @@ export async function buildFileDag(blockstore: Blockstore, content: AsyncIterabl
         current.set(full.trailer, dataStart + chunkSize);
         const block = current;
         current = undefined;
-        await addLeaf(block, chunkSize);
+        await addLeaf(block, dataStart, chunkSize);
       }
     }
   }
@@ -213,8 +234,9 @@ export async function buildFileDag(blockstore: Blockstore, content: AsyncIterabl
     if (current) block.set(current.subarray(dataStart, dataStart + filled), frame.header.length);
     block.set(frame.trailer, frame.header.length + filled);
     current = undefined;
-    await addLeaf(block, filled);
+    await addLeaf(block, frame.header.length, filled);
   }
+  while (hashing.length) await settleLeaf();
 
   // Close the tree: every level's partial batch gets its parent, up to a single root.
   let root: Child;

@@ -7,6 +7,7 @@ import { createUnsafe } from 'multiformats/block';
 import type { CID } from 'multiformats/cid';
 import { KUBO_CHUNK_SIZE, KUBO_MAX_CHILDREN } from './cid.js';
 import { buildFileDag } from './file-dag.js';
+import type { LeafHasher } from '../hashing/leaf-hasher.js';
 
 export interface ImportedFile {
   cid: CID;
@@ -16,11 +17,11 @@ export interface ImportedFile {
 
 /**
  * Chunks, hashes and stores a file; returns its root CID, the one `ipfs add`
- * prints. Blocks stay unpinned until `pinRoot` (pins.ts). Memory stays at a few blocks
+ * prints. `leaves` also computes digests over the file's bytes (file-dag.ts). Blocks stay unpinned until `pinRoot` (pins.ts). Memory stays at a few blocks
  * whatever the file's size.
  */
-export async function importFile(blockstore: Blockstore, content: AsyncIterable<Uint8Array>): Promise<ImportedFile> {
-  return buildFileDag(blockstore, content, { chunkSize: KUBO_CHUNK_SIZE, maxChildren: KUBO_MAX_CHILDREN });
+export async function importFile(blockstore: Blockstore, content: AsyncIterable<Uint8Array>, options: { leaves?: LeafHasher } = {}): Promise<ImportedFile> {
+  return buildFileDag(blockstore, content, { chunkSize: KUBO_CHUNK_SIZE, maxChildren: KUBO_MAX_CHILDREN, leaves: options.leaves });
 }
 
 /** Blocks the pin walker reads ahead of the pin loop, per level of the DAG. */

@@ -11,6 +11,7 @@ import { createHeliaLight, type Helia } from 'helia';
 import type { Blockstore } from 'interface-blockstore';
 import type { Datastore, Key } from 'interface-datastore';
 import type { Config } from '../config.js';
+import { groupCommits, type GroupCommitLevel } from '../group-commit.js';
 
 export interface IpfsNode {
   helia: Helia;
@@ -19,9 +20,15 @@ export interface IpfsNode {
   stop(): Promise<void>;
 }
 
-/** What Helia's stores throw for a missing key (it checks the name). */
+/** What Helia's stores throw for a missing key (it checks the name). Helia asks for absent records on every pin, so no stack is captured. */
 class PinNotFoundError extends Error {
   override name = 'NotFoundError';
+  constructor(message: string) {
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    super(message);
+    Error.stackTraceLimit = limit;
+  }
 }
 
 async function stores(config: Config): Promise<{ blockstore: Blockstore; datastore: Datastore; close?: () => Promise<void> }> {
@@ -55,6 +62,7 @@ async function stores(config: Config): Promise<{ blockstore: Blockstore; datasto
   }
   const datastore = new PinDatastore(join(config.dataDir, 'ipfs', 'pins'), LEVEL_MEMORY);
   await datastore.open();
+  groupCommits(datastore.db as unknown as GroupCommitLevel);
   await adoptFileDatastore(join(config.dataDir, 'ipfs', 'datastore'), datastore);
   const blockstore = new FileBlockstore(join(config.dataDir, 'ipfs', 'blocks'), { smallBlocks: join(config.dataDir, 'ipfs', 'small-blocks') });
   try {

@@ -2,6 +2,7 @@
  * SigV4 in the Authorization header:
  * `AWS4-HMAC-SHA256 Credential=<key>/<date>/<region>/s3/aws4_request, SignedHeaders=a;b, Signature=<hex>`.
  */
+import type { KeyObject } from 'node:crypto';
 import { errors, S3Error } from '../errors.js';
 import type { HttpRequest } from '../../core/http/types.js';
 import {
@@ -33,7 +34,7 @@ export interface SigningContext {
   accessKeyId: string;
   amzDate: string;
   scope: string;
-  key: Buffer;
+  key: KeyObject;
   seedSignature: string;
 }
 

@@ -1,0 +1,152 @@
+/**
+ * Hashing an upload's leaves: each leaf block's SHA-256 (its CID) and, over
+ * the file bytes the leaves carry, in order, the digests the upload is
+ * checked against (MD5 for the ETag, a flexible checksum).
+ *
+ * Two ways, one result:
+ * - inline, on the calling thread: small uploads, and Lambda, where one
+ *   request has the instance to itself;
+ * - on the hash thread (hash-thread.ts): large uploads on the local server.
+ *   Hashing is most of an upload's CPU (MD5 alone runs at about 650 MB/s),
+ *   so there the request thread only moves bytes while the hash thread
+ *   hashes the leaf before: two cores instead of one. A leaf block travels
+ *   there and back by transfer, not by copy.
+ *
+ * Calls to leaf() answer in the order they were made.
+ */
+import { createHash } from 'node:crypto';
+import { Worker } from 'node:worker_threads';
+import { createDigest, type Digest, type DigestName } from './digests.js';
+
+export interface LeafHash {
+  /** SHA-256 of the whole block. */
+  sha256: Uint8Array;
+  /** The block's bytes (after a trip to the hash thread, a new view of the same memory). */
+  block: Uint8Array;
+}
+
+export interface LeafHasher {
+  /** Hashes the block, and adds its file bytes (`length` bytes at `offset`) to the digests. */
+  leaf(block: Uint8Array, offset: number, length: number): LeafHash | Promise<LeafHash>;
+  /** The digests of every leaf's file bytes, by name; call once every leaf() has answered. */
+  finish(): Promise<Partial<Record<DigestName, Uint8Array>>>;
+  /** Gives up (a failed upload); nothing more may be asked. */
+  abort(): void;
+}
+
+const sha256 = (bytes: Uint8Array) => {
+  const d = createHash('sha256').update(bytes).digest();
+  return new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
+};
+
+export function inlineLeafHasher(names: readonly DigestName[] = []): LeafHasher {
+  const digests: Array<[DigestName, Digest]> = names.map((n) => [n, createDigest(n)]);
+  return {
+    leaf(block, offset, length) {
+      if (digests.length) {
+        const data = block.subarray(offset, offset + length);
+        for (const [, d] of digests) d.update(data);
+      }
+      return { sha256: sha256(block), block };
+    },
+    async finish() {
+      const out: Partial<Record<DigestName, Uint8Array>> = {};
+      for (const [name, d] of digests) out[name] = await d.digest();
+      return out;
+    },
+    abort() {},
+  };
+}
+
+/** Messages to the hash thread and back. */
+export type ToHashThread =
+  | { job: number; start: DigestName[] }
+  | { job: number; block: Uint8Array; offset: number; length: number }
+  | { job: number; finish: true }
+  | { job: number; abort: true };
+export type FromHashThread =
+  | { job: number; sha256: Uint8Array; block: Uint8Array }
+  | { job: number; digests: Partial<Record<DigestName, Uint8Array>> }
+  | { job: number; failed: string };
+
+interface Job {
+  waiting: Array<{ resolve: (value: any) => void; reject: (err: Error) => void }>;
+}
+
+/** The hash thread's young generation: it holds a few leaves at a time. */
+const YOUNG_GENERATION_MB = 4;
+
+class HashThread {
+  private readonly worker: Worker;
+  private readonly jobs = new Map<number, Job>();
+  private nextJob = 0;
+  dead?: Error;
+
+  constructor() {
+    this.worker = new Worker(new URL('./hash-thread.mjs', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
+    this.worker.on('message', (m: FromHashThread) => {
+      const job = this.jobs.get(m.job);
+      if (!job) return; // an aborted job's leftovers
+      if ('failed' in m) {
+        // The thread dropped the job: nothing more will come for it.
+        this.jobs.delete(m.job);
+        for (const w of job.waiting.splice(0)) w.reject(new Error(`hash thread: ${m.failed}`));
+        return;
+      }
+      const next = job.waiting.shift();
+      if (!next) return;
+      if ('digests' in m) next.resolve(m.digests);
+      else next.resolve({ sha256: m.sha256, block: m.block });
+    });
+    const fail = (err: Error) => {
+      this.dead = err;
+      for (const job of this.jobs.values()) for (const w of job.waiting.splice(0)) w.reject(err);
+      this.jobs.clear();
+    };
+    this.worker.on('error', fail);
+    this.worker.on('exit', (code) => fail(new Error(`the hash thread exited (${code})`)));
+    // After the listeners: adding a 'message' listener refs the thread again.
+    this.worker.unref();
+  }
+
+  hasher(names: readonly DigestName[]): LeafHasher {
+    const id = this.nextJob++;
+    const job: Job = { waiting: [] };
+    this.jobs.set(id, job);
+    const post = (m: ToHashThread, transfer: ArrayBuffer[] = []) => this.worker.postMessage(m, transfer);
+    const ask = <T>(m: ToHashThread, transfer?: ArrayBuffer[]) =>
+      new Promise<T>((resolve, reject) => {
+        if (this.dead) return reject(this.dead);
+        job.waiting.push({ resolve, reject });
+        post(m, transfer);
+      });
+    post({ job: id, start: [...names] });
+    return {
+      leaf: (block, offset, length) => {
+        // Transfer the block's memory when it is the block's alone (leaves are); copy otherwise.
+        const own = block.byteOffset === 0 && block.byteLength === block.buffer.byteLength && block.buffer instanceof ArrayBuffer;
+        return ask<LeafHash>({ job: id, block, offset, length }, own ? [block.buffer as ArrayBuffer] : []);
+      },
+      finish: async () => {
+        try {
+          return await ask({ job: id, finish: true });
+        } finally {
+          this.jobs.delete(id);
+        }
+      },
+      abort: () => {
+        if (!this.jobs.delete(id)) return;
+        for (const w of job.waiting.splice(0)) w.reject(new Error('hashing aborted'));
+        if (!this.dead) post({ job: id, abort: true });
+      },
+    };
+  }
+}
+
+let thread: HashThread | undefined;
+
+/** A hasher on the process's hash thread (started on first use, and again if it died). */
+export function threadLeafHasher(names: readonly DigestName[]): LeafHasher {
+  if (!thread || thread.dead) thread = new HashThread();
+  return thread.hasher(names);
+}
