@@ -193,7 +193,8 @@ export async function uploadPart(ctx: S3Context): Promise<Response> {
   const checksum = partChecksum(requested, upload);
   const trailers = new Map<string, string>();
   const part = await storePart(ctx, upload, partNumber, {
-    content: requestBody(req, mode, trailers),
+    content: requestBody(req, mode, trailers, { payloadHashByCaller: true }),
+    payload: mode,
     sizeHint: declared,
     checksum,
     trailers,

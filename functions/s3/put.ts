@@ -64,7 +64,8 @@ export async function putObject(ctx: S3Context): Promise<Response> {
   const { record } = await storeObject(
     services,
     {
-      content: requestBody(req, mode, trailers),
+      content: requestBody(req, mode, trailers, { payloadHashByCaller: true }),
+      payload: mode,
       sizeHint: declaredLength(req, mode),
       checksum,
       trailers,

@@ -13,6 +13,8 @@ import { pinRoot } from '../core/ipfs/pins.js';
 import type { Services } from '../core/services.js';
 import { errors, S3Error } from './errors.js';
 import type { ChecksumPlan } from './checksums.js';
+import type { DigestName } from '../core/hashing/digests.js';
+import { checkPayloadHash, promisedPayloadHash, type PayloadMode } from './sigv4/payload.js';
 
 export interface Ingested {
   cid: string;
@@ -38,6 +40,8 @@ export interface IngestOptions {
   verify?: (ingested: Ingested) => void;
   /** How many bytes are coming, when known: large uploads are hashed on the hash thread. */
   sizeHint?: number;
+  /** The SigV4 payload check, when the body reader left it to this upload's hasher (requestBody's payloadHashByCaller). */
+  payload?: PayloadMode;
 }
 
 /**
@@ -48,7 +52,10 @@ export async function ingest<T>(services: Services, options: IngestOptions, comm
   const release = await services.gate.enterShared();
   let imported: string | undefined;
   const { checksum, maxSize } = options;
-  const hasher = services.leafHasher(checksum ? ['md5', checksum.algorithm] : ['md5'], options.sizeHint);
+  const names = new Set<DigestName>(['md5']);
+  if (checksum) names.add(checksum.algorithm);
+  if (options.payload && promisedPayloadHash(options.payload)) names.add('sha256');
+  const hasher = services.leafHasher([...names], options.sizeHint);
   try {
     const content = typeof options.content === 'function' ? await options.content() : options.content;
     async function* limited() {
@@ -63,6 +70,7 @@ export async function ingest<T>(services: Services, options: IngestOptions, comm
     const { cid, size } = await importFile(node.blockstore, limited(), { leaves: hasher });
     imported = cid.toString();
     const digests = await hasher.finish();
+    if (options.payload) checkPayloadHash(options.payload, digests.sha256 ?? new Uint8Array(0));
     const ingested: Ingested = { cid: imported, size, md5: Buffer.from(digests.md5!).toString('hex') };
     if (checksum) ingested.checksums = { [checksum.algorithm]: await checksum.finish(options.trailers ?? new Map(), digests[checksum.algorithm]) };
     options.verify?.(ingested);

@@ -4,7 +4,7 @@
  * truncated bodies. And the Lambda object route's size limit and streamed
  * downloads.
  */
-import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { CreateMultipartUploadCommand, GetObjectCommand, ListPartsCommand, PutObjectCommand, UploadPartCommand } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { createHash, randomBytes } from 'node:crypto';
 import { request } from 'node:http';
@@ -76,6 +76,40 @@ describe.each([nodeDoor!, lambdaDoor!])('through the $name', (door) => {
     const part = await s3.send(new GetObjectCommand({ Bucket: B, Key: `range-${tag}`, Range: 'bytes=-3' }));
     expect(await part.Body!.transformToString()).toBe('789');
     expect(part.ContentRange).toBe('bytes 7-9/10');
+  });
+});
+
+describe('a body whose SHA-256 is not the signed x-amz-content-sha256 is XAmzContentSHA256Mismatch and stores nothing', () => {
+  /** A client that signs a false payload hash (the signer takes the header as given). */
+  const lying = () => {
+    const s3 = service.s3();
+    s3.middlewareStack.add(
+      (next) => async (args) => {
+        (args.request as { headers: Record<string, string> }).headers['x-amz-content-sha256'] = createHash('sha256').update('something else').digest('hex');
+        return next(args);
+      },
+      { step: 'build', name: 'lieAboutThePayload' },
+    );
+    return s3;
+  };
+
+  // 1 KiB is hashed on the request thread, 3 MiB on the hash thread.
+  test.each([1024, 3 * 1024 * 1024])('PutObject, %i bytes', async (size) => {
+    const Key = `payload-lie-${size}`;
+    const err = await failure(lying().send(new PutObjectCommand({ Bucket: B, Key, Body: randomBytes(size) })));
+    expect(err).toMatchObject({ name: 'XAmzContentSHA256Mismatch', $metadata: { httpStatusCode: 400 } });
+    expect(await service.services.objects.get(B, Key)).toBeUndefined();
+    // The same bytes with their true hash go in.
+    await service.s3().send(new PutObjectCommand({ Bucket: B, Key, Body: randomBytes(size) }));
+    expect((await service.services.objects.get(B, Key))?.size).toBe(size);
+  });
+
+  test('UploadPart, 3 MiB', async () => {
+    const s3 = service.s3();
+    const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: B, Key: 'payload-lie-part' }));
+    const err = await failure(lying().send(new UploadPartCommand({ Bucket: B, Key: 'payload-lie-part', UploadId, PartNumber: 1, Body: randomBytes(3 * 1024 * 1024) })));
+    expect(err).toMatchObject({ name: 'XAmzContentSHA256Mismatch', $metadata: { httpStatusCode: 400 } });
+    expect((await s3.send(new ListPartsCommand({ Bucket: B, Key: 'payload-lie-part', UploadId }))).Parts ?? []).toEqual([]);
   });
 });
 

@@ -57,16 +57,21 @@ export function declaredLength(req: HttpRequest, mode: PayloadMode): number | un
  * signatures and the payload hash verified, the length checked. Errors are
  * thrown at the point they are detected, so a consumer that commits only
  * after the last byte never commits a bad body.
+ *
+ * `payloadHashByCaller`: the caller hashes the bytes itself (an upload's
+ * hasher, off the request thread) and must check them with
+ * checkPayloadHash() before it commits anything.
  */
 export async function* requestBody(
   req: HttpRequest,
   mode: PayloadMode,
   trailers: Map<string, string> = new Map(),
+  options: { payloadHashByCaller?: boolean } = {},
 ): AsyncGenerator<Uint8Array> {
   const expected = declaredLength(req, mode);
   const raw = iterate(req.body);
   const source = mode.kind === 'chunked' ? decodeAwsChunked(raw, mode.signing, trailers) : raw;
-  const hash = mode.kind === 'sha256' ? createHash('sha256') : undefined;
+  const hash = mode.kind === 'sha256' && !options.payloadHashByCaller ? createHash('sha256') : undefined;
   let length = 0;
   try {
     for await (const chunk of source) {
@@ -81,8 +86,17 @@ export async function* requestBody(
     throw errors.incompleteBody();
   }
   if (expected !== undefined && length !== expected) throw errors.incompleteBody();
-  if (hash && mode.kind === 'sha256') {
-    const actual = hash.digest('hex');
-    if (actual !== mode.hash) throw errors.contentSha256Mismatch(mode.hash, actual);
-  }
+  if (hash) checkPayloadHash(mode, hash.digest());
+}
+
+/** The SHA-256 that `x-amz-content-sha256` promised, when it named one. */
+export function promisedPayloadHash(mode: PayloadMode): string | undefined {
+  return mode.kind === 'sha256' ? mode.hash : undefined;
+}
+
+/** Throws XAmzContentSHA256Mismatch unless the body's SHA-256 is the one the request promised. */
+export function checkPayloadHash(mode: PayloadMode, sha256: Uint8Array): void {
+  if (mode.kind !== 'sha256') return;
+  const actual = Buffer.from(sha256).toString('hex');
+  if (actual !== mode.hash) throw errors.contentSha256Mismatch(mode.hash, actual);
 }
