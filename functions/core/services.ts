@@ -17,7 +17,7 @@ import { createIpfsNode, type IpfsNode } from './ipfs/node.js';
 import { LocalUploadGate, type UploadGate } from './ipfs/pins.js';
 import { DynamoUploadGate } from './data/upload-gate.js';
 import type { DigestName } from './hashing/digests.js';
-import { inlineLeafHasher, threadLeafHasher, type LeafHasher } from './hashing/leaf-hasher.js';
+import { inlineLeafHasher, ownHashThread, RemoteHashing, type HashChannel, type LeafHasher } from './hashing/leaf-hasher.js';
 
 export interface Services {
   config: Config;
@@ -45,10 +45,29 @@ export const HASH_THREAD_MIN_BYTES = 1024 * 1024;
 export interface ServiceOptions {
   /** Reach the embedded database in this process directly (the local service). */
   dynamo?: InProcessTransport;
+  /** A thread that hashes large uploads (the embedded database's); without one, the process starts its own when needed. */
+  hashing?: HashChannel;
+}
+
+/** One RemoteHashing per channel: its job numbers are its own. */
+const remotes = new WeakMap<HashChannel, RemoteHashing>();
+function remoteFor(channel: HashChannel): RemoteHashing {
+  let remote = remotes.get(channel);
+  if (!remote) remotes.set(channel, (remote = new RemoteHashing(channel)));
+  return remote;
+}
+
+/** The process's own hash thread, for services given none (started on first use, and again if it died). */
+let ownHashing: RemoteHashing | undefined;
+function processHashing(): RemoteHashing {
+  if (!ownHashing || ownHashing.dead) ownHashing = new RemoteHashing(ownHashThread());
+  return ownHashing;
 }
 
 export async function createServices(config: Config, logger: Logger = createLogger(config.logLevel), options: ServiceOptions = {}): Promise<Services> {
   const db = createDatabase(config, options.dynamo);
+  const given = options.hashing ? remoteFor(options.hashing) : undefined;
+  const remote = () => (given && !given.dead ? given : processHashing());
   const sealer = await createSealer(config);
   let node: Promise<IpfsNode> | undefined;
   return {
@@ -66,7 +85,7 @@ export async function createServices(config: Config, logger: Logger = createLogg
     gate: config.runtime === 'aws' ? new DynamoUploadGate(db, logger) : new LocalUploadGate(),
     // A Lambda instance serves one request at a time: nothing to overlap with.
     leafHasher: (digests, sizeHint) =>
-      config.runtime === 'local' && sizeHint !== undefined && sizeHint >= HASH_THREAD_MIN_BYTES ? threadLeafHasher(digests) : inlineLeafHasher(digests),
+      config.runtime === 'local' && sizeHint !== undefined && sizeHint >= HASH_THREAD_MIN_BYTES ? remote().hasher(digests) : inlineLeafHasher(digests),
     async close() {
       if (node) await (await node).stop();
       db.client.destroy();

@@ -74,7 +74,7 @@ export async function startLocalService(config: Config, logger: Logger = createL
     await embedded?.close();
   };
   try {
-    services = await createServices(cfg, logger, { dynamo: embedded?.transport });
+    services = await createServices(cfg, logger, { dynamo: embedded?.transport, hashing: embedded?.hashing });
     await ensureTables(services.db);
     const bootstrap = await bootstrapAccounts(services);
     await services.ipfs();

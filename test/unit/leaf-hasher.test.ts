@@ -1,5 +1,6 @@
 /**
- * The leaf hashers (leaf-hasher.ts): on the hash thread or inline, the same
+ * The leaf hashers (leaf-hasher.ts): on a hash thread, on the embedded
+ * database's thread (between its queries) or inline, the same
  * DAG as ipfs-unixfs-importer and the same digests as node:crypto and the
  * checksum libraries over the whole file; a job given up mid-way answers
  * (rejects) instead of hanging, and the thread serves the next job.
@@ -13,7 +14,28 @@ import { balanced } from 'ipfs-unixfs-importer/layout';
 import { buildFileDag } from '../../functions/core/ipfs/file-dag.js';
 import { kuboImportOptions } from '../../functions/core/ipfs/cid.js';
 import { createDigest, DIGESTS, type DigestName } from '../../functions/core/hashing/digests.js';
-import { inlineLeafHasher, threadLeafHasher, type LeafHasher } from '../../functions/core/hashing/leaf-hasher.js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { inlineLeafHasher, ownHashThread, RemoteHashing, type LeafHasher } from '../../functions/core/hashing/leaf-hasher.js';
+import { startEmbeddedDynamo, type EmbeddedDynamo } from '../../functions/core/data/embedded.js';
+
+// The two threads that serve hash jobs: one of its own, and the embedded database's (which goes on answering queries).
+let own: RemoteHashing;
+let embedded: EmbeddedDynamo;
+let onEngine: RemoteHashing;
+let dir: string;
+beforeAll(async () => {
+  own = new RemoteHashing(ownHashThread());
+  dir = await mkdtemp(join(tmpdir(), 'cairn-hash-'));
+  embedded = await startEmbeddedDynamo(dir);
+  onEngine = new RemoteHashing(embedded.hashing);
+});
+afterAll(async () => {
+  await embedded.close();
+  await rm(dir, { recursive: true, force: true });
+});
+const threadLeafHasher = (names: DigestName[]) => own.hasher(names);
 
 async function* pieces(bytes: Uint8Array, size: number) {
   for (let i = 0; i < bytes.length; i += size) yield bytes.subarray(i, i + size);
@@ -28,7 +50,8 @@ async function referenceCid(bytes: Uint8Array, chunkSize: number, maxChildren: n
 
 const hex = (bytes: Uint8Array | undefined) => Buffer.from(bytes ?? []).toString('hex');
 const ways: Array<[string, (names: DigestName[]) => LeafHasher]> = [
-  ['the hash thread', threadLeafHasher],
+  ['a hash thread of its own', (names) => own.hasher(names)],
+  ['the embedded database\'s thread', (names) => onEngine.hasher(names)],
   ['inline', inlineLeafHasher],
 ];
 
@@ -37,7 +60,8 @@ describe.each(ways)('%s', (_way, make) => {
     const bytes = randomBytes(size);
     const hasher = make(['md5', 'crc32']);
     const dag = await buildFileDag(new MemoryBlockstore(), pieces(bytes, 777), { chunkSize: 4096, maxChildren: 3, leaves: hasher });
-    const digests = await hasher.finish();
+    const [digests, tables] = await Promise.all([hasher.finish(), embedded.execute('ListTables', {})]);
+    expect(tables.status).toBe(200);
     expect(dag.cid.toString()).toBe(await referenceCid(bytes, 4096, 3));
     expect(hex(digests.md5)).toBe(createHash('md5').update(bytes).digest('hex'));
     expect(Buffer.from(digests.crc32!).readUInt32BE()).toBe(crc32(bytes));

@@ -1,10 +1,13 @@
 /**
  * The embedded database's thread (see embedded.ts): opens the engine and
- * its HTTP endpoint, then answers the requests the service's thread posts.
+ * its HTTP endpoint, then answers the requests the service's thread posts,
+ * and its hash jobs (hashing/hash-jobs.ts).
  * Bodies travel as JSON text, parsed and written here.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { serveEmbeddedDynamo, type FromEngine, type ToEngine } from './embedded.js';
+import { hashJobs, isHashMessage } from '../hashing/hash-jobs.js';
+import type { ToHashThread } from '../hashing/leaf-hasher.js';
 
 const port = parentPort!;
 const { dataDir, host } = workerData as { dataDir: string; host: string };
@@ -12,7 +15,10 @@ const post = (m: FromEngine) => port.postMessage(m);
 
 try {
   const served = await serveEmbeddedDynamo(dataDir, host);
-  port.on('message', (m: ToEngine) => {
+  // The thread also serves the service's hash jobs (leaf-hasher.ts): a second thread would cost its own memory.
+  const hash = hashJobs((m, transfer = []) => port.postMessage(m, transfer));
+  port.on('message', (m: ToEngine | ToHashThread) => {
+    if (isHashMessage(m)) return hash(m);
     if ('close' in m) {
       served.close().then(
         () => post({ closed: true }),

@@ -45,6 +45,7 @@ import { crc32 } from 'node:zlib';
 import type { InProcessTransport } from './dynamo.js';
 import { memoizeExpressionParsers } from './expression-cache.js';
 import { GroupCommit } from '../group-commit.js';
+import { isHashReply, type FromHashThread, type HashChannel } from '../hashing/leaf-hasher.js';
 import { transactGet, transactWrite, type Engine, type Json, type Outcome } from './transactions.js';
 
 const require = createRequire(import.meta.url);
@@ -56,6 +57,8 @@ export interface EmbeddedDynamo {
   transport: InProcessTransport;
   /** Runs one DynamoDB operation (`GetItem`, `TransactWriteItems`, ...). */
   execute(operation: string, body: Json): Promise<Outcome>;
+  /** The engine's thread also hashes uploads (see hashing/leaf-hasher.ts). */
+  hashing: HashChannel;
   close(): Promise<void>;
 }
 
@@ -383,9 +386,11 @@ export async function startEmbeddedDynamo(dataDir: string, host = '127.0.0.1'): 
   let nextId = 0;
   let closed: (() => void) | undefined;
   let down: string | undefined;
+  const hashListeners: { message?: (m: FromHashThread) => void; down?: (err: Error) => void } = {};
   const endpoint = await new Promise<string>((resolve, reject) => {
-    worker.on('message', (m: FromEngine) => {
-      if ('id' in m) {
+    worker.on('message', (m: FromEngine | FromHashThread) => {
+      if (isHashReply(m)) hashListeners.message?.(m);
+      else if ('id' in m) {
         pending.get(m.id)?.(m);
         pending.delete(m.id);
       } else if ('ready' in m) resolve(m.ready);
@@ -397,6 +402,7 @@ export async function startEmbeddedDynamo(dataDir: string, host = '127.0.0.1'): 
       reject(new Error(`the embedded DynamoDB did not start: ${why}`));
       for (const answer of pending.values()) answer(errorAnswer(why));
       pending.clear();
+      hashListeners.down?.(new Error(`the embedded database's thread is down: ${why}`));
       closed?.();
     };
     worker.on('error', (err) => fail(err.stack ?? err.message));
@@ -434,6 +440,11 @@ export async function startEmbeddedDynamo(dataDir: string, host = '127.0.0.1'): 
   return {
     endpoint,
     transport,
+    hashing: {
+      post: (m, transfer) => worker.postMessage(m, transfer),
+      onMessage: (fn) => (hashListeners.message = fn),
+      onDown: (fn) => (hashListeners.down = fn),
+    },
     async execute(op, body) {
       const answer = await call(op, JSON.stringify(body));
       return { status: answer.status, json: JSON.parse(answer.body) };

@@ -6,11 +6,14 @@
  * Two ways, one result:
  * - inline, on the calling thread: small uploads, and Lambda, where one
  *   request has the instance to itself;
- * - on the hash thread (hash-thread.ts): large uploads on the local server.
- *   Hashing is most of an upload's CPU (MD5 alone runs at about 650 MB/s),
- *   so there the request thread only moves bytes while the hash thread
- *   hashes the leaf before: two cores instead of one. A leaf block travels
- *   there and back by transfer, not by copy.
+ * - on another thread (RemoteHashing, served by hash-jobs.ts): large
+ *   uploads on the local server. Hashing is most of an upload's CPU (MD5
+ *   alone runs at about 650 MB/s), so there the request thread only moves
+ *   bytes while the other thread hashes the leaf before: two cores instead
+ *   of one. A leaf block travels there and back by transfer, not by copy.
+ *   The thread is the embedded database's (a thread costs 12 MiB or more
+ *   of resident memory, and the local server keeps its 1 GiB transfers
+ *   under 300 MiB), or one of its own when the database is elsewhere.
  *
  * Calls to leaf() answer in the order they were made.
  */
@@ -69,22 +72,31 @@ export type FromHashThread =
   | { job: number; digests: Partial<Record<DigestName, Uint8Array>> }
   | { job: number; failed: string };
 
+export function isHashReply(m: unknown): m is FromHashThread {
+  return typeof m === 'object' && m !== null && 'job' in m;
+}
+
 interface Job {
   waiting: Array<{ resolve: (value: any) => void; reject: (err: Error) => void }>;
 }
 
-/** The hash thread's young generation: it holds a few leaves at a time. */
-const YOUNG_GENERATION_MB = 4;
+/** A thread that serves hash jobs (hash-jobs.ts): how to post to it, and its answers and failure. */
+export interface HashChannel {
+  post(m: ToHashThread, transfer: ArrayBuffer[]): void;
+  /** Called with each of the thread's answers. */
+  onMessage(fn: (m: FromHashThread) => void): void;
+  /** Called once if the thread dies. */
+  onDown(fn: (err: Error) => void): void;
+}
 
-class HashThread {
-  private readonly worker: Worker;
+/** Hash jobs on another thread, through `channel`. */
+export class RemoteHashing {
   private readonly jobs = new Map<number, Job>();
   private nextJob = 0;
   dead?: Error;
 
-  constructor() {
-    this.worker = new Worker(new URL('./hash-thread.mjs', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
-    this.worker.on('message', (m: FromHashThread) => {
+  constructor(private readonly channel: HashChannel) {
+    channel.onMessage((m) => {
       const job = this.jobs.get(m.job);
       if (!job) return; // an aborted job's leftovers
       if ('failed' in m) {
@@ -98,29 +110,25 @@ class HashThread {
       if ('digests' in m) next.resolve(m.digests);
       else next.resolve({ sha256: m.sha256, block: m.block });
     });
-    const fail = (err: Error) => {
+    channel.onDown((err) => {
       this.dead = err;
       for (const job of this.jobs.values()) for (const w of job.waiting.splice(0)) w.reject(err);
       this.jobs.clear();
-    };
-    this.worker.on('error', fail);
-    this.worker.on('exit', (code) => fail(new Error(`the hash thread exited (${code})`)));
-    // After the listeners: adding a 'message' listener refs the thread again.
-    this.worker.unref();
+    });
   }
 
   hasher(names: readonly DigestName[]): LeafHasher {
     const id = this.nextJob++;
     const job: Job = { waiting: [] };
     this.jobs.set(id, job);
-    const post = (m: ToHashThread, transfer: ArrayBuffer[] = []) => this.worker.postMessage(m, transfer);
+    const post = (m: ToHashThread, transfer: ArrayBuffer[] = []) => this.channel.post(m, transfer);
     const ask = <T>(m: ToHashThread, transfer?: ArrayBuffer[]) =>
       new Promise<T>((resolve, reject) => {
         if (this.dead) return reject(this.dead);
         job.waiting.push({ resolve, reject });
         post(m, transfer);
       });
-    post({ job: id, start: [...names] });
+    if (!this.dead) post({ job: id, start: [...names] });
     return {
       leaf: (block, offset, length) => {
         // Transfer the block's memory when it is the block's alone (leaves are); copy otherwise.
@@ -143,10 +151,23 @@ class HashThread {
   }
 }
 
-let thread: HashThread | undefined;
+/** The hash thread's young generation: it holds a few leaves at a time. */
+const YOUNG_GENERATION_MB = 4;
 
-/** A hasher on the process's hash thread (started on first use, and again if it died). */
-export function threadLeafHasher(names: readonly DigestName[]): LeafHasher {
-  if (!thread || thread.dead) thread = new HashThread();
-  return thread.hasher(names);
+/** A thread of its own that only hashes (hash-thread.ts); it does not keep the process alive. */
+export function ownHashThread(): HashChannel {
+  const worker = new Worker(new URL('./hash-thread.mjs', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
+  let down: ((err: Error) => void) | undefined;
+  const channel: HashChannel = {
+    post: (m, transfer) => worker.postMessage(m, transfer),
+    onMessage: (fn) => {
+      worker.on('message', fn);
+      // After the listener: adding a 'message' listener refs the thread again.
+      worker.unref();
+    },
+    onDown: (fn) => (down = fn),
+  };
+  worker.on('error', (err) => down?.(err));
+  worker.on('exit', (code) => down?.(new Error(`the hash thread exited (${code})`)));
+  return channel;
 }

@@ -1,0 +1,52 @@
+/**
+ * The thread side of remote hashing (see leaf-hasher.ts): per job, the
+ * SHA-256 of each leaf block it is sent, and the job's digests over the
+ * leaves' file bytes, in the order they arrive. Each block goes back by
+ * transfer with its hash. Served by the embedded database's thread (which
+ * the local service has anyway) or by a thread of its own (hash-thread.ts).
+ */
+import { createHash } from 'node:crypto';
+import { createDigest, type Digest, type DigestName } from './digests.js';
+import type { FromHashThread, ToHashThread } from './leaf-hasher.js';
+
+export type HashReply = (m: FromHashThread, transfer?: ArrayBuffer[]) => void;
+
+export function isHashMessage(m: unknown): m is ToHashThread {
+  return typeof m === 'object' && m !== null && 'job' in m;
+}
+
+/** One thread's hash jobs: hand it every ToHashThread message, in order. */
+export function hashJobs(reply: HashReply): (m: ToHashThread) => void {
+  const jobs = new Map<number, Array<[DigestName, Digest]>>();
+  return (m) => {
+    if ('start' in m) {
+      jobs.set(m.job, m.start.map((name) => [name, createDigest(name)]));
+      return;
+    }
+    if ('abort' in m) {
+      jobs.delete(m.job);
+      return;
+    }
+    const digests = jobs.get(m.job);
+    if (!digests) return;
+    if ('finish' in m) {
+      jobs.delete(m.job);
+      Promise.all(digests.map(async ([name, d]) => [name, new Uint8Array(await d.digest())] as const)).then(
+        (pairs) => reply({ job: m.job, digests: Object.fromEntries(pairs) }),
+        (err: Error) => reply({ job: m.job, failed: err.message }),
+      );
+      return;
+    }
+    try {
+      const { block, offset, length } = m;
+      const data = block.subarray(offset, offset + length);
+      for (const [, d] of digests) d.update(data);
+      // A copy of the digest: the Buffer is a view of a shared pool, which a message would carry whole.
+      const sha256 = new Uint8Array(createHash('sha256').update(block).digest());
+      reply({ job: m.job, sha256, block }, [block.buffer as ArrayBuffer]);
+    } catch (err) {
+      jobs.delete(m.job);
+      reply({ job: m.job, failed: (err as Error).message });
+    }
+  };
+}
