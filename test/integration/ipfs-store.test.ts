@@ -7,6 +7,9 @@ import { randomBytes } from 'node:crypto';
 import { access, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { statSync } from 'node:fs';
+import { decode } from '@ipld/dag-pb';
+import { base32upper } from 'multiformats/bases/base32';
 import { CID } from 'multiformats/cid';
 import { exporter } from 'ipfs-unixfs-exporter';
 import { loadConfig } from '../../functions/core/config.js';
@@ -146,4 +149,23 @@ test('small blocks live in LevelDB, not in files; blocks written as files before
   } finally {
     await rm(fresh, { recursive: true, force: true });
   }
+});
+
+test('a block already stored is not written again: its file stays as it was, and the bytes read back', async () => {
+  const bytes = randomBytes(3 * 262144);
+  const first = await importFile(node.blockstore, pieces(bytes));
+  const rootBytes: Uint8Array[] = [];
+  for await (const piece of node.blockstore.get(first.cid)) rootBytes.push(piece);
+  const leaves = decode(Buffer.concat(rootBytes)).Links.map((link) => link.Hash);
+  expect(leaves.length).toBe(3);
+  const fileOf = (cid: CID) => {
+    const name = base32upper.encoder.encode(cid.multihash.bytes);
+    return join(dir, 'ipfs', 'blocks', name.slice(-2), `${name}.data`);
+  };
+  const before = leaves.map((cid) => statSync(fileOf(cid)));
+  const again = await importFile(node.blockstore, pieces(bytes, 10007));
+  expect(again.cid.equals(first.cid)).toBe(true);
+  const after = leaves.map((cid) => statSync(fileOf(cid)));
+  expect(after.map((s) => [s.ino, s.mtimeMs])).toEqual(before.map((s) => [s.ino, s.mtimeMs]));
+  expect((await readAll((await openFile(node.blockstore, again.cid)).stream())).equals(bytes)).toBe(true);
 });

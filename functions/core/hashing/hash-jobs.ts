@@ -1,11 +1,9 @@
 /**
- * The thread side of remote hashing (see leaf-hasher.ts): per job, the
- * SHA-256 of each leaf block it is sent, and the job's digests over the
- * leaves' file bytes, in the order they arrive. Each block goes back by
- * transfer with its hash. Served by the embedded database's thread (which
+ * The thread side of remote hashing (see leaf-hasher.ts): per job, its
+ * digests over the file bytes of the leaf blocks it is sent, in the order
+ * they arrive. Each block goes back by transfer once hashed. Served by the embedded database's thread (which
  * the local service has anyway) or by a thread of its own (hash-thread.ts).
  */
-import { createHash } from 'node:crypto';
 import { createDigest, type Digest, type DigestName } from './digests.js';
 import type { FromHashThread, ToHashThread } from './leaf-hasher.js';
 
@@ -41,9 +39,7 @@ export function hashJobs(reply: HashReply): (m: ToHashThread) => void {
       const { block, offset, length } = m;
       const data = block.subarray(offset, offset + length);
       for (const [, d] of digests) d.update(data);
-      // A copy of the digest: the Buffer is a view of a shared pool, which a message would carry whole.
-      const sha256 = new Uint8Array(createHash('sha256').update(block).digest());
-      reply({ job: m.job, sha256, block }, [block.buffer as ArrayBuffer]);
+      reply({ job: m.job, block }, [block.buffer as ArrayBuffer]);
     } catch (err) {
       jobs.delete(m.job);
       reply({ job: m.job, failed: (err as Error).message });

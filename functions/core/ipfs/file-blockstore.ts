@@ -16,6 +16,8 @@
  * share one batch, see core/group-commit.ts). Reads, `has` and deletes look
  * in both, so blocks written as files before keep working.
  *
+ * A block already stored is not written again.
+ *
  * Two promises the IPFS code relies on: once put() resolves the bytes are on
  * disk and the caller may reuse its buffer (`releasesBytesOnPut`), and
  * readPrefix() reads the start of a block without reading all of it. The
@@ -81,6 +83,10 @@ function readBlockFile(file: string): Promise<Buffer> {
       });
     });
   });
+}
+
+function fileExists(file: string): Promise<boolean> {
+  return new Promise((resolve) => fs.access(file, (err) => resolve(!err)));
 }
 
 /** How many recently written blocks' first bytes are remembered. */
@@ -168,7 +174,15 @@ export class FileBlockstore extends FsBlockstore {
     const { dir, file } = this.locate(key);
     if (this.small && val.length <= SMALL_BLOCK) {
       // LevelDB copies the bytes before put() resolves (releasesBytesOnPut holds).
-      await this.small.put(this.smallKey(key), val);
+      if (this.smallGet(key) === undefined) await this.small.put(this.smallKey(key), val);
+      this.remember(file, val);
+      return key;
+    }
+    // A block is its bytes: one already stored is not written again (as Kubo's
+    // blockstore does). Re-uploads cost a stat per block instead of a file
+    // each, and no inode is replaced (ext4 makes creating files soon after
+    // deleting many slow).
+    if (await fileExists(file)) {
       this.remember(file, val);
       return key;
     }
