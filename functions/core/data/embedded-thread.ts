@@ -5,7 +5,7 @@
  * Bodies travel as JSON text, parsed and written here.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { serveEmbeddedDynamo, type FromEngine, type ToEngine } from './embedded.js';
+import { perTurn, serveEmbeddedDynamo, type EngineAnswer, type EngineCall, type FromEngine, type ToEngine } from './embedded.js';
 import { hashJobs, isHashMessage } from '../hashing/hash-jobs.js';
 import type { ToHashThread } from '../hashing/leaf-hasher.js';
 
@@ -26,18 +26,22 @@ try {
       );
       return;
     }
+    for (const call of m.calls) answerCall(call);
+  });
+  const answer = perTurn<EngineAnswer>((answers) => post({ answers }));
+  const answerCall = ({ id, op, body: text }: EngineCall) => {
     let body: Record<string, unknown>;
     try {
-      body = JSON.parse(m.body);
+      body = JSON.parse(text);
     } catch {
-      post({ id: m.id, status: 400, body: JSON.stringify({ __type: 'com.amazon.coral.service#SerializationException' }) });
+      answer({ id, status: 400, body: JSON.stringify({ __type: 'com.amazon.coral.service#SerializationException' }) });
       return;
     }
-    served.execute(m.op, body).then(
-      (out) => post({ id: m.id, status: out.status, body: JSON.stringify(out.json) }),
-      (err: Error) => post({ id: m.id, status: 500, body: JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#InternalServerError', message: err.message }) }),
+    served.execute(op, body).then(
+      (out) => answer({ id, status: out.status, body: JSON.stringify(out.json) }),
+      (err: Error) => answer({ id, status: 500, body: JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#InternalServerError', message: err.message }) }),
     );
-  });
+  };
   post({ ready: served.endpoint });
 } catch (err) {
   post({ failed: (err as Error).stack ?? String(err) });

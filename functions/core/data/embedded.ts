@@ -370,9 +370,30 @@ export async function serveEmbeddedDynamo(dataDir: string, host: string): Promis
 /** The engine thread's young-generation size. */
 const ENGINE_YOUNG_GENERATION_MB = 8;
 
-/** Messages between this thread and the engine's (embedded-thread.ts). */
-export type ToEngine = { id: number; op: string; body: string } | { close: true };
-export type FromEngine = { ready: string } | { failed: string } | { id: number; status: number; body: string } | { closed: true };
+/**
+ * Messages between this thread and the engine's (embedded-thread.ts). The
+ * calls made during one turn of the event loop travel as one message, and
+ * so do the answers the engine has ready in one of its turns: each message
+ * wakes the other thread, which costs more than the copying.
+ */
+export type EngineCall = { id: number; op: string; body: string };
+export type EngineAnswer = { id: number; status: number; body: string };
+export type ToEngine = { calls: EngineCall[] } | { close: true };
+export type FromEngine = { ready: string } | { failed: string } | { answers: EngineAnswer[] } | { closed: true };
+
+/** Collects items and hands them to `send` together, once per turn of the event loop. */
+export function perTurn<T>(send: (items: T[]) => void): (item: T) => void {
+  let queued: T[] = [];
+  return (item) => {
+    if (queued.push(item) === 1) {
+      setImmediate(() => {
+        const items = queued;
+        queued = [];
+        send(items);
+      });
+    }
+  };
+}
 
 /** Opens the database under `dataDir` on its own thread and serves it on a loopback port. */
 export async function startEmbeddedDynamo(dataDir: string, host = '127.0.0.1'): Promise<EmbeddedDynamo> {
@@ -390,9 +411,11 @@ export async function startEmbeddedDynamo(dataDir: string, host = '127.0.0.1'): 
   const endpoint = await new Promise<string>((resolve, reject) => {
     worker.on('message', (m: FromEngine | FromHashThread) => {
       if (isHashReply(m)) hashListeners.message?.(m);
-      else if ('id' in m) {
-        pending.get(m.id)?.(m);
-        pending.delete(m.id);
+      else if ('answers' in m) {
+        for (const answer of m.answers) {
+          pending.get(answer.id)?.(answer);
+          pending.delete(answer.id);
+        }
       } else if ('ready' in m) resolve(m.ready);
       else if ('failed' in m) reject(new Error(`the embedded DynamoDB did not start: ${m.failed}`));
       else if ('closed' in m) closed?.();
@@ -408,12 +431,15 @@ export async function startEmbeddedDynamo(dataDir: string, host = '127.0.0.1'): 
     worker.on('error', (err) => fail(err.stack ?? err.message));
     worker.on('exit', (code) => fail(`its thread exited (${code})`));
   });
+  const send = perTurn<EngineCall>((calls) => {
+    if (!down) worker.postMessage({ calls } satisfies ToEngine);
+  });
   const call = (op: string, body: string) =>
     new Promise<{ status: number; body: string }>((resolve) => {
       if (down) return resolve(errorAnswer(down));
       const id = nextId++;
       pending.set(id, resolve);
-      worker.postMessage({ id, op, body } satisfies ToEngine);
+      send({ id, op, body });
     });
   const transport: InProcessTransport = {
     call,
@@ -452,6 +478,7 @@ export async function startEmbeddedDynamo(dataDir: string, host = '127.0.0.1'): 
     async close() {
       if (down) return;
       const done = new Promise<void>((resolve) => (closed = resolve));
+      await new Promise((resolve) => setImmediate(resolve)); // calls of this turn go first
       worker.postMessage({ close: true } satisfies ToEngine);
       await done;
       await worker.terminate();
