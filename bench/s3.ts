@@ -1,14 +1,19 @@
 /**
- * `npm run bench:s3`: Cairn's local server and s3rver 3.7.1 side by side, one
- * after the other in the same run, driven by @aws-sdk/client-s3 v3 (default
- * checksum settings) over loopback. Each server is a child process, so its
- * peak RSS (VmHWM) is its own. Then CID import throughput against SHA-256.
+ * `npm run bench:s3`: Cairn's local server and s3rver 3.7.1 side by side in
+ * the same run, driven by @aws-sdk/client-s3 v3 (default checksum
+ * settings) over loopback. Both servers run as child processes the whole
+ * time (so each one's peak RSS, VmHWM, is its own), and each step runs on
+ * one, then the other, for BENCH_ROUNDS rounds; each figure is the median of
+ * its rounds. Interleaving matters on a shared machine: its speed drifts by
+ * tens of percent over minutes, and a server measured after the other
+ * would meet a different machine. Each measured step also prints the
+ * server's CPU time per operation, by thread, and the client's. Then CID
+ * import throughput against SHA-256.
  *
  * A step that fails prints "n/a (<error code>)" and the run goes on.
  *
  * Knobs (environment): BENCH_BIG_MIB (256), BENCH_SMALL_COUNT (2000),
- * BENCH_SMALL_KIB (4), BENCH_CONCURRENCY (16), BENCH_REPEAT (2: the big
- * transfers are each run this many times and the best kept),
+ * BENCH_SMALL_KIB (4), BENCH_CONCURRENCY (16), BENCH_ROUNDS (3),
  * BENCH_SERVERS ("cairn,s3rver", or "none" for the CID import alone), BENCH_STEPS (a subset of
  * "bigPut,bigGet,smallPut,smallGet,list"; the GETs and the listing read what
  * the PUTs wrote), BENCH_CPU_PROF (a directory: Cairn runs with --cpu-prof
@@ -39,7 +44,7 @@ const BIG_BYTES = num('BENCH_BIG_MIB', 256) * 1024 * 1024;
 const SMALL_COUNT = num('BENCH_SMALL_COUNT', 2000);
 const SMALL_BYTES = num('BENCH_SMALL_KIB', 4) * 1024;
 const CONCURRENCY = num('BENCH_CONCURRENCY', 16);
-const REPEAT = num('BENCH_REPEAT', 2);
+const ROUNDS = num('BENCH_ROUNDS', 3);
 const SERVERS = (process.env.BENCH_SERVERS ?? 'cairn,s3rver').split(',').map((s) => s.trim()).filter((s) => s && s !== 'none');
 const CPU_PROF = process.env.BENCH_CPU_PROF;
 const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
@@ -191,79 +196,99 @@ async function parallel(count: number, workers: number, job: (i: number) => Prom
   return performance.now() - started;
 }
 
-async function best(times: number, run: () => Promise<number>): Promise<number> {
-  let top = 0;
-  for (let i = 0; i < times; i++) top = Math.max(top, await run());
-  return top;
+/** The client and keys one server is driven with. */
+interface Target {
+  server: Server;
+  s3: S3Client;
+  results: Partial<Record<keyof Results, number[]>>;
+  failed: Partial<Record<keyof Results, string>>;
 }
 
-async function benchServer(server: Server, big: Buffer, small: Buffer): Promise<Results> {
-  const s3 = new S3Client({ endpoint: server.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: server.credentials });
-  const Bucket = server.bucket;
-  serverPid = server.pid;
-  const smallKey = (i: number) => `small/${String(i).padStart(6, '0')}`;
-  const smallBody = (i: number) => small.subarray(i * SMALL_BYTES, (i + 1) * SMALL_BYTES);
-
-  // Warm-up: the JIT and connection pool of both sides, outside any measurement.
+async function warmUp(t: Target, big: Buffer, small: Buffer): Promise<void> {
+  const { s3 } = t;
+  const Bucket = t.server.bucket;
+  // The JIT and connection pool of both sides, outside any measurement.
   await parallel(100, CONCURRENCY, async (i) => {
-    await s3.send(new PutObjectCommand({ Bucket, Key: `warmup/${i}`, Body: smallBody(i) }));
+    await s3.send(new PutObjectCommand({ Bucket, Key: `warmup/${i}`, Body: small.subarray(i * SMALL_BYTES, (i + 1) * SMALL_BYTES) }));
     await drain((await s3.send(new GetObjectCommand({ Bucket, Key: `warmup/${i}` }))).Body);
   }).catch(() => {});
   await s3.send(new PutObjectCommand({ Bucket, Key: 'warmup/big', Body: big.subarray(0, 16 * 1024 * 1024) })).catch(() => {});
+}
 
-  const results = {} as Results;
-  let round = 0;
-  results.bigPut = await measure(`PUT ${BIG_BYTES / 2 ** 20} MiB, MB/s`, () =>
-    best(REPEAT, async () => {
-      const t = performance.now();
-      await s3.send(new PutObjectCommand({ Bucket, Key: `big/${round++}`, Body: big }));
-      return BIG_BYTES / 1e6 / ((performance.now() - t) / 1000);
-    }),
-    'bigPut',
-    REPEAT,
-  );
-  results.bigGet = await measure(`GET ${BIG_BYTES / 2 ** 20} MiB, MB/s`, () =>
-    best(REPEAT, async () => {
-      const t = performance.now();
-      const out = await s3.send(new GetObjectCommand({ Bucket, Key: 'big/0' }));
+/** One measurement of one step on one server, in round `round` (each round writes its own keys). */
+async function step(t: Target, name: keyof Results, round: number, big: Buffer, small: Buffer): Promise<void> {
+  const { s3 } = t;
+  const Bucket = t.server.bucket;
+  const smallKey = (i: number) => `small/${round}/${String(i).padStart(6, '0')}`;
+  const smallBody = (i: number) => small.subarray(i * SMALL_BYTES, (i + 1) * SMALL_BYTES);
+  const runs: Record<string, [label: string, ops: number, run: () => Promise<number>]> = {
+    bigPut: [`PUT ${BIG_BYTES / 2 ** 20} MiB, MB/s`, 1, async () => {
+      const started = performance.now();
+      await s3.send(new PutObjectCommand({ Bucket, Key: `big/${round}`, Body: big }));
+      return BIG_BYTES / 1e6 / ((performance.now() - started) / 1000);
+    }],
+    bigGet: [`GET ${BIG_BYTES / 2 ** 20} MiB, MB/s`, 1, async () => {
+      const started = performance.now();
+      const out = await s3.send(new GetObjectCommand({ Bucket, Key: `big/${round}` }));
       const n = await drain(out.Body);
       if (n !== BIG_BYTES) throw new Error(`GET returned ${n} bytes, not ${BIG_BYTES}`);
-      return BIG_BYTES / 1e6 / ((performance.now() - t) / 1000);
-    }),
-    'bigGet',
-    REPEAT,
-  );
-  results.smallPut = await measure(`PUT ${SMALL_COUNT} x ${SMALL_BYTES / 1024} KiB, ops/s`, async () => {
-    const ms = await parallel(SMALL_COUNT, CONCURRENCY, async (i) => {
-      await s3.send(new PutObjectCommand({ Bucket, Key: smallKey(i), Body: smallBody(i) }));
-    });
-    return SMALL_COUNT / (ms / 1000);
-  }, 'smallPut', SMALL_COUNT);
-  results.smallGet = await measure(`GET ${SMALL_COUNT} x ${SMALL_BYTES / 1024} KiB, ops/s`, async () => {
-    const ms = await parallel(SMALL_COUNT, CONCURRENCY, async (i) => {
-      const out = await s3.send(new GetObjectCommand({ Bucket, Key: smallKey(i) }));
-      const n = await drain(out.Body);
-      if (n !== SMALL_BYTES) throw new Error(`GET ${smallKey(i)} returned ${n} bytes`);
-    });
-    return SMALL_COUNT / (ms / 1000);
-  }, 'smallGet', SMALL_COUNT);
-  results.list = await measure(`list ${SMALL_COUNT} keys, ms`, async () => {
-    const t = performance.now();
-    let token: string | undefined;
-    let keys = 0;
-    do {
-      const page = await s3.send(new ListObjectsV2Command({ Bucket, Prefix: 'small/', MaxKeys: 1000, ContinuationToken: token }));
-      keys += page.Contents?.length ?? 0;
-      token = page.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (token);
-    const ms = performance.now() - t;
-    if (keys !== SMALL_COUNT) throw new Error(`listed ${keys} keys, not ${SMALL_COUNT}`);
-    return ms;
-  }, 'list');
-  serverPid = 0;
-  results.rss = await measure('peak RSS, MiB', async () => peakRssMiB(server.pid));
-  s3.destroy();
-  return results;
+      return BIG_BYTES / 1e6 / ((performance.now() - started) / 1000);
+    }],
+    smallPut: [`PUT ${SMALL_COUNT} x ${SMALL_BYTES / 1024} KiB, ops/s`, SMALL_COUNT, async () => {
+      const ms = await parallel(SMALL_COUNT, CONCURRENCY, async (i) => {
+        await s3.send(new PutObjectCommand({ Bucket, Key: smallKey(i), Body: smallBody(i) }));
+      });
+      return SMALL_COUNT / (ms / 1000);
+    }],
+    smallGet: [`GET ${SMALL_COUNT} x ${SMALL_BYTES / 1024} KiB, ops/s`, SMALL_COUNT, async () => {
+      const ms = await parallel(SMALL_COUNT, CONCURRENCY, async (i) => {
+        const out = await s3.send(new GetObjectCommand({ Bucket, Key: smallKey(i) }));
+        const n = await drain(out.Body);
+        if (n !== SMALL_BYTES) throw new Error(`GET ${smallKey(i)} returned ${n} bytes`);
+      });
+      return SMALL_COUNT / (ms / 1000);
+    }],
+    list: [`list ${SMALL_COUNT} keys, ms`, 1, async () => {
+      const started = performance.now();
+      let token: string | undefined;
+      let keys = 0;
+      do {
+        const page = await s3.send(new ListObjectsV2Command({ Bucket, Prefix: `small/${round}/`, MaxKeys: 1000, ContinuationToken: token }));
+        keys += page.Contents?.length ?? 0;
+        token = page.IsTruncated ? page.NextContinuationToken : undefined;
+      } while (token);
+      const ms = performance.now() - started;
+      if (keys !== SMALL_COUNT) throw new Error(`listed ${keys} keys, not ${SMALL_COUNT}`);
+      return ms;
+    }],
+  };
+  const [label, ops, run] = runs[name]!;
+  if (t.failed[name]) return;
+  serverPid = t.server.pid;
+  const m = await measure(`${t.server.name}, round ${round}: ${label}`, run, name, ops);
+  if ('value' in m) (t.results[name] ??= []).push(m.value);
+  else t.failed[name] = m.error;
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+/** Each server's medians over the rounds, and its peak RSS. */
+function summarize(t: Target): Results {
+  const out = {} as Results;
+  for (const name of ['bigPut', 'bigGet', 'smallPut', 'smallGet', 'list'] as const) {
+    const values = t.results[name];
+    out[name] = t.failed[name] ? { error: t.failed[name]! } : values?.length ? { value: median(values) } : skipped;
+  }
+  try {
+    out.rss = { value: peakRssMiB(t.server.pid) };
+  } catch (err) {
+    out.rss = { error: errorCode(err) };
+  }
+  return out;
 }
 
 /** Throws blocks away (and, like the file blockstore, lets their buffers be reused): the importer's own cost. */
@@ -327,18 +352,36 @@ async function main(): Promise<void> {
   const small = randomBytes(SMALL_COUNT * SMALL_BYTES);
   const results: Record<string, Results> = {};
   const starters: Record<string, () => Promise<Server>> = { cairn: startCairn, s3rver: startS3rver };
-  for (const which of SERVERS) {
-    const start = starters[which];
-    if (!start) throw new Error(`unknown server "${which}" in BENCH_SERVERS`);
-    log(`  ${which}`);
-    let server: Server | undefined;
-    try {
-      server = await start();
-      results[server.name] = await benchServer(server, big, small);
-    } catch (err) {
-      log(`    could not run: ${(err as Error).message}`);
-    } finally {
-      if (server) await server.stop();
+  // Every server runs the whole time, and each step runs on each server in
+  // turn, round after round: a machine whose speed drifts (other load, the
+  // file system's state) then drifts for all of them alike.
+  const targets: Target[] = [];
+  try {
+    for (const which of SERVERS) {
+      const start = starters[which];
+      if (!start) throw new Error(`unknown server "${which}" in BENCH_SERVERS`);
+      let server: Server;
+      try {
+        server = await start();
+      } catch (err) {
+        log(`  ${which} could not start: ${(err as Error).message}`);
+        continue;
+      }
+      const s3 = new S3Client({ endpoint: server.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: server.credentials });
+      targets.push({ server, s3, results: {}, failed: {} });
+    }
+    for (const t of targets) await warmUp(t, big, small);
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const name of ['bigPut', 'bigGet', 'smallPut', 'smallGet', 'list'] as const) {
+        if (!STEPS.has(name)) continue;
+        for (const t of targets) await step(t, name, round, big, small);
+      }
+    }
+    for (const t of targets) results[t.server.name] = summarize(t);
+  } finally {
+    for (const t of targets) {
+      t.s3.destroy();
+      await t.server.stop();
     }
   }
   log('  CID import');
@@ -374,7 +417,7 @@ async function main(): Promise<void> {
       ['importFile into the local FileBlockstore (disk)', cid.fs.toFixed(0), share(cid.fs), '', ''],
     ]),
     '',
-    `MB = 10^6 bytes. Big transfers: best of ${REPEAT}. Servers run one at a time as child processes on loopback (${process.version}${NODE_FLAGS.length ? `, ${NODE_FLAGS.join(' ')}` : ''}).`,
+    `MB = 10^6 bytes. Each figure is the median of ${ROUNDS} rounds; in each round every step runs on each server in turn (servers are child processes on loopback, ${process.version}${NODE_FLAGS.length ? `, ${NODE_FLAGS.join(' ')}` : ''}).`,
   ];
   process.stdout.write(lines.join('\n') + '\n');
   await Promise.all(leftovers.map((dir) => rm(dir, { recursive: true, force: true })));
