@@ -39,8 +39,13 @@ export interface Services {
   close(): Promise<void>;
 }
 
-/** Uploads at least this large are hashed on the hash thread (local server): below it the hand-off costs more than it saves. */
-export const HASH_THREAD_MIN_BYTES = 1024 * 1024;
+/**
+ * Uploads at least this large are hashed on the hash thread (local server).
+ * Smaller ones gain little: a client that sends them in parallel (multipart
+ * parts of 4-5 MiB) keeps the cores busy anyway, and leaves away to the
+ * other thread cannot be reused meanwhile, so each upload holds more buffers.
+ */
+export const HASH_THREAD_MIN_BYTES = 8 * 1024 * 1024;
 
 export interface ServiceOptions {
   /** Reach the embedded database in this process directly (the local service). */

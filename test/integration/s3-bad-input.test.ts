@@ -93,8 +93,8 @@ describe('a body whose SHA-256 is not the signed x-amz-content-sha256 is XAmzCon
     return s3;
   };
 
-  // 1 KiB is hashed on the request thread, 3 MiB on the hash thread.
-  test.each([1024, 3 * 1024 * 1024])('PutObject, %i bytes', async (size) => {
+  // 1 KiB is hashed on the request thread, 9 MiB on the hash thread (HASH_THREAD_MIN_BYTES).
+  test.each([1024, 9 * 1024 * 1024])('PutObject, %i bytes', async (size) => {
     const Key = `payload-lie-${size}`;
     const err = await failure(lying().send(new PutObjectCommand({ Bucket: B, Key, Body: randomBytes(size) })));
     expect(err).toMatchObject({ name: 'XAmzContentSHA256Mismatch', $metadata: { httpStatusCode: 400 } });
@@ -104,10 +104,10 @@ describe('a body whose SHA-256 is not the signed x-amz-content-sha256 is XAmzCon
     expect((await service.services.objects.get(B, Key))?.size).toBe(size);
   });
 
-  test('UploadPart, 3 MiB', async () => {
+  test('UploadPart, 9 MiB', async () => {
     const s3 = service.s3();
     const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: B, Key: 'payload-lie-part' }));
-    const err = await failure(lying().send(new UploadPartCommand({ Bucket: B, Key: 'payload-lie-part', UploadId, PartNumber: 1, Body: randomBytes(3 * 1024 * 1024) })));
+    const err = await failure(lying().send(new UploadPartCommand({ Bucket: B, Key: 'payload-lie-part', UploadId, PartNumber: 1, Body: randomBytes(9 * 1024 * 1024) })));
     expect(err).toMatchObject({ name: 'XAmzContentSHA256Mismatch', $metadata: { httpStatusCode: 400 } });
     expect((await s3.send(new ListPartsCommand({ Bucket: B, Key: 'payload-lie-part', UploadId }))).Parts ?? []).toEqual([]);
   });
