@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { S3Client } from '@aws-sdk/client-s3';
+import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { loadConfig } from '../../functions/core/config.js';
 import { startLocalService, type LocalService } from '../../functions/local/service.js';
 
@@ -65,7 +65,7 @@ export interface TestService extends LocalService {
   dataDir: string;
   /** The environment that points a Lambda handler in this process at the same data. */
   env: Record<string, string>;
-  s3(credentials?: { accessKeyId: string; secretAccessKey: string }): S3Client;
+  s3(credentials?: { accessKeyId: string; secretAccessKey: string }, extra?: Partial<S3ClientConfig>): S3Client;
   close(): Promise<void>;
 }
 
@@ -77,12 +77,13 @@ export async function startTestService(extraEnv: Record<string, string> = {}, da
     ...service,
     dataDir: dir,
     env: { ...env, DYNAMODB_ENDPOINT: service.config.dynamodb.endpoint! },
-    s3(credentials = BOOT) {
+    s3(credentials = BOOT, extra = {}) {
       return new S3Client({
         endpoint: service.endpoints.s3,
         region: 'us-east-1',
         forcePathStyle: true,
         credentials,
+        ...extra,
       });
     },
     async close() {

@@ -102,6 +102,14 @@ export function prefixSuccessor(prefix: string): string | undefined {
   return undefined;
 }
 
+/**
+ * How often a write of one key is tried against the record it found before
+ * giving up. Writers of one key take turns and each turn one of them wins,
+ * so N racing writers need up to N attempts (12 racing overwrites used to
+ * exhaust 8 and answer 500).
+ */
+const MAX_WRITE_ATTEMPTS = 64;
+
 /** Where write() puts the record among its transaction's items (after the bucket check and, for a new CID, its reference). */
 function recordIndex(record: ObjectRecord, old: Record<string, unknown> | undefined): number {
   return !old || old.cid !== record.cid ? 2 : 1;
@@ -140,7 +148,7 @@ export class ObjectStore {
         const at = recordIndex(record, old);
         if (reasons[0]?.Code === 'ConditionalCheckFailed') throw new NoSuchBucketError(record.bucket);
         if (reasons.slice(at + 1, at + 1 + extra.length).some((r) => r?.Code === 'ConditionalCheckFailed')) throw also!.failed();
-        if (attempt >= 8 || reasons[at]?.Code !== 'ConditionalCheckFailed') throw err;
+        if (attempt >= MAX_WRITE_ATTEMPTS || reasons[at]?.Code !== 'ConditionalCheckFailed') throw err;
         const current = reasons[at]?.Item;
         old = current ? (unmarshall(current as Record<string, AttributeValue>) as Record<string, unknown>) : await this.getItem(record.bucket, record.key);
       }
@@ -191,7 +199,7 @@ export class ObjectStore {
         );
         return fromItem(old);
       } catch (err) {
-        if (!(err instanceof TransactionCanceledException) || attempt >= 8) throw err;
+        if (!(err instanceof TransactionCanceledException) || attempt >= MAX_WRITE_ATTEMPTS) throw err;
       }
     }
   }

@@ -199,7 +199,8 @@ export async function buildFileDag(blockstore: Blockstore, content: AsyncIterabl
     const hash = hasher.leaf(block, dataOffset, n);
     if (hash instanceof Promise) hash.catch(() => {}); // awaited in order by settleLeaf; a failed import leaves the rest
     hashing.push({ hash, n });
-    while (hashing.length > LEAVES_IN_FLIGHT) await settleLeaf();
+    // Hashed already (inline): written at once, so its buffer is reused as before.
+    while (hashing.length > LEAVES_IN_FLIGHT || (hashing.length > 0 && !(hashing[0]!.hash instanceof Promise))) await settleLeaf();
   };
 
   let size = 0;
