@@ -39,7 +39,7 @@ export class GroupCommit<Op> {
     const { ops, settle } = this.queued;
     this.queued = { ops: [], settle: [] };
     const done = (err?: unknown) => {
-      for (const s of settle) s(err ?? undefined);
+      for (const s of settle) s(err);
       if (this.queued.ops.length) this.flush();
       else this.busy = false;
     };

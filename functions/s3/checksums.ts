@@ -3,7 +3,7 @@
  * streams, verified against the header or the aws-chunked trailer that
  * carries them, stored with the object and returned when asked for.
  */
-import { createDigest as hasher } from '../core/hashing/digests.js';
+import { createDigest as hasher, type Digest } from '../core/hashing/digests.js';
 import { S3Error } from './errors.js';
 
 export const ALGORITHMS = ['crc32', 'crc32c', 'crc64nvme', 'sha1', 'sha256'] as const;
@@ -63,14 +63,16 @@ export function checksumPlan(headers: Headers): ChecksumPlan | undefined {
   const name = headerName(algorithm);
   const expected = fromTrailer ? undefined : headers.get(name) ?? undefined;
   if (expected !== undefined) validateEncoding(algorithm, expected, name);
-  const h = hasher(algorithm);
   const alg = algorithm;
+  // Made on first use: an upload's own hasher usually computes the digest (finish's `computed`).
+  let h: Digest | undefined;
+  const own = () => (h ??= hasher(alg));
   return {
     algorithm: alg,
     expected,
-    update: (chunk) => h.update(chunk),
+    update: (chunk) => own().update(chunk),
     async finish(trailers, computed) {
-      const actual = Buffer.from(computed ?? (await h.digest())).toString('base64');
+      const actual = Buffer.from(computed ?? (await own().digest())).toString('base64');
       const claimed = fromTrailer ? trailers.get(name) : expected;
       if (fromTrailer && claimed === undefined) {
         throw new S3Error('InvalidRequest', 400, `The x-amz-trailer header named ${name}, but the body's trailer did not carry it.`);
@@ -100,11 +102,12 @@ export function checksumHeaders(checksums: Record<string, string> | undefined): 
 
 /** A checksum computed over the bytes with nothing to compare it to (parts of an upload that asked for one). */
 export function computedChecksum(algorithm: ChecksumAlgorithm): ChecksumPlan {
-  const h = hasher(algorithm);
+  let h: Digest | undefined;
+  const own = () => (h ??= hasher(algorithm));
   return {
     algorithm,
-    update: (chunk) => h.update(chunk),
-    finish: async (_trailers, computed) => Buffer.from(computed ?? (await h.digest())).toString('base64'),
+    update: (chunk) => own().update(chunk),
+    finish: async (_trailers, computed) => Buffer.from(computed ?? (await own().digest())).toString('base64'),
   };
 }
 

@@ -6,8 +6,8 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { perTurn, serveEmbeddedDynamo, type EngineAnswer, type EngineCall, type FromEngine, type ToEngine } from './embedded.js';
-import { hashJobs, isHashMessage } from '../hashing/hash-jobs.js';
-import type { ToHashThread } from '../hashing/leaf-hasher.js';
+import { hashJobs } from '../hashing/hash-jobs.js';
+import { isHashMessage, type ToHashThread } from '../hashing/leaf-hasher.js';
 
 const port = parentPort!;
 const { dataDir, host } = workerData as { dataDir: string; host: string };

@@ -45,7 +45,7 @@ import { crc32 } from 'node:zlib';
 import type { InProcessTransport } from './dynamo.js';
 import { memoizeExpressionParsers } from './expression-cache.js';
 import { GroupCommit } from '../group-commit.js';
-import { isHashReply, type FromHashThread, type HashChannel } from '../hashing/leaf-hasher.js';
+import { isHashMessage, type FromHashThread, type HashChannel } from '../hashing/leaf-hasher.js';
 import { transactGet, transactWrite, type Engine, type Json, type Outcome } from './transactions.js';
 
 const require = createRequire(import.meta.url);
@@ -410,7 +410,7 @@ export async function startEmbeddedDynamo(dataDir: string, host = '127.0.0.1'): 
   const hashListeners: { message?: (m: FromHashThread) => void; down?: (err: Error) => void } = {};
   const endpoint = await new Promise<string>((resolve, reject) => {
     worker.on('message', (m: FromEngine | FromHashThread) => {
-      if (isHashReply(m)) hashListeners.message?.(m);
+      if (isHashMessage(m)) hashListeners.message?.(m);
       else if ('answers' in m) {
         for (const answer of m.answers) {
           pending.get(answer.id)?.(answer);

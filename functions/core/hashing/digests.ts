@@ -1,8 +1,8 @@
 /**
  * The digests an upload is checked against, by name: MD5 (S3's ETag) and
- * the flexible checksums (`x-amz-checksum-*`). Transport-free, so the hash
- * thread (hash-thread.ts) computes them with the same code as the request
- * thread.
+ * the flexible checksums (`x-amz-checksum-*`). Transport-free, so the
+ * thread that hashes large uploads (hash-jobs.ts) computes them with the
+ * same code as the request thread.
  */
 import { createHash } from 'node:crypto';
 import { crc32 } from 'node:zlib';
@@ -14,10 +14,6 @@ export type DigestName = (typeof DIGESTS)[number];
 export interface Digest {
   update(chunk: Uint8Array): void;
   digest(): Promise<Uint8Array>;
-}
-
-export function isDigestName(name: string): name is DigestName {
-  return (DIGESTS as readonly string[]).includes(name);
 }
 
 export function createDigest(name: DigestName): Digest {

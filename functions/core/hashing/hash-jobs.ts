@@ -1,17 +1,14 @@
 /**
  * The thread side of remote hashing (see leaf-hasher.ts): per job, its
  * digests over the file bytes of the leaf blocks it is sent, in the order
- * they arrive. Each block goes back by transfer once hashed. Served by the embedded database's thread (which
- * the local service has anyway) or by a thread of its own (hash-thread.ts).
+ * they arrive. Each block goes back by transfer once hashed. Served by the
+ * embedded database's thread (which the local service has anyway) or by a
+ * thread of its own (hash-thread.ts).
  */
 import { createDigest, type Digest, type DigestName } from './digests.js';
 import type { FromHashThread, ToHashThread } from './leaf-hasher.js';
 
 export type HashReply = (m: FromHashThread, transfer?: ArrayBuffer[]) => void;
-
-export function isHashMessage(m: unknown): m is ToHashThread {
-  return typeof m === 'object' && m !== null && 'job' in m;
-}
 
 /** One thread's hash jobs: hand it every ToHashThread message, in order. */
 export function hashJobs(reply: HashReply): (m: ToHashThread) => void {

@@ -73,7 +73,8 @@ export type FromHashThread =
   | { job: number; digests: Partial<Record<DigestName, Uint8Array>> }
   | { job: number; failed: string };
 
-export function isHashReply(m: unknown): m is FromHashThread {
+/** Whether a message between a thread and its hash-job server is a hash job's (either way), not something else the thread carries. */
+export function isHashMessage(m: unknown): m is { job: number } {
   return typeof m === 'object' && m !== null && 'job' in m;
 }
 
