@@ -7,9 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { access, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { statSync } from 'node:fs';
 import { decode } from '@ipld/dag-pb';
-import { base32upper } from 'multiformats/bases/base32';
 import { CID } from 'multiformats/cid';
 import { exporter } from 'ipfs-unixfs-exporter';
 import { loadConfig } from '../../functions/core/config.js';
@@ -17,6 +15,8 @@ import { createIpfsNode, type IpfsNode } from '../../functions/core/ipfs/node.js
 import { importFile } from '../../functions/core/ipfs/import.js';
 import { pinRoot } from '../../functions/core/ipfs/pins.js';
 import { isNotFound, openFile } from '../../functions/core/ipfs/read.js';
+import type { FileBlockstore } from '../../functions/core/ipfs/file-blockstore.js';
+import { PackStore } from '../../functions/core/ipfs/pack-store.js';
 
 let dir: string;
 let node: IpfsNode;
@@ -151,21 +151,20 @@ test('small blocks live in LevelDB, not in files; blocks written as files before
   }
 });
 
-test('a block already stored is not written again: its file stays as it was, and the bytes read back', async () => {
+test('a block already stored is not written again: its pack stays as it was, and the bytes read back', async () => {
   const bytes = randomBytes(3 * 262144);
   const first = await importFile(node.blockstore, pieces(bytes));
   const rootBytes: Uint8Array[] = [];
   for await (const piece of node.blockstore.get(first.cid)) rootBytes.push(piece);
   const leaves = decode(Buffer.concat(rootBytes)).Links.map((link) => link.Hash);
   expect(leaves.length).toBe(3);
-  const fileOf = (cid: CID) => {
-    const name = base32upper.encoder.encode(cid.multihash.bytes);
-    return join(dir, 'ipfs', 'blocks', name.slice(-2), `${name}.data`);
-  };
-  const before = leaves.map((cid) => statSync(fileOf(cid)));
+  const packs = (node.blockstore as FileBlockstore).packStore!;
+  const where = () => leaves.map((cid) => packs.locate(PackStore.key(cid.multihash.bytes)));
+  const before = { at: where(), sizes: packs.packSizes() };
+  expect(before.at.every((loc) => loc !== undefined)).toBe(true); // full leaves live in packs
   const again = await importFile(node.blockstore, pieces(bytes, 10007));
   expect(again.cid.equals(first.cid)).toBe(true);
-  const after = leaves.map((cid) => statSync(fileOf(cid)));
-  expect(after.map((s) => [s.ino, s.mtimeMs])).toEqual(before.map((s) => [s.ino, s.mtimeMs]));
+  expect(where()).toEqual(before.at);
+  expect(packs.packSizes()).toEqual(before.sizes);
   expect((await readAll((await openFile(node.blockstore, again.cid)).stream())).equals(bytes)).toBe(true);
 });

@@ -1,20 +1,18 @@
 /**
- * The local blockstore: blockstore-fs's layout (one file per block, named by
- * the multihash in base32, in a directory named by its next-to-last two
- * characters), with a faster read and write of whole blocks.
+ * The local blockstore. Blocks of at most SMALL_BLOCK bytes (a small file's
+ * only block, a file's last chunk, the DAG's parent nodes) live in a LevelDB
+ * database: one write and one synchronous read, where a file costs four or
+ * five thread-pool round trips (and the writes of one turn share one batch,
+ * see core/group-commit.ts). Larger blocks (full 256 KiB leaves) are
+ * appended to pack files indexed in that same database (pack-store.ts): a
+ * 256 MiB upload writes four files, not 1024.
  *
- * blockstore-fs reads a block through a file ReadStream (open, a read per
- * 64 KiB, close, then a concat), and writes one with a recursive mkdir and a
- * steno Writer every time. Here a read is one readFile, and a write is a
- * writeFile to a unique temporary name and a rename (atomic, as before),
- * with each shard directory created once per process.
- *
- * With `smallBlocks`, blocks of at most SMALL_BLOCK bytes (a small file's
- * only block, a file's last chunk, the DAG's parent nodes) live in a
- * LevelDB database instead: one write and one synchronous read instead of a
- * file's four or five thread-pool round trips (and the writes of one turn
- * share one batch, see core/group-commit.ts). Reads, `has` and deletes look
- * in both, so blocks written as files before keep working.
+ * Data directories from before kept every block as a file in
+ * blockstore-fs's layout (one file per block, named by the multihash in
+ * base32, in a directory named by its next-to-last two characters); those
+ * blocks keep reading, and deletes reach them. A FileBlockstore opened
+ * without `smallBlocks` writes that layout itself: a read is one open and
+ * read, a write a writeFile to a temporary name and a rename.
  *
  * A block already stored is not written again.
  *
@@ -23,15 +21,16 @@
  * readPrefix() reads the start of a block without reading all of it. The
  * first byte of the blocks written last is remembered, so pinning a file
  * just imported (which reads one byte per block to learn whether it has
- * links) does not reopen them.
+ * links) does not read them again.
  */
 import fs from 'node:fs';
-import { mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { FsBlockstore } from 'blockstore-fs';
 import { base32upper } from 'multiformats/bases/base32';
 import { CID } from 'multiformats/cid';
 import { groupCommits, type GroupCommitLevel } from '../group-commit.js';
+import { PackStore, PACK_KEY_PREFIX, type PackIndexDb } from './pack-store.js';
 
 type AbortOptions = { signal?: AbortSignal };
 
@@ -85,6 +84,16 @@ function readBlockFile(file: string): Promise<Buffer> {
   });
 }
 
+/** Whether a blockstore-fs directory holds any block file (any shard directory with an entry). */
+async function hasBlockFiles(dir: string): Promise<boolean> {
+  const shards = await readdir(dir).catch(() => [] as string[]);
+  for (const shard of shards) {
+    const entries = await readdir(join(dir, shard)).catch(() => [] as string[]);
+    if (entries.length) return true;
+  }
+  return false;
+}
+
 function fileExists(file: string): Promise<boolean> {
   return new Promise((resolve) => fs.access(file, (err) => resolve(!err)));
 }
@@ -106,7 +115,8 @@ interface SmallBlockDb {
   put(key: string, value: Uint8Array): Promise<void>;
   del(key: string): Promise<void>;
   getSync(key: string): Uint8Array | undefined;
-  keys(): AsyncIterable<string>;
+  keys(options: { lt: string }): AsyncIterable<string>;
+  iterator(options: { gt: string; lt: string }): AsyncIterable<[string, Uint8Array]>;
 }
 
 export class FileBlockstore extends FsBlockstore {
@@ -114,15 +124,22 @@ export class FileBlockstore extends FsBlockstore {
   readonly releasesBytesOnPut = true;
   private readonly layout: NextToLastSharding;
   private readonly shards = new Set<string>();
-  /** File path -> first byte (-1: empty block) of recently written blocks. */
+  /** Block key -> first byte (-1: empty block) of recently written blocks. */
   private readonly heads = new Map<string, number>();
 
   private small?: SmallBlockDb;
+  private packs?: PackStore;
+  /** Whether the directory holds blocks written as files (by this store without `smallBlocks`, or by earlier versions). */
+  private files = true;
 
-  /** `smallBlocks`: where the small-block database lives (none: every block is a file). */
+  /**
+   * `smallBlocks`: where the small-block database (and the pack index) lives;
+   * `packs`: the pack files' directory (default: `packs` beside `location`);
+   * `packBytes`: a pack's size. Without `smallBlocks` every block is a file.
+   */
   constructor(
     location: string,
-    private readonly options: { smallBlocks?: string } = {},
+    private readonly options: { smallBlocks?: string; packs?: string; packBytes?: number } = {},
   ) {
     const layout = new NextToLastSharding();
     super(location, { shardingStrategy: layout });
@@ -137,13 +154,30 @@ export class FileBlockstore extends FsBlockstore {
       await db.open();
       groupCommits(db as unknown as GroupCommitLevel);
       this.small = db as unknown as SmallBlockDb;
+      const packs = new PackStore(this.options.packs ?? join(this.path, '..', 'packs'), db as unknown as PackIndexDb, this.options.packBytes);
+      try {
+        await packs.open();
+      } catch (err) {
+        await db.close();
+        this.small = undefined;
+        throw err;
+      }
+      this.packs = packs;
+      this.files = await hasBlockFiles(this.path);
     }
   }
 
   override async close(): Promise<void> {
+    await this.packs?.close();
+    this.packs = undefined;
     await this.small?.close();
     this.small = undefined;
     await super.close();
+  }
+
+  /** The pack store (for tests and tools). */
+  get packStore(): PackStore | undefined {
+    return this.packs;
   }
 
   private smallKey(cid: CID): string {
@@ -156,9 +190,9 @@ export class FileBlockstore extends FsBlockstore {
     return this.small.getSync(this.smallKey(cid)) ?? undefined;
   }
 
-  private remember(file: string, bytes: Uint8Array): void {
-    this.heads.delete(file);
-    this.heads.set(file, bytes.length ? bytes[0]! : -1);
+  private remember(key: string, bytes: Uint8Array): void {
+    this.heads.delete(key);
+    this.heads.set(key, bytes.length ? bytes[0]! : -1);
     if (this.heads.size > RECENT_HEADS) this.heads.delete(this.heads.keys().next().value!);
   }
 
@@ -171,19 +205,23 @@ export class FileBlockstore extends FsBlockstore {
   override async put(key: CID, val: Uint8Array | Iterable<Uint8Array> | AsyncIterable<Uint8Array>, options?: AbortOptions): Promise<CID> {
     if (!(val instanceof Uint8Array)) return super.put(key, val, options);
     options?.signal?.throwIfAborted();
-    const { dir, file } = this.locate(key);
+    const name = this.smallKey(key);
     if (this.small && val.length <= SMALL_BLOCK) {
       // LevelDB copies the bytes before put() resolves (releasesBytesOnPut holds).
-      if (this.smallGet(key) === undefined) await this.small.put(this.smallKey(key), val);
-      this.remember(file, val);
+      if (this.smallGet(key) === undefined) await this.small.put(name, val);
+      this.remember(name, val);
       return key;
     }
+    const { dir, file } = this.locate(key);
     // A block is its bytes: one already stored is not written again (as Kubo's
-    // blockstore does). Re-uploads cost a stat per block instead of a file
-    // each, and no inode is replaced (ext4 makes creating files soon after
-    // deleting many slow).
-    if (await fileExists(file)) {
-      this.remember(file, val);
+    // blockstore does). A block file from before counts as stored.
+    if (this.files && (await fileExists(file))) {
+      this.remember(name, val);
+      return key;
+    }
+    if (this.packs) {
+      await this.packs.put(PACK_KEY_PREFIX + name, key.multihash.bytes, val);
+      this.remember(name, val);
       return key;
     }
     if (!this.shards.has(dir)) {
@@ -194,7 +232,7 @@ export class FileBlockstore extends FsBlockstore {
     try {
       await writeFile(temporary, val);
       await rename(temporary, file);
-      this.remember(file, val);
+      this.remember(name, val);
     } catch (err) {
       await rm(temporary, { force: true }).catch(() => {});
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') this.shards.delete(dir); // the shard went away; recreate next time
@@ -204,25 +242,36 @@ export class FileBlockstore extends FsBlockstore {
   }
 
   override async delete(key: CID, options?: AbortOptions): Promise<void> {
-    this.heads.delete(this.locate(key).file);
-    if (this.small && this.smallGet(key) !== undefined) await this.small.del(this.smallKey(key));
-    await super.delete(key, options);
+    const name = this.smallKey(key);
+    this.heads.delete(name);
+    if (this.small && this.smallGet(key) !== undefined) await this.small.del(name);
+    await this.packs?.delete(PACK_KEY_PREFIX + name);
+    if (this.files) await super.delete(key, options);
   }
 
   override async has(key: CID, options?: AbortOptions): Promise<boolean> {
-    return this.smallGet(key) !== undefined || super.has(key, options);
+    if (this.smallGet(key) !== undefined || this.packs?.has(PACK_KEY_PREFIX + this.smallKey(key))) return true;
+    return this.files && super.has(key, options);
   }
 
   override async *getAll(options?: AbortOptions): AsyncGenerator<{ cid: CID; bytes: AsyncGenerator<Uint8Array> }> {
     if (this.small) {
-      for await (const name of this.small.keys()) {
+      for await (const name of this.small.keys({ lt: PACK_KEY_PREFIX })) {
         options?.signal?.throwIfAborted();
         const cid = CID.decode(base32upper.decoder.decode(name));
         const bytes = this.smallGet(cid);
         if (bytes) yield { cid, bytes: (async function* () { yield bytes; })() };
       }
     }
-    yield* super.getAll(options) as AsyncGenerator<{ cid: CID; bytes: AsyncGenerator<Uint8Array> }>;
+    if (this.packs) {
+      for await (const multihash of this.packs.multihashes()) {
+        options?.signal?.throwIfAborted();
+        const cid = CID.decode(multihash);
+        const get = () => this.get(cid, options);
+        yield { cid, bytes: (async function* () { yield* get(); })() };
+      }
+    }
+    if (this.files) yield* super.getAll(options) as AsyncGenerator<{ cid: CID; bytes: AsyncGenerator<Uint8Array> }>;
   }
 
   override async *get(key: CID, options?: AbortOptions): AsyncGenerator<Uint8Array> {
@@ -232,6 +281,12 @@ export class FileBlockstore extends FsBlockstore {
       yield small;
       return;
     }
+    const packed = await this.packs?.read(PACK_KEY_PREFIX + this.smallKey(key));
+    if (packed) {
+      yield packed;
+      return;
+    }
+    if (!this.files) throw new BlockNotFoundError(`block ${key} not found`);
     let bytes: Buffer;
     try {
       bytes = await readBlockFile(this.locate(key).file);
@@ -245,11 +300,15 @@ export class FileBlockstore extends FsBlockstore {
   /** At most `length` bytes from the start of a block. */
   async readPrefix(key: CID, length: number, options?: AbortOptions): Promise<Uint8Array> {
     options?.signal?.throwIfAborted();
-    const { file } = this.locate(key);
-    const head = length === 1 ? this.heads.get(file) : undefined;
+    const name = this.smallKey(key);
+    const head = length === 1 ? this.heads.get(name) : undefined;
     if (head !== undefined) return head < 0 ? new Uint8Array(0) : Uint8Array.of(head);
     const small = this.smallGet(key);
     if (small) return small.subarray(0, length);
+    const packed = await this.packs?.read(PACK_KEY_PREFIX + name, 0, length);
+    if (packed) return packed;
+    if (!this.files) throw new BlockNotFoundError(`block ${key} not found`);
+    const { file } = this.locate(key);
     let handle;
     try {
       handle = await open(file, 'r');

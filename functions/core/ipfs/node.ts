@@ -64,7 +64,10 @@ async function stores(config: Config): Promise<{ blockstore: Blockstore; datasto
   await datastore.open();
   groupCommits(datastore.db as unknown as GroupCommitLevel);
   await adoptFileDatastore(join(config.dataDir, 'ipfs', 'datastore'), datastore);
-  const blockstore = new FileBlockstore(join(config.dataDir, 'ipfs', 'blocks'), { smallBlocks: join(config.dataDir, 'ipfs', 'small-blocks') });
+  const blockstore = new FileBlockstore(join(config.dataDir, 'ipfs', 'blocks'), {
+    smallBlocks: join(config.dataDir, 'ipfs', 'small-blocks'),
+    packs: join(config.dataDir, 'ipfs', 'packs'),
+  });
   try {
     await blockstore.open();
   } catch (err) {
