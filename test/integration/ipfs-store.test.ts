@@ -168,3 +168,19 @@ test('a block already stored is not written again: its pack stays as it was, and
   expect(packs.packSizes()).toEqual(before.sizes);
   expect((await readAll((await openFile(node.blockstore, again.cid)).stream())).equals(bytes)).toBe(true);
 });
+
+test('pinRoot resolves only once the pin records are on disk: a failed write fails the pin', async () => {
+  const { cid } = await importFile(node.blockstore, pieces(randomBytes(3 * 262144)));
+  const db = (node.helia.datastore as unknown as { db: { batch: (...args: unknown[]) => Promise<void> } }).db;
+  const batch = db.batch;
+  db.batch = () => Promise.reject(new Error('disk full'));
+  try {
+    await expect(pinRoot(node, cid)).rejects.toThrow('disk full');
+  } finally {
+    db.batch = batch;
+  }
+  // Nothing half-written: what the failed batch held is not read back either.
+  expect(await node.helia.pins.isPinned(cid)).toBe(false);
+  await pinRoot(node, cid);
+  expect(await node.helia.pins.isPinned(cid)).toBe(true);
+});

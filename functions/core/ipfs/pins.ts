@@ -86,7 +86,7 @@ export class LocalUploadGate implements UploadGate {
   }
 }
 
-/** Pins the DAG under its own root pin (a block merely covered by another pin is not enough). */
+/** Pins the DAG under its own root pin (a block merely covered by another pin is not enough); resolves once the pin is on disk. */
 export async function pinRoot(node: IpfsNode, cid: CID, signal?: AbortSignal): Promise<void> {
   const prefixes = 'readPrefix' in node.blockstore ? (node.blockstore as unknown as PrefixReader) : undefined;
   try {
@@ -95,6 +95,9 @@ export async function pinRoot(node: IpfsNode, cid: CID, signal?: AbortSignal): P
     }
   } catch (err) {
     if ((err as Error).name !== 'AlreadyPinnedError') throw err;
+  } finally {
+    // Even a failed pin's records must be written before anything else relies on them.
+    await node.pinsWritten?.();
   }
 }
 
@@ -120,6 +123,8 @@ export async function unpinAndCollect(node: IpfsNode, cid: CID): Promise<number>
     // Never pinned (an upload that failed before committing): walk what exists.
     dag.push(...(await walkPresent(node, cid)));
   }
+  // The records that unpin these blocks are on disk before any block goes.
+  await node.pinsWritten?.();
   let deleted = 0;
   for (const block of dag) {
     if (await node.helia.pins.isPinned(block)) continue;
