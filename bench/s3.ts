@@ -22,18 +22,14 @@
  * with the flags `npm start` passes, and s3rver as its own command does).
  */
 import { spawn } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { MemoryBlockstore } from 'blockstore-core/memory';
-import type { CID } from 'multiformats/cid';
-import { FileBlockstore } from '../functions/core/ipfs/file-blockstore.js';
-import { importFile } from '../functions/core/ipfs/import.js';
-import { freePort } from '../test/support/service.js';
+import { freePort } from '../test/support/service-env.js';
 import { LEAN_NODE_FLAGS, peakRssMiB, ROOT, startChildService, stopChild, waitForHttp } from '../test/support/child-service.js';
 
 const num = (name: string, fallback: number) => {
@@ -317,48 +313,6 @@ function summarize(t: Target): Results {
   return out;
 }
 
-/** Throws blocks away (and, like the file blockstore, lets their buffers be reused): the importer's own cost. */
-class DiscardingBlockstore extends MemoryBlockstore {
-  readonly releasesBytesOnPut = true;
-  override put(key: CID): Promise<CID> {
-    return Promise.resolve(key);
-  }
-}
-
-/** CID import (Kubo's settings) of `bytes` in 64 KiB pieces, as an upload arrives, against SHA-256 of the same pieces. */
-async function cidImport(bytes: Buffer): Promise<{ sha256: number; hashing: number; memory: number; fs: number }> {
-  const pieces = function* () {
-    for (let o = 0; o < bytes.length; o += 65536) yield bytes.subarray(o, o + 65536);
-  };
-  const rate = (ms: number) => bytes.length / 1e6 / (ms / 1000);
-  const time = async (run: () => Promise<unknown>) => {
-    const t = performance.now();
-    await run();
-    return performance.now() - t;
-  };
-  const source = () => (async function* () { yield* pieces(); })();
-  const sha = () =>
-    time(async () => {
-      const h = createHash('sha256');
-      for (const p of pieces()) h.update(p);
-      h.digest();
-    });
-  const hashing = () => time(() => importFile(new DiscardingBlockstore(), source()));
-  const mem = () => time(() => importFile(new MemoryBlockstore(), source()));
-  const fsImport = async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'cairn-bench-blocks-'));
-    leftovers.push(dir);
-    const store = new FileBlockstore(dir);
-    await store.open();
-    return time(() => importFile(store, source()));
-  };
-  // Warm up, then keep the best of three.
-  await sha();
-  await hashing();
-  const bestOf = async (run: () => Promise<number>) => Math.min(await run(), await run(), await run());
-  return { sha256: rate(await bestOf(sha)), hashing: rate(await bestOf(hashing)), memory: rate(await bestOf(mem)), fs: rate(await bestOf(fsImport)) };
-}
-
 const fmt = (m: Measure | undefined, digits = 0) => (!m ? '-' : 'value' in m ? m.value.toFixed(digits) : `n/a (${m.error})`);
 
 function ratioCell(a: Measure | undefined, b: Measure | undefined): { text: string; value?: number } {
@@ -411,7 +365,14 @@ async function main(): Promise<void> {
     }
   }
   log('  CID import');
-  const cid = await cidImport(big);
+  // Loaded only now: the servers' client process carries no IPFS modules (a
+  // larger heap makes every collection, and so every socket read, dearer).
+  const { cidImport } = await import('./cid-import.js');
+  const cid = await cidImport(big, async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cairn-bench-blocks-'));
+    leftovers.push(dir);
+    return dir;
+  });
 
   const c = results.Cairn;
   const s = results.s3rver;

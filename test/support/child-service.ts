@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { S3Client } from '@aws-sdk/client-s3';
-import { BOOT, serviceEnv } from './service.js';
+import { BOOT, serviceEnv } from './service-env.js';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 

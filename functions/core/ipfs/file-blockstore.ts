@@ -128,6 +128,8 @@ export class FileBlockstore extends FsBlockstore {
   private readonly heads = new Map<string, number>();
 
   private small?: SmallBlockDb;
+  /** Small blocks being written, by key. */
+  private readonly writingSmall = new Map<string, Promise<void>>();
   private packs?: PackStore;
   /** Whether the directory holds blocks written as files (by this store without `smallBlocks`, or by earlier versions). */
   private files = true;
@@ -208,7 +210,14 @@ export class FileBlockstore extends FsBlockstore {
     const name = this.smallKey(key);
     if (this.small && val.length <= SMALL_BLOCK) {
       // LevelDB copies the bytes before put() resolves (releasesBytesOnPut holds).
-      if (this.smallGet(key) === undefined) await this.small.put(name, val);
+      // A put of a block being written waits for that write (reads see it sooner).
+      const pending = this.writingSmall.get(name);
+      if (pending) await pending;
+      else if (this.smallGet(key) === undefined) {
+        const write = this.small.put(name, val).finally(() => this.writingSmall.delete(name));
+        this.writingSmall.set(name, write);
+        await write;
+      }
       this.remember(name, val);
       return key;
     }

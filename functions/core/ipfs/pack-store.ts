@@ -121,6 +121,8 @@ interface Append {
   multihash: Uint8Array;
   bytes: Uint8Array;
   expect?: Location;
+  /** Set by write(): resolves once the block's index entry is written. */
+  indexed?: Promise<unknown>;
 }
 
 export class PackStore {
@@ -188,10 +190,11 @@ export class PackStore {
 
   /** Stores a block unless it is stored (or being stored) already; resolves once it is on disk and indexed. */
   put(key: string, multihash: Uint8Array, bytes: Uint8Array): Promise<void> {
-    if (this.has(key)) return Promise.resolve();
+    // A block being written is not stored until its index entry is written (the index reads it sooner).
     const pending = this.writing.get(key);
     if (pending) return pending;
-    const done = this.appends.commit([{ key, multihash, bytes }]).finally(() => this.writing.delete(key));
+    if (this.has(key)) return Promise.resolve();
+    const done = this.append({ key, multihash, bytes }).finally(() => this.writing.delete(key));
     this.writing.set(key, done);
     return done;
   }
@@ -238,6 +241,12 @@ export class PackStore {
   /** The pack files and their sizes (for tests and tools). */
   packSizes(): Map<number, number> {
     return new Map([...this.packs].map(([pack, { size }]) => [pack, size]));
+  }
+
+  /** Resolves once the block is written and indexed. */
+  private async append(op: Append): Promise<void> {
+    await this.appends.commit([op]);
+    await op.indexed;
   }
 
   private count(pack: number, bytes: number): void {
@@ -317,7 +326,11 @@ export class PackStore {
     }
   }
 
-  /** Appends one batch of blocks with one writev, then indexes them together. */
+  /**
+   * Appends one batch of blocks with one writev, then indexes them together.
+   * The next batch's writev need not wait for the index: each block's
+   * `indexed` says when its entry is written.
+   */
   private async write(ops: Append[]): Promise<void> {
     const current = await this.packFor();
     const buffers: Uint8Array[] = [];
@@ -343,21 +356,16 @@ export class PackStore {
       current.size = Infinity;
       throw err;
     }
-    const indexed: Promise<void>[] = [];
-    const moved: Location[] = [];
     ops.forEach((op, i) => {
       const loc = locations[i]!;
-      if (op.expect) {
-        // A compaction's move: only if the block was neither deleted nor moved meanwhile.
-        if (!sameLocation(this.locate(op.key), op.expect)) return;
-        moved.push(op.expect);
-      }
-      indexed.push(this.index.put(op.key, encodeLocation(loc))); // one LevelDB batch (group commit)
+      const old = op.expect;
+      // A compaction's move: only if the block was neither deleted nor moved meanwhile.
+      if (old && !sameLocation(this.locate(op.key), old)) return;
+      const put = this.index.put(op.key, encodeLocation(loc)); // one LevelDB batch (group commit)
+      // Only once the new entry is written may the old pack, if emptied, be removed.
+      op.indexed = old ? put.then(() => this.count(old.pack, -old.record)) : put;
       counts.live += loc.record;
     });
-    await Promise.all(indexed);
-    // Only now, with the new entries written, may an emptied pack be removed.
-    for (const old of moved) this.count(old.pack, -old.record);
   }
 
   /** The pack to append to: the current one, or a new one once it is full. */
@@ -399,7 +407,7 @@ export class PackStore {
       const here: Location = { pack, offset: position + HEADER + hashLength, length, record };
       if (sameLocation(this.locate(key), here)) {
         const bytes = await this.readAt(pack, here.offset, length);
-        moves.push(this.appends.commit([{ key, multihash: Uint8Array.from(multihash), bytes, expect: here }]));
+        moves.push(this.append({ key, multihash: Uint8Array.from(multihash), bytes, expect: here }));
         if (moves.length >= 16) await Promise.all(moves.splice(0));
       }
       position += record;
