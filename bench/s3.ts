@@ -10,6 +10,12 @@
  * server's CPU time per operation, by thread, and the client's. Then CID
  * import throughput against SHA-256.
  *
+ * The client (this process) loads nothing of the service, and `npm run
+ * bench:s3` runs it with `--external-memory-accounted-in-global-limit`
+ * (see LEAN_NODE_FLAGS): otherwise the client spends most of a big GET in
+ * full collections its own socket buffers start, and, the slowest party on
+ * two cores, it sets the pace whichever server it reads from.
+ *
  * A step that fails prints "n/a (<error code>)" and the run goes on.
  *
  * Knobs (environment): BENCH_BIG_MIB (256), BENCH_SMALL_COUNT (2000),
