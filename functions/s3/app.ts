@@ -2,7 +2,7 @@
  * The S3-compatible API as one HttpHandler: parse, authenticate, authorise,
  * dispatch. Every failure leaves as S3 XML with S3's code and status.
  */
-import { randomBytes } from 'node:crypto';
+import { newRequestId } from '../core/ids.js';
 import type { HttpHandler, HttpRequest } from '../core/http/types.js';
 import type { Config } from '../core/config.js';
 import type { Services } from '../core/services.js';
@@ -92,7 +92,7 @@ async function authorise(ctx: S3Context): Promise<void> {
 export function createS3Handler(services: Services, now: () => Date = () => new Date()): HttpHandler {
   const { logger, config } = services;
   return async (req) => {
-    const requestId = randomBytes(8).toString('hex').toUpperCase();
+    const requestId = newRequestId();
     let s3: S3Request | undefined;
     let response: Response;
     try {

@@ -5,7 +5,7 @@ import type { Authenticated } from './auth.js';
 import type { S3Request } from './router.js';
 import type { Bucket } from '../core/data/buckets.js';
 import type { ObjectRecord } from '../core/data/objects.js';
-import { cidV0, cidV1 } from '../core/ipfs/cid.js';
+import { cidForms, cidV1 } from '../core/ipfs/cid.js';
 
 export interface S3Context {
   services: Services;
@@ -18,7 +18,8 @@ export interface S3Context {
 }
 
 export function ipfsHeaders(cid: string): Record<string, string> {
-  return { 'x-service-ipfs-hash': cidV1(cid), 'x-service-ipfs-hash-v0': cidV0(cid) };
+  const { v1, v0 } = cidForms(cid);
+  return { 'x-service-ipfs-hash': v1, 'x-service-ipfs-hash-v0': v0 };
 }
 
 export function isOwner(ctx: S3Context): boolean {

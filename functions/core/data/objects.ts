@@ -19,7 +19,7 @@
 import { DeleteCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { randomBytes } from 'node:crypto';
+import { uniqueToken } from '../ids.js';
 import type { Database } from './dynamo.js';
 import { withoutKeys } from './tables.js';
 import { bucketWritableCondition } from './buckets.js';
@@ -209,7 +209,7 @@ export class ObjectStore {
   }
 
   private async write(record: ObjectRecord, old: Record<string, unknown> | undefined, also: TransactItem[]): Promise<void> {
-    const version = randomBytes(8).toString('hex');
+    const version = uniqueToken();
     const item = {
       ...stripUndefined(record),
       pk: record.bucket,
@@ -422,7 +422,7 @@ export function cidReference(cid: string, holder: string): { pk: string; sk: str
 
 /** The item making a CID a collection candidate (re-putting it refreshes `at`). */
 export function candidateItem(cid: string) {
-  return { pk: '#GC', sk: cid, at: `${new Date().toISOString()}#${randomBytes(4).toString('hex')}` };
+  return { pk: '#GC', sk: cid, at: `${new Date().toISOString()}#${uniqueToken()}` };
 }
 
 function stripUndefined<T extends object>(value: T): T {

@@ -24,7 +24,7 @@
  */
 import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { randomBytes } from 'node:crypto';
+import { uniqueToken } from '../ids.js';
 import type { Database } from './dynamo.js';
 import { bucketWritableCondition } from './buckets.js';
 import { candidateItem, cidReference, NoSuchBucketError, prefixSuccessor, type ObjectRecord, type TransactItem } from './objects.js';
@@ -172,7 +172,7 @@ export class UploadStore {
       items.push({
         Put: {
           TableName: this.table,
-          Item: { ...stripUndefined(part), ...key, version: randomBytes(8).toString('hex') },
+          Item: { ...stripUndefined(part), ...key, version: uniqueToken() },
           ...(old
             ? { ConditionExpression: 'version = :v', ExpressionAttributeValues: { ':v': old.version } }
             : { ConditionExpression: 'attribute_not_exists(pk)' }),

@@ -32,6 +32,12 @@ export function cidV1(cid: CID | string): string {
   return parsed.toV1().toString();
 }
 
+/** Both forms from one parse (a v0 string's base58 decoding is the costly part). */
+export function cidForms(cid: string): { v1: string; v0: string } {
+  const parsed = CID.parse(cid);
+  return { v1: parsed.toV1().toString(), v0: parsed.version === 0 ? cid : parsed.toV0().toString() };
+}
+
 export function cidV0(cid: CID | string): string {
   const parsed = typeof cid === 'string' ? CID.parse(cid) : cid;
   return parsed.version === 0 ? parsed.toString() : parsed.toV0().toString();
