@@ -89,3 +89,22 @@ export function groupCommits(db: GroupCommitLevel): void {
     return op.value instanceof Uint8Array ? op.value.slice() : op.value;
   };
 }
+
+/**
+ * Writes in flight, by key, for a store whose reads see a write before it is
+ * on disk (groupCommits): a second write of a key waits for the first
+ * instead of taking what it reads as already stored.
+ */
+export class WritesInFlight {
+  private readonly pending = new Map<string, Promise<void>>();
+
+  /** Runs `write` unless the key is being written (then waits for that write) or `stored()` says it is on disk already. */
+  once(key: string, stored: () => boolean, write: () => Promise<void>): Promise<void> {
+    const pending = this.pending.get(key);
+    if (pending) return pending;
+    if (stored()) return Promise.resolve();
+    const done = write().finally(() => this.pending.delete(key));
+    this.pending.set(key, done);
+    return done;
+  }
+}

@@ -5,7 +5,7 @@
  */
 import type { ListQuery, ObjectRecord } from '../core/data/objects.js';
 import { prefixSuccessor } from '../core/data/objects.js';
-import { cidV0, cidV1 } from '../core/ipfs/cid.js';
+import { cidForms } from '../core/ipfs/cid.js';
 import { owner } from './buckets.js';
 import { presentedEtag, type S3Context } from './context.js';
 import { errors } from './errors.js';
@@ -84,8 +84,14 @@ async function contents(ctx: S3Context, c: Common, records: ObjectRecord[], with
     Size: r.size,
     StorageClass: 'STANDARD',
     Owner: who,
-    ...(c.hashes ? { IpfsHash: cidV1(r.cid), IpfsHashV0: cidV0(r.cid) } : {}),
+    ...(c.hashes ? listedHashes(r.cid) : {}),
   }));
+}
+
+/** Cairn's listing extension: both CID forms, from one parse. */
+function listedHashes(cid: string): { IpfsHash: string; IpfsHashV0: string } {
+  const { v1, v0 } = cidForms(cid);
+  return { IpfsHash: v1, IpfsHashV0: v0 };
 }
 
 async function page(ctx: S3Context, c: Common, from: Pick<ListQuery, 'after' | 'startAt'>) {

@@ -159,7 +159,7 @@ test('a block already stored is not written again: its pack stays as it was, and
   const leaves = decode(Buffer.concat(rootBytes)).Links.map((link) => link.Hash);
   expect(leaves.length).toBe(3);
   const packs = (node.blockstore as FileBlockstore).packStore!;
-  const where = () => leaves.map((cid) => packs.locate(PackStore.key(cid.multihash.bytes)));
+  const where = () => leaves.map((cid) => packs.locate(PackStore.nameOf(cid.multihash.bytes)));
   const before = { at: where(), sizes: packs.packSizes() };
   expect(before.at.every((loc) => loc !== undefined)).toBe(true); // full leaves live in packs
   const again = await importFile(node.blockstore, pieces(bytes, 10007));

@@ -29,7 +29,7 @@ import { basename, join } from 'node:path';
 import { FsBlockstore } from 'blockstore-fs';
 import { base32upper } from 'multiformats/bases/base32';
 import { CID } from 'multiformats/cid';
-import { groupCommits, type GroupCommitLevel } from '../group-commit.js';
+import { groupCommits, WritesInFlight, type GroupCommitLevel } from '../group-commit.js';
 import { PackStore, PACK_KEY_PREFIX, type PackIndexDb } from './pack-store.js';
 
 type AbortOptions = { signal?: AbortSignal };
@@ -128,8 +128,8 @@ export class FileBlockstore extends FsBlockstore {
   private readonly heads = new Map<string, number>();
 
   private small?: SmallBlockDb;
-  /** Small blocks being written, by key. */
-  private readonly writingSmall = new Map<string, Promise<void>>();
+  /** Small blocks being written. */
+  private readonly writingSmall = new WritesInFlight();
   private packs?: PackStore;
   /** Whether the directory holds blocks written as files (by this store without `smallBlocks`, or by earlier versions). */
   private files = true;
@@ -182,14 +182,15 @@ export class FileBlockstore extends FsBlockstore {
     return this.packs;
   }
 
-  private smallKey(cid: CID): string {
-    return base32upper.encoder.encode(cid.multihash.bytes);
+  /** A block's name in the small-block database and the pack index: its multihash in base32. */
+  private nameOf(cid: CID): string {
+    return PackStore.nameOf(cid.multihash.bytes);
   }
 
   /** The block from the small-block database, if it is there. */
-  private smallGet(cid: CID): Uint8Array | undefined {
+  private smallGet(name: string): Uint8Array | undefined {
     if (!this.small || this.small.status !== 'open') return undefined;
-    return this.small.getSync(this.smallKey(cid)) ?? undefined;
+    return this.small.getSync(name) ?? undefined;
   }
 
   private remember(key: string, bytes: Uint8Array): void {
@@ -207,17 +208,11 @@ export class FileBlockstore extends FsBlockstore {
   override async put(key: CID, val: Uint8Array | Iterable<Uint8Array> | AsyncIterable<Uint8Array>, options?: AbortOptions): Promise<CID> {
     if (!(val instanceof Uint8Array)) return super.put(key, val, options);
     options?.signal?.throwIfAborted();
-    const name = this.smallKey(key);
-    if (this.small && val.length <= SMALL_BLOCK) {
+    const name = this.nameOf(key);
+    const small = this.small;
+    if (small && val.length <= SMALL_BLOCK) {
       // LevelDB copies the bytes before put() resolves (releasesBytesOnPut holds).
-      // A put of a block being written waits for that write (reads see it sooner).
-      const pending = this.writingSmall.get(name);
-      if (pending) await pending;
-      else if (this.smallGet(key) === undefined) {
-        const write = this.small.put(name, val).finally(() => this.writingSmall.delete(name));
-        this.writingSmall.set(name, write);
-        await write;
-      }
+      await this.writingSmall.once(name, () => this.smallGet(name) !== undefined, () => small.put(name, val));
       this.remember(name, val);
       return key;
     }
@@ -229,7 +224,7 @@ export class FileBlockstore extends FsBlockstore {
       return key;
     }
     if (this.packs) {
-      await this.packs.put(PACK_KEY_PREFIX + name, key.multihash.bytes, val);
+      await this.packs.put(name, key.multihash.bytes, val);
       this.remember(name, val);
       return key;
     }
@@ -251,15 +246,16 @@ export class FileBlockstore extends FsBlockstore {
   }
 
   override async delete(key: CID, options?: AbortOptions): Promise<void> {
-    const name = this.smallKey(key);
+    const name = this.nameOf(key);
     this.heads.delete(name);
-    if (this.small && this.smallGet(key) !== undefined) await this.small.del(name);
-    await this.packs?.delete(PACK_KEY_PREFIX + name);
+    if (this.small && this.smallGet(name) !== undefined) await this.small.del(name);
+    await this.packs?.delete(name);
     if (this.files) await super.delete(key, options);
   }
 
   override async has(key: CID, options?: AbortOptions): Promise<boolean> {
-    if (this.smallGet(key) !== undefined || this.packs?.has(PACK_KEY_PREFIX + this.smallKey(key))) return true;
+    const name = this.nameOf(key);
+    if (this.smallGet(name) !== undefined || this.packs?.has(name)) return true;
     return this.files && super.has(key, options);
   }
 
@@ -268,7 +264,7 @@ export class FileBlockstore extends FsBlockstore {
       for await (const name of this.small.keys({ lt: PACK_KEY_PREFIX })) {
         options?.signal?.throwIfAborted();
         const cid = CID.decode(base32upper.decoder.decode(name));
-        const bytes = this.smallGet(cid);
+        const bytes = this.smallGet(name);
         if (bytes) yield { cid, bytes: (async function* () { yield bytes; })() };
       }
     }
@@ -285,12 +281,13 @@ export class FileBlockstore extends FsBlockstore {
 
   override async *get(key: CID, options?: AbortOptions): AsyncGenerator<Uint8Array> {
     options?.signal?.throwIfAborted();
-    const small = this.smallGet(key);
+    const name = this.nameOf(key);
+    const small = this.smallGet(name);
     if (small) {
       yield small;
       return;
     }
-    const packed = await this.packs?.read(PACK_KEY_PREFIX + this.smallKey(key));
+    const packed = await this.packs?.read(name);
     if (packed) {
       yield packed;
       return;
@@ -309,12 +306,12 @@ export class FileBlockstore extends FsBlockstore {
   /** At most `length` bytes from the start of a block. */
   async readPrefix(key: CID, length: number, options?: AbortOptions): Promise<Uint8Array> {
     options?.signal?.throwIfAborted();
-    const name = this.smallKey(key);
+    const name = this.nameOf(key);
     const head = length === 1 ? this.heads.get(name) : undefined;
     if (head !== undefined) return head < 0 ? new Uint8Array(0) : Uint8Array.of(head);
-    const small = this.smallGet(key);
+    const small = this.smallGet(name);
     if (small) return small.subarray(0, length);
-    const packed = await this.packs?.read(PACK_KEY_PREFIX + name, 0, length);
+    const packed = await this.packs?.read(name, 0, length);
     if (packed) return packed;
     if (!this.files) throw new BlockNotFoundError(`block ${key} not found`);
     const { file } = this.locate(key);

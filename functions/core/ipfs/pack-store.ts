@@ -34,7 +34,7 @@ import fs from 'node:fs';
 import { mkdir, readdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { base32upper } from 'multiformats/bases/base32';
-import { GroupCommit } from '../group-commit.js';
+import { GroupCommit, WritesInFlight } from '../group-commit.js';
 
 /** A pack takes no new blocks once it holds this many bytes. */
 export const PACK_BYTES = 64 * 1024 * 1024;
@@ -117,6 +117,7 @@ interface Handle {
 
 /** One block to append; `expect`: a compaction's move, indexed only if the block is still there. */
 interface Append {
+  /** Its index key. */
   key: string;
   multihash: Uint8Array;
   bytes: Uint8Array;
@@ -132,8 +133,8 @@ export class PackStore {
   /** The pack being appended to (created at the first write after start); its descriptor is a handle the writer holds. */
   private current?: { pack: number; fd: number; size: number; handle: Handle };
   private next = 1;
-  /** Blocks being written, by index key (a second put of one waits for the first). */
-  private readonly writing = new Map<string, Promise<void>>();
+  /** Blocks being written (a second put of one waits for the first). */
+  private readonly writing = new WritesInFlight();
   private readonly appends = new GroupCommit<Append>((ops) => this.write(ops));
   private readonly compactions = new Set<number>();
   private compacting: Promise<void> = Promise.resolve();
@@ -175,34 +176,29 @@ export class PackStore {
     this.current = undefined;
   }
 
-  static key(multihash: Uint8Array): string {
-    return PACK_KEY_PREFIX + base32upper.encoder.encode(multihash);
+  /** A block's name here: its multihash in base32 (as the small-block database names blocks). */
+  static nameOf(multihash: Uint8Array): string {
+    return base32upper.encoder.encode(multihash);
   }
 
-  locate(key: string): Location | undefined {
-    const value = this.index.getSync(key);
-    return value ? decodeLocation(value) : undefined;
+  locate(name: string): Location | undefined {
+    return this.locateKey(PACK_KEY_PREFIX + name);
   }
 
-  has(key: string): boolean {
-    return this.index.getSync(key) !== undefined;
+  has(name: string): boolean {
+    return this.index.getSync(PACK_KEY_PREFIX + name) !== undefined;
   }
 
   /** Stores a block unless it is stored (or being stored) already; resolves once it is on disk and indexed. */
-  put(key: string, multihash: Uint8Array, bytes: Uint8Array): Promise<void> {
-    // A block being written is not stored until its index entry is written (the index reads it sooner).
-    const pending = this.writing.get(key);
-    if (pending) return pending;
-    if (this.has(key)) return Promise.resolve();
-    const done = this.append({ key, multihash, bytes }).finally(() => this.writing.delete(key));
-    this.writing.set(key, done);
-    return done;
+  put(name: string, multihash: Uint8Array, bytes: Uint8Array): Promise<void> {
+    const key = PACK_KEY_PREFIX + name;
+    return this.writing.once(key, () => this.index.getSync(key) !== undefined, () => this.append({ key, multihash, bytes }));
   }
 
   /** `length` bytes from `start` of the block (all of it by default); undefined if it is not here. */
-  async read(key: string, start = 0, length?: number): Promise<Buffer | undefined> {
+  async read(name: string, start = 0, length?: number): Promise<Buffer | undefined> {
     for (let attempt = 0; ; attempt++) {
-      const loc = this.locate(key);
+      const loc = this.locate(name);
       if (!loc) return undefined;
       const want = Math.max(0, Math.min(length ?? loc.length, loc.length - start));
       try {
@@ -216,8 +212,9 @@ export class PackStore {
   }
 
   /** Removes a block from the index; its bytes are reclaimed with its pack. */
-  async delete(key: string): Promise<boolean> {
-    const loc = this.locate(key);
+  async delete(name: string): Promise<boolean> {
+    const key = PACK_KEY_PREFIX + name;
+    const loc = this.locateKey(key);
     if (!loc) return false;
     const removed = this.index.del(key); // seen by locate() from now on
     this.count(loc.pack, -loc.record);
@@ -241,6 +238,11 @@ export class PackStore {
   /** The pack files and their sizes (for tests and tools). */
   packSizes(): Map<number, number> {
     return new Map([...this.packs].map(([pack, { size }]) => [pack, size]));
+  }
+
+  private locateKey(key: string): Location | undefined {
+    const value = this.index.getSync(key);
+    return value ? decodeLocation(value) : undefined;
   }
 
   /** Resolves once the block is written and indexed. */
@@ -360,7 +362,7 @@ export class PackStore {
       const loc = locations[i]!;
       const old = op.expect;
       // A compaction's move: only if the block was neither deleted nor moved meanwhile.
-      if (old && !sameLocation(this.locate(op.key), old)) return;
+      if (old && !sameLocation(this.locateKey(op.key), old)) return;
       const put = this.index.put(op.key, encodeLocation(loc)); // one LevelDB batch (group commit)
       // Only once the new entry is written may the old pack, if emptied, be removed.
       op.indexed = old ? put.then(() => this.count(old.pack, -old.record)) : put;
@@ -403,9 +405,9 @@ export class PackStore {
       const record = HEADER + hashLength + length;
       if (header.length < HEADER + hashLength || position + record > counts.size) break;
       const multihash = header.subarray(HEADER, HEADER + hashLength);
-      const key = PackStore.key(multihash);
+      const key = PACK_KEY_PREFIX + PackStore.nameOf(multihash);
       const here: Location = { pack, offset: position + HEADER + hashLength, length, record };
-      if (sameLocation(this.locate(key), here)) {
+      if (sameLocation(this.locateKey(key), here)) {
         const bytes = await this.readAt(pack, here.offset, length);
         moves.push(this.append({ key, multihash: Uint8Array.from(multihash), bytes, expect: here }));
         if (moves.length >= 16) await Promise.all(moves.splice(0));
