@@ -124,8 +124,6 @@ export class RemoteHashing {
     // bytes (MD5, a checksum, a SigV4 payload hash) there: per 256 MiB about
     // 0.2 s here and 0.8 s there, which leaves this thread, with the HTTP
     // body and the DAG to take care of besides, as busy as that one.
-    const here = inlineLeafHasher();
-    const there = [...names];
     const id = this.nextJob++;
     const job: Job = { waiting: [] };
     this.jobs.set(id, job);
@@ -136,18 +134,17 @@ export class RemoteHashing {
         job.waiting.push({ resolve, reject });
         post(m, transfer);
       });
-    if (!this.dead) post({ job: id, start: there });
+    if (!this.dead) post({ job: id, start: [...names] });
     return {
       leaf: (block, offset, length) => {
-        const { sha256 } = here.leaf(block, offset, length) as LeafHash;
+        const digest = sha256(block);
         // Transfer the block's memory when it is the block's alone (leaves are); copy otherwise.
         const own = block.byteOffset === 0 && block.byteLength === block.buffer.byteLength && block.buffer instanceof ArrayBuffer;
-        return ask<Uint8Array>({ job: id, block, offset, length }, own ? [block.buffer as ArrayBuffer] : []).then((back) => ({ sha256, block: back }));
+        return ask<Uint8Array>({ job: id, block, offset, length }, own ? [block.buffer as ArrayBuffer] : []).then((back) => ({ sha256: digest, block: back }));
       },
       finish: async () => {
         try {
-          const [mine, theirs] = await Promise.all([here.finish(), ask<Partial<Record<DigestName, Uint8Array>>>({ job: id, finish: true })]);
-          return { ...theirs, ...mine };
+          return await ask<Partial<Record<DigestName, Uint8Array>>>({ job: id, finish: true });
         } finally {
           this.jobs.delete(id);
         }
