@@ -212,6 +212,7 @@ describe('the in-process client answers as the SDK does over HTTP', () => {
     yes: true,
     nothing: null,
     bytes: new Uint8Array([0, 1, 2, 250]),
+    byteSets: new Set([new Uint8Array([7]), new Uint8Array([8, 9])]),
     list: ['a', 1, { deep: [false] }],
     map: { a: { b: 'c' } },
     strings: new Set(['x', 'y']),
