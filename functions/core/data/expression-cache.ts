@@ -48,9 +48,13 @@ function rebuild(node: unknown, swap: Map<object, Json>): unknown {
   if (node === null || typeof node !== 'object') return node;
   const replacement = swap.get(node);
   if (replacement) return replacement;
-  if (Array.isArray(node)) return node.map((n) => rebuild(n, swap));
+  if (Array.isArray(node)) {
+    const out = new Array(node.length);
+    for (let i = 0; i < node.length; i++) out[i] = rebuild(node[i], swap);
+    return out;
+  }
   const out: Json = {};
-  for (const [k, v] of Object.entries(node)) out[k] = rebuild(v, swap);
+  for (const k in node) out[k] = rebuild((node as Json)[k], swap);
   return out;
 }
 
