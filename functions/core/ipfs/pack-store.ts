@@ -192,7 +192,7 @@ export class PackStore {
   /** Stores a block unless it is stored (or being stored) already; resolves once it is on disk and indexed. */
   put(name: string, multihash: Uint8Array, bytes: Uint8Array): Promise<void> {
     const key = PACK_KEY_PREFIX + name;
-    return this.writing.once(key, () => this.index.getSync(key) !== undefined, () => this.append({ key, multihash, bytes }));
+    return this.writing.once(key, () => this.has(name), () => this.append({ key, multihash, bytes }));
   }
 
   /** `length` bytes from `start` of the block (all of it by default); undefined if it is not here. */
