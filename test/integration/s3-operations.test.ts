@@ -348,6 +348,17 @@ test('anonymous callers cannot create buckets or list', async () => {
   expect(BOOT.accessKeyId).toBeTruthy();
 });
 
+test('answers without a body say Content-Length: 0, as S3 does, not an empty chunked body', async () => {
+  const s3 = service.s3();
+  const seen = captureHeaders(s3);
+  await s3.send(new PutObjectCommand({ Bucket: 'default-bucket', Key: 'empty-answer.txt', Body: 'x' }));
+  expect(seen.headers['content-length']).toBe('0');
+  expect(seen.headers['transfer-encoding']).toBeUndefined();
+  const head = await s3.send(new HeadObjectCommand({ Bucket: 'default-bucket', Key: 'empty-answer.txt' }));
+  expect(head.ContentLength).toBe(1); // HEAD keeps the object's length
+  expect(seen.headers['content-length']).toBe('1');
+});
+
 test('virtual-host-style addressing (<bucket>.<CAIRN_BUCKET_ENDPOINT_DOMAIN>) works like path style', async () => {
   const { S3Client: Client } = await import('@aws-sdk/client-s3');
   const { NodeHttpHandler } = await import('@smithy/node-http-handler');

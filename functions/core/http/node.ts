@@ -91,6 +91,11 @@ export async function writeResponse(res: ServerResponse, response: Response, met
   // Answered before the whole request body arrived (an early error): the
   // rest is discarded, and the connection is not reused.
   if (!res.req.complete && res.req.method !== 'GET' && res.req.method !== 'HEAD') headers.connection = 'close';
+  // No body: say so with Content-Length: 0, as S3 does (Node would
+  // otherwise frame an empty chunked body). HEAD keeps the length it
+  // announced; 204 and 304 carry none.
+  const bodiless = response.status === 204 || response.status === 304 || method === 'HEAD';
+  if (!response.body && !bodiless && !('content-length' in headers)) headers['content-length'] = '0';
   res.writeHead(response.status, headers);
   if (!response.body || method === 'HEAD') {
     await response.body?.cancel();
