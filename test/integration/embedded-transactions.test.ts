@@ -68,6 +68,22 @@ describe.each([
     expect(out.Responses?.map((r) => r.Item?.n)).toEqual([1, undefined, 2]);
   });
 
+
+  test("a transaction's Put over an item moves its index entry, and a Put into a missing table is ResourceNotFound", async () => {
+    const query = async (gsi1pk: string) =>
+      (await db.doc.send(new QueryCommand({ TableName: T(), IndexName: 'gsi1', KeyConditionExpression: 'gsi1pk = :p', ExpressionAttributeValues: { ':p': gsi1pk } }))).Items ?? [];
+    const put = (gsi1pk: string, v: number) =>
+      db.doc.send(new TransactWriteCommand({ TransactItems: [{ Put: { TableName: T(), Item: { pk: id('indexed'), sk: '1', gsi1pk, gsi1sk: 's', v } } }] }));
+    await put(id('idx-old'), 1);
+    expect((await query(id('idx-old'))).map((i) => i.v)).toEqual([1]);
+    await put(id('idx-new'), 2);
+    expect(await query(id('idx-old'))).toEqual([]);
+    expect((await query(id('idx-new'))).map((i) => i.v)).toEqual([2]);
+    const err = await db.doc
+      .send(new TransactWriteCommand({ TransactItems: [{ Put: { TableName: 'no-such-table', Item: { pk: id('x'), sk: '1' } } }] }))
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'ResourceNotFoundException' });
+  });
   test('a transaction whose write fails while it is applied writes nothing', async () => {
     await db.doc.send(new PutCommand({ TableName: T(), Item: { pk: id('text'), sk: 'x', s: 'not a number' } }));
     const err = await db.doc

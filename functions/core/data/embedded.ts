@@ -209,6 +209,9 @@ export async function openEmbeddedDynamo(dataDir: string): Promise<Pick<Embedded
     });
   };
 
+  /** A table's definition (cached, see above), or undefined if there is no such table. */
+  const tableOf = (name: string) => new Promise<Json | undefined>((resolve) => store.getTable(name, false, (err: unknown, t?: Json) => resolve(err ? undefined : t)));
+
   const keySchemas = new Map<string, string[]>();
   const run = (op: string, data: Json) =>
     new Promise<Outcome>((resolve) => {
@@ -245,14 +248,31 @@ export async function openEmbeddedDynamo(dataDir: string): Promise<Pick<Embedded
       return Object.fromEntries(names.map((n) => [n, item?.[n]]));
     },
     lockKey: (table, key) => `${table}\0${JSON.stringify(key)}`,
+    // A transaction's reads and puts go to the item store directly: dynalite's
+    // GetItem and PutItem actions would validate again what plan() has
+    // checked, and PutItem would read the item once more.
     async read(table, key) {
-      const out = await run('GetItem', { TableName: table, Key: key, ConsistentRead: true });
-      if (out.status !== 200) return { error: out };
-      return { item: out.json.Item };
+      const def = await tableOf(table);
+      if (!def) return { error: (await run('GetItem', { TableName: table, Key: key })) }; // dynalite's own not-found answer
+      const invalid = db.validateKey(key, def);
+      if (invalid) return { error: errorOutcome(invalid) };
+      const item = await new Promise<Json | undefined>((resolve, reject) =>
+        store.getItemDb(table).get(db.createKey(key, def), (err: any, value?: Json) =>
+          err && err.name !== 'NotFoundError' ? reject(err) : resolve(err ? undefined : value),
+        ),
+      );
+      return { item };
+    },
+    async put(table, item, existing) {
+      const def = (await tableOf(table))!;
+      await new Promise<void>((resolve, reject) => db.updateIndexes(store, def, existing, item, (err: unknown) => (err ? reject(err) : resolve())));
+      await new Promise<void>((resolve, reject) =>
+        store.getItemDb(table).put(db.createKey(item, def), item, (err: unknown) => (err ? reject(err) : resolve())),
+      );
     },
     checkCondition: (data, existing) => db.checkConditional(data, existing) == null,
     validateItem: async (table, item) => {
-      const def = await new Promise<Json | undefined>((resolve) => store.getTable(table, false, (err: unknown, t?: Json) => resolve(err ? undefined : t)));
+      const def = await tableOf(table);
       const invalid = def ? db.validateItem(item, def) : undefined;
       return invalid ? errorOutcome(invalid) : undefined;
     },

@@ -9,7 +9,9 @@
  *   TransactionCanceledException with a reason per item;
  * - then the writes are applied as one atomic write (the engine's write
  *   sets): should one fail anyway (an update expression that does not fit
- *   the stored item), none is written.
+ *   the stored item), none is written. A Put writes its checked item over
+ *   the before-image it was checked against (no second read); Updates and
+ *   Deletes run dynalite's own operations.
  *
  * So, as in DynamoDB, a transaction is all or nothing, a process killed in
  * the middle included.
@@ -31,6 +33,8 @@ export interface Engine {
   keyOf(table: string, item: Json | undefined): Promise<Json | undefined>;
   lockKey(table: string, key: Json): string;
   read(table: string, key: Json): Promise<{ item?: Json } | { error: Outcome }>;
+  /** Writes a checked item over `existing` (its before-image, read under the lock), with its index entries. */
+  put(table: string, item: Json, existing: Json | undefined): Promise<void>;
   /** Whether validated data's condition holds for the item (undefined: no item). */
   checkCondition(data: Json, existing: Json | undefined): boolean;
   /** An error if the item does not fit the table (key types and sizes). */
@@ -117,9 +121,13 @@ export async function transactWrite(engine: Engine, body: Json): Promise<Outcome
       };
     }
     return engine.atomically(async () => {
-      for (const step of steps) {
+      for (const [i, step] of steps.entries()) {
         if (step.kind === 'ConditionCheck') continue;
         // The conditions held under the locks: apply without re-checking.
+        if (step.kind === 'Put') {
+          await engine.put(step.table, step.data.Item, before[i]);
+          continue;
+        }
         const out = await engine.run(OPERATION[step.kind], { ...step.data, _condition: undefined, Expected: undefined });
         if (out.status !== 200) return out;
       }
