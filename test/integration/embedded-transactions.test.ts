@@ -4,7 +4,7 @@
  * endpoint and the in-process transport, and item locks that keep readers
  * from ever seeing a cancelled transaction's writes.
  */
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { PutItemCommand, TransactionCanceledException, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
 import { BatchGetCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, TransactGetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Database } from '../../functions/core/data/dynamo.js';
 import { startEmbeddedDb, type EmbeddedDb } from '../support/embedded-db.js';
@@ -178,6 +178,24 @@ describe.each([
     const missing = await db.doc.send(new GetCommand({ TableName: 'no-such-table', Key: { pk: 'a', sk: 'b' } })).catch((e: Error) => e);
     expect((missing as Error).name).toBe('ResourceNotFoundException');
     expect((await db.doc.send(new GetCommand({ TableName: T(), Key: { pk: id('one'), sk: 'x' } }))).Item?.n).toBe(1);
+  });
+
+  test("a map's members are validated as dynalite validates them, at any depth and in a transaction", async () => {
+    const item = (m: Record<string, unknown>, pk = id('map')) => ({ pk: { S: pk }, sk: { S: 'x' }, m: { M: m } }) as never;
+    const put = (m: Record<string, unknown>) => db.client.send(new PutItemCommand({ TableName: T(), Item: item(m) })).catch((e: Error) => e);
+    const notANumber = await put({ ok: { S: 'fine' }, deep: { M: { n: { N: 'abc' } } } });
+    expect(notANumber).toMatchObject({ name: 'ValidationException', message: expect.stringContaining('cannot be converted to a numeric value') });
+    const falseNull = await put({ deeper: { M: { x: { L: [{ M: { y: { NULL: false } } }] } } } });
+    expect(falseNull).toMatchObject({ name: 'ValidationException', message: expect.stringContaining('Null attribute value types must have the value of true') });
+    const twoTypes = await put({ a: { S: 'x', N: '1' } });
+    expect(twoTypes).toMatchObject({ name: 'ValidationException', message: expect.stringContaining('more than one datatypes') });
+    const inTx = await db.client
+      .send(new TransactWriteItemsCommand({ TransactItems: [{ Put: { TableName: T(), Item: item({ a: { M: { b: { SS: [] } } } }, id('map-tx')) } }] }))
+      .catch((e: Error) => e);
+    expect(inTx).toMatchObject({ name: 'ValidationException', message: expect.stringContaining('string set  may not be empty') });
+    expect((await db.doc.send(new GetCommand({ TableName: T(), Key: { pk: id('map-tx'), sk: 'x' } }))).Item).toBeUndefined();
+    expect(await put({ s: { S: 'kept' }, nested: { M: { n: { N: '2' }, empty: { M: {} } } } })).toMatchObject({ $metadata: { httpStatusCode: 200 } });
+    expect((await db.doc.send(new GetCommand({ TableName: T(), Key: { pk: id('map'), sk: 'x' } }))).Item?.m).toEqual({ s: 'kept', nested: { n: 2, empty: {} } });
   });
 
   test('a memoized expression still sees each request\'s values and still refuses unused ones', async () => {

@@ -122,11 +122,36 @@ class KeyLocks {
   }
 }
 
+/**
+ * dynalite validates a map attribute ({M: {...}}) by a for-in over its
+ * members inside validateAttributeValue. V8 (Node 24) optimizes that
+ * function, then throws the code away at that loop ("insufficient type
+ * feedback"), then optimizes it again: every object record's checksum map
+ * kept it in that cycle, about one recompilation per 15 writes. Its callers
+ * reach it through the module's exports, so a lone map is validated here,
+ * member by member, in the same order and with the same messages; every
+ * other value goes to dynalite's function.
+ */
+function validateMapsWithoutDeoptLoop(validations: { validateAttributeValue: (value: unknown) => string | undefined }): void {
+  const original = validations.validateAttributeValue;
+  const validate = (value: unknown): string | undefined => {
+    const map = (value as Json | null)?.M;
+    if (map === null || typeof map !== 'object' || Object.keys(value as Json).length !== 1) return original(value);
+    for (const name of Object.keys(map)) {
+      const msg = validate(map[name]);
+      if (msg) return msg;
+    }
+    return undefined;
+  };
+  validations.validateAttributeValue = validate;
+}
+
 /** The engine itself, on the calling thread. */
 export async function openEmbeddedDynamo(dataDir: string): Promise<Pick<EmbeddedDynamo, 'execute' | 'close'>> {
   const db = require('dynalite/db');
   const validations = require('dynalite/validations');
   memoizeExpressionParsers(require);
+  validateMapsWithoutDeoptLoop(validations);
   const actions: Record<string, (store: any, data: Json, cb: (err: any, out?: Json) => void) => void> = {};
   const rules: Record<string, { types: Json; custom?: unknown }> = {};
   for (const op of OPERATIONS) {
