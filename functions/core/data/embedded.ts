@@ -15,13 +15,18 @@
  *   served by the engine's thread, for other processes and for Lambda
  *   handlers pointed at it with DYNAMODB_ENDPOINT. It ignores credentials.
  *
- * Three changes to how dynalite runs, all behind its own interfaces:
+ * Changes to how dynalite runs, all behind its own interfaces and with its
+ * answers:
  * - reads use LevelDB's synchronous get (about 3 µs) instead of its
  *   asynchronous one (25 µs or more of thread-pool hand-off each, and
  *   dynalite reads the table definition on every call);
  * - table definitions are cached while no table is being created, changed
  *   or deleted;
- * - expression parses are memoized (expression-cache.ts).
+ * - expression parses are memoized (expression-cache.ts);
+ * - requests are type-checked without dynalite's per-value allocations
+ *   (check-types.ts), and map attributes are validated without the V8
+ *   deoptimization loop dynalite's validator falls into (see
+ *   validateMapsWithoutDeoptLoop).
  *
  * Item writes hold a lock per item for the whole operation, so a
  * transaction can check every condition first and then apply its writes
@@ -43,6 +48,7 @@ import { createServer, type Server } from 'node:http';
 import { Worker } from 'node:worker_threads';
 import { crc32 } from 'node:zlib';
 import type { InProcessTransport } from './dynamo.js';
+import { checkTypes } from './check-types.js';
 import { memoizeExpressionParsers } from './expression-cache.js';
 import { GroupCommit } from '../group-commit.js';
 import { isHashMessage, type FromHashThread, type HashChannel } from '../hashing/leaf-hasher.js';
@@ -248,13 +254,14 @@ export async function openEmbeddedDynamo(dataDir: string): Promise<Pick<Embedded
       const rule = rules[op];
       if (!rule) return { error: { status: 400, json: { __type: 'com.amazon.coral.service#UnknownOperationException' } } };
       try {
-        // checkTypes deletes the keys it does not know from what it is
-        // given (nested structures' too) and builds the checked data anew.
+        // checkTypes (dynalite's, without its allocations: check-types.ts)
+        // deletes the keys it does not know from what it is given (nested
+        // structures' too) and builds the checked data anew.
         // Bodies are the caller's to give, but a transaction reads its
         // entries' own fields (ReturnValuesOnConditionCheckFailure) after
         // validating them: a copy of the top level keeps those. (A deep
         // copy cost a tenth of the engine's time.)
-        const data = validations.checkTypes({ ...body }, rule.types);
+        const data = checkTypes({ ...body }, rule.types);
         validations.checkValidations(data, rule.types, rule.custom, store);
         return { data };
       } catch (err) {
