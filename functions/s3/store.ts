@@ -8,6 +8,7 @@
  * collection candidate.
  */
 import { NoSuchBucketError, type CommitAlso, type ObjectRecord } from '../core/data/objects.js';
+import { cidText } from '../core/ipfs/cid.js';
 import { importFile } from '../core/ipfs/import.js';
 import { pinRoot } from '../core/ipfs/pins.js';
 import type { Services } from '../core/services.js';
@@ -68,7 +69,7 @@ export async function ingest<T>(services: Services, options: IngestOptions, comm
     }
     const node = await services.ipfs();
     const { cid, size } = await importFile(node.blockstore, limited(), { leaves: hasher });
-    imported = cid.toString();
+    imported = cidText(cid);
     const digests = await hasher.finish();
     if (options.payload) checkPayloadHash(options.payload, digests.sha256 ?? new Uint8Array(0));
     const ingested: Ingested = { cid: imported, size, md5: Buffer.from(digests.md5!).toString('hex') };

@@ -32,10 +32,39 @@ export function cidV1(cid: CID | string): string {
   return parsed.toV1().toString();
 }
 
-/** Both forms from one parse (a v0 string's base58 decoding is the costly part). */
-export function cidForms(cid: string): { v1: string; v0: string } {
+export interface CidForms {
+  readonly v1: string;
+  readonly v0: string;
+}
+
+/** How many CIDs' forms are remembered (the oldest goes first). */
+const FORMS_REMEMBERED = 1024;
+const rememberedForms = new Map<string, CidForms>();
+
+function remember(text: string, forms: CidForms): CidForms {
+  if (rememberedForms.size >= FORMS_REMEMBERED) rememberedForms.delete(rememberedForms.keys().next().value!);
+  rememberedForms.set(text, forms);
+  return forms;
+}
+
+/**
+ * Both forms of a CID string, for response headers and listings. A v0
+ * string's base58 decoding and the base32 encoding cost more than the rest
+ * of a small PUT's CID work, and the same CIDs come back (the upload just
+ * made, an object read again), so recent answers are remembered.
+ */
+export function cidForms(cid: string): CidForms {
+  const known = rememberedForms.get(cid);
+  if (known) return known;
   const parsed = CID.parse(cid);
-  return { v1: parsed.toV1().toString(), v0: parsed.version === 0 ? cid : parsed.toV0().toString() };
+  return remember(cid, Object.freeze({ v1: parsed.toV1().toString(), v0: parsed.version === 0 ? cid : parsed.toV0().toString() }));
+}
+
+/** The CID as `ipfs add` prints it; an imported (v0) CID's forms are remembered on the way, without parsing the string back. */
+export function cidText(cid: CID): string {
+  const text = cid.toString();
+  if (cid.version === 0 && !rememberedForms.has(text)) remember(text, Object.freeze({ v1: cid.toV1().toString(), v0: text }));
+  return text;
 }
 
 export function cidV0(cid: CID | string): string {
