@@ -187,6 +187,9 @@ describe.each([
     expect(notANumber).toMatchObject({ name: 'ValidationException', message: expect.stringContaining('cannot be converted to a numeric value') });
     const falseNull = await put({ deeper: { M: { x: { L: [{ M: { y: { NULL: false } } }] } } } });
     expect(falseNull).toMatchObject({ name: 'ValidationException', message: expect.stringContaining('Null attribute value types must have the value of true') });
+    // A member named __proto__ (JSON allows it) is seen by dynalite's checks, not lost.
+    const proto = await put(JSON.parse('{"__proto__": {"NS": []}}'));
+    expect(proto).toMatchObject({ name: 'ValidationException' });
     const twoTypes = await put({ a: { S: 'x', N: '1' } });
     expect(twoTypes).toMatchObject({ name: 'ValidationException', message: expect.stringContaining('more than one datatypes') });
     const inTx = await db.client

@@ -49,6 +49,7 @@ const requests: Array<[string, Record<string, unknown>]> = [
   ],
   ['updateTable', { TableName: 't', GlobalSecondaryIndexUpdates: [{ Delete: { IndexName: 'g' } }] }],
   ['tagResource', { ResourceArn: 'arn', Tags: [{ Key: 'k', Value: 'v' }] }],
+  ['putItem', { TableName: 'objects', Item: JSON.parse('{"pk": {"S": "p"}, "m": {"M": {"__proto__": {"S": "x"}, "a": {"N": "1"}}}}') }],
 ];
 
 /** Either the checked data and what is left of the input, or the error's message, status and body. */

@@ -142,7 +142,10 @@ function validateMapsWithoutDeoptLoop(validations: { validateAttributeValue: (va
   const original = validations.validateAttributeValue;
   const validate = (value: unknown): string | undefined => {
     const map = (value as Json | null)?.M;
-    if (map === null || typeof map !== 'object' || Object.keys(value as Json).length !== 1) return original(value);
+    // A member named __proto__ gives the checked map another prototype, whose keys dynalite's for-in also sees.
+    if (map === null || typeof map !== 'object' || Object.getPrototypeOf(map) !== Object.prototype || Object.keys(value as Json).length !== 1) {
+      return original(value);
+    }
     for (const name of Object.keys(map)) {
       const msg = validate(map[name]);
       if (msg) return msg;
@@ -242,6 +245,11 @@ export async function openEmbeddedDynamo(dataDir: string): Promise<Pick<Embedded
 
   /** A table's definition (cached, see above), or undefined if there is no such table. */
   const tableOf = (name: string) => new Promise<Json | undefined>((resolve) => store.getTable(name, false, (err: unknown, t?: Json) => resolve(err ? undefined : t)));
+  /** An active table's definition, or dynalite's ResourceNotFound (a table being created or deleted is not found, as in its item actions). */
+  const activeTable = (name: string) =>
+    new Promise<{ def: Json } | { error: Outcome }>((resolve) =>
+      store.getTable(name, true, (err: unknown, def?: Json) => resolve(err ? { error: errorOutcome(err) } : { def: def! })),
+    );
 
   const keySchemas = new Map<string, string[]>();
   const run = (op: string, data: Json) =>
@@ -284,8 +292,9 @@ export async function openEmbeddedDynamo(dataDir: string): Promise<Pick<Embedded
     // GetItem and PutItem actions would validate again what plan() has
     // checked, and PutItem would read the item once more.
     async read(table, key) {
-      const def = await tableOf(table);
-      if (!def) return { error: (await run('GetItem', { TableName: table, Key: key })) }; // dynalite's own not-found answer
+      const found = await activeTable(table);
+      if ('error' in found) return found;
+      const { def } = found;
       const invalid = db.validateKey(key, def);
       if (invalid) return { error: errorOutcome(invalid) };
       const item = await new Promise<Json | undefined>((resolve, reject) =>
@@ -296,11 +305,14 @@ export async function openEmbeddedDynamo(dataDir: string): Promise<Pick<Embedded
       return { item };
     },
     async put(table, item, existing) {
-      const def = (await tableOf(table))!;
+      const found = await activeTable(table);
+      if ('error' in found) return found.error;
+      const { def } = found;
       await new Promise<void>((resolve, reject) => db.updateIndexes(store, def, existing, item, (err: unknown) => (err ? reject(err) : resolve())));
       await new Promise<void>((resolve, reject) =>
         store.getItemDb(table).put(db.createKey(item, def), item, (err: unknown) => (err ? reject(err) : resolve())),
       );
+      return undefined;
     },
     checkCondition: (data, existing) => db.checkConditional(data, existing) == null,
     validateItem: async (table, item) => {

@@ -33,8 +33,8 @@ export interface Engine {
   keyOf(table: string, item: Json | undefined): Promise<Json | undefined>;
   lockKey(table: string, key: Json): string;
   read(table: string, key: Json): Promise<{ item?: Json } | { error: Outcome }>;
-  /** Writes a checked item over `existing` (its before-image, read under the lock), with its index entries. */
-  put(table: string, item: Json, existing: Json | undefined): Promise<void>;
+  /** Writes a checked item over `existing` (its before-image, read under the lock), with its index entries; the error if the table is not active. */
+  put(table: string, item: Json, existing: Json | undefined): Promise<Outcome | undefined>;
   /** Whether validated data's condition holds for the item (undefined: no item). */
   checkCondition(data: Json, existing: Json | undefined): boolean;
   /** An error if the item does not fit the table (key types and sizes). */
@@ -125,7 +125,8 @@ export async function transactWrite(engine: Engine, body: Json): Promise<Outcome
         if (step.kind === 'ConditionCheck') continue;
         // The conditions held under the locks: apply without re-checking.
         if (step.kind === 'Put') {
-          await engine.put(step.table, step.data.Item, before[i]);
+          const failed = await engine.put(step.table, step.data.Item, before[i]);
+          if (failed) return failed;
           continue;
         }
         const out = await engine.run(OPERATION[step.kind], { ...step.data, _condition: undefined, Expected: undefined });
