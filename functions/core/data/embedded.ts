@@ -243,12 +243,14 @@ export async function openEmbeddedDynamo(dataDir: string): Promise<Pick<Embedded
     });
   };
 
-  /** A table's definition (cached, see above), or undefined if there is no such table. */
-  const tableOf = (name: string) => new Promise<Json | undefined>((resolve) => store.getTable(name, false, (err: unknown, t?: Json) => resolve(err ? undefined : t)));
-  /** An active table's definition, or dynalite's ResourceNotFound (a table being created or deleted is not found, as in its item actions). */
-  const activeTable = (name: string) =>
+  /**
+   * A table's definition (cached, see above), or dynalite's ResourceNotFound.
+   * With `active`, a table being created or deleted is not found either, as
+   * in dynalite's item actions.
+   */
+  const tableOf = (name: string, active: boolean) =>
     new Promise<{ def: Json } | { error: Outcome }>((resolve) =>
-      store.getTable(name, true, (err: unknown, def?: Json) => resolve(err ? { error: errorOutcome(err) } : { def: def! })),
+      store.getTable(name, active, (err: unknown, def?: Json) => resolve(err ? { error: errorOutcome(err) } : { def: def! })),
     );
 
   const keySchemas = new Map<string, string[]>();
@@ -292,7 +294,7 @@ export async function openEmbeddedDynamo(dataDir: string): Promise<Pick<Embedded
     // GetItem and PutItem actions would validate again what plan() has
     // checked, and PutItem would read the item once more.
     async read(table, key) {
-      const found = await activeTable(table);
+      const found = await tableOf(table, true);
       if ('error' in found) return found;
       const { def } = found;
       const invalid = db.validateKey(key, def);
@@ -305,7 +307,7 @@ export async function openEmbeddedDynamo(dataDir: string): Promise<Pick<Embedded
       return { item };
     },
     async put(table, item, existing) {
-      const found = await activeTable(table);
+      const found = await tableOf(table, true);
       if ('error' in found) return found.error;
       const { def } = found;
       await new Promise<void>((resolve, reject) => db.updateIndexes(store, def, existing, item, (err: unknown) => (err ? reject(err) : resolve())));
@@ -316,8 +318,8 @@ export async function openEmbeddedDynamo(dataDir: string): Promise<Pick<Embedded
     },
     checkCondition: (data, existing) => db.checkConditional(data, existing) == null,
     validateItem: async (table, item) => {
-      const def = await tableOf(table);
-      const invalid = def ? db.validateItem(item, def) : undefined;
+      const found = await tableOf(table, false);
+      const invalid = 'def' in found ? db.validateItem(item, found.def) : undefined;
       return invalid ? errorOutcome(invalid) : undefined;
     },
     run,
