@@ -10,6 +10,10 @@
  * server's CPU time per operation, by thread, and the client's. Then CID
  * import throughput against SHA-256.
  *
+ * A third server, "bare" (bare-s3.mjs), does no S3 work at all: its ratio to
+ * s3rver is the ceiling this client and machine allow any server, printed
+ * beside each goal.
+ *
  * The client (this process) loads nothing of the service, and `npm run
  * bench:s3` runs it with `--external-memory-accounted-in-global-limit`
  * (see LEAN_NODE_FLAGS): otherwise the client spends most of a big GET in
@@ -20,7 +24,7 @@
  *
  * Knobs (environment): BENCH_BIG_MIB (256), BENCH_SMALL_COUNT (2000),
  * BENCH_SMALL_KIB (4), BENCH_CONCURRENCY (16), BENCH_ROUNDS (3),
- * BENCH_SERVERS ("cairn,s3rver", or "none" for the CID import alone), BENCH_STEPS (a subset of
+ * BENCH_SERVERS ("cairn,s3rver,bare", or "none" for the CID import alone), BENCH_STEPS (a subset of
  * "bigPut,bigGet,smallPut,smallGet,list"; the GETs and the listing read what
  * the PUTs wrote), BENCH_CPU_PROF (a directory: Cairn runs with --cpu-prof
  * and writes its profile there on exit; with BENCH_STEPS, one phase at a time),
@@ -50,7 +54,7 @@ const ROUNDS = num('BENCH_ROUNDS', 3);
 /** The unmeasured run before each step: 16 MiB of a big transfer, 100 small operations. */
 const REHEARSAL_BYTES = Math.min(16 * 1024 * 1024, BIG_BYTES);
 const REHEARSAL_COUNT = Math.min(100, SMALL_COUNT);
-const SERVERS = (process.env.BENCH_SERVERS ?? 'cairn,s3rver').split(',').map((s) => s.trim()).filter((s) => s && s !== 'none');
+const SERVERS = (process.env.BENCH_SERVERS ?? 'cairn,s3rver,bare').split(',').map((s) => s.trim()).filter((s) => s && s !== 'none');
 const CPU_PROF = process.env.BENCH_CPU_PROF;
 const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const STEPS = new Set((process.env.BENCH_STEPS ?? 'bigPut,bigGet,smallPut,smallGet,list').split(',').map((s) => s.trim()));
@@ -118,6 +122,28 @@ async function startS3rver(): Promise<Server> {
     endpoint,
     bucket: 'bench',
     credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+    pid: child.pid!,
+    stop: () => stopChild(child),
+  };
+}
+
+/** The ceiling: a server that does no S3 work at all (see bare-s3.mjs). */
+async function startBare(): Promise<Server> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [...NODE_FLAGS, join(ROOT, 'bench/bare-s3.mjs')], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`the bare server exited (${code})`)));
+    child.stdout!.once('data', () => resolve());
+  });
+  return {
+    name: 'bare',
+    endpoint: `http://127.0.0.1:${port}`,
+    bucket: 'bench',
+    credentials: { accessKeyId: 'BARE', secretAccessKey: 'BARE' },
     pid: child.pid!,
     stop: () => stopChild(child),
   };
@@ -337,7 +363,7 @@ async function main(): Promise<void> {
   const big = randomBytes(BIG_BYTES);
   const small = randomBytes(SMALL_COUNT * SMALL_BYTES);
   const results: Record<string, Results> = {};
-  const starters: Record<string, () => Promise<Server>> = { cairn: startCairn, s3rver: startS3rver };
+  const starters: Record<string, () => Promise<Server>> = { cairn: startCairn, s3rver: startS3rver, bare: startBare };
   // Every server runs the whole time, and each step runs on each server in
   // turn, round after round: a machine whose speed drifts (other load, the
   // file system's state) then drifts for all of them alike.
@@ -382,6 +408,7 @@ async function main(): Promise<void> {
 
   const c = results.Cairn;
   const s = results.s3rver;
+  const b = results.bare;
   const goals: Array<[string, keyof Results, number, string, 'higher' | 'lower', number]> = [
     [`PUT one ${BIG_BYTES / 2 ** 20} MiB object, MB/s`, 'bigPut', 0, '>= 1.0', 'higher', 1.0],
     [`GET one ${BIG_BYTES / 2 ** 20} MiB object, MB/s`, 'bigGet', 0, '>= 1.2', 'higher', 1.2],
@@ -390,11 +417,11 @@ async function main(): Promise<void> {
     [`list ${SMALL_COUNT} keys (pages of 1000), ms`, 'list', 0, '<= 1.0', 'lower', 1.0],
     ['server peak RSS (VmHWM), MiB', 'rss', 0, '', 'lower', Infinity],
   ];
-  const rows = [['', 'Cairn', 's3rver', 'Cairn/s3rver', 'goal', 'met']];
+  const rows = [['', 'Cairn', 's3rver', 'Cairn/s3rver', 'goal', 'met', 'ceiling: bare/s3rver']];
   for (const [label, key, digits, goal, better, target] of goals) {
     const r = ratioCell(c?.[key], s?.[key]);
     const met = r.value === undefined || !goal ? '' : (better === 'higher' ? r.value >= target : r.value <= target) ? 'yes' : 'NO';
-    rows.push([label, fmt(c?.[key], digits), fmt(s?.[key], digits), r.text, goal, met]);
+    rows.push([label, fmt(c?.[key], digits), fmt(s?.[key], digits), r.text, goal, met, key === 'rss' ? '' : ratioCell(b?.[key], s?.[key]).text]);
   }
   const cidRatio = cid.hashing / cid.sha256;
   const share = (v: number) => `${((v / cid.sha256) * 100).toFixed(0)}%`;
