@@ -46,3 +46,44 @@ test('a dag-pb block that is not a UnixFS file is refused', () => {
   expect(() => decodeFileNode(Uint8Array.from([0x0a, 0x02, 0x08, 0x01]))).toThrow(MalformedBlockError);
   expect(() => decodeFileNode(Uint8Array.from([0x0a, 0x05, 0x08]))).toThrow(MalformedBlockError);
 });
+
+test('lent chunks: every block read into pooled memory, each chunk given back and the memory reused at once, still read back exactly', async () => {
+  const { blockBuffers, lentChunks } = await import('../../functions/core/buffer-pool.js');
+  const store = new MemoryBlockstore();
+  // Like the file blockstore, but every block, parents included, goes into the memory `allocate` gives.
+  const pooled = Object.assign(Object.create(store) as MemoryBlockstore, {
+    async *get(cid: Parameters<MemoryBlockstore['get']>[0], options?: { allocate?: (n: number) => Buffer }): AsyncGenerator<Uint8Array> {
+      const pieces: Uint8Array[] = [];
+      for await (const piece of store.get(cid)) pieces.push(piece);
+      const bytes = Buffer.concat(pieces);
+      if (!options?.allocate) {
+        yield bytes;
+        return;
+      }
+      const into = options.allocate(bytes.length);
+      bytes.copy(into);
+      yield into;
+    },
+  });
+  const bytes = randomBytes(20_000);
+  let cid;
+  for await (const entry of importer([{ content: bytes }], store, { cidVersion: 0, rawLeaves: false, layout: balanced({ maxChildrenPerNode: 3 }), chunker: fixedSize({ chunkSize: 100 }) })) cid = entry.cid;
+  const file = await openFile(pooled, cid!);
+  for (const range of [undefined, { offset: 250, length: 12_345 }]) {
+    const lent = lentChunks(file.stream(range))!;
+    expect(lent).toBeDefined();
+    const got: Buffer[] = [];
+    const before = blockBuffers.stats.created + blockBuffers.stats.reused;
+    for (let next = await lent.chunks.next(); !next.done; next = await lent.chunks.next()) {
+      got.push(Buffer.from(next.value));
+      lent.give(next.value);
+      // Another reader takes the memory at once and writes over it.
+      const other = blockBuffers.take(256 * 1024);
+      other.fill(0xaa);
+      blockBuffers.give(other);
+    }
+    const expected = range ? bytes.subarray(range.offset, range.offset + range.length) : bytes;
+    expect(Buffer.concat(got).equals(expected)).toBe(true);
+    expect(blockBuffers.stats.created + blockBuffers.stats.reused - before).toBeGreaterThan(got.length); // the reads went through the pool
+  }
+});

@@ -3,6 +3,7 @@
  * bodies both ways with backpressure.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { lentChunks } from '../buffer-pool.js';
 import type { Logger } from '../logger.js';
 import type { HttpHandler, HttpRequest } from './types.js';
 
@@ -102,21 +103,35 @@ export async function writeResponse(res: ServerResponse, response: Response, met
     res.end();
     return;
   }
+  // Lent chunks (see buffer-pool.ts) are given back once the socket has taken them.
+  const lent = lentChunks(response.body);
+  if (lent) {
+    await pump(res, () => lent.chunks.next(), lent.give);
+    if (res.destroyed) await lent.chunks.return?.(undefined).catch(() => {});
+    return;
+  }
   const reader = response.body.getReader();
   try {
+    await pump(res, () => reader.read());
+  } finally {
+    reader.releaseLock();
+    if (res.destroyed) await response.body.cancel().catch(() => {});
+  }
+}
+
+/**
+ * Writes chunks from `next` with backpressure, then ends the response. With
+ * `give`, each chunk is handed to it once written (the write's callback),
+ * never before; a chunk whose write failed is not.
+ */
+async function pump(res: ServerResponse, next: () => Promise<{ done?: boolean; value?: Uint8Array }>, give?: (chunk: Uint8Array) => void): Promise<void> {
+  try {
     for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      if (!res.write(value)) {
-        await new Promise<void>((resolve) => {
-          const go = () => {
-            res.off('drain', go);
-            res.off('close', go);
-            resolve();
-          };
-          res.on('drain', go);
-          res.on('close', go);
-        });
+      const { done, value } = await next();
+      if (done || !value) break;
+      const more = give ? res.write(value, (err) => err || give(value)) : res.write(value);
+      if (!more) {
+        await drained(res);
         if (res.destroyed) break;
       }
     }
@@ -124,10 +139,20 @@ export async function writeResponse(res: ServerResponse, response: Response, met
   } catch (err) {
     // Headers are out; the only honest signal left is to cut the connection.
     res.destroy(err as Error);
-  } finally {
-    reader.releaseLock();
-    if (res.destroyed) await response.body.cancel().catch(() => {});
   }
+}
+
+/** Until the response can take more (or is gone). */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const go = () => {
+      res.off('drain', go);
+      res.off('close', go);
+      resolve();
+    };
+    res.on('drain', go);
+    res.on('close', go);
+  });
 }
 
 export function createNodeServer(handler: HttpHandler, logger: Logger): Server {

@@ -30,7 +30,7 @@ import { FsBlockstore } from 'blockstore-fs';
 import { base32upper } from 'multiformats/bases/base32';
 import { CID } from 'multiformats/cid';
 import { groupCommits, WritesInFlight, type GroupCommitLevel } from '../group-commit.js';
-import { PackStore, PACK_KEY_PREFIX, type PackIndexDb } from './pack-store.js';
+import { PackStore, PACK_KEY_PREFIX, type Allocate, type PackIndexDb } from './pack-store.js';
 
 type AbortOptions = { signal?: AbortSignal };
 
@@ -279,7 +279,11 @@ export class FileBlockstore extends FsBlockstore {
     if (this.files) yield* super.getAll(options) as AsyncGenerator<{ cid: CID; bytes: AsyncGenerator<Uint8Array> }>;
   }
 
-  override async *get(key: CID, options?: AbortOptions): AsyncGenerator<Uint8Array> {
+  /**
+   * `options.allocate`, if given, supplies the buffer a large block is read
+   * into (a pool's: see buffer-pool.ts); small blocks come from the database.
+   */
+  override async *get(key: CID, options?: AbortOptions & { allocate?: Allocate }): AsyncGenerator<Uint8Array> {
     options?.signal?.throwIfAborted();
     const name = this.nameOf(key);
     const small = this.smallGet(name);
@@ -287,7 +291,7 @@ export class FileBlockstore extends FsBlockstore {
       yield small;
       return;
     }
-    const packed = await this.packs?.read(name);
+    const packed = await this.packs?.read(name, 0, undefined, options?.allocate);
     if (packed) {
       yield packed;
       return;

@@ -89,8 +89,13 @@ const sameLocation = (a: Location | undefined, b: Location) => a !== undefined &
 const packName = (pack: number) => `${String(pack).padStart(8, '0')}.pack`;
 const PACK_FILE = /^(\d{8})\.pack$/;
 
-function preadFull(fd: number, length: number, position: number): Promise<Buffer> {
-  const buffer = Buffer.allocUnsafe(length);
+/** Where a read puts its bytes: a buffer of exactly `length` bytes. */
+export type Allocate = (length: number) => Buffer;
+
+const allocUnsafe: Allocate = (length) => Buffer.allocUnsafe(length);
+
+function preadFull(fd: number, length: number, position: number, allocate: Allocate = allocUnsafe): Promise<Buffer> {
+  const buffer = allocate(length);
   return new Promise((resolve, reject) => {
     const step = (done: number) => {
       if (done === length) return resolve(buffer);
@@ -195,14 +200,14 @@ export class PackStore {
     return this.writing.once(key, () => this.has(name), () => this.append({ key, multihash, bytes }));
   }
 
-  /** `length` bytes from `start` of the block (all of it by default); undefined if it is not here. */
-  async read(name: string, start = 0, length?: number): Promise<Buffer | undefined> {
+  /** `length` bytes from `start` of the block (all of it by default), into a buffer from `allocate`; undefined if it is not here. */
+  async read(name: string, start = 0, length?: number, allocate?: Allocate): Promise<Buffer | undefined> {
     for (let attempt = 0; ; attempt++) {
       const loc = this.locate(name);
       if (!loc) return undefined;
       const want = Math.max(0, Math.min(length ?? loc.length, loc.length - start));
       try {
-        return await this.readAt(loc.pack, loc.offset + start, want);
+        return await this.readAt(loc.pack, loc.offset + start, want, allocate);
       } catch (err) {
         // The pack went away after the lookup (the block moved or was deleted): look again, once.
         if (err instanceof PackGoneError && attempt === 0) continue;
@@ -319,10 +324,10 @@ export class PackStore {
     }
   }
 
-  private async readAt(pack: number, position: number, length: number): Promise<Buffer> {
+  private async readAt(pack: number, position: number, length: number, allocate?: Allocate): Promise<Buffer> {
     const handle = this.acquire(pack);
     try {
-      return await preadFull(await handle.fd, length, position);
+      return await preadFull(await handle.fd, length, position, allocate);
     } finally {
       this.release(handle);
     }

@@ -2,12 +2,17 @@
 import { exporter, type UnixFSEntry } from 'ipfs-unixfs-exporter';
 import type { Blockstore } from 'interface-blockstore';
 import type { CID } from 'multiformats/cid';
+import { blockBuffers, lendable, type BufferPool } from '../buffer-pool.js';
 import { decodeFileNode, MalformedBlockError, type FileNode } from './unixfs-file.js';
 
 export interface FileEntry {
   /** File length in bytes. */
   size: number;
-  /** A lazy stream of `[offset, offset+length)`, read as it is consumed. */
+  /**
+   * A lazy stream of `[offset, offset+length)`, read as it is consumed. It
+   * is lendable (see buffer-pool.ts): a writer that gives each chunk back
+   * once written gets the chunks in reused memory instead.
+   */
   stream(range?: { offset: number; length: number }): ReadableStream<Uint8Array>;
 }
 
@@ -38,14 +43,28 @@ function rootNode(entry: FileEntryNode): FileNode {
   return { data: entry.unixfs.data, links: entry.node.Links.map((l, i) => ({ cid: l.Hash, fileSize: Number(sizes[i]) })) };
 }
 
-/** A block below the root: read whole (a single piece from the file blockstore is not copied) and decoded. */
-async function childNode(blockstore: Blockstore, cid: CID, signal?: AbortSignal): Promise<FileNode> {
+/**
+ * A block below the root: read whole (a single piece from the file
+ * blockstore is not copied) and decoded. With `pool`, the blockstore may
+ * read it into the pool's memory (the file blockstore does): a leaf's data
+ * is then lent memory, for the reader to give back; a parent is copied out
+ * of it (it outlives the chunks below it, and its links are views of its
+ * bytes) and the memory given back at once.
+ */
+async function childNode(blockstore: Blockstore, cid: CID, signal?: AbortSignal, pool?: BufferPool): Promise<FileNode> {
   if (cid.multihash.code === IDENTITY) return { data: cid.multihash.digest, links: [] };
   const pieces: Uint8Array[] = [];
-  for await (const piece of blockstore.get(cid, { signal })) pieces.push(piece);
+  const options = pool ? { signal, allocate: pool.take } : { signal };
+  for await (const piece of blockstore.get(cid, options)) pieces.push(piece);
   const bytes = pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces);
   if (cid.code === RAW) return { data: bytes, links: [] };
-  if (cid.code === DAG_PB) return decodeFileNode(bytes);
+  if (cid.code === DAG_PB) {
+    const node = decodeFileNode(bytes);
+    if (!pool || node.links.length === 0) return node;
+    const own = decodeFileNode(Uint8Array.from(bytes));
+    pool.give(bytes);
+    return own;
+  }
   throw new NotAFileError(`${cid}: a block of codec 0x${cid.code.toString(16)} inside a file`);
 }
 
@@ -63,6 +82,7 @@ async function* walk(
   start: number,
   end: number,
   signal?: AbortSignal,
+  pool?: BufferPool,
 ): AsyncGenerator<Uint8Array> {
   const data = node.data;
   if (data && data.length > 0) {
@@ -81,7 +101,7 @@ async function* walk(
   let next = 0;
   const fill = () => {
     while (next < wanted.length && pending.length < READ_AHEAD) {
-      const p = childNode(blockstore, wanted[next++]!.cid, signal);
+      const p = childNode(blockstore, wanted[next++]!.cid, signal, pool);
       p.catch(() => {}); // awaited below in order; an early failure must not be unhandled
       pending.push(p);
     }
@@ -91,7 +111,7 @@ async function* walk(
     const childNodeValue = await pending.shift()!;
     fill();
     let read = 0;
-    for await (const chunk of walk(blockstore, childNodeValue, child.at, start, end, signal)) {
+    for await (const chunk of walk(blockstore, childNodeValue, child.at, start, end, signal, pool)) {
       read += chunk.byteLength;
       yield chunk;
     }
@@ -111,7 +131,7 @@ export async function openFile(blockstore: Blockstore, cid: CID, signal?: AbortS
       const start = range ? Math.min(range.offset, size) : 0;
       const end = range ? Math.min(start + range.length, size) : size;
       let iterator: AsyncIterator<Uint8Array> | undefined;
-      return new ReadableStream<Uint8Array>(
+      const stream = new ReadableStream<Uint8Array>(
         {
           async pull(controller) {
             iterator ??= walk(blockstore, root, 0, start, end, signal)[Symbol.asyncIterator]();
@@ -129,6 +149,10 @@ export async function openFile(blockstore: Blockstore, cid: CID, signal?: AbortS
         },
         { highWaterMark: 0 },
       );
+      return lendable(stream, () => ({
+        chunks: walk(blockstore, root, 0, start, end, signal, blockBuffers)[Symbol.asyncIterator](),
+        give: blockBuffers.give,
+      }));
     },
   };
 }
