@@ -44,8 +44,9 @@ export class BufferPool {
   /**
    * Gives back the memory under `bytes`, a view of a buffer take() returned,
    * for the next take(). Whoever gives it back must be done with every view
-   * of it. Anything else is ignored, and so is a second give of the same
-   * memory (it would otherwise be lent twice at once).
+   * of it, and gives it back once: a second give is ignored only until the
+   * memory is lent again (after that it would hand another reader's memory
+   * back). Memory the pool did not lend is ignored.
    */
   give = (bytes: Uint8Array): void => {
     const memory = bytes.buffer as ArrayBuffer;

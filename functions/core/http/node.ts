@@ -128,22 +128,24 @@ async function pump(res: ServerResponse, next: () => Promise<{ done?: boolean; v
   try {
     for (;;) {
       const { done, value } = await next();
-      if (done || !value) break;
+      // Gone meanwhile (the client hung up while the next chunk was read): stop here.
+      if (done || !value || res.destroyed) break;
       const more = give ? res.write(value, (err) => err || give(value)) : res.write(value);
       if (!more) {
         await drained(res);
         if (res.destroyed) break;
       }
     }
-    res.end();
+    if (!res.destroyed) res.end();
   } catch (err) {
     // Headers are out; the only honest signal left is to cut the connection.
     res.destroy(err as Error);
   }
 }
 
-/** Until the response can take more (or is gone). */
+/** Until the response can take more (or is gone: at once if it is already). */
 function drained(res: ServerResponse): Promise<void> {
+  if (res.destroyed) return Promise.resolve();
   return new Promise<void>((resolve) => {
     const go = () => {
       res.off('drain', go);
