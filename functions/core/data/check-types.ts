@@ -110,7 +110,7 @@ function checkType(val: any, spec: TypeSpec): any {
     case 'Boolean':
       switch (typeof val) {
         case 'number':
-          throw typeError(`${val % 1 === 0 ? 'NUMBER_VALUE' : 'DECIMAL_VALUE'} cannot be converted to ${type}`);
+          throw numberWhere(val, type);
         case 'string': {
           // 'true'/'false'/'1'/'0'/'no'/'yes' seem to convert fine
           const upper = val.toUpperCase();
@@ -119,8 +119,7 @@ function checkType(val: any, spec: TypeSpec): any {
           throw typeError('Unexpected token received from parser');
         }
         case 'object':
-          if (Array.isArray(val)) throw typeError(`Unrecognized collection type class java.lang.${type}`);
-          throw typeError('Start of structure or map found where not expected');
+          throw containerWhereScalar(val, type);
       }
       return val;
     case 'Short':
@@ -129,25 +128,23 @@ function checkType(val: any, spec: TypeSpec): any {
     case 'Double':
       switch (typeof val) {
         case 'boolean':
-          throw typeError(`${val ? 'TRUE_VALUE' : 'FALSE_VALUE'} cannot be converted to ${type}`);
+          throw booleanWhere(val, type);
         case 'number':
           return type !== 'Double' ? Math.floor(val) : val;
         case 'string':
           throw typeError(`STRING_VALUE cannot be converted to ${type}`);
         case 'object':
-          if (Array.isArray(val)) throw typeError(`Unrecognized collection type class java.lang.${type}`);
-          throw typeError('Start of structure or map found where not expected');
+          throw containerWhereScalar(val, type);
       }
       return val;
     case 'String':
       switch (typeof val) {
         case 'boolean':
-          throw typeError(`${val ? 'TRUE_VALUE' : 'FALSE_VALUE'} cannot be converted to ${type}`);
+          throw booleanWhere(val, type);
         case 'number':
-          throw typeError(`${val % 1 === 0 ? 'NUMBER_VALUE' : 'DECIMAL_VALUE'} cannot be converted to ${type}`);
+          throw numberWhere(val, type);
         case 'object':
-          if (Array.isArray(val)) throw typeError(`Unrecognized collection type class java.lang.${type}`);
-          throw typeError('Start of structure or map found where not expected');
+          throw containerWhereScalar(val, type);
       }
       return val;
     case 'Blob':
@@ -186,6 +183,12 @@ function checkType(val: any, spec: TypeSpec): any {
       throw new Error(`Unknown type: ${type}`);
   }
 }
+
+/** dynalite's errors for a value of the wrong kind where a scalar of `type` belongs. */
+const numberWhere = (val: number, type: string) => typeError(`${val % 1 === 0 ? 'NUMBER_VALUE' : 'DECIMAL_VALUE'} cannot be converted to ${type}`);
+const booleanWhere = (val: boolean, type: string) => typeError(`${val ? 'TRUE_VALUE' : 'FALSE_VALUE'} cannot be converted to ${type}`);
+const containerWhereScalar = (val: object, type: string) =>
+  typeError(Array.isArray(val) ? `Unrecognized collection type class java.lang.${type}` : 'Start of structure or map found where not expected');
 
 /**
  * A list (`wantArray`) or a map or structure: a scalar fails with `scalar`;
