@@ -41,6 +41,11 @@ export class BufferPool {
     return Buffer.from(memory, 0, length);
   };
 
+  /** Whether `bytes` is a view of memory this pool has lent and not had back. */
+  lends(bytes: Uint8Array): boolean {
+    return this.lent.has(bytes.buffer as ArrayBuffer);
+  }
+
   /**
    * Gives back the memory under `bytes`, a view of a buffer take() returned,
    * for the next take(). Whoever gives it back must be done with every view

@@ -66,3 +66,12 @@ test('a lendable stream lends its chunks once, only while unread; other streams 
   expect(lentChunks(new ReadableStream())).toBeUndefined();
   expect(lentChunks(null)).toBeUndefined();
 });
+
+test('lends() tells memory out on loan from memory given back or never lent', () => {
+  const pool = new BufferPool(1024, 4);
+  const a = pool.take(100);
+  expect(pool.lends(a.subarray(5))).toBe(true);
+  pool.give(a);
+  expect(pool.lends(a)).toBe(false);
+  expect(pool.lends(Buffer.alloc(10))).toBe(false);
+});

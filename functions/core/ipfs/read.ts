@@ -60,7 +60,7 @@ async function childNode(blockstore: Blockstore, cid: CID, signal?: AbortSignal,
   if (cid.code === RAW) return { data: bytes, links: [] };
   if (cid.code === DAG_PB) {
     const node = decodeFileNode(bytes);
-    if (!pool || node.links.length === 0) return node;
+    if (!pool || node.links.length === 0 || !pool.lends(bytes)) return node;
     const own = decodeFileNode(Uint8Array.from(bytes));
     pool.give(bytes);
     return own;
