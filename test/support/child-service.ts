@@ -31,8 +31,16 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
  *   young-generation collections free those buffers and a streamed 256 MiB
  *   costs no full collection (`--trace-gc`); a lean client reading 256 MiB
  *   spent 0.2-0.35 s of CPU with it and 0.6-1.0 s without.
+ * - `--no-memory-reducer`: after about 8 s without much allocation, V8's
+ *   memory reducer collects the idle heap and shrinks its limits to fit
+ *   what is live. The next burst of work then meets those tight limits:
+ *   in the benchmark, the first 256 MiB PUT after an idle spell started a
+ *   full collection every 0.2 s (`--trace-gc`: "GC in old space
+ *   requested", about 3 MB promoted each time), 0.7-1.0 s of V8's threads
+ *   per PUT, where the same PUT in a busy process cost 0.1 s. A server's
+ *   heap (about 60 MiB here) is better kept at its working size.
  */
-export const LEAN_NODE_FLAGS = ['--max-semi-space-size=4', '--external-memory-accounted-in-global-limit'];
+export const LEAN_NODE_FLAGS = ['--max-semi-space-size=4', '--external-memory-accounted-in-global-limit', '--no-memory-reducer'];
 
 export interface ChildService {
   child: ChildProcess;
