@@ -24,7 +24,7 @@
  *
  * Knobs (environment): BENCH_BIG_MIB (256), BENCH_SMALL_COUNT (2000),
  * BENCH_SMALL_KIB (4), BENCH_CONCURRENCY (16), BENCH_ROUNDS (3),
- * BENCH_SERVERS ("cairn,s3rver,bare", or "none" for the CID import alone; "cairn+FLAG+FLAG" adds a Cairn run with extra Node flags, to compare settings in one run), BENCH_STEPS (a subset of
+ * BENCH_SERVERS ("cairn,s3rver,bare", or "none" for the CID import alone; "cairn+--FLAG+NAME=value" adds a Cairn run with extra Node flags and environment, to compare settings in one run), BENCH_STEPS (a subset of
  * "bigPut,bigGet,smallPut,smallGet,list"; the GETs and the listing read what
  * the PUTs wrote), BENCH_CPU_PROF (a directory: Cairn runs with --cpu-prof
  * and writes its profile there on exit; with BENCH_STEPS, one phase at a time),
@@ -86,11 +86,14 @@ const log = (line: string) => process.stderr.write(line + '\n');
 /** Data directories are removed at the very end: on ext4, creating files soon after deleting thousands is slow, and that would land on whichever server runs next. */
 const leftovers: string[] = [];
 
-async function startCairn(extraFlags: string[] = []): Promise<Server> {
-  const cairn = await startChildService({ nodeArgs: [...LEAN_NODE_FLAGS, ...NODE_FLAGS, ...extraFlags, ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [])] });
+/** Starts Cairn; `extra` are more Node flags (`--...`) and environment settings (`NAME=value`). */
+async function startCairn(extra: string[] = []): Promise<Server> {
+  const extraFlags = extra.filter((e) => e.startsWith('--'));
+  const env = Object.fromEntries(extra.filter((e) => !e.startsWith('--')).map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+  const cairn = await startChildService({ env, nodeArgs: [...LEAN_NODE_FLAGS, ...NODE_FLAGS, ...extraFlags, ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [])] });
   leftovers.push(cairn.dataDir);
   return {
-    name: extraFlags.length ? `Cairn ${extraFlags.join(' ')}` : 'Cairn',
+    name: extra.length ? `Cairn ${extra.join(' ')}` : 'Cairn',
     endpoint: cairn.endpoints.s3,
     bucket: 'default-bucket',
     credentials: cairn.credentials,
@@ -370,7 +373,7 @@ async function main(): Promise<void> {
   const targets: Target[] = [];
   try {
     for (const which of SERVERS) {
-      // `cairn+FLAG+FLAG`: another Cairn with extra Node flags, to compare settings side by side.
+      // `cairn+--FLAG+NAME=value`: another Cairn with extra Node flags and environment, to compare settings side by side.
       const start = which.startsWith('cairn+') ? () => startCairn(which.split('+').slice(1)) : starters[which];
       if (!start) throw new Error(`unknown server "${which}" in BENCH_SERVERS`);
       let server: Server;
