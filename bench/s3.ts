@@ -89,7 +89,12 @@ const leftovers: string[] = [];
 /** Starts Cairn; `extra` are more Node flags (`--...`) and environment settings (`NAME=value`). */
 async function startCairn(extra: string[] = []): Promise<Server> {
   const extraFlags = extra.filter((e) => e.startsWith('--'));
-  const env = Object.fromEntries(extra.filter((e) => !e.startsWith('--')).map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+  const env: Record<string, string> = {};
+  for (const setting of extra.filter((e) => !e.startsWith('--'))) {
+    const [, name, value] = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(setting) ?? [];
+    if (name === undefined) throw new Error(`"${setting}" in BENCH_SERVERS is neither a Node flag (--...) nor NAME=value`);
+    env[name] = value!;
+  }
   const cairn = await startChildService({ env, nodeArgs: [...LEAN_NODE_FLAGS, ...NODE_FLAGS, ...extraFlags, ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [])] });
   leftovers.push(cairn.dataDir);
   return {

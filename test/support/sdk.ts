@@ -207,7 +207,6 @@ export function loadFleek(service: TestService): FleekSdk {
   return require('@fleekhq/fleek-storage-js') as FleekSdk;
 }
 
-/** Samples the process's memory while `work` runs; returns the peak growth over the start. */
 /** V8's full collection, for measuring what is live (the flag exposes `gc` in contexts made after it is set). */
 function fullGc(): () => void {
   v8.setFlagsFromString('--expose-gc');
