@@ -15,7 +15,9 @@
  * beside each goal.
  *
  * The client (this process) loads nothing of the service, and `npm run
- * bench:s3` runs it with `--external-memory-accounted-in-global-limit`
+ * bench:s3` runs it with `--initial-old-space-size=128` (as the server
+ * runs with a floor under its old generation's limit: LEAN_NODE_FLAGS) and
+ * `--external-memory-accounted-in-global-limit`
  * (see LEAN_NODE_FLAGS): otherwise the client spends most of a big GET in
  * full collections its own socket buffers start, and, the slowest party on
  * two cores, it sets the pace whichever server it reads from.
@@ -432,11 +434,25 @@ async function main(): Promise<void> {
     const met = r.value === undefined || !goal ? '' : (better === 'higher' ? r.value >= target : r.value <= target) ? 'yes' : 'NO';
     rows.push([label, fmt(c?.[key], digits), fmt(s?.[key], digits), r.text, goal, met, key === 'rss' ? '' : ratioCell(b?.[key], s?.[key]).text]);
   }
+  // Extra Cairns (BENCH_SERVERS "cairn+..."): their medians, each with its ratio to s3rver.
+  const extras = Object.keys(results).filter((name) => !['Cairn', 's3rver', 'bare'].includes(name));
+  const extraRows = extras.length
+    ? [['', ...extras]].concat(
+        goals.map(([label, key, digits]) => [
+          label,
+          ...extras.map((name) => {
+            const r = ratioCell(results[name]![key], s?.[key]);
+            return key === 'rss' || r.value === undefined ? fmt(results[name]![key], digits) : `${fmt(results[name]![key], digits)} (${r.text})`;
+          }),
+        ]),
+      )
+    : [];
   const cidRatio = cid.hashing / cid.sha256;
   const share = (v: number) => `${((v / cid.sha256) * 100).toFixed(0)}%`;
   const lines = [
     '',
     table(rows),
+    ...(extras.length ? ['', table(extraRows)] : []),
     '',
     table([
       ['CID import (Kubo settings, 64 KiB pieces)', 'MB/s', 'of SHA-256', 'goal', 'met'],

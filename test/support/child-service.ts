@@ -31,15 +31,16 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
  *   young-generation collections free those buffers and a streamed 256 MiB
  *   costs no full collection (`--trace-gc`); a lean client reading 256 MiB
  *   spent 0.2-0.35 s of CPU with it and 0.6-1.0 s without.
- * - `--initial-old-space-size=128`: the old generation's limit starts at
- *   128 MB and V8 keeps it there while less is live (about 60 MB here).
+ * - `--initial-old-space-size=96`: the old generation's limit starts at
+ *   96 MB and V8 keeps it there while less is live (about 60 MB here).
  *   Without it, V8 set the limit 10-15 MB above what was live after each
  *   full collection (`--trace-incremental-marking`), and during a 256 MiB
- *   PUT what gets promoted plus the socket buffers in flight (which the
+ *   PUT what got promoted plus the socket buffers in flight (which the
  *   global limit counts, 20-30 MB) crossed it every 0.15 s: a full
  *   collection each time, 0.25-0.6 s of V8's threads per PUT against
- *   0.05-0.13 s with the floor (side by side in bench:s3). It costs the
- *   1 GiB transfer about 25 MiB of peak RSS.
+ *   0.04-0.18 s with a floor of 96 or 128 MB (side by side in bench:s3,
+ *   both orders). 128 cost the benchmark's server 25 MiB more peak RSS
+ *   than 96 for no measurable gain.
  * - `--no-memory-reducer`: after about 8 s without much allocation, V8's
  *   memory reducer collects the idle heap and shrinks its limits to fit
  *   what is live. The next burst of work then meets those tight limits:
@@ -49,7 +50,7 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
  *   per PUT, where the same PUT in a busy process cost 0.1 s. A server's
  *   heap (about 60 MiB here) is better kept at its working size.
  */
-export const LEAN_NODE_FLAGS = ['--max-semi-space-size=4', '--initial-old-space-size=128', '--external-memory-accounted-in-global-limit', '--no-memory-reducer'];
+export const LEAN_NODE_FLAGS = ['--max-semi-space-size=4', '--initial-old-space-size=96', '--external-memory-accounted-in-global-limit', '--no-memory-reducer'];
 
 export interface ChildService {
   child: ChildProcess;
