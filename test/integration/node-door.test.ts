@@ -12,6 +12,21 @@ import { createLogger } from '../../functions/core/logger.js';
 const CHUNK = 64 * 1024;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Resolves to `value` after `ms` unless cancelled first (a test's deadline must not outlive the test, or jest waits for it). */
+function deadline<T>(ms: number, value: () => T): { promise: Promise<T>; cancel: () => void } {
+  let timer: NodeJS.Timeout | undefined;
+  const promise = new Promise<T>((resolve, reject) => {
+    timer = setTimeout(() => {
+      try {
+        resolve(value());
+      } catch (err) {
+        reject(err);
+      }
+    }, ms);
+  });
+  return { promise, cancel: () => clearTimeout(timer) };
+}
+
 /** Serves one body from `body()`, reads its first chunk as a client, hangs up, and resolves once the body was let go. */
 async function hangUpAfterFirstChunk(body: (clientGone: Promise<void>, released: () => void) => ReadableStream<Uint8Array>): Promise<boolean> {
   let gone!: () => void;
@@ -20,8 +35,12 @@ async function hangUpAfterFirstChunk(body: (clientGone: Promise<void>, released:
   const wasReleased = new Promise<boolean>((resolve) => (released = () => resolve(true)));
   const server = createNodeServer(async () => new Response(body(clientGone, released), { headers: { 'content-length': String(64 * CHUNK) } }), createLogger('error'));
   const port = await listen(server, 0, '127.0.0.1');
+  const noFirstChunk = deadline(5000, (): void => {
+    throw new Error('no first chunk');
+  });
+  let notReleased: { promise: Promise<boolean>; cancel: () => void } | undefined;
   try {
-    await new Promise<void>((resolve, reject) => {
+    const firstChunk = new Promise<void>((resolve) => {
       const req = request({ host: '127.0.0.1', port, path: '/' }, (res) => {
         res.once('data', () => {
           req.destroy();
@@ -33,10 +52,13 @@ async function hangUpAfterFirstChunk(body: (clientGone: Promise<void>, released:
       req.on('error', () => {});
       req.once('close', () => resolve());
       req.end();
-      setTimeout(() => reject(new Error('no first chunk')), 5000);
     });
-    return await Promise.race([wasReleased, sleep(3000).then(() => false)]);
+    await Promise.race([firstChunk, noFirstChunk.promise]);
+    notReleased = deadline(3000, () => false);
+    return await Promise.race([wasReleased, notReleased.promise]);
   } finally {
+    noFirstChunk.cancel();
+    notReleased?.cancel();
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   }
