@@ -5,9 +5,9 @@
  * time (so each one's peak RSS, VmHWM, is its own), and each step runs on
  * one, then the other, for BENCH_ROUNDS rounds (starting one server later
  * each round), each time after a short unmeasured rehearsal; each figure
- * is the median of its rounds. Interleaving matters on a shared machine: its speed drifts by
- * tens of percent over minutes, and a server measured after the other
- * would meet a different machine. Each measured step also prints the
+ * is the median of its rounds. Interleaving matters on a shared machine:
+ * its speed drifts by tens of percent over minutes, and a server measured
+ * after the other would meet a different machine. Each measured step also prints the
  * server's CPU time per operation, by thread, and the client's. Then CID
  * import throughput against SHA-256.
  *
@@ -27,7 +27,9 @@
  *
  * Knobs (environment): BENCH_BIG_MIB (256), BENCH_SMALL_COUNT (2000),
  * BENCH_SMALL_KIB (4), BENCH_CONCURRENCY (16), BENCH_ROUNDS (3),
- * BENCH_SERVERS ("cairn,s3rver,bare", or "none" for the CID import alone; "cairn+--FLAG+NAME=value" adds a Cairn run with extra Node flags and environment, to compare settings in one run), BENCH_STEPS (a subset of
+ * BENCH_SERVERS ("cairn,s3rver,bare", or "none" for the CID import alone;
+ * "cairn+--FLAG+NAME=value" adds a Cairn run with extra Node flags and
+ * environment, to compare settings in one run), BENCH_STEPS (a subset of
  * "bigPut,bigGet,smallPut,smallGet,list"; the GETs and the listing read what
  * the PUTs wrote), BENCH_CPU_PROF (a directory: Cairn runs with --cpu-prof
  * and writes its profile there on exit; with BENCH_STEPS, one phase at a time),

@@ -12,21 +12,6 @@ import { createLogger } from '../../functions/core/logger.js';
 const CHUNK = 64 * 1024;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Resolves to `value` after `ms` unless cancelled first (a test's deadline must not outlive the test, or jest waits for it). */
-function deadline<T>(ms: number, value: () => T): { promise: Promise<T>; cancel: () => void } {
-  let timer: NodeJS.Timeout | undefined;
-  const promise = new Promise<T>((resolve, reject) => {
-    timer = setTimeout(() => {
-      try {
-        resolve(value());
-      } catch (err) {
-        reject(err);
-      }
-    }, ms);
-  });
-  return { promise, cancel: () => clearTimeout(timer) };
-}
-
 /** Serves one body from `body()`, reads its first chunk as a client, hangs up, and resolves once the body was let go. */
 async function hangUpAfterFirstChunk(body: (clientGone: Promise<void>, released: () => void) => ReadableStream<Uint8Array>): Promise<boolean> {
   let gone!: () => void;
@@ -35,12 +20,10 @@ async function hangUpAfterFirstChunk(body: (clientGone: Promise<void>, released:
   const wasReleased = new Promise<boolean>((resolve) => (released = () => resolve(true)));
   const server = createNodeServer(async () => new Response(body(clientGone, released), { headers: { 'content-length': String(64 * CHUNK) } }), createLogger('error'));
   const port = await listen(server, 0, '127.0.0.1');
-  const noFirstChunk = deadline(5000, (): void => {
-    throw new Error('no first chunk');
-  });
-  let notReleased: { promise: Promise<boolean>; cancel: () => void } | undefined;
+  // The deadlines are cleared when the test ends: a pending timer kept jest from exiting after the run.
+  const timers: NodeJS.Timeout[] = [];
   try {
-    const firstChunk = new Promise<void>((resolve) => {
+    await new Promise<void>((resolve, reject) => {
       const req = request({ host: '127.0.0.1', port, path: '/' }, (res) => {
         res.once('data', () => {
           req.destroy();
@@ -52,13 +35,11 @@ async function hangUpAfterFirstChunk(body: (clientGone: Promise<void>, released:
       req.on('error', () => {});
       req.once('close', () => resolve());
       req.end();
+      timers.push(setTimeout(() => reject(new Error('no first chunk')), 5000));
     });
-    await Promise.race([firstChunk, noFirstChunk.promise]);
-    notReleased = deadline(3000, () => false);
-    return await Promise.race([wasReleased, notReleased.promise]);
+    return await Promise.race([wasReleased, new Promise<boolean>((resolve) => timers.push(setTimeout(() => resolve(false), 3000)))]);
   } finally {
-    noFirstChunk.cancel();
-    notReleased?.cancel();
+    timers.forEach(clearTimeout);
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   }
