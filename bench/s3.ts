@@ -1,27 +1,27 @@
 /**
  * `npm run bench:s3`: Cairn's local server and s3rver 3.7.1 side by side in
  * the same run, driven by @aws-sdk/client-s3 v3 (default checksum
- * settings) over loopback. Both servers run as child processes the whole
+ * settings) over loopback. Every server runs as a child process the whole
  * time (so each one's peak RSS, VmHWM, is its own), and each step runs on
- * one, then the other, for BENCH_ROUNDS rounds (starting one server later
- * each round), each time after a short unmeasured rehearsal; each figure
- * is the median of its rounds. Interleaving matters on a shared machine:
- * its speed drifts by tens of percent over minutes, and a server measured
- * after the other would meet a different machine. Each measured step also prints the
- * server's CPU time per operation, by thread, and the client's. Then CID
- * import throughput against SHA-256.
+ * one server after another, for BENCH_ROUNDS rounds (starting one server
+ * later each round), each time after a short unmeasured rehearsal; each
+ * figure is the median of its rounds. Interleaving matters on a shared
+ * machine: its speed drifts by tens of percent over minutes, and a server
+ * measured after the others would meet a different machine. Each measured
+ * step also prints the server's CPU time per operation, by thread, and the
+ * client's. Then CID import throughput against SHA-256.
  *
  * A third server, "bare" (bare-s3.mjs), does no S3 work at all: its ratio to
  * s3rver is the ceiling this client and machine allow any server, printed
  * beside each goal.
  *
  * The client (this process) loads nothing of the service, and `npm run
- * bench:s3` runs it with `--initial-old-space-size=128` (as the server
- * runs with a floor under its old generation's limit: LEAN_NODE_FLAGS) and
- * `--external-memory-accounted-in-global-limit`
- * (see LEAN_NODE_FLAGS): otherwise the client spends most of a big GET in
- * full collections its own socket buffers start, and, the slowest party on
- * two cores, it sets the pace whichever server it reads from.
+ * bench:s3` runs it with two of the server's flags (LEAN_NODE_FLAGS
+ * explains them): `--external-memory-accounted-in-global-limit`, without
+ * which the client spends most of a big GET in full collections its own
+ * socket buffers start and, the slowest party on two cores, sets the pace
+ * whichever server it reads from; and a floor under its old generation's
+ * limit, `--initial-old-space-size=128`.
  *
  * A step that fails prints "n/a (<error code>)" and the run goes on.
  *
