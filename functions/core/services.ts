@@ -14,8 +14,8 @@ import { SiteStore } from './data/sites.js';
 import { DeployStore } from './data/deploys.js';
 import { createSealer } from './auth/secrets.js';
 import { createIpfsNode, type IpfsNode } from './ipfs/node.js';
-import { LocalUploadGate, type UploadGate } from './ipfs/pins.js';
-import { DynamoUploadGate } from './data/upload-gate.js';
+import { LocalUploadGate, type UploadGate } from './storage/gate.js';
+import { DynamoUploadGate } from './storage/dynamo-gate.js';
 import type { DigestName } from './hashing/digests.js';
 import { inlineLeafHasher, ownHashThread, RemoteHashing, type HashChannel, type LeafHasher } from './hashing/leaf-hasher.js';
 

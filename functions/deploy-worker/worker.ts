@@ -5,7 +5,7 @@
  * with the deploy-pipeline issue; until then a tick reports what it found.
  */
 import type { Services } from '../core/services.js';
-import { collectGarbage, type CollectionResult } from '../core/ipfs/collect.js';
+import { collectGarbage, type CollectionResult } from '../core/storage/collect.js';
 
 export interface TickResult {
   queued: number;

@@ -16,7 +16,7 @@ import { bootstrapAccounts, type BootstrapResult } from '../core/bootstrap.js';
 import { createS3Handler } from '../s3/app.js';
 import { createGatewayHandler } from '../gateway/app.js';
 import { createGraphqlHandler } from '../graphql/server.js';
-import { collectGarbage } from '../core/ipfs/collect.js';
+import { collectGarbage } from '../core/storage/collect.js';
 
 export interface LocalService {
   config: Config;
@@ -46,16 +46,54 @@ async function serve(name: string, variable: string, handler: HttpHandler, port:
   return server;
 }
 
-export async function startLocalService(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<LocalService> {
+export interface LocalStorage {
+  config: Config;
+  services: Services;
+  embedded?: EmbeddedDynamo;
+  close(): Promise<void>;
+}
+
+/**
+ * The data directory opened for this process: the embedded DynamoDB (unless
+ * DYNAMODB_ENDPOINT is set), the tables and the IPFS node. The server runs
+ * on it, and so do offline tools (the integrity check).
+ */
+export async function openLocalStorage(config: Config, logger: Logger): Promise<LocalStorage> {
   await checkDataDir(config.dataDir);
   let embedded: EmbeddedDynamo | undefined;
   const cfg: Config = { ...config };
   if (!cfg.dynamodb.endpoint) {
-    embedded = await startEmbeddedDynamo(cfg.dataDir, '127.0.0.1');
+    try {
+      embedded = await startEmbeddedDynamo(cfg.dataDir, '127.0.0.1');
+    } catch (err) {
+      // LevelDB admits one opener: the usual cause is a Cairn already running on this directory.
+      throw new ConfigError(
+        'CAIRN_DATA_DIR',
+        `cannot open the database in "${cfg.dataDir}": is it in use by another Cairn process? Stop that first. (${(err as Error).message.split('\n')[0]})`,
+      );
+    }
     cfg.dynamodb = { endpoint: embedded.endpoint };
   }
-  const servers: Server[] = [];
   let services: Services | undefined;
+  const close = async () => {
+    await services?.close();
+    await embedded?.close();
+  };
+  try {
+    services = await createServices(cfg, logger, { dynamo: embedded?.transport, hashing: embedded?.hashing });
+    await ensureTables(services.db);
+    await services.ipfs();
+    return { config: cfg, services, embedded, close };
+  } catch (err) {
+    await close().catch(() => {});
+    throw err;
+  }
+}
+
+export async function startLocalService(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<LocalService> {
+  const storage = await openLocalStorage(config, logger);
+  const { config: cfg, services } = storage;
+  const servers: Server[] = [];
   let collector: NodeJS.Timeout | undefined;
   let collecting: Promise<unknown> = Promise.resolve();
   const stop = async () => {
@@ -70,14 +108,10 @@ export async function startLocalService(config: Config, logger: Logger = createL
           }),
       ),
     );
-    await services?.close();
-    await embedded?.close();
+    await storage.close();
   };
   try {
-    services = await createServices(cfg, logger, { dynamo: embedded?.transport, hashing: embedded?.hashing });
-    await ensureTables(services.db);
     const bootstrap = await bootstrapAccounts(services);
-    await services.ipfs();
     const { host, ports } = cfg;
     servers.push(await serve('graphql', 'CAIRN_API_PORT', createGraphqlHandler(services), ports.api, host, logger));
     servers.push(await serve('s3', 'CAIRN_S3_PORT', createS3Handler(services), ports.s3, host, logger));
@@ -85,8 +119,14 @@ export async function startLocalService(config: Config, logger: Logger = createL
     const gcEvery = cfg.storage.gcIntervalSeconds;
     if (gcEvery > 0) {
       const running = services;
+      let busy = false;
       collector = setInterval(() => {
-        collecting = collectGarbage(running).catch((err: unknown) => logger.error('garbage collection failed', { err }));
+        // A collection slower than the interval is not started twice over.
+        if (busy) return;
+        busy = true;
+        collecting = collectGarbage(running)
+          .catch((err: unknown) => logger.error('garbage collection failed; tried again at the next interval', { err }))
+          .finally(() => (busy = false));
       }, gcEvery * 1000);
       collector.unref();
     }

@@ -19,6 +19,9 @@ export class S3Error extends Error {
 
 export const errors = {
   accessDenied: () => new S3Error('AccessDenied', 403, 'Access Denied'),
+  /** The integrity check (npm run fsck) found the object's blocks missing or corrupt. S3 has no code for lost bytes; this is the one for "not readable in its current state". */
+  objectDamaged: (problem: string) =>
+    new S3Error('InvalidObjectState', 403, `The object's stored content is damaged (${problem}); upload it again to restore it.`),
   signatureDoesNotMatch: () =>
     new S3Error(
       'SignatureDoesNotMatch',

@@ -43,6 +43,7 @@ export async function getObject(ctx: S3Context): Promise<Response> {
   const owner = isOwner(ctx);
   if (!record) throw owner ? errors.noSuchKey(ctx.s3.key!) : errors.accessDenied();
   if (!owner && record.acl !== 'public-read') throw errors.accessDenied();
+  if (record.damaged) throw errors.objectDamaged(record.damaged);
 
   const etag = presentedEtag(ctx, record);
   if (evaluateConditions(req.headers, '', etag.slice(1, -1), record.lastModified) === 'not-modified') {

@@ -10,7 +10,7 @@
 import { NoSuchBucketError, type CommitAlso, type ObjectRecord } from '../core/data/objects.js';
 import { cidText } from '../core/ipfs/cid.js';
 import { importFile } from '../core/ipfs/import.js';
-import { pinRoot } from '../core/ipfs/pins.js';
+import { pinRoot } from '../core/storage/pins.js';
 import type { Services } from '../core/services.js';
 import { errors, S3Error } from './errors.js';
 import type { ChecksumPlan } from './checksums.js';

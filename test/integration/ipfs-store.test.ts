@@ -4,7 +4,7 @@
  * pinning records every block of the DAG.
  */
 import { randomBytes } from 'node:crypto';
-import { access, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decode } from '@ipld/dag-pb';
@@ -13,7 +13,7 @@ import { exporter } from 'ipfs-unixfs-exporter';
 import { loadConfig } from '../../functions/core/config.js';
 import { createIpfsNode, type IpfsNode } from '../../functions/core/ipfs/node.js';
 import { importFile } from '../../functions/core/ipfs/import.js';
-import { pinRoot } from '../../functions/core/ipfs/pins.js';
+import { isBlockReferenced, isRootPinned, listRoots, pinRoot } from '../../functions/core/storage/pins.js';
 import { isNotFound, openFile } from '../../functions/core/ipfs/read.js';
 import type { FileBlockstore } from '../../functions/core/ipfs/file-blockstore.js';
 import { PackStore } from '../../functions/core/ipfs/pack-store.js';
@@ -71,51 +71,22 @@ test('pinning records every block of the DAG, and a second pin is a no-op', asyn
   const { cid } = await importFile(node.blockstore, pieces(bytes));
   const blocks = await dagBlocks(cid);
   expect(blocks).toHaveLength(5);
-  for (const block of blocks) expect(await node.helia.pins.isPinned(block)).toBe(false);
+  for (const block of blocks) expect(await isBlockReferenced(node.datastore, block)).toBe(false);
   await pinRoot(node, cid);
-  for (const block of blocks) expect(await node.helia.pins.isPinned(block)).toBe(true);
+  for (const block of blocks) expect(await isBlockReferenced(node.datastore, block)).toBe(true);
+  expect(await isRootPinned(node, cid)).toBe(true);
   await pinRoot(node, cid);
-  const pins = [];
-  for await (const pin of node.helia.pins.ls()) pins.push(pin.cid.toString());
-  expect(pins.filter((p) => p === cid.toV1().toString() || p === cid.toString())).toHaveLength(1);
+  const roots = [];
+  for await (const { root } of listRoots(node.datastore)) roots.push(root);
+  expect(roots.filter((r) => r === cid.toV1().toString())).toHaveLength(1);
 });
 
 test('pinning a DAG with a missing block fails', async () => {
   const { cid } = await importFile(node.blockstore, pieces(randomBytes(2 * 262144 + 5)));
   const blocks = await dagBlocks(cid);
   await node.blockstore.delete(blocks[2]!);
-  await expect(pinRoot(node, cid)).rejects.toMatchObject({ name: 'NotFoundError' });
-});
-
-test('pins kept in the old file datastore move to LevelDB at start, and the old directory goes', async () => {
-  const old = await mkdtemp(join(tmpdir(), 'cairn-ipfs-old-'));
-  try {
-    // A data directory as earlier versions wrote it: blocks and pins in files.
-    const { createHeliaLight } = await import('helia');
-    const { FsDatastore } = await import('datastore-fs');
-    const { FileBlockstore } = await import('../../functions/core/ipfs/file-blockstore.js');
-    const blockstore = new FileBlockstore(join(old, 'ipfs', 'blocks'));
-    const helia = createHeliaLight({ blockstore, datastore: new FsDatastore(join(old, 'ipfs', 'datastore')) });
-    await helia.start();
-    const bytes = randomBytes(600_000);
-    const { cid } = await importFile(blockstore, pieces(bytes));
-    await pinRoot({ helia, blockstore, stop: async () => {} }, cid);
-    await helia.stop();
-
-    const reopened = await createIpfsNode(loadConfig({ CAIRN_DATA_DIR: old }));
-    try {
-      expect(await reopened.helia.pins.isPinned(cid)).toBe(true);
-      const blocks: CID[] = [];
-      for await (const pin of reopened.helia.pins.ls()) blocks.push(pin.cid);
-      expect(blocks.map((c) => c.toV1().toString())).toEqual([cid.toV1().toString()]);
-      await expect(access(join(old, 'ipfs', 'datastore'))).rejects.toThrow();
-      expect((await readAll((await openFile(reopened.blockstore, cid)).stream())).equals(bytes)).toBe(true);
-    } finally {
-      await reopened.stop();
-    }
-  } finally {
-    await rm(old, { recursive: true, force: true });
-  }
+  await expect(pinRoot(node, cid)).rejects.toMatchObject({ name: 'MissingBlockError', cid: blocks[2] });
+  expect(await isRootPinned(node, cid)).toBe(false);
 });
 
 test('small blocks live in LevelDB, not in files; blocks written as files before still read, and deletes reach both', async () => {
@@ -171,7 +142,7 @@ test('a block already stored is not written again: its pack stays as it was, and
 
 test('pinRoot resolves only once the pin records are on disk: a failed write fails the pin', async () => {
   const { cid } = await importFile(node.blockstore, pieces(randomBytes(3 * 262144)));
-  const db = (node.helia.datastore as unknown as { db: { batch: (...args: unknown[]) => Promise<void> } }).db;
+  const db = (node.datastore as unknown as { db: { batch: (...args: unknown[]) => Promise<void> } }).db;
   const batch = db.batch;
   db.batch = () => Promise.reject(new Error('disk full'));
   try {
@@ -180,7 +151,8 @@ test('pinRoot resolves only once the pin records are on disk: a failed write fai
     db.batch = batch;
   }
   // Nothing half-written: what the failed batch held is not read back either.
-  expect(await node.helia.pins.isPinned(cid)).toBe(false);
+  expect(await isRootPinned(node, cid)).toBe(false);
+  expect(await isBlockReferenced(node.datastore, cid)).toBe(false);
   await pinRoot(node, cid);
-  expect(await node.helia.pins.isPinned(cid)).toBe(true);
+  expect(await isRootPinned(node, cid)).toBe(true);
 });

@@ -29,8 +29,8 @@ import { CID } from 'multiformats/cid';
 import { startTestService, type TestService } from '../support/service.js';
 import type { LambdaFn } from '../support/lambda-door.js';
 import { captureHeaders, loadS3Lambda, s3Doors, failure } from '../support/s3-doors.js';
-import { collectGarbage } from '../../functions/core/ipfs/collect.js';
-import { isRootPinned } from '../../functions/core/ipfs/pins.js';
+import { collectGarbage } from '../../functions/core/storage/collect.js';
+import { isRootPinned } from '../../functions/core/storage/pins.js';
 
 interface Vector {
   name: string;

@@ -9,8 +9,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import { startTestService, type TestService } from '../support/service.js';
 import { captureHeaders } from '../support/s3-doors.js';
-import { collectGarbage } from '../../functions/core/ipfs/collect.js';
-import { isRootPinned } from '../../functions/core/ipfs/pins.js';
+import { collectGarbage } from '../../functions/core/storage/collect.js';
+import { isRootPinned, listRoots } from '../../functions/core/storage/pins.js';
 import { parseCid } from '../../functions/core/ipfs/cid.js';
 import type { CID } from 'multiformats/cid';
 
@@ -37,10 +37,10 @@ async function present(cid: CID): Promise<{ pinned: boolean; root: boolean }> {
   return { pinned: await isRootPinned(node, cid), root: await node.blockstore.has(cid) };
 }
 
-async function pinsOf(cid: CID): Promise<CID[]> {
+async function pinsOf(cid: CID): Promise<string[]> {
   const node = await service.services.ipfs();
-  const out: CID[] = [];
-  for await (const pin of node.helia.pins.ls({ cid: cid.toV1() })) out.push(pin.cid);
+  const out: string[] = [];
+  for await (const { root } of listRoots(node.datastore)) if (root === cid.toV1().toString()) out.push(root);
   return out;
 }
 

@@ -7,6 +7,7 @@
  *   <bucket> / <key>              the object record          gsi1: CID#<cidV0> / <bucket>/<key>
  *   #REF#<cidV0> / <bucket>/<key>  "this object references this CID"
  *   #GC / <cidV0>                  a CID that lost a reference: a collection candidate
+ *   #GCQ / <cidV0>                 a candidate collection could not collect, set aside for the integrity check
  *
  * Multipart uploads keep their items here too (see data/uploads.ts); a part's
  * reference is `#REF#<cidV0> / #PART#<uploadId>#<part number>`.
@@ -16,7 +17,7 @@
  * version the writer read and on the bucket existing (and not being deleted),
  * so a CID is referenced exactly while some record names it.
  */
-import { DeleteCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, QueryCommand, ScanCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { uniqueToken } from '../ids.js';
@@ -49,6 +50,8 @@ export interface ObjectRecord {
   checksums?: Record<string, string>;
   /** Multipart objects: the number of parts. */
   parts?: number;
+  /** Set by the integrity check (storage/fsck.ts) when the content's blocks are missing or corrupt: what is wrong. */
+  damaged?: string;
 }
 
 export type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];
@@ -320,6 +323,123 @@ export class ObjectStore {
       .catch((err: Error) => {
         if (err.name !== 'ConditionalCheckFailedException') throw err;
       });
+  }
+
+  /**
+   * Sets a candidate aside: collection could not collect it (a block of its
+   * DAG is missing or unreadable), and trying again every pass would only
+   * fail again. The integrity check looks at it once the storage is repaired.
+   */
+  async quarantineCandidate(cid: string, at: string, reason: string): Promise<void> {
+    try {
+      await this.db.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Put: { TableName: this.table, Item: { pk: '#GCQ', sk: cid, reason, at: new Date().toISOString() } } },
+            {
+              Delete: {
+                TableName: this.table,
+                Key: { pk: '#GC', sk: cid },
+                ConditionExpression: '#at = :at',
+                ExpressionAttributeNames: { '#at': 'at' },
+                ExpressionAttributeValues: { ':at': at },
+              },
+            },
+          ],
+        }),
+      );
+    } catch (err) {
+      // Re-added since it was read: it stays a candidate, and is tried again.
+      if (!(err instanceof TransactionCanceledException)) throw err;
+    }
+  }
+
+  /** The candidates collection set aside. */
+  async quarantined(): Promise<Array<{ cid: string; reason: string; at: string }>> {
+    const items = await this.queryAll('#GCQ');
+    return items.map((i) => ({ cid: i.sk as string, reason: i.reason as string, at: i.at as string }));
+  }
+
+  /** Makes a set-aside candidate a candidate again. */
+  async requeueQuarantined(cid: string): Promise<void> {
+    await this.db.doc.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          { Put: { TableName: this.table, Item: candidateItem(cid) } },
+          { Delete: { TableName: this.table, Key: { pk: '#GCQ', sk: cid } } },
+        ],
+      }),
+    );
+  }
+
+  /**
+   * Marks (or, with `damage` undefined, clears) an object as damaged, if it
+   * still holds `cid`: a record overwritten meanwhile is left alone.
+   */
+  async markDamaged(bucket: string, key: string, cid: string, damage: string | undefined): Promise<boolean> {
+    try {
+      await this.db.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk: bucket, sk: key },
+          UpdateExpression: damage === undefined ? 'REMOVE damaged' : 'SET damaged = :d',
+          ConditionExpression: 'cid = :cid',
+          ExpressionAttributeValues: { ':cid': cid, ...(damage === undefined ? {} : { ':d': damage }) },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if ((err as Error).name === 'ConditionalCheckFailedException') return false;
+      throw err;
+    }
+  }
+
+  /** Every object record of every bucket (a full scan: the integrity check's). */
+  async *allRecords(): AsyncGenerator<ObjectRecord> {
+    for await (const item of this.scan('NOT begins_with(pk, :hash)')) yield fromItem(item);
+  }
+
+  /** Every CID some object or multipart part references, with how many holders (a full scan). */
+  async referencedCids(): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    for await (const item of this.scan('begins_with(pk, :ref)')) {
+      const cid = (item.pk as string).slice('#REF#'.length);
+      out.set(cid, (out.get(cid) ?? 0) + 1);
+    }
+    return out;
+  }
+
+  private async *scan(filter: string): AsyncGenerator<Record<string, unknown>> {
+    let ExclusiveStartKey: Record<string, unknown> | undefined;
+    const values: Record<string, string> = {};
+    if (filter.includes(':hash')) values[':hash'] = '#';
+    if (filter.includes(':ref')) values[':ref'] = '#REF#';
+    do {
+      const out = await this.db.doc.send(
+        new ScanCommand({ TableName: this.table, FilterExpression: filter, ExpressionAttributeValues: values, ConsistentRead: true, ExclusiveStartKey }),
+      );
+      for (const item of out.Items ?? []) yield item;
+      ExclusiveStartKey = out.LastEvaluatedKey;
+    } while (ExclusiveStartKey);
+  }
+
+  private async queryAll(pk: string): Promise<Array<Record<string, unknown>>> {
+    const items: Array<Record<string, unknown>> = [];
+    let ExclusiveStartKey: Record<string, unknown> | undefined;
+    do {
+      const out = await this.db.doc.send(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': pk },
+          ConsistentRead: true,
+          ExclusiveStartKey,
+        }),
+      );
+      items.push(...(out.Items ?? []));
+      ExclusiveStartKey = out.LastEvaluatedKey;
+    } while (ExclusiveStartKey);
+    return items;
   }
 
   /** Whether the bucket holds any object. */

@@ -85,3 +85,10 @@ export function parseCid(text: string): CID | undefined {
     }
   }
 }
+
+/** Parses a CID this service wrote itself (a record's); a malformed one is a bug, so it throws. */
+export function cidOf(text: string): CID {
+  const cid = parseCid(text);
+  if (!cid) throw new Error(`not a CID: ${text}`);
+  return cid;
+}

@@ -1,11 +1,10 @@
 /**
  * The embedded Helia node: locally blocks in files (small ones in LevelDB,
- * see file-blockstore.ts) and a LevelDB datastore (Helia's pin records)
+ * see file-blockstore.ts) and a LevelDB datastore (pin records, storage/pins.ts)
  * under the data directory, an S3 bucket in AWS. It runs without libp2p
  * networking (Helia "light"): it stores, pins and serves blocks; content is
  * reachable by CID through Cairn's gateway.
  */
-import { access, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createHeliaLight, type Helia } from 'helia';
 import type { Blockstore } from 'interface-blockstore';
@@ -17,6 +16,8 @@ export interface IpfsNode {
   helia: Helia;
   /** The raw blockstore: imports write here directly (Helia's own layer checks has() per put). */
   blockstore: Blockstore;
+  /** Where Cairn's pin records live (storage/pins.ts), beside Helia's own. */
+  datastore: Datastore;
   /** Resolves once every pin record written so far is on disk (see PinDatastore); absent where each write is durable when it resolves. */
   pinsWritten?(): Promise<void>;
   stop(): Promise<void>;
@@ -105,7 +106,6 @@ async function stores(config: Config): Promise<{ blockstore: Blockstore; datasto
   const datastore = new PinDatastore(join(config.dataDir, 'ipfs', 'pins'), LEVEL_MEMORY);
   await datastore.open();
   groupCommits(datastore.db as unknown as GroupCommitLevel);
-  await adoptFileDatastore(join(config.dataDir, 'ipfs', 'datastore'), datastore);
   const blockstore = new FileBlockstore(join(config.dataDir, 'ipfs', 'blocks'), {
     smallBlocks: join(config.dataDir, 'ipfs', 'small-blocks'),
     packs: join(config.dataDir, 'ipfs', 'packs'),
@@ -128,23 +128,6 @@ async function stores(config: Config): Promise<{ blockstore: Blockstore; datasto
   };
 }
 
-/**
- * Data directories written before the pins moved to LevelDB keep them in a
- * file datastore: copy every record over, then remove the old directory. A
- * copy cut short is simply run again at the next start.
- */
-async function adoptFileDatastore(dir: string, into: Datastore): Promise<void> {
-  try {
-    await access(dir);
-  } catch {
-    return;
-  }
-  const { FsDatastore } = await import('datastore-fs');
-  const old = new FsDatastore(dir);
-  for await (const { key, value } of old.query({})) await into.put(key, value);
-  await rm(dir, { recursive: true, force: true });
-}
-
 async function openNode(config: Config): Promise<IpfsNode> {
   const { blockstore, datastore, written, close } = await stores(config);
   const helia = createHeliaLight({ blockstore, datastore });
@@ -152,6 +135,7 @@ async function openNode(config: Config): Promise<IpfsNode> {
   return {
     helia,
     blockstore,
+    datastore,
     pinsWritten: written,
     stop: async () => {
       await helia.stop();
@@ -185,6 +169,7 @@ export async function createIpfsNode(config: Config): Promise<IpfsNode> {
   return {
     helia: node.helia,
     blockstore: node.blockstore,
+    datastore: node.datastore,
     pinsWritten: node.pinsWritten,
     stop: async () => {
       if (stopped) return;
