@@ -4,10 +4,12 @@
 import { ConfigError, loadConfig } from '../functions/core/config.js';
 import { createLogger } from '../functions/core/logger.js';
 import { startLocalService } from '../functions/local/service.js';
+import { logStrayRejections } from '../functions/local/process-guard.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
+  logStrayRejections(logger);
   const service = await startLocalService(config, logger);
   const { endpoints, bootstrap } = service;
   const lines = [
