@@ -61,6 +61,8 @@ export interface ChildService {
   s3(): S3Client;
   /** Peak resident set size so far, in MiB (VmHWM of /proc/<pid>/status). */
   peakRssMiB(): number;
+  /** What the service logged on stdout (only with `captureLog`). */
+  log(): string;
   /** SIGTERM (SIGKILL after 15 s), then removes the data directory unless told to keep it. */
   stop(opts?: { keepData?: boolean }): Promise<void>;
 }
@@ -98,14 +100,16 @@ export async function stopChild(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-export async function startChildService(opts: { env?: Record<string, string>; nodeArgs?: string[] } = {}): Promise<ChildService> {
+export async function startChildService(opts: { env?: Record<string, string>; nodeArgs?: string[]; captureLog?: boolean } = {}): Promise<ChildService> {
   const dataDir = await mkdtemp(join(tmpdir(), 'cairn-child-'));
   const env = await serviceEnv(dataDir, opts.env);
   const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', join(ROOT, 'bin/local.ts')], {
     cwd: ROOT,
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'inherit', 'pipe'],
+    stdio: ['ignore', opts.captureLog ? 'pipe' : 'inherit', 'pipe'],
   });
+  let log = '';
+  child.stdout?.on('data', (d: Buffer) => (log += d.toString()));
   const local = (port: string) => `http://127.0.0.1:${port}`;
   const endpoints = { s3: local(env.CAIRN_S3_PORT!), gateway: local(env.CAIRN_GATEWAY_PORT!), graphql: `${local(env.CAIRN_API_PORT!)}/graphql` };
   try {
@@ -124,6 +128,7 @@ export async function startChildService(opts: { env?: Record<string, string>; no
     credentials,
     s3: () => new S3Client({ endpoint: endpoints.s3, region: 'us-east-1', forcePathStyle: true, credentials }),
     peakRssMiB: () => peakRssMiB(child.pid!),
+    log: () => log,
     async stop({ keepData = false } = {}) {
       await stopChild(child);
       if (!keepData) await rm(dataDir, { recursive: true, force: true });
