@@ -38,8 +38,11 @@ export function parsePresign(query: Map<string, string>): ParsedPresign {
   const date = parseAmzDate(amzDate);
   if (!date) throw new S3Error('AuthorizationQueryParametersError', 400, 'X-Amz-Date must be in the ISO8601 Long Format "yyyyMMdd\'T\'HHmmss\'Z\'"');
   const expiresText = need('X-Amz-Expires');
-  if (!/^\d+$/.test(expiresText)) throw new S3Error('AuthorizationQueryParametersError', 400, 'X-Amz-Expires should be a number');
+  if (!/^-?\d+$/.test(expiresText)) throw new S3Error('AuthorizationQueryParametersError', 400, 'X-Amz-Expires should be a number');
   const expires = Number(expiresText);
+  if (expires < 0) throw new S3Error('AuthorizationQueryParametersError', 400, 'X-Amz-Expires must be non-negative');
+  // S3 documents 1 as the least X-Amz-Expires; a URL valid for no time at all is a mistake, not a URL.
+  if (expires === 0) throw new S3Error('AuthorizationQueryParametersError', 400, 'X-Amz-Expires must be at least 1 (second)');
   if (expires > MAX_EXPIRES) {
     throw new S3Error('AuthorizationQueryParametersError', 400, 'X-Amz-Expires must be less than a week (in seconds) that is 604800');
   }
