@@ -1,7 +1,8 @@
 /**
- * Object ACLs: Cairn stores the two canned ACLs that mean something on IPFS
- * storage, private and public-read. PutObjectAcl takes either the
- * `x-amz-acl` header or an AccessControlPolicy whose grants amount to one.
+ * ACLs: Cairn stores one of four canned ACLs on each object and bucket
+ * (private, public-read, public-read-write, authenticated-read). Put*Acl
+ * takes either the `x-amz-acl` header or an AccessControlPolicy whose
+ * grants amount to one of them.
  */
 import type { CannedAcl } from '../core/data/objects.js';
 import { aclResponse, owner } from './buckets.js';
@@ -10,43 +11,71 @@ import { errors } from './errors.js';
 import { cannedAcl } from './put.js';
 import { parseXmlBody, readSmallBody } from './xml-input.js';
 
-const ALL_USERS = 'http://acs.amazonaws.com/groups/global/AllUsers';
+export const ALL_USERS = 'http://acs.amazonaws.com/groups/global/AllUsers';
+export const AUTHENTICATED_USERS = 'http://acs.amazonaws.com/groups/global/AuthenticatedUsers';
+
+/** The group grants S3 adds to the owner's FULL_CONTROL for each canned ACL. */
+export const GROUP_GRANTS: Record<CannedAcl, ReadonlyArray<{ uri: string; permission: 'READ' | 'WRITE' }>> = {
+  private: [],
+  'public-read': [{ uri: ALL_USERS, permission: 'READ' }],
+  'public-read-write': [
+    { uri: ALL_USERS, permission: 'READ' },
+    { uri: ALL_USERS, permission: 'WRITE' },
+  ],
+  'authenticated-read': [{ uri: AUTHENTICATED_USERS, permission: 'READ' }],
+};
 
 export async function getObjectAcl(ctx: S3Context): Promise<Response> {
   const record = await ctx.services.objects.get(ctx.bucket!.name, ctx.s3.key!);
   if (!record) throw errors.noSuchKey(ctx.s3.key!);
-  return aclResponse(await owner(ctx, record.ownerId), record.acl === 'public-read');
+  return aclResponse(await owner(ctx, record.ownerId), record.acl);
 }
 
-function aclFromPolicy(doc: Record<string, unknown>): CannedAcl {
+const notCanned = (what: string) =>
+  errors.notImplemented(`${what} (Cairn stores only the canned ACLs private, public-read, public-read-write and authenticated-read; send one with x-amz-acl)`);
+
+/** The canned ACL an AccessControlPolicy's grants amount to, if any. */
+function aclFromPolicy(doc: Record<string, unknown>, ownerId: string): CannedAcl {
   const list = (doc.AccessControlList ?? {}) as Record<string, unknown>;
   const grants = (list.Grant as Array<Record<string, unknown>> | undefined) ?? [];
-  let publicRead = false;
+  const groups = new Set<string>();
   for (const grant of grants) {
     const grantee = (grant.Grantee ?? {}) as Record<string, unknown>;
-    const permission = grant.Permission;
+    const permission = String(grant.Permission);
     if (typeof grantee.URI === 'string') {
-      if (grantee.URI !== ALL_USERS || permission !== 'READ') throw errors.notImplemented(`grant of ${String(permission)} to ${grantee.URI}`);
-      publicRead = true;
-    } else if (permission !== 'FULL_CONTROL') {
-      throw errors.notImplemented(`grant of ${String(permission)} to a user (Cairn supports the private and public-read canned ACLs)`);
+      groups.add(`${grantee.URI} ${permission}`);
+    } else if (grantee.ID !== ownerId || permission !== 'FULL_CONTROL') {
+      throw notCanned(`a grant of ${permission} to ${String(grantee.ID ?? grantee.EmailAddress ?? 'a user')}`);
     }
   }
-  return publicRead ? 'public-read' : 'private';
+  for (const [acl, wanted] of Object.entries(GROUP_GRANTS) as Array<[CannedAcl, (typeof GROUP_GRANTS)[CannedAcl]]>) {
+    if (wanted.length === groups.size && wanted.every((g) => groups.has(`${g.uri} ${g.permission}`))) return acl;
+  }
+  throw notCanned(`the group grants ${[...groups].join(', ')}`);
+}
+
+/** The ACL a Put*Acl request asks for: the canned header, or a policy body. */
+async function requestedAcl(ctx: S3Context, ownerId: string): Promise<CannedAcl> {
+  const { req } = ctx;
+  const body = await readSmallBody(ctx);
+  if (req.headers.has('x-amz-acl')) {
+    if (body.length) throw errors.invalidRequest('Specify either the x-amz-acl header or an AccessControlPolicy body, not both.');
+    return cannedAcl(req.headers);
+  }
+  if (body.length) return aclFromPolicy(parseXmlBody(body, 'AccessControlPolicy', ['Grant']), ownerId);
+  cannedAcl(req.headers); // x-amz-grant-* headers alone are refused there
+  throw errors.malformedXml();
 }
 
 export async function putObjectAcl(ctx: S3Context): Promise<Response> {
-  const { req } = ctx;
-  const body = await readSmallBody(ctx);
-  let acl: CannedAcl;
-  if (req.headers.has('x-amz-acl')) {
-    if (body.length) throw errors.invalidRequest('Specify either the x-amz-acl header or an AccessControlPolicy body, not both.');
-    acl = cannedAcl(req.headers);
-  } else if (body.length) {
-    acl = aclFromPolicy(parseXmlBody(body, 'AccessControlPolicy', ['Grant']));
-  } else {
-    throw errors.malformedXml();
-  }
+  const acl = await requestedAcl(ctx, ctx.bucket!.accountId);
   if (!(await ctx.services.objects.setAcl(ctx.bucket!.name, ctx.s3.key!, acl))) throw errors.noSuchKey(ctx.s3.key!);
+  return new Response(null, { status: 200 });
+}
+
+export async function putBucketAcl(ctx: S3Context): Promise<Response> {
+  const bucket = ctx.bucket!;
+  const acl = await requestedAcl(ctx, bucket.accountId);
+  if (!(await ctx.services.buckets.setAcl(bucket.name, acl))) throw errors.noSuchBucket(bucket.name);
   return new Response(null, { status: 200 });
 }

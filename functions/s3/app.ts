@@ -11,7 +11,7 @@ import { createBucket, deleteBucket, getBucketAcl, getBucketLocation, getBucketV
 import { listObjects, listObjectsV2, listObjectVersions } from './list.js';
 import { deleteObject, deleteObjects } from './delete.js';
 import { copyObject } from './copy.js';
-import { getObjectAcl, putObjectAcl } from './acl.js';
+import { getObjectAcl, putBucketAcl, putObjectAcl } from './acl.js';
 import type { S3Context } from './context.js';
 import { errorResponse, errors, S3Error } from './errors.js';
 import { getObject } from './get.js';
@@ -38,6 +38,7 @@ const OPERATIONS: Partial<Record<S3Op, OperationHandler>> = {
   GetBucketLocation: getBucketLocation,
   GetBucketVersioning: getBucketVersioning,
   GetBucketAcl: getBucketAcl,
+  PutBucketAcl: putBucketAcl,
   ListObjects: listObjects,
   ListObjectsV2: listObjectsV2,
   ListObjectVersions: listObjectVersions,

@@ -5,6 +5,9 @@ import { errors, S3Error } from './errors.js';
 import { escapeXml, S3_NS, xmlResponse } from './xml.js';
 import { parseXmlBody, readSmallBody } from './xml-input.js';
 import { isValidBucketName } from './names.js';
+import type { CannedAcl } from '../core/data/objects.js';
+import { GROUP_GRANTS } from './acl.js';
+import { cannedAcl } from './put.js';
 
 function accountOf(ctx: S3Context): string {
   if (ctx.auth.principal.kind !== 'account') throw errors.accessDenied();
@@ -33,7 +36,7 @@ export async function createBucket(ctx: S3Context): Promise<Response> {
   const accountId = accountOf(ctx);
   const name = ctx.s3.bucket!;
   if (!isValidBucketName(name)) throw errors.invalidBucketName(name);
-  cannedBucketAcl(ctx.req.headers);
+  const acl = cannedAcl(ctx.req.headers);
   const body = await readSmallBody(ctx);
   if (body.length) {
     const config = parseXmlBody(body, 'CreateBucketConfiguration');
@@ -44,7 +47,7 @@ export async function createBucket(ctx: S3Context): Promise<Response> {
     }
   }
   try {
-    await ctx.services.buckets.create(name, accountId, ctx.now.toISOString());
+    await ctx.services.buckets.create(name, accountId, ctx.now.toISOString(), acl);
   } catch (err) {
     if (err instanceof BucketExistsError) {
       throw err.ownedByCaller
@@ -54,12 +57,6 @@ export async function createBucket(ctx: S3Context): Promise<Response> {
     throw err;
   }
   return new Response(null, { status: 200, headers: { location: `/${name}` } });
-}
-
-/** Buckets are private; a canned ACL other than private is not something Cairn can honour for a bucket. */
-function cannedBucketAcl(headers: Headers): void {
-  const acl = headers.get('x-amz-acl');
-  if (acl !== null && acl !== 'private') throw errors.notImplemented(`bucket ACL "${acl}" (buckets are private; make objects public-read instead)`);
 }
 
 export async function deleteBucket(ctx: S3Context): Promise<Response> {
@@ -91,18 +88,16 @@ export async function getBucketVersioning(_ctx: S3Context): Promise<Response> {
 }
 
 export async function getBucketAcl(ctx: S3Context): Promise<Response> {
-  const who = await owner(ctx, ctx.bucket!.accountId);
-  return aclResponse(who, false);
+  const bucket = ctx.bucket!;
+  return aclResponse(await owner(ctx, bucket.accountId), bucket.acl ?? 'private');
 }
 
-const ALL_USERS = 'http://acs.amazonaws.com/groups/global/AllUsers';
-
-/** An AccessControlPolicy for a canned ACL: owner FULL_CONTROL, plus AllUsers READ when public. */
-export function aclResponse(who: { ID: string; DisplayName: string }, publicRead: boolean): Response {
+/** An AccessControlPolicy for a canned ACL: owner FULL_CONTROL, plus the group grants S3 gives that ACL. */
+export function aclResponse(who: { ID: string; DisplayName: string }, acl: CannedAcl): Response {
   const grants: Array<Record<string, unknown>> = [
     { Grantee: { ID: who.ID, DisplayName: who.DisplayName, '@type': 'CanonicalUser' }, Permission: 'FULL_CONTROL' },
   ];
-  if (publicRead) grants.push({ Grantee: { URI: ALL_USERS, '@type': 'Group' }, Permission: 'READ' });
+  for (const g of GROUP_GRANTS[acl]) grants.push({ Grantee: { URI: g.uri, '@type': 'Group' }, Permission: g.permission });
   const body =
     '<?xml version="1.0" encoding="UTF-8"?>\n' +
     `<AccessControlPolicy xmlns="${S3_NS}">` +

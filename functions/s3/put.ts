@@ -6,14 +6,21 @@ import { ipfsHeaders, ownerOf, presentedEtag, type S3Context } from './context.j
 import { checksumHeaders, checksumPlan } from './checksums.js';
 import { storeObject } from './store.js';
 
-const CANNED_ACLS: readonly string[] = ['private', 'public-read'];
+const CANNED_ACLS: readonly string[] = ['private', 'public-read', 'public-read-write', 'authenticated-read'];
+/** S3's other canned ACLs: valid requests whose grantees (EC2, log delivery, a bucket owner other than the object's) Cairn has no notion of. */
+const OTHER_S3_CANNED_ACLS: readonly string[] = ['aws-exec-read', 'bucket-owner-read', 'bucket-owner-full-control', 'log-delivery-write'];
 
+/** The canned ACL a request asks for (private when it names none), as buckets and objects take it. */
 export function cannedAcl(headers: Headers): CannedAcl {
-  const acl = headers.get('x-amz-acl') ?? 'private';
-  if (!CANNED_ACLS.includes(acl)) {
-    throw errors.notImplemented(`x-amz-acl "${acl}" (Cairn supports private and public-read)`);
+  for (const name of ['x-amz-grant-read', 'x-amz-grant-write', 'x-amz-grant-read-acp', 'x-amz-grant-write-acp', 'x-amz-grant-full-control']) {
+    if (headers.has(name)) throw errors.notImplemented(`${name} (Cairn supports the canned ACLs private, public-read, public-read-write and authenticated-read, sent with x-amz-acl)`);
   }
-  return acl as CannedAcl;
+  const acl = headers.get('x-amz-acl') ?? 'private';
+  if (CANNED_ACLS.includes(acl)) return acl as CannedAcl;
+  if (OTHER_S3_CANNED_ACLS.includes(acl)) {
+    throw errors.notImplemented(`x-amz-acl "${acl}" (Cairn supports private, public-read, public-read-write and authenticated-read)`);
+  }
+  throw errors.invalidArgument(`"${acl}" is not a canned ACL.`, 'x-amz-acl', acl);
 }
 
 /** Stored headers of an object, as PutObject, CopyObject (REPLACE) and CreateMultipartUpload take them. */

@@ -14,6 +14,7 @@ export type S3Op =
   | 'GetBucketLocation'
   | 'GetBucketVersioning'
   | 'GetBucketAcl'
+  | 'PutBucketAcl'
   | 'ListObjects'
   | 'ListObjectsV2'
   | 'ListObjectVersions'
@@ -44,6 +45,7 @@ export const ACCESS: Record<S3Op, Access> = {
   GetBucketLocation: 'bucket-owner',
   GetBucketVersioning: 'bucket-owner',
   GetBucketAcl: 'bucket-owner',
+  PutBucketAcl: 'bucket-owner',
   ListObjects: 'bucket-owner',
   ListObjectsV2: 'bucket-owner',
   ListObjectVersions: 'bucket-owner',
@@ -129,7 +131,8 @@ export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): 
     for (const sub of BUCKET_SUBRESOURCES_UNSUPPORTED) if (has(sub)) throw errors.notImplemented(`?${sub}`);
     switch (method) {
       case 'PUT':
-        if (has('acl') || has('versioning')) throw errors.notImplemented(has('acl') ? '?acl' : '?versioning');
+        if (has('acl')) return { op: 'PutBucketAcl', ...base };
+        if (has('versioning')) throw errors.notImplemented('?versioning');
         return { op: 'CreateBucket', ...base };
       case 'HEAD':
         return { op: 'HeadBucket', ...base };

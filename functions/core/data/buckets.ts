@@ -12,6 +12,7 @@
 import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { Database } from './dynamo.js';
+import type { CannedAcl } from './objects.js';
 import { TtlCache } from '../cache.js';
 
 export interface Bucket {
@@ -19,6 +20,8 @@ export interface Bucket {
   accountId: string;
   createdAt: string;
   isDefault: boolean;
+  /** Absent on buckets stored before bucket ACLs: those are private. */
+  acl?: CannedAcl;
 }
 
 export class BucketExistsError extends Error {
@@ -53,6 +56,7 @@ function fromItem(item: Record<string, unknown>): Bucket {
     accountId: item.accountId as string,
     createdAt: item.createdAt as string,
     isDefault: item.isDefault === true,
+    acl: (item.acl as CannedAcl | undefined) ?? 'private',
   };
 }
 
@@ -103,8 +107,8 @@ export class BucketStore {
     return buckets;
   }
 
-  async create(name: string, accountId: string, createdAt: string): Promise<Bucket> {
-    const bucket: Bucket = { name, accountId, createdAt, isDefault: false };
+  async create(name: string, accountId: string, createdAt: string, acl: CannedAcl = 'private'): Promise<Bucket> {
+    const bucket: Bucket = { name, accountId, createdAt, isDefault: false, acl };
     try {
       await this.db.doc.send(
         new TransactWriteCommand({
@@ -119,6 +123,34 @@ export class BucketStore {
       throw err;
     }
     return bucket;
+  }
+
+  /** Sets the bucket's canned ACL; false if there is no such bucket. Concurrent calls all succeed, the last one wins. */
+  async setAcl(name: string, acl: CannedAcl): Promise<boolean> {
+    this.cache.delete(name);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.db.doc.send(
+          new UpdateCommand({
+            TableName: this.table,
+            Key: { pk: `BUCKET#${name}`, sk: 'BUCKET' },
+            UpdateExpression: 'SET acl = :acl',
+            ConditionExpression: 'attribute_exists(pk)',
+            ExpressionAttributeValues: { ':acl': acl },
+          }),
+        );
+        this.cache.delete(name);
+        return true;
+      } catch (err) {
+        const code = (err as Error).name;
+        if (code === 'ConditionalCheckFailedException') return false;
+        // On DynamoDB a plain write to an item that an object write's
+        // transaction is condition-checking fails with this, and the SDK does
+        // not retry it; setting an ACL is idempotent, so it is tried again.
+        if (code !== 'TransactionConflictException' || attempt >= SET_ACL_ATTEMPTS) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 10 * attempt));
+      }
+    }
   }
 
   /**
@@ -157,6 +189,8 @@ export class BucketStore {
     return deleted;
   }
 }
+
+const SET_ACL_ATTEMPTS = 8;
 
 /** How long a deletion mark blocks writes if its deleter died. */
 export const DELETE_MARK_TTL_MS = 60_000;

@@ -25,7 +25,8 @@ import type { Database } from './dynamo.js';
 import { withoutKeys } from './tables.js';
 import { bucketWritableCondition } from './buckets.js';
 
-export type CannedAcl = 'private' | 'public-read';
+/** The canned ACLs Cairn stores, on objects and buckets alike (S3's other canned ACLs name grantees Cairn does not have). */
+export type CannedAcl = 'private' | 'public-read' | 'public-read-write' | 'authenticated-read';
 
 export interface ObjectRecord {
   bucket: string;
