@@ -29,7 +29,7 @@ export async function serveObject(services: Services, req: HttpRequest, host: Bu
   if (key === '' || Buffer.byteLength(key) > MAX_KEY_BYTES) return notFound();
   const record = await services.objects.get(host.bucket, key);
   if (!record) return notFound();
-  if (record.acl !== 'public-read') return textResponse(403, 'Forbidden: this object is private\n');
+  if (record.acl !== 'public-read' && record.acl !== 'public-read-write') return textResponse(403, 'Forbidden: this object is private\n');
   const headers = objectResponseHeaders(record);
   headers['x-ipfs-path'] = `/ipfs/${record.cid}`;
   return serveRepresentation(req, {

@@ -5,6 +5,7 @@
  * grants amount to one of them.
  */
 import type { CannedAcl } from '../core/data/objects.js';
+import type { Principal } from './auth.js';
 import { aclResponse, owner } from './buckets.js';
 import type { S3Context } from './context.js';
 import { errors } from './errors.js';
@@ -24,6 +25,23 @@ export const GROUP_GRANTS: Record<CannedAcl, ReadonlyArray<{ uri: string; permis
   ],
   'authenticated-read': [{ uri: AUTHENTICATED_USERS, permission: 'READ' }],
 };
+
+/**
+ * Whether an ACL lets this caller read: an object's bytes, or a bucket's
+ * listing. The owner always may; so may anyone for public ACLs, and any
+ * Cairn key for authenticated-read.
+ */
+export function aclAllowsRead(acl: CannedAcl | undefined, principal: Principal, ownerId: string): boolean {
+  if (principal.kind === 'account' && principal.accountId === ownerId) return true;
+  if (acl === 'public-read' || acl === 'public-read-write') return true;
+  return acl === 'authenticated-read' && principal.kind === 'account';
+}
+
+/** Whether a bucket's ACL lets this caller write objects into it. */
+export function aclAllowsWrite(acl: CannedAcl | undefined, principal: Principal, ownerId: string): boolean {
+  if (principal.kind === 'account' && principal.accountId === ownerId) return true;
+  return acl === 'public-read-write';
+}
 
 export async function getObjectAcl(ctx: S3Context): Promise<Response> {
   const record = await ctx.services.objects.get(ctx.bucket!.name, ctx.s3.key!);

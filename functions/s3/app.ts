@@ -11,7 +11,7 @@ import { createBucket, deleteBucket, getBucketAcl, getBucketLocation, getBucketV
 import { listObjects, listObjectsV2, listObjectVersions } from './list.js';
 import { deleteObject, deleteObjects } from './delete.js';
 import { copyObject } from './copy.js';
-import { getObjectAcl, putBucketAcl, putObjectAcl } from './acl.js';
+import { aclAllowsRead, aclAllowsWrite, getObjectAcl, putBucketAcl, putObjectAcl } from './acl.js';
 import type { S3Context } from './context.js';
 import { errorResponse, errors, S3Error } from './errors.js';
 import { getObject } from './get.js';
@@ -80,14 +80,21 @@ function checkBodySize(req: HttpRequest, op: S3Op, config: Config): void {
 async function authorise(ctx: S3Context): Promise<void> {
   const access = ACCESS[ctx.s3.op];
   const principal = ctx.auth.principal;
-  if (access !== 'read' && principal.kind !== 'account') throw errors.accessDenied();
-  if (ctx.s3.bucket === undefined || ctx.s3.op === 'CreateBucket') return;
+  if (access === 'account' || ctx.s3.bucket === undefined) {
+    if (principal.kind !== 'account') throw errors.accessDenied();
+    return;
+  }
+  // A missing bucket is NoSuchBucket to every caller, as in S3.
   if (!isValidBucketName(ctx.s3.bucket)) throw errors.noSuchBucket(ctx.s3.bucket);
   const bucket = await ctx.services.buckets.get(ctx.s3.bucket);
   if (!bucket) throw errors.noSuchBucket(ctx.s3.bucket);
   ctx.bucket = bucket;
-  if (access === 'read') return; // the operation decides on object ACLs
-  if (principal.kind !== 'account' || principal.accountId !== bucket.accountId) throw errors.accessDenied();
+  const allowed =
+    access === 'read' || // the operation decides on object ACLs
+    (access === 'bucket-read' && aclAllowsRead(bucket.acl, principal, bucket.accountId)) ||
+    (access === 'bucket-write' && aclAllowsWrite(bucket.acl, principal, bucket.accountId)) ||
+    (principal.kind === 'account' && principal.accountId === bucket.accountId);
+  if (!allowed) throw errors.accessDenied();
 }
 
 export function createS3Handler(services: Services, now: () => Date = () => new Date()): HttpHandler {

@@ -22,13 +22,13 @@ export function ipfsHeaders(cid: string): Record<string, string> {
   return { 'x-service-ipfs-hash': v1, 'x-service-ipfs-hash-v0': v0 };
 }
 
-export function isOwner(ctx: S3Context): boolean {
-  return ctx.auth.principal.kind === 'account' && ctx.bucket?.accountId === ctx.auth.principal.accountId;
-}
-
-/** The account that owns what this request writes: the caller (writes need an account). */
+/**
+ * The account that owns what this request writes: the bucket's owner, also
+ * when a public-read-write bucket lets someone else (or no one) write, as S3
+ * does with its default BucketOwnerEnforced object ownership.
+ */
 export function ownerOf(ctx: S3Context): string {
-  return ctx.auth.principal.kind === 'account' ? ctx.auth.principal.accountId : ctx.bucket!.accountId;
+  return ctx.bucket!.accountId;
 }
 
 /** The quoted ETag clients see: S3's MD5 form, or the CIDv1 when CAIRN_ETAG=cid. */

@@ -4,6 +4,7 @@
  */
 import type { ObjectRecord } from '../core/data/objects.js';
 import { cannedAcl, objectHeaders } from './put.js';
+import { aclAllowsRead } from './acl.js';
 import { ipfsHeaders, ownerOf, presentedEtag, type S3Context } from './context.js';
 import { errors } from './errors.js';
 import { evaluateConditions, notModifiedAsFailure } from './conditions.js';
@@ -42,17 +43,17 @@ export function parseCopySource(header: string): CopySource {
   return { bucket, key };
 }
 
-/** Reads the source as the caller may: its own bucket, or a public-read object. */
+/** Reads the source as the caller may: its own bucket, or an object whose ACL lets the caller read it. */
 export async function readCopySource(ctx: S3Context, source: CopySource): Promise<ObjectRecord> {
   const bucket = await ctx.services.buckets.get(source.bucket);
   if (!bucket) throw errors.noSuchBucket(source.bucket);
-  const mine = ctx.auth.principal.kind === 'account' && ctx.auth.principal.accountId === bucket.accountId;
+  const { principal } = ctx.auth;
   const record = await ctx.services.objects.get(source.bucket, source.key);
   if (!record) {
-    if (!mine) throw errors.accessDenied();
+    if (!aclAllowsRead(bucket.acl, principal, bucket.accountId)) throw errors.accessDenied();
     throw errors.noSuchKey(source.key);
   }
-  if (!mine && record.acl !== 'public-read') throw errors.accessDenied();
+  if (!aclAllowsRead(record.acl, principal, bucket.accountId)) throw errors.accessDenied();
   return record;
 }
 

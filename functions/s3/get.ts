@@ -5,7 +5,8 @@ import { parseRange } from '../core/http/range.js';
 import { openFile } from '../core/ipfs/read.js';
 import { errors } from './errors.js';
 import { evaluateConditions } from './conditions.js';
-import { ipfsHeaders, isOwner, presentedEtag, type S3Context } from './context.js';
+import { ipfsHeaders, presentedEtag, type S3Context } from './context.js';
+import { aclAllowsRead } from './acl.js';
 import { checksumHeaders } from './checksums.js';
 
 /** Whole-object checksums do not describe a range, so S3 omits them for ranged reads. */
@@ -40,9 +41,12 @@ const OVERRIDES: Record<string, string> = {
 export async function getObject(ctx: S3Context): Promise<Response> {
   const { services, req } = ctx;
   const record = await services.objects.get(ctx.s3.bucket!, ctx.s3.key!);
-  const owner = isOwner(ctx);
-  if (!record) throw owner ? errors.noSuchKey(ctx.s3.key!) : errors.accessDenied();
-  if (!owner && record.acl !== 'public-read') throw errors.accessDenied();
+  const { principal } = ctx.auth;
+  const bucket = ctx.bucket!;
+  // As S3: a missing key is NoSuchKey to whoever may list the bucket, and
+  // AccessDenied to others, so a private bucket's keys cannot be probed.
+  if (!record) throw aclAllowsRead(bucket.acl, principal, bucket.accountId) ? errors.noSuchKey(ctx.s3.key!) : errors.accessDenied();
+  if (!aclAllowsRead(record.acl, principal, bucket.accountId)) throw errors.accessDenied();
   if (record.damaged) throw errors.objectDamaged(record.damaged);
 
   const etag = presentedEtag(ctx, record);
@@ -58,7 +62,7 @@ export async function getObject(ctx: S3Context): Promise<Response> {
   for (const [param, header] of Object.entries(OVERRIDES)) {
     const v = ctx.s3.query.get(param);
     if (v === undefined) continue;
-    if (!owner) throw errors.invalidRequest('Request specific response headers cannot be used for anonymous GET requests.');
+    if (principal.kind !== 'account') throw errors.invalidRequest('Request specific response headers cannot be used for anonymous GET requests.');
     headers[header] = v;
   }
   const range = parseRange(req.headers.get('range'), record.size);

@@ -6,6 +6,7 @@
 import type { ListQuery, ObjectRecord } from '../core/data/objects.js';
 import { prefixSuccessor } from '../core/data/objects.js';
 import { cidForms } from '../core/ipfs/cid.js';
+import { aclAllowsRead } from './acl.js';
 import { owner } from './buckets.js';
 import { presentedEtag, type S3Context } from './context.js';
 import { errors } from './errors.js';
@@ -80,12 +81,25 @@ async function contents(ctx: S3Context, c: Common, records: ObjectRecord[], with
   return records.map((r) => ({
     Key: c.encode(r.key),
     LastModified: r.lastModified,
-    ETag: presentedEtag(ctx, r),
+    ETag: listedEtag(ctx, r),
     Size: r.size,
     StorageClass: 'STANDARD',
     Owner: who,
-    ...(c.hashes ? listedHashes(r.cid) : {}),
+    ...(c.hashes && mayRead(ctx, r) ? listedHashes(r.cid) : {}),
   }));
+}
+
+/**
+ * A CID opens the bytes at any IPFS gateway, so whoever lists a bucket that
+ * is not theirs (a public-read one) sees CIDs only of objects they may read;
+ * the others keep the MD5 ETag even when ETags are CIDs.
+ */
+function mayRead(ctx: S3Context, r: ObjectRecord): boolean {
+  return aclAllowsRead(r.acl, ctx.auth.principal, ctx.bucket!.accountId);
+}
+
+function listedEtag(ctx: S3Context, r: ObjectRecord): string {
+  return mayRead(ctx, r) ? presentedEtag(ctx, r) : `"${r.etag}"`;
 }
 
 /** Cairn's listing extension: both CID forms, from one parse. */
@@ -182,7 +196,7 @@ export async function listObjectVersions(ctx: S3Context): Promise<Response> {
       VersionId: 'null',
       IsLatest: true,
       LastModified: r.lastModified,
-      ETag: presentedEtag(ctx, r),
+      ETag: listedEtag(ctx, r),
       Size: r.size,
       StorageClass: 'STANDARD',
       Owner: who,

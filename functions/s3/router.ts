@@ -34,24 +34,27 @@ export type S3Op =
   | 'AbortMultipartUpload'
   | 'ListParts';
 
-/** What an operation needs: `read` may be anonymous on public-read objects. */
-export type Access = 'account' | 'bucket-owner' | 'read';
+/**
+ * What an operation needs: `read` is decided by the object's ACL (in the
+ * operation); `bucket-read` and `bucket-write` by the bucket's ACL.
+ */
+export type Access = 'account' | 'bucket-owner' | 'bucket-read' | 'bucket-write' | 'read';
 
 export const ACCESS: Record<S3Op, Access> = {
   ListBuckets: 'account',
   CreateBucket: 'account',
-  HeadBucket: 'bucket-owner',
+  HeadBucket: 'bucket-read',
   DeleteBucket: 'bucket-owner',
   GetBucketLocation: 'bucket-owner',
   GetBucketVersioning: 'bucket-owner',
   GetBucketAcl: 'bucket-owner',
   PutBucketAcl: 'bucket-owner',
-  ListObjects: 'bucket-owner',
-  ListObjectsV2: 'bucket-owner',
-  ListObjectVersions: 'bucket-owner',
+  ListObjects: 'bucket-read',
+  ListObjectsV2: 'bucket-read',
+  ListObjectVersions: 'bucket-read',
   ListMultipartUploads: 'bucket-owner',
   DeleteObjects: 'bucket-owner',
-  PutObject: 'bucket-owner',
+  PutObject: 'bucket-write',
   CopyObject: 'bucket-owner',
   GetObject: 'read',
   HeadObject: 'read',

@@ -2,9 +2,10 @@
 """Runs boto3 operations against an S3 endpoint for the client tests.
 
 Reads one JSON document on stdin:
-  {"endpoint": "http://127.0.0.1:PORT", "ops": [OP, ...]}
+  {"endpoint": "http://127.0.0.1:PORT", "ops": [OP, ...], "unsigned": false}
 and prints a JSON list with one result per OP, in order. Credentials and
-region come from the environment (AWS_ACCESS_KEY_ID, ...).
+region come from the environment (AWS_ACCESS_KEY_ID, ...); with "unsigned"
+true the requests are anonymous (botocore's UNSIGNED).
 
 An OP is {"call": NAME, "args": {...}} plus, by call:
   any client method    "body_file": path sent as Body; "save_to": path the
@@ -28,6 +29,7 @@ import json
 import sys
 
 import boto3
+from botocore import UNSIGNED
 from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 from botocore.exceptions import ClientError
@@ -105,7 +107,7 @@ def main():
         "s3",
         endpoint_url=request["endpoint"],
         config=Config(
-            signature_version="s3v4",
+            signature_version=UNSIGNED if request.get("unsigned") else "s3v4",
             s3={"addressing_style": "path"},
             retries={"max_attempts": 1, "mode": "standard"},
         ),

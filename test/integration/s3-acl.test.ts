@@ -1,14 +1,20 @@
 /**
- * Canned ACLs on buckets and objects, as S3 stores and reports them:
- * through both doors with @aws-sdk/client-s3. Also presigned URLs'
- * X-Amz-Expires range (boto3 and the JS SDK's presigner).
+ * Canned ACLs on buckets and objects, and what they open to anonymous
+ * callers and to other Cairn accounts, as S3 does: through both doors with
+ * @aws-sdk/client-s3, and with boto3 (signed and UNSIGNED). Also presigned
+ * URLs' X-Amz-Expires range and expiry.
  */
 import { fileURLToPath } from 'node:url';
+import { Readable } from 'node:stream';
 import {
   CreateBucketCommand,
   GetBucketAclCommand,
   GetObjectAclCommand,
   GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListObjectsCommand,
+  ListObjectsV2Command,
   PutBucketAclCommand,
   PutObjectAclCommand,
   PutObjectCommand,
@@ -52,7 +58,7 @@ function unsigned(client: S3Client): S3Client {
   const unsign = (next: (args: unknown) => Promise<unknown>) => (args: unknown) => {
     const headers = (args as { request: { headers: Record<string, string> } }).request.headers;
     for (const name of Object.keys(headers)) {
-      if (['authorization', 'x-amz-date', 'x-amz-content-sha256', 'x-amz-security-token'].includes(name.toLowerCase())) delete headers[name];
+      if (['authorization', 'x-amz-date', 'x-amz-security-token'].includes(name.toLowerCase())) delete headers[name];
     }
     return next(args);
   };
@@ -147,6 +153,96 @@ describe.each(s3Doors(() => service, () => lambda))('through the $name', (door) 
     }
   });
 
+  test('other accounts and anonymous callers GET and HEAD objects as their ACL says', async () => {
+    const base = `obj-acl-${tag}/`;
+    for (const acl of CANNED) {
+      await s3.send(new PutObjectCommand({ Bucket: 'default-bucket', Key: `${base}${acl}`, Body: `body ${acl}`, ACL: acl }));
+    }
+    const reads = async (client: S3Client, acl: string) => {
+      const got = await client.send(new GetObjectCommand({ Bucket: 'default-bucket', Key: `${base}${acl}` })).then((r) => r.Body!.transformToString(), (e: Error) => e.name);
+      const head = await client.send(new HeadObjectCommand({ Bucket: 'default-bucket', Key: `${base}${acl}` })).then(() => 'ok', (e: { $metadata: { httpStatusCode: number } }) => e.$metadata.httpStatusCode);
+      return [acl, got, head];
+    };
+    const expected = (who: 'other' | 'anon') =>
+      CANNED.map((acl) => {
+        const open = acl.startsWith('public') || (acl === 'authenticated-read' && who === 'other');
+        return [acl, open ? `body ${acl}` : 'AccessDenied', open ? 'ok' : 403];
+      });
+    expect(await Promise.all(CANNED.map((acl) => reads(other, acl)))).toEqual(expected('other'));
+    expect(await Promise.all(CANNED.map((acl) => reads(anon, acl)))).toEqual(expected('anon'));
+    await s3.send(new PutObjectAclCommand({ Bucket: 'default-bucket', Key: `${base}private`, ACL: 'authenticated-read' }));
+    expect(await reads(other, 'private')).toEqual(['private', 'body private', 'ok']);
+  });
+
+  test('a public-read bucket lists for anyone; private and authenticated-read ones as S3 does; missing buckets and keys are 404 to all', async () => {
+    const open = `open-${tag}`;
+    const shut = `shut-${tag}`;
+    const members = `members-${tag}`;
+    await s3.send(new CreateBucketCommand({ Bucket: open, ACL: 'public-read' }));
+    await s3.send(new CreateBucketCommand({ Bucket: shut }));
+    await s3.send(new CreateBucketCommand({ Bucket: members, ACL: 'authenticated-read' }));
+    for (const bucket of [open, shut, members]) {
+      await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'public.txt', Body: 'public', ACL: 'public-read' }));
+      await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'private.txt', Body: 'private' }));
+    }
+    const lists = async (client: S3Client, bucket: string) => {
+      const v2 = await client.send(new ListObjectsV2Command({ Bucket: bucket })).then((r) => r.Contents!.map((c) => c.Key), (e: Error) => e.name);
+      const v1 = await client.send(new ListObjectsCommand({ Bucket: bucket })).then((r) => r.Contents!.map((c) => c.Key), (e: Error) => e.name);
+      const head = await client.send(new HeadBucketCommand({ Bucket: bucket })).then(() => 200, (e: { $metadata: { httpStatusCode: number } }) => e.$metadata.httpStatusCode);
+      return [v2, v1, head];
+    };
+    const keys = ['private.txt', 'public.txt'];
+    expect(await lists(anon, open)).toEqual([keys, keys, 200]);
+    expect(await lists(anon, shut)).toEqual(['AccessDenied', 'AccessDenied', 403]);
+    expect(await lists(anon, members)).toEqual(['AccessDenied', 'AccessDenied', 403]);
+    expect(await lists(other, members)).toEqual([keys, keys, 200]);
+    expect(await lists(other, shut)).toEqual(['AccessDenied', 'AccessDenied', 403]);
+    // Listing a bucket opens its keys, not its private objects' bytes: nor their CIDs, which any IPFS gateway would serve.
+    expect(await failure(anon.send(new GetObjectCommand({ Bucket: open, Key: 'private.txt' })))).toMatchObject({ name: 'AccessDenied', $metadata: { httpStatusCode: 403 } });
+    expect(await (await anon.send(new GetObjectCommand({ Bucket: open, Key: 'public.txt' }))).Body!.transformToString()).toBe('public');
+    const get = door.name.startsWith('Lambda') ? lambdaFetch(lambda) : (url: string) => fetch(url);
+    const hashed = await (await get(`${service.endpoints.s3}/${open}?list-type=2&ipfs-hashes=true`)).text();
+    const hashes = [...hashed.matchAll(/<Key>([^<]*)<\/Key>.*?<\/Contents>/g)].map((m) => [m[1], m[0].includes('<IpfsHash>')]);
+    expect(hashes).toEqual([['private.txt', false], ['public.txt', true]]);
+
+    for (const client of [s3, other, anon]) {
+      expect(await failure(client.send(new ListObjectsV2Command({ Bucket: `never-made-${tag}` })))).toMatchObject({ name: 'NoSuchBucket', $metadata: { httpStatusCode: 404 } });
+      expect(await failure(client.send(new GetObjectCommand({ Bucket: `never-made-${tag}`, Key: 'k' })))).toMatchObject({ name: 'NoSuchBucket', $metadata: { httpStatusCode: 404 } });
+      expect(await failure(client.send(new GetObjectCommand({ Bucket: open, Key: 'never-put' })))).toMatchObject({ name: 'NoSuchKey', $metadata: { httpStatusCode: 404 } });
+    }
+    expect(await failure(other.send(new GetObjectCommand({ Bucket: members, Key: 'never-put' })))).toMatchObject({ name: 'NoSuchKey' });
+    // Who may not list a bucket may not learn which keys it lacks either (S3 answers 403 there too).
+    expect(await failure(anon.send(new GetObjectCommand({ Bucket: shut, Key: 'never-put' })))).toMatchObject({ name: 'AccessDenied', $metadata: { httpStatusCode: 403 } });
+  });
+
+  test('a public-read-write bucket takes anonymous PUTs, owned by the bucket owner; other buckets refuse them and store nothing', async () => {
+    const bucket = `dropbox-${tag}`;
+    await s3.send(new CreateBucketCommand({ Bucket: bucket, ACL: 'public-read-write' }));
+    await anon.send(new PutObjectCommand({ Bucket: bucket, Key: 'from-anon.txt', Body: 'anonymous upload' }));
+    await other.send(new PutObjectCommand({ Bucket: bucket, Key: 'from-other.txt', Body: 'other account upload' }));
+    for (const key of ['from-anon.txt', 'from-other.txt']) {
+      expect(await service.services.objects.get(bucket, key)).toMatchObject({ ownerId: bootAccount, acl: 'private' });
+      const acl = await s3.send(new GetObjectAclCommand({ Bucket: bucket, Key: key }));
+      expect(acl.Owner?.ID).toBe(bootAccount);
+    }
+    expect(await (await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'from-anon.txt' }))).Body!.transformToString()).toBe('anonymous upload');
+    // A stream goes as aws-chunked with a trailing checksum (no signature to chain): the framing is decoded, not stored.
+    const seen: Record<string, string> = {};
+    const streaming = unsigned(door.client());
+    streaming.middlewareStack.add((next) => (args) => {
+      Object.assign(seen, (args.request as { headers: Record<string, string> }).headers);
+      return next(args);
+    }, { step: 'finalizeRequest', priority: 'low' });
+    await streaming.send(new PutObjectCommand({ Bucket: bucket, Key: 'streamed.txt', Body: Readable.from([Buffer.from('streamed '), Buffer.from('upload')]), ContentLength: 15 }));
+    expect(seen['x-amz-content-sha256'] ?? seen['X-Amz-Content-Sha256']).toBe('STREAMING-UNSIGNED-PAYLOAD-TRAILER');
+    expect(await (await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'streamed.txt' }))).Body!.transformToString()).toBe('streamed upload');
+    for (const target of ['default-bucket', `open-${tag}`]) {
+      const err = await failure(anon.send(new PutObjectCommand({ Bucket: target, Key: `anon-${tag}.txt`, Body: 'nope' })));
+      expect(err).toMatchObject({ name: 'AccessDenied', $metadata: { httpStatusCode: 403 } });
+      expect(await service.services.objects.get(target, `anon-${tag}.txt`)).toBeUndefined();
+    }
+  });
+
   test('ten concurrent PutBucketAcl on one bucket all succeed; the bucket ends with one of their ACLs', async () => {
     const bucket = `contended-${tag}`;
     await s3.send(new CreateBucketCommand({ Bucket: bucket }));
@@ -161,13 +257,72 @@ describe.each(s3Doors(() => service, () => lambda))('through the $name', (door) 
 
 type Result = Record<string, any> & { error?: { code: string; status: number; message: string } };
 
-async function boto3(options: { env?: NodeJS.ProcessEnv }, ...ops: object[]): Promise<Result[]> {
+async function boto3(options: { unsigned?: boolean; env?: NodeJS.ProcessEnv }, ...ops: object[]): Promise<Result[]> {
   const { stdout } = await run(DEBIAN_CLIENTS.python3.bin, [SCRIPT], {
     env: { ...ws.env, ...options.env },
-    input: JSON.stringify({ endpoint: service.endpoints.s3, ops }),
+    input: JSON.stringify({ endpoint: service.endpoints.s3, ops, unsigned: options.unsigned ?? false }),
   });
   return JSON.parse(stdout) as Result[];
 }
+
+describe('boto3', () => {
+  test('create_bucket ACL, put_bucket_acl, get_bucket_acl; UNSIGNED boto3 lists and reads what is public, and only that', async () => {
+    const [created, got, bogus, setPrivate] = await boto3(
+      {},
+      { call: 'create_bucket', args: { Bucket: 'py-acl', ACL: 'public-read' } },
+      { call: 'get_bucket_acl', args: { Bucket: 'py-acl' } },
+      { call: 'put_bucket_acl', args: { Bucket: 'py-acl', ACL: 'not-a-canned-acl' } },
+      { call: 'create_bucket', args: { Bucket: 'py-acl-private', ACL: 'private' } },
+      { call: 'put_object', args: { Bucket: 'py-acl', Key: 'open.txt', Body: 'open', ACL: 'public-read' } },
+      { call: 'put_object', args: { Bucket: 'py-acl', Key: 'closed.txt', Body: 'closed' } },
+      { call: 'put_object', args: { Bucket: 'py-acl-private', Key: 'open.txt', Body: 'open too', ACL: 'public-read' } },
+    );
+    expect(created!.error).toBeUndefined();
+    expect(grantsOf(got!.Grants)).toEqual(expectedGrants(bootAccount, 'public-read'));
+    expect(bogus!.error).toMatchObject({ code: 'InvalidArgument', status: 400 });
+    expect(setPrivate!.error).toBeUndefined();
+
+    const [list, listV1, get, head, closed, shutList, shutGet, missing, noBucket] = await boto3(
+      { unsigned: true },
+      { call: 'list_objects_v2', args: { Bucket: 'py-acl' } },
+      { call: 'list_objects', args: { Bucket: 'py-acl' } },
+      { call: 'get_object', args: { Bucket: 'py-acl', Key: 'open.txt' } },
+      { call: 'head_object', args: { Bucket: 'py-acl', Key: 'open.txt' } },
+      { call: 'get_object', args: { Bucket: 'py-acl', Key: 'closed.txt' } },
+      { call: 'list_objects_v2', args: { Bucket: 'py-acl-private' } },
+      { call: 'get_object', args: { Bucket: 'py-acl-private', Key: 'open.txt' } },
+      { call: 'get_object', args: { Bucket: 'py-acl', Key: 'never-put' } },
+      { call: 'list_objects_v2', args: { Bucket: 'py-never-made' } },
+    );
+    expect((list!.Contents as Array<{ Key: string }>).map((c) => c.Key)).toEqual(['closed.txt', 'open.txt']);
+    expect((listV1!.Contents as Array<{ Key: string }>).map((c) => c.Key)).toEqual(['closed.txt', 'open.txt']);
+    expect(get!.body_text).toBe('open');
+    expect(head!.ContentLength).toBe(4);
+    expect(closed!.error).toMatchObject({ code: 'AccessDenied', status: 403 });
+    expect(shutList!.error).toMatchObject({ code: 'AccessDenied', status: 403 });
+    expect(shutGet!.body_text).toBe('open too');
+    expect(missing!.error).toMatchObject({ code: 'NoSuchKey', status: 404 });
+    expect(noBucket!.error).toMatchObject({ code: 'NoSuchBucket', status: 404 });
+  });
+
+  test('authenticated-read: any Cairn key reads and lists, an anonymous caller does not', async () => {
+    await boto3(
+      {},
+      { call: 'create_bucket', args: { Bucket: 'py-members', ACL: 'authenticated-read' } },
+      { call: 'put_object', args: { Bucket: 'py-members', Key: 'memo.txt', Body: 'for members', ACL: 'authenticated-read' } },
+    );
+    const ops = [
+      { call: 'list_objects_v2', args: { Bucket: 'py-members' } },
+      { call: 'get_object', args: { Bucket: 'py-members', Key: 'memo.txt' } },
+    ];
+    const [otherList, otherGet] = await boto3({ env: { AWS_ACCESS_KEY_ID: OTHER.accessKeyId, AWS_SECRET_ACCESS_KEY: OTHER.secretAccessKey } }, ...ops);
+    expect((otherList!.Contents as Array<{ Key: string }>).map((c) => c.Key)).toEqual(['memo.txt']);
+    expect(otherGet!.body_text).toBe('for members');
+    const [anonList, anonGet] = await boto3({ unsigned: true }, ...ops);
+    expect(anonList!.error).toMatchObject({ code: 'AccessDenied', status: 403 });
+    expect(anonGet!.error).toMatchObject({ code: 'AccessDenied', status: 403 });
+  });
+});
 
 test('presigned URLs: X-Amz-Expires of 0, negative (SDK presigner) or over 604800 (boto3) is AuthorizationQueryParametersError (400), through both doors', async () => {
   const s3 = service.s3();

@@ -15,14 +15,14 @@ export type PayloadMode =
 
 export function payloadMode(req: HttpRequest, signing: SigningContext | undefined): PayloadMode {
   const declared = req.headers.get('x-amz-content-sha256');
+  // Framing, not a signature: an anonymous upload (to a public-read-write bucket) sends it too.
+  if (declared === 'STREAMING-UNSIGNED-PAYLOAD-TRAILER') return { kind: 'chunked', trailer: true };
   if (!signing || !declared || declared === 'UNSIGNED-PAYLOAD') return { kind: 'unsigned' };
   switch (declared) {
     case 'STREAMING-AWS4-HMAC-SHA256-PAYLOAD':
       return { kind: 'chunked', signing, trailer: false };
     case 'STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER':
       return { kind: 'chunked', signing, trailer: true };
-    case 'STREAMING-UNSIGNED-PAYLOAD-TRAILER':
-      return { kind: 'chunked', trailer: true };
   }
   if (!/^[0-9a-fA-F]{64}$/.test(declared)) {
     throw errors.invalidArgument('x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-* or a SHA256 value', 'x-amz-content-sha256', declared);
