@@ -158,7 +158,7 @@ function drained(res: ServerResponse): Promise<void> {
 }
 
 export function createNodeServer(handler: HttpHandler, logger: Logger): Server {
-  const server = createServer((req, res) => {
+  const serve = (req: IncomingMessage, res: ServerResponse) => {
     const controller = new AbortController();
     res.on('close', () => {
       if (!res.writableFinished) controller.abort(new Error('client disconnected'));
@@ -175,7 +175,12 @@ export function createNodeServer(handler: HttpHandler, logger: Logger): Server {
           res.destroy();
         }
       });
-  });
+  };
+  const server = createServer(serve);
+  // Node answers 417 to an Expect other than 100-continue (an empty one
+  // too) before the handler sees the request; S3 ignores such a header, and
+  // clients that send one expect their request to go through.
+  server.on('checkExpectation', serve);
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 0; // large uploads may legitimately take long
