@@ -41,6 +41,7 @@ import { checkCopyConditions, parseCopySource, readCopySource } from './copy.js'
 import { errors, S3Error } from './errors.js';
 import { cannedAcl, contentMd5, objectHeaders } from './put.js';
 import { declaredLength, payloadMode, requestBody } from './sigv4/payload.js';
+import { encoding } from './list.js';
 import { ingest, putRecord, type Ingested } from './store.js';
 import { xmlResponse, type XmlNode } from './xml.js';
 import { parseXmlBody, readSmallBody } from './xml-input.js';
@@ -81,13 +82,6 @@ function integerParam(ctx: S3Context, name: string, fallback: number): number {
     throw errors.invalidArgument(`Provided ${name} not an integer or within integer range`, name, raw);
   }
   return Number(raw);
-}
-
-function encoding(ctx: S3Context): { encode: (s: string) => string; type?: string } {
-  const type = ctx.s3.query.get('encoding-type');
-  if (type === undefined) return { encode: (s) => s };
-  if (type.toLowerCase() !== 'url') throw errors.invalidArgument('Invalid Encoding Method specified in Request', 'encoding-type', type);
-  return { encode: (s) => encodeURIComponent(s).replace(/%2F/g, '/').replace(/%20/g, '+'), type: 'url' };
 }
 
 function mapNoSuchUpload(uploadId: string) {
@@ -408,7 +402,7 @@ export async function abortMultipartUpload(ctx: S3Context): Promise<Response> {
 export async function listParts(ctx: S3Context): Promise<Response> {
   const maxParts = Math.min(integerParam(ctx, 'max-parts', MAX_LISTED), MAX_LISTED);
   const marker = integerParam(ctx, 'part-number-marker', 0);
-  const { encode, type } = encoding(ctx);
+  const { encode, type } = encoding(ctx.s3.query);
   const upload = await loadUpload(ctx);
   const { parts, truncated } = maxParts === 0
     ? { parts: [], truncated: (await ctx.services.uploads.parts(upload.uploadId, marker, 1)).parts.length > 0 }
@@ -439,7 +433,7 @@ export async function listParts(ctx: S3Context): Promise<Response> {
 export async function listMultipartUploads(ctx: S3Context): Promise<Response> {
   const q = ctx.s3.query;
   const maxUploads = Math.min(integerParam(ctx, 'max-uploads', MAX_LISTED), MAX_LISTED);
-  const { encode, type } = encoding(ctx);
+  const { encode, type } = encoding(ctx.s3.query);
   const prefix = q.get('prefix') ?? '';
   const delimiter = q.get('delimiter') || undefined;
   const keyMarker = q.get('key-marker') ?? '';
