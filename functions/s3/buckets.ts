@@ -50,6 +50,10 @@ export async function createBucket(ctx: S3Context): Promise<Response> {
     await ctx.services.buckets.create(name, accountId, ctx.now.toISOString(), acl);
   } catch (err) {
     if (err instanceof BucketExistsError) {
+      // S3's legacy behaviour in us-east-1: re-creating a bucket you own
+      // succeeds. AWS documents it as resetting the bucket's ACL; Cairn's
+      // buckets are always private, so the bucket is left exactly as it was.
+      if (err.ownedByCaller && ctx.services.config.region === 'us-east-1') return new Response(null, { status: 200, headers: { location: `/${name}` } });
       throw err.ownedByCaller
         ? new S3Error('BucketAlreadyOwnedByYou', 409, 'Your previous request to create the named bucket succeeded and you already own it.', { BucketName: name })
         : new S3Error('BucketAlreadyExists', 409, 'The requested bucket name is not available. The bucket namespace is shared by all users of the system. Please select a different name and try again.', { BucketName: name });
@@ -65,13 +69,31 @@ export async function deleteBucket(ctx: S3Context): Promise<Response> {
   if (bucket.isDefault) {
     throw new S3Error('InvalidBucketState', 409, "An account's default bucket cannot be deleted.", { BucketName: bucket.name });
   }
+  // Unfinished multipart uploads do not keep a bucket: AWS deletes it and
+  // its uploads with it, and so do Ceph RGW and Scality CloudServer for
+  // compatibility (ceph/ceph#15630, scality/cloudserver#1591).
+  let ended: string[] = [];
   const deleted = await services.buckets
-    .deleteIfEmpty(bucket.name, async () => !(await services.objects.hasObjects(bucket.name)) && !(await services.uploads.hasUploads(bucket.name)))
+    .deleteIfEmpty(
+      bucket.name,
+      async () => !(await services.objects.hasObjects(bucket.name)),
+      async () => {
+        const end = await services.uploads.endAllItems(bucket.name);
+        ended = end.uploadIds;
+        return end.items;
+      },
+    )
     .catch((err: Error) => {
       if (err.name === 'ConditionalCheckFailedException') throw errors.noSuchBucket(bucket.name);
       throw err;
     });
   if (!deleted) throw new S3Error('BucketNotEmpty', 409, 'The bucket you tried to delete is not empty', { BucketName: bucket.name });
+  for (const uploadId of ended) {
+    // Each ended upload left a cleanup marker: a failure here only leaves its parts to garbage collection.
+    await services.uploads.cleanup(uploadId).catch((err: unknown) => {
+      services.logger.warn('multipart cleanup failed; garbage collection will finish it', { err, uploadId });
+    });
+  }
   return new Response(null, { status: 204 });
 }
 

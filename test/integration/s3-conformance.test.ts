@@ -1,41 +1,64 @@
 /**
  * S3 behaviours measured against AWS S3 and ceph/s3-tests: Expect headers
  * other than 100-continue on the local door; listings' encoding-type=url,
- * max-keys=0 and empty continuation token (both doors).
+ * max-keys=0 and empty continuation token; CreateBucket of a bucket one
+ * owns, DeleteBucket with unfinished multipart uploads (both doors).
  */
 import {
   AbortMultipartUploadCommand,
   CreateBucketCommand,
   CreateMultipartUploadCommand,
+  DeleteBucketCommand,
+  DeleteObjectCommand,
+  GetBucketAclCommand,
+  GetObjectAclCommand,
   GetObjectCommand,
+  HeadBucketCommand,
+  ListBucketsCommand,
   ListMultipartUploadsCommand,
   ListObjectsCommand,
   ListObjectsV2Command,
   ListObjectVersionsCommand,
   PutObjectCommand,
-  type S3Client,
+  S3Client,
+  UploadPartCommand,
 } from '@aws-sdk/client-s3';
-import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
+import { createHash, createHmac, randomBytes, type Hash, type Hmac } from 'node:crypto';
 import { connect } from 'node:net';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { SourceData } from '@smithy/types';
+import { CID } from 'multiformats/cid';
+import { collectGarbage } from '../../functions/core/storage/collect.js';
+import { isRootPinned } from '../../functions/core/storage/pins.js';
 import { startTestService, BOOT, type TestService } from '../support/service.js';
 import type { LambdaFn } from '../support/lambda-door.js';
-import { loadS3Lambda, s3Doors } from '../support/s3-doors.js';
+import { failure, loadS3Lambda, s3Doors } from '../support/s3-doors.js';
 
 let service: TestService;
+/** The same service in another region, where S3 has no legacy CreateBucket behaviour. */
+let euService: TestService;
 let lambda: LambdaFn;
 const savedEnv = { ...process.env };
+const OTHER = { name: 'other', accessKeyId: 'CAIRNOTHERKEY0000001', secretAccessKey: 'other-secret-0123456789012345678901234', apiToken: 'cairn_other_token_0123456789' };
 
 beforeAll(async () => {
   service = await startTestService({ CAIRN_GC_INTERVAL: '0' });
   lambda = await loadS3Lambda(service);
+  await service.services.accounts.createAccount(OTHER);
+  euService = await startTestService({ CAIRN_GC_INTERVAL: '0', AWS_REGION: 'eu-west-1' });
 });
 
 afterAll(async () => {
   process.env = savedEnv;
   await service.close();
+  await euService.close();
 });
+
+async function pinned(cid: string): Promise<{ pinned: boolean; stored: boolean }> {
+  const node = await service.services.ipfs();
+  const parsed = CID.parse(cid);
+  return { pinned: await isRootPinned(node, parsed), stored: await node.blockstore.has(parsed) };
+}
 
 const bytes = (data: SourceData): string | Uint8Array =>
   typeof data === 'string' ? data : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : new Uint8Array(data);
@@ -193,4 +216,86 @@ describe.each(s3Doors(() => service, () => lambda))('listings through the $name'
     expect(out).toMatchObject({ ContinuationToken: '', IsTruncated: false, KeyCount: keys.length });
     expect(out.NextContinuationToken).toBeUndefined();
   });
+});
+
+describe.each(s3Doors(() => service, () => lambda))('buckets through the $name', (door) => {
+  const tag = door.name.startsWith('Lambda') ? 'l' : 'n';
+  let s3: S3Client;
+  beforeAll(() => {
+    s3 = door.client();
+  });
+
+  test('CreateBucket of a bucket one owns answers 200 in us-east-1 and changes nothing; 409 BucketAlreadyOwnedByYou elsewhere', async () => {
+    const bucket = `again-${tag}`;
+    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'kept.txt', Body: 'still here', ACL: 'public-read' }));
+    const created = (await s3.send(new ListBucketsCommand({}))).Buckets!.find((b) => b.Name === bucket)!.CreationDate;
+    const acl = await s3.send(new GetBucketAclCommand({ Bucket: bucket }));
+
+    const again = await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    expect(again.$metadata.httpStatusCode).toBe(200);
+    expect(again.Location).toBe(`/${bucket}`);
+    const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'kept.txt' }));
+    expect(await got.Body!.transformToString()).toBe('still here');
+    expect((await s3.send(new GetObjectAclCommand({ Bucket: bucket, Key: 'kept.txt' }))).Grants!.some((g) => g.Grantee?.URI?.endsWith('/AllUsers'))).toBe(true);
+    expect((await s3.send(new GetBucketAclCommand({ Bucket: bucket }))).Grants).toEqual(acl.Grants);
+    expect((await s3.send(new ListBucketsCommand({}))).Buckets!.find((b) => b.Name === bucket)!.CreationDate).toEqual(created);
+
+    // Another account's bucket stays taken.
+    expect(await failure(door.client(OTHER).send(new CreateBucketCommand({ Bucket: bucket })))).toMatchObject({ name: 'BucketAlreadyExists', $metadata: { httpStatusCode: 409 } });
+    // Outside us-east-1, S3 answers the owner 409 BucketAlreadyOwnedByYou.
+    const eu = new S3Client({ endpoint: euService.endpoints.s3, region: 'eu-west-1', forcePathStyle: true, credentials: BOOT });
+    await eu.send(new CreateBucketCommand({ Bucket: bucket }));
+    expect(await failure(eu.send(new CreateBucketCommand({ Bucket: bucket })))).toMatchObject({ name: 'BucketAlreadyOwnedByYou', $metadata: { httpStatusCode: 409 } });
+  });
+
+  test('DeleteBucket with only unfinished multipart uploads deletes the bucket and ends them: no upload, part, marker or pin is left (with an object too, nothing changes)', async () => {
+    const bucket = `unfinished-${tag}`;
+    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    const uploads: Array<{ key: string; id: string }> = [];
+    for (const [key, sizes] of [['a.bin', [300 * 1024, 1000]], ['b/c.bin', [5000]]] as const) {
+      const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key }));
+      for (const [i, size] of sizes.entries()) {
+        await s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: i + 1, Body: randomBytes(size) }));
+      }
+      uploads.push({ key, id: UploadId! });
+    }
+    const cids = (await Promise.all(uploads.map((u) => service.services.uploads.allParts(u.id)))).flat().map((p) => p.cid);
+    expect(cids).toHaveLength(3);
+    for (const cid of cids) expect(await pinned(cid)).toEqual({ pinned: true, stored: true });
+
+    // With an object in it, the bucket stays, and so do its uploads, untouched.
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'object.txt', Body: 'x' }));
+    expect(await failure(s3.send(new DeleteBucketCommand({ Bucket: bucket })))).toMatchObject({ name: 'BucketNotEmpty', $metadata: { httpStatusCode: 409 } });
+    expect((await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }))).Uploads!.map((u) => u.UploadId)).toEqual(uploads.map((u) => u.id));
+    await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'object.txt' }));
+
+    await s3.send(new DeleteBucketCommand({ Bucket: bucket }));
+    expect(await failure(s3.send(new HeadBucketCommand({ Bucket: bucket })))).toMatchObject({ $metadata: { httpStatusCode: 404 } });
+    for (const u of uploads) {
+      expect(await service.services.uploads.get(bucket, u.key, u.id)).toBeUndefined();
+      expect(await service.services.uploads.allParts(u.id)).toEqual([]);
+    }
+    expect(await service.services.uploads.resumeCleanups(0)).toBe(0); // no cleanup marker left behind
+    await collectGarbage(service.services);
+    for (const cid of cids) expect(await pinned(cid)).toEqual({ pinned: false, stored: false });
+    // A bucket of the same name starts with no uploads.
+    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    expect((await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }))).Uploads ?? []).toEqual([]);
+  });
+});
+
+test('DeleteBucket ends more unfinished uploads than one transaction can hold', async () => {
+  const s3 = service.s3();
+  const bucket = 'many-unfinished';
+  await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+  const ids = Array.from({ length: 120 }, (_, i) => `upload-${String(i).padStart(3, '0')}`);
+  for (const uploadId of ids) {
+    await service.services.uploads.create({
+      bucket, key: `k/${uploadId}`, uploadId, initiated: new Date().toISOString(), acl: 'private', ownerId: 'x', contentType: 'binary/octet-stream', metadata: {},
+    });
+  }
+  await s3.send(new DeleteBucketCommand({ Bucket: bucket }));
+  for (const uploadId of ids) expect(await service.services.uploads.get(bucket, `k/${uploadId}`, uploadId)).toBeUndefined();
+  expect(await service.services.uploads.resumeCleanups(0)).toBe(0);
 });

@@ -4,15 +4,16 @@
  *
  *   BUCKET#<name> / BUCKET   gsi1: ACCOUNT#<accountId> / BUCKET#<0 default|1 other>#<name>
  *
- * A bucket may be deleted only while it holds no objects and no multipart
- * uploads. Deletion first marks the bucket `deleting`; every object write
- * condition-checks that the bucket exists unmarked, so once the mark is set
- * and the bucket is seen empty, no put can slip in before the item goes.
+ * A bucket may be deleted only while it holds no objects; its unfinished
+ * multipart uploads end with it. Deletion first marks the bucket `deleting`;
+ * every object write (and every new upload) condition-checks that the
+ * bucket exists unmarked, so once the mark is set and the bucket is seen
+ * empty, no put can slip in before the item goes.
  */
-import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { Database } from './dynamo.js';
-import type { CannedAcl } from './objects.js';
+import type { CannedAcl, TransactItem } from './objects.js';
 import { TtlCache } from '../cache.js';
 
 export interface Bucket {
@@ -155,11 +156,12 @@ export class BucketStore {
 
   /**
    * Deletes the bucket if `isEmpty` says so while the bucket is marked
-   * `deleting` (object writes refuse a marked bucket). Returns false, and
-   * leaves the bucket as it was, when it is not empty. A mark left by a
-   * crash expires after DELETE_MARK_TTL_MS.
+   * `deleting` (object writes refuse a marked bucket), together with the
+   * writes `alsoDelete` gives (called only then). Returns false, and leaves
+   * the bucket as it was, when it is not empty. A mark left by a crash
+   * expires after DELETE_MARK_TTL_MS.
    */
-  async deleteIfEmpty(name: string, isEmpty: () => Promise<boolean>): Promise<boolean> {
+  async deleteIfEmpty(name: string, isEmpty: () => Promise<boolean>, alsoDelete: () => Promise<TransactItem[]> = async () => []): Promise<boolean> {
     this.cache.delete(name);
     const key = { pk: `BUCKET#${name}`, sk: 'BUCKET' };
     const now = Date.now();
@@ -175,7 +177,8 @@ export class BucketStore {
     let deleted = false;
     try {
       if (await isEmpty()) {
-        await this.db.doc.send(new DeleteCommand({ TableName: this.table, Key: key }));
+        const also = await alsoDelete();
+        await this.db.doc.send(new TransactWriteCommand({ TransactItems: [...also, { Delete: { TableName: this.table, Key: key } }] }));
         deleted = true;
         this.cache.delete(name);
       }

@@ -12,9 +12,10 @@
  *
  * A part and its reference change in one transaction, conditioned on the
  * upload still existing, so a part's content stays pinned exactly while the
- * upload is open. An upload ends (complete or abort) with one transaction
- * that deletes its item and writes its #CLEANUP marker (CompleteMultipartUpload
- * adds both to the object record's transaction). Once the upload item is
+ * upload is open. An upload ends (complete, abort, or its bucket's
+ * deletion) with one transaction that deletes its item and writes its
+ * #CLEANUP marker (CompleteMultipartUpload adds both to the object record's
+ * transaction, DeleteBucket to the bucket's delete). Once the upload item is
  * gone no part can be added, and the parts are removed afterwards in batches
  * (their references deleted, their CIDs made collection candidates), which
  * may take more than DynamoDB's 100 items a transaction allows. Every batch
@@ -224,19 +225,43 @@ export class UploadStore {
     return (await this.parts(uploadId, 0, MAX_PART_NUMBER)).parts;
   }
 
-  /** Whether the bucket has any upload in progress. */
-  async hasUploads(bucket: string): Promise<boolean> {
-    const out = await this.db.doc.send(
-      new QueryCommand({
-        TableName: this.table,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': `#UPLOAD#${bucket}` },
-        Limit: 1,
-        ConsistentRead: true,
-        ProjectionExpression: 'pk',
-      }),
-    );
-    return (out.Items?.length ?? 0) > 0;
+  /**
+   * Ends every upload of a bucket being deleted (its `deleting` mark keeps
+   * new ones out): all but the last few in transactions of their own, and
+   * returns the writes that end the rest, for the transaction that deletes
+   * the bucket, with the ids of every upload ended (for their cleanup).
+   * The deletes are unconditional: an upload that a racing Complete or
+   * Abort ended meanwhile only gets a second, harmless cleanup marker.
+   */
+  async endAllItems(bucket: string): Promise<{ items: TransactItem[]; uploadIds: string[] }> {
+    const uploads: Array<{ sk: string; uploadId: string }> = [];
+    let ExclusiveStartKey: Record<string, unknown> | undefined;
+    do {
+      const out = await this.db.doc.send(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': `#UPLOAD#${bucket}` },
+          ProjectionExpression: 'sk, uploadId',
+          ConsistentRead: true,
+          ExclusiveStartKey,
+        }),
+      );
+      for (const item of out.Items ?? []) uploads.push({ sk: item.sk as string, uploadId: item.uploadId as string });
+      ExclusiveStartKey = out.LastEvaluatedKey;
+    } while (ExclusiveStartKey);
+    const at = new Date().toISOString();
+    const ending = (u: { sk: string; uploadId: string }): TransactItem[] => [
+      { Delete: { TableName: this.table, Key: { pk: `#UPLOAD#${bucket}`, sk: u.sk } } },
+      { Put: { TableName: this.table, Item: { pk: CLEANUP, sk: u.uploadId, at } } },
+    ];
+    // Two writes an upload; the bucket's own delete takes one more of the transaction's 100.
+    const inline = Math.min(uploads.length, 49);
+    const before = uploads.slice(0, uploads.length - inline);
+    for (let i = 0; i < before.length; i += 50) {
+      await this.db.doc.send(new TransactWriteCommand({ TransactItems: before.slice(i, i + 50).flatMap(ending) }));
+    }
+    return { items: uploads.slice(uploads.length - inline).flatMap(ending), uploadIds: uploads.map((u) => u.uploadId) };
   }
 
   /**
