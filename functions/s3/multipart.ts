@@ -9,7 +9,8 @@
  * is that of the whole file, exactly what `ipfs add` gives the assembled
  * bytes; its ETag is S3's multipart form. Parts smaller than 5 MiB are
  * accepted (no EntityTooSmall), so clients behind the Lambda route's request
- * limit can upload any size in small parts.
+ * limit can upload any size in small parts. A Complete retried after it
+ * succeeded answers the same result again (see repeatedCompletion).
  *
  * Checksums: a part's `x-amz-checksum-*` is verified and returned. An upload
  * created with `x-amz-checksum-algorithm` gets that checksum on every part
@@ -20,7 +21,15 @@
 import { createHash } from 'node:crypto';
 import { CID } from 'multiformats/cid';
 import type { ObjectRecord } from '../core/data/objects.js';
-import { MAX_PART_NUMBER, NoSuchUploadError, type ChecksumType, type PartRecord, type UploadRecord } from '../core/data/uploads.js';
+import {
+  COMPLETION_TTL_MS,
+  MAX_PART_NUMBER,
+  NoSuchUploadError,
+  type ChecksumType,
+  type CompletionRecord,
+  type PartRecord,
+  type UploadRecord,
+} from '../core/data/uploads.js';
 import { NoSuchBucketError } from '../core/data/objects.js';
 import { newSortableId } from '../core/ids.js';
 import { openFile } from '../core/ipfs/read.js';
@@ -285,6 +294,13 @@ function parseCompleteBody(body: Buffer): RequestedPart[] {
 
 const unquote = (etag: string) => etag.replace(/^"|"$/g, '').toLowerCase();
 
+/** The part list a Complete request names, as one digest: a retry names the same parts with the same ETags. */
+function partsDigest(requested: RequestedPart[]): string {
+  const hash = createHash('sha256');
+  for (const r of requested) hash.update(`${r.partNumber}:${unquote(r.etag)}\n`);
+  return hash.digest('hex');
+}
+
 /** The whole-object checksum: the upload's (composite or streamed), or the one the Complete request asks to verify. */
 async function objectChecksum(ctx: S3Context, upload: UploadRecord, parts: PartRecord[]) {
   const sent = ALGORITHMS.filter((a) => ctx.req.headers.has(`x-amz-checksum-${a}`));
@@ -312,11 +328,37 @@ async function objectChecksum(ctx: S3Context, upload: UploadRecord, parts: PartR
   return { type, plan, verify, algorithm };
 }
 
+function readCompleteBody(ctx: S3Context): Promise<RequestedPart[]> {
+  return readSmallBody(ctx, MAX_COMPLETE_BODY, { bodyChecksum: false }).then(parseCompleteBody);
+}
+
+/**
+ * A Complete of an upload that has ended: if it completed, naming the same
+ * parts, within COMPLETION_TTL_MS, and its object is still the one it made,
+ * the original answer again (a client retries after a lost response).
+ * Otherwise NoSuchUpload, as Ceph RGW answers (check_previously_completed
+ * compares the object's ETag with the one the part list makes): a different
+ * part list, or an object overwritten or deleted since, is not a retry.
+ */
+async function repeatedCompletion(ctx: S3Context, uploadId: string, requested?: RequestedPart[]): Promise<Response> {
+  const { services } = ctx;
+  const bucket = ctx.bucket!.name;
+  const key = ctx.s3.key!;
+  const done = uploadId ? await services.uploads.completion(bucket, key, uploadId) : undefined;
+  if (!done) throw errors.noSuchUpload(uploadId);
+  if (partsDigest(requested ?? (await readCompleteBody(ctx))) !== done.partsDigest) throw errors.noSuchUpload(uploadId);
+  const record = await services.objects.get(bucket, key);
+  if (!record || record.cid !== done.cid || record.etag !== done.etag || record.lastModified !== done.lastModified) throw errors.noSuchUpload(uploadId);
+  return completeResult(ctx, record, { algorithm: done.checksumAlgorithm, type: done.checksumType });
+}
+
 export async function completeMultipartUpload(ctx: S3Context): Promise<Response> {
   const { req, services } = ctx;
-  const upload = await loadUpload(ctx);
+  const askedFor = uploadIdOf(ctx);
+  const upload = askedFor ? await services.uploads.get(ctx.bucket!.name, ctx.s3.key!, askedFor) : undefined;
+  if (!upload) return repeatedCompletion(ctx, askedFor);
   const { uploadId } = upload;
-  const requested = parseCompleteBody(await readSmallBody(ctx, MAX_COMPLETE_BODY, { bodyChecksum: false }));
+  const requested = await readCompleteBody(ctx);
   for (let i = 1; i < requested.length; i++) {
     if (requested[i]!.partNumber <= requested[i - 1]!.partNumber) throw errors.invalidPartOrder(uploadId);
   }
@@ -332,7 +374,7 @@ export async function completeMultipartUpload(ctx: S3Context): Promise<Response>
   const etag = `${createHash('md5').update(Buffer.concat(parts.map((p) => Buffer.from(p.etag, 'hex')))).digest('hex')}-${parts.length}`;
   const checksum = await objectChecksum(ctx, upload, parts);
 
-  const record = await ingest(
+  const completing = ingest(
     services,
     {
       // Opened inside the gate: no collection can take a part's blocks while they stream.
@@ -368,14 +410,38 @@ export async function completeMultipartUpload(ctx: S3Context): Promise<Response>
         parts: parts.length,
         checksums: checksum.composite && checksum.algorithm ? { [checksum.algorithm]: checksum.composite } : checksums,
       };
-      // The object and the end of its upload commit together: a concurrent
-      // Complete or Abort makes this one NoSuchUpload and changes nothing.
-      await putRecord(services, record, { items: services.uploads.endItems(upload), failed: () => errors.noSuchUpload(uploadId) });
+      const completion: CompletionRecord = {
+        bucket: upload.bucket,
+        key: upload.key,
+        uploadId,
+        partsDigest: partsDigest(requested),
+        cid,
+        etag,
+        lastModified: record.lastModified,
+        checksumAlgorithm: checksum.algorithm,
+        checksumType: checksum.type,
+        expiresAt: Date.now() + COMPLETION_TTL_MS,
+      };
+      // The object, the end of its upload and the record of its completion
+      // commit together: a concurrent Complete or Abort makes this one
+      // NoSuchUpload and changes nothing.
+      await putRecord(services, record, { items: services.uploads.endItems(upload, completion), failed: () => errors.noSuchUpload(uploadId) });
       return record;
     },
   );
+  const record = await completing.catch((err: unknown) => {
+    // A concurrent Complete of the same parts won the race: its answer is this one's too.
+    if (err instanceof S3Error && err.code === 'NoSuchUpload') return undefined;
+    throw err;
+  });
+  if (!record) return repeatedCompletion(ctx, uploadId, requested);
   await cleanupParts(ctx, uploadId);
+  return completeResult(ctx, record, checksum);
+}
 
+/** CompleteMultipartUpload's answer for the object an upload made. */
+function completeResult(ctx: S3Context, record: ObjectRecord, checksum: { algorithm?: string; type?: ChecksumType }): Response {
+  const { services } = ctx;
   const body: XmlNode = {
     Location: `${services.config.urls.storageEndpoint}/${encodeURIComponent(record.bucket)}/${record.key.split('/').map(encodeURIComponent).join('/')}`,
     Bucket: record.bucket,

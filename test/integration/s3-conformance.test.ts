@@ -2,10 +2,12 @@
  * S3 behaviours measured against AWS S3 and ceph/s3-tests: Expect headers
  * other than 100-continue on the local door; listings' encoding-type=url,
  * max-keys=0 and empty continuation token; CreateBucket of a bucket one
- * owns, DeleteBucket with unfinished multipart uploads (both doors).
+ * owns, DeleteBucket with unfinished multipart uploads; a retried
+ * CompleteMultipartUpload (both doors).
  */
 import {
   AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
   CreateBucketCommand,
   CreateMultipartUploadCommand,
   DeleteBucketCommand,
@@ -22,6 +24,7 @@ import {
   PutObjectCommand,
   S3Client,
   UploadPartCommand,
+  type CompletedPart,
 } from '@aws-sdk/client-s3';
 import { createHash, createHmac, randomBytes, type Hash, type Hmac } from 'node:crypto';
 import { connect } from 'node:net';
@@ -32,7 +35,8 @@ import { collectGarbage } from '../../functions/core/storage/collect.js';
 import { isRootPinned } from '../../functions/core/storage/pins.js';
 import { startTestService, BOOT, type TestService } from '../support/service.js';
 import type { LambdaFn } from '../support/lambda-door.js';
-import { failure, loadS3Lambda, s3Doors } from '../support/s3-doors.js';
+import { captureHeaders, failure, loadS3Lambda, s3Doors } from '../support/s3-doors.js';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
 let service: TestService;
 /** The same service in another region, where S3 has no legacy CreateBucket behaviour. */
@@ -298,4 +302,74 @@ test('DeleteBucket ends more unfinished uploads than one transaction can hold', 
   await s3.send(new DeleteBucketCommand({ Bucket: bucket }));
   for (const uploadId of ids) expect(await service.services.uploads.get(bucket, `k/${uploadId}`, uploadId)).toBeUndefined();
   expect(await service.services.uploads.resumeCleanups(0)).toBe(0);
+});
+
+describe.each(s3Doors(() => service, () => lambda))('a retried CompleteMultipartUpload through the $name', (door) => {
+  const tag = door.name.startsWith('Lambda') ? 'l' : 'n';
+  const bucket = 'default-bucket';
+  let s3: S3Client;
+  beforeAll(() => {
+    s3 = door.client();
+  });
+
+  /** An upload of two parts with CRC32 checksums, ready to complete. */
+  async function upload(key: string) {
+    const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ChecksumAlgorithm: 'CRC32' }));
+    const parts: CompletedPart[] = [];
+    for (const [i, body] of [randomBytes(70_000), randomBytes(999)].entries()) {
+      const out = await s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: i + 1, Body: body, ChecksumAlgorithm: 'CRC32' }));
+      parts.push({ PartNumber: i + 1, ETag: out.ETag, ChecksumCRC32: out.ChecksumCRC32 });
+    }
+    const complete = (Parts = parts) => s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId, MultipartUpload: { Parts } }));
+    return { UploadId: UploadId!, parts, complete };
+  }
+
+  const answer = ({ $metadata: _m, ...out }: Awaited<ReturnType<Awaited<ReturnType<typeof upload>>['complete']>>, headers: Record<string, string>) => ({
+    out,
+    headers: Object.fromEntries(Object.entries(headers).filter(([name]) => !['x-amz-request-id', 'date', 'content-length'].includes(name))),
+  });
+
+  test('the same Complete again answers the same result (ETag, Location, checksum, CID headers) and changes nothing; other parts or an overwrite are NoSuchUpload', async () => {
+    const key = `retried-${tag}.bin`;
+    const { parts, complete } = await upload(key);
+    const seen = captureHeaders(s3);
+    const first = answer(await complete(), seen.headers);
+    expect(first.out.ETag).toMatch(/^"[0-9a-f]{32}-2"$/);
+    expect(first.out.ChecksumType).toBe('COMPOSITE');
+    expect(first.headers['x-service-ipfs-hash']).toMatch(/^bafy/);
+    const stored = await service.services.objects.get(bucket, key);
+
+    const again = answer(await complete(), seen.headers);
+    expect(again).toEqual(first);
+    expect(await service.services.objects.get(bucket, key)).toEqual(stored);
+
+    // Not a retry: other parts named, or the object overwritten since (Ceph RGW's answer too).
+    const gone = { name: 'NoSuchUpload', $metadata: { httpStatusCode: 404 } };
+    expect(await failure(complete(parts.slice(0, 1)))).toMatchObject(gone);
+    expect(await service.services.objects.get(bucket, key)).toEqual(stored);
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: 'overwritten' }));
+    expect(await failure(complete())).toMatchObject(gone);
+  });
+
+  test('two identical Completes at once both succeed with one answer (the loser answers the winner\'s result)', async () => {
+    const key = `retried-racing-${tag}.bin`;
+    const { complete } = await upload(key);
+    const [a, b] = await Promise.all([complete(), complete()]);
+    expect(b.ETag).toBe(a.ETag);
+    expect(b.ChecksumCRC32).toBe(a.ChecksumCRC32);
+    expect((await service.services.objects.get(bucket, key))!.etag).toBe(a.ETag!.replace(/"/g, ''));
+  });
+
+  test('the record of a completion expires: then a repeat is NoSuchUpload, and garbage collection drops it', async () => {
+    const key = `retried-late-${tag}.bin`;
+    const { UploadId, complete } = await upload(key);
+    await complete();
+    await complete();
+    await service.services.db.doc.send(
+      new UpdateCommand({ TableName: service.services.db.tables.objects, Key: { pk: '#DONE', sk: UploadId }, UpdateExpression: 'SET expiresAt = :past', ExpressionAttributeValues: { ':past': Date.now() - 1 } }),
+    );
+    expect(await failure(complete())).toMatchObject({ name: 'NoSuchUpload', $metadata: { httpStatusCode: 404 } });
+    await collectGarbage(service.services);
+    expect(await service.services.uploads.completion(bucket, key, UploadId, 0)).toBeUndefined();
+  });
 });

@@ -6,6 +6,7 @@
  *   #PARTS#<uploadId> / <part number, 5 digits>   a part: CID, size, MD5, checksums
  *   #REF#<partCid> / #PART#<uploadId>#<5 digits>  the part's CID reference (see data/objects.ts)
  *   #CLEANUP / <uploadId>                         an ended upload whose parts may still be there
+ *   #DONE / <uploadId>                            a completed upload's result, for a retried Complete (expires)
  *
  * Upload ids sort by creation time, so one Query on `#UPLOAD#<bucket>` lists
  * uploads in S3's order: by key, then by initiation.
@@ -68,6 +69,29 @@ export interface PartRecord {
   checksums?: Record<string, string>;
 }
 
+/**
+ * What CompleteMultipartUpload made, kept for COMPLETION_TTL_MS so that the
+ * same request retried (after a lost response) gets the same answer.
+ */
+export interface CompletionRecord {
+  bucket: string;
+  key: string;
+  uploadId: string;
+  /** Digest of the part list the Complete request named (see multipart.ts). */
+  partsDigest: string;
+  /** The object the upload made, to tell it from a later overwrite. */
+  cid: string;
+  etag: string;
+  lastModified: string;
+  checksumAlgorithm?: string;
+  checksumType?: ChecksumType;
+  /** Epoch milliseconds after which the record is not answered from. */
+  expiresAt: number;
+}
+
+/** Long enough for any client's retries of a Complete whose answer was lost. */
+export const COMPLETION_TTL_MS = 60 * 60 * 1000;
+
 export class NoSuchUploadError extends Error {
   override name = 'NoSuchUploadError';
   constructor(readonly uploadId: string) {
@@ -94,6 +118,7 @@ const CLEANUP_BATCH = 33;
 /** Cleanup transactions in flight at once. */
 const CLEANUP_CONCURRENCY = 4;
 const CLEANUP = '#CLEANUP';
+const DONE = '#DONE';
 
 const uploadKey = (bucket: string, key: string, uploadId: string) => ({ pk: `#UPLOAD#${bucket}`, sk: `${key}\u0000${uploadId}` });
 const partNumberKey = (n: number) => String(n).padStart(5, '0');
@@ -332,13 +357,46 @@ export class UploadStore {
   /**
    * The writes that end an upload, for the transaction that commits its
    * object (or aborts it): the upload item goes (it must still exist) and
-   * the cleanup marker comes.
+   * the cleanup marker comes, and with `completion` the record of what it
+   * made.
    */
-  endItems(upload: Pick<UploadRecord, 'bucket' | 'key' | 'uploadId'>): TransactItem[] {
+  endItems(upload: Pick<UploadRecord, 'bucket' | 'key' | 'uploadId'>, completion?: CompletionRecord): TransactItem[] {
     return [
       { Delete: { TableName: this.table, Key: uploadKey(upload.bucket, upload.key, upload.uploadId), ConditionExpression: 'attribute_exists(pk)' } },
       { Put: { TableName: this.table, Item: { pk: CLEANUP, sk: upload.uploadId, at: new Date().toISOString() } } },
+      ...(completion ? [{ Put: { TableName: this.table, Item: { ...stripUndefined(completion), pk: DONE, sk: completion.uploadId } } }] : []),
     ];
+  }
+
+  /** The unexpired record of the upload's completion, if it completed as `bucket`/`key`. */
+  async completion(bucket: string, key: string, uploadId: string, now = Date.now()): Promise<CompletionRecord | undefined> {
+    const out = await this.db.doc.send(new GetCommand({ TableName: this.table, Key: { pk: DONE, sk: uploadId }, ConsistentRead: true }));
+    const record = out.Item ? withoutKeys<CompletionRecord>(out.Item) : undefined;
+    return record && record.bucket === bucket && record.key === key && record.expiresAt > now ? record : undefined;
+  }
+
+  /** Drops expired completion records (run by garbage collection). Returns how many. */
+  async dropExpiredCompletions(now = Date.now()): Promise<number> {
+    let dropped = 0;
+    let ExclusiveStartKey: Record<string, unknown> | undefined;
+    do {
+      const out = await this.db.doc.send(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': DONE },
+          ProjectionExpression: 'sk, expiresAt',
+          ExclusiveStartKey,
+        }),
+      );
+      for (const item of out.Items ?? []) {
+        if ((item.expiresAt as number) > now) continue;
+        await this.db.doc.send(new DeleteCommand({ TableName: this.table, Key: { pk: DONE, sk: item.sk } }));
+        dropped++;
+      }
+      ExclusiveStartKey = out.LastEvaluatedKey;
+    } while (ExclusiveStartKey);
+    return dropped;
   }
 
   /** Ends the upload without an object (AbortMultipartUpload); throws NoSuchUploadError if it already ended. */

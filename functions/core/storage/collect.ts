@@ -50,6 +50,9 @@ async function collectBatches(services: Services, batch: number, result: Collect
   await services.uploads.resumeCleanups(STALE_CLEANUP_MS).catch((err: unknown) => {
     logger.warn('could not finish multipart cleanups', { err });
   });
+  await services.uploads.dropExpiredCompletions().catch((err: unknown) => {
+    services.logger.warn('could not drop expired multipart completion records', { err });
+  });
   for (;;) {
     const candidates = await objects.candidates(batch);
     if (!candidates.length) break;
