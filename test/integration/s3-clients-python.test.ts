@@ -123,6 +123,29 @@ test('listings: paginated list_objects_v2 with prefix and delimiter, list_object
   expect((v1!.Contents as Array<{ Key: string }>).map((c) => c.Key)).toEqual(['py/list/c.txt', 'py/list/d.txt']);
 });
 
+test('ceph/s3-tests listing cases: encoding-type=url (%20 and %2B), max-keys=0, an empty continuation token', async () => {
+  const keys = ['foo+1/bar', 'foo/bar/xyzzy', 'quux ab/thud', 'asdf+b'].map((k) => `py-enc/${k}`);
+  await ok(...keys.map((Key) => ({ call: 'put_object', args: { Bucket: 'default-bucket', Key, Body: Key } })));
+  const listing = { Bucket: 'default-bucket', Prefix: 'py-enc/' };
+  // An explicit EncodingType makes botocore hand back what the server sent, undecoded.
+  const [v2, v1, zero, zeroV2, emptyToken] = await ok(
+    { call: 'list_objects_v2', args: { ...listing, Delimiter: '/', EncodingType: 'url' } },
+    { call: 'list_objects', args: { ...listing, Delimiter: '/', EncodingType: 'url' } },
+    { call: 'list_objects', args: { ...listing, MaxKeys: 0 } },
+    { call: 'list_objects_v2', args: { ...listing, MaxKeys: 0 } },
+    { call: 'list_objects_v2', args: { ...listing, ContinuationToken: '' } },
+  );
+  for (const out of [v2!, v1!]) {
+    expect((out.Contents as Array<{ Key: string }>).map((c) => c.Key)).toEqual(['py-enc/asdf%2Bb']);
+    expect((out.CommonPrefixes as Array<{ Prefix: string }>).map((p) => p.Prefix)).toEqual(['py-enc/foo%2B1/', 'py-enc/foo/', 'py-enc/quux%20ab/']);
+  }
+  for (const out of [zero!, zeroV2!]) {
+    expect(out.IsTruncated).toBe(false);
+    expect(out.Contents).toBeUndefined();
+  }
+  expect(emptyToken).toMatchObject({ ContinuationToken: '', IsTruncated: false, KeyCount: 4 });
+});
+
 test('copy_object, delete_object, delete_objects (quiet), and S3 errors for missing things', async () => {
   const [copy, head, del, missingDel, batch, list, gone, headGone, noBucket] = await boto3(
     { call: 'copy_object', args: { Bucket: 'default-bucket', Key: 'py/copy.txt', CopySource: { Bucket: 'default-bucket', Key: 'py/hello.txt' } } },
