@@ -12,6 +12,7 @@ import { listObjects, listObjectsV2, listObjectVersions } from './list.js';
 import { deleteObject, deleteObjects } from './delete.js';
 import { copyObject } from './copy.js';
 import { aclAllowsRead, aclAllowsWrite, getObjectAcl, putBucketAcl, putObjectAcl } from './acl.js';
+import { deleteBucketCors, getBucketCors, putBucketCors } from './cors.js';
 import type { S3Context } from './context.js';
 import { errorResponse, errors, S3Error } from './errors.js';
 import { getObject } from './get.js';
@@ -39,6 +40,9 @@ const OPERATIONS: Partial<Record<S3Op, OperationHandler>> = {
   GetBucketVersioning: getBucketVersioning,
   GetBucketAcl: getBucketAcl,
   PutBucketAcl: putBucketAcl,
+  PutBucketCors: putBucketCors,
+  GetBucketCors: getBucketCors,
+  DeleteBucketCors: deleteBucketCors,
   ListObjects: listObjects,
   ListObjectsV2: listObjectsV2,
   ListObjectVersions: listObjectVersions,

@@ -15,6 +15,9 @@ export type S3Op =
   | 'GetBucketVersioning'
   | 'GetBucketAcl'
   | 'PutBucketAcl'
+  | 'PutBucketCors'
+  | 'GetBucketCors'
+  | 'DeleteBucketCors'
   | 'ListObjects'
   | 'ListObjectsV2'
   | 'ListObjectVersions'
@@ -49,6 +52,9 @@ export const ACCESS: Record<S3Op, Access> = {
   GetBucketVersioning: 'bucket-owner',
   GetBucketAcl: 'bucket-owner',
   PutBucketAcl: 'bucket-owner',
+  PutBucketCors: 'bucket-owner',
+  GetBucketCors: 'bucket-owner',
+  DeleteBucketCors: 'bucket-owner',
   ListObjects: 'bucket-read',
   ListObjectsV2: 'bucket-read',
   ListObjectVersions: 'bucket-read',
@@ -82,7 +88,7 @@ export interface S3Request {
 }
 
 const BUCKET_SUBRESOURCES_UNSUPPORTED = [
-  'policy', 'cors', 'lifecycle', 'website', 'tagging', 'logging', 'notification', 'replication',
+  'policy', 'lifecycle', 'website', 'tagging', 'logging', 'notification', 'replication',
   'encryption', 'object-lock', 'requestPayment', 'accelerate', 'inventory', 'analytics', 'metrics',
   'ownershipControls', 'publicAccessBlock', 'intelligent-tiering', 'policyStatus',
 ];
@@ -135,11 +141,13 @@ export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): 
     switch (method) {
       case 'PUT':
         if (has('acl')) return { op: 'PutBucketAcl', ...base };
+        if (has('cors')) return { op: 'PutBucketCors', ...base };
         if (has('versioning')) throw errors.notImplemented('?versioning');
         return { op: 'CreateBucket', ...base };
       case 'HEAD':
         return { op: 'HeadBucket', ...base };
       case 'DELETE':
+        if (has('cors')) return { op: 'DeleteBucketCors', ...base };
         return { op: 'DeleteBucket', ...base };
       case 'POST':
         if (has('delete')) return { op: 'DeleteObjects', ...base };
@@ -148,6 +156,7 @@ export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): 
         if (has('location')) return { op: 'GetBucketLocation', ...base };
         if (has('versioning')) return { op: 'GetBucketVersioning', ...base };
         if (has('acl')) return { op: 'GetBucketAcl', ...base };
+        if (has('cors')) return { op: 'GetBucketCors', ...base };
         if (has('versions')) return { op: 'ListObjectVersions', ...base };
         if (has('uploads')) return { op: 'ListMultipartUploads', ...base };
         if (query.get('list-type') === '2') return { op: 'ListObjectsV2', ...base };

@@ -23,6 +23,18 @@ export interface Bucket {
   isDefault: boolean;
   /** Absent on buckets stored before bucket ACLs: those are private. */
   acl?: CannedAcl;
+  /** The bucket's CORS rules (PutBucketCors), absent when it has none. */
+  cors?: CorsRule[];
+}
+
+/** One CORSRule, as PutBucketCors validated it. */
+export interface CorsRule {
+  id?: string;
+  allowedOrigins: string[];
+  allowedMethods: string[];
+  allowedHeaders: string[];
+  exposeHeaders: string[];
+  maxAgeSeconds?: number;
 }
 
 export class BucketExistsError extends Error {
@@ -58,6 +70,7 @@ function fromItem(item: Record<string, unknown>): Bucket {
     createdAt: item.createdAt as string,
     isDefault: item.isDefault === true,
     acl: (item.acl as CannedAcl | undefined) ?? 'private',
+    ...(Array.isArray(item.cors) ? { cors: item.cors as CorsRule[] } : {}),
   };
 }
 
@@ -152,6 +165,32 @@ export class BucketStore {
         await new Promise((resolve) => setTimeout(resolve, 10 * attempt));
       }
     }
+  }
+
+  /**
+   * Sets (or with undefined removes) the bucket's CORS rules. False when the
+   * bucket is gone: the condition keeps an update from recreating a deleted
+   * bucket's item.
+   */
+  async setCors(name: string, rules: CorsRule[] | undefined): Promise<boolean> {
+    this.cache.delete(name);
+    try {
+      await this.db.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk: `BUCKET#${name}`, sk: 'BUCKET' },
+          ConditionExpression: 'attribute_exists(pk)',
+          ...(rules ? { UpdateExpression: 'SET cors = :cors', ExpressionAttributeValues: { ':cors': rules } } : { UpdateExpression: 'REMOVE cors' }),
+        }),
+      );
+    } catch (err) {
+      if ((err as Error).name === 'ConditionalCheckFailedException') return false;
+      throw err;
+    } finally {
+      // A read racing this write may have cached the old rules meanwhile.
+      this.cache.delete(name);
+    }
+    return true;
   }
 
   /**

@@ -1,0 +1,116 @@
+/**
+ * Bucket CORS, as S3 defines it: PutBucketCors/GetBucketCors/DeleteBucketCors
+ * keep a bucket's CORSRules on its record.
+ */
+import type { CorsRule } from '../core/data/buckets.js';
+import type { S3Context } from './context.js';
+import { errors, S3Error } from './errors.js';
+import { escapeXml, S3_NS } from './xml.js';
+import { parseXmlBody, readSmallBody } from './xml-input.js';
+
+/** The methods a rule may allow (S3 refuses any other, OPTIONS and PATCH included). */
+const CORS_METHODS: ReadonlySet<string> = new Set(['GET', 'PUT', 'POST', 'DELETE', 'HEAD']);
+const MAX_RULES = 100;
+/** S3's size limit for a CORS configuration; it also keeps the bucket's item far below DynamoDB's 400 KB. */
+export const MAX_CORS_BODY = 64 * 1024;
+const MAX_ID = 255;
+/** MaxAgeSeconds is an xsd:int in S3's schema. */
+const MAX_AGE = 2 ** 31 - 1;
+const RULE_ELEMENTS = new Set(['ID', 'AllowedOrigin', 'AllowedMethod', 'AllowedHeader', 'ExposeHeader', 'MaxAgeSeconds']);
+const LIST_ELEMENTS = ['CORSRule', ...RULE_ELEMENTS];
+
+function strings(rule: Record<string, unknown>, name: string): string[] {
+  const values = (rule[name] as unknown[] | undefined) ?? [];
+  // An element with children where text belongs is not S3's schema.
+  if (values.some((v) => typeof v !== 'string')) throw errors.malformedXml();
+  return values as string[];
+}
+
+function onlyElements(node: Record<string, unknown>, allowed: ReadonlySet<string>): void {
+  for (const [name, value] of Object.entries(node)) {
+    if (name === '#text' ? typeof value === 'string' && value.trim() !== '' : !allowed.has(name)) throw errors.malformedXml();
+  }
+}
+
+function wildcards(value: string): number {
+  return value.split('*').length - 1;
+}
+
+function parseRule(raw: unknown): CorsRule {
+  if (typeof raw !== 'object' || raw === null) throw errors.malformedXml();
+  const node = raw as Record<string, unknown>;
+  onlyElements(node, RULE_ELEMENTS);
+  const ids = strings(node, 'ID');
+  const ages = strings(node, 'MaxAgeSeconds');
+  const allowedOrigins = strings(node, 'AllowedOrigin');
+  const allowedMethods = strings(node, 'AllowedMethod');
+  const allowedHeaders = strings(node, 'AllowedHeader');
+  const exposeHeaders = strings(node, 'ExposeHeader');
+  if (ids.length > 1 || ages.length > 1 || !allowedOrigins.length || !allowedMethods.length) throw errors.malformedXml();
+  for (const method of allowedMethods) {
+    if (!CORS_METHODS.has(method)) throw errors.invalidRequest(`Found unsupported HTTP method in CORS config. Unsupported method is ${method}`);
+  }
+  for (const origin of allowedOrigins) {
+    if (wildcards(origin) > 1) throw errors.invalidRequest(`AllowedOrigin "${origin}" can not have more than one wildcard.`);
+  }
+  for (const header of allowedHeaders) {
+    if (wildcards(header) > 1) throw errors.invalidRequest(`AllowedHeader "${header}" can not have more than one wildcard.`);
+  }
+  for (const header of exposeHeaders) {
+    if (header.includes('*')) throw errors.invalidRequest(`ExposeHeader "${header}" contains wildcard. We currently do not support wildcard for ExposeHeader.`);
+  }
+  const rule: CorsRule = { allowedOrigins, allowedMethods, allowedHeaders, exposeHeaders };
+  if (ids.length) {
+    if (ids[0]!.length > MAX_ID) throw errors.invalidArgument(`The ID of a CORS rule can be at most ${MAX_ID} characters long.`, 'ID', ids[0]);
+    rule.id = ids[0];
+  }
+  if (ages.length) {
+    const age = ages[0]!;
+    if (!/^\d+$/.test(age) || Number(age) > MAX_AGE) throw errors.malformedXml();
+    rule.maxAgeSeconds = Number(age);
+  }
+  return rule;
+}
+
+/** A CORSConfiguration document's rules, validated as S3 validates them. */
+export function parseCorsConfiguration(body: Buffer): CorsRule[] {
+  const doc = parseXmlBody(body, 'CORSConfiguration', LIST_ELEMENTS);
+  onlyElements(doc, new Set(['CORSRule']));
+  const rules = (doc.CORSRule as unknown[] | undefined) ?? [];
+  if (!rules.length || rules.length > MAX_RULES) throw errors.malformedXml();
+  return rules.map(parseRule);
+}
+
+export async function putBucketCors(ctx: S3Context): Promise<Response> {
+  const body = await readSmallBody(ctx, MAX_CORS_BODY);
+  // Everything is validated before the write: a refused configuration leaves the old one in place.
+  const rules = parseCorsConfiguration(body);
+  if (!(await ctx.services.buckets.setCors(ctx.bucket!.name, rules))) throw errors.noSuchBucket(ctx.bucket!.name);
+  return new Response(null, { status: 200 });
+}
+
+export async function getBucketCors(ctx: S3Context): Promise<Response> {
+  const bucket = ctx.bucket!;
+  if (!bucket.cors) {
+    throw new S3Error('NoSuchCORSConfiguration', 404, 'The CORS configuration does not exist', { BucketName: bucket.name });
+  }
+  const elements = (name: string, values: string[]) => values.map((v) => `<${name}>${escapeXml(v)}</${name}>`).join('');
+  const rules = bucket.cors.map(
+    (r) =>
+      '<CORSRule>' +
+      (r.id !== undefined ? elements('ID', [r.id]) : '') +
+      elements('AllowedHeader', r.allowedHeaders) +
+      elements('AllowedMethod', r.allowedMethods) +
+      elements('AllowedOrigin', r.allowedOrigins) +
+      elements('ExposeHeader', r.exposeHeaders) +
+      (r.maxAgeSeconds !== undefined ? elements('MaxAgeSeconds', [String(r.maxAgeSeconds)]) : '') +
+      '</CORSRule>',
+  );
+  const body = `<?xml version="1.0" encoding="UTF-8"?>\n<CORSConfiguration xmlns="${S3_NS}">${rules.join('')}</CORSConfiguration>`;
+  return new Response(body, { status: 200, headers: { 'content-type': 'application/xml' } });
+}
+
+export async function deleteBucketCors(ctx: S3Context): Promise<Response> {
+  if (!(await ctx.services.buckets.setCors(ctx.bucket!.name, undefined))) throw errors.noSuchBucket(ctx.bucket!.name);
+  return new Response(null, { status: 204 });
+}
