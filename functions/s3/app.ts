@@ -12,7 +12,7 @@ import { listObjects, listObjectsV2, listObjectVersions } from './list.js';
 import { deleteObject, deleteObjects } from './delete.js';
 import { copyObject } from './copy.js';
 import { aclAllowsRead, aclAllowsWrite, getObjectAcl, putBucketAcl, putObjectAcl } from './acl.js';
-import { deleteBucketCors, getBucketCors, putBucketCors } from './cors.js';
+import { deleteBucketCors, getBucketCors, preflight, putBucketCors } from './cors.js';
 import type { S3Context } from './context.js';
 import { errorResponse, errors, S3Error } from './errors.js';
 import { getObject } from './get.js';
@@ -109,14 +109,18 @@ export function createS3Handler(services: Services, now: () => Date = () => new 
     let response: Response;
     try {
       s3 = parseS3Request(req, config.urls.bucketEndpointDomain);
-      const time = now();
-      const auth = await authenticate(req, s3.query, services.accounts, time);
-      const ctx: S3Context = { services, req, s3, auth, now: time };
-      await authorise(ctx);
-      checkBodySize(req, s3.op, config);
-      const handler = OPERATIONS[s3.op];
-      if (!handler) throw errors.notImplemented(s3.op);
-      response = await handler(ctx);
+      if (ACCESS[s3.op] === 'none') {
+        response = await preflight(services, req, s3);
+      } else {
+        const time = now();
+        const auth = await authenticate(req, s3.query, services.accounts, time);
+        const ctx: S3Context = { services, req, s3, auth, now: time };
+        await authorise(ctx);
+        checkBodySize(req, s3.op, config);
+        const handler = OPERATIONS[s3.op];
+        if (!handler) throw errors.notImplemented(s3.op);
+        response = await handler(ctx);
+      }
     } catch (err) {
       if (!(err instanceof S3Error)) {
         logger.error('s3 request failed', { err, op: s3?.op, method: req.method, path: req.rawPath, requestId });

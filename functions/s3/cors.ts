@@ -1,10 +1,16 @@
 /**
  * Bucket CORS, as S3 defines it: PutBucketCors/GetBucketCors/DeleteBucketCors
- * keep a bucket's CORSRules on its record.
+ * keep a bucket's CORSRules on its record; OPTIONS preflights are answered
+ * from them without authentication (browsers send no credentials on a
+ * preflight).
  */
 import type { CorsRule } from '../core/data/buckets.js';
+import type { HttpRequest } from '../core/http/types.js';
+import type { Services } from '../core/services.js';
 import type { S3Context } from './context.js';
 import { errors, S3Error } from './errors.js';
+import { isValidBucketName } from './names.js';
+import type { S3Request } from './router.js';
 import { escapeXml, S3_NS } from './xml.js';
 import { parseXmlBody, readSmallBody } from './xml-input.js';
 
@@ -18,6 +24,7 @@ const MAX_ID = 255;
 const MAX_AGE = 2 ** 31 - 1;
 const RULE_ELEMENTS = new Set(['ID', 'AllowedOrigin', 'AllowedMethod', 'AllowedHeader', 'ExposeHeader', 'MaxAgeSeconds']);
 const LIST_ELEMENTS = ['CORSRule', ...RULE_ELEMENTS];
+const VARY = 'Origin, Access-Control-Request-Headers, Access-Control-Request-Method';
 
 function strings(rule: Record<string, unknown>, name: string): string[] {
   const values = (rule[name] as unknown[] | undefined) ?? [];
@@ -113,4 +120,76 @@ export async function getBucketCors(ctx: S3Context): Promise<Response> {
 export async function deleteBucketCors(ctx: S3Context): Promise<Response> {
   if (!(await ctx.services.buckets.setCors(ctx.bucket!.name, undefined))) throw errors.noSuchBucket(ctx.bucket!.name);
   return new Response(null, { status: 204 });
+}
+
+/** `pattern` with at most one `*` (any run of characters) against `value`. */
+function wildcardMatch(pattern: string, value: string): boolean {
+  const star = pattern.indexOf('*');
+  if (star < 0) return pattern === value;
+  const head = pattern.slice(0, star);
+  const tail = pattern.slice(star + 1);
+  return value.length >= head.length + tail.length && value.startsWith(head) && value.endsWith(tail);
+}
+
+interface Match {
+  rule: CorsRule;
+  /** The AllowedOrigin that matched: `*` makes the answer `*`, anything else echoes the origin. */
+  allowedOrigin: string;
+}
+
+/** The first rule that allows this origin, method and every requested header (S3 takes rules in order). */
+function matchRule(rules: CorsRule[], origin: string, method: string, requestedHeaders: string[]): Match | undefined {
+  for (const rule of rules) {
+    if (!rule.allowedMethods.includes(method)) continue;
+    const allowedOrigin = rule.allowedOrigins.find((o) => wildcardMatch(o, origin));
+    if (allowedOrigin === undefined) continue;
+    // Header names are case-insensitive.
+    const allowed = rule.allowedHeaders.map((h) => h.toLowerCase());
+    if (!requestedHeaders.every((h) => allowed.some((a) => wildcardMatch(a, h)))) continue;
+    return { rule, allowedOrigin };
+  }
+  return undefined;
+}
+
+function allowHeaders({ rule, allowedOrigin }: Match, origin: string): Record<string, string> {
+  const headers: Record<string, string> = {
+    'access-control-allow-origin': allowedOrigin === '*' ? '*' : origin,
+    'access-control-allow-methods': rule.allowedMethods.join(', '),
+  };
+  // As S3: a named origin may send credentials; `*` cannot (browsers refuse the pair).
+  if (allowedOrigin !== '*') headers['access-control-allow-credentials'] = 'true';
+  if (rule.exposeHeaders.length) headers['access-control-expose-headers'] = rule.exposeHeaders.join(', ');
+  if (rule.maxAgeSeconds !== undefined) headers['access-control-max-age'] = String(rule.maxAgeSeconds);
+  return headers;
+}
+
+function corsForbidden(message: string, method: string, s3: S3Request): S3Error {
+  return new S3Error('AccessForbidden', 403, message, { Method: method, ResourceType: s3.key === undefined ? 'BUCKET' : 'OBJECT' });
+}
+
+/** An OPTIONS preflight on a bucket or object path. */
+export async function preflight(services: Services, req: HttpRequest, s3: S3Request): Promise<Response> {
+  const origin = req.headers.get('origin');
+  if (!origin) throw new S3Error('BadRequest', 400, 'Insufficient information. Origin request header needed.');
+  const method = req.headers.get('access-control-request-method');
+  if (method === null || !CORS_METHODS.has(method)) throw new S3Error('BadRequest', 400, `Invalid Access-Control-Request-Method: ${method}`);
+  const requested = (req.headers.get('access-control-request-headers') ?? '')
+    .split(',')
+    .map((h) => h.trim().toLowerCase())
+    .filter((h) => h !== '');
+  // A missing bucket answers as one without CORS: unauthenticated callers learn nothing about which names exist.
+  const bucket = s3.bucket !== undefined && isValidBucketName(s3.bucket) ? await services.buckets.get(s3.bucket) : undefined;
+  if (!bucket?.cors) throw corsForbidden('CORSResponse: CORS is not enabled for this bucket.', method, s3);
+  const match = matchRule(bucket.cors, origin, method, requested);
+  if (!match) {
+    throw corsForbidden(
+      "CORSResponse: This CORS request is not allowed. This is usually because the evalution of Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource's CORS spec.",
+      method,
+      s3,
+    );
+  }
+  const headers = allowHeaders(match, origin);
+  if (requested.length) headers['access-control-allow-headers'] = requested.join(', ');
+  headers.vary = VARY;
+  return new Response(null, { status: 200, headers });
 }

@@ -18,6 +18,7 @@ export type S3Op =
   | 'PutBucketCors'
   | 'GetBucketCors'
   | 'DeleteBucketCors'
+  | 'PreflightCors'
   | 'ListObjects'
   | 'ListObjectsV2'
   | 'ListObjectVersions'
@@ -39,9 +40,10 @@ export type S3Op =
 
 /**
  * What an operation needs: `read` is decided by the object's ACL (in the
- * operation); `bucket-read` and `bucket-write` by the bucket's ACL.
+ * operation); `bucket-read` and `bucket-write` by the bucket's ACL; `none`
+ * is answered before authentication (CORS preflights carry no credentials).
  */
-export type Access = 'account' | 'bucket-owner' | 'bucket-read' | 'bucket-write' | 'read';
+export type Access = 'account' | 'bucket-owner' | 'bucket-read' | 'bucket-write' | 'read' | 'none';
 
 export const ACCESS: Record<S3Op, Access> = {
   ListBuckets: 'account',
@@ -55,6 +57,7 @@ export const ACCESS: Record<S3Op, Access> = {
   PutBucketCors: 'bucket-owner',
   GetBucketCors: 'bucket-owner',
   DeleteBucketCors: 'bucket-owner',
+  PreflightCors: 'none',
   ListObjects: 'bucket-read',
   ListObjectsV2: 'bucket-read',
   ListObjectVersions: 'bucket-read',
@@ -132,6 +135,8 @@ export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): 
   const method = req.method.toUpperCase();
   const has = (name: string) => query.has(name);
 
+  // Before any subresource check: a preflight names the actual request's URL, whatever its query.
+  if (method === 'OPTIONS' && bucket) return { op: 'PreflightCors', ...base };
   if (!bucket) {
     if (method === 'GET') return { op: 'ListBuckets', ...base };
     throw errors.methodNotAllowed(method);

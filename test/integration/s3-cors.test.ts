@@ -1,7 +1,8 @@
 /**
  * Bucket CORS through both doors: PutBucketCors/GetBucketCors/
- * DeleteBucketCors with the real @aws-sdk/client-s3, and S3's validation of
- * a CORSConfiguration (a refused one changes nothing).
+ * DeleteBucketCors with the real @aws-sdk/client-s3, S3's validation of a
+ * CORSConfiguration (a refused one changes nothing), and OPTIONS preflights
+ * as a browser sends them (no credentials).
  */
 import {
   CreateBucketCommand,
@@ -13,7 +14,8 @@ import {
 } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
 import { startTestService, type TestService } from '../support/service.js';
-import type { LambdaFn } from '../support/lambda-door.js';
+import { lambdaFetch, type LambdaFn } from '../support/lambda-door.js';
+import { hostFetch } from '../support/http.js';
 import { failure, loadS3Lambda, s3Doors } from '../support/s3-doors.js';
 
 let service: TestService;
@@ -33,6 +35,7 @@ afterAll(async () => {
 });
 
 const APP = 'https://app.example.com';
+const VARY = 'Origin, Access-Control-Request-Headers, Access-Control-Request-Method';
 const RULES: CORSRule[] = [
   {
     ID: 'app',
@@ -79,6 +82,17 @@ describe.each([nodeDoor!, lambdaDoor!])('through the $name', (door) => {
   const bucket = `cors-${tag}`;
   const bare = `cors-bare-${tag}`;
   let s3: S3Client;
+  /** An unauthenticated request, as a browser's preflight is. */
+  const send = (method: string, path: string, headers: Record<string, string> = {}) =>
+    door === lambdaDoor ? lambdaFetch(lambda)(`${service.endpoints.s3}${path}`, { method, headers }) : hostFetch(`${service.endpoints.s3}${path}`, { method, headers });
+  const preflightOf = (path: string, origin: string | undefined, method: string | undefined, requestHeaders?: string) =>
+    send('OPTIONS', path, {
+      ...(origin !== undefined ? { origin } : {}),
+      ...(method !== undefined ? { 'access-control-request-method': method } : {}),
+      ...(requestHeaders !== undefined ? { 'access-control-request-headers': requestHeaders } : {}),
+    });
+  const corsOf = (res: Response) =>
+    Object.fromEntries([...res.headers].filter(([name]) => name.startsWith('access-control-') || name === 'vary'));
 
   beforeAll(async () => {
     s3 = door.client();
@@ -194,6 +208,96 @@ describe.each([nodeDoor!, lambdaDoor!])('through the $name', (door) => {
       const md5 = createHash('md5').update(body).digest('base64');
       await withHeaders(withBody(door.client(), body), { 'content-md5': md5 }).send(new PutBucketCorsCommand({ Bucket: name, CORSConfiguration: { CORSRules: [] } }));
       expect((await s3.send(new GetBucketCorsCommand({ Bucket: name }))).CORSRules).toEqual([RULES[1]]);
+    });
+  });
+
+  describe('preflights (OPTIONS, unauthenticated)', () => {
+    beforeAll(async () => {
+      await s3.send(new PutBucketCorsCommand({ Bucket: bucket, CORSConfiguration: { CORSRules: RULES } }));
+    });
+
+    test('a matching rule answers 200 with the origin, the rule\'s methods, the requested headers, its exposed headers and max age', async () => {
+      const res = await preflightOf(`/${bucket}/photo.jpg`, APP, 'PUT', 'Content-Type, X-Amz-Date,x-amz-content-sha256');
+      expect(res.status).toBe(200);
+      expect(corsOf(res)).toEqual({
+        'access-control-allow-origin': APP,
+        'access-control-allow-methods': 'GET, PUT, HEAD',
+        'access-control-allow-headers': 'content-type, x-amz-date, x-amz-content-sha256',
+        'access-control-expose-headers': 'ETag, x-service-ipfs-hash, x-service-ipfs-hash-v0',
+        'access-control-max-age': '600',
+        'access-control-allow-credentials': 'true',
+        vary: VARY,
+      });
+      expect(await res.text()).toBe('');
+    });
+
+    test('an origin matches a one-wildcard AllowedOrigin; a rule whose origin is * answers *', async () => {
+      const preview = await preflightOf(`/${bucket}/a`, 'https://pr-7.preview.example.com', 'HEAD');
+      expect(preview.status).toBe(200);
+      expect(preview.headers.get('access-control-allow-origin')).toBe('https://pr-7.preview.example.com');
+      // Any origin may GET (the second rule), answered with * and without credentials.
+      const anyone = await preflightOf(`/${bucket}/a`, 'https://elsewhere.test', 'GET');
+      expect(anyone.status).toBe(200);
+      expect(corsOf(anyone)).toEqual({ 'access-control-allow-origin': '*', 'access-control-allow-methods': 'GET', vary: VARY });
+    });
+
+    test('rules are taken in order: the first that allows origin, method and headers answers', async () => {
+      // The first rule allows APP to GET too, so its headers answer, not the * rule's.
+      const res = await preflightOf(`/${bucket}/a`, APP, 'GET');
+      expect(res.headers.get('access-control-allow-origin')).toBe(APP);
+      expect(res.headers.get('access-control-max-age')).toBe('600');
+      // A header the first rule does not allow: the * rule has no AllowedHeader either, so nothing matches.
+      const refused = await preflightOf(`/${bucket}/a`, APP, 'GET', 'x-custom');
+      expect(refused.status).toBe(403);
+    });
+
+    test.each<[string, string, string, string | undefined]>([
+      ['an origin no rule names', 'https://evil.example.net', 'PUT', undefined],
+      ['a method the origin\'s rule does not allow', APP, 'DELETE', undefined],
+      ['a header no AllowedHeader matches', APP, 'PUT', 'content-type, authorization'],
+      ['a wildcard origin that needs a subdomain', 'https://preview.example.com', 'PUT', undefined],
+    ])('%s is 403 AccessForbidden, S3\'s XML, and no CORS headers', async (_, origin, method, headers) => {
+      const res = await preflightOf(`/${bucket}/photo.jpg`, origin, method, headers);
+      expect(res.status).toBe(403);
+      expect(res.headers.get('access-control-allow-origin')).toBeNull();
+      const body = await res.text();
+      expect(body).toContain('<Code>AccessForbidden</Code>');
+      expect(body).toContain('<Message>CORSResponse: This CORS request is not allowed.');
+      expect(body).toContain(`<Method>${method}</Method><ResourceType>OBJECT</ResourceType>`);
+    });
+
+    test('a bucket without CORS, or no bucket at all, is 403 AccessForbidden alike', async () => {
+      for (const b of [bare, `no-such-bucket-${tag}`]) {
+        const res = await preflightOf(`/${b}/hello.txt`, APP, 'GET');
+        expect(res.status).toBe(403);
+        const body = await res.text();
+        expect(body).toContain('<Code>AccessForbidden</Code>');
+        expect(body).toContain('<Message>CORSResponse: CORS is not enabled for this bucket.</Message>');
+      }
+    });
+
+    test('the bucket path is answered too (ResourceType BUCKET), whatever the query of the actual request', async () => {
+      const listing = await preflightOf(`/${bucket}?list-type=2&prefix=a`, APP, 'GET', 'x-amz-date');
+      expect(listing.status).toBe(200);
+      expect(listing.headers.get('access-control-allow-origin')).toBe(APP);
+      // A multipart upload's and a presigned URL's query must not make the preflight an S3 operation.
+      expect((await preflightOf(`/${bucket}/big.bin?uploads`, APP, 'PUT')).status).toBe(200);
+      expect((await preflightOf(`/${bucket}/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=00&tagging`, APP, 'PUT')).status).toBe(200);
+      const refused = await preflightOf(`/${bucket}`, APP, 'DELETE');
+      expect(refused.status).toBe(403);
+      expect(await refused.text()).toContain('<Method>DELETE</Method><ResourceType>BUCKET</ResourceType>');
+    });
+
+    test('without Origin, or without (or with a non-CORS) Access-Control-Request-Method, it is 400 BadRequest', async () => {
+      const noOrigin = await preflightOf(`/${bucket}/a`, undefined, 'GET');
+      expect(noOrigin.status).toBe(400);
+      expect(await noOrigin.text()).toContain('<Code>BadRequest</Code><Message>Insufficient information. Origin request header needed.</Message>');
+      const noMethod = await preflightOf(`/${bucket}/a`, APP, undefined);
+      expect(noMethod.status).toBe(400);
+      expect(await noMethod.text()).toContain('<Message>Invalid Access-Control-Request-Method: null</Message>');
+      const patch = await preflightOf(`/${bucket}/a`, APP, 'PATCH');
+      expect(patch.status).toBe(400);
+      expect(await patch.text()).toContain('<Message>Invalid Access-Control-Request-Method: PATCH</Message>');
     });
   });
 });
