@@ -12,7 +12,7 @@ import { listObjects, listObjectsV2, listObjectVersions } from './list.js';
 import { deleteObject, deleteObjects } from './delete.js';
 import { copyObject } from './copy.js';
 import { aclAllowsRead, aclAllowsWrite, getObjectAcl, putBucketAcl, putObjectAcl } from './acl.js';
-import { deleteBucketCors, getBucketCors, preflight, putBucketCors } from './cors.js';
+import { addCorsHeaders, deleteBucketCors, getBucketCors, preflight, putBucketCors } from './cors.js';
 import type { S3Context } from './context.js';
 import { errorResponse, errors, S3Error } from './errors.js';
 import { getObject } from './get.js';
@@ -106,6 +106,7 @@ export function createS3Handler(services: Services, now: () => Date = () => new 
   return async (req) => {
     const requestId = newRequestId();
     let s3: S3Request | undefined;
+    let ctx: S3Context | undefined;
     let response: Response;
     try {
       s3 = parseS3Request(req, config.urls.bucketEndpointDomain);
@@ -114,7 +115,7 @@ export function createS3Handler(services: Services, now: () => Date = () => new 
       } else {
         const time = now();
         const auth = await authenticate(req, s3.query, services.accounts, time);
-        const ctx: S3Context = { services, req, s3, auth, now: time };
+        ctx = { services, req, s3, auth, now: time };
         await authorise(ctx);
         checkBodySize(req, s3.op, config);
         const handler = OPERATIONS[s3.op];
@@ -129,6 +130,7 @@ export function createS3Handler(services: Services, now: () => Date = () => new 
       // Whatever the client is still sending is not wanted.
       await req.body?.cancel().catch(() => {});
     }
+    if (s3 && ACCESS[s3.op] !== 'none') await addCorsHeaders(services, req, s3, ctx?.bucket, response);
     response.headers.set('x-amz-request-id', requestId);
     response.headers.set('server', 'Cairn');
     logger.debug('s3 request', { op: s3?.op, status: response.status, requestId });

@@ -2,9 +2,11 @@
  * Bucket CORS, as S3 defines it: PutBucketCors/GetBucketCors/DeleteBucketCors
  * keep a bucket's CORSRules on its record; OPTIONS preflights are answered
  * from them without authentication (browsers send no credentials on a
- * preflight).
+ * preflight); and every other response to a request with a matching Origin
+ * carries the rule's Access-Control-* headers, errors included, so a page
+ * can read what went wrong.
  */
-import type { CorsRule } from '../core/data/buckets.js';
+import type { Bucket, CorsRule } from '../core/data/buckets.js';
 import type { HttpRequest } from '../core/http/types.js';
 import type { Services } from '../core/services.js';
 import type { S3Context } from './context.js';
@@ -192,4 +194,31 @@ export async function preflight(services: Services, req: HttpRequest, s3: S3Requ
   if (requested.length) headers['access-control-allow-headers'] = requested.join(', ');
   headers.vary = VARY;
   return new Response(null, { status: 200, headers });
+}
+
+/**
+ * Adds the CORS headers of the bucket's matching rule to the response of an
+ * actual (non-preflight) request. `known` is the bucket if the request
+ * already loaded it; otherwise it is looked up only for requests that carry
+ * an Origin (browsers'), so other clients pay nothing.
+ */
+export async function addCorsHeaders(services: Services, req: HttpRequest, s3: S3Request, known: Bucket | undefined, response: Response): Promise<void> {
+  const origin = req.headers.get('origin');
+  let bucket = known;
+  if (!bucket && origin && s3.bucket !== undefined && isValidBucketName(s3.bucket)) {
+    try {
+      bucket = await services.buckets.get(s3.bucket);
+    } catch (err) {
+      // The response itself is already decided; only its CORS headers are lost.
+      services.logger.error('s3 CORS lookup failed', { err, bucket: s3.bucket });
+      return;
+    }
+  }
+  if (!bucket?.cors) return;
+  // Caches must not hand one origin's answer to another.
+  response.headers.set('vary', VARY);
+  if (!origin) return;
+  const match = matchRule(bucket.cors, origin, req.method.toUpperCase(), []);
+  if (!match) return;
+  for (const [name, value] of Object.entries(allowHeaders(match, origin))) response.headers.set(name, value);
 }

@@ -1,14 +1,18 @@
 /**
  * Bucket CORS through both doors: PutBucketCors/GetBucketCors/
  * DeleteBucketCors with the real @aws-sdk/client-s3, S3's validation of a
- * CORSConfiguration (a refused one changes nothing), and OPTIONS preflights
- * as a browser sends them (no credentials).
+ * CORSConfiguration (a refused one changes nothing), OPTIONS preflights as a
+ * browser sends them (no credentials), and the CORS headers on actual
+ * responses, errors included.
  */
 import {
   CreateBucketCommand,
   DeleteBucketCorsCommand,
   GetBucketCorsCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
   PutBucketCorsCommand,
+  PutObjectCommand,
   type CORSRule,
   type S3Client,
 } from '@aws-sdk/client-s3';
@@ -16,7 +20,7 @@ import { createHash } from 'node:crypto';
 import { startTestService, type TestService } from '../support/service.js';
 import { lambdaFetch, type LambdaFn } from '../support/lambda-door.js';
 import { hostFetch } from '../support/http.js';
-import { failure, loadS3Lambda, s3Doors } from '../support/s3-doors.js';
+import { captureHeaders, failure, loadS3Lambda, s3Doors } from '../support/s3-doors.js';
 
 let service: TestService;
 let lambda: LambdaFn;
@@ -98,6 +102,9 @@ describe.each([nodeDoor!, lambdaDoor!])('through the $name', (door) => {
     s3 = door.client();
     await s3.send(new CreateBucketCommand({ Bucket: bucket }));
     await s3.send(new CreateBucketCommand({ Bucket: bare }));
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'hello.txt', Body: 'hello', ACL: 'public-read' }));
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'private.txt', Body: 'secret' }));
+    await s3.send(new PutObjectCommand({ Bucket: bare, Key: 'hello.txt', Body: 'hello' }));
   });
 
   describe('the configuration', () => {
@@ -298,6 +305,74 @@ describe.each([nodeDoor!, lambdaDoor!])('through the $name', (door) => {
       const patch = await preflightOf(`/${bucket}/a`, APP, 'PATCH');
       expect(patch.status).toBe(400);
       expect(await patch.text()).toContain('<Message>Invalid Access-Control-Request-Method: PATCH</Message>');
+    });
+  });
+
+  describe('actual requests', () => {
+    beforeAll(async () => {
+      await s3.send(new PutBucketCorsCommand({ Bucket: bucket, CORSConfiguration: { CORSRules: RULES } }));
+    });
+
+    test('GET, HEAD and PUT from an allowed origin carry Allow-Origin, the exposed headers and Vary', async () => {
+      const client = withHeaders(door.client(), { origin: APP });
+      const seen = captureHeaders(client);
+      const put = await client.send(new PutObjectCommand({ Bucket: bucket, Key: 'from-app.txt', Body: 'from the app' }));
+      const expected = {
+        'access-control-allow-origin': APP,
+        'access-control-allow-methods': 'GET, PUT, HEAD',
+        'access-control-expose-headers': 'ETag, x-service-ipfs-hash, x-service-ipfs-hash-v0',
+        'access-control-max-age': '600',
+        'access-control-allow-credentials': 'true',
+        vary: VARY,
+      };
+      expect(seen.headers).toMatchObject(expected);
+      expect(seen.headers['x-service-ipfs-hash']).toMatch(/^bafy/);
+      expect(put.ETag).toBeDefined();
+      await client.send(new GetObjectCommand({ Bucket: bucket, Key: 'from-app.txt' }));
+      expect(seen.headers).toMatchObject(expected);
+      await client.send(new HeadObjectCommand({ Bucket: bucket, Key: 'from-app.txt' }));
+      expect(seen.headers).toMatchObject(expected);
+    });
+
+    test('an error answered to an allowed origin carries them too, so the page can read it', async () => {
+      const client = withHeaders(door.client(), { origin: APP });
+      const err = await failure(client.send(new GetObjectCommand({ Bucket: bucket, Key: 'missing.txt' })));
+      expect(err).toMatchObject({ name: 'NoSuchKey', $metadata: { httpStatusCode: 404 } });
+      expect(err.$response?.headers['access-control-allow-origin']).toBe(APP);
+      // Unauthenticated, on a private object; and with a key nobody has (refused before any bucket was read).
+      const anonymous = await send('GET', `/${bucket}/private.txt`, { origin: APP });
+      expect(anonymous.status).toBe(403);
+      expect(anonymous.headers.get('access-control-allow-origin')).toBe(APP);
+      expect(await anonymous.text()).toContain('<Code>AccessDenied</Code>');
+      const badSignature = withHeaders(door.client({ accessKeyId: 'CAIRNNOSUCHKEY000001', secretAccessKey: 'x'.repeat(40) }), { origin: APP });
+      const denied = await failure(badSignature.send(new GetObjectCommand({ Bucket: bucket, Key: 'hello.txt' })));
+      expect(denied.name).toBe('InvalidAccessKeyId');
+      expect(denied.$response?.headers['access-control-allow-origin']).toBe(APP);
+    });
+
+    test('an anonymous GET of a public object from any origin is answered with *', async () => {
+      const res = await send('GET', `/${bucket}/hello.txt`, { origin: 'https://any.example.org' });
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe('hello');
+      expect(corsOf(res)).toEqual({ 'access-control-allow-origin': '*', 'access-control-allow-methods': 'GET', vary: VARY });
+    });
+
+    test('an origin or method no rule allows gets no Allow-Origin, only Vary; a bucket without CORS gets neither', async () => {
+      // Any origin may GET, but only APP's rule allows HEAD.
+      const stranger = await send('HEAD', `/${bucket}/hello.txt`, { origin: 'https://stranger.example.net' });
+      expect(stranger.status).toBe(200);
+      expect(corsOf(stranger)).toEqual({ vary: VARY });
+      // PUT is allowed to APP only: another origin's PUT is answered without Allow-Origin.
+      const client = withHeaders(door.client(), { origin: 'https://elsewhere.test' });
+      const seen = captureHeaders(client);
+      await client.send(new PutObjectCommand({ Bucket: bucket, Key: 'elsewhere.txt', Body: 'x' }));
+      expect(seen.headers['access-control-allow-origin']).toBeUndefined();
+      expect(seen.headers.vary).toBe(VARY);
+      // Without Origin (not a browser), still Vary: a cache must not give this answer to a browser.
+      expect(corsOf(await send('GET', `/${bucket}/hello.txt`))).toEqual({ vary: VARY });
+      const plain = await send('GET', `/${bare}/hello.txt`, { origin: APP });
+      expect(plain.status).toBe(403);
+      expect(corsOf(plain)).toEqual({});
     });
   });
 });
