@@ -173,7 +173,6 @@ export class BucketStore {
    * bucket's item.
    */
   async setCors(name: string, rules: CorsRule[] | undefined): Promise<boolean> {
-    this.cache.delete(name);
     try {
       await this.db.doc.send(
         new UpdateCommand({
@@ -187,7 +186,7 @@ export class BucketStore {
       if ((err as Error).name === 'ConditionalCheckFailedException') return false;
       throw err;
     } finally {
-      // A read racing this write may have cached the old rules meanwhile.
+      // After the write: only a read still in flight then can cache the old rules (for BUCKET_CACHE_MS at most).
       this.cache.delete(name);
     }
     return true;
