@@ -41,7 +41,7 @@ interface Vector {
   cidV1: string;
   inputSha256: string;
 }
-const vectors = JSON.parse(readFileSync(new URL('../../../shared/reference/cid-vectors.json', import.meta.url), 'utf8')) as Vector[];
+const vectors = JSON.parse(readFileSync(new URL('../fixtures/cid-vectors.json', import.meta.url), 'utf8')) as Vector[];
 
 /** The ChaCha20 vectors' bytes, by the generator each vector names (Kubo's deterministic reader). */
 function vectorBytes(size: number): { vector: Vector; bytes: Buffer } {

@@ -9,7 +9,7 @@ import { startTestService, BOOT, type TestService } from '../support/service.js'
 import type { LambdaFn } from '../support/lambda-door.js';
 import { captureHeaders, loadS3Lambda, s3Doors } from '../support/s3-doors.js';
 
-const vectors = JSON.parse(readFileSync(new URL('../../../shared/reference/cid-vectors.json', import.meta.url), 'utf8')) as Array<{
+const vectors = JSON.parse(readFileSync(new URL('../fixtures/cid-vectors.json', import.meta.url), 'utf8')) as Array<{
   name: string;
   kind: string;
   generator: string;

@@ -1,4 +1,4 @@
-/** Kubo's CID vectors (../shared/reference/cid-vectors.json) and the bytes each file vector names. */
+/** Kubo's CID vectors (test/fixtures/cid-vectors.json, what `ipfs add` prints) and the bytes each file vector names. */
 import { createCipheriv, createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 
@@ -11,7 +11,7 @@ export interface Vector {
   cidV1: string;
 }
 
-export const vectors = JSON.parse(readFileSync(new URL('../../../shared/reference/cid-vectors.json', import.meta.url), 'utf8')) as Vector[];
+export const vectors = JSON.parse(readFileSync(new URL('../fixtures/cid-vectors.json', import.meta.url), 'utf8')) as Vector[];
 
 export const fileVectors = vectors.filter((v) => v.kind === 'file');
 

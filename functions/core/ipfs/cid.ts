@@ -1,6 +1,6 @@
 /**
  * CIDs exactly as Kubo's `ipfs add` prints them with its defaults
- * (the unixfs-v0-2015 profile); see shared/reference/ipfs-cids.md.
+ * (the unixfs-v0-2015 profile); the vectors in test/fixtures/cid-vectors.json pin them down.
  */
 import { CID } from 'multiformats/cid';
 import { fixedSize } from 'ipfs-unixfs-importer/chunker';
