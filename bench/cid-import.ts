@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { MemoryBlockstore } from 'blockstore-core/memory';
 import type { CID } from 'multiformats/cid';
-import { FileBlockstore } from '../functions/core/ipfs/file-blockstore.js';
+import { PackedBlockstore } from '../functions/core/ipfs/local-blockstore.js';
 import { importFile } from '../functions/core/ipfs/import.js';
 import { createIpfsNode } from '../functions/core/ipfs/node.js';
 import { loadConfig } from '../functions/core/config.js';
@@ -47,7 +47,7 @@ export async function cidImport(
   const fsImport = async () => {
     // The local node's store: small blocks in LevelDB, the rest in packs.
     const dir = await tempDir();
-    const store = new FileBlockstore(join(dir, 'blocks'), { smallBlocks: join(dir, 'small-blocks'), packs: join(dir, 'packs') });
+    const store = new PackedBlockstore({ smallBlocks: join(dir, 'small-blocks'), packs: join(dir, 'packs') });
     await store.open();
     try {
       return await time(() => importFile(store, source()));

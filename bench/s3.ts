@@ -467,7 +467,7 @@ async function main(): Promise<void> {
       ['node:crypto SHA-256, same bytes', cid.sha256.toFixed(0), '', '', ''],
       ['importFile, blocks discarded (hashing and DAG)', cid.hashing.toFixed(0), share(cid.hashing), '>= 60%', cidRatio >= 0.6 ? 'yes' : 'NO'],
       ['importFile into a MemoryBlockstore', cid.memory.toFixed(0), share(cid.memory), '', ''],
-      ['importFile into the local FileBlockstore (disk)', cid.fs.toFixed(0), share(cid.fs), '', ''],
+      ['importFile into the local PackedBlockstore (disk)', cid.fs.toFixed(0), share(cid.fs), '', ''],
       ['import and pin in the local node, random bytes', cid.stored.toFixed(0), share(cid.stored), '', ''],
       ['import and pin in the local node, all zeros', cid.storedZeros.toFixed(0), share(cid.storedZeros), '>= 100 MB/s', cid.storedZeros >= 100 ? 'yes' : 'NO'],
     ]),

@@ -15,7 +15,7 @@ import { createIpfsNode, type IpfsNode } from '../../functions/core/ipfs/node.js
 import { importFile } from '../../functions/core/ipfs/import.js';
 import { isBlockReferenced, isRootPinned, listRoots, pinRoot } from '../../functions/core/storage/pins.js';
 import { isNotFound, openFile } from '../../functions/core/ipfs/read.js';
-import type { FileBlockstore } from '../../functions/core/ipfs/file-blockstore.js';
+import type { PackedBlockstore } from '../../functions/core/ipfs/local-blockstore.js';
 import { PackStore } from '../../functions/core/ipfs/pack-store.js';
 
 let dir: string;
@@ -89,36 +89,19 @@ test('pinning a DAG with a missing block fails', async () => {
   expect(await isRootPinned(node, cid)).toBe(false);
 });
 
-test('small blocks live in LevelDB, not in files; blocks written as files before still read, and deletes reach both', async () => {
-  const { readdir } = await import('node:fs/promises');
-  const filesUnder = async (d: string) => (await readdir(d, { recursive: true }).catch(() => [] as string[])).filter((f) => String(f).endsWith('.data'));
-  const small = randomBytes(4096);
-  const fresh = await mkdtemp(join(tmpdir(), 'cairn-ipfs-small-'));
-  try {
-    // An older data directory: its small block is a file.
-    const { FileBlockstore } = await import('../../functions/core/ipfs/file-blockstore.js');
-    const older = new FileBlockstore(join(fresh, 'ipfs', 'blocks'));
-    const { cid: oldCid } = await importFile(older, pieces(randomBytes(3000)));
-    expect(await filesUnder(join(fresh, 'ipfs', 'blocks'))).toHaveLength(1);
-
-    const reopened = await createIpfsNode(loadConfig({ CAIRN_DATA_DIR: fresh }));
-    try {
-      const { cid } = await importFile(reopened.blockstore, pieces(small));
-      expect(await filesUnder(join(fresh, 'ipfs', 'blocks'))).toHaveLength(1); // still only the old one
-      expect((await readAll((await openFile(reopened.blockstore, cid)).stream())).equals(small)).toBe(true);
-      expect(await reopened.blockstore.has(cid)).toBe(true);
-      expect(await reopened.blockstore.has(oldCid)).toBe(true);
-      expect((await readAll((await openFile(reopened.blockstore, oldCid)).stream())).length).toBe(3000);
-      await reopened.blockstore.delete(cid);
-      await reopened.blockstore.delete(oldCid);
-      expect(await reopened.blockstore.has(cid)).toBe(false);
-      expect(await reopened.blockstore.has(oldCid)).toBe(false);
-      expect(await filesUnder(join(fresh, 'ipfs', 'blocks'))).toHaveLength(0);
-    } finally {
-      await reopened.stop();
-    }
-  } finally {
-    await rm(fresh, { recursive: true, force: true });
+test('small blocks live in the LevelDB database, large ones in packs; deletes reach both', async () => {
+  const store = node.blockstore as PackedBlockstore;
+  const packs = store.packStore!;
+  const { cid: small } = await importFile(store, pieces(randomBytes(3000)));
+  const { cid: large } = await importFile(store, pieces(randomBytes(200 * 1024)));
+  const name = (cid: CID) => PackStore.nameOf(cid.multihash.bytes);
+  expect(packs.locate(name(small))).toBeUndefined();
+  expect(packs.locate(name(large))).toBeDefined();
+  for (const cid of [small, large]) {
+    expect(await store.has(cid)).toBe(true);
+    await store.delete(cid);
+    expect(await store.has(cid)).toBe(false);
+    await expect(openFile(store, cid)).rejects.toMatchObject({ name: 'NotFoundError' });
   }
 });
 
@@ -129,7 +112,7 @@ test('a block already stored is not written again: its pack stays as it was, and
   for await (const piece of node.blockstore.get(first.cid)) rootBytes.push(piece);
   const leaves = decode(Buffer.concat(rootBytes)).Links.map((link) => link.Hash);
   expect(leaves.length).toBe(3);
-  const packs = (node.blockstore as FileBlockstore).packStore!;
+  const packs = (node.blockstore as PackedBlockstore).packStore!;
   const where = () => leaves.map((cid) => packs.locate(PackStore.nameOf(cid.multihash.bytes)));
   const before = { at: where(), sizes: packs.packSizes() };
   expect(before.at.every((loc) => loc !== undefined)).toBe(true); // full leaves live in packs

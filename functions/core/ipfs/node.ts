@@ -1,6 +1,6 @@
 /**
  * The embedded Helia node: locally blocks in files (small ones in LevelDB,
- * see file-blockstore.ts) and a LevelDB datastore (pin records, storage/pins.ts)
+ * see local-blockstore.ts) and a LevelDB datastore (pin records, storage/pins.ts)
  * under the data directory, an S3 bucket in AWS. It runs without libp2p
  * networking (Helia "light"): it stores, pins and serves blocks; content is
  * reachable by CID through Cairn's gateway.
@@ -45,7 +45,7 @@ async function stores(config: Config): Promise<{ blockstore: Blockstore; datasto
       datastore: new S3Datastore(s3, config.blockBucket, { path: 'datastore', createIfMissing: false }),
     };
   }
-  const { FileBlockstore, LEVEL_MEMORY } = await import('./file-blockstore.js');
+  const { PackedBlockstore, LEVEL_MEMORY } = await import('./local-blockstore.js');
   const { LevelDatastore } = await import('datastore-level');
   // Pin records are small and written on every upload: a LevelDB write
   // costs microseconds where a file (temporary file, rename) costs a
@@ -106,7 +106,7 @@ async function stores(config: Config): Promise<{ blockstore: Blockstore; datasto
   const datastore = new PinDatastore(join(config.dataDir, 'ipfs', 'pins'), LEVEL_MEMORY);
   await datastore.open();
   groupCommits(datastore.db as unknown as GroupCommitLevel);
-  const blockstore = new FileBlockstore(join(config.dataDir, 'ipfs', 'blocks'), {
+  const blockstore = new PackedBlockstore({
     smallBlocks: join(config.dataDir, 'ipfs', 'small-blocks'),
     packs: join(config.dataDir, 'ipfs', 'packs'),
   });

@@ -1,7 +1,7 @@
 /**
  * Large blocks (a file's full 256 KiB leaves) in append-only pack files,
  * found through an index in LevelDB: the local blockstore's home for every
- * block too big for its small-block database (see file-blockstore.ts).
+ * block too big for its small-block database (see local-blockstore.ts).
  *
  * Why not a file per block, as blockstore-fs and Kubo's flatfs do: a 256 MiB
  * upload would create 1024 files, and on ext4 creating files costs far more

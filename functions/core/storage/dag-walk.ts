@@ -23,7 +23,7 @@ const DAG_PB = 0x70;
 const RAW = 0x55;
 const IDENTITY = 0x00;
 
-/** A blockstore that can read the start of a block alone (the local FileBlockstore). */
+/** A blockstore that can read the start of a block alone (the local PackedBlockstore). */
 export interface PrefixReader {
   readPrefix(cid: CID, length: number, options?: { signal?: AbortSignal }): Promise<Uint8Array>;
 }
