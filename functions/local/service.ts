@@ -10,7 +10,7 @@ import { createLogger, type Logger } from '../core/logger.js';
 import { createNodeServer, listen } from '../core/http/node.js';
 import type { HttpHandler } from '../core/http/types.js';
 import { ensureTables } from '../core/data/dynamo.js';
-import { startEmbeddedDynamo, type EmbeddedDynamo } from '../core/data/embedded.js';
+import { startEmbeddedDynamo, type EmbeddedDynamo } from './embedded-dynamo/engine.js';
 import { createServices, type Services } from '../core/services.js';
 import { bootstrapAccounts, type BootstrapResult } from '../core/bootstrap.js';
 import { createS3Handler } from '../s3/app.js';

@@ -1,5 +1,5 @@
 /**
- * The embedded DynamoDB (embedded.ts): transactions all or nothing with
+ * The embedded DynamoDB (functions/local/embedded-dynamo/engine.ts): transactions all or nothing with
  * DynamoDB's cancellation reasons, the same answers through the HTTP
  * endpoint and the in-process transport, and item locks that keep readers
  * from ever seeing a cancelled transaction's writes.

@@ -5,7 +5,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startEmbeddedDynamo } from '../../functions/core/data/embedded.js';
+import { startEmbeddedDynamo } from '../../functions/local/embedded-dynamo/engine.js';
 import { createDatabase, ensureTables, type Database } from '../../functions/core/data/dynamo.js';
 import { loadConfig } from '../../functions/core/config.js';
 

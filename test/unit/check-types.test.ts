@@ -5,7 +5,7 @@
  * of requests with a value swapped for a wrong one anywhere.
  */
 import { createRequire } from 'node:module';
-import { checkTypes } from '../../functions/core/data/check-types.js';
+import { checkTypes } from '../../functions/local/embedded-dynamo/check-types.js';
 
 const require = createRequire(import.meta.url);
 const dynalite = require('dynalite/validations') as { checkTypes: (data: unknown, types: unknown) => unknown };

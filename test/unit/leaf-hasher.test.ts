@@ -18,7 +18,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inlineLeafHasher, ownHashThread, RemoteHashing, type LeafHasher } from '../../functions/core/hashing/leaf-hasher.js';
-import { startEmbeddedDynamo, type EmbeddedDynamo } from '../../functions/core/data/embedded.js';
+import { startEmbeddedDynamo, type EmbeddedDynamo } from '../../functions/local/embedded-dynamo/engine.js';
 
 // The two threads that serve hash jobs: one of its own, and the embedded database's (which goes on answering queries).
 let own: RemoteHashing;

@@ -27,7 +27,7 @@ export interface Database {
 
 /**
  * How a client reaches an embedded database in the same process (see
- * embedded.ts): its request handler, and no request signing.
+ * functions/local/embedded-dynamo/engine.ts): its request handler, and no request signing.
  */
 export interface InProcessTransport {
   requestHandler: NonNullable<DynamoDBClientConfig['requestHandler']>;

@@ -1,13 +1,13 @@
 /**
- * The embedded database's thread (see embedded.ts): opens the engine and
+ * The embedded database's thread (see engine.ts): opens the engine and
  * its HTTP endpoint, then answers the requests the service's thread posts,
- * and its hash jobs (hashing/hash-jobs.ts).
+ * and its hash jobs (core/hashing/hash-jobs.ts).
  * Bodies travel as JSON text, parsed and written here.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { perTurn, serveEmbeddedDynamo, type EngineAnswer, type EngineCall, type FromEngine, type ToEngine } from './embedded.js';
-import { hashJobs } from '../hashing/hash-jobs.js';
-import { isHashMessage, type ToHashThread } from '../hashing/leaf-hasher.js';
+import { perTurn, serveEmbeddedDynamo, type EngineAnswer, type EngineCall, type FromEngine, type ToEngine } from './engine.js';
+import { hashJobs } from '../../core/hashing/hash-jobs.js';
+import { isHashMessage, type ToHashThread } from '../../core/hashing/leaf-hasher.js';
 
 const port = parentPort!;
 const { dataDir, host } = workerData as { dataDir: string; host: string };

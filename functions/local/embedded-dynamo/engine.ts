@@ -3,7 +3,7 @@
  * engine (its validations, expression evaluation, indexes and LevelDB store
  * under the data directory) plus the transactions dynalite lacks
  * (transactions.ts), on a worker thread of its own so that it runs beside
- * the request handling rather than in its turns (embedded-thread.ts). Local
+ * the request handling rather than in its turns (engine-thread.ts). Local
  * only: no Lambda handler imports this module.
  *
  * Two ways in, one engine:
@@ -47,11 +47,11 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { createServer, type Server } from 'node:http';
 import { Worker } from 'node:worker_threads';
 import { crc32 } from 'node:zlib';
-import type { InProcessTransport } from './dynamo.js';
+import type { InProcessTransport } from '../../core/data/dynamo.js';
 import { checkTypes } from './check-types.js';
 import { memoizeExpressionParsers } from './expression-cache.js';
-import { GroupCommit } from '../group-commit.js';
-import { isHashMessage, type FromHashThread, type HashChannel } from '../hashing/leaf-hasher.js';
+import { GroupCommit } from '../../core/group-commit.js';
+import { isHashMessage, type FromHashThread, type HashChannel } from '../../core/hashing/leaf-hasher.js';
 import { transactGet, transactWrite, type Engine, type Json, type Outcome } from './transactions.js';
 
 const require = createRequire(import.meta.url);
@@ -443,7 +443,7 @@ export async function serveEmbeddedDynamo(dataDir: string, host: string): Promis
 const ENGINE_YOUNG_GENERATION_MB = 8;
 
 /**
- * Messages between this thread and the engine's (embedded-thread.ts). The
+ * Messages between this thread and the engine's (engine-thread.ts). The
  * calls made during one turn of the event loop travel as one message, and
  * so do the answers the engine has ready in one of its turns: each message
  * wakes the other thread, which costs more than the copying.
@@ -469,7 +469,7 @@ export function perTurn<T>(send: (items: T[]) => void): (item: T) => void {
 
 /** Opens the database under `dataDir` on its own thread and serves it on a loopback port. */
 export async function startEmbeddedDynamo(dataDir: string, host = '127.0.0.1'): Promise<EmbeddedDynamo> {
-  const worker = new Worker(new URL('./embedded-thread.mjs', import.meta.url), {
+  const worker = new Worker(new URL('./engine-thread.mjs', import.meta.url), {
     workerData: { dataDir, host },
     // Its requests are small JSON documents: a small young generation keeps
     // the thread's memory down (the 1 GiB streaming test's RSS budget counts it).

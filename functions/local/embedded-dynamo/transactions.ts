@@ -1,6 +1,6 @@
 /**
  * TransactWriteItems and TransactGetItems for the embedded database
- * (embedded.ts), which dynalite lacks, built from its single-item operations:
+ * (engine.ts), which dynalite lacks, built from its single-item operations:
  *
  * - every item of a transaction is locked (the embedded engine's item
  *   locks, which single-item writes take too), so nothing changes under it;
