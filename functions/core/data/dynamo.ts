@@ -12,10 +12,10 @@ import {
   type GlobalSecondaryIndex,
 } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { marshallOptions as MarshallOptions } from '@aws-sdk/util-dynamodb';
 import type { Config } from '../config.js';
 import { TABLES, indexKeys } from './tables.js';
 import { ItemReader } from './item-reader.js';
-import { sendDirectly, type EngineCall } from './direct-client.js';
 
 export interface Database {
   client: DynamoDBClient;
@@ -26,13 +26,14 @@ export interface Database {
 }
 
 /**
- * How a client reaches an embedded database in the same process (see
- * functions/local/embedded-dynamo/engine.ts): its request handler, and no request signing.
+ * How a client reaches a database in the same process (the local server's
+ * embedded one): its request handler, and no request signing. The stores
+ * send the same commands either way.
  */
 export interface InProcessTransport {
   requestHandler: NonNullable<DynamoDBClientConfig['requestHandler']>;
-  /** Item operations of the document client, without the SDK's middleware (direct-client.ts). */
-  call?: EngineCall;
+  /** Gives the document client a `send` for item operations that skips the SDK's middleware (its cost rivals the engine's work). */
+  sendDirectly?(doc: DynamoDBDocumentClient, marshallOptions: MarshallOptions): void;
 }
 
 const MARSHALL_OPTIONS = { removeUndefinedValues: true, convertClassInstanceToMap: false };
@@ -56,7 +57,7 @@ export function createDatabase(config: Config, transport?: InProcessTransport): 
       : {}),
   } as DynamoDBClientConfig);
   const doc = DynamoDBDocumentClient.from(client, { marshallOptions: MARSHALL_OPTIONS });
-  if (transport?.call) sendDirectly(doc, transport.call, MARSHALL_OPTIONS);
+  transport?.sendDirectly?.(doc, MARSHALL_OPTIONS);
   return { client, doc, reader: new ItemReader(doc), tables: config.tables };
 }
 

@@ -49,6 +49,7 @@ import { Worker } from 'node:worker_threads';
 import { crc32 } from 'node:zlib';
 import type { InProcessTransport } from '../../core/data/dynamo.js';
 import { checkTypes } from './check-types.js';
+import { sendDirectly } from './direct-client.js';
 import { memoizeExpressionParsers } from './expression-cache.js';
 import { GroupCommit } from '../../core/group-commit.js';
 import { isHashMessage, type FromHashThread, type HashChannel } from '../../core/hashing/leaf-hasher.js';
@@ -514,7 +515,7 @@ export async function startEmbeddedDynamo(dataDir: string, host = '127.0.0.1'): 
       send({ id, op, body });
     });
   const transport: InProcessTransport = {
-    call,
+    sendDirectly: (doc, options) => sendDirectly(doc, call, options),
     requestHandler: {
       async handle(request: { headers: Record<string, string>; body?: unknown }) {
         const target = String(request.headers['x-amz-target'] ?? request.headers['X-Amz-Target'] ?? '');

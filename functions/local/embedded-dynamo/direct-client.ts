@@ -1,6 +1,6 @@
 /**
  * The document client's `send`, straight to an embedded engine in this
- * process (functions/local/embedded-dynamo/engine.ts): the stores keep building the same lib-dynamodb
+ * process (engine.ts): the stores keep building the same lib-dynamodb
  * commands they send to DynamoDB, but locally a command skips the AWS SDK's
  * middleware stack (endpoint resolution, retries, user agent, log filters,
  * schema serde), which cost about 200 µs of the request thread per call, as
