@@ -50,7 +50,7 @@ export const HASH_THREAD_MIN_BYTES = 8 * 1024 * 1024;
 export interface ServiceOptions {
   /** Reach the embedded database in this process directly (the local service). */
   dynamo?: InProcessTransport;
-  /** A thread that hashes large uploads (the embedded database's); without one, the process starts its own when needed. */
+  /** A thread that hashes large uploads (the local service's helper thread); without one, the process starts its own when needed. */
   hashing?: HashChannel;
 }
 

@@ -10,7 +10,9 @@ import { createLogger, type Logger } from '../core/logger.js';
 import { createNodeServer, listen } from '../core/http/node.js';
 import type { HttpHandler } from '../core/http/types.js';
 import { ensureTables } from '../core/data/dynamo.js';
-import { startEmbeddedDynamo, type EmbeddedDynamo } from './embedded-dynamo/engine.js';
+import { startEmbeddedDynamo, type EmbeddedDynamo } from './embedded-dynamo/database.js';
+import { startHelperThread, type HelperThread } from './helper.js';
+import type { FromHashThread, ToHashThread } from '../core/hashing/leaf-hasher.js';
 import { createServices, type Services } from '../core/services.js';
 import { bootstrapAccounts, type BootstrapResult } from '../core/bootstrap.js';
 import { createS3Handler } from '../s3/app.js';
@@ -61,11 +63,14 @@ export interface LocalStorage {
 export async function openLocalStorage(config: Config, logger: Logger): Promise<LocalStorage> {
   await checkDataDir(config.dataDir);
   let embedded: EmbeddedDynamo | undefined;
+  let helper: HelperThread | undefined;
   const cfg: Config = { ...config };
   if (!cfg.dynamodb.endpoint) {
+    helper = startHelperThread();
     try {
-      embedded = await startEmbeddedDynamo(cfg.dataDir, '127.0.0.1');
+      embedded = await startEmbeddedDynamo(helper, cfg.dataDir, '127.0.0.1');
     } catch (err) {
+      await helper.close();
       // LevelDB admits one opener: the usual cause is a Cairn already running on this directory.
       throw new ConfigError(
         'CAIRN_DATA_DIR',
@@ -78,9 +83,12 @@ export async function openLocalStorage(config: Config, logger: Logger): Promise<
   const close = async () => {
     await services?.close();
     await embedded?.close();
+    await helper?.close();
   };
   try {
-    services = await createServices(cfg, logger, { dynamo: embedded?.transport, hashing: embedded?.hashing });
+    // Without the embedded database the process hashes on a thread of its own, started only if needed (services.ts).
+    const hashing = helper?.start<ToHashThread, FromHashThread>('hashing');
+    services = await createServices(cfg, logger, { dynamo: embedded?.transport, hashing });
     await ensureTables(services.db);
     await services.ipfs();
     return { config: cfg, services, embedded, close };

@@ -5,7 +5,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startEmbeddedDynamo } from '../../functions/local/embedded-dynamo/engine.js';
+import { startEmbeddedDynamo } from '../../functions/local/embedded-dynamo/database.js';
+import { startHelperThread } from '../../functions/local/helper.js';
 import { createDatabase, ensureTables, type Database } from '../../functions/core/data/dynamo.js';
 import { loadConfig } from '../../functions/core/config.js';
 
@@ -17,7 +18,8 @@ export interface EmbeddedDb {
 
 export async function startEmbeddedDb(): Promise<EmbeddedDb> {
   const dir = await mkdtemp(join(tmpdir(), 'cairn-db-'));
-  const dynamo = await startEmbeddedDynamo(dir);
+  const helper = startHelperThread();
+  const dynamo = await startEmbeddedDynamo(helper, dir);
   const clients: Database[] = [];
   const client = (inProcess: boolean) => {
     const db = createDatabase(loadConfig({ DYNAMODB_ENDPOINT: dynamo.endpoint, CAIRN_DATA_DIR: dir }), inProcess ? dynamo.transport : undefined);
@@ -30,6 +32,7 @@ export async function startEmbeddedDb(): Promise<EmbeddedDb> {
     async close() {
       for (const c of clients) c.client.destroy();
       await dynamo.close();
+      await helper.close();
       await rm(dir, { recursive: true, force: true });
     },
   };

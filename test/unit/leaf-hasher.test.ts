@@ -1,6 +1,6 @@
 /**
- * The leaf hashers (leaf-hasher.ts): on a hash thread, on the embedded
- * database's thread (between its queries) or inline, the same
+ * The leaf hashers (leaf-hasher.ts): on a hash thread, on the local
+ * helper thread (between the embedded database's queries) or inline, the same
  * DAG as ipfs-unixfs-importer and the same digests as node:crypto and the
  * checksum libraries over the whole file; a job given up mid-way answers
  * (rejects) instead of hanging, and the thread serves the next job.
@@ -17,22 +17,26 @@ import { createDigest, DIGESTS, type DigestName } from '../../functions/core/has
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { inlineLeafHasher, ownHashThread, RemoteHashing, type LeafHasher } from '../../functions/core/hashing/leaf-hasher.js';
-import { startEmbeddedDynamo, type EmbeddedDynamo } from '../../functions/local/embedded-dynamo/engine.js';
+import { inlineLeafHasher, ownHashThread, RemoteHashing, type FromHashThread, type LeafHasher, type ToHashThread } from '../../functions/core/hashing/leaf-hasher.js';
+import { startEmbeddedDynamo, type EmbeddedDynamo } from '../../functions/local/embedded-dynamo/database.js';
+import { startHelperThread, type HelperThread } from '../../functions/local/helper.js';
 
-// The two threads that serve hash jobs: one of its own, and the embedded database's (which goes on answering queries).
+// The two threads that serve hash jobs: one of its own, and the local helper thread (whose database goes on answering queries).
 let own: RemoteHashing;
+let helper: HelperThread;
 let embedded: EmbeddedDynamo;
-let onEngine: RemoteHashing;
+let onHelper: RemoteHashing;
 let dir: string;
 beforeAll(async () => {
   own = new RemoteHashing(ownHashThread());
   dir = await mkdtemp(join(tmpdir(), 'cairn-hash-'));
-  embedded = await startEmbeddedDynamo(dir);
-  onEngine = new RemoteHashing(embedded.hashing);
+  helper = startHelperThread();
+  embedded = await startEmbeddedDynamo(helper, dir);
+  onHelper = new RemoteHashing(helper.start<ToHashThread, FromHashThread>('hashing'));
 });
 afterAll(async () => {
   await embedded.close();
+  await helper.close();
   await rm(dir, { recursive: true, force: true });
 });
 const threadLeafHasher = (names: DigestName[]) => own.hasher(names);
@@ -51,7 +55,7 @@ async function referenceCid(bytes: Uint8Array, chunkSize: number, maxChildren: n
 const hex = (bytes: Uint8Array | undefined) => Buffer.from(bytes ?? []).toString('hex');
 const ways: Array<[string, (names: DigestName[]) => LeafHasher]> = [
   ['a hash thread of its own', (names) => own.hasher(names)],
-  ['the embedded database\'s thread', (names) => onEngine.hasher(names)],
+  ['the helper thread', (names) => onHelper.hasher(names)],
   ['inline', inlineLeafHasher],
 ];
 

@@ -2,7 +2,7 @@
  * The thread side of remote hashing (see leaf-hasher.ts): per job, its
  * digests over the file bytes of the leaf blocks it is sent, in the order
  * they arrive. Each block goes back by transfer once hashed. Served by the
- * embedded database's thread (which the local service has anyway) or by a
+ * local service's helper thread, beside the embedded database, or by a
  * thread of its own (hash-thread.ts).
  */
 import { createDigest, type Digest, type DigestName } from './digests.js';

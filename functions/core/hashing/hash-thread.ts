@@ -1,6 +1,6 @@
 /**
  * A thread that only hashes (hash-jobs.ts), for a service without the
- * embedded database's thread to do it (DYNAMODB_ENDPOINT set).
+ * local helper thread to do it (DYNAMODB_ENDPOINT set, or in tests).
  */
 import { parentPort } from 'node:worker_threads';
 import { hashJobs } from './hash-jobs.js';

@@ -12,9 +12,10 @@
  *   the checksum and the payload hash of one leaf while the request thread
  *   takes in the next and computes its SHA-256: two cores instead of one. A leaf block
  *   travels there and back by transfer, not by copy.
- *   The thread is the embedded database's (a thread costs 12 MiB or more
- *   of resident memory, and the local server keeps its 1 GiB transfers
- *   under 300 MiB), or one of its own when the database is elsewhere.
+ *   The thread is the local server's helper thread, which also runs the
+ *   embedded database (a thread costs 12 MiB or more of resident memory,
+ *   and the local server keeps its 1 GiB transfers under 300 MiB), or one
+ *   of its own when the database is elsewhere.
  *
  * Calls to leaf() answer in the order they were made.
  */
@@ -72,11 +73,6 @@ export type FromHashThread =
   | { job: number; block: Uint8Array }
   | { job: number; digests: Partial<Record<DigestName, Uint8Array>> }
   | { job: number; failed: string };
-
-/** Whether a message between a thread and its hash-job server is a hash job's (either way), not something else the thread carries. */
-export function isHashMessage(m: unknown): m is { job: number } {
-  return typeof m === 'object' && m !== null && 'job' in m;
-}
 
 interface Job {
   waiting: Array<{ resolve: (value: any) => void; reject: (err: Error) => void }>;

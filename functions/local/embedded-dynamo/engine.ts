@@ -2,18 +2,15 @@
  * The embedded DynamoDB-compatible database for the local service: dynalite's
  * engine (its validations, expression evaluation, indexes and LevelDB store
  * under the data directory) plus the transactions dynalite lacks
- * (transactions.ts), on a worker thread of its own so that it runs beside
- * the request handling rather than in its turns (engine-thread.ts). Local
- * only: no Lambda handler imports this module.
+ * (transactions.ts). It runs as a job of the local service's helper thread
+ * (engine-job.ts), beside the request handling rather than in its turns;
+ * the service reaches it through database.ts. Local only: no Lambda handler
+ * imports this module.
  *
- * Two ways in, one engine:
- * - `transport`: an AWS SDK request handler that passes each request's JSON
- *   to the engine's thread, for DynamoDB clients in this process (the local
- *   service's own stores). Requests are unsigned: there is no network to
- *   cross.
- * - `endpoint`: a loopback HTTP server speaking DynamoDB's JSON protocol,
- *   served by the engine's thread, for other processes and for Lambda
- *   handlers pointed at it with DYNAMODB_ENDPOINT. It ignores credentials.
+ * Two ways in, one engine: `execute` (for the service's own clients, see
+ * database.ts) and a loopback HTTP server speaking DynamoDB's JSON protocol
+ * (`serveEmbeddedDynamo`), for other processes and for Lambda handlers
+ * pointed at it with DYNAMODB_ENDPOINT. It ignores credentials.
  *
  * Changes to how dynalite runs, all behind its own interfaces and with its
  * answers:
@@ -45,27 +42,18 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createServer, type Server } from 'node:http';
-import { Worker } from 'node:worker_threads';
 import { crc32 } from 'node:zlib';
-import type { InProcessTransport } from '../../core/data/dynamo.js';
 import { checkTypes } from './check-types.js';
-import { sendDirectly } from './direct-client.js';
 import { memoizeExpressionParsers } from './expression-cache.js';
 import { GroupCommit } from '../../core/group-commit.js';
-import { isHashMessage, type FromHashThread, type HashChannel } from '../../core/hashing/leaf-hasher.js';
 import { transactGet, transactWrite, type Engine, type Json, type Outcome } from './transactions.js';
 
 const require = createRequire(import.meta.url);
 
-export interface EmbeddedDynamo {
-  /** The loopback HTTP endpoint (DynamoDB's JSON protocol). */
-  endpoint: string;
-  /** For DynamoDB clients in this process: no sockets, no signing. */
-  transport: InProcessTransport;
+/** The engine, on the thread that opened it. */
+export interface EmbeddedEngine {
   /** Runs one DynamoDB operation (`GetItem`, `TransactWriteItems`, ...). */
   execute(operation: string, body: Json): Promise<Outcome>;
-  /** The engine's thread also hashes uploads (see hashing/leaf-hasher.ts). */
-  hashing: HashChannel;
   close(): Promise<void>;
 }
 
@@ -157,7 +145,7 @@ function validateMapsWithoutDeoptLoop(validations: { validateAttributeValue: (va
 }
 
 /** The engine itself, on the calling thread. */
-export async function openEmbeddedDynamo(dataDir: string): Promise<Pick<EmbeddedDynamo, 'execute' | 'close'>> {
+export async function openEmbeddedDynamo(dataDir: string): Promise<EmbeddedEngine> {
   const db = require('dynalite/db');
   const validations = require('dynalite/validations');
   memoizeExpressionParsers(require);
@@ -381,7 +369,7 @@ export async function openEmbeddedDynamo(dataDir: string): Promise<Pick<Embedded
 }
 
 /** dynalite's HTTP server, in front of the shared engine. */
-function httpFront(execute: EmbeddedDynamo['execute']): Server {
+function httpFront(execute: EmbeddedEngine['execute']): Server {
   return createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -412,8 +400,8 @@ function httpFront(execute: EmbeddedDynamo['execute']): Server {
   });
 }
 
-/** The engine and its HTTP endpoint, on the calling thread (the engine's thread runs this). */
-export async function serveEmbeddedDynamo(dataDir: string, host: string): Promise<Pick<EmbeddedDynamo, 'endpoint' | 'execute' | 'close'>> {
+/** The engine and its HTTP endpoint, on the calling thread (engine-job.ts runs this). */
+export async function serveEmbeddedDynamo(dataDir: string, host: string): Promise<EmbeddedEngine & { endpoint: string }> {
   const engine = await openEmbeddedDynamo(dataDir);
   const server = httpFront(engine.execute);
   try {
@@ -438,127 +426,4 @@ export async function serveEmbeddedDynamo(dataDir: string, host: string): Promis
       await engine.close();
     },
   };
-}
-
-/** The engine thread's young-generation size. */
-const ENGINE_YOUNG_GENERATION_MB = 8;
-
-/**
- * Messages between this thread and the engine's (engine-thread.ts). The
- * calls made during one turn of the event loop travel as one message, and
- * so do the answers the engine has ready in one of its turns: each message
- * wakes the other thread, which costs more than the copying.
- */
-export type EngineCall = { id: number; op: string; body: string };
-export type EngineAnswer = { id: number; status: number; body: string };
-export type ToEngine = { calls: EngineCall[] } | { close: true };
-export type FromEngine = { ready: string } | { failed: string } | { answers: EngineAnswer[] } | { closed: true };
-
-/** Collects items and hands them to `send` together, once per turn of the event loop. */
-export function perTurn<T>(send: (items: T[]) => void): (item: T) => void {
-  let queued: T[] = [];
-  return (item) => {
-    if (queued.push(item) === 1) {
-      setImmediate(() => {
-        const items = queued;
-        queued = [];
-        send(items);
-      });
-    }
-  };
-}
-
-/** Opens the database under `dataDir` on its own thread and serves it on a loopback port. */
-export async function startEmbeddedDynamo(dataDir: string, host = '127.0.0.1'): Promise<EmbeddedDynamo> {
-  const worker = new Worker(new URL('./engine-thread.mjs', import.meta.url), {
-    workerData: { dataDir, host },
-    // Its requests are small JSON documents: a small young generation keeps
-    // the thread's memory down (the 1 GiB streaming test's RSS budget counts it).
-    resourceLimits: { maxYoungGenerationSizeMb: ENGINE_YOUNG_GENERATION_MB },
-  });
-  const pending = new Map<number, (answer: { status: number; body: string }) => void>();
-  let nextId = 0;
-  let closed: (() => void) | undefined;
-  let down: string | undefined;
-  const hashListeners: { message?: (m: FromHashThread) => void; down?: (err: Error) => void } = {};
-  const endpoint = await new Promise<string>((resolve, reject) => {
-    worker.on('message', (m: FromEngine | FromHashThread) => {
-      if (isHashMessage(m)) hashListeners.message?.(m);
-      else if ('answers' in m) {
-        for (const answer of m.answers) {
-          pending.get(answer.id)?.(answer);
-          pending.delete(answer.id);
-        }
-      } else if ('ready' in m) resolve(m.ready);
-      else if ('failed' in m) reject(new Error(`the embedded DynamoDB did not start: ${m.failed}`));
-      else if ('closed' in m) closed?.();
-    });
-    const fail = (why: string) => {
-      down = why;
-      reject(new Error(`the embedded DynamoDB did not start: ${why}`));
-      for (const answer of pending.values()) answer(errorAnswer(why));
-      pending.clear();
-      hashListeners.down?.(new Error(`the embedded database's thread is down: ${why}`));
-      closed?.();
-    };
-    worker.on('error', (err) => fail(err.stack ?? err.message));
-    worker.on('exit', (code) => fail(`its thread exited (${code})`));
-  });
-  const send = perTurn<EngineCall>((calls) => {
-    if (!down) worker.postMessage({ calls } satisfies ToEngine);
-  });
-  const call = (op: string, body: string) =>
-    new Promise<{ status: number; body: string }>((resolve) => {
-      if (down) return resolve(errorAnswer(down));
-      const id = nextId++;
-      pending.set(id, resolve);
-      send({ id, op, body });
-    });
-  const transport: InProcessTransport = {
-    sendDirectly: (doc, options) => sendDirectly(doc, call, options),
-    requestHandler: {
-      async handle(request: { headers: Record<string, string>; body?: unknown }) {
-        const target = String(request.headers['x-amz-target'] ?? request.headers['X-Amz-Target'] ?? '');
-        const body = request.body;
-        const text = body instanceof Uint8Array ? Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8') : typeof body === 'string' ? body : '{}';
-        const answer = await call(target.split('.')[1] ?? '', text);
-        const bytes = Buffer.from(answer.body);
-        return {
-          response: {
-            statusCode: answer.status,
-            headers: { 'content-type': 'application/x-amz-json-1.0', 'content-length': String(bytes.length), 'x-amzn-requestid': 'embedded' },
-            body: bytes,
-          },
-        };
-      },
-      updateHttpClientConfig() {},
-      httpHandlerConfigs: () => ({}),
-      destroy() {},
-    },
-  };
-  return {
-    endpoint,
-    transport,
-    hashing: {
-      post: (m, transfer) => worker.postMessage(m, transfer),
-      onMessage: (fn) => (hashListeners.message = fn),
-      onDown: (fn) => (hashListeners.down = fn),
-    },
-    async execute(op, body) {
-      const answer = await call(op, JSON.stringify(body));
-      return { status: answer.status, json: JSON.parse(answer.body) };
-    },
-    async close() {
-      if (down) return;
-      const done = new Promise<void>((resolve) => (closed = resolve));
-      await new Promise((resolve) => setImmediate(resolve)); // calls of this turn go first
-      worker.postMessage({ close: true } satisfies ToEngine);
-      await done;
-      await worker.terminate();
-    },
-  };
-}
-
-function errorAnswer(why: string): { status: number; body: string } {
-  return { status: 500, body: JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#InternalServerError', message: `the embedded DynamoDB is down: ${why}` }) };
 }
