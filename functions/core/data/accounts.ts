@@ -16,8 +16,7 @@
  * A hosting API key acts for its team with the rights of the member who
  * created it: removing a member revokes the keys they made for that team,
  * found by a consistent read of the team's partition (so a key made a
- * moment before cannot escape). Keys written before the APIKEY# items
- * existed are found on gsi1 (TEAM#<id> / TOKEN#...).
+ * moment before cannot escape).
  * A team always keeps an owner: the owner count on the team item is
  * changed in the same transaction as the membership, conditioned on
  * staying above zero.
@@ -453,32 +452,20 @@ export class AccountStore {
 
   /** The team's API keys, revoked ones included, oldest first. */
   async listApiKeys(teamId: string): Promise<StoredApiKey[]> {
-    const [listed, legacy] = await Promise.all([
-      queryAll(this.db, {
-        TableName: this.table,
-        KeyConditionExpression: 'pk = :team AND begins_with(sk, :apikey)',
-        ExpressionAttributeValues: { ':team': `TEAM#${teamId}`, ':apikey': 'APIKEY#' },
-        ConsistentRead: true,
-      }),
-      queryAll(this.db, {
-        TableName: this.table,
-        IndexName: 'gsi1',
-        KeyConditionExpression: 'gsi1pk = :team AND begins_with(gsi1sk, :token)',
-        ExpressionAttributeValues: { ':team': `TEAM#${teamId}`, ':token': 'TOKEN#' },
-      }),
-    ]);
-    const keys = listed.map(apiKeyFromItem);
-    const seen = new Set(keys.map((k) => k.id));
-    for (const item of legacy) if (!seen.has(item.tokenId as string)) keys.push({ ...apiKeyFromItem(item), legacy: true });
-    return keys.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
+    const items = await queryAll(this.db, {
+      TableName: this.table,
+      KeyConditionExpression: 'pk = :team AND begins_with(sk, :apikey)',
+      ExpressionAttributeValues: { ':team': `TEAM#${teamId}`, ':apikey': 'APIKEY#' },
+      ConsistentRead: true,
+    });
+    return items.map(apiKeyFromItem).sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
   }
 
   async getApiKey(teamId: string, apiKeyId: string): Promise<StoredApiKey | undefined> {
     const out = await this.db.doc.send(
       new GetCommand({ TableName: this.table, Key: { pk: `TEAM#${teamId}`, sk: `APIKEY#${apiKeyId}` }, ConsistentRead: true }),
     );
-    if (out.Item) return apiKeyFromItem(out.Item);
-    return (await this.listApiKeys(teamId)).find((k) => k.id === apiKeyId && k.legacy);
+    return out.Item ? apiKeyFromItem(out.Item) : undefined;
   }
 
   /** Revokes one of the team's keys (at once: every request looks the key up); the key as it is now, or undefined. */
@@ -503,8 +490,7 @@ export class AccountStore {
       ConditionExpression: 'teamId = :team',
       ExpressionAttributeValues: { ':now': revokedAt, ':team': key.teamId },
     });
-    const token = update({ pk: `TOKEN#${key.digest}`, sk: 'TOKEN' });
-    return key.legacy ? [token] : [token, update({ pk: `TEAM#${key.teamId}`, sk: `APIKEY#${key.id}` })];
+    return [update({ pk: `TOKEN#${key.digest}`, sk: 'TOKEN' }), update({ pk: `TEAM#${key.teamId}`, sk: `APIKEY#${key.id}` })];
   }
 
   // ------------------------------------------------------------ storage key pairs
@@ -642,8 +628,8 @@ function memberFromItem(item: Record<string, unknown>): TeamMember {
   };
 }
 
-/** A key as stored: its hash, and whether it predates its team's APIKEY# listing item. */
-type StoredApiKey = ApiKeyRecord & { digest: string; legacy?: boolean };
+/** A key as stored: with its hash, which names its TOKEN item. */
+type StoredApiKey = ApiKeyRecord & { digest: string };
 
 /** The TOKEN item requests are checked against, and the team's APIKEY# item that lists the key. */
 function apiKeyItems(apiKey: ApiKeyRecord, key: string): Array<Record<string, unknown>> {
@@ -671,6 +657,6 @@ function apiKeyFromItem(item: Record<string, unknown>): StoredApiKey {
     createdBy: item.createdBy as string,
     createdAt: item.createdAt as string,
     revokedAt: (item.revokedAt as string | null | undefined) ?? null,
-    digest: (item.digest as string | undefined) ?? (item.pk as string).slice('TOKEN#'.length),
+    digest: item.digest as string,
   };
 }
