@@ -7,6 +7,7 @@ import type { Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 import { createDatabase, type Database, type InProcessTransport } from './data/dynamo.js';
 import { AccountStore } from './data/accounts.js';
+import { SigningKeyStore } from './data/signing-keys.js';
 import { BucketStore } from './data/buckets.js';
 import { ObjectStore } from './data/objects.js';
 import { UploadStore } from './data/uploads.js';
@@ -24,6 +25,8 @@ export interface Services {
   logger: Logger;
   db: Database;
   accounts: AccountStore;
+  /** Keys the service signs its own tokens with. */
+  signingKeys: SigningKeyStore;
   buckets: BucketStore;
   objects: ObjectStore;
   /** Multipart uploads and their parts (in the objects table). */
@@ -80,6 +83,7 @@ export async function createServices(config: Config, logger: Logger = createLogg
     logger,
     db,
     accounts: new AccountStore(db, sealer),
+    signingKeys: new SigningKeyStore(db, sealer),
     buckets: new BucketStore(db),
     objects: new ObjectStore(db),
     uploads: new UploadStore(db),

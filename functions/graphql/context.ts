@@ -140,7 +140,7 @@ export class Loaders {
 
 const signers = new WeakMap<Buffer, PageTokens>();
 async function pageTokensFor(services: Services): Promise<PageTokens> {
-  const key = await services.accounts.signingKey('page-token');
+  const key = await services.signingKeys.get('page-token');
   let signer = signers.get(key);
   if (!signer) signers.set(key, (signer = new PageTokens(key)));
   return signer;

@@ -11,7 +11,6 @@
  *   TEAM#<id> / APIKEY#<tokenId>    the same key as its team lists it (name, prefix, hash), written
  *                                   and revoked in the same transaction as the TOKEN item
  *   BUCKET#<name> / BUCKET          a bucket: see buckets.ts
- *   SIGNINGKEY#<purpose> / SIGNINGKEY  a random key, sealed like the storage secrets
  *
  * A hosting API key acts for its team with the rights of the member who
  * created it: removing a member revokes the keys they made for that team,
@@ -21,7 +20,6 @@
  * changed in the same transaction as the membership, conditioned on
  * staying above zero.
  */
-import { randomBytes } from 'node:crypto';
 import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { SecretSealer } from '../auth/secrets.js';
@@ -558,48 +556,6 @@ export class AccountStore {
     } catch (err) {
       if (err instanceof ConditionalCheckFailedException) return undefined;
       throw err;
-    }
-  }
-
-  // ------------------------------------------------------------ signing keys
-
-  private signingKeys = new Map<string, Promise<Buffer>>();
-
-  /**
-   * A 32-byte key for `purpose` (pagination tokens, say), the same in every
-   * process: made once at random, stored sealed like the storage secrets
-   * (the configured key locally, KMS in AWS), opened once per process.
-   */
-  signingKey(purpose: string): Promise<Buffer> {
-    let key = this.signingKeys.get(purpose);
-    if (!key) {
-      key = this.loadSigningKey(purpose);
-      key.catch(() => this.signingKeys.delete(purpose));
-      this.signingKeys.set(purpose, key);
-    }
-    return key;
-  }
-
-  private async loadSigningKey(purpose: string): Promise<Buffer> {
-    const Key = { pk: `SIGNINGKEY#${purpose}`, sk: 'SIGNINGKEY' };
-    const context = `signing-key:${purpose}`;
-    for (let attempt = 0; ; attempt++) {
-      const out = await this.db.doc.send(new GetCommand({ TableName: this.table, Key, ConsistentRead: true }));
-      if (out.Item) return Buffer.from(await this.sealer.open(out.Item.sealedKey as string, context), 'base64');
-      const fresh = randomBytes(32);
-      try {
-        await this.db.doc.send(
-          new PutCommand({
-            TableName: this.table,
-            Item: { ...Key, sealedKey: await this.sealer.seal(fresh.toString('base64'), context), createdAt: this.now().toISOString() },
-            ConditionExpression: 'attribute_not_exists(pk)',
-          }),
-        );
-        return fresh;
-      } catch (err) {
-        // Another process made it first: use theirs.
-        if (!(err instanceof ConditionalCheckFailedException) || attempt >= 2) throw err;
-      }
     }
   }
 }
