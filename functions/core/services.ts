@@ -7,6 +7,7 @@ import type { Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 import { createDatabase, type Database, type InProcessTransport } from './data/dynamo.js';
 import { AccountStore } from './data/accounts.js';
+import { StorageKeyStore } from './data/storage-keys.js';
 import { SigningKeyStore } from './data/signing-keys.js';
 import { BucketStore } from './data/buckets.js';
 import { ObjectStore } from './data/objects.js';
@@ -25,6 +26,8 @@ export interface Services {
   logger: Logger;
   db: Database;
   accounts: AccountStore;
+  /** Accounts' key pairs for the S3 API. */
+  storageKeys: StorageKeyStore;
   /** Keys the service signs its own tokens with. */
   signingKeys: SigningKeyStore;
   buckets: BucketStore;
@@ -77,12 +80,14 @@ export async function createServices(config: Config, logger: Logger = createLogg
   const given = options.hashing ? remoteFor(options.hashing) : undefined;
   const remote = () => (given && !given.dead ? given : processHashing());
   const sealer = await createSealer(config);
+  const storageKeys = new StorageKeyStore(db, sealer);
   let node: Promise<IpfsNode> | undefined;
   return {
     config,
     logger,
     db,
-    accounts: new AccountStore(db, sealer),
+    accounts: new AccountStore(db, storageKeys),
+    storageKeys,
     signingKeys: new SigningKeyStore(db, sealer),
     buckets: new BucketStore(db),
     objects: new ObjectStore(db),

@@ -1,7 +1,7 @@
 /**
  * Who is asking: a verified key pair's account, or nobody (anonymous).
  */
-import type { AccountStore } from '../core/data/accounts.js';
+import type { StorageKeyStore } from '../core/data/storage-keys.js';
 import type { HttpRequest } from '../core/http/types.js';
 import { errors, S3Error } from './errors.js';
 import { parseAuthorization, verifyHeaderSignature, type SigningContext } from './sigv4/header.js';
@@ -18,7 +18,7 @@ export interface Authenticated {
 export async function authenticate(
   req: HttpRequest,
   query: Map<string, string>,
-  accounts: AccountStore,
+  storageKeys: StorageKeyStore,
   now: Date,
 ): Promise<Authenticated> {
   const header = req.headers.get('authorization');
@@ -27,14 +27,14 @@ export async function authenticate(
       throw new S3Error('InvalidRequest', 400, 'Signature Version 2 is not supported; use AWS4-HMAC-SHA256 (Signature Version 4).');
     }
     const auth = parseAuthorization(header);
-    const key = await accounts.getAccessKey(auth.credential.accessKeyId);
+    const key = await storageKeys.get(auth.credential.accessKeyId);
     if (!key) throw errors.invalidAccessKeyId(auth.credential.accessKeyId);
     const signing = verifyHeaderSignature(req, auth, key.secretAccessKey, now);
     return { principal: { kind: 'account', accountId: key.accountId, accessKeyId: auth.credential.accessKeyId }, signing };
   }
   if (query.has('X-Amz-Algorithm') || query.has('X-Amz-Signature')) {
     const presign = parsePresign(query);
-    const key = await accounts.getAccessKey(presign.credential.accessKeyId);
+    const key = await storageKeys.get(presign.credential.accessKeyId);
     if (!key) throw errors.invalidAccessKeyId(presign.credential.accessKeyId);
     verifyPresigned(req, presign, key.secretAccessKey, now);
     return { principal: { kind: 'account', accountId: key.accountId, accessKeyId: presign.credential.accessKeyId } };

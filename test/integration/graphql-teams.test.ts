@@ -213,7 +213,7 @@ describe.each(graphqlDoors(() => lambda))('teams and keys through the $name', (d
       team: await service.services.accounts.getTeam(owner.team.id),
       members: await service.services.accounts.listMembers(owner.team.id),
       keys: await service.services.accounts.listApiKeys(owner.team.id),
-      pairs: await service.services.accounts.listStorageKeyPairs(owner.account.id),
+      pairs: await service.services.storageKeys.list(owner.account.id),
     };
     const missing = { site: '00000000-0000-4000-8000-000000000000', slug: 'no-such-slug-at-all', team: '00000000-0000-4000-8000-0000000000aa', account: '00000000-0000-4000-8000-0000000000bb' };
     const real = { site: site.id, slug: site.slug, team: owner.team.id, account: owner.account.id };
@@ -264,7 +264,7 @@ describe.each(graphqlDoors(() => lambda))('teams and keys through the $name', (d
       team: await service.services.accounts.getTeam(owner.team.id),
       members: await service.services.accounts.listMembers(owner.team.id),
       keys: await service.services.accounts.listApiKeys(owner.team.id),
-      pairs: await service.services.accounts.listStorageKeyPairs(owner.account.id),
+      pairs: await service.services.storageKeys.list(owner.account.id),
     }).toEqual(before);
     expect((await service.services.deploys.listBySite(site.id, 10)).items).toHaveLength(1);
   });

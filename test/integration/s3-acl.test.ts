@@ -44,7 +44,7 @@ beforeAll(async () => {
   [service, ws] = await Promise.all([startTestService(), clientWorkspace()]);
   lambda = await loadS3Lambda(service);
   await service.services.accounts.createAccount(OTHER);
-  bootAccount = (await service.services.accounts.getAccessKey(BOOT.accessKeyId))!.accountId;
+  bootAccount = (await service.services.storageKeys.get(BOOT.accessKeyId))!.accountId;
 });
 
 afterAll(async () => {

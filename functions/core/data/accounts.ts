@@ -4,7 +4,7 @@
  *
  *   ACCOUNT#<id> / ACCOUNT          the account
  *   ACCOUNTNAME#<name> / ACCOUNTNAME  reserves the account's unique name
- *   AKEY#<accessKeyId> / AKEY       a storage key pair (secret sealed)    gsi1: ACCOUNT#<id> / AKEY#<keyId>
+ *   AKEY#<accessKeyId> / AKEY       a storage key pair: see storage-keys.ts
  *   TEAM#<id> / TEAM                a team, with the count of its owners
  *   TEAM#<id> / MEMBER#<accountId>  membership and role                  gsi1: ACCOUNT#<id> / TEAM#<teamId>
  *   TOKEN#<sha256> / TOKEN          a hosting API key (hash only): what a request is checked against
@@ -20,13 +20,12 @@
  * changed in the same transaction as the membership, conditioned on
  * staying above zero.
  */
-import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import type { SecretSealer } from '../auth/secrets.js';
-import { newAccessKeyId, newApiToken, newId, newSecretAccessKey, newSortableId, tokenDigest } from '../ids.js';
+import { newApiToken, newId, newSortableId, tokenDigest } from '../ids.js';
 import type { Database } from './dynamo.js';
 import { bucketItem } from './buckets.js';
-import { TtlCache } from '../cache.js';
+import type { StorageKeyStore } from './storage-keys.js';
 import { queryAll } from './pages.js';
 
 export interface Account {
@@ -82,13 +81,6 @@ export interface ApiKeyCaller {
   apiKeyId: string;
 }
 
-export interface StorageKeyPair {
-  accessKeyId: string;
-  accountId: string;
-  createdAt: string;
-  revokedAt?: string | null;
-}
-
 export class ConflictError extends Error {
   override name = 'ConflictError';
 }
@@ -105,19 +97,10 @@ const KEY_PREFIX_LENGTH = 10;
 /** A transaction holds at most 100 items; removing a member revokes their keys in chunks this size. */
 const TRANSACTION_ITEMS = 100;
 
-/**
- * Every S3 request reads its access key (so a revocation anywhere takes
- * effect at once), but opening the sealed secret (AES locally, a KMS call in
- * AWS) is remembered for a while, keyed by the sealed value itself.
- */
-const OPENED_SECRET_CACHE_MS = 10 * 60_000;
-
 export class AccountStore {
-  private readonly openedSecrets = new TtlCache<string, string>(OPENED_SECRET_CACHE_MS);
-
   constructor(
     private readonly db: Database,
-    private readonly sealer: SecretSealer,
+    private readonly storageKeys: StorageKeyStore,
     private readonly now: () => Date = () => new Date(),
   ) {}
 
@@ -137,7 +120,7 @@ export class AccountStore {
     const account: Account = { id: accountId, name: input.name, defaultBucket: bucket, defaultTeamId: teamId, createdAt };
     const team: Team = { id: teamId, name: input.name, createdAt };
     const apiKey: ApiKeyRecord = { id: newSortableId(), teamId, createdBy: accountId, createdAt, name: 'bootstrap', keyPrefix: input.apiToken.slice(0, KEY_PREFIX_LENGTH) };
-    const sealed = await this.sealer.seal(input.secretAccessKey, input.accessKeyId);
+    const keyPair = await this.storageKeys.item({ accessKeyId: input.accessKeyId, accountId, createdAt }, input.secretAccessKey);
     const put = (Item: Record<string, unknown>) => ({
       Put: { TableName: this.table, Item, ConditionExpression: 'attribute_not_exists(pk)' },
     });
@@ -147,16 +130,7 @@ export class AccountStore {
           TransactItems: [
             put({ pk: `ACCOUNT#${accountId}`, sk: 'ACCOUNT', ...account }),
             put({ pk: `ACCOUNTNAME#${input.name}`, sk: 'ACCOUNTNAME', accountId }),
-            put({
-              pk: `AKEY#${input.accessKeyId}`,
-              sk: 'AKEY',
-              accessKeyId: input.accessKeyId,
-              accountId,
-              sealedSecret: sealed,
-              createdAt,
-              gsi1pk: `ACCOUNT#${accountId}`,
-              gsi1sk: `AKEY#${input.accessKeyId}`,
-            }),
+            put(keyPair),
             put(teamItem(team, 1)),
             put(memberItem({ teamId, accountId, accountName: input.name, role: 'OWNER', createdAt })),
             ...apiKeyItems(apiKey, input.apiToken).map(put),
@@ -187,22 +161,6 @@ export class AccountStore {
       new GetCommand({ TableName: this.table, Key: { pk: `ACCOUNTNAME#${name}`, sk: 'ACCOUNTNAME' }, ConsistentRead: true }),
     );
     return out.Item ? this.getAccount(out.Item.accountId as string) : undefined;
-  }
-
-  /** The key pair's account and plaintext secret, or undefined for an unknown key. */
-  async getAccessKey(accessKeyId: string): Promise<{ accountId: string; secretAccessKey: string } | undefined> {
-    const item = await this.db.reader.get(this.table, { pk: `AKEY#${accessKeyId}`, sk: 'AKEY' });
-    if (!item || item.revokedAt) return undefined;
-    const sealed = item.sealedSecret as string;
-    const secretAccessKey = await this.openedSecrets.through(`${accessKeyId}:${sealed}`, () => this.sealer.open(sealed, accessKeyId));
-    return { accountId: item.accountId as string, secretAccessKey: secretAccessKey! };
-  }
-
-  async hasAccessKey(accessKeyId: string): Promise<boolean> {
-    const out = await this.db.doc.send(
-      new GetCommand({ TableName: this.table, Key: { pk: `AKEY#${accessKeyId}`, sk: 'AKEY' }, ProjectionExpression: 'pk' }),
-    );
-    return out.Item !== undefined;
   }
 
   /** The team a hosting API key belongs to, or undefined for an unknown or revoked key. */
@@ -491,73 +449,6 @@ export class AccountStore {
     return [update({ pk: `TOKEN#${key.digest}`, sk: 'TOKEN' }), update({ pk: `TEAM#${key.teamId}`, sk: `APIKEY#${key.id}` })];
   }
 
-  // ------------------------------------------------------------ storage key pairs
-
-  /** A new S3 key pair for the account; the secret is returned here and never again (it is stored sealed). */
-  async createStorageKeyPair(accountId: string): Promise<{ keyPair: StorageKeyPair; secretAccessKey: string }> {
-    for (let attempt = 0; ; attempt++) {
-      const keyPair: StorageKeyPair = { accessKeyId: newAccessKeyId(), accountId, createdAt: this.now().toISOString() };
-      const secretAccessKey = newSecretAccessKey();
-      try {
-        await this.db.doc.send(
-          new PutCommand({
-            TableName: this.table,
-            Item: {
-              pk: `AKEY#${keyPair.accessKeyId}`,
-              sk: 'AKEY',
-              ...keyPair,
-              sealedSecret: await this.sealer.seal(secretAccessKey, keyPair.accessKeyId),
-              gsi1pk: `ACCOUNT#${accountId}`,
-              gsi1sk: `AKEY#${keyPair.accessKeyId}`,
-            },
-            ConditionExpression: 'attribute_not_exists(pk)',
-          }),
-        );
-        return { keyPair, secretAccessKey };
-      } catch (err) {
-        if (!(err instanceof ConditionalCheckFailedException) || attempt >= 3) throw err;
-      }
-    }
-  }
-
-  /** The account's key pairs, revoked ones included, oldest first; never their secrets. */
-  async listStorageKeyPairs(accountId: string): Promise<StorageKeyPair[]> {
-    const items = await queryAll(this.db, {
-      TableName: this.table,
-      IndexName: 'gsi1',
-      KeyConditionExpression: 'gsi1pk = :account AND begins_with(gsi1sk, :akey)',
-      ExpressionAttributeValues: { ':account': `ACCOUNT#${accountId}`, ':akey': 'AKEY#' },
-    });
-    return items
-      .map((item) => ({
-        accessKeyId: item.accessKeyId as string,
-        accountId: item.accountId as string,
-        createdAt: item.createdAt as string,
-        revokedAt: (item.revokedAt as string | undefined) ?? null,
-      }))
-      .sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.accessKeyId < b.accessKeyId ? -1 : 1));
-  }
-
-  /** Revokes one of the account's key pairs and destroys its sealed secret; the pair as it is now, or undefined. */
-  async revokeStorageKeyPair(accountId: string, accessKeyId: string): Promise<StorageKeyPair | undefined> {
-    try {
-      const out = await this.db.doc.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: { pk: `AKEY#${accessKeyId}`, sk: 'AKEY' },
-          UpdateExpression: 'SET revokedAt = if_not_exists(revokedAt, :now) REMOVE sealedSecret',
-          ConditionExpression: 'accountId = :account',
-          ExpressionAttributeValues: { ':now': this.now().toISOString(), ':account': accountId },
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
-      const item = out.Attributes!;
-      return { accessKeyId, accountId, createdAt: item.createdAt as string, revokedAt: item.revokedAt as string };
-    } catch (err) {
-      if (err instanceof ConditionalCheckFailedException) return undefined;
-      throw err;
-    }
-  }
 }
 
 function teamItem(team: Team, ownerCount: number): Record<string, unknown> {

@@ -14,7 +14,7 @@ export const keyResolvers = {
   Query: {
     getApiKeysByTeam: async (_: unknown, args: { teamId: string }, ctx: GraphqlContext) =>
       isOwnTeam(ctx, args.teamId) ? ctx.services.accounts.listApiKeys(args.teamId) : null,
-    getStorageKeyPairs: async (_: unknown, __: unknown, ctx: GraphqlContext) => ctx.services.accounts.listStorageKeyPairs(callerOf(ctx).accountId),
+    getStorageKeyPairs: async (_: unknown, __: unknown, ctx: GraphqlContext) => ctx.services.storageKeys.list(callerOf(ctx).accountId),
   },
   Mutation: {
     createApiKey: async (_: unknown, args: { teamId: string; name?: string | null }, ctx: GraphqlContext) => {
@@ -35,9 +35,9 @@ export const keyResolvers = {
       if (!revoked) throw notFound('API key');
       return revoked;
     },
-    createStorageKeyPair: async (_: unknown, __: unknown, ctx: GraphqlContext) => ctx.services.accounts.createStorageKeyPair(callerOf(ctx).accountId),
+    createStorageKeyPair: async (_: unknown, __: unknown, ctx: GraphqlContext) => ctx.services.storageKeys.create(callerOf(ctx).accountId),
     revokeStorageKeyPair: async (_: unknown, args: { accessKeyId: string }, ctx: GraphqlContext) => {
-      const pair = await ctx.services.accounts.revokeStorageKeyPair(callerOf(ctx).accountId, args.accessKeyId);
+      const pair = await ctx.services.storageKeys.revoke(callerOf(ctx).accountId, args.accessKeyId);
       if (!pair) throw notFound('storage key pair');
       return pair;
     },
