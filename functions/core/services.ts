@@ -7,6 +7,7 @@ import type { Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 import { createDatabase, type Database, type InProcessTransport } from './data/dynamo.js';
 import { AccountStore } from './data/accounts.js';
+import { ApiKeyStore } from './data/api-keys.js';
 import { StorageKeyStore } from './data/storage-keys.js';
 import { SigningKeyStore } from './data/signing-keys.js';
 import { BucketStore } from './data/buckets.js';
@@ -26,6 +27,8 @@ export interface Services {
   logger: Logger;
   db: Database;
   accounts: AccountStore;
+  /** Teams' keys for the GraphQL API. */
+  apiKeys: ApiKeyStore;
   /** Accounts' key pairs for the S3 API. */
   storageKeys: StorageKeyStore;
   /** Keys the service signs its own tokens with. */
@@ -81,12 +84,14 @@ export async function createServices(config: Config, logger: Logger = createLogg
   const remote = () => (given && !given.dead ? given : processHashing());
   const sealer = await createSealer(config);
   const storageKeys = new StorageKeyStore(db, sealer);
+  const apiKeys = new ApiKeyStore(db);
   let node: Promise<IpfsNode> | undefined;
   return {
     config,
     logger,
     db,
-    accounts: new AccountStore(db, storageKeys),
+    accounts: new AccountStore(db, storageKeys, apiKeys),
+    apiKeys,
     storageKeys,
     signingKeys: new SigningKeyStore(db, sealer),
     buckets: new BucketStore(db),

@@ -4,7 +4,8 @@
  * costs a handful of round trips, not hundreds.
  */
 import type { GraphQLError } from 'graphql';
-import type { Account, ApiKeyCaller, Team, TeamMember } from '../core/data/accounts.js';
+import type { Account, Team, TeamMember } from '../core/data/accounts.js';
+import type { ApiKeyCaller } from '../core/data/api-keys.js';
 import type { Deploy } from '../core/data/deploys.js';
 import type { Services } from '../core/services.js';
 import { graphqlError } from './errors.js';
@@ -28,7 +29,7 @@ export function apiKeyFrom(header: string | null | undefined): string | undefine
 
 export async function contextFor(services: Services, authorization: string | null | undefined): Promise<GraphqlContext> {
   const key = apiKeyFrom(authorization);
-  const caller = key ? await services.accounts.getApiKeyCaller(key) : undefined;
+  const caller = key ? await services.apiKeys.caller(key) : undefined;
   const context: GraphqlContext = { services, loaders: new Loaders(services) };
   if (caller) context.caller = caller;
   else {

@@ -4,7 +4,7 @@
  * keeps its value and null clears an optional one.
  */
 import { CID } from 'multiformats/cid';
-import type { ApiKeyCaller } from '../core/data/accounts.js';
+import type { ApiKeyCaller } from '../core/data/api-keys.js';
 import { SLUG_PATTERN, type BuildSettings, type DeploySettings, type NewSite, type Site, type SitePlatform, type SiteSource } from '../core/data/sites.js';
 import { badInput } from './errors.js';
 

@@ -212,7 +212,7 @@ describe.each(graphqlDoors(() => lambda))('teams and keys through the $name', (d
       site: await service.services.sites.getById(site.id),
       team: await service.services.accounts.getTeam(owner.team.id),
       members: await service.services.accounts.listMembers(owner.team.id),
-      keys: await service.services.accounts.listApiKeys(owner.team.id),
+      keys: await service.services.apiKeys.list(owner.team.id),
       pairs: await service.services.storageKeys.list(owner.account.id),
     };
     const missing = { site: '00000000-0000-4000-8000-000000000000', slug: 'no-such-slug-at-all', team: '00000000-0000-4000-8000-0000000000aa', account: '00000000-0000-4000-8000-0000000000bb' };
@@ -263,7 +263,7 @@ describe.each(graphqlDoors(() => lambda))('teams and keys through the $name', (d
       site: await service.services.sites.getById(site.id),
       team: await service.services.accounts.getTeam(owner.team.id),
       members: await service.services.accounts.listMembers(owner.team.id),
-      keys: await service.services.accounts.listApiKeys(owner.team.id),
+      keys: await service.services.apiKeys.list(owner.team.id),
       pairs: await service.services.storageKeys.list(owner.account.id),
     }).toEqual(before);
     expect((await service.services.deploys.listBySite(site.id, 10)).items).toHaveLength(1);

@@ -7,13 +7,11 @@
  *   AKEY#<accessKeyId> / AKEY       a storage key pair: see storage-keys.ts
  *   TEAM#<id> / TEAM                a team, with the count of its owners
  *   TEAM#<id> / MEMBER#<accountId>  membership and role                  gsi1: ACCOUNT#<id> / TEAM#<teamId>
- *   TOKEN#<sha256> / TOKEN          a hosting API key (hash only): what a request is checked against
- *   TEAM#<id> / APIKEY#<tokenId>    the same key as its team lists it (name, prefix, hash), written
- *                                   and revoked in the same transaction as the TOKEN item
+ *   TOKEN#<sha256> / TOKEN          a hosting API key: see api-keys.ts
+ *   TEAM#<id> / APIKEY#<tokenId>    the same key as its team lists it
  *   BUCKET#<name> / BUCKET          a bucket: see buckets.ts
  *
- * A hosting API key acts for its team with the rights of the member who
- * created it: removing a member revokes the keys they made for that team,
+ * Removing a member revokes the hosting API keys they made for that team,
  * found by a consistent read of the team's partition (so a key made a
  * moment before cannot escape).
  * A team always keeps an owner: the owner count on the team item is
@@ -22,7 +20,8 @@
  */
 import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { newApiToken, newId, newSortableId, tokenDigest } from '../ids.js';
+import { newApiToken, newId } from '../ids.js';
+import { apiKeyItems, newApiKeyRecord, type ApiKeyRecord, type ApiKeyStore } from './api-keys.js';
 import type { Database } from './dynamo.js';
 import { bucketItem } from './buckets.js';
 import type { StorageKeyStore } from './storage-keys.js';
@@ -62,25 +61,6 @@ export interface TeamMember {
   createdAt: string;
 }
 
-/** A hosting API key as listed: never the key itself, which is stored only as a hash. */
-export interface ApiKeyRecord {
-  id: string;
-  teamId: string;
-  name?: string | null;
-  /** The key's first characters, to tell keys apart. */
-  keyPrefix?: string | null;
-  createdBy: string;
-  createdAt: string;
-  revokedAt?: string | null;
-}
-
-/** Who a valid hosting API key speaks for. */
-export interface ApiKeyCaller {
-  teamId: string;
-  accountId: string;
-  apiKeyId: string;
-}
-
 export class ConflictError extends Error {
   override name = 'ConflictError';
 }
@@ -93,7 +73,6 @@ export class LastOwnerError extends ConflictError {
   }
 }
 
-const KEY_PREFIX_LENGTH = 10;
 /** A transaction holds at most 100 items; removing a member revokes their keys in chunks this size. */
 const TRANSACTION_ITEMS = 100;
 
@@ -101,6 +80,7 @@ export class AccountStore {
   constructor(
     private readonly db: Database,
     private readonly storageKeys: StorageKeyStore,
+    private readonly apiKeys: ApiKeyStore,
     private readonly now: () => Date = () => new Date(),
   ) {}
 
@@ -119,7 +99,7 @@ export class AccountStore {
     const bucket = input.bucketName ?? `${input.name}-bucket`;
     const account: Account = { id: accountId, name: input.name, defaultBucket: bucket, defaultTeamId: teamId, createdAt };
     const team: Team = { id: teamId, name: input.name, createdAt };
-    const apiKey: ApiKeyRecord = { id: newSortableId(), teamId, createdBy: accountId, createdAt, name: 'bootstrap', keyPrefix: input.apiToken.slice(0, KEY_PREFIX_LENGTH) };
+    const apiKey = newApiKeyRecord(input.apiToken, { teamId, createdBy: accountId, createdAt, name: 'bootstrap' });
     const keyPair = await this.storageKeys.item({ accessKeyId: input.accessKeyId, accountId, createdAt }, input.secretAccessKey);
     const put = (Item: Record<string, unknown>) => ({
       Put: { TableName: this.table, Item, ConditionExpression: 'attribute_not_exists(pk)' },
@@ -163,20 +143,6 @@ export class AccountStore {
     return out.Item ? this.getAccount(out.Item.accountId as string) : undefined;
   }
 
-  /** The team a hosting API key belongs to, or undefined for an unknown or revoked key. */
-  async getTeamIdByApiToken(token: string): Promise<string | undefined> {
-    return (await this.getApiKeyCaller(token))?.teamId;
-  }
-
-  /** Who a hosting API key speaks for, or undefined for an unknown or revoked key. */
-  async getApiKeyCaller(token: string): Promise<ApiKeyCaller | undefined> {
-    const out = await this.db.doc.send(
-      new GetCommand({ TableName: this.table, Key: { pk: `TOKEN#${tokenDigest(token)}`, sk: 'TOKEN' }, ConsistentRead: true }),
-    );
-    if (!out.Item || out.Item.revokedAt) return undefined;
-    return { teamId: out.Item.teamId as string, accountId: out.Item.createdBy as string, apiKeyId: out.Item.tokenId as string };
-  }
-
   async getTeam(id: string): Promise<Team | undefined> {
     const out = await this.db.doc.send(
       new GetCommand({ TableName: this.table, Key: { pk: `TEAM#${id}`, sk: 'TEAM' }, ConsistentRead: true }),
@@ -192,14 +158,7 @@ export class AccountStore {
     const createdAt = this.now().toISOString();
     const team: Team = { id: newId(), name, createdAt };
     const key = newApiToken();
-    const apiKey: ApiKeyRecord = {
-      id: newSortableId(),
-      teamId: team.id,
-      name: 'first key',
-      keyPrefix: key.slice(0, KEY_PREFIX_LENGTH),
-      createdBy: owner.accountId,
-      createdAt,
-    };
+    const apiKey = newApiKeyRecord(key, { teamId: team.id, createdBy: owner.accountId, createdAt, name: 'first key' });
     const put = (Item: Record<string, unknown>) => ({ Put: { TableName: this.table, Item, ConditionExpression: 'attribute_not_exists(pk)' } });
     await this.db.doc.send(
       new TransactWriteCommand({
@@ -317,7 +276,7 @@ export class AccountStore {
     for (let attempt = 0; ; attempt++) {
       const current = await this.getMember(teamId, accountId);
       if (!current) return false;
-      const keys = (await this.listApiKeys(teamId)).filter((k) => k.createdBy === accountId && !k.revokedAt);
+      const keys = (await this.apiKeys.list(teamId)).filter((k) => k.createdBy === accountId && !k.revokedAt);
       const revokedAt = this.now().toISOString();
       const items: NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']> = [
         {
@@ -333,7 +292,7 @@ export class AccountStore {
       if (current.role === 'OWNER') items.push({ Update: this.ownerCountChange(teamId, -1) });
       const inTransaction: typeof keys = [];
       for (const key of keys) {
-        const updates = this.revocation(key, revokedAt);
+        const updates = this.apiKeys.revocation(key, revokedAt);
         if (items.length + updates.length > TRANSACTION_ITEMS) break;
         items.push(...updates.map((Update) => ({ Update })));
         inTransaction.push(key);
@@ -346,7 +305,7 @@ export class AccountStore {
         if (attempt >= 5) throw new ConflictError('the membership keeps changing; try again');
         continue;
       }
-      for (const key of keys.slice(inTransaction.length)) await this.revoke(key, revokedAt);
+      for (const key of keys.slice(inTransaction.length)) await this.apiKeys.revokeKey(key, revokedAt);
       return true;
     }
   }
@@ -384,71 +343,6 @@ export class AccountStore {
           ExpressionAttributeValues: { ':one': 1 },
         };
   }
-
-  // ------------------------------------------------------------ hosting API keys
-
-  /** A new API key for the team, acting with the rights of `createdBy`; the key is returned here and never again. */
-  async createApiKey(teamId: string, createdBy: string, name?: string | null): Promise<{ apiKey: ApiKeyRecord; key: string }> {
-    const key = newApiToken();
-    const apiKey: ApiKeyRecord = {
-      id: newSortableId(),
-      teamId,
-      name: name ?? null,
-      keyPrefix: key.slice(0, KEY_PREFIX_LENGTH),
-      createdBy,
-      createdAt: this.now().toISOString(),
-    };
-    await this.db.doc.send(
-      new TransactWriteCommand({
-        TransactItems: apiKeyItems(apiKey, key).map((Item) => ({ Put: { TableName: this.table, Item, ConditionExpression: 'attribute_not_exists(pk)' } })),
-      }),
-    );
-    return { apiKey, key };
-  }
-
-  /** The team's API keys, revoked ones included, oldest first. */
-  async listApiKeys(teamId: string): Promise<StoredApiKey[]> {
-    const items = await queryAll(this.db, {
-      TableName: this.table,
-      KeyConditionExpression: 'pk = :team AND begins_with(sk, :apikey)',
-      ExpressionAttributeValues: { ':team': `TEAM#${teamId}`, ':apikey': 'APIKEY#' },
-      ConsistentRead: true,
-    });
-    return items.map(apiKeyFromItem).sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
-  }
-
-  async getApiKey(teamId: string, apiKeyId: string): Promise<StoredApiKey | undefined> {
-    const out = await this.db.doc.send(
-      new GetCommand({ TableName: this.table, Key: { pk: `TEAM#${teamId}`, sk: `APIKEY#${apiKeyId}` }, ConsistentRead: true }),
-    );
-    return out.Item ? apiKeyFromItem(out.Item) : undefined;
-  }
-
-  /** Revokes one of the team's keys (at once: every request looks the key up); the key as it is now, or undefined. */
-  async revokeApiKey(teamId: string, apiKeyId: string): Promise<ApiKeyRecord | undefined> {
-    const key = await this.getApiKey(teamId, apiKeyId);
-    if (!key) return undefined;
-    await this.revoke(key, this.now().toISOString());
-    return this.getApiKey(teamId, apiKeyId);
-  }
-
-  private async revoke(key: StoredApiKey, revokedAt: string): Promise<void> {
-    const updates = this.revocation(key, revokedAt);
-    await this.db.doc.send(new TransactWriteCommand({ TransactItems: updates.map((Update) => ({ Update })) }));
-  }
-
-  /** The updates that revoke a key: its TOKEN item (what requests check) and its team's listing of it. */
-  private revocation(key: StoredApiKey, revokedAt: string) {
-    const update = (Key: Record<string, string>) => ({
-      TableName: this.table,
-      Key,
-      UpdateExpression: 'SET revokedAt = if_not_exists(revokedAt, :now)',
-      ConditionExpression: 'teamId = :team',
-      ExpressionAttributeValues: { ':now': revokedAt, ':team': key.teamId },
-    });
-    return [update({ pk: `TOKEN#${key.digest}`, sk: 'TOKEN' }), update({ pk: `TEAM#${key.teamId}`, sk: `APIKEY#${key.id}` })];
-  }
-
 }
 
 function teamItem(team: Team, ownerCount: number): Record<string, unknown> {
@@ -472,38 +366,5 @@ function memberFromItem(item: Record<string, unknown>): TeamMember {
     accountName: item.accountName as string | undefined,
     role: item.role as TeamRole,
     createdAt: item.createdAt as string,
-  };
-}
-
-/** A key as stored: with its hash, which names its TOKEN item. */
-type StoredApiKey = ApiKeyRecord & { digest: string };
-
-/** The TOKEN item requests are checked against, and the team's APIKEY# item that lists the key. */
-function apiKeyItems(apiKey: ApiKeyRecord, key: string): Array<Record<string, unknown>> {
-  const record = {
-    tokenId: apiKey.id,
-    teamId: apiKey.teamId,
-    name: apiKey.name ?? null,
-    keyPrefix: apiKey.keyPrefix ?? null,
-    createdBy: apiKey.createdBy,
-    createdAt: apiKey.createdAt,
-    digest: tokenDigest(key),
-  };
-  return [
-    { pk: `TOKEN#${record.digest}`, sk: 'TOKEN', ...record },
-    { pk: `TEAM#${apiKey.teamId}`, sk: `APIKEY#${apiKey.id}`, ...record },
-  ];
-}
-
-function apiKeyFromItem(item: Record<string, unknown>): StoredApiKey {
-  return {
-    id: item.tokenId as string,
-    teamId: item.teamId as string,
-    name: (item.name as string | null | undefined) ?? null,
-    keyPrefix: (item.keyPrefix as string | null | undefined) ?? null,
-    createdBy: item.createdBy as string,
-    createdAt: item.createdAt as string,
-    revokedAt: (item.revokedAt as string | null | undefined) ?? null,
-    digest: item.digest as string,
   };
 }

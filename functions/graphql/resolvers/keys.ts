@@ -13,7 +13,7 @@ const KEY_NAME_MAX = 100;
 export const keyResolvers = {
   Query: {
     getApiKeysByTeam: async (_: unknown, args: { teamId: string }, ctx: GraphqlContext) =>
-      isOwnTeam(ctx, args.teamId) ? ctx.services.accounts.listApiKeys(args.teamId) : null,
+      isOwnTeam(ctx, args.teamId) ? ctx.services.apiKeys.list(args.teamId) : null,
     getStorageKeyPairs: async (_: unknown, __: unknown, ctx: GraphqlContext) => ctx.services.storageKeys.list(callerOf(ctx).accountId),
   },
   Mutation: {
@@ -24,14 +24,14 @@ export const keyResolvers = {
         throw badInput(`name must be at most ${KEY_NAME_MAX} characters, without control characters`, 'name');
       }
       await requireAccountMembership(ctx, args.teamId);
-      return ctx.services.accounts.createApiKey(args.teamId, callerOf(ctx).accountId, name);
+      return ctx.services.apiKeys.create(args.teamId, callerOf(ctx).accountId, name);
     },
     revokeApiKey: async (_: unknown, args: { teamId: string; apiKeyId: string }, ctx: GraphqlContext) => {
       const role = await requireTeamRole(ctx, args.teamId, 'ANY', 'revoke API keys');
-      const key = await ctx.services.accounts.getApiKey(args.teamId, args.apiKeyId);
+      const key = await ctx.services.apiKeys.get(args.teamId, args.apiKeyId);
       if (!key) throw notFound('API key');
       if (role !== 'OWNER' && key.createdBy !== callerOf(ctx).accountId) throw forbidden("Only the team's owners can revoke other members' API keys");
-      const revoked = await ctx.services.accounts.revokeApiKey(args.teamId, args.apiKeyId);
+      const revoked = await ctx.services.apiKeys.revoke(args.teamId, args.apiKeyId);
       if (!revoked) throw notFound('API key');
       return revoked;
     },
