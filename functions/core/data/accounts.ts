@@ -23,6 +23,7 @@ import { ConditionalCheckFailedException, TransactionCanceledException } from '@
 import { newApiToken, newId } from '../ids.js';
 import { apiKeyItems, newApiKeyRecord, type ApiKeyRecord, type ApiKeyStore } from './api-keys.js';
 import type { Database } from './dynamo.js';
+import { ConflictError } from './errors.js';
 import { bucketItem } from './buckets.js';
 import type { StorageKeyStore } from './storage-keys.js';
 import { queryAll } from './pages.js';
@@ -59,10 +60,6 @@ export interface TeamMember {
   accountName?: string;
   role: TeamRole;
   createdAt: string;
-}
-
-export class ConflictError extends Error {
-  override name = 'ConflictError';
 }
 
 /** A change that would leave a team without an owner. */

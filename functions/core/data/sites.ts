@@ -11,7 +11,7 @@
 import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { newId } from '../ids.js';
-import { ConflictError } from './accounts.js';
+import { ConflictError } from './errors.js';
 import type { Database } from './dynamo.js';
 import { queryPage, type Page } from './pages.js';
 import { withoutKeys } from './tables.js';

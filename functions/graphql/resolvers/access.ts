@@ -3,7 +3,8 @@
  * what belongs to another team is reported exactly like what does not
  * exist (null from nullable queries, NOT_FOUND from mutations).
  */
-import { ConflictError, type TeamRole } from '../../core/data/accounts.js';
+import type { TeamRole } from '../../core/data/accounts.js';
+import { ConflictError } from '../../core/data/errors.js';
 import type { Site } from '../../core/data/sites.js';
 import { callerOf, type GraphqlContext } from '../context.js';
 import { badInput, forbidden, notFound } from '../errors.js';
