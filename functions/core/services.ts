@@ -7,6 +7,7 @@ import type { Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 import { createDatabase, type Database, type InProcessTransport } from './data/dynamo.js';
 import { AccountStore } from './data/accounts.js';
+import { TeamStore } from './data/teams.js';
 import { ApiKeyStore } from './data/api-keys.js';
 import { StorageKeyStore } from './data/storage-keys.js';
 import { SigningKeyStore } from './data/signing-keys.js';
@@ -27,6 +28,8 @@ export interface Services {
   logger: Logger;
   db: Database;
   accounts: AccountStore;
+  /** Teams and their members. */
+  teams: TeamStore;
   /** Teams' keys for the GraphQL API. */
   apiKeys: ApiKeyStore;
   /** Accounts' key pairs for the S3 API. */
@@ -90,7 +93,8 @@ export async function createServices(config: Config, logger: Logger = createLogg
     config,
     logger,
     db,
-    accounts: new AccountStore(db, storageKeys, apiKeys),
+    accounts: new AccountStore(db, storageKeys),
+    teams: new TeamStore(db, apiKeys),
     apiKeys,
     storageKeys,
     signingKeys: new SigningKeyStore(db, sealer),

@@ -4,8 +4,9 @@
  * costs a handful of round trips, not hundreds.
  */
 import type { GraphQLError } from 'graphql';
-import type { Account, Team, TeamMember } from '../core/data/accounts.js';
+import type { Account } from '../core/data/accounts.js';
 import type { ApiKeyCaller } from '../core/data/api-keys.js';
+import type { Team, TeamMember } from '../core/data/teams.js';
 import type { Deploy } from '../core/data/deploys.js';
 import type { Services } from '../core/services.js';
 import { graphqlError } from './errors.js';
@@ -116,11 +117,11 @@ export class Loaders {
       const deploys = await services.deploys.getMany(keys);
       return new Map(deploys.map((d) => [deployId({ siteId: d.siteId, deployId: d.id }), d]));
     });
-    this.team = remember((id) => services.accounts.getTeam(id));
+    this.team = remember((id) => services.teams.get(id));
     this.account = remember((id) => services.accounts.getAccount(id));
     this.members = remember((key) => {
       const [teamId, accountId] = key.split('/') as [string, string];
-      return services.accounts.getMember(teamId, accountId);
+      return services.teams.getMember(teamId, accountId);
     });
   }
 

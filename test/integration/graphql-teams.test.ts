@@ -210,8 +210,8 @@ describe.each(graphqlDoors(() => lambda))('teams and keys through the $name', (d
     const ownerKeys = dataOf(await client.gql(owner.apiKey, KEYS, { t: owner.team.id })).getApiKeysByTeam;
     const before = {
       site: await service.services.sites.getById(site.id),
-      team: await service.services.accounts.getTeam(owner.team.id),
-      members: await service.services.accounts.listMembers(owner.team.id),
+      team: await service.services.teams.get(owner.team.id),
+      members: await service.services.teams.listMembers(owner.team.id),
       keys: await service.services.apiKeys.list(owner.team.id),
       pairs: await service.services.storageKeys.list(owner.account.id),
     };
@@ -261,8 +261,8 @@ describe.each(graphqlDoors(() => lambda))('teams and keys through the $name', (d
 
     expect({
       site: await service.services.sites.getById(site.id),
-      team: await service.services.accounts.getTeam(owner.team.id),
-      members: await service.services.accounts.listMembers(owner.team.id),
+      team: await service.services.teams.get(owner.team.id),
+      members: await service.services.teams.listMembers(owner.team.id),
       keys: await service.services.apiKeys.list(owner.team.id),
       pairs: await service.services.storageKeys.list(owner.account.id),
     }).toEqual(before);

@@ -3,7 +3,8 @@
  * small client, and accounts (each with its own team and API key) made
  * straight through the stores.
  */
-import type { Account, Team } from '../../functions/core/data/accounts.js';
+import type { Account } from '../../functions/core/data/accounts.js';
+import type { Team } from '../../functions/core/data/teams.js';
 import type { Deploy } from '../../functions/core/data/deploys.js';
 import { newAccessKeyId, newApiToken, newSecretAccessKey, newSortableId } from '../../functions/core/ids.js';
 import { lambdaFetch, type LambdaFn } from './lambda-door.js';

@@ -1,44 +1,29 @@
 /**
- * Accounts (people who hold storage key pairs and buckets), teams (which own
- * sites and hosting API keys) and buckets, in the accounts table.
+ * Accounts: the people who hold storage key pairs and buckets and belong to
+ * teams, in the accounts table.
  *
- *   ACCOUNT#<id> / ACCOUNT          the account
+ *   ACCOUNT#<id> / ACCOUNT            the account
  *   ACCOUNTNAME#<name> / ACCOUNTNAME  reserves the account's unique name
- *   AKEY#<accessKeyId> / AKEY       a storage key pair: see storage-keys.ts
- *   TEAM#<id> / TEAM                a team, with the count of its owners
- *   TEAM#<id> / MEMBER#<accountId>  membership and role                  gsi1: ACCOUNT#<id> / TEAM#<teamId>
- *   TOKEN#<sha256> / TOKEN          a hosting API key: see api-keys.ts
- *   TEAM#<id> / APIKEY#<tokenId>    the same key as its team lists it
- *   BUCKET#<name> / BUCKET          a bucket: see buckets.ts
  *
- * Removing a member revokes the hosting API keys they made for that team,
- * found by a consistent read of the team's partition (so a key made a
- * moment before cannot escape).
- * A team always keeps an owner: the owner count on the team item is
- * changed in the same transaction as the membership, conditioned on
- * staying above zero.
+ * The same table holds their teams and members (teams.ts), hosting API
+ * keys (api-keys.ts), storage key pairs (storage-keys.ts), buckets
+ * (buckets.ts) and the service's signing keys (signing-keys.ts).
  */
-import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { newApiToken, newId } from '../ids.js';
-import { apiKeyItems, newApiKeyRecord, type ApiKeyRecord, type ApiKeyStore } from './api-keys.js';
+import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { newId } from '../ids.js';
+import { apiKeyItems, newApiKeyRecord } from './api-keys.js';
+import { bucketItem } from './buckets.js';
 import type { Database } from './dynamo.js';
 import { ConflictError } from './errors.js';
-import { bucketItem } from './buckets.js';
 import type { StorageKeyStore } from './storage-keys.js';
-import { queryAll } from './pages.js';
+import { memberItem, teamItem, type Team } from './teams.js';
 
 export interface Account {
   id: string;
   name: string;
   defaultBucket: string;
   defaultTeamId: string;
-  createdAt: string;
-}
-
-export interface Team {
-  id: string;
-  name: string;
   createdAt: string;
 }
 
@@ -51,33 +36,10 @@ export interface NewAccount {
   bucketName?: string;
 }
 
-export type TeamRole = 'OWNER' | 'MEMBER';
-
-export interface TeamMember {
-  teamId: string;
-  accountId: string;
-  /** Copied from the account when the membership is made (account names never change). */
-  accountName?: string;
-  role: TeamRole;
-  createdAt: string;
-}
-
-/** A change that would leave a team without an owner. */
-export class LastOwnerError extends ConflictError {
-  override name = 'LastOwnerError';
-  constructor() {
-    super('a team keeps at least one owner: make another member an owner first');
-  }
-}
-
-/** A transaction holds at most 100 items; removing a member revokes their keys in chunks this size. */
-const TRANSACTION_ITEMS = 100;
-
 export class AccountStore {
   constructor(
     private readonly db: Database,
     private readonly storageKeys: StorageKeyStore,
-    private readonly apiKeys: ApiKeyStore,
     private readonly now: () => Date = () => new Date(),
   ) {}
 
@@ -87,7 +49,8 @@ export class AccountStore {
 
   /**
    * Creates an account with its default team, default bucket, one storage
-   * key pair and one team API key, all or nothing.
+   * key pair and one team API key, all or nothing: an account that exists
+   * can always be used. Each of those families builds its own items.
    */
   async createAccount(input: NewAccount): Promise<{ account: Account; team: Team }> {
     const createdAt = this.now().toISOString();
@@ -139,229 +102,4 @@ export class AccountStore {
     );
     return out.Item ? this.getAccount(out.Item.accountId as string) : undefined;
   }
-
-  async getTeam(id: string): Promise<Team | undefined> {
-    const out = await this.db.doc.send(
-      new GetCommand({ TableName: this.table, Key: { pk: `TEAM#${id}`, sk: 'TEAM' }, ConsistentRead: true }),
-    );
-    if (!out.Item) return undefined;
-    return { id: out.Item.id, name: out.Item.name, createdAt: out.Item.createdAt };
-  }
-
-  // ------------------------------------------------------------ teams and members
-
-  /** Creates a team owned by `ownerAccountId`, with a first API key for it (returned once), in one transaction. */
-  async createTeam(name: string, owner: { accountId: string; accountName?: string }): Promise<{ team: Team; apiKey: ApiKeyRecord; key: string }> {
-    const createdAt = this.now().toISOString();
-    const team: Team = { id: newId(), name, createdAt };
-    const key = newApiToken();
-    const apiKey = newApiKeyRecord(key, { teamId: team.id, createdBy: owner.accountId, createdAt, name: 'first key' });
-    const put = (Item: Record<string, unknown>) => ({ Put: { TableName: this.table, Item, ConditionExpression: 'attribute_not_exists(pk)' } });
-    await this.db.doc.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          put(teamItem(team, 1)),
-          put(memberItem({ teamId: team.id, accountId: owner.accountId, accountName: owner.accountName, role: 'OWNER', createdAt })),
-          ...apiKeyItems(apiKey, key).map(put),
-        ],
-      }),
-    );
-    return { team, apiKey, key };
-  }
-
-  /** Renames a team; undefined when it does not exist. */
-  async renameTeam(teamId: string, name: string): Promise<Team | undefined> {
-    try {
-      const out = await this.db.doc.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: { pk: `TEAM#${teamId}`, sk: 'TEAM' },
-          UpdateExpression: 'SET #name = :name',
-          ConditionExpression: 'attribute_exists(pk)',
-          ExpressionAttributeNames: { '#name': 'name' },
-          ExpressionAttributeValues: { ':name': name },
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
-      const item = out.Attributes!;
-      return { id: item.id, name: item.name, createdAt: item.createdAt };
-    } catch (err) {
-      if (err instanceof ConditionalCheckFailedException) return undefined;
-      throw err;
-    }
-  }
-
-  async getMember(teamId: string, accountId: string): Promise<TeamMember | undefined> {
-    const out = await this.db.doc.send(
-      new GetCommand({ TableName: this.table, Key: { pk: `TEAM#${teamId}`, sk: `MEMBER#${accountId}` }, ConsistentRead: true }),
-    );
-    return out.Item ? memberFromItem(out.Item) : undefined;
-  }
-
-  /** The team's members, in the order of their account ids. */
-  async listMembers(teamId: string): Promise<TeamMember[]> {
-    const items = await queryAll(this.db, {
-      TableName: this.table,
-      KeyConditionExpression: 'pk = :team AND begins_with(sk, :member)',
-      ExpressionAttributeValues: { ':team': `TEAM#${teamId}`, ':member': 'MEMBER#' },
-      ConsistentRead: true,
-    });
-    return items.map(memberFromItem);
-  }
-
-  /** Adds an account to a team; ConflictError when it is a member already, undefined when the team is gone. */
-  async addMember(teamId: string, account: Pick<Account, 'id' | 'name'>, role: TeamRole): Promise<TeamMember | undefined> {
-    const member: TeamMember = { teamId, accountId: account.id, accountName: account.name, role, createdAt: this.now().toISOString() };
-    try {
-      await this.db.doc.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            { Put: { TableName: this.table, Item: memberItem(member), ConditionExpression: 'attribute_not_exists(pk)' } },
-            role === 'OWNER'
-              ? { Update: this.ownerCountChange(teamId, +1) }
-              : { ConditionCheck: { TableName: this.table, Key: { pk: `TEAM#${teamId}`, sk: 'TEAM' }, ConditionExpression: 'attribute_exists(pk)' } },
-          ],
-        }),
-      );
-      return member;
-    } catch (err) {
-      if (!(err instanceof TransactionCanceledException)) throw err;
-      if (err.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed') throw new ConflictError(`"${account.name}" is a member of the team already`);
-      return undefined;
-    }
-  }
-
-  /** Changes a member's role; LastOwnerError when that would leave no owner, undefined when not a member. */
-  async setMemberRole(teamId: string, accountId: string, role: TeamRole): Promise<TeamMember | undefined> {
-    for (let attempt = 0; ; attempt++) {
-      const current = await this.getMember(teamId, accountId);
-      if (!current) return undefined;
-      if (current.role === role) return current;
-      const next: TeamMember = { ...current, role };
-      try {
-        await this.db.doc.send(
-          new TransactWriteCommand({
-            TransactItems: [
-              {
-                Put: {
-                  TableName: this.table,
-                  Item: memberItem(next),
-                  ConditionExpression: '#role = :role',
-                  ExpressionAttributeNames: { '#role': 'role' },
-                  ExpressionAttributeValues: { ':role': current.role },
-                },
-              },
-              { Update: this.ownerCountChange(teamId, role === 'OWNER' ? +1 : -1) },
-            ],
-          }),
-        );
-        return next;
-      } catch (err) {
-        if (!(err instanceof TransactionCanceledException)) throw err;
-        if (err.CancellationReasons?.[1]?.Code === 'ConditionalCheckFailed') throw new LastOwnerError();
-        if (attempt >= 5) throw new ConflictError('the membership keeps changing; try again');
-      }
-    }
-  }
-
-  /**
-   * Removes a member and revokes the API keys they made for the team, in
-   * one transaction (more keys than fit are revoked right after it);
-   * LastOwnerError when they are the last owner, false when not a member.
-   */
-  async removeMember(teamId: string, accountId: string): Promise<boolean> {
-    for (let attempt = 0; ; attempt++) {
-      const current = await this.getMember(teamId, accountId);
-      if (!current) return false;
-      const keys = (await this.apiKeys.list(teamId)).filter((k) => k.createdBy === accountId && !k.revokedAt);
-      const revokedAt = this.now().toISOString();
-      const items: NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']> = [
-        {
-          Delete: {
-            TableName: this.table,
-            Key: { pk: `TEAM#${teamId}`, sk: `MEMBER#${accountId}` },
-            ConditionExpression: '#role = :role',
-            ExpressionAttributeNames: { '#role': 'role' },
-            ExpressionAttributeValues: { ':role': current.role },
-          },
-        },
-      ];
-      if (current.role === 'OWNER') items.push({ Update: this.ownerCountChange(teamId, -1) });
-      const inTransaction: typeof keys = [];
-      for (const key of keys) {
-        const updates = this.apiKeys.revocation(key, revokedAt);
-        if (items.length + updates.length > TRANSACTION_ITEMS) break;
-        items.push(...updates.map((Update) => ({ Update })));
-        inTransaction.push(key);
-      }
-      try {
-        await this.db.doc.send(new TransactWriteCommand({ TransactItems: items }));
-      } catch (err) {
-        if (!(err instanceof TransactionCanceledException)) throw err;
-        if (current.role === 'OWNER' && err.CancellationReasons?.[1]?.Code === 'ConditionalCheckFailed') throw new LastOwnerError();
-        if (attempt >= 5) throw new ConflictError('the membership keeps changing; try again');
-        continue;
-      }
-      for (const key of keys.slice(inTransaction.length)) await this.apiKeys.revokeKey(key, revokedAt);
-      return true;
-    }
-  }
-
-  /** The teams an account belongs to. */
-  async listTeamsOfAccount(accountId: string): Promise<TeamMember[]> {
-    const items = await queryAll(this.db, {
-      TableName: this.table,
-      IndexName: 'gsi1',
-      KeyConditionExpression: 'gsi1pk = :account AND begins_with(gsi1sk, :team)',
-      ExpressionAttributeValues: { ':account': `ACCOUNT#${accountId}`, ':team': 'TEAM#' },
-    });
-    return items.map(memberFromItem);
-  }
-
-  /**
-   * The owner count moves with every owner's arrival or departure; a
-   * departure is conditioned on another owner staying. Teams written
-   * before the count existed had exactly one owner, their creator.
-   */
-  private ownerCountChange(teamId: string, delta: 1 | -1) {
-    return delta > 0
-      ? {
-          TableName: this.table,
-          Key: { pk: `TEAM#${teamId}`, sk: 'TEAM' },
-          UpdateExpression: 'SET ownerCount = if_not_exists(ownerCount, :one) + :one',
-          ConditionExpression: 'attribute_exists(pk)',
-          ExpressionAttributeValues: { ':one': 1 },
-        }
-      : {
-          TableName: this.table,
-          Key: { pk: `TEAM#${teamId}`, sk: 'TEAM' },
-          UpdateExpression: 'SET ownerCount = ownerCount - :one',
-          ConditionExpression: 'ownerCount > :one',
-          ExpressionAttributeValues: { ':one': 1 },
-        };
-  }
-}
-
-function teamItem(team: Team, ownerCount: number): Record<string, unknown> {
-  return { pk: `TEAM#${team.id}`, sk: 'TEAM', ...team, ownerCount };
-}
-
-function memberItem(member: TeamMember): Record<string, unknown> {
-  return {
-    pk: `TEAM#${member.teamId}`,
-    sk: `MEMBER#${member.accountId}`,
-    ...member,
-    gsi1pk: `ACCOUNT#${member.accountId}`,
-    gsi1sk: `TEAM#${member.teamId}`,
-  };
-}
-
-function memberFromItem(item: Record<string, unknown>): TeamMember {
-  return {
-    teamId: item.teamId as string,
-    accountId: item.accountId as string,
-    accountName: item.accountName as string | undefined,
-    role: item.role as TeamRole,
-    createdAt: item.createdAt as string,
-  };
 }

@@ -3,7 +3,7 @@
  * what belongs to another team is reported exactly like what does not
  * exist (null from nullable queries, NOT_FOUND from mutations).
  */
-import type { TeamRole } from '../../core/data/accounts.js';
+import type { TeamRole } from '../../core/data/teams.js';
 import { ConflictError } from '../../core/data/errors.js';
 import type { Site } from '../../core/data/sites.js';
 import { callerOf, type GraphqlContext } from '../context.js';

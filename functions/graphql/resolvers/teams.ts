@@ -1,5 +1,5 @@
 /** Teams and their members. Owners manage the team; any member reads it. */
-import type { TeamMember, TeamRole } from '../../core/data/accounts.js';
+import type { TeamMember, TeamRole } from '../../core/data/teams.js';
 import { callerOf, type GraphqlContext } from '../context.js';
 import { badInput, graphqlError, notFound } from '../errors.js';
 import { isOwnTeam, requireTeamRole, userConflicts } from './access.js';
@@ -23,19 +23,19 @@ export const teamResolvers = {
       return team;
     },
     getMembersByTeam: async (_: unknown, args: { teamId: string }, ctx: GraphqlContext) =>
-      isOwnTeam(ctx, args.teamId) ? ctx.services.accounts.listMembers(args.teamId) : null,
+      isOwnTeam(ctx, args.teamId) ? ctx.services.teams.listMembers(args.teamId) : null,
   },
   Mutation: {
     createTeam: async (_: unknown, args: { name: string }, ctx: GraphqlContext) => {
       const name = teamName(args.name);
       const caller = callerOf(ctx);
       const account = await ctx.loaders.account(caller.accountId);
-      const created = await ctx.services.accounts.createTeam(name, { accountId: caller.accountId, accountName: account?.name });
+      const created = await ctx.services.teams.create(name, { accountId: caller.accountId, accountName: account?.name });
       return { team: created.team, apiKey: { apiKey: created.apiKey, key: created.key } };
     },
     updateTeam: async (_: unknown, args: { teamId: string; name: string }, ctx: GraphqlContext) => {
       await requireTeamRole(ctx, args.teamId, 'OWNER', 'rename the team');
-      const team = await ctx.services.accounts.renameTeam(args.teamId, teamName(args.name));
+      const team = await ctx.services.teams.rename(args.teamId, teamName(args.name));
       ctx.loaders.team.forget(args.teamId);
       if (!team) throw notFound('team');
       return team;
@@ -44,14 +44,14 @@ export const teamResolvers = {
       await requireTeamRole(ctx, args.teamId, 'OWNER', 'add members');
       const account = await ctx.services.accounts.getAccountByName(args.accountName);
       if (!account) throw notFound('account');
-      const member = await userConflicts(() => ctx.services.accounts.addMember(args.teamId, account, args.role ?? 'MEMBER'), 'accountName');
+      const member = await userConflicts(() => ctx.services.teams.addMember(args.teamId, account, args.role ?? 'MEMBER'), 'accountName');
       ctx.loaders.forgetMember(args.teamId, account.id);
       if (!member) throw notFound('team');
       return member;
     },
     updateTeamMember: async (_: unknown, args: { teamId: string; accountId: string; role: TeamRole }, ctx: GraphqlContext) => {
       await requireTeamRole(ctx, args.teamId, 'OWNER', "change members' roles");
-      const member = await userConflicts(() => ctx.services.accounts.setMemberRole(args.teamId, args.accountId, args.role), 'role');
+      const member = await userConflicts(() => ctx.services.teams.setMemberRole(args.teamId, args.accountId, args.role), 'role');
       ctx.loaders.forgetMember(args.teamId, args.accountId);
       if (!member) throw notFound('member');
       return member;
@@ -59,7 +59,7 @@ export const teamResolvers = {
     removeTeamMember: async (_: unknown, args: { teamId: string; accountId: string }, ctx: GraphqlContext) => {
       const leaving = args.accountId === callerOf(ctx).accountId;
       await requireTeamRole(ctx, args.teamId, leaving ? 'ANY' : 'OWNER', 'remove other members');
-      const removed = await userConflicts(() => ctx.services.accounts.removeMember(args.teamId, args.accountId), 'accountId');
+      const removed = await userConflicts(() => ctx.services.teams.removeMember(args.teamId, args.accountId), 'accountId');
       ctx.loaders.forgetMember(args.teamId, args.accountId);
       if (!removed) throw notFound('member');
       return true;
