@@ -6,10 +6,10 @@
  * by CID under `/ipfs/`, whatever the ACL.
  */
 import { CID } from 'multiformats/cid';
+import { objectResponseHeaders } from '../core/http/object-headers.js';
 import type { HttpRequest } from '../core/http/types.js';
 import type { Services } from '../core/services.js';
 import { openFile } from '../core/ipfs/read.js';
-import { objectResponseHeaders } from '../s3/get.js';
 import type { BucketHost } from './hosts.js';
 import { serveRepresentation, textResponse } from './responses.js';
 

@@ -5,7 +5,7 @@ import type { Authenticated } from './auth.js';
 import type { S3Request } from './router.js';
 import type { Bucket } from '../core/data/buckets.js';
 import type { ObjectRecord } from '../core/data/objects.js';
-import { cidForms, cidV1 } from '../core/ipfs/cid.js';
+import { cidV1 } from '../core/ipfs/cid.js';
 
 export interface S3Context {
   services: Services;
@@ -15,11 +15,6 @@ export interface S3Context {
   /** The addressed bucket, checked to exist (and to be the caller's, unless the op allows public reads). */
   bucket?: Bucket;
   now: Date;
-}
-
-export function ipfsHeaders(cid: string): Record<string, string> {
-  const { v1, v0 } = cidForms(cid);
-  return { 'x-service-ipfs-hash': v1, 'x-service-ipfs-hash-v0': v0 };
 }
 
 /**

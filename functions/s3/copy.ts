@@ -3,9 +3,10 @@
  * the content is already pinned), with the metadata copied or replaced.
  */
 import type { ObjectRecord } from '../core/data/objects.js';
+import { ipfsHeaders } from '../core/http/object-headers.js';
 import { cannedAcl, objectHeaders } from './put.js';
 import { aclAllowsRead } from './acl.js';
-import { ipfsHeaders, ownerOf, presentedEtag, type S3Context } from './context.js';
+import { ownerOf, presentedEtag, type S3Context } from './context.js';
 import { errors } from './errors.js';
 import { evaluateConditions, notModifiedAsFailure } from './conditions.js';
 import { xmlResponse } from './xml.js';

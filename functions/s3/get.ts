@@ -1,33 +1,16 @@
 /** GetObject and HeadObject: conditional requests, ranges, and the bytes from IPFS. */
 import { CID } from 'multiformats/cid';
-import type { ObjectRecord } from '../core/data/objects.js';
+import { objectResponseHeaders } from '../core/http/object-headers.js';
 import { parseRange } from '../core/http/range.js';
 import { openFile } from '../core/ipfs/read.js';
 import { errors } from './errors.js';
 import { evaluateConditions } from './conditions.js';
-import { ipfsHeaders, presentedEtag, type S3Context } from './context.js';
+import { presentedEtag, type S3Context } from './context.js';
 import { aclAllowsRead } from './acl.js';
 import { checksumHeaders } from './checksums.js';
 
 /** Whole-object checksums do not describe a range, so S3 omits them for ranged reads. */
 const range0 = (req: S3Context['req']) => req.headers.has('range');
-
-export function objectResponseHeaders(record: ObjectRecord, etag = `"${record.etag}"`): Record<string, string> {
-  const headers: Record<string, string> = {
-    etag,
-    'last-modified': new Date(record.lastModified).toUTCString(),
-    'content-type': record.contentType,
-    'accept-ranges': 'bytes',
-    ...ipfsHeaders(record.cid),
-  };
-  if (record.cacheControl) headers['cache-control'] = record.cacheControl;
-  if (record.contentDisposition) headers['content-disposition'] = record.contentDisposition;
-  if (record.contentEncoding) headers['content-encoding'] = record.contentEncoding;
-  if (record.contentLanguage) headers['content-language'] = record.contentLanguage;
-  if (record.expires) headers['expires'] = record.expires;
-  for (const [name, value] of Object.entries(record.metadata ?? {})) headers[`x-amz-meta-${name}`] = value;
-  return headers;
-}
 
 const OVERRIDES: Record<string, string> = {
   'response-content-type': 'content-type',

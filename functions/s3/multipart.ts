@@ -34,6 +34,7 @@ import { NoSuchBucketError } from '../core/data/objects.js';
 import { newSortableId } from '../core/ids.js';
 import { openFile } from '../core/ipfs/read.js';
 import type { IpfsNode } from '../core/ipfs/node.js';
+import { ipfsHeaders } from '../core/http/object-headers.js';
 import { owner } from './buckets.js';
 import {
   ALGORITHMS,
@@ -45,7 +46,7 @@ import {
   type ChecksumAlgorithm,
   type ChecksumPlan,
 } from './checksums.js';
-import { ipfsHeaders, ownerOf, presentedEtag, type S3Context } from './context.js';
+import { ownerOf, presentedEtag, type S3Context } from './context.js';
 import { checkCopyConditions, parseCopySource, readCopySource } from './copy.js';
 import { errors, S3Error } from './errors.js';
 import { cannedAcl, contentMd5, objectHeaders } from './put.js';

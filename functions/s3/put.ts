@@ -1,8 +1,9 @@
 /** PutObject: the body streams through MD5, the checksum and the Kubo importer into the blockstore. */
 import type { ObjectRecord, CannedAcl } from '../core/data/objects.js';
+import { ipfsHeaders } from '../core/http/object-headers.js';
 import { errors } from './errors.js';
 import { declaredLength, payloadMode, requestBody } from './sigv4/payload.js';
-import { ipfsHeaders, ownerOf, presentedEtag, type S3Context } from './context.js';
+import { ownerOf, presentedEtag, type S3Context } from './context.js';
 import { checksumHeaders, checksumPlan } from './checksums.js';
 import { storeObject } from './store.js';
 
