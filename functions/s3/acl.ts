@@ -9,7 +9,7 @@ import type { Principal } from './auth.js';
 import { aclResponse, owner } from './buckets.js';
 import type { S3Context } from './context.js';
 import { errors } from './errors.js';
-import { cannedAcl } from './put.js';
+import { cannedAcl } from './request-headers.js';
 import { parseXmlBody, readSmallBody } from './xml-input.js';
 
 export const ALL_USERS = 'http://acs.amazonaws.com/groups/global/AllUsers';

@@ -7,7 +7,7 @@ import { parseXmlBody, readSmallBody } from './xml-input.js';
 import { isValidBucketName } from './names.js';
 import type { CannedAcl } from '../core/data/objects.js';
 import { GROUP_GRANTS } from './acl.js';
-import { cannedAcl } from './put.js';
+import { cannedAcl } from './request-headers.js';
 
 function accountOf(ctx: S3Context): string {
   if (ctx.auth.principal.kind !== 'account') throw errors.accessDenied();

@@ -4,7 +4,7 @@
  */
 import type { ObjectRecord } from '../core/data/objects.js';
 import { ipfsHeaders } from '../core/http/object-headers.js';
-import { cannedAcl, objectHeaders } from './put.js';
+import { cannedAcl, objectHeaders } from './request-headers.js';
 import { aclAllowsRead } from './acl.js';
 import { ownerOf, presentedEtag, type S3Context } from './context.js';
 import { errors } from './errors.js';

@@ -49,7 +49,7 @@ import {
 import { ownerOf, presentedEtag, type S3Context } from './context.js';
 import { checkCopyConditions, parseCopySource, readCopySource } from './copy.js';
 import { errors, S3Error } from './errors.js';
-import { cannedAcl, contentMd5, objectHeaders } from './put.js';
+import { cannedAcl, contentMd5, objectHeaders } from './request-headers.js';
 import { declaredLength, payloadMode, requestBody } from './sigv4/payload.js';
 import { encoding } from './list.js';
 import { ingest, putRecord, type Ingested } from './store.js';

@@ -3,7 +3,7 @@ import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { errors, S3Error } from './errors.js';
 import type { S3Context } from './context.js';
 import { payloadMode, requestBody } from './sigv4/payload.js';
-import { contentMd5 } from './put.js';
+import { contentMd5 } from './request-headers.js';
 import { checksumPlan } from './checksums.js';
 import { createHash } from 'node:crypto';
 
