@@ -1,10 +1,13 @@
 /**
  * Flexible checksums (`x-amz-checksum-<algorithm>`): computed while the body
  * streams, verified against the header or the aws-chunked trailer that
- * carries them, stored with the object and returned when asked for.
+ * carries them, stored with the object and returned when asked for. A
+ * multipart object's checksum is settled here too: which algorithm and type
+ * an upload may ask for, and how the parts' checksums make the object's.
  */
 import { createDigest as hasher, type Digest } from '../core/hashing/digests.js';
-import { S3Error } from './errors.js';
+import type { ChecksumType, UploadRecord } from '../core/data/uploads.js';
+import { errors, S3Error } from './errors.js';
 
 export const ALGORITHMS = ['crc32', 'crc32c', 'crc64nvme', 'sha1', 'sha256'] as const;
 export type ChecksumAlgorithm = (typeof ALGORITHMS)[number];
@@ -118,6 +121,26 @@ export function parseAlgorithm(value: string, header: string): ChecksumAlgorithm
   return name;
 }
 
+/** `x-amz-checksum-algorithm` and `x-amz-checksum-type` of CreateMultipartUpload, and which of them go together. */
+export function uploadChecksum(headers: Headers): { checksumAlgorithm?: ChecksumAlgorithm; checksumType?: ChecksumType } {
+  const rawAlgorithm = headers.get('x-amz-checksum-algorithm');
+  const rawType = headers.get('x-amz-checksum-type');
+  if (rawAlgorithm === null) {
+    if (rawType !== null) throw errors.invalidRequest('The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header.');
+    return {};
+  }
+  const algorithm = parseAlgorithm(rawAlgorithm, 'x-amz-checksum-algorithm');
+  const type = (rawType ?? (algorithm === 'crc64nvme' ? 'FULL_OBJECT' : 'COMPOSITE')).toUpperCase();
+  if (type !== 'COMPOSITE' && type !== 'FULL_OBJECT') throw errors.invalidRequest('Value for x-amz-checksum-type header is invalid.');
+  if (type === 'COMPOSITE' && algorithm === 'crc64nvme') {
+    throw errors.invalidRequest('The COMPOSITE checksum type cannot be used with the crc64nvme checksum algorithm.');
+  }
+  if (type === 'FULL_OBJECT' && (algorithm === 'sha1' || algorithm === 'sha256')) {
+    throw errors.invalidRequest(`The FULL_OBJECT checksum type cannot be used with the ${algorithm} checksum algorithm.`);
+  }
+  return { checksumAlgorithm: algorithm, checksumType: type };
+}
+
 /**
  * S3's composite checksum of a multipart object: the algorithm over the
  * concatenated binary checksums of the parts, then `-<part count>`.
@@ -126,4 +149,50 @@ export async function compositeChecksum(algorithm: ChecksumAlgorithm, parts: str
   const h = hasher(algorithm);
   for (const part of parts) h.update(Buffer.from(part, 'base64'));
   return `${Buffer.from(await h.digest()).toString('base64')}-${parts.length}`;
+}
+
+/**
+ * The checksum of a completed multipart object. COMPOSITE is known before
+ * a byte streams (from the parts' checksums), so it is returned whole;
+ * FULL_OBJECT is computed over the assembled bytes, so it comes back as
+ * a plan to stream them through and a check of the Complete request's
+ * claim once they have.
+ */
+export interface MultipartChecksum {
+  algorithm?: ChecksumAlgorithm;
+  type?: ChecksumType;
+  composite?: string;
+  plan?: ChecksumPlan;
+  verify?: (assembled: { checksums?: Record<string, string> }) => void;
+}
+
+/** The whole-object checksum: the upload's (composite or streamed), or the one the Complete request asks to verify. */
+export async function multipartChecksum(
+  headers: Headers,
+  upload: Pick<UploadRecord, 'checksumAlgorithm' | 'checksumType'>,
+  parts: ReadonlyArray<{ checksums?: Record<string, string> }>,
+): Promise<MultipartChecksum> {
+  const sent = ALGORITHMS.filter((a) => headers.has(headerName(a)));
+  if (sent.length > 1) throw errors.invalidRequest('Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.');
+  const claimedAlgorithm = sent[0];
+  const claimed = claimedAlgorithm ? headers.get(headerName(claimedAlgorithm))!.trim() : undefined;
+  const algorithm = (upload.checksumAlgorithm as ChecksumAlgorithm | undefined) ?? claimedAlgorithm;
+  if (!algorithm) return {};
+  if (claimedAlgorithm && claimedAlgorithm !== algorithm) {
+    throw errors.invalidRequest(`Checksum Type mismatch occurred, expected checksum Type: ${algorithm}, actual checksum Type: ${claimedAlgorithm}`);
+  }
+  const mismatch = () => new S3Error('BadDigest', 400, `The ${algorithm.toUpperCase()} you specified did not match the calculated checksum.`);
+  const type: ChecksumType = upload.checksumAlgorithm ? (upload.checksumType ?? 'COMPOSITE') : 'FULL_OBJECT';
+  if (type === 'COMPOSITE') {
+    const values = parts.map((p) => p.checksums?.[algorithm]);
+    if (values.some((v) => v === undefined)) throw errors.invalidRequest(`Every part needs a ${algorithm.toUpperCase()} checksum.`);
+    const composite = await compositeChecksum(algorithm, values as string[]);
+    if (claimed !== undefined && claimed.replace(/-\d+$/, '') !== composite.replace(/-\d+$/, '')) throw mismatch();
+    return { type, composite, algorithm };
+  }
+  const plan = computedChecksum(algorithm);
+  const verify = (assembled: { checksums?: Record<string, string> }) => {
+    if (claimed !== undefined && assembled.checksums?.[algorithm] !== claimed) throw mismatch();
+  };
+  return { type, plan, verify, algorithm };
 }

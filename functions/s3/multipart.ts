@@ -40,9 +40,9 @@ import {
   ALGORITHMS,
   checksumHeaders,
   checksumPlan,
-  compositeChecksum,
   computedChecksum,
-  parseAlgorithm,
+  multipartChecksum,
+  uploadChecksum,
   type ChecksumAlgorithm,
   type ChecksumPlan,
 } from './checksums.js';
@@ -100,26 +100,6 @@ function mapNoSuchUpload(uploadId: string) {
     if (err instanceof NoSuchBucketError) throw errors.noSuchBucket(err.bucket);
     throw err;
   };
-}
-
-/** `x-amz-checksum-algorithm` and `x-amz-checksum-type` of CreateMultipartUpload. */
-function uploadChecksum(headers: Headers): { checksumAlgorithm?: ChecksumAlgorithm; checksumType?: ChecksumType } {
-  const rawAlgorithm = headers.get('x-amz-checksum-algorithm');
-  const rawType = headers.get('x-amz-checksum-type');
-  if (rawAlgorithm === null) {
-    if (rawType !== null) throw errors.invalidRequest('The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header.');
-    return {};
-  }
-  const algorithm = parseAlgorithm(rawAlgorithm, 'x-amz-checksum-algorithm');
-  const type = (rawType ?? (algorithm === 'crc64nvme' ? 'FULL_OBJECT' : 'COMPOSITE')).toUpperCase();
-  if (type !== 'COMPOSITE' && type !== 'FULL_OBJECT') throw errors.invalidRequest('Value for x-amz-checksum-type header is invalid.');
-  if (type === 'COMPOSITE' && algorithm === 'crc64nvme') {
-    throw errors.invalidRequest('The COMPOSITE checksum type cannot be used with the crc64nvme checksum algorithm.');
-  }
-  if (type === 'FULL_OBJECT' && (algorithm === 'sha1' || algorithm === 'sha256')) {
-    throw errors.invalidRequest(`The FULL_OBJECT checksum type cannot be used with the ${algorithm} checksum algorithm.`);
-  }
-  return { checksumAlgorithm: algorithm, checksumType: type };
 }
 
 function uploadChecksumHeaders(upload: UploadRecord): Record<string, string> {
@@ -302,33 +282,6 @@ function partsDigest(requested: RequestedPart[]): string {
   return hash.digest('hex');
 }
 
-/** The whole-object checksum: the upload's (composite or streamed), or the one the Complete request asks to verify. */
-async function objectChecksum(ctx: S3Context, upload: UploadRecord, parts: PartRecord[]) {
-  const sent = ALGORITHMS.filter((a) => ctx.req.headers.has(`x-amz-checksum-${a}`));
-  if (sent.length > 1) throw errors.invalidRequest('Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.');
-  const claimedAlgorithm = sent[0];
-  const claimed = claimedAlgorithm ? ctx.req.headers.get(`x-amz-checksum-${claimedAlgorithm}`)!.trim() : undefined;
-  const algorithm = (upload.checksumAlgorithm as ChecksumAlgorithm | undefined) ?? claimedAlgorithm;
-  if (!algorithm) return {};
-  if (claimedAlgorithm && claimedAlgorithm !== algorithm) {
-    throw errors.invalidRequest(`Checksum Type mismatch occurred, expected checksum Type: ${algorithm}, actual checksum Type: ${claimedAlgorithm}`);
-  }
-  const mismatch = () => new S3Error('BadDigest', 400, `The ${algorithm.toUpperCase()} you specified did not match the calculated checksum.`);
-  const type: ChecksumType = upload.checksumAlgorithm ? (upload.checksumType ?? 'COMPOSITE') : 'FULL_OBJECT';
-  if (type === 'COMPOSITE') {
-    const values = parts.map((p) => p.checksums?.[algorithm]);
-    if (values.some((v) => v === undefined)) throw errors.invalidRequest(`Every part needs a ${algorithm.toUpperCase()} checksum.`);
-    const composite = await compositeChecksum(algorithm, values as string[]);
-    if (claimed !== undefined && claimed.replace(/-\d+$/, '') !== composite.replace(/-\d+$/, '')) throw mismatch();
-    return { type, composite, algorithm };
-  }
-  const plan = computedChecksum(algorithm);
-  const verify = (ingested: Ingested) => {
-    if (claimed !== undefined && ingested.checksums?.[algorithm] !== claimed) throw mismatch();
-  };
-  return { type, plan, verify, algorithm };
-}
-
 function readCompleteBody(ctx: S3Context): Promise<RequestedPart[]> {
   return readSmallBody(ctx, MAX_COMPLETE_BODY, { bodyChecksum: false }).then(parseCompleteBody);
 }
@@ -373,7 +326,7 @@ export async function completeMultipartUpload(ctx: S3Context): Promise<Response>
     return part;
   });
   const etag = `${createHash('md5').update(Buffer.concat(parts.map((p) => Buffer.from(p.etag, 'hex')))).digest('hex')}-${parts.length}`;
-  const checksum = await objectChecksum(ctx, upload, parts);
+  const checksum = await multipartChecksum(req.headers, upload, parts);
 
   const completing = ingest(
     services,
