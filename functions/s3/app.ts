@@ -17,15 +17,11 @@ import type { S3Context } from './context.js';
 import { errorResponse, errors, S3Error } from './errors.js';
 import { getObject } from './get.js';
 import { putObject } from './put.js';
-import {
-  abortMultipartUpload,
-  completeMultipartUpload,
-  createMultipartUpload,
-  listMultipartUploads,
-  listParts,
-  uploadPart,
-  uploadPartCopy,
-} from './multipart.js';
+import { abortMultipartUpload } from './multipart/abort.js';
+import { completeMultipartUpload } from './multipart/complete.js';
+import { createMultipartUpload } from './multipart/create.js';
+import { listMultipartUploads, listParts } from './multipart/list.js';
+import { uploadPart, uploadPartCopy } from './multipart/upload-part.js';
 import { isValidBucketName } from './names.js';
 import { ACCESS, parseS3Request, type S3Op, type S3Request } from './router.js';
 

@@ -1,0 +1,36 @@
+/**
+ * CreateMultipartUpload: the upload keeps the object's ACL, stored headers
+ * and checksum settings until Complete gives them to the object.
+ */
+import type { UploadRecord } from '../../core/data/uploads.js';
+import { newSortableId } from '../../core/ids.js';
+import { uploadChecksum } from '../checksums.js';
+import { ownerOf, type S3Context } from '../context.js';
+import { cannedAcl, objectHeaders } from '../request-headers.js';
+import { xmlResponse } from '../xml.js';
+import { mapNoSuchUpload } from './uploads.js';
+
+function uploadChecksumHeaders(upload: UploadRecord): Record<string, string> {
+  if (!upload.checksumAlgorithm) return {};
+  return { 'x-amz-checksum-algorithm': upload.checksumAlgorithm.toUpperCase(), 'x-amz-checksum-type': upload.checksumType ?? 'COMPOSITE' };
+}
+
+export async function createMultipartUpload(ctx: S3Context): Promise<Response> {
+  const { req, services } = ctx;
+  const upload: UploadRecord = {
+    bucket: ctx.bucket!.name,
+    key: ctx.s3.key!,
+    uploadId: newSortableId(ctx.now.getTime()),
+    initiated: ctx.now.toISOString(),
+    acl: cannedAcl(req.headers),
+    ownerId: ownerOf(ctx),
+    ...objectHeaders(req.headers),
+    ...uploadChecksum(req.headers),
+  };
+  await services.uploads.create(upload).catch(mapNoSuchUpload(upload.uploadId));
+  return xmlResponse(
+    'InitiateMultipartUploadResult',
+    { Bucket: upload.bucket, Key: upload.key, UploadId: upload.uploadId },
+    { headers: uploadChecksumHeaders(upload) },
+  );
+}
