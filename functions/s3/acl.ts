@@ -6,10 +6,11 @@
  */
 import type { CannedAcl } from '../core/data/objects.js';
 import type { Principal } from './auth.js';
-import { aclResponse, owner } from './buckets.js';
+import { owner } from './buckets.js';
 import type { S3Context } from './context.js';
 import { errors } from './errors.js';
 import { cannedAcl } from './request-headers.js';
+import { escapeXml, S3_NS } from './xml.js';
 import { parseXmlBody, readSmallBody } from './xml-input.js';
 
 export const ALL_USERS = 'http://acs.amazonaws.com/groups/global/AllUsers';
@@ -41,6 +42,34 @@ export function aclAllowsRead(acl: CannedAcl | undefined, principal: Principal, 
 export function aclAllowsWrite(acl: CannedAcl | undefined, principal: Principal, ownerId: string): boolean {
   if (principal.kind === 'account' && principal.accountId === ownerId) return true;
   return acl === 'public-read-write';
+}
+
+export async function getBucketAcl(ctx: S3Context): Promise<Response> {
+  const bucket = ctx.bucket!;
+  return aclResponse(await owner(ctx, bucket.accountId), bucket.acl ?? 'private');
+}
+
+/** An AccessControlPolicy for a canned ACL: owner FULL_CONTROL, plus the group grants S3 gives that ACL. */
+function aclResponse(who: { ID: string; DisplayName: string }, acl: CannedAcl): Response {
+  const grants: Array<Record<string, unknown>> = [
+    { Grantee: { ID: who.ID, DisplayName: who.DisplayName, '@type': 'CanonicalUser' }, Permission: 'FULL_CONTROL' },
+  ];
+  for (const g of GROUP_GRANTS[acl]) grants.push({ Grantee: { URI: g.uri, '@type': 'Group' }, Permission: g.permission });
+  const body =
+    '<?xml version="1.0" encoding="UTF-8"?>\n' +
+    `<AccessControlPolicy xmlns="${S3_NS}">` +
+    `<Owner><ID>${escapeXml(who.ID)}</ID><DisplayName>${escapeXml(who.DisplayName)}</DisplayName></Owner><AccessControlList>` +
+    grants
+      .map((g) => {
+        const grantee = g.Grantee as Record<string, string>;
+        const inner = grantee['@type'] === 'Group'
+          ? `<URI>${grantee.URI}</URI>`
+          : `<ID>${escapeXml(grantee.ID!)}</ID><DisplayName>${escapeXml(grantee.DisplayName!)}</DisplayName>`;
+        return `<Grant><Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="${grantee['@type']}">${inner}</Grantee><Permission>${g.Permission}</Permission></Grant>`;
+      })
+      .join('') +
+    '</AccessControlList></AccessControlPolicy>';
+  return new Response(body, { status: 200, headers: { 'content-type': 'application/xml' } });
 }
 
 export async function getObjectAcl(ctx: S3Context): Promise<Response> {

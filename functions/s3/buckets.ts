@@ -5,8 +5,6 @@ import { errors, S3Error } from './errors.js';
 import { escapeXml, S3_NS, xmlResponse } from './xml.js';
 import { parseXmlBody, readSmallBody } from './xml-input.js';
 import { isValidBucketName } from './names.js';
-import type { CannedAcl } from '../core/data/objects.js';
-import { GROUP_GRANTS } from './acl.js';
 import { cannedAcl } from './request-headers.js';
 
 function accountOf(ctx: S3Context): string {
@@ -107,34 +105,6 @@ export async function getBucketLocation(ctx: S3Context): Promise<Response> {
 export async function getBucketVersioning(_ctx: S3Context): Promise<Response> {
   // Never enabled: S3 answers an empty configuration for a bucket that never had versioning.
   return xmlResponse('VersioningConfiguration', {});
-}
-
-export async function getBucketAcl(ctx: S3Context): Promise<Response> {
-  const bucket = ctx.bucket!;
-  return aclResponse(await owner(ctx, bucket.accountId), bucket.acl ?? 'private');
-}
-
-/** An AccessControlPolicy for a canned ACL: owner FULL_CONTROL, plus the group grants S3 gives that ACL. */
-export function aclResponse(who: { ID: string; DisplayName: string }, acl: CannedAcl): Response {
-  const grants: Array<Record<string, unknown>> = [
-    { Grantee: { ID: who.ID, DisplayName: who.DisplayName, '@type': 'CanonicalUser' }, Permission: 'FULL_CONTROL' },
-  ];
-  for (const g of GROUP_GRANTS[acl]) grants.push({ Grantee: { URI: g.uri, '@type': 'Group' }, Permission: g.permission });
-  const body =
-    '<?xml version="1.0" encoding="UTF-8"?>\n' +
-    `<AccessControlPolicy xmlns="${S3_NS}">` +
-    `<Owner><ID>${escapeXml(who.ID)}</ID><DisplayName>${escapeXml(who.DisplayName)}</DisplayName></Owner><AccessControlList>` +
-    grants
-      .map((g) => {
-        const grantee = g.Grantee as Record<string, string>;
-        const inner = grantee['@type'] === 'Group'
-          ? `<URI>${grantee.URI}</URI>`
-          : `<ID>${escapeXml(grantee.ID!)}</ID><DisplayName>${escapeXml(grantee.DisplayName!)}</DisplayName>`;
-        return `<Grant><Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="${grantee['@type']}">${inner}</Grantee><Permission>${g.Permission}</Permission></Grant>`;
-      })
-      .join('') +
-    '</AccessControlList></AccessControlPolicy>';
-  return new Response(body, { status: 200, headers: { 'content-type': 'application/xml' } });
 }
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
