@@ -77,7 +77,7 @@ export interface CompletionRecord {
   bucket: string;
   key: string;
   uploadId: string;
-  /** Digest of the part list the Complete request named (see multipart.ts). */
+  /** Digest of the part list the Complete request named (see s3/multipart/complete.ts). */
   partsDigest: string;
   /** The object the upload made, to tell it from a later overwrite. */
   cid: string;
