@@ -1,0 +1,265 @@
+/**
+ * The deploy's first step: a working tree of one commit of a site's
+ * repository, fetched with isomorphic-git over HTTP(S) so that Lambda and
+ * this machine run the same code (no git binary in Lambda).
+ *
+ * Hosts refuse to send an arbitrary commit by hash (uploadpack.allowAnySHA1InWant
+ * is off almost everywhere), so a deploy of an older commit clones its
+ * branch at depth 1 and deepens, doubling, until the commit is there.
+ *
+ * isomorphic-git holds each packfile in memory while it indexes it, so a
+ * clone needs about the repository's packed size in memory on top of the
+ * process; `maxBytes` caps what a clone may download.
+ *
+ * Submodules are not fetched; the deploy log says so when a repository has them.
+ */
+import * as git from 'isomorphic-git';
+import nodeHttp from 'isomorphic-git/http/node';
+import type { GitHttpRequest, GitHttpResponse, HttpClient } from 'isomorphic-git';
+import fs from 'node:fs';
+import { mkdir, readFile, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseRepositoryUrl, RepositoryUrlError, type RepositoryUrl } from '../../core/hosting/repository-url.js';
+
+/** What a clone may download when the caller sets no cap: well inside a 1,769 MB Lambda. */
+export const DEFAULT_MAX_CLONE_BYTES = 512 * 1024 * 1024;
+
+export interface CloneRequest {
+  /** An http(s) URL: `https://host/owner/name(.git)`. */
+  url: string;
+  branch: string;
+  /** A full hash, or a prefix of at least 7 hex digits; the branch's head when absent. */
+  commit?: string;
+  /** The deploy's checkout: emptied first, so that a retried step starts clean. */
+  dir: string;
+  /** Aborting it (a cancelled deploy) stops the transfer at once. */
+  signal: AbortSignal;
+  /** One line at a time, for the deploy's log. */
+  log(line: string): void;
+  /** Past this many bytes downloaded the clone fails; DEFAULT_MAX_CLONE_BYTES when absent. */
+  maxBytes?: number;
+}
+
+export interface ClonedCommit {
+  /** The full hash checked out. */
+  commit: string;
+  branch: string;
+  /** The commit message's first line. */
+  message: string;
+  owner: string;
+  name: string;
+}
+
+/** Why a clone failed, in one line the deploy log can end with. */
+export class CloneError extends Error {
+  override name = 'CloneError';
+}
+
+export async function cloneRepository(request: CloneRequest): Promise<ClonedCommit> {
+  const { branch, dir, signal, log } = request;
+  const repo = repositoryOf(request.url);
+  const wanted = request.commit === undefined ? undefined : commitPrefix(request.commit);
+  const transfer = guardedHttp(signal, request.maxBytes ?? DEFAULT_MAX_CLONE_BYTES);
+  const started = Date.now();
+  try {
+    signal.throwIfAborted();
+    await rm(dir, { recursive: true, force: true });
+    await mkdir(dir, { recursive: true });
+    log(`Cloning ${repo.cloneUrl} (branch ${branch}${wanted ? `, commit ${wanted}` : ''})`);
+    const remote = {
+      fs,
+      http: transfer.http,
+      dir,
+      url: repo.cloneUrl,
+      ref: branch,
+      singleBranch: true,
+      // Never prompt: a repository that asks for credentials is not one Cairn may clone.
+      onAuth: () => ({ cancel: true }),
+    };
+    await git.clone({ ...remote, depth: 1, noTags: true, noCheckout: wanted !== undefined });
+    let oid: string;
+    if (wanted === undefined) {
+      oid = await git.resolveRef({ fs, dir, ref: 'HEAD' });
+    } else {
+      oid = await deepenUntilFound(wanted, request, repo, (depth) => git.fetch({ ...remote, depth, relative: true, tags: false }));
+      signal.throwIfAborted();
+      await git.checkout({ fs, dir, ref: oid, force: true });
+    }
+    signal.throwIfAborted();
+    const { commit } = await git.readCommit({ fs, dir, oid });
+    const message = commit.message.split('\n', 1)[0]!.trim();
+    log(`Fetched ${formatBytes(transfer.received())} in ${seconds(Date.now() - started)}`);
+    if (await exists(join(dir, '.gitmodules'))) {
+      log('Note: this repository has submodules (.gitmodules); Cairn does not fetch them, so their folders are empty');
+    }
+    log(`Checked out ${oid.slice(0, 7)}: ${message}`);
+    return { commit: oid, branch, message, owner: repo.owner, name: repo.name };
+  } catch (err) {
+    throw explain(err, { request, repo, tooLarge: transfer.tooLarge() });
+  }
+}
+
+/**
+ * The branch's history arrives in doubling slices (1, 2, 4, ... commits)
+ * until the commit is among them; when the history is whole (the server
+ * sent the root, so .git/shallow is gone) and it is not, it is not on the branch.
+ */
+async function deepenUntilFound(
+  wanted: string,
+  { branch, dir, log }: CloneRequest,
+  repo: RepositoryUrl,
+  deepen: (depth: number) => Promise<unknown>,
+): Promise<string> {
+  let depth = 1;
+  for (;;) {
+    const oid = await findCommit(dir, wanted);
+    if (oid) {
+      if (depth > 1) log(`Found ${wanted} within the last ${depth} commits of ${branch}`);
+      return oid;
+    }
+    if (!(await isShallow(dir))) {
+      throw new CloneError(`commit ${wanted} not found in branch ${branch} of ${repo.cloneUrl} (searched its whole history)`);
+    }
+    log(`${wanted} is not in the last ${depth} commits of ${branch}; fetching ${depth} more`);
+    await deepen(depth);
+    depth *= 2;
+  }
+}
+
+async function findCommit(dir: string, wanted: string): Promise<string | undefined> {
+  let oid: string;
+  try {
+    oid = await git.expandOid({ fs, dir, oid: wanted });
+  } catch (err) {
+    if (err instanceof git.Errors.NotFoundError) return undefined;
+    if (err instanceof git.Errors.AmbiguousError) {
+      throw new CloneError(`commit ${wanted} is ambiguous: several objects start with it; give more of the hash`);
+    }
+    throw err;
+  }
+  const { type } = await git.readObject({ fs, dir, oid, format: 'content' });
+  // A short prefix can match a file or folder of the fetched commits before the commit itself arrives.
+  return type === 'commit' ? oid : undefined;
+}
+
+async function isShallow(dir: string): Promise<boolean> {
+  const shallow = await readFile(join(dir, '.git', 'shallow'), 'utf8').catch(() => '');
+  return shallow.trim() !== '';
+}
+
+function repositoryOf(url: string): RepositoryUrl {
+  try {
+    return parseRepositoryUrl(url);
+  } catch (err) {
+    if (err instanceof RepositoryUrlError) throw new CloneError(err.message);
+    throw err;
+  }
+}
+
+function commitPrefix(commit: string): string {
+  const hash = commit.trim().toLowerCase();
+  if (!/^[0-9a-f]{7,40}$/.test(hash)) {
+    throw new CloneError(`"${commit.slice(0, 60)}" is not a commit hash (7 to 40 hex digits)`);
+  }
+  return hash;
+}
+
+/**
+ * isomorphic-git takes no AbortSignal for clone or fetch, but its HTTP
+ * client does: every request carries the deploy's signal, and every response
+ * body is read under it, counted against the cap.
+ */
+function guardedHttp(signal: AbortSignal, maxBytes: number) {
+  let received = 0;
+  let overCap = false;
+  async function* guarded(body: AsyncIterableIterator<Uint8Array>): AsyncIterableIterator<Uint8Array> {
+    const chunks = body[Symbol.asyncIterator]();
+    try {
+      for (;;) {
+        const next = await untilAborted(chunks.next(), signal);
+        if (next.done) return;
+        received += next.value.byteLength;
+        if (received > maxBytes) {
+          overCap = true;
+          throw new Error('clone exceeds its byte cap');
+        }
+        yield next.value;
+      }
+    } finally {
+      void chunks.return?.();
+    }
+  }
+  const http: HttpClient = {
+    async request(req: GitHttpRequest): Promise<GitHttpResponse> {
+      signal.throwIfAborted();
+      const res = await nodeHttp.request({ ...req, signal });
+      return res.body ? { ...res, body: guarded(res.body) } : res;
+    },
+  };
+  return { http, received: () => received, tooLarge: () => overCap };
+}
+
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+const UNREACHABLE: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ENOTFOUND: 'no such host',
+  EAI_AGAIN: 'DNS lookup failed',
+  ETIMEDOUT: 'connection timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+};
+
+function explain(err: unknown, at: { request: CloneRequest; repo: RepositoryUrl; tooLarge: boolean }): CloneError {
+  const { request, repo } = at;
+  // isomorphic-git reports an aborted transfer in its own words (a parse error, a destroyed stream): the signal says what happened.
+  if (request.signal.aborted) return new CloneError('clone cancelled');
+  if (at.tooLarge) {
+    const cap = formatBytes(request.maxBytes ?? DEFAULT_MAX_CLONE_BYTES);
+    return new CloneError(`${repo.cloneUrl} is larger than ${cap}, the most Cairn downloads for one clone`);
+  }
+  if (err instanceof CloneError) return err;
+  const credentials = 'the repository asks for credentials; Cairn clones public repositories only';
+  if (err instanceof git.Errors.UserCanceledError) return new CloneError(credentials);
+  if (err instanceof git.Errors.HttpError) {
+    const { statusCode, statusMessage } = err.data;
+    if (statusCode === 401 || statusCode === 403) return new CloneError(credentials);
+    if (statusCode === 404) return new CloneError(`no repository at ${repo.cloneUrl} (HTTP 404)`);
+    return new CloneError(`${repo.host} answered HTTP ${statusCode} ${statusMessage}`.trim());
+  }
+  if (err instanceof git.Errors.NotFoundError && [request.branch, `refs/heads/${request.branch}`].includes(err.data.what)) {
+    return new CloneError(`branch ${request.branch} not found in ${repo.cloneUrl}`);
+  }
+  if (err instanceof git.Errors.SmartHttpError) {
+    return new CloneError(`${repo.cloneUrl} did not answer as a git repository does`);
+  }
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (code && code in UNREACHABLE) return new CloneError(`could not reach ${repo.host} (${UNREACHABLE[code]})`);
+  if (code === 'ECONNRESET') return new CloneError(`${repo.host} closed the connection during the clone`);
+  const reason = err instanceof Error ? err.message : String(err);
+  return new CloneError(`clone failed: ${reason.replace(/\s+/g, ' ').trim()}`);
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}
+
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)} s`;
+}

@@ -1,0 +1,236 @@
+/**
+ * The deploy's clone step against a real git server (git-http-backend,
+ * offline): what lands in the checkout, how much history is fetched, and the
+ * one-line message of each way a clone fails.
+ */
+import * as git from 'isomorphic-git';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CloneError, cloneRepository, type CloneRequest } from '../../functions/deploy-worker/steps/clone.js';
+import { startGitServer, type GitServer } from '../support/git-server.js';
+
+let server: GitServer;
+let work: string;
+let url: string;
+/** main's commits, oldest first: commit i sets index.html to "v<i>" and adds page<i>.html. */
+const main: string[] = [];
+/** feature's commits, branched from main's head. */
+const feature: string[] = [];
+const HEAD_MESSAGE = 'Ship the new landing page\n\nThe old one is kept under /old for a while.\nSee issue 12.';
+
+beforeAll(async () => {
+  server = await startGitServer();
+  work = await mkdtemp(join(tmpdir(), 'cairn-clone-'));
+  url = server.repoUrl('acme/site');
+  for (let i = 0; i < 6; i++) {
+    const message = i === 5 ? HEAD_MESSAGE : `Version ${i}`;
+    main.push(await server.commit('acme/site', { 'index.html': `v${i}`, [`page${i}.html`]: `page ${i}` }, message));
+  }
+  for (let i = 0; i < 2; i++) {
+    feature.push(await server.commit('acme/site', { 'feature.txt': `feature ${i}` }, `Feature ${i}`, 'feature'));
+  }
+});
+
+afterAll(async () => {
+  await server.close();
+  await rm(work, { recursive: true, force: true });
+});
+
+let runs = 0;
+/** Clones into a fresh directory; returns the result, the directory and the log lines. */
+async function clone(request: Partial<CloneRequest> = {}) {
+  const dir = join(work, `checkout-${++runs}`);
+  const lines: string[] = [];
+  const result = await cloneRepository({
+    url,
+    branch: 'main',
+    dir,
+    signal: new AbortController().signal,
+    log: (line) => lines.push(line),
+    ...request,
+  });
+  return { result, dir, lines };
+}
+
+async function failure(request: Partial<CloneRequest>): Promise<CloneError> {
+  const error = await clone(request).then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  expect(error).toBeInstanceOf(CloneError);
+  expect((error as Error).message).not.toContain('\n');
+  return error as CloneError;
+}
+
+async function files(dir: string): Promise<string[]> {
+  return (await readdir(dir)).filter((name) => name !== '.git').sort();
+}
+
+async function history(dir: string): Promise<string[]> {
+  return (await git.log({ fs, dir })).map((entry) => entry.oid);
+}
+
+test("a branch's head is cloned at depth 1: its files, one commit of history, its subject line", async () => {
+  const { result, dir, lines } = await clone();
+  expect(result).toEqual({ commit: main[5], branch: 'main', message: 'Ship the new landing page', owner: 'acme', name: 'site' });
+  expect(await readFile(join(dir, 'index.html'), 'utf8')).toBe('v5');
+  expect(await files(dir)).toEqual(['index.html', 'page0.html', 'page1.html', 'page2.html', 'page3.html', 'page4.html', 'page5.html']);
+  expect(await history(dir)).toEqual([main[5]]);
+  expect((await readFile(join(dir, '.git', 'shallow'), 'utf8')).trim()).toBe(main[5]);
+  expect(lines[0]).toBe(`Cloning ${url} (branch main)`);
+  expect(lines.at(-1)).toBe(`Checked out ${main[5]!.slice(0, 7)}: Ship the new landing page`);
+  expect(lines).toContainEqual(expect.stringMatching(/^Fetched \d+(\.\d)? (B|KB|MB) in \d+\.\d s$/));
+});
+
+test('an older commit is found by deepening the branch, and its files are checked out', async () => {
+  const { result, dir, lines } = await clone({ commit: main[1] });
+  expect(result).toEqual({ commit: main[1], branch: 'main', message: 'Version 1', owner: 'acme', name: 'site' });
+  expect(await readFile(join(dir, 'index.html'), 'utf8')).toBe('v1');
+  expect(await files(dir)).toEqual(['index.html', 'page0.html', 'page1.html']);
+  expect(await git.resolveRef({ fs, dir, ref: 'HEAD' })).toBe(main[1]);
+  // Four commits behind the head: depths 1, 2 and 4 do not reach it, 8 does.
+  expect(lines.filter((line) => line.includes('fetching'))).toEqual([
+    `${main[1]} is not in the last 1 commits of main; fetching 1 more`,
+    `${main[1]} is not in the last 2 commits of main; fetching 2 more`,
+    `${main[1]} is not in the last 4 commits of main; fetching 4 more`,
+  ]);
+  expect(lines.at(-1)).toBe(`Checked out ${main[1]!.slice(0, 7)}: Version 1`);
+});
+
+test("a commit named by a 7-digit prefix is found, down to the branch's root", async () => {
+  const { result, dir } = await clone({ commit: main[0]!.slice(0, 7).toUpperCase() });
+  expect(result.commit).toBe(main[0]);
+  expect(await files(dir)).toEqual(['index.html', 'page0.html']);
+  expect(await readFile(join(dir, 'index.html'), 'utf8')).toBe('v0');
+});
+
+test("a commit of another branch is cloned from that branch, and is not found on main", async () => {
+  const { result, dir } = await clone({ branch: 'feature', commit: feature[0] });
+  expect(result).toMatchObject({ commit: feature[0], branch: 'feature', message: 'Feature 0' });
+  expect(await readFile(join(dir, 'feature.txt'), 'utf8')).toBe('feature 0');
+  expect(await readFile(join(dir, 'index.html'), 'utf8')).toBe('v5');
+
+  const error = await failure({ branch: 'main', commit: feature[0] });
+  expect(error.message).toBe(`commit ${feature[0]} not found in branch main of ${url} (searched its whole history)`);
+});
+
+test('a commit that is nowhere in the branch fails once the whole history is fetched', async () => {
+  const missing = 'f'.repeat(40);
+  const lines: string[] = [];
+  const error = await failure({ commit: missing, log: (line) => lines.push(line) });
+  expect(error.message).toBe(`commit ${missing} not found in branch main of ${url} (searched its whole history)`);
+  expect(lines.filter((line) => line.includes('fetching'))).toHaveLength(3); // 1 + 1 + 2 + 4 = 8 ≥ 6 commits
+});
+
+test('a hash that is not 7 to 40 hex digits is refused before any request', async () => {
+  const before = server.requests();
+  expect((await failure({ commit: 'abc12' })).message).toBe('"abc12" is not a commit hash (7 to 40 hex digits)');
+  expect((await failure({ commit: 'main~2' })).message).toBe('"main~2" is not a commit hash (7 to 40 hex digits)');
+  expect(server.requests()).toBe(before);
+});
+
+test('a missing branch says which branch and where', async () => {
+  expect((await failure({ branch: 'nope' })).message).toBe(`branch nope not found in ${url}`);
+});
+
+test('a missing repository is named with its URL', async () => {
+  const missing = server.repoUrl('acme/gone');
+  expect((await failure({ url: missing })).message).toBe(`no repository at ${missing} (HTTP 404)`);
+});
+
+test('a host that refuses connections is named', async () => {
+  const closed = createServer();
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+  const { port } = closed.address() as AddressInfo;
+  await new Promise<void>((resolve) => closed.close(() => resolve()));
+  const error = await failure({ url: `http://127.0.0.1:${port}/acme/site.git` });
+  expect(error.message).toBe(`could not reach 127.0.0.1:${port} (connection refused)`);
+});
+
+test('a repository that asks for credentials is refused without prompting', async () => {
+  const error = await failure({ url: server.repoUrl('acme/private-site') });
+  expect(error.message).toBe('the repository asks for credentials; Cairn clones public repositories only');
+});
+
+test('URLs that are not http(s) are refused before any request', async () => {
+  const before = server.requests();
+  expect((await failure({ url: 'file:///srv/git/acme/site.git' })).message).toBe(
+    'Cairn clones over https:// (or http://) only, not file:// ("file:///srv/git/acme/site.git")',
+  );
+  expect((await failure({ url: 'ssh://git@example.com/acme/site.git' })).message).toBe(
+    'Cairn clones over https:// (or http://) only, not ssh:// ("ssh://git@example.com/acme/site.git")',
+  );
+  expect((await failure({ url: 'git@github.com:acme/site.git' })).message).toBe(
+    '"git@github.com:acme/site.git" is an SSH address; Cairn clones over https:// only (use the repository\'s HTTPS clone URL)',
+  );
+  expect(server.requests()).toBe(before);
+});
+
+test('a clone that would download more than its cap fails and says so', async () => {
+  const big = server.repoUrl('acme/big');
+  await server.commit('acme/big', { 'video.bin': randomBytes(256 * 1024) }, 'Add a video');
+  const error = await failure({ url: big, maxBytes: 64 * 1024 });
+  expect(error.message).toBe(`${big} is larger than 64.0 KB, the most Cairn downloads for one clone`);
+  await expect(clone({ url: big, maxBytes: 1024 * 1024 })).resolves.toMatchObject({ result: { message: 'Add a video' } });
+});
+
+test('a repository with submodules is cloned, with a note that they are not fetched', async () => {
+  const withModules = server.repoUrl('acme/themed');
+  await server.commit('acme/themed', { '.gitmodules': '[submodule "theme"]\n\tpath = theme\n\turl = https://example.com/theme.git\n', 'index.html': 'hi' }, 'Add theme');
+  const { lines } = await clone({ url: withModules });
+  expect(lines).toContain('Note: this repository has submodules (.gitmodules); Cairn does not fetch them, so their folders are empty');
+  const { lines: plain } = await clone();
+  expect(plain.filter((line) => line.includes('submodules'))).toEqual([]);
+});
+
+describe('cancelling', () => {
+  test('an aborted signal stops the clone before any request', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const before = server.requests();
+    expect((await failure({ signal: controller.signal })).message).toBe('clone cancelled');
+    expect(server.requests()).toBe(before);
+  });
+
+  test('aborting stops a request the server has not answered', async () => {
+    // A host that accepts the request and never answers: only the signal can end the clone.
+    const arrived: IncomingMessage[] = [];
+    const controller = new AbortController();
+    const silent = createServer((req) => {
+      arrived.push(req);
+      controller.abort();
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = silent.address() as AddressInfo;
+      const error = await failure({ url: `http://127.0.0.1:${port}/acme/site.git`, signal: controller.signal });
+      expect(error.message).toBe('clone cancelled');
+      expect(arrived).toHaveLength(1);
+    } finally {
+      silent.closeAllConnections();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
+  });
+
+  test('aborting while deepening stops before the next fetch', async () => {
+    const controller = new AbortController();
+    let requestsAtAbort = 0;
+    const error = await failure({
+      commit: main[0],
+      signal: controller.signal,
+      log: (line) => {
+        if (line.includes('fetching') && !controller.signal.aborted) {
+          requestsAtAbort = server.requests();
+          controller.abort();
+        }
+      },
+    });
+    expect(error.message).toBe('clone cancelled');
+    expect(server.requests()).toBe(requestsAtAbort);
+  });
+});
