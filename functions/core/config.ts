@@ -72,6 +72,15 @@ export interface Config {
     /** Where the playground's files are (the Lambda bundle's copy); node_modules when unset. */
     playgroundDir?: string;
   };
+  /** Site builds on this machine (functions/local/bwrap-runner.ts). */
+  build: {
+    /** `bwrap`: bubblewrap sandbox (builds refuse to run without it). `none`: a plain child process, no isolation. */
+    sandbox: 'bwrap' | 'none';
+    /** Past this a build's whole process tree is killed and the deploy fails. */
+    timeoutMs: number;
+    /** How many builds run at once. */
+    concurrency: number;
+  };
 }
 
 type Env = Record<string, string | undefined>;
@@ -192,7 +201,20 @@ export function loadConfig(env: Env = process.env): Config {
       playground: bool(env, 'CAIRN_GRAPHQL_PLAYGROUND', true),
       playgroundDir: opt(env, 'CAIRN_GRAPHQL_PLAYGROUND_DIR'),
     },
+    build: {
+      sandbox: buildSandbox(env),
+      timeoutMs: positive(env, 'CAIRN_BUILD_TIMEOUT', 900, 'seconds') * 1000,
+      concurrency: positive(env, 'CAIRN_BUILD_CONCURRENCY', 1, 'builds'),
+    },
   };
+}
+
+function buildSandbox(env: Env): 'bwrap' | 'none' {
+  const raw = str(env, 'CAIRN_BUILD_SANDBOX', 'bwrap').toLowerCase();
+  if (raw !== 'bwrap' && raw !== 'none') {
+    throw new ConfigError('CAIRN_BUILD_SANDBOX', `must be "bwrap" or "none", got "${raw}"`);
+  }
+  return raw;
 }
 
 function etagMode(env: Env): 'md5' | 'cid' {
@@ -217,5 +239,12 @@ function seconds(env: Env, name: string, fallback: number): number {
   const raw = opt(env, name);
   if (raw === undefined) return fallback;
   if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number of seconds, got "${raw}"`);
+  return Number(raw);
+}
+
+function positive(env: Env, name: string, fallback: number, unit: string): number {
+  const raw = opt(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new ConfigError(name, `must be a whole number of ${unit}, at least 1, got "${raw}"`);
   return Number(raw);
 }
