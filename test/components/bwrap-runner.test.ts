@@ -1,0 +1,330 @@
+/**
+ * The local BuildRunner with real builds: real sh, real files, real
+ * bubblewrap (npm test's pretest installs it). What a build may see and
+ * touch, what it is given, and that nothing of it outlives its end.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { homedir, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { ROOT } from '../support/child-service.js';
+import { BwrapRunner, type BwrapRunnerOptions } from '../../functions/local/bwrap-runner.js';
+import { BuildRefused, type BuildRequest, type BuildResult } from '../../functions/core/ports/build-runner.js';
+
+const made: string[] = [];
+const markers: string[] = [];
+afterAll(async () => {
+  // Should a test fail, what its build left running must not outlive the run.
+  for (const m of markers) {
+    for (const line of await processesWith(m)) process.kill(Number(line.split(':')[0]), 'SIGKILL');
+  }
+  await Promise.all(made.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+async function tempDir(prefix: string, parent = tmpdir()): Promise<string> {
+  await mkdir(parent, { recursive: true });
+  const dir = await realpath(await mkdtemp(join(parent, prefix)));
+  made.push(dir);
+  return dir;
+}
+
+/** Outside /tmp, which the sandbox hides anyway: a data directory there would prove nothing. */
+const dataParent = join(ROOT, '.tmp');
+
+/** A unique string: in a command (`sleep <marker>`) it marks the build's processes in the host's process list. */
+function marker(): string {
+  const m = `${300 + Math.floor(Math.random() * 1000)}.${randomBytes(3).readUIntBE(0, 3)}`;
+  markers.push(m);
+  return m;
+}
+
+/** The host's processes whose command line contains text (from /proc: every pid namespace shows there). */
+async function processesWith(text: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/.test(pid) || Number(pid) === process.pid) continue;
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    if (cmdline.includes(text)) found.push(`${pid}: ${cmdline.replaceAll('\0', ' ')}`);
+  }
+  return found;
+}
+
+type Build = Partial<Omit<BuildRequest, 'onOutput'>> & { onOutput?: (text: string, sofar: string) => void };
+
+async function build(runner: BwrapRunner, command: string, extra: Build = {}): Promise<{ result: BuildResult; output: string; checkout: string }> {
+  const checkout = extra.checkout ?? (await tempDir('cairn-checkout-'));
+  let output = '';
+  const result = await runner.run({
+    deployId: 'd-test',
+    checkout,
+    directory: '',
+    env: {},
+    timeoutMs: 30_000,
+    signal: new AbortController().signal,
+    ...extra,
+    command,
+    onOutput: (text) => {
+      output += text;
+      extra.onOutput?.(text, output);
+    },
+  });
+  return { result, output, checkout };
+}
+
+describe.each(['bwrap', 'none'] as const)('builds with sandbox=%s', (sandbox) => {
+  const runner = new BwrapRunner({ sandbox, hide: [] });
+
+  test('the command runs in the base directory and may write there', async () => {
+    const checkout = await tempDir('cairn-checkout-');
+    await mkdir(join(checkout, 'site/app'), { recursive: true });
+    const { result, output } = await build(runner, 'pwd && echo built > out.txt', { checkout, directory: 'site/app' });
+    expect(result).toEqual({ outcome: 'succeeded', exitCode: 0 });
+    expect(output).toBe(`${checkout}/site/app\n`);
+    expect(await readFile(join(checkout, 'site/app/out.txt'), 'utf8')).toBe('built\n');
+  });
+
+  test('a base directory outside the checkout, or missing, fails the build without running it', async () => {
+    for (const directory of ['..', 'missing']) {
+      const { result, output } = await build(runner, 'echo ran', { directory });
+      expect(result.outcome).toBe('failed');
+      expect(output).toContain(`"${directory}" is not a directory in the repository`);
+      expect(output).not.toContain('ran');
+    }
+  });
+
+  test("the environment is the request's plus HOME and a PATH with Node, nothing of the service's", async () => {
+    const planted = {
+      CAIRN_SECRET_KEY: 'f'.repeat(64),
+      AWS_SECRET_ACCESS_KEY: 'aws-secret',
+      AWS_REGION: 'eu-west-1',
+      CAIRN_BOOTSTRAP_API_TOKEN: 'bootstrap-token',
+      CAIRN_TEST_ONLY_VARIABLE: 'from the test process',
+    };
+    Object.assign(process.env, planted);
+    try {
+      const env = { CI: 'true', CAIRN_DEPLOY_ID: 'd-test', BRANCH: 'main', SITE_VAR: 'a value with spaces' };
+      const { result, output } = await build(runner, 'env', { env });
+      expect(result.outcome).toBe('succeeded');
+      const seen = Object.fromEntries(output.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+      // PWD is the shell's own.
+      expect(Object.keys(seen).sort()).toEqual([...Object.keys(env), 'HOME', 'PATH', 'PWD'].sort());
+      expect(seen).toMatchObject(env);
+      expect(seen.PATH!.split(':')).toEqual([dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin']);
+      expect(output).not.toMatch(/CAIRN_SECRET_KEY|AWS_|CAIRN_BOOTSTRAP|CAIRN_TEST_ONLY/);
+    } finally {
+      for (const k of Object.keys(planted)) delete process.env[k];
+    }
+  });
+
+  test('HOME is a writable directory', async () => {
+    const { result, output } = await build(runner, 'echo x > "$HOME/.npmrc" && cat "$HOME/.npmrc" && echo "$HOME"');
+    expect(result.outcome).toBe('succeeded');
+    const home = output.trim().split('\n')[1]!;
+    expect(output.startsWith('x\n')).toBe(true);
+    if (sandbox === 'none') expect(existsSync(home)).toBe(false); // a temporary directory, removed after the build
+  });
+
+  test('Node is on PATH', async () => {
+    const { result, output } = await build(runner, `node -e 'console.log(process.version)'`);
+    expect(result.outcome).toBe('succeeded');
+    expect(output).toBe(`${process.version}\n`);
+  });
+
+  test('stdout and stderr arrive as one log, in order, while the build still runs', async () => {
+    // The build waits for a file the test only writes once it has seen the first lines: a runner that held output back would time out.
+    const checkout = await tempDir('cairn-checkout-');
+    const { result, output } = await build(
+      runner,
+      'echo one; echo two >&2; echo three; while [ ! -e go ]; do sleep 0.02; done; echo four >&2',
+      {
+        checkout,
+        timeoutMs: 20_000,
+        onOutput: (_text, sofar) => {
+          if (sofar === 'one\ntwo\nthree\n') void writeFile(join(checkout, 'go'), '');
+        },
+      },
+    );
+    expect(result.outcome).toBe('succeeded');
+    expect(output).toBe('one\ntwo\nthree\nfour\n');
+  });
+
+  test('megabytes of output are passed on in pieces, not gathered', async () => {
+    const size = 24 * 1024 * 1024;
+    let total = 0;
+    let largest = 0;
+    let pieces = 0;
+    const checkout = await tempDir('cairn-checkout-');
+    const result = await runner.run({
+      deployId: 'd-big',
+      checkout,
+      directory: '',
+      command: `head -c ${size} /dev/zero | tr '\\0' x; echo`,
+      env: {},
+      timeoutMs: 30_000,
+      signal: new AbortController().signal,
+      onOutput: (text) => {
+        total += text.length;
+        largest = Math.max(largest, text.length);
+        pieces++;
+      },
+    });
+    expect(result.outcome).toBe('succeeded');
+    expect(total).toBe(size + 1);
+    expect(largest).toBeLessThanOrEqual(1024 * 1024);
+    expect(pieces).toBeGreaterThan(24);
+  });
+
+  test('a non-zero exit fails the build with its code; a signal is named', async () => {
+    expect((await build(runner, 'echo bad >&2; exit 3')).result).toEqual({ outcome: 'failed', exitCode: 3 });
+    const killed = (await build(runner, 'kill -KILL $$')).result;
+    expect(killed.outcome).toBe('failed');
+    expect(killed.signal).toBe('SIGKILL');
+  });
+
+  test('the time limit kills the whole tree, a grandchild ignoring SIGTERM included', async () => {
+    const m = marker();
+    const started = Date.now();
+    const { result, output } = await build(
+      runner,
+      `sh -c 'trap "" TERM; sh -c "trap \\"\\" TERM; sleep ${m}"; :' & trap "" TERM; echo started; sleep ${m}`,
+      { timeoutMs: 1500 },
+    );
+    expect(output).toBe('started\n');
+    expect(result).toEqual({ outcome: 'timed-out', signal: 'SIGKILL' });
+    expect(Date.now() - started).toBeLessThan(1500 + 10_000);
+    expect(await processesWith(m)).toEqual([]);
+  });
+
+  test('cancelling kills the tree at once', async () => {
+    const m = marker();
+    const abort = new AbortController();
+    const { result } = await build(runner, `(sleep ${m}) & echo started; sleep ${m}`, {
+      signal: abort.signal,
+      timeoutMs: 60_000,
+      onOutput: (_t, sofar) => {
+        if (sofar.includes('started')) abort.abort();
+      },
+    });
+    expect(result).toEqual({ outcome: 'cancelled', signal: 'SIGKILL' });
+    expect(await processesWith(m)).toEqual([]);
+  });
+
+  test('a build cancelled before it starts does not run', async () => {
+    const abort = new AbortController();
+    abort.abort();
+    const { result, output, checkout } = await build(runner, 'touch ran', { signal: abort.signal });
+    expect(result.outcome).toBe('cancelled');
+    expect(output).toBe('');
+    expect(existsSync(join(checkout, 'ran'))).toBe(false);
+  });
+
+  test("the command's exit ends the build: a child left in the background is killed", async () => {
+    const m = marker();
+    const { result, output, checkout } = await build(runner, `(sleep ${m}; touch late) & echo forked`);
+    expect(result).toEqual({ outcome: 'succeeded', exitCode: 0 });
+    expect(output).toBe('forked\n');
+    // Gone now, so the file it would write can never appear.
+    expect(await processesWith(m)).toEqual([]);
+    expect(existsSync(join(checkout, 'late'))).toBe(false);
+  });
+});
+
+describe('the bubblewrap sandbox', () => {
+  test('writes outside the checkout fail', async () => {
+    const name = `cairn-escape-${randomBytes(4).toString('hex')}`;
+    const runner = new BwrapRunner({ sandbox: 'bwrap', hide: [] });
+    const { result, output } = await build(
+      runner,
+      `touch /usr/${name} 2>/dev/null; echo usr=$?; touch "$HOME/../../${name}" 2>/dev/null; echo root=$?; ` +
+        `touch /etc/${name} 2>/dev/null; echo etc=$?; touch inside && echo inside=0`,
+    );
+    expect(result.outcome).toBe('succeeded');
+    expect(output).toMatch(/^usr=[1-9]\d*\nroot=[1-9]\d*\netc=[1-9]\d*\ninside=0\n$/);
+    for (const p of [`/usr/${name}`, `/${name}`, `/etc/${name}`]) expect(existsSync(p)).toBe(false);
+  });
+
+  test('/tmp is private to the build', async () => {
+    const name = `cairn-private-${randomBytes(4).toString('hex')}`;
+    const hostFile = join(tmpdir(), `cairn-host-${randomBytes(4).toString('hex')}`);
+    await writeFile(hostFile, 'host');
+    made.push(hostFile);
+    const runner = new BwrapRunner({ sandbox: 'bwrap', hide: [] });
+    const { result, output } = await build(runner, `echo hi > /tmp/${name} && cat /tmp/${name}; ls /tmp`);
+    expect(result.outcome).toBe('succeeded');
+    expect(output).toContain('hi\n');
+    expect(output).not.toContain(hostFile.slice(tmpdir().length + 1));
+    expect(existsSync(`/tmp/${name}`)).toBe(false);
+    expect(existsSync(join(tmpdir(), name))).toBe(false);
+  });
+
+  test('the data directory can be neither read nor listed', async () => {
+    const dataDir = await tempDir('cairn-data-', dataParent);
+    await writeFile(join(dataDir, 'secret.key'), 'the sealed secrets');
+    await mkdir(join(dataDir, 'db'));
+    const runner = new BwrapRunner({ sandbox: 'bwrap', hide: [dataDir] });
+    const { result, output } = await build(runner, `ls -A "${dataDir}"; cat "${dataDir}/secret.key"; echo cat=$?`);
+    expect(result.outcome).toBe('succeeded');
+    expect(output).not.toContain('the sealed secrets');
+    expect(output).not.toMatch(/secret\.key\n|db\n/);
+    expect(output).toMatch(/cat=[1-9]\d*\n$/);
+    expect(output.split('\n')[0]).toMatch(/No such file/); // ls -A printed nothing; the first line is cat's complaint
+  });
+
+  test('a checkout inside the data directory works, the rest of it stays hidden', async () => {
+    const dataDir = await tempDir('cairn-data-', dataParent);
+    await writeFile(join(dataDir, 'secret.key'), 'the sealed secrets');
+    const checkout = join(dataDir, 'builds', 'd-1');
+    await mkdir(join(checkout, 'www'), { recursive: true });
+    await writeFile(join(dataDir, 'builds', 'other-site.txt'), 'another site');
+    const runner = new BwrapRunner({ sandbox: 'bwrap', hide: [dataDir] });
+    const { result, output } = await build(
+      runner,
+      `pwd; echo ok > out; ls -A "${dataDir}" "${dataDir}/builds"; cat "${dataDir}/secret.key" 2>&1; cat ../../other-site.txt 2>&1; :`,
+      { checkout, directory: 'www' },
+    );
+    expect(result.outcome).toBe('succeeded');
+    expect(output.split('\n')[0]).toBe(join(checkout, 'www'));
+    expect(await readFile(join(checkout, 'www', 'out'), 'utf8')).toBe('ok\n');
+    expect(output).not.toContain('the sealed secrets');
+    expect(output).not.toContain('another site');
+    expect(output).not.toContain('secret.key\n');
+    expect(output).not.toContain('other-site.txt\n');
+  });
+
+  test("the service user's home is hidden", async () => {
+    expect((await readdir(homedir())).length).toBeGreaterThan(0);
+    const runner = new BwrapRunner({ sandbox: 'bwrap', hide: [] });
+    const { result, output } = await build(runner, `ls -A "${homedir()}" | wc -l`);
+    expect(result.outcome).toBe('succeeded');
+    expect(output.trim()).toBe('0');
+  });
+
+  test('the build sees only its own processes', async () => {
+    const runner = new BwrapRunner({ sandbox: 'bwrap', hide: [] });
+    const { output } = await build(runner, `ls /proc | grep -c '^[0-9]'`);
+    // bwrap's init, sh, ls and grep, give or take the shell's forks.
+    expect(Number(output.trim())).toBeLessThan(8);
+  });
+});
+
+describe('without bubblewrap', () => {
+  const missing: Partial<BwrapRunnerOptions> = { bwrapPath: '/nonexistent/bin/bwrap' };
+
+  test('builds are refused, saying what to do', async () => {
+    const runner = new BwrapRunner({ sandbox: 'bwrap', hide: [], ...missing });
+    const checkout = await tempDir('cairn-checkout-');
+    const attempt = build(runner, 'touch ran', { checkout });
+    await expect(attempt).rejects.toBeInstanceOf(BuildRefused);
+    await expect(attempt).rejects.toThrow(/install bubblewrap.*CAIRN_BUILD_SANDBOX=none/);
+    expect(existsSync(join(checkout, 'ran'))).toBe(false);
+  });
+
+  test('sandbox=none builds all the same', async () => {
+    const runner = new BwrapRunner({ sandbox: 'none', hide: [], ...missing });
+    expect(runner.name).toMatch(/no sandbox/);
+    const { result, checkout } = await build(runner, 'touch ran');
+    expect(result.outcome).toBe('succeeded');
+    expect(existsSync(join(checkout, 'ran'))).toBe(true);
+  });
+});
