@@ -46,6 +46,8 @@ export interface FileDag {
   cid: CID;
   /** The file's length in bytes. */
   size: number;
+  /** The root's Tsize: its block and every block under it, as a parent directory's link records it. */
+  dagSize: number;
 }
 
 /** What a parent needs of a child: its CID, the file bytes under it, and its Tsize (block plus descendants). */
@@ -256,5 +258,5 @@ export async function buildFileDag(blockstore: Blockstore, content: AsyncIterabl
   }
   await Promise.all(writes);
   if (writeError) throw writeError;
-  return { cid: root.cid, size };
+  return { cid: root.cid, size, dagSize: root.tsize };
 }

@@ -11,6 +11,8 @@ export interface ImportedFile {
   cid: CID;
   /** The file's length in bytes (not the DAG size). */
   size: number;
+  /** The DAG's size (the Tsize a directory's link to the file carries). */
+  dagSize: number;
 }
 
 /**
