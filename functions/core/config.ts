@@ -80,6 +80,13 @@ export interface Config {
     timeoutMs: number;
     /** How many builds run at once. */
     concurrency: number;
+    /**
+     * `none`: builds have no network but their own loopback. `host`: they
+     * share this machine's network, to fetch dependencies, and so also reach
+     * the service's own ports on 127.0.0.1 (the embedded database among
+     * them): only for repositories the operator trusts.
+     */
+    network: 'none' | 'host';
   };
 }
 
@@ -205,6 +212,7 @@ export function loadConfig(env: Env = process.env): Config {
       sandbox: buildSandbox(env),
       timeoutMs: positive(env, 'CAIRN_BUILD_TIMEOUT', 900, 'seconds') * 1000,
       concurrency: positive(env, 'CAIRN_BUILD_CONCURRENCY', 1, 'builds'),
+      network: buildNetwork(env),
     },
   };
 }
@@ -214,6 +222,12 @@ function buildSandbox(env: Env): 'bwrap' | 'none' {
   if (raw !== 'bwrap' && raw !== 'none') {
     throw new ConfigError('CAIRN_BUILD_SANDBOX', `must be "bwrap" or "none", got "${raw}"`);
   }
+  return raw;
+}
+
+function buildNetwork(env: Env): 'none' | 'host' {
+  const raw = str(env, 'CAIRN_BUILD_NETWORK', 'none').toLowerCase();
+  if (raw !== 'none' && raw !== 'host') throw new ConfigError('CAIRN_BUILD_NETWORK', `must be "none" or "host", got "${raw}"`);
   return raw;
 }
 

@@ -3,6 +3,7 @@
  * sealer and (lazily) the IPFS node from one Config. Each door calls this
  * once per process (a Lambda container, or the local server).
  */
+import { join } from 'node:path';
 import type { Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 import { createDatabase, type Database, type InProcessTransport } from './data/dynamo.js';
@@ -21,6 +22,9 @@ import { createIpfsNode, type IpfsNode } from './ipfs/node.js';
 import { LocalUploadGate, type UploadGate } from './storage/gate.js';
 import { DynamoUploadGate } from './storage/dynamo-gate.js';
 import type { DigestName } from './hashing/digests.js';
+import type { LogStore } from './ports/log-store.js';
+import { pollingQueue, type DeployQueue } from './ports/deploy-queue.js';
+import { FileLogStore } from './logs/file-log-store.js';
 import { inlineLeafHasher, ownHashThread, RemoteHashing, type HashChannel, type LeafHasher } from './hashing/leaf-hasher.js';
 
 export interface Services {
@@ -48,6 +52,10 @@ export interface Services {
   gate: UploadGate;
   /** Hashes an upload's leaves and computes `digests` over its bytes: on the hash thread when it is large and the server local. */
   leafHasher(digests: readonly DigestName[], sizeHint?: number): LeafHasher;
+  /** Deploy logs (outside the deploys table: a log outgrows an item). */
+  deployLogs: LogStore;
+  /** Gets queued deploys run: the local server's worker, or SQS in AWS (set by the entry point; polling only by default). */
+  deployQueue: DeployQueue;
   close(): Promise<void>;
 }
 
@@ -103,6 +111,8 @@ export async function createServices(config: Config, logger: Logger = createLogg
     uploads: new UploadStore(db),
     sites: new SiteStore(db),
     deploys: new DeployStore(db),
+    deployLogs: await createLogStore(config),
+    deployQueue: pollingQueue,
     ipfs: () => (node ??= createIpfsNode(config)),
     // Many Lambda instances upload at once in AWS; locally one process owns the data.
     gate: config.runtime === 'aws' ? new DynamoUploadGate(db, logger) : new LocalUploadGate(),
@@ -114,4 +124,14 @@ export async function createServices(config: Config, logger: Logger = createLogg
       db.client.destroy();
     },
   };
+}
+
+/** The stack's bucket in AWS, files under the data directory otherwise. */
+async function createLogStore(config: Config): Promise<LogStore> {
+  if (config.blockBucket) {
+    const { S3Client } = await import('@aws-sdk/client-s3');
+    const { S3LogStore } = await import('./logs/s3-log-store.js');
+    return new S3LogStore(new S3Client({ region: config.region }), config.blockBucket);
+  }
+  return new FileLogStore(join(config.dataDir, 'deploy-logs'));
 }

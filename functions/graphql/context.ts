@@ -8,6 +8,7 @@ import type { Account } from '../core/data/accounts.js';
 import type { ApiKeyCaller } from '../core/data/api-keys.js';
 import type { Team, TeamMember } from '../core/data/teams.js';
 import type { Deploy } from '../core/data/deploys.js';
+import type { Site } from '../core/data/sites.js';
 import type { Services } from '../core/services.js';
 import { graphqlError } from './errors.js';
 import { PageTokens } from './pagination.js';
@@ -108,6 +109,8 @@ export class Loaders {
   readonly deploy: BatchLoader<{ siteId: string; deployId: string }, Deploy>;
   readonly team: ((id: string) => Promise<Team | undefined>) & { forget(id: string): void };
   readonly account: (id: string) => Promise<Account | undefined>;
+  /** Sites by id (a page of deploys asks for its site once per deploy). */
+  readonly site: ((id: string) => Promise<Site | undefined>) & { forget(id: string): void };
   private readonly members: ((key: string) => Promise<TeamMember | undefined>) & { forget(key: string): void };
   private tokens?: Promise<PageTokens>;
 
@@ -119,6 +122,7 @@ export class Loaders {
     });
     this.team = remember((id) => services.teams.get(id));
     this.account = remember((id) => services.accounts.getAccount(id));
+    this.site = remember((id) => services.sites.getById(id));
     this.members = remember((key) => {
       const [teamId, accountId] = key.split('/') as [string, string];
       return services.teams.getMember(teamId, accountId);
@@ -127,6 +131,11 @@ export class Loaders {
 
   member(teamId: string, accountId: string): Promise<TeamMember | undefined> {
     return this.members(`${teamId}/${accountId}`);
+  }
+
+  /** After a mutation changed a site: later fields of the same request read it afresh. */
+  forgetSite(id: string): void {
+    this.site.forget(id);
   }
 
   /** After a mutation changed a membership: later fields of the same request read it afresh. */

@@ -7,6 +7,7 @@ import { CID } from 'multiformats/cid';
 import type { ApiKeyCaller } from '../core/data/api-keys.js';
 import { SLUG_PATTERN, type BuildSettings, type DeploySettings, type NewSite, type Site, type SitePlatform, type SiteSource } from '../core/data/sites.js';
 import { badInput } from './errors.js';
+import { parseRepositoryUrl } from '../core/hosting/repository-url.js';
 
 export interface EnvironmentVariableInput {
   name: string;
@@ -107,15 +108,12 @@ function environmentVariables(list: EnvironmentVariableInput[], field: string): 
 
 function repositoryUrl(value: string, field: string): string {
   text(value, field, LIMITS.url);
-  const scpLike = /^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s]+$/.test(value);
-  let url: URL | undefined;
   try {
-    url = new URL(value);
-  } catch {
-    url = undefined;
+    parseRepositoryUrl(value);
+  } catch (err) {
+    // Deploys clone public repositories over HTTP(S): anything else would only fail at deploy time.
+    throw badInput(`${field}: ${(err as Error).message}`, field);
   }
-  const ok = scpLike || (url !== undefined && ['https:', 'http:', 'ssh:', 'git:'].includes(url.protocol) && url.hostname !== '');
-  if (!ok) throw badInput(`${field} must be a repository URL (https://host/owner/repo.git or git@host:owner/repo.git)`, field);
   return value;
 }
 

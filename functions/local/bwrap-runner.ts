@@ -9,8 +9,10 @@
  * service user's home (cloud and registry credentials): each is an empty
  * tmpfs. Its own pid namespace means killing bwrap kills every process of
  * the build, and a process left in the background when the command exits
- * dies with it. The network is shared so that `npm install` can fetch:
- * that includes the host's loopback, where the service's ports listen.
+ * dies with it. The network is the build's own (loopback only) unless the
+ * operator shares the host's (CAIRN_BUILD_NETWORK=host) so `npm install`
+ * can fetch: that includes the host's loopback, where the service's ports
+ * listen.
  */
 import { spawn } from 'node:child_process';
 import { constants as osConstants, homedir, tmpdir } from 'node:os';
@@ -27,7 +29,7 @@ export interface BwrapRunnerOptions {
   hide: string[];
   /** The bubblewrap binary, looked up on the service's PATH unless it has a slash. */
   bwrapPath?: string;
-  /** Share the host's network (default true: builds fetch their dependencies). */
+  /** Share the host's network (the caller passes config.build.network === 'host'); default true. */
   network?: boolean;
 }
 

@@ -5,6 +5,7 @@
  */
 import { access, constants, mkdir } from 'node:fs/promises';
 import type { Server } from 'node:http';
+import { join } from 'node:path';
 import { ConfigError, type Config } from '../core/config.js';
 import { createLogger, type Logger } from '../core/logger.js';
 import { createNodeServer, listen } from '../core/http/node.js';
@@ -19,6 +20,8 @@ import { createS3Handler } from '../s3/app.js';
 import { createGatewayHandler } from '../gateway/app.js';
 import { createGraphqlHandler } from '../graphql/server.js';
 import { collectGarbage } from '../core/storage/collect.js';
+import { LocalDeployQueue } from './deploy-queue.js';
+import { BwrapRunner } from './bwrap-runner.js';
 
 export interface LocalService {
   config: Config;
@@ -102,11 +105,23 @@ export async function startLocalService(config: Config, logger: Logger = createL
   const storage = await openLocalStorage(config, logger);
   const { config: cfg, services } = storage;
   const servers: Server[] = [];
+  const deploys = new LocalDeployQueue(
+    {
+      services,
+      runner: new BwrapRunner({ sandbox: cfg.build.sandbox, hide: [cfg.dataDir], network: cfg.build.network === 'host' }),
+      // Inside the data directory: the sandbox hides the rest of it from the build.
+      workspace: join(cfg.dataDir, 'builds'),
+      buildTimeoutMs: cfg.build.timeoutMs,
+    },
+    cfg.build.concurrency,
+    logger.child({ fn: 'deploys' }),
+  );
   let collector: NodeJS.Timeout | undefined;
   let collecting: Promise<unknown> = Promise.resolve();
   const stop = async () => {
     clearInterval(collector);
     await collecting;
+    await deploys.stop();
     await Promise.all(
       servers.map(
         (s) =>
@@ -120,6 +135,8 @@ export async function startLocalService(config: Config, logger: Logger = createL
   };
   try {
     const bootstrap = await bootstrapAccounts(services);
+    services.deployQueue = deploys;
+    await deploys.start();
     const { host, ports } = cfg;
     servers.push(await serve('graphql', 'CAIRN_API_PORT', createGraphqlHandler(services), ports.api, host, logger));
     servers.push(await serve('s3', 'CAIRN_S3_PORT', createS3Handler(services), ports.s3, host, logger));

@@ -262,7 +262,7 @@ describe.each(graphqlDoors(() => lambda))('GraphQL API through the $name', (door
       ['a docker image with spaces', { buildSettings: { dockerImage: 'node slim' } }, 'input.buildSettings.dockerImage'],
       ['a description over 1000 characters', { description: 'x'.repeat(1001) }, 'input.description'],
       ['a repository URL that is not one', { deploySettings: { source: { repository: { type: 'GIT_HOST', url: 'not a url', branch: 'main' } } } }, 'input.deploySettings.source.repository.url'],
-      ['a branch with spaces', { deploySettings: { source: { repository: { type: 'GIT_HOST', url: 'https://x.example/r.git', branch: 'my branch' } } } }, 'input.deploySettings.source.repository.branch'],
+      ['a branch with spaces', { deploySettings: { source: { repository: { type: 'GIT_HOST', url: 'https://x.example/o/r.git', branch: 'my branch' } } } }, 'input.deploySettings.source.repository.branch'],
       ['a CID that is not one', { deploySettings: { source: { ipfs: { cid: 'not-a-cid' } } } }, 'input.deploySettings.source.ipfs.cid'],
       ['no source', { deploySettings: {} }, 'input.deploySettings.source'],
       ['autoPublishing null', { deploySettings: { source: REPO, autoPublishing: null } }, 'input.deploySettings.autoPublishing'],
@@ -387,11 +387,10 @@ describe.each(graphqlDoors(() => lambda))('GraphQL API through the $name', (door
       expect(result.text).not.toMatch(/EXPLODED|stack|at [A-Za-z]+ \(/);
     });
 
-    test('triggerDeploy, retryDeploy and purgeCache are NOT_IMPLEMENTED until the deploy pipeline lands (after the access check)', async () => {
+    test('purgeCache is NOT_IMPLEMENTED until the CDN lands (after the access check); deploy mutations check the site first', async () => {
       const site = await createSite();
+      expect(onlyError(await client.gql(a.apiKey, 'mutation ($id: ID!) { retryDeploy(siteId: $id, deployId: "d") { id } }', { id: site.id })).extensions.code).toBe('NOT_FOUND');
       for (const [query, variables] of [
-        ['mutation ($id: ID!) { triggerDeploy(siteId: $id, commit: "abc") { id } }', { id: site.id }],
-        ['mutation ($id: ID!) { retryDeploy(siteId: $id, deployId: "d") { id } }', { id: site.id }],
         ['mutation ($id: String!) { purgeCache(input: { siteId: $id }) }', { id: site.id }],
       ] as const) {
         expect(onlyError(await client.gql(a.apiKey, query, variables)).extensions.code).toBe('NOT_IMPLEMENTED');

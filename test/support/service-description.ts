@@ -59,12 +59,15 @@ export const ADDED_QUERIES: Record<string, string> = {
   getMembersByTeam: '(teamId: ID!): [TeamMember!]',
   getApiKeysByTeam: '(teamId: ID!): [ApiKey!]',
   getStorageKeyPairs: '(): [StorageKeyPair!]!',
+  getDeployById: '(siteId: ID!, deployId: ID!): Deploy',
 };
 
 export const ADDED_MUTATIONS: Record<string, string> = {
   createSite: '(input: CreateSiteInput!): Site',
   updateSite: '(siteId: ID!, input: UpdateSiteInput!): Site',
   deleteSite: '(siteId: ID!): Boolean',
+  cancelDeploy: '(siteId: ID!, deployId: ID!): Deploy',
+  publishDeploy: '(siteId: ID!, deployId: ID!): Deploy',
   createTeam: '(name: String!): NewTeam',
   updateTeam: '(teamId: ID!, name: String!): Team',
   addTeamMember: '(teamId: ID!, accountName: String!, role: TeamRole): TeamMember',

@@ -1,16 +1,31 @@
 /**
  * Deploys, in the deploys table, under their site with time-sortable ids:
- *   SITE#<siteId> / DEPLOY#<id>   gsi1 (only while waiting for a worker): QUEUE / <id>
+ *   SITE#<siteId> / DEPLOY#<id>   gsi1: QUEUE / <id> while waiting for a worker, RUNNING / <id> while one runs it
  * so a site's deploys are one partition, newest last: a page of them, newest
  * first, is one reverse Query from a key, however deep the page.
+ *
+ * A deploy is one record the pipeline moves along (functions/deploy-worker):
+ * `phase` says where it is (the API reports IN_PROGRESS for all of them),
+ * and each move is a conditional update, so a deploy is claimed by one
+ * worker, finishes once, and a cancel between two steps is never lost. What
+ * the deploy builds (its source and build settings) is copied from the site
+ * when it is triggered: a change to the site affects later deploys only.
+ * A DEPLOYED deploy references its root CID (an item in the objects table,
+ * written in the same transaction), so collection keeps its blocks until
+ * the deploy is deleted with its site.
  */
-import { BatchGetCommand, BatchWriteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, BatchWriteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { newSortableId } from '../ids.js';
 import type { Database } from './dynamo.js';
+import { candidateItem, cidReference } from './objects.js';
 import { queryAll, queryPage, type Page } from './pages.js';
 import { withoutKeys } from './tables.js';
+import { CID } from 'multiformats/cid';
 
 export type DeployStatus = 'IN_PROGRESS' | 'DEPLOYED' | 'FAILED' | 'CANCELLED';
+
+/** Where an IN_PROGRESS deploy is. */
+export type DeployPhase = 'queued' | 'cloning' | 'building' | 'uploading' | 'publishing';
 
 export interface DeployRepository {
   commit?: string | null;
@@ -18,6 +33,18 @@ export interface DeployRepository {
   owner?: string | null;
   name?: string | null;
   message?: string | null;
+}
+
+/** What a deploy builds: a commit of a git repository, or content already on IPFS. */
+export type DeploySource = { kind: 'git'; url: string; branch: string; commit?: string | null } | { kind: 'ipfs'; cid: string };
+
+/** The site's build settings as they were when the deploy was triggered. */
+export interface DeployBuild {
+  command?: string | null;
+  baseDirectory?: string | null;
+  publishDirectory?: string | null;
+  image?: string | null;
+  env: Record<string, string>;
 }
 
 export interface Deploy {
@@ -30,11 +57,47 @@ export interface Deploy {
   ipfsHash?: string | null;
   previewImage?: string | null;
   totalTime?: number | null;
+  /** Only in records written before logs moved to the log store; the API reads the log store. */
   log?: string | null;
   published: boolean;
   autoPublish: boolean;
   repository: DeployRepository;
+  phase?: DeployPhase | null;
+  source?: DeploySource | null;
+  build?: DeployBuild | null;
+  /** A pull-request preview: never published automatically. */
+  preview?: boolean | null;
+  /** The deploy this one retries. */
+  retryOf?: string | null;
+  /** Set while running: the worker stops at its next step (and kills the build). */
+  cancelRequested?: boolean | null;
+  /** Why it failed or was cancelled (also the log's last line). */
+  reason?: string | null;
 }
+
+export interface NewDeploy {
+  siteId: string;
+  autoPublish: boolean;
+  repository: DeployRepository;
+  source?: DeploySource;
+  build?: DeployBuild;
+  preview?: boolean;
+  retryOf?: string;
+}
+
+export interface DeployEnd {
+  status: Exclude<DeployStatus, 'IN_PROGRESS'>;
+  reason?: string;
+  ipfsHash?: string;
+  /** The CIDv0 of ipfsHash: the deploy references it from now on (DEPLOYED only). */
+  referenceCid?: string;
+  repository?: DeployRepository;
+}
+
+const key = (siteId: string, deployId: string) => ({ pk: `SITE#${siteId}`, sk: `DEPLOY#${deployId}` });
+
+/** The holder name of a deploy's CID reference (data/objects.ts): holders that are not objects start with '#'. */
+export const deployHolder = (siteId: string, deployId: string) => `#DEPLOY#${siteId}#${deployId}`;
 
 export class DeployStore {
   constructor(
@@ -47,12 +110,12 @@ export class DeployStore {
   }
 
   /** Records a new deploy waiting for a worker. */
-  async enqueue(siteId: string, init: { autoPublish: boolean; repository: DeployRepository }): Promise<Deploy> {
+  async enqueue(init: NewDeploy): Promise<Deploy> {
     const now = this.now();
     const deploy: Deploy = {
       id: newSortableId(now.getTime()),
-      siteId,
       status: 'IN_PROGRESS',
+      phase: 'queued',
       createdAt: now.toISOString(),
       published: false,
       ...init,
@@ -60,16 +123,144 @@ export class DeployStore {
     await this.db.doc.send(
       new PutCommand({
         TableName: this.table,
-        Item: { pk: `SITE#${siteId}`, sk: `DEPLOY#${deploy.id}`, gsi1pk: 'QUEUE', gsi1sk: deploy.id, ...deploy },
+        Item: { ...key(deploy.siteId, deploy.id), gsi1pk: 'QUEUE', gsi1sk: deploy.id, ...stripUndefined(deploy) },
         ConditionExpression: 'attribute_not_exists(pk)',
       }),
     );
     return deploy;
   }
 
+  /**
+   * Takes a queued deploy for this worker: it leaves the queue and starts
+   * cloning. Undefined when it is no longer queued (another worker took it,
+   * or it was cancelled).
+   */
+  async claim(siteId: string, deployId: string): Promise<Deploy | undefined> {
+    try {
+      const out = await this.db.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: key(siteId, deployId),
+          UpdateExpression: 'SET phase = :cloning, startedAt = :now, gsi1pk = :running',
+          ConditionExpression: 'phase = :queued AND #status = :inProgress',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':cloning': 'cloning', ':now': this.now().toISOString(), ':running': 'RUNNING', ':queued': 'queued', ':inProgress': 'IN_PROGRESS' },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return fromItem(out.Attributes!);
+    } catch (err) {
+      if ((err as Error).name === 'ConditionalCheckFailedException') return undefined;
+      throw err;
+    }
+  }
+
+  /** Moves a running deploy to its next phase (with what the phase learned); false once it was cancelled or ended. */
+  async advance(siteId: string, deployId: string, phase: DeployPhase, set: Partial<Pick<Deploy, 'repository'>> = {}): Promise<boolean> {
+    const names: Record<string, string> = { '#status': 'status' };
+    const values: Record<string, unknown> = { ':phase': phase, ':inProgress': 'IN_PROGRESS' };
+    let update = 'SET phase = :phase';
+    if (set.repository) {
+      update += ', repository = :repository';
+      values[':repository'] = set.repository;
+    }
+    try {
+      await this.db.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: key(siteId, deployId),
+          UpdateExpression: update,
+          ConditionExpression: '#status = :inProgress AND attribute_not_exists(cancelRequested)',
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+        }),
+      );
+      return true;
+    } catch (err) {
+      if ((err as Error).name === 'ConditionalCheckFailedException') return false;
+      throw err;
+    }
+  }
+
+  /**
+   * Ends an IN_PROGRESS deploy, once: it leaves the queue and the running
+   * list. A DEPLOYED end writes the deploy's CID reference in the same
+   * transaction. Undefined when it had already ended.
+   */
+  async finish(siteId: string, deployId: string, end: DeployEnd): Promise<Deploy | undefined> {
+    const current = await this.get(siteId, deployId);
+    if (!current || current.status !== 'IN_PROGRESS') return undefined;
+    const now = this.now();
+    const started = current.startedAt ?? current.createdAt;
+    const finished: Deploy = {
+      ...current,
+      status: end.status,
+      phase: null,
+      completedAt: now.toISOString(),
+      startedAt: started,
+      totalTime: Math.max(0, now.getTime() - Date.parse(started)),
+      reason: end.reason ?? null,
+      ipfsHash: end.ipfsHash ?? current.ipfsHash ?? null,
+      repository: end.repository ?? current.repository,
+      cancelRequested: null,
+    };
+    const items: NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']> = [
+      {
+        Put: {
+          TableName: this.table,
+          Item: { ...key(siteId, deployId), ...stripUndefined(finished) },
+          ConditionExpression: '#status = :inProgress',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':inProgress': 'IN_PROGRESS' },
+        },
+      },
+    ];
+    if (end.status === 'DEPLOYED' && end.referenceCid) {
+      items.push({ Put: { TableName: this.db.tables.objects, Item: cidReference(end.referenceCid, deployHolder(siteId, deployId)) } });
+    }
+    try {
+      await this.db.doc.send(new TransactWriteCommand({ TransactItems: items }));
+      return finished;
+    } catch (err) {
+      if ((err as Error).name === 'TransactionCanceledException') return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * Asks for a deploy to stop. A queued one ends CANCELLED at once; a
+   * running one is marked, and its worker stops (and kills the build).
+   * Returns the deploy as it now is, or undefined if it had already ended.
+   */
+  async requestCancel(siteId: string, deployId: string, reason: string): Promise<Deploy | undefined> {
+    const current = await this.get(siteId, deployId);
+    if (!current || current.status !== 'IN_PROGRESS') return undefined;
+    if (current.phase === 'queued') {
+      const ended = await this.finish(siteId, deployId, { status: 'CANCELLED', reason });
+      if (ended) return ended;
+      return this.requestCancel(siteId, deployId, reason); // claimed meanwhile: mark it instead
+    }
+    try {
+      await this.db.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: key(siteId, deployId),
+          UpdateExpression: 'SET cancelRequested = :yes, reason = :reason',
+          ConditionExpression: '#status = :inProgress',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':yes': true, ':reason': reason, ':inProgress': 'IN_PROGRESS' },
+        }),
+      );
+    } catch (err) {
+      if ((err as Error).name === 'ConditionalCheckFailedException') return undefined;
+      throw err;
+    }
+    return { ...current, cancelRequested: true, reason };
+  }
+
   async get(siteId: string, deployId: string): Promise<Deploy | undefined> {
     const out = await this.db.doc.send(
-      new GetCommand({ TableName: this.table, Key: { pk: `SITE#${siteId}`, sk: `DEPLOY#${deployId}` } }),
+      new GetCommand({ TableName: this.table, Key: key(siteId, deployId), ConsistentRead: true }),
     );
     return out.Item ? fromItem(out.Item) : undefined;
   }
@@ -118,16 +309,34 @@ export class DeployStore {
     );
   }
 
-  /** Deletes every deploy of a site (after the site itself is gone), 25 to a request. */
+  /**
+   * Deletes every deploy of a site (after the site itself is gone), 25 to a
+   * request, then releases their CIDs to garbage collection (a reference
+   * left by a crash in between only keeps blocks longer).
+   */
   async deleteAllOfSite(siteId: string): Promise<number> {
-    const keys = await queryAll(this.db, {
+    const items = await queryAll(this.db, {
       TableName: this.table,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :deploy)',
       ExpressionAttributeValues: { ':pk': `SITE#${siteId}`, ':deploy': 'DEPLOY#' },
-      ProjectionExpression: 'pk, sk',
+      ProjectionExpression: 'pk, sk, ipfsHash, #status',
+      ExpressionAttributeNames: { '#status': 'status' },
     });
-    await this.batchWrite(keys.map((Key) => ({ DeleteRequest: { Key } })));
-    return keys.length;
+    await this.batchWrite(items.map((item) => ({ DeleteRequest: { Key: { pk: item.pk, sk: item.sk } } })));
+    for (const item of items) {
+      if (item.status !== 'DEPLOYED' || typeof item.ipfsHash !== 'string') continue;
+      const deployId = (item.sk as string).slice('DEPLOY#'.length);
+      const cid = referenceCidOf(item.ipfsHash);
+      await this.db.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Put: { TableName: this.db.tables.objects, Item: candidateItem(cid) } },
+            { Delete: { TableName: this.db.tables.objects, Key: cidReference(cid, deployHolder(siteId, deployId)) } },
+          ],
+        }),
+      );
+    }
+    return items.length;
   }
 
   private async batchWrite(requests: Array<Record<string, unknown>>): Promise<void> {
@@ -143,17 +352,49 @@ export class DeployStore {
 
   /** Deploys waiting for a worker, oldest first. */
   async listQueued(limit: number): Promise<Deploy[]> {
+    return this.listIndex('QUEUE', limit);
+  }
+
+  /** Deploys a worker is running (or was, when its process died). */
+  async listRunning(limit = 100): Promise<Deploy[]> {
+    return this.listIndex('RUNNING', limit);
+  }
+
+  private async listIndex(pk: string, limit: number): Promise<Deploy[]> {
     const out = await this.db.doc.send(
       new QueryCommand({
         TableName: this.table,
         IndexName: 'gsi1',
         KeyConditionExpression: 'gsi1pk = :q',
-        ExpressionAttributeValues: { ':q': 'QUEUE' },
+        ExpressionAttributeValues: { ':q': pk },
         Limit: limit,
       }),
     );
     return (out.Items ?? []).map(fromItem);
   }
+
+  /** The site's queued deploys, newest first (at most `limit`). */
+  async listQueuedOfSite(siteId: string, limit = 100): Promise<Deploy[]> {
+    const items = await queryAll(this.db, {
+      TableName: this.table,
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :deploy)',
+      FilterExpression: 'phase = :queued',
+      ExpressionAttributeValues: { ':pk': `SITE#${siteId}`, ':deploy': 'DEPLOY#', ':queued': 'queued' },
+      ScanIndexForward: false,
+      ConsistentRead: true,
+    });
+    return items.slice(0, limit).map(fromItem);
+  }
+}
+
+/** The CID form references and collection candidates use: CIDv0 for dag-pb (what objects reference too). */
+export function referenceCidOf(cid: string): string {
+  const parsed = CID.parse(cid);
+  return parsed.code === 0x70 && parsed.version === 1 ? parsed.toV0().toString() : parsed.toString();
+}
+
+function stripUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
 }
 
 function fromItem(item: Record<string, unknown>): Deploy {

@@ -8,7 +8,7 @@
  * site and a renamed site answers to its new slug at once. Updates are
  * optimistic: each write is conditioned on the `version` it read.
  */
-import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { newId } from '../ids.js';
 import { ConflictError } from './errors.js';
@@ -239,6 +239,42 @@ export class SiteStore {
         if (reasons[2]?.Code === 'ConditionalCheckFailed') throw new SlugTakenError(next.slug);
         if (attempt >= MAX_ATTEMPTS) throw new ConflictError('the site keeps changing under this update; try again');
       }
+    }
+  }
+
+  /** Points the site at its newest deploy (a new version, so a concurrent update() re-reads instead of writing the old pointer back). */
+  async setLatestDeploy(siteId: string, deployId: string): Promise<void> {
+    await this.setPointer(siteId, 'latestDeployId', deployId, 'attribute_exists(pk)');
+  }
+
+  /**
+   * Publishes a deploy. With `onlyIfNewer` (a deploy that just finished) it
+   * does not replace a newer deploy already published: deploy ids sort by
+   * creation. Returns whether the deploy is now the published one.
+   */
+  async publishDeploy(siteId: string, deployId: string, options: { onlyIfNewer: boolean }): Promise<boolean> {
+    const condition = options.onlyIfNewer
+      ? 'attribute_exists(pk) AND (attribute_not_exists(publishedDeployId) OR attribute_type(publishedDeployId, :nullType) OR publishedDeployId <= :value)'
+      : 'attribute_exists(pk)';
+    return this.setPointer(siteId, 'publishedDeployId', deployId, condition, options.onlyIfNewer ? { ':nullType': 'NULL' } : {});
+  }
+
+  private async setPointer(siteId: string, field: 'latestDeployId' | 'publishedDeployId', deployId: string, condition: string, values: Record<string, unknown> = {}): Promise<boolean> {
+    try {
+      await this.db.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk: `SITE#${siteId}`, sk: 'SITE' },
+          UpdateExpression: `SET #field = :value, version = if_not_exists(version, :zero) + :one`,
+          ConditionExpression: condition,
+          ExpressionAttributeNames: { '#field': field },
+          ExpressionAttributeValues: { ':value': deployId, ':zero': 0, ':one': 1, ...values },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if ((err as Error).name === 'ConditionalCheckFailedException') return false;
+      throw err;
     }
   }
 

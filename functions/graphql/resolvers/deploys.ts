@@ -1,18 +1,36 @@
 /**
- * Deploys: the site's listing, newest first. triggerDeploy, retryDeploy and
- * purgeCache arrive with the deploy pipeline and the CDN; until then they
- * check the caller's access like every operation, then say NOT_IMPLEMENTED.
+ * Deploys: the site's listing, newest first, one deploy, and what a team
+ * does with them (trigger, retry, cancel, publish: core/hosting/deploys.ts).
+ * purgeCache arrives with the CDN; until then it checks the caller's access
+ * like every operation, then says NOT_IMPLEMENTED.
  */
 import type { Deploy } from '../../core/data/deploys.js';
+import { cancelDeploy, DeployNotFoundError, DeployRequestError, publishDeploy, retryDeploy, triggerDeploy } from '../../core/hosting/deploys.js';
+import { deployLogKey } from '../../core/ports/log-store.js';
 import type { GraphqlContext } from '../context.js';
-import { graphqlError } from '../errors.js';
+import { badInput, graphqlError, notFound } from '../errors.js';
 import { pageSize } from '../pagination.js';
 import { ownSite, requireSite } from './access.js';
 
-const notYet = (what: string) => graphqlError('NOT_IMPLEMENTED', `${what} arrives with the deploy pipeline; it is not available yet`);
+const notYet = (what: string) => graphqlError('NOT_IMPLEMENTED', `${what} arrives with the CDN; it is not available yet`);
+
+/** The hosting core's refusals in GraphQL's words. */
+async function hosting<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof DeployRequestError) throw badInput(err.message, err.field);
+    if (err instanceof DeployNotFoundError) throw notFound('deploy');
+    throw err;
+  }
+}
 
 export const deployResolvers = {
   Query: {
+    getDeployById: async (_: unknown, args: { siteId: string; deployId: string }, ctx: GraphqlContext) => {
+      const [site, deploy] = await Promise.all([ctx.loaders.site(args.siteId), ctx.services.deploys.get(args.siteId, args.deployId)]);
+      return ownSite(ctx, site) ? (deploy ?? null) : null;
+    },
     getDeploysBySite: async (_: unknown, args: { siteId: string; limit?: number | null; nextToken?: string | null }, ctx: GraphqlContext) => {
       const limit = pageSize(args.limit);
       const tokens = await ctx.loaders.pageTokens();
@@ -27,13 +45,23 @@ export const deployResolvers = {
     },
   },
   Mutation: {
-    triggerDeploy: async (_: unknown, args: { siteId: string }, ctx: GraphqlContext) => {
-      await requireSite(ctx, args.siteId);
-      throw notYet('triggerDeploy');
+    triggerDeploy: async (_: unknown, args: { siteId: string; commit?: string | null }, ctx: GraphqlContext) => {
+      const site = await requireSite(ctx, args.siteId);
+      return hosting(() => triggerDeploy(ctx.services, site, args.commit));
     },
     retryDeploy: async (_: unknown, args: { siteId: string; deployId: string }, ctx: GraphqlContext) => {
-      await requireSite(ctx, args.siteId);
-      throw notYet('retryDeploy');
+      const site = await requireSite(ctx, args.siteId);
+      return hosting(() => retryDeploy(ctx.services, site, args.deployId));
+    },
+    cancelDeploy: async (_: unknown, args: { siteId: string; deployId: string }, ctx: GraphqlContext) => {
+      const site = await requireSite(ctx, args.siteId);
+      return hosting(() => cancelDeploy(ctx.services, site, args.deployId));
+    },
+    publishDeploy: async (_: unknown, args: { siteId: string; deployId: string }, ctx: GraphqlContext) => {
+      const site = await requireSite(ctx, args.siteId);
+      const deploy = await hosting(() => publishDeploy(ctx.services, site, args.deployId));
+      ctx.loaders.forgetSite(site.id);
+      return deploy;
     },
     purgeCache: async (_: unknown, args: { input: { siteId: string } }, ctx: GraphqlContext) => {
       await requireSite(ctx, args.input.siteId);
@@ -42,7 +70,10 @@ export const deployResolvers = {
   },
   Deploy: {
     repository: (deploy: Deploy) => deploy.repository ?? {},
-    published: (deploy: Deploy) => deploy.published === true,
+    // The site says which deploy is published: exactly one at a time, with no second record to keep in step.
+    published: async (deploy: Deploy, _: unknown, ctx: GraphqlContext) => (await ctx.loaders.site(deploy.siteId))?.publishedDeployId === deploy.id,
     autoPublish: (deploy: Deploy) => deploy.autoPublish === true,
+    log: async (deploy: Deploy, _: unknown, ctx: GraphqlContext) =>
+      (await ctx.services.deployLogs.read(deployLogKey(deploy.siteId, deploy.id))) ?? deploy.log ?? null,
   },
 };

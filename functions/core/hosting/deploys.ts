@@ -1,0 +1,167 @@
+/**
+ * What a team does with deploys, whatever the door: trigger one (from the
+ * site's source and settings as they are now), retry one, cancel one,
+ * publish one. Each records the change in the deploys table and tells the
+ * deploy queue; the pipeline (functions/deploy-worker) does the work.
+ */
+import type { Services } from '../services.js';
+import type { Deploy, DeployBuild, DeploySource, NewDeploy } from '../data/deploys.js';
+import type { Site } from '../data/sites.js';
+import { parseRepositoryUrl } from './repository-url.js';
+import { deployLogKey } from '../ports/log-store.js';
+
+/** Owner and name for the deploy's `repository`, from a URL the site already holds. */
+function ownerAndName(url: string): { owner: string | null; name: string | null } {
+  try {
+    const { owner, name } = parseRepositoryUrl(url);
+    return { owner, name };
+  } catch {
+    return { owner: null, name: null };
+  }
+}
+
+/** A request the caller must change: the door renders it as its own bad-input error. */
+export class DeployRequestError extends Error {
+  override name = 'DeployRequestError';
+  constructor(
+    message: string,
+    readonly field?: string,
+  ) {
+    super(message);
+  }
+}
+
+export class DeployNotFoundError extends Error {
+  override name = 'DeployNotFoundError';
+  constructor() {
+    super('deploy not found');
+  }
+}
+
+const FULL_COMMIT = /^[0-9a-f]{40}$/;
+
+/** A line at the end of a deploy that never ran (cancelled while queued): its log says why. */
+async function endLog(services: Services, deploy: Deploy, text: string): Promise<void> {
+  const key = deployLogKey(deploy.siteId, deploy.id);
+  try {
+    const before = (await services.deployLogs.read(key)) ?? '';
+    await services.deployLogs.write(key, `${before}${new Date().toISOString()}  ${text}\n`);
+  } catch (err) {
+    services.logger.warn('could not write a deploy log', { deployId: deploy.id, err });
+  }
+}
+const COMMIT_PREFIX = /^[0-9a-f]{7,40}$/;
+
+function buildOf(site: Site): DeployBuild {
+  const b = site.buildSettings;
+  const env: Record<string, string> = {};
+  for (const v of b.environmentVariables ?? []) env[v.name] = v.value ?? '';
+  return { command: b.buildCommand ?? null, baseDirectory: b.baseDirectoryPath ?? null, publishDirectory: b.publishDirectoryPath ?? null, image: b.dockerImage ?? null, env };
+}
+
+function sourceOf(site: Site, commit: string | undefined): DeploySource {
+  if (site.platform === 'alt') {
+    throw new DeployRequestError('The site is on the alternative platform (the Internet Computer), which this service cannot deploy to; set its platform to IPFS to deploy it here.', 'siteId');
+  }
+  const source = site.deploySettings.source;
+  if (source.kind === 'ipfs') {
+    if (!source.cid) throw new DeployRequestError("The site's source is IPFS but names no CID; set deploySettings.source.ipfs.cid first.", 'siteId');
+    if (commit !== undefined) throw new DeployRequestError('The site deploys a CID, not a repository: a commit means nothing here.', 'commit');
+    return { kind: 'ipfs', cid: source.cid };
+  }
+  if (commit !== undefined && !COMMIT_PREFIX.test(commit)) {
+    throw new DeployRequestError('commit must be a commit hash: 7 to 40 lowercase hexadecimal digits.', 'commit');
+  }
+  return { kind: 'git', url: source.url, branch: source.branch, commit: commit ?? null };
+}
+
+async function enqueue(services: Services, site: Site, init: Omit<NewDeploy, 'siteId' | 'autoPublish' | 'build'>): Promise<Deploy> {
+  const deploy = await services.deploys.enqueue({
+    siteId: site.id,
+    autoPublish: site.deploySettings.autoPublishing,
+    build: buildOf(site),
+    ...init,
+  });
+  await services.sites.setLatestDeploy(site.id, deploy.id);
+  await supersede(services, deploy);
+  await services.deployQueue.enqueued(deploy).catch((err: unknown) => {
+    // The record is the queue: a worker polling finds it anyway.
+    services.logger.warn('could not wake the deploy queue; the deploy waits for the next poll', { deployId: deploy.id, err });
+  });
+  return deploy;
+}
+
+/**
+ * Older deploys of the same branch still waiting are skipped: only the
+ * newest commit is worth building (a running one finishes).
+ */
+async function supersede(services: Services, deploy: Deploy): Promise<void> {
+  if (deploy.source?.kind !== 'git') return;
+  const branch = deploy.source.branch;
+  for (const older of await services.deploys.listQueuedOfSite(deploy.siteId)) {
+    if (older.id >= deploy.id || older.source?.kind !== 'git' || older.source.branch !== branch || older.preview) continue;
+    const ended = await services.deploys.requestCancel(older.siteId, older.id, `superseded by ${deploy.id}`);
+    if (ended?.status === 'CANCELLED') await endLog(services, ended, `Cancelled: superseded by ${deploy.id}`);
+  }
+}
+
+export async function triggerDeploy(services: Services, site: Site, commit?: string | null): Promise<Deploy> {
+  const source = sourceOf(site, commit ?? undefined);
+  const repository =
+    source.kind === 'git'
+      ? { commit: source.commit ?? null, branch: source.branch, ...ownerAndName(source.url), message: null }
+      : { commit: null, branch: null, owner: null, name: null, message: null };
+  return enqueue(services, site, { source, repository });
+}
+
+async function existing(services: Services, site: Site, deployId: string): Promise<Deploy> {
+  const deploy = await services.deploys.get(site.id, deployId);
+  if (!deploy) throw new DeployNotFoundError();
+  return deploy;
+}
+
+/** A new deploy of the same commit (or CID) with the site's current settings; the old one stays as it was. */
+export async function retryDeploy(services: Services, site: Site, deployId: string): Promise<Deploy> {
+  const old = await existing(services, site, deployId);
+  if (old.status === 'IN_PROGRESS') throw new DeployRequestError(`Deploy ${deployId} is still in progress; cancel it first or wait for it to end.`, 'deployId');
+  if (site.platform === 'alt') sourceOf(site, undefined); // the same refusal as triggerDeploy
+  let source: DeploySource;
+  if (old.source?.kind === 'ipfs') source = old.source;
+  else if (old.source?.kind === 'git') {
+    const commit = old.repository?.commit ?? old.source.commit ?? null;
+    source = { kind: 'git', url: old.source.url, branch: old.source.branch, commit: commit && FULL_COMMIT.test(commit) ? commit : (old.source.commit ?? null) };
+  } else {
+    source = sourceOf(site, old.repository?.commit ?? undefined);
+  }
+  const repository =
+    source.kind === 'git'
+      ? { commit: source.commit ?? null, branch: source.branch, ...ownerAndName(source.url), message: null }
+      : { commit: null, branch: null, owner: null, name: null, message: null };
+  return enqueue(services, site, { source, repository, retryOf: old.id, preview: old.preview ?? undefined });
+}
+
+export async function cancelDeploy(services: Services, site: Site, deployId: string): Promise<Deploy> {
+  const deploy = await existing(services, site, deployId);
+  if (deploy.status !== 'IN_PROGRESS') throw new DeployRequestError(`Deploy ${deployId} has already ended (${deploy.status}); only a deploy in progress can be cancelled.`, 'deployId');
+  const now = await services.deploys.requestCancel(site.id, deployId, 'cancelled by request');
+  if (!now) {
+    const ended = await existing(services, site, deployId);
+    throw new DeployRequestError(`Deploy ${deployId} has already ended (${ended.status}); only a deploy in progress can be cancelled.`, 'deployId');
+  }
+  if (now.status === 'CANCELLED') await endLog(services, now, 'Cancelled: cancelled by request');
+  if (now.status === 'IN_PROGRESS') {
+    await services.deployQueue.cancelled(now).catch((err: unknown) => {
+      services.logger.warn('could not stop a cancelled build at once; its worker stops at its next check', { deployId, err });
+    });
+  }
+  return now;
+}
+
+/** Publishes any DEPLOYED deploy of the site (a rollback, or publishing with auto-publishing off). */
+export async function publishDeploy(services: Services, site: Site, deployId: string): Promise<Deploy> {
+  const deploy = await existing(services, site, deployId);
+  if (deploy.status !== 'DEPLOYED') throw new DeployRequestError(`Deploy ${deployId} is ${deploy.status}; only a DEPLOYED deploy can be published.`, 'deployId');
+  if (deploy.preview) throw new DeployRequestError(`Deploy ${deployId} is a pull-request preview; previews are not published.`, 'deployId');
+  if (!(await services.sites.publishDeploy(site.id, deployId, { onlyIfNewer: false }))) throw new DeployNotFoundError();
+  return deploy;
+}

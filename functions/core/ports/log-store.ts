@@ -1,0 +1,17 @@
+/**
+ * Where deploy logs live: outside DynamoDB items (400 KB at most), as one
+ * text per deploy, rewritten whole as it grows (a log is at most
+ * MAX_LOG_BYTES, see deploy-worker/deploy-log.ts). Files under the data
+ * directory on one machine (functions/local/file-log-store.ts), objects in
+ * the stack's bucket in AWS.
+ */
+export interface LogStore {
+  /** Replaces the log stored under `key`. */
+  write(key: string, text: string): Promise<void>;
+  /** The log, or undefined if none was written. */
+  read(key: string): Promise<string | undefined>;
+  delete(key: string): Promise<void>;
+}
+
+/** A deploy's log key. */
+export const deployLogKey = (siteId: string, deployId: string) => `${siteId}/${deployId}`;

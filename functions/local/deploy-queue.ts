@@ -1,0 +1,108 @@
+/**
+ * The deploy worker of the local server: runs queued deploys in order,
+ * CAIRN_BUILD_CONCURRENCY at a time, in this process. The deploys table is
+ * the queue (a restart loses nothing queued); triggerDeploy wakes the
+ * worker at once and a poll catches anything a wake-up missed. At start,
+ * deploys a previous process was running end FAILED ("interrupted by a
+ * restart"): their builds died with it.
+ */
+import type { Deploy } from '../core/data/deploys.js';
+import type { DeployQueue } from '../core/ports/deploy-queue.js';
+import type { Logger } from '../core/logger.js';
+import { runDeploy, type PipelineOptions } from '../deploy-worker/pipeline.js';
+
+const POLL_MS = 2000;
+
+export class LocalDeployQueue implements DeployQueue {
+  private readonly running = new Map<string, { controller: AbortController; done: Promise<unknown> }>();
+  private timer?: NodeJS.Timeout;
+  private pumping?: Promise<void>;
+  private again = false;
+  private stopped = false;
+
+  constructor(
+    private readonly pipeline: PipelineOptions,
+    private readonly concurrency: number,
+    private readonly logger: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    const { deploys } = this.pipeline.services;
+    for (const deploy of await deploys.listRunning()) {
+      const ended = await deploys.finish(deploy.siteId, deploy.id, { status: 'FAILED', reason: 'interrupted by a restart of the service' });
+      if (ended) {
+        const { DeployLog } = await import('../deploy-worker/deploy-log.js');
+        const { deployLogKey } = await import('../core/ports/log-store.js');
+        const logs = this.pipeline.services.deployLogs;
+        const key = deployLogKey(deploy.siteId, deploy.id);
+        const log = new DeployLog(logs, key, this.logger);
+        log.output((await logs.read(key).catch(() => undefined)) ?? '');
+        log.line('Failed: interrupted by a restart of the service');
+        await log.close();
+      }
+    }
+    this.timer = setInterval(() => this.wake(), POLL_MS);
+    this.timer.unref();
+    this.wake();
+  }
+
+  async enqueued(): Promise<void> {
+    this.wake();
+  }
+
+  async cancelled(deploy: Deploy): Promise<void> {
+    this.running.get(deploy.id)?.controller.abort();
+  }
+
+  /** Looks for work now (once at a time; a wake-up during a look makes another). */
+  private wake(): void {
+    if (this.stopped) return;
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.pumping = this.pump()
+      .catch((err: unknown) => this.logger.error('the deploy queue could not look for work; it looks again shortly', { err }))
+      .finally(() => {
+        this.pumping = undefined;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+        }
+      });
+  }
+
+  private async pump(): Promise<void> {
+    const { deploys } = this.pipeline.services;
+    // Cancels asked through another process reach a running build here.
+    for (const [id, run] of this.running) {
+      const deploy = (await deploys.listRunning()).find((d) => d.id === id);
+      if (!deploy || deploy.cancelRequested) run.controller.abort();
+    }
+    const free = this.concurrency - this.running.size;
+    if (free <= 0) return;
+    for (const queued of await deploys.listQueued(free + this.running.size + 10)) {
+      if (this.running.size >= this.concurrency) break;
+      if (this.running.has(queued.id)) continue;
+      const claimed = await deploys.claim(queued.siteId, queued.id);
+      if (!claimed) continue;
+      const controller = new AbortController();
+      const done = runDeploy(this.pipeline, claimed, controller.signal)
+        .catch((err: unknown) => this.logger.error('a deploy ended on an unexpected error', { deployId: claimed.id, err }))
+        .finally(() => {
+          this.running.delete(claimed.id);
+          this.wake();
+        });
+      this.running.set(claimed.id, { controller, done });
+    }
+  }
+
+  /** Stops taking work and cancels what runs (they end CANCELLED... or FAILED at the next start if the process dies first). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.pumping;
+    for (const run of this.running.values()) run.controller.abort();
+    await Promise.allSettled([...this.running.values()].map((r) => r.done));
+  }
+}
