@@ -22,7 +22,7 @@ import {
 } from '../support/clients.js';
 import { bytesOf, vectorNamed } from '../support/vectors.js';
 
-const SCRIPT = fileURLToPath(new URL('../clients/boto3_ops.py', import.meta.url));
+const SCRIPT = fileURLToPath(new URL('./boto3_ops.py', import.meta.url));
 
 let service: TestService;
 let ws: ClientWorkspace;

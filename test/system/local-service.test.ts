@@ -7,7 +7,6 @@ import { mkdtemp, rm, writeFile, chmod } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetObjectCommand, PutObjectCommand, ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
-import { ConfigError, loadConfig } from '../../functions/core/config.js';
 import { startTestService, freePort } from '../support/service.js';
 import { LEAN_NODE_FLAGS, ROOT } from '../support/child-service.js';
 import { readFileSync } from 'node:fs';
@@ -35,26 +34,6 @@ test('npm start passes the V8 flags the memory test and the benchmark run the se
 });
 
 describe('configuration', () => {
-  test.each([
-    ['CAIRN_API_PORT', '70000'],
-    ['CAIRN_S3_PORT', 'abc'],
-    ['CAIRN_GATEWAY_URL', 'not a url'],
-    ['CAIRN_LOG_LEVEL', 'loud'],
-    ['CAIRN_SECRET_KEY', 'c2hvcnQ='],
-  ])('%s=%s is refused, naming the variable', (name, value) => {
-    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
-    expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^${name}: `));
-  });
-
-  test('defaults are the documented local endpoints', () => {
-    const c = loadConfig({});
-    expect(c.ports).toEqual({ api: 4000, s3: 4001, gateway: 4002 });
-    expect(c.urls.baseUrl).toBe('http://127.0.0.1:4000');
-    expect(c.urls.storageEndpoint).toBe('http://127.0.0.1:4001');
-    expect(c.urls.gatewayUrl).toBe('http://127.0.0.1:4002');
-    expect(c.dataDir).toBe('./data');
-  });
-
   test('npm start with a port out of range prints one line naming it and exits non-zero', async () => {
     const { code, stderr } = await runLocal({ CAIRN_API_PORT: '99999' });
     expect(code).toBe(1);
