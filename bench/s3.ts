@@ -16,8 +16,8 @@
  * beside each goal.
  *
  * The client (this process) loads nothing of the service, and `npm run
- * bench:s3` runs it with two of the server's flags (LEAN_NODE_FLAGS
- * explains them): `--external-memory-accounted-in-global-limit`, without
+ * bench:s3` runs it with two of the server's flags (npmStartArgs in
+ * test/support/child-service.ts explains them): `--external-memory-accounted-in-global-limit`, without
  * which the client spends most of a big GET in full collections its own
  * socket buffers start and, the slowest party on two cores, sets the pace
  * whichever server it reads from; and a floor under its old generation's
@@ -45,7 +45,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { freePort } from '../test/support/service-env.js';
-import { LEAN_NODE_FLAGS, peakRssMiB, ROOT, startChildService, stopChild, waitForHttp } from '../test/support/child-service.js';
+import { peakRssMiB, ROOT, startChildService, stopChild, waitForHttp } from '../test/support/child-service.js';
 
 const num = (name: string, fallback: number) => {
   const v = Number(process.env[name]);
@@ -100,7 +100,7 @@ async function startCairn(extra: string[] = []): Promise<Server> {
     if (name === undefined) throw new Error(`"${setting}" in BENCH_SERVERS is neither a Node flag (--...) nor NAME=value`);
     env[name] = value!;
   }
-  const cairn = await startChildService({ env, nodeArgs: [...LEAN_NODE_FLAGS, ...NODE_FLAGS, ...extraFlags, ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [])] });
+  const cairn = await startChildService({ env, nodeArgs: [...NODE_FLAGS, ...extraFlags, ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [])] });
   leftovers.push(cairn.dataDir);
   return {
     name: extra.length ? `Cairn ${extra.join(' ')}` : 'Cairn',

@@ -7,13 +7,11 @@
  */
 import { AbortMultipartUploadCommand, HeadObjectCommand, ListMultipartUploadsCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { importBytes } from 'ipfs-unixfs-importer';
 import { BlackHoleBlockstore } from 'blockstore-core/black-hole';
 import { cidV0, cidV1, kuboImportOptions } from '../../functions/core/ipfs/cid.js';
 import { BOOT, startTestService, type TestService } from '../support/service.js';
+import { startChildService } from '../support/child-service.js';
 import {
   CREDS,
   expectedCids,
@@ -23,12 +21,12 @@ import {
   optionsFor,
   peakMemoryGrowth,
   startProxy,
-  startServiceProcess,
   storageFor,
 } from '../support/sdk.js';
 import { CairnStorageError, createStorage, type UploadProgress } from '../../packages/storage-sdk/src/node.js';
 
 const LAMBDA_LIMIT = String(4 * MiB);
+const QUIET_LAMBDA_LIMITED = { CAIRN_MAX_REQUEST_BODY: LAMBDA_LIMIT, CAIRN_LOG_LEVEL: 'error', CAIRN_GC_INTERVAL: '0' };
 
 let service: TestService;
 let s3: S3Client;
@@ -85,8 +83,7 @@ test('the service refuses a single request over 4 MiB, as the Lambda route does'
 
 test('a 200 MiB stream of unknown length, in 4 MiB parts, with memory bounded well under its size', async () => {
   // The service runs in its own process here, so the memory measured is the SDK's (and the generator's).
-  const dataDir = await mkdtemp(join(tmpdir(), 'cairn-sdk-200-'));
-  const server = await startServiceProcess(dataDir, { CAIRN_MAX_REQUEST_BODY: LAMBDA_LIMIT });
+  const server = await startChildService({ env: QUIET_LAMBDA_LIMITED, captureLog: true });
   const publicDomain = `storage.localhost:${server.env.CAIRN_GATEWAY_PORT}`;
   const storage = createStorage({ endpoint: server.endpoints.s3, gatewayUrl: server.endpoints.gateway, publicDomain });
   const client = new S3Client({ endpoint: server.endpoints.s3, region: 'us-east-1', forcePathStyle: true, credentials: BOOT });
@@ -123,8 +120,7 @@ test('a 200 MiB stream of unknown length, in 4 MiB parts, with memory bounded we
   } finally {
     storage.destroy();
     client.destroy();
-    await server.kill();
-    await rm(dataDir, { recursive: true, force: true });
+    await server.stop();
   }
 }, 150000);
 
@@ -214,8 +210,7 @@ test('the server refusing a part: the parts in flight stop, the upload is aborte
 });
 
 test('the server killed mid-upload: the promise rejects (no crash), with the upload id to abort once it is back', async () => {
-  const dataDir = await mkdtemp(join(tmpdir(), 'cairn-sdk-killed-'));
-  let server = await startServiceProcess(dataDir, { CAIRN_MAX_REQUEST_BODY: LAMBDA_LIMIT });
+  let server = await startChildService({ env: QUIET_LAMBDA_LIMITED, captureLog: true });
   const storage = createStorage({ endpoint: server.endpoints.s3, gatewayUrl: server.endpoints.gateway, partSize: 1 * MiB, clientConfig: { maxAttempts: 2 } });
   let client: S3Client | undefined;
   try {
@@ -237,7 +232,7 @@ test('the server killed mid-upload: the promise rejects (no crash), with the upl
     expect(err.uploadId).toEqual(expect.any(String));
     expect(err.message).toContain(err.uploadId!);
     // Back up on the same data: the upload the SDK could not abort is there, under the id the error gave.
-    server = await startServiceProcess(dataDir, {}, server.env);
+    server = await server.restart();
     client = new S3Client({ endpoint: server.endpoints.s3, region: 'us-east-1', forcePathStyle: true, credentials: BOOT });
     expect((await openUploads(client)).map((u) => u.UploadId)).toEqual([err.uploadId]);
     await client.send(new AbortMultipartUploadCommand({ Bucket: 'default-bucket', Key: 'killed.bin', UploadId: err.uploadId }));
@@ -246,7 +241,6 @@ test('the server killed mid-upload: the promise rejects (no crash), with the upl
   } finally {
     storage.destroy();
     client?.destroy();
-    await server.kill();
-    await rm(dataDir, { recursive: true, force: true });
+    await server.stop();
   }
 }, 120000);

@@ -1,7 +1,8 @@
 /**
- * The local service as a child process (`node --import tsx bin/local.ts`) in
- * a temporary data directory, so a test or benchmark can measure the
- * server's own memory (VmHWM) apart from the client's.
+ * The one launcher of the local service as a child process, with `npm
+ * start`'s command: for measuring the server's own memory (VmHWM) apart
+ * from the client's, for killing it outright and starting it again on the
+ * same data, and for the benchmark.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -9,14 +10,17 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { S3Client } from '@aws-sdk/client-s3';
-import { BOOT, serviceEnv } from './service-env.js';
+import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import { serviceEnv } from './service-env.js';
+import { waitFor } from './wait.js';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
 /**
- * The V8 flags `npm start` passes (package.json; local-service.test.ts
- * checks they agree).
+ * The arguments `npm start` gives Node before bin/local.ts, read from
+ * package.json's start script when a service is launched, so the flags are
+ * written once (there) and every child service runs with exactly them.
+ * Why each V8 flag:
  * - `--max-semi-space-size=4`: Node sizes the young generation from the
  *   machine's RAM: on this 24 GB host each semi-space is 64 MB, and much of
  *   it stays resident, which alone put a 1 GiB transfer at 280-330 MiB peak
@@ -50,21 +54,44 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
  *   per PUT, where the same PUT in a busy process cost 0.1 s. A server's
  *   heap (about 60 MiB here) is better kept at its working size.
  */
-export const LEAN_NODE_FLAGS = ['--max-semi-space-size=4', '--initial-old-space-size=96', '--external-memory-accounted-in-global-limit', '--no-memory-reducer'];
+export function npmStartArgs(): { nodeArgs: string[]; script: string } {
+  const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start ?? '';
+  const words = start.trim().split(/\s+/);
+  const script = words.at(-1)!;
+  if (words[0] !== 'node' || !script.endsWith('.ts')) throw new Error(`package.json's start script is not "node <flags> <script>.ts": ${start}`);
+  return { nodeArgs: words.slice(1, -1), script };
+}
+
+export interface ChildServiceOptions {
+  /** More environment for the service; wins over the test defaults (serviceEnv). */
+  env?: Record<string, string>;
+  /** More Node flags, after `npm start`'s. */
+  nodeArgs?: string[];
+  /** Run on this data directory (and never remove it); by default a new temporary one, removed by stop(). */
+  dataDir?: string;
+  /** Keep what the service writes on stdout for log() instead of passing it through. */
+  captureLog?: boolean;
+}
 
 export interface ChildService {
   child: ChildProcess;
   pid: number;
   dataDir: string;
+  /** The environment it runs with (ports, data directory, account). */
+  env: Record<string, string>;
   endpoints: { s3: string; gateway: string; graphql: string };
   credentials: { accessKeyId: string; secretAccessKey: string };
-  s3(): S3Client;
+  s3(extra?: Partial<S3ClientConfig>): S3Client;
   /** Peak resident set size so far, in MiB (VmHWM of /proc/<pid>/status). */
   peakRssMiB(): number;
   /** What the service logged on stdout (only with `captureLog`). */
   log(): string;
-  /** SIGTERM (SIGKILL after 15 s), then removes the data directory unless told to keep it. */
+  /** SIGTERM (SIGKILL after 15 s), then removes the data directory unless it was given or `keepData`. */
   stop(opts?: { keepData?: boolean }): Promise<void>;
+  /** SIGKILL, as a crash or an out-of-memory kill would end it: no shutdown, connections cut, data kept. */
+  kill(): Promise<void>;
+  /** Once it has ended: the service again, on the same data directory and ports. */
+  restart(): Promise<ChildService>;
 }
 
 /** Peak resident set size of a process, in MiB. */
@@ -78,17 +105,16 @@ export function peakRssMiB(pid: number): number {
 export async function waitForHttp(child: ChildProcess, name: string, url: string, timeoutMs = 60_000): Promise<void> {
   let output = '';
   child.stderr?.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-4000)));
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`${name} exited (${child.exitCode}) before it was ready:\n${output}`);
-    try {
-      await fetch(url, { signal: AbortSignal.timeout(1000) });
-      return;
-    } catch {
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-  throw new Error(`${name} was not ready after ${timeoutMs} ms:\n${output}`);
+  await waitFor(
+    () => {
+      if (child.exitCode !== null) throw new Error(`${name} exited (${child.exitCode}) before it was ready:\n${output}`);
+      return fetch(url, { signal: AbortSignal.timeout(1000) }).then(
+        () => true,
+        () => false,
+      );
+    },
+    { timeoutMs, intervalMs: 200, what: () => `${name} to answer at ${url}:\n${output}` },
+  );
 }
 
 export async function stopChild(child: ChildProcess): Promise<void> {
@@ -100,38 +126,89 @@ export async function stopChild(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-export async function startChildService(opts: { env?: Record<string, string>; nodeArgs?: string[]; captureLog?: boolean } = {}): Promise<ChildService> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'cairn-child-'));
-  const env = await serviceEnv(dataDir, opts.env);
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', join(ROOT, 'bin/local.ts')], {
+/**
+ * `npm start`'s command (Node, its flags, bin/local.ts) as a child process
+ * with exactly `env` and nothing of this process's environment (a test
+ * that set AWS_LAMBDA_FUNCTION_NAME for a Lambda door must not turn the
+ * child into a Lambda). process.execPath is Node 24 under npm's scripts.
+ */
+export function spawnService(env: Record<string, string>, opts: { nodeArgs?: string[]; stdout?: 'pipe' | 'inherit' | 'ignore' } = {}): ChildProcess {
+  const start = npmStartArgs();
+  const inherited: Record<string, string> = {};
+  for (const name of ['PATH', 'HOME', 'TMPDIR']) if (process.env[name] !== undefined) inherited[name] = process.env[name]!;
+  return spawn(process.execPath, [...start.nodeArgs, ...(opts.nodeArgs ?? []), join(ROOT, start.script)], {
     cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', opts.captureLog ? 'pipe' : 'inherit', 'pipe'],
+    env: { ...inherited, ...env },
+    stdio: ['ignore', opts.stdout ?? 'inherit', 'pipe'],
   });
+}
+
+/** Resolves once bin/local.ts says it is running (all three servers listen); rejects if it exits first or takes over `timeoutMs`. */
+function running(child: ChildProcess, timeoutMs: number): Promise<void> {
+  let stderr = '';
+  return new Promise<void>((resolve, reject) => {
+    // A deadline, not a pause: start-up normally takes 2-5 s.
+    const timer = setTimeout(() => reject(new Error(`the service did not start in ${timeoutMs} ms:\n${stderr}`)), timeoutMs);
+    const onExit = (code: number | null, signal: string | null) => {
+      clearTimeout(timer);
+      reject(new Error(`the service exited (${code ?? signal}) before it was running:\n${stderr}`));
+    };
+    child.stderr!.on('data', (d: Buffer) => {
+      stderr = (stderr + d.toString()).slice(-8000);
+      if (stderr.includes('Cairn is running.')) {
+        clearTimeout(timer);
+        child.off('exit', onExit);
+        resolve();
+      }
+    });
+    child.once('exit', onExit);
+  });
+}
+
+async function launch(env: Record<string, string>, opts: ChildServiceOptions, ownsDataDir: boolean): Promise<ChildService> {
+  const child = spawnService(env, { nodeArgs: opts.nodeArgs, stdout: opts.captureLog ? 'pipe' : 'inherit' });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let log = '';
   child.stdout?.on('data', (d: Buffer) => (log += d.toString()));
-  const local = (port: string) => `http://127.0.0.1:${port}`;
-  const endpoints = { s3: local(env.CAIRN_S3_PORT!), gateway: local(env.CAIRN_GATEWAY_PORT!), graphql: `${local(env.CAIRN_API_PORT!)}/graphql` };
+  const dataDir = env.CAIRN_DATA_DIR!;
   try {
-    await waitForHttp(child, 'Cairn', endpoints.s3);
+    await running(child, 60_000);
   } catch (err) {
     await stopChild(child);
-    await rm(dataDir, { recursive: true, force: true });
+    if (ownsDataDir) await rm(dataDir, { recursive: true, force: true });
     throw err;
   }
-  const credentials = { accessKeyId: BOOT.accessKeyId, secretAccessKey: BOOT.secretAccessKey };
+  const local = (port: string) => `http://127.0.0.1:${port}`;
+  const endpoints = { s3: local(env.CAIRN_S3_PORT!), gateway: local(env.CAIRN_GATEWAY_PORT!), graphql: `${local(env.CAIRN_API_PORT!)}/graphql` };
+  const credentials = { accessKeyId: env.CAIRN_BOOTSTRAP_ACCESS_KEY!, secretAccessKey: env.CAIRN_BOOTSTRAP_SECRET_KEY! };
+  const ended = () => child.exitCode !== null || child.signalCode !== null;
   return {
     child,
     pid: child.pid!,
     dataDir,
+    env,
     endpoints,
     credentials,
-    s3: () => new S3Client({ endpoint: endpoints.s3, region: 'us-east-1', forcePathStyle: true, credentials }),
+    s3: (extra = {}) => new S3Client({ endpoint: endpoints.s3, region: 'us-east-1', forcePathStyle: true, credentials, ...extra }),
     peakRssMiB: () => peakRssMiB(child.pid!),
     log: () => log,
     async stop({ keepData = false } = {}) {
       await stopChild(child);
-      if (!keepData) await rm(dataDir, { recursive: true, force: true });
+      if (ownsDataDir && !keepData) await rm(dataDir, { recursive: true, force: true });
+    },
+    async kill() {
+      if (!ended()) child.kill('SIGKILL');
+      await exited;
+    },
+    async restart() {
+      if (!ended()) throw new Error('restart() needs the service stopped or killed first');
+      return launch(env, opts, ownsDataDir);
     },
   };
+}
+
+/** The local service as `npm start` runs it, in a child process, ready to serve. */
+export async function startChildService(opts: ChildServiceOptions = {}): Promise<ChildService> {
+  const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'cairn-child-')));
+  return launch(await serviceEnv(dataDir, opts.env), opts, opts.dataDir === undefined);
 }

@@ -6,19 +6,17 @@
  */
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createCipheriv, createHash } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import { createRequire } from 'node:module';
-import { dirname, join, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { importer } from 'ipfs-unixfs-importer';
 import { BlackHoleBlockstore } from 'blockstore-core/black-hole';
 import { cidV0, cidV1, kuboImportOptions } from '../../functions/core/ipfs/cid.js';
 import { createStorage } from '../../packages/storage-sdk/src/node.js';
 import type { StorageOptions } from '../../packages/storage-sdk/src/types.js';
-import { BOOT, serviceEnv, type TestService } from './service.js';
+import { BOOT, type TestService } from './service.js';
 
 export const CREDS = { apiKey: BOOT.accessKeyId, apiSecret: BOOT.secretAccessKey };
 export const MiB = 1024 * 1024;
@@ -246,55 +244,4 @@ export async function peakMemoryGrowth<T>(work: () => Promise<T>): Promise<{ res
     clearInterval(timer);
     clearInterval(liveTimer);
   }
-}
-
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-
-export interface ServiceProcess {
-  endpoints: { s3: string; gateway: string };
-  /** The environment it was started with (ports, data directory), to start it again on the same data. */
-  env: Record<string, string>;
-  child: ChildProcess;
-  /** SIGKILL: no shutdown, connections cut. */
-  kill(): Promise<void>;
-}
-
-/**
- * The local service (`npm start`'s bin/local.ts) in a child process: for
- * killing it outright, and for measuring the test process's memory without
- * the service's own allocations in it.
- */
-export async function startServiceProcess(dataDir: string, extraEnv: Record<string, string> = {}, reuse?: Record<string, string>): Promise<ServiceProcess> {
-  const env: Record<string, string> = reuse ?? (await serviceEnv(dataDir, { CAIRN_LOG_LEVEL: 'error', CAIRN_GC_INTERVAL: '0', ...extraEnv }));
-  const child = spawn(join(ROOT, 'node_modules', '.bin', 'node'), ['--import', 'tsx', 'bin/local.ts'], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the service did not start in 60 s:\n${stderr}`)), 60000);
-    child.stderr!.on('data', (d: Buffer) => {
-      stderr += d.toString();
-      if (stderr.includes('Cairn is running.')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the service exited (${code}) before it started:\n${stderr}`));
-    });
-  });
-  child.stderr!.resume();
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  return {
-    endpoints: { s3: `http://127.0.0.1:${env.CAIRN_S3_PORT}`, gateway: `http://127.0.0.1:${env.CAIRN_GATEWAY_PORT}` },
-    env,
-    child,
-    async kill() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      await exited;
-    },
-  };
 }

@@ -6,61 +6,21 @@
  * and every object it lists (acknowledged or not) must return exactly the
  * bytes its CID names.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
 import { Agent } from 'node:http';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { BOOT, serviceEnv } from '../support/service.js';
+import { BOOT } from '../support/service.js';
 import { captureHeaders } from '../support/s3-doors.js';
 import { cidsOf, md5 } from '../support/clients.js';
+import { startChildService, type ChildService } from '../support/child-service.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BUCKET = 'default-bucket';
 const UPLOADS = 40;
 /** Uploads that stop halfway and wait: they are certainly in flight when the server dies. */
 const STALLED = 6;
 /** Acknowledgements to wait for before the kill. */
 const ACKS_BEFORE_KILL = 12;
-
-interface Child {
-  process: ChildProcess;
-  s3: string;
-  gateway: string;
-  exited: Promise<void>;
-}
-
-/** Starts `node --import tsx bin/local.ts` on `dataDir` and waits until it says it is running. */
-async function startChild(dataDir: string): Promise<Child> {
-  const env = await serviceEnv(dataDir);
-  // process.execPath is node_modules/.bin/node (Node 24) under `npm test`.
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bin/local.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  let stderr = '';
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the service did not start in 30 s:\n${stderr}`)), 30_000);
-    child.stderr!.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-      if (stderr.includes('Cairn is running.')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`the service exited (${code ?? signal}) before it was running:\n${stderr}`));
-    });
-  });
-  return { process: child, s3: `http://127.0.0.1:${env.CAIRN_S3_PORT}`, gateway: `http://127.0.0.1:${env.CAIRN_GATEWAY_PORT}`, exited };
-}
 
 function client(endpoint: string, agent?: Agent): S3Client {
   return new S3Client({
@@ -93,33 +53,25 @@ function stallingBody(bytes: Buffer, release: Promise<void>): Readable {
   });
 }
 
-let dataDir: string;
-const children: Child[] = [];
-
-beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), 'cairn-crash-'));
-});
+let first: ChildService | undefined;
+let second: ChildService | undefined;
 
 afterAll(async () => {
-  for (const c of children) {
-    if (c.process.exitCode === null && c.process.signalCode === null) {
-      c.process.kill('SIGKILL');
-      await c.exited;
-    }
-  }
-  await rm(dataDir, { recursive: true, force: true });
+  await first?.kill();
+  await second?.kill();
+  // The data directory is the first service's (the second is its restart).
+  await first?.stop();
 });
 
 test('SIGKILL during concurrent uploads loses no acknowledged object, and every listed object is the bytes its CID names', async () => {
-  const first = await startChild(dataDir);
-  children.push(first);
+  first = await startChildService({ captureLog: true });
 
   const bodies = new Map<string, Buffer>();
   for (let i = 0; i < UPLOADS; i++) {
     bodies.set(`crash/${String(i).padStart(2, '0')}.bin`, randomBytes(randomInt(1024, 3 * 1024 * 1024 + 1)));
   }
   const agent = new Agent({ keepAlive: true, maxSockets: UPLOADS });
-  const s3 = client(first.s3, agent);
+  const s3 = client(first.endpoints.s3, agent);
   let release!: () => void;
   const released = new Promise<void>((r) => (release = r));
 
@@ -147,8 +99,7 @@ test('SIGKILL during concurrent uploads loses no acknowledged object, and every 
   const freeRunningDone = Promise.all(uploads.slice(STALLED));
   await Promise.race([enoughAcks, freeRunningDone]);
 
-  first.process.kill('SIGKILL');
-  await first.exited;
+  await first.kill();
   release();
   await Promise.all(uploads);
   s3.destroy();
@@ -157,9 +108,8 @@ test('SIGKILL during concurrent uploads loses no acknowledged object, and every 
   expect(ackedAtKill.size).toBeGreaterThan(0);
   expect(ackedAtKill.size).toBeLessThan(UPLOADS); // the stalled ones at least were cut off
 
-  const second = await startChild(dataDir);
-  children.push(second);
-  const after = client(second.s3);
+  second = await first.restart();
+  const after = client(second.endpoints.s3);
   try {
     const listed = new Map<string, { size: number; etag: string }>();
     let token: string | undefined;
@@ -184,7 +134,7 @@ test('SIGKILL during concurrent uploads loses no acknowledged object, and every 
       expect(md5(bytes)).toBe(md5(sent!));
       expect(entry).toEqual({ size: sent!.length, etag: md5(sent!) });
       // The gateway serves the same bytes under the CID.
-      const byCid = await fetch(`${second.gateway}/ipfs/${cid}`);
+      const byCid = await fetch(`${second.endpoints.gateway}/ipfs/${cid}`);
       expect(byCid.status).toBe(200);
       expect(md5(Buffer.from(await byCid.arrayBuffer()))).toBe(md5(sent!));
     }
@@ -195,7 +145,5 @@ test('SIGKILL during concurrent uploads loses no acknowledged object, and every 
     expect(put.ETag).toBe(`"${md5(fresh)}"`);
   } finally {
     after.destroy();
-    second.process.kill('SIGKILL');
-    await second.exited;
   }
 }, 90_000);

@@ -2,12 +2,13 @@
  * Uploads and downloads stream: a 1 GiB PUT and GET through the local server
  * (a child process, so its memory is its own) keep the server's peak RSS
  * under 300 MiB. The body is generated as it is sent, never held whole.
- * The server runs with LEAN_NODE_FLAGS (see child-service.ts for why).
+ * The server runs with `npm start`'s Node flags (npmStartArgs in
+ * child-service.ts says why each).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
-import { LEAN_NODE_FLAGS, startChildService, type ChildService } from '../support/child-service.js';
+import { startChildService, type ChildService } from '../support/child-service.js';
 
 const GIB = 1024 ** 3;
 const PIECE = 1024 * 1024;
@@ -16,7 +17,7 @@ const LIMIT_MIB = 300;
 let service: ChildService;
 
 beforeAll(async () => {
-  service = await startChildService({ nodeArgs: LEAN_NODE_FLAGS });
+  service = await startChildService();
 }, 60_000);
 
 afterAll(async () => {

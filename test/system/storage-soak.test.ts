@@ -30,7 +30,7 @@ import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { LEAN_NODE_FLAGS, ROOT, startChildService, type ChildService } from '../support/child-service.js';
+import { ROOT, startChildService, type ChildService } from '../support/child-service.js';
 import { serviceEnv } from '../support/service-env.js';
 
 const SECONDS = Number(process.env.CAIRN_SOAK_SECONDS ?? 120);
@@ -157,7 +157,7 @@ afterAll(async () => {
 });
 
 test(`${CLIENTS} clients for ${SECONDS} s with collection every second: nothing acknowledged is lost and the server stays up`, async () => {
-  service = await startChildService({ env: { CAIRN_GC_INTERVAL: '1', CAIRN_LOG_LEVEL: 'warn' }, nodeArgs: LEAN_NODE_FLAGS, captureLog: true });
+  service = await startChildService({ env: { CAIRN_GC_INTERVAL: '1', CAIRN_LOG_LEVEL: 'warn' }, captureLog: true });
   const pid = service.pid;
   const model: Model = { buckets: new Map() };
   const counts: Record<string, number> = {};
