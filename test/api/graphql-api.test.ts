@@ -27,7 +27,10 @@ const savedEnv = { ...process.env };
 
 beforeAll(async () => {
   service = await startTestService();
-  Object.assign(process.env, service.env);
+  // This suite reads the schema by introspection through both doors, so its
+  // Lambda function is deployed with introspection on (it is off by
+  // default in AWS: graphql-playground.test.ts checks that).
+  Object.assign(process.env, service.env, { CAIRN_GRAPHQL_INTROSPECTION: 'true' });
   lambda = await importGraphqlLambda();
 });
 

@@ -5,9 +5,9 @@
 import { GetObjectCommand, PutObjectCommand, ListBucketsCommand, S3ServiceException } from '@aws-sdk/client-s3';
 import { Readable } from 'node:stream';
 import { readFileSync } from 'node:fs';
-import { startTestService, BOOT, type TestService } from '../support/service.js';
-import type { LambdaFn } from '../support/lambda-door.js';
-import { captureHeaders, loadS3Lambda, s3Doors } from '../support/s3-doors.js';
+import { BOOT, type TestService } from '../support/service.js';
+import { apiTarget, type ApiTarget } from '../support/api-target.js';
+import { captureHeaders, s3Doors } from '../support/s3-doors.js';
 
 const vectors = JSON.parse(readFileSync(new URL('../fixtures/cid-vectors.json', import.meta.url), 'utf8')) as Array<{
   name: string;
@@ -18,21 +18,22 @@ const vectors = JSON.parse(readFileSync(new URL('../fixtures/cid-vectors.json', 
 }>;
 const helloWorld = vectors.find((v) => v.name === '"hello world" (no newline)')!;
 
+// Local only (jest.config.js leaves it out against a deployed stack).
+let target: ApiTarget;
 let service: TestService;
-let lambdaHandler: LambdaFn;
 const savedEnv = { ...process.env };
 
 beforeAll(async () => {
-  service = await startTestService();
-  lambdaHandler = await loadS3Lambda(service);
+  target = await apiTarget();
+  service = target.local!;
 });
 
 afterAll(async () => {
   process.env = savedEnv;
-  await service.close();
+  await target?.close();
 });
 
-const doors = s3Doors(() => service, () => lambdaHandler);
+const doors = s3Doors(() => target);
 
 describe.each(doors)('S3 slice through the $name', (door) => {
   test('PutObject answers the CIDs Kubo gives and GetObject returns the bytes', async () => {
@@ -53,7 +54,7 @@ describe.each(doors)('S3 slice through the $name', (door) => {
   test('a streamed body of unknown length (aws-chunked) is stored decoded', async () => {
     const s3 = door.client();
     const key = `streamed-${door.name.replace(/\W/g, '')}.txt`;
-    const body = door.name.startsWith('Lambda') ? Buffer.from('hello world') : Readable.from([Buffer.from('hello '), Buffer.from('world')]);
+    const body = door.lambda ? Buffer.from('hello world') : Readable.from([Buffer.from('hello '), Buffer.from('world')]);
     await s3.send(new PutObjectCommand({ Bucket: 'default-bucket', Key: key, Body: body, ContentLength: 11 }));
     const got = await s3.send(new GetObjectCommand({ Bucket: 'default-bucket', Key: key }));
     expect(await got.Body!.transformToString()).toBe('hello world');

@@ -16,15 +16,16 @@ import { CreateBucketCommand, DeleteBucketCorsCommand, PutBucketCorsCommand, typ
 import { chromium, type Browser } from 'playwright-core';
 import { cidForms } from '../../functions/core/ipfs/cid.js';
 import { lambdaFetch, type LambdaFn } from '../support/lambda-door.js';
-import { loadS3Lambda, s3Doors } from '../support/s3-doors.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { s3Doors } from '../support/s3-doors.js';
+import type { TestService } from '../support/service.js';
+import { apiTarget, type ApiTarget } from '../support/api-target.js';
 import { CREDS } from '../support/sdk.js';
 
 const CHROMIUM = process.env.CAIRN_CHROMIUM ?? '/usr/bin/chromium';
 const PKG = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'packages', 'storage-sdk');
 
+let target: ApiTarget;
 let service: TestService;
-let lambda: LambdaFn;
 let browser: Browser;
 let page: { origin: string; close(): Promise<void> };
 let bridge: { origin: string; close(): Promise<void> };
@@ -84,9 +85,9 @@ async function startLambdaBridge(fn: LambdaFn): Promise<{ origin: string; close(
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (or set CAIRN_CHROMIUM to a Chromium)`);
-  service = await startTestService();
-  lambda = await loadS3Lambda(service);
-  [page, bridge] = await Promise.all([startPageServer(), startLambdaBridge(lambda)]);
+  target = await apiTarget();
+  service = target.local!;
+  [page, bridge] = await Promise.all([startPageServer(), startLambdaBridge(target.s3Lambda!)]);
   // launch() gives every run a fresh temporary profile.
   browser = await chromium.launch({
     executablePath: CHROMIUM,
@@ -98,7 +99,7 @@ afterAll(async () => {
   await browser?.close();
   await Promise.all([page?.close(), bridge?.close()]);
   process.env = savedEnv;
-  await service?.close();
+  await target?.close();
 });
 
 interface Outcome {
@@ -157,7 +158,7 @@ async function runApp(endpoint: string, bucket: string, key: string, text: strin
   }
 }
 
-const [nodeDoor, lambdaDoor] = s3Doors(() => service, () => lambda);
+const [nodeDoor, lambdaDoor] = s3Doors(() => target);
 
 describe.each([
   { door: nodeDoor!, tag: 'n', endpoint: () => service.endpoints.s3 },

@@ -1,11 +1,14 @@
 /**
- * fetch() that keeps the Host header it is given: WHATWG fetch always sends
- * the URL's host, so requests for `<bucket>.<domain>` go through node:http.
+ * fetch() that sends the headers it is given as they are: WHATWG fetch
+ * always sends the URL's host, so requests for `<bucket>.<domain>` (and a
+ * browser's Origin) go through node:http, or node:https for a deployed stack.
  */
-import { request } from 'node:http';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 
 export function hostFetch(url: string, init: { method?: string; headers?: Record<string, string> } = {}): Promise<Response> {
   return new Promise((resolve, reject) => {
+    const request = url.startsWith('https:') ? httpsRequest : httpRequest;
     const req = request(url, { method: init.method ?? 'GET', headers: init.headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));

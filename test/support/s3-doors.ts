@@ -1,43 +1,44 @@
 /**
- * The S3 API's two doors for tests: the local node:http server, and the
- * Lambda handler driven in-process with API Gateway events. Both reach the
- * same data, so a test can write through one and read through the other.
+ * The S3 API's doors for tests. Locally there are two, which reach the same
+ * data (a test can write through one and read through the other): the
+ * node:http server, and the Lambda handler driven in-process with API
+ * Gateway events and Lambda's runtime settings. A deployed stack has one,
+ * its endpoint.
  */
-import { S3Client, S3ServiceException, type S3ClientConfig } from '@aws-sdk/client-s3';
-import { BOOT, type TestService } from './service.js';
-import { lambdaRequestHandler, type LambdaFn } from './lambda-door.js';
+import { HeadObjectCommand, S3Client, S3ServiceException, type S3ClientConfig } from '@aws-sdk/client-s3';
+import { lambdaFetch, lambdaRequestHandler } from './lambda-door.js';
+import { REMOTE, type ApiTarget } from './api-target.js';
+import type { Fetch } from './graphql.js';
 
 export type Creds = { accessKeyId: string; secretAccessKey: string };
 export interface S3Door {
   name: string;
+  /** Whether this is the in-process Lambda handler. */
+  lambda: boolean;
+  /** A short name for keys and buckets, so the doors' tests do not meet in shared data. */
+  tag: string;
+  /** An SDK client through this door, as the target's account unless told otherwise. */
   client(creds?: Creds, extra?: S3ClientConfig): S3Client;
+  /** A plain HTTP request through this door (an anonymous caller, a presigned URL). */
+  fetch: Fetch;
 }
 
-/** Loads the S3 Lambda handler with the service's environment (call in beforeAll, after the service starts). */
-export async function loadS3Lambda(service: TestService): Promise<LambdaFn> {
-  Object.assign(process.env, service.env);
-  const mod = (await import('../../functions/s3/handler.js')) as unknown as { handler: LambdaFn };
-  return mod.handler;
-}
-
-export function s3Doors(service: () => TestService, lambda: () => LambdaFn): S3Door[] {
+/** The target's doors, for describe.each (known before the target starts; each resolves it when used). */
+export function s3Doors(target: () => ApiTarget): S3Door[] {
+  const client = (creds: Creds | undefined, extra: S3ClientConfig) => {
+    const t = target();
+    return new S3Client({ endpoint: t.endpoints.s3, region: t.region, forcePathStyle: true, credentials: creds ?? t.account, ...extra });
+  };
+  const plain: Fetch = (url, init) => fetch(url, init as RequestInit);
+  if (REMOTE) return [{ name: 'deployed endpoint', lambda: false, tag: 'd', client: (creds, extra = {}) => client(creds, extra), fetch: plain }];
   return [
-    {
-      name: 'node:http door',
-      client: (creds: Creds = BOOT, extra: S3ClientConfig = {}) =>
-        new S3Client({ endpoint: service().endpoints.s3, region: 'us-east-1', forcePathStyle: true, credentials: creds, ...extra }),
-    },
+    { name: 'node:http door', lambda: false, tag: 'n', client: (creds, extra = {}) => client(creds, extra), fetch: plain },
     {
       name: 'Lambda door',
-      client: (creds: Creds = BOOT, extra: S3ClientConfig = {}) =>
-        new S3Client({
-          endpoint: service().endpoints.s3,
-          region: 'us-east-1',
-          forcePathStyle: true,
-          credentials: creds,
-          requestHandler: lambdaRequestHandler(lambda()) as never,
-          ...extra,
-        }),
+      lambda: true,
+      tag: 'l',
+      client: (creds, extra = {}) => client(creds, { requestHandler: lambdaRequestHandler(target().s3Lambda!) as never, ...extra }),
+      fetch: (url, init) => lambdaFetch(target().s3Lambda!)(url, init),
     },
   ];
 }
@@ -64,4 +65,13 @@ export async function failure(p: Promise<unknown>): Promise<S3ServiceException> 
   );
   if (!(err instanceof S3ServiceException)) throw new Error(`expected an S3 error, got ${String(err)}`);
   return err;
+}
+
+/** Whether a key is absent, asked through the API (HeadObject's 404): what "stored nothing" means to a client. */
+export async function absent(s3: S3Client, bucket: string, key: string): Promise<boolean> {
+  const err = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key })).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  return (err as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata?.httpStatusCode === 404;
 }

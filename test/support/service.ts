@@ -12,9 +12,19 @@ import { BOOT, serviceEnv } from './service-env.js';
 
 export { BOOT, freePort, serviceEnv } from './service-env.js';
 
+export const LAMBDA_FUNCTION_NAME = 'cairn-test';
+
 export interface TestService extends LocalService {
   dataDir: string;
-  /** The environment that points a Lambda handler in this process at the same data. */
+  /**
+   * The environment of a Lambda function of this service, for a handler
+   * loaded in this process: Lambda's runtime (AWS_LAMBDA_FUNCTION_NAME
+   * makes loadConfig choose it: the DynamoDB upload gate, the 4 MiB body
+   * limit, GraphQL introspection off unless asked for, hashing inline) on
+   * the same embedded DynamoDB and data directory. Its blocks stay in the
+   * data directory, not an S3 block bucket: the two doors must share
+   * blocks, and the local server has no S3 to keep them in offline.
+   */
   env: Record<string, string>;
   s3(credentials?: { accessKeyId: string; secretAccessKey: string }, extra?: Partial<S3ClientConfig>): S3Client;
   close(): Promise<void>;
@@ -27,7 +37,7 @@ export async function startTestService(extraEnv: Record<string, string> = {}, da
   return {
     ...service,
     dataDir: dir,
-    env: { ...env, DYNAMODB_ENDPOINT: service.config.dynamodb.endpoint! },
+    env: { ...env, DYNAMODB_ENDPOINT: service.config.dynamodb.endpoint!, AWS_LAMBDA_FUNCTION_NAME: LAMBDA_FUNCTION_NAME },
     s3(credentials = BOOT, extra = {}) {
       return new S3Client({
         endpoint: service.endpoints.s3,
