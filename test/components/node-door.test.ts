@@ -10,15 +10,14 @@ import { createNodeServer, listen } from '../../functions/core/http/node.js';
 import { createLogger } from '../../functions/core/logger.js';
 
 const CHUNK = 64 * 1024;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /** Serves one body from `body()`, reads its first chunk as a client, hangs up, and resolves once the body was let go. */
 async function hangUpAfterFirstChunk(body: (clientGone: Promise<void>, released: () => void) => ReadableStream<Uint8Array>): Promise<boolean> {
-  let gone!: () => void;
-  const clientGone = new Promise<void>((resolve) => (gone = resolve));
   let released!: () => void;
   const wasReleased = new Promise<boolean>((resolve) => (released = () => resolve(true)));
+  let clientGone!: Promise<void>;
   const server = createNodeServer(async () => new Response(body(clientGone, released), { headers: { 'content-length': String(64 * CHUNK) } }), createLogger('error'));
+  // Gone as the server sees it: its socket closed, and the close handlers node:http queued have run.
+  clientGone = new Promise<void>((resolve) => server.once('connection', (socket) => socket.once('close', () => setImmediate(resolve))));
   const port = await listen(server, 0, '127.0.0.1');
   // The deadlines are cleared when the test ends: a pending timer kept jest from exiting after the run.
   const timers: NodeJS.Timeout[] = [];
@@ -28,7 +27,6 @@ async function hangUpAfterFirstChunk(body: (clientGone: Promise<void>, released:
         res.once('data', () => {
           req.destroy();
           res.destroy();
-          gone();
           resolve();
         });
       });
@@ -50,7 +48,6 @@ async function* chunks(clientGone: Promise<void>, released: () => void): AsyncGe
   try {
     yield new Uint8Array(CHUNK);
     await clientGone;
-    await sleep(100);
     for (let i = 0; i < 63; i++) yield new Uint8Array(CHUNK);
   } finally {
     released();

@@ -9,6 +9,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import { startTestService, type TestService } from '../support/service.js';
 import { captureHeaders } from '../support/s3-doors.js';
+import { waitFor } from '../support/wait.js';
 import { collectGarbage } from '../../functions/core/storage/collect.js';
 import { isRootPinned, listRoots } from '../../functions/core/storage/pins.js';
 import { parseCid } from '../../functions/core/ipfs/cid.js';
@@ -74,13 +75,14 @@ test('collection waits for an upload in flight that re-uses the blocks it would 
   const body = new PassThrough();
   const upload = service.s3().send(new PutObjectCommand({ Bucket: B, Key: 'race/new', Body: body, ContentLength: content.length }));
   body.write(content.subarray(0, 400 * 1024));
-  await new Promise((r) => setTimeout(r, 200)); // the upload has imported its first chunks
+  await waitFor(() => service.services.gate.uploadsInFlight === 1, { what: 'the upload to be in flight' });
   let collected = false;
   const collection = collectGarbage(service.services).then((r) => {
     collected = true;
     return r;
   });
-  await new Promise((r) => setTimeout(r, 200));
+  // The local gate's count of waiting collections is private; the test reads it to know the collection is queued.
+  await waitFor(() => (service.services.gate as unknown as { waitingExclusive: number }).waitingExclusive === 1, { what: 'the collection to wait for the upload' });
   expect(collected).toBe(false); // held back by the upload in flight
   body.end(content.subarray(400 * 1024));
   await upload;
@@ -105,12 +107,12 @@ test('a rejected upload and an abandoned one leave no object and no pin', async 
   const body = new PassThrough();
   const abandoned = service.s3().send(new PutObjectCommand({ Bucket: B, Key: 'failed/abandoned', Body: body, ContentLength: 1024 * 1024 }), { abortSignal: abort.signal });
   body.write(randomBytes(512 * 1024));
-  await new Promise((r) => setTimeout(r, 200));
+  await waitFor(() => service.services.gate.uploadsInFlight === 1, { what: 'the upload to be in flight' });
   abort.abort();
   await abandoned.catch(() => {});
-  await new Promise((r) => setTimeout(r, 200));
+  // The server lets the upload go once it sees the connection end.
+  await waitFor(() => service.services.gate.uploadsInFlight === 0, { what: 'the abandoned upload to end' });
   expect(await service.services.objects.get(B, 'failed/abandoned')).toBeUndefined();
-  expect(service.services.gate.uploadsInFlight).toBe(0);
 
   await collectGarbage(service.services);
   const node = await service.services.ipfs();

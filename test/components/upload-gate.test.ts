@@ -6,6 +6,7 @@
 import { DynamoUploadGate } from '../../functions/core/storage/dynamo-gate.js';
 import { GateBusyError } from '../../functions/core/storage/gate.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { waitFor } from '../support/wait.js';
 
 let service: TestService;
 beforeAll(async () => {
@@ -25,8 +26,18 @@ test('a collection is refused while another instance has an upload in flight, an
   await expect(collector.withExclusive(async () => (ran = true))).rejects.toBeInstanceOf(GateBusyError);
   expect(ran).toBe(false);
   release();
-  await new Promise((r) => setTimeout(r, 100)); // the marker's delete is sent in the background
-  await collector.withExclusive(async () => (ran = true));
+  // The upload's marker is deleted in the background: the collection runs once it is gone.
+  await waitFor(
+    () =>
+      collector.withExclusive(async () => (ran = true)).then(
+        () => true,
+        (err: unknown) => {
+          if (err instanceof GateBusyError) return false;
+          throw err;
+        },
+      ),
+    { what: 'the collection to run once the upload ended' },
+  );
   expect(ran).toBe(true);
 });
 
@@ -41,6 +52,8 @@ test('an upload that starts during a collection waits for it to finish', async (
       order.push('upload enters');
       return release;
     });
+    // Time is the subject: the collection lasts ten of the uploader's polls
+    // (pollMs 20), which an upload that did not wait would have entered in.
     await new Promise((r) => setTimeout(r, 200));
     order.push('collection ends');
   });

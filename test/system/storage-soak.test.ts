@@ -163,7 +163,9 @@ test(`${CLIENTS} clients for ${SECONDS} s with collection every second: nothing 
   const counts: Record<string, number> = {};
   const until = Date.now() + SECONDS * 1000;
   await Promise.all(Array.from({ length: CLIENTS }, (_, i) => client(i, service.s3(), until, model, counts)));
-  // Let the last deletions be collected too.
+  // Let the last deletions be collected too. Time is what is waited for: the
+  // server collects every second and says nothing outside when it does, so
+  // 2.5 s spans at least one whole collection begun after the last delete.
   await new Promise((r) => setTimeout(r, 2500));
 
   const s3 = service.s3();
