@@ -87,7 +87,11 @@ export interface Config {
      * them): only for repositories the operator trusts.
      */
     network: 'none' | 'host';
+    /** In AWS: the CodeBuild project build commands run in (Lambda has no sandbox for them). */
+    codeBuildProject?: string;
   };
+  /** In AWS: the SQS queue triggerDeploy sends deploys to; unset, the deploys table alone is the queue. */
+  deployQueueUrl?: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -213,7 +217,9 @@ export function loadConfig(env: Env = process.env): Config {
       timeoutMs: positive(env, 'CAIRN_BUILD_TIMEOUT', 900, 'seconds') * 1000,
       concurrency: positive(env, 'CAIRN_BUILD_CONCURRENCY', 1, 'builds'),
       network: buildNetwork(env),
+      codeBuildProject: opt(env, 'CAIRN_BUILD_PROJECT'),
     },
+    deployQueueUrl: opt(env, 'CAIRN_DEPLOY_QUEUE_URL'),
   };
 }
 

@@ -112,7 +112,7 @@ export async function createServices(config: Config, logger: Logger = createLogg
     sites: new SiteStore(db),
     deploys: new DeployStore(db),
     deployLogs: await createLogStore(config),
-    deployQueue: pollingQueue,
+    deployQueue: await createDeployQueue(config),
     ipfs: () => (node ??= createIpfsNode(config)),
     // Many Lambda instances upload at once in AWS; locally one process owns the data.
     gate: config.runtime === 'aws' ? new DynamoUploadGate(db, logger) : new LocalUploadGate(),
@@ -124,6 +124,15 @@ export async function createServices(config: Config, logger: Logger = createLogg
       db.client.destroy();
     },
   };
+}
+
+/** SQS when the stack gave a queue; otherwise the deploys table alone (the local server sets its own worker). */
+async function createDeployQueue(config: Config): Promise<DeployQueue> {
+  if (!config.deployQueueUrl) return pollingQueue;
+  const { SQSClient } = await import('@aws-sdk/client-sqs');
+  const { CodeBuildClient } = await import('@aws-sdk/client-codebuild');
+  const { SqsDeployQueue } = await import('./hosting/sqs-deploy-queue.js');
+  return new SqsDeployQueue(new SQSClient({ region: config.region }), config.deployQueueUrl, new CodeBuildClient({ region: config.region }));
 }
 
 /** The stack's bucket in AWS, files under the data directory otherwise. */

@@ -73,6 +73,18 @@ export interface Deploy {
   cancelRequested?: boolean | null;
   /** Why it failed or was cancelled (also the log's last line). */
   reason?: string | null;
+  /** The build running elsewhere (CodeBuild) while the deploy waits for it in the building phase. */
+  remoteBuild?: RemoteBuild | null;
+}
+
+/** A build handed to another machine: its id there (what StopBuild takes) and when it was handed over. */
+export interface RemoteBuild {
+  id: string;
+  startedAt: string;
+  /** Where its own log is (CodeBuild's CloudWatch Logs console link), once known. */
+  logUrl?: string | null;
+  /** When its end was taken up (one event of several for the same end wins). */
+  endedAt?: string | null;
 }
 
 export interface NewDeploy {
@@ -107,6 +119,17 @@ export class DeployStore {
 
   private get table() {
     return this.db.tables.deploys;
+  }
+
+  /** A conditional update of a deploy: false when its condition no longer holds. */
+  private async updateIf(input: Omit<ConstructorParameters<typeof UpdateCommand>[0], 'TableName'>): Promise<boolean> {
+    try {
+      await this.db.doc.send(new UpdateCommand({ TableName: this.table, ...input }));
+      return true;
+    } catch (err) {
+      if ((err as Error).name === 'ConditionalCheckFailedException') return false;
+      throw err;
+    }
   }
 
   /** Records a new deploy waiting for a worker. */
@@ -164,22 +187,42 @@ export class DeployStore {
       update += ', repository = :repository';
       values[':repository'] = set.repository;
     }
-    try {
-      await this.db.doc.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: key(siteId, deployId),
-          UpdateExpression: update,
-          ConditionExpression: '#status = :inProgress AND attribute_not_exists(cancelRequested)',
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-        }),
-      );
-      return true;
-    } catch (err) {
-      if ((err as Error).name === 'ConditionalCheckFailedException') return false;
-      throw err;
-    }
+    return this.updateIf({
+      Key: key(siteId, deployId),
+      UpdateExpression: update,
+      ConditionExpression: '#status = :inProgress AND attribute_not_exists(cancelRequested)',
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    });
+  }
+
+  /**
+   * Records the build a running deploy handed to another machine; false
+   * when the deploy was cancelled or ended meanwhile (the caller stops it).
+   */
+  async recordRemoteBuild(siteId: string, deployId: string, build: RemoteBuild): Promise<boolean> {
+    return this.updateIf({
+      Key: key(siteId, deployId),
+      UpdateExpression: 'SET remoteBuild = :build',
+      ConditionExpression: '#status = :inProgress AND phase = :building AND attribute_not_exists(cancelRequested)',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: { ':build': stripUndefined(build), ':inProgress': 'IN_PROGRESS', ':building': 'building' },
+    });
+  }
+
+  /**
+   * Takes up the end of a deploy's remote build, once: false when the
+   * deploy has no such build running (an event repeated, or about an older
+   * build, or the deploy ended meanwhile).
+   */
+  async endRemoteBuild(siteId: string, deployId: string, buildId: string): Promise<boolean> {
+    return this.updateIf({
+      Key: key(siteId, deployId),
+      UpdateExpression: 'SET remoteBuild.endedAt = :now',
+      ConditionExpression: '#status = :inProgress AND remoteBuild.id = :id AND attribute_not_exists(remoteBuild.endedAt)',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: { ':now': this.now().toISOString(), ':id': buildId, ':inProgress': 'IN_PROGRESS' },
+    });
   }
 
   /**
