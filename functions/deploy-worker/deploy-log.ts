@@ -32,6 +32,13 @@ export class DeployLog {
     private readonly now: () => Date = () => new Date(),
   ) {}
 
+  /** The log of a deploy taken up again (another process wrote its beginning): new lines go after what is stored. */
+  static async continued(store: LogStore, key: string, logger: Logger): Promise<DeployLog> {
+    const log = new DeployLog(store, key, logger);
+    log.output((await store.read(key).catch(() => undefined)) ?? '');
+    return log;
+  }
+
   /** A line of the deploy's own: `2026-11-25T08:00:00.000Z  text`. */
   line(text: string): void {
     this.append(`${this.now().toISOString()}  ${text}\n`);

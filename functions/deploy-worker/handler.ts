@@ -1,12 +1,33 @@
-/** Lambda door of the deploy worker, invoked on a schedule by EventBridge Scheduler. */
+/**
+ * Lambda door of the deploy worker: SQS messages (deploys to run),
+ * CodeBuild state changes (builds that ended) and the EventBridge Scheduler
+ * tick, told apart by their shape (worker.ts).
+ */
 import middy from '@middy/core';
+import type { SQSEvent } from 'aws-lambda';
 import { loadConfig } from '../core/config.js';
 import { createServices, type Services } from '../core/services.js';
-import { runScheduledTick, type TickResult } from './worker.js';
+import type { PipelineOptions } from './pipeline.js';
+import { isCodeBuildStateChange } from './codebuild-runner.js';
+import { awsPipeline, buildEnded, runScheduledTick, takeDeploys } from './worker.js';
 
-let services: Promise<Services> | undefined;
+let ready: Promise<{ services: Services; pipeline: PipelineOptions }> | undefined;
 
-export const handler = middy(async (): Promise<TickResult> => {
-  services ??= createServices(loadConfig());
-  return runScheduledTick(await services);
+async function start() {
+  const services = await createServices(loadConfig());
+  return { services, pipeline: await awsPipeline(services) };
+}
+
+const isSqsEvent = (event: unknown): event is SQSEvent =>
+  Array.isArray((event as SQSEvent | null)?.Records) && (event as SQSEvent).Records.every((r) => r.eventSource === 'aws:sqs');
+
+export const handler = middy(async (event: unknown) => {
+  ready ??= start();
+  const { services, pipeline } = await ready;
+  if (isSqsEvent(event)) return takeDeploys(pipeline, event);
+  if (isCodeBuildStateChange(event)) {
+    await buildEnded(pipeline, event);
+    return undefined;
+  }
+  return runScheduledTick(services);
 });

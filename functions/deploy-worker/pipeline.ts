@@ -7,25 +7,32 @@
  * ends it CANCELLED; any failure ends it FAILED with the reason as the
  * log's last line. Nothing here knows which machine it runs on: the build
  * runner, the log store and the workspace come from the caller.
+ *
+ * A build runs here and is waited for (bubblewrap), or is detached: handed
+ * to another machine (CodeBuild) with the checkout, after which runDeploy
+ * returns the deploy still in its building phase; resumeDeploy takes it up
+ * when the build's end is reported. Both share the phases before the build
+ * (clone, path checks) and after it (import, pin, publish).
  */
 import { mkdir, mkdtemp, readdir, realpath, rm, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { CID } from 'multiformats/cid';
 import type { Services } from '../core/services.js';
-import type { Deploy, DeployEnd, DeployPhase, DeployRepository } from '../core/data/deploys.js';
+import type { Deploy, DeployBuild, DeployEnd, DeployPhase, DeployRepository } from '../core/data/deploys.js';
 import { referenceCidOf } from '../core/data/deploys.js';
 import { deployLogKey, type LogStore } from '../core/ports/log-store.js';
-import { BuildRefused, type BuildRunner } from '../core/ports/build-runner.js';
+import { BuildRefused, isDetached, type BuildRunner, type DetachedBuildEnd, type DetachedBuildRunner } from '../core/ports/build-runner.js';
 import { cidOf } from '../core/ipfs/cid.js';
 import { pinRoot } from '../core/storage/pins.js';
 import { MissingBlockError, walkDag } from '../core/storage/dag-walk.js';
 import { DeployLog } from './deploy-log.js';
-import { cloneRepository, CloneError } from './steps/clone.js';
+import { cloneRepository, CloneError, type ClonedCommit } from './steps/clone.js';
 import { importDirectory, PublishDirectoryError } from '../core/ipfs/import-directory.js';
 
 export interface PipelineOptions {
   services: Services;
-  runner: BuildRunner;
+  /** Builds here and waits (bubblewrap), or hands builds to another machine (CodeBuild). */
+  runner: BuildRunner | DetachedBuildRunner;
   /** Where checkouts are made (each deploy gets its own directory, removed afterwards). */
   workspace: string;
   buildTimeoutMs: number;
@@ -42,6 +49,9 @@ class Cancelled extends Error {
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+/** The same words whichever machine stopped the build. */
+export const timedOutReason = (timeoutMs: number) => `the build ran past the time limit (${Math.round(timeoutMs / 60000)} min) and was stopped`;
 
 /**
  * A path inside the checkout, from settings the user wrote: relative, and
@@ -63,118 +73,118 @@ async function insideCheckout(checkout: string, ...parts: Array<string | null | 
   return real;
 }
 
-export async function runDeploy(options: PipelineOptions, claimed: Deploy, signal: AbortSignal): Promise<Deploy | undefined> {
-  const { services } = options;
-  const logs = options.logs ?? services.deployLogs;
-  const log = new DeployLog(logs, deployLogKey(claimed.siteId, claimed.id), services.logger);
-  const started = Date.now();
-  let repository: DeployRepository = claimed.repository ?? {};
-  let phaseStarted = Date.now();
-  let phase: DeployPhase = 'cloning';
+/** The publish directory as the user named it (for the log), relative to the repository. */
+const publishPathOf = (build: DeployBuild) => (build.publishDirectory ? join(build.baseDirectory ?? '', build.publishDirectory) : build.baseDirectory || '.');
 
-  const cancelled = () => signal.aborted;
+/** What the build sees of the deploy besides the site's own variables. */
+const buildEnv = (deployId: string, build: DeployBuild, cloned: Pick<ClonedCommit, 'commit' | 'branch'>) => ({
+  ...build.env,
+  CI: 'true',
+  CAIRN_DEPLOY_ID: deployId,
+  COMMIT_REF: cloned.commit,
+  BRANCH: cloned.branch,
+});
+
+/**
+ * One turn of the pipeline over a deploy (a whole run, or a resumed one):
+ * its log, its phase, and what it holds until it ends (the collection gate,
+ * an imported root not yet referenced, a workspace).
+ */
+class DeployTurn {
+  readonly log: DeployLog;
+  readonly services: Services;
+  repository: DeployRepository;
+  phase: DeployPhase;
+  phaseStarted: number;
+  release?: () => void;
+  imported?: string;
+  private work?: string;
+
+  private constructor(
+    readonly options: PipelineOptions,
+    readonly deploy: Deploy,
+    readonly signal: AbortSignal,
+    log: DeployLog,
+    phase: DeployPhase,
+    phaseStarted: number,
+  ) {
+    this.services = options.services;
+    this.log = log;
+    this.repository = deploy.repository ?? {};
+    this.phase = phase;
+    this.phaseStarted = phaseStarted;
+  }
+
+  static begin(options: PipelineOptions, claimed: Deploy, signal: AbortSignal): DeployTurn {
+    const log = new DeployLog(options.logs ?? options.services.deployLogs, deployLogKey(claimed.siteId, claimed.id), options.services.logger);
+    return new DeployTurn(options, claimed, signal, log, 'cloning', Date.now());
+  }
+
+  /** The turn that takes a deploy up where another process left it (its log goes on). */
+  static async resume(options: PipelineOptions, deploy: Deploy, phase: DeployPhase, since: number): Promise<DeployTurn> {
+    const log = await DeployLog.continued(options.logs ?? options.services.deployLogs, deployLogKey(deploy.siteId, deploy.id), options.services.logger);
+    return new DeployTurn(options, deploy, new AbortController().signal, log, phase, since);
+  }
+
+  get started(): number {
+    return Date.parse(this.deploy.startedAt ?? this.deploy.createdAt);
+  }
+
+  /** This turn's own directory under the workspace, removed when the turn ends. */
+  async workDir(): Promise<string> {
+    await mkdir(this.options.workspace, { recursive: true });
+    return (this.work ??= await mkdtemp(join(this.options.workspace, `${this.deploy.id}-`)));
+  }
+
   /** Records the next phase; a cancel asked meanwhile (in the record or by signal) stops here. */
-  const advance = async (next: DeployPhase, set: { repository?: DeployRepository } = {}) => {
-    log.line(`${phase} done in ${seconds(Date.now() - phaseStarted)}`);
-    if (cancelled() || !(await services.deploys.advance(claimed.siteId, claimed.id, next, set))) throw new Cancelled();
-    phase = next;
-    phaseStarted = Date.now();
-  };
-  const finish = async (end: DeployEnd) => {
-    const done = await services.deploys.finish(claimed.siteId, claimed.id, { repository, ...end });
-    await log.close();
+  async advance(next: DeployPhase, set: { repository?: DeployRepository } = {}): Promise<void> {
+    this.log.line(`${this.phase} done in ${seconds(Date.now() - this.phaseStarted)}`);
+    if (this.signal.aborted || !(await this.services.deploys.advance(this.deploy.siteId, this.deploy.id, next, set))) throw new Cancelled();
+    this.phase = next;
+    this.phaseStarted = Date.now();
+  }
+
+  async finish(end: DeployEnd): Promise<Deploy | undefined> {
+    // The log says why before the record says it ended: whoever sees the end reads the reason.
+    await this.log.flush();
+    const done = await this.services.deploys.finish(this.deploy.siteId, this.deploy.id, { repository: this.repository, ...end });
+    await this.log.close();
     return done;
-  };
+  }
 
-  const queuedFor = Date.parse(claimed.startedAt ?? new Date().toISOString()) - Date.parse(claimed.createdAt);
-  log.line(`Deploy ${claimed.id} started (queued for ${seconds(Math.max(0, queuedFor))})`);
-  await mkdir(options.workspace, { recursive: true });
-  const work = await mkdtemp(join(options.workspace, `${claimed.id}-`));
-  let imported: string | undefined;
-  let release: (() => void) | undefined;
-  try {
-    const source = claimed.source;
-    if (!source) throw new DeployFailure('the deploy has no source (recorded before deploys kept one)');
-    let root: CID;
-    if (source.kind === 'ipfs') {
-      log.line(`Checking that this node holds ${source.cid}`);
-      root = cidOf(source.cid);
-      // Held from the check until the deploy references the CID: collection must not take it between.
-      release = await services.gate.enterShared();
-      try {
-        for await (const _ of walkDag((await services.ipfs()).blockstore, root, { signal })) {
-          // every block must be here
-        }
-      } catch (err) {
-        if (err instanceof MissingBlockError) throw new DeployFailure(`${source.cid} is not held by this node (block ${err.cid} is missing): upload it through the S3 API first`);
-        throw err;
-      }
-      await advance('uploading');
-    } else {
-      const checkout = join(work, 'checkout');
-      const cloned = await cloneRepository({ url: source.url, branch: source.branch, commit: source.commit ?? undefined, dir: checkout, signal, log: (line) => log.line(line) });
-      repository = { commit: cloned.commit, branch: cloned.branch, owner: cloned.owner, name: cloned.name, message: cloned.message };
-      await advance('building', { repository });
+  /** The publish directory as a DAG: refused when missing or empty, imported with collection held off. */
+  async importPublishDirectory(publish: string, publishPath: string): Promise<CID> {
+    const kind = await stat(publish).then((s) => (s.isDirectory() ? 'dir' : 'other'), () => 'missing');
+    if (kind === 'missing') throw new DeployFailure(`the publish directory "${publishPath}" does not exist after the build`);
+    if (kind !== 'dir') throw new DeployFailure(`the publish directory "${publishPath}" is not a directory`);
+    if ((await readdir(publish)).filter((n) => n !== '.git').length === 0) throw new DeployFailure(`the publish directory "${publishPath}" is empty`);
+    this.log.line(`Uploading "${publishPath}" to IPFS`);
+    // From the first block imported until the deploy references the root,
+    // garbage collection must wait (storage/gate.ts).
+    this.release = await this.services.gate.enterShared();
+    const node = await this.services.ipfs();
+    const result = await importDirectory(node.blockstore, publish, { signal: this.signal });
+    this.log.line(`Imported ${result.files} files (${(result.bytes / 1e6).toFixed(1)} MB): ${result.cid.toV1().toString()}`);
+    return result.cid;
+  }
 
-      const build = claimed.build ?? { env: {} };
-      const base = await insideCheckout(checkout, build.baseDirectory);
-      await insideCheckout(checkout, build.baseDirectory, build.publishDirectory); // refused before building, too
-      if (build.command) {
-        if (!(await stat(base).then((s) => s.isDirectory(), () => false))) throw new DeployFailure(`the base directory "${build.baseDirectory}" does not exist in the repository`);
-        log.line(`Building with ${options.runner.name}: ${build.command}`);
-        const result = await options.runner.run({
-          deployId: claimed.id,
-          checkout,
-          directory: relative(checkout, base),
-          command: build.command,
-          env: { ...build.env, CI: 'true', CAIRN_DEPLOY_ID: claimed.id, COMMIT_REF: cloned.commit, BRANCH: cloned.branch },
-          timeoutMs: options.buildTimeoutMs,
-          image: build.image ?? undefined,
-          signal,
-          onOutput: (text) => log.output(text),
-        });
-        if (result.outcome === 'cancelled') throw new Cancelled();
-        if (result.outcome === 'timed-out') throw new DeployFailure(`the build ran past the time limit (${Math.round(options.buildTimeoutMs / 60000)} min) and was stopped`);
-        if (result.outcome === 'failed') {
-          throw new DeployFailure(`the build command failed (${result.exitCode !== undefined ? `exit code ${result.exitCode}` : `ended by ${result.signal}`})`);
-        }
-      } else {
-        log.line('No build command: publishing the directory as it is');
-      }
-      await advance('uploading');
-
-      // Again after the build: it may have made the path a symlink out of the checkout.
-      const publish = await insideCheckout(checkout, build.baseDirectory, build.publishDirectory);
-      const publishPath = build.publishDirectory ? join(build.baseDirectory ?? '', build.publishDirectory) : build.baseDirectory || '.';
-      const kind = await stat(publish).then((s) => (s.isDirectory() ? 'dir' : 'other'), () => 'missing');
-      if (kind === 'missing') throw new DeployFailure(`the publish directory "${publishPath}" does not exist after the build`);
-      if (kind !== 'dir') throw new DeployFailure(`the publish directory "${publishPath}" is not a directory`);
-      if ((await readdir(publish)).filter((n) => n !== '.git').length === 0) throw new DeployFailure(`the publish directory "${publishPath}" is empty`);
-      if (publish === (await realpath(checkout))) await rm(join(checkout, '.git'), { recursive: true, force: true }); // the repository's own history is not the site
-      log.line(`Uploading "${publishPath}" to IPFS`);
-      // From the first block imported until the deploy references the root,
-      // garbage collection must wait (storage/gate.ts).
-      release = await services.gate.enterShared();
-      const node = await services.ipfs();
-      const result = await importDirectory(node.blockstore, publish, { signal });
-      root = result.cid;
-      log.line(`Imported ${result.files} files (${(result.bytes / 1e6).toFixed(1)} MB): ${root.toV1().toString()}`);
-    }
-
+  /** Pins the root, ends the deploy DEPLOYED and publishes it if it should be. */
+  async publish(root: CID): Promise<Deploy | undefined> {
+    const { services, deploy: claimed, log } = this;
     // Until the deploy references the root, collection may take it: a
     // deploy that does not end DEPLOYED leaves it a candidate.
-    imported = referenceCidOf(root.toString());
-    await advance('publishing');
-    release ??= await services.gate.enterShared();
-    await pinRoot(await services.ipfs(), root, { signal });
+    this.imported = referenceCidOf(root.toString());
+    await this.advance('publishing');
+    this.release ??= await services.gate.enterShared();
+    await pinRoot(await services.ipfs(), root, { signal: this.signal });
     const ipfsHash = root.toV1().toString();
     log.line(`Pinned ${ipfsHash}`);
     const published = claimed.autoPublish && !claimed.preview;
-    log.line(`phase publishing done in ${seconds(Date.now() - phaseStarted)}; deployed in ${seconds(Date.now() - started)}`);
-    const done = await services.deploys.finish(claimed.siteId, claimed.id, { status: 'DEPLOYED', ipfsHash, referenceCid: referenceCidOf(ipfsHash), repository });
-    if (done) imported = undefined;
-    release();
-    release = undefined;
+    log.line(`phase publishing done in ${seconds(Date.now() - this.phaseStarted)}; deployed in ${seconds(Date.now() - this.started)}`);
+    const done = await services.deploys.finish(claimed.siteId, claimed.id, { status: 'DEPLOYED', ipfsHash, referenceCid: referenceCidOf(ipfsHash), repository: this.repository });
+    if (done) this.imported = undefined;
+    this.release();
+    this.release = undefined;
     if (!done) {
       log.line('The deploy had already ended (cancelled meanwhile); nothing was published');
       await log.close();
@@ -188,23 +198,169 @@ export async function runDeploy(options: PipelineOptions, claimed: Deploy, signa
     }
     await log.close();
     return done;
-  } catch (err) {
-    if (err instanceof Cancelled || signal.aborted) {
+  }
+
+  /** Ends the deploy on what stopped the turn: CANCELLED on a cancel, FAILED with the reason otherwise. */
+  async failed(err: unknown): Promise<Deploy | undefined> {
+    const { services, deploy: claimed, log } = this;
+    if (err instanceof Cancelled || this.signal.aborted) {
       const current = await services.deploys.get(claimed.siteId, claimed.id);
       const reason = current?.reason ?? 'cancelled';
       log.line(`Cancelled: ${reason}`);
-      return await finish({ status: 'CANCELLED', reason });
+      return await this.finish({ status: 'CANCELLED', reason });
     }
     const known = err instanceof DeployFailure || err instanceof CloneError || err instanceof PublishDirectoryError || err instanceof BuildRefused;
     const reason = known ? (err as Error).message : 'an internal error stopped the deploy (the service log has the details)';
     if (!known) services.logger.error('deploy failed on an internal error', { deployId: claimed.id, siteId: claimed.siteId, err });
     log.line(`Failed: ${reason}`);
-    return await finish({ status: 'FAILED', reason });
-  } finally {
-    release?.();
+    return await this.finish({ status: 'FAILED', reason });
+  }
+
+  /** Lets go of what the turn held, however it ended. */
+  async end(): Promise<void> {
+    const { services } = this;
+    this.release?.();
+    const imported = this.imported;
     if (imported !== undefined) {
       await services.objects.addCandidate(imported).catch((err: unknown) => services.logger.warn('could not record a collection candidate', { cid: imported, err }));
     }
-    await rm(work, { recursive: true, force: true }).catch((err: unknown) => services.logger.warn('could not remove a deploy workspace', { work, err }));
+    const work = this.work;
+    if (work) await rm(work, { recursive: true, force: true }).catch((err: unknown) => services.logger.warn('could not remove a deploy workspace', { work, err }));
   }
+}
+
+export async function runDeploy(options: PipelineOptions, claimed: Deploy, signal: AbortSignal): Promise<Deploy | undefined> {
+  const { services } = options;
+  const turn = DeployTurn.begin(options, claimed, signal);
+  const { log } = turn;
+  const queuedFor = Date.parse(claimed.startedAt ?? new Date().toISOString()) - Date.parse(claimed.createdAt);
+  log.line(`Deploy ${claimed.id} started (queued for ${seconds(Math.max(0, queuedFor))})`);
+  const work = await turn.workDir();
+  try {
+    const source = claimed.source;
+    if (!source) throw new DeployFailure('the deploy has no source (recorded before deploys kept one)');
+    let root: CID;
+    if (source.kind === 'ipfs') {
+      log.line(`Checking that this node holds ${source.cid}`);
+      root = cidOf(source.cid);
+      // Held from the check until the deploy references the CID: collection must not take it between.
+      turn.release = await services.gate.enterShared();
+      try {
+        for await (const _ of walkDag((await services.ipfs()).blockstore, root, { signal })) {
+          // every block must be here
+        }
+      } catch (err) {
+        if (err instanceof MissingBlockError) throw new DeployFailure(`${source.cid} is not held by this node (block ${err.cid} is missing): upload it through the S3 API first`);
+        throw err;
+      }
+      await turn.advance('uploading');
+    } else {
+      const checkout = join(work, 'checkout');
+      const cloned = await cloneRepository({ url: source.url, branch: source.branch, commit: source.commit ?? undefined, dir: checkout, signal, log: (line) => log.line(line) });
+      turn.repository = { commit: cloned.commit, branch: cloned.branch, owner: cloned.owner, name: cloned.name, message: cloned.message };
+      await turn.advance('building', { repository: turn.repository });
+
+      const build = claimed.build ?? { env: {} };
+      const base = await insideCheckout(checkout, build.baseDirectory);
+      const publishBefore = await insideCheckout(checkout, build.baseDirectory, build.publishDirectory); // refused before building, too
+      const runner = options.runner;
+      if (build.command) {
+        if (!(await stat(base).then((s) => s.isDirectory(), () => false))) throw new DeployFailure(`the base directory "${build.baseDirectory}" does not exist in the repository`);
+        log.line(`Building with ${runner.name}: ${build.command}`);
+        const request = {
+          deployId: claimed.id,
+          checkout,
+          directory: relative(checkout, base),
+          command: build.command,
+          env: buildEnv(claimed.id, build, cloned),
+          timeoutMs: options.buildTimeoutMs,
+          image: build.image ?? undefined,
+        };
+        if (isDetached(runner)) {
+          const real = await realpath(checkout);
+          return await handOver(turn, runner, { ...request, directory: relative(real, base), siteId: claimed.siteId, publishDirectory: relative(real, publishBefore) });
+        }
+        const result = await runner.run({ ...request, signal, onOutput: (text) => log.output(text) });
+        if (result.outcome === 'cancelled') throw new Cancelled();
+        if (result.outcome === 'timed-out') throw new DeployFailure(timedOutReason(options.buildTimeoutMs));
+        if (result.outcome === 'failed') {
+          throw new DeployFailure(`the build command failed (${result.exitCode !== undefined ? `exit code ${result.exitCode}` : `ended by ${result.signal}`})`);
+        }
+      } else {
+        log.line('No build command: publishing the directory as it is');
+      }
+      await turn.advance('uploading');
+
+      // Again after the build: it may have made the path a symlink out of the checkout.
+      const publish = await insideCheckout(checkout, build.baseDirectory, build.publishDirectory);
+      if (publish === (await realpath(checkout))) await rm(join(checkout, '.git'), { recursive: true, force: true }); // the repository's own history is not the site
+      root = await turn.importPublishDirectory(publish, publishPathOf(build));
+    }
+    return await turn.publish(root);
+  } catch (err) {
+    return await turn.failed(err);
+  } finally {
+    await turn.end();
+  }
+}
+
+/** Starts the build elsewhere and records it; the deploy stays in its building phase until the build's end is reported. */
+async function handOver(turn: DeployTurn, runner: DetachedBuildRunner, request: Parameters<DetachedBuildRunner['start']>[0]): Promise<Deploy | undefined> {
+  const { services, deploy, log } = turn;
+  const started = await runner.start(request);
+  const recorded = await services.deploys.recordRemoteBuild(deploy.siteId, deploy.id, { id: started.id, startedAt: new Date().toISOString(), logUrl: started.logUrl ?? null });
+  if (!recorded) {
+    // Cancelled while the build started: nobody else knows of the build to stop it.
+    await runner.stop(started.id).catch((err: unknown) => services.logger.warn('could not stop the build of a cancelled deploy', { deployId: deploy.id, buildId: started.id, err }));
+    throw new Cancelled();
+  }
+  log.line(`The build runs in ${runner.name} (build ${started.id}); the deploy goes on when it ends`);
+  await log.close();
+  return services.deploys.get(deploy.siteId, deploy.id);
+}
+
+/**
+ * Takes up a deploy whose detached build ended: on success imports what the
+ * build left, pins and publishes it (as after a build here); otherwise ends
+ * it FAILED with the reason, or CANCELLED when it was stopped on request.
+ * Undefined when the report is not for the deploy's running build (a
+ * repeated or late event): nothing is done then.
+ */
+export async function resumeDeploy(options: PipelineOptions, deploy: Deploy, end: DetachedBuildEnd): Promise<Deploy | undefined> {
+  const { services, runner } = options;
+  if (!isDetached(runner)) throw new Error('resumeDeploy needs a detached build runner');
+  if (!(await services.deploys.endRemoteBuild(deploy.siteId, deploy.id, end.buildId))) return undefined;
+  const since = Date.parse(deploy.remoteBuild?.startedAt ?? '') || Date.now();
+  const turn = await DeployTurn.resume(options, deploy, 'building', since);
+  const { log } = turn;
+  const build = deploy.build ?? { env: {} };
+  const of = { siteId: deploy.siteId, deployId: deploy.id };
+  try {
+    const logUrl = end.logUrl ?? deploy.remoteBuild?.logUrl;
+    if (logUrl) log.line(`The build's own log: ${logUrl}`);
+    if (end.outcome === 'stopped') {
+      const current = await services.deploys.get(deploy.siteId, deploy.id);
+      if (current?.cancelRequested) throw new Cancelled();
+      throw new DeployFailure(`the build was stopped in ${runner.name}, not through Cairn`);
+    }
+    if (end.outcome === 'timed-out') throw new DeployFailure(timedOutReason(options.buildTimeoutMs));
+    if (end.outcome === 'failed') throw new DeployFailure(failureReason(end, publishPathOf(build)));
+    await turn.advance('uploading');
+    const publish = join(await turn.workDir(), 'publish');
+    await runner.fetchOutput(of, publish, { withoutGit: publishPathOf(build) === '.' });
+    return await turn.publish(await turn.importPublishDirectory(publish, publishPathOf(build)));
+  } catch (err) {
+    return await turn.failed(err);
+  } finally {
+    await turn.end();
+    await runner.discard(of).catch((err: unknown) => services.logger.warn("could not remove a build's files", { deployId: deploy.id, err }));
+  }
+}
+
+function failureReason(end: DetachedBuildEnd, publishPath: string): string {
+  const phase = end.detail?.phase;
+  const said = end.detail?.context ? `: ${end.detail.context}` : '';
+  if (phase === 'BUILD') return `the build command failed${said ? ` (${said.slice(2)})` : ''}`;
+  if (phase === 'UPLOAD_ARTIFACTS') return `the publish directory "${publishPath}" does not exist after the build, or is empty`;
+  return `the build failed${phase ? ` in its ${phase} phase` : ''}${said}`;
 }

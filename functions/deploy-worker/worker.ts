@@ -1,23 +1,144 @@
 /**
- * The worker's scheduled tick: picks up deploys waiting in the queue, and
- * collects the garbage of deleted objects (in AWS the only place that runs
- * it; the local server has its own timer). The build pipeline itself arrives
- * with the deploy-pipeline issue; until then a tick reports what it found.
+ * The deploy worker in AWS, one Lambda for three kinds of invocation:
+ *
+ *  - an SQS message `{ siteId, deployId }` (batch size 1): claim the deploy
+ *    and run the pipeline; a build command is handed to CodeBuild and the
+ *    invocation ends with the deploy still building;
+ *  - a CodeBuild state-change event: take the deploy up where the build
+ *    left it (import, pin, publish), or end it with the build's failure;
+ *  - the scheduled tick (every minute): end deploys running past any time a
+ *    worker could still be moving them, send queued deploys whose message
+ *    was lost again, and collect garbage (in AWS the only place that does).
  */
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { Services } from '../core/services.js';
+import type { Deploy } from '../core/data/deploys.js';
+import { deployLogKey } from '../core/ports/log-store.js';
+import { BuildRefused, type BuildRunner, type DetachedBuildRunner } from '../core/ports/build-runner.js';
+import { parseDeployMessage } from '../core/hosting/sqs-deploy-queue.js';
 import { collectGarbage, type CollectionResult } from '../core/storage/collect.js';
+import { resumeDeploy, runDeploy, type PipelineOptions } from './pipeline.js';
+import { buildEndOf, type CodeBuildStateChange } from './codebuild-runner.js';
+import { DeployLog } from './deploy-log.js';
+import { runningLimitMs } from './limits.js';
+
+/** Without a CodeBuild project (a misconfigured stack) a build command fails its deploy with this. */
+const noBuilds: BuildRunner = {
+  name: 'no build runner',
+  run: async () => {
+    throw new BuildRefused('builds are not set up here (CAIRN_BUILD_PROJECT is unset): only sites without a build command deploy');
+  },
+};
+
+/** The pipeline as it runs in AWS: builds in CodeBuild, checkouts under /tmp. */
+export async function awsPipeline(services: Services): Promise<PipelineOptions> {
+  const { config } = services;
+  let runner: BuildRunner | DetachedBuildRunner = noBuilds;
+  if (config.build.codeBuildProject && config.blockBucket) {
+    const { CodeBuildClient } = await import('@aws-sdk/client-codebuild');
+    const { S3Client } = await import('@aws-sdk/client-s3');
+    const { CodeBuildRunner } = await import('./codebuild-runner.js');
+    runner = new CodeBuildRunner(new CodeBuildClient({ region: config.region }), new S3Client({ region: config.region }), config.blockBucket, config.build.codeBuildProject);
+  }
+  return { services, runner, workspace: join(tmpdir(), 'cairn-builds'), buildTimeoutMs: config.build.timeoutMs };
+}
+
+/**
+ * Runs the deploys the messages name. A message whose deploy is no longer
+ * queued (taken already, cancelled, a repeat) is done with; one that failed
+ * before its deploy could be ended goes back to the queue, and to the
+ * dead-letter queue after a few tries.
+ */
+export async function takeDeploys(pipeline: PipelineOptions, event: SQSEvent): Promise<SQSBatchResponse> {
+  const { services } = pipeline;
+  const batchItemFailures: SQSBatchResponse['batchItemFailures'] = [];
+  for (const record of event.Records) {
+    const message = parseDeployMessage(record.body);
+    if (!message) {
+      services.logger.warn('a deploy queue message that names no deploy; dropped', { messageId: record.messageId });
+      continue;
+    }
+    try {
+      const claimed = await services.deploys.claim(message.siteId, message.deployId);
+      if (!claimed) {
+        services.logger.info('deploy no longer queued; nothing to do', { ...message });
+        continue;
+      }
+      await runDeploy(pipeline, claimed, new AbortController().signal);
+    } catch (err) {
+      services.logger.error('a deploy message could not be handled', { ...message, err });
+      batchItemFailures.push({ itemIdentifier: record.messageId });
+    }
+  }
+  return { batchItemFailures };
+}
+
+/** A CodeBuild build ended: the deploy it built goes on (or ends) from there. */
+export async function buildEnded(pipeline: PipelineOptions, event: CodeBuildStateChange): Promise<Deploy | undefined> {
+  const { services } = pipeline;
+  const ended = buildEndOf(event);
+  if (!ended) {
+    services.logger.info('a CodeBuild event that ends no deploy build; ignored', { buildId: event.detail['build-id'], status: event.detail['build-status'] });
+    return undefined;
+  }
+  const deploy = await services.deploys.get(ended.siteId, ended.deployId);
+  if (!deploy || deploy.status !== 'IN_PROGRESS') return undefined;
+  return resumeDeploy(pipeline, deploy, ended.end);
+}
 
 export interface TickResult {
   queued: number;
-  started: string[];
+  /** Queued deploys whose message was sent again. */
+  requeued: string[];
+  /** Deploys ended FAILED for running too long. */
+  timedOut: string[];
   collected: CollectionResult;
 }
 
-export async function runScheduledTick(services: Services, batch = 10): Promise<TickResult> {
+/** A queued deploy this old has surely lost its message (the worker takes one within seconds). */
+const LOST_MESSAGE_MS = 5 * 60_000;
+
+export async function runScheduledTick(services: Services, batch = 10, now = new Date()): Promise<TickResult> {
   const log = services.logger.child({ fn: 'deploy-worker' });
+  const timedOut = await endStuckDeploys(services, now);
   const queued = await services.deploys.listQueued(batch);
-  if (queued.length === 0) log.info('no deploys waiting; nothing to do', { queued: 0 });
-  else log.info('deploys waiting', { queued: queued.length, deployIds: queued.map((d) => d.id) });
+  const requeued: string[] = [];
+  for (const deploy of queued) {
+    if (now.getTime() - Date.parse(deploy.createdAt) < LOST_MESSAGE_MS) continue;
+    // A message for a deploy already taken is refused by the claim: sending again is safe.
+    await services.deployQueue.enqueued(deploy).then(
+      () => requeued.push(deploy.id),
+      (err: unknown) => log.warn('could not send a queued deploy again', { deployId: deploy.id, err }),
+    );
+  }
+  if (queued.length) log.info('deploys waiting', { queued: queued.length, requeued });
   const collected = await collectGarbage({ ...services, logger: log });
-  return { queued: queued.length, started: [], collected };
+  return { queued: queued.length, requeued, timedOut, collected };
+}
+
+/**
+ * Running deploys past their time limit end FAILED ("timed out"), their
+ * CodeBuild build stopped: the Lambda that moved them was stopped, or the
+ * build's event never came.
+ */
+async function endStuckDeploys(services: Services, now: Date): Promise<string[]> {
+  const ended: string[] = [];
+  for (const deploy of await services.deploys.listRunning()) {
+    const limit = runningLimitMs(services.config.build.timeoutMs, !!deploy.remoteBuild);
+    const since = Date.parse(deploy.startedAt ?? deploy.createdAt);
+    if (now.getTime() - since <= limit) continue;
+    const reason = `timed out: running for more than ${Math.round(limit / 60_000)} min`;
+    if (deploy.remoteBuild && !deploy.remoteBuild.endedAt) {
+      await services.deployQueue.cancelled(deploy).catch((err: unknown) => services.logger.warn('could not stop the build of a timed-out deploy', { deployId: deploy.id, err }));
+    }
+    const done = await services.deploys.finish(deploy.siteId, deploy.id, { status: 'FAILED', reason });
+    if (!done) continue;
+    const log = await DeployLog.continued(services.deployLogs, deployLogKey(deploy.siteId, deploy.id), services.logger);
+    log.line(`Failed: ${reason}`);
+    await log.close();
+    ended.push(deploy.id);
+  }
+  return ended;
 }

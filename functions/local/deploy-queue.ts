@@ -33,10 +33,7 @@ export class LocalDeployQueue implements DeployQueue {
       if (ended) {
         const { DeployLog } = await import('../deploy-worker/deploy-log.js');
         const { deployLogKey } = await import('../core/ports/log-store.js');
-        const logs = this.pipeline.services.deployLogs;
-        const key = deployLogKey(deploy.siteId, deploy.id);
-        const log = new DeployLog(logs, key, this.logger);
-        log.output((await logs.read(key).catch(() => undefined)) ?? '');
+        const log = await DeployLog.continued(this.pipeline.services.deployLogs, deployLogKey(deploy.siteId, deploy.id), this.logger);
         log.line('Failed: interrupted by a restart of the service');
         await log.close();
       }

@@ -47,3 +47,51 @@ export interface BuildRunner {
 export class BuildRefused extends Error {
   override name = 'BuildRefused';
 }
+
+/**
+ * A runner whose builds run on another machine and end later (AWS
+ * CodeBuild, functions/deploy-worker/codebuild-runner.ts): the pipeline
+ * hands it the checkout, records the build on the deploy and ends its turn;
+ * the build's end arrives as an event, and resumeDeploy takes the deploy up
+ * from the publish directory the build left.
+ */
+export interface DetachedBuildRunner {
+  readonly name: string;
+  readonly detached: true;
+  /** Hands the checkout over and starts the build (at most once per deploy, however often asked). */
+  start(request: DetachedBuildRequest): Promise<StartedBuild>;
+  /** Writes the publish directory the build left into `into` (created here); `.git` is left out when asked. */
+  fetchOutput(build: DeployOfBuild, into: string, options: { withoutGit: boolean }): Promise<void>;
+  stop(buildId: string): Promise<void>;
+  /** Removes what the deploy's build left behind (its source, its output). */
+  discard(build: DeployOfBuild): Promise<void>;
+}
+
+export interface DeployOfBuild {
+  siteId: string;
+  deployId: string;
+}
+
+export interface DetachedBuildRequest extends Omit<BuildRequest, 'signal' | 'onOutput'>, DeployOfBuild {
+  /** The publish directory, relative to the checkout ('' for the root): what the build hands back. */
+  publishDirectory: string;
+}
+
+export interface StartedBuild {
+  id: string;
+  /** Where the build's own log can be read, when known at start. */
+  logUrl?: string;
+}
+
+/** How a detached build ended, as its state-change event tells. */
+export interface DetachedBuildEnd {
+  buildId: string;
+  outcome: 'succeeded' | 'failed' | 'timed-out' | 'stopped';
+  /** For a failure: the phase that failed and what it said. */
+  detail?: { phase: string; context?: string };
+  logUrl?: string;
+}
+
+export function isDetached(runner: BuildRunner | DetachedBuildRunner): runner is DetachedBuildRunner {
+  return 'detached' in runner && runner.detached;
+}

@@ -1,0 +1,27 @@
+/**
+ * Time limits of the deploy worker in AWS, shared by the stack (lib/) and
+ * the worker: the stack sizes the function, the queue and the CodeBuild
+ * project with them, and the worker's tick fails deploys that outlived them.
+ */
+
+/** The worker Lambda's timeout: one turn clones and hands over, another imports and publishes. */
+export const WORKER_TIMEOUT_MINUTES = 15;
+
+/** How long a CodeBuild build may wait for capacity before CodeBuild gives up on it. */
+export const BUILD_QUEUED_TIMEOUT_MINUTES = 60;
+
+/** CodeBuild's timeout for a build given CAIRN_BUILD_TIMEOUT: whole minutes, within what CodeBuild takes (5 to 480). */
+export function codeBuildTimeoutMinutes(timeoutMs: number): number {
+  return Math.min(480, Math.max(5, Math.ceil(timeoutMs / 60_000)));
+}
+
+/**
+ * How long a deploy may be running before the tick ends it FAILED: the
+ * build's limit, plus a worker turn on either side of it, plus (for a
+ * CodeBuild build) its time queued. Past that no turn of the worker can
+ * still be moving it: its Lambda was stopped, or an event was lost.
+ */
+export function runningLimitMs(buildTimeoutMs: number, remote: boolean): number {
+  const build = remote ? (codeBuildTimeoutMinutes(buildTimeoutMs) + BUILD_QUEUED_TIMEOUT_MINUTES) * 60_000 : buildTimeoutMs;
+  return build + 2 * WORKER_TIMEOUT_MINUTES * 60_000;
+}
