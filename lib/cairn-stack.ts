@@ -1,12 +1,21 @@
 /**
  * The Cairn stack: data (tables, block bucket, KMS key), the four functions
  * with least-privilege grants, their endpoints (an HTTP API for GraphQL,
- * Function URLs for the S3-compatible endpoint and the gateway) and the
- * schedule that drives the deploy worker.
+ * Function URLs for the S3-compatible endpoint and the gateway), and the
+ * deploy pipeline: an SQS queue (with a dead-letter queue) in front of the
+ * deploy worker, a CodeBuild project for site builds with a rule that hands
+ * their ends to the worker, and the schedule of the worker's tick.
  *
  * It synthesizes offline: no context lookups, no account or region lookups.
  */
-import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Duration, Size, Stack, type StackProps } from 'aws-cdk-lib';
+import { BuildSpec, ComputeType, LinuxBuildImage, Project } from 'aws-cdk-lib/aws-codebuild';
+import { Rule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { CorsHttpMethod, HttpApi, HttpMethod } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { FunctionUrlAuthType, InvokeMode, type FunctionUrl } from 'aws-cdk-lib/aws-lambda';
@@ -18,6 +27,7 @@ import { TABLES, type TableName } from '../functions/core/data/tables.js';
 import { CairnData, pascal } from './data.js';
 import { PLAYGROUND_ASSETS, PLAYGROUND_BUNDLE_DIR } from '../functions/graphql/playground-assets.js';
 import { CairnFunction, LAMBDA_SCHEMA_PATH } from './functions.js';
+import { BUILD_QUEUED_TIMEOUT_MINUTES, codeBuildTimeoutMinutes, DEFAULT_BUILD_IMAGE, DEPLOY_BUILDS_PREFIX, WORKER_TIMEOUT_MINUTES } from '../functions/deploy-worker/limits.js';
 
 /** The GraphiQL playground's files, copied into the GraphQL function's bundle. */
 const PLAYGROUND_FILES = Object.entries(PLAYGROUND_ASSETS).map(([name, modulePath]) => ({
@@ -53,6 +63,19 @@ export interface CairnStackProps extends StackProps {
    * @default - the `cairn:graphqlIntrospection` context value, else off
    */
   readonly graphqlIntrospection?: boolean;
+  /**
+   * How many deploys run at once: the worker's SQS concurrency (at least 2,
+   * SQS's floor). Keep it within the account's CodeBuild concurrency, which
+   * can be 1 to 5 on a new account.
+   * @default 2
+   */
+  readonly deployConcurrency?: number;
+  /**
+   * Seconds a site's build may run (CAIRN_BUILD_TIMEOUT); CodeBuild takes
+   * whole minutes from 5 to 480.
+   * @default 900
+   */
+  readonly buildTimeoutSeconds?: number;
 }
 
 export interface CairnFunctions {
@@ -79,6 +102,10 @@ export class CairnStack extends Stack {
   readonly storageUrl: FunctionUrl;
   readonly gatewayUrl: FunctionUrl;
   readonly deployWorkerSchedule: Schedule;
+  readonly deployQueue: Queue;
+  readonly deployDeadLetters: Queue;
+  readonly buildProject: Project;
+  readonly buildEnded: Rule;
 
   constructor(scope: Construct, id: string, props: CairnStackProps = {}) {
     super(scope, id, props);
@@ -138,13 +165,67 @@ export class CairnStack extends Stack {
       environment,
     }).function;
 
+    const deployConcurrency = Math.max(2, Math.floor(props.deployConcurrency ?? 2));
+    const buildTimeoutSeconds = Math.max(1, Math.floor(props.buildTimeoutSeconds ?? 900));
     const deployWorker = new CairnFunction(this, 'DeployWorker', {
       name: 'deploy-worker',
-      description: 'Cairn: deploy worker, run every minute',
-      memorySize: 1024,
-      timeout: Duration.minutes(5),
-      environment,
+      description: 'Cairn: deploy worker (SQS deploys, CodeBuild ends, a tick every minute)',
+      memorySize: 2048,
+      timeout: Duration.minutes(WORKER_TIMEOUT_MINUTES),
+      // Checkouts and publish directories live under /tmp while a deploy runs.
+      ephemeralStorageSize: Size.gibibytes(4),
+      // Room beside the queue's own ceiling for the tick and CodeBuild's events.
+      reservedConcurrentExecutions: deployConcurrency + 2,
+      environment: { ...environment, CAIRN_BUILD_TIMEOUT: String(buildTimeoutSeconds) },
     }).function;
+
+    // Deploys: SQS in front of the worker. A message is at most a claim
+    // request, so redelivery is harmless; one that keeps failing before
+    // its deploy could be ended lands in the dead-letter queue.
+    this.deployDeadLetters = new Queue(this, 'DeployDeadLetters', {
+      retentionPeriod: Duration.days(14),
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+    });
+    this.deployQueue = new Queue(this, 'DeployQueue', {
+      // Six times the worker's timeout, as Lambda asks for SQS sources.
+      visibilityTimeout: Duration.minutes(6 * WORKER_TIMEOUT_MINUTES),
+      retentionPeriod: Duration.days(4),
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      deadLetterQueue: { queue: this.deployDeadLetters, maxReceiveCount: 3 },
+    });
+    deployWorker.addEventSource(new SqsEventSource(this.deployQueue, { batchSize: 1, reportBatchItemFailures: true, maxConcurrency: deployConcurrency }));
+
+    // Builds: one CodeBuild project whose every build brings its own
+    // image, environment, buildspec, source and artifacts (the worker's
+    // StartBuild overrides); the project holds only the defaults and the role.
+    const buildLogs = new LogGroup(this, 'BuildLogs', { retention: RetentionDays.ONE_MONTH });
+    this.buildProject = new Project(this, 'Builds', {
+      description: 'Cairn: site builds (each started by the deploy worker with its own settings)',
+      buildSpec: BuildSpec.fromObject({ version: '0.2', phases: { build: { commands: ['echo "builds are started by the Cairn deploy worker with their own buildspec" && exit 1'] } } }),
+      environment: { buildImage: LinuxBuildImage.fromDockerRegistry(DEFAULT_BUILD_IMAGE), computeType: ComputeType.SMALL },
+      timeout: Duration.minutes(codeBuildTimeoutMinutes(buildTimeoutSeconds * 1000)),
+      queuedTimeout: Duration.minutes(BUILD_QUEUED_TIMEOUT_MINUTES),
+      logging: { cloudWatch: { logGroup: buildLogs } },
+    });
+    // A build reads its checkout and writes its publish directory under the
+    // build files' prefix, and nothing else of the bucket.
+    this.buildProject.addToRolePolicy(
+      new PolicyStatement({ actions: ['s3:GetObject', 's3:GetObjectVersion', 's3:PutObject'], resources: [blockBucket.arnForObjects(`${DEPLOY_BUILDS_PREFIX}*`)] }),
+    );
+    this.buildProject.addToRolePolicy(new PolicyStatement({ actions: ['s3:GetBucketAcl', 's3:GetBucketLocation'], resources: [blockBucket.bucketArn] }));
+
+    this.buildEnded = new Rule(this, 'BuildEnded', {
+      description: 'Cairn: a site build ended; the deploy worker takes its deploy up',
+      eventPattern: {
+        source: ['aws.codebuild'],
+        detailType: ['CodeBuild Build State Change'],
+        detail: { 'project-name': [this.buildProject.projectName], 'build-status': ['SUCCEEDED', 'FAILED', 'FAULT', 'STOPPED', 'TIMED_OUT'] },
+      },
+      // Throttled by the reserved concurrency, an event is retried; the tick ends a deploy whose event never came.
+      targets: [new LambdaFunction(deployWorker, { retryAttempts: 20, maxEventAge: Duration.hours(2) })],
+    });
 
     this.functions = { graphql, s3, gateway, deployWorker };
 
@@ -168,6 +249,17 @@ export class CairnStack extends Stack {
     tables.deploys.grantReadWriteData(deployWorker);
     tables.objects.grantReadWriteData(deployWorker);
     blockBucket.grantReadWrite(deployWorker);
+
+    // triggerDeploy sends; cancelDeploy stops a build. The worker consumes
+    // (granted with its event source), sends lost messages again, and runs builds.
+    this.deployQueue.grantSendMessages(graphql);
+    this.deployQueue.grantSendMessages(deployWorker);
+    graphql.addToRolePolicy(new PolicyStatement({ actions: ['codebuild:StopBuild'], resources: [this.buildProject.projectArn] }));
+    deployWorker.addToRolePolicy(
+      new PolicyStatement({ actions: ['codebuild:StartBuild', 'codebuild:StopBuild', 'codebuild:BatchGetBuilds'], resources: [this.buildProject.projectArn] }),
+    );
+    for (const fn of [graphql, deployWorker]) fn.addEnvironment('CAIRN_DEPLOY_QUEUE_URL', this.deployQueue.queueUrl);
+    deployWorker.addEnvironment('CAIRN_BUILD_PROJECT', this.buildProject.projectName);
 
     // Endpoints. The S3 function verifies SigV4 itself; the gateway is public.
     this.storageUrl = s3.addFunctionUrl({ authType: FunctionUrlAuthType.NONE, invokeMode: InvokeMode.RESPONSE_STREAM });
@@ -219,6 +311,10 @@ export class CairnStack extends Stack {
     new CfnOutput(this, 'GatewayUrl', {
       description: 'The IPFS gateway (/ipfs/<cid>)',
       value: this.gatewayUrl.url,
+    });
+    new CfnOutput(this, 'DeployDeadLetterQueueUrl', {
+      description: 'Deploy messages the worker failed on three times',
+      value: this.deployDeadLetters.queueUrl,
     });
     new CfnOutput(this, 'BlockBucketName', {
       description: 'The S3 bucket holding IPFS blocks and the datastore',

@@ -6,11 +6,12 @@
  *
  * All of it is retained when the stack is deleted.
  */
-import { RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, ProjectionType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
+import { DEPLOY_BUILDS_PREFIX } from '../functions/deploy-worker/limits.js';
 import { KEY_ATTRIBUTES, TABLES, indexKeys, type TableName } from '../functions/core/data/tables.js';
 
 /** `accounts` → `Accounts`: construct ids and output names. */
@@ -58,6 +59,8 @@ export class CairnData extends Construct {
       encryption: BucketEncryption.S3_MANAGED,
       objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
       removalPolicy: RemovalPolicy.RETAIN,
+      // A deploy's build files are removed when it ends; these catch those of a worker that died first.
+      lifecycleRules: [{ id: 'DeployBuildFiles', prefix: DEPLOY_BUILDS_PREFIX, expiration: Duration.days(7) }],
     });
 
     this.secretsKey = new Key(this, 'SecretsKey', {

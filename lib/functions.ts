@@ -5,7 +5,7 @@
  */
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Duration } from 'aws-cdk-lib';
+import { Duration, type Size } from 'aws-cdk-lib';
 import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat, SourceMapMode, type ICommandHooks } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -59,6 +59,10 @@ export interface CairnFunctionProps {
   readonly environment: Record<string, string>;
   /** Files from the repository copied into the bundle (next to the handler unless placed). */
   readonly extraFiles?: readonly ExtraFile[];
+  /** @default 512 MiB */
+  readonly ephemeralStorageSize?: Size;
+  /** @default - none: the account's unreserved pool */
+  readonly reservedConcurrentExecutions?: number;
 }
 
 export class CairnFunction extends Construct {
@@ -90,6 +94,8 @@ export class CairnFunction extends Construct {
       architecture: Architecture.ARM_64,
       memorySize: props.memorySize,
       timeout: props.timeout,
+      ephemeralStorageSize: props.ephemeralStorageSize,
+      reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       environment: props.environment,
       logGroup: this.logGroup,
       bundling: {

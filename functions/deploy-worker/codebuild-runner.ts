@@ -24,14 +24,12 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { CodeBuildClient } from '@aws-sdk/client-codebuild';
 import type { DeployOfBuild, DetachedBuildEnd, DetachedBuildRequest, DetachedBuildRunner, StartedBuild } from '../core/ports/build-runner.js';
 import { zipDirectory, ZipTooLarge } from './zip.js';
-import { codeBuildTimeoutMinutes } from './limits.js';
+import { codeBuildTimeoutMinutes, DEFAULT_BUILD_IMAGE, DEPLOY_BUILDS_PREFIX } from './limits.js';
 import { DeployFailure } from './pipeline.js';
 
 /** Where a deploy's build files live in the bucket. */
-export const buildPrefix = (b: DeployOfBuild) => `deploy-builds/${b.siteId}/${b.deployId}/`;
+export const buildPrefix = (b: DeployOfBuild) => `${DEPLOY_BUILDS_PREFIX}${b.siteId}/${b.deployId}/`;
 
-/** The image a site gets when it names none. */
-export const DEFAULT_BUILD_IMAGE = 'node:slim';
 
 /**
  * An image reference CodeBuild can pull: `[registry/]repository[:tag][@digest]`

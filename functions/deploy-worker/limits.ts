@@ -1,8 +1,12 @@
 /**
- * Time limits of the deploy worker in AWS, shared by the stack (lib/) and
- * the worker: the stack sizes the function, the queue and the CodeBuild
- * project with them, and the worker's tick fails deploys that outlived them.
+ * Limits of the deploy worker in AWS, shared by the stack (lib/) and the
+ * worker: the stack sizes the function, the queue and the CodeBuild project
+ * with them (and scopes the project's role to the build files' prefix), and
+ * the worker's tick fails deploys that outlived them.
  */
+
+/** Where deploys' build files (checkouts for CodeBuild, publish directories back) live in the block bucket. */
+export const DEPLOY_BUILDS_PREFIX = 'deploy-builds/';
 
 /** The worker Lambda's timeout: one turn clones and hands over, another imports and publishes. */
 export const WORKER_TIMEOUT_MINUTES = 15;
@@ -25,3 +29,6 @@ export function runningLimitMs(buildTimeoutMs: number, remote: boolean): number 
   const build = remote ? (codeBuildTimeoutMinutes(buildTimeoutMs) + BUILD_QUEUED_TIMEOUT_MINUTES) * 60_000 : buildTimeoutMs;
   return build + 2 * WORKER_TIMEOUT_MINUTES * 60_000;
 }
+
+/** The image a site's build runs in when its settings name none (CodeBuild pulls it from Docker Hub). */
+export const DEFAULT_BUILD_IMAGE = 'node:slim';

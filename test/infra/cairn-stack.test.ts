@@ -273,7 +273,7 @@ const EXPECTED: Record<FunctionName, { dir: string; memory: number; timeout: num
   graphql: { dir: 'graphql', memory: 512, timeout: 29 },
   s3: { dir: 's3', memory: 1024, timeout: 60 },
   gateway: { dir: 'gateway', memory: 1024, timeout: 60 },
-  deployWorker: { dir: 'deploy-worker', memory: 1024, timeout: 300 },
+  deployWorker: { dir: 'deploy-worker', memory: 2048, timeout: 900 },
 };
 
 describe('functions', () => {
@@ -519,6 +519,150 @@ describe('deploy worker schedule', () => {
     for (const s of stmts) {
       expect(arr(s.Action)).toEqual(['lambda:InvokeFunction']);
       expect([...refs(s.Resource)]).toEqual([id(fn('deployWorker'))]);
+    }
+  });
+});
+
+// ---------------------------------------------------------------- deploy pipeline
+
+/** All statements of the policies attached to a role, by its logical id. */
+function roleStatements(roleId: string): Json[] {
+  return ofType('AWS::IAM::Policy')
+    .filter(([, p]) => arr(p.Properties.Roles).some((r: Json) => r.Ref === roleId))
+    .flatMap(([, p]) => arr(p.Properties.PolicyDocument.Statement));
+}
+
+describe('deploy pipeline', () => {
+  const queueId = () => id(stack.deployQueue);
+  const dlqId = () => id(stack.deployDeadLetters);
+  const projectId = () => id(stack.buildProject);
+
+  test('an SQS queue with a dead-letter queue, visibility six times the worker timeout, encrypted, TLS only', () => {
+    template.resourceCountIs('AWS::SQS::Queue', 2);
+    const queue = resources[queueId()].Properties;
+    expect(queue.VisibilityTimeout).toBe(6 * EXPECTED.deployWorker.timeout);
+    expect(queue.RedrivePolicy).toEqual({ deadLetterTargetArn: { 'Fn::GetAtt': [dlqId(), 'Arn'] }, maxReceiveCount: 3 });
+    expect(queue.SqsManagedSseEnabled).toBe(true);
+    expect(resources[dlqId()].Properties.MessageRetentionPeriod).toBe(14 * 86400);
+    for (const q of [queueId(), dlqId()]) {
+      template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+        Queues: [{ Ref: q }],
+        PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
+      });
+    }
+  });
+
+  test('the worker takes the queue one message at a time, reports batch failures, and has reserved concurrency', () => {
+    const [[, mapping], ...more] = ofType('AWS::Lambda::EventSourceMapping');
+    expect(more).toHaveLength(0);
+    expect(mapping.Properties).toMatchObject({
+      EventSourceArn: { 'Fn::GetAtt': [queueId(), 'Arn'] },
+      FunctionName: { Ref: id(fn('deployWorker')) },
+      BatchSize: 1,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      ScalingConfig: { MaximumConcurrency: 2 },
+    });
+    const worker = fnResource('deployWorker').Properties;
+    expect(worker.ReservedConcurrentExecutions).toBe(4);
+    expect(worker.EphemeralStorage).toEqual({ Size: 4096 });
+  });
+
+  test('one CodeBuild project: no source or artifacts of its own, node:slim by default, queued and build timeouts, its own logs', () => {
+    template.resourceCountIs('AWS::CodeBuild::Project', 1);
+    const p = resources[projectId()].Properties;
+    expect(p.Source.Type).toBe('NO_SOURCE');
+    expect(p.Artifacts.Type).toBe('NO_ARTIFACTS');
+    expect(p.Environment.Image).toBe('node:slim');
+    expect(p.Environment.Type).toBe('LINUX_CONTAINER');
+    expect(p.TimeoutInMinutes).toBe(15);
+    expect(p.QueuedTimeoutInMinutes).toBe(60);
+    expect(resources[p.LogsConfig.CloudWatchLogs.GroupName.Ref].Properties.RetentionInDays).toBe(30);
+  });
+
+  test("the project's role reaches only the build files' prefix of the bucket (and its logs)", () => {
+    const roleId = [...refs(resources[projectId()].Properties.ServiceRole)][0]!;
+    const bucketId = id(stack.data.blockBucket);
+    const stmts = roleStatements(roleId);
+    const s3 = stmts.filter((s) => arr<string>(s.Action).some((a) => a.startsWith('s3:')));
+    expect(s3).toHaveLength(2);
+    const objects = s3.find((s) => arr<string>(s.Action).includes('s3:PutObject'))!;
+    expect([...arr<string>(objects.Action)].sort()).toEqual(['s3:GetObject', 's3:GetObjectVersion', 's3:PutObject']);
+    expect(objects.Resource).toEqual({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [bucketId, 'Arn'] }, '/deploy-builds/*']] });
+    const bucket = s3.find((s) => s !== objects)!;
+    expect([...arr<string>(bucket.Action)].sort()).toEqual(['s3:GetBucketAcl', 's3:GetBucketLocation']);
+    expect(bucket.Resource).toEqual({ 'Fn::GetAtt': [bucketId, 'Arn'] });
+    for (const s of stmts) {
+      for (const a of arr<string>(s.Action)) expect(a).toMatch(/^(s3|logs|codebuild):/);
+      expect(JSON.stringify(s.Resource)).not.toContain(id(stack.data.tables.deploys));
+      expect(JSON.stringify(s.Resource)).not.toContain(id(stack.data.secretsKey));
+    }
+    expect(stmts.flatMap((s) => arr<string>(s.Action))).not.toContain('s3:DeleteObject');
+  });
+
+  test('build files expire from the bucket after a week if no worker removed them', () => {
+    const rules = resources[id(stack.data.blockBucket)].Properties.LifecycleConfiguration.Rules;
+    expect(rules).toEqual([expect.objectContaining({ Prefix: 'deploy-builds/', ExpirationInDays: 7, Status: 'Enabled' })]);
+  });
+
+  test("CodeBuild's state changes of this project's ended builds invoke the worker", () => {
+    template.resourceCountIs('AWS::Events::Rule', 1);
+    const [[, rule]] = ofType('AWS::Events::Rule');
+    expect(rule.Properties.EventPattern).toEqual({
+      source: ['aws.codebuild'],
+      'detail-type': ['CodeBuild Build State Change'],
+      detail: { 'project-name': [{ Ref: projectId() }], 'build-status': ['SUCCEEDED', 'FAILED', 'FAULT', 'STOPPED', 'TIMED_OUT'] },
+    });
+    expect(rule.Properties.Targets).toHaveLength(1);
+    expect(rule.Properties.Targets[0].Arn).toEqual({ 'Fn::GetAtt': [id(fn('deployWorker')), 'Arn'] });
+    template.hasResourceProperties('AWS::Lambda::Permission', {
+      Action: 'lambda:InvokeFunction',
+      Principal: 'events.amazonaws.com',
+      FunctionName: { 'Fn::GetAtt': [id(fn('deployWorker')), 'Arn'] },
+    });
+  });
+
+  test('graphql may send to the queue and stop builds of the project, nothing more of either', () => {
+    const stmts = statements('graphql');
+    const sqs = stmts.filter((s) => arr<string>(s.Action).some((a) => a.startsWith('sqs:')));
+    expect(sqs.flatMap((s) => arr<string>(s.Action)).sort()).toEqual(['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage']);
+    for (const s of sqs) expect([...refs(s.Resource)]).toEqual([queueId()]);
+    const cb = stmts.filter((s) => arr<string>(s.Action).some((a) => a.startsWith('codebuild:')));
+    expect(cb).toEqual([expect.objectContaining({ Action: 'codebuild:StopBuild', Resource: { 'Fn::GetAtt': [projectId(), 'Arn'] } })]);
+  });
+
+  test('the worker consumes and sends on the queue, starts, stops and reads builds of the project only', () => {
+    const stmts = statements('deployWorker');
+    const sqsActions = stmts.filter((s) => arr<string>(s.Action).some((a) => a.startsWith('sqs:')));
+    for (const s of sqsActions) expect([...refs(s.Resource)]).toEqual([queueId()]);
+    expect(new Set(sqsActions.flatMap((s) => arr<string>(s.Action)))).toEqual(
+      new Set(['sqs:ReceiveMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueUrl', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:SendMessage']),
+    );
+    const cb = stmts.filter((s) => arr<string>(s.Action).some((a) => a.startsWith('codebuild:')));
+    expect(cb).toHaveLength(1);
+    expect([...arr<string>(cb[0].Action)].sort()).toEqual(['codebuild:BatchGetBuilds', 'codebuild:StartBuild', 'codebuild:StopBuild']);
+    expect(cb[0].Resource).toEqual({ 'Fn::GetAtt': [projectId(), 'Arn'] });
+    // The dead-letter queue is for operators, not the functions.
+    for (const name of FUNCTION_NAMES) expect(access(name).referenced).not.toContain(dlqId());
+  });
+
+  test('environment: the queue URL for graphql and the worker, the project and build timeout for the worker only', () => {
+    const g = fnResource('graphql').Properties.Environment.Variables;
+    const w = fnResource('deployWorker').Properties.Environment.Variables;
+    expect(g.CAIRN_DEPLOY_QUEUE_URL).toEqual({ Ref: queueId() });
+    expect(w.CAIRN_DEPLOY_QUEUE_URL).toEqual({ Ref: queueId() });
+    expect(w.CAIRN_BUILD_PROJECT).toEqual({ Ref: projectId() });
+    expect(w.CAIRN_BUILD_TIMEOUT).toBe('900');
+    expect(g.CAIRN_BUILD_PROJECT).toBeUndefined();
+    for (const name of ['s3', 'gateway'] as const) {
+      const vars = fnResource(name).Properties.Environment.Variables;
+      expect(vars.CAIRN_DEPLOY_QUEUE_URL).toBeUndefined();
+      expect(vars.CAIRN_BUILD_PROJECT).toBeUndefined();
+    }
+  });
+
+  test('s3 and gateway have no queue or CodeBuild permission', () => {
+    for (const name of ['s3', 'gateway'] as const) {
+      expect(access(name).actions.filter((a) => /^(sqs|codebuild):/.test(a))).toEqual([]);
     }
   });
 });
