@@ -40,9 +40,22 @@ async function stores(config: Config): Promise<{ blockstore: Blockstore; datasto
     const { S3Blockstore } = await import('blockstore-s3');
     const { S3Datastore } = await import('datastore-s3');
     const s3 = new S3({ region: config.region });
+    // datastore-s3 knows a missing key by `statusCode` 404, which SDK v3
+    // errors no longer carry: it reports GetFailedError("NoSuchKey: ..."),
+    // and pinning, which asks for absent records, failed on it.
+    class S3PinDatastore extends S3Datastore {
+      override async get(key: Key, options?: { signal?: AbortSignal }): Promise<Uint8Array> {
+        try {
+          return await super.get(key, options);
+        } catch (err) {
+          if ((err as Error).name === 'GetFailedError' && /^(NoSuchKey|NotFound)\b/.test((err as Error).message)) throw new PinNotFoundError((err as Error).message);
+          throw err;
+        }
+      }
+    }
     return {
       blockstore: new S3Blockstore(s3, config.blockBucket, { createIfMissing: false }),
-      datastore: new S3Datastore(s3, config.blockBucket, { path: 'datastore', createIfMissing: false }),
+      datastore: new S3PinDatastore(s3, config.blockBucket, { path: 'datastore', createIfMissing: false }),
     };
   }
   const { PackedBlockstore, LEVEL_MEMORY } = await import('./local-blockstore.js');
