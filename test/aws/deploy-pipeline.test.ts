@@ -1,0 +1,284 @@
+/**
+ * The deploy pipeline as it runs in AWS, through its Lambda doors, with the
+ * AWS calls recorded: SQS and CodeBuild are aws-sdk-client-mock stand-ins
+ * (nothing of them runs here), while the records are in the embedded
+ * DynamoDB and the stack's bucket is a bucket on Cairn's own local S3
+ * endpoint (so blocks, deploy logs and the build files are real objects).
+ * What CodeBuild would do between StartBuild and its state-change event
+ * (unzip, build, upload the publish directory) is played by the test.
+ */
+import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { CodeBuildClient, StartBuildCommand, StopBuildCommand, type StartBuildCommandInput } from '@aws-sdk/client-codebuild';
+import { mockClient } from 'aws-sdk-client-mock';
+import { exporter } from 'ipfs-unixfs-exporter';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import type { SQSEvent } from 'aws-lambda';
+import { startTestService, BOOT, type TestService } from '../support/service.js';
+import { startGitServer, type GitServer } from '../support/git-server.js';
+import { dataOf, graphqlClient, importGraphqlLambda, newAccount, type AccountFixture } from '../support/graphql.js';
+import { lambdaFetch } from '../support/lambda-door.js';
+import { loadConfig } from '../../functions/core/config.js';
+import { createServices, type Services } from '../../functions/core/services.js';
+import { ensureTables } from '../../functions/core/data/dynamo.js';
+import type { Deploy } from '../../functions/core/data/deploys.js';
+import { runScheduledTick } from '../../functions/deploy-worker/worker.js';
+
+const QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/cairn-deploys';
+const PROJECT = 'cairn-builds';
+const BUCKET = 'cairn-stack-bucket';
+const DEEP_LINK = 'https://console.aws.amazon.com/cloudwatch/home?region=us-east-1#logsV2:log-groups/log-group/cairn-builds';
+
+const sqs = mockClient(SQSClient);
+const codeBuild = mockClient(CodeBuildClient);
+
+let service: TestService;
+let git: GitServer;
+let aws: Services;
+let bucket: S3Client;
+let a: AccountFixture;
+let gql: (query: string, variables?: Record<string, unknown>) => Promise<any>;
+let worker: (event: unknown) => Promise<any>;
+const saved = { ...process.env };
+
+beforeAll(async () => {
+  [service, git] = await Promise.all([startTestService({ CAIRN_GC_INTERVAL: '0' }), startGitServer()]);
+  bucket = service.s3();
+  await bucket.send(new CreateBucketCommand({ Bucket: BUCKET }));
+  // The Lambda environment the stack gives, pointed at this machine: its
+  // own tables (a prefix the local server's worker never reads) in the
+  // embedded DynamoDB, and the stack's bucket on Cairn's S3 endpoint.
+  const env: Record<string, string> = {
+    AWS_LAMBDA_FUNCTION_NAME: 'cairn-test',
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: BOOT.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: BOOT.secretAccessKey,
+    AWS_ENDPOINT_URL_S3: service.endpoints.s3,
+    DYNAMODB_ENDPOINT: service.env.DYNAMODB_ENDPOINT!,
+    CAIRN_TABLE_PREFIX: 'aws-',
+    CAIRN_DATA_DIR: service.dataDir,
+    CAIRN_SECRET_KEY: randomBytes(32).toString('hex'),
+    CAIRN_BLOCK_BUCKET: BUCKET,
+    CAIRN_DEPLOY_QUEUE_URL: QUEUE_URL,
+    CAIRN_BUILD_PROJECT: PROJECT,
+    CAIRN_BUILD_TIMEOUT: '600',
+    CAIRN_LOG_LEVEL: process.env.CAIRN_TEST_LOG_LEVEL ?? 'error',
+    CAIRN_SCHEMA_PATH: join(process.cwd(), 'schema.graphql'),
+  };
+  delete process.env.AWS_PROFILE;
+  Object.assign(process.env, env);
+  aws = await createServices(loadConfig(env));
+  await ensureTables(aws.db);
+  a = await newAccount({ services: aws } as TestService, 'aws');
+  const client = graphqlClient({ name: 'Lambda door', fetch: lambdaFetch(await importGraphqlLambda()) }, 'https://api.example.com/graphql');
+  gql = async (query, variables = {}) => dataOf(await client.gql(a.apiKey, query, variables));
+  worker = ((await import('../../functions/deploy-worker/handler.js')) as any).handler;
+}, 60_000);
+
+afterAll(async () => {
+  await aws?.close();
+  await service?.close();
+  await git?.close();
+  process.env = saved;
+});
+
+beforeEach(() => {
+  sqs.reset();
+  codeBuild.reset();
+  sqs.on(SendMessageCommand).resolves({ MessageId: randomUUID() });
+  codeBuild.on(StartBuildCommand).callsFake((input: StartBuildCommandInput) => ({ build: { id: `${input.projectName}:${randomUUID()}`, logs: { deepLink: DEEP_LINK } } }));
+  codeBuild.on(StopBuildCommand).resolves({});
+});
+
+let repos = 0;
+async function gitSite(files: Record<string, string>, build: Record<string, unknown> = {}) {
+  const repo = `acme/aws-${++repos}`;
+  const commit = await git.commit(repo, files, 'the site');
+  const input = { buildSettings: build, deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'main' } } } };
+  const site = (await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id } }', { input })).createSite as { id: string };
+  return { site, commit };
+}
+
+async function trigger(siteId: string): Promise<{ id: string; status: string }> {
+  return (await gql('mutation ($s: ID!) { triggerDeploy(siteId: $s) { id status } }', { s: siteId })).triggerDeploy;
+}
+
+const sqsEvent = (body: string): SQSEvent => ({
+  Records: [{ messageId: randomUUID(), receiptHandle: 'r', body, attributes: {} as never, messageAttributes: {}, md5OfBody: '', eventSource: 'aws:sqs', eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:cairn-deploys', awsRegion: 'us-east-1' }],
+});
+
+/** What CodeBuild's EventBridge event says when the deploy's build ends. */
+function buildEvent(deploy: Deploy, status: string, phases: Array<Record<string, unknown>> = []) {
+  const id = deploy.remoteBuild!.id;
+  return {
+    version: '0',
+    id: randomUUID(),
+    'detail-type': 'CodeBuild Build State Change',
+    source: 'aws.codebuild',
+    account: '123456789012',
+    time: new Date().toISOString(),
+    region: 'us-east-1',
+    resources: [`arn:aws:codebuild:us-east-1:123456789012:build/${id}`],
+    detail: {
+      'build-status': status,
+      'project-name': PROJECT,
+      'build-id': `arn:aws:codebuild:us-east-1:123456789012:build/${id}`,
+      'current-phase': 'COMPLETED',
+      'additional-information': {
+        'build-complete': true,
+        source: { type: 'S3', location: `${BUCKET}/deploy-builds/${deploy.siteId}/${deploy.id}/source.zip` },
+        logs: { 'group-name': '/aws/codebuild/cairn-builds', 'stream-name': id.split(':')[1], 'deep-link': DEEP_LINK },
+        phases,
+      },
+    },
+  };
+}
+
+async function keysUnder(prefix: string): Promise<string[]> {
+  const out = await bucket.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: prefix }));
+  return (out.Contents ?? []).map((o) => o.Key!).sort();
+}
+
+async function logOf(deploy: Deploy): Promise<string> {
+  return (await aws.deployLogs.read(`${deploy.siteId}/${deploy.id}`)) ?? '';
+}
+
+/** A site with a build command, triggered through the GraphQL door and taken by the worker from its SQS message: it waits for CodeBuild. */
+async function handedToCodeBuild(build: Record<string, unknown> = {}): Promise<{ deploy: Deploy; start: StartBuildCommandInput; commit: string }> {
+  const { site, commit } = await gitSite({ 'app/src.txt': 'source', 'app/run.sh': 'echo ran' }, { buildCommand: 'echo built-here > dist/x', baseDirectoryPath: 'app', publishDirectoryPath: 'dist', ...build });
+  const queued = await trigger(site.id);
+  const [send] = sqs.commandCalls(SendMessageCommand);
+  const result = await worker(sqsEvent(send!.args[0].input.MessageBody!));
+  expect(result).toEqual({ batchItemFailures: [] });
+  const starts = codeBuild.commandCalls(StartBuildCommand);
+  expect(starts).toHaveLength(1);
+  const deploy = (await aws.deploys.get(site.id, queued.id))!;
+  return { deploy, start: starts[0]!.args[0].input, commit };
+}
+
+test('triggerDeploy through the GraphQL Lambda door sends the deploy to SQS, once', async () => {
+  const { site } = await gitSite({ 'index.html': 'x' });
+  const deploy = await trigger(site.id);
+  expect(deploy.status).toBe('IN_PROGRESS');
+  const sends = sqs.commandCalls(SendMessageCommand);
+  expect(sends).toHaveLength(1);
+  expect(sends[0]!.args[0].input.QueueUrl).toBe(QUEUE_URL);
+  expect(JSON.parse(sends[0]!.args[0].input.MessageBody!)).toEqual({ siteId: site.id, deployId: deploy.id });
+  expect((await aws.deploys.get(site.id, deploy.id))?.phase).toBe('queued');
+});
+
+test('the worker given the SQS message claims the deploy and hands its build to CodeBuild with the site\'s settings, running nothing itself', async () => {
+  const { deploy, start, commit } = await handedToCodeBuild({ dockerImage: 'node:20-slim', environmentVariables: [{ name: 'GREETING', value: 'hi' }] });
+  expect(start).toMatchObject({
+    projectName: PROJECT,
+    idempotencyToken: deploy.id,
+    imageOverride: 'node:20-slim',
+    timeoutInMinutesOverride: 10,
+    sourceTypeOverride: 'S3',
+    sourceLocationOverride: `${BUCKET}/deploy-builds/${deploy.siteId}/${deploy.id}/source.zip`,
+    artifactsOverride: { type: 'S3', location: BUCKET, path: `deploy-builds/${deploy.siteId}/${deploy.id}`, name: 'publish', packaging: 'NONE' },
+  });
+  expect(Object.fromEntries(start.environmentVariablesOverride!.map((v) => [v.name, v.value]))).toEqual({ GREETING: 'hi', CI: 'true', CAIRN_DEPLOY_ID: deploy.id, COMMIT_REF: commit, BRANCH: 'main' });
+  const spec = JSON.parse(start.buildspecOverride!);
+  expect(spec.phases.build.commands).toEqual([`cd "$CODEBUILD_SRC_DIR"/'app' && sh -c 'echo built-here > dist/x'`]);
+  expect(spec.artifacts).toEqual({ files: ['**/*'], 'base-directory': 'app/dist' });
+  // The checkout went to the bucket as a ZIP CodeBuild can unpack.
+  const dir = await mkdtemp(join(tmpdir(), 'cairn-zip-'));
+  try {
+    const zip = await bucket.send(new GetObjectCommand({ Bucket: BUCKET, Key: `deploy-builds/${deploy.siteId}/${deploy.id}/source.zip` }));
+    await writeFile(join(dir, 'source.zip'), await zip.Body!.transformToByteArray());
+    execFileSync('unzip', ['-q', 'source.zip', '-d', 'out'], { cwd: dir });
+    expect(await readFile(join(dir, 'out/app/src.txt'), 'utf8')).toBe('source');
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  expect(deploy).toMatchObject({ status: 'IN_PROGRESS', phase: 'building', remoteBuild: { id: expect.stringMatching(/^cairn-builds:/), logUrl: DEEP_LINK } });
+  const log = await logOf(deploy);
+  expect(log).toContain('Building with AWS CodeBuild: echo built-here > dist/x');
+  expect(log).not.toContain('bubblewrap');
+  // The same message again (SQS delivers at least once) starts nothing.
+  await worker(sqsEvent(JSON.stringify({ siteId: deploy.siteId, deployId: deploy.id })));
+  expect(codeBuild.commandCalls(StartBuildCommand)).toHaveLength(1);
+});
+
+test('a SUCCEEDED build event makes the worker import what the build uploaded, pin and publish it', async () => {
+  const { deploy } = await handedToCodeBuild();
+  const prefix = `deploy-builds/${deploy.siteId}/${deploy.id}/publish/`;
+  for (const [key, body] of Object.entries({ 'index.html': '<h1>built in CodeBuild</h1>', 'assets/app.js': 'console.log(1)' })) {
+    await bucket.send(new PutObjectCommand({ Bucket: BUCKET, Key: prefix + key, Body: body }));
+  }
+  await worker(buildEvent(deploy, 'SUCCEEDED'));
+  const done = (await aws.deploys.get(deploy.siteId, deploy.id))!;
+  expect(done).toMatchObject({ status: 'DEPLOYED', reason: null, phase: null, ipfsHash: expect.stringMatching(/^bafybei/) });
+  const node = await aws.ipfs();
+  const file = await exporter(`${done.ipfsHash}/index.html`, node.blockstore);
+  const parts: Uint8Array[] = [];
+  for await (const chunk of (file as any).content()) parts.push(chunk);
+  expect(Buffer.concat(parts).toString()).toBe('<h1>built in CodeBuild</h1>');
+  expect((await gql('query ($s: ID!) { getSiteById(siteId: $s) { publishedDeploy { id } } }', { s: deploy.siteId })).getSiteById.publishedDeploy.id).toBe(deploy.id);
+  const log = await logOf(deploy);
+  expect(log).toContain(`The build's own log: ${DEEP_LINK}`);
+  expect(log).toContain('Imported 2 files');
+  expect(log).toContain('Published');
+  expect(await keysUnder(`deploy-builds/${deploy.siteId}/${deploy.id}/`)).toEqual([]);
+  // A repeated event finds the build's end taken up already.
+  await worker(buildEvent(deploy, 'SUCCEEDED'));
+  expect((await aws.deploys.get(deploy.siteId, deploy.id))?.completedAt).toBe(done.completedAt);
+});
+
+test.each([
+  ['FAILED in BUILD', 'FAILED', [{ 'phase-type': 'BUILD', 'phase-status': 'FAILED', 'phase-context': ['COMMAND_EXECUTION_ERROR: Error while executing command: sh -c build. Reason: exit status 3'] }], 'FAILED', /^the build command failed \(COMMAND_EXECUTION_ERROR: .*exit status 3\)$/],
+  ['FAILED uploading artifacts', 'FAILED', [{ 'phase-type': 'UPLOAD_ARTIFACTS', 'phase-status': 'FAILED', 'phase-context': ['CLIENT_ERROR: no matching artifact paths found'] }], 'FAILED', /publish directory "app\/dist" does not exist after the build, or is empty/],
+  ['TIMED_OUT', 'TIMED_OUT', [{ 'phase-type': 'BUILD', 'phase-status': 'TIMED_OUT', 'phase-context': ['BUILD_TIMED_OUT'] }], 'FAILED', /^the build ran past the time limit \(10 min\)/],
+  ['STOPPED outside Cairn', 'STOPPED', [], 'FAILED', /stopped in AWS CodeBuild, not through Cairn/],
+])('a build event %s ends the deploy with the reason and the build log\'s link', async (_, status, phases, ended, reason) => {
+  const { deploy } = await handedToCodeBuild();
+  await worker(buildEvent(deploy, status, phases));
+  const done = (await aws.deploys.get(deploy.siteId, deploy.id))!;
+  expect(done.status).toBe(ended);
+  expect(done.reason).toMatch(reason);
+  const log = await logOf(deploy);
+  expect(log).toContain(DEEP_LINK);
+  expect(log.trim().split('\n').at(-1)).toContain(`Failed: ${done.reason}`);
+});
+
+test('cancelDeploy stops the CodeBuild build, and its STOPPED event ends the deploy CANCELLED', async () => {
+  const { deploy } = await handedToCodeBuild();
+  await gql('mutation ($s: ID!, $d: ID!) { cancelDeploy(siteId: $s, deployId: $d) { id status } }', { s: deploy.siteId, d: deploy.id });
+  const stops = codeBuild.commandCalls(StopBuildCommand);
+  expect(stops).toHaveLength(1);
+  expect(stops[0]!.args[0].input).toEqual({ id: deploy.remoteBuild!.id });
+  await worker(buildEvent(deploy, 'STOPPED'));
+  const done = (await aws.deploys.get(deploy.siteId, deploy.id))!;
+  expect(done).toMatchObject({ status: 'CANCELLED', reason: 'cancelled by request' });
+  expect((await logOf(deploy)).trim().split('\n').at(-1)).toMatch(/Cancelled: cancelled by request/);
+});
+
+test('a site without a build command is deployed by the worker alone, without CodeBuild', async () => {
+  const { site } = await gitSite({ 'public/index.html': 'plain' }, { publishDirectoryPath: 'public' });
+  const queued = await trigger(site.id);
+  await worker(sqsEvent(JSON.stringify({ siteId: site.id, deployId: queued.id })));
+  expect(codeBuild.commandCalls(StartBuildCommand)).toHaveLength(0);
+  expect(await aws.deploys.get(site.id, queued.id)).toMatchObject({ status: 'DEPLOYED', reason: null });
+});
+
+test('the scheduled tick fails a deploy stuck past its time limit and stops its build', async () => {
+  const { deploy } = await handedToCodeBuild();
+  const early = await runScheduledTick(aws, 10, new Date(Date.now() + 60 * 60_000));
+  expect(early.timedOut).not.toContain(deploy.id);
+  // 10 min of build + 60 queued + two 15-minute worker turns.
+  const late = await runScheduledTick(aws, 10, new Date(Date.now() + 101 * 60_000));
+  expect(late.timedOut).toContain(deploy.id);
+  const done = (await aws.deploys.get(deploy.siteId, deploy.id))!;
+  expect(done.status).toBe('FAILED');
+  expect(done.reason).toMatch(/^timed out/);
+  expect(codeBuild.commandCalls(StopBuildCommand).map((c) => c.args[0].input.id)).toContain(deploy.remoteBuild!.id);
+  expect((await logOf(deploy)).trim().split('\n').at(-1)).toMatch(/Failed: timed out/);
+  // Its late event changes nothing.
+  await worker(buildEvent(deploy, 'STOPPED'));
+  expect((await aws.deploys.get(deploy.siteId, deploy.id))?.status).toBe('FAILED');
+});
