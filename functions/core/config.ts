@@ -92,6 +92,15 @@ export interface Config {
   };
   /** In AWS: the SQS queue triggerDeploy sends deploys to; unset, the deploys table alone is the queue. */
   deployQueueUrl?: string;
+  /** Preview images of deploys (functions/local/chromium-screenshotter.ts). */
+  preview: {
+    /** On locally unless CAIRN_PREVIEW=off; off in AWS, which has no browser adapter yet. */
+    enabled: boolean;
+    /** The Chromium (or Chrome) executable. */
+    chromiumPath: string;
+    /** Past this one shot is abandoned and the deploy has no preview image. */
+    timeoutMs: number;
+  };
 }
 
 type Env = Record<string, string | undefined>;
@@ -220,7 +229,18 @@ export function loadConfig(env: Env = process.env): Config {
       codeBuildProject: opt(env, 'CAIRN_BUILD_PROJECT'),
     },
     deployQueueUrl: opt(env, 'CAIRN_DEPLOY_QUEUE_URL'),
+    preview: {
+      enabled: bool(env, 'CAIRN_PREVIEW', runtime === 'local'),
+      chromiumPath: absolutePath(env, 'CAIRN_CHROMIUM_PATH', '/usr/bin/chromium'),
+      timeoutMs: positive(env, 'CAIRN_PREVIEW_TIMEOUT', 30, 'seconds') * 1000,
+    },
   };
+}
+
+function absolutePath(env: Env, name: string, fallback: string): string {
+  const raw = str(env, name, fallback);
+  if (!raw.startsWith('/')) throw new ConfigError(name, `must be an absolute path, got "${raw}"`);
+  return raw;
 }
 
 function buildSandbox(env: Env): 'bwrap' | 'none' {
