@@ -12,7 +12,8 @@
  * when it is triggered: a change to the site affects later deploys only.
  * A DEPLOYED deploy references its root CID (an item in the objects table,
  * written in the same transaction), so collection keeps its blocks until
- * the deploy is deleted with its site.
+ * the deploy is deleted with its site. Its preview image, taken after it
+ * ended, is referenced the same way under a holder of its own.
  */
 import { BatchGetCommand, BatchWriteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { newSortableId } from '../ids.js';
@@ -55,7 +56,10 @@ export interface Deploy {
   startedAt?: string | null;
   completedAt?: string | null;
   ipfsHash?: string | null;
+  /** The gateway URL of a picture of the site's index page, set after the deploy ended DEPLOYED (none when it could not be taken). */
   previewImage?: string | null;
+  /** The CIDv0 of previewImage: the deploy references it (see setPreview). */
+  previewCid?: string | null;
   totalTime?: number | null;
   /** Only in records written before logs moved to the log store; the API reads the log store. */
   log?: string | null;
@@ -110,6 +114,9 @@ const key = (siteId: string, deployId: string) => ({ pk: `SITE#${siteId}`, sk: `
 
 /** The holder name of a deploy's CID reference (data/objects.ts): holders that are not objects start with '#'. */
 export const deployHolder = (siteId: string, deployId: string) => `#DEPLOY#${siteId}#${deployId}`;
+
+/** The holder of a deploy's preview image reference: apart from the root's, as the image is a DAG of its own. */
+export const previewHolder = (siteId: string, deployId: string) => `#PREVIEW#${siteId}#${deployId}`;
 
 export class DeployStore {
   constructor(
@@ -271,6 +278,38 @@ export class DeployStore {
   }
 
   /**
+   * Records a DEPLOYED deploy's preview image and references its CID (in
+   * one transaction), once. False when the deploy is gone (its site was
+   * deleted meanwhile) or already has one: the caller makes the CID a
+   * collection candidate.
+   */
+  async setPreview(siteId: string, deployId: string, previewImage: string, previewCid: string): Promise<boolean> {
+    try {
+      await this.db.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Update: {
+                TableName: this.table,
+                Key: key(siteId, deployId),
+                UpdateExpression: 'SET previewImage = :image, previewCid = :cid',
+                ConditionExpression: '#status = :deployed AND attribute_not_exists(previewCid)',
+                ExpressionAttributeNames: { '#status': 'status' },
+                ExpressionAttributeValues: { ':image': previewImage, ':cid': previewCid, ':deployed': 'DEPLOYED' },
+              },
+            },
+            { Put: { TableName: this.db.tables.objects, Item: cidReference(previewCid, previewHolder(siteId, deployId)) } },
+          ],
+        }),
+      );
+      return true;
+    } catch (err) {
+      if ((err as Error).name === 'TransactionCanceledException') return false;
+      throw err;
+    }
+  }
+
+  /**
    * Asks for a deploy to stop. A queued one ends CANCELLED at once; a
    * running one is marked, and its worker stops (and kills the build).
    * Returns the deploy as it now is, or undefined if it had already ended.
@@ -362,24 +401,28 @@ export class DeployStore {
       TableName: this.table,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :deploy)',
       ExpressionAttributeValues: { ':pk': `SITE#${siteId}`, ':deploy': 'DEPLOY#' },
-      ProjectionExpression: 'pk, sk, ipfsHash, #status',
+      ProjectionExpression: 'pk, sk, ipfsHash, previewCid, #status',
       ExpressionAttributeNames: { '#status': 'status' },
     });
     await this.batchWrite(items.map((item) => ({ DeleteRequest: { Key: { pk: item.pk, sk: item.sk } } })));
     for (const item of items) {
-      if (item.status !== 'DEPLOYED' || typeof item.ipfsHash !== 'string') continue;
       const deployId = (item.sk as string).slice('DEPLOY#'.length);
-      const cid = referenceCidOf(item.ipfsHash);
-      await this.db.doc.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            { Put: { TableName: this.db.tables.objects, Item: candidateItem(cid) } },
-            { Delete: { TableName: this.db.tables.objects, Key: cidReference(cid, deployHolder(siteId, deployId)) } },
-          ],
-        }),
-      );
+      if (item.status === 'DEPLOYED' && typeof item.ipfsHash === 'string') await this.release(referenceCidOf(item.ipfsHash), deployHolder(siteId, deployId));
+      if (typeof item.previewCid === 'string') await this.release(item.previewCid, previewHolder(siteId, deployId));
     }
     return items.length;
+  }
+
+  /** Drops a reference and makes its CID a collection candidate, together. */
+  private async release(cid: string, holder: string): Promise<void> {
+    await this.db.doc.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          { Put: { TableName: this.db.tables.objects, Item: candidateItem(cid) } },
+          { Delete: { TableName: this.db.tables.objects, Key: cidReference(cid, holder) } },
+        ],
+      }),
+    );
   }
 
   private async batchWrite(requests: Array<Record<string, unknown>>): Promise<void> {
