@@ -28,6 +28,8 @@ import { MissingBlockError, walkDag } from '../core/storage/dag-walk.js';
 import { DeployLog } from './deploy-log.js';
 import { cloneRepository, CloneError, type ClonedCommit } from './steps/clone.js';
 import { importDirectory, PublishDirectoryError } from '../core/ipfs/import-directory.js';
+import type { Screenshotter } from '../core/ports/screenshotter.js';
+import { takePreview } from './steps/preview.js';
 
 export interface PipelineOptions {
   services: Services;
@@ -37,7 +39,12 @@ export interface PipelineOptions {
   workspace: string;
   buildTimeoutMs: number;
   logs?: LogStore;
+  /** Takes the preview image of a deploy built here; none: no preview images. */
+  screenshotter?: Screenshotter;
+  previewTimeoutMs?: number;
 }
+
+const PREVIEW_TIMEOUT_MS = 30_000;
 
 /** A failure the deploy's log ends with as it is (the user's to fix). */
 export class DeployFailure extends Error {
@@ -98,6 +105,8 @@ class DeployTurn {
   phaseStarted: number;
   release?: () => void;
   imported?: string;
+  /** The built directory this turn imported: what the preview image pictures. */
+  publishDir?: string;
   private work?: string;
 
   private constructor(
@@ -147,9 +156,9 @@ class DeployTurn {
   async finish(end: DeployEnd): Promise<Deploy | undefined> {
     // The log says why before the record says it ended: whoever sees the end reads the reason.
     await this.log.flush();
-    const done = await this.services.deploys.finish(this.deploy.siteId, this.deploy.id, { repository: this.repository, ...end });
+    // The log's last line is written before the record ends, so a reader of the ended deploy sees why.
     await this.log.close();
-    return done;
+    return this.services.deploys.finish(this.deploy.siteId, this.deploy.id, { repository: this.repository, ...end });
   }
 
   /** The publish directory as a DAG: refused when missing or empty, imported with collection held off. */
@@ -159,6 +168,7 @@ class DeployTurn {
     if (kind !== 'dir') throw new DeployFailure(`the publish directory "${publishPath}" is not a directory`);
     if ((await readdir(publish)).filter((n) => n !== '.git').length === 0) throw new DeployFailure(`the publish directory "${publishPath}" is empty`);
     this.log.line(`Uploading "${publishPath}" to IPFS`);
+    this.publishDir = publish;
     // From the first block imported until the deploy references the root,
     // garbage collection must wait (storage/gate.ts).
     this.release = await this.services.gate.enterShared();
@@ -181,7 +191,8 @@ class DeployTurn {
     log.line(`Pinned ${ipfsHash}`);
     const published = claimed.autoPublish && !claimed.preview;
     log.line(`phase publishing done in ${seconds(Date.now() - this.phaseStarted)}; deployed in ${seconds(Date.now() - this.started)}`);
-    const done = await services.deploys.finish(claimed.siteId, claimed.id, { status: 'DEPLOYED', ipfsHash, referenceCid: referenceCidOf(ipfsHash), repository: this.repository });
+    await log.flush();
+    const done = await services.deploys.finish(claimed.siteId, claimed.id, { status: 'DEPLOYED', ipfsHash, referenceCid: referenceCidOf(ipfsHash), repository: this.repository, publish: published });
     if (done) this.imported = undefined;
     this.release();
     this.release = undefined;
@@ -191,13 +202,24 @@ class DeployTurn {
       return undefined;
     }
     if (published) {
-      const now = await services.sites.publishDeploy(claimed.siteId, claimed.id, { onlyIfNewer: true });
-      log.line(now ? 'Published: the site now serves this deploy' : 'Not published: a newer deploy of the site is already published');
+      log.line(done.publishedNow ? 'Published: the site now serves this deploy' : 'Not published: a newer deploy of the site is already published');
     } else {
       log.line(claimed.preview ? 'A preview: not published' : 'Auto-publishing is off: not published (publishDeploy publishes it)');
     }
+    // After DEPLOYED, and before the workspace goes: the picture is of the
+    // built directory. The log so far is written first, for readers of a
+    // DEPLOYED deploy while the picture is taken.
+    await log.flush();
+    let previewImage: string | undefined;
+    const { screenshotter } = this.options;
+    if (screenshotter && this.publishDir) {
+      const request = { siteId: claimed.siteId, deployId: claimed.id, publish: this.publishDir, screenshotter, signal: this.signal, log: (l: string) => log.line(l) };
+      previewImage = await takePreview(services, { ...request, timeoutMs: this.options.previewTimeoutMs ?? PREVIEW_TIMEOUT_MS });
+    } else if (screenshotter) {
+      log.line('No preview image: the content came from IPFS as it is, not from a directory built here');
+    }
     await log.close();
-    return done;
+    return previewImage ? { ...done, previewImage } : done;
   }
 
   /** Ends the deploy on what stopped the turn: CANCELLED on a cancel, FAILED with the reason otherwise. */

@@ -14,7 +14,7 @@ import { runDeploy, type PipelineOptions } from '../deploy-worker/pipeline.js';
 const POLL_MS = 2000;
 
 export class LocalDeployQueue implements DeployQueue {
-  private readonly running = new Map<string, { controller: AbortController; done: Promise<unknown> }>();
+  private readonly running = new Map<string, { siteId: string; controller: AbortController; done: Promise<unknown> }>();
   private timer?: NodeJS.Timeout;
   private pumping?: Promise<void>;
   private again = false;
@@ -74,7 +74,13 @@ export class LocalDeployQueue implements DeployQueue {
     // Cancels asked through another process reach a running build here.
     for (const [id, run] of this.running) {
       const deploy = (await deploys.listRunning()).find((d) => d.id === id);
-      if (!deploy || deploy.cancelRequested) run.controller.abort();
+      if (deploy?.cancelRequested) run.controller.abort();
+      if (deploy) continue;
+      // Out of the running list: a deploy that ended DEPLOYED is still
+      // taking its preview image; one that ended otherwise, or was deleted
+      // with its site, stops.
+      const ended = await deploys.get(run.siteId, id);
+      if (ended?.status !== 'DEPLOYED') run.controller.abort();
     }
     const free = this.concurrency - this.running.size;
     if (free <= 0) return;
@@ -90,7 +96,7 @@ export class LocalDeployQueue implements DeployQueue {
           this.running.delete(claimed.id);
           this.wake();
         });
-      this.running.set(claimed.id, { controller, done });
+      this.running.set(claimed.id, { siteId: claimed.siteId, controller, done });
     }
   }
 

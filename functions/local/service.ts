@@ -22,6 +22,7 @@ import { createGraphqlHandler } from '../graphql/server.js';
 import { collectGarbage } from '../core/storage/collect.js';
 import { LocalDeployQueue } from './deploy-queue.js';
 import { BwrapRunner } from './bwrap-runner.js';
+import { ChromiumScreenshotter } from './chromium-screenshotter.js';
 
 export interface LocalService {
   config: Config;
@@ -105,6 +106,7 @@ export async function startLocalService(config: Config, logger: Logger = createL
   const storage = await openLocalStorage(config, logger);
   const { config: cfg, services } = storage;
   const servers: Server[] = [];
+  const screenshotter = cfg.preview.enabled ? new ChromiumScreenshotter(cfg.preview.chromiumPath) : undefined;
   const deploys = new LocalDeployQueue(
     {
       services,
@@ -112,6 +114,8 @@ export async function startLocalService(config: Config, logger: Logger = createL
       // Inside the data directory: the sandbox hides the rest of it from the build.
       workspace: join(cfg.dataDir, 'builds'),
       buildTimeoutMs: cfg.build.timeoutMs,
+      screenshotter,
+      previewTimeoutMs: cfg.preview.timeoutMs,
     },
     cfg.build.concurrency,
     logger.child({ fn: 'deploys' }),
@@ -122,6 +126,7 @@ export async function startLocalService(config: Config, logger: Logger = createL
     clearInterval(collector);
     await collecting;
     await deploys.stop();
+    await screenshotter?.close();
     await Promise.all(
       servers.map(
         (s) =>

@@ -1,13 +1,13 @@
 /** CAIRN_BUILD_*: defaults, and a ConfigError naming the variable for a bad value. */
 import { ConfigError, loadConfig } from '../../functions/core/config.js';
 
-test('builds default to bubblewrap, 15 minutes and one at a time', () => {
-  expect(loadConfig({}).build).toEqual({ sandbox: 'bwrap', timeoutMs: 900_000, concurrency: 1 });
+test('builds default to bubblewrap, 15 minutes, one at a time and no network', () => {
+  expect(loadConfig({}).build).toEqual({ sandbox: 'bwrap', timeoutMs: 900_000, concurrency: 1, network: 'none' });
 });
 
 test('the variables set them, the time limit in seconds', () => {
-  const env = { CAIRN_BUILD_SANDBOX: 'none', CAIRN_BUILD_TIMEOUT: '60', CAIRN_BUILD_CONCURRENCY: '3' };
-  expect(loadConfig(env).build).toEqual({ sandbox: 'none', timeoutMs: 60_000, concurrency: 3 });
+  const env = { CAIRN_BUILD_SANDBOX: 'none', CAIRN_BUILD_TIMEOUT: '60', CAIRN_BUILD_CONCURRENCY: '3', CAIRN_BUILD_NETWORK: 'HOST' };
+  expect(loadConfig(env).build).toEqual({ sandbox: 'none', timeoutMs: 60_000, concurrency: 3, network: 'host' });
 });
 
 test.each([
@@ -16,6 +16,7 @@ test.each([
   ['CAIRN_BUILD_TIMEOUT', '10m'],
   ['CAIRN_BUILD_CONCURRENCY', '0'],
   ['CAIRN_BUILD_CONCURRENCY', '-1'],
+  ['CAIRN_BUILD_NETWORK', 'bridge'],
 ])('%s=%s is refused', (variable, value) => {
   expect(() => loadConfig({ [variable]: value })).toThrow(ConfigError);
   expect(() => loadConfig({ [variable]: value })).toThrow(new RegExp(`^${variable}: .*"${value}"`));

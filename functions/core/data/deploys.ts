@@ -237,7 +237,7 @@ export class DeployStore {
    * list. A DEPLOYED end writes the deploy's CID reference in the same
    * transaction. Undefined when it had already ended.
    */
-  async finish(siteId: string, deployId: string, end: DeployEnd): Promise<Deploy | undefined> {
+  async finish(siteId: string, deployId: string, end: DeployEnd & { publish?: boolean }): Promise<(Deploy & { publishedNow?: boolean }) | undefined> {
     const current = await this.get(siteId, deployId);
     if (!current || current.status !== 'IN_PROGRESS') return undefined;
     const now = this.now();
@@ -268,12 +268,33 @@ export class DeployStore {
     if (end.status === 'DEPLOYED' && end.referenceCid) {
       items.push({ Put: { TableName: this.db.tables.objects, Item: cidReference(end.referenceCid, deployHolder(siteId, deployId)) } });
     }
+    // Published in the same transaction that ends it DEPLOYED, so whoever
+    // sees DEPLOYED sees the site's publication settled too; not over a
+    // newer deploy already published (ids sort by creation).
+    const publishing = end.status === 'DEPLOYED' && end.publish === true;
+    if (publishing) {
+      items.push({
+        Update: {
+          TableName: this.db.tables.sites,
+          Key: { pk: `SITE#${siteId}`, sk: 'SITE' },
+          UpdateExpression: 'SET publishedDeployId = :id, version = if_not_exists(version, :zero) + :one',
+          ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(publishedDeployId) OR attribute_type(publishedDeployId, :nullType) OR publishedDeployId <= :id)',
+          ExpressionAttributeValues: { ':id': deployId, ':zero': 0, ':one': 1, ':nullType': 'NULL' },
+        },
+      });
+    }
     try {
       await this.db.doc.send(new TransactWriteCommand({ TransactItems: items }));
-      return finished;
+      return publishing ? { ...finished, publishedNow: true } : finished;
     } catch (err) {
-      if ((err as Error).name === 'TransactionCanceledException') return undefined;
-      throw err;
+      if ((err as Error).name !== 'TransactionCanceledException') throw err;
+      const reasons = (err as { CancellationReasons?: Array<{ Code?: string }> }).CancellationReasons ?? [];
+      if (publishing && reasons[0]?.Code !== 'ConditionalCheckFailed' && reasons[items.length - 1]?.Code === 'ConditionalCheckFailed') {
+        // A newer deploy is published (or the site is gone): end it DEPLOYED, unpublished.
+        const ended = await this.finish(siteId, deployId, { ...end, publish: false });
+        return ended && { ...ended, publishedNow: false };
+      }
+      return undefined;
     }
   }
 
