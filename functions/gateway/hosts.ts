@@ -32,3 +32,26 @@ export function bucketHost(host: string | null, urls: Config['urls']): BucketHos
   }
   return undefined;
 }
+
+export interface SiteHost {
+  slug: string;
+  /** A deploy's id as the host gives it: DNS lowercases it. */
+  deployLabel?: string;
+}
+
+/**
+ * Which site a Host names: `<slug>.<sites domain>` (its published deploy) or
+ * `<deployId>--<slug>.<sites domain>` (one deploy). Undefined for any other host.
+ */
+export function siteHost(host: string | null, sitesDomain: string): SiteHost | undefined {
+  if (!host) return undefined;
+  const name = hostname(host);
+  const domain = hostname(sitesDomain);
+  if (name.length <= domain.length + 1 || !name.endsWith(`.${domain}`)) return undefined;
+  const label = name.slice(0, name.length - domain.length - 1);
+  if (label.includes('.')) return undefined;
+  const split = label.indexOf('--');
+  // A slug may itself hold "--"; only a deploy id's shape before it makes the label a deploy's.
+  if (split > 0 && /^[0-9a-z]{22}$/.test(label.slice(0, split))) return { slug: label.slice(split + 2), deployLabel: label.slice(0, split) };
+  return { slug: label };
+}

@@ -1,0 +1,139 @@
+/**
+ * The parsers behind site addresses: `_redirects` (IPIP-0002's subset of
+ * Netlify's format), `_headers`, request paths made safe, site hosts, and
+ * Content-Type from names and first bytes.
+ */
+import { matchRedirect, parseRedirects, SiteFileError } from '../../functions/core/hosting/redirects.js';
+import { headersFor, parseHeaders } from '../../functions/core/hosting/headers.js';
+import { contentPath, BadPathError } from '../../functions/core/ipfs/paths.js';
+import { siteHost } from '../../functions/gateway/hosts.js';
+import { sniffType, typeFromName } from '../../functions/core/http/content-type.js';
+
+describe('_redirects', () => {
+  test('rules read as "from to [status]", 301 by default, comments and blank lines skipped', () => {
+    const rules = parseRedirects('# moved\n\n/old /new\n/gone /gone.html 410\r\n/ext https://example.com/x 302\n');
+    expect(rules.map((r) => [r.line, r.from, r.to, r.status])).toEqual([
+      [3, '/old', '/new', 301],
+      [4, '/gone', '/gone.html', 410],
+      [5, '/ext', 'https://example.com/x', 302],
+    ]);
+  });
+
+  test('placeholders and the splat fill the target; the first matching rule wins; the query is carried to a redirect', () => {
+    const rules = parseRedirects('/blog/:year/:slug /posts/:year-:slug 301\n/docs/* /manual/:splat 302\n/docs/* /never 301\n/* /index.html 200\n');
+    expect(matchRedirect(rules, '/blog/2024/hello', 'a=1')).toMatchObject({ location: '/posts/2024-hello?a=1', rule: { status: 301 } });
+    expect(matchRedirect(rules, '/docs/a/b c', '')).toMatchObject({ location: '/manual/a/b%20c', rule: { line: 2 } });
+    expect(matchRedirect(rules, '/docs', '')).toMatchObject({ location: '/manual/', rule: { line: 2 } });
+    expect(matchRedirect(rules, '/blog/2024', 'x=y')).toMatchObject({ location: '/index.html', rule: { status: 200 } });
+    expect(matchRedirect(rules.slice(0, 1), '/blog/2024/a/b')).toBeUndefined();
+    expect(matchRedirect(parseRedirects('/a /b?x=1 301'), '/a/', 'y=2')?.location).toBe('/b?x=1&y=2');
+  });
+
+  test.each([
+    ['/a', 'a rule needs a source path and a target'],
+    ['/a /b 301 Country=us', 'too many fields'],
+    ['a /b', 'the source must be a path'],
+    ['/a/*/b /c', '"*" may only be the last segment'],
+    ['/a b', 'the target must be a path'],
+    ['/a /b 301!', 'forced rules ("!") are not supported'],
+    ['/a /b 418', 'the status must be one of'],
+    ['/a https://example.com 200', 'its target must be a path'],
+  ])('%j is refused with its line number', (line, reason) => {
+    const error = (() => {
+      try {
+        parseRedirects(`# first\n${line}\n`);
+      } catch (err) {
+        return err as SiteFileError;
+      }
+      throw new Error('parsed');
+    })();
+    expect(error).toBeInstanceOf(SiteFileError);
+    expect(error.line).toBe(2);
+    expect(error.message).toContain('_redirects line 2');
+    expect(error.message).toContain(reason);
+  });
+
+  test('a file over 64 KiB is refused whole, with its size in the message', () => {
+    const text = Array.from({ length: 10_000 }, (_, i) => `/old-${i} /new-${i} 301`).join('\n');
+    expect(Buffer.byteLength(text)).toBeGreaterThan(64 * 1024);
+    expect(() => parseRedirects(text)).toThrow(/_redirects: the file is \d+ bytes; at most 65536/);
+  });
+});
+
+describe('_headers', () => {
+  const file = ['# site headers', '/*', '  X-Frame-Options: DENY', '  X-Shared: one', '/assets/*', '  Cache-Control: public, max-age=31536000, immutable', '  X-Shared: two', '/blog/:slug', '  X-Blog: yes', '  Content-Length: 1', '  Transfer-Encoding: chunked'].join('\n');
+
+  test('every block whose path matches applies; a name set twice is joined; protected headers are dropped with a warning', () => {
+    const { rules, warnings } = parseHeaders(file);
+    expect(headersFor(rules, '/')).toEqual({ 'x-frame-options': 'DENY', 'x-shared': 'one' });
+    expect(headersFor(rules, '/assets/app.js')).toEqual({ 'x-frame-options': 'DENY', 'x-shared': 'one, two', 'cache-control': 'public, max-age=31536000, immutable' });
+    expect(headersFor(rules, '/blog/post')).toMatchObject({ 'x-blog': 'yes' });
+    expect(headersFor(rules, '/blog/post/deeper')).not.toHaveProperty('x-blog');
+    expect(warnings).toHaveLength(2);
+    expect(warnings[0]).toMatch(/line 10: Content-Length is set by the service/);
+    expect(JSON.stringify(rules)).not.toMatch(/content-length|transfer-encoding/);
+  });
+
+  test.each([
+    ['  X-A: b', 'before any path line'],
+    ['/a\n  no colon here', '"Name: value"'],
+    ['/a\n  Bad Name: x', 'not a valid header name'],
+    ['https://example.com/*\n  X: y', 'rules for other domains are not supported'],
+  ])('%j is refused', (text, reason) => {
+    expect(() => parseHeaders(text)).toThrow(reason);
+  });
+});
+
+describe('request paths', () => {
+  test.each([
+    ['/a/b.html', ['a', 'b.html'], false],
+    ['/a/', ['a'], true],
+    ['//a///b', ['a', 'b'], false],
+    ['/../../etc/passwd', ['etc', 'passwd'], false],
+    ['/a/%2e%2e/%2E%2E/%2e%2e/b', ['b'], false],
+    ['/a/..%2f..%2fb', ['b'], false],
+    ['/a%20b/c%2Fd', ['a b', 'c', 'd'], false],
+    ['/a/..', [], true],
+  ])('%s is %j', (raw, segments, trailingSlash) => {
+    expect(contentPath(raw)).toEqual({ segments, trailingSlash });
+  });
+
+  test('NUL and malformed escapes are refused', () => {
+    expect(() => contentPath('/a%00b')).toThrow(BadPathError);
+    expect(() => contentPath('/a%zz')).toThrow(BadPathError);
+  });
+});
+
+describe('site hosts', () => {
+  const domain = 'sites.localhost:4002';
+  test.each([
+    ['hidden-waterfall-6189.sites.localhost:4002', { slug: 'hidden-waterfall-6189' }],
+    ['Hidden-Waterfall-6189.SITES.localhost.', { slug: 'hidden-waterfall-6189' }],
+    ['hidden-waterfall-6189.sites.localhost.:8080', { slug: 'hidden-waterfall-6189' }],
+    ['0lx2abc123AbCdEfGhIjKl--My-Site.sites.localhost', { slug: 'my-site', deployLabel: '0lx2abc123abcdefghijkl' }],
+    ['a--b.sites.localhost', { slug: 'a--b' }],
+  ])('%s', (host, expected) => {
+    expect(siteHost(host, domain)).toEqual(expected);
+  });
+
+  test.each(['sites.localhost', 'a.b.sites.localhost', 'a.storage.localhost', 'example.com'])('%s is no site host', (host) => {
+    expect(siteHost(host, domain)).toBeUndefined();
+  });
+});
+
+describe('Content-Type', () => {
+  test('from the name, HTML with its charset', () => {
+    expect(typeFromName('index.HTML')).toBe('text/html; charset=utf-8');
+    expect(typeFromName('app.js')).toBe('text/javascript; charset=utf-8');
+    expect(typeFromName('logo.svg')).toBe('image/svg+xml');
+    expect(typeFromName('README')).toBeUndefined();
+  });
+
+  test('from the first bytes when the name says nothing', () => {
+    expect(sniffType(Buffer.from('\n  <!DOCTYPE html><p>x'))).toBe('text/html; charset=utf-8');
+    expect(sniffType(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0]))).toBe('image/png');
+    expect(sniffType(Buffer.from('%PDF-1.7'))).toBe('application/pdf');
+    expect(sniffType(Buffer.from('just words\n'))).toBe('text/plain; charset=utf-8');
+    expect(sniffType(Buffer.from([1, 2, 3, 0]))).toBe('application/octet-stream');
+  });
+});
