@@ -72,6 +72,13 @@ export interface Config {
     /** Where the playground's files are (the Lambda bundle's copy); node_modules when unset. */
     playgroundDir?: string;
   };
+  /** Site addresses on the gateway (functions/gateway/sites.ts). */
+  sites: {
+    /** `<slug>.<domain>` serves a site's published deploy, `<deployId>--<slug>.<domain>` one deploy. */
+    domain: string;
+    /** The local response cache in front of site addresses, in bytes. */
+    cacheBytes: number;
+  };
   /** Site builds on this machine (functions/local/bwrap-runner.ts). */
   build: {
     /** `bwrap`: bubblewrap sandbox (builds refuse to run without it). `none`: a plain child process, no isolation. */
@@ -220,6 +227,10 @@ export function loadConfig(env: Env = process.env): Config {
       introspection: bool(env, 'CAIRN_GRAPHQL_INTROSPECTION', runtime === 'local'),
       playground: bool(env, 'CAIRN_GRAPHQL_PLAYGROUND', true),
       playgroundDir: opt(env, 'CAIRN_GRAPHQL_PLAYGROUND_DIR'),
+    },
+    sites: {
+      domain: domain(env, 'CAIRN_SITES_DOMAIN', `sites.localhost:${ports.gateway}`),
+      cacheBytes: bytes(env, 'CAIRN_SITE_CACHE_BYTES', 256 * 1024 ** 2),
     },
     build: {
       sandbox: buildSandbox(env),

@@ -24,6 +24,7 @@ import { DynamoUploadGate } from './storage/dynamo-gate.js';
 import type { DigestName } from './hashing/digests.js';
 import type { LogStore } from './ports/log-store.js';
 import { pollingQueue, type DeployQueue } from './ports/deploy-queue.js';
+import { noCdn, type CdnPurger, type SiteCache } from './ports/site-cache.js';
 import { FileLogStore } from './logs/file-log-store.js';
 import { inlineLeafHasher, ownHashThread, RemoteHashing, type HashChannel, type LeafHasher } from './hashing/leaf-hasher.js';
 
@@ -56,6 +57,14 @@ export interface Services {
   deployLogs: LogStore;
   /** Gets queued deploys run: the local server's worker, or SQS in AWS (set by the entry point; polling only by default). */
   deployQueue: DeployQueue;
+  /**
+   * The response cache the gateway answers site addresses from: the local
+   * server's (set by its entry point); none in a Lambda, where a CDN in
+   * front caches and this process could never see another one's purge.
+   */
+  siteCache?: SiteCache;
+  /** What publishing and purgeCache empty of a site (the local cache, or a CDN). */
+  cdn: CdnPurger;
   close(): Promise<void>;
 }
 
@@ -113,6 +122,7 @@ export async function createServices(config: Config, logger: Logger = createLogg
     deploys: new DeployStore(db),
     deployLogs: await createLogStore(config),
     deployQueue: await createDeployQueue(config),
+    cdn: noCdn,
     ipfs: () => (node ??= createIpfsNode(config)),
     // Many Lambda instances upload at once in AWS; locally one process owns the data.
     gate: config.runtime === 'aws' ? new DynamoUploadGate(db, logger) : new LocalUploadGate(),

@@ -23,6 +23,7 @@ import { collectGarbage } from '../core/storage/collect.js';
 import { LocalDeployQueue } from './deploy-queue.js';
 import { BwrapRunner } from './bwrap-runner.js';
 import { ChromiumScreenshotter } from './chromium-screenshotter.js';
+import { LocalSiteCache } from './site-cache.js';
 
 export interface LocalService {
   config: Config;
@@ -141,6 +142,9 @@ export async function startLocalService(config: Config, logger: Logger = createL
   try {
     const bootstrap = await bootstrapAccounts(services);
     services.deployQueue = deploys;
+    const siteCache = new LocalSiteCache(cfg.sites.cacheBytes);
+    services.siteCache = siteCache;
+    services.cdn = siteCache;
     await deploys.start();
     const { host, ports } = cfg;
     servers.push(await serve('graphql', 'CAIRN_API_PORT', createGraphqlHandler(services), ports.api, host, logger));
