@@ -1,35 +1,39 @@
 /**
  * The gateway. By Host header, `<bucket>.<storage public domain>/<key>` and
- * `<bucket>.<bucket endpoint domain>/<key>` serve public-read objects; on any
- * other host, `GET|HEAD /ipfs/<cid>` serves any content in the node, with
- * ranges and immutable caching. Content is public by CID, whatever the ACL
+ * `<bucket>.<bucket endpoint domain>/<key>` serve public-read objects;
+ * `<slug>.<sites domain>` and `<deployId>--<slug>.<sites domain>` serve
+ * sites (sites.ts); on any other host, `GET|HEAD /ipfs/<cid>[/path]` serves
+ * any content in the node, with ranges and immutable caching. Content is public by CID, whatever the ACL
  * of the objects that hold it, as on any IPFS network.
  */
 import type { HttpHandler } from '../core/http/types.js';
 import type { Logger } from '../core/logger.js';
 import type { Services } from '../core/services.js';
 import { isNotFound, NotAFileError } from '../core/ipfs/read.js';
-import { bucketHost } from './hosts.js';
-import { ipfsPathCid, serveCid } from './ipfs.js';
+import { bucketHost, siteHost } from './hosts.js';
+import { ipfsPath, serveCid } from './ipfs.js';
 import { serveObject } from './objects.js';
+import { serveSite } from './sites.js';
 import { textResponse } from './responses.js';
 
 export function createGatewayHandler(services: Services, logger: Logger = services.logger.child({ fn: 'gateway' })): HttpHandler {
-  const { urls } = services.config;
+  const { urls, sites } = services.config;
   const answer: HttpHandler = async (req) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return textResponse(405, 'Method Not Allowed\n', { allow: 'GET, HEAD' });
     const host = bucketHost(req.headers.get('host'), urls);
-    const cidText = host ? undefined : ipfsPathCid(req.rawPath);
+    const site = host ? undefined : siteHost(req.headers.get('host'), sites.domain);
+    const content = host || site ? undefined : ipfsPath(req.rawPath);
     try {
       if (host) return await serveObject(services, req, host);
-      if (cidText !== undefined) return await serveCid(services, req, cidText);
-      return textResponse(404, 'Not Found: paths are /ipfs/<cid>\n');
+      if (site) return await serveSite(services, req, site);
+      if (content) return await serveCid(services, req, content);
+      return textResponse(404, 'Not Found: paths are /ipfs/<cid>[/path]\n');
     } catch (err) {
-      if (!host && isNotFound(err)) return textResponse(404, 'Not Found: this gateway holds no content with that CID\n');
-      if (err instanceof NotAFileError) return textResponse(501, 'Not Implemented: directory listings are not served yet\n');
+      if (content && isNotFound(err)) return textResponse(404, 'Not Found: this gateway holds no content with that CID\n');
+      if (err instanceof NotAFileError) return textResponse(501, 'Not Implemented: this gateway serves UnixFS files and directories only\n');
       if ((err as Error)?.name === 'NoResolverError') return textResponse(501, 'Not Implemented: this gateway does not decode that CID\'s codec\n');
       // A record whose blocks are gone is a fault of ours, not a missing file.
-      const msg = host && isNotFound(err) ? 'object blocks missing' : 'gateway request failed';
+      const msg = !content && isNotFound(err) ? (site ? 'site blocks missing' : 'object blocks missing') : 'gateway request failed';
       logger.error(msg, { err, method: req.method, host: req.headers.get('host'), path: req.rawPath });
       return textResponse(500, 'Internal Server Error\n');
     }

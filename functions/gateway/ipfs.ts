@@ -1,22 +1,34 @@
 /**
- * `GET|HEAD /ipfs/<cid>`: any file the node holds, by CID (v0 or v1), with
- * immutable caching. Content is public by CID whatever the ACL of the
- * objects that hold it, as on any IPFS network.
+ * `GET|HEAD /ipfs/<cid>[/path]`, the path gateway: any file or directory the
+ * node holds, by CID (v0 or v1), with immutable caching. A directory serves
+ * its index.html, else a generated listing; asked for without its trailing
+ * slash it is a 301 to the slash form. Content is public by CID whatever the
+ * ACL of the objects that hold it, as on any IPFS network.
  */
 import type { HttpRequest } from '../core/http/types.js';
 import type { Services } from '../core/services.js';
 import { parseCid } from '../core/ipfs/cid.js';
-import { openFile } from '../core/ipfs/read.js';
-import { serveRepresentation, textResponse } from './responses.js';
+import { BadPathError, contentPath, encodePath, resolvePath } from '../core/ipfs/paths.js';
+import { textResponse } from './responses.js';
+import { fileAnswer, indexOf, isFile, listingAnswer, rootsHeader, sendAnswer } from './unixfs.js';
 
-const IPFS_PATH = /^\/ipfs\/([^/?#]+)\/?$/;
+const IPFS_PATH = /^\/ipfs\/([^/?#]+)(\/.*)?$/;
 
-/** The CID text of an `/ipfs/<cid>` path, or undefined for any other path. */
-export function ipfsPathCid(rawPath: string): string | undefined {
-  return IPFS_PATH.exec(rawPath)?.[1];
+export interface IpfsPath {
+  cidText: string;
+  /** The path after the CID, as sent ('' for none). */
+  rest: string;
 }
 
-export async function serveCid(services: Services, req: HttpRequest, cidText: string): Promise<Response> {
+/** The parts of an `/ipfs/<cid>[/path]` path, or undefined for any other path. */
+export function ipfsPath(rawPath: string): IpfsPath | undefined {
+  const m = IPFS_PATH.exec(rawPath);
+  return m ? { cidText: m[1]!, rest: m[2] ?? '' } : undefined;
+}
+
+const IMMUTABLE = 'public, max-age=29030400, immutable';
+
+export async function serveCid(services: Services, req: HttpRequest, { cidText, rest }: IpfsPath): Promise<Response> {
   let decoded: string;
   try {
     decoded = decodeURIComponent(cidText);
@@ -25,21 +37,36 @@ export async function serveCid(services: Services, req: HttpRequest, cidText: st
   }
   const cid = parseCid(decoded);
   if (!cid) return textResponse(400, `Bad Request: "${decoded.slice(0, 200)}" is not a valid CID\n`);
+  let path;
+  try {
+    path = contentPath(rest);
+  } catch (err) {
+    if (err instanceof BadPathError) return textResponse(400, `Bad Request: ${err.message}\n`);
+    throw err;
+  }
   const node = await services.ipfs();
   // The raw blockstore (no network behind it) answers a missing block at once.
-  const file = await openFile(node.blockstore, cid, req.signal);
-  const etag = `"${cid.toString()}"`;
+  const found = await resolvePath(node.blockstore, cid, path.segments, req.signal);
+  if (!found) return textResponse(404, 'Not Found: no such path under that CID\n');
   const headers: Record<string, string> = {
-    etag,
-    'cache-control': 'public, max-age=29030400, immutable',
-    'x-ipfs-path': `/ipfs/${cid.toString()}`,
+    'cache-control': IMMUTABLE,
+    'x-ipfs-path': req.rawPath,
+    'x-ipfs-roots': rootsHeader(found.roots),
   };
-  const known = cid.version === 0 || cid.code === 0x70 ? await services.objects.findByCid(cid.toV0().toString()) : undefined;
-  headers['content-type'] = known?.contentType && known.contentType !== 'binary/octet-stream' ? known.contentType : 'application/octet-stream';
-  return serveRepresentation(req, {
-    size: file.size,
-    headers,
-    validators: { etag },
-    open: async (range) => file.stream(range),
-  });
+  if (isFile(found)) {
+    const name = path.segments.at(-1);
+    let type: string | undefined;
+    if (name === undefined) {
+      // A bare CID has no name; an object stored with it may say its type.
+      const known = cid.version === 0 || cid.code === 0x70 ? await services.objects.findByCid(cid.toV0().toString()) : undefined;
+      if (known?.contentType && known.contentType !== 'binary/octet-stream') type = known.contentType;
+    }
+    return sendAnswer(req, await fileAnswer(node.blockstore, found.entry.cid, { name, type, headers, signal: req.signal }));
+  }
+  if (found.entry.type !== 'directory') return textResponse(501, `Not Implemented: this gateway serves UnixFS files and directories, not a ${found.entry.type}\n`);
+  const dirPath = `/ipfs/${cidText}${encodePath(path.segments, true)}`;
+  if (!path.trailingSlash) return new Response(null, { status: 301, headers: { location: `${dirPath}${req.rawQuery ? `?${req.rawQuery}` : ''}`, ...headers } });
+  const index = await indexOf(node.blockstore, found, req.signal);
+  if (index) return sendAnswer(req, await fileAnswer(node.blockstore, index.entry.cid, { name: 'index.html', headers, signal: req.signal }));
+  return sendAnswer(req, await listingAnswer(node.blockstore, found, dirPath, headers, req.signal));
 }

@@ -384,6 +384,23 @@ export class DeployStore {
     return { items: page.items.map(fromItem), more: page.more };
   }
 
+  /**
+   * A deploy of the site by its id lowercased (a host name's label carries it
+   * so). Ids begin with 10 lowercase base-36 digits of their creation time:
+   * only the site's deploys of that millisecond are read.
+   */
+  async findByLowercaseId(siteId: string, lowered: string): Promise<Deploy | undefined> {
+    if (!/^[0-9a-z]{22}$/.test(lowered)) return undefined;
+    const items = await queryAll(this.db, {
+      TableName: this.table,
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+      ExpressionAttributeValues: { ':pk': `SITE#${siteId}`, ':prefix': `DEPLOY#${lowered.slice(0, 10)}` },
+      ConsistentRead: true,
+    });
+    const found = items.map(fromItem).filter((d) => d.id.toLowerCase() === lowered);
+    return found.length === 1 ? found[0] : undefined;
+  }
+
   /** Several deploys by key in as few round trips as DynamoDB allows (100 keys each); missing ones are absent. */
   async getMany(keys: ReadonlyArray<{ siteId: string; deployId: string }>): Promise<Deploy[]> {
     const found: Deploy[] = [];

@@ -1,0 +1,137 @@
+/**
+ * Site addresses: `<slug>.<sites domain>` serves the site's published
+ * deploy, `<deployId>--<slug>.<sites domain>` one deploy. Resolution (host →
+ * site → root CID, core/hosting/site-hosts.ts), then the path inside the
+ * directory with website semantics: index.html, the slash redirect, then for
+ * a path the site lacks its `_redirects` rules and its `404.html`; `_headers`
+ * adds headers. Whole answers of a published site are kept in the site cache
+ * (keyed by site, deploy and path) and answered again from it, ranges and
+ * preconditions included.
+ */
+import type { Blockstore } from 'interface-blockstore';
+import type { CID } from 'multiformats/cid';
+import type { HttpRequest } from '../core/http/types.js';
+import type { Services } from '../core/services.js';
+import { BadPathError, contentPath, encodePath, resolvePath, type ContentPath } from '../core/ipfs/paths.js';
+import { resolveSite } from '../core/hosting/site-hosts.js';
+import { siteRules } from '../core/hosting/site-rules.js';
+import { matchRedirect, SiteFileError } from '../core/hosting/redirects.js';
+import { headersFor } from '../core/hosting/headers.js';
+import type { SiteHost } from './hosts.js';
+import { textResponse } from './responses.js';
+import { bytesAnswer, fileAnswer, indexOf, isFile, rootsHeader, sendAnswer, type Answer } from './unixfs.js';
+
+/** A CDN keeps a site's answers until a purge; browsers ask again each time (and get 304s). */
+const SITE_CACHE_CONTROL = 'public, max-age=0, s-maxage=31536000, must-revalidate';
+/** A deploy's own address is for checking it: nothing in between keeps it as the site. */
+const DEPLOY_CACHE_CONTROL = 'public, max-age=0, must-revalidate';
+
+const page = (title: string, text: string) =>
+  `<!doctype html>\n<html><head><meta charset="utf-8"><title>${title}</title></head><body><h1>${title}</h1><p>${text}</p></body></html>\n`;
+
+function htmlAnswer(status: number, headers: Record<string, string>, title: string, text: string): Answer {
+  return bytesAnswer(status, { ...headers, 'content-type': 'text/html; charset=utf-8' }, page(title, text));
+}
+
+type Found = { kind: 'file'; cid: CID; roots: CID[]; segments: string[] } | { kind: 'directory' };
+
+/**
+ * A file at `segments`, or a directory's index.html. A directory asked for
+ * without its slash is reported as such (a 301 for a request, but an
+ * internal rewrite just takes its index).
+ */
+async function find(blockstore: Blockstore, root: CID, segments: string[], trailingSlash: boolean, signal: AbortSignal): Promise<Found | undefined> {
+  const found = await resolvePath(blockstore, root, segments, signal);
+  if (!found) return undefined;
+  if (isFile(found)) return { kind: 'file', cid: found.entry.cid, roots: found.roots, segments };
+  if (found.entry.type !== 'directory') return undefined;
+  if (!trailingSlash) return { kind: 'directory' };
+  const index = await indexOf(blockstore, found, signal);
+  return index ? { kind: 'file', cid: index.entry.cid, roots: found.roots, segments: [...segments, 'index.html'] } : undefined;
+}
+
+const rulesOf = <T>(rules: T | SiteFileError): T => {
+  if (rules instanceof SiteFileError) throw rules;
+  return rules;
+};
+
+/** The answer for `path` in the directory `root`, before the request's range and conditions. */
+async function answerPath(blockstore: Blockstore, root: CID, path: ContentPath, rawQuery: string, cacheControl: string, signal: AbortSignal): Promise<Answer> {
+  const rules = await siteRules(blockstore, root);
+  const requested = `/${path.segments.join('/')}${path.trailingSlash && path.segments.length ? '/' : ''}`;
+  const headers: Record<string, string> = { 'cache-control': cacheControl, 'x-content-type-options': 'nosniff', ...headersFor(rulesOf(rules.headers), requested) };
+  const serve = async (found: Extract<Found, { kind: 'file' }>, status = 200) =>
+    fileAnswer(blockstore, found.cid, {
+      status,
+      name: found.segments.at(-1) ?? 'index.html',
+      headers: { ...headers, 'x-ipfs-path': `/ipfs/${root.toString()}${encodePath(found.segments)}`, 'x-ipfs-roots': rootsHeader(found.roots) },
+      signal,
+    });
+  const redirect = (status: number, location: string) =>
+    htmlAnswer(status, { ...headers, location }, 'Moved', `This page is at <a href="${location.replace(/"/g, '%22')}">${location.replace(/</g, '&lt;')}</a>.`);
+
+  const found = await find(blockstore, root, path.segments, path.trailingSlash, signal);
+  if (found?.kind === 'file') return serve(found);
+  if (found?.kind === 'directory') return redirect(301, `${encodePath(path.segments, true)}${rawQuery ? `?${rawQuery}` : ''}`);
+
+  // Rules apply only to what the site lacks. A rewrite's target is looked up once, never through the rules again.
+  const match = matchRedirect(rulesOf(rules.redirects), requested, rawQuery);
+  if (match && match.rule.status >= 300 && match.rule.status < 400) return redirect(match.rule.status, match.location);
+  if (match) {
+    let target: Found | undefined;
+    try {
+      const to = contentPath(match.location.replace(/[?#].*$/, ''));
+      target = await find(blockstore, root, to.segments, true, signal);
+    } catch (err) {
+      if (!(err instanceof BadPathError)) throw err;
+    }
+    if (target?.kind === 'file') return serve(target, match.rule.status);
+    if (match.rule.status !== 200) return htmlAnswer(match.rule.status, headers, String(match.rule.status), 'This page is not available.');
+  }
+  // What Netlify and Cloudflare Pages users expect, with or without a rule for it.
+  const notFoundPage = await find(blockstore, root, ['404.html'], false, signal);
+  if (notFoundPage?.kind === 'file') return serve(notFoundPage, 404);
+  return htmlAnswer(404, headers, 'Not Found', 'This site has no page at this address.');
+}
+
+export async function serveSite(services: Services, req: HttpRequest, address: SiteHost): Promise<Response> {
+  let path: ContentPath;
+  try {
+    path = contentPath(req.rawPath);
+  } catch (err) {
+    if (err instanceof BadPathError) return textResponse(400, `Bad Request: ${err.message}\n`);
+    throw err;
+  }
+  const target = await resolveSite(services, address.slug, address.deployLabel);
+  if (target.kind === 'unknown') return textResponse(404, 'Not Found: no site or deploy answers at this address\n');
+  if (target.kind === 'unpublished') {
+    const answer = htmlAnswer(404, { 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' }, 'Nothing published yet', 'This site exists but has no published deploy yet.');
+    return sendAnswer(req, answer);
+  }
+  const cache = target.preview ? undefined : services.siteCache;
+  const key = `${target.siteId}\n${target.deployId}\n${encodePath(path.segments, path.trailingSlash)}?${req.rawQuery}`;
+  const hit = cache?.getResponse(key);
+  if (hit) return marked(await sendAnswer(req, bytesAnswer(hit.status, hit.headers, hit.body)), 'HIT');
+
+  const node = await services.ipfs();
+  let answer: Answer;
+  try {
+    answer = await answerPath(node.blockstore, target.root, path, req.rawQuery, target.preview ? DEPLOY_CACHE_CONTROL : SITE_CACHE_CONTROL, req.signal);
+  } catch (err) {
+    if (err instanceof SiteFileError) return textResponse(500, `Internal Server Error: the site's ${err.message}\n`, { 'cache-control': 'no-cache' });
+    throw err;
+  }
+  // Only whole GET answers are kept; a range or a 304 is then cut from the whole.
+  if (cache && req.method === 'GET' && answer.size <= cache.maxEntryBytes) {
+    const body = new Uint8Array(await new Response(await answer.open({ offset: 0, length: answer.size })).arrayBuffer());
+    cache.setResponse(target.siteId, key, { status: answer.status, headers: answer.headers, body });
+    answer = bytesAnswer(answer.status, answer.headers, body);
+  }
+  const response = await sendAnswer(req, answer);
+  return cache ? marked(response, 'MISS') : response;
+}
+
+function marked(response: Response, state: 'HIT' | 'MISS'): Response {
+  response.headers.set('x-cache', state);
+  return response;
+}

@@ -1,0 +1,101 @@
+/**
+ * Serving what a UnixFS path resolves to, for `/ipfs/` and site addresses
+ * alike: a file with its type (from its name, else its first bytes) and its
+ * CID as ETag, a directory's `index.html`, or a generated listing.
+ */
+import { createHash } from 'node:crypto';
+import type { Blockstore } from 'interface-blockstore';
+import type { CID } from 'multiformats/cid';
+import { sniffType, SNIFF_BYTES, typeFromName } from '../core/http/content-type.js';
+import type { HttpRequest } from '../core/http/types.js';
+import { openFile, type FileEntry } from '../core/ipfs/read.js';
+import { listDirectory, resolvePath, type Resolved } from '../core/ipfs/paths.js';
+import { serveRepresentation } from './responses.js';
+
+/** A response before the request's conditions and range are applied to it. */
+export interface Answer {
+  status: number;
+  /** Without Content-Length, which follows from the body sent. */
+  headers: Record<string, string>;
+  size: number;
+  open(range: { offset: number; length: number }): Promise<ReadableStream<Uint8Array>>;
+}
+
+const FILE_TYPES = new Set(['file', 'raw', 'identity']);
+export const isFile = (r: Resolved | undefined): boolean => !!r && FILE_TYPES.has(r.entry.type);
+
+export const rootsHeader = (roots: readonly CID[]) => roots.map((c) => c.toString()).join(',');
+
+async function head(file: FileEntry): Promise<Uint8Array> {
+  const bytes = await new Response(file.stream({ offset: 0, length: Math.min(SNIFF_BYTES, file.size) })).arrayBuffer();
+  return new Uint8Array(bytes);
+}
+
+/** A file's answer: Content-Type from `type`, else `name`, else its first bytes. */
+export async function fileAnswer(
+  blockstore: Blockstore,
+  cid: CID,
+  options: { status?: number; name?: string; type?: string; headers?: Record<string, string>; signal?: AbortSignal },
+): Promise<Answer> {
+  const file = await openFile(blockstore, cid, options.signal);
+  const type = options.type ?? (options.name === undefined ? undefined : typeFromName(options.name)) ?? sniffType(await head(file));
+  return {
+    status: options.status ?? 200,
+    headers: { 'content-type': type, etag: `"${cid.toString()}"`, ...options.headers },
+    size: file.size,
+    open: async (range) => file.stream(range),
+  };
+}
+
+export function bytesAnswer(status: number, headers: Record<string, string>, body: Uint8Array | string): Answer {
+  const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+  return {
+    status,
+    headers,
+    size: bytes.byteLength,
+    open: async ({ offset, length }) =>
+      new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(bytes.subarray(offset, offset + length));
+          controller.close();
+        },
+      }),
+  };
+}
+
+/**
+ * The response to GET or HEAD: a 200 honours preconditions and ranges
+ * (its ETag is the validator); any other status is sent as it is.
+ */
+export async function sendAnswer(req: HttpRequest, answer: Answer): Promise<Response> {
+  const etag = answer.headers.etag;
+  if (answer.status === 200 && etag) return serveRepresentation(req, { size: answer.size, headers: answer.headers, validators: { etag }, open: answer.open });
+  const headers = { ...answer.headers, 'content-length': String(answer.size) };
+  if (req.method === 'HEAD' || answer.size === 0) return new Response(null, { status: answer.status, headers });
+  return new Response(await answer.open({ offset: 0, length: answer.size }), { status: answer.status, headers });
+}
+
+/** The directory's index.html, if it has one. */
+export async function indexOf(blockstore: Blockstore, dir: Resolved, signal?: AbortSignal): Promise<Resolved | undefined> {
+  const index = await resolvePath(blockstore, dir.entry.cid, ['index.html'], signal);
+  return index && isFile(index) ? { entry: index.entry, roots: dir.roots } : undefined;
+}
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** A listing of a directory without index.html, as path gateways generate one. */
+export async function listingAnswer(blockstore: Blockstore, dir: Resolved, requestPath: string, headers: Record<string, string>, signal?: AbortSignal): Promise<Answer> {
+  const entries = await listDirectory(blockstore, dir.entry, signal);
+  const base = requestPath.endsWith('/') ? requestPath : `${requestPath}/`;
+  const rows = entries.map((e) => {
+    const href = `${base}${encodeURIComponent(e.name)}${e.type === 'directory' ? '/' : ''}`;
+    const size = e.type === 'directory' ? '' : String(e.size);
+    return `<tr><td><a href="${escapeHtml(href)}">${escapeHtml(e.name)}${e.type === 'directory' ? '/' : ''}</a></td><td>${size}</td><td><code>${e.cid.toString()}</code></td></tr>`;
+  });
+  const title = escapeHtml(decodeURIComponent(requestPath));
+  const html = `<!doctype html>\n<html><head><meta charset="utf-8"><title>Index of ${title}</title></head><body>\n<h1>Index of ${title}</h1>\n<p><code>${dir.entry.cid.toString()}</code></p>\n<table>\n<tr><th>Name</th><th>Size</th><th>CID</th></tr>\n${rows.join('\n')}\n</table>\n</body></html>\n`;
+  return bytesAnswer(200, { ...headers, 'content-type': 'text/html; charset=utf-8', etag: `"DirIndex-${LISTING_HASH}_CID-${dir.entry.cid.toString()}"` }, html);
+}
+
+/** Names the listing's template in its ETag, so a new template is not answered 304 with the old page. */
+const LISTING_HASH = createHash('sha256').update(listingAnswer.toString()).digest('hex').slice(0, 16);
