@@ -30,6 +30,8 @@ import { cloneRepository, CloneError, type ClonedCommit } from './steps/clone.js
 import { importDirectory, PublishDirectoryError } from '../core/ipfs/import-directory.js';
 import type { Screenshotter } from '../core/ports/screenshotter.js';
 import { takePreview } from './steps/preview.js';
+import { purgeSite } from '../core/hosting/deploys.js';
+import { checkSiteFiles } from '../core/hosting/site-rules.js';
 
 export interface PipelineOptions {
   services: Services;
@@ -167,6 +169,7 @@ class DeployTurn {
     if (kind === 'missing') throw new DeployFailure(`the publish directory "${publishPath}" does not exist after the build`);
     if (kind !== 'dir') throw new DeployFailure(`the publish directory "${publishPath}" is not a directory`);
     if ((await readdir(publish)).filter((n) => n !== '.git').length === 0) throw new DeployFailure(`the publish directory "${publishPath}" is empty`);
+    for (const warning of await checkSiteFiles(publish)) this.log.line(`Warning: ${warning}`);
     this.log.line(`Uploading "${publishPath}" to IPFS`);
     this.publishDir = publish;
     // From the first block imported until the deploy references the root,
@@ -202,6 +205,8 @@ class DeployTurn {
       return undefined;
     }
     if (published) {
+      // The site's address serves the new deploy from the next request on.
+      if (done.publishedNow) await purgeSite(services, claimed.siteId);
       log.line(done.publishedNow ? 'Published: the site now serves this deploy' : 'Not published: a newer deploy of the site is already published');
     } else {
       log.line(claimed.preview ? 'A preview: not published' : 'Auto-publishing is off: not published (publishDeploy publishes it)');

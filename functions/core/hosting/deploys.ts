@@ -157,11 +157,31 @@ export async function cancelDeploy(services: Services, site: Site, deployId: str
   return now;
 }
 
+/**
+ * Drops what the cache in front of the site holds. A purge that fails is
+ * logged, not raised: the publish it follows has happened, and the local
+ * cache's host entries expire within a second anyway.
+ */
+export async function purgeSite(services: Services, siteId: string): Promise<void> {
+  try {
+    await services.cdn.purgeSite(siteId);
+  } catch (err) {
+    services.logger.warn('could not purge the site cache', { siteId, err });
+  }
+}
+
+/** Points the site at the deploy and purges its cache, so its address serves the deploy at once. Whether it is now published. */
+export async function publishToSite(services: Services, siteId: string, deployId: string, options: { onlyIfNewer: boolean }): Promise<boolean> {
+  const published = await services.sites.publishDeploy(siteId, deployId, options);
+  if (published) await purgeSite(services, siteId);
+  return published;
+}
+
 /** Publishes any DEPLOYED deploy of the site (a rollback, or publishing with auto-publishing off). */
 export async function publishDeploy(services: Services, site: Site, deployId: string): Promise<Deploy> {
   const deploy = await existing(services, site, deployId);
   if (deploy.status !== 'DEPLOYED') throw new DeployRequestError(`Deploy ${deployId} is ${deploy.status}; only a DEPLOYED deploy can be published.`, 'deployId');
   if (deploy.preview) throw new DeployRequestError(`Deploy ${deployId} is a pull-request preview; previews are not published.`, 'deployId');
-  if (!(await services.sites.publishDeploy(site.id, deployId, { onlyIfNewer: false }))) throw new DeployNotFoundError();
+  if (!(await publishToSite(services, site.id, deployId, { onlyIfNewer: false }))) throw new DeployNotFoundError();
   return deploy;
 }

@@ -1,18 +1,15 @@
 /**
  * Deploys: the site's listing, newest first, one deploy, and what a team
- * does with them (trigger, retry, cancel, publish: core/hosting/deploys.ts).
- * purgeCache arrives with the CDN; until then it checks the caller's access
- * like every operation, then says NOT_IMPLEMENTED.
+ * does with them (trigger, retry, cancel, publish: core/hosting/deploys.ts),
+ * and purgeCache, which empties the cache in front of the site's address.
  */
 import type { Deploy } from '../../core/data/deploys.js';
-import { cancelDeploy, DeployNotFoundError, DeployRequestError, publishDeploy, retryDeploy, triggerDeploy } from '../../core/hosting/deploys.js';
+import { cancelDeploy, DeployNotFoundError, DeployRequestError, publishDeploy, purgeSite, retryDeploy, triggerDeploy } from '../../core/hosting/deploys.js';
 import { deployLogKey } from '../../core/ports/log-store.js';
 import type { GraphqlContext } from '../context.js';
-import { badInput, graphqlError, notFound } from '../errors.js';
+import { badInput, notFound } from '../errors.js';
 import { pageSize } from '../pagination.js';
 import { ownSite, requireSite } from './access.js';
-
-const notYet = (what: string) => graphqlError('NOT_IMPLEMENTED', `${what} arrives with the CDN; it is not available yet`);
 
 /** The hosting core's refusals in GraphQL's words. */
 async function hosting<T>(work: () => Promise<T>): Promise<T> {
@@ -64,8 +61,9 @@ export const deployResolvers = {
       return deploy;
     },
     purgeCache: async (_: unknown, args: { input: { siteId: string } }, ctx: GraphqlContext) => {
-      await requireSite(ctx, args.input.siteId);
-      throw notYet('purgeCache');
+      const site = await requireSite(ctx, args.input.siteId);
+      await purgeSite(ctx.services, site.id);
+      return true;
     },
   },
   Deploy: {
