@@ -44,7 +44,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { startGitServer, type GitServer } from '../test/support/git-server.js';
 import { BOOT } from '../test/support/service-env.js';
-import { LEAN_NODE_FLAGS, peakRssMiB, startChildService, type ChildService } from '../test/support/child-service.js';
+import { npmStartArgs, peakRssMiB, startChildService, type ChildService } from '../test/support/child-service.js';
 
 const num = (name: string, fallback: number) => {
   const v = Number(process.env[name]);
@@ -300,7 +300,7 @@ async function main(): Promise<void> {
     log(`  reference: \`git clone --depth 1\` of the site took ${(gitCliMs / 1000).toFixed(2)} s`);
 
     if (CPU_PROF) await mkdir(CPU_PROF, { recursive: true });
-    cairn = await startChildService({ nodeArgs: [...LEAN_NODE_FLAGS, ...NODE_FLAGS, ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [])] });
+    cairn = await startChildService({ nodeArgs: [...NODE_FLAGS, ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [])] });
     const a = api(cairn.endpoints.graphql);
 
     const site = await a.createSite(git.repoUrl('bench/site'), { buildCommand: 'true', publishDirectoryPath: 'public' });
@@ -386,7 +386,7 @@ async function main(): Promise<void> {
       ...(extras.some((e) => e.length)
         ? ['After "Published" (outside the phases; a preview screenshot):', ...extras.flatMap((e, i) => e.map((l) => `  ${i ? 'second' : 'first'}: ${l}`)), '']
         : ['No log lines after "Published" (no screenshot step).', '']),
-      `Server peak RSS ${rss.toFixed(0)} MiB. Times from the deploy log's timestamps (ms); the client polls every ${POLL_MS} ms. Server: a child process with \`npm start\`'s flags (${[...LEAN_NODE_FLAGS, ...NODE_FLAGS].join(' ')}), ${process.version}.`,
+      `Server peak RSS ${rss.toFixed(0)} MiB. Times from the deploy log's timestamps (ms); the client polls every ${POLL_MS} ms. Server: a child process with \`npm start\`'s flags (${[...npmStartArgs().nodeArgs, ...NODE_FLAGS].join(' ')}), ${process.version}.`,
     ];
     process.stdout.write(out.join('\n') + '\n');
   } finally {
