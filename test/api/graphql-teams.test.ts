@@ -1,28 +1,29 @@
 /**
  * Teams, members, hosting API keys and storage key pairs through both
- * doors, and every operation tried against another team's things.
+ * doors (or a deployed stack's endpoint), and every operation tried against
+ * another team's things. The target's two accounts play three parts, each
+ * in teams made for the run with createTeam: the owner is one account, the
+ * member and the outsider are the other (an outsider is a team, not an
+ * account: its key reaches that team's things only).
  */
-import { ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
-import type { LambdaFn } from '../support/lambda-door.js';
-import { startTestService, type TestService } from '../support/service.js';
-import { dataOf, graphqlClient, graphqlDoors, importGraphqlLambda, ISO_MS_UTC, newAccount, onlyError, seedDeploys, type AccountFixture } from '../support/graphql.js';
+import { ListBucketsCommand } from '@aws-sdk/client-s3';
+import { apiTarget, REMOTE, type ApiTarget } from '../support/api-target.js';
+import { dataOf, graphqlClient, ISO_MS_UTC, newTeam, onlyError, seedDeploys, targetGraphqlDoors, type TeamFixture } from '../support/graphql.js';
 
-let service: TestService;
-let lambda: LambdaFn;
+let target: ApiTarget;
 const savedEnv = { ...process.env };
 
 beforeAll(async () => {
-  service = await startTestService();
-  Object.assign(process.env, service.env);
-  lambda = await importGraphqlLambda();
+  target = await apiTarget();
 });
 
 afterAll(async () => {
   process.env = savedEnv;
-  await service.close();
+  await target?.close();
 });
 
 const TEAM = '{ getCurrentTeam { id name } }';
+const CID_V1 = 'bafybeihykld7uyxzogax6vgyvag42y7464eywpf55gxi5qpoisibh3c5wa';
 const MEMBERS = 'query ($t: ID!) { getMembersByTeam(teamId: $t) { accountId accountName role createdAt } }';
 const KEYS = 'query ($t: ID!) { getApiKeysByTeam(teamId: $t) { id teamId name keyPrefix createdBy createdAt revokedAt } }';
 const NEW_KEY = 'mutation ($t: ID!, $name: String) { createApiKey(teamId: $t, name: $name) { key apiKey { id teamId name keyPrefix createdBy createdAt revokedAt } } }';
@@ -36,18 +37,18 @@ const PAIRS = '{ getStorageKeyPairs { accessKeyId createdAt revokedAt } }';
 const NEW_PAIR = 'mutation { createStorageKeyPair { secretAccessKey keyPair { accessKeyId createdAt revokedAt } } }';
 const REVOKE_PAIR = 'mutation ($k: ID!) { revokeStorageKeyPair(accessKeyId: $k) { accessKeyId revokedAt } }';
 
-describe.each(graphqlDoors(() => lambda))('teams and keys through the $name', (door) => {
+describe.each(targetGraphqlDoors(() => target))('teams and keys through the $name', (door) => {
   let client: ReturnType<typeof graphqlClient>;
-  let owner: AccountFixture;
-  let member: AccountFixture;
-  let outsider: AccountFixture;
-  const tag = door.name.startsWith('node') ? 'n' : 'l';
+  let owner: TeamFixture;
+  let member: TeamFixture;
+  let outsider: TeamFixture;
+  const tag = REMOTE ? 'd' : door.name.startsWith('node') ? 'n' : 'l';
 
   beforeAll(async () => {
-    client = graphqlClient(door, `${service.config.urls.baseUrl}/graphql`);
-    owner = await newAccount(service, `owner-${tag}`);
-    member = await newAccount(service, `member-${tag}`);
-    outsider = await newAccount(service, `outsider-${tag}`);
+    client = graphqlClient(door, target.endpoints.graphql);
+    owner = await newTeam(client, target.account, `owner-${tag}`);
+    member = await newTeam(client, target.other, `member-${tag}`);
+    outsider = await newTeam(client, target.other, `outsider-${tag}`);
   });
 
   const createTeam = async (key: string, name: string) => dataOf(await client.gql(key, CREATE_TEAM, { n: name })).createTeam;
@@ -83,6 +84,8 @@ describe.each(graphqlDoors(() => lambda))('teams and keys through the $name', (d
   test('members: owners add them by account name, list them and change roles; a member mints itself a key for the team', async () => {
     const { team, apiKey } = await createTeam(owner.apiKey, 'Members');
     const ownerKey = apiKey.key;
+    // An account that is not (yet) a member has no role to change.
+    expect(await code(ownerKey, ROLE, { t: team.id, a: member.account.id, r: 'OWNER' })).toBe('NOT_FOUND');
     const added = dataOf(await client.gql(ownerKey, ADD, { t: team.id, n: member.account.name })).addTeamMember;
     expect(added).toEqual({ accountId: member.account.id, accountName: member.account.name, role: 'MEMBER', createdAt: expect.stringMatching(ISO_MS_UTC) });
     expect(await code(ownerKey, ADD, { t: team.id, n: member.account.name })).toBe('BAD_USER_INPUT');
@@ -111,7 +114,6 @@ describe.each(graphqlDoors(() => lambda))('teams and keys through the $name', (d
     // Promoted, the member manages the team.
     expect(dataOf(await client.gql(ownerKey, ROLE, { t: team.id, a: member.account.id, r: 'OWNER' })).updateTeamMember).toEqual({ accountId: member.account.id, role: 'OWNER' });
     expect(dataOf(await client.gql(memberKey, RENAME, { t: team.id, n: 'Shared' })).updateTeam.name).toBe('Shared');
-    expect(await code(ownerKey, ROLE, { t: team.id, a: outsider.account.id, r: 'OWNER' })).toBe('NOT_FOUND');
   });
 
   test('a team always keeps an owner', async () => {
@@ -179,20 +181,24 @@ describe.each(graphqlDoors(() => lambda))('teams and keys through the $name', (d
   });
 
   test('storage key pairs: the secret once, good for the S3 API until revoked; never listed', async () => {
-    const s3 = (accessKeyId: string, secretAccessKey: string) =>
-      new S3Client({ endpoint: service.endpoints.s3, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId, secretAccessKey } });
+    const s3 = (accessKeyId: string, secretAccessKey: string) => target.s3({ accessKeyId, secretAccessKey });
+    // The account's pairs are shared with every run (and the other door's
+    // test): the listing must be exactly what it was, plus the new pair.
+    const accessKeyIds = (pairs: Array<{ accessKeyId: string }>) => pairs.map((p) => p.accessKeyId).sort();
+    const before = accessKeyIds(dataOf(await client.gql(owner.apiKey, PAIRS)).getStorageKeyPairs);
+    expect(before).toContain(target.account.accessKeyId);
     const made = dataOf(await client.gql(owner.apiKey, NEW_PAIR)).createStorageKeyPair;
     expect(made).toEqual({
       secretAccessKey: expect.stringMatching(/^[0-9A-Za-z]{40}$/),
       keyPair: { accessKeyId: expect.stringMatching(/^CAIRN[A-Z2-7]{15}$/), createdAt: expect.stringMatching(ISO_MS_UTC), revokedAt: null },
     });
     const buckets = await s3(made.keyPair.accessKeyId, made.secretAccessKey).send(new ListBucketsCommand({}));
-    expect(buckets.Buckets?.map((b) => b.Name)).toContain(owner.account.defaultBucket);
+    expect(buckets.Buckets?.map((b) => b.Name)).toContain(target.account.bucket);
 
     const listing = await client.gql(owner.apiKey, PAIRS);
-    expect(dataOf(listing).getStorageKeyPairs.map((p: { accessKeyId: string }) => p.accessKeyId).sort()).toEqual([owner.accessKeyId, made.keyPair.accessKeyId].sort());
+    expect(accessKeyIds(dataOf(listing).getStorageKeyPairs)).toEqual([...before, made.keyPair.accessKeyId].sort());
     expect(listing.text).not.toContain(made.secretAccessKey);
-    expect(listing.text).not.toContain(owner.secretAccessKey);
+    expect(listing.text).not.toContain(target.account.secretAccessKey);
 
     expect(dataOf(await client.gql(owner.apiKey, REVOKE_PAIR, { k: made.keyPair.accessKeyId })).revokeStorageKeyPair).toEqual({
       accessKeyId: made.keyPair.accessKeyId,
@@ -204,17 +210,37 @@ describe.each(graphqlDoors(() => lambda))('teams and keys through the $name', (d
 
   test('another team\'s things answer exactly like things that do not exist, for every operation, and stay unchanged', async () => {
     const site = dataOf(
-      await client.gql(owner.apiKey, 'mutation { createSite(input: { description: "private", deploySettings: { source: { ipfs: {} } } }) { id slug } }'),
+      await client.gql(owner.apiKey, `mutation { createSite(input: { description: "private", deploySettings: { source: { ipfs: { cid: "${CID_V1}" } } } }) { id slug } }`),
     ).createSite;
-    const [deploy] = await seedDeploys(service, site.id, 1);
+    // A deploy for retryDeploy to name: written to the store locally; a
+    // deployed stack gets a real one (its build may run or fail: only its
+    // id matters here).
+    const deployId: string = target.local
+      ? (await seedDeploys(target.local, site.id, 1))[0]!.id
+      : dataOf(await client.gql(owner.apiKey, 'mutation ($s: ID!) { triggerDeploy(siteId: $s) { id } }', { s: site.id })).triggerDeploy.id;
     const ownerKeys = dataOf(await client.gql(owner.apiKey, KEYS, { t: owner.team.id })).getApiKeysByTeam;
-    const before = {
-      site: await service.services.sites.getById(site.id),
-      team: await service.services.teams.get(owner.team.id),
-      members: await service.services.teams.listMembers(owner.team.id),
-      keys: await service.services.apiKeys.list(owner.team.id),
-      pairs: await service.services.storageKeys.list(owner.account.id),
+    const asOwnerSees = async () => ({
+      site: dataOf(await client.gql(owner.apiKey, 'query ($s: ID!) { getSiteById(siteId: $s) { id name slug description updatedAt teamId } }', { s: site.id })).getSiteById,
+      team: dataOf(await client.gql(owner.apiKey, TEAM)).getCurrentTeam,
+      members: dataOf(await client.gql(owner.apiKey, MEMBERS, { t: owner.team.id })).getMembersByTeam,
+      keys: dataOf(await client.gql(owner.apiKey, KEYS, { t: owner.team.id })).getApiKeysByTeam,
+      pairs: dataOf(await client.gql(owner.apiKey, PAIRS)).getStorageKeyPairs,
+    });
+    const asStoresHold = async () => {
+      const { services } = target.local!;
+      return {
+        site: await services.sites.getById(site.id),
+        team: await services.teams.get(owner.team.id),
+        members: await services.teams.listMembers(owner.team.id),
+        keys: await services.apiKeys.list(owner.team.id),
+        pairs: await services.storageKeys.list(owner.account.id),
+      };
     };
+    const seen = await asOwnerSees();
+    let held: unknown;
+    await target.whenLocal(async () => {
+      held = await asStoresHold();
+    });
     const missing = { site: '00000000-0000-4000-8000-000000000000', slug: 'no-such-slug-at-all', team: '00000000-0000-4000-8000-0000000000aa', account: '00000000-0000-4000-8000-0000000000bb' };
     const real = { site: site.id, slug: site.slug, team: owner.team.id, account: owner.account.id };
     const operations: Array<[string, (t: typeof real) => Record<string, unknown>, 'null' | 'NOT_FOUND']> = [
@@ -227,7 +253,7 @@ describe.each(graphqlDoors(() => lambda))('teams and keys through the $name', (d
       ['mutation ($s: ID!) { updateSite(siteId: $s, input: { description: "mine" }) { id } }', (t) => ({ s: t.site }), 'NOT_FOUND'],
       ['mutation ($s: ID!) { deleteSite(siteId: $s) }', (t) => ({ s: t.site }), 'NOT_FOUND'],
       ['mutation ($s: ID!) { triggerDeploy(siteId: $s) { id } }', (t) => ({ s: t.site }), 'NOT_FOUND'],
-      [`mutation ($s: ID!) { retryDeploy(siteId: $s, deployId: "${deploy!.id}") { id } }`, (t) => ({ s: t.site }), 'NOT_FOUND'],
+      [`mutation ($s: ID!) { retryDeploy(siteId: $s, deployId: "${deployId}") { id } }`, (t) => ({ s: t.site }), 'NOT_FOUND'],
       ['mutation ($s: String!) { purgeCache(input: { siteId: $s }) }', (t) => ({ s: t.site }), 'NOT_FOUND'],
       [RENAME, (t) => ({ t: t.team, n: 'taken over' }), 'NOT_FOUND'],
       [ADD, (t) => ({ t: t.team, n: outsider.account.name, r: 'OWNER' }), 'NOT_FOUND'],
@@ -235,7 +261,7 @@ describe.each(graphqlDoors(() => lambda))('teams and keys through the $name', (d
       [REMOVE, (t) => ({ t: t.team, a: t.account }), 'NOT_FOUND'],
       [NEW_KEY, (t) => ({ t: t.team }), 'NOT_FOUND'],
       [REVOKE_KEY, (t) => ({ t: t.team, k: ownerKeys[0].id }), 'NOT_FOUND'],
-      [REVOKE_PAIR, () => ({ k: owner.accessKeyId }), 'NOT_FOUND'],
+      [REVOKE_PAIR, () => ({ k: target.account.accessKeyId }), 'NOT_FOUND'],
     ];
     for (const [query, vars, expected] of operations) {
       const attempt = await client.gql(outsider.apiKey, query, vars(real));
@@ -256,25 +282,23 @@ describe.each(graphqlDoors(() => lambda))('teams and keys through the $name', (d
     }
     // What has no target acts on the caller's own things only.
     const pairs = await client.gql(outsider.apiKey, PAIRS);
-    expect(pairs.text).not.toContain(owner.accessKeyId);
+    expect(pairs.text).not.toContain(target.account.accessKeyId);
     expect(dataOf(await client.gql(outsider.apiKey, TEAM)).getCurrentTeam.id).toBe(outsider.team.id);
 
-    expect({
-      site: await service.services.sites.getById(site.id),
-      team: await service.services.teams.get(owner.team.id),
-      members: await service.services.teams.listMembers(owner.team.id),
-      keys: await service.services.apiKeys.list(owner.team.id),
-      pairs: await service.services.storageKeys.list(owner.account.id),
-    }).toEqual(before);
-    expect((await service.services.deploys.listBySite(site.id, 10)).items).toHaveLength(1);
+    expect(await asOwnerSees()).toEqual(seen);
+    expect(dataOf(await client.gql(owner.apiKey, 'query ($s: ID!) { getDeploysBySite(siteId: $s) { deploys { id } } }', { s: site.id })).getDeploysBySite.deploys).toEqual([{ id: deployId }]);
+    await target.whenLocal(async (service) => {
+      expect(await asStoresHold()).toEqual(held);
+      expect((await service.services.deploys.listBySite(site.id, 10)).items).toHaveLength(1);
+    });
   });
 });
 
 describe('in one request', () => {
   test('a membership changed by a mutation is read afresh by the next one', async () => {
-    const client = graphqlClient(graphqlDoors(() => lambda)[0]!, `${service.config.urls.baseUrl}/graphql`);
-    const owner = await newAccount(service, 'one-request');
-    const other = await newAccount(service, 'one-request-other');
+    const client = graphqlClient(targetGraphqlDoors(() => target)[0]!, target.endpoints.graphql);
+    const owner = await newTeam(client, target.account, 'one-request');
+    const other = await newTeam(client, target.other, 'one-request-other');
     const { team, apiKey } = dataOf(await client.gql(owner.apiKey, CREATE_TEAM, { n: 'Mutations in a row' })).createTeam;
     // Add an owner, step down, then try an owner's operation: refused, because the role was read again.
     const result = await client.gql(

@@ -1,13 +1,15 @@
 /**
- * GraphQL test fixtures: the two doors of the API as fetch functions, a
- * small client, and accounts (each with its own team and API key) made
- * straight through the stores.
+ * GraphQL test fixtures: the doors of the API as fetch functions (a test
+ * target's, or the local service's two), a small client, teams made through
+ * the API with a target account's key, and accounts and deploys made
+ * straight through the stores for the tests that stay local.
  */
 import type { Account } from '../../functions/core/data/accounts.js';
 import type { Team } from '../../functions/core/data/teams.js';
 import type { Deploy } from '../../functions/core/data/deploys.js';
 import { newAccessKeyId, newApiToken, newSecretAccessKey, newSortableId } from '../../functions/core/ids.js';
 import { lambdaFetch, type LambdaFn } from './lambda-door.js';
+import { REMOTE, type ApiTarget, type Account as TargetAccount } from './api-target.js';
 import type { TestService } from './service.js';
 
 export type Fetch = (url: string, init?: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array }) => Promise<Response>;
@@ -28,6 +30,12 @@ export function graphqlDoors(lambda: () => LambdaFn): Door[] {
     { name: 'node:http door', fetch: (url, init) => fetch(url, init as RequestInit) },
     { name: 'Lambda door', fetch: (url, init) => lambdaFetch(lambda())(url, init) },
   ];
+}
+
+/** The target's GraphQL doors, for describe.each (known before the target starts; each resolves it when used). */
+export function targetGraphqlDoors(target: () => ApiTarget): Door[] {
+  if (REMOTE) return [{ name: 'deployed endpoint', fetch: (url, init) => fetch(url, init as RequestInit) }];
+  return graphqlDoors(() => target().graphqlLambda!);
 }
 
 export interface GraphqlError {
@@ -87,6 +95,33 @@ export interface AccountFixture {
   apiKey: string;
   accessKeyId: string;
   secretAccessKey: string;
+}
+
+/** A team made through the API, owned by the account whose key made it, with its first API key. */
+export interface TeamFixture {
+  account: { id: string; name: string };
+  team: { id: string; name: string };
+  apiKey: string;
+}
+
+/** The account's hosting API key, failing loudly when a deployed target has none set. */
+export function apiKeyOf(account: TargetAccount): string {
+  if (!account.apiKey) throw new Error('CAIRN_TEST_API_KEY and CAIRN_TEST_OTHER_API_KEY must be set for the GraphQL suites against a deployed stack');
+  return account.apiKey;
+}
+
+let teams = 0;
+/**
+ * A new team of the target account, made with createTeam (which owns it and
+ * is its only member), so that a test sees no team's things but its own,
+ * run after run against the same stack.
+ */
+export async function newTeam(client: ReturnType<typeof graphqlClient>, account: TargetAccount, prefix = 'team'): Promise<TeamFixture> {
+  const name = `${prefix}-${process.pid}-${Date.now().toString(36)}-${++teams}`;
+  const created = dataOf(await client.gql(apiKeyOf(account), 'mutation ($n: String!) { createTeam(name: $n) { team { id name } apiKey { key } } }', { n: name })).createTeam;
+  const members = dataOf(await client.gql(created.apiKey.key, 'query ($t: ID!) { getMembersByTeam(teamId: $t) { accountId accountName } }', { t: created.team.id })).getMembersByTeam;
+  if (members.length !== 1) throw new Error(`a new team should have its maker as its one member, got ${JSON.stringify(members)}`);
+  return { account: { id: members[0].accountId, name: members[0].accountName }, team: created.team, apiKey: created.apiKey.key };
 }
 
 let accounts = 0;
