@@ -1,59 +1,57 @@
 /**
- * Pagination through both doors: 1000 deploys paged through (each seen
- * once, newest first, no empty last page), a team's sites in creation
- * order, page sizes, and nextToken tampering and reuse.
+ * Pagination through both doors (or a deployed stack's endpoint): 1000
+ * deploys paged through (each seen once, newest first, no empty last page),
+ * a team's sites in creation order, page sizes, and nextToken tampering and
+ * reuse. Teams and sites are made through the API; 1000 finished deploys
+ * can only be written to the store, so the deploy listings run locally.
  */
 import type { Deploy } from '../../functions/core/data/deploys.js';
 import { newSortableId } from '../../functions/core/ids.js';
-import type { LambdaFn } from '../support/lambda-door.js';
-import { startTestService, type TestService } from '../support/service.js';
-import { dataOf, graphqlClient, graphqlDoors, importGraphqlLambda, newAccount, onlyError, seedDeploys, type AccountFixture } from '../support/graphql.js';
+import { apiTarget, localTest, type ApiTarget } from '../support/api-target.js';
+import { dataOf, graphqlClient, newTeam, onlyError, seedDeploys, targetGraphqlDoors, type TeamFixture } from '../support/graphql.js';
 
-let service: TestService;
-let lambda: LambdaFn;
+let target: ApiTarget;
 const savedEnv = { ...process.env };
-let a: AccountFixture;
-let b: AccountFixture;
+let a: TeamFixture;
+let b: TeamFixture;
 let busy: { id: string; createdAt: string };
 let quiet: { id: string; createdAt: string };
 let deploys: Deploy[];
 const SITES = 45;
 let sites: Array<{ id: string; createdAt: string }>;
+const doors = targetGraphqlDoors(() => target);
 
 const DEPLOYS = 'query ($s: ID!, $l: Int, $t: String) { getDeploysBySite(siteId: $s, limit: $l, nextToken: $t) { deploys { id completedAt } nextToken } }';
 const TEAM_SITES = 'query ($t: ID!, $l: Int, $n: String) { getSitesByTeam(teamId: $t, limit: $l, nextToken: $n) { sites { id createdAt } nextToken } }';
 
+const CREATE = 'mutation { createSite(input: { deploySettings: { source: { ipfs: {} } } }) { id createdAt } }';
+
 beforeAll(async () => {
-  service = await startTestService();
-  Object.assign(process.env, service.env);
-  lambda = await importGraphqlLambda();
-  a = await newAccount(service, 'pages-a');
-  b = await newAccount(service, 'pages-b');
-  const create = (teamId: string, accountId: string) =>
-    service.services.sites.create({
-      teamId,
-      createdBy: accountId,
-      buildSettings: { environmentVariables: [] },
-      deploySettings: { autoPublishing: true, prDeployPreviews: false, source: { kind: 'ipfs', cid: null } },
-    });
-  busy = await create(a.team.id, a.account.id);
-  quiet = await create(a.team.id, a.account.id);
-  await create(b.team.id, b.account.id);
-  deploys = await seedDeploys(service, busy.id, 1000);
-  await seedDeploys(service, quiet.id, 3);
+  target = await apiTarget();
+  const client = graphqlClient(doors[0]!, target.endpoints.graphql);
+  a = await newTeam(client, target.account, 'pages-a');
+  b = await newTeam(client, target.other, 'pages-b');
+  const create = async (key: string): Promise<{ id: string; createdAt: string }> => dataOf(await client.gql(key, CREATE)).createSite;
+  busy = await create(a.apiKey);
+  quiet = await create(a.apiKey);
+  await create(b.apiKey);
+  await target.whenLocal(async (service) => {
+    deploys = await seedDeploys(service, busy.id, 1000);
+    await seedDeploys(service, quiet.id, 3);
+  });
   sites = [busy, quiet];
-  for (let i = 0; i < SITES - 2; i++) sites.push(await create(a.team.id, a.account.id));
+  for (let i = 0; i < SITES - 2; i++) sites.push(await create(a.apiKey));
 });
 
 afterAll(async () => {
   process.env = savedEnv;
-  await service.close();
+  await target?.close();
 });
 
-describe.each(graphqlDoors(() => lambda))('pagination through the $name', (door) => {
+describe.each(doors)('pagination through the $name', (door) => {
   let client: ReturnType<typeof graphqlClient>;
   beforeAll(() => {
-    client = graphqlClient(door, `${service.config.urls.baseUrl}/graphql`);
+    client = graphqlClient(door, target.endpoints.graphql);
   });
 
   async function allDeploys(limit: number | undefined) {
@@ -69,7 +67,7 @@ describe.each(graphqlDoors(() => lambda))('pagination through the $name', (door)
     return { seen, sizes };
   }
 
-  test.each([
+  localTest.each([
     [100, 10],
     [37, 28],
   ])('1000 deploys, %i to a page: every deploy once, newest first, no empty last page', async (limit, pages) => {
@@ -80,22 +78,20 @@ describe.each(graphqlDoors(() => lambda))('pagination through the $name', (door)
     expect(sizes.slice(0, -1).every((n) => n === limit)).toBe(true);
   });
 
-  test('limit defaults to 20 and is capped at 100; below 1 it is BAD_USER_INPUT', async () => {
+  localTest('limit defaults to 20 and is capped at 100; below 1 it is BAD_USER_INPUT', async () => {
     expect(dataOf(await client.gql(a.apiKey, DEPLOYS, { s: busy.id })).getDeploysBySite.deploys).toHaveLength(20);
     expect(dataOf(await client.gql(a.apiKey, DEPLOYS, { s: busy.id, l: 5000 })).getDeploysBySite.deploys).toHaveLength(100);
     for (const l of [0, -3]) expect(onlyError(await client.gql(a.apiKey, DEPLOYS, { s: busy.id, l })).extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'limit' });
   });
 
-  test('a listing that fits one page has no nextToken; a site without deploys has an empty list', async () => {
+  localTest('a listing that fits one page has no nextToken', async () => {
     expect(dataOf(await client.gql(a.apiKey, DEPLOYS, { s: quiet.id, l: 3 })).getDeploysBySite.nextToken).toBeNull();
-    const lonely = await service.services.sites.create({
-      teamId: a.team.id,
-      createdBy: a.account.id,
-      buildSettings: { environmentVariables: [] },
-      deploySettings: { autoPublishing: true, prDeployPreviews: false, source: { kind: 'ipfs' } },
-    });
+  });
+
+  test('a site without deploys has an empty list', async () => {
+    const lonely = dataOf(await client.gql(a.apiKey, CREATE)).createSite;
     expect(dataOf(await client.gql(a.apiKey, DEPLOYS, { s: lonely.id })).getDeploysBySite).toEqual({ deploys: [], nextToken: null });
-    await service.services.sites.delete(lonely.id, a.team.id);
+    dataOf(await client.gql(a.apiKey, 'mutation ($s: ID!) { deleteSite(siteId: $s) }', { s: lonely.id }));
   });
 
   test('a team\'s sites come in creation order, each once, 20 to a page by default', async () => {
@@ -113,7 +109,7 @@ describe.each(graphqlDoors(() => lambda))('pagination through the $name', (door)
     expect(seen.map((s) => s.id)).toEqual(order.map((s) => s.id));
   });
 
-  test('a token is good again (the same page), and the limit may change between pages', async () => {
+  localTest('a token is good again (the same page), and the limit may change between pages', async () => {
     const first = dataOf(await client.gql(a.apiKey, DEPLOYS, { s: busy.id, l: 10 })).getDeploysBySite;
     const again1 = dataOf(await client.gql(a.apiKey, DEPLOYS, { s: busy.id, l: 10, t: first.nextToken })).getDeploysBySite;
     const again2 = dataOf(await client.gql(a.apiKey, DEPLOYS, { s: busy.id, l: 10, t: first.nextToken })).getDeploysBySite;
@@ -122,7 +118,7 @@ describe.each(graphqlDoors(() => lambda))('pagination through the $name', (door)
     expect(wider.deploys.map((d: { id: string }) => d.id)).toEqual(deploys.map((d) => d.id).reverse().slice(10, 40));
   });
 
-  test('a token from another site, another query, another team or another door\'s twin is handled by its binding', async () => {
+  localTest('a token from another site, another query, another team or another door\'s twin is handled by its binding', async () => {
     const deployToken = dataOf(await client.gql(a.apiKey, DEPLOYS, { s: busy.id, l: 1 })).getDeploysBySite.nextToken;
     const siteToken = dataOf(await client.gql(a.apiKey, TEAM_SITES, { t: a.team.id, l: 1 })).getSitesByTeam.nextToken;
     // Another site's listing, another query's: BAD_USER_INPUT.
@@ -135,12 +131,12 @@ describe.each(graphqlDoors(() => lambda))('pagination through the $name', (door)
     expect(dataOf(await client.gql(b.apiKey, DEPLOYS, { s: busy.id, t: deployToken })).getDeploysBySite).toBeNull();
     expect(dataOf(await client.gql(b.apiKey, TEAM_SITES, { t: a.team.id, n: siteToken })).getSitesByTeam).toBeNull();
     // The other door issued tokens with the same key: they work here too.
-    const other = graphqlDoors(() => lambda).find((d) => d.name !== door.name)!;
-    const twin = dataOf(await graphqlClient(other, `${service.config.urls.baseUrl}/graphql`).gql(a.apiKey, DEPLOYS, { s: busy.id, l: 1 })).getDeploysBySite.nextToken;
+    const other = doors.find((d) => d.name !== door.name)!;
+    const twin = dataOf(await graphqlClient(other, target.endpoints.graphql).gql(a.apiKey, DEPLOYS, { s: busy.id, l: 1 })).getDeploysBySite.nextToken;
     expect(dataOf(await client.gql(a.apiKey, DEPLOYS, { s: busy.id, l: 1, t: twin })).getDeploysBySite.deploys[0].id).toBe(deploys[998]!.id);
   });
 
-  test('a tampered token is BAD_USER_INPUT: changed payload, changed signature, forged, truncated, garbage', async () => {
+  localTest('a tampered token is BAD_USER_INPUT: changed payload, changed signature, forged, truncated, garbage', async () => {
     const token: string = dataOf(await client.gql(a.apiKey, DEPLOYS, { s: busy.id, l: 1 })).getDeploysBySite.nextToken;
     const [payload, mac] = token.split('.') as [string, string];
     const decoded = JSON.parse(Buffer.from(payload, 'base64url').toString());

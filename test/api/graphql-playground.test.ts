@@ -4,7 +4,9 @@
  * stack builds it, files copied by the stack's own commands); and used in a
  * real browser (Debian's Chromium through playwright-core) with every
  * request off this machine refused, against the local server and against the
- * bundle.
+ * bundle. The page checks run against a deployed stack's endpoint too; the
+ * bundle is built here and run over the local service's data, and the
+ * browser refuses everything off this machine, so those stay local.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -16,33 +18,30 @@ import { build } from 'esbuild';
 import { chromium, type Browser } from 'playwright-core';
 import { BUNDLE_TARGET, extraFileCommands, LOCAL_ONLY_MODULES, PROJECT_ROOT, REQUIRE_BANNER } from '../../lib/functions.js';
 import { PLAYGROUND_ASSETS, PLAYGROUND_BUNDLE_DIR } from '../../functions/graphql/playground-assets.js';
-import type { LambdaFn } from '../support/lambda-door.js';
-import { startTestService, type TestService } from '../support/service.js';
-import { graphqlDoors, importGraphqlLambda, newAccount, type AccountFixture, type Door } from '../support/graphql.js';
+import { apiTarget, localDescribe, type ApiTarget } from '../support/api-target.js';
+import { graphqlClient, newTeam, targetGraphqlDoors, type Door, type TeamFixture } from '../support/graphql.js';
 
 const CHROMIUM = process.env.CAIRN_CHROMIUM ?? '/usr/bin/chromium';
 
-let service: TestService;
-let lambda: LambdaFn;
-let account: AccountFixture;
+let target: ApiTarget;
+let account: TeamFixture;
 const savedEnv = { ...process.env };
+const doors = targetGraphqlDoors(() => target);
 
 beforeAll(async () => {
-  service = await startTestService();
-  Object.assign(process.env, service.env);
-  lambda = await importGraphqlLambda();
-  account = await newAccount(service, 'playground');
+  target = await apiTarget();
+  account = await newTeam(graphqlClient(doors[0]!, target.endpoints.graphql), target.account, 'playground');
 });
 
 afterAll(async () => {
   process.env = savedEnv;
-  await service.close();
+  await target?.close();
 });
 
 const assetUrls = (html: string) => [...html.matchAll(/(?:src|href)="(\?asset=[^"]+)"/g)].map((m) => m[1]!.replace(/&amp;/g, '&'));
 
-describe.each(graphqlDoors(() => lambda))('the playground through the $name', (door: Door) => {
-  const endpoint = () => `${service.config.urls.baseUrl}/graphql`;
+describe.each(doors)('the playground through the $name', (door: Door) => {
+  const endpoint = () => target.endpoints.graphql;
 
   test('a browser\'s GET /graphql is the playground page, with a strict CSP and only this service\'s own files', async () => {
     const res = await door.fetch(endpoint(), { headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } });
@@ -142,7 +141,7 @@ async function startBundleDoor(bundleDir: string, env: Record<string, string>): 
   };
 }
 
-describe('the Lambda bundle', () => {
+localDescribe('the Lambda bundle', () => {
   let bundleDir: string;
   let bundle: BundleDoor;
   let introspectionOff: BundleDoor;
@@ -167,7 +166,7 @@ describe('the Lambda bundle', () => {
     execFileSync('bash', ['-c', extraFileCommands(files, PROJECT_ROOT, bundleDir).join(' && ')]);
     await writeFile(join(bundleDir, 'bridge.mjs'), BRIDGE);
     const lambdaEnv = {
-      ...service.env,
+      ...target.local!.env,
       AWS_LAMBDA_FUNCTION_NAME: 'cairn-graphql',
       CAIRN_SCHEMA_PATH: join(bundleDir, 'schema.graphql'),
       CAIRN_GRAPHQL_PLAYGROUND_DIR: join(bundleDir, PLAYGROUND_BUNDLE_DIR),
@@ -221,7 +220,7 @@ describe('the Lambda bundle', () => {
     });
 
     browserTest.each([
-      ['the local server', () => `${service.config.urls.baseUrl}/graphql`],
+      ['the local server', () => target.endpoints.graphql],
       ['the Lambda bundle', () => bundle.url],
     ])('runs a query in the playground served by %s', async (_, url) => {
       const context = await browser.newContext();
