@@ -1,50 +1,50 @@
 /**
- * The gateway, GraphQL and deploy-worker slices, each through both doors.
+ * The gateway, GraphQL and deploy-worker slices, each through both doors
+ * (or a deployed stack's endpoints). The deploy worker's check runs its
+ * handler in this process, so it is local only.
  */
 import { PutObjectCommand } from '@aws-sdk/client-s3';
-import { startTestService, BOOT, type TestService } from '../support/service.js';
-import { lambdaFetch, type LambdaFn } from '../support/lambda-door.js';
-import type { Site } from '../../functions/core/data/sites.js';
+import { lambdaFetch } from '../support/lambda-door.js';
+import { apiTarget, localTest, REMOTE, type ApiTarget } from '../support/api-target.js';
+import { dataOf, graphqlClient, newTeam, targetGraphqlDoors, type TeamFixture } from '../support/graphql.js';
 
-let service: TestService;
-let gatewayLambda: LambdaFn;
-let graphqlLambda: LambdaFn;
-let workerLambda: () => Promise<unknown>;
+let target: ApiTarget;
 const savedEnv = { ...process.env };
-let site: Site;
+let a: TeamFixture;
+let site: { id: string; slug: string; name: string; teamId: string; createdAt: string };
 
 beforeAll(async () => {
-  service = await startTestService();
-  Object.assign(process.env, service.env);
-  gatewayLambda = ((await import('../../functions/gateway/handler.js')) as unknown as { handler: LambdaFn }).handler;
-  graphqlLambda = ((await import('../../functions/graphql/handler.js')) as unknown as { handler: LambdaFn }).handler;
-  workerLambda = ((await import('../../functions/deploy-worker/handler.js')) as unknown as { handler: () => Promise<unknown> }).handler;
-  await service.s3().send(new PutObjectCommand({ Bucket: 'default-bucket', Key: 'hello.txt', Body: 'hello world', ContentType: 'text/plain' }));
-  const account = await service.services.accounts.getAccountByName('default');
-  site = await service.services.sites.create({
-    teamId: account!.defaultTeamId,
-    createdBy: account!.id,
-    name: 'docs',
-    buildSettings: { buildCommand: 'npm run build', publishDirectoryPath: 'dist', environmentVariables: [] },
-    deploySettings: { autoPublishing: true, prDeployPreviews: false, source: { kind: 'repository', type: 'GIT_HOST', url: 'https://example.com/team/docs.git', branch: 'main' } },
-  });
+  target = await apiTarget();
+  await target.s3().send(new PutObjectCommand({ Bucket: target.account.bucket, Key: 'hello.txt', Body: 'hello world', ContentType: 'text/plain' }));
+  const client = graphqlClient(targetGraphqlDoors(() => target)[0]!, target.endpoints.graphql);
+  a = await newTeam(client, target.account, 'slice');
+  const source = { repository: { type: 'GIT_HOST', url: 'https://example.com/team/docs.git', branch: 'main' } };
+  site = dataOf(
+    await client.gql(a.apiKey, 'mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug name teamId createdAt } }', {
+      input: { buildSettings: { buildCommand: 'npm run build', publishDirectoryPath: 'dist' }, deploySettings: { source } },
+    }),
+  ).createSite;
 });
 
 afterAll(async () => {
   process.env = savedEnv;
-  await service.close();
+  await target?.close();
 });
 
 type Fetch = (url: string, init?: { method?: string; headers?: Record<string, string>; body?: string }) => Promise<Response>;
-const door = (name: string, local: () => Fetch, lambda: () => Fetch) => [
-  { name: 'node:http door', fetch: (url: string, init?: Parameters<Fetch>[1]) => local()(url, init) },
-  { name: 'Lambda door', fetch: (url: string, init?: Parameters<Fetch>[1]) => lambda()(url, init) },
-].map((d) => ({ ...d, what: name }));
+const door = (name: string, lambda: () => Fetch) =>
+  (REMOTE
+    ? [{ name: 'deployed endpoint', fetch: (url: string, init?: Parameters<Fetch>[1]) => fetch(url, init) }]
+    : [
+        { name: 'node:http door', fetch: (url: string, init?: Parameters<Fetch>[1]) => fetch(url, init) },
+        { name: 'Lambda door', fetch: (url: string, init?: Parameters<Fetch>[1]) => lambda()(url, init) },
+      ]
+  ).map((d) => ({ ...d, what: name }));
 
-describe.each(door('gateway', () => fetch as Fetch, () => lambdaFetch(gatewayLambda)))('gateway through the $name', ({ fetch: get }) => {
+describe.each(door('gateway', () => lambdaFetch(target.gatewayLambda!)))('gateway through the $name', ({ fetch: get }) => {
   test('GET /ipfs/<cid> returns the bytes, v0 and v1 alike, with immutable caching', async () => {
     for (const cid of ['Qmf412jQZiuVUtdgnB36FXFX7xg5V6KEbSJ4dpQuhkLyfD', 'bafybeihykld7uyxzogax6vgyvag42y7464eywpf55gxi5qpoisibh3c5wa']) {
-      const res = await get(`${service.endpoints.gateway}/ipfs/${cid}`);
+      const res = await get(`${target.endpoints.gateway}/ipfs/${cid}`);
       expect(res.status).toBe(200);
       expect(await res.text()).toBe('hello world');
       expect(res.headers.get('etag')).toBe(`"${cid}"`);
@@ -54,15 +54,15 @@ describe.each(door('gateway', () => fetch as Fetch, () => lambdaFetch(gatewayLam
   });
 
   test('a range request gets 206 and the slice', async () => {
-    const res = await get(`${service.endpoints.gateway}/ipfs/Qmf412jQZiuVUtdgnB36FXFX7xg5V6KEbSJ4dpQuhkLyfD`, { headers: { range: 'bytes=6-' } });
+    const res = await get(`${target.endpoints.gateway}/ipfs/Qmf412jQZiuVUtdgnB36FXFX7xg5V6KEbSJ4dpQuhkLyfD`, { headers: { range: 'bytes=6-' } });
     expect(res.status).toBe(206);
     expect(res.headers.get('content-range')).toBe('bytes 6-10/11');
     expect(await res.text()).toBe('world');
   });
 
   test('a malformed CID is 400 and an unknown one 404', async () => {
-    expect((await get(`${service.endpoints.gateway}/ipfs/not-a-cid`)).status).toBe(400);
-    const unknown = await get(`${service.endpoints.gateway}/ipfs/QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o`);
+    expect((await get(`${target.endpoints.gateway}/ipfs/not-a-cid`)).status).toBe(400);
+    const unknown = await get(`${target.endpoints.gateway}/ipfs/QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o`);
     expect(unknown.status).toBe(404);
   });
 });
@@ -74,9 +74,9 @@ const SITE_QUERY = `query ($id: ID!) { getSiteById(siteId: $id) {
   publishedDeploy { id } latestDeploy { id }
 } }`;
 
-describe.each(door('graphql', () => fetch as Fetch, () => lambdaFetch(graphqlLambda)))('GraphQL through the $name', ({ fetch: post }) => {
-  const gql = (query: string, variables: Record<string, unknown>, authorization: string | null = BOOT.apiToken) =>
-    post(`${service.config.urls.baseUrl}/graphql`, {
+describe.each(door('graphql', () => lambdaFetch(target.graphqlLambda!)))('GraphQL through the $name', ({ fetch: post }) => {
+  const gql = (query: string, variables: Record<string, unknown>, authorization: string | null = a.apiKey) =>
+    post(target.endpoints.graphql, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...(authorization !== null ? { authorization } : {}) },
       body: JSON.stringify({ query, variables }),
@@ -89,11 +89,12 @@ describe.each(door('graphql', () => fetch as Fetch, () => lambdaFetch(graphqlLam
     expect(errors).toBeUndefined();
     expect(data.getSiteById).toMatchObject({
       id: site.id,
-      name: 'docs',
+      name: site.slug,
       slug: site.slug,
-      teamId: site.teamId,
+      teamId: a.team.id,
+      createdBy: a.account.id,
       createdAt: site.createdAt,
-      team: { id: site.teamId, name: 'default' },
+      team: { id: a.team.id, name: a.team.name },
       buildSettings: { buildCommand: 'npm run build', publishDirectoryPath: 'dist', environmentVariables: [] },
       deploySettings: { autoPublishing: true, prDeployPreviews: false, source: { __typename: 'Repository', type: 'GIT_HOST', url: 'https://example.com/team/docs.git', branch: 'main' } },
       publishedDeploy: null,
@@ -118,14 +119,15 @@ describe.each(door('graphql', () => fetch as Fetch, () => lambdaFetch(graphqlLam
   });
 
   test('the raw key, with spaces, and Bearer both authenticate', async () => {
-    for (const auth of [`  ${BOOT.apiToken} `, `Bearer ${BOOT.apiToken}`]) {
+    for (const auth of [`  ${a.apiKey} `, `Bearer ${a.apiKey}`]) {
       const { data } = (await (await gql(SITE_QUERY, { id: site.id }, auth)).json()) as { data: any };
       expect(data.getSiteById.id).toBe(site.id);
     }
   });
 });
 
-test('the deploy worker runs on schedule, finds nothing to do and says so in its structured log', async () => {
+localTest('the deploy worker runs on schedule, finds nothing to do and says so in its structured log', async () => {
+  const workerLambda = ((await import('../../functions/deploy-worker/handler.js')) as unknown as { handler: () => Promise<unknown> }).handler;
   const lines: string[] = [];
   const write = process.stdout.write.bind(process.stdout);
   process.stdout.write = ((chunk: string | Uint8Array) => {

@@ -2,26 +2,27 @@
  * The gateway's public URLs, through both doors: `<bucket>.<storage public
  * domain>/<key>` and `<bucket>.<bucket endpoint domain>/<key>` (chosen by the
  * Host header) serve public-read objects and refuse private ones; `/ipfs/<cid>`
- * serves any content by CID.
+ * serves any content by CID. Against a deployed stack the public names are
+ * sent as Host (and TLS server name) to CAIRN_TEST_GATEWAY_URL, which must
+ * answer for them, as the stack's gateway domain does.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { PutObjectCommand } from '@aws-sdk/client-s3';
-import { startTestService, type TestService } from '../support/service.js';
-import { lambdaFetch, type LambdaFn } from '../support/lambda-door.js';
+import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { apiTarget, REMOTE, type ApiTarget } from '../support/api-target.js';
+import { lambdaFetch } from '../support/lambda-door.js';
 import { hostFetch } from '../support/http.js';
 
-let service: TestService;
-let gatewayLambda: LambdaFn;
+let target: ApiTarget;
 const savedEnv = { ...process.env };
 
-const BUCKET = 'default-bucket';
+let BUCKET: string;
 const PAGE = '<!doctype html><h1>Hello</h1>\n';
 const BIG = randomBytes(600 * 1024); // three 256 KiB blocks
 const cids: Record<string, string> = {};
 
 async function put(key: string, body: string | Buffer, extra: Partial<ConstructorParameters<typeof PutObjectCommand>[0]> = {}) {
   let v0 = '';
-  const s3 = service.s3();
+  const s3 = target.s3();
   s3.middlewareStack.add(
     (next) => async (args) => {
       const out = await next(args);
@@ -35,9 +36,11 @@ async function put(key: string, body: string | Buffer, extra: Partial<Constructo
 }
 
 beforeAll(async () => {
-  service = await startTestService();
-  Object.assign(process.env, service.env);
-  gatewayLambda = ((await import('../../functions/gateway/handler.js')) as unknown as { handler: LambdaFn }).handler;
+  target = await apiTarget();
+  BUCKET = target.account.bucket;
+  if (!target.domains.storagePublic || !target.domains.bucketEndpoint) {
+    throw new Error('CAIRN_TEST_STORAGE_PUBLIC_DOMAIN and CAIRN_TEST_BUCKET_ENDPOINT_DOMAIN must be set for the gateway suite against a deployed stack');
+  }
   await put('site/index.html', PAGE, {
     ACL: 'public-read',
     ContentType: 'text/html; charset=utf-8',
@@ -52,27 +55,34 @@ beforeAll(async () => {
 
 afterAll(async () => {
   process.env = savedEnv;
-  await service.close();
+  await target?.close();
 });
 
 type Init = { method?: string; headers?: Record<string, string> };
 type Fetch = (url: string, init?: Init) => Promise<Response>;
-const doors: Array<{ name: string; fetch: Fetch }> = [
-  { name: 'node:http door', fetch: (url, init) => hostFetch(url, init) },
-  { name: 'Lambda door', fetch: (url, init) => lambdaFetch(gatewayLambda)(url, init) },
-];
+const doors: Array<{ name: string; fetch: Fetch }> = REMOTE
+  ? [{ name: 'deployed endpoint', fetch: (url, init) => hostFetch(url, init) }]
+  : [
+      { name: 'node:http door', fetch: (url, init) => hostFetch(url, init) },
+      { name: 'Lambda door', fetch: (url, init) => lambdaFetch(target.gatewayLambda!)(url, init) },
+    ];
 
 describe.each(doors)('gateway public URLs through the $name', ({ fetch }) => {
   const hosts = () => ({
-    'public URL': `${BUCKET}.${service.config.urls.storagePublicDomain}`,
-    'bucket-specific address': `${BUCKET}.${service.config.urls.bucketEndpointDomain}`,
+    'public URL': `${BUCKET}.${target.domains.storagePublic}`,
+    'bucket-specific address': `${BUCKET}.${target.domains.bucketEndpoint}`,
   });
   const get = (host: string, path: string, init: Init = {}) =>
-    fetch(`${service.endpoints.gateway}${path}`, { ...init, headers: { host, ...init.headers } });
+    fetch(`${target.endpoints.gateway}${path}`, { ...init, headers: { host, ...init.headers } });
   const publicHost = () => hosts()['public URL'];
 
   test('a public-read object is served at its public URL and its bucket-specific address, with its stored headers', async () => {
-    const record = (await service.services.objects.get(BUCKET, 'site/index.html'))!;
+    const stored = await target.s3().send(new HeadObjectCommand({ Bucket: BUCKET, Key: 'site/index.html' }));
+    await target.whenLocal(async (service) => {
+      const record = (await service.services.objects.get(BUCKET, 'site/index.html'))!;
+      expect(record.cid).toBe(cids['site/index.html']);
+      expect(new Date(record.lastModified).toUTCString()).toBe(stored.LastModified!.toUTCString());
+    });
     for (const host of Object.values(hosts())) {
       const res = await get(host, '/site/index.html');
       expect(res.status).toBe(200);
@@ -82,11 +92,11 @@ describe.each(doors)('gateway public URLs through the $name', ({ fetch }) => {
       expect(res.headers.get('content-disposition')).toBe('inline');
       expect(res.headers.get('x-amz-meta-team')).toBe('docs');
       expect(res.headers.get('etag')).toBe(`"${createHash('md5').update(PAGE).digest('hex')}"`);
-      expect(res.headers.get('last-modified')).toBe(new Date(record.lastModified).toUTCString());
+      expect(res.headers.get('last-modified')).toBe(stored.LastModified!.toUTCString());
       expect(res.headers.get('content-length')).toBe(String(Buffer.byteLength(PAGE)));
       expect(res.headers.get('accept-ranges')).toBe('bytes');
-      expect(res.headers.get('x-service-ipfs-hash-v0')).toBe(record.cid);
-      expect(res.headers.get('x-ipfs-path')).toBe(`/ipfs/${record.cid}`);
+      expect(res.headers.get('x-service-ipfs-hash-v0')).toBe(cids['site/index.html']);
+      expect(res.headers.get('x-ipfs-path')).toBe(`/ipfs/${cids['site/index.html']}`);
     }
   });
 
@@ -106,7 +116,7 @@ describe.each(doors)('gateway public URLs through the $name', ({ fetch }) => {
       expect(await res.text()).not.toContain('not for you');
       expect((await get(host, '/secret.txt', { method: 'HEAD' })).status).toBe(403);
     }
-    const byCid = await fetch(`${service.endpoints.gateway}/ipfs/${cids['secret.txt']}`);
+    const byCid = await fetch(`${target.endpoints.gateway}/ipfs/${cids['secret.txt']}`);
     expect(byCid.status).toBe(200);
     expect(await byCid.text()).toBe('not for you');
   });
@@ -114,7 +124,7 @@ describe.each(doors)('gateway public URLs through the $name', ({ fetch }) => {
   test('an unknown key, an unknown bucket and an invalid bucket name are 404', async () => {
     expect((await get(publicHost(), '/no/such/key')).status).toBe(404);
     expect((await get(publicHost(), '/')).status).toBe(404);
-    const domain = service.config.urls.storagePublicDomain;
+    const domain = target.domains.storagePublic;
     expect((await get(`no-such-bucket.${domain}`, '/site/index.html')).status).toBe(404);
     expect((await get(`Bad_Bucket.${domain}`, '/site/index.html')).status).toBe(404);
     expect((await get(publicHost(), `/${'k'.repeat(1100)}`)).status).toBe(404);
@@ -175,7 +185,7 @@ describe.each(doors)('gateway public URLs through the $name', ({ fetch }) => {
   });
 
   test('/ipfs/<cid>: a malformed CID is 400, an unknown one 404 at once; HEAD and If-None-Match work', async () => {
-    const gateway = service.endpoints.gateway;
+    const gateway = target.endpoints.gateway;
     expect((await fetch(`${gateway}/ipfs/not-a-cid`)).status).toBe(400);
     expect((await fetch(`${gateway}/ipfs/Qm${'1'.repeat(44)}`)).status).toBe(400);
     const started = Date.now();

@@ -3,7 +3,9 @@
  * the whole-file CID (Kubo's vectors, parts of 5 MiB and of odd sizes), S3's
  * multipart ETag, listings and their pages, abort and collection, every
  * error S3 gives, part re-uploads, UploadPartCopy, checksums, DeleteBucket
- * ending open uploads, and CAIRN_ETAG=cid.
+ * ending open uploads, and CAIRN_ETAG=cid. What parts, pins and collection
+ * do inside the service is checked locally only (whenLocal, localTest); a
+ * second service configured with CAIRN_ETAG=cid is local too.
  */
 import {
   AbortMultipartUploadCommand,
@@ -27,7 +29,7 @@ import { crc32 } from 'node:zlib';
 import type { SerializeHandler, SerializeHandlerArguments } from '@smithy/types';
 import { CID } from 'multiformats/cid';
 import { startTestService, type TestService } from '../support/service.js';
-import { apiTarget, type ApiTarget } from '../support/api-target.js';
+import { apiTarget, localDescribe, localTest, type ApiTarget } from '../support/api-target.js';
 import { captureHeaders, s3Doors, failure } from '../support/s3-doors.js';
 import { collectGarbage } from '../../functions/core/storage/collect.js';
 import { isRootPinned } from '../../functions/core/storage/pins.js';
@@ -88,16 +90,13 @@ async function uploadInParts(s3: S3Client, bucket: string, key: string, parts: B
   return { done, headers: { ...seen.headers }, uploadId: UploadId! };
 }
 
-// Local only (jest.config.js leaves it out against a deployed stack): it
-// looks at parts, pins and collection inside the service throughout.
 let target: ApiTarget;
-let service: TestService;
 const savedEnv = { ...process.env };
-const B = 'default-bucket';
+let B: string;
 
 beforeAll(async () => {
   target = await apiTarget();
-  service = target.local!;
+  B = target.account.bucket;
 });
 
 afterAll(async () => {
@@ -105,7 +104,7 @@ afterAll(async () => {
   await target?.close();
 });
 
-async function pinned(cid: string): Promise<{ pinned: boolean; root: boolean }> {
+async function pinned(service: TestService, cid: string): Promise<{ pinned: boolean; root: boolean }> {
   const node = await service.services.ipfs();
   const parsed = CID.parse(cid);
   return { pinned: await isRootPinned(node, parsed), root: await node.blockstore.has(parsed) };
@@ -166,8 +165,10 @@ describe.each(s3Doors(() => target))('multipart uploads through the $name', (doo
     // The upload is gone, and so are its parts and their references.
     expect((await s3.send(new ListMultipartUploadsCommand({ Bucket: B, Prefix: `flow-${tag}/` }))).Uploads ?? []).toEqual([]);
     expect(await failure(s3.send(new ListPartsCommand({ Bucket: B, Key: key, UploadId })))).toMatchObject({ name: 'NoSuchUpload', $metadata: { httpStatusCode: 404 } });
-    expect(await service.services.uploads.allParts(UploadId!)).toEqual([]);
-    expect(await service.services.objects.isReferenced(whole.cid.toString())).toBe(true);
+    await target.whenLocal(async (service) => {
+      expect(await service.services.uploads.allParts(UploadId!)).toEqual([]);
+      expect(await service.services.objects.isReferenced(whole.cid.toString())).toBe(true);
+    });
   });
 
   test('the 262145 B vector, in one part and in odd parts, gets Kubo\'s CID', async () => {
@@ -198,7 +199,8 @@ describe.each(s3Doors(() => target))('multipart uploads through the $name', (doo
   });
 
   test('ListMultipartUploads lists by key then initiation, pages with markers, rolls up prefixes', async () => {
-    const bucket = `uploads-${tag}`;
+    // A name of this run's own: a stack keeps what an interrupted run left.
+    const bucket = `uploads-${tag}-${Date.now().toString(36)}`;
     await s3.send(new CreateBucketCommand({ Bucket: bucket }));
     const ids: Array<[string, string]> = [];
     for (const key of ['b', 'a', 'b', 'c/x', 'c/y', 'd']) {
@@ -240,25 +242,32 @@ describe.each(s3Doors(() => target))('multipart uploads through the $name', (doo
     const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: B, Key: key }));
     await s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: 1, Body: randomBytes(300 * 1024) }));
     await s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: 2, Body: randomBytes(1000) }));
-    const parts = await service.services.uploads.allParts(UploadId!);
-    expect(parts).toHaveLength(2);
-    for (const p of parts) expect(await pinned(p.cid)).toEqual({ pinned: true, root: true });
-    // Collection leaves an open upload's parts alone.
-    await collectGarbage(service.services);
-    for (const p of parts) expect(await pinned(p.cid)).toEqual({ pinned: true, root: true });
+    const listed = (await s3.send(new ListPartsCommand({ Bucket: B, Key: key, UploadId }))).Parts!;
+    expect(listed.map((p) => p.PartNumber)).toEqual([1, 2]);
+    let parts: Array<{ cid: string }> = [];
+    await target.whenLocal(async (service) => {
+      parts = await service.services.uploads.allParts(UploadId!);
+      expect(parts).toHaveLength(2);
+      for (const p of parts) expect(await pinned(service, p.cid)).toEqual({ pinned: true, root: true });
+      // Collection leaves an open upload's parts alone.
+      await collectGarbage(service.services);
+      for (const p of parts) expect(await pinned(service, p.cid)).toEqual({ pinned: true, root: true });
+    });
 
     await s3.send(new AbortMultipartUploadCommand({ Bucket: B, Key: key, UploadId }));
     const gone = { name: 'NoSuchUpload', $metadata: { httpStatusCode: 404 } };
     expect(await failure(s3.send(new ListPartsCommand({ Bucket: B, Key: key, UploadId })))).toMatchObject(gone);
     expect(await failure(s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: 3, Body: 'late' })))).toMatchObject(gone);
     expect(
-      await failure(s3.send(new CompleteMultipartUploadCommand({ Bucket: B, Key: key, UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: `"${parts[0]!.etag}"` }] } }))),
+      await failure(s3.send(new CompleteMultipartUploadCommand({ Bucket: B, Key: key, UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: listed[0]!.ETag }] } }))),
     ).toMatchObject(gone);
     expect(await failure(s3.send(new AbortMultipartUploadCommand({ Bucket: B, Key: key, UploadId })))).toMatchObject(gone);
     expect(await failure(s3.send(new HeadObjectCommand({ Bucket: B, Key: key })))).toMatchObject({ $metadata: { httpStatusCode: 404 } });
 
-    await collectGarbage(service.services);
-    for (const p of parts) expect(await pinned(p.cid)).toEqual({ pinned: false, root: false });
+    await target.whenLocal(async (service) => {
+      await collectGarbage(service.services);
+      for (const p of parts) expect(await pinned(service, p.cid)).toEqual({ pinned: false, root: false });
+    });
   });
 
   test('re-uploading a part number replaces it; the replaced content is collected', async () => {
@@ -267,7 +276,10 @@ describe.each(s3Doors(() => target))('multipart uploads through the $name', (doo
     const second = randomBytes(2000);
     const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: B, Key: key }));
     await s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: 1, Body: first }));
-    const [old] = await service.services.uploads.allParts(UploadId!);
+    let old: { cid: string } | undefined;
+    await target.whenLocal(async (service) => {
+      [old] = await service.services.uploads.allParts(UploadId!);
+    });
     const again = await s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: 1, Body: second }));
     const list = await s3.send(new ListPartsCommand({ Bucket: B, Key: key, UploadId }));
     expect(list.Parts!.map((p) => [p.PartNumber, p.ETag, p.Size])).toEqual([[1, `"${md5(second)}"`, 2000]]);
@@ -275,8 +287,10 @@ describe.each(s3Doors(() => target))('multipart uploads through the $name', (doo
     expect(
       await failure(s3.send(new CompleteMultipartUploadCommand({ Bucket: B, Key: key, UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: `"${md5(first)}"` }] } }))),
     ).toMatchObject({ name: 'InvalidPart', $metadata: { httpStatusCode: 400 } });
-    await collectGarbage(service.services);
-    expect(await pinned(old!.cid)).toEqual({ pinned: false, root: false });
+    await target.whenLocal(async (service) => {
+      await collectGarbage(service.services);
+      expect(await pinned(service, old!.cid)).toEqual({ pinned: false, root: false });
+    });
     await s3.send(new CompleteMultipartUploadCommand({ Bucket: B, Key: key, UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: again.ETag }] } }));
     const got = await s3.send(new GetObjectCommand({ Bucket: B, Key: key }));
     expect(Buffer.from(await got.Body!.transformToByteArray())).toEqual(second);
@@ -424,7 +438,7 @@ describe.each(s3Doors(() => target))('multipart uploads through the $name', (doo
 
 test('the 45613057 B vector (175 leaves, two levels) uploaded in 5 MiB parts and in odd parts gets Kubo\'s CID', async () => {
   const { vector, bytes } = vectorBytes(45613057);
-  const s3 = service.s3();
+  const s3 = target.s3();
   for (const [n, sizes] of [
     Array(8).fill(5 * MiB) as number[],
     [1, 262143, 7_000_001, 5 * MiB + 3, 9_999_999, 12_345_678],
@@ -439,12 +453,12 @@ test('the 45613057 B vector (175 leaves, two levels) uploaded in 5 MiB parts and
 });
 
 test('a malformed CompleteMultipartUpload body is MalformedXML', async () => {
-  const s3 = service.s3();
+  const s3 = target.s3();
   const key = 'malformed';
   const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: B, Key: key }));
   const part = await s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: 1, Body: 'x' }));
   for (const body of ['<CompleteMultipartUpload><Part><PartNumber>1</PartNumber>', '<CompleteMultipartUpload><Part><PartNumber>one</PartNumber><ETag>"x"</ETag></Part></CompleteMultipartUpload>']) {
-    const client = service.s3();
+    const client = target.s3();
     const breakBody = (next: SerializeHandler<object, object>) => (args: SerializeHandlerArguments<object>) => {
       const req = args.request as { body: string; headers: Record<string, string> };
       req.body = body;
@@ -458,8 +472,10 @@ test('a malformed CompleteMultipartUpload body is MalformedXML', async () => {
   await s3.send(new AbortMultipartUploadCommand({ Bucket: B, Key: key, UploadId }));
 });
 
-test('a cleanup a crash interrupted leaks nothing for long: garbage collection finishes it', async () => {
-  const s3 = service.s3();
+// A crash is staged by ending the upload in the store behind the service's back.
+localTest('a cleanup a crash interrupted leaks nothing for long: garbage collection finishes it', async () => {
+  const service = target.local!;
+  const s3 = target.s3();
   const key = 'crashed';
   const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: B, Key: key }));
   await s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: 1, Body: randomBytes(5000) }));
@@ -469,14 +485,14 @@ test('a cleanup a crash interrupted leaks nothing for long: garbage collection f
   await uploads.end({ bucket: B, key, uploadId: UploadId! });
   expect(await failure(s3.send(new ListPartsCommand({ Bucket: B, Key: key, UploadId })))).toMatchObject({ name: 'NoSuchUpload' });
   await collectGarbage(service.services);
-  expect(await pinned(part!.cid)).toEqual({ pinned: true, root: true }); // a recent cleanup may still be running
+  expect(await pinned(service, part!.cid)).toEqual({ pinned: true, root: true }); // a recent cleanup may still be running
   expect(await uploads.resumeCleanups(0)).toBe(1);
   expect(await uploads.allParts(UploadId!)).toEqual([]);
   await collectGarbage(service.services);
-  expect(await pinned(part!.cid)).toEqual({ pinned: false, root: false });
+  expect(await pinned(service, part!.cid)).toEqual({ pinned: false, root: false });
 });
 
-describe('with CAIRN_ETAG=cid', () => {
+localDescribe('with CAIRN_ETAG=cid', () => {
   let cidService: TestService;
   beforeAll(async () => {
     cidService = await startTestService({ CAIRN_ETAG: 'cid', CAIRN_GC_INTERVAL: '0' });
