@@ -114,6 +114,7 @@ export async function runScheduledTick(services: Services, batch = 10, now = new
     );
   }
   if (queued.length) log.info('deploys waiting', { queued: queued.length, requeued });
+  else log.info('no deploys waiting; nothing to do', { queued: 0 });
   const collected = await collectGarbage({ ...services, logger: log });
   return { queued: queued.length, requeued, timedOut, collected };
 }

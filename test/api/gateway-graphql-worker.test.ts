@@ -137,7 +137,7 @@ localTest('the deploy worker runs on schedule, finds nothing to do and says so i
   process.env.CAIRN_LOG_LEVEL = 'info';
   try {
     const result = await workerLambda();
-    expect(result).toMatchObject({ queued: 0, started: [] });
+    expect(result).toMatchObject({ queued: 0, requeued: [], timedOut: [] });
   } finally {
     process.stdout.write = write;
   }
