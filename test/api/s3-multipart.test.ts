@@ -91,6 +91,8 @@ async function uploadInParts(s3: S3Client, bucket: string, key: string, parts: B
 }
 
 let target: ApiTarget;
+/** For keys whose absence a test checks: a deployed stack keeps what earlier runs completed. */
+const RUN = Date.now().toString(36);
 const savedEnv = { ...process.env };
 let B: string;
 
@@ -238,7 +240,7 @@ describe.each(s3Doors(() => target))('multipart uploads through the $name', (doo
   });
 
   test('Abort ends the upload (then NoSuchUpload) and its parts are unpinned and collected', async () => {
-    const key = `aborted-${tag}`;
+    const key = `aborted-${tag}-${RUN}`;
     const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: B, Key: key }));
     await s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: 1, Body: randomBytes(300 * 1024) }));
     await s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: 2, Body: randomBytes(1000) }));
@@ -297,7 +299,7 @@ describe.each(s3Doors(() => target))('multipart uploads through the $name', (doo
   });
 
   test('a wrong ETag (InvalidPart), parts out of order (InvalidPartOrder), a missing part and an empty list change nothing', async () => {
-    const key = `refused-${tag}`;
+    const key = `refused-${tag}-${RUN}`;
     const bodies = ['one', 'two', 'three'].map((s) => Buffer.from(s));
     const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: B, Key: key }));
     const parts: CompletedPart[] = [];
