@@ -3,6 +3,11 @@
  * server, real clones, builds in the bubblewrap sandbox, the publish
  * directory imported and pinned, the site's published deploy moved. Every
  * wait is a poll with a deadline on what the API reports.
+ *
+ * Local only (jest.config.js leaves it out against a deployed stack): the
+ * repositories are served by a git server this test starts on loopback,
+ * which a deployed stack's builders cannot reach; most checks also read
+ * the node's pins, run collection, or restart the service on its data.
  */
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { exporter } from 'ipfs-unixfs-exporter';
