@@ -104,7 +104,8 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
   });
 
   describe('listing', () => {
-    const bucket = `list-${tag}`;
+    // A bucket of this run's own: a deployed stack keeps the key a later test adds.
+    const bucket = `list-${tag}-${Date.now().toString(36)}`;
     const keys = [
       'a.txt', 'b/1.txt', 'b/2.txt', 'b/c/3.txt', 'd e+f.txt', 'docs/x.md', 'docs/y.md', 'z.txt', 'zz/1', 'é.txt',
     ];
