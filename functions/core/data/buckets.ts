@@ -13,8 +13,11 @@
 import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { Database } from './dynamo.js';
-import type { CannedAcl, TransactItem } from './objects.js';
+import type { TransactItem } from './dynamo.js';
 import { TtlCache } from '../cache.js';
+
+/** S3's canned ACLs, on buckets and objects alike. */
+export type CannedAcl = 'private' | 'public-read' | 'public-read-write' | 'authenticated-read';
 
 export interface Bucket {
   name: string;

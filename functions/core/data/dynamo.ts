@@ -1,3 +1,4 @@
+import type { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 /**
  * The DynamoDB client (embedded dynalite locally, DynamoDB in AWS) and table
  * creation from the shared definitions.
@@ -115,3 +116,6 @@ async function untilActive(db: Database, name: string, timeoutMs = 60_000): Prom
     await new Promise((r) => setTimeout(r, wait));
   }
 }
+
+/** One write of a DynamoDB transaction, as lib-dynamodb takes it. */
+export type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];

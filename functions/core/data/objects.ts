@@ -21,12 +21,14 @@ import { DeleteCommand, QueryCommand, ScanCommand, TransactWriteCommand, UpdateC
 import { TransactionCanceledException, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { uniqueToken } from '../ids.js';
-import type { Database } from './dynamo.js';
 import { withoutKeys } from './tables.js';
-import { bucketWritableCondition } from './buckets.js';
+import { bucketWritableCondition, type CannedAcl } from './buckets.js';
+import type { Database, TransactItem } from './dynamo.js';
+
+export type { CannedAcl } from './buckets.js';
+export type { TransactItem } from './dynamo.js';
 
 /** The canned ACLs Cairn stores, on objects and buckets alike (S3's other canned ACLs name grantees Cairn does not have). */
-export type CannedAcl = 'private' | 'public-read' | 'public-read-write' | 'authenticated-read';
 
 export interface ObjectRecord {
   bucket: string;
@@ -55,7 +57,6 @@ export interface ObjectRecord {
   damaged?: string;
 }
 
-export type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];
 
 /**
  * More writes that must commit in the same transaction as an object record
