@@ -10,6 +10,8 @@ import type { Deploy } from '../core/data/deploys.js';
 import type { DeployQueue } from '../core/ports/deploy-queue.js';
 import type { Logger } from '../core/logger.js';
 import { runDeploy, type PipelineOptions } from '../deploy-worker/pipeline.js';
+import { DeployLog } from '../deploy-worker/deploy-log.js';
+import { deployLogKey } from '../core/ports/log-store.js';
 
 const POLL_MS = 2000;
 
@@ -31,8 +33,6 @@ export class LocalDeployQueue implements DeployQueue {
     for (const deploy of await deploys.listRunning()) {
       const ended = await deploys.finish(deploy.siteId, deploy.id, { status: 'FAILED', reason: 'interrupted by a restart of the service' });
       if (ended) {
-        const { DeployLog } = await import('../deploy-worker/deploy-log.js');
-        const { deployLogKey } = await import('../core/ports/log-store.js');
         const log = await DeployLog.continued(this.pipeline.services.deployLogs, deployLogKey(deploy.siteId, deploy.id), this.logger);
         log.line('Failed: interrupted by a restart of the service');
         await log.close();
@@ -73,14 +73,11 @@ export class LocalDeployQueue implements DeployQueue {
     const { deploys } = this.pipeline.services;
     // Cancels asked through another process reach a running build here.
     for (const [id, run] of this.running) {
-      const deploy = (await deploys.listRunning()).find((d) => d.id === id);
-      if (deploy?.cancelRequested) run.controller.abort();
-      if (deploy) continue;
-      // Out of the running list: a deploy that ended DEPLOYED is still
-      // taking its preview image; one that ended otherwise, or was deleted
-      // with its site, stops.
-      const ended = await deploys.get(run.siteId, id);
-      if (ended?.status !== 'DEPLOYED') run.controller.abort();
+      const deploy = await deploys.get(run.siteId, id);
+      // A deploy that ended DEPLOYED is still taking its preview image; one
+      // cancelled, ended otherwise, or deleted with its site stops.
+      const stop = deploy?.status === 'IN_PROGRESS' ? deploy.cancelRequested === true : deploy?.status !== 'DEPLOYED';
+      if (stop) run.controller.abort();
     }
     const free = this.concurrency - this.running.size;
     if (free <= 0) return;

@@ -22,6 +22,7 @@ import { TransactionCanceledException, type AttributeValue } from '@aws-sdk/clie
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { uniqueToken } from '../ids.js';
 import { withoutKeys } from './tables.js';
+import { queryAll } from './pages.js';
 import { bucketWritableCondition, type CannedAcl } from './buckets.js';
 import type { Database, TransactItem } from './dynamo.js';
 
@@ -358,7 +359,7 @@ export class ObjectStore {
 
   /** The candidates collection set aside. */
   async quarantined(): Promise<Array<{ cid: string; reason: string; at: string }>> {
-    const items = await this.queryAll('#GCQ');
+    const items = await queryAll(this.db, { TableName: this.table, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': '#GCQ' }, ConsistentRead: true });
     return items.map((i) => ({ cid: i.sk as string, reason: i.reason as string, at: i.at as string }));
   }
 
@@ -425,24 +426,7 @@ export class ObjectStore {
     } while (ExclusiveStartKey);
   }
 
-  private async queryAll(pk: string): Promise<Array<Record<string, unknown>>> {
-    const items: Array<Record<string, unknown>> = [];
-    let ExclusiveStartKey: Record<string, unknown> | undefined;
-    do {
-      const out = await this.db.doc.send(
-        new QueryCommand({
-          TableName: this.table,
-          KeyConditionExpression: 'pk = :pk',
-          ExpressionAttributeValues: { ':pk': pk },
-          ConsistentRead: true,
-          ExclusiveStartKey,
-        }),
-      );
-      items.push(...(out.Items ?? []));
-      ExclusiveStartKey = out.LastEvaluatedKey;
-    } while (ExclusiveStartKey);
-    return items;
-  }
+
 
   /** Whether the bucket holds any object. */
   async hasObjects(bucket: string): Promise<boolean> {
