@@ -5,12 +5,22 @@
  * sites (sites.ts); on any other host, `GET|HEAD /ipfs/<cid>[/path]` serves
  * any content in the node, with ranges and immutable caching. Content is public by CID, whatever the ACL
  * of the objects that hold it, as on any IPFS network.
+ *
+ * On that other host, `/sites/<siteId>/<path>` and
+ * `/previews/<siteId>/<deployLabel>/<path>` serve sites too: the CDN in front
+ * of the gateway in AWS (lib/site-cdn.ts) sends site hosts that way, since a
+ * Function URL answers only to its own Host. Asked for directly, these paths
+ * show nothing a site host does not: a published deploy, or a DEPLOYED
+ * deploy's preview, found by the site's unguessable id rather than its
+ * slug; and the site's root CID already serves the same files under /ipfs/
+ * on this host. The path after the prefix is the site's own, decoded as on
+ * a site host, so `..` stops at the site's root and never reaches another.
  */
 import type { HttpHandler } from '../core/http/types.js';
 import type { Logger } from '../core/logger.js';
 import type { Services } from '../core/services.js';
 import { isNotFound, NotAFileError } from '../core/ipfs/read.js';
-import { bucketHost, siteHost } from './hosts.js';
+import { bucketHost, siteHost, siteOriginPath } from './hosts.js';
 import { ipfsPath, serveCid } from './ipfs.js';
 import { serveObject } from './objects.js';
 import { serveSite } from './sites.js';
@@ -22,10 +32,12 @@ export function createGatewayHandler(services: Services, logger: Logger = servic
     if (req.method !== 'GET' && req.method !== 'HEAD') return textResponse(405, 'Method Not Allowed\n', { allow: 'GET, HEAD' });
     const host = bucketHost(req.headers.get('host'), urls);
     const site = host ? undefined : siteHost(req.headers.get('host'), sites.domain);
-    const content = host || site ? undefined : ipfsPath(req.rawPath);
+    const origin = host || site ? undefined : siteOriginPath(req.rawPath);
+    const content = host || site || origin ? undefined : ipfsPath(req.rawPath);
     try {
       if (host) return await serveObject(services, req, host);
       if (site) return await serveSite(services, req, site);
+      if (origin) return await serveSite(services, { ...req, rawPath: origin.rawPath }, origin.address);
       if (content) return await serveCid(services, req, content);
       return textResponse(404, 'Not Found: paths are /ipfs/<cid>[/path]\n');
     } catch (err) {
@@ -33,7 +45,7 @@ export function createGatewayHandler(services: Services, logger: Logger = servic
       if (err instanceof NotAFileError) return textResponse(501, 'Not Implemented: this gateway serves UnixFS files and directories only\n');
       if ((err as Error)?.name === 'NoResolverError') return textResponse(501, 'Not Implemented: this gateway does not decode that CID\'s codec\n');
       // A record whose blocks are gone is a fault of ours, not a missing file.
-      const msg = !content && isNotFound(err) ? (site ? 'site blocks missing' : 'object blocks missing') : 'gateway request failed';
+      const msg = !content && isNotFound(err) ? (site || origin ? 'site blocks missing' : 'object blocks missing') : 'gateway request failed';
       logger.error(msg, { err, method: req.method, host: req.headers.get('host'), path: req.rawPath });
       return textResponse(500, 'Internal Server Error\n');
     }

@@ -102,7 +102,7 @@ export async function serveSite(services: Services, req: HttpRequest, address: S
     if (err instanceof BadPathError) return textResponse(400, `Bad Request: ${err.message}\n`);
     throw err;
   }
-  const target = await resolveSite(services, address.slug, address.deployLabel);
+  const target = await resolveSite(services, address);
   if (target.kind === 'unknown') return textResponse(404, 'Not Found: no site or deploy answers at this address\n');
   if (target.kind === 'unpublished') {
     const answer = htmlAnswer(404, { 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' }, 'Nothing published yet', 'This site exists but has no published deploy yet.');
