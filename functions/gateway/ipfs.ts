@@ -3,13 +3,16 @@
  * node holds, by CID (v0 or v1), with immutable caching. A directory serves
  * its index.html, else a generated listing; asked for without its trailing
  * slash it is a 301 to the slash form. Content is public by CID whatever the
- * ACL of the objects that hold it, as on any IPFS network.
+ * ACL of the objects that hold it, as on any IPFS network. A raw block or a
+ * CAR asked for by `?format=` or Accept is the trustless gateway's
+ * (trustless.ts); one URL then has several representations, hence Vary.
  */
 import type { HttpRequest } from '../core/http/types.js';
 import type { Services } from '../core/services.js';
 import { parseCid } from '../core/ipfs/cid.js';
 import { BadPathError, contentPath, encodePath, resolvePath } from '../core/ipfs/paths.js';
 import { textResponse } from './responses.js';
+import { negotiateFormat, serveTrustless } from './trustless.js';
 import { fileAnswer, indexOf, isFile, listingAnswer, rootsHeader, sendAnswer } from './unixfs.js';
 
 const IPFS_PATH = /^\/ipfs\/([^/?#]+)(\/.*)?$/;
@@ -44,15 +47,15 @@ export async function serveCid(services: Services, req: HttpRequest, { cidText, 
     if (err instanceof BadPathError) return textResponse(400, `Bad Request: ${err.message}\n`);
     throw err;
   }
+  const format = negotiateFormat(req);
+  if (format.kind === 'refused') return format.response;
+  const common = { 'cache-control': IMMUTABLE, 'x-ipfs-path': req.rawPath, vary: 'Accept' };
+  if (format.kind !== 'deserialized') return serveTrustless(services, req, format, { cid, segments: path.segments, headers: common });
   const node = await services.ipfs();
   // The raw blockstore (no network behind it) answers a missing block at once.
   const found = await resolvePath(node.blockstore, cid, path.segments, req.signal);
   if (!found) return textResponse(404, 'Not Found: no such path under that CID\n');
-  const headers: Record<string, string> = {
-    'cache-control': IMMUTABLE,
-    'x-ipfs-path': req.rawPath,
-    'x-ipfs-roots': rootsHeader(found.roots),
-  };
+  const headers: Record<string, string> = { ...common, 'x-ipfs-roots': rootsHeader(found.roots) };
   if (isFile(found)) {
     const name = path.segments.at(-1);
     let type: string | undefined;

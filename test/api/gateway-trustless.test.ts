@@ -1,0 +1,453 @@
+/**
+ * The trustless gateway's response types on `/ipfs/<cid>[/path]`, through
+ * both doors: raw blocks and CARs with dag-scope and entity-bytes. Every
+ * block of a CAR is checked against its CID, and the blocks are compared
+ * with the DAG in the node's blockstore and, independently, fed to the
+ * UnixFS exporter to show a client can verify what it asked for with them
+ * alone. Content comes from directories imported into the node (one of them
+ * a HAMT with sub-shards) and a multi-block object uploaded through S3.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { CarBlockIterator } from '@ipld/car';
+import * as dagPb from '@ipld/dag-pb';
+import { MemoryBlockstore } from 'blockstore-core/memory';
+import { exporter, walkPath } from 'ipfs-unixfs-exporter';
+import { UnixFS } from 'ipfs-unixfs';
+import { CID } from 'multiformats/cid';
+import { sha256 } from 'multiformats/hashes/sha2';
+import { apiTarget, localDescribe, type ApiTarget } from '../support/api-target.js';
+import { lambdaFetch } from '../support/lambda-door.js';
+import { hostFetch } from '../support/http.js';
+import { importDirectory } from '../../functions/core/ipfs/import-directory.js';
+import { blockKey, readBlock, walkDag } from '../../functions/core/storage/dag-walk.js';
+
+const CAR_TYPE = 'application/vnd.ipld.car; version=1; order=dfs; dups=n';
+const CHUNK = 262144;
+
+let target: ApiTarget;
+let scratch: string;
+const savedEnv = { ...process.env };
+
+/** An imported tree: index.html, sub/file.bin (1 MiB, four leaves), sub/note.txt, zeros.bin (two equal leaves and a short one). */
+const FILE = randomBytes(1024 * 1024);
+const ZEROS = Buffer.alloc(2 * CHUNK + 1000);
+let tree: CID;
+let sub: CID;
+let file: CID;
+let zeros: CID;
+/** A HAMT-sharded directory of 300 entries (with sub-shards), and one of its names. */
+let hamt: CID;
+const HAMT_NAMES = Array.from({ length: 300 }, (_, i) => `entry-${String(i).padStart(3, '0')}-${'long-name-'.repeat(4)}.txt`);
+/** A 1 MiB object uploaded through S3 (as Kubo adds it: CIDv0, four dag-pb leaves). */
+const OBJECT = randomBytes(1024 * 1024 + 5000);
+let object: CID;
+/** A file whose second leaf is deleted from the blockstore after import. */
+let damaged: CID;
+
+async function importFiles(name: string, files: Record<string, string | Buffer>, shardingThreshold?: number): Promise<CID> {
+  const dir = join(scratch, name);
+  for (const [path, body] of Object.entries(files)) {
+    await mkdir(dirname(join(dir, path)), { recursive: true });
+    await writeFile(join(dir, path), body);
+  }
+  const node = await target.local!.services.ipfs();
+  return (await importDirectory(node.blockstore, dir, shardingThreshold === undefined ? {} : { shardingThreshold })).cid;
+}
+
+async function blockstore() {
+  return (await target.local!.services.ipfs()).blockstore;
+}
+
+/** The CID of the entry at `path` under `root`, from the node's blockstore. */
+async function cidAt(root: CID, path: string): Promise<CID> {
+  return (await exporter(`${root}/${path}`, await blockstore())).cid;
+}
+
+/** Every block of the DAG under `root` in the node's blockstore, in walkDag's order. */
+async function dagOf(root: CID): Promise<CID[]> {
+  const out: CID[] = [];
+  for await (const cid of walkDag(await blockstore(), root)) out.push(cid);
+  return out;
+}
+
+const keys = (cids: CID[]) => cids.map(blockKey);
+
+beforeAll(async () => {
+  target = await apiTarget();
+  scratch = await mkdtemp(join(tmpdir(), 'cairn-trustless-'));
+  tree = await importFiles('tree', { 'index.html': '<!doctype html><p>hi</p>\n', 'sub/file.bin': FILE, 'sub/note.txt': 'a note\n', 'zeros.bin': ZEROS });
+  sub = await cidAt(tree, 'sub');
+  file = await cidAt(tree, 'sub/file.bin');
+  zeros = await cidAt(tree, 'zeros.bin');
+  hamt = await importFiles('hamt', Object.fromEntries(HAMT_NAMES.map((n, i) => [n, `entry ${i}\n`])), 1);
+  damaged = await cidAt(await importFiles('damaged', { 'f.bin': randomBytes(3 * CHUNK) }), 'f.bin');
+  const leaves = (await dagOf(damaged)).slice(1);
+  expect(leaves).toHaveLength(3);
+  await (await blockstore()).delete(leaves[1]!);
+
+  let v0 = '';
+  const s3 = target.s3();
+  s3.middlewareStack.add(
+    (next) => async (args) => {
+      const out = await next(args);
+      v0 = (out.response as { headers: Record<string, string> }).headers['x-service-ipfs-hash-v0']!;
+      return out;
+    },
+    { step: 'deserialize', name: 'captureCid' },
+  );
+  await s3.send(new PutObjectCommand({ Bucket: target.account.bucket, Key: 'trustless/object.bin', Body: OBJECT }));
+  object = CID.parse(v0);
+}, 120_000);
+
+afterAll(async () => {
+  process.env = savedEnv;
+  await target?.close();
+  if (scratch) await rm(scratch, { recursive: true, force: true });
+});
+
+interface CarBlock {
+  cid: CID;
+  bytes: Uint8Array;
+}
+
+/** A CAR's roots and blocks, each block checked against its CID: the SHA-256 of its bytes is the CID's digest, and a dag-pb block decodes. */
+async function readCar(body: Uint8Array): Promise<{ roots: CID[]; blocks: CarBlock[] }> {
+  const reader = await CarBlockIterator.fromBytes(body);
+  expect(reader.version).toBe(1);
+  const roots = await reader.getRoots();
+  const blocks: CarBlock[] = [];
+  for await (const { cid, bytes } of reader) {
+    expect(cid.multihash.code).toBe(sha256.code);
+    const digest = await sha256.digest(bytes);
+    expect(Buffer.from(digest.digest).equals(Buffer.from(cid.multihash.digest))).toBe(true);
+    if (cid.code === dagPb.code) expect(() => dagPb.decode(bytes)).not.toThrow();
+    blocks.push({ cid, bytes });
+  }
+  return { roots, blocks };
+}
+
+/** The CAR's blocks as a blockstore of their own: what a client holds after the download. */
+async function storeOf(blocks: CarBlock[]): Promise<MemoryBlockstore> {
+  const store = new MemoryBlockstore();
+  for (const b of blocks) await store.put(b.cid, b.bytes);
+  return store;
+}
+
+/** A file's bytes (or a range of them) as the exporter reads them. */
+async function bytesOf(entry: Awaited<ReturnType<typeof exporter>>, options?: { offset: number; length: number }): Promise<Buffer> {
+  if (entry.type !== 'file' && entry.type !== 'raw') throw new Error(`${entry.cid} is a ${entry.type}`);
+  const parts: Uint8Array[] = [];
+  for await (const part of entry.content(options)) parts.push(part);
+  return Buffer.concat(parts);
+}
+
+type Init = { method?: string; headers?: Record<string, string> };
+type Fetch = (url: string, init?: Init) => Promise<Response>;
+const doors: Array<{ name: string; fetch: Fetch }> = [
+  { name: 'node:http door', fetch: (url, init) => hostFetch(url, init) },
+  { name: 'Lambda door', fetch: (url, init) => lambdaFetch(target.gatewayLambda!)(url, init) },
+];
+
+localDescribe.each(doors)('trustless gateway formats through the $name', ({ fetch }) => {
+  const get = (path: string, init: Init = {}) => fetch(`${target.endpoints.gateway}${path}`, init);
+  const car = async (path: string, init: Init = {}) => {
+    const res = await get(path, init);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe(CAR_TYPE);
+    return { res, ...(await readCar(new Uint8Array(await res.arrayBuffer()))) };
+  };
+
+  test('dag-scope=all (the default) of a directory is its whole DAG, each block once, depth first, each block matching its CID', async () => {
+    const { res, roots, blocks } = await car(`/ipfs/${tree}?format=car`);
+    expect(roots.map(String)).toEqual([tree.toString()]);
+    const dag = await dagOf(tree);
+    // Exactly the DAG, in walkDag's depth-first order: the zero leaf that zeros.bin links twice comes once.
+    expect(keys(blocks.map((b) => b.cid))).toEqual(keys(dag));
+    expect(new Set(keys(blocks.map((b) => b.cid))).size).toBe(blocks.length);
+    // The root, index.html, sub, file.bin and its 4 leaves, note.txt, zeros.bin and its 2 distinct leaves.
+    expect(blocks).toHaveLength(12);
+    // Each block is byte for byte the block in the node.
+    const bs = await blockstore();
+    for (const b of blocks) expect(Buffer.from(b.bytes).equals(Buffer.from(await readBlock(bs, b.cid)))).toBe(true);
+    // A client with the CAR alone reads every file back.
+    const mine = await storeOf(blocks);
+    expect((await bytesOf(await exporter(`${tree}/sub/file.bin`, mine))).equals(FILE)).toBe(true);
+    expect((await bytesOf(await exporter(`${tree}/zeros.bin`, mine))).equals(ZEROS)).toBe(true);
+    expect((await bytesOf(await exporter(`${tree}/sub/note.txt`, mine))).toString()).toBe('a note\n');
+    expect(res.headers.get('etag')).toMatch(new RegExp(`^W/"${tree}\\.[0-9a-f]{16}\\.car"$`));
+    expect(res.headers.get('cache-control')).toBe('public, max-age=29030400, immutable');
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(res.headers.get('content-disposition')).toBe(`attachment; filename="${tree}.car"`);
+    expect(res.headers.get('x-ipfs-path')).toBe(`/ipfs/${tree}`);
+    expect(res.headers.get('x-ipfs-roots')).toBe(tree.toString());
+    expect(res.headers.get('vary')).toBe('Accept');
+    expect(res.headers.get('content-location')).toBeNull();
+  });
+
+  test('dag-scope=entity: a directory is its node alone, a file all its blocks, a HAMT its shards and no entries', async () => {
+    const dir = await car(`/ipfs/${tree}?format=car&dag-scope=entity`);
+    expect(dir.blocks.map((b) => b.cid.toString())).toEqual([tree.toString()]);
+
+    const whole = await car(`/ipfs/${object}?format=car&dag-scope=entity`);
+    expect(whole.roots.map(String)).toEqual([object.toString()]);
+    const objectDag = await dagOf(object);
+    expect(objectDag).toHaveLength(1 + 5);
+    expect(keys(whole.blocks.map((b) => b.cid))).toEqual(keys(objectDag));
+    expect((await bytesOf(await exporter(object, await storeOf(whole.blocks)))).equals(OBJECT)).toBe(true);
+
+    const shards = await car(`/ipfs/${hamt}?format=car&dag-scope=entity`);
+    // The HAMT's own blocks, found independently: every block of its DAG whose UnixFS type is a HAMT shard.
+    const bs = await blockstore();
+    const expected: CID[] = [];
+    for (const cid of await dagOf(hamt)) {
+      if (cid.code !== dagPb.code) continue;
+      const node = dagPb.decode(await readBlock(bs, cid));
+      if (node.Data && UnixFS.unmarshal(node.Data).type === 'hamt-sharded-directory') expected.push(cid);
+    }
+    expect(expected.length).toBeGreaterThan(1); // the root and sub-shards
+    expect(shards.blocks[0]!.cid.toString()).toBe(hamt.toString());
+    expect(new Set(keys(shards.blocks.map((b) => b.cid)))).toEqual(new Set(keys(expected)));
+    expect(shards.blocks).toHaveLength(expected.length);
+    // With them alone a client lists all 300 names.
+    const listed: string[] = [];
+    const dirEntry = await exporter(hamt, await storeOf(shards.blocks));
+    if (dirEntry.type !== 'directory') throw new Error('not a directory');
+    for await (const e of dirEntry.entries()) listed.push(e.name);
+    expect(listed.sort()).toEqual([...HAMT_NAMES].sort());
+
+    // The etags of the scopes differ.
+    const all = await get(`/ipfs/${tree}?format=car`, { method: 'HEAD' });
+    expect(dir.res.headers.get('etag')).not.toBe(all.headers.get('etag'));
+  });
+
+  test('dag-scope=block is the one block', async () => {
+    const { roots, blocks, res } = await car(`/ipfs/${object}?format=car&dag-scope=block`);
+    expect(roots.map(String)).toEqual([object.toString()]);
+    expect(blocks.map((b) => b.cid.toString())).toEqual([object.toString()]);
+    const entity = await get(`/ipfs/${object}?format=car&dag-scope=entity`, { method: 'HEAD' });
+    expect(res.headers.get('etag')).not.toBe(entity.headers.get('etag'));
+  });
+
+  test('a CAR for a path: the file is the root, after the blocks that prove the path', async () => {
+    const { res, roots, blocks } = await car(`/ipfs/${tree}/sub/file.bin?format=car`);
+    expect(roots.map(String)).toEqual([file.toString()]);
+    const fileDag = await dagOf(file);
+    expect(keys(blocks.map((b) => b.cid))).toEqual(keys([tree, sub, ...fileDag]));
+    expect(res.headers.get('x-ipfs-roots')).toBe([tree, sub, file].join(','));
+    expect(res.headers.get('content-disposition')).toBe(`attachment; filename="${file}.car"`);
+    // The client follows the path and reads the file from the CAR alone.
+    const mine = await storeOf(blocks);
+    const steps = [];
+    for await (const step of walkPath(`${tree}/sub/file.bin`, mine)) steps.push(step.cid.toString());
+    expect(steps.at(-1)).toBe(file.toString());
+    expect((await bytesOf(await exporter(`${tree}/sub/file.bin`, mine))).equals(FILE)).toBe(true);
+
+    // dag-scope=block on a path: the path's blocks and the file's root only.
+    const block = await car(`/ipfs/${tree}/sub/file.bin?format=car&dag-scope=block`);
+    expect(block.blocks.map((b) => b.cid.toString())).toEqual([tree, sub, file].map(String));
+    expect(block.res.headers.get('etag')).not.toBe(res.headers.get('etag'));
+  });
+
+  test('a path through a HAMT brings the shards on the way, and only those', async () => {
+    const name = HAMT_NAMES[123]!;
+    const entry = await cidAt(hamt, name);
+    const { roots, blocks } = await car(`/ipfs/${hamt}/${name}?format=car&dag-scope=block`);
+    expect(roots.map(String)).toEqual([entry.toString()]);
+    expect(blocks[0]!.cid.toString()).toBe(hamt.toString());
+    expect(blocks.at(-1)!.cid.toString()).toBe(entry.toString());
+    const shardCount = (await car(`/ipfs/${hamt}?format=car&dag-scope=entity`)).blocks.length;
+    expect(blocks.length).toBeLessThan(shardCount + 1);
+    const mine = await storeOf(blocks);
+    const found = await exporter(`${hamt}/${name}`, mine);
+    expect((await bytesOf(found)).toString()).toBe('entry 123\n');
+  });
+
+  test('entity-bytes: only the blocks under the range, which a client can read the range from', async () => {
+    const dag = await dagOf(object);
+    const [root, ...leaves] = dag;
+    expect(leaves).toHaveLength(5);
+    const cases: Array<[string, number[], number, number]> = [
+      ['300000:600000', [1, 2], 300000, 600001], // bytes in leaves 1 and 2
+      ['0:0', [0], 0, 1],
+      [`-1000:*`, [4], OBJECT.length - 1000, OBJECT.length],
+      [`${CHUNK}:${2 * CHUNK - 1}`, [1], CHUNK, 2 * CHUNK],
+      ['0:*', [0, 1, 2, 3, 4], 0, OBJECT.length],
+      [`10:${10 * OBJECT.length}`, [0, 1, 2, 3, 4], 10, OBJECT.length],
+    ];
+    const etags = new Set<string>();
+    for (const [range, wanted, from, to] of cases) {
+      const { blocks, res } = await car(`/ipfs/${object}?format=car&entity-bytes=${range}`);
+      expect(keys(blocks.map((b) => b.cid))).toEqual(keys([root!, ...wanted.map((i) => leaves[i]!)]));
+      const entry = await exporter(object, await storeOf(blocks));
+      expect((await bytesOf(entry, { offset: from, length: to - from })).equals(OBJECT.subarray(from, to))).toBe(true);
+      etags.add(res.headers.get('etag')!);
+    }
+    expect(etags.size).toBe(cases.length);
+    // A file of equal chunks: the zero leaf is sent once, whichever occurrences the range covers.
+    const z = await car(`/ipfs/${zeros}?format=car&entity-bytes=1000:${2 * CHUNK + 10}`);
+    const zeroDag = await dagOf(zeros);
+    expect(keys(z.blocks.map((b) => b.cid))).toEqual(keys(zeroDag));
+    expect(zeroDag).toHaveLength(3); // root, the 256 KiB zero leaf, the short one
+    // Wholly outside the file: 400; a range that selects nothing is the root alone.
+    expect((await get(`/ipfs/${object}?format=car&entity-bytes=${OBJECT.length}:*`)).status).toBe(400);
+    const none = await car(`/ipfs/${object}?format=car&entity-bytes=500:100`);
+    expect(none.blocks.map((b) => b.cid.toString())).toEqual([object.toString()]);
+    // On a directory entity-bytes means nothing: the directory's entity.
+    const dir = await car(`/ipfs/${tree}?format=car&entity-bytes=0:10`);
+    expect(dir.blocks.map((b) => b.cid.toString())).toEqual([tree.toString()]);
+    // Malformed, or against another scope: 400.
+    for (const bad of ['entity-bytes=1-2', 'entity-bytes=a:b', 'entity-bytes=0:10&dag-scope=all', 'dag-scope=everything']) {
+      const res = await get(`/ipfs/${object}?format=car&${bad}`);
+      expect(res.status).toBe(400);
+    }
+  });
+
+  test('a raw block is the bytes as stored, which hash to the CID; a path is 400', async () => {
+    const bs = await blockstore();
+    for (const cid of [object, (await dagOf(object))[2]!, tree]) {
+      const res = await get(`/ipfs/${cid}?format=raw`);
+      expect(res.status).toBe(200);
+      const bytes = new Uint8Array(await res.arrayBuffer());
+      expect(Buffer.from((await sha256.digest(bytes)).digest).equals(Buffer.from(cid.multihash.digest))).toBe(true);
+      expect(Buffer.from(bytes).equals(Buffer.from(await readBlock(bs, cid)))).toBe(true);
+      expect(res.headers.get('content-type')).toBe('application/vnd.ipld.raw');
+      expect(res.headers.get('etag')).toBe(`"${cid}.raw"`);
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(res.headers.get('content-disposition')).toBe(`attachment; filename="${cid}.bin"`);
+      expect(res.headers.get('cache-control')).toBe('public, max-age=29030400, immutable');
+      expect(res.headers.get('x-ipfs-path')).toBe(`/ipfs/${cid}`);
+      expect(res.headers.get('x-ipfs-roots')).toBe(cid.toString());
+      expect(res.headers.get('content-length')).toBe(String(bytes.length));
+    }
+    // The CIDv1 of the same block is the same bytes.
+    const v1 = await get(`/ipfs/${object.toV1()}?format=raw`);
+    expect(Buffer.from(await v1.arrayBuffer()).equals(Buffer.from(await readBlock(bs, object)))).toBe(true);
+    // ?filename= names the download, in ASCII and, when it is not ASCII, in UTF-8 too.
+    const named = await get(`/ipfs/${object}?format=raw&filename=bl%C3%B6ck.bin`);
+    expect(named.headers.get('content-disposition')).toBe(`attachment; filename="bl_ck.bin"; filename*=UTF-8''bl%C3%B6ck.bin`);
+    await named.arrayBuffer();
+    const withPath = await get(`/ipfs/${tree}/sub?format=raw`);
+    expect(withPath.status).toBe(400);
+    expect(await withPath.text()).toContain('format=car');
+    // The spec's probe: the empty identity CID is an empty block and an empty CAR.
+    const probe = await get('/ipfs/bafkqaaa?format=raw');
+    expect(probe.status).toBe(200);
+    expect((await probe.arrayBuffer()).byteLength).toBe(0);
+    const probeCar = await car('/ipfs/bafkqaaa?format=car');
+    expect(probeCar.roots.map(String)).toEqual(['bafkqaaa']);
+    expect(probeCar.blocks).toHaveLength(0);
+  });
+
+  test('If-None-Match with the ETag is a 304 for raw blocks and CARs; another ETag is a 200', async () => {
+    for (const path of [`/ipfs/${object}?format=raw`, `/ipfs/${tree}/sub/file.bin?format=car&dag-scope=entity`]) {
+      const first = await get(path);
+      expect(first.status).toBe(200);
+      await first.arrayBuffer();
+      const etag = first.headers.get('etag')!;
+      const again = await get(path, { headers: { 'if-none-match': etag } });
+      expect(again.status).toBe(304);
+      expect(again.headers.get('etag')).toBe(etag);
+      expect(again.headers.get('cache-control')).toContain('immutable');
+      expect((await again.arrayBuffer()).byteLength).toBe(0);
+      const other = await get(path, { headers: { 'if-none-match': '"something-else"' } });
+      expect(other.status).toBe(200);
+      await other.arrayBuffer();
+    }
+    // An ETag of another scope does not match.
+    const entity = await get(`/ipfs/${object}?format=car&dag-scope=entity`, { method: 'HEAD' });
+    expect((await get(`/ipfs/${object}?format=car`, { headers: { 'if-none-match': entity.headers.get('etag')! } })).status).toBe(200);
+  });
+
+  test('the Accept header forms answer as the ?format= forms, naming those in Content-Location', async () => {
+    const pairs: Array<[string, string, Record<string, string>]> = [
+      [`/ipfs/${object}?format=raw`, `/ipfs/${object}`, { accept: 'application/vnd.ipld.raw' }],
+      [`/ipfs/${tree}?format=car`, `/ipfs/${tree}`, { accept: 'application/vnd.ipld.car' }],
+      [`/ipfs/${tree}/sub?format=car&dag-scope=entity`, `/ipfs/${tree}/sub?dag-scope=entity`, { accept: 'application/vnd.ipld.car; version=1; order=dfs; dups=n' }],
+      [`/ipfs/${tree}?format=car`, `/ipfs/${tree}`, { accept: 'application/vnd.ipld.car;order=unk, application/vnd.ipld.raw;q=0.5' }],
+      [`/ipfs/${object}?format=raw`, `/ipfs/${object}`, { accept: 'text/html;q=0.1, application/vnd.ipld.raw' }],
+      // A CAR variant this gateway does not write, then one it does.
+      [`/ipfs/${tree}?format=car`, `/ipfs/${tree}`, { accept: 'application/vnd.ipld.car; dups=y, application/vnd.ipld.car; dups=n; q=0.9' }],
+    ];
+    for (const [byFormat, byAccept, headers] of pairs) {
+      const a = await get(byFormat);
+      const b = await get(byAccept, { headers });
+      expect(b.status).toBe(200);
+      const [bodyA, bodyB] = [Buffer.from(await a.arrayBuffer()), Buffer.from(await b.arrayBuffer())];
+      expect(bodyA.length).toBeGreaterThan(0);
+      expect(bodyB.equals(bodyA)).toBe(true);
+      for (const h of ['content-type', 'etag', 'content-disposition', 'x-ipfs-roots']) expect(b.headers.get(h)).toBe(a.headers.get(h));
+      expect(b.headers.get('content-location')).toBe(`${byAccept}${byAccept.includes('?') ? '&' : '?'}format=${byFormat.includes('format=raw') ? 'raw' : 'car'}`);
+    }
+    // format wins over Accept.
+    const both = await get(`/ipfs/${object}?format=raw`, { headers: { accept: 'application/vnd.ipld.car' } });
+    expect(both.headers.get('content-type')).toBe('application/vnd.ipld.raw');
+    // A browser's Accept, or none, gets the file itself.
+    const page = await get(`/ipfs/${tree}/sub/note.txt`, { headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } });
+    expect(page.status).toBe(200);
+    expect(await page.text()).toBe('a note\n');
+    expect(page.headers.get('vary')).toBe('Accept');
+  });
+
+  test('formats this gateway does not produce are a 400 by ?format= and a 406 by Accept alone, never a 500', async () => {
+    for (const format of ['tar', 'dag-json', 'dag-cbor', 'json', 'cbor', 'ipns-record', 'junk']) {
+      const res = await get(`/ipfs/${tree}?format=${format}`);
+      expect(res.status).toBe(400);
+      expect(await res.text()).toContain('format=car');
+    }
+    for (const accept of ['application/x-tar', 'application/vnd.ipld.dag-json', 'application/vnd.ipld.car; version=2', 'application/vnd.ipld.car; dups=y', 'application/vnd.ipld.car; order=foo, application/vnd.ipfs.ipns-record']) {
+      const res = await get(`/ipfs/${tree}`, { headers: { accept } });
+      expect(res.status).toBe(406);
+    }
+    // A CAR parameter in the query that cannot be met is a 400; one that can is a CAR.
+    expect((await get(`/ipfs/${tree}?format=car&car-dups=y`)).status).toBe(400);
+    expect((await get(`/ipfs/${tree}?format=car&car-version=2`)).status).toBe(400);
+    const ok = await get(`/ipfs/${tree}?format=car&car-dups=n&car-order=dfs&car-version=1`);
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('content-type')).toBe(CAR_TYPE);
+    await ok.arrayBuffer();
+    // format=car with an Accept that asks only for an unwritten variant: 406.
+    expect((await get(`/ipfs/${tree}?format=car`, { headers: { accept: 'application/vnd.ipld.car; dups=y' } })).status).toBe(406);
+  });
+
+  test('an unknown CID or path is a 404 before any byte, GET or HEAD; HEAD answers the headers alone', async () => {
+    const unknown = 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy';
+    for (const method of ['GET', 'HEAD']) {
+      expect((await get(`/ipfs/${unknown}?format=raw`, { method })).status).toBe(404);
+      expect((await get(`/ipfs/${unknown}?format=car`, { method })).status).toBe(404);
+      expect((await get(`/ipfs/QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o`, { method, headers: { accept: 'application/vnd.ipld.car' } })).status).toBe(404);
+      expect((await get(`/ipfs/${tree}/no/such?format=car`, { method })).status).toBe(404);
+    }
+    const headCar = await get(`/ipfs/${tree}/sub/file.bin?format=car`, { method: 'HEAD' });
+    const getCar = await get(`/ipfs/${tree}/sub/file.bin?format=car`);
+    expect(headCar.status).toBe(200);
+    expect((await headCar.arrayBuffer()).byteLength).toBe(0);
+    expect((await getCar.arrayBuffer()).byteLength).toBeGreaterThan(FILE.length);
+    for (const h of ['content-type', 'etag', 'x-ipfs-roots', 'content-disposition', 'cache-control']) expect(headCar.headers.get(h)).toBe(getCar.headers.get(h));
+    const headRaw = await get(`/ipfs/${object}?format=raw`, { method: 'HEAD' });
+    expect(headRaw.status).toBe(200);
+    expect(headRaw.headers.get('content-length')).toBe(String((await readBlock(await blockstore(), object)).length));
+    expect(headRaw.headers.get('etag')).toBe(`"${object}.raw"`);
+    expect((await headRaw.arrayBuffer()).byteLength).toBe(0);
+  });
+
+  test('a block missing mid-DAG cuts the CAR off: the client never gets a complete 200', async () => {
+    // The root is there, so the answer begins as a 200 before the gap is met.
+    const head = await get(`/ipfs/${damaged}?format=car`, { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    // The first block alone is whole: dag-scope=block does not reach the gap.
+    expect((await car(`/ipfs/${damaged}?format=car&dag-scope=block`)).blocks).toHaveLength(1);
+    let complete = false;
+    try {
+      const res = await get(`/ipfs/${damaged}?format=car`);
+      await res.arrayBuffer();
+      complete = res.status === 200;
+    } catch {
+      // the connection was cut mid-body
+    }
+    expect(complete).toBe(false);
+  });
+});
