@@ -34,6 +34,7 @@ import { CID } from 'multiformats/cid';
 import * as Digest from 'multiformats/hashes/digest';
 import type { LeafHasher } from '../hashing/leaf-hasher.js';
 import { importFile } from './import.js';
+import { taskLimit } from '../task-limit.js';
 
 /** boxo's HAMTShardingSize: a directory whose estimated links pass it (strictly) is sharded. */
 export const KUBO_SHARDING_THRESHOLD = 256 * 1024;
@@ -101,24 +102,6 @@ function cidV0Of(block: Uint8Array): CID {
 
 const byNameBytes = (a: Entry, b: Entry) => Buffer.compare(a.nameBytes, b.nameBytes);
 
-/** A bounded number of tasks at a time; a waiting task gives up when the signal fires. */
-function limiter(max: number, signal: AbortSignal) {
-  let running = 0;
-  const waiting: Array<() => void> = [];
-  return async <T>(task: () => Promise<T>): Promise<T> => {
-    while (running >= max) await new Promise<void>((go) => waiting.push(go));
-    running++;
-    try {
-      // Given up inside the try, so the next waiter is still woken (and gives up in turn).
-      signal.throwIfAborted();
-      return await task();
-    } finally {
-      running--;
-      waiting.shift()?.();
-    }
-  };
-}
-
 /** A file's bytes in READ_SIZE pieces through one buffer (file-dag copies each piece before asking for the next). */
 async function* fileBytes(path: string, signal: AbortSignal): AsyncGenerator<Uint8Array> {
   const handle = await open(path, 'r');
@@ -163,7 +146,7 @@ export async function importDirectory(blockstore: Blockstore, dir: string, optio
   const stop = new AbortController();
   const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
   const counts = { files: 0, directories: 0, symlinks: 0, bytes: 0 };
-  const limit = limiter(FILES_IN_FLIGHT, signal);
+  const limit = taskLimit(FILES_IN_FLIGHT, signal);
 
   const root = await realpath(dir).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT') throw new PublishDirectoryError(`the publish directory ${dir} does not exist`, dir);
