@@ -32,3 +32,10 @@ export function runningLimitMs(buildTimeoutMs: number, remote: boolean): number 
 
 /** The image a site's build runs in when its settings name none (CodeBuild pulls it from Docker Hub). */
 export const DEFAULT_BUILD_IMAGE = 'node:slim';
+
+/**
+ * Repositories the worker keeps between deploys (steps/checkout.ts): on one
+ * machine, in its data directory; in a Lambda instance, in its /tmp beside
+ * the checkouts, where a warm instance reuses them.
+ */
+export const KEPT_REPOSITORIES = { local: 32, lambda: 4 } as const;

@@ -27,6 +27,7 @@ import { pinRoot } from '../core/storage/pins.js';
 import { MissingBlockError, walkDag } from '../core/storage/dag-walk.js';
 import { DeployLog } from './deploy-log.js';
 import { cloneRepository, CloneError, type ClonedCommit } from './steps/clone.js';
+import type { SourceMirrors } from './steps/checkout.js';
 import { importDirectory, PublishDirectoryError } from '../core/ipfs/import-directory.js';
 import type { Screenshotter } from '../core/ports/screenshotter.js';
 import { takePreview } from './steps/preview.js';
@@ -39,6 +40,8 @@ export interface PipelineOptions {
   runner: BuildRunner | DetachedBuildRunner;
   /** Where checkouts are made (each deploy gets its own directory, removed afterwards). */
   workspace: string;
+  /** Repositories kept between deploys (fetched into, copied from); none: each deploy clones anew. */
+  sources?: SourceMirrors;
   buildTimeoutMs: number;
   logs?: LogStore;
   /** Takes the preview image of a deploy built here; none: no preview images. */
@@ -283,7 +286,7 @@ export async function runDeploy(options: PipelineOptions, claimed: Deploy, signa
       await turn.advance('uploading');
     } else {
       const checkout = join(work, 'checkout');
-      const cloned = await cloneRepository({ url: source.url, branch: source.branch, commit: source.commit ?? undefined, dir: checkout, signal, log: (line) => log.line(line) });
+      const cloned = await cloneRepository({ url: source.url, branch: source.branch, commit: source.commit ?? undefined, dir: checkout, signal, log: (line) => log.line(line), mirrors: options.sources });
       turn.repository = { commit: cloned.commit, branch: cloned.branch, owner: cloned.owner, name: cloned.name, message: cloned.message };
       await turn.advance('building', { repository: turn.repository });
 

@@ -24,6 +24,7 @@ import { LocalDeployQueue } from './deploy-queue.js';
 import { BwrapRunner } from './bwrap-runner.js';
 import { ChromiumScreenshotter } from './chromium-screenshotter.js';
 import { LocalSiteCache } from './site-cache.js';
+import { KEPT_REPOSITORIES } from '../deploy-worker/limits.js';
 
 export interface LocalService {
   config: Config;
@@ -114,6 +115,7 @@ export async function startLocalService(config: Config, logger: Logger = createL
       runner: new BwrapRunner({ sandbox: cfg.build.sandbox, hide: [cfg.dataDir], network: cfg.build.network === 'host' }),
       // Inside the data directory: the sandbox hides the rest of it from the build.
       workspace: join(cfg.dataDir, 'builds'),
+      sources: { dir: join(cfg.dataDir, 'sources'), keep: KEPT_REPOSITORIES.local },
       buildTimeoutMs: cfg.build.timeoutMs,
       screenshotter,
       previewTimeoutMs: cfg.preview.timeoutMs,

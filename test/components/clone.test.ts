@@ -6,7 +6,7 @@
 import * as git from 'isomorphic-git';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -232,5 +232,144 @@ describe('cancelling', () => {
     });
     expect(error.message).toBe('clone cancelled');
     expect(server.requests()).toBe(requestsAtAbort);
+  });
+});
+
+describe('kept repositories (mirrors)', () => {
+  let mirrors: { dir: string; keep: number };
+  let repoCount = 0;
+  beforeEach(async () => {
+    mirrors = { dir: await mkdtemp(join(work, 'mirrors-')), keep: 8 };
+  });
+
+  /** A repository of its own for each test: `pages` files of 2 KB each, plus index.html. */
+  async function newRepo(pages = 50): Promise<{ repo: string; url: string; head: string }> {
+    const repo = `acme/mirrored-${++repoCount}`;
+    const files: Record<string, Buffer | string> = { 'index.html': 'v1' };
+    for (let i = 0; i < pages; i++) files[`pages/p${i}.html`] = randomBytes(2048);
+    const head = await server.commit(repo, files, 'First');
+    return { repo, url: server.repoUrl(repo), head };
+  }
+
+  const fetched = (lines: string[]) => {
+    const m = /^Fetched (\d+(?:\.\d)?) (B|KB|MB)/.exec(lines.find((l) => l.startsWith('Fetched')) ?? '');
+    if (!m) throw new Error(`no "Fetched" line in ${JSON.stringify(lines)}`);
+    return Number(m[1]) * { B: 1, KB: 1024, MB: 1024 * 1024 }[m[2] as 'B' | 'KB' | 'MB'];
+  };
+
+  test('a second deploy of the same tree fetches almost nothing and copies the files it kept', async () => {
+    const { url: repoUrl, head } = await newRepo();
+    const first = await clone({ url: repoUrl, mirrors });
+    const second = await clone({ url: repoUrl, mirrors });
+    expect(second.result).toEqual(first.result);
+    expect(second.result.commit).toBe(head);
+    expect(second.lines).toContain('Same files as the last deploy of this branch: 51 copied from it');
+    expect(fetched(first.lines)).toBeGreaterThan(50 * 2048);
+    expect(fetched(second.lines)).toBeLessThan(4096);
+    expect(await files(second.dir)).toEqual(['index.html', 'pages']);
+    expect((await readdir(join(second.dir, 'pages'))).length).toBe(50);
+    // The checkout is a repository at the commit, as a clone's is.
+    expect(await git.resolveRef({ fs, dir: second.dir, ref: 'HEAD' })).toBe(head);
+    expect(await history(second.dir)).toEqual([head]);
+  });
+
+  test('what a build changes in its checkout never reaches the next deploy', async () => {
+    const { url: repoUrl } = await newRepo(3);
+    const first = await clone({ url: repoUrl, mirrors });
+    await writeFile(join(first.dir, 'index.html'), 'built over');
+    await writeFile(join(first.dir, 'dist.js'), 'output');
+    await rm(join(first.dir, 'pages'), { recursive: true });
+    const second = await clone({ url: repoUrl, mirrors });
+    expect(await readFile(join(second.dir, 'index.html'), 'utf8')).toBe('v1');
+    expect(await files(second.dir)).toEqual(['index.html', 'pages']);
+    expect((await readdir(join(second.dir, 'pages'))).length).toBe(3);
+  });
+
+  test('a new commit writes only what changed and copies the rest; deleted files are gone', async () => {
+    const { repo, url: repoUrl } = await newRepo();
+    await clone({ url: repoUrl, mirrors });
+    const next = await server.commit(repo, { 'index.html': 'v2', 'pages/p0.html': null, 'about.html': 'about' }, 'Second');
+    const { result, dir, lines } = await clone({ url: repoUrl, mirrors });
+    expect(result.commit).toBe(next);
+    expect(lines).toContain('49 unchanged files copied from the last deploy of this branch, 2 written');
+    expect(await readFile(join(dir, 'index.html'), 'utf8')).toBe('v2');
+    expect(await readFile(join(dir, 'about.html'), 'utf8')).toBe('about');
+    expect((await readdir(join(dir, 'pages'))).sort()).not.toContain('p0.html');
+    expect((await readdir(join(dir, 'pages'))).length).toBe(49);
+    expect(await git.resolveRef({ fs, dir, ref: 'HEAD' })).toBe(next);
+  });
+
+  test('an older commit is found by deepening the kept repository, and later heads still come right', async () => {
+    const { repo, url: repoUrl, head: first } = await newRepo(2);
+    const second = await server.commit(repo, { 'index.html': 'v2' }, 'Second');
+    const old = await clone({ url: repoUrl, commit: first, mirrors });
+    expect(old.result.commit).toBe(first);
+    expect(await readFile(join(old.dir, 'index.html'), 'utf8')).toBe('v1');
+    const latest = await clone({ url: repoUrl, mirrors });
+    expect(latest.result.commit).toBe(second);
+    expect(await readFile(join(latest.dir, 'index.html'), 'utf8')).toBe('v2');
+  });
+
+  test('executables, symlinks and nested folders come out as git has them, with or without a mirror', async () => {
+    const repo = `acme/modes-${++repoCount}`;
+    await server.commit(repo, { 'build.sh': '#!/bin/sh\necho built\n', 'docs/guide/intro.md': '# Intro' }, 'Files');
+    await server.shell(repo, 'chmod +x build.sh && ln -s docs/guide link && git add -A && git commit -q -m "Modes" && git push -q origin main');
+    for (const options of [{}, { mirrors }, { mirrors }]) {
+      const { dir } = await clone({ url: server.repoUrl(repo), ...options });
+      expect((await fs.promises.stat(join(dir, 'build.sh'))).mode & 0o777).toBe(0o755);
+      expect((await fs.promises.stat(join(dir, 'docs/guide/intro.md'))).mode & 0o111).toBe(0);
+      expect(await fs.promises.readlink(join(dir, 'link'))).toBe('docs/guide');
+      expect(await readFile(join(dir, 'link', 'intro.md'), 'utf8')).toBe('# Intro');
+    }
+  });
+
+  test.each(['..', '.git', '.GIT'])('a tree holding "%s" is refused with one line, and nothing is written outside the checkout', async (name) => {
+    const repo = `acme/hostile-${++repoCount}`;
+    await server.commit(repo, { 'index.html': 'hi' }, 'Start');
+    await server.shell(
+      repo,
+      `b=$(printf 'pwned' | git hash-object -w --stdin) && t=$(printf '100644 blob %s\\t${name}\\n' "$b" | git mktree) && c=$(git commit-tree "$t" -m Hostile) && git push -q -f origin "$c:refs/heads/main"`,
+    );
+    for (const options of [{}, { mirrors }]) {
+      const error = await failure({ url: server.repoUrl(repo), ...options });
+      expect(error.message).toBe(`the commit holds a path no checkout may have: "${name}"`);
+    }
+    expect(await readdir(work)).not.toContain('..');
+  });
+
+  test('a kept repository that is damaged is fetched anew, and says so', async () => {
+    const { repo, url: repoUrl } = await newRepo(2);
+    await clone({ url: repoUrl, mirrors });
+    const [mirror] = await readdir(mirrors.dir);
+    const packs = join(mirrors.dir, mirror!, 'git', 'objects', 'pack');
+    for (const name of await readdir(packs)) await writeFile(join(packs, name), 'garbage');
+    // Without the last tree's manifest, the unchanged folder is read from the damaged objects.
+    await rm(join(mirrors.dir, mirror!, 'tree.json'));
+    const next = await server.commit(repo, { 'index.html': 'v2' }, 'Second');
+    const { result, dir, lines } = await clone({ url: repoUrl, mirrors });
+    expect(result.commit).toBe(next);
+    expect(lines).toContain('The kept copy of this repository could not be used; fetching it anew');
+    expect(await readFile(join(dir, 'index.html'), 'utf8')).toBe('v2');
+  });
+
+  test('deploys of one repository at once each get their own whole checkout', async () => {
+    const { url: repoUrl, head } = await newRepo(20);
+    const results = await Promise.all([1, 2, 3].map(() => clone({ url: repoUrl, mirrors })));
+    for (const { result, dir } of results) {
+      expect(result.commit).toBe(head);
+      expect((await readdir(join(dir, 'pages'))).length).toBe(20);
+    }
+  });
+
+  test('only the most recently used repositories are kept', async () => {
+    const kept = { ...mirrors, keep: 2 };
+    const repos = [await newRepo(1), await newRepo(1), await newRepo(1)];
+    for (const { url: repoUrl } of repos) await clone({ url: repoUrl, mirrors: kept });
+    expect((await readdir(kept.dir)).length).toBe(2);
+    // The oldest went: using it again fetches it whole.
+    const again = await clone({ url: repos[0]!.url, mirrors: kept });
+    expect(again.lines.some((l) => l.startsWith('Same files'))).toBe(false);
+    const newest = await clone({ url: repos[2]!.url, mirrors: kept });
+    expect(newest.lines.some((l) => l.startsWith('Same files'))).toBe(true);
   });
 });

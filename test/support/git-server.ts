@@ -42,6 +42,13 @@ export interface GitServer {
    * commit's full hash.
    */
   commit(repo: string, files: Record<string, string | Buffer | null>, message: string, branch?: string): Promise<string>;
+  /**
+   * Runs a shell script in the working copy of `repo` (created on first
+   * use; `origin` is its bare repository) and returns its output: for what
+   * commit() cannot make (modes, symlinks, trees git itself would refuse to
+   * check out).
+   */
+  shell(repo: string, script: string): Promise<string>;
   /** How many requests the server has answered. */
   requests(): number;
   close(): Promise<void>;
@@ -143,6 +150,11 @@ export async function startGitServer(): Promise<GitServer> {
       await git(checkout, 'commit', '--quiet', '--allow-empty', '-m', message);
       await git(checkout, 'push', '--quiet', 'origin', `${branch}:${branch}`);
       return git(checkout, 'rev-parse', 'HEAD');
+    },
+    async shell(repo, script) {
+      const checkout = await ensureRepo(repo);
+      const { stdout } = await run('sh', ['-c', script], { cwd: checkout, env: { ...process.env, ...GIT_ENV } });
+      return stdout.trim();
     },
     requests: () => count,
     async close() {

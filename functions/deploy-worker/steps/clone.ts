@@ -11,15 +11,23 @@
  * clone needs about the repository's packed size in memory on top of the
  * process; `maxBytes` caps what a clone may download.
  *
+ * The commit's files are written by checkout.ts, not by isomorphic-git's
+ * checkout. With mirrors (the deploy worker keeps one per repository and
+ * branch), the objects are fetched into the mirror, only what is new comes
+ * over the network, and files unchanged since the last deploy of the branch
+ * are copied rather than inflated again; the checkout gets a copy of the
+ * files and of the repository (`.git`, shallow, HEAD at the commit).
+ *
  * Submodules are not fetched; the deploy log says so when a repository has them.
  */
 import * as git from 'isomorphic-git';
 import nodeHttp from 'isomorphic-git/http/node';
 import type { GitHttpRequest, GitHttpResponse, HttpClient } from 'isomorphic-git';
 import fs from 'node:fs';
-import { mkdir, readFile, rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { parseRepositoryUrl, RepositoryUrlError, type RepositoryUrl } from '../../core/hosting/repository-url.js';
+import { copyTree, UnsafeTreeError, withMirror, writeTree, type SourceMirrors } from './checkout.js';
 
 /** What a clone may download when the caller sets no cap: well inside a 1,769 MB Lambda. */
 export const DEFAULT_MAX_CLONE_BYTES = 512 * 1024 * 1024;
@@ -38,6 +46,8 @@ export interface CloneRequest {
   log(line: string): void;
   /** Past this many bytes downloaded the clone fails; DEFAULT_MAX_CLONE_BYTES when absent. */
   maxBytes?: number;
+  /** Kept copies of repositories to fetch into and copy from; none: everything is fetched and written anew. */
+  mirrors?: SourceMirrors;
 }
 
 export interface ClonedCommit {
@@ -66,29 +76,64 @@ export async function cloneRepository(request: CloneRequest): Promise<ClonedComm
     await rm(dir, { recursive: true, force: true });
     await mkdir(dir, { recursive: true });
     log(`Cloning ${repo.cloneUrl} (branch ${branch}${wanted ? `, commit ${wanted}` : ''})`);
-    const remote = {
-      fs,
-      http: transfer.http,
-      dir,
-      url: repo.cloneUrl,
-      ref: branch,
-      singleBranch: true,
-      // Never prompt: a repository that asks for credentials is not one Cairn may clone.
-      onAuth: () => ({ cancel: true }),
+    const fetchInto = async (gitdir: string, fresh: boolean) => {
+      const remote = {
+        fs,
+        http: transfer.http,
+        gitdir,
+        url: repo.cloneUrl,
+        ref: branch,
+        singleBranch: true,
+        // Never prompt: a repository that asks for credentials is not one Cairn may clone.
+        onAuth: () => ({ cancel: true }),
+      };
+      if (fresh) await git.clone({ ...remote, dir: dirname(gitdir), depth: 1, noTags: true, noCheckout: true });
+      else await git.fetch({ ...remote, depth: 1, tags: false });
+      const head = await git.resolveRef({ fs, gitdir, ref: `refs/remotes/origin/${branch}` });
+      if (wanted === undefined) return head;
+      return deepenUntilFound(wanted, request, gitdir, repo, (depth) => git.fetch({ ...remote, depth, relative: true, tags: false }));
     };
-    await git.clone({ ...remote, depth: 1, noTags: true, noCheckout: wanted !== undefined });
+
     let oid: string;
-    if (wanted === undefined) {
-      oid = await git.resolveRef({ fs, dir, ref: 'HEAD' });
+    let tree: string;
+    const mirrors = request.mirrors;
+    if (mirrors) {
+      ({ oid, tree } = await withMirror(mirrors, repo.cloneUrl, branch, async (mirror) => {
+        const attempt = async (fresh: boolean) => {
+          const fetched = await fetchInto(mirror.gitdir, fresh);
+          log(`Fetched ${formatBytes(transfer.received())} in ${seconds(Date.now() - started)}`);
+          const commitTree = (await git.readCommit({ fs, gitdir: mirror.gitdir, oid: fetched })).commit.tree;
+          const written = await mirror.checkout(commitTree, dir, signal);
+          if (written.unchanged) log(`Same files as the last deploy of this branch: ${written.reused} copied from it`);
+          else if (written.reused > 0) log(`${written.reused} unchanged files copied from the last deploy of this branch, ${written.written} written`);
+          // The build sees the repository too (its shallow history), as a checkout has it.
+          await copyTree(mirror.gitdir, join(dir, '.git'), signal);
+          return { oid: fetched, tree: commitTree };
+        };
+        if (!(await mirror.hasObjects())) return attempt(true);
+        try {
+          return await attempt(false);
+        } catch (err) {
+          if (!isLocalFault(err, request)) throw err;
+          // What was kept is at fault, not the host: start again from nothing.
+          log('The kept copy of this repository could not be used; fetching it anew');
+          await mirror.reset();
+          await rm(dir, { recursive: true, force: true });
+          await mkdir(dir, { recursive: true });
+          return attempt(true);
+        }
+      }));
     } else {
-      oid = await deepenUntilFound(wanted, request, repo, (depth) => git.fetch({ ...remote, depth, relative: true, tags: false }));
-      signal.throwIfAborted();
-      await git.checkout({ fs, dir, ref: oid, force: true });
+      oid = await fetchInto(join(dir, '.git'), true);
+      log(`Fetched ${formatBytes(transfer.received())} in ${seconds(Date.now() - started)}`);
+      tree = (await git.readCommit({ fs, dir, oid })).commit.tree;
+      await writeTree({ gitdir: join(dir, '.git'), tree, into: dir, signal });
     }
+    // The checkout is of that commit, detached, whichever way its files came.
+    await writeFile(join(dir, '.git', 'HEAD'), `${oid}\n`);
     signal.throwIfAborted();
     const { commit } = await git.readCommit({ fs, dir, oid });
     const message = commit.message.split('\n', 1)[0]!.trim();
-    log(`Fetched ${formatBytes(transfer.received())} in ${seconds(Date.now() - started)}`);
     if (await exists(join(dir, '.gitmodules'))) {
       log('Note: this repository has submodules (.gitmodules); Cairn does not fetch them, so their folders are empty');
     }
@@ -99,6 +144,16 @@ export async function cloneRepository(request: CloneRequest): Promise<ClonedComm
   }
 }
 
+/** An error of this machine's copy of a repository: not the host's, the transfer's, or the commit's own. */
+function isLocalFault(err: unknown, { signal, branch }: CloneRequest): boolean {
+  if (signal.aborted || err instanceof CloneError || err instanceof UnsafeTreeError) return false;
+  const { Errors } = git;
+  if (err instanceof Errors.HttpError || err instanceof Errors.UserCanceledError || err instanceof Errors.SmartHttpError || err instanceof Errors.UnsafeFilepathError) return false;
+  if (err instanceof Errors.NotFoundError && [branch, `refs/heads/${branch}`].includes(err.data.what)) return false;
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return !(code && (code in UNREACHABLE || code === 'ECONNRESET'));
+}
+
 /**
  * The branch's history arrives in doubling slices (1, 2, 4, ... commits)
  * until the commit is among them; when the history is whole (the server
@@ -106,18 +161,19 @@ export async function cloneRepository(request: CloneRequest): Promise<ClonedComm
  */
 async function deepenUntilFound(
   wanted: string,
-  { branch, dir, log }: CloneRequest,
+  { branch, log }: CloneRequest,
+  gitdir: string,
   repo: RepositoryUrl,
   deepen: (depth: number) => Promise<unknown>,
 ): Promise<string> {
   let depth = 1;
   for (;;) {
-    const oid = await findCommit(dir, wanted);
+    const oid = await findCommit(gitdir, wanted);
     if (oid) {
       if (depth > 1) log(`Found ${wanted} within the last ${depth} commits of ${branch}`);
       return oid;
     }
-    if (!(await isShallow(dir))) {
+    if (!(await isShallow(gitdir))) {
       throw new CloneError(`commit ${wanted} not found in branch ${branch} of ${repo.cloneUrl} (searched its whole history)`);
     }
     log(`${wanted} is not in the last ${depth} commits of ${branch}; fetching ${depth} more`);
@@ -126,10 +182,10 @@ async function deepenUntilFound(
   }
 }
 
-async function findCommit(dir: string, wanted: string): Promise<string | undefined> {
+async function findCommit(gitdir: string, wanted: string): Promise<string | undefined> {
   let oid: string;
   try {
-    oid = await git.expandOid({ fs, dir, oid: wanted });
+    oid = await git.expandOid({ fs, gitdir, oid: wanted });
   } catch (err) {
     if (err instanceof git.Errors.NotFoundError) return undefined;
     if (err instanceof git.Errors.AmbiguousError) {
@@ -137,13 +193,13 @@ async function findCommit(dir: string, wanted: string): Promise<string | undefin
     }
     throw err;
   }
-  const { type } = await git.readObject({ fs, dir, oid, format: 'content' });
+  const { type } = await git.readObject({ fs, gitdir, oid, format: 'content' });
   // A short prefix can match a file or folder of the fetched commits before the commit itself arrives.
   return type === 'commit' ? oid : undefined;
 }
 
-async function isShallow(dir: string): Promise<boolean> {
-  const shallow = await readFile(join(dir, '.git', 'shallow'), 'utf8').catch(() => '');
+async function isShallow(gitdir: string): Promise<boolean> {
+  const shallow = await readFile(join(gitdir, 'shallow'), 'utf8').catch(() => '');
   return shallow.trim() !== '';
 }
 
@@ -226,6 +282,8 @@ function explain(err: unknown, at: { request: CloneRequest; repo: RepositoryUrl;
     return new CloneError(`${repo.cloneUrl} is larger than ${cap}, the most Cairn downloads for one clone`);
   }
   if (err instanceof CloneError) return err;
+  if (err instanceof UnsafeTreeError) return new CloneError(err.message);
+  if (err instanceof git.Errors.UnsafeFilepathError) return new CloneError(`the commit holds a path no checkout may have: "${err.data.filepath}"`);
   const credentials = 'the repository asks for credentials; Cairn clones public repositories only';
   if (err instanceof git.Errors.UserCanceledError) return new CloneError(credentials);
   if (err instanceof git.Errors.HttpError) {
