@@ -302,7 +302,14 @@ test('refusals: the alternative platform, a bad commit, another team\'s site, an
   const site = await gitSite(repo);
   expect(onlyError(await gql('mutation ($s: ID!) { triggerDeploy(siteId: $s, commit: "not-a-hash") { id } }', { s: site.id })).extensions.field).toBe('commit');
   const other = await newAccount(service, 'other');
-  expect(onlyError(await gql('mutation ($s: ID!) { triggerDeploy(siteId: $s) { id } }', { s: site.id }, other.apiKey)).extensions.code).toBe('NOT_FOUND');
+  // Another team's site: FORBIDDEN for every hosting action, and nothing is done.
+  const theirs = onlyError(await gql('mutation ($s: ID!) { triggerDeploy(siteId: $s) { id } }', { s: site.id }, other.apiKey));
+  expect([theirs.extensions.code, theirs.message]).toEqual(['FORBIDDEN', 'The site belongs to another team; this API key cannot deploy it']);
+  for (const action of ['retryDeploy', 'cancelDeploy', 'publishDeploy']) {
+    expect(onlyError(await gql(`mutation ($s: ID!) { ${action}(siteId: $s, deployId: "nope") { id } }`, { s: site.id }, other.apiKey)).extensions.code).toBe('FORBIDDEN');
+  }
+  expect(dataOf(await gql('query ($s: ID!) { getDeploysBySite(siteId: $s) { deploys { id } } }', { s: site.id })).getDeploysBySite.deploys).toEqual([]);
+  expect(onlyError(await gql('mutation { triggerDeploy(siteId: "00000000-0000-4000-8000-000000000000") { id } }', {}, other.apiKey)).extensions.code).toBe('NOT_FOUND');
   expect(onlyError(await gql('mutation ($s: ID!) { retryDeploy(siteId: $s, deployId: "nope") { id } }', { s: site.id })).extensions.code).toBe('NOT_FOUND');
   expect(dataOf(await gql('query ($s: ID!) { getDeployById(siteId: $s, deployId: "nope") { id } }', { s: site.id })).getDeployById).toBeNull();
 });

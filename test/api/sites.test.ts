@@ -400,7 +400,7 @@ describe('the site cache and purgeCache', () => {
     }
   });
 
-  test('purgeCache drops that site\'s entries only; another team\'s site is NOT_FOUND and keeps its entries', async () => {
+  test('purgeCache drops that site\'s entries only; another team\'s site is FORBIDDEN and keeps its entries', async () => {
     const [one, two] = [await publishedSite({ 'index.html': 'one' }), await publishedSite({ 'index.html': 'two' })];
     const theirs = await publishedSite({ 'index.html': 'theirs' }, b.apiKey);
     for (const s of [one, two, theirs]) {
@@ -412,7 +412,7 @@ describe('the site cache and purgeCache', () => {
     expect([after.headers.get('x-cache'), await after.text()]).toEqual(['MISS', 'one']);
     expect((await get(one.slug, '/')).headers.get('x-cache')).toBe('HIT');
     expect((await get(two.slug, '/')).headers.get('x-cache')).toBe('HIT');
-    expect(onlyError(await purge(theirs.id)).extensions.code).toBe('NOT_FOUND');
+    expect(onlyError(await purge(theirs.id)).extensions.code).toBe('FORBIDDEN');
     expect((await get(theirs.slug, '/')).headers.get('x-cache')).toBe('HIT');
     const empty = dataOf(await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id } }', { input: { deploySettings: { source: { ipfs: { cid: one.root } } } } })).createSite;
     expect(dataOf(await purge(empty.id))).toEqual({ purgeCache: true });

@@ -1,7 +1,12 @@
 /**
- * Ownership and role checks shared by the resolvers. The rule everywhere:
- * what belongs to another team is reported exactly like what does not
- * exist (null from nullable queries, NOT_FOUND from mutations).
+ * Ownership and role checks shared by the resolvers. The rule for reads and
+ * for teams, keys and site settings: what belongs to another team is
+ * reported exactly like what does not exist (null from nullable queries,
+ * NOT_FOUND from mutations). The hosting actions on a site (trigger, retry,
+ * cancel, publish, purge) answer FORBIDDEN for another team's site, as the
+ * deploy and site-serving issues ask: their callers are scripts and CI
+ * that should say "wrong key" rather than "wrong id". A site id is a random
+ * UUID, so FORBIDDEN tells nobody anything they could have guessed.
  */
 import type { TeamRole } from '../../core/data/teams.js';
 import { ConflictError } from '../../core/data/errors.js';
@@ -14,10 +19,11 @@ export function ownSite(ctx: GraphqlContext, site: Site | undefined): Site | nul
   return site && site.teamId === callerOf(ctx).teamId ? site : null;
 }
 
-/** The caller's team's site, or NOT_FOUND. */
-export async function requireSite(ctx: GraphqlContext, siteId: string): Promise<Site> {
-  const site = ownSite(ctx, await ctx.services.sites.getById(siteId));
+/** The caller's team's site to act on: NOT_FOUND when there is none, FORBIDDEN when it is another team's. */
+export async function requireSite(ctx: GraphqlContext, siteId: string, doing: string): Promise<Site> {
+  const site = await ctx.services.sites.getById(siteId);
   if (!site) throw notFound('site');
+  if (!ownSite(ctx, site)) throw forbidden(`The site belongs to another team; this API key cannot ${doing}`);
   return site;
 }
 

@@ -43,25 +43,25 @@ export const deployResolvers = {
   },
   Mutation: {
     triggerDeploy: async (_: unknown, args: { siteId: string; commit?: string | null }, ctx: GraphqlContext) => {
-      const site = await requireSite(ctx, args.siteId);
+      const site = await requireSite(ctx, args.siteId, 'deploy it');
       return hosting(() => triggerDeploy(ctx.services, site, args.commit));
     },
     retryDeploy: async (_: unknown, args: { siteId: string; deployId: string }, ctx: GraphqlContext) => {
-      const site = await requireSite(ctx, args.siteId);
+      const site = await requireSite(ctx, args.siteId, 'retry its deploys');
       return hosting(() => retryDeploy(ctx.services, site, args.deployId));
     },
     cancelDeploy: async (_: unknown, args: { siteId: string; deployId: string }, ctx: GraphqlContext) => {
-      const site = await requireSite(ctx, args.siteId);
+      const site = await requireSite(ctx, args.siteId, 'cancel its deploys');
       return hosting(() => cancelDeploy(ctx.services, site, args.deployId));
     },
     publishDeploy: async (_: unknown, args: { siteId: string; deployId: string }, ctx: GraphqlContext) => {
-      const site = await requireSite(ctx, args.siteId);
+      const site = await requireSite(ctx, args.siteId, 'publish its deploys');
       const deploy = await hosting(() => publishDeploy(ctx.services, site, args.deployId));
       ctx.loaders.forgetSite(site.id);
       return deploy;
     },
     purgeCache: async (_: unknown, args: { input: { siteId: string } }, ctx: GraphqlContext) => {
-      const site = await requireSite(ctx, args.input.siteId);
+      const site = await requireSite(ctx, args.input.siteId, 'purge its cache');
       await purgeSite(ctx.services, site.id);
       return true;
     },
