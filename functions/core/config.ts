@@ -99,6 +99,17 @@ export interface Config {
   };
   /** In AWS: the SQS queue triggerDeploy sends deploys to; unset, the deploys table alone is the queue. */
   deployQueueUrl?: string;
+  /**
+   * In AWS: the CloudFront distribution in front of site addresses
+   * (lib/site-cdn.ts). Unset (the local server), the local response cache
+   * is the only cache and no host map is kept.
+   */
+  cdn: {
+    /** Purges invalidate `/sites/<siteId>/*` there. */
+    distributionId?: string;
+    /** The KeyValueStore mapping each site's host label (its slug) to its id, read by the distribution's viewer-request function. */
+    siteHostsKvsArn?: string;
+  };
   /** Preview images of deploys (functions/local/chromium-screenshotter.ts). */
   preview: {
     /** On locally unless CAIRN_PREVIEW=off; off in AWS, which has no browser adapter yet. */
@@ -240,6 +251,10 @@ export function loadConfig(env: Env = process.env): Config {
       codeBuildProject: opt(env, 'CAIRN_BUILD_PROJECT'),
     },
     deployQueueUrl: opt(env, 'CAIRN_DEPLOY_QUEUE_URL'),
+    cdn: {
+      distributionId: distributionId(env),
+      siteHostsKvsArn: kvsArn(env),
+    },
     preview: {
       enabled: bool(env, 'CAIRN_PREVIEW', runtime === 'local'),
       chromiumPath: absolutePath(env, 'CAIRN_CHROMIUM_PATH', '/usr/bin/chromium'),
@@ -251,6 +266,20 @@ export function loadConfig(env: Env = process.env): Config {
 function absolutePath(env: Env, name: string, fallback: string): string {
   const raw = str(env, name, fallback);
   if (!raw.startsWith('/')) throw new ConfigError(name, `must be an absolute path, got "${raw}"`);
+  return raw;
+}
+
+function distributionId(env: Env): string | undefined {
+  const raw = opt(env, 'CAIRN_CDN_DISTRIBUTION_ID');
+  if (raw !== undefined && !/^[A-Z0-9]{1,64}$/.test(raw)) throw new ConfigError('CAIRN_CDN_DISTRIBUTION_ID', `must be a CloudFront distribution id (like E2QWRUHEXAMPLE), got "${raw}"`);
+  return raw;
+}
+
+function kvsArn(env: Env): string | undefined {
+  const raw = opt(env, 'CAIRN_SITE_HOSTS_KVS_ARN');
+  if (raw !== undefined && !/^arn:aws[a-z-]*:cloudfront::\d{12}:key-value-store\/[0-9a-zA-Z-]+$/.test(raw)) {
+    throw new ConfigError('CAIRN_SITE_HOSTS_KVS_ARN', `must be a CloudFront KeyValueStore ARN (arn:aws:cloudfront::<account>:key-value-store/<id>), got "${raw}"`);
+  }
   return raw;
 }
 

@@ -24,7 +24,7 @@ import { DynamoUploadGate } from './storage/dynamo-gate.js';
 import type { DigestName } from './hashing/digests.js';
 import type { LogStore } from './ports/log-store.js';
 import { pollingQueue, type DeployQueue } from './ports/deploy-queue.js';
-import { noCdn, type CdnPurger, type SiteCache } from './ports/site-cache.js';
+import { noCdn, noSiteHostMap, type CdnPurger, type CdnRetries, type SiteCache, type SiteHostMap } from './ports/site-cache.js';
 import { FileLogStore } from './logs/file-log-store.js';
 import { inlineLeafHasher, ownHashThread, RemoteHashing, type HashChannel, type LeafHasher } from './hashing/leaf-hasher.js';
 
@@ -65,6 +65,8 @@ export interface Services {
   siteCache?: SiteCache;
   /** What publishing and purgeCache empty of a site (the local cache, or a CDN). */
   cdn: CdnPurger;
+  /** The CDN's map of site hosts to site ids, kept current where sites change (a CloudFront KeyValueStore in AWS; none locally). */
+  siteHosts: SiteHostMap;
   close(): Promise<void>;
 }
 
@@ -106,6 +108,8 @@ export async function createServices(config: Config, logger: Logger = createLogg
   const storageKeys = new StorageKeyStore(db, sealer);
   const apiKeys = new ApiKeyStore(db);
   let node: Promise<IpfsNode> | undefined;
+  const sqsQueue = await createSqsQueue(config);
+  const cdnRetries = sqsQueue ?? noRetries(logger);
   return {
     config,
     logger,
@@ -121,8 +125,9 @@ export async function createServices(config: Config, logger: Logger = createLogg
     sites: new SiteStore(db),
     deploys: new DeployStore(db),
     deployLogs: await createLogStore(config),
-    deployQueue: await createDeployQueue(config),
-    cdn: noCdn,
+    deployQueue: sqsQueue ?? pollingQueue,
+    cdn: await createCdnPurger(config, cdnRetries, logger),
+    siteHosts: await createSiteHostMap(config, cdnRetries, logger),
     ipfs: () => (node ??= createIpfsNode(config)),
     // Many Lambda instances upload at once in AWS; locally one process owns the data.
     gate: config.runtime === 'aws' ? new DynamoUploadGate(db, logger) : new LocalUploadGate(),
@@ -136,13 +141,42 @@ export async function createServices(config: Config, logger: Logger = createLogg
   };
 }
 
-/** SQS when the stack gave a queue; otherwise the deploys table alone (the local server sets its own worker). */
-async function createDeployQueue(config: Config): Promise<DeployQueue> {
-  if (!config.deployQueueUrl) return pollingQueue;
+/**
+ * SQS when the stack gave a queue (the deploy queue, which also carries CDN
+ * changes put off); otherwise the deploys table alone is the queue (the
+ * local server sets its own worker).
+ */
+async function createSqsQueue(config: Config): Promise<(DeployQueue & CdnRetries) | undefined> {
+  if (!config.deployQueueUrl) return undefined;
   const { SQSClient } = await import('@aws-sdk/client-sqs');
   const { CodeBuildClient } = await import('@aws-sdk/client-codebuild');
   const { SqsDeployQueue } = await import('./hosting/sqs-deploy-queue.js');
   return new SqsDeployQueue(new SQSClient({ region: config.region }), config.deployQueueUrl, new CodeBuildClient({ region: config.region }));
+}
+
+/** Without a queue a CDN change that failed cannot be put off: it is logged and left to the next change. */
+function noRetries(logger: Logger): CdnRetries {
+  return {
+    later: async (retry) => {
+      logger.error('a CDN change failed and there is no queue to try it again from (CAIRN_DEPLOY_QUEUE_URL is unset)', { ...retry });
+    },
+  };
+}
+
+/** CloudFront invalidations when the stack gave a distribution; otherwise nothing (the local server sets its own cache). */
+async function createCdnPurger(config: Config, retries: CdnRetries, logger: Logger): Promise<CdnPurger> {
+  if (!config.cdn.distributionId) return noCdn;
+  const { CloudFrontClient } = await import('@aws-sdk/client-cloudfront');
+  const { CloudFrontPurger } = await import('./hosting/cloudfront-purger.js');
+  return new CloudFrontPurger(new CloudFrontClient({ region: config.region }), config.cdn.distributionId, retries, logger.child({ cdn: 'cloudfront' }));
+}
+
+/** The distribution's KeyValueStore when the stack gave one; otherwise no map (the gateway reads the Host itself). */
+async function createSiteHostMap(config: Config, retries: CdnRetries, logger: Logger): Promise<SiteHostMap> {
+  if (!config.cdn.siteHostsKvsArn) return noSiteHostMap;
+  const { CloudFrontKeyValueStoreClient } = await import('@aws-sdk/client-cloudfront-keyvaluestore');
+  const { KvsSiteHostMap } = await import('./hosting/kvs-site-hosts.js');
+  return new KvsSiteHostMap(new CloudFrontKeyValueStoreClient({ region: config.region }), config.cdn.siteHostsKvsArn, retries, logger.child({ cdn: 'kvs' }));
 }
 
 /** The stack's bucket in AWS, files under the data directory otherwise. */

@@ -3,7 +3,9 @@
  *
  *  - an SQS message `{ siteId, deployId }` (batch size 1): claim the deploy
  *    and run the pipeline; a build command is handed to CodeBuild and the
- *    invocation ends with the deploy still building;
+ *    invocation ends with the deploy still building; or a CDN change put
+ *    off (`{ kind: 'purge' | 'site-host', ..., attempt }`, delayed by its
+ *    back-off): try it again, which puts it off once more if it fails again;
  *  - a CodeBuild state-change event: take the deploy up where the build
  *    left it (import, pin, publish), or end it with the build's failure;
  *  - the scheduled tick (every minute): end deploys running past any time a
@@ -17,7 +19,8 @@ import type { Services } from '../core/services.js';
 import type { Deploy } from '../core/data/deploys.js';
 import { deployLogKey } from '../core/ports/log-store.js';
 import { BuildRefused, type BuildRunner, type DetachedBuildRunner } from '../core/ports/build-runner.js';
-import { parseDeployMessage } from '../core/hosting/sqs-deploy-queue.js';
+import { parseQueueMessage } from '../core/hosting/sqs-deploy-queue.js';
+import { retryCdnChange } from '../core/hosting/site-host-map.js';
 import { collectGarbage, type CollectionResult } from '../core/storage/collect.js';
 import { resumeDeploy, runDeploy, type PipelineOptions } from './pipeline.js';
 import { buildEndOf, type CodeBuildStateChange } from './codebuild-runner.js';
@@ -49,17 +52,26 @@ export async function awsPipeline(services: Services): Promise<PipelineOptions> 
  * Runs the deploys the messages name. A message whose deploy is no longer
  * queued (taken already, cancelled, a repeat) is done with; one that failed
  * before its deploy could be ended goes back to the queue, and to the
- * dead-letter queue after a few tries.
+ * dead-letter queue after a few tries. A CDN change is tried again; one
+ * that could not even be put off again goes back to the queue likewise.
  */
 export async function takeDeploys(pipeline: PipelineOptions, event: SQSEvent): Promise<SQSBatchResponse> {
   const { services } = pipeline;
   const batchItemFailures: SQSBatchResponse['batchItemFailures'] = [];
   for (const record of event.Records) {
-    const message = parseDeployMessage(record.body);
-    if (!message) {
+    const parsed = parseQueueMessage(record.body);
+    if (!parsed) {
       services.logger.warn('a deploy queue message that names no deploy; dropped', { messageId: record.messageId });
       continue;
     }
+    if (parsed.kind !== 'deploy') {
+      await retryCdnChange(services, parsed).catch((err: unknown) => {
+        services.logger.error('a CDN change could not be tried again nor put off', { ...parsed, err });
+        batchItemFailures.push({ itemIdentifier: record.messageId });
+      });
+      continue;
+    }
+    const message = { siteId: parsed.siteId, deployId: parsed.deployId };
     try {
       const claimed = await services.deploys.claim(message.siteId, message.deployId);
       if (!claimed) {

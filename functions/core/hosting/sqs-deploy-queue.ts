@@ -7,28 +7,52 @@
  *
  * A cancel of a deploy whose build runs in CodeBuild stops that build at
  * once; its state-change event then ends the deploy CANCELLED.
+ *
+ * The same queue carries the CDN changes put off (ports/site-cache.ts
+ * `CdnRetries`): a purge CloudFront refused (15 wildcard invalidations in
+ * flight at most) or a host-map write that failed, as a message delayed by
+ * its back-off (cdn-retry.ts), which the worker tries again.
  */
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { CodeBuildClient } from '@aws-sdk/client-codebuild';
 import type { Deploy } from '../data/deploys.js';
 import type { DeployQueue } from '../ports/deploy-queue.js';
+import type { CdnRetries, CdnRetry } from '../ports/site-cache.js';
+import { SQS_MAX_DELAY_SECONDS } from './cdn-retry.js';
 
-/** The body of a deploy queue message. */
+/** The body of a deploy queue message (no `kind`: the shape messages had before the queue carried anything else). */
 export interface DeployMessage {
   siteId: string;
   deployId: string;
 }
 
-export function parseDeployMessage(body: string): DeployMessage | undefined {
+/** Any message on the deploy queue: a deploy to run, or a CDN change to try again. */
+export type QueueMessage = ({ kind: 'deploy' } & DeployMessage) | CdnRetry;
+
+const isString = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
+const isAttempt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
+
+export function parseQueueMessage(body: string): QueueMessage | undefined {
+  let parsed: Record<string, unknown>;
   try {
-    const parsed = JSON.parse(body) as Partial<DeployMessage>;
-    return typeof parsed.siteId === 'string' && typeof parsed.deployId === 'string' ? { siteId: parsed.siteId, deployId: parsed.deployId } : undefined;
+    parsed = JSON.parse(body) as Record<string, unknown>;
   } catch {
     return undefined;
   }
+  if (!parsed || typeof parsed !== 'object') return undefined;
+  const { kind, siteId, deployId, label, attempt } = parsed;
+  if ((kind === undefined || kind === 'deploy') && isString(siteId) && isString(deployId)) return { kind: 'deploy', siteId, deployId };
+  if (kind === 'purge' && isString(siteId) && isAttempt(attempt)) return { kind, siteId, attempt };
+  if (kind === 'site-host' && isString(label) && isAttempt(attempt)) return { kind, label, attempt };
+  return undefined;
 }
 
-export class SqsDeployQueue implements DeployQueue {
+export function parseDeployMessage(body: string): DeployMessage | undefined {
+  const message = parseQueueMessage(body);
+  return message?.kind === 'deploy' ? { siteId: message.siteId, deployId: message.deployId } : undefined;
+}
+
+export class SqsDeployQueue implements DeployQueue, CdnRetries {
   constructor(
     private readonly sqs: SQSClient,
     private readonly queueUrl: string,
@@ -39,6 +63,12 @@ export class SqsDeployQueue implements DeployQueue {
     const { SendMessageCommand } = await import('@aws-sdk/client-sqs');
     const message: DeployMessage = { siteId: deploy.siteId, deployId: deploy.id };
     await this.sqs.send(new SendMessageCommand({ QueueUrl: this.queueUrl, MessageBody: JSON.stringify(message) }));
+  }
+
+  async later(retry: CdnRetry, delaySeconds: number): Promise<void> {
+    const { SendMessageCommand } = await import('@aws-sdk/client-sqs');
+    const DelaySeconds = Math.max(0, Math.min(SQS_MAX_DELAY_SECONDS, Math.round(delaySeconds)));
+    await this.sqs.send(new SendMessageCommand({ QueueUrl: this.queueUrl, MessageBody: JSON.stringify(retry), DelaySeconds }));
   }
 
   async cancelled(deploy: Deploy): Promise<void> {

@@ -2,14 +2,46 @@
  * The cache in front of site addresses, and what empties it. On one machine
  * both are the local response cache (functions/local/site-cache.ts), shared
  * by the gateway, the API and the deploy worker of the one process. In AWS
- * the cache is a CDN in front of the gateway, which the gateway never
- * consults; only its purger is called (a CloudFront adapter: not built yet,
- * so nothing caches site responses there and a purge has nothing to do).
+ * the cache is a CloudFront distribution in front of the gateway, which the
+ * gateway never consults; only its purger is called (CreateInvalidation,
+ * functions/core/hosting/cloudfront-purger.ts), and its map of site hosts
+ * to site ids is kept current (a CloudFront KeyValueStore,
+ * functions/core/hosting/kvs-site-hosts.ts).
  */
 
-/** Drops what a CDN holds of one site: purgeCache and every publish call it. */
+/** How often a CDN change was already put off (0 the first time it is tried). */
+export interface CdnAttempt {
+  attempt?: number;
+}
+
+/**
+ * Drops what a CDN holds of one site: purgeCache and every publish call it.
+ * A CDN that cannot purge now (CloudFront allows 15 wildcard invalidations
+ * in flight) puts the purge off itself and resolves; it rejects only when
+ * it could not even do that.
+ */
 export interface CdnPurger {
-  purgeSite(siteId: string): Promise<void>;
+  purgeSite(siteId: string, options?: CdnAttempt): Promise<void>;
+}
+
+/**
+ * The CDN's map from a site's host label (its slug) to its id, which its
+ * edge function rewrites requests by. `reconcile` makes the entry for
+ * `label` agree with `siteIdNow()` (the id of the site holding that slug
+ * now, read from the sites table, or undefined to remove it), reading it
+ * only once the map's current version is known so that a concurrent writer
+ * makes it read again rather than overwrite. Like the purger, a map that
+ * cannot be written now puts the change off itself.
+ */
+export interface SiteHostMap {
+  reconcile(label: string, siteIdNow: () => Promise<string | undefined>, options?: CdnAttempt): Promise<void>;
+}
+
+/** A CDN change put off: tried again later by the deploy worker (in AWS, a delayed message on the deploy queue). */
+export type CdnRetry = { kind: 'purge'; siteId: string; attempt: number } | { kind: 'site-host'; label: string; attempt: number };
+
+export interface CdnRetries {
+  later(retry: CdnRetry, delaySeconds: number): Promise<void>;
 }
 
 /** A whole response the gateway can answer again without reading the DAG. */
@@ -42,3 +74,6 @@ export interface SiteCache extends CdnPurger {
 
 /** Nothing to purge: no cache in this process or in front of it. */
 export const noCdn: CdnPurger = { purgeSite: async () => {} };
+
+/** No CDN maps hosts: the gateway reads the Host itself (the local server). */
+export const noSiteHostMap: SiteHostMap = { reconcile: async () => {} };

@@ -6,6 +6,7 @@ import { graphqlError, notFound } from '../errors.js';
 import { pageSize } from '../pagination.js';
 import { newSite, updatedSite, type SiteInput } from '../site-input.js';
 import { isOwnTeam, ownSite, userConflicts } from './access.js';
+import { syncSiteHosts } from '../../core/hosting/site-host-map.js';
 
 interface PageArgs {
   limit?: number | null;
@@ -28,19 +29,30 @@ export const siteResolvers = {
     },
   },
   Mutation: {
-    createSite: async (_: unknown, args: { input: SiteInput }, ctx: GraphqlContext) =>
-      userConflicts(() => ctx.services.sites.create(newSite(args.input, callerOf(ctx))), 'input.name'),
+    // Each change of a slug is told to the CDN's host map (syncSiteHosts never fails the mutation).
+    createSite: async (_: unknown, args: { input: SiteInput }, ctx: GraphqlContext) => {
+      const site = await userConflicts(() => ctx.services.sites.create(newSite(args.input, callerOf(ctx))), 'input.name');
+      await syncSiteHosts(ctx.services, site.slug);
+      return site;
+    },
     updateSite: async (_: unknown, args: { siteId: string; input: SiteInput }, ctx: GraphqlContext) => {
+      let before: string | undefined;
       const site = await userConflicts(
-        () => ctx.services.sites.update(args.siteId, callerOf(ctx).teamId, (current) => updatedSite(current, args.input)),
+        () =>
+          ctx.services.sites.update(args.siteId, callerOf(ctx).teamId, (current) => {
+            before = current.slug;
+            return updatedSite(current, args.input);
+          }),
         'input.name',
       );
       if (!site) throw notFound('site');
+      if (before !== site.slug) await syncSiteHosts(ctx.services, before, site.slug);
       return site;
     },
     deleteSite: async (_: unknown, args: { siteId: string }, ctx: GraphqlContext) => {
       const site = await userConflicts(() => ctx.services.sites.delete(args.siteId, callerOf(ctx).teamId));
       if (!site) throw notFound('site');
+      await syncSiteHosts(ctx.services, site.slug);
       // The site and its slug went together; its deploys are unreachable now and go after.
       // Should that fail, the site is still deleted: say so, and leave the rest to the log.
       await ctx.services.deploys.deleteAllOfSite(site.id).catch((err: unknown) => {

@@ -1,0 +1,38 @@
+/**
+ * Keeping the CDN's host map (ports/site-cache.ts `SiteHostMap`) current
+ * where sites change: a site created takes its slug, a rename moves it, a
+ * delete releases it. Each entry is made to agree with the sites table as
+ * it is when written, so the same call serves every change, and a retry
+ * put off on the queue writes the state of then, not of the failed try.
+ */
+import type { Services } from '../services.js';
+import type { CdnAttempt, CdnRetry } from '../ports/site-cache.js';
+
+/** The id of the site whose slug `label` is now, read consistently. */
+async function siteIdAt(services: Services, label: string): Promise<string | undefined> {
+  return (await services.sites.getBySlug(label))?.id;
+}
+
+function reconcile(services: Services, label: string, options?: CdnAttempt): Promise<void> {
+  return services.siteHosts.reconcile(label, () => siteIdAt(services, label), options);
+}
+
+/**
+ * After a site change: the entries of the slugs it touched. Never rejects:
+ * the site's record is written, and a map that could not be written has put
+ * the change off itself; should even that fail, it is logged, and the
+ * site's next change writes the entry again.
+ */
+export async function syncSiteHosts(services: Services, ...labels: Array<string | undefined>): Promise<void> {
+  for (const label of new Set(labels.filter((l): l is string => !!l))) {
+    await reconcile(services, label).catch((err: unknown) => {
+      services.logger.error('could not update the CDN host map nor put the update off', { label, err });
+    });
+  }
+}
+
+/** A CDN change put off earlier, tried again (the deploy worker); rejects when it could not even be put off again. */
+export async function retryCdnChange(services: Services, retry: CdnRetry): Promise<void> {
+  if (retry.kind === 'purge') await services.cdn.purgeSite(retry.siteId, { attempt: retry.attempt });
+  else await reconcile(services, retry.label, { attempt: retry.attempt });
+}
