@@ -4,7 +4,9 @@
  * Function URLs for the S3-compatible endpoint and the gateway), and the
  * deploy pipeline: an SQS queue (with a dead-letter queue) in front of the
  * deploy worker, a CodeBuild project for site builds with a rule that hands
- * their ends to the worker, and the schedule of the worker's tick.
+ * their ends to the worker, and the schedule of the worker's tick. Sites are
+ * served through one CloudFront distribution in front of the gateway
+ * (lib/site-cdn.ts), which publishing and purgeCache invalidate.
  *
  * It synthesizes offline: no context lookups, no account or region lookups.
  */
@@ -27,6 +29,7 @@ import { TABLES, type TableName } from '../functions/core/data/tables.js';
 import { CairnData, pascal } from './data.js';
 import { PLAYGROUND_ASSETS, PLAYGROUND_BUNDLE_DIR } from '../functions/graphql/playground-assets.js';
 import { CairnFunction, LAMBDA_SCHEMA_PATH } from './functions.js';
+import { SiteCdn, sitesDomainOf } from './site-cdn.js';
 import { BUILD_QUEUED_TIMEOUT_MINUTES, codeBuildTimeoutMinutes, DEFAULT_BUILD_IMAGE, DEPLOY_BUILDS_PREFIX, WORKER_TIMEOUT_MINUTES } from '../functions/deploy-worker/limits.js';
 
 /** The GraphiQL playground's files, copied into the GraphQL function's bundle. */
@@ -76,6 +79,20 @@ export interface CairnStackProps extends StackProps {
    * @default 900
    */
   readonly buildTimeoutSeconds?: number;
+  /**
+   * Sites answer at `<slug>.<sitesDomain>` and `<deployId>--<slug>.<sitesDomain>`:
+   * the sites distribution gets the alternate domain `*.<sitesDomain>`
+   * (point that wildcard at the `SitesCdnDomainName` output). Needs
+   * `sitesCertificateArn`.
+   * @default - none: the distribution has only its own `*.cloudfront.net` name
+   */
+  readonly sitesDomain?: string;
+  /**
+   * An ACM certificate for `*.<sitesDomain>`, in us-east-1 whatever the
+   * stack's region (CloudFront reads certificates from there only).
+   * @default - none (required with `sitesDomain`)
+   */
+  readonly sitesCertificateArn?: string;
 }
 
 export interface CairnFunctions {
@@ -106,6 +123,7 @@ export class CairnStack extends Stack {
   readonly deployDeadLetters: Queue;
   readonly buildProject: Project;
   readonly buildEnded: Rule;
+  readonly siteCdn: SiteCdn;
 
   constructor(scope: Construct, id: string, props: CairnStackProps = {}) {
     super(scope, id, props);
@@ -123,6 +141,8 @@ export class CairnStack extends Stack {
     if (bucketEndpointDomain) options.CAIRN_BUCKET_ENDPOINT_DOMAIN = bucketEndpointDomain;
     if (storagePublicDomain) options.CAIRN_STORAGE_PUBLIC_DOMAIN = storagePublicDomain;
     if (publicGatewayUrl) options.CAIRN_PUBLIC_GATEWAY_URL = publicGatewayUrl;
+    const sitesDomain = nonEmpty(props.sitesDomain) === undefined ? undefined : sitesDomainOf(props.sitesDomain!);
+    if (sitesDomain) options.CAIRN_SITES_DOMAIN = sitesDomain;
 
     const environment: Record<string, string> = {
       ...Object.fromEntries(TABLES.map((spec) => [tableEnvVar(spec.name), tables[spec.name].tableName])),
@@ -293,6 +313,19 @@ export class CairnStack extends Stack {
     }
     graphql.addEnvironment('CAIRN_BASE_URL', this.api.apiEndpoint);
 
+    // Sites: one distribution in front of the gateway. purgeCache (graphql)
+    // and publishing (the worker) invalidate it; where sites change
+    // (graphql) and the worker's retries write its map of hosts. The
+    // gateway is never told of it: the distribution depends on its URL.
+    this.siteCdn = new SiteCdn(this, 'SiteCdn', { gatewayUrl: this.gatewayUrl, sitesDomain, certificateArn: nonEmpty(props.sitesCertificateArn) });
+    for (const fn of [graphql, deployWorker]) {
+      this.siteCdn.grantPurge(fn);
+      this.siteCdn.grantSiteHostsWrite(fn);
+      fn.addEnvironment('CAIRN_CDN_DISTRIBUTION_ID', this.siteCdn.distribution.distributionId);
+      fn.addEnvironment('CAIRN_SITE_HOSTS_KVS_ARN', this.siteCdn.siteHosts.keyValueStoreArn);
+      if (!sitesDomain) fn.addEnvironment('CAIRN_SITES_DOMAIN', this.siteCdn.sitesDomain);
+    }
+
     this.deployWorkerSchedule = new Schedule(this, 'DeployWorkerSchedule', {
       description: 'Cairn: run the deploy worker every minute',
       schedule: ScheduleExpression.rate(Duration.minutes(1)),
@@ -311,6 +344,18 @@ export class CairnStack extends Stack {
     new CfnOutput(this, 'GatewayUrl', {
       description: 'The IPFS gateway (/ipfs/<cid>)',
       value: this.gatewayUrl.url,
+    });
+    new CfnOutput(this, 'SitesDomain', {
+      description: 'Sites answer at https://<slug>.<this domain> (and <deployId>--<slug>.<this domain> for one deploy)',
+      value: this.siteCdn.sitesDomain,
+    });
+    new CfnOutput(this, 'SitesCdnDomainName', {
+      description: "The sites distribution's own domain name: point *.<sitesDomain> at it (CNAME or alias)",
+      value: this.siteCdn.distribution.distributionDomainName,
+    });
+    new CfnOutput(this, 'SitesDistributionId', {
+      description: 'The CloudFront distribution in front of the sites (purgeCache invalidates /sites/<siteId>/*)',
+      value: this.siteCdn.distribution.distributionId,
     });
     new CfnOutput(this, 'DeployDeadLetterQueueUrl', {
       description: 'Deploy messages the worker failed on three times',

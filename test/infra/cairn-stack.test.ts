@@ -16,6 +16,7 @@ import { TABLES, indexKeys, type TableName } from '../../functions/core/data/tab
 import { CairnStack, tableEnvVar, type CairnFunctions } from '../../lib/cairn-stack.js';
 import { pascal } from '../../lib/data.js';
 import { PROJECT_ROOT, REQUIRE_BANNER } from '../../lib/functions.js';
+import { VIEWER_REQUEST_CODE_PATH } from '../../lib/site-cdn.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;
@@ -664,6 +665,167 @@ describe('deploy pipeline', () => {
     for (const name of ['s3', 'gateway'] as const) {
       expect(access(name).actions.filter((a) => /^(sqs|codebuild):/.test(a))).toEqual([]);
     }
+  });
+});
+
+// ---------------------------------------------------------------- sites CDN
+
+describe('sites CDN', () => {
+  const distributionId = () => id(stack.siteCdn.distribution);
+  const kvsId = () => id(stack.siteCdn.siteHosts);
+  const functionId = () => id(stack.siteCdn.viewerRequest);
+  const gatewayUrlId = () => id(stack.gatewayUrl);
+
+  test('one distribution, one CloudFront Function, one KeyValueStore, one cache policy; still four Lambda functions', () => {
+    template.resourceCountIs('AWS::CloudFront::Distribution', 1);
+    template.resourceCountIs('AWS::CloudFront::Function', 1);
+    template.resourceCountIs('AWS::CloudFront::KeyValueStore', 1);
+    template.resourceCountIs('AWS::CloudFront::CachePolicy', 1);
+    template.resourceCountIs('AWS::CloudFront::OriginRequestPolicy', 0);
+    template.resourceCountIs('AWS::Lambda::Function', 4);
+  });
+
+  test('the viewer-request function: JS runtime 2.0, the store associated, the code as the repository has it, published', () => {
+    const p = resources[functionId()].Properties;
+    expect(p.FunctionConfig.Runtime).toBe('cloudfront-js-2.0');
+    expect(p.FunctionConfig.KeyValueStoreAssociations).toEqual([{ KeyValueStoreARN: { 'Fn::GetAtt': [kvsId(), 'Arn'] } }]);
+    expect(p.FunctionCode).toBe(fs.readFileSync(VIEWER_REQUEST_CODE_PATH, 'utf8'));
+    expect(p.AutoPublish).toBe(true);
+    expect(resources[kvsId()].Properties.ImportSource).toBeUndefined();
+  });
+
+  test('the distribution: the gateway Function URL (streamed) as its only origin over HTTPS, the function on viewer request, GET/HEAD, HTTPS for viewers', () => {
+    const config = resources[distributionId()].Properties.DistributionConfig;
+    expect(config.Enabled).toBe(true);
+    expect(config.Origins).toHaveLength(1);
+    const [origin] = config.Origins;
+    expect(origin.DomainName).toEqual({ 'Fn::Select': [2, { 'Fn::Split': ['/', { 'Fn::GetAtt': [gatewayUrlId(), 'FunctionUrl'] }] }] });
+    expect(origin.CustomOriginConfig).toMatchObject({ OriginProtocolPolicy: 'https-only', OriginReadTimeout: 60 });
+    expect(origin.OriginAccessControlId).toBeUndefined();
+    expect(resources[gatewayUrlId()].Properties.InvokeMode).toBe('RESPONSE_STREAM');
+    expect(config.CacheBehaviors).toBeUndefined();
+    const behavior = config.DefaultCacheBehavior;
+    expect(behavior).toMatchObject({
+      TargetOriginId: origin.Id,
+      ViewerProtocolPolicy: 'redirect-to-https',
+      AllowedMethods: ['GET', 'HEAD'],
+      CachedMethods: ['GET', 'HEAD'],
+      Compress: true,
+      CachePolicyId: { Ref: [...refs(behavior.CachePolicyId)][0] },
+      FunctionAssociations: [{ EventType: 'viewer-request', FunctionARN: { 'Fn::GetAtt': [functionId(), 'FunctionARN'] } }],
+    });
+    expect(behavior.OriginRequestPolicyId).toBeUndefined();
+    expect(behavior.ForwardedValues).toBeUndefined();
+    // Without a sites domain: no alternate domain, CloudFront's own certificate.
+    expect(config.Aliases).toBeUndefined();
+    expect(config.ViewerCertificate).toBeUndefined();
+  });
+
+  test('the cache policy: keyed on the rewritten URI and every query string, no header (the Host stays the origin\'s) or cookie; TTLs from the gateway', () => {
+    const policyId = [...refs(resources[distributionId()].Properties.DistributionConfig.DefaultCacheBehavior.CachePolicyId)][0]!;
+    const c = resources[policyId].Properties.CachePolicyConfig;
+    expect(c.MinTTL).toBe(0);
+    expect(c.DefaultTTL).toBe(0);
+    expect(c.MaxTTL).toBe(365 * 86400);
+    expect(c.ParametersInCacheKeyAndForwardedToOrigin).toEqual({
+      CookiesConfig: { CookieBehavior: 'none' },
+      HeadersConfig: { HeaderBehavior: 'none' },
+      QueryStringsConfig: { QueryStringBehavior: 'all' },
+      EnableAcceptEncodingGzip: true,
+      EnableAcceptEncodingBrotli: true,
+    });
+  });
+
+  test('graphql and the worker may invalidate this distribution and read/write this store, nothing else of CloudFront', () => {
+    for (const name of ['graphql', 'deployWorker'] as const) {
+      const cf = statements(name).filter((s) => arr<string>(s.Action).some((a) => a.startsWith('cloudfront')));
+      const invalidate = cf.filter((s) => arr<string>(s.Action).includes('cloudfront:CreateInvalidation'));
+      expect(invalidate).toHaveLength(1);
+      expect(arr(invalidate[0].Action)).toEqual(['cloudfront:CreateInvalidation']);
+      expect(invalidate[0].Resource).toEqual({
+        'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':cloudfront::', { Ref: 'AWS::AccountId' }, ':distribution/', { Ref: distributionId() }]],
+      });
+      const store = cf.filter((s) => s !== invalidate[0]);
+      expect(store).toHaveLength(1);
+      expect([...arr<string>(store[0].Action)].sort()).toEqual([
+        'cloudfront-keyvaluestore:DeleteKey',
+        'cloudfront-keyvaluestore:DescribeKeyValueStore',
+        'cloudfront-keyvaluestore:GetKey',
+        'cloudfront-keyvaluestore:PutKey',
+      ]);
+      expect(store[0].Resource).toEqual({ 'Fn::GetAtt': [kvsId(), 'Arn'] });
+    }
+  });
+
+  test('the gateway and the S3 function have no CloudFront permission, and nothing of the CDN in their environment', () => {
+    for (const name of ['gateway', 's3'] as const) {
+      expect(access(name).actions.filter((a) => a.startsWith('cloudfront'))).toEqual([]);
+      const vars = fnResource(name).Properties.Environment.Variables;
+      expect(vars.CAIRN_CDN_DISTRIBUTION_ID).toBeUndefined();
+      expect(vars.CAIRN_SITE_HOSTS_KVS_ARN).toBeUndefined();
+      expect(vars.CAIRN_SITES_DOMAIN).toBeUndefined();
+      expect(refs(fnResource(name).Properties)).not.toContain(distributionId());
+    }
+  });
+
+  test('graphql and the worker are told the distribution, the store and (without a sites domain) the distribution\'s domain', () => {
+    for (const name of ['graphql', 'deployWorker'] as const) {
+      const vars = fnResource(name).Properties.Environment.Variables;
+      expect(vars.CAIRN_CDN_DISTRIBUTION_ID).toEqual({ Ref: distributionId() });
+      expect(vars.CAIRN_SITE_HOSTS_KVS_ARN).toEqual({ 'Fn::GetAtt': [kvsId(), 'Arn'] });
+      expect(vars.CAIRN_SITES_DOMAIN).toEqual({ 'Fn::GetAtt': [distributionId(), 'DomainName'] });
+    }
+  });
+
+  test('the graphql and worker bundles carry the SigV4a signer the KeyValueStore API needs', () => {
+    for (const name of ['graphql', 'deployWorker'] as const) {
+      const code = fs.readFileSync(path.join(assetDir(name), 'index.mjs'), 'utf8');
+      expect(code).toContain('AWS4-ECDSA-P256-SHA256');
+      expect(code).toContain('cloudfront-kvs');
+    }
+  });
+
+  test('outputs: the sites domain, the distribution domain to point it at, and the distribution id', () => {
+    expect(outputs.SitesDomain.Value).toEqual({ 'Fn::GetAtt': [distributionId(), 'DomainName'] });
+    expect(outputs.SitesCdnDomainName.Value).toEqual({ 'Fn::GetAtt': [distributionId(), 'DomainName'] });
+    expect(outputs.SitesDistributionId.Value).toEqual({ Ref: distributionId() });
+  });
+});
+
+describe('sites CDN with a sites domain', () => {
+  const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] };
+  const CERT = 'arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666';
+  const apps: App[] = [];
+  const synth = (props: ConstructorParameters<typeof CairnStack>[2]) => {
+    const app = new App({ context: NO_BUNDLING });
+    apps.push(app);
+    const s = new CairnStack(app, `CairnSites${apps.length}`, props);
+    return { s, json: Template.fromStack(s).toJSON() };
+  };
+  afterAll(() => {
+    for (const a of apps) fs.rmSync(a.outdir, { recursive: true, force: true });
+  });
+
+  test('the wildcard alternate domain with the us-east-1 certificate, SNI and TLS 1.2; every function told the domain', () => {
+    const { s, json } = synth({ sitesDomain: 'Sites.Example.com.', sitesCertificateArn: CERT });
+    const dist = json.Resources[s.getLogicalId(s.siteCdn.distribution.node.defaultChild as CfnElement)].Properties.DistributionConfig;
+    expect(dist.Aliases).toEqual(['*.sites.example.com']);
+    expect(dist.ViewerCertificate).toEqual({ AcmCertificateArn: CERT, SslSupportMethod: 'sni-only', MinimumProtocolVersion: 'TLSv1.2_2021' });
+    for (const name of ['graphql', 's3', 'gateway', 'deployWorker'] as const) {
+      const vars = json.Resources[s.getLogicalId(s.functions[name].node.defaultChild as CfnElement)].Properties.Environment.Variables;
+      expect(vars.CAIRN_SITES_DOMAIN).toBe('sites.example.com');
+    }
+    expect(json.Outputs.SitesDomain.Value).toBe('sites.example.com');
+  });
+
+  test.each([
+    [{ sitesDomain: 'sites.example.com' }, /go together/],
+    [{ sitesCertificateArn: CERT }, /go together/],
+    [{ sitesDomain: 'sites.example.com', sitesCertificateArn: CERT.replace('us-east-1', 'eu-west-1') }, /us-east-1/],
+    [{ sitesDomain: 'https://sites.example.com', sitesCertificateArn: CERT }, /domain name/],
+    [{ sitesDomain: '*.sites.example.com', sitesCertificateArn: CERT }, /domain name/],
+  ])('%j is refused at synthesis', (props, message) => {
+    expect(() => synth(props)).toThrow(message);
   });
 });
 

@@ -1,0 +1,155 @@
+/**
+ * Sites behind one CloudFront distribution: the gateway's Function URL
+ * (streamed responses, so files past Lambda's 6 MB buffered limit are
+ * served) as its origin, a viewer-request CloudFront Function
+ * (functions/cdn/viewer-request.js) that maps each site host to
+ * `/sites/<siteId>/<path>` (or `/previews/<siteId>/<deployId>/<path>`)
+ * through a KeyValueStore of slug → site id, and a cache policy keyed on
+ * that rewritten URI and the query string, whose TTLs come from the
+ * gateway's Cache-Control (a year's `s-maxage` for a site, none for a
+ * deploy's own address).
+ *
+ * With a sites domain and a certificate the distribution answers
+ * `*.<sitesDomain>`; point that wildcard at the distribution's domain name
+ * (a CNAME, or a Route 53 alias). The certificate must be in ACM in
+ * us-east-1 (CloudFront reads certificates from there only) and cover
+ * `*.<sitesDomain>`. Without them the distribution has only its own
+ * `*.cloudfront.net` name, under which no site host resolves.
+ *
+ * Everything here is synthesized offline: no lookups.
+ */
+import * as path from 'node:path';
+import { Duration, Token } from 'aws-cdk-lib';
+import { Certificate } from 'aws-cdk-lib/aws-certificatemanager';
+import {
+  AllowedMethods,
+  CachedMethods,
+  CacheCookieBehavior,
+  CacheHeaderBehavior,
+  CachePolicy,
+  CacheQueryStringBehavior,
+  Distribution,
+  Function as CloudFrontFunction,
+  FunctionCode,
+  FunctionEventType,
+  FunctionRuntime,
+  HttpVersion,
+  KeyValueStore,
+  PriceClass,
+  SecurityPolicyProtocol,
+  ViewerProtocolPolicy,
+} from 'aws-cdk-lib/aws-cloudfront';
+import { FunctionUrlOrigin } from 'aws-cdk-lib/aws-cloudfront-origins';
+import { Grant, type IGrantable } from 'aws-cdk-lib/aws-iam';
+import type { IFunctionUrl } from 'aws-cdk-lib/aws-lambda';
+import { Construct } from 'constructs';
+import { PROJECT_ROOT } from './functions.js';
+
+/** The viewer-request function's code, shipped as it is in the repository. */
+export const VIEWER_REQUEST_CODE_PATH = path.join(PROJECT_ROOT, 'functions', 'cdn', 'viewer-request.js');
+
+/** What the API and the deploy worker use the KeyValueStore for: read an entry and the store's version, write one. */
+export const SITE_HOSTS_WRITE_ACTIONS = [
+  'cloudfront-keyvaluestore:DescribeKeyValueStore',
+  'cloudfront-keyvaluestore:GetKey',
+  'cloudfront-keyvaluestore:PutKey',
+  'cloudfront-keyvaluestore:DeleteKey',
+];
+
+const DOMAIN = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/;
+const US_EAST_1_CERTIFICATE = /^arn:aws[a-z-]*:acm:us-east-1:\d{12}:certificate\/[0-9a-zA-Z-]+$/;
+
+/** A sites domain as given (`Sites.Example.com.` → `sites.example.com`), or an error naming what is wrong. */
+export function sitesDomainOf(value: string): string {
+  const domain = value.trim().toLowerCase().replace(/\.$/, '');
+  if (!DOMAIN.test(domain)) throw new Error(`sitesDomain must be a domain name like sites.example.com (no scheme, port or wildcard), got "${value}"`);
+  return domain;
+}
+
+export interface SiteCdnProps {
+  /** The gateway's Function URL (RESPONSE_STREAM). */
+  readonly gatewayUrl: IFunctionUrl;
+  /** Sites answer at `<slug>.<sitesDomain>`; needs `certificateArn`. */
+  readonly sitesDomain?: string;
+  /** An ACM certificate in us-east-1 for `*.<sitesDomain>`. */
+  readonly certificateArn?: string;
+}
+
+export class SiteCdn extends Construct {
+  readonly distribution: Distribution;
+  /** Slug → site id, read by the viewer-request function. */
+  readonly siteHosts: KeyValueStore;
+  readonly viewerRequest: CloudFrontFunction;
+  readonly cachePolicy: CachePolicy;
+  /** The domain under which sites answer: the sites domain, or else the distribution's own. */
+  readonly sitesDomain: string;
+
+  constructor(scope: Construct, id: string, props: SiteCdnProps) {
+    super(scope, id);
+    const sitesDomain = props.sitesDomain === undefined ? undefined : sitesDomainOf(props.sitesDomain);
+    const certificateArn = props.certificateArn?.trim() || undefined;
+    if (!sitesDomain !== !certificateArn) {
+      throw new Error('sitesDomain and sitesCertificateArn go together: CloudFront serves an alternate domain only with a certificate for it');
+    }
+    if (certificateArn && !Token.isUnresolved(certificateArn) && !US_EAST_1_CERTIFICATE.test(certificateArn)) {
+      throw new Error(`sitesCertificateArn must be an ACM certificate in us-east-1 (CloudFront reads certificates from there only), got "${certificateArn}"`);
+    }
+
+    this.siteHosts = new KeyValueStore(this, 'SiteHosts', { comment: 'Cairn: site host label (slug) -> site id' });
+
+    this.viewerRequest = new CloudFrontFunction(this, 'ViewerRequest', {
+      comment: 'Cairn: site host -> /sites/<siteId>/<path> (the cache key)',
+      code: FunctionCode.fromFile({ filePath: VIEWER_REQUEST_CODE_PATH }),
+      runtime: FunctionRuntime.JS_2_0,
+      keyValueStore: this.siteHosts,
+    });
+
+    // The rewritten URI and the query string are the key: `_redirects`
+    // carry the query to their targets, so two queries can be two answers.
+    // No header or cookie is in it, or passed on: the Host must stay the
+    // Function URL's own. The gateway's Cache-Control sets the TTL (default
+    // 0: an answer without one is not kept).
+    this.cachePolicy = new CachePolicy(this, 'SitePages', {
+      comment: 'Cairn sites: keyed on the rewritten URI and query; TTL from the gateway',
+      minTtl: Duration.seconds(0),
+      defaultTtl: Duration.seconds(0),
+      maxTtl: Duration.days(365),
+      headerBehavior: CacheHeaderBehavior.none(),
+      cookieBehavior: CacheCookieBehavior.none(),
+      queryStringBehavior: CacheQueryStringBehavior.all(),
+      enableAcceptEncodingGzip: true,
+      enableAcceptEncodingBrotli: true,
+    });
+
+    this.distribution = new Distribution(this, 'Distribution', {
+      comment: 'Cairn: sites',
+      defaultBehavior: {
+        // The gateway's own timeout; CloudFront's longest without a quota increase.
+        origin: new FunctionUrlOrigin(props.gatewayUrl, { readTimeout: Duration.seconds(60) }),
+        viewerProtocolPolicy: ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
+        allowedMethods: AllowedMethods.ALLOW_GET_HEAD,
+        cachedMethods: CachedMethods.CACHE_GET_HEAD,
+        cachePolicy: this.cachePolicy,
+        compress: true,
+        functionAssociations: [{ function: this.viewerRequest, eventType: FunctionEventType.VIEWER_REQUEST }],
+      },
+      domainNames: sitesDomain ? [`*.${sitesDomain}`] : undefined,
+      certificate: certificateArn ? Certificate.fromCertificateArn(this, 'Certificate', certificateArn) : undefined,
+      minimumProtocolVersion: certificateArn ? SecurityPolicyProtocol.TLS_V1_2_2021 : undefined,
+      httpVersion: HttpVersion.HTTP2_AND_3,
+      priceClass: PriceClass.PRICE_CLASS_ALL,
+    });
+
+    this.sitesDomain = sitesDomain ?? this.distribution.distributionDomainName;
+  }
+
+  /** CreateInvalidation on this distribution only (purgeCache and publishing). */
+  grantPurge(grantee: IGrantable): Grant {
+    return this.distribution.grantCreateInvalidation(grantee);
+  }
+
+  /** Read and write this KeyValueStore's entries (where sites change, and the worker's retries). */
+  grantSiteHostsWrite(grantee: IGrantable): Grant {
+    return Grant.addToPrincipal({ grantee, actions: SITE_HOSTS_WRITE_ACTIONS, resourceArns: [this.siteHosts.keyValueStoreArn] });
+  }
+}
