@@ -12,6 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CloneError, cloneRepository, type CloneRequest } from '../../functions/deploy-worker/steps/clone.js';
+import { copyTree, copyTreeInNode } from '../../functions/deploy-worker/steps/checkout.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
 
 let server: GitServer;
@@ -372,4 +373,21 @@ describe('kept repositories (mirrors)', () => {
     const newest = await clone({ url: repos[2]!.url, mirrors: kept });
     expect(newest.lines.some((l) => l.startsWith('Same files'))).toBe(true);
   });
+});
+
+test.each([
+  ['cp', copyTree],
+  ['Node alone', copyTreeInNode],
+])('a tree is copied as it is with %s: nested files, modes, symlinks never followed', async (_, copy) => {
+  const from = await mkdtemp(join(work, 'copy-from-'));
+  await fs.promises.mkdir(join(from, 'a', 'b'), { recursive: true });
+  await writeFile(join(from, 'a', 'b', 'deep.txt'), 'deep');
+  await writeFile(join(from, 'run.sh'), '#!/bin/sh\n', { mode: 0o755 });
+  await fs.promises.symlink('/etc/passwd', join(from, 'outside'));
+  const to = join(work, `copy-to-${++runs}`);
+  expect(await copy(from, to, new AbortController().signal)).toBe(3);
+  expect(await readFile(join(to, 'a', 'b', 'deep.txt'), 'utf8')).toBe('deep');
+  expect((await fs.promises.stat(join(to, 'run.sh'))).mode & 0o777).toBe(0o755);
+  expect(await fs.promises.readlink(join(to, 'outside'))).toBe('/etc/passwd');
+  expect((await fs.promises.lstat(join(to, 'outside'))).isSymbolicLink()).toBe(true);
 });
