@@ -3,13 +3,14 @@
  * real git server (test/support/git-server.ts: git-http-backend, offline)
  * holds a static site of 2,000 files, about 50 MB (1,900 HTML, CSS and JS
  * files of 1-30 KB in nested directories, 100 images of 100-600 KB; the
- * bytes come from a fixed seed, so every run deploys the same tree), and
- * Cairn's local server runs as a child process with the flags `npm start`
- * passes. Through the GraphQL API the benchmark creates a site (build
- * command `true`, publish directory `public`), triggers a deploy and polls
- * it to DEPLOYED, then deploys the same commit again; each phase's time is
- * read from the deploy's log (its lines carry timestamps; the pipeline
- * writes "<phase> done in X s" as each phase ends).
+ * bytes come from a fixed seed, so every run deploys the same tree; the
+ * site and the GraphQL calls are bench/site-fixture.ts, shared with
+ * bench:sites), and Cairn's local server runs as a child process with the
+ * flags `npm start` passes. Through the GraphQL API the benchmark creates
+ * a site (build command `true`, publish directory `public`), triggers a
+ * deploy and polls it to DEPLOYED, then deploys the same commit again; each
+ * phase's time is read from the deploy's log (its lines carry timestamps;
+ * the pipeline writes "<phase> done in X s" as each phase ends).
  *
  * Then the API's latency while a build runs: a site whose build is
  * `sleep 30` is deployed, and while its build runs, BENCH_TRIGGERS
@@ -37,14 +38,13 @@
  * server).
  */
 import { execFile } from 'node:child_process';
-import { createCipheriv, createHash } from 'node:crypto';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { startGitServer, type GitServer } from '../test/support/git-server.js';
-import { BOOT } from '../test/support/service-env.js';
 import { npmStartArgs, peakRssMiB, startChildService, type ChildService } from '../test/support/child-service.js';
+import { api, percentile, siteFiles, table, type Api } from './site-fixture.js';
 
 const num = (name: string, fallback: number) => {
   const v = Number(process.env[name]);
@@ -53,7 +53,6 @@ const num = (name: string, fallback: number) => {
 const SEED = num('BENCH_SEED', 20);
 const SITE_BYTES = num('BENCH_SITE_MB', 50) * 1e6;
 const FILES = num('BENCH_FILES', 2000);
-const IMAGES = Math.max(1, Math.round(FILES / 20));
 const TRIGGERS = num('BENCH_TRIGGERS', 200);
 const WARMUP = num('BENCH_WARMUP', 20);
 const CPU_PROF = process.env.BENCH_CPU_PROF;
@@ -61,148 +60,6 @@ const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolea
 const POLL_MS = 50;
 
 const log = (line: string) => process.stderr.write(line + '\n');
-
-/** sfc32: a small seeded PRNG for sizes, names and words (Math.random cannot be seeded). */
-function prng(seed: number): () => number {
-  let a = 0x9e3779b9 ^ seed;
-  let b = 0x243f6a88 ^ (seed * 31);
-  let c = 0xb7e15162;
-  let d = seed | 1;
-  const next = () => {
-    a >>>= 0; b >>>= 0; c >>>= 0; d >>>= 0;
-    const t = (a + b + d) >>> 0;
-    d = (d + 1) >>> 0;
-    a = b ^ (b >>> 9);
-    b = (c + (c << 3)) >>> 0;
-    c = (c << 21) | (c >>> 11);
-    c = (c + t) >>> 0;
-    return t / 4294967296;
-  };
-  for (let i = 0; i < 20; i++) next();
-  return next;
-}
-
-/** `n` seeded random bytes (AES-256-CTR over zeros, keyed by the seed and a label): incompressible, like an image. */
-function seededBytes(label: string, n: number): Buffer {
-  const key = createHash('sha256').update(`${SEED}/${label}`).digest();
-  return createCipheriv('aes-256-ctr', key, Buffer.alloc(16)).update(Buffer.alloc(n));
-}
-
-const WORDS = (() => {
-  const rand = prng(SEED + 1);
-  const letters = 'etaoinshrdlucmfwypvbgkjqxz';
-  return Array.from({ length: 2000 }, () => {
-    let w = '';
-    const len = 2 + Math.floor(rand() * rand() * 10);
-    for (let i = 0; i < len; i++) w += letters[Math.floor(rand() * rand() * letters.length)];
-    return w;
-  });
-})();
-
-/** About `size` bytes of text shaped like `ext` (words from a fixed vocabulary: compresses about as real pages do), cut to exactly `size`. */
-function textFile(rand: () => number, ext: string, size: number): Buffer {
-  const word = () => WORDS[Math.floor(rand() * WORDS.length)]!;
-  const parts: string[] = [];
-  let length = 0;
-  const push = (s: string) => {
-    parts.push(s);
-    length += s.length;
-  };
-  if (ext === 'html') push('<!doctype html>\n<html lang="en">\n<head><meta charset="utf-8"><link rel="stylesheet" href="/assets/css/site.css"></head>\n<body>\n');
-  while (length < size) {
-    if (ext === 'html') {
-      let p = `<p class="${word()}">`;
-      for (let i = 0, n = 8 + Math.floor(rand() * 40); i < n; i++) p += (rand() < 0.05 ? `<a href="/${word()}/${word()}.html">${word()}</a>` : word()) + ' ';
-      push(p + '</p>\n');
-    } else if (ext === 'css') {
-      push(`.${word()}-${word()} { margin: ${Math.floor(rand() * 40)}px; color: #${Math.floor(rand() * 0xffffff).toString(16).padStart(6, '0')}; }\n`);
-    } else {
-      push(`function ${word()}_${word()}(${word()}, ${word()}) { return ${word()}.${word()}(${Math.floor(rand() * 1000)}) + "${word()} ${word()}"; }\n`);
-    }
-  }
-  return Buffer.from(parts.join('')).subarray(0, size);
-}
-
-/** The site's files (path in the repository -> bytes): the same tree for the same seed and sizes. */
-function siteFiles(): Record<string, Buffer> {
-  const rand = prng(SEED);
-  const smallCount = FILES - IMAGES;
-  // Many small files, few larger ones: 1 KB + 29 KB * u^2 (mean about 10.7 KB).
-  const smallSizes = Array.from({ length: smallCount }, () => Math.round(1000 + 29_000 * rand() ** 2));
-  const smallTotal = smallSizes.reduce((s, n) => s + n, 0);
-  // The images take the rest of the total, in sizes of 100-600 KB.
-  const raw = Array.from({ length: IMAGES }, () => 100_000 + 500_000 * rand());
-  const budget = Math.max(IMAGES * 100_000, SITE_BYTES - smallTotal);
-  const scale = budget / raw.reduce((s, n) => s + n, 0);
-  const imageSizes = raw.map((n) => Math.min(600_000, Math.max(100_000, Math.round(n * scale))));
-  const sections = Array.from({ length: 12 }, (_, i) => `${WORDS[i * 7]!}-${i}`);
-  const dirOf = () => {
-    const depth = Math.floor(rand() * 4); // 0-3 levels below the section
-    let dir = sections[Math.floor(rand() * sections.length)]!;
-    for (let i = 0; i < depth; i++) dir += `/${WORDS[Math.floor(rand() * 40)]!}`;
-    return dir;
-  };
-  const files: Record<string, Buffer> = { 'README.md': Buffer.from('A benchmark site: `public/` is what gets published.\n') };
-  smallSizes.forEach((size, i) => {
-    const r = rand();
-    const ext = r < 0.6 ? 'html' : r < 0.75 ? 'css' : 'js';
-    const dir = ext === 'html' ? dirOf() : `assets/${ext}/${WORDS[Math.floor(rand() * 30)]!}`;
-    files[`public/${dir}/${WORDS[i % WORDS.length]!}-${i}.${ext}`] = textFile(rand, ext, size);
-  });
-  imageSizes.forEach((size, i) => {
-    files[`public/images/${2015 + (i % 10)}/${WORDS[(i * 13) % WORDS.length]!}-${i}.${rand() < 0.7 ? 'jpg' : 'png'}`] = seededBytes(`image-${i}`, size);
-  });
-  return files;
-}
-
-/** A GraphQL call with the bootstrap account's token; throws on errors. */
-async function gql(endpoint: string, query: string, variables: Record<string, unknown> = {}): Promise<any> {
-  const res = await fetch(endpoint, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: BOOT.apiToken },
-    body: JSON.stringify({ query, variables }),
-  });
-  const json = (await res.json()) as { data?: any; errors?: unknown[] };
-  if (res.status !== 200 || json.errors?.length || !json.data) throw new Error(`GraphQL ${res.status}: ${JSON.stringify(json.errors ?? json).slice(0, 500)}`);
-  return json.data;
-}
-
-interface Api {
-  createSite(repoUrl: string, build: Record<string, unknown>): Promise<string>;
-  trigger(siteId: string): Promise<{ id: string; status: string }>;
-  deploy(siteId: string, deployId: string, fields?: string): Promise<any>;
-  cancel(siteId: string, deployId: string): Promise<void>;
-  /** Polls until `done` (default: the deploy ended); returns the deploy and when the poll saw it (ms since epoch). */
-  waitFor(siteId: string, deployId: string, done?: (d: any) => boolean, ms?: number, fields?: string): Promise<{ deploy: any; seenAt: number }>;
-}
-
-function api(endpoint: string): Api {
-  const self: Api = {
-    async createSite(repoUrl, build) {
-      const input = { buildSettings: build, deploySettings: { source: { repository: { type: 'GIT_HOST', url: repoUrl, branch: 'main' } } } };
-      return (await gql(endpoint, 'mutation ($input: CreateSiteInput!) { createSite(input: $input) { id } }', { input })).createSite.id;
-    },
-    async trigger(siteId) {
-      return (await gql(endpoint, 'mutation ($s: ID!) { triggerDeploy(siteId: $s) { id status } }', { s: siteId })).triggerDeploy;
-    },
-    async deploy(siteId, deployId, fields = 'id status log ipfsHash published') {
-      return (await gql(endpoint, `query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { ${fields} } }`, { s: siteId, d: deployId })).getDeployById;
-    },
-    async cancel(siteId, deployId) {
-      await gql(endpoint, 'mutation ($s: ID!, $d: ID!) { cancelDeploy(siteId: $s, deployId: $d) { id } }', { s: siteId, d: deployId });
-    },
-    async waitFor(siteId, deployId, done = (d) => d.status !== 'IN_PROGRESS', ms = 300_000, fields = 'id status') {
-      const deadline = Date.now() + ms;
-      for (;;) {
-        const deploy = await self.deploy(siteId, deployId, fields);
-        if (done(deploy)) return { deploy, seenAt: Date.now() };
-        if (Date.now() > deadline) throw new Error(`deploy ${deployId} did not get there in ${ms} ms: ${JSON.stringify(deploy).slice(0, 1000)}`);
-        await new Promise((r) => setTimeout(r, POLL_MS));
-      }
-    },
-  };
-  return self;
-}
 
 /** One deploy's figures, in ms, from its log's timestamped lines. */
 interface DeployFigures {
@@ -267,13 +124,6 @@ async function deployOnce(a: Api, siteId: string, label: string): Promise<{ id: 
   return { id: queued.id, triggeredAt, figures };
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-
-function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
-  return rows.map((r) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  ')).join('\n');
-}
-
 async function main(): Promise<void> {
   log(`bench:deploy on ${process.version}, ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   let git: GitServer | undefined;
@@ -281,7 +131,7 @@ async function main(): Promise<void> {
   try {
     git = await startGitServer();
     let began = Date.now();
-    const files = siteFiles();
+    const files = siteFiles({ seed: SEED, bytes: SITE_BYTES, files: FILES });
     const bytes = Object.entries(files).filter(([p]) => p.startsWith('public/')).reduce((s, [, b]) => s + b.length, 0);
     const count = Object.keys(files).filter((p) => p.startsWith('public/')).length;
     log(`  site: ${count} files, ${(bytes / 1e6).toFixed(1)} MB under public/ (seed ${SEED}), made in ${((Date.now() - began) / 1000).toFixed(1)} s`);
@@ -301,15 +151,15 @@ async function main(): Promise<void> {
 
     if (CPU_PROF) await mkdir(CPU_PROF, { recursive: true });
     cairn = await startChildService({ nodeArgs: [...NODE_FLAGS, ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [])] });
-    const a = api(cairn.endpoints.graphql);
+    const a = api(cairn.endpoints.graphql, POLL_MS);
 
-    const site = await a.createSite(git.repoUrl('bench/site'), { buildCommand: 'true', publishDirectoryPath: 'public' });
+    const site = (await a.createSite(git.repoUrl('bench/site'), { buildCommand: 'true', publishDirectoryPath: 'public' })).id;
     const first = await deployOnce(a, site, 'first deploy');
     const second = await deployOnce(a, site, 'second deploy, unchanged tree');
 
     // triggerDeploy while a build runs on another site.
-    const sleeper = await a.createSite(git.repoUrl('bench/sleeper'), { buildCommand: 'echo sleeping; sleep 30' });
-    const target = await a.createSite(git.repoUrl('bench/target'), {});
+    const sleeper = (await a.createSite(git.repoUrl('bench/sleeper'), { buildCommand: 'echo sleeping; sleep 30' })).id;
+    const target = (await a.createSite(git.repoUrl('bench/target'), {})).id;
     const sleeping = await a.trigger(sleeper);
     await a.waitFor(sleeper, sleeping.id, (d) => (d.log ?? '').includes('sleeping') || d.status !== 'IN_PROGRESS', 60_000, 'status log');
     const times: number[] = [];
