@@ -9,6 +9,7 @@ import type { Deploy, DeployBuild, DeploySource, NewDeploy } from '../data/deplo
 import type { Site } from '../data/sites.js';
 import { parseRepositoryUrl } from './repository-url.js';
 import { deployLogKey } from '../ports/log-store.js';
+import { syncSiteHostOf } from './site-host-map.js';
 
 /** Owner and name for the deploy's `repository`, from a URL the site already holds. */
 function ownerAndName(url: string): { owner: string | null; name: string | null } {
@@ -171,6 +172,8 @@ export async function purgeSite(services: Services, siteId: string): Promise<voi
   } catch (err) {
     services.logger.warn('could not purge the site cache', { siteId, err });
   }
+  // The CDN must also know the site's host: asserted again here, which heals a lost entry.
+  await syncSiteHostOf(services, siteId);
 }
 
 /** Points the site at the deploy and purges its cache, so its address serves the deploy at once. Whether it is now published. */

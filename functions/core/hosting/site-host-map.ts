@@ -4,9 +4,15 @@
  * delete releases it. Each entry is made to agree with the sites table as
  * it is when written, so the same call serves every change, and a retry
  * put off on the queue writes the state of then, not of the failed try.
+ *
+ * A write that failed is retried from the deploy queue for about an hour
+ * (cdn-retry.ts). Past that, and for sites created before the stack had a
+ * CDN, every update of a site, every publish and every purgeCache asserts
+ * its entry again (a read, and a write only if the entry is wrong): a
+ * purgeCache is what to tell a user whose site host answers 404.
  */
 import type { Services } from '../services.js';
-import type { CdnAttempt, CdnRetry } from '../ports/site-cache.js';
+import { noSiteHostMap, type CdnAttempt, type CdnRetry } from '../ports/site-cache.js';
 
 /** The id of the site whose slug `label` is now, read consistently. */
 async function siteIdAt(services: Services, label: string): Promise<string | undefined> {
@@ -28,6 +34,17 @@ export async function syncSiteHosts(services: Services, ...labels: Array<string 
     await reconcile(services, label).catch((err: unknown) => {
       services.logger.error('could not update the CDN host map nor put the update off', { label, err });
     });
+  }
+}
+
+/** The entry of the site `siteId` (by its slug now), when there is a host map to keep (publishing and purgeCache). Never rejects. */
+export async function syncSiteHostOf(services: Services, siteId: string): Promise<void> {
+  if (services.siteHosts === noSiteHostMap) return;
+  try {
+    const site = await services.sites.getById(siteId);
+    if (site) await syncSiteHosts(services, site.slug);
+  } catch (err) {
+    services.logger.error('could not read the site to update its CDN host map entry', { siteId, err });
   }
 }
 

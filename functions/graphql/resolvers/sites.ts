@@ -46,7 +46,8 @@ export const siteResolvers = {
         'input.name',
       );
       if (!site) throw notFound('site');
-      if (before !== site.slug) await syncSiteHosts(ctx.services, before, site.slug);
+      // Also when the slug stayed: asserting the entry again heals one lost or never written.
+      await syncSiteHosts(ctx.services, before, site.slug);
       return site;
     },
     deleteSite: async (_: unknown, args: { siteId: string }, ctx: GraphqlContext) => {
