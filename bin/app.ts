@@ -6,6 +6,8 @@
  *   cdk deploy -c cairn:storagePublicDomain=storage.example.com \
  *              -c cairn:bucketEndpointDomain=s3.example.com \
  *              -c cairn:publicGatewayUrl=https://ipfs.io \
+ *              -c cairn:sitesDomain=sites.example.com \
+ *              -c cairn:sitesCertificateArn=arn:aws:acm:us-east-1:...:certificate/... \
  *              -c cairn:logLevel=debug -c cairn:stackName=CairnStaging
  */
 import { App } from 'aws-cdk-lib';
@@ -30,6 +32,8 @@ new CairnStack(app, context('stackName') ?? 'Cairn', {
   bucketEndpointDomain: context('bucketEndpointDomain'),
   storagePublicDomain: context('storagePublicDomain'),
   publicGatewayUrl: context('publicGatewayUrl'),
+  sitesDomain: context('sitesDomain'),
+  sitesCertificateArn: context('sitesCertificateArn'),
   logLevel: logLevel as CairnLogLevel | undefined,
 });
 

@@ -25,7 +25,7 @@ import { collectGarbage, type CollectionResult } from '../core/storage/collect.j
 import { resumeDeploy, runDeploy, type PipelineOptions } from './pipeline.js';
 import { buildEndOf, type CodeBuildStateChange } from './codebuild-runner.js';
 import { DeployLog } from './deploy-log.js';
-import { runningLimitMs } from './limits.js';
+import { KEPT_REPOSITORIES, runningLimitMs } from './limits.js';
 
 /** Without a CodeBuild project (a misconfigured stack) a build command fails its deploy with this. */
 const noBuilds: BuildRunner = {
@@ -45,7 +45,14 @@ export async function awsPipeline(services: Services): Promise<PipelineOptions> 
     const { CodeBuildRunner } = await import('./codebuild-runner.js');
     runner = new CodeBuildRunner(new CodeBuildClient({ region: config.region }), new S3Client({ region: config.region }), config.blockBucket, config.build.codeBuildProject);
   }
-  return { services, runner, workspace: join(tmpdir(), 'cairn-builds'), buildTimeoutMs: config.build.timeoutMs };
+  return {
+    services,
+    runner,
+    workspace: join(tmpdir(), 'cairn-builds'),
+    // A warm instance deploys the same repositories again: what it fetched stays in its /tmp.
+    sources: { dir: join(tmpdir(), 'cairn-sources'), keep: KEPT_REPOSITORIES.lambda },
+    buildTimeoutMs: config.build.timeoutMs,
+  };
 }
 
 /**
