@@ -266,6 +266,8 @@ export class CairnStack extends Stack {
     blockBucket.grantRead(gateway);
 
     tables.sites.grantReadWriteData(deployWorker);
+    // Opens a site's repository access token when its deploy clones (never seals anything).
+    secretsKey.grantDecrypt(deployWorker);
     tables.deploys.grantReadWriteData(deployWorker);
     tables.objects.grantReadWriteData(deployWorker);
     blockBucket.grantReadWrite(deployWorker);
@@ -295,10 +297,19 @@ export class CairnStack extends Stack {
         maxAge: Duration.days(1),
       },
     });
+    const graphqlIntegration = new HttpLambdaIntegration('GraphqlIntegration', graphql);
     this.api.addRoutes({
       path: '/graphql',
       methods: [HttpMethod.ANY, HttpMethod.GET],
-      integration: new HttpLambdaIntegration('GraphqlIntegration', graphql),
+      integration: graphqlIntegration,
+    });
+    // Git host webhooks (/hooks/git/<siteId>) and build hooks
+    // (/hooks/build/<hookId>): the GraphQL function answers them by path.
+    this.api.addRoutes({
+      path: '/hooks/{proxy+}',
+      // ANY, so that a GET reaches the function and is told 405, as locally.
+      methods: [HttpMethod.ANY],
+      integration: graphqlIntegration,
     });
 
     // URLs, never a function's own (a function's URL depends on the function).

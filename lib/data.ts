@@ -39,6 +39,7 @@ export class CairnData extends Construct {
         encryption: TableEncryption.AWS_MANAGED,
         pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
         removalPolicy: RemovalPolicy.RETAIN,
+        ...(spec.ttlAttribute ? { timeToLiveAttribute: spec.ttlAttribute } : {}),
       });
       for (const index of spec.indexes) {
         const keys = indexKeys(index);

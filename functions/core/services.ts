@@ -17,6 +17,8 @@ import { ObjectStore } from './data/objects.js';
 import { UploadStore } from './data/uploads.js';
 import { SiteStore } from './data/sites.js';
 import { DeployStore } from './data/deploys.js';
+import { SiteSecretStore } from './data/site-secrets.js';
+import { HookDeliveryStore } from './data/hook-deliveries.js';
 import { createSealer } from './auth/secrets.js';
 import { createIpfsNode, type IpfsNode } from './ipfs/node.js';
 import { LocalUploadGate, type UploadGate } from './storage/gate.js';
@@ -47,6 +49,10 @@ export interface Services {
   uploads: UploadStore;
   sites: SiteStore;
   deploys: DeployStore;
+  /** Sites' webhook secrets, repository tokens (both sealed) and build hooks. */
+  siteSecrets: SiteSecretStore;
+  /** Git host webhook deliveries already taken (so a redelivery acts once). */
+  hookDeliveries: HookDeliveryStore;
   /** The IPFS node, started on first use (the GraphQL function never needs one). */
   ipfs(): Promise<IpfsNode>;
   /** Uploads hold it shared from import to commit; garbage collection holds it alone. */
@@ -124,6 +130,8 @@ export async function createServices(config: Config, logger: Logger = createLogg
     uploads: new UploadStore(db),
     sites: new SiteStore(db),
     deploys: new DeployStore(db),
+    siteSecrets: new SiteSecretStore(db, sealer),
+    hookDeliveries: new HookDeliveryStore(db),
     deployLogs: await createLogStore(config),
     deployQueue: sqsQueue ?? pollingQueue,
     cdn: await createCdnPurger(config, cdnRetries, logger),

@@ -1,13 +1,16 @@
 /**
  * Lambda door of the GraphQL API: Apollo's Lambda integration (HTTP API
  * payload 2.0), with the same front matter as the local door (playground,
- * body limit, JSON without a Content-Type) as its middleware.
+ * body limit, JSON without a Content-Type) as its middleware. The API's
+ * hooks (`/hooks/git/<siteId>`, `/hooks/build/<hookId>`, routes of the same
+ * HTTP API) go by path to the same handler the local door mounts.
  */
 import middy from '@middy/core';
 import { handlers, startServerAndCreateLambdaHandler } from '@as-integrations/aws-lambda';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { loadConfig } from '../core/config.js';
-import { toLambdaResult } from '../core/http/lambda.js';
+import { toHttpRequest, toLambdaResult } from '../core/http/lambda.js';
+import { handleHook, isHookPath } from '../core/hosting/git-hooks.js';
 import { createServices, type Services } from '../core/services.js';
 import { bodyTooLarge, contextFor, createApolloServer, createPlayground, MAX_BODY_BYTES, readJsonBody } from './server.js';
 
@@ -17,12 +20,14 @@ type CjsApolloServer = Parameters<typeof startServerAndCreateLambdaHandler>[0];
 type Door = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 
 let door: Door | undefined;
+/** One set of services per container, for Apollo's context and the hooks alike. */
+let containerServices: Promise<Services> | undefined;
+const servicesOf = (config: ReturnType<typeof loadConfig>) => (containerServices ??= createServices(config));
 
 /** Built on the first request of a container, so a configuration error shows in that request's log. */
 function buildDoor(): Door {
   const config = loadConfig();
-  let services: Promise<Services> | undefined;
-  const getServices = () => (services ??= createServices(config));
+  const getServices = () => servicesOf(config);
   const playground = createPlayground(config.graphql);
   const apollo = startServerAndCreateLambdaHandler(
     createApolloServer(config.graphql) as unknown as CjsApolloServer,
@@ -60,4 +65,10 @@ function buildDoor(): Door {
   return apollo;
 }
 
-export const handler = middy(async (event: APIGatewayProxyEventV2, context: Context) => (door ??= buildDoor())(event, context));
+export const handler = middy(async (event: APIGatewayProxyEventV2, context: Context) => {
+  if (isHookPath(event.rawPath ?? '')) {
+    const services = await servicesOf(loadConfig());
+    return toLambdaResult(await handleHook(services, toHttpRequest(event)), event.requestContext.http.method);
+  }
+  return (door ??= buildDoor())(event, context);
+});

@@ -27,6 +27,15 @@ export const OBJECTS: Record<string, Record<string, string>> = {
   DeployConnection: { deploys: '[Deploy!]!', nextToken: 'String' },
 };
 
+/** Fields Cairn adds to the described types (issue 22: previews, hooks, private repositories). */
+export const ADDED_FIELDS: Record<string, Record<string, string>> = {
+  Site: { webhookUrl: 'String!', webhookSecretSet: 'Boolean!', repositoryTokenSet: 'Boolean!', repositoryUsername: 'String', buildHooks: '[BuildHook!]!' },
+  Deploy: { preview: 'Boolean!', pullRequest: 'PullRequest' },
+};
+
+/** A described type's fields with Cairn's additions. */
+export const fieldsWithAdditions = (name: string, fields: Record<string, string>): Record<string, string> => ({ ...fields, ...(ADDED_FIELDS[name] ?? {}) });
+
 export const UNIONS: Record<string, string[]> = { SiteSource: ['IpfsSource', 'Repository'] };
 
 export const INPUTS: Record<string, Record<string, string>> = { PurgeCacheInput: { siteId: 'String!' } };
@@ -77,4 +86,9 @@ export const ADDED_MUTATIONS: Record<string, string> = {
   revokeApiKey: '(teamId: ID!, apiKeyId: ID!): ApiKey',
   createStorageKeyPair: '(): NewStorageKeyPair',
   revokeStorageKeyPair: '(accessKeyId: ID!): StorageKeyPair',
+  createWebhookSecret: '(siteId: ID!): NewWebhookSecret',
+  deleteWebhookSecret: '(siteId: ID!): Boolean',
+  setRepositoryToken: '(siteId: ID!, token: String, username: String): Site',
+  createBuildHook: '(siteId: ID!, name: String!, branch: String): NewBuildHook',
+  deleteBuildHook: '(siteId: ID!, buildHookId: ID!): Boolean',
 };

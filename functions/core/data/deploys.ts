@@ -69,8 +69,10 @@ export interface Deploy {
   phase?: DeployPhase | null;
   source?: DeploySource | null;
   build?: DeployBuild | null;
-  /** A pull-request preview: never published automatically. */
+  /** A pull-request preview (or a deploy of a branch other than the site's): never published. */
   preview?: boolean | null;
+  /** The pull request (GitLab: merge request) a preview builds. */
+  pullRequest?: DeployPullRequest | null;
   /** The deploy this one retries. */
   retryOf?: string | null;
   /** Set while running: the worker stops at its next step (and kills the build). */
@@ -91,6 +93,15 @@ export interface RemoteBuild {
   endedAt?: string | null;
 }
 
+/** The pull request a preview deploy builds, as its git host's webhook told it. */
+export interface DeployPullRequest {
+  number: number;
+  title?: string | null;
+  url?: string | null;
+  /** The head branch is in another repository (a fork): built from there, without the site's access token. */
+  fork: boolean;
+}
+
 export interface NewDeploy {
   siteId: string;
   autoPublish: boolean;
@@ -98,6 +109,7 @@ export interface NewDeploy {
   source?: DeploySource;
   build?: DeployBuild;
   preview?: boolean;
+  pullRequest?: DeployPullRequest;
   retryOf?: string;
 }
 

@@ -16,6 +16,8 @@ export interface TableSpec {
   indexes: Array<'gsi1' | 'gsi2'>;
   /** What lives in the table (documentation for readers and the CDK stack). */
   description: string;
+  /** An attribute holding an expiry in epoch seconds: DynamoDB deletes the item after it (the local database does not; readers check it). */
+  ttlAttribute?: string;
 }
 
 export const TABLES: readonly TableSpec[] = [
@@ -28,12 +30,13 @@ export const TABLES: readonly TableSpec[] = [
   {
     name: 'sites',
     indexes: ['gsi1', 'gsi2'],
-    description: 'Sites by id; gsi1 finds a site by slug, gsi2 lists a team\'s sites in creation order.',
+    description: 'Sites by id, their sealed secrets and build hooks; gsi1 finds a site by slug, gsi2 lists a team\'s sites in creation order.',
   },
   {
     name: 'deploys',
     indexes: ['gsi1'],
-    description: 'Deploys under their site, newest last by id; gsi1 is the sparse queue of deploys waiting for a worker.',
+    description: 'Deploys under their site, newest last by id, and the webhook deliveries taken (expiring); gsi1 is the sparse queue of deploys waiting for a worker.',
+    ttlAttribute: 'expiresAt',
   },
   {
     name: 'objects',

@@ -5,7 +5,7 @@
  * deploy queue; the pipeline (functions/deploy-worker) does the work.
  */
 import type { Services } from '../services.js';
-import type { Deploy, DeployBuild, DeploySource, NewDeploy } from '../data/deploys.js';
+import type { Deploy, DeployBuild, DeployPullRequest, DeploySource, NewDeploy } from '../data/deploys.js';
 import type { Site } from '../data/sites.js';
 import { parseRepositoryUrl } from './repository-url.js';
 import { deployLogKey } from '../ports/log-store.js';
@@ -100,7 +100,9 @@ async function supersede(services: Services, deploy: Deploy): Promise<void> {
   if (deploy.source?.kind !== 'git') return;
   const branch = deploy.source.branch;
   for (const older of await services.deploys.listQueuedOfSite(deploy.siteId)) {
-    if (older.id >= deploy.id || older.source?.kind !== 'git' || older.source.branch !== branch || older.preview) continue;
+    if (older.id >= deploy.id || older.source?.kind !== 'git' || older.source.branch !== branch) continue;
+    // A preview supersedes only older previews of the same pull request; a site deploy only site deploys.
+    if (!!older.preview !== !!deploy.preview || older.pullRequest?.number !== deploy.pullRequest?.number) continue;
     const ended = await services.deploys.requestCancel(older.siteId, older.id, `superseded by ${deploy.id}`);
     if (ended?.status === 'CANCELLED') await endLog(services, ended, `Cancelled: superseded by ${deploy.id}`);
   }
@@ -113,6 +115,25 @@ export async function triggerDeploy(services: Services, site: Site, commit?: str
       ? { commit: source.commit ?? null, branch: source.branch, ...ownerAndName(source.url), message: null }
       : { commit: null, branch: null, owner: null, name: null, message: null };
   return enqueue(services, site, { source, repository });
+}
+
+/**
+ * A deploy that is never published: a pull request's head commit (from its
+ * head repository, which is a fork's when `pullRequest.fork`), or the head
+ * of a branch other than the site's (a build hook for that branch). It is
+ * reachable at its own deploy address only.
+ */
+export async function triggerPreview(
+  services: Services,
+  site: Site,
+  init: { url?: string; branch: string; commit?: string | null; pullRequest?: DeployPullRequest },
+): Promise<Deploy> {
+  const siteSource = sourceOf(site, undefined);
+  if (siteSource.kind !== 'git') throw new DeployRequestError('The site deploys a CID, not a repository: there is no branch to preview.', 'siteId');
+  if (init.commit != null && !COMMIT_PREFIX.test(init.commit)) throw new DeployRequestError('commit must be a commit hash: 7 to 40 lowercase hexadecimal digits.', 'commit');
+  const source: DeploySource = { kind: 'git', url: init.url ?? siteSource.url, branch: init.branch, commit: init.commit ?? null };
+  const repository = { commit: source.commit ?? null, branch: init.branch, ...ownerAndName(source.url), message: null };
+  return enqueue(services, site, { source, repository, preview: true, ...(init.pullRequest ? { pullRequest: init.pullRequest } : {}) });
 }
 
 async function existing(services: Services, site: Site, deployId: string): Promise<Deploy> {
@@ -138,7 +159,7 @@ export async function retryDeploy(services: Services, site: Site, deployId: stri
     source.kind === 'git'
       ? { commit: source.commit ?? null, branch: source.branch, ...ownerAndName(source.url), message: null }
       : { commit: null, branch: null, owner: null, name: null, message: null };
-  return enqueue(services, site, { source, repository, retryOf: old.id, preview: old.preview ?? undefined });
+  return enqueue(services, site, { source, repository, retryOf: old.id, preview: old.preview ?? undefined, ...(old.pullRequest ? { pullRequest: old.pullRequest } : {}) });
 }
 
 export async function cancelDeploy(services: Services, site: Site, deployId: string): Promise<Deploy> {

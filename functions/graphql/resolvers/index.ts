@@ -4,6 +4,7 @@
  */
 import { DateTime } from '../scalars.js';
 import { deployResolvers } from './deploys.js';
+import { hookResolvers } from './hooks.js';
 import { keyResolvers } from './keys.js';
 import { siteResolvers } from './sites.js';
 import { teamResolvers } from './teams.js';
@@ -11,10 +12,10 @@ import { teamResolvers } from './teams.js';
 export const resolvers = {
   DateTime,
   Query: { ...siteResolvers.Query, ...deployResolvers.Query, ...teamResolvers.Query, ...keyResolvers.Query },
-  Mutation: { ...siteResolvers.Mutation, ...deployResolvers.Mutation, ...teamResolvers.Mutation, ...keyResolvers.Mutation },
-  Site: siteResolvers.Site,
+  Mutation: { ...siteResolvers.Mutation, ...deployResolvers.Mutation, ...teamResolvers.Mutation, ...keyResolvers.Mutation, ...hookResolvers.Mutation },
+  Site: { ...siteResolvers.Site, ...hookResolvers.Site },
   BuildSettings: siteResolvers.BuildSettings,
   SiteSource: siteResolvers.SiteSource,
-  Deploy: deployResolvers.Deploy,
+  Deploy: { ...deployResolvers.Deploy, ...hookResolvers.Deploy },
   TeamMember: teamResolvers.TeamMember,
 };

@@ -59,6 +59,9 @@ export const siteResolvers = {
       await ctx.services.deploys.deleteAllOfSite(site.id).catch((err: unknown) => {
         ctx.services.logger.error('deleting a deleted site\'s deploys failed', { err, siteId: site.id });
       });
+      await ctx.services.siteSecrets.deleteAllOfSite(site.id).catch((err: unknown) => {
+        ctx.services.logger.error('deleting a deleted site\'s secrets and build hooks failed', { err, siteId: site.id });
+      });
       return true;
     },
   },

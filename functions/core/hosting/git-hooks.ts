@@ -1,0 +1,316 @@
+/**
+ * The API's incoming hooks, written once against the HTTP seam for both doors:
+ *
+ *   POST /hooks/git/<siteId>     push and pull-request events of GitHub and
+ *                                GitLab, checked against the site's webhook secret
+ *   POST /hooks/build/<hookId>?token=<token>
+ *                                a build hook (Netlify's name): deploys the head
+ *                                of its branch, for CI systems and CMSs
+ *
+ * A git event is checked before its body is parsed: GitHub's
+ * `X-Hub-Signature-256` (HMAC-SHA256 of the raw body with the secret),
+ * GitLab's `X-Gitlab-Token` (the secret itself), both compared in constant
+ * time. A site that does not exist and a site without a webhook secret
+ * answer the same 404. Each delivery id is claimed once (data/hook-deliveries.ts)
+ * before anything is done, so a redelivered event is acknowledged and not
+ * acted on twice. Every answer is JSON: `{ ok: true, deployId }` when a
+ * deploy was queued, `{ ok: true, ignored: "<why>" }` when the event asks
+ * for nothing, `{ ok: false, error }` otherwise.
+ */
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import type { Services } from '../services.js';
+import type { Site } from '../data/sites.js';
+import type { Deploy, DeployPullRequest } from '../data/deploys.js';
+import { queryParams, type HttpRequest } from '../http/types.js';
+import { DeployRequestError, triggerDeploy, triggerPreview } from './deploys.js';
+
+/** The largest event body taken: GitHub caps its payloads at 25 MB, but a push event past 1 MiB is one with thousands of commits listed. */
+export const MAX_HOOK_BODY_BYTES = 1024 * 1024;
+
+const GIT_HOOK_PATH = /^\/hooks\/git\/([^/]+)\/?$/;
+const BUILD_HOOK_PATH = /^\/hooks\/build\/([^/]+)\/?$/;
+
+/** Whether the path is one of the hooks (the GraphQL doors hand those here). */
+export const isHookPath = (rawPath: string): boolean => rawPath.startsWith('/hooks/');
+
+/** The secret URL of a build hook, shown once when it is made. */
+export const buildHookUrl = (baseUrl: string, hookId: string, token: string): string =>
+  `${baseUrl.replace(/\/+$/, '')}/hooks/build/${encodeURIComponent(hookId)}?token=${encodeURIComponent(token)}`;
+
+/** The URL a git host posts a site's events to. */
+export const gitHookUrl = (baseUrl: string, siteId: string): string => `${baseUrl.replace(/\/+$/, '')}/hooks/git/${encodeURIComponent(siteId)}`;
+
+function json(status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers } });
+}
+
+const refuse = (status: number, error: string, headers?: Record<string, string>) => json(status, { ok: false, error }, headers);
+const ignored = (why: string, extra: Record<string, unknown> = {}) => json(200, { ok: true, ignored: why, ...extra });
+const notFound = () => refuse(404, 'no such hook');
+const tooLarge = () => refuse(413, `the event body is larger than ${MAX_HOOK_BODY_BYTES} bytes`, { connection: 'close' });
+
+/** Answers a request under /hooks/. */
+export async function handleHook(services: Services, req: HttpRequest): Promise<Response> {
+  const git = GIT_HOOK_PATH.exec(req.rawPath);
+  const build = BUILD_HOOK_PATH.exec(req.rawPath);
+  if (!git && !build) return notFound();
+  if (req.method.toUpperCase() !== 'POST') {
+    await req.body?.cancel().catch(() => {});
+    return refuse(405, 'hooks take POST only', { allow: 'POST' });
+  }
+  try {
+    if (git) return await gitEvent(services, req, decodeURIComponent(git[1]!));
+    return await buildHook(services, req, decodeURIComponent(build![1]!));
+  } catch (err) {
+    if (err instanceof DeployRequestError) return refuse(422, err.message);
+    services.logger.error('a hook request failed', { path: req.rawPath.replace(/\?.*$/, ''), err });
+    return refuse(500, 'internal error; the git host may deliver the event again');
+  }
+}
+
+/** The body, or undefined once it passes the limit (read no further: the answer closes the connection). */
+async function readCapped(req: HttpRequest, limit: number): Promise<Buffer | undefined> {
+  const declared = Number(req.headers.get('content-length') ?? 0);
+  if (declared > limit) return undefined;
+  if (!req.body) return Buffer.alloc(0);
+  const reader = req.body.getReader();
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      reader.releaseLock();
+      return undefined;
+    }
+    parts.push(value);
+  }
+  return Buffer.concat(parts);
+}
+
+/** Constant-time equality of two strings of any lengths (compared as SHA-256 digests). */
+function sameSecret(a: string, b: string): boolean {
+  const da = createHash('sha256').update(a).digest();
+  const db = createHash('sha256').update(b).digest();
+  return timingSafeEqual(da, db);
+}
+
+type Host = 'github' | 'gitlab';
+
+function verify(host: Host, headers: Headers, body: Buffer, secret: string): boolean {
+  if (host === 'gitlab') {
+    const token = headers.get('x-gitlab-token');
+    return token !== null && sameSecret(token, secret);
+  }
+  const signature = headers.get('x-hub-signature-256');
+  if (signature === null) return false;
+  const expected = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+  const given = Buffer.from(signature.trim().toLowerCase());
+  const wanted = Buffer.from(expected);
+  return given.length === wanted.length && timingSafeEqual(given, wanted);
+}
+
+async function gitEvent(services: Services, req: HttpRequest, siteId: string): Promise<Response> {
+  const site = /^[0-9A-Za-z-]{1,64}$/.test(siteId) ? await services.sites.getById(siteId) : undefined;
+  const secret = site ? await services.siteSecrets.webhookSecret(site.id) : undefined;
+  if (!site || secret === undefined) {
+    await req.body?.cancel().catch(() => {});
+    return notFound();
+  }
+  const host: Host = req.headers.has('x-gitlab-event') || req.headers.has('x-gitlab-token') ? 'gitlab' : 'github';
+  const body = await readCapped(req, MAX_HOOK_BODY_BYTES);
+  if (body === undefined) return tooLarge();
+  if (!verify(host, req.headers, body, secret)) {
+    return refuse(401, host === 'gitlab' ? 'X-Gitlab-Token does not match the site\'s webhook secret' : 'X-Hub-Signature-256 is missing or does not match the body signed with the site\'s webhook secret');
+  }
+  let event: unknown;
+  try {
+    event = JSON.parse(body.toString('utf8'));
+  } catch {
+    return refuse(400, 'the event body is not JSON (GitHub: set the content type to application/json)');
+  }
+  if (!event || typeof event !== 'object') return refuse(400, 'the event body is not a JSON object');
+  const name = host === 'gitlab' ? req.headers.get('x-gitlab-event') : req.headers.get('x-github-event');
+  const action = host === 'gitlab' ? gitlabAction(site, name, event as GitlabEvent) : githubAction(site, name, event as GithubEvent);
+  if ('error' in action) return refuse(400, action.error);
+
+  const deliveryId = (host === 'gitlab' ? (req.headers.get('x-gitlab-event-uuid') ?? req.headers.get('idempotency-key')) : req.headers.get('x-github-delivery'))?.trim();
+  if (deliveryId !== undefined && deliveryId !== '' && deliveryId.length <= 200) {
+    const claim = await services.hookDeliveries.claim(site.id, deliveryId);
+    if (!claim.claimed) {
+      return ignored(`delivery ${deliveryId} was already handled`, { alreadyHandled: true, ...(claim.previous.deployId ? { deployId: claim.previous.deployId } : {}) });
+    }
+    try {
+      const answer = await act(services, site, action);
+      await services.hookDeliveries.record(site.id, deliveryId, answer).catch((err: unknown) => services.logger.warn('could not record what a delivery did', { siteId: site.id, deliveryId, err }));
+      return answerOf(answer);
+    } catch (err) {
+      // Nothing was done: a redelivery may act.
+      if (!(err instanceof DeployRequestError)) await services.hookDeliveries.release(site.id, deliveryId).catch(() => {});
+      throw err;
+    }
+  }
+  return answerOf(await act(services, site, action));
+}
+
+const answerOf = (outcome: { deployId?: string; ignored?: string }) => (outcome.deployId ? json(200, { ok: true, deployId: outcome.deployId }) : ignored(outcome.ignored ?? 'nothing to do'));
+
+/** What an event asks for. */
+type Action =
+  | { ignored: string }
+  | { error: string }
+  | { deploy: { commit: string } }
+  | { preview: { url?: string; branch: string; commit: string; pullRequest: DeployPullRequest } };
+
+async function act(services: Services, site: Site, action: Exclude<Action, { error: string }>): Promise<{ deployId?: string; ignored?: string }> {
+  let deploy: Deploy;
+  if ('ignored' in action) return { ignored: action.ignored };
+  if ('deploy' in action) deploy = await triggerDeploy(services, site, action.deploy.commit);
+  else deploy = await triggerPreview(services, site, action.preview);
+  return { deployId: deploy.id };
+}
+
+const ZERO_COMMIT = /^0{40}$/;
+const FULL_COMMIT = /^[0-9a-f]{40}$/;
+
+/** The site's branch, or why its events are not acted on. */
+function siteBranch(site: Site): string | { ignored: string } {
+  const source = site.deploySettings.source;
+  if (source.kind !== 'repository') return { ignored: 'the site deploys a CID, not a repository' };
+  return source.branch;
+}
+
+/** A push: deploy `after` when it is to the site's branch; why not otherwise. */
+function pushAction(site: Site, ref: unknown, after: unknown, deleted: boolean): Action {
+  const branch = siteBranch(site);
+  if (typeof branch !== 'string') return branch;
+  if (typeof ref !== 'string') return { error: 'the push event has no ref' };
+  if (ref.startsWith('refs/tags/')) return { ignored: `a tag push (${ref.slice('refs/tags/'.length)}): only pushes to branch ${branch} deploy` };
+  if (!ref.startsWith('refs/heads/')) return { ignored: `a push to ${ref}, not to a branch` };
+  const pushed = ref.slice('refs/heads/'.length);
+  if (pushed !== branch) return { ignored: `a push to branch ${pushed}: this site deploys branch ${branch}` };
+  if (deleted || (typeof after === 'string' && ZERO_COMMIT.test(after))) return { ignored: `branch ${pushed} was deleted: nothing to deploy` };
+  if (typeof after !== 'string' || !FULL_COMMIT.test(after.toLowerCase())) return { error: 'the push event names no commit (after)' };
+  return { deploy: { commit: after.toLowerCase() } };
+}
+
+interface GithubRepo {
+  full_name?: string;
+  clone_url?: string;
+  id?: number;
+}
+interface GithubEvent {
+  ref?: unknown;
+  after?: unknown;
+  deleted?: unknown;
+  action?: unknown;
+  number?: unknown;
+  pull_request?: {
+    number?: number;
+    title?: string;
+    html_url?: string;
+    head?: { ref?: string; sha?: string; repo?: GithubRepo | null };
+    base?: { ref?: string; repo?: GithubRepo | null };
+  };
+}
+
+function githubAction(site: Site, event: string | null, body: GithubEvent): Action {
+  if (event === 'ping') return { ignored: 'ping: the webhook is set up' };
+  if (event === 'push') return pushAction(site, body.ref, body.after, body.deleted === true);
+  if (event !== 'pull_request') return { ignored: `${event ? `the ${event} event` : 'an event without X-GitHub-Event'} is not acted on (only push and pull_request are)` };
+  const pr = body.pull_request;
+  if (!pr || typeof pr !== 'object') return { error: 'the pull_request event has no pull_request' };
+  const number = typeof pr.number === 'number' ? pr.number : typeof body.number === 'number' ? body.number : undefined;
+  if (number === undefined) return { error: 'the pull_request event has no number' };
+  const action = String(body.action ?? '');
+  if (!['opened', 'reopened', 'synchronize'].includes(action)) return { ignored: `pull request #${number} ${action || 'changed'}: only opened, reopened and synchronize build a preview` };
+  const fork = !!pr.head?.repo && !!pr.base?.repo && (pr.head.repo.id ?? pr.head.repo.full_name) !== (pr.base.repo.id ?? pr.base.repo.full_name);
+  return previewAction(site, {
+    number,
+    title: pr.title,
+    url: pr.html_url,
+    base: pr.base?.ref,
+    head: pr.head?.ref,
+    sha: pr.head?.sha,
+    headRepoUrl: pr.head?.repo === null ? null : pr.head?.repo?.clone_url,
+    fork,
+  });
+}
+
+interface GitlabEvent {
+  object_kind?: unknown;
+  ref?: unknown;
+  after?: unknown;
+  checkout_sha?: unknown;
+  object_attributes?: {
+    iid?: number;
+    title?: string;
+    url?: string;
+    action?: string;
+    oldrev?: string;
+    source_branch?: string;
+    target_branch?: string;
+    source_project_id?: number;
+    target_project_id?: number;
+    last_commit?: { id?: string };
+    source?: { git_http_url?: string };
+  };
+}
+
+function gitlabAction(site: Site, event: string | null, body: GitlabEvent): Action {
+  if (event === 'Push Hook' || body.object_kind === 'push') {
+    return pushAction(site, body.ref, body.after, body.checkout_sha === null && typeof body.after === 'string' && ZERO_COMMIT.test(body.after));
+  }
+  if (event === 'Tag Push Hook' || body.object_kind === 'tag_push') {
+    const ref = typeof body.ref === 'string' ? body.ref : 'refs/tags/?';
+    return pushAction(site, ref.startsWith('refs/tags/') ? ref : `refs/tags/${ref}`, body.after, false);
+  }
+  if (event !== 'Merge Request Hook' && body.object_kind !== 'merge_request') return { ignored: `${event ? `the ${event} event` : 'an event without X-Gitlab-Event'} is not acted on (only Push Hook and Merge Request Hook are)` };
+  const mr = body.object_attributes;
+  if (!mr || typeof mr !== 'object' || typeof mr.iid !== 'number') return { error: 'the merge request event has no object_attributes.iid' };
+  const action = String(mr.action ?? '');
+  if (action === 'update' && !mr.oldrev) return { ignored: `merge request !${mr.iid} updated without new commits: nothing to build` };
+  if (!['open', 'reopen', 'update'].includes(action)) return { ignored: `merge request !${mr.iid} ${action || 'changed'}: only open, reopen and update with new commits build a preview` };
+  const fork = typeof mr.source_project_id === 'number' && typeof mr.target_project_id === 'number' && mr.source_project_id !== mr.target_project_id;
+  return previewAction(site, {
+    number: mr.iid,
+    title: mr.title,
+    url: mr.url,
+    base: mr.target_branch,
+    head: mr.source_branch,
+    sha: mr.last_commit?.id,
+    headRepoUrl: mr.source?.git_http_url,
+    fork,
+  });
+}
+
+function previewAction(
+  site: Site,
+  pr: { number: number; title?: string; url?: string; base?: string; head?: string; sha?: string; headRepoUrl?: string | null; fork: boolean },
+): Action {
+  const branch = siteBranch(site);
+  if (typeof branch !== 'string') return branch;
+  if (pr.base !== branch) return { ignored: `pull request #${pr.number} is against branch ${pr.base ?? '?'}: this site deploys branch ${branch}` };
+  if (!site.deploySettings.prDeployPreviews) return { ignored: `pull request #${pr.number}: pull-request previews are off for this site (deploySettings.prDeployPreviews)` };
+  if (typeof pr.head !== 'string' || pr.head === '') return { error: `pull request #${pr.number} names no head branch` };
+  if (typeof pr.sha !== 'string' || !FULL_COMMIT.test(pr.sha.toLowerCase())) return { error: `pull request #${pr.number} names no head commit` };
+  if (pr.fork && (typeof pr.headRepoUrl !== 'string' || !/^https?:\/\//.test(pr.headRepoUrl))) {
+    return { ignored: `pull request #${pr.number} comes from a fork that is gone or has no http(s) clone URL` };
+  }
+  const pullRequest: DeployPullRequest = { number: pr.number, title: pr.title ?? null, url: pr.url ?? null, fork: pr.fork };
+  return { preview: { ...(pr.fork ? { url: pr.headRepoUrl! } : {}), branch: pr.head, commit: pr.sha.toLowerCase(), pullRequest } };
+}
+
+async function buildHook(services: Services, req: HttpRequest, hookId: string): Promise<Response> {
+  await req.body?.cancel().catch(() => {});
+  const token = queryParams(req.rawQuery).get('token') ?? '';
+  const hook = /^[0-9A-Za-z]{1,64}$/.test(hookId) && token !== '' ? await services.siteSecrets.buildHookFor(hookId, token) : undefined;
+  if (!hook) return notFound();
+  const site = await services.sites.getById(hook.siteId);
+  if (!site) return notFound();
+  const branch = siteBranch(site);
+  if (typeof branch !== 'string') return json(200, { ok: true, deployId: (await triggerDeploy(services, site)).id });
+  const deploy = hook.branch === null || hook.branch === branch ? await triggerDeploy(services, site) : await triggerPreview(services, site, { branch: hook.branch });
+  return json(200, { ok: true, deployId: deploy.id });
+}
