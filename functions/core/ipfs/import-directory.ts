@@ -69,6 +69,15 @@ export interface ImportDirectoryOptions {
   /** A leaf hasher for each file (one that hashes on another thread, say); default: inline SHA-256. */
   leaves?: () => LeafHasher;
   /**
+   * Files whose DAG is known without reading them (imported before, and
+   * unchanged since): `lookup` answers it or undefined; `learn` is told
+   * what each file read was imported as.
+   */
+  known?: {
+    lookup(path: string): Promise<{ cid: CID; tsize: number; size: number } | undefined>;
+    learn(path: string, made: { cid: CID; tsize: number; size: number }): Promise<void>;
+  };
+  /**
    * Kubo's Internal.UnixFSShardingSizeThreshold. Only for matching Kubo's
    * own tests, which force sharding with "1B"; a deploy keeps the default.
    */
@@ -187,12 +196,19 @@ export async function importDirectory(blockstore: Blockstore, dir: string, optio
 
   const importRegularFile = (path: string) =>
     limit(async () => {
+      const known = await options.known?.lookup(path);
+      if (known) {
+        counts.files++;
+        counts.bytes += known.size;
+        return { cid: known.cid, tsize: known.tsize };
+      }
       const hasher = options.leaves?.();
       try {
         const file = await importFile(blockstore, fileBytes(path, signal), { leaves: hasher });
         await hasher?.finish();
         counts.files++;
         counts.bytes += file.size;
+        await options.known?.learn(path, { cid: file.cid, tsize: file.dagSize, size: file.size });
         return { cid: file.cid, tsize: file.dagSize };
       } catch (err) {
         hasher?.abort();
