@@ -286,7 +286,17 @@ export async function runDeploy(options: PipelineOptions, claimed: Deploy, signa
       await turn.advance('uploading');
     } else {
       const checkout = join(work, 'checkout');
-      const cloned = await cloneRepository({ url: source.url, branch: source.branch, commit: source.commit ?? undefined, dir: checkout, signal, log: (line) => log.line(line), mirrors: options.sources });
+      const credentials = await repositoryCredentials(services, claimed, source.url, (line) => log.line(line));
+      const cloned = await cloneRepository({
+        url: source.url,
+        branch: source.branch,
+        commit: source.commit ?? undefined,
+        dir: checkout,
+        signal,
+        log: (line) => log.line(line),
+        mirrors: options.sources,
+        ...(credentials ? { credentials, mirrorScope: `site:${claimed.siteId}` } : {}),
+      });
       turn.repository = { commit: cloned.commit, branch: cloned.branch, owner: cloned.owner, name: cloned.name, message: cloned.message };
       await turn.advance('building', { repository: turn.repository });
 
@@ -332,6 +342,28 @@ export async function runDeploy(options: PipelineOptions, claimed: Deploy, signa
   } finally {
     await turn.end();
   }
+}
+
+/**
+ * The site's access token for this deploy's clone: only for the site's own
+ * repository (as the site names it now), never for a fork's or any other
+ * URL, which would receive the token. Read and opened here, when the
+ * deploy runs, so the deploy record never holds it.
+ */
+async function repositoryCredentials(services: Services, deploy: Deploy, url: string, log: (line: string) => void): Promise<{ username: string; password: string } | undefined> {
+  const pr = deploy.pullRequest;
+  if (pr) log(`Preview of pull request #${pr.number}${pr.title ? `: ${pr.title}` : ''}${pr.url ? ` (${pr.url})` : ''}`);
+  if (pr?.fork) {
+    log(`Pull request #${pr.number} comes from a fork: cloning ${url} as a public repository, without the site's access token`);
+    return undefined;
+  }
+  const site = await services.sites.getById(deploy.siteId);
+  const source = site?.deploySettings.source;
+  if (!site || source?.kind !== 'repository' || source.url !== url) return undefined;
+  const credentials = await services.siteSecrets.repositoryCredentials(site.id);
+  if (!credentials) return undefined;
+  log(`Cloning with the site's repository access token (user name ${credentials.username})`);
+  return { username: credentials.username, password: credentials.token };
 }
 
 /** Starts the build elsewhere and records it; the deploy stays in its building phase until the build's end is reported. */

@@ -155,7 +155,47 @@ test('a host that refuses connections is named', async () => {
 
 test('a repository that asks for credentials is refused without prompting', async () => {
   const error = await failure({ url: server.repoUrl('acme/private-site') });
-  expect(error.message).toBe('the repository asks for credentials; Cairn clones public repositories only');
+  expect(error.message).toBe("the repository asks for credentials; set the site's repository access token (setRepositoryToken) to clone a private repository");
+});
+
+describe('a repository that takes HTTP basic credentials', () => {
+  const repo = 'acme/locked';
+  const TOKEN = 'ghp_cloneTestToken0123456789';
+  let head: string;
+  beforeAll(async () => {
+    head = await server.commit(repo, { 'index.html': 'locked' }, 'locked');
+    server.requireCredentials(repo, 'x-access-token', TOKEN);
+  });
+
+  test('clones with the right token, sent as basic credentials only after the host asks', async () => {
+    const { result, dir } = await clone({ url: server.repoUrl(repo), credentials: { username: 'x-access-token', password: TOKEN } });
+    expect(result.commit).toBe(head);
+    expect(await readFile(join(dir, 'index.html'), 'utf8')).toBe('locked');
+    // The token is in no file of the checkout (its .git/config holds the bare URL).
+    const files = await readdir(dir, { recursive: true, withFileTypes: true });
+    for (const f of files.filter((e) => e.isFile())) expect(await readFile(join(f.parentPath, f.name), 'utf8').catch(() => '')).not.toContain(TOKEN);
+  });
+
+  test('a wrong token fails with "authentication failed", offered once, and the message never holds the token', async () => {
+    const before = server.requests();
+    const wrong = `${TOKEN}-wrong`;
+    const error = await failure({ url: server.repoUrl(repo), credentials: { username: 'x-access-token', password: wrong } });
+    expect(error.message).toBe(`authentication failed: ${new URL(server.url).host} refused the site's repository access token (set a valid one with setRepositoryToken)`);
+    expect(error.message).not.toContain(wrong);
+    expect(server.requests() - before).toBe(2); // asked, answered once with the token, refused: no retry loop
+    // Without a token the same repository asks for one.
+    expect((await failure({ url: server.repoUrl(repo) })).message).toMatch(/^the repository asks for credentials/);
+  });
+
+  test('with mirrors, a repository cloned with a token gets a mirror of its own scope, not the unscoped one', async () => {
+    const mirrors = { dir: await mkdtemp(join(work, 'mirrors-private-')), keep: 8 };
+    await clone({ url: server.repoUrl(repo), mirrors, credentials: { username: 'x-access-token', password: TOKEN }, mirrorScope: 'site:a' });
+    expect(await readdir(mirrors.dir)).toHaveLength(1);
+    await clone({ url: server.repoUrl(repo), mirrors, credentials: { username: 'x-access-token', password: TOKEN }, mirrorScope: 'site:b' });
+    expect(await readdir(mirrors.dir)).toHaveLength(2);
+    await failure({ url: server.repoUrl(repo), mirrors });
+    expect(await readdir(mirrors.dir)).toHaveLength(3);
+  });
 });
 
 test('URLs that are not http(s) are refused before any request', async () => {

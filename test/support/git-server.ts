@@ -4,7 +4,8 @@
  * bare repositories in a temporary directory, with commits the tests make
  * with the git command line. A repository whose name starts with
  * `private-` answers 401 to everyone, as a host does for a repository that
- * needs credentials.
+ * needs credentials; one given credentials with requireCredentials()
+ * answers 401 to every request without exactly those (HTTP basic).
  */
 import { execFile, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -49,6 +50,10 @@ export interface GitServer {
    * check out).
    */
   shell(repo: string, script: string): Promise<string>;
+  /** From now on `repo` answers only requests with these HTTP basic credentials (401 to others). */
+  requireCredentials(repo: string, username: string, password: string): void;
+  /** Every Authorization header the server was sent, with the path it came with. */
+  authorizations(): Array<{ path: string; authorization: string }>;
   /** How many requests the server has answered. */
   requests(): number;
   close(): Promise<void>;
@@ -60,11 +65,16 @@ export async function startGitServer(): Promise<GitServer> {
   const work = join(root, 'work');
   await mkdir(bare, { recursive: true });
   let count = 0;
+  const required = new Map<string, string>();
+  const seen: Array<{ path: string; authorization: string }> = [];
 
   const server: Server = createServer((req, res) => {
     count++;
     const url = new URL(req.url ?? '/', 'http://git.invalid');
-    if (/^\/[^/]+\/private-/.test(url.pathname)) {
+    if (req.headers.authorization) seen.push({ path: url.pathname, authorization: req.headers.authorization });
+    const repoOf = /^\/([^/]+\/[^/]+?)(?:\.git)?\//.exec(url.pathname)?.[1];
+    const wanted = repoOf === undefined ? undefined : required.get(repoOf);
+    if (/^\/[^/]+\/private-/.test(url.pathname) || (wanted !== undefined && req.headers.authorization !== wanted)) {
       res.writeHead(401, { 'www-authenticate': 'Basic realm="git"' }).end('credentials required\n');
       return;
     }
@@ -156,6 +166,10 @@ export async function startGitServer(): Promise<GitServer> {
       const { stdout } = await run('sh', ['-c', script], { cwd: checkout, env: { ...process.env, ...GIT_ENV } });
       return stdout.trim();
     },
+    requireCredentials(repo, username, password) {
+      required.set(repo, `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`);
+    },
+    authorizations: () => [...seen],
     requests: () => count,
     async close() {
       server.closeAllConnections();

@@ -10,7 +10,8 @@
  * submodule is an empty folder), several at a time.
  *
  * A mirror (one per repository URL and branch, under the deploy worker's
- * sources directory) keeps the git objects between deploys, so a deploy
+ * sources directory; one per site too for a repository cloned with a
+ * site's access token, see clone.ts) keeps the git objects between deploys, so a deploy
  * fetches only what is new, and a snapshot of the last tree written, with a
  * manifest of the blob and tree ids at each path. A deploy of the same tree
  * copies the snapshot; a deploy of a changed tree copies every unchanged
@@ -278,7 +279,7 @@ export class Mirror {
 
 const held = new Map<string, Promise<void>>();
 
-/** Runs `work` with the mirror of `url` and `branch` to itself (one deploy at a time per mirror in this process). */
+/** Runs `work` with the mirror of `url` (a URL, or a scope and a URL) and `branch` to itself (one deploy at a time per mirror in this process). */
 export async function withMirror<T>(mirrors: SourceMirrors, url: string, branch: string, work: (mirror: Mirror) => Promise<T>): Promise<T> {
   const mirror = await Mirror.open(mirrors, url, branch);
   const before = held.get(mirror.dir) ?? Promise.resolve();

@@ -19,6 +19,11 @@
  * files and of the repository (`.git`, shallow, HEAD at the commit).
  *
  * Submodules are not fetched; the deploy log says so when a repository has them.
+ *
+ * A private repository is cloned with the site's access token as HTTP basic
+ * credentials, offered only when the host asks (a 401), never put in the
+ * URL, a log line or an error. Its mirror is the site's own (`mirrorScope`):
+ * objects fetched with one site's token are never served to another site.
  */
 import * as git from 'isomorphic-git';
 import nodeHttp from 'isomorphic-git/http/node';
@@ -48,6 +53,10 @@ export interface CloneRequest {
   maxBytes?: number;
   /** Kept copies of repositories to fetch into and copy from; none: everything is fetched and written anew. */
   mirrors?: SourceMirrors;
+  /** HTTP basic credentials for a private repository (the site's access token); none: a host that asks for credentials is refused. */
+  credentials?: { username: string; password: string };
+  /** Whose mirror this is, beside the URL and branch (the site, when credentials are used). */
+  mirrorScope?: string;
 }
 
 export interface ClonedCommit {
@@ -84,8 +93,9 @@ export async function cloneRepository(request: CloneRequest): Promise<ClonedComm
         url: repo.cloneUrl,
         ref: branch,
         singleBranch: true,
-        // Never prompt: a repository that asks for credentials is not one Cairn may clone.
-        onAuth: () => ({ cancel: true }),
+        // Never prompt: the site's token, once, or nothing; a refused token is not offered again.
+        onAuth: () => (request.credentials ? { username: request.credentials.username, password: request.credentials.password } : { cancel: true }),
+        onAuthFailure: () => ({ cancel: true }),
       };
       if (fresh) await git.clone({ ...remote, dir: dirname(gitdir), depth: 1, noTags: true, noCheckout: true });
       else await git.fetch({ ...remote, depth: 1, tags: false });
@@ -98,7 +108,7 @@ export async function cloneRepository(request: CloneRequest): Promise<ClonedComm
     let tree: string;
     const mirrors = request.mirrors;
     if (mirrors) {
-      ({ oid, tree } = await withMirror(mirrors, repo.cloneUrl, branch, async (mirror) => {
+      ({ oid, tree } = await withMirror(mirrors, request.mirrorScope ? `${request.mirrorScope}\n${repo.cloneUrl}` : repo.cloneUrl, branch, async (mirror) => {
         const attempt = async (fresh: boolean) => {
           const fetched = await fetchInto(mirror.gitdir, fresh);
           log(`Fetched ${formatBytes(transfer.received())} in ${seconds(Date.now() - started)}`);
@@ -140,7 +150,11 @@ export async function cloneRepository(request: CloneRequest): Promise<ClonedComm
     log(`Checked out ${oid.slice(0, 7)}: ${message}`);
     return { commit: oid, branch, message, owner: repo.owner, name: repo.name };
   } catch (err) {
-    throw explain(err, { request, repo, tooLarge: transfer.tooLarge() });
+    const error = explain(err, { request, repo, tooLarge: transfer.tooLarge() });
+    // Whatever the host or a library put in a message, the token never leaves in it.
+    const secret = request.credentials?.password;
+    if (secret) error.message = error.message.split(secret).join('[token]');
+    throw error;
   }
 }
 
@@ -284,7 +298,9 @@ function explain(err: unknown, at: { request: CloneRequest; repo: RepositoryUrl;
   if (err instanceof CloneError) return err;
   if (err instanceof UnsafeTreeError) return new CloneError(err.message);
   if (err instanceof git.Errors.UnsafeFilepathError) return new CloneError(`the commit holds a path no checkout may have: "${err.data.filepath}"`);
-  const credentials = 'the repository asks for credentials; Cairn clones public repositories only';
+  const credentials = request.credentials
+    ? `authentication failed: ${repo.host} refused the site's repository access token (set a valid one with setRepositoryToken)`
+    : "the repository asks for credentials; set the site's repository access token (setRepositoryToken) to clone a private repository";
   if (err instanceof git.Errors.UserCanceledError) return new CloneError(credentials);
   if (err instanceof git.Errors.HttpError) {
     const { statusCode, statusMessage } = err.data;
