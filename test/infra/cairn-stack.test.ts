@@ -197,6 +197,9 @@ describe('tables', () => {
       { AttributeName: 'sk', KeyType: 'RANGE' },
     ]);
     expect(p.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+    // Webhook deliveries expire from the deploys table; no other table has a TTL.
+    expect(p.TimeToLiveSpecification).toEqual(name === 'deploys' ? { AttributeName: 'expiresAt', Enabled: true } : undefined);
+    expect(spec.ttlAttribute).toBe(name === 'deploys' ? 'expiresAt' : undefined);
     // AWS managed key: SSE on, no customer key.
     expect(p.SSESpecification).toEqual({ SSEEnabled: true });
 
@@ -405,14 +408,16 @@ describe('least privilege', () => {
     expect(a.actions).not.toContain('dynamodb:PutItem');
   });
 
-  test('deploy worker: read/write sites, deploys, objects; bucket read/write; no KMS, no accounts', () => {
+  test('deploy worker: read/write sites, deploys, objects; bucket read/write; KMS decrypt only (site tokens), no accounts', () => {
     const a = access('deployWorker');
     expect(a.tables).toEqual(['deploys', 'objects', 'sites']);
     expect(a.writeTables).toEqual(['deploys', 'objects', 'sites']);
     expect(a.bucketRead).toBe(true);
     expect(a.bucketWrite).toBe(true);
-    expect(a.kmsActions).toEqual([]);
-    expect(a.actions.filter((x) => x.startsWith('kms:'))).toEqual([]);
+    expect(a.kmsActions).toEqual(['kms:Decrypt']);
+    expect(a.actions.filter((x) => x.startsWith('kms:'))).toEqual(['kms:Decrypt']);
+    const kms = statements('deployWorker').filter((s) => arr<string>(s.Action).some((x) => x.startsWith('kms:')));
+    expect(kms.flatMap((s) => arr<Json>(s.Resource))).toEqual([{ 'Fn::GetAtt': [id(stack.data.secretsKey), 'Arn'] }]);
   });
 
   test('table grants cover the indexes of exactly the granted tables', () => {
@@ -441,7 +446,8 @@ describe('endpoints', () => {
     expect([...api.Properties.CorsConfiguration.AllowHeaders].sort()).toEqual(['authorization', 'content-type']);
 
     const routes = ofType('AWS::ApiGatewayV2::Route');
-    expect(routes.map(([, r]) => r.Properties.RouteKey).sort()).toEqual(['ANY /graphql', 'GET /graphql']);
+    // The git and build hooks are routes of the same API, to the same function (it dispatches by path).
+    expect(routes.map(([, r]) => r.Properties.RouteKey).sort()).toEqual(['ANY /graphql', 'ANY /hooks/{proxy+}', 'GET /graphql']);
     const graphqlId = id(fn('graphql'));
     for (const [, route] of routes) {
       expect(route.Properties.ApiId).toEqual({ Ref: apiId });
