@@ -28,6 +28,7 @@ import { MissingBlockError, walkDag } from '../core/storage/dag-walk.js';
 import { DeployLog } from './deploy-log.js';
 import { cloneRepository, CloneError, type ClonedCommit } from './steps/clone.js';
 import type { SourceMirrors } from './steps/checkout.js';
+import type { KnownFiles } from './steps/known-files.js';
 import { importDirectory, PublishDirectoryError } from '../core/ipfs/import-directory.js';
 import type { Screenshotter } from '../core/ports/screenshotter.js';
 import { takePreview } from './steps/preview.js';
@@ -112,6 +113,8 @@ class DeployTurn {
   imported?: string;
   /** The built directory this turn imported: what the preview image pictures. */
   publishDir?: string;
+  /** What the import need not read again (files unchanged since git wrote them). */
+  known?: KnownFiles;
   private work?: string;
 
   private constructor(
@@ -179,20 +182,34 @@ class DeployTurn {
     // garbage collection must wait (storage/gate.ts).
     this.release = await this.services.gate.enterShared();
     const node = await this.services.ipfs();
-    const result = await importDirectory(node.blockstore, publish, { signal: this.signal });
-    this.log.line(`Imported ${result.files} files (${(result.bytes / 1e6).toFixed(1)} MB): ${result.cid.toV1().toString()}`);
+    const result = await importDirectory(node.blockstore, publish, { signal: this.signal, known: this.known?.forImport(node.blockstore) });
+    const skipped = this.known?.hits ? ` (${this.known.hits} unchanged since the last deploy, not read again)` : '';
+    this.log.line(`Imported ${result.files} files (${(result.bytes / 1e6).toFixed(1)} MB)${skipped}: ${result.cid.toV1().toString()}`);
+    await this.known?.save().catch((err: unknown) => this.services.logger.warn('could not keep what a deploy imported', { deployId: this.deploy.id, err }));
     return result.cid;
   }
 
   /** Pins the root, ends the deploy DEPLOYED and publishes it if it should be. */
-  async publish(root: CID): Promise<Deploy | undefined> {
+  async publish(imported: CID): Promise<Deploy | undefined> {
+    let root = imported;
     const { services, deploy: claimed, log } = this;
     // Until the deploy references the root, collection may take it: a
     // deploy that does not end DEPLOYED leaves it a candidate.
     this.imported = referenceCidOf(root.toString());
     await this.advance('publishing');
     this.release ??= await services.gate.enterShared();
-    await pinRoot(await services.ipfs(), root, { signal: this.signal });
+    try {
+      await pinRoot(await services.ipfs(), root, { signal: this.signal });
+    } catch (err) {
+      // Pinning walks every block: a file taken as imported before whose blocks were collected after all is caught here.
+      if (!(err instanceof MissingBlockError) || !this.known?.hits || !this.publishDir) throw err;
+      log.line(`Block ${err.cid} of a file taken as imported before is gone; importing every file again`);
+      await this.known.forget();
+      this.known = undefined;
+      root = (await importDirectory((await services.ipfs()).blockstore, this.publishDir, { signal: this.signal })).cid;
+      this.imported = referenceCidOf(root.toString());
+      await pinRoot(await services.ipfs(), root, { signal: this.signal });
+    }
     const ipfsHash = root.toV1().toString();
     log.line(`Pinned ${ipfsHash}`);
     const published = claimed.autoPublish && !claimed.preview;
@@ -298,6 +315,7 @@ export async function runDeploy(options: PipelineOptions, claimed: Deploy, signa
         ...(credentials ? { credentials, mirrorScope: `site:${claimed.siteId}` } : {}),
       });
       turn.repository = { commit: cloned.commit, branch: cloned.branch, owner: cloned.owner, name: cloned.name, message: cloned.message };
+      turn.known = cloned.known;
       await turn.advance('building', { repository: turn.repository });
 
       const build = claimed.build ?? { env: {} };

@@ -244,6 +244,26 @@ test('the log grows while the build runs, and cancelDeploy stops it at once', as
   expect(again.extensions.code).toBe('BAD_USER_INPUT');
 });
 
+test('a second deploy of the same tree copies the kept checkout and reads no unchanged file again; what the build changes is read', async () => {
+  const { repo } = await newRepo({ 'public/index.html': 'home', 'public/a.html': 'a', 'public/b.html': 'b' });
+  // The build rewrites a.html in place on every run: that file must be read again each time.
+  const site = await gitSite(repo, { buildCommand: 'echo " built" >> public/a.html', publishDirectoryPath: 'public' });
+  const first = await waitFor(site.id, (await trigger(site.id)).id, (d) => d.status !== 'IN_PROGRESS' && /Published/.test(d.log ?? ''));
+  expect(first.status).toBe('DEPLOYED');
+  const second = await waitFor(site.id, (await trigger(site.id)).id, (d) => d.status !== 'IN_PROGRESS' && /Published/.test(d.log ?? ''));
+  expect(second.status).toBe('DEPLOYED');
+  expect(second.log).toContain('Same files as the last deploy of this branch');
+  expect(second.log).toMatch(/Imported 3 files \([0-9.]+ MB\) \(2 unchanged since the last deploy, not read again\)/);
+  expect(second.ipfsHash).toBe(first.ipfsHash);
+  expect(await fileOf(second.ipfsHash, 'a.html')).toBe('a built\n');
+  // A new commit: the changed file is read, the others are not.
+  await git.commit(repo, { 'public/b.html': 'b2' }, 'change b');
+  const third = await waitFor(site.id, (await trigger(site.id)).id, (d) => d.status !== 'IN_PROGRESS' && /Published/.test(d.log ?? ''));
+  expect(third.log).toMatch(/\(1 unchanged since the last deploy, not read again\)/);
+  expect(await fileOf(third.ipfsHash, 'b.html')).toBe('b2');
+  expect(await fileOf(third.ipfsHash, 'index.html')).toBe('home');
+});
+
 test('retryDeploy builds the same commit again as a new deploy; the old one stays as it was', async () => {
   const { repo, commit } = await newRepo({ 'index.html': 'x' });
   const site = await gitSite(repo, { buildCommand: 'test -f fixed || exit 9' });

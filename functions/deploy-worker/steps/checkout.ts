@@ -20,12 +20,13 @@
  */
 import * as git from 'isomorphic-git';
 import fs from 'node:fs';
-import { copyFile, mkdir, readdir, readFile, readlink, rename, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, readFile, readlink, realpath, rename, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { taskLimit } from '../../core/task-limit.js';
+import { KnownFiles } from './known-files.js';
 
 const run = promisify(execFile);
 
@@ -231,8 +232,9 @@ export class Mirror {
    * Makes the snapshot the tree `tree`, reusing what it held, and copies it
    * to `into`. Returns what was written and reused.
    */
-  async checkout(tree: string, into: string, signal: AbortSignal): Promise<{ written: number; reused: number; unchanged: boolean }> {
+  async checkout(tree: string, into: string, signal: AbortSignal): Promise<{ written: number; reused: number; unchanged: boolean; known: KnownFiles }> {
     const last = await this.lastTree();
+    let manifest = last?.manifest;
     let written = 0;
     let reused = 0;
     const unchanged = last?.tree === tree;
@@ -247,10 +249,13 @@ export class Mirror {
       await writeFile(`${this.manifestFile}.next`, JSON.stringify({ tree, manifest: made.manifest }));
       await rename(`${this.manifestFile}.next`, this.manifestFile);
       ({ written, reused } = made);
+      manifest = made.manifest;
     }
     const copied = await copyTree(this.snapshot, into, signal);
     if (unchanged) reused = copied;
-    return { written, reused, unchanged };
+    // Stamped before anything else touches the copy: what the import may take as imported before.
+    const known = await KnownFiles.stamp(await realpath(into), manifest ?? {}, join(this.dir, 'dags.json'));
+    return { written, reused, unchanged, known };
   }
 
   private async lastTree(): Promise<{ tree: string; manifest: TreeManifest } | undefined> {

@@ -33,6 +33,7 @@ import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { parseRepositoryUrl, RepositoryUrlError, type RepositoryUrl } from '../../core/hosting/repository-url.js';
 import { copyTree, UnsafeTreeError, withMirror, writeTree, type SourceMirrors } from './checkout.js';
+import type { KnownFiles } from './known-files.js';
 
 /** What a clone may download when the caller sets no cap: well inside a 1,769 MB Lambda. */
 export const DEFAULT_MAX_CLONE_BYTES = 512 * 1024 * 1024;
@@ -67,6 +68,8 @@ export interface ClonedCommit {
   message: string;
   owner: string;
   name: string;
+  /** With mirrors: the checkout's files as git wrote them, and what is known of their DAGs. */
+  known?: KnownFiles;
 }
 
 /** Why a clone failed, in one line the deploy log can end with. */
@@ -106,9 +109,10 @@ export async function cloneRepository(request: CloneRequest): Promise<ClonedComm
 
     let oid: string;
     let tree: string;
+    let known: KnownFiles | undefined;
     const mirrors = request.mirrors;
     if (mirrors) {
-      ({ oid, tree } = await withMirror(mirrors, request.mirrorScope ? `${request.mirrorScope}\n${repo.cloneUrl}` : repo.cloneUrl, branch, async (mirror) => {
+      ({ oid, tree, known } = await withMirror(mirrors, request.mirrorScope ? `${request.mirrorScope}\n${repo.cloneUrl}` : repo.cloneUrl, branch, async (mirror) => {
         const attempt = async (fresh: boolean) => {
           const fetched = await fetchInto(mirror.gitdir, fresh);
           log(`Fetched ${formatBytes(transfer.received())} in ${seconds(Date.now() - started)}`);
@@ -118,7 +122,7 @@ export async function cloneRepository(request: CloneRequest): Promise<ClonedComm
           else if (written.reused > 0) log(`${written.reused} unchanged files copied from the last deploy of this branch, ${written.written} written`);
           // The build sees the repository too (its shallow history), as a checkout has it.
           await copyTree(mirror.gitdir, join(dir, '.git'), signal);
-          return { oid: fetched, tree: commitTree };
+          return { oid: fetched, tree: commitTree, known: written.known };
         };
         if (!(await mirror.hasObjects())) return attempt(true);
         try {
@@ -148,7 +152,7 @@ export async function cloneRepository(request: CloneRequest): Promise<ClonedComm
       log('Note: this repository has submodules (.gitmodules); Cairn does not fetch them, so their folders are empty');
     }
     log(`Checked out ${oid.slice(0, 7)}: ${message}`);
-    return { commit: oid, branch, message, owner: repo.owner, name: repo.name };
+    return { commit: oid, branch, message, owner: repo.owner, name: repo.name, ...(known ? { known } : {}) };
   } catch (err) {
     const error = explain(err, { request, repo, tooLarge: transfer.tooLarge() });
     // Whatever the host or a library put in a message, the token never leaves in it.
