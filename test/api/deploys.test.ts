@@ -9,6 +9,7 @@
  * which a deployed stack's builders cannot reach; most checks also read
  * the node's pins, run collection, or restart the service on its data.
  */
+import { randomBytes } from 'node:crypto';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { exporter } from 'ipfs-unixfs-exporter';
 import { CID } from 'multiformats/cid';
@@ -262,6 +263,25 @@ test('a second deploy of the same tree copies the kept checkout and reads no unc
   expect(third.log).toMatch(/\(1 unchanged since the last deploy, not read again\)/);
   expect(await fileOf(third.ipfsHash, 'b.html')).toBe('b2');
   expect(await fileOf(third.ipfsHash, 'index.html')).toBe('home');
+});
+
+test('a file taken as imported before whose blocks are gone is imported again when the pin finds the hole', async () => {
+  const big = randomBytes(600 * 1024).toString('base64'); // several 256 KiB leaves under one root
+  const { repo } = await newRepo({ 'public/big.txt': big, 'public/index.html': 'v1' });
+  const site = await gitSite(repo, { publishDirectoryPath: 'public' });
+  const first = await waitFor(site.id, (await trigger(site.id)).id);
+  expect(first.status).toBe('DEPLOYED');
+  // Damage as a collection cut short leaves it: the file's root block stays, a leaf goes.
+  const node = await service.services.ipfs();
+  const file = await exporter(`${first.ipfsHash}/big.txt`, node.blockstore);
+  if (file.type !== 'file' || file.node.Links.length < 2) throw new Error('expected a file of several blocks');
+  await node.blockstore.delete(file.node.Links[1]!.Hash);
+  await git.commit(repo, { 'public/index.html': 'v2' }, 'change index');
+  const second = await waitFor(site.id, (await trigger(site.id)).id);
+  expect(second.status).toBe('DEPLOYED');
+  expect(second.log).toMatch(/of a file taken as imported before is gone; importing every file again/);
+  expect(await fileOf(second.ipfsHash, 'big.txt')).toBe(big);
+  expect(await fileOf(second.ipfsHash, 'index.html')).toBe('v2');
 });
 
 test('retryDeploy builds the same commit again as a new deploy; the old one stays as it was', async () => {
