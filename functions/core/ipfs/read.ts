@@ -1,9 +1,14 @@
-/** Reads a file's bytes (or a range of them) back out of the blockstore. */
-import { exporter, type UnixFSEntry } from 'ipfs-unixfs-exporter';
+/**
+ * Reads a file's bytes (or a range of them) back out of the blockstore,
+ * from its CID or from the entry a path walk resolved (paths.ts), whose
+ * block is then not read again: a small file, its data inline in that one
+ * block, is answered from memory.
+ */
 import type { Blockstore } from 'interface-blockstore';
-import type { CID } from 'multiformats/cid';
+import { CID } from 'multiformats/cid';
 import { blockBuffers, lendable, type BufferPool } from '../buffer-pool.js';
-import { decodeFileNode, MalformedBlockError, type FileNode } from './unixfs-file.js';
+import { readEntry, type PathEntry } from './paths.js';
+import { decodeFileNode, linkCid, MalformedBlockError, UnixfsType, type FileNode } from './unixfs-file.js';
 
 export interface FileEntry {
   /** File length in bytes. */
@@ -27,20 +32,18 @@ const DAG_PB = 0x70;
 const RAW = 0x55;
 const IDENTITY = 0x00;
 
-type FileEntryNode = Extract<UnixFSEntry, { type: 'file' | 'raw' | 'identity' }>;
-
-async function resolve(blockstore: Blockstore, cid: CID, signal?: AbortSignal): Promise<FileEntryNode> {
-  const entry = await exporter(cid, blockstore, { signal });
-  if (entry.type !== 'file' && entry.type !== 'raw' && entry.type !== 'identity') throw new NotAFileError(`${cid} is a ${entry.type}`);
-  return entry;
-}
-
-/** The root as the exporter resolved it, in the shape the walk reads. */
-function rootNode(entry: FileEntryNode): FileNode {
-  if (entry.type !== 'file') return { data: entry.node, links: [] };
-  const sizes = entry.unixfs.blockSizes;
-  if (entry.node.Links.length !== sizes.length) throw new MalformedBlockError(`${entry.cid}: links and block sizes differ`);
-  return { data: entry.unixfs.data, links: entry.node.Links.map((l, i) => ({ cid: l.Hash, fileSize: Number(sizes[i]) })) };
+/** The root of a file as resolved, in the shape the walk reads; NotAFileError for anything else. */
+function rootNode(entry: PathEntry): FileNode {
+  if (entry.type !== 'file' && entry.type !== 'raw' && entry.type !== 'identity') throw new NotAFileError(`${entry.cid} is a ${entry.type}`);
+  if (entry.bytes) return { data: entry.bytes, links: [] };
+  const node = entry.dagPb;
+  if (!node || node.unixfs.type === UnixfsType.directory || node.unixfs.type === UnixfsType.hamtShard) throw new NotAFileError(`${entry.cid} is not a file`);
+  const sizes = node.unixfs.blockSizes;
+  const count = node.view.starts.length;
+  if (count !== sizes.length) throw new MalformedBlockError(`${entry.cid}: links and block sizes differ`);
+  const links = new Array<{ cid: CID; fileSize: number }>(count);
+  for (let i = 0; i < count; i++) links[i] = { cid: linkCid(node.view, i), fileSize: sizes[i]! };
+  return { data: node.unixfs.data, links };
 }
 
 /**
@@ -120,9 +123,14 @@ async function* walk(
   }
 }
 
-/** Resolves a CID to a file; throws NotFoundError-like errors when blocks are missing. */
-export async function openFile(blockstore: Blockstore, cid: CID, signal?: AbortSignal): Promise<FileEntry> {
-  const entry = await resolve(blockstore, cid, signal);
+/**
+ * A file by its CID, or by the entry resolvePath gave (its block already
+ * read); throws NotFoundError-like errors when blocks are missing,
+ * NotAFileError for a directory or non-UnixFS data.
+ */
+export async function openFile(blockstore: Blockstore, target: CID | PathEntry, signal?: AbortSignal): Promise<FileEntry> {
+  const cid = CID.asCID(target);
+  const entry = cid ? await readEntry(blockstore, cid, signal) : (target as PathEntry);
   const size = Number(entry.size);
   const root = rootNode(entry);
   return {
