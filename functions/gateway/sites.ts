@@ -12,7 +12,7 @@ import type { Blockstore } from 'interface-blockstore';
 import type { CID } from 'multiformats/cid';
 import type { HttpRequest } from '../core/http/types.js';
 import type { Services } from '../core/services.js';
-import { BadPathError, contentPath, encodePath, resolvePath, type ContentPath } from '../core/ipfs/paths.js';
+import { BadPathError, contentPath, encodePath, resolvePath, type ContentPath, type PathEntry } from '../core/ipfs/paths.js';
 import { resolveSite } from '../core/hosting/site-hosts.js';
 import { siteRules } from '../core/hosting/site-rules.js';
 import { matchRedirect, SiteFileError } from '../core/hosting/redirects.js';
@@ -33,7 +33,7 @@ function htmlAnswer(status: number, headers: Record<string, string>, title: stri
   return bytesAnswer(status, { ...headers, 'content-type': 'text/html; charset=utf-8' }, page(title, text));
 }
 
-type Found = { kind: 'file'; cid: CID; roots: CID[]; segments: string[] } | { kind: 'directory' };
+type Found = { kind: 'file'; entry: PathEntry; roots: CID[]; segments: string[] } | { kind: 'directory' };
 
 /**
  * A file at `segments`, or a directory's index.html. A directory asked for
@@ -43,11 +43,11 @@ type Found = { kind: 'file'; cid: CID; roots: CID[]; segments: string[] } | { ki
 async function find(blockstore: Blockstore, root: CID, segments: string[], trailingSlash: boolean, signal: AbortSignal): Promise<Found | undefined> {
   const found = await resolvePath(blockstore, root, segments, signal);
   if (!found) return undefined;
-  if (isFile(found)) return { kind: 'file', cid: found.entry.cid, roots: found.roots, segments };
+  if (isFile(found)) return { kind: 'file', entry: found.entry, roots: found.roots, segments };
   if (found.entry.type !== 'directory') return undefined;
   if (!trailingSlash) return { kind: 'directory' };
   const index = await indexOf(blockstore, found, signal);
-  return index ? { kind: 'file', cid: index.entry.cid, roots: found.roots, segments: [...segments, 'index.html'] } : undefined;
+  return index ? { kind: 'file', entry: index.entry, roots: found.roots, segments: [...segments, 'index.html'] } : undefined;
 }
 
 const rulesOf = <T>(rules: T | SiteFileError): T => {
@@ -61,7 +61,7 @@ async function answerPath(blockstore: Blockstore, root: CID, path: ContentPath, 
   const requested = `/${path.segments.join('/')}${path.trailingSlash && path.segments.length ? '/' : ''}`;
   const headers: Record<string, string> = { 'cache-control': cacheControl, 'x-content-type-options': 'nosniff', ...headersFor(rulesOf(rules.headers), requested) };
   const serve = async (found: Extract<Found, { kind: 'file' }>, status = 200) =>
-    fileAnswer(blockstore, found.cid, {
+    fileAnswer(blockstore, found.entry, {
       status,
       name: found.segments.at(-1) ?? 'index.html',
       headers: { ...headers, 'x-ipfs-path': `/ipfs/${root.toString()}${encodePath(found.segments)}`, 'x-ipfs-roots': rootsHeader(found.roots) },

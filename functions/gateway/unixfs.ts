@@ -9,7 +9,7 @@ import type { CID } from 'multiformats/cid';
 import { sniffType, SNIFF_BYTES, typeFromName } from '../core/http/content-type.js';
 import type { HttpRequest } from '../core/http/types.js';
 import { openFile, type FileEntry } from '../core/ipfs/read.js';
-import { listDirectory, resolvePath, type Resolved } from '../core/ipfs/paths.js';
+import { listDirectory, resolveUnder, type PathEntry, type Resolved } from '../core/ipfs/paths.js';
 import { serveRepresentation } from './responses.js';
 
 /** A response before the request's conditions and range are applied to it. */
@@ -31,13 +31,14 @@ async function head(file: FileEntry): Promise<Uint8Array> {
   return new Uint8Array(bytes);
 }
 
-/** A file's answer: Content-Type from `type`, else `name`, else its first bytes. */
+/** A file's answer, from the entry a path resolved to (its block is not read again): Content-Type from `type`, else `name`, else its first bytes. */
 export async function fileAnswer(
   blockstore: Blockstore,
-  cid: CID,
+  entry: PathEntry,
   options: { status?: number; name?: string; type?: string; headers?: Record<string, string>; signal?: AbortSignal },
 ): Promise<Answer> {
-  const file = await openFile(blockstore, cid, options.signal);
+  const cid = entry.cid;
+  const file = await openFile(blockstore, entry, options.signal);
   const type = options.type ?? (options.name === undefined ? undefined : typeFromName(options.name)) ?? sniffType(await head(file));
   return {
     status: options.status ?? 200,
@@ -75,9 +76,9 @@ export async function sendAnswer(req: HttpRequest, answer: Answer): Promise<Resp
   return new Response(await answer.open({ offset: 0, length: answer.size }), { status: answer.status, headers });
 }
 
-/** The directory's index.html, if it has one. */
+/** The directory's index.html, if it has one (looked up in the directory's block already read). */
 export async function indexOf(blockstore: Blockstore, dir: Resolved, signal?: AbortSignal): Promise<Resolved | undefined> {
-  const index = await resolvePath(blockstore, dir.entry.cid, ['index.html'], signal);
+  const index = await resolveUnder(blockstore, dir, ['index.html'], signal);
   return index && isFile(index) ? { entry: index.entry, roots: dir.roots } : undefined;
 }
 
