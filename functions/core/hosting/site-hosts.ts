@@ -43,7 +43,7 @@ export async function resolveSite(services: Services, address: SiteAddress): Pro
   const cached = slug === undefined ? undefined : cache?.getHost(slug);
   if (cached) {
     if (!cached.deployId || !cached.root) return { kind: 'unpublished', siteId: cached.siteId };
-    return { kind: 'deploy', siteId: cached.siteId, deployId: cached.deployId, root: CID.parse(cached.root), preview: false };
+    return { kind: 'deploy', siteId: cached.siteId, deployId: cached.deployId, root: cached.root, preview: false };
   }
   const readAt = cache?.purges ?? 0;
   const site = await siteAt(services, address);
@@ -53,6 +53,7 @@ export async function resolveSite(services: Services, address: SiteAddress): Pro
     if (slug !== undefined) cache?.setHost(slug, { siteId: site.id, deployId: null, root: null }, readAt);
     return { kind: 'unpublished', siteId: site.id };
   }
-  if (slug !== undefined) cache?.setHost(slug, { siteId: site.id, deployId: deploy.id, root: deploy.ipfsHash }, readAt);
-  return { kind: 'deploy', siteId: site.id, deployId: deploy.id, root: CID.parse(deploy.ipfsHash), preview: false };
+  const root = CID.parse(deploy.ipfsHash);
+  if (slug !== undefined) cache?.setHost(slug, { siteId: site.id, deployId: deploy.id, root }, readAt);
+  return { kind: 'deploy', siteId: site.id, deployId: deploy.id, root, preview: false };
 }

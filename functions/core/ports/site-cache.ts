@@ -8,6 +8,7 @@
  * to site ids is kept current (a CloudFront KeyValueStore,
  * functions/core/hosting/kvs-site-hosts.ts).
  */
+import type { CID } from 'multiformats/cid';
 
 /** How often a CDN change was already put off (0 the first time it is tried). */
 export interface CdnAttempt {
@@ -56,7 +57,8 @@ export interface CachedHost {
   siteId: string;
   /** The published deploy and its root CID, or null for a site with none. */
   deployId: string | null;
-  root: string | null;
+  /** Parsed once when kept (not on every request), and the same instance each time: its string form is computed once too. */
+  root: CID | null;
 }
 
 export interface SiteCache extends CdnPurger {
