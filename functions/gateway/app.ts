@@ -41,6 +41,11 @@ export function createGatewayHandler(services: Services, logger: Logger = servic
       if (content) return await serveCid(services, req, content);
       return textResponse(404, 'Not Found: paths are /ipfs/<cid>[/path]\n');
     } catch (err) {
+      // The client hung up (the door aborts the request's signal): whatever failed after that is no fault of ours, and nobody reads the answer.
+      if (req.signal.aborted) {
+        logger.debug('gateway request abandoned: the client disconnected', { method: req.method, host: req.headers.get('host'), path: req.rawPath, err: (err as Error)?.message });
+        return textResponse(499, 'Client Closed Request\n');
+      }
       if (content && isNotFound(err)) return textResponse(404, 'Not Found: this gateway holds no content with that CID\n');
       if (err instanceof NotAFileError) return textResponse(501, 'Not Implemented: this gateway serves UnixFS files and directories only\n');
       if ((err as Error)?.name === 'NoResolverError') return textResponse(501, 'Not Implemented: this gateway does not decode that CID\'s codec\n');
