@@ -75,7 +75,8 @@ export class HookDeliveryStore {
       new UpdateCommand({
         TableName: this.table,
         Key: this.key(siteId, deliveryId),
-        UpdateExpression: `SET ${set.map(([n]) => `${n} = :${n}`).join(', ')}`,
+        UpdateExpression: `SET ${set.map(([n]) => `#${n} = :${n}`).join(', ')}`,
+        ExpressionAttributeNames: Object.fromEntries(set.map(([n]) => [`#${n}`, n])),
         ExpressionAttributeValues: Object.fromEntries(set.map(([n, v]) => [`:${n}`, v])),
       }),
     );

@@ -12,6 +12,7 @@
  * SHA-256 digest. The context each value is sealed under binds it to its
  * site and use, so a sealed value copied to another site does not open.
  */
+import { timingSafeEqual } from 'node:crypto';
 import { DeleteCommand, GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { SecretSealer } from '../auth/secrets.js';
 import { newSortableId, tokenDigest } from '../ids.js';
@@ -138,7 +139,6 @@ export class SiteSecretStore {
     const out = await this.db.doc.send(new GetCommand({ TableName: this.table, Key: { pk: `BUILDHOOK#${hookId}`, sk: 'BUILDHOOK' }, ConsistentRead: true }));
     const item = out.Item;
     if (!item || typeof item.tokenDigest !== 'string') return undefined;
-    const { timingSafeEqual } = await import('node:crypto');
     const expected = Buffer.from(item.tokenDigest, 'hex');
     const given = Buffer.from(tokenDigest(token), 'hex');
     if (expected.length !== given.length || !timingSafeEqual(expected, given)) return undefined;

@@ -30,9 +30,12 @@ export function defaultRepositoryUsername(site: Site): string {
   }
 }
 
-/** The status of a site's secrets, read once per site and request. */
-const secretStatus = (ctx: GraphqlContext, siteId: string) => {
-  const cache = ((ctx as unknown as { secretStatus?: Map<string, ReturnType<GraphqlContext['services']['siteSecrets']['status']>> }).secretStatus ??= new Map());
+type SecretStatus = ReturnType<GraphqlContext['services']['siteSecrets']['status']>;
+/** Per request (its context), the status of each site's secrets: read once however many of its fields are asked for. */
+const statuses = new WeakMap<GraphqlContext, Map<string, SecretStatus>>();
+const secretStatus = (ctx: GraphqlContext, siteId: string): SecretStatus => {
+  let cache = statuses.get(ctx);
+  if (!cache) statuses.set(ctx, (cache = new Map()));
   let status = cache.get(siteId);
   if (!status) cache.set(siteId, (status = ctx.services.siteSecrets.status(siteId)));
   return status;
