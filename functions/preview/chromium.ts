@@ -1,0 +1,178 @@
+/**
+ * A Screenshotter driving a headless Chromium through playwright-core, for
+ * whichever Chromium the environment has: Debian's on one machine
+ * (functions/local/chromium-screenshotter.ts), @sparticuz/chromium's Amazon
+ * Linux build in the preview Lambda (lambda-chromium.ts). A ChromiumBuild
+ * says where the executable is and which flags it needs; the isolation
+ * flags below are added to every build's.
+ *
+ * One browser is launched on the first shot and kept for the next ones (a
+ * launch costs a second or more); each shot gets a context of its own, so
+ * one site never sees another's cookies or storage. The browser goes with
+ * close(), or is launched again when it died.
+ */
+import { access, constants } from 'node:fs/promises';
+import { chromium, type Browser, type BrowserContext } from 'playwright-core';
+import { ScreenshotError, type CaptureOptions, type Screenshotter } from '../core/ports/screenshotter.js';
+
+/** What every build is launched with, whatever its own flags. */
+export const ISOLATION_ARGS: readonly string[] = [
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  // The pages are the users' own: no name they use resolves, and WebRTC
+  // (which request routing does not see) sends nothing outside a proxy.
+  '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1',
+  '--force-webrtc-ip-handling-policy=disable_non_proxied_udp',
+];
+
+/** The flags of a Chromium installed on this machine (Debian's). */
+const INSTALLED_ARGS: readonly string[] = ['--headless', '--no-sandbox', '--disable-gpu'];
+
+/** A Chromium to launch: where it is and the flags it needs. */
+export interface ChromiumBuild {
+  /** What the deploy log names ("Chromium at /usr/bin/chromium"). */
+  readonly name: string;
+  /** The executable's path; rejects with a ScreenshotError saying why there is none. */
+  executablePath(): Promise<string>;
+  /** Its own flags (ISOLATION_ARGS are added). */
+  readonly args: readonly string[];
+}
+
+/** A Chromium installed at `path` (Debian's chromium package by default). */
+export function installedChromium(path: string): ChromiumBuild {
+  return {
+    name: `Chromium at ${path}`,
+    args: INSTALLED_ARGS,
+    async executablePath() {
+      try {
+        await access(path, constants.X_OK);
+      } catch {
+        throw new ScreenshotError(`no Chromium at ${path} (install chromium or set CAIRN_CHROMIUM_PATH)`);
+      }
+      return path;
+    },
+  };
+}
+
+/** How long an abandoned shot's context may take to close before the whole browser is. */
+const CLOSE_GRACE_MS = 5000;
+
+export class ChromiumScreenshotter implements Screenshotter {
+  readonly name: string;
+  private readonly build: ChromiumBuild;
+  private browser?: Promise<Browser>;
+  private closed = false;
+
+  /** A path is a Chromium installed there (installedChromium). */
+  constructor(build: ChromiumBuild | string) {
+    this.build = typeof build === 'string' ? installedChromium(build) : build;
+    this.name = this.build.name;
+  }
+
+  private launch(): Promise<Browser> {
+    if (this.closed) return Promise.reject(new ScreenshotError('the screenshotter was closed (the service is stopping)'));
+    if (this.browser) return this.browser;
+    const launching = (async () => {
+      const executablePath = await this.build.executablePath();
+      try {
+        // launch() gives the browser a fresh temporary profile, removed when it closes.
+        return await chromium.launch({ executablePath, args: [...this.build.args, ...ISOLATION_ARGS], headless: true, timeout: 30_000 });
+      } catch (err) {
+        throw new ScreenshotError(`${this.build.name} did not start: ${firstLine(err)}`);
+      }
+    })();
+    this.browser = launching;
+    launching.then(
+      (browser) => browser.on('disconnected', () => this.forget(launching)),
+      () => this.forget(launching),
+    );
+    return launching;
+  }
+
+  /** A browser that failed to start or died is launched again by the next shot. */
+  private forget(which: Promise<Browser>): void {
+    if (this.browser === which) this.browser = undefined;
+  }
+
+  async capture(url: string, options: CaptureOptions): Promise<Uint8Array> {
+    const target = new URL(url);
+    if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new ScreenshotError(`cannot take a picture of a ${target.protocol} URL`);
+    if (options.signal?.aborted) throw new ScreenshotError('the deploy was stopped');
+    let context: BrowserContext | undefined;
+    let abandoned = false;
+    const browser = this.launch();
+
+    const shot = (async () => {
+      const opened = await (await browser).newContext({
+        viewport: { width: options.width, height: options.height },
+        deviceScaleFactor: 1,
+        serviceWorkers: 'block',
+        acceptDownloads: false,
+      });
+      if (abandoned) {
+        await opened.close().catch(() => {});
+        throw new ScreenshotError('abandoned');
+      }
+      context = opened;
+      // Only the page's own origin: a site cannot make the service fetch elsewhere.
+      await opened.route('**/*', (route) => (new URL(route.request().url()).origin === target.origin ? route.continue() : route.abort('blockedbyclient')));
+      await opened.routeWebSocket(/.*/, (ws) => ws.close());
+      const page = await opened.newPage();
+      await page.goto(url, { waitUntil: 'load', timeout: options.timeoutMs });
+      return await page.screenshot({ type: 'png', timeout: options.timeoutMs });
+    })();
+
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    const stopped = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new ScreenshotError(`the page did not load and render within ${seconds(options.timeoutMs)}`)), options.timeoutMs);
+      onAbort = () => reject(new ScreenshotError('the deploy was stopped'));
+      options.signal?.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      return new Uint8Array(await Promise.race([shot, stopped]));
+    } catch (err) {
+      abandoned = true;
+      shot.catch(() => {}); // settles once its context is closed below
+      if (err instanceof ScreenshotError) throw err;
+      throw new ScreenshotError(`the page could not be captured: ${firstLine(err)}`);
+    } finally {
+      clearTimeout(timer);
+      if (onAbort) options.signal?.removeEventListener('abort', onAbort);
+      if (context) await this.closeContext(context, browser);
+    }
+  }
+
+  /**
+   * A page stuck in a script can keep its context from closing: then the
+   * whole browser goes (the next shot launches another).
+   */
+  private async closeContext(context: BrowserContext, browser: Promise<Browser>): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const closed = await Promise.race([
+      context.close().then(() => true, () => true),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), CLOSE_GRACE_MS))),
+    ]);
+    clearTimeout(timer);
+    if (!closed) {
+      this.forget(browser);
+      await (await browser).close().catch(() => {});
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const browser = this.browser;
+    this.browser = undefined;
+    if (browser) await (await browser.catch(() => undefined))?.close().catch(() => {});
+  }
+}
+
+function firstLine(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)).split('\n')[0]!;
+}
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
