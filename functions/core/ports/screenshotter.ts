@@ -1,8 +1,17 @@
 /**
- * Takes a picture of a web page: headless Chromium through playwright-core
- * on one machine (functions/local/chromium-screenshotter.ts). A Lambda
- * adapter (@sparticuz/chromium) can implement the same port later; the
- * deploy pipeline only knows this interface.
+ * Preview images of deploys, through two small ports.
+ *
+ * Screenshotter takes a picture of a web page: headless Chromium through
+ * playwright-core, Debian's on one machine, @sparticuz/chromium's in the
+ * preview Lambda (functions/preview/chromium.ts has both). Whoever holds
+ * one calls the preview step (functions/deploy-worker/steps/preview.ts),
+ * the one code path that serves the deploy's content, takes the picture,
+ * stores it and sets previewImage.
+ *
+ * PreviewTaker is for a worker that holds no browser (the deploy worker in
+ * AWS): it asks for the picture of a deploy that ended DEPLOYED and does not
+ * wait for it (functions/preview/lambda-preview-taker.ts invokes the preview
+ * Lambda asynchronously).
  */
 
 export interface CaptureOptions {
@@ -32,4 +41,19 @@ export interface Screenshotter {
 /** Why a picture could not be had, in words for a deploy log. */
 export class ScreenshotError extends Error {
   override name = 'ScreenshotError';
+}
+
+/** A deploy that ended DEPLOYED, as the preview function is asked to picture it. */
+export interface PreviewInput {
+  siteId: string;
+  deployId: string;
+  /** The deploy's root CID (its ipfsHash). */
+  root: string;
+}
+
+export interface PreviewTaker {
+  /** What logs name ("the preview function cairn-preview"). */
+  readonly name: string;
+  /** Asks for the deploy's picture and returns once asked (not taken); rejects when it could not even ask. */
+  deployed(deploy: PreviewInput): Promise<void>;
 }

@@ -1,9 +1,14 @@
 /**
  * The preview image of a deploy that ended DEPLOYED: a picture of its index
- * page (its publish directory served on 127.0.0.1 for the shot), stored on
- * IPFS, pinned and referenced by the deploy so collection keeps it while the
- * deploy exists. A picture that cannot be had leaves previewImage null and
- * the deploy as it is: the log says why.
+ * page, stored on IPFS, pinned and referenced by the deploy so collection
+ * keeps it while the deploy exists. A picture that cannot be had leaves
+ * previewImage null and the deploy as it is: the log says why.
+ *
+ * The one code path for every environment: the content is served on
+ * 127.0.0.1 for the shot, either the publish directory still on disk (the
+ * pipeline on one machine) or the deploy's DAG from the blockstore (the
+ * preview Lambda, functions/preview/deploy-content.ts); either way it is
+ * pictured, stored and recorded here.
  */
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -12,16 +17,34 @@ import { referenceCidOf } from '../../core/data/deploys.js';
 import { importFile } from '../../core/ipfs/import.js';
 import { pinRoot } from '../../core/storage/pins.js';
 import { ScreenshotError, type Screenshotter } from '../../core/ports/screenshotter.js';
-import { serveDirectory } from './serve-directory.js';
+import { serveDirectory, type ServedDirectory } from './serve-directory.js';
 
 export const PREVIEW_WIDTH = 1280;
 export const PREVIEW_HEIGHT = 800;
 
+/** What is pictured: served over HTTP on 127.0.0.1 while the shot is taken. */
+export interface PreviewContent {
+  /** Why there is no index page to picture (a log line's end), or undefined when there is one. */
+  missingIndex(): Promise<string | undefined>;
+  serve(): Promise<ServedDirectory>;
+}
+
+/** A publish directory on disk. */
+export function directoryContent(dir: string): PreviewContent {
+  return {
+    async missingIndex() {
+      const index = await stat(join(dir, 'index.html')).catch(() => undefined);
+      return index?.isFile() ? undefined : 'the publish directory has no index.html';
+    },
+    serve: () => serveDirectory(dir),
+  };
+}
+
 export interface PreviewRequest {
   siteId: string;
   deployId: string;
-  /** The built publish directory (still on disk). */
-  publish: string;
+  /** The built publish directory (still on disk), or other content to serve. */
+  publish: string | PreviewContent;
   screenshotter: Screenshotter;
   timeoutMs: number;
   signal: AbortSignal;
@@ -32,13 +55,14 @@ export interface PreviewRequest {
 export async function takePreview(services: Services, request: PreviewRequest): Promise<string | undefined> {
   const { log } = request;
   try {
-    const index = await stat(join(request.publish, 'index.html')).catch(() => undefined);
-    if (!index?.isFile()) {
-      log('No preview image: the publish directory has no index.html');
+    const content = typeof request.publish === 'string' ? directoryContent(request.publish) : request.publish;
+    const missing = await content.missingIndex();
+    if (missing) {
+      log(`No preview image: ${missing}`);
       return undefined;
     }
     const started = Date.now();
-    const served = await serveDirectory(request.publish);
+    const served = await content.serve();
     let png: Uint8Array;
     try {
       png = await request.screenshotter.capture(`${served.origin}/`, { width: PREVIEW_WIDTH, height: PREVIEW_HEIGHT, timeoutMs: request.timeoutMs, signal: request.signal });
