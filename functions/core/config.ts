@@ -110,12 +110,23 @@ export interface Config {
     /** The KeyValueStore mapping each site's host label (its slug) to its id, read by the distribution's viewer-request function. */
     siteHostsKvsArn?: string;
   };
-  /** Preview images of deploys (functions/local/chromium-screenshotter.ts). */
+  /** Preview images of deploys (functions/deploy-worker/steps/preview.ts). */
   preview: {
-    /** On locally unless CAIRN_PREVIEW=off; off in AWS, which has no browser adapter yet. */
+    /**
+     * On locally unless CAIRN_PREVIEW=off. Off in AWS unless CAIRN_PREVIEW=on
+     * (the stack sets it, with CAIRN_PREVIEW_FUNCTION, on the deploy worker).
+     */
     enabled: boolean;
-    /** The Chromium (or Chrome) executable. */
+    /** The Chromium (or Chrome) executable on this machine. */
     chromiumPath: string;
+    /**
+     * In AWS only (undefined locally): true when the preview function uses
+     * its bundled @sparticuz/chromium, false when CAIRN_CHROMIUM_PATH names
+     * another Chromium.
+     */
+    bundledChromium?: boolean;
+    /** In AWS: the preview Lambda the deploy worker invokes after a deploy ends DEPLOYED (CAIRN_PREVIEW_FUNCTION, a name or ARN). */
+    functionName?: string;
     /** Past this one shot is abandoned and the deploy has no preview image. */
     timeoutMs: number;
   };
@@ -258,6 +269,8 @@ export function loadConfig(env: Env = process.env): Config {
     preview: {
       enabled: bool(env, 'CAIRN_PREVIEW', runtime === 'local'),
       chromiumPath: absolutePath(env, 'CAIRN_CHROMIUM_PATH', '/usr/bin/chromium'),
+      bundledChromium: runtime === 'aws' ? opt(env, 'CAIRN_CHROMIUM_PATH') === undefined : undefined,
+      functionName: opt(env, 'CAIRN_PREVIEW_FUNCTION'),
       timeoutMs: positive(env, 'CAIRN_PREVIEW_TIMEOUT', 30, 'seconds') * 1000,
     },
   };
