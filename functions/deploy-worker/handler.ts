@@ -1,17 +1,17 @@
 /**
  * Lambda door of the deploy worker: SQS messages (deploys to run),
  * CodeBuild state changes (builds that ended) and the EventBridge Scheduler
- * tick, told apart by their shape (worker.ts).
+ * tick, told apart by their shape (worker.ts). Deploys that end DEPLOYED
+ * are handed to the preview function when the stack has one.
  */
 import middy from '@middy/core';
 import type { SQSEvent } from 'aws-lambda';
 import { loadConfig } from '../core/config.js';
 import { createServices, type Services } from '../core/services.js';
-import type { PipelineOptions } from './pipeline.js';
 import { isCodeBuildStateChange } from './codebuild-runner.js';
-import { awsPipeline, buildEnded, runScheduledTick, takeDeploys } from './worker.js';
+import { awsPipeline, buildEnded, runScheduledTick, takeDeploys, type WorkerOptions } from './worker.js';
 
-let ready: Promise<{ services: Services; pipeline: PipelineOptions }> | undefined;
+let ready: Promise<{ services: Services; pipeline: WorkerOptions }> | undefined;
 
 async function start() {
   const services = await createServices(loadConfig());

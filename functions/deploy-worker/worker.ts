@@ -11,6 +11,11 @@
  *  - the scheduled tick (every minute): end deploys running past any time a
  *    worker could still be moving them, send queued deploys whose message
  *    was lost again, and collect garbage (in AWS the only place that does).
+ *
+ * A deploy that ends DEPLOYED here (either kind of run) gets its preview
+ * image from the preview Lambda, asked without waiting (WorkerOptions.previews):
+ * the worker has no browser, so the pipeline's own preview step is not run
+ * here but there, on the deploy's DAG (functions/preview/handler.ts).
  */
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +27,7 @@ import { BuildRefused, type BuildRunner, type DetachedBuildRunner } from '../cor
 import { parseQueueMessage } from '../core/hosting/sqs-deploy-queue.js';
 import { retryCdnChange } from '../core/hosting/site-host-map.js';
 import { collectGarbage, type CollectionResult } from '../core/storage/collect.js';
+import type { PreviewTaker } from '../core/ports/screenshotter.js';
 import { resumeDeploy, runDeploy, type PipelineOptions } from './pipeline.js';
 import { buildEndOf, type CodeBuildStateChange } from './codebuild-runner.js';
 import { DeployLog } from './deploy-log.js';
@@ -35,8 +41,14 @@ const noBuilds: BuildRunner = {
   },
 };
 
-/** The pipeline as it runs in AWS: builds in CodeBuild, checkouts under /tmp. */
-export async function awsPipeline(services: Services): Promise<PipelineOptions> {
+/** The pipeline's options, and what the worker does after a run. */
+export interface WorkerOptions extends PipelineOptions {
+  /** Asked for the picture of each deploy that ended DEPLOYED; none: no preview images. */
+  previews?: PreviewTaker;
+}
+
+/** The pipeline as it runs in AWS: builds in CodeBuild, checkouts under /tmp, pictures by the preview Lambda. */
+export async function awsPipeline(services: Services): Promise<WorkerOptions> {
   const { config } = services;
   let runner: BuildRunner | DetachedBuildRunner = noBuilds;
   if (config.build.codeBuildProject && config.blockBucket) {
@@ -45,9 +57,18 @@ export async function awsPipeline(services: Services): Promise<PipelineOptions> 
     const { CodeBuildRunner } = await import('./codebuild-runner.js');
     runner = new CodeBuildRunner(new CodeBuildClient({ region: config.region }), new S3Client({ region: config.region }), config.blockBucket, config.build.codeBuildProject);
   }
+  let previews: PreviewTaker | undefined;
+  if (config.preview.enabled && config.preview.functionName) {
+    const { LambdaClient } = await import('@aws-sdk/client-lambda');
+    const { LambdaPreviewTaker } = await import('../preview/lambda-preview-taker.js');
+    previews = new LambdaPreviewTaker(new LambdaClient({ region: config.region }), config.preview.functionName);
+  } else if (config.preview.enabled) {
+    services.logger.warn('CAIRN_PREVIEW is on but CAIRN_PREVIEW_FUNCTION is unset: no preview images');
+  }
   return {
     services,
     runner,
+    previews,
     workspace: join(tmpdir(), 'cairn-builds'),
     // A warm instance deploys the same repositories again: what it fetched stays in its /tmp.
     sources: { dir: join(tmpdir(), 'cairn-sources'), keep: KEPT_REPOSITORIES.lambda },
@@ -62,7 +83,7 @@ export async function awsPipeline(services: Services): Promise<PipelineOptions> 
  * dead-letter queue after a few tries. A CDN change is tried again; one
  * that could not even be put off again goes back to the queue likewise.
  */
-export async function takeDeploys(pipeline: PipelineOptions, event: SQSEvent): Promise<SQSBatchResponse> {
+export async function takeDeploys(pipeline: WorkerOptions, event: SQSEvent): Promise<SQSBatchResponse> {
   const { services } = pipeline;
   const batchItemFailures: SQSBatchResponse['batchItemFailures'] = [];
   for (const record of event.Records) {
@@ -85,7 +106,7 @@ export async function takeDeploys(pipeline: PipelineOptions, event: SQSEvent): P
         services.logger.info('deploy no longer queued; nothing to do', { ...message });
         continue;
       }
-      await runDeploy(pipeline, claimed, new AbortController().signal);
+      await askForPreview(pipeline, await runDeploy(pipeline, claimed, new AbortController().signal));
     } catch (err) {
       services.logger.error('a deploy message could not be handled', { ...message, err });
       batchItemFailures.push({ itemIdentifier: record.messageId });
@@ -95,7 +116,7 @@ export async function takeDeploys(pipeline: PipelineOptions, event: SQSEvent): P
 }
 
 /** A CodeBuild build ended: the deploy it built goes on (or ends) from there. */
-export async function buildEnded(pipeline: PipelineOptions, event: CodeBuildStateChange): Promise<Deploy | undefined> {
+export async function buildEnded(pipeline: WorkerOptions, event: CodeBuildStateChange): Promise<Deploy | undefined> {
   const { services } = pipeline;
   const ended = buildEndOf(event);
   if (!ended) {
@@ -104,7 +125,29 @@ export async function buildEnded(pipeline: PipelineOptions, event: CodeBuildStat
   }
   const deploy = await services.deploys.get(ended.siteId, ended.deployId);
   if (!deploy || deploy.status !== 'IN_PROGRESS') return undefined;
-  return resumeDeploy(pipeline, deploy, ended.end);
+  const done = await resumeDeploy(pipeline, deploy, ended.end);
+  await askForPreview(pipeline, done);
+  return done;
+}
+
+/**
+ * Asks for the picture of a run's deploy if it ended DEPLOYED (a run handed
+ * to CodeBuild has not ended yet). Never throws: a request that could not be
+ * made leaves previewImage null, says so at the end of the deploy's log, and
+ * the deploy is DEPLOYED all the same.
+ */
+export async function askForPreview(pipeline: WorkerOptions, deploy: Deploy | undefined): Promise<void> {
+  const { services, previews } = pipeline;
+  if (!previews || deploy?.status !== 'DEPLOYED' || !deploy.ipfsHash) return;
+  const of = { siteId: deploy.siteId, deployId: deploy.id };
+  try {
+    await previews.deployed({ ...of, root: deploy.ipfsHash });
+  } catch (err) {
+    services.logger.error('could not ask for a preview image', { ...of, previews: previews.name, err });
+    const log = await DeployLog.continued(services.deployLogs, deployLogKey(deploy.siteId, deploy.id), services.logger);
+    log.line('No preview image: it could not be asked for (the service log has the details)');
+    await log.close();
+  }
 }
 
 export interface TickResult {
