@@ -143,7 +143,7 @@ export async function askForPreview(pipeline: WorkerOptions, deploy: Deploy | un
   try {
     await previews.deployed({ ...of, root: deploy.ipfsHash });
   } catch (err) {
-    services.logger.error('could not ask for a preview image', { ...of, previews: previews.name, err });
+    services.logger.warn('could not ask for a preview image', { ...of, previews: previews.name, err });
     const log = await DeployLog.continued(services.deployLogs, deployLogKey(deploy.siteId, deploy.id), services.logger);
     log.line('No preview image: it could not be asked for (the service log has the details)');
     await log.close();
