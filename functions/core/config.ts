@@ -130,6 +130,20 @@ export interface Config {
     /** Past this one shot is abandoned and the deploy has no preview image. */
     timeoutMs: number;
   };
+  /** Deploy notifications (functions/core/hosting/notifications.ts). */
+  notifications: {
+    /** The first retry's delay in seconds, doubled for each one after (at most 900 s); CAIRN_NOTIFICATION_RETRY_BASE, 10 by default. */
+    retryBaseSeconds: number;
+    /** How long a failing delivery is tried again before it is given up (one hour). */
+    retryForSeconds: number;
+    /**
+     * Whether notification URLs may lead to loopback, private, link-local or
+     * unique-local addresses: on locally (a receiver on this machine), off in
+     * AWS (no requests into the VPC or to the metadata service).
+     * CAIRN_NOTIFICATION_PRIVATE_ADDRESSES; it also allows http:// URLs.
+     */
+    allowPrivateAddresses: boolean;
+  };
 }
 
 type Env = Record<string, string | undefined>;
@@ -272,6 +286,11 @@ export function loadConfig(env: Env = process.env): Config {
       bundledChromium: runtime === 'aws' ? opt(env, 'CAIRN_CHROMIUM_PATH') === undefined : undefined,
       functionName: opt(env, 'CAIRN_PREVIEW_FUNCTION'),
       timeoutMs: positive(env, 'CAIRN_PREVIEW_TIMEOUT', 30, 'seconds') * 1000,
+    },
+    notifications: {
+      retryBaseSeconds: positive(env, 'CAIRN_NOTIFICATION_RETRY_BASE', 10, 'seconds'),
+      retryForSeconds: 3600,
+      allowPrivateAddresses: bool(env, 'CAIRN_NOTIFICATION_PRIVATE_ADDRESSES', runtime === 'local'),
     },
   };
 }

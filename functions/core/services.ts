@@ -19,6 +19,9 @@ import { SiteStore } from './data/sites.js';
 import { DeployStore } from './data/deploys.js';
 import { SiteSecretStore } from './data/site-secrets.js';
 import { HookDeliveryStore } from './data/hook-deliveries.js';
+import { NotificationUrlStore } from './data/notification-urls.js';
+import { NotificationDeliveryStore } from './data/notification-deliveries.js';
+import { recordOnlyOutbox, type NotificationOutbox } from './ports/notifications.js';
 import { createSealer } from './auth/secrets.js';
 import { createIpfsNode, type IpfsNode } from './ipfs/node.js';
 import { LocalUploadGate, type UploadGate } from './storage/gate.js';
@@ -53,6 +56,12 @@ export interface Services {
   siteSecrets: SiteSecretStore;
   /** Git host webhook deliveries already taken (so a redelivery acts once). */
   hookDeliveries: HookDeliveryStore;
+  /** Sites' deploy notification URLs (their signing secrets sealed). */
+  notificationUrls: NotificationUrlStore;
+  /** Deploy notifications recorded, pending or done (the outbox's truth). */
+  notificationDeliveries: NotificationDeliveryStore;
+  /** Gets recorded notifications sent: the local server's loop, or the deploy queue in AWS (set by the entry point; recording only by default). */
+  notificationOutbox: NotificationOutbox;
   /** The IPFS node, started on first use (the GraphQL function never needs one). */
   ipfs(): Promise<IpfsNode>;
   /** Uploads hold it shared from import to commit; garbage collection holds it alone. */
@@ -132,6 +141,9 @@ export async function createServices(config: Config, logger: Logger = createLogg
     deploys: new DeployStore(db),
     siteSecrets: new SiteSecretStore(db, sealer),
     hookDeliveries: new HookDeliveryStore(db),
+    notificationUrls: new NotificationUrlStore(db, sealer),
+    notificationDeliveries: new NotificationDeliveryStore(db),
+    notificationOutbox: sqsQueue ?? recordOnlyOutbox,
     deployLogs: await createLogStore(config),
     deployQueue: sqsQueue ?? pollingQueue,
     cdn: await createCdnPurger(config, cdnRetries, logger),
@@ -154,7 +166,7 @@ export async function createServices(config: Config, logger: Logger = createLogg
  * changes put off); otherwise the deploys table alone is the queue (the
  * local server sets its own worker).
  */
-async function createSqsQueue(config: Config): Promise<(DeployQueue & CdnRetries) | undefined> {
+async function createSqsQueue(config: Config): Promise<(DeployQueue & CdnRetries & NotificationOutbox) | undefined> {
   if (!config.deployQueueUrl) return undefined;
   const { SQSClient } = await import('@aws-sdk/client-sqs');
   const { CodeBuildClient } = await import('@aws-sdk/client-codebuild');

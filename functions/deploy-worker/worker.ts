@@ -6,6 +6,8 @@
  *    invocation ends with the deploy still building; or a CDN change put
  *    off (`{ kind: 'purge' | 'site-host', ..., attempt }`, delayed by its
  *    back-off): try it again, which puts it off once more if it fails again;
+ *    or a deploy notification (`{ kind: 'notification', ... }`): one attempt
+ *    of its delivery, put off again with its back-off if it fails;
  *  - a CodeBuild state-change event: take the deploy up where the build
  *    left it (import, pin, publish), or end it with the build's failure;
  *  - the scheduled tick (every minute): end deploys running past any time a
@@ -26,6 +28,7 @@ import { deployLogKey } from '../core/ports/log-store.js';
 import { BuildRefused, type BuildRunner, type DetachedBuildRunner } from '../core/ports/build-runner.js';
 import { parseQueueMessage } from '../core/hosting/sqs-deploy-queue.js';
 import { retryCdnChange } from '../core/hosting/site-host-map.js';
+import { sendNotification } from '../core/hosting/notifications.js';
 import { collectGarbage, type CollectionResult } from '../core/storage/collect.js';
 import type { PreviewTaker } from '../core/ports/screenshotter.js';
 import { resumeDeploy, runDeploy, type PipelineOptions } from './pipeline.js';
@@ -90,6 +93,14 @@ export async function takeDeploys(pipeline: WorkerOptions, event: SQSEvent): Pro
     const parsed = parseQueueMessage(record.body);
     if (!parsed) {
       services.logger.warn('a deploy queue message that names no deploy; dropped', { messageId: record.messageId });
+      continue;
+    }
+    if (parsed.kind === 'notification') {
+      const ref = { siteId: parsed.siteId, urlId: parsed.urlId, deliveryId: parsed.deliveryId };
+      await sendNotification(services, ref).catch((err: unknown) => {
+        services.logger.error('a deploy notification could not be attempted; the queue tries again', { ...ref, err });
+        batchItemFailures.push({ itemIdentifier: record.messageId });
+      });
       continue;
     }
     if (parsed.kind !== 'deploy') {

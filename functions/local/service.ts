@@ -24,6 +24,7 @@ import { LocalDeployQueue } from './deploy-queue.js';
 import { BwrapRunner } from './bwrap-runner.js';
 import { ChromiumScreenshotter } from './chromium-screenshotter.js';
 import { LocalSiteCache } from './site-cache.js';
+import { LocalNotificationOutbox } from './notification-outbox.js';
 import { KEPT_REPOSITORIES } from '../deploy-worker/limits.js';
 
 export interface LocalService {
@@ -123,12 +124,14 @@ export async function startLocalService(config: Config, logger: Logger = createL
     cfg.build.concurrency,
     logger.child({ fn: 'deploys' }),
   );
+  const notifications = new LocalNotificationOutbox(services, logger.child({ fn: 'notifications' }));
   let collector: NodeJS.Timeout | undefined;
   let collecting: Promise<unknown> = Promise.resolve();
   const stop = async () => {
     clearInterval(collector);
     await collecting;
     await deploys.stop();
+    await notifications.stop();
     await screenshotter?.close();
     await Promise.all(
       servers.map(
@@ -144,10 +147,12 @@ export async function startLocalService(config: Config, logger: Logger = createL
   try {
     const bootstrap = await bootstrapAccounts(services);
     services.deployQueue = deploys;
+    services.notificationOutbox = notifications;
     const siteCache = new LocalSiteCache(cfg.sites.cacheBytes);
     services.siteCache = siteCache;
     services.cdn = siteCache;
     await deploys.start();
+    notifications.start();
     const { host, ports } = cfg;
     servers.push(await serve('graphql', 'CAIRN_API_PORT', createGraphqlHandler(services), ports.api, host, logger));
     servers.push(await serve('s3', 'CAIRN_S3_PORT', createS3Handler(services), ports.s3, host, logger));

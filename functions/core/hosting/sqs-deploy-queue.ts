@@ -12,12 +12,18 @@
  * `CdnRetries`): a purge CloudFront refused (15 wildcard invalidations in
  * flight at most) or a host-map write that failed, as a message delayed by
  * its back-off (cdn-retry.ts), which the worker tries again.
+ *
+ * And deploy notifications (ports/notifications.ts): `{ kind: 'notification',
+ * siteId, urlId, deliveryId }`, delayed by the delivery's back-off; the
+ * worker makes the attempt (hosting/notifications.ts sendNotification).
  */
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { CodeBuildClient } from '@aws-sdk/client-codebuild';
 import type { Deploy } from '../data/deploys.js';
 import type { DeployQueue } from '../ports/deploy-queue.js';
 import type { CdnRetries, CdnRetry } from '../ports/site-cache.js';
+import type { NotificationOutbox } from '../ports/notifications.js';
+import type { DeliveryRef } from '../data/notification-deliveries.js';
 import { SQS_MAX_DELAY_SECONDS } from './cdn-retry.js';
 
 /** The body of a deploy queue message (no `kind`: the shape messages had before the queue carried anything else). */
@@ -27,7 +33,7 @@ export interface DeployMessage {
 }
 
 /** Any message on the deploy queue: a deploy to run, or a CDN change to try again. */
-export type QueueMessage = ({ kind: 'deploy' } & DeployMessage) | CdnRetry;
+export type QueueMessage = ({ kind: 'deploy' } & DeployMessage) | CdnRetry | ({ kind: 'notification' } & DeliveryRef);
 
 const isString = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
 const isAttempt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
@@ -40,10 +46,11 @@ export function parseQueueMessage(body: string): QueueMessage | undefined {
     return undefined;
   }
   if (!parsed || typeof parsed !== 'object') return undefined;
-  const { kind, siteId, deployId, label, attempt } = parsed;
+  const { kind, siteId, deployId, label, attempt, urlId, deliveryId } = parsed;
   if ((kind === undefined || kind === 'deploy') && isString(siteId) && isString(deployId)) return { kind: 'deploy', siteId, deployId };
   if (kind === 'purge' && isString(siteId) && isAttempt(attempt)) return { kind, siteId, attempt };
   if (kind === 'site-host' && isString(label) && isAttempt(attempt)) return { kind, label, attempt };
+  if (kind === 'notification' && isString(siteId) && isString(urlId) && isString(deliveryId)) return { kind, siteId, urlId, deliveryId };
   return undefined;
 }
 
@@ -52,7 +59,7 @@ export function parseDeployMessage(body: string): DeployMessage | undefined {
   return message?.kind === 'deploy' ? { siteId: message.siteId, deployId: message.deployId } : undefined;
 }
 
-export class SqsDeployQueue implements DeployQueue, CdnRetries {
+export class SqsDeployQueue implements DeployQueue, CdnRetries, NotificationOutbox {
   constructor(
     private readonly sqs: SQSClient,
     private readonly queueUrl: string,
@@ -69,6 +76,13 @@ export class SqsDeployQueue implements DeployQueue, CdnRetries {
     const { SendMessageCommand } = await import('@aws-sdk/client-sqs');
     const DelaySeconds = Math.max(0, Math.min(SQS_MAX_DELAY_SECONDS, Math.round(delaySeconds)));
     await this.sqs.send(new SendMessageCommand({ QueueUrl: this.queueUrl, MessageBody: JSON.stringify(retry), DelaySeconds }));
+  }
+
+  async queued(delivery: DeliveryRef, delaySeconds: number): Promise<void> {
+    const { SendMessageCommand } = await import('@aws-sdk/client-sqs');
+    const DelaySeconds = Math.max(0, Math.min(SQS_MAX_DELAY_SECONDS, Math.round(delaySeconds)));
+    const message = { kind: 'notification', siteId: delivery.siteId, urlId: delivery.urlId, deliveryId: delivery.deliveryId };
+    await this.sqs.send(new SendMessageCommand({ QueueUrl: this.queueUrl, MessageBody: JSON.stringify(message), DelaySeconds }));
   }
 
   async cancelled(deploy: Deploy): Promise<void> {

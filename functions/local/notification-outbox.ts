@@ -1,0 +1,87 @@
+/**
+ * The local server's sender of deploy notifications: a loop in this
+ * process over the deliveries recorded PENDING (data/notification-deliveries.ts),
+ * woken when one is recorded and polling every second for retries that
+ * came due. The table is the outbox, so a restart loses nothing: what was
+ * pending (or in flight when the process died) is sent when it starts.
+ *
+ * One delivery per URL at a time, oldest first, so a URL sees a deploy's
+ * events in the order they happened (a delivery waiting for its retry
+ * does not hold the newer ones back). Nothing here may take the process
+ * down: every failure is caught, logged, and tried again at the next look.
+ */
+import type { Services } from '../core/services.js';
+import type { Logger } from '../core/logger.js';
+import type { NotificationOutbox } from '../core/ports/notifications.js';
+import { refOf, sendNotification } from '../core/hosting/notifications.js';
+
+const POLL_MS = 1000;
+/** Deliveries in flight at once (each to a different URL). */
+const CONCURRENCY = 8;
+
+export class LocalNotificationOutbox implements NotificationOutbox {
+  private readonly inFlight = new Map<string, Promise<unknown>>();
+  private readonly controller = new AbortController();
+  private timer?: NodeJS.Timeout;
+  private pumping?: Promise<void>;
+  private again = false;
+  private stopped = false;
+
+  constructor(
+    private readonly services: Services,
+    private readonly logger: Logger,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.wake(), POLL_MS);
+    this.timer.unref();
+    this.wake();
+  }
+
+  async queued(): Promise<void> {
+    this.wake();
+  }
+
+  private wake(): void {
+    if (this.stopped) return;
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.pumping = this.pump()
+      .catch((err: unknown) => this.logger.error('the notification outbox could not look for deliveries; it looks again shortly', { err }))
+      .finally(() => {
+        this.pumping = undefined;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+        }
+      });
+  }
+
+  private async pump(): Promise<void> {
+    if (this.inFlight.size >= CONCURRENCY) return;
+    for (const delivery of await this.services.notificationDeliveries.due(new Date(), 50)) {
+      if (this.stopped || this.inFlight.size >= CONCURRENCY) break;
+      // The URL's older delivery goes first; this one is looked at again when it is done.
+      if (this.inFlight.has(delivery.urlId)) continue;
+      const ref = refOf(delivery);
+      const sending = sendNotification(this.services, ref, { signal: this.controller.signal })
+        .catch((err: unknown) => this.logger.error('a deploy notification attempt failed; tried again at the next look', { ...ref, err }))
+        .finally(() => {
+          this.inFlight.delete(delivery.urlId);
+          this.wake();
+        });
+      this.inFlight.set(delivery.urlId, sending);
+    }
+  }
+
+  /** Stops looking; attempts in flight are cut short and stay pending for the next start. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    this.controller.abort();
+    await this.pumping;
+    await Promise.allSettled([...this.inFlight.values()]);
+  }
+}
