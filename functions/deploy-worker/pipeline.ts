@@ -33,6 +33,7 @@ import { importDirectory, PublishDirectoryError } from '../core/ipfs/import-dire
 import type { Screenshotter } from '../core/ports/screenshotter.js';
 import { takePreview } from './steps/preview.js';
 import { purgeSite } from '../core/hosting/deploys.js';
+import { notifyDeploy } from '../core/hosting/notifications.js';
 import { checkSiteFiles } from '../core/hosting/site-rules.js';
 
 export interface PipelineOptions {
@@ -231,6 +232,8 @@ class DeployTurn {
     } else {
       log.line(claimed.preview ? 'A preview: not published' : 'Auto-publishing is off: not published (publishDeploy publishes it)');
     }
+    await notifyDeploy(services, 'SUCCEEDED', done);
+    if (done.publishedNow) await notifyDeploy(services, 'PUBLISHED', done);
     // After DEPLOYED, and before the workspace goes: the picture is of the
     // built directory. The log so far is written first, for readers of a
     // DEPLOYED deploy while the picture is taken.
@@ -260,7 +263,9 @@ class DeployTurn {
     const reason = known ? (err as Error).message : 'an internal error stopped the deploy (the service log has the details)';
     if (!known) services.logger.error('deploy failed on an internal error', { deployId: claimed.id, siteId: claimed.siteId, err });
     log.line(`Failed: ${reason}`);
-    return await this.finish({ status: 'FAILED', reason });
+    const ended = await this.finish({ status: 'FAILED', reason });
+    await notifyDeploy(services, 'FAILED', ended);
+    return ended;
   }
 
   /** Lets go of what the turn held, however it ended. */
@@ -317,6 +322,7 @@ export async function runDeploy(options: PipelineOptions, claimed: Deploy, signa
       turn.repository = { commit: cloned.commit, branch: cloned.branch, owner: cloned.owner, name: cloned.name, message: cloned.message };
       turn.known = cloned.known;
       await turn.advance('building', { repository: turn.repository });
+      await notifyDeploy(services, 'BUILDING', { ...claimed, phase: 'building', repository: turn.repository });
 
       const build = claimed.build ?? { env: {} };
       const base = await insideCheckout(checkout, build.baseDirectory);

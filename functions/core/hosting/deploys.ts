@@ -10,6 +10,7 @@ import type { Site } from '../data/sites.js';
 import { parseRepositoryUrl } from './repository-url.js';
 import { deployLogKey } from '../ports/log-store.js';
 import { syncSiteHostOf } from './site-host-map.js';
+import { notifyDeploy } from './notifications.js';
 
 /** Owner and name for the deploy's `repository`, from a URL the site already holds. */
 function ownerAndName(url: string): { owner: string | null; name: string | null } {
@@ -89,6 +90,7 @@ async function enqueue(services: Services, site: Site, init: Omit<NewDeploy, 'si
     // The record is the queue: a worker polling finds it anyway.
     services.logger.warn('could not wake the deploy queue; the deploy waits for the next poll', { deployId: deploy.id, err });
   });
+  await notifyDeploy(services, 'CREATED', deploy);
   return deploy;
 }
 
@@ -210,5 +212,6 @@ export async function publishDeploy(services: Services, site: Site, deployId: st
   if (deploy.status !== 'DEPLOYED') throw new DeployRequestError(`Deploy ${deployId} is ${deploy.status}; only a DEPLOYED deploy can be published.`, 'deployId');
   if (deploy.preview) throw new DeployRequestError(`Deploy ${deployId} is a pull-request preview; previews are not published.`, 'deployId');
   if (!(await publishToSite(services, site.id, deployId, { onlyIfNewer: false }))) throw new DeployNotFoundError();
+  await notifyDeploy(services, 'PUBLISHED', { ...deploy, published: true });
   return deploy;
 }
