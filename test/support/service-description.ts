@@ -29,7 +29,7 @@ export const OBJECTS: Record<string, Record<string, string>> = {
 
 /** Fields Cairn adds to the described types (issue 22: previews, hooks, private repositories). */
 export const ADDED_FIELDS: Record<string, Record<string, string>> = {
-  Site: { webhookUrl: 'String!', webhookSecretSet: 'Boolean!', repositoryTokenSet: 'Boolean!', repositoryUsername: 'String', buildHooks: '[BuildHook!]!' },
+  Site: { webhookUrl: 'String!', webhookSecretSet: 'Boolean!', repositoryTokenSet: 'Boolean!', repositoryUsername: 'String', buildHooks: '[BuildHook!]!', notificationUrls: '[NotificationUrl!]!' },
   Deploy: { preview: 'Boolean!', pullRequest: 'PullRequest' },
 };
 
@@ -91,4 +91,6 @@ export const ADDED_MUTATIONS: Record<string, string> = {
   setRepositoryToken: '(siteId: ID!, token: String, username: String): Site',
   createBuildHook: '(siteId: ID!, name: String!, branch: String): NewBuildHook',
   deleteBuildHook: '(siteId: ID!, buildHookId: ID!): Boolean',
+  addNotificationUrl: '(siteId: ID!, url: String!, events: [DeployEvent!]): NewNotificationUrl',
+  removeNotificationUrl: '(siteId: ID!, notificationUrlId: ID!): Boolean',
 };

@@ -6,14 +6,16 @@ import { DateTime } from '../scalars.js';
 import { deployResolvers } from './deploys.js';
 import { hookResolvers } from './hooks.js';
 import { keyResolvers } from './keys.js';
+import { notificationResolvers } from './notifications.js';
 import { siteResolvers } from './sites.js';
 import { teamResolvers } from './teams.js';
 
 export const resolvers = {
   DateTime,
   Query: { ...siteResolvers.Query, ...deployResolvers.Query, ...teamResolvers.Query, ...keyResolvers.Query },
-  Mutation: { ...siteResolvers.Mutation, ...deployResolvers.Mutation, ...teamResolvers.Mutation, ...keyResolvers.Mutation, ...hookResolvers.Mutation },
-  Site: { ...siteResolvers.Site, ...hookResolvers.Site },
+  Mutation: { ...siteResolvers.Mutation, ...deployResolvers.Mutation, ...teamResolvers.Mutation, ...keyResolvers.Mutation, ...hookResolvers.Mutation, ...notificationResolvers.Mutation },
+  Site: { ...siteResolvers.Site, ...hookResolvers.Site, ...notificationResolvers.Site },
+  NotificationUrl: notificationResolvers.NotificationUrl,
   BuildSettings: siteResolvers.BuildSettings,
   SiteSource: siteResolvers.SiteSource,
   Deploy: { ...deployResolvers.Deploy, ...hookResolvers.Deploy },
