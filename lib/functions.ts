@@ -1,8 +1,9 @@
 /**
  * One Cairn Lambda function: a NodejsFunction bundled by esbuild as ESM for
- * Node on ARM, with its own log group. The handler files live under
- * functions/<name>/handler.ts and export `handler`.
+ * Node (on ARM unless it needs x86_64), with its own log group. The handler
+ * files live under functions/<name>/handler.ts and export `handler`.
  */
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Duration, type Size } from 'aws-cdk-lib';
@@ -63,6 +64,61 @@ export interface CairnFunctionProps {
   readonly ephemeralStorageSize?: Size;
   /** @default - none: the account's unreserved pool */
   readonly reservedConcurrentExecutions?: number;
+  /** @default ARM_64 */
+  readonly architecture?: Architecture;
+  /**
+   * Packages left out of the esbuild bundle and copied, with their
+   * dependencies as package-lock.json has them, into the bundle's
+   * node_modules: for packages that must keep their own files beside their
+   * code (@sparticuz/chromium's packed binary) or do not survive bundling.
+   * Copied from this checkout's node_modules, so synthesis stays offline.
+   */
+  readonly externalPackages?: readonly string[];
+}
+
+/**
+ * The lock file paths (`node_modules/a`, `node_modules/a/node_modules/b`) of
+ * `names` and everything they depend on, resolved as Node resolves them.
+ */
+export function packageClosure(names: readonly string[], lockFile = path.join(PROJECT_ROOT, 'package-lock.json')): string[] {
+  const packages: Record<string, { dependencies?: Record<string, string>; optionalDependencies?: Record<string, string> }> = JSON.parse(
+    fs.readFileSync(lockFile, 'utf8'),
+  ).packages;
+  const resolve = (from: string, name: string): string | undefined => {
+    for (let dir = from; ; ) {
+      const candidate = `${dir ? `${dir}/` : ''}node_modules/${name}`;
+      if (packages[candidate]) return candidate;
+      if (!dir) return undefined;
+      const up = dir.lastIndexOf('/node_modules/');
+      dir = up < 0 ? '' : dir.slice(0, up);
+    }
+  };
+  const seen = new Set<string>();
+  const visit = (at: string) => {
+    if (seen.has(at)) return;
+    seen.add(at);
+    const entry = packages[at]!;
+    for (const name of Object.keys(entry.dependencies ?? {})) {
+      const found = resolve(at, name);
+      if (!found) throw new Error(`${at} depends on ${name}, which package-lock.json does not hold`);
+      visit(found);
+    }
+    for (const name of Object.keys(entry.optionalDependencies ?? {})) {
+      const found = resolve(at, name);
+      if (found) visit(found);
+    }
+  };
+  for (const name of names) {
+    const found = resolve('', name);
+    if (!found) throw new Error(`${name} is not in package-lock.json: npm install it`);
+    visit(found);
+  }
+  return [...seen].sort();
+}
+
+/** The shell commands that copy packages (lock file paths) from the repository into a bundle. */
+export function packageCopyCommands(lockPaths: readonly string[], inputDir: string, outputDir: string): string[] {
+  return lockPaths.map((p) => `mkdir -p "${outputDir}/${path.posix.dirname(p)}" && cp -R "${inputDir}/${p}" "${outputDir}/${p}"`);
 }
 
 export class CairnFunction extends Construct {
@@ -75,13 +131,18 @@ export class CairnFunction extends Construct {
     this.logGroup = new LogGroup(this, 'Logs', { retention: RetentionDays.ONE_MONTH });
 
     const extraFiles = props.extraFiles ?? [];
+    const externalPackages = props.externalPackages ?? [];
+    const copiedPackages = externalPackages.length ? packageClosure(externalPackages) : [];
     const commandHooks: ICommandHooks | undefined =
-      extraFiles.length === 0
+      extraFiles.length === 0 && copiedPackages.length === 0
         ? undefined
         : {
             beforeBundling: () => [],
             beforeInstall: () => [],
-            afterBundling: (inputDir: string, outputDir: string) => extraFileCommands(extraFiles, inputDir, outputDir),
+            afterBundling: (inputDir: string, outputDir: string) => [
+              ...extraFileCommands(extraFiles, inputDir, outputDir),
+              ...packageCopyCommands(copiedPackages, inputDir, outputDir),
+            ],
           };
 
     this.function = new NodejsFunction(this, 'Function', {
@@ -91,7 +152,7 @@ export class CairnFunction extends Construct {
       projectRoot: PROJECT_ROOT,
       depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
       runtime: RUNTIME,
-      architecture: Architecture.ARM_64,
+      architecture: props.architecture ?? Architecture.ARM_64,
       memorySize: props.memorySize,
       timeout: props.timeout,
       ephemeralStorageSize: props.ephemeralStorageSize,
@@ -107,7 +168,7 @@ export class CairnFunction extends Construct {
         sourceMap: true,
         sourceMapMode: SourceMapMode.DEFAULT,
         bundleAwsSDK: true,
-        externalModules: LOCAL_ONLY_MODULES,
+        externalModules: [...LOCAL_ONLY_MODULES, ...externalPackages],
         commandHooks,
       },
     });
