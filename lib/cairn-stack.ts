@@ -6,7 +6,9 @@
  * deploy worker, a CodeBuild project for site builds with a rule that hands
  * their ends to the worker, and the schedule of the worker's tick. Sites are
  * served through one CloudFront distribution in front of the gateway
- * (lib/site-cdn.ts), which publishing and purgeCache invalidate.
+ * (lib/site-cdn.ts), which publishing and purgeCache invalidate. Deploys
+ * that end DEPLOYED get their preview image from a function of their own
+ * (lib/preview.ts), which the worker invokes without waiting.
  *
  * It synthesizes offline: no context lookups, no account or region lookups.
  */
@@ -30,6 +32,7 @@ import { CairnData, pascal } from './data.js';
 import { PLAYGROUND_ASSETS, PLAYGROUND_BUNDLE_DIR } from '../functions/graphql/playground-assets.js';
 import { CairnFunction, LAMBDA_SCHEMA_PATH } from './functions.js';
 import { SiteCdn, sitesDomainOf } from './site-cdn.js';
+import { DeployPreviews } from './preview.js';
 import { BUILD_QUEUED_TIMEOUT_MINUTES, codeBuildTimeoutMinutes, DEFAULT_BUILD_IMAGE, DEPLOY_BUILDS_PREFIX, WORKER_TIMEOUT_MINUTES } from '../functions/deploy-worker/limits.js';
 
 /** The GraphiQL playground's files, copied into the GraphQL function's bundle. */
@@ -100,6 +103,8 @@ export interface CairnFunctions {
   readonly s3: NodejsFunction;
   readonly gateway: NodejsFunction;
   readonly deployWorker: NodejsFunction;
+  /** Takes the preview images of deploys (lib/preview.ts). */
+  readonly preview: NodejsFunction;
 }
 
 /** `accounts` → `CAIRN_ACCOUNTS_TABLE`, the variable the runtime reads the physical name from. */
@@ -124,6 +129,7 @@ export class CairnStack extends Stack {
   readonly buildProject: Project;
   readonly buildEnded: Rule;
   readonly siteCdn: SiteCdn;
+  readonly previews: DeployPreviews;
 
   constructor(scope: Construct, id: string, props: CairnStackProps = {}) {
     super(scope, id, props);
@@ -247,7 +253,11 @@ export class CairnStack extends Stack {
       targets: [new LambdaFunction(deployWorker, { retryAttempts: 20, maxEventAge: Duration.hours(2) })],
     });
 
-    this.functions = { graphql, s3, gateway, deployWorker };
+    // Preview images: the worker asks, the preview function takes them (lib/preview.ts).
+    this.previews = new DeployPreviews(this, 'Previews', { data, environment, deployWorker });
+    const preview = this.previews.function;
+
+    this.functions = { graphql, s3, gateway, deployWorker, preview };
 
     // Least privilege: each function gets exactly what it uses.
     tables.accounts.grantReadWriteData(graphql);
@@ -315,7 +325,7 @@ export class CairnStack extends Stack {
     // URLs, never a function's own (a function's URL depends on the function).
     // The gateway gets none of the others: the S3 function already depends on
     // the gateway's URL, so the reverse would be a cycle.
-    for (const fn of [graphql, s3, deployWorker]) {
+    for (const fn of [graphql, s3, deployWorker, preview]) {
       fn.addEnvironment('CAIRN_GATEWAY_URL', this.gatewayUrl.url);
       if (!publicGatewayUrl) fn.addEnvironment('CAIRN_PUBLIC_GATEWAY_URL', this.gatewayUrl.url);
     }

@@ -1,7 +1,8 @@
 /**
  * The synthesized Cairn stack: tables (derived from TABLES), block bucket,
- * KMS key, the four bundled functions, least-privilege IAM, endpoints, the
- * worker schedule and the outputs.
+ * KMS key, the five bundled functions (the preview function's with
+ * Chromium beside it), least-privilege IAM, endpoints, the worker schedule
+ * and the outputs.
  *
  * The stack is built once (real esbuild bundling) and shared by every test.
  */
@@ -15,7 +16,8 @@ import type { IConstruct } from 'constructs';
 import { TABLES, indexKeys, type TableName } from '../../functions/core/data/tables.js';
 import { CairnStack, tableEnvVar, type CairnFunctions } from '../../lib/cairn-stack.js';
 import { pascal } from '../../lib/data.js';
-import { PROJECT_ROOT, REQUIRE_BANNER } from '../../lib/functions.js';
+import { PROJECT_ROOT, REQUIRE_BANNER, packageClosure } from '../../lib/functions.js';
+import { PREVIEW_EXTERNAL_PACKAGES } from '../../lib/preview.js';
 import { VIEWER_REQUEST_CODE_PATH } from '../../lib/site-cdn.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -73,7 +75,7 @@ function refs(value: Json, into: Set<string> = new Set()): Set<string> {
 
 const arr = <T>(v: T | T[] | undefined): T[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
 
-const FUNCTION_NAMES = ['graphql', 's3', 'gateway', 'deployWorker'] as const;
+const FUNCTION_NAMES = ['graphql', 's3', 'gateway', 'deployWorker', 'preview'] as const;
 type FunctionName = (typeof FUNCTION_NAMES)[number];
 
 function fn(name: FunctionName): IFunction {
@@ -278,18 +280,20 @@ const EXPECTED: Record<FunctionName, { dir: string; memory: number; timeout: num
   s3: { dir: 's3', memory: 1024, timeout: 60 },
   gateway: { dir: 'gateway', memory: 1024, timeout: 60 },
   deployWorker: { dir: 'deploy-worker', memory: 2048, timeout: 900 },
+  preview: { dir: 'preview', memory: 1600, timeout: 60 },
 };
 
 describe('functions', () => {
-  test('exactly four Lambda functions (no custom-resource helpers)', () => {
-    template.resourceCountIs('AWS::Lambda::Function', 4);
+  test('exactly five Lambda functions (no custom-resource helpers)', () => {
+    template.resourceCountIs('AWS::Lambda::Function', 5);
   });
 
   test.each(FUNCTION_NAMES.map((n) => [n]))('%s: runtime, handler, arch, memory, timeout, logs, env', (name) => {
     const p = fnResource(name).Properties;
     expect(p.Runtime).toMatch(/^nodejs(22|24)\.x$/);
     expect(p.Handler).toBe('index.handler');
-    expect(p.Architectures).toEqual(['arm64']);
+    // @sparticuz/chromium ships x64 binaries only; everything else runs on ARM.
+    expect(p.Architectures).toEqual([name === 'preview' ? 'x86_64' : 'arm64']);
     expect(p.MemorySize).toBe(EXPECTED[name].memory);
     expect(p.Timeout).toBe(EXPECTED[name].timeout);
     expect(p.TracingConfig).toBeUndefined();
@@ -352,7 +356,7 @@ describe('functions', () => {
 
   test('each function has its own role', () => {
     const roles = FUNCTION_NAMES.map((n) => JSON.stringify(fnResource(n).Properties.Role));
-    expect(new Set(roles).size).toBe(4);
+    expect(new Set(roles).size).toBe(FUNCTION_NAMES.length);
   });
 });
 
@@ -432,6 +436,84 @@ describe('least privilege', () => {
         }
       }
     }
+  });
+});
+
+// ---------------------------------------------------------------- preview images
+
+describe('preview images', () => {
+  const previewId = () => id(fn('preview'));
+
+  test('preview: reads sites; reads and writes deploys (previewImage) and objects (its reference, the upload gate); bucket read/write; no accounts, no KMS', () => {
+    const a = access('preview');
+    expect(a.tables).toEqual(['deploys', 'objects', 'sites']);
+    expect(a.readTables).toEqual(['deploys', 'objects', 'sites']);
+    expect(a.writeTables).toEqual(['deploys', 'objects']);
+    expect(a.bucketRead).toBe(true);
+    expect(a.bucketWrite).toBe(true);
+    expect(a.kmsActions).toEqual([]);
+    expect(a.referenced).not.toContain(id(stack.data.tables.accounts));
+    expect(a.actions.filter((x) => !/^(dynamodb|s3):/.test(x))).toEqual([]);
+  });
+
+  test('the worker may invoke the preview function and no other; no other function may invoke anything', () => {
+    for (const name of FUNCTION_NAMES) {
+      const invoke = statements(name).filter((s) => arr<string>(s.Action).some((x) => x.startsWith('lambda:')));
+      if (name !== 'deployWorker') {
+        expect(invoke).toEqual([]);
+        continue;
+      }
+      expect(invoke.flatMap((s) => arr<string>(s.Action))).toEqual(['lambda:InvokeFunction']);
+      const targets = invoke.flatMap((s) => arr<Json>(s.Resource));
+      expect(targets.length).toBeGreaterThan(0);
+      for (const r of targets) expect([...refs(r)]).toEqual([previewId()]);
+    }
+  });
+
+  test('the worker is told CAIRN_PREVIEW=on and the function; the preview function the gateway URL its images are under; nobody else either', () => {
+    const w = fnResource('deployWorker').Properties.Environment.Variables;
+    expect(w.CAIRN_PREVIEW).toBe('on');
+    expect(w.CAIRN_PREVIEW_FUNCTION).toEqual({ Ref: previewId() });
+    for (const name of FUNCTION_NAMES.filter((n) => n !== 'deployWorker')) {
+      const vars = fnResource(name).Properties.Environment.Variables;
+      expect(vars.CAIRN_PREVIEW).toBeUndefined();
+      expect(vars.CAIRN_PREVIEW_FUNCTION).toBeUndefined();
+    }
+    const [[urlId]] = ofType('AWS::Lambda::Url').filter(([, u]) => refs(u.Properties.TargetFunctionArn).has(id(fn('gateway'))));
+    const p = fnResource('preview').Properties.Environment.Variables;
+    expect(p.CAIRN_GATEWAY_URL).toEqual({ 'Fn::GetAtt': [urlId, 'FunctionUrl'] });
+    expect(p.CAIRN_CHROMIUM_PATH).toBeUndefined(); // its own @sparticuz/chromium
+  });
+
+  test('an asynchronous request is not retried and waits at most an hour', () => {
+    template.resourceCountIs('AWS::Lambda::EventInvokeConfig', 1);
+    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      FunctionName: { Ref: previewId() },
+      MaximumRetryAttempts: 0,
+      MaximumEventAgeInSeconds: 3600,
+    });
+  });
+
+  test('@sparticuz/chromium and playwright-core are left out of the bundle and copied beside it with their dependencies', () => {
+    const dir = assetDir('preview');
+    const map = JSON.parse(fs.readFileSync(path.join(dir, 'index.mjs.map'), 'utf8'));
+    expect(map.sources.some((s: string) => /node_modules\/(@sparticuz\/chromium|playwright-core)\//.test(s))).toBe(false);
+    const closure = packageClosure(PREVIEW_EXTERNAL_PACKAGES);
+    expect(closure).toEqual(expect.arrayContaining(['node_modules/@sparticuz/chromium', 'node_modules/playwright-core', 'node_modules/tar-fs']));
+    for (const p of closure) expect(fs.existsSync(path.join(dir, p, 'package.json'))).toBe(true);
+    expect(fs.statSync(path.join(dir, 'node_modules/@sparticuz/chromium/bin/chromium.br')).size).toBeGreaterThan(30e6);
+    // No other bundle carries them.
+    for (const name of FUNCTION_NAMES.filter((n) => n !== 'preview')) expect(fs.existsSync(path.join(assetDir(name), 'node_modules'))).toBe(false);
+  });
+
+  test('the preview bundle, outside the repository, resolves @sparticuz/chromium and playwright-core from its own node_modules', () => {
+    const dir = assetDir('preview');
+    const probe =
+      "Promise.all([import('@sparticuz/chromium'), import('playwright-core')]).then(([c, p]) => {" +
+      " if (!Array.isArray(c.default.args) || typeof p.chromium.launch !== 'function') process.exit(1);" +
+      " console.log(import.meta.resolve('@sparticuz/chromium')); }, (e) => { console.error(e); process.exit(1); });";
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', probe], { cwd: dir, env: { PATH: process.env.PATH }, timeout: 30_000 }).toString();
+    expect(out.trim()).toBe(`file://${fs.realpathSync(dir)}/node_modules/@sparticuz/chromium/build/index.js`);
   });
 });
 
@@ -667,8 +749,8 @@ describe('deploy pipeline', () => {
     }
   });
 
-  test('s3 and gateway have no queue or CodeBuild permission', () => {
-    for (const name of ['s3', 'gateway'] as const) {
+  test('s3, gateway and preview have no queue or CodeBuild permission', () => {
+    for (const name of ['s3', 'gateway', 'preview'] as const) {
       expect(access(name).actions.filter((a) => /^(sqs|codebuild):/.test(a))).toEqual([]);
     }
   });
@@ -682,13 +764,13 @@ describe('sites CDN', () => {
   const functionId = () => id(stack.siteCdn.viewerRequest);
   const gatewayUrlId = () => id(stack.gatewayUrl);
 
-  test('one distribution, one CloudFront Function, one KeyValueStore, one cache policy; still four Lambda functions', () => {
+  test('one distribution, one CloudFront Function, one KeyValueStore, one cache policy; still five Lambda functions', () => {
     template.resourceCountIs('AWS::CloudFront::Distribution', 1);
     template.resourceCountIs('AWS::CloudFront::Function', 1);
     template.resourceCountIs('AWS::CloudFront::KeyValueStore', 1);
     template.resourceCountIs('AWS::CloudFront::CachePolicy', 1);
     template.resourceCountIs('AWS::CloudFront::OriginRequestPolicy', 0);
-    template.resourceCountIs('AWS::Lambda::Function', 4);
+    template.resourceCountIs('AWS::Lambda::Function', 5);
   });
 
   test('the viewer-request function: JS runtime 2.0, the store associated, the code as the repository has it, published', () => {
@@ -763,8 +845,8 @@ describe('sites CDN', () => {
     }
   });
 
-  test('the gateway and the S3 function have no CloudFront permission, and nothing of the CDN in their environment', () => {
-    for (const name of ['gateway', 's3'] as const) {
+  test('the gateway, the S3 and the preview function have no CloudFront permission, and nothing of the CDN in their environment', () => {
+    for (const name of ['gateway', 's3', 'preview'] as const) {
       expect(access(name).actions.filter((a) => a.startsWith('cloudfront'))).toEqual([]);
       const vars = fnResource(name).Properties.Environment.Variables;
       expect(vars.CAIRN_CDN_DISTRIBUTION_ID).toBeUndefined();
@@ -866,6 +948,7 @@ describe('outputs', () => {
 });
 
 test('synthesis (with real bundling) stays fast', () => {
-  // Not a correctness check: a warning light if bundling grows slow.
-  expect(synthSeconds).toBeLessThan(60);
+  // Not a correctness check: a warning light if bundling grows slow
+  // (five bundles, the preview function's with ~95 MB of Chromium copied beside it).
+  expect(synthSeconds).toBeLessThan(75);
 });
