@@ -17,6 +17,7 @@ import { exporter } from 'ipfs-unixfs-exporter';
 import { CID } from 'multiformats/cid';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SQSEvent } from 'aws-lambda';
@@ -30,6 +31,7 @@ import { createServices, type Services } from '../../functions/core/services.js'
 import { ensureTables } from '../../functions/core/data/dynamo.js';
 import type { Deploy } from '../../functions/core/data/deploys.js';
 import { isRootPinned } from '../../functions/core/storage/pins.js';
+import { listen } from '../../functions/core/http/node.js';
 
 const QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/cairn-deploys';
 const BUCKET = 'cairn-preview-bucket';
@@ -143,8 +145,15 @@ async function bytesOf(cid: CID): Promise<Uint8Array> {
 }
 
 test('after DEPLOYED the worker invokes the preview function asynchronously; its handler pins a 1280×800 picture of the DAG and sets previewImage', async () => {
+  // Another origin on this machine: the page asks it for an image, which the shot must refuse.
+  let beacons = 0;
+  const other = createServer((_, res) => {
+    beacons++;
+    res.writeHead(404).end();
+  });
+  const otherPort = await listen(other, 0, '127.0.0.1');
   const deploy = await deployed({
-    'index.html': '<!doctype html><link rel="stylesheet" href="/style.css"><body><h1>hello</h1><img src="https://example.com/tracker.png"></body>',
+    'index.html': `<!doctype html><link rel="stylesheet" href="/style.css"><body><h1>hello</h1><img src="http://127.0.0.1:${otherPort}/beacon.png"><img src="https://example.com/tracker.png"></body>`,
     'style.css': 'html, body { margin: 0; background: rgb(255, 0, 0); } h1, img { display: none; }',
   });
   const { input, payload } = invoked();
@@ -168,6 +177,9 @@ test('after DEPLOYED the worker invokes the preview function asynchronously; its
   const log = await logOf(deploy);
   expect(log).toContain('Published');
   expect(log.trim().split('\n').at(-1)).toMatch(new RegExp(`Preview image \\(\\d+\\.\\d s, @sparticuz/chromium\\): ${outcome.previewImage}$`));
+
+  expect(beacons).toBe(0);
+  other.close();
 
   // Lambda may deliver an event twice: the second finds the picture taken.
   expect(await preview(payload, lambdaContext())).toEqual({ outcome: 'skipped', why: 'the deploy has its picture already' });
