@@ -12,6 +12,7 @@ import { createNodeServer, listen } from '../core/http/node.js';
 import type { HttpHandler } from '../core/http/types.js';
 import { cidOf } from '../core/ipfs/cid.js';
 import { resolvePath } from '../core/ipfs/paths.js';
+import { isNotFound } from '../core/ipfs/read.js';
 import { serveSite } from '../gateway/sites.js';
 import { textResponse } from '../gateway/responses.js';
 import type { PreviewContent } from '../deploy-worker/steps/preview.js';
@@ -24,7 +25,11 @@ export function deployContent(services: Services, siteId: string, deployId: stri
   return {
     async missingIndex() {
       const node = await services.ipfs();
-      const index = await resolvePath(node.blockstore, cidOf(root), ['index.html']);
+      // A root that is no directory (content deployed by CID may be a single file) has no index either.
+      const index = await resolvePath(node.blockstore, cidOf(root), ['index.html']).catch((err: unknown) => {
+        if (isNotFound(err)) throw err; // missing blocks are ours to report, not the site's
+        return undefined;
+      });
       return index && FILE_TYPES.has(index.entry.type) ? undefined : 'the deploy has no index.html';
     },
     async serve() {
