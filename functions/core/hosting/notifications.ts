@@ -82,7 +82,8 @@ export function notificationPayload(services: Services, event: DeployEvent, site
       branch: deploy.repository?.branch ?? null,
       ipfsHash: deploy.ipfsHash ?? null,
       url: at.deploy,
-      published: deploy.published === true,
+      // The record says so only once the site points at it; the event itself is the news.
+      published: event === 'PUBLISHED' || deploy.published === true,
       preview: deploy.preview === true,
       createdAt: deploy.createdAt,
       startedAt: deploy.startedAt ?? null,
