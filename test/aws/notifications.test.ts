@@ -1,0 +1,233 @@
+/**
+ * Deploy notifications as they run in AWS, with SQS recorded by
+ * aws-sdk-client-mock: the GraphQL Lambda only records a delivery and puts
+ * a `notification` message on the deploy queue (it never sends one itself),
+ * refuses URLs that lead to private addresses (the AWS rule is on because
+ * the config is a Lambda's), and the deploy worker's handler makes each
+ * attempt from the queue, putting a failed one off with DelaySeconds that
+ * double up to 900 s, and giving up after an hour with a log line. The
+ * records are in the embedded DynamoDB.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { SendMessageCommand, SQSClient, type SendMessageCommandInput } from '@aws-sdk/client-sqs';
+import { mockClient } from 'aws-sdk-client-mock';
+import type { SQSEvent } from 'aws-lambda';
+import { startTestService, type TestService } from '../support/service.js';
+import { dataOf, graphqlClient, importGraphqlLambda, newAccount, onlyError, type AccountFixture } from '../support/graphql.js';
+import { lambdaFetch } from '../support/lambda-door.js';
+import { loadConfig } from '../../functions/core/config.js';
+import { createServices, type Services } from '../../functions/core/services.js';
+import { ensureTables } from '../../functions/core/data/dynamo.js';
+import { NotificationDeliveryStore } from '../../functions/core/data/notification-deliveries.js';
+import { parseQueueMessage, SqsDeployQueue } from '../../functions/core/hosting/sqs-deploy-queue.js';
+import { retryDelaySeconds } from '../../functions/core/hosting/notifications.js';
+import { takeDeploys, type WorkerOptions } from '../../functions/deploy-worker/worker.js';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+
+const QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/cairn-deploys';
+const sqs = mockClient(SQSClient);
+
+const sent = () =>
+  sqs.commandCalls(SendMessageCommand).map((c) => {
+    const input = c.args[0].input as SendMessageCommandInput;
+    return { queue: input.QueueUrl, body: JSON.parse(input.MessageBody!), delay: input.DelaySeconds };
+  });
+const notificationMessages = () => sent().filter((m) => m.body.kind === 'notification');
+
+let service: TestService;
+let aws: Services;
+let a: AccountFixture;
+let client: ReturnType<typeof graphqlClient>;
+let worker: (event: unknown) => Promise<any>;
+let receiver: Server;
+let receiverPort: number;
+const hits: Array<{ signature: string | undefined; delivery: string | undefined }> = [];
+const saved = { ...process.env };
+
+beforeAll(async () => {
+  service = await startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_PREVIEW: 'off' });
+  const env: Record<string, string> = {
+    AWS_LAMBDA_FUNCTION_NAME: 'cairn-test',
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE',
+    AWS_SECRET_ACCESS_KEY: 'secret',
+    DYNAMODB_ENDPOINT: service.env.DYNAMODB_ENDPOINT!,
+    CAIRN_TABLE_PREFIX: 'notify-',
+    CAIRN_DATA_DIR: service.dataDir,
+    CAIRN_SECRET_KEY: randomBytes(32).toString('hex'),
+    CAIRN_DEPLOY_QUEUE_URL: QUEUE_URL,
+    CAIRN_LOG_LEVEL: 'warn',
+    CAIRN_SCHEMA_PATH: join(process.cwd(), 'schema.graphql'),
+  };
+  delete process.env.AWS_PROFILE;
+  Object.assign(process.env, env);
+  aws = await createServices(loadConfig(env));
+  await ensureTables(aws.db);
+  a = await newAccount({ services: aws } as TestService, 'notify');
+  client = graphqlClient({ name: 'Lambda door', fetch: lambdaFetch(await importGraphqlLambda()) }, 'https://api.example.com/graphql');
+  worker = ((await import('../../functions/deploy-worker/handler.js')) as any).handler;
+  receiver = createServer((req, res) => {
+    hits.push({ signature: req.headers['x-cairn-signature'] as string | undefined, delivery: req.headers['x-cairn-delivery'] as string | undefined });
+    req.resume();
+    res.writeHead(204).end();
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
+  receiverPort = (receiver.address() as AddressInfo).port;
+}, 60_000);
+
+afterAll(async () => {
+  await aws?.close();
+  await service?.close();
+  await new Promise<void>((r) => (receiver ? receiver.close(() => r()) : r()));
+  process.env = saved;
+});
+
+beforeEach(() => {
+  sqs.reset();
+  sqs.on(SendMessageCommand).resolves({ MessageId: randomUUID() });
+});
+
+const gql = (query: string, variables: Record<string, unknown> = {}) => client.gql(a.apiKey, query, variables);
+const sqsEvent = (body: unknown): SQSEvent => ({
+  Records: [{ messageId: randomUUID(), receiptHandle: 'r', body: JSON.stringify(body), attributes: {} as never, messageAttributes: {}, md5OfBody: '', eventSource: 'aws:sqs', eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:cairn-deploys', awsRegion: 'us-east-1' }],
+});
+const createSite = async () =>
+  dataOf(await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', { input: { deploySettings: { source: { ipfs: { cid: 'bafkqaaa' } } } } })).createSite as { id: string; slug: string };
+const addUrl = (siteId: string, url: string, events?: string[]) =>
+  gql('mutation ($s: ID!, $u: String!, $e: [DeployEvent!]) { addNotificationUrl(siteId: $s, url: $u, events: $e) { notificationUrl { id } secret } }', { s: siteId, u: url, e: events });
+
+test('the AWS composition sends notifications through the deploy queue, and refuses private addresses', () => {
+  expect(aws.notificationOutbox).toBeInstanceOf(SqsDeployQueue);
+  expect(aws.config.notifications.allowPrivateAddresses).toBe(false);
+  expect(service.services.notificationOutbox.constructor.name).toBe('LocalNotificationOutbox');
+});
+
+test('queue messages: a notification names its site, URL and delivery; anything less is refused', () => {
+  expect(parseQueueMessage(JSON.stringify({ kind: 'notification', siteId: 's', urlId: 'u', deliveryId: 'd' }))).toEqual({ kind: 'notification', siteId: 's', urlId: 'u', deliveryId: 'd' });
+  for (const bad of [{ kind: 'notification', siteId: 's', urlId: 'u' }, { kind: 'notification', siteId: 's', deliveryId: 'd' }, { kind: 'notification', siteId: '', urlId: 'u', deliveryId: 'd' }]) {
+    expect(parseQueueMessage(JSON.stringify(bad))).toBeUndefined();
+  }
+});
+
+test.each([
+  ['http:// (https only in AWS)', 'http://8.8.8.8/hook', /https:\/\//],
+  ['loopback', 'https://127.0.0.1/hook', /127\.0\.0\.1/],
+  ['the metadata service', 'https://169.254.169.254/latest/meta-data/', /169\.254\.169\.254/],
+  ['a VPC address', 'https://10.0.12.7/hook', /10\.0\.12\.7/],
+  ['IPv6 loopback', 'https://[::1]/hook', /::1/],
+  ['IPv6 unique-local', 'https://[fd00::5]/hook', /fd00::5/],
+  ['localhost', 'https://localhost/hook', /localhost/],
+])('the GraphQL Lambda refuses a URL to %s', async (_, url, why) => {
+  const site = await createSite();
+  const err = onlyError(await addUrl(site.id, url));
+  expect(err.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'url' });
+  expect(err.message).toMatch(why);
+  expect(await aws.notificationUrls.list(site.id)).toEqual([]);
+});
+
+test('triggerDeploy through the GraphQL Lambda records the CREATED delivery and queues it; nothing is sent from the request', async () => {
+  const site = await createSite();
+  const url = dataOf(await addUrl(site.id, 'https://8.8.8.8/cairn-hook', ['CREATED'])).addNotificationUrl.notificationUrl;
+  sqs.resetHistory();
+  const deploy = dataOf(await gql('mutation ($s: ID!) { triggerDeploy(siteId: $s) { id } }', { s: site.id })).triggerDeploy;
+  const [delivery] = await aws.notificationDeliveries.listOfUrl(site.id, url.id, 10);
+  expect(delivery).toMatchObject({ deployId: deploy.id, event: 'CREATED', status: 'PENDING', attempt: 0 });
+  expect(JSON.parse(delivery!.body)).toMatchObject({ event: 'CREATED', deploy: { id: deploy.id, siteId: site.id, status: 'IN_PROGRESS' }, site: { id: site.id, slug: site.slug } });
+  expect(sent()).toEqual([
+    { queue: QUEUE_URL, body: { siteId: site.id, deployId: deploy.id }, delay: undefined },
+    { queue: QUEUE_URL, body: { kind: 'notification', siteId: site.id, urlId: url.id, deliveryId: delivery!.id }, delay: 0 },
+  ]);
+});
+
+describe('the deploy worker takes notifications off the queue', () => {
+  /** A URL recorded as if its name had resolved to a public address when added, pointing at `target` now (DNS changed). */
+  async function recordedUrl(target: string) {
+    const site = await createSite();
+    const url = await aws.notificationUrls.add(site.id, { url: target, events: ['CREATED'], secret: 'whsec_aws' });
+    return { site, url };
+  }
+
+  test('an address that turned private is not connected to: the attempt is recorded and put off, doubling, capped at 900 s', async () => {
+    const { site, url } = await recordedUrl(`https://127.0.0.1:${receiverPort}/hook`);
+    const delivery = await aws.notificationDeliveries.create({ siteId: site.id, urlId: url.id, deployId: 'd1', event: 'CREATED', body: '{}' });
+    const ref = { siteId: site.id, urlId: url.id, deliveryId: delivery.id };
+    const result = await worker(sqsEvent({ kind: 'notification', ...ref }));
+    expect(result).toEqual({ batchItemFailures: [] });
+    expect(hits).toEqual([]);
+    const after = await aws.notificationDeliveries.get(ref);
+    expect(after).toMatchObject({ status: 'PENDING', attempt: 1, statusCode: null, error: expect.stringMatching(/127\.0\.0\.1 is a loopback/) });
+    expect(notificationMessages()).toEqual([{ queue: QUEUE_URL, body: { kind: 'notification', ...ref }, delay: 10 }]);
+    // The message coming back when due makes the second attempt, put off twice as long.
+    await aws.db.doc.send(
+      new (await import('@aws-sdk/lib-dynamodb')).UpdateCommand({
+        TableName: aws.config.tables.deploys,
+        Key: { pk: `SITE#${site.id}`, sk: `NOTIFY#${url.id}#${delivery.id}` },
+        UpdateExpression: 'SET nextAttemptAt = :now',
+        ExpressionAttributeValues: { ':now': new Date().toISOString() },
+      }),
+    );
+    sqs.resetHistory();
+    await worker(sqsEvent({ kind: 'notification', ...ref }));
+    expect((await aws.notificationDeliveries.get(ref))?.attempt).toBe(2);
+    expect(notificationMessages().map((m) => m.delay)).toEqual([20]);
+    expect([1, 2, 3, 4, 5, 6, 7, 8].map((n) => retryDelaySeconds(10, n))).toEqual([10, 20, 40, 80, 160, 320, 640, 900]);
+  });
+
+  test('a message that comes back before its delivery is due is put off again, without an attempt', async () => {
+    const { site, url } = await recordedUrl(`https://127.0.0.1:${receiverPort}/early`);
+    const delivery = await aws.notificationDeliveries.create({ siteId: site.id, urlId: url.id, deployId: 'd1', event: 'CREATED', body: '{}' });
+    const ref = { siteId: site.id, urlId: url.id, deliveryId: delivery.id };
+    await worker(sqsEvent({ kind: 'notification', ...ref }));
+    sqs.resetHistory();
+    await worker(sqsEvent({ kind: 'notification', ...ref }));
+    expect((await aws.notificationDeliveries.get(ref))?.attempt).toBe(1);
+    const [again] = notificationMessages();
+    expect(again!.delay).toBeGreaterThanOrEqual(8);
+    expect(again!.delay).toBeLessThanOrEqual(10);
+  });
+
+  test('after an hour of failures the delivery is given up with a log line, and nothing more is queued', async () => {
+    const { site, url } = await recordedUrl(`https://10.0.0.1:${receiverPort}/old`);
+    const anHourAgo = new NotificationDeliveryStore(aws.db, () => new Date(Date.now() - 3601_000));
+    const delivery = await anHourAgo.create({ siteId: site.id, urlId: url.id, deployId: 'd1', event: 'CREATED', body: '{}' });
+    const ref = { siteId: site.id, urlId: url.id, deliveryId: delivery.id };
+    const lines: string[] = [];
+    const write = process.stdout.write.bind(process.stdout);
+    process.stdout.write = ((chunk: string) => (lines.push(String(chunk)), true)) as never;
+    try {
+      await worker(sqsEvent({ kind: 'notification', ...ref }));
+    } finally {
+      process.stdout.write = write;
+    }
+    expect(await aws.notificationDeliveries.get(ref)).toMatchObject({ status: 'FAILED', attempt: 1, nextAttemptAt: null });
+    expect(notificationMessages()).toEqual([]);
+    const logged = lines.map((l) => JSON.parse(l)).find((l) => /given up/.test(l.msg));
+    expect(logged).toMatchObject({ level: 'warn', siteId: site.id, urlId: url.id, deliveryId: delivery.id, event: 'CREATED' });
+    // A repeat of the message finds it ended: no attempt, nothing queued.
+    await worker(sqsEvent({ kind: 'notification', ...ref }));
+    expect((await aws.notificationDeliveries.get(ref))?.attempt).toBe(1);
+  });
+
+  test('a receiver that takes it (where private addresses are allowed) gets it signed; DELIVERED, nothing queued', async () => {
+    const { site, url } = await recordedUrl(`http://127.0.0.1:${receiverPort}/ok`);
+    const delivery = await aws.notificationDeliveries.create({ siteId: site.id, urlId: url.id, deployId: 'd1', event: 'CREATED', body: '{"event":"CREATED"}' });
+    const ref = { siteId: site.id, urlId: url.id, deliveryId: delivery.id };
+    const services = { ...aws, config: { ...aws.config, notifications: { ...aws.config.notifications, allowPrivateAddresses: true } } };
+    expect(await takeDeploys({ services } as WorkerOptions, sqsEvent({ kind: 'notification', ...ref }))).toEqual({ batchItemFailures: [] });
+    expect(hits.at(-1)).toEqual({ signature: expect.stringMatching(/^t=\d+,sha256=[0-9a-f]{64}$/), delivery: delivery.id });
+    expect(await aws.notificationDeliveries.get(ref)).toMatchObject({ status: 'DELIVERED', attempt: 1, statusCode: 204 });
+    expect(notificationMessages()).toEqual([]);
+  });
+
+  test('a queue that refuses the retry makes the message fail, so SQS brings it back', async () => {
+    const { site, url } = await recordedUrl(`https://127.0.0.1:${receiverPort}/refused`);
+    const delivery = await aws.notificationDeliveries.create({ siteId: site.id, urlId: url.id, deployId: 'd1', event: 'CREATED', body: '{}' });
+    sqs.on(SendMessageCommand).rejects(new Error('SQS is down'));
+    const event = sqsEvent({ kind: 'notification', siteId: site.id, urlId: url.id, deliveryId: delivery.id });
+    expect(await worker(event)).toEqual({ batchItemFailures: [{ itemIdentifier: event.Records[0]!.messageId }] });
+  });
+});
