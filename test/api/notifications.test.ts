@@ -272,6 +272,14 @@ describe('adding and removing URLs', () => {
     expect(onlyError(await add(`${receiverUrl}/x`, ['EXPLODED'])).extensions.code).toBe('BAD_USER_INPUT');
   });
 
+  test('an unknown site is NOT_FOUND; a lastDeliveries limit below 1 is BAD_USER_INPUT', async () => {
+    expect(onlyError(await add(`${receiverUrl}/x`, undefined, a.apiKey, '00000000-0000-4000-8000-000000000000')).extensions.code).toBe('NOT_FOUND');
+    const own = await gitSite({ 'index.html': 'x' });
+    await addUrl(own.id, newPath());
+    const err = onlyError(await gql('query ($s: ID!) { getSiteById(siteId: $s) { notificationUrls { lastDeliveries(limit: 0) { id } } } }', { s: own.id }));
+    expect(err.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'limit' });
+  });
+
   test('ten URLs per site at most; the secret is shown once and sealed at rest', async () => {
     const own = await gitSite({ 'index.html': 'x' });
     const secretsSeen: string[] = [];
