@@ -28,7 +28,7 @@ import { deployLogKey } from '../core/ports/log-store.js';
 import { BuildRefused, type BuildRunner, type DetachedBuildRunner } from '../core/ports/build-runner.js';
 import { parseQueueMessage } from '../core/hosting/sqs-deploy-queue.js';
 import { retryCdnChange } from '../core/hosting/site-host-map.js';
-import { sendNotification } from '../core/hosting/notifications.js';
+import { notifyDeploy, sendNotification } from '../core/hosting/notifications.js';
 import { collectGarbage, type CollectionResult } from '../core/storage/collect.js';
 import type { PreviewTaker } from '../core/ports/screenshotter.js';
 import { resumeDeploy, runDeploy, type PipelineOptions } from './pipeline.js';
@@ -212,6 +212,7 @@ async function endStuckDeploys(services: Services, now: Date): Promise<string[]>
     const log = await DeployLog.continued(services.deployLogs, deployLogKey(deploy.siteId, deploy.id), services.logger);
     log.line(`Failed: ${reason}`);
     await log.close();
+    await notifyDeploy(services, 'FAILED', done);
     ended.push(deploy.id);
   }
   return ended;

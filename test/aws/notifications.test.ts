@@ -24,7 +24,7 @@ import { ensureTables } from '../../functions/core/data/dynamo.js';
 import { NotificationDeliveryStore } from '../../functions/core/data/notification-deliveries.js';
 import { parseQueueMessage, SqsDeployQueue } from '../../functions/core/hosting/sqs-deploy-queue.js';
 import { retryDelaySeconds } from '../../functions/core/hosting/notifications.js';
-import { takeDeploys, type WorkerOptions } from '../../functions/deploy-worker/worker.js';
+import { runScheduledTick, takeDeploys, type WorkerOptions } from '../../functions/deploy-worker/worker.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -141,6 +141,22 @@ test('triggerDeploy through the GraphQL Lambda records the CREATED delivery and 
     { queue: QUEUE_URL, body: { siteId: site.id, deployId: deploy.id }, delay: undefined },
     { queue: QUEUE_URL, body: { kind: 'notification', siteId: site.id, urlId: url.id, deliveryId: delivery!.id }, delay: 0 },
   ]);
+});
+
+test('a deploy the scheduled tick fails for running too long sends FAILED with its log\'s end', async () => {
+  const site = await createSite();
+  const url = dataOf(await addUrl(site.id, 'https://8.8.8.8/cairn-hook', ['FAILED'])).addNotificationUrl.notificationUrl;
+  const deploy = dataOf(await gql('mutation ($s: ID!) { triggerDeploy(siteId: $s) { id } }', { s: site.id })).triggerDeploy;
+  expect(await aws.deploys.claim(site.id, deploy.id)).toBeDefined();
+  sqs.resetHistory();
+  const tick = await runScheduledTick(aws, 10, new Date(Date.now() + 101 * 60_000));
+  expect(tick.timedOut).toContain(deploy.id);
+  const [delivery] = await aws.notificationDeliveries.listOfUrl(site.id, url.id, 10);
+  expect(delivery).toMatchObject({ deployId: deploy.id, event: 'FAILED', status: 'PENDING' });
+  const body = JSON.parse(delivery!.body);
+  expect(body.deploy).toMatchObject({ id: deploy.id, status: 'FAILED', reason: expect.stringMatching(/^timed out/) });
+  expect(body.logTail.at(-1)).toMatch(/Failed: timed out/);
+  expect(notificationMessages()).toEqual([{ queue: QUEUE_URL, body: { kind: 'notification', siteId: site.id, urlId: url.id, deliveryId: delivery!.id }, delay: 0 }]);
 });
 
 describe('the deploy worker takes notifications off the queue', () => {
