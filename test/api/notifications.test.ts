@@ -320,6 +320,14 @@ describe('adding and removing URLs', () => {
     expect(at(removed)).toHaveLength(0);
   });
 
+  test('deleting a site removes its notification URLs and their sealed secrets', async () => {
+    const own = await gitSite({ 'index.html': 'x' });
+    await addUrl(own.id, newPath(), ['CREATED']);
+    expect(await service.services.notificationUrls.list(own.id)).toHaveLength(1);
+    expect(dataOf(await gql('mutation ($s: ID!) { deleteSite(siteId: $s) }', { s: own.id })).deleteSite).toBe(true);
+    expect(await service.services.notificationUrls.list(own.id)).toEqual([]);
+  });
+
   test("another team's site: FORBIDDEN to add or remove, and its URLs unreadable", async () => {
     const path = newPath();
     const url = await addUrl(site.id, path);

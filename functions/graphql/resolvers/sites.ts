@@ -62,6 +62,9 @@ export const siteResolvers = {
       await ctx.services.siteSecrets.deleteAllOfSite(site.id).catch((err: unknown) => {
         ctx.services.logger.error('deleting a deleted site\'s secrets and build hooks failed', { err, siteId: site.id });
       });
+      await ctx.services.notificationUrls.deleteAllOfSite(site.id).catch((err: unknown) => {
+        ctx.services.logger.error('deleting a deleted site\'s notification URLs failed', { err, siteId: site.id });
+      });
       return true;
     },
   },
