@@ -10,6 +10,7 @@ import { loadConfig } from '../core/config.js';
 import { createServices, type Services } from '../core/services.js';
 import { isCodeBuildStateChange } from './codebuild-runner.js';
 import { awsPipeline, buildEnded, runScheduledTick, takeDeploys, type WorkerOptions } from './worker.js';
+import { mirrorsIdle } from './steps/checkout.js';
 
 let ready: Promise<{ services: Services; pipeline: WorkerOptions }> | undefined;
 
@@ -24,7 +25,12 @@ const isSqsEvent = (event: unknown): event is SQSEvent =>
 export const handler = middy(async (event: unknown) => {
   ready ??= start();
   const { services, pipeline } = await ready;
-  if (isSqsEvent(event)) return takeDeploys(pipeline, event);
+  if (isSqsEvent(event)) {
+    const answer = await takeDeploys(pipeline, event);
+    // A kept repository's snapshot is brought up to date after its deploy; finished before Lambda freezes the instance.
+    await mirrorsIdle();
+    return answer;
+  }
   if (isCodeBuildStateChange(event)) {
     await buildEnded(pipeline, event);
     return undefined;

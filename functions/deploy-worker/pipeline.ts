@@ -232,12 +232,13 @@ class DeployTurn {
     } else {
       log.line(claimed.preview ? 'A preview: not published' : 'Auto-publishing is off: not published (publishDeploy publishes it)');
     }
-    await notifyDeploy(services, 'SUCCEEDED', done);
-    if (done.publishedNow) await notifyDeploy(services, 'PUBLISHED', done);
     // After DEPLOYED, and before the workspace goes: the picture is of the
     // built directory. The log so far is written first, for readers of a
-    // DEPLOYED deploy while the picture is taken.
+    // DEPLOYED deploy (who look for its publication line) while the
+    // notifications are recorded and the picture is taken.
     await log.flush();
+    await notifyDeploy(services, 'SUCCEEDED', done);
+    if (done.publishedNow) await notifyDeploy(services, 'PUBLISHED', done);
     let previewImage: string | undefined;
     const { screenshotter } = this.options;
     if (screenshotter && this.publishDir) {

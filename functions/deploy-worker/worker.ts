@@ -74,7 +74,7 @@ export async function awsPipeline(services: Services): Promise<WorkerOptions> {
     previews,
     workspace: join(tmpdir(), 'cairn-builds'),
     // A warm instance deploys the same repositories again: what it fetched stays in its /tmp.
-    sources: { dir: join(tmpdir(), 'cairn-sources'), keep: KEPT_REPOSITORIES.lambda },
+    sources: { dir: join(tmpdir(), 'cairn-sources'), keep: KEPT_REPOSITORIES.lambda, onBackgroundError: (err) => services.logger.warn('a kept repository could not be brought up to date; it starts afresh', { err }) },
     buildTimeoutMs: config.build.timeoutMs,
   };
 }

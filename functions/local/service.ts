@@ -26,6 +26,7 @@ import { ChromiumScreenshotter } from './chromium-screenshotter.js';
 import { LocalSiteCache } from './site-cache.js';
 import { LocalNotificationOutbox } from './notification-outbox.js';
 import { KEPT_REPOSITORIES } from '../deploy-worker/limits.js';
+import { mirrorsIdle } from '../deploy-worker/steps/checkout.js';
 
 export interface LocalService {
   config: Config;
@@ -116,7 +117,7 @@ export async function startLocalService(config: Config, logger: Logger = createL
       runner: new BwrapRunner({ sandbox: cfg.build.sandbox, hide: [cfg.dataDir], network: cfg.build.network === 'host' }),
       // Inside the data directory: the sandbox hides the rest of it from the build.
       workspace: join(cfg.dataDir, 'builds'),
-      sources: { dir: join(cfg.dataDir, 'sources'), keep: KEPT_REPOSITORIES.local },
+      sources: { dir: join(cfg.dataDir, 'sources'), keep: KEPT_REPOSITORIES.local, onBackgroundError: (err) => logger.warn('a kept repository could not be brought up to date; it starts afresh', { err }) },
       buildTimeoutMs: cfg.build.timeoutMs,
       screenshotter,
       previewTimeoutMs: cfg.preview.timeoutMs,
@@ -131,6 +132,7 @@ export async function startLocalService(config: Config, logger: Logger = createL
     clearInterval(collector);
     await collecting;
     await deploys.stop();
+    await mirrorsIdle();
     await notifications.stop();
     await screenshotter?.close();
     await Promise.all(

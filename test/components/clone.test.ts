@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CloneError, cloneRepository, type CloneRequest } from '../../functions/deploy-worker/steps/clone.js';
-import { copyTree, copyTreeInNode } from '../../functions/deploy-worker/steps/checkout.js';
+import { copyTree, copyTreeInNode, mirrorsIdle } from '../../functions/deploy-worker/steps/checkout.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
 
 let server: GitServer;
@@ -383,6 +383,7 @@ describe('kept repositories (mirrors)', () => {
   test('a kept repository that is damaged is fetched anew, and says so', async () => {
     const { repo, url: repoUrl } = await newRepo(2);
     await clone({ url: repoUrl, mirrors });
+    await mirrorsIdle();
     const [mirror] = await readdir(mirrors.dir);
     const packs = join(mirrors.dir, mirror!, 'git', 'objects', 'pack');
     for (const name of await readdir(packs)) await writeFile(join(packs, name), 'garbage');

@@ -15,7 +15,9 @@
  * fetches only what is new, and a snapshot of the last tree written, with a
  * manifest of the blob and tree ids at each path. A deploy of the same tree
  * copies the snapshot; a deploy of a changed tree copies every unchanged
- * folder and file from it and inflates only the rest. The build gets a copy,
+ * folder and file from it and inflates only the rest, straight into the
+ * checkout, and the snapshot is brought up to date afterwards, off the
+ * deploy's path (the mirror stays held until it is). The build gets a copy,
  * never the snapshot itself, so nothing a build does reaches the next deploy.
  */
 import * as git from 'isomorphic-git';
@@ -167,7 +169,11 @@ async function countEntries(dir: string): Promise<number> {
   return entries.filter((e) => !e.isDirectory()).length;
 }
 
-/** copyTree without cp (its own test runs it). */
+/**
+ * copyTree without cp: Node's copyFile (copy_file_range), several at a
+ * time. Also what copies a mirror's few, large git files to a checkout:
+ * copies, never links, so a build cannot reach the mirror's objects.
+ */
 export async function copyTreeInNode(from: string, to: string, signal: AbortSignal): Promise<number> {
   const limit = taskLimit(FILES_IN_FLIGHT, signal);
   let copied = 0;
@@ -192,6 +198,8 @@ export interface SourceMirrors {
   dir: string;
   /** How many repositories (URL and branch) are kept; the least recently deployed go first. */
   keep: number;
+  /** Told of a failure of the work a mirror does after a deploy got its files (the mirror is then reset). */
+  onBackgroundError?: (err: unknown) => void;
 }
 
 /** One repository's mirror: its git objects and its last written tree. */
@@ -234,28 +242,40 @@ export class Mirror {
    */
   async checkout(tree: string, into: string, signal: AbortSignal): Promise<{ written: number; reused: number; unchanged: boolean; known: KnownFiles }> {
     const last = await this.lastTree();
-    let manifest = last?.manifest;
-    let written = 0;
-    let reused = 0;
-    const unchanged = last?.tree === tree;
-    if (!unchanged) {
-      // The manifest goes first and comes back last: one on disk always describes the snapshot beside it.
-      await rm(this.manifestFile, { force: true });
-      const next = `${this.snapshot}.next`;
-      await rm(next, { recursive: true, force: true });
-      const made = await writeTree({ gitdir: this.gitdir, tree, into: next, signal, reuse: last ? { dir: this.snapshot, manifest: last.manifest } : undefined });
-      await rm(this.snapshot, { recursive: true, force: true });
-      await rename(next, this.snapshot);
-      await writeFile(`${this.manifestFile}.next`, JSON.stringify({ tree, manifest: made.manifest }));
-      await rename(`${this.manifestFile}.next`, this.manifestFile);
-      ({ written, reused } = made);
-      manifest = made.manifest;
+    const dags = join(this.dir, 'dags.json');
+    if (last?.tree === tree) {
+      const reused = await copyTree(this.snapshot, into, signal);
+      // Stamped before anything else touches the copy: what the import may take as imported before.
+      return { written: 0, reused, unchanged: true, known: await KnownFiles.stamp(await realpath(into), last.manifest, dags) };
     }
-    const copied = await copyTree(this.snapshot, into, signal);
-    if (unchanged) reused = copied;
-    // Stamped before anything else touches the copy: what the import may take as imported before.
-    const known = await KnownFiles.stamp(await realpath(into), manifest ?? {}, join(this.dir, 'dags.json'));
-    return { written, reused, unchanged, known };
+    // A new tree is written straight into the checkout (unchanged files copied from the
+    // snapshot); the snapshot follows after the deploy has its files, off its path.
+    const made = await writeTree({ gitdir: this.gitdir, tree, into, signal, reuse: last ? { dir: this.snapshot, manifest: last.manifest } : undefined });
+    const known = await KnownFiles.stamp(await realpath(into), made.manifest, dags);
+    this.pending = () => this.refreshSnapshot(tree, last);
+    return { written: made.written, reused: made.reused, unchanged: false, known };
+  }
+
+  /** Work left for after the deploy got its checkout, run while the mirror is still held. */
+  private pending?: () => Promise<void>;
+
+  takePending(): (() => Promise<void>) | undefined {
+    const pending = this.pending;
+    this.pending = undefined;
+    return pending;
+  }
+
+  /** Makes the snapshot the tree `tree`, from the old snapshot and the git objects. */
+  private async refreshSnapshot(tree: string, last: { tree: string; manifest: TreeManifest } | undefined): Promise<void> {
+    // The manifest goes first and comes back last: one on disk always describes the snapshot beside it.
+    await rm(this.manifestFile, { force: true });
+    const next = `${this.snapshot}.next`;
+    await rm(next, { recursive: true, force: true });
+    const made = await writeTree({ gitdir: this.gitdir, tree, into: next, signal: new AbortController().signal, reuse: last ? { dir: this.snapshot, manifest: last.manifest } : undefined });
+    await rm(this.snapshot, { recursive: true, force: true });
+    await rename(next, this.snapshot);
+    await writeFile(`${this.manifestFile}.next`, JSON.stringify({ tree, manifest: made.manifest }));
+    await rename(`${this.manifestFile}.next`, this.manifestFile);
   }
 
   private async lastTree(): Promise<{ tree: string; manifest: TreeManifest } | undefined> {
@@ -284,6 +304,11 @@ export class Mirror {
 
 const held = new Map<string, Promise<void>>();
 
+/** Resolves once no mirror is held (the work after a deploy's checkout included): for tests and shutdown. */
+export async function mirrorsIdle(): Promise<void> {
+  while (held.size) await Promise.all([...held.values()]);
+}
+
 /** Runs `work` with the mirror of `url` (a URL, or a scope and a URL) and `branch` to itself (one deploy at a time per mirror in this process). */
 export async function withMirror<T>(mirrors: SourceMirrors, url: string, branch: string, work: (mirror: Mirror) => Promise<T>): Promise<T> {
   const mirror = await Mirror.open(mirrors, url, branch);
@@ -293,14 +318,32 @@ export async function withMirror<T>(mirrors: SourceMirrors, url: string, branch:
   const chained = before.then(() => mine);
   held.set(mirror.dir, chained);
   await before;
-  try {
-    await mirror.touch();
-    return await work(mirror);
-  } finally {
+  const done = async () => {
     release();
     if (held.get(mirror.dir) === chained) held.delete(mirror.dir);
     await evict(mirrors).catch(() => undefined);
+  };
+  let result: T;
+  try {
+    await mirror.touch();
+    result = await work(mirror);
+  } catch (err) {
+    await done();
+    throw err;
   }
+  const pending = mirror.takePending();
+  if (!pending) {
+    await done();
+    return result;
+  }
+  // The deploy goes on; the next deploy of this repository waits for the snapshot.
+  void pending()
+    .catch(async (err: unknown) => {
+      mirrors.onBackgroundError?.(err);
+      await mirror.reset().catch(() => undefined);
+    })
+    .finally(() => done());
+  return result;
 }
 
 /** Keeps the `keep` most recently used mirrors; one in use is never removed. */

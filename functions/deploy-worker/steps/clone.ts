@@ -32,7 +32,7 @@ import fs from 'node:fs';
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { parseRepositoryUrl, RepositoryUrlError, type RepositoryUrl } from '../../core/hosting/repository-url.js';
-import { copyTree, UnsafeTreeError, withMirror, writeTree, type SourceMirrors } from './checkout.js';
+import { copyTreeInNode, UnsafeTreeError, withMirror, writeTree, type SourceMirrors } from './checkout.js';
 import type { KnownFiles } from './known-files.js';
 
 /** What a clone may download when the caller sets no cap: well inside a 1,769 MB Lambda. */
@@ -121,7 +121,7 @@ export async function cloneRepository(request: CloneRequest): Promise<ClonedComm
           if (written.unchanged) log(`Same files as the last deploy of this branch: ${written.reused} copied from it`);
           else if (written.reused > 0) log(`${written.reused} unchanged files copied from the last deploy of this branch, ${written.written} written`);
           // The build sees the repository too (its shallow history), as a checkout has it.
-          await copyTree(mirror.gitdir, join(dir, '.git'), signal);
+          await copyTreeInNode(mirror.gitdir, join(dir, '.git'), signal);
           return { oid: fetched, tree: commitTree, known: written.known };
         };
         if (!(await mirror.hasObjects())) return attempt(true);
