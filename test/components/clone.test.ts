@@ -381,19 +381,20 @@ describe('kept repositories (mirrors)', () => {
   });
 
   test('a kept repository that is damaged is fetched anew, and says so', async () => {
-    const { repo, url: repoUrl } = await newRepo(2);
+    const { url: repoUrl, head } = await newRepo(2);
     await clone({ url: repoUrl, mirrors });
     await mirrorsIdle();
     const [mirror] = await readdir(mirrors.dir);
+    // Its manifest still says the tree is kept, but the files are gone (a disk cleaned by hand, say):
+    // whether a fetch touches the damage depends on what the server sends, a checkout of the same tree always does.
+    await rm(join(mirrors.dir, mirror!, 'tree'), { recursive: true });
     const packs = join(mirrors.dir, mirror!, 'git', 'objects', 'pack');
     for (const name of await readdir(packs)) await writeFile(join(packs, name), 'garbage');
-    // Without the last tree's manifest, the unchanged folder is read from the damaged objects.
-    await rm(join(mirrors.dir, mirror!, 'tree.json'));
-    const next = await server.commit(repo, { 'index.html': 'v2' }, 'Second');
     const { result, dir, lines } = await clone({ url: repoUrl, mirrors });
-    expect(result.commit).toBe(next);
+    expect(result.commit).toBe(head);
     expect(lines).toContain('The kept copy of this repository could not be used; fetching it anew');
-    expect(await readFile(join(dir, 'index.html'), 'utf8')).toBe('v2');
+    expect(await readFile(join(dir, 'index.html'), 'utf8')).toBe('v1');
+    expect((await readdir(join(dir, 'pages'))).length).toBe(2);
   });
 
   test('deploys of one repository at once each get their own whole checkout', async () => {
