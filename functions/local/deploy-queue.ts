@@ -12,6 +12,7 @@ import type { Logger } from '../core/logger.js';
 import { runDeploy, type PipelineOptions } from '../deploy-worker/pipeline.js';
 import { DeployLog } from '../deploy-worker/deploy-log.js';
 import { deployLogKey } from '../core/ports/log-store.js';
+import { notifyDeploy } from '../core/hosting/notifications.js';
 
 const POLL_MS = 2000;
 
@@ -36,6 +37,8 @@ export class LocalDeployQueue implements DeployQueue {
         const log = await DeployLog.continued(this.pipeline.services.deployLogs, deployLogKey(deploy.siteId, deploy.id), this.logger);
         log.line('Failed: interrupted by a restart of the service');
         await log.close();
+        // The log's last line first, then the team is told (recorded only: never fails the start).
+        await notifyDeploy(this.pipeline.services, 'FAILED', ended);
       }
     }
     this.timer = setInterval(() => this.wake(), POLL_MS);

@@ -383,6 +383,8 @@ test('after a restart, queued deploys run and one that was running when the proc
       buildSettings: { environmentVariables: [] },
       deploySettings: { autoPublishing: true, prDeployPreviews: false, source: { kind: 'repository', type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'main' } },
     });
+    // Told of failures: the deploy the restart ends is one (nothing listens: only the recorded delivery is checked).
+    const url = await first.services.notificationUrls.add(site.id, { url: 'http://127.0.0.1:9/hook', events: ['FAILED'], secret: 'whsec_test' });
     await first.stop();
     // What a crash leaves: one deploy claimed by a worker that died, one still queued.
     const { openLocalStorage } = await import('../../functions/local/service.js');
@@ -406,6 +408,8 @@ test('after a restart, queued deploys run and one that was running when the proc
       }
       expect(states).toEqual(['FAILED', 'DEPLOYED']);
       expect((await second.services.deploys.get(site.id, interrupted.id))!.reason).toBe('interrupted by a restart of the service');
+      const told = await second.services.notificationDeliveries.listOfUrl(site.id, url.id, 10);
+      expect(told.map((d) => [d.event, d.deployId])).toEqual([['FAILED', interrupted.id]]);
     } finally {
       await second.stop();
     }
