@@ -4,6 +4,7 @@
  * integration. What happens before Apollo (the playground, the body limit,
  * JSON without a Content-Type) is written once here for both doors.
  */
+import { readCappedBody } from '../core/http/capped-body.js';
 import { ApolloServer, HeaderMap, type ApolloServerPlugin, type HTTPGraphQLRequest } from '@apollo/server';
 import {
   ApolloServerPluginCacheControlDisabled,
@@ -133,22 +134,7 @@ export function readJsonBody(text: string, headers: { get(name: string): string 
 }
 
 async function readBody(stream: ReadableStream<Uint8Array> | null): Promise<string | undefined> {
-  if (!stream) return '';
-  const reader = stream.getReader();
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > MAX_BODY_BYTES) {
-      // Not cancelled: the 413 closes the connection, which drops the rest.
-      reader.releaseLock();
-      return undefined;
-    }
-    parts.push(value);
-  }
-  return Buffer.concat(parts).toString('utf8');
+  return (await readCappedBody(stream, MAX_BODY_BYTES))?.toString('utf8');
 }
 
 /** The local door's GraphQL handler at `/graphql`, with the git and build hooks under `/hooks/` beside it. */

@@ -17,6 +17,7 @@
  * deploy was queued, `{ ok: true, ignored: "<why>" }` when the event asks
  * for nothing, `{ ok: false, error }` otherwise.
  */
+import { readCappedBody } from '../http/capped-body.js';
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { Services } from '../services.js';
 import type { Site } from '../data/sites.js';
@@ -72,21 +73,7 @@ export async function handleHook(services: Services, req: HttpRequest): Promise<
 async function readCapped(req: HttpRequest, limit: number): Promise<Buffer | undefined> {
   const declared = Number(req.headers.get('content-length') ?? 0);
   if (declared > limit) return undefined;
-  if (!req.body) return Buffer.alloc(0);
-  const reader = req.body.getReader();
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      reader.releaseLock();
-      return undefined;
-    }
-    parts.push(value);
-  }
-  return Buffer.concat(parts);
+  return readCappedBody(req.body, limit);
 }
 
 /** Constant-time equality of two strings of any lengths (compared as SHA-256 digests). */
