@@ -15,6 +15,9 @@ import { access, constants } from 'node:fs/promises';
 import { chromium, type Browser, type BrowserContext } from 'playwright-core';
 import { ScreenshotError, type CaptureOptions, type Screenshotter } from '../core/ports/screenshotter.js';
 
+/** How long a browser may take to start and open a page, before the page's own time limit starts. */
+const START_LIMIT_MS = 45_000;
+
 /** What every build is launched with, whatever its own flags. */
 export const ISOLATION_ARGS: readonly string[] = [
   '--disable-quic',
@@ -104,6 +107,9 @@ export class ChromiumScreenshotter implements Screenshotter {
     let context: BrowserContext | undefined;
     let abandoned = false;
     const browser = this.launch();
+    // The time limit is the page's: it starts when the page is asked for, not while a browser starts.
+    let startClock!: () => void;
+    const clockStarted = new Promise<void>((resolve) => (startClock = resolve));
 
     const shot = (async () => {
       const opened = await (await browser).newContext({
@@ -121,14 +127,21 @@ export class ChromiumScreenshotter implements Screenshotter {
       await opened.route('**/*', (route) => (new URL(route.request().url()).origin === target.origin ? route.continue() : route.abort('blockedbyclient')));
       await opened.routeWebSocket(/.*/, (ws) => ws.close());
       const page = await opened.newPage();
+      startClock();
       await page.goto(url, { waitUntil: 'load', timeout: options.timeoutMs });
       return await page.screenshot({ type: 'png', timeout: options.timeoutMs });
     })();
 
     let timer: NodeJS.Timeout | undefined;
+    let startTimer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
     const stopped = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new ScreenshotError(`the page did not load and render within ${seconds(options.timeoutMs)}`)), options.timeoutMs);
+      // A browser that will not start or open a page is bounded too: the shot never hangs a deploy.
+      startTimer = setTimeout(() => reject(new ScreenshotError(`the browser did not open the page within ${seconds(START_LIMIT_MS)}`)), START_LIMIT_MS);
+      void clockStarted.then(() => {
+        clearTimeout(startTimer);
+        timer = setTimeout(() => reject(new ScreenshotError(`the page did not load and render within ${seconds(options.timeoutMs)}`)), options.timeoutMs);
+      });
       onAbort = () => reject(new ScreenshotError('the deploy was stopped'));
       options.signal?.addEventListener('abort', onAbort, { once: true });
     });
@@ -141,6 +154,7 @@ export class ChromiumScreenshotter implements Screenshotter {
       throw new ScreenshotError(`the page could not be captured: ${firstLine(err)}`);
     } finally {
       clearTimeout(timer);
+      clearTimeout(startTimer);
       if (onAbort) options.signal?.removeEventListener('abort', onAbort);
       if (context) await this.closeContext(context, browser);
     }
