@@ -13,15 +13,16 @@ import { runDeploy, type PipelineOptions } from '../deploy-worker/pipeline.js';
 import { DeployLog } from '../deploy-worker/deploy-log.js';
 import { deployLogKey } from '../core/ports/log-store.js';
 import { notifyDeploy } from '../core/hosting/notifications.js';
+import { Poller } from './poller.js';
 
 const POLL_MS = 2000;
 
 export class LocalDeployQueue implements DeployQueue {
   private readonly running = new Map<string, { siteId: string; controller: AbortController; done: Promise<unknown> }>();
-  private timer?: NodeJS.Timeout;
-  private pumping?: Promise<void>;
-  private again = false;
-  private stopped = false;
+  private readonly poller = new Poller(
+    () => this.pump(),
+    (err) => this.logger.error('the deploy queue could not look for work; it looks again shortly', { err }),
+  );
 
   constructor(
     private readonly pipeline: PipelineOptions,
@@ -41,35 +42,15 @@ export class LocalDeployQueue implements DeployQueue {
         await notifyDeploy(this.pipeline.services, 'FAILED', ended);
       }
     }
-    this.timer = setInterval(() => this.wake(), POLL_MS);
-    this.timer.unref();
-    this.wake();
+    this.poller.start(POLL_MS);
   }
 
   async enqueued(): Promise<void> {
-    this.wake();
+    this.poller.wake();
   }
 
   async cancelled(deploy: Deploy): Promise<void> {
     this.running.get(deploy.id)?.controller.abort();
-  }
-
-  /** Looks for work now (once at a time; a wake-up during a look makes another). */
-  private wake(): void {
-    if (this.stopped) return;
-    if (this.pumping) {
-      this.again = true;
-      return;
-    }
-    this.pumping = this.pump()
-      .catch((err: unknown) => this.logger.error('the deploy queue could not look for work; it looks again shortly', { err }))
-      .finally(() => {
-        this.pumping = undefined;
-        if (this.again) {
-          this.again = false;
-          this.wake();
-        }
-      });
   }
 
   private async pump(): Promise<void> {
@@ -94,7 +75,7 @@ export class LocalDeployQueue implements DeployQueue {
         .catch((err: unknown) => this.logger.error('a deploy ended on an unexpected error', { deployId: claimed.id, err }))
         .finally(() => {
           this.running.delete(claimed.id);
-          this.wake();
+          this.poller.wake();
         });
       this.running.set(claimed.id, { siteId: claimed.siteId, controller, done });
     }
@@ -102,9 +83,7 @@ export class LocalDeployQueue implements DeployQueue {
 
   /** Stops taking work and cancels what runs (they end CANCELLED... or FAILED at the next start if the process dies first). */
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.timer);
-    await this.pumping;
+    await this.poller.stop();
     for (const run of this.running.values()) run.controller.abort();
     await Promise.allSettled([...this.running.values()].map((r) => r.done));
   }

@@ -10,6 +10,7 @@
  * does not hold the newer ones back). Nothing here may take the process
  * down: every failure is caught, logged, and tried again at the next look.
  */
+import { Poller } from './poller.js';
 import type { Services } from '../core/services.js';
 import type { Logger } from '../core/logger.js';
 import type { NotificationOutbox } from '../core/ports/notifications.js';
@@ -22,10 +23,11 @@ const CONCURRENCY = 8;
 export class LocalNotificationOutbox implements NotificationOutbox {
   private readonly inFlight = new Map<string, Promise<unknown>>();
   private readonly controller = new AbortController();
-  private timer?: NodeJS.Timeout;
-  private pumping?: Promise<void>;
-  private again = false;
-  private stopped = false;
+
+  private readonly poller = new Poller(
+    () => this.pump(),
+    (err) => this.logger.error('the notification outbox could not look for deliveries; it looks again shortly', { err }),
+  );
 
   constructor(
     private readonly services: Services,
@@ -33,36 +35,17 @@ export class LocalNotificationOutbox implements NotificationOutbox {
   ) {}
 
   start(): void {
-    this.timer = setInterval(() => this.wake(), POLL_MS);
-    this.timer.unref();
-    this.wake();
+    this.poller.start(POLL_MS);
   }
 
   async queued(): Promise<void> {
-    this.wake();
-  }
-
-  private wake(): void {
-    if (this.stopped) return;
-    if (this.pumping) {
-      this.again = true;
-      return;
-    }
-    this.pumping = this.pump()
-      .catch((err: unknown) => this.logger.error('the notification outbox could not look for deliveries; it looks again shortly', { err }))
-      .finally(() => {
-        this.pumping = undefined;
-        if (this.again) {
-          this.again = false;
-          this.wake();
-        }
-      });
+    this.poller.wake();
   }
 
   private async pump(): Promise<void> {
     if (this.inFlight.size >= CONCURRENCY) return;
     for (const delivery of await this.services.notificationDeliveries.due(new Date(), 50)) {
-      if (this.stopped || this.inFlight.size >= CONCURRENCY) break;
+      if (this.poller.isStopped || this.inFlight.size >= CONCURRENCY) break;
       // The URL's older delivery goes first; this one is looked at again when it is done.
       if (this.inFlight.has(delivery.urlId)) continue;
       const ref = refOf(delivery);
@@ -70,7 +53,7 @@ export class LocalNotificationOutbox implements NotificationOutbox {
         .catch((err: unknown) => this.logger.error('a deploy notification attempt failed; tried again at the next look', { ...ref, err }))
         .finally(() => {
           this.inFlight.delete(delivery.urlId);
-          this.wake();
+          this.poller.wake();
         });
       this.inFlight.set(delivery.urlId, sending);
     }
@@ -78,10 +61,9 @@ export class LocalNotificationOutbox implements NotificationOutbox {
 
   /** Stops looking; attempts in flight are cut short and stay pending for the next start. */
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.timer);
+    const stopping = this.poller.stop();
     this.controller.abort();
-    await this.pumping;
+    await stopping;
     await Promise.allSettled([...this.inFlight.values()]);
   }
 }
