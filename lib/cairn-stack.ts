@@ -321,6 +321,11 @@ export class CairnStack extends Stack {
       methods: [HttpMethod.ANY],
       integration: graphqlIntegration,
     });
+    // The CAR import endpoint (/imports/...) and the web app (/ and /app/...):
+    // the GraphQL function answers them by path too (functions/graphql/routes.ts).
+    this.api.addRoutes({ path: '/imports/{proxy+}', methods: [HttpMethod.ANY], integration: graphqlIntegration });
+    this.api.addRoutes({ path: '/', methods: [HttpMethod.GET, HttpMethod.HEAD], integration: graphqlIntegration });
+    this.api.addRoutes({ path: '/app/{proxy+}', methods: [HttpMethod.GET, HttpMethod.HEAD], integration: graphqlIntegration });
 
     // URLs, never a function's own (a function's URL depends on the function).
     // The gateway gets none of the others: the S3 function already depends on

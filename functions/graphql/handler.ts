@@ -1,17 +1,17 @@
 /**
  * Lambda door of the GraphQL API: Apollo's Lambda integration (HTTP API
  * payload 2.0), with the same front matter as the local door (playground,
- * body limit, JSON without a Content-Type) as its middleware. The API's
- * hooks (`/hooks/git/<siteId>`, `/hooks/build/<hookId>`, routes of the same
- * HTTP API) go by path to the same handler the local door mounts.
+ * body limit, JSON without a Content-Type) as its middleware. The side
+ * routes of the same HTTP API (hooks, imports, the web app; routes.ts) go
+ * by path to the same handlers the local door mounts.
  */
 import middy from '@middy/core';
 import { handlers, startServerAndCreateLambdaHandler } from '@as-integrations/aws-lambda';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { loadConfig } from '../core/config.js';
 import { toHttpRequest, toLambdaResult } from '../core/http/lambda.js';
-import { handleHook, isHookPath } from '../core/hosting/git-hooks.js';
 import { createServices, type Services } from '../core/services.js';
+import { sideRouteFor } from './routes.js';
 import { bodyTooLarge, contextFor, createApolloServer, createPlayground, MAX_BODY_BYTES, readJsonBody } from './server.js';
 
 // The integration is CommonJS and types against Apollo's CJS build; at run
@@ -66,9 +66,10 @@ function buildDoor(): Door {
 }
 
 export const handler = middy(async (event: APIGatewayProxyEventV2, context: Context) => {
-  if (isHookPath(event.rawPath ?? '')) {
+  const side = sideRouteFor(event.rawPath ?? '');
+  if (side) {
     const services = await servicesOf(loadConfig());
-    return toLambdaResult(await handleHook(services, toHttpRequest(event)), event.requestContext.http.method);
+    return toLambdaResult(await side.handle(services, toHttpRequest(event)), event.requestContext.http.method);
   }
   return (door ??= buildDoor())(event, context);
 });

@@ -20,7 +20,7 @@ import { LIMITS, limitRules } from './limits.js';
 import { Playground } from './playground.js';
 import { resolvers } from './resolvers/index.js';
 import { loadTypeDefs } from './schema.js';
-import { handleHook, isHookPath } from '../core/hosting/git-hooks.js';
+import { sideRouteFor } from './routes.js';
 
 export { apiKeyFrom, contextFor } from './context.js';
 
@@ -137,11 +137,12 @@ async function readBody(stream: ReadableStream<Uint8Array> | null): Promise<stri
   return (await readCappedBody(stream, MAX_BODY_BYTES))?.toString('utf8');
 }
 
-/** The local door's GraphQL handler at `/graphql`, with the git and build hooks under `/hooks/` beside it. */
+/** The local door's GraphQL handler at `/graphql`, with the side routes (hooks, imports, the web app) beside it. */
 export function createGraphqlHandler(services: Services, server = createApolloServer(services.config.graphql), playground = createPlayground(services.config.graphql)): HttpHandler {
   const started = server.start();
   return async (req) => {
-    if (isHookPath(req.rawPath)) return handleHook(services, req);
+    const side = sideRouteFor(req.rawPath);
+    if (side) return side.handle(services, req);
     await started;
     if (req.rawPath !== '/graphql' && req.rawPath !== '/graphql/') return requestError(404, 'Not found: the API is at /graphql', 'NOT_FOUND');
     const early = await playground.respond(req);

@@ -1,0 +1,26 @@
+/**
+ * What the API port answers besides `/graphql`, by path, for both doors:
+ * the hooks (`/hooks/`), the CAR import endpoint (`/imports/`) and the web
+ * app (`/`, `/app/...`). Each is a route written against the HTTP seam; the
+ * local door and the Lambda door both ask `sideRouteFor` first and hand
+ * everything else to Apollo.
+ */
+import type { HttpRequest } from '../core/http/types.js';
+import type { Services } from '../core/services.js';
+import { handleHook, isHookPath } from '../core/hosting/git-hooks.js';
+import { handleImport, isImportPath } from '../core/hosting/imports.js';
+import { handleWebApp, isWebAppPath } from '../web-app/serve.js';
+
+export interface SideRoute {
+  matches(rawPath: string): boolean;
+  handle(services: Services, req: HttpRequest): Promise<Response>;
+}
+
+export const SIDE_ROUTES: readonly SideRoute[] = [
+  { matches: isHookPath, handle: handleHook },
+  { matches: isImportPath, handle: handleImport },
+  { matches: isWebAppPath, handle: handleWebApp },
+];
+
+/** The route that answers this path, or undefined for the GraphQL API itself. */
+export const sideRouteFor = (rawPath: string): SideRoute | undefined => SIDE_ROUTES.find((r) => r.matches(rawPath));
