@@ -9,8 +9,10 @@
  * Afterwards every acknowledged object reads back byte-exact, every bucket
  * lists exactly what the clients think it holds, the process is the one
  * started (never restarted or exited), nothing was logged at error level,
- * its peak memory stayed bounded, and the integrity check finds the data
- * directory whole.
+ * nothing leaked (the live heap after a full collection, asked for through
+ * the server's inspector, is no bigger at the end than after the warm-up),
+ * its peak memory stayed under a ceiling, and the integrity check finds the
+ * data directory whole.
  */
 import {
   AbortMultipartUploadCommand,
@@ -32,7 +34,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ROOT, startChildService, type ChildService } from '../support/child-service.js';
-import { serviceEnv } from '../support/service-env.js';
+import { connectInspector } from '../support/inspector.js';
+import { freePort, serviceEnv } from '../support/service-env.js';
 
 const SECONDS = Number(process.env.CAIRN_SOAK_SECONDS ?? 120);
 const CLIENTS = 4;
@@ -40,13 +43,20 @@ const KiB = 1024;
 const MiB = 1024 * KiB;
 /**
  * Peak RSS allowed to the server over the whole soak. Its resident memory
- * rises as it warms (LevelDB's caches and memtables, malloc arenas of its
- * threads, the helper thread's heap) while the request thread's JS heap
- * stays flat (about 60 MiB after a collection, measured with --expose-gc
- * per kind of operation): bounded means it levels off, checked below, and
- * stays under this sanity ceiling.
+ * rises for most of a two-minute soak without that being a leak: with
+ * `npm start`'s flags V8 runs no full collection of the request thread's
+ * heap for a minute or more (`--trace-gc`: one at start-up, then the heap
+ * grows 80 -> 175 MB of mostly dead objects promoted out of the small
+ * young generation), and the memory those dead objects hold outside the
+ * heap (buffers, hashes) stays resident with them. Capped with
+ * --max-old-space-size=160 the same soak ran a full collection every
+ * 10 s, each leaving 96-101 MB live, and RSS levelled at 385 MiB. So a
+ * leak is told by the live heap after a forced collection (below), and
+ * RSS only has to stay under this ceiling.
  */
 const RSS_LIMIT_MIB = 1024;
+/** How much the live heap may grow from the end of the warm-up to the end of the soak. */
+const LIVE_HEAP_GROWTH_LIMIT_MIB = 24;
 
 /** The server's resident memory now, in MiB. */
 function rssMiB(pid: number): number {
@@ -171,18 +181,31 @@ afterAll(async () => {
 });
 
 test(`${CLIENTS} clients for ${SECONDS} s with collection every second: nothing acknowledged is lost and the server stays up`, async () => {
-  service = await startChildService({ env: { CAIRN_GC_INTERVAL: '1', CAIRN_LOG_LEVEL: 'warn' }, captureLog: true });
+  const inspectorPort = await freePort();
+  service = await startChildService({ env: { CAIRN_GC_INTERVAL: '1', CAIRN_LOG_LEVEL: 'warn' }, captureLog: true, nodeArgs: [`--inspect=127.0.0.1:${inspectorPort}`] });
+  const inspector = await connectInspector(inspectorPort);
   const pid = service.pid;
   const model: Model = { buckets: new Map() };
   const counts: Record<string, number> = {};
   const until = Date.now() + SECONDS * 1000;
   const samples: number[] = [];
   const sampler = setInterval(() => samples.push(rssMiB(pid)), 2000);
+  // The live heap once the server is warm (caches filled, every kind of request seen).
+  let warm = 0;
+  const warmed = new Promise<void>((resolve) =>
+    setTimeout(() => {
+      inspector
+        .liveHeapBytes()
+        .then((bytes) => (warm = bytes))
+        .finally(resolve);
+    }, (SECONDS * 1000) / 4),
+  );
   try {
     await Promise.all(Array.from({ length: CLIENTS }, (_, i) => client(i, service.s3(), until, model, counts)));
   } finally {
     clearInterval(sampler);
   }
+  await warmed;
   // Let the last deletions be collected too. Time is what is waited for: the
   // server collects every second and says nothing outside when it does, so
   // 2.5 s spans at least one whole collection begun after the last delete.
@@ -205,10 +228,11 @@ test(`${CLIENTS} clients for ${SECONDS} s with collection every second: nothing 
   process.stderr.write(`soak: ${JSON.stringify(counts)}; peak RSS ${rss.toFixed(0)} MiB\n`);
   process.stderr.write(`soak: RSS every 2 s ${samples.map((v) => v.toFixed(0)).join(' ')}\n`);
   expect(rss).toBeLessThan(RSS_LIMIT_MIB);
-  // Levels off: the last third of the run adds less than the first third did.
-  const third = Math.floor(samples.length / 3);
-  const growth = (from: number, to: number) => samples[to]! - samples[from]!;
-  expect(growth(samples.length - 1 - third, samples.length - 1)).toBeLessThanOrEqual(Math.max(growth(0, third), 16));
+  const end = await inspector.liveHeapBytes();
+  inspector.close();
+  process.stderr.write(`soak: live heap after a full collection ${(warm / MiB).toFixed(1)} MiB warm, ${(end / MiB).toFixed(1)} MiB at the end\n`);
+  expect(warm).toBeGreaterThan(0);
+  expect((end - warm) / MiB).toBeLessThanOrEqual(LIVE_HEAP_GROWTH_LIMIT_MIB);
   expect(counts.put).toBeGreaterThan(SECONDS); // the workload really ran
 
   await service.stop({ keepData: true });
