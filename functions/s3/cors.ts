@@ -5,7 +5,14 @@
  * preflight); and every other response to a request with a matching Origin
  * carries the rule's Access-Control-* headers, errors included, so a page
  * can read what went wrong.
+ *
+ * The service's own web app (served from the API's origin, see
+ * functions/web-app/) is allowed on every bucket and on ListBuckets,
+ * before and whatever each bucket's own rules say: it signs every request
+ * with the user's key pair, so the allowance gives it no access, only the
+ * browser's leave to make the requests and read the answers.
  */
+import type { Config } from '../core/config.js';
 import type { Bucket, CorsRule } from '../core/data/buckets.js';
 import type { HttpRequest } from '../core/http/types.js';
 import type { Services } from '../core/services.js';
@@ -15,6 +22,7 @@ import { isValidBucketName } from './names.js';
 import type { S3Request } from './router.js';
 import { escapeXml, S3_NS } from './xml.js';
 import { parseXmlBody, readSmallBody } from './xml-input.js';
+import { webAppOrigins } from '../web-app/app-config.js';
 
 /** The methods a rule may allow (S3 refuses any other, OPTIONS and PATCH included). */
 const CORS_METHODS: ReadonlySet<string> = new Set(['GET', 'PUT', 'POST', 'DELETE', 'HEAD']);
@@ -169,7 +177,34 @@ function corsForbidden(message: string, method: string, s3: S3Request): S3Error 
   return new S3Error('AccessForbidden', 403, message, { Method: method, ResourceType: s3.key === undefined ? 'BUCKET' : 'OBJECT' });
 }
 
-/** An OPTIONS preflight on a bucket or object path. */
+/** What the web app reads from S3's answers besides the CORS-safelisted headers. */
+const APP_EXPOSE_HEADERS = ['ETag', 'x-service-ipfs-hash', 'x-service-ipfs-hash-v0', 'x-amz-request-id', 'x-amz-version-id', 'Content-Length', 'Content-Range'];
+const APP_METHODS = ['GET', 'PUT', 'POST', 'DELETE', 'HEAD'];
+const APP_MAX_AGE = 600;
+
+const appOriginsOf = new WeakMap<Config, ReadonlySet<string>>();
+
+/** Whether `origin` is one the web app is served from (derived from the configuration once). */
+export function isWebAppOrigin(config: Config, origin: string): boolean {
+  let origins = appOriginsOf.get(config);
+  if (!origins) {
+    origins = new Set(webAppOrigins(config));
+    appOriginsOf.set(config, origins);
+  }
+  return origins.has(origin);
+}
+
+function appHeaders(origin: string): Record<string, string> {
+  return {
+    'access-control-allow-origin': origin,
+    'access-control-allow-methods': APP_METHODS.join(', '),
+    'access-control-expose-headers': APP_EXPOSE_HEADERS.join(', '),
+    'access-control-max-age': String(APP_MAX_AGE),
+    vary: VARY,
+  };
+}
+
+/** An OPTIONS preflight on a bucket or object path, or on the service root (ListBuckets; the web app only). */
 export async function preflight(services: Services, req: HttpRequest, s3: S3Request): Promise<Response> {
   const origin = req.headers.get('origin');
   if (!origin) throw new S3Error('BadRequest', 400, 'Insufficient information. Origin request header needed.');
@@ -179,6 +214,11 @@ export async function preflight(services: Services, req: HttpRequest, s3: S3Requ
     .split(',')
     .map((h) => h.trim().toLowerCase())
     .filter((h) => h !== '');
+  if (isWebAppOrigin(services.config, origin)) {
+    const headers = appHeaders(origin);
+    if (requested.length) headers['access-control-allow-headers'] = requested.join(', ');
+    return new Response(null, { status: 200, headers });
+  }
   // A missing bucket answers as one without CORS: unauthenticated callers learn nothing about which names exist.
   const bucket = s3.bucket !== undefined && isValidBucketName(s3.bucket) ? await services.buckets.get(s3.bucket) : undefined;
   if (!bucket?.cors) throw corsForbidden('CORSResponse: CORS is not enabled for this bucket.', method, s3);
@@ -204,6 +244,10 @@ export async function preflight(services: Services, req: HttpRequest, s3: S3Requ
  */
 export async function addCorsHeaders(services: Services, req: HttpRequest, s3: S3Request, known: Bucket | undefined, response: Response): Promise<void> {
   const origin = req.headers.get('origin');
+  if (origin && isWebAppOrigin(services.config, origin)) {
+    for (const [name, value] of Object.entries(appHeaders(origin))) response.headers.set(name, value);
+    return;
+  }
   let bucket = known;
   if (!bucket && origin && s3.bucket !== undefined && isValidBucketName(s3.bucket)) {
     try {

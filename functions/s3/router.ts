@@ -135,8 +135,9 @@ export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): 
   const method = req.method.toUpperCase();
   const has = (name: string) => query.has(name);
 
-  // Before any subresource check: a preflight names the actual request's URL, whatever its query.
-  if (method === 'OPTIONS' && bucket) return { op: 'PreflightCors', ...base };
+  // Before any subresource check: a preflight names the actual request's URL, whatever its query
+  // (the service root's too: ListBuckets, which only the web app's origin is allowed).
+  if (method === 'OPTIONS') return { op: 'PreflightCors', ...base };
   if (!bucket) {
     if (method === 'GET') return { op: 'ListBuckets', ...base };
     throw errors.methodNotAllowed(method);

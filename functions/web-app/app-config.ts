@@ -1,0 +1,59 @@
+/**
+ * What the web app is told about the service (`GET /app/config.json`): the
+ * public endpoints it needs besides its own origin's `/graphql`, derived
+ * from the one Config. No secrets: anyone may read it.
+ */
+import type { Config } from '../core/config.js';
+
+export interface WebAppConfig {
+  /** The GraphQL endpoint, on the app's own origin. */
+  graphqlPath: string;
+  /** The S3-compatible endpoint the app signs requests for (path style). */
+  storageEndpoint: string;
+  /** The region S3 signatures are made for. */
+  region: string;
+  /** The service's own gateway (`<gatewayUrl>/ipfs/<cid>`). */
+  gatewayUrl: string;
+  /** A public IPFS gateway (may be the same as gatewayUrl). */
+  publicGatewayUrl: string;
+  /** Sites answer at `<scheme>//<slug>.<domain>`, one deploy at `<scheme>//<deployId>--<slug>.<domain>`. */
+  sites: { scheme: string; domain: string };
+  /** Public files answer at `<scheme>//<bucket>.<domain>/<key>`. */
+  publicFiles: { scheme: string; domain: string };
+  /** The largest body one PUT may carry; larger files go up in a multipart upload. */
+  maxPutBytes: number;
+}
+
+export function webAppConfig(config: Config): WebAppConfig {
+  // Sites and public files are served by the gateway (or CloudFront in front of it, with the same scheme).
+  const scheme = new URL(config.urls.gatewayUrl).protocol;
+  return {
+    graphqlPath: '/graphql',
+    storageEndpoint: config.urls.storageEndpoint,
+    region: config.region,
+    gatewayUrl: config.urls.gatewayUrl,
+    publicGatewayUrl: config.urls.publicGatewayUrl,
+    sites: { scheme, domain: config.sites.domain },
+    publicFiles: { scheme, domain: config.urls.storagePublicDomain },
+    maxPutBytes: config.storage.maxRequestBody,
+  };
+}
+
+/**
+ * The origins the web app is served from, which the S3 endpoint allows on
+ * every bucket: the API's public base URL, and on a loopback host its other
+ * loopback names (a browser may be pointed at localhost or 127.0.0.1).
+ */
+export function webAppOrigins(config: Config): string[] {
+  const base = new URL(config.urls.baseUrl);
+  const origins = [base.origin];
+  const loopback = ['127.0.0.1', 'localhost', '[::1]'];
+  if (loopback.includes(base.hostname)) {
+    for (const name of loopback) {
+      const other = new URL(base.origin);
+      other.hostname = name;
+      if (!origins.includes(other.origin)) origins.push(other.origin);
+    }
+  }
+  return origins;
+}

@@ -1,0 +1,241 @@
+/** Creating a site: its source (a git repository or a CID), build settings and environment. */
+import { useRef, useState, type FormEvent } from 'react';
+import { ApiError, messageOf } from '../api.js';
+import { useApp } from '../app-context.js';
+import { PageHeader } from '../components.js';
+import { useTitle } from '../hooks.js';
+import { CREATE_SITE, TRIGGER_DEPLOY } from '../queries.js';
+import { href, navigate } from '../router.js';
+
+interface EnvRow {
+  id: number;
+  name: string;
+  value: string;
+}
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+export function NewSite() {
+  useTitle('New site');
+  const { api } = useApp();
+  const [name, setName] = useState('');
+  const [description, setDescription] = useState('');
+  const [kind, setKind] = useState<'git' | 'ipfs'>('git');
+  const [url, setUrl] = useState('');
+  const [branch, setBranch] = useState('main');
+  const [cid, setCid] = useState('');
+  const [buildCommand, setBuildCommand] = useState('');
+  const [baseDirectory, setBaseDirectory] = useState('');
+  const [publishDirectory, setPublishDirectory] = useState('');
+  const [env, setEnv] = useState<EnvRow[]>([]);
+  const [showValues, setShowValues] = useState(false);
+  const [autoPublishing, setAutoPublishing] = useState(true);
+  const [deployNow, setDeployNow] = useState(true);
+  const [error, setError] = useState<{ text: string; field?: string } | null>(null);
+  const [busy, setBusy] = useState(false);
+  const nextRow = useRef(1);
+  const errorRef = useRef<HTMLParagraphElement>(null);
+
+  const fail = (text: string, field?: string) => {
+    setError({ text, field });
+    setBusy(false);
+    setTimeout(() => errorRef.current?.focus(), 0);
+  };
+
+  const submit = async (event: FormEvent<HTMLFormElement>) => {
+    event.preventDefault();
+    if (name && !SLUG.test(name)) return fail('The name is its address: lowercase letters, digits and inner hyphens, at most 63 characters.', 'name');
+    if (kind === 'git' && !/^https?:\/\/\S+$/.test(url.trim())) return fail('Give the repository as an https:// (or http://) clone URL.', 'url');
+    if (kind === 'git' && !branch.trim()) return fail('Give the branch to deploy.', 'branch');
+    if (kind === 'ipfs' && !cid.trim()) return fail('Give the CID of the content to publish.', 'cid');
+    const bad = env.find((row) => !ENV_NAME.test(row.name));
+    if (bad) return fail(`"${bad.name}" is not a variable name: letters, digits and underscores, not starting with a digit.`, 'environmentVariables');
+    setBusy(true);
+    setError(null);
+    const optional = (s: string) => (s.trim() === '' ? undefined : s.trim());
+    const input = {
+      name: optional(name),
+      description: optional(description),
+      buildSettings: {
+        buildCommand: optional(buildCommand),
+        baseDirectoryPath: optional(baseDirectory),
+        publishDirectoryPath: optional(publishDirectory),
+        environmentVariables: env.map((row) => ({ name: row.name, value: row.value })),
+      },
+      deploySettings: {
+        autoPublishing,
+        source: kind === 'git' ? { repository: { type: 'GIT_HOST', url: url.trim(), branch: branch.trim() } } : { ipfs: { cid: cid.trim() } },
+      },
+    };
+    try {
+      const { createSite } = await api.mutate<{ createSite: { id: string; slug: string } }>(CREATE_SITE, { input });
+      if (deployNow) {
+        try {
+          await api.mutate(TRIGGER_DEPLOY, { siteId: createSite.id });
+        } catch {
+          // The site exists; its page offers to deploy again.
+        }
+      }
+      navigate({ name: 'site', siteId: createSite.id });
+    } catch (err) {
+      fail(messageOf(err), err instanceof ApiError ? err.field : undefined);
+    }
+  };
+
+  const invalid = (field: string) => (error?.field === field ? true : undefined);
+
+  return (
+    <>
+      <PageHeader title="New site" back={{ href: href({ name: 'sites' }), label: 'Sites' }} />
+      <form className="form" onSubmit={(e) => void submit(e)} noValidate>
+        {error ? (
+          <p ref={errorRef} tabIndex={-1} className="notice notice-error" role="alert">
+            {error.text}
+          </p>
+        ) : null}
+        <section className="card">
+          <h2>Site</h2>
+          <div className="field">
+            <label htmlFor="site-name">Name</label>
+            <input id="site-name" value={name} onChange={(e) => setName(e.currentTarget.value)} autoComplete="off" spellCheck={false} aria-describedby="site-name-hint" aria-invalid={invalid('name')} />
+            <p id="site-name-hint" className="hint">
+              Also its address. Lowercase letters, digits and hyphens. Leave it empty for a generated one.
+            </p>
+          </div>
+          <div className="field">
+            <label htmlFor="site-description">Description (optional)</label>
+            <input id="site-description" value={description} onChange={(e) => setDescription(e.currentTarget.value)} />
+          </div>
+        </section>
+
+        <fieldset className="card">
+          <legend>Source</legend>
+          <div className="radio-row">
+            <label className="radio">
+              <input type="radio" name="source" value="git" checked={kind === 'git'} onChange={() => setKind('git')} />
+              Git repository
+            </label>
+            <label className="radio">
+              <input type="radio" name="source" value="ipfs" checked={kind === 'ipfs'} onChange={() => setKind('ipfs')} />
+              Content on IPFS (a CID)
+            </label>
+          </div>
+          {kind === 'git' ? (
+            <div className="field-row">
+              <div className="field grow">
+                <label htmlFor="repo-url">Repository URL</label>
+                <input id="repo-url" type="url" inputMode="url" value={url} onChange={(e) => setUrl(e.currentTarget.value)} placeholder="https://github.com/acme/site.git" spellCheck={false} autoComplete="off" required aria-invalid={invalid('url')} />
+              </div>
+              <div className="field">
+                <label htmlFor="repo-branch">Branch</label>
+                <input id="repo-branch" value={branch} onChange={(e) => setBranch(e.currentTarget.value)} spellCheck={false} autoComplete="off" required aria-invalid={invalid('branch')} />
+              </div>
+            </div>
+          ) : (
+            <div className="field">
+              <label htmlFor="source-cid">CID</label>
+              <input id="source-cid" className="mono" value={cid} onChange={(e) => setCid(e.currentTarget.value)} spellCheck={false} autoComplete="off" placeholder="bafybei…" required aria-invalid={invalid('cid')} aria-describedby="source-cid-hint" />
+              <p id="source-cid-hint" className="hint">
+                A file or directory this service holds (upload it on the Storage page).
+              </p>
+            </div>
+          )}
+        </fieldset>
+
+        <fieldset className="card">
+          <legend>Build settings</legend>
+          <div className="field">
+            <label htmlFor="build-command">Build command (optional)</label>
+            <input id="build-command" className="mono" value={buildCommand} onChange={(e) => setBuildCommand(e.currentTarget.value)} placeholder="npm run build" spellCheck={false} autoComplete="off" aria-describedby="build-command-hint" />
+            <p id="build-command-hint" className="hint">
+              Run with <code>sh -c</code>. Without one, the publish directory is published as it is.
+            </p>
+          </div>
+          <div className="field-row">
+            <div className="field grow">
+              <label htmlFor="base-dir">Base directory</label>
+              <input id="base-dir" className="mono" value={baseDirectory} onChange={(e) => setBaseDirectory(e.currentTarget.value)} placeholder="(repository root)" spellCheck={false} autoComplete="off" />
+            </div>
+            <div className="field grow">
+              <label htmlFor="publish-dir">Publish directory</label>
+              <input id="publish-dir" className="mono" value={publishDirectory} onChange={(e) => setPublishDirectory(e.currentTarget.value)} placeholder="(base directory)" spellCheck={false} autoComplete="off" />
+            </div>
+          </div>
+          <div className="env" role="group" aria-labelledby="env-title">
+            <div className="env-header">
+              <h3 id="env-title">Environment variables</h3>
+              {env.length ? (
+                <button type="button" className="button button-small" aria-pressed={showValues} onClick={() => setShowValues(!showValues)}>
+                  {showValues ? 'Hide values' : 'Show values'}
+                </button>
+              ) : null}
+            </div>
+            {env.length === 0 ? <p className="hint">None. The build always gets CI=true, CAIRN_DEPLOY_ID, COMMIT_REF and BRANCH.</p> : null}
+            {env.map((row, i) => (
+              <div className="env-row" key={row.id}>
+                <div className="field grow">
+                  <label htmlFor={`env-name-${row.id}`}>Name {i + 1}</label>
+                  <input
+                    id={`env-name-${row.id}`}
+                    className="mono"
+                    value={row.name}
+                    spellCheck={false}
+                    autoComplete="off"
+                    aria-invalid={invalid('environmentVariables') && !ENV_NAME.test(row.name) ? true : undefined}
+                    onChange={(e) => {
+                      const v = e.currentTarget.value;
+                      setEnv((rows) => rows.map((r) => (r.id === row.id ? { ...r, name: v } : r)));
+                    }}
+                  />
+                </div>
+                <div className="field grow">
+                  <label htmlFor={`env-value-${row.id}`}>Value {i + 1}</label>
+                  <input
+                    id={`env-value-${row.id}`}
+                    className="mono"
+                    type={showValues ? 'text' : 'password'}
+                    value={row.value}
+                    spellCheck={false}
+                    autoComplete="off"
+                    onChange={(e) => {
+                      const v = e.currentTarget.value;
+                      setEnv((rows) => rows.map((r) => (r.id === row.id ? { ...r, value: v } : r)));
+                    }}
+                  />
+                </div>
+                <button type="button" className="button button-small env-remove" onClick={() => setEnv((rows) => rows.filter((r) => r.id !== row.id))} aria-label={`Remove variable ${row.name || i + 1}`}>
+                  Remove
+                </button>
+              </div>
+            ))}
+            <button type="button" className="button button-small" onClick={() => setEnv((rows) => [...rows, { id: nextRow.current++, name: '', value: '' }])}>
+              Add a variable
+            </button>
+          </div>
+        </fieldset>
+
+        <fieldset className="card">
+          <legend>Deploys</legend>
+          <label className="checkbox">
+            <input type="checkbox" checked={autoPublishing} onChange={(e) => setAutoPublishing(e.currentTarget.checked)} />
+            Publish each successful deploy at once
+          </label>
+          <label className="checkbox">
+            <input type="checkbox" checked={deployNow} onChange={(e) => setDeployNow(e.currentTarget.checked)} />
+            Start the first deploy when the site is created
+          </label>
+        </fieldset>
+
+        <div className="form-actions">
+          <button type="submit" className="button button-primary" disabled={busy}>
+            {busy ? 'Creating…' : 'Create site'}
+          </button>
+          <a className="button" href={href({ name: 'sites' })}>
+            Cancel
+          </a>
+        </div>
+      </form>
+    </>
+  );
+}

@@ -1,0 +1,228 @@
+/** One site: its address, settings and deploys (newest first, paged), and what can be done with them. */
+import { useState, type FormEvent } from 'react';
+import { siteUrl, useApp } from '../app-context.js';
+import { ActionNotice, EmptyState, ErrorNotice, ExternalLink, Loading, Mono, PageHeader, StatusBadge, TimeAgo } from '../components.js';
+import { DeployActions } from '../deploy-actions.js';
+import { formatAgo, formatDuration, shortId } from '../format.js';
+import { useActions, useLoad, usePolling, useTitle } from '../hooks.js';
+import { DEPLOYS, PURGE_CACHE, SITE, TRIGGER_DEPLOY, type DeploySummary, type Site as SiteData } from '../queries.js';
+import { href } from '../router.js';
+
+const PAGE = 10;
+
+interface DeployPage {
+  deploys: DeploySummary[];
+  nextToken: string | null;
+}
+
+export function Site({ siteId }: { siteId: string }) {
+  const { api, config } = useApp();
+  const site = useLoad(async () => (await api.query<{ getSiteById: SiteData | null }>(SITE, { siteId })).getSiteById, [siteId]);
+  const deploys = useLoad(async () => (await api.query<{ getDeploysBySite: DeployPage | null }>(DEPLOYS, { siteId, limit: PAGE })).getDeploysBySite, [siteId]);
+  const actions = useActions();
+  const [commit, setCommit] = useState('');
+  const [more, setMore] = useState<{ busy: boolean; error?: string }>({ busy: false });
+  useTitle(site.data?.name ?? 'Site');
+
+  const list = deploys.data?.deploys ?? [];
+  const running = list.some((d) => d.status === 'IN_PROGRESS');
+
+  /** Fresh first page merged into what is shown; deploys in progress further down are asked for one by one. */
+  const refresh = async () => {
+    const first = (await api.query<{ getDeploysBySite: DeployPage | null }>(DEPLOYS, { siteId, limit: PAGE })).getDeploysBySite;
+    if (!first) return;
+    const wasRunning = list.filter((d) => d.status === 'IN_PROGRESS').map((d) => d.id);
+    deploys.setData((prev) => {
+      if (!prev) return first;
+      const fresh = new Map(first.deploys.map((d) => [d.id, d]));
+      const newer = first.deploys.filter((d) => !prev.deploys.some((p) => p.id === d.id));
+      return { deploys: [...newer, ...prev.deploys.map((d) => fresh.get(d.id) ?? d)], nextToken: prev.nextToken };
+    });
+    // A deploy that ended may have moved the published one.
+    const ended = wasRunning.some((id) => fresh(first.deploys, id)?.status !== 'IN_PROGRESS');
+    if (ended || first.deploys.some((d) => d.published) !== !!site.data?.publishedDeploy) await site.reload(true);
+  };
+  usePolling(refresh, running ? 2000 : null);
+
+  const afterAction = () => {
+    void refresh();
+    void site.reload(true);
+  };
+
+  if (site.loading && !site.data) return <Loading label="Loading the site…" />;
+  if (site.error) return <ErrorNotice retry={() => void site.reload()}>Could not load the site: {site.error}</ErrorNotice>;
+  const s = site.data;
+  if (!s) {
+    return (
+      <>
+        <PageHeader title="Site not found" back={{ href: href({ name: 'sites' }), label: 'Sites' }} />
+        <EmptyState title="There is no such site in your team.">
+          <a href={href({ name: 'sites' })}>See the team's sites</a>
+        </EmptyState>
+      </>
+    );
+  }
+  const address = siteUrl(config, s.slug);
+  const source = s.deploySettings.source;
+  const published = s.publishedDeploy;
+
+  const trigger = async (event: FormEvent<HTMLFormElement>) => {
+    event.preventDefault();
+    const c = commit.trim();
+    await actions.run(
+      'Starting a deploy',
+      () => api.mutate<{ triggerDeploy: DeploySummary }>(TRIGGER_DEPLOY, { siteId: s.id, commit: c || null }),
+      (r) => `Deploy ${shortId(r.triggerDeploy.id)} started${c ? ` for commit ${c.slice(0, 12)}` : ''}.`,
+    );
+    setCommit('');
+    afterAction();
+  };
+  const purge = async () => {
+    await actions.run('Purging the cache', () => api.mutate(PURGE_CACHE, { siteId: s.id }), () => 'The cache was purged: the next visits get the published deploy fresh.');
+  };
+  const loadMore = async () => {
+    if (!deploys.data?.nextToken) return;
+    setMore({ busy: true });
+    try {
+      const next = (await api.query<{ getDeploysBySite: DeployPage | null }>(DEPLOYS, { siteId, limit: PAGE, nextToken: deploys.data.nextToken })).getDeploysBySite;
+      deploys.setData((prev) => ({ deploys: [...(prev?.deploys ?? []), ...(next?.deploys ?? [])], nextToken: next?.nextToken ?? null }));
+      setMore({ busy: false });
+    } catch (err) {
+      setMore({ busy: false, error: (err as Error).message });
+    }
+  };
+
+  return (
+    <>
+      <PageHeader
+        title={s.name}
+        back={{ href: href({ name: 'sites' }), label: 'Sites' }}
+        subtitle={published ? <ExternalLink href={address}>{address}</ExternalLink> : <span className="muted">Not published yet: its address will be {address}</span>}
+      />
+      <div className="site-layout">
+        <section className="card site-summary" aria-labelledby="published-title">
+          <h2 id="published-title">Published</h2>
+          {published ? (
+            <>
+              {published.previewImage ? <img className="preview" src={published.previewImage} alt={`Preview of ${s.name}`} /> : <div className="preview preview-placeholder">No preview image</div>}
+              <p>
+                Deploy <a href={href({ name: 'deploy', siteId: s.id, deployId: published.id })}>{shortId(published.id)}</a>
+                {published.repository.commit ? (
+                  <>
+                    {' '}
+                    of <Mono>{published.repository.commit.slice(0, 12)}</Mono>
+                  </>
+                ) : null}
+                , <TimeAgo iso={published.completedAt} formatted={formatAgo(published.completedAt)} />
+              </p>
+            </>
+          ) : (
+            <p className="muted">Nothing is published yet. A successful deploy is published at once{s.deploySettings.autoPublishing ? '' : ' when you publish it'}.</p>
+          )}
+          <dl className="facts">
+            <dt>Source</dt>
+            <dd>{source.__typename === 'Repository' ? <>{source.url} <span className="muted">({source.branch})</span></> : <Mono>{source.cid ?? ''}</Mono>}</dd>
+            <dt>Build command</dt>
+            <dd>{s.buildSettings.buildCommand ? <code>{s.buildSettings.buildCommand}</code> : <span className="muted">none</span>}</dd>
+            <dt>Publish directory</dt>
+            <dd>
+              <code>{[s.buildSettings.baseDirectoryPath, s.buildSettings.publishDirectoryPath].filter(Boolean).join('/') || '/'}</code>
+            </dd>
+            <dt>Auto-publishing</dt>
+            <dd>{s.deploySettings.autoPublishing ? 'on' : 'off'}</dd>
+          </dl>
+          {s.buildSettings.environmentVariables.length ? <EnvList vars={s.buildSettings.environmentVariables} /> : null}
+        </section>
+
+        <section className="card site-deploys" aria-labelledby="deploys-title">
+          <div className="section-header">
+            <h2 id="deploys-title">Deploys</h2>
+            <div className="toolbar">
+              <form className="inline-form" onSubmit={(e) => void trigger(e)}>
+                {source.__typename === 'Repository' ? (
+                  <>
+                    <label htmlFor="deploy-commit" className="visually-hidden">
+                      Commit to deploy (optional; the branch's latest when empty)
+                    </label>
+                    <input id="deploy-commit" className="mono commit-input" placeholder="commit (optional)" value={commit} onChange={(e) => setCommit(e.currentTarget.value)} spellCheck={false} autoComplete="off" />
+                  </>
+                ) : null}
+                <button type="submit" className="button button-primary" disabled={actions.pending !== null}>
+                  Trigger deploy
+                </button>
+              </form>
+              <button type="button" className="button" disabled={actions.pending !== null} onClick={() => void purge()}>
+                Purge cache
+              </button>
+            </div>
+          </div>
+          <ActionNotice result={actions.result} pending={actions.pending} onDismiss={actions.clear} />
+          {deploys.loading && !deploys.data ? <Loading label="Loading deploys…" /> : null}
+          {deploys.error ? <ErrorNotice retry={() => void deploys.reload()}>Could not load the deploys: {deploys.error}</ErrorNotice> : null}
+          {deploys.data && list.length === 0 ? <EmptyState title="No deploys yet">Trigger the first one: it builds the branch's latest commit.</EmptyState> : null}
+          {list.length ? (
+            <ol className="deploy-list" aria-label="Deploys, newest first">
+              {list.map((d) => (
+                <li key={d.id} className="deploy-row" data-deploy={d.id} data-status={d.status}>
+                  <div className="deploy-main">
+                    <StatusBadge status={d.status} />
+                    <a className="deploy-id" href={href({ name: 'deploy', siteId: s.id, deployId: d.id })} aria-label={`Deploy ${shortId(d.id)}`}>
+                      {shortId(d.id)}
+                    </a>
+                    {d.published ? <span className="tag tag-published">Published</span> : null}
+                    {d.preview ? <span className="tag">Preview</span> : null}
+                  </div>
+                  <div className="deploy-meta">
+                    <span className="deploy-commit">
+                      {d.repository.commit ? <code title={d.repository.commit}>{d.repository.commit.slice(0, 7)}</code> : null}
+                      {d.repository.message ? <span className="commit-message">{d.repository.message}</span> : d.repository.branch ? <span className="muted">{d.repository.branch}</span> : null}
+                    </span>
+                    <span className="muted">
+                      <TimeAgo iso={d.startedAt} formatted={formatAgo(d.startedAt)} />
+                      {d.totalTime !== null ? ` · ${formatDuration(d.totalTime)}` : ''}
+                    </span>
+                  </div>
+                  <DeployActions api={api} siteId={s.id} deploy={d} publishedId={published?.id ?? null} actions={actions} onChanged={afterAction} />
+                </li>
+              ))}
+            </ol>
+          ) : null}
+          {deploys.data?.nextToken ? (
+            <div className="more">
+              <button type="button" className="button" disabled={more.busy} onClick={() => void loadMore()}>
+                {more.busy ? 'Loading…' : 'Older deploys'}
+              </button>
+              {more.error ? <ErrorNotice>{more.error}</ErrorNotice> : null}
+            </div>
+          ) : null}
+        </section>
+      </div>
+    </>
+  );
+}
+
+function fresh(list: DeploySummary[], id: string): DeploySummary | undefined {
+  return list.find((d) => d.id === id);
+}
+
+function EnvList({ vars }: { vars: Array<{ name: string; value: string | null }> }) {
+  const [shown, setShown] = useState(false);
+  return (
+    <div className="env-view">
+      <div className="env-header">
+        <h3>Environment variables</h3>
+        <button type="button" className="button button-small" aria-pressed={shown} onClick={() => setShown(!shown)}>
+          {shown ? 'Hide values' : 'Show values'}
+        </button>
+      </div>
+      <dl className="facts mono">
+        {vars.map((v) => (
+          <div key={v.name} className="fact">
+            <dt>{v.name}</dt>
+            <dd>{v.value === null ? <span className="muted">(not readable)</span> : shown ? v.value : '••••••••'}</dd>
+          </div>
+        ))}
+      </dl>
+    </div>
+  );
+}
