@@ -1,7 +1,8 @@
 /**
  * The Cairn stack: data (tables, block bucket, KMS key), the four functions
- * with least-privilege grants, their endpoints (an HTTP API for GraphQL,
- * Function URLs for the S3-compatible endpoint and the gateway), and the
+ * with least-privilege grants, their endpoints (an HTTP API for GraphQL, a
+ * REST API streaming to the S3 function for the S3-compatible endpoint
+ * (lib/storage-api.ts), a Function URL for the gateway), and the
  * deploy pipeline: an SQS queue (with a dead-letter queue) in front of the
  * deploy worker, a CodeBuild project for site builds with a rule that hands
  * their ends to the worker, and the schedule of the worker's tick. Sites are
@@ -31,6 +32,7 @@ import { TABLES, type TableName } from '../functions/core/data/tables.js';
 import { CairnData, pascal } from './data.js';
 import { PLAYGROUND_ASSETS, PLAYGROUND_BUNDLE_DIR } from '../functions/graphql/playground-assets.js';
 import { CairnFunction, LAMBDA_SCHEMA_PATH } from './functions.js';
+import { REST_MAX_REQUEST_BODY, STORAGE_API_STAGE, StreamingRestApi } from './storage-api.js';
 import { SiteCdn, sitesDomainOf } from './site-cdn.js';
 import { DeployPreviews } from './preview.js';
 import { BUILD_QUEUED_TIMEOUT_MINUTES, codeBuildTimeoutMinutes, DEFAULT_BUILD_IMAGE, DEPLOY_BUILDS_PREFIX, WORKER_TIMEOUT_MINUTES } from '../functions/deploy-worker/limits.js';
@@ -121,7 +123,10 @@ export class CairnStack extends Stack {
   readonly data: CairnData;
   readonly functions: CairnFunctions;
   readonly api: HttpApi;
-  readonly storageUrl: FunctionUrl;
+  /** The S3-compatible endpoint: a REST API streaming to the S3 function. */
+  readonly storageApi: StreamingRestApi;
+  /** The URL S3 clients are given (the `StorageEndpoint` output). */
+  readonly storageEndpoint: string;
   readonly gatewayUrl: FunctionUrl;
   readonly deployWorkerSchedule: Schedule;
   readonly deployQueue: Queue;
@@ -175,12 +180,14 @@ export class CairnStack extends Stack {
       extraFiles: ['schema.graphql', ...PLAYGROUND_FILES],
     }).function;
 
+    const s3Timeout = Duration.seconds(60);
     const s3 = new CairnFunction(this, 'S3', {
       name: 's3',
       description: 'Cairn: S3-compatible storage endpoint',
       memorySize: 1024,
-      timeout: Duration.seconds(60),
-      environment,
+      timeout: s3Timeout,
+      // What one request through the REST API can carry to Lambda (lib/storage-api.ts).
+      environment: { ...environment, CAIRN_MAX_REQUEST_BODY: String(REST_MAX_REQUEST_BODY) },
     }).function;
 
     const gateway = new CairnFunction(this, 'Gateway', {
@@ -293,8 +300,17 @@ export class CairnStack extends Stack {
     for (const fn of [graphql, deployWorker]) fn.addEnvironment('CAIRN_DEPLOY_QUEUE_URL', this.deployQueue.queueUrl);
     deployWorker.addEnvironment('CAIRN_BUILD_PROJECT', this.buildProject.projectName);
 
-    // Endpoints. The S3 function verifies SigV4 itself; the gateway is public.
-    this.storageUrl = s3.addFunctionUrl({ authType: FunctionUrlAuthType.NONE, invokeMode: InvokeMode.RESPONSE_STREAM });
+    // Endpoints. The S3 function verifies SigV4 itself (against the host and
+    // path the client signed); the gateway is public.
+    this.storageApi = new StreamingRestApi(this, 'StorageApi', {
+      handler: s3,
+      restApiName: `${this.stackName}-storage`,
+      description: 'Cairn: S3-compatible storage endpoint',
+      stageName: STORAGE_API_STAGE,
+      integrationTimeout: s3Timeout,
+      errorShape: 's3',
+    });
+    this.storageEndpoint = this.storageApi.executeApiUrl;
     this.gatewayUrl = gateway.addFunctionUrl({ authType: FunctionUrlAuthType.NONE, invokeMode: InvokeMode.RESPONSE_STREAM });
 
     this.api = new HttpApi(this, 'Api', {
@@ -335,7 +351,7 @@ export class CairnStack extends Stack {
       if (!publicGatewayUrl) fn.addEnvironment('CAIRN_PUBLIC_GATEWAY_URL', this.gatewayUrl.url);
     }
     for (const fn of [graphql, deployWorker]) {
-      fn.addEnvironment('CAIRN_STORAGE_ENDPOINT', this.storageUrl.url);
+      fn.addEnvironment('CAIRN_STORAGE_ENDPOINT', this.storageEndpoint);
     }
     graphql.addEnvironment('CAIRN_BASE_URL', this.api.apiEndpoint);
 
@@ -364,8 +380,8 @@ export class CairnStack extends Stack {
       value: `${this.api.apiEndpoint}/graphql`,
     });
     new CfnOutput(this, 'StorageEndpoint', {
-      description: 'The S3-compatible endpoint (path-style)',
-      value: this.storageUrl.url,
+      description: 'The S3-compatible endpoint (path-style; clients sign the stage in its path)',
+      value: this.storageEndpoint,
     });
     new CfnOutput(this, 'GatewayUrl', {
       description: 'The IPFS gateway (/ipfs/<cid>)',

@@ -1,12 +1,16 @@
 /**
- * The S3 API's doors for tests. Locally there are two, which reach the same
- * data (a test can write through one and read through the other): the
- * node:http server, and the Lambda handler driven in-process with API
- * Gateway events and Lambda's runtime settings. A deployed stack has one,
- * its endpoint.
+ * The S3 API's doors for tests. Locally there are three, which reach the
+ * same data (a test can write through one and read through another): the
+ * node:http server, and the Lambda handler driven in-process with Lambda's
+ * runtime settings, once with HTTP API / Function URL events (payload 2.0)
+ * and once with API Gateway REST API events (payload 1.0), the S3 API's
+ * door in AWS. The REST door's clients talk to an execute-api endpoint with
+ * the stage in its path (what they sign), its plain requests to whatever
+ * host they name (a custom domain). A deployed stack has one door, its
+ * endpoint.
  */
 import { HeadObjectCommand, S3Client, S3ServiceException, type S3ClientConfig } from '@aws-sdk/client-s3';
-import { lambdaFetch, lambdaRequestHandler } from './lambda-door.js';
+import { lambdaFetch, lambdaRequestHandler, REST_API_ENDPOINT, restFetch, restRequestHandler } from './lambda-door.js';
 import { REMOTE, type ApiTarget } from './api-target.js';
 import type { Fetch } from './graphql.js';
 
@@ -39,6 +43,13 @@ export function s3Doors(target: () => ApiTarget): S3Door[] {
       tag: 'l',
       client: (creds, extra = {}) => client(creds, { requestHandler: lambdaRequestHandler(target().s3Lambda!) as never, ...extra }),
       fetch: (url, init) => lambdaFetch(target().s3Lambda!)(url, init),
+    },
+    {
+      name: 'REST API door',
+      lambda: true,
+      tag: 'r',
+      client: (creds, extra = {}) => client(creds, { endpoint: REST_API_ENDPOINT, requestHandler: restRequestHandler(target().s3Lambda!) as never, ...extra }),
+      fetch: (url, init) => restFetch(target().s3Lambda!)(url, init),
     },
   ];
 }

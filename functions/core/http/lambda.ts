@@ -2,11 +2,13 @@
  * The Lambda door: API Gateway HTTP API (payload 2.0) and Lambda Function URL
  * events share one shape; this turns them into an HttpRequest, and a Response
  * back into a streamed response (or a buffered structured result), wrapped in
- * middy.
+ * middy. API Gateway REST API events (payload 1.0) take the same door through
+ * api-gateway-rest.ts.
  */
 import middy from '@middy/core';
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type { APIGatewayProxyEvent, APIGatewayProxyEventV2, APIGatewayProxyResult, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { Logger } from '../logger.js';
+import { isRestApiEvent, restToHttpRequest, toRestResult, toRestStreamingResult } from './api-gateway-rest.js';
 import type { HttpHandler, HttpRequest } from './types.js';
 
 export function toHttpRequest(event: APIGatewayProxyEventV2): HttpRequest {
@@ -55,9 +57,9 @@ export async function toLambdaResult(response: Response, method: string): Promis
 }
 
 export type LambdaHttpHandler = (
-  event: APIGatewayProxyEventV2,
+  event: APIGatewayProxyEventV2 | APIGatewayProxyEvent,
   context: Context,
-) => Promise<APIGatewayProxyStructuredResultV2>;
+) => Promise<APIGatewayProxyStructuredResultV2 | APIGatewayProxyResult>;
 
 /** What a streaming handler gives middy: the prelude fields and a body stream. */
 export interface StreamingResult {
@@ -81,10 +83,11 @@ export function toStreamingResult(response: Response, method: string): Streaming
 
 export interface LambdaDoorOptions {
   /**
-   * Stream the response (Function URL in RESPONSE_STREAM mode): bodies up to
-   * Lambda's streaming limit instead of 6 MB, and memory that does not grow
-   * with the body. Needs the Lambda runtime's `awslambda` global. Default:
-   * true (the S3 and gateway Function URLs stream; see lib/cairn-stack.ts).
+   * Stream the response (Function URL in RESPONSE_STREAM mode, REST API
+   * integration in STREAM mode): bodies up to Lambda's streaming limit
+   * instead of 6 MB, and memory that does not grow with the body. Needs the
+   * Lambda runtime's `awslambda` global. Default: true (the S3 API and the
+   * gateway stream; see lib/cairn-stack.ts).
    */
   streaming?: boolean;
 }
@@ -99,12 +102,14 @@ export function lambdaHttpHandler(
 ): LambdaHttpHandler {
   const streaming = options.streaming ?? true;
   let built: Promise<{ handler: HttpHandler; logger: Logger }> | undefined;
-  const base = async (event: APIGatewayProxyEventV2, context: Context) => {
+  const base = async (event: APIGatewayProxyEventV2 | APIGatewayProxyEvent, context: Context) => {
     built ??= build();
     const { handler, logger } = await built;
-    const request = toHttpRequest(event);
+    const rest = isRestApiEvent(event);
+    const request = rest ? restToHttpRequest(event) : toHttpRequest(event);
     try {
       const response = await handler(request);
+      if (rest) return streaming ? toRestStreamingResult(response, request.method) : await toRestResult(response, request.method);
       return streaming ? toStreamingResult(response, request.method) : await toLambdaResult(response, request.method);
     } catch (err) {
       logger.error('unhandled error in handler', { err, requestId: context.awsRequestId });

@@ -8,6 +8,12 @@ export interface HttpRequest {
   method: string;
   /** The path as sent, still percent-encoded (`/bucket/a%20b`). */
   rawPath: string;
+  /**
+   * The path the client signed, when a proxy in front took a prefix off
+   * `rawPath` (API Gateway REST's stage, `/<stage>/bucket/key`): what SigV4
+   * covers. Absent, it is `rawPath`.
+   */
+  signedPath?: string;
   /** The query string as sent, without the `?` (may be empty). */
   rawQuery: string;
   headers: Headers;

@@ -113,7 +113,7 @@ export function verifyHeaderSignature(
   if (amzDate.slice(0, 8) !== auth.credential.date) {
     throw errors.authorizationHeaderMalformed(`the credential date ${auth.credential.date} does not match the request date`);
   }
-  const canonical = canonicalRequest(req.method, req.rawPath, req.rawQuery, req.headers, auth.signedHeaders, payloadHash);
+  const canonical = canonicalRequest(req.method, req.signedPath ?? req.rawPath, req.rawQuery, req.headers, auth.signedHeaders, payloadHash);
   if (canonical === undefined) throw errors.signatureDoesNotMatch();
   const { date, region, service } = auth.credential;
   const scope = `${date}/${region}/${service}/aws4_request`;

@@ -72,7 +72,7 @@ export function verifyPresigned(req: HttpRequest, p: ParsedPresign, secret: stri
     throw errors.authorizationHeaderMalformed('the credential date does not match X-Amz-Date');
   }
   const payloadHash = new URLSearchParams(req.rawQuery).get('X-Amz-Content-Sha256') ?? 'UNSIGNED-PAYLOAD';
-  const canonical = canonicalRequest(req.method, req.rawPath, req.rawQuery, req.headers, p.signedHeaders, payloadHash, 'X-Amz-Signature');
+  const canonical = canonicalRequest(req.method, req.signedPath ?? req.rawPath, req.rawQuery, req.headers, p.signedHeaders, payloadHash, 'X-Amz-Signature');
   if (canonical === undefined) throw errors.signatureDoesNotMatch();
   const { date, region, service } = p.credential;
   const scope = `${date}/${region}/${service}/aws4_request`;

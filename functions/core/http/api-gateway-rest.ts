@@ -1,0 +1,134 @@
+/**
+ * API Gateway REST API events (Lambda proxy integration, payload 1.0,
+ * `APIGatewayProxyEvent`) as an HttpRequest, and a Response back as what
+ * the REST API takes: the prelude of a streamed response (integration
+ * `responseTransferMode: STREAM`) or a buffered proxy result.
+ *
+ * What differs from the HTTP API / Function URL shape (lambda.ts):
+ * - Two paths. `requestContext.path` is the path the client sent, and so the
+ *   one it signed: `/<stage>/bucket/key` on the API's own
+ *   `execute-api` host, `/bucket/key` on a custom domain mapped with an empty
+ *   base path. `path` is the same without the stage. The application routes
+ *   on `path` (rawPath) and SigV4 checks `requestContext.path` (signedPath).
+ *   Both keep the client's percent-encoding.
+ * - No raw query string: `multiValueQueryStringParameters` holds the decoded
+ *   names and values, re-encoded here (every byte but the unreserved
+ *   characters, as SigV4's canonical query does, so signatures still match).
+ * - Headers in `multiValueHeaders` (and `headers`, last value only).
+ * - With binary media types that match every content type (the stack's
+ *   REST API has them), every body arrives base64-encoded.
+ */
+import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import type { HttpRequest } from './types.js';
+
+/** Whether a Lambda event is a REST API (payload 1.0) proxy event rather than payload 2.0. */
+export function isRestApiEvent(event: unknown): event is APIGatewayProxyEvent {
+  const e = event as { httpMethod?: unknown; version?: unknown; requestContext?: { http?: unknown } };
+  return typeof e?.httpMethod === 'string' && e.version !== '2.0' && e.requestContext?.http === undefined;
+}
+
+const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
+
+/** Percent-encodes every byte but the unreserved characters (RFC 3986), as S3 clients encode query values. */
+function encodeQueryPart(text: string): string {
+  let out = '';
+  for (const ch of text) {
+    if (UNRESERVED.test(ch)) out += ch;
+    else for (const b of Buffer.from(ch, 'utf8')) out += `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
+}
+
+/** The query string rebuilt from the event's decoded parameters. */
+export function restRawQuery(event: Pick<APIGatewayProxyEvent, 'multiValueQueryStringParameters' | 'queryStringParameters'>): string {
+  const multi = event.multiValueQueryStringParameters;
+  const pairs: string[] = [];
+  if (multi) {
+    for (const [name, values] of Object.entries(multi)) {
+      for (const value of values ?? []) pairs.push(`${encodeQueryPart(name)}=${encodeQueryPart(value)}`);
+    }
+  } else {
+    for (const [name, value] of Object.entries(event.queryStringParameters ?? {})) {
+      if (value !== undefined) pairs.push(`${encodeQueryPart(name)}=${encodeQueryPart(value)}`);
+    }
+  }
+  return pairs.join('&');
+}
+
+/**
+ * The path the application sees and the path the client signed. `path` has
+ * the stage taken off on the execute-api host; on a custom domain with an
+ * empty base path the two are the same.
+ */
+export function restPaths(event: Pick<APIGatewayProxyEvent, 'path' | 'requestContext'>): { rawPath: string; signedPath: string } {
+  const rawPath = event.path || '/';
+  const sent = (event.requestContext as { path?: string } | undefined)?.path;
+  return { rawPath, signedPath: sent || rawPath };
+}
+
+export function restToHttpRequest(event: APIGatewayProxyEvent): HttpRequest {
+  const headers = new Headers();
+  const add = (name: string, value: string) => {
+    try {
+      headers.append(name, value);
+    } catch {
+      // A value Headers refuses is dropped, as the other doors do; signature checks then fail cleanly.
+    }
+  };
+  if (event.multiValueHeaders && Object.keys(event.multiValueHeaders).length) {
+    for (const [name, values] of Object.entries(event.multiValueHeaders)) for (const value of values ?? []) add(name, value);
+  } else {
+    for (const [name, value] of Object.entries(event.headers ?? {})) if (value !== undefined) add(name, value);
+  }
+  const method = event.httpMethod.toUpperCase();
+  let body: ReadableStream<Uint8Array> | null = null;
+  if (event.body !== undefined && event.body !== null && method !== 'GET' && method !== 'HEAD') {
+    const bytes = event.isBase64Encoded ? Buffer.from(event.body, 'base64') : Buffer.from(event.body, 'utf8');
+    // API Gateway has the whole body before it invokes: when the client sent
+    // none (chunked), its length is known here, so size limits still apply.
+    if (!headers.has('content-length')) headers.set('content-length', String(bytes.length));
+    body = new Response(new Uint8Array(bytes)).body;
+  }
+  const { rawPath, signedPath } = restPaths(event);
+  return {
+    method,
+    rawPath,
+    ...(signedPath !== rawPath ? { signedPath } : {}),
+    rawQuery: restRawQuery(event),
+    headers,
+    body,
+    signal: new AbortController().signal,
+    remoteAddress: event.requestContext?.identity?.sourceIp ?? undefined,
+  };
+}
+
+/** A response's headers as a REST API result carries them: one value each, and every Set-Cookie in multiValueHeaders. */
+function restHeaders(response: Response): { headers: Record<string, string>; multiValueHeaders?: Record<string, string[]> } {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    if (name !== 'set-cookie') headers[name] = value;
+  });
+  const cookies = response.headers.getSetCookie();
+  return cookies.length ? { headers, multiValueHeaders: { 'set-cookie': cookies } } : { headers };
+}
+
+/** What a streaming handler gives middy for a REST API: the prelude's fields (statusCode, headers, multiValueHeaders) and the body. */
+export interface RestStreamingResult {
+  statusCode: number;
+  headers: Record<string, string>;
+  multiValueHeaders?: Record<string, string[]>;
+  body: ReadableStream<Uint8Array> | string;
+}
+
+export function toRestStreamingResult(response: Response, method: string): RestStreamingResult {
+  let body: RestStreamingResult['body'] = '';
+  if (method === 'HEAD') void response.body?.cancel();
+  else if (response.body) body = response.body;
+  return { statusCode: response.status, ...restHeaders(response), body };
+}
+
+export async function toRestResult(response: Response, method: string): Promise<APIGatewayProxyResult> {
+  const bytes = method === 'HEAD' || !response.body ? Buffer.alloc(0) : Buffer.from(await response.arrayBuffer());
+  if (method === 'HEAD') await response.body?.cancel();
+  return { statusCode: response.status, ...restHeaders(response), body: bytes.toString('base64'), isBase64Encoded: true };
+}

@@ -1,0 +1,181 @@
+/**
+ * A regional API Gateway REST API that hands every request, whatever its
+ * path and method, to one Lambda function and streams the answer back: the
+ * S3-compatible endpoint (`StorageEndpoint`) and, with custom domains, the
+ * public object URLs in front of the gateway function (lib/domains.ts).
+ *
+ * - `/` and `/{proxy+}`, method ANY, Lambda proxy integration with
+ *   `responseTransferMode: STREAM` (InvokeWithResponseStream): downloads are
+ *   not held to the 10 MB buffered response limit or the 29 s timeout; the
+ *   function answers with the prelude API Gateway REST expects
+ *   (functions/core/http/api-gateway-rest.ts).
+ * - Binary media types `*` + `/` + `*`: every request body reaches the
+ *   function base64-encoded and byte for byte, whatever its Content-Type.
+ * - Request bodies: API Gateway takes at most 10 MB, but a Lambda
+ *   invocation at most 6 MB (6,291,456 bytes) of event, in which the body
+ *   is base64 (4/3 of its size). So the function's CAIRN_MAX_REQUEST_BODY is
+ *   4 MiB (5.33 MiB as base64, room left for headers); the function answers
+ *   larger declared bodies EntityTooLarge itself, and API Gateway's own
+ *   413 for bodies over 10 MB is given the same S3 error here (gateway
+ *   responses). A body between the two limits is refused by Lambda, which
+ *   API Gateway reports as a 5xx.
+ * - The stage logs every request (JSON access log, no query strings:
+ *   presigned URLs carry signatures), execution errors, and X-Ray traces.
+ */
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import {
+  AccessLogField,
+  AccessLogFormat,
+  EndpointType,
+  LambdaIntegration,
+  LogGroupLogDestination,
+  MethodLoggingLevel,
+  ResponseTransferMode,
+  ResponseType,
+  RestApi,
+  type Stage,
+} from 'aws-cdk-lib/aws-apigateway';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+
+/** The largest request API Gateway REST accepts (its own 413 beyond). */
+export const API_GATEWAY_MAX_REQUEST_BYTES = 10 * 1000 * 1000;
+/** The largest synchronous Lambda invocation event. */
+export const LAMBDA_MAX_EVENT_BYTES = 6 * 1024 * 1024;
+/**
+ * The largest object body one request may carry through the REST API: the
+ * base64 body plus the rest of the event must fit a Lambda invocation.
+ * The function's CAIRN_MAX_REQUEST_BODY.
+ */
+export const REST_MAX_REQUEST_BODY = 4 * 1024 * 1024;
+
+/** The stage of the S3 API: clients of the execute-api address sign `/<stage>/<bucket>/<key>`. */
+export const STORAGE_API_STAGE = 's3';
+
+/** How API Gateway's own refusals read: as S3 errors (XML) or as plain text. */
+export type GatewayErrorShape = 's3' | 'text';
+
+export interface StreamingRestApiProps {
+  /** The function every request goes to. */
+  readonly handler: IFunction;
+  readonly restApiName: string;
+  readonly description: string;
+  readonly stageName: string;
+  /** How long a response may take to begin (streamed responses may take up to 15 minutes). */
+  readonly integrationTimeout: Duration;
+  readonly errorShape: GatewayErrorShape;
+  /**
+   * Another API of the stack that holds the account's CloudWatch role for
+   * API Gateway logs (one AWS::ApiGateway::Account per account and region):
+   * this one waits for it instead of making its own.
+   * @default - this API makes it
+   */
+  readonly logsRoleFrom?: StreamingRestApi;
+  /**
+   * Answer only on custom domains: the execute-api address answers 403.
+   * @default false
+   */
+  readonly disableExecuteApiEndpoint?: boolean;
+}
+
+/** An S3 error document; `$context` variables are filled in by API Gateway. */
+function s3ErrorXml(code: string, message: string): string {
+  return (
+    '<?xml version="1.0" encoding="UTF-8"?>\n' +
+    `<Error><Code>${code}</Code><Message>${message}</Message><RequestId>$context.requestId</RequestId></Error>`
+  );
+}
+
+export class StreamingRestApi extends Construct {
+  readonly api: RestApi;
+  readonly stage: Stage;
+  readonly accessLogs: LogGroup;
+  /** `https://<api id>.execute-api.<region>.<suffix>/<stage>`, no trailing slash. */
+  readonly executeApiUrl: string;
+
+  constructor(scope: Construct, id: string, props: StreamingRestApiProps) {
+    super(scope, id);
+
+    this.accessLogs = new LogGroup(this, 'AccessLogs', { retention: RetentionDays.ONE_MONTH, removalPolicy: RemovalPolicy.DESTROY });
+
+    const integration = new LambdaIntegration(props.handler, {
+      proxy: true,
+      responseTransferMode: ResponseTransferMode.STREAM,
+      timeout: props.integrationTimeout,
+      // One permission for the whole API rather than two per method.
+      scopePermissionToMethod: false,
+    });
+
+    this.api = new RestApi(this, 'Api', {
+      restApiName: props.restApiName,
+      description: props.description,
+      endpointConfiguration: { types: [EndpointType.REGIONAL] },
+      binaryMediaTypes: ['*/*'],
+      disableExecuteApiEndpoint: props.disableExecuteApiEndpoint ?? false,
+      cloudWatchRole: props.logsRoleFrom === undefined,
+      cloudWatchRoleRemovalPolicy: RemovalPolicy.DESTROY,
+      defaultIntegration: integration,
+      deployOptions: {
+        stageName: props.stageName,
+        accessLogDestination: new LogGroupLogDestination(this.accessLogs),
+        accessLogFormat: AccessLogFormat.custom(
+          JSON.stringify({
+            requestId: AccessLogField.contextRequestId(),
+            extendedRequestId: AccessLogField.contextExtendedRequestId(),
+            ip: AccessLogField.contextIdentitySourceIp(),
+            requestTime: AccessLogField.contextRequestTime(),
+            domainName: AccessLogField.contextDomainName(),
+            httpMethod: AccessLogField.contextHttpMethod(),
+            path: AccessLogField.contextPath(),
+            status: AccessLogField.contextStatus(),
+            protocol: AccessLogField.contextProtocol(),
+            responseLength: AccessLogField.contextResponseLength(),
+            responseLatency: AccessLogField.contextResponseLatency(),
+            integrationLatency: AccessLogField.contextIntegrationLatency(),
+            integrationStatus: AccessLogField.contextIntegrationStatus(),
+            errorMessage: AccessLogField.contextErrorMessage(),
+            userAgent: AccessLogField.contextIdentityUserAgent(),
+          }),
+        ),
+        // Execution logs: errors only, and never the bodies (they carry data and secrets).
+        loggingLevel: MethodLoggingLevel.ERROR,
+        dataTraceEnabled: false,
+        metricsEnabled: false,
+        tracingEnabled: true,
+      },
+    });
+    if (props.logsRoleFrom) {
+      // The stage's logging settings need the account's CloudWatch role in place.
+      const account = props.logsRoleFrom.api.node.tryFindChild('Account');
+      if (account) this.api.deploymentStage.node.addDependency(account);
+    }
+    this.stage = this.api.deploymentStage;
+
+    // Every path and method, the root included, goes to the function.
+    this.api.root.addMethod('ANY');
+    this.api.root.addResource('{proxy+}').addMethod('ANY');
+
+    if (props.errorShape === 's3') {
+      const xml = (code: string, message: string) => ({
+        responseHeaders: { 'Content-Type': "'application/xml'" },
+        templates: { 'application/json': s3ErrorXml(code, message), 'application/xml': s3ErrorXml(code, message) },
+      });
+      this.api.addGatewayResponse('EntityTooLarge', {
+        type: ResponseType.REQUEST_TOO_LARGE,
+        statusCode: '400',
+        ...xml(
+          'EntityTooLarge',
+          `Your proposed upload exceeds the maximum allowed size. This endpoint runs on AWS Lambda and takes at most ${REST_MAX_REQUEST_BODY} bytes per request. Upload larger objects with a multipart upload in parts of at most ${REST_MAX_REQUEST_BODY} bytes.`,
+        ),
+      });
+      this.api.addGatewayResponse('SlowDown', { type: ResponseType.THROTTLED, statusCode: '503', ...xml('SlowDown', 'Please reduce your request rate.') });
+      this.api.addGatewayResponse('AccessDenied', { type: ResponseType.ACCESS_DENIED, statusCode: '403', ...xml('AccessDenied', 'Access Denied') });
+      this.api.addGatewayResponse('Default4xx', { type: ResponseType.DEFAULT_4XX, ...xml('InvalidRequest', '$context.error.message') });
+      this.api.addGatewayResponse('Default5xx', { type: ResponseType.DEFAULT_5XX, ...xml('InternalError', 'We encountered an internal error. Please try again.') });
+    }
+
+    const stack = Stack.of(this);
+    this.executeApiUrl = `https://${this.api.restApiId}.execute-api.${stack.region}.${stack.urlSuffix}/${this.stage.stageName}`;
+  }
+}
