@@ -7,33 +7,39 @@
 import middy from '@middy/core';
 import type { SQSEvent } from 'aws-lambda';
 import { loadConfig } from '../core/config.js';
+import { createObservability, observe } from '../core/observability.js';
 import { createServices, type Services } from '../core/services.js';
 import { isCodeBuildStateChange } from './codebuild-runner.js';
 import { awsPipeline, buildEnded, runScheduledTick, takeDeploys, type WorkerOptions } from './worker.js';
 import { mirrorsIdle } from './steps/checkout.js';
 
+const observability = createObservability('deploy-worker');
+
 let ready: Promise<{ services: Services; pipeline: WorkerOptions }> | undefined;
 
 async function start() {
-  const services = await createServices(loadConfig());
+  const services = await createServices(loadConfig(), observability.logger);
   return { services, pipeline: await awsPipeline(services) };
 }
 
 const isSqsEvent = (event: unknown): event is SQSEvent =>
   Array.isArray((event as SQSEvent | null)?.Records) && (event as SQSEvent).Records.every((r) => r.eventSource === 'aws:sqs');
 
-export const handler = middy(async (event: unknown) => {
-  ready ??= start();
-  const { services, pipeline } = await ready;
-  if (isSqsEvent(event)) {
-    const answer = await takeDeploys(pipeline, event);
-    // A kept repository's snapshot is brought up to date after its deploy; finished before Lambda freezes the instance.
-    await mirrorsIdle();
-    return answer;
-  }
-  if (isCodeBuildStateChange(event)) {
-    await buildEnded(pipeline, event);
-    return undefined;
-  }
-  return runScheduledTick(services);
-});
+export const handler = observe(
+  middy(async (event: unknown) => {
+    ready ??= start();
+    const { services, pipeline } = await ready;
+    if (isSqsEvent(event)) {
+      const answer = await takeDeploys(pipeline, event);
+      // A kept repository's snapshot is brought up to date after its deploy; finished before Lambda freezes the instance.
+      await mirrorsIdle();
+      return answer;
+    }
+    if (isCodeBuildStateChange(event)) {
+      await buildEnded(pipeline, event);
+      return undefined;
+    }
+    return runScheduledTick(services);
+  }),
+  observability,
+);

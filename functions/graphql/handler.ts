@@ -10,6 +10,7 @@ import { handlers, startServerAndCreateLambdaHandler } from '@as-integrations/aw
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { loadConfig } from '../core/config.js';
 import { toHttpRequest, toLambdaResult } from '../core/http/lambda.js';
+import { createObservability, observe } from '../core/observability.js';
 import { createServices, type Services } from '../core/services.js';
 import { sideRouteFor } from './routes.js';
 import { bodyTooLarge, contextFor, createApolloServer, createPlayground, MAX_BODY_BYTES, readJsonBody } from './server.js';
@@ -19,10 +20,13 @@ import { bodyTooLarge, contextFor, createApolloServer, createPlayground, MAX_BOD
 type CjsApolloServer = Parameters<typeof startServerAndCreateLambdaHandler>[0];
 type Door = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 
+/** Logs (each line with its request id), the cold-start metric and the handler's trace. */
+const observability = createObservability('graphql');
+
 let door: Door | undefined;
 /** One set of services per container, for Apollo's context and the hooks alike. */
 let containerServices: Promise<Services> | undefined;
-const servicesOf = (config: ReturnType<typeof loadConfig>) => (containerServices ??= createServices(config));
+const servicesOf = (config: ReturnType<typeof loadConfig>) => (containerServices ??= createServices(config, observability.logger));
 
 /** Built on the first request of a container, so a configuration error shows in that request's log. */
 function buildDoor(): Door {
@@ -65,11 +69,14 @@ function buildDoor(): Door {
   return apollo;
 }
 
-export const handler = middy(async (event: APIGatewayProxyEventV2, context: Context) => {
-  const side = sideRouteFor(event.rawPath ?? '');
-  if (side) {
-    const services = await servicesOf(loadConfig());
-    return toLambdaResult(await side.handle(services, toHttpRequest(event)), event.requestContext.http.method);
-  }
-  return (door ??= buildDoor())(event, context);
-});
+export const handler = observe(
+  middy(async (event: APIGatewayProxyEventV2, context: Context) => {
+    const side = sideRouteFor(event.rawPath ?? '');
+    if (side) {
+      const services = await servicesOf(loadConfig());
+      return toLambdaResult(await side.handle(services, toHttpRequest(event)), event.requestContext.http.method);
+    }
+    return (door ??= buildDoor())(event, context);
+  }),
+  observability,
+);

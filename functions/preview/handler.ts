@@ -19,6 +19,7 @@
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import { loadConfig } from '../core/config.js';
+import { createObservability, observe } from '../core/observability.js';
 import { createServices, type Services } from '../core/services.js';
 import { ChromiumScreenshotter, installedChromium, type ChromiumBuild } from './chromium.js';
 import { sparticuzChromium } from './lambda-chromium.js';
@@ -27,33 +28,38 @@ import { previewDeploy, previewInputOf, type PreviewOutcome } from './preview-de
 /** Time kept back from the invocation's own limit to give the shot up, close the browser and write the log. */
 const WIND_DOWN_MS = 8000;
 
+const observability = createObservability('preview');
+
 let ready: Promise<{ services: Services; build: ChromiumBuild }> | undefined;
 
 async function start() {
-  const services = await createServices(loadConfig());
+  const services = await createServices(loadConfig(), observability.logger);
   const { preview } = services.config;
   return { services, build: preview.bundledChromium === false || services.config.runtime === 'local' ? installedChromium(preview.chromiumPath) : await sparticuzChromium() };
 }
 
-export const handler = middy(async (event: unknown, context?: Partial<Pick<Context, 'getRemainingTimeInMillis'>>): Promise<PreviewOutcome> => {
-  ready ??= start().catch((err: unknown) => {
-    ready = undefined;
-    throw err;
-  });
-  const { services, build } = await ready;
-  const input = previewInputOf(event);
-  if (!input) {
-    services.logger.warn('a preview request that names no deploy; dropped');
-    return { outcome: 'skipped', why: 'not a preview request' };
-  }
-  const remaining = context?.getRemainingTimeInMillis?.();
-  const signal = remaining === undefined ? new AbortController().signal : AbortSignal.timeout(Math.max(1000, remaining - WIND_DOWN_MS));
-  const screenshotter = new ChromiumScreenshotter(build);
-  try {
-    const outcome = await previewDeploy(services, screenshotter, input, signal);
-    services.logger.info('preview request done', { ...input, ...outcome });
-    return outcome;
-  } finally {
-    await screenshotter.close();
-  }
-});
+export const handler = observe(
+  middy(async (event: unknown, context?: Partial<Pick<Context, 'getRemainingTimeInMillis'>>): Promise<PreviewOutcome> => {
+    ready ??= start().catch((err: unknown) => {
+      ready = undefined;
+      throw err;
+    });
+    const { services, build } = await ready;
+    const input = previewInputOf(event);
+    if (!input) {
+      services.logger.warn('a preview request that names no deploy; dropped');
+      return { outcome: 'skipped', why: 'not a preview request' };
+    }
+    const remaining = context?.getRemainingTimeInMillis?.();
+    const signal = remaining === undefined ? new AbortController().signal : AbortSignal.timeout(Math.max(1000, remaining - WIND_DOWN_MS));
+    const screenshotter = new ChromiumScreenshotter(build);
+    try {
+      const outcome = await previewDeploy(services, screenshotter, input, signal);
+      services.logger.info('preview request done', { ...input, ...outcome });
+      return outcome;
+    } finally {
+      await screenshotter.close();
+    }
+  }),
+  observability,
+);
