@@ -4,9 +4,13 @@
  * server creates), the S3 bucket holding IPFS blocks and the node's
  * datastore, and the KMS key that seals storage secrets at rest.
  *
- * All of it is retained when the stack is deleted.
+ * All of it outlives the stack: deleting the stack leaves the tables, the
+ * bucket and the key in the account (RemovalPolicy.RETAIN), and the tables
+ * also refuse a DeleteTable until their deletion protection is turned off.
+ * The tables keep 35 days of point-in-time recovery. docs/operations.md
+ * says how to remove them deliberately.
  */
-import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, ProjectionType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
@@ -38,6 +42,9 @@ export class CairnData extends Construct {
         billingMode: BillingMode.PAY_PER_REQUEST,
         encryption: TableEncryption.AWS_MANAGED,
         pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+        // A table is the only copy of accounts, keys, objects' records and deploys:
+        // DeleteTable is refused (from the console, the CLI or a stack change) until this is turned off.
+        deletionProtection: true,
         removalPolicy: RemovalPolicy.RETAIN,
         ...(spec.ttlAttribute ? { timeToLiveAttribute: spec.ttlAttribute } : {}),
       });
@@ -62,6 +69,11 @@ export class CairnData extends Construct {
       removalPolicy: RemovalPolicy.RETAIN,
       // A deploy's build files are removed when it ends; these catch those of a worker that died first.
       lifecycleRules: [{ id: 'DeployBuildFiles', prefix: DEPLOY_BUILDS_PREFIX, expiration: Duration.days(7) }],
+    });
+    Validations.of(this.blockBucket).acknowledge({
+      id: 'AwsSolutions-S1',
+      reason:
+        "Only Cairn's functions and its build project read and write the block bucket, and each function logs one line per request (with its request id) in its own log group; S3 server access logs would add a log object per block request to a bucket of small blocks",
     });
 
     this.secretsKey = new Key(this, 'SecretsKey', {
