@@ -13,7 +13,7 @@ import { Sites } from './pages/Sites.js';
 import { Storage } from './pages/Storage.js';
 import { Team } from './pages/Team.js';
 import { CURRENT_TEAM, type Team as TeamData } from './queries.js';
-import { href, useRoute, type Route } from './router.js';
+import { href, markNavigated, useRoute, type Route } from './router.js';
 import { session } from './session.js';
 import type { Credentials } from './sigv4.js';
 
@@ -105,6 +105,7 @@ export function App() {
         graphqlPath={config?.graphqlPath ?? '/graphql'}
         notice={state.kind === 'signed-out' ? state.notice : undefined}
         onSignedIn={(apiKey, team) => {
+          markNavigated();
           session.setApiKey(apiKey);
           setState({ kind: 'signed-in', apiKey, team });
         }}

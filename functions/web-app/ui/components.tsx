@@ -2,6 +2,7 @@
 import { useEffect, useRef, useState, type ReactNode } from 'react';
 import type { DeployStatus } from './queries.js';
 import type { ActionResult } from './hooks.js';
+import { hasNavigated } from './router.js';
 
 const STATUS_TEXT: Record<DeployStatus, string> = {
   IN_PROGRESS: 'In progress',
@@ -19,11 +20,15 @@ export function StatusBadge({ status }: { status: DeployStatus }) {
   );
 }
 
-/** The page's one heading, focused when the page opens so keyboard and screen reader users start there. */
+/**
+ * The page's one heading. When the user moves to a page within the app, it
+ * takes focus, so keyboard and screen reader users start reading there; on
+ * a fresh load focus stays where the browser puts it (the skip link first).
+ */
 export function PageHeader({ title, subtitle, actions, back }: { title: ReactNode; subtitle?: ReactNode; actions?: ReactNode; back?: { href: string; label: string } }) {
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => {
-    heading.current?.focus({ preventScroll: true });
+    if (hasNavigated()) heading.current?.focus({ preventScroll: true });
   }, []);
   return (
     <div className="page-header">
@@ -128,8 +133,8 @@ export function CopyButton({ text, label = 'Copy' }: { text: string; label?: str
 export function ShownOnce({ label, value, children }: { label: string; value: string; children?: ReactNode }) {
   const id = `secret-${label.replace(/\W+/g, '-').toLowerCase()}`;
   return (
-    <div className="shown-once" role="group" aria-labelledby={`${id}-label`}>
-      <label id={`${id}-label`} htmlFor={id}>
+    <div className="shown-once">
+      <label htmlFor={id}>
         {label}
       </label>
       <div className="copy-row">

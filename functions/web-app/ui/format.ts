@@ -44,4 +44,5 @@ export function formatBytes(n: number): string {
   return `${v >= 100 ? v.toFixed(0) : v.toFixed(1)} ${units[i]}`;
 }
 
-export const shortId = (id: string, n = 8): string => (id.length > n ? id.slice(0, n) : id);
+/** A deploy's short name: the random end of its id (its start is the time, the same for deploys made close together). */
+export const shortId = (id: string, n = 8): string => (id.length > n ? id.slice(-n) : id);

@@ -22,6 +22,14 @@ const segment = (s: string): string => {
   }
 };
 
+let navigated = false;
+
+/** Whether the user has moved within the app since it loaded (a route change, or signing in). */
+export const hasNavigated = (): boolean => navigated;
+export function markNavigated(): void {
+  navigated = true;
+}
+
 export function parseHash(hash: string): Route {
   const path = hash.replace(/^#/, '').replace(/^\/+/, '');
   const [head = '', ...rest] = path.split('/');
@@ -66,7 +74,10 @@ export function navigate(route: Route): void {
 export function useRoute(): Route {
   const [route, setRoute] = useState<Route>(() => parseHash(window.location.hash));
   useEffect(() => {
-    const onChange = () => setRoute(parseHash(window.location.hash));
+    const onChange = () => {
+      markNavigated();
+      setRoute(parseHash(window.location.hash));
+    };
     window.addEventListener('hashchange', onChange);
     return () => window.removeEventListener('hashchange', onChange);
   }, []);

@@ -26,7 +26,7 @@ export function Bucket({ bucket, prefix }: { bucket: string; prefix: string }) {
   const back = { href: href({ name: 'storage' }), label: 'Storage' };
   return (
     <>
-      <PageHeader title={bucket} back={back} subtitle={<Breadcrumbs bucket={bucket} prefix={prefix} />} />
+      <PageHeader title={prefix ? prefix.replace(/\/$/, '').split('/').pop() : bucket} back={back} subtitle={prefix ? <Breadcrumbs bucket={bucket} prefix={prefix} /> : 'Bucket'} />
       {storage ? <Files bucket={bucket} prefix={prefix} /> : <StorageKeysForm />}
     </>
   );
@@ -114,7 +114,7 @@ function Files({ bucket, prefix }: { bucket: string; prefix: string }) {
         <h2 id="upload-title">Upload</h2>
         <form className="upload-form" onSubmit={(e) => void upload(e)}>
           <div className="field">
-            <label htmlFor="upload-files">Files{folder ? ` (into ${folder})` : ''}</label>
+            <label htmlFor="upload-files">Files to upload{folder ? ` (into ${folder})` : ''}</label>
             <input id="upload-files" ref={fileInput} type="file" multiple />
           </div>
           <label className="checkbox">

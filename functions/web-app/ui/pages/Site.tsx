@@ -99,46 +99,65 @@ export function Site({ siteId }: { siteId: string }) {
         back={{ href: href({ name: 'sites' }), label: 'Sites' }}
         subtitle={published ? <ExternalLink href={address}>{address}</ExternalLink> : <span className="muted">Not published yet: its address will be {address}</span>}
       />
-      <div className="site-layout">
-        <section className="card site-summary" aria-labelledby="published-title">
-          <h2 id="published-title">Published</h2>
-          {published ? (
-            <>
-              {published.previewImage ? <img className="preview" src={published.previewImage} alt={`Preview of ${s.name}`} /> : <div className="preview preview-placeholder">No preview image</div>}
-              <p>
-                Deploy <a href={href({ name: 'deploy', siteId: s.id, deployId: published.id })}>{shortId(published.id)}</a>
-                {published.repository.commit ? (
+      <div className="stack">
+        <section className="card site-overview" aria-label="Overview">
+          <div className="site-overview-preview">
+            <h2>Published</h2>
+            {published ? (
+              <>
+                {published.previewImage ? <img className="preview" src={published.previewImage} alt={`Preview of ${s.name}`} /> : <div className="preview preview-placeholder">No preview image</div>}
+                <p className="caption">
+                  Deploy <a href={href({ name: 'deploy', siteId: s.id, deployId: published.id })}>{shortId(published.id)}</a>
+                  {published.repository.commit ? (
+                    <>
+                      {' '}
+                      of <code>{published.repository.commit.slice(0, 7)}</code>
+                    </>
+                  ) : null}
+                  , <TimeAgo iso={published.completedAt} formatted={formatAgo(published.completedAt)} />
+                </p>
+              </>
+            ) : (
+              <div className="preview preview-placeholder">{s.deploySettings.autoPublishing ? 'Nothing published yet: a successful deploy is published at once.' : 'Nothing published yet: publish a successful deploy.'}</div>
+            )}
+          </div>
+          <div className="site-overview-facts">
+            <h2>Settings</h2>
+            <dl className="facts">
+              <dt>Source</dt>
+              <dd>
+                {source.__typename === 'Repository' ? (
                   <>
-                    {' '}
-                    of <Mono>{published.repository.commit.slice(0, 12)}</Mono>
+                    {source.url} <span className="muted">({source.branch})</span>
                   </>
-                ) : null}
-                , <TimeAgo iso={published.completedAt} formatted={formatAgo(published.completedAt)} />
-              </p>
-            </>
-          ) : (
-            <p className="muted">Nothing is published yet. A successful deploy is published at once{s.deploySettings.autoPublishing ? '' : ' when you publish it'}.</p>
-          )}
-          <dl className="facts">
-            <dt>Source</dt>
-            <dd>{source.__typename === 'Repository' ? <>{source.url} <span className="muted">({source.branch})</span></> : <Mono>{source.cid ?? ''}</Mono>}</dd>
-            <dt>Build command</dt>
-            <dd>{s.buildSettings.buildCommand ? <code>{s.buildSettings.buildCommand}</code> : <span className="muted">none</span>}</dd>
-            <dt>Publish directory</dt>
-            <dd>
-              <code>{[s.buildSettings.baseDirectoryPath, s.buildSettings.publishDirectoryPath].filter(Boolean).join('/') || '/'}</code>
-            </dd>
-            <dt>Auto-publishing</dt>
-            <dd>{s.deploySettings.autoPublishing ? 'on' : 'off'}</dd>
-          </dl>
-          {s.buildSettings.environmentVariables.length ? <EnvList vars={s.buildSettings.environmentVariables} /> : null}
+                ) : (
+                  <Mono>{source.cid ?? ''}</Mono>
+                )}
+              </dd>
+              <dt>Build command</dt>
+              <dd>{s.buildSettings.buildCommand ? <code>{s.buildSettings.buildCommand}</code> : <span className="muted">none</span>}</dd>
+              <dt>Publish directory</dt>
+              <dd>
+                <code>{[s.buildSettings.baseDirectoryPath, s.buildSettings.publishDirectoryPath].filter(Boolean).join('/') || '/'}</code>
+              </dd>
+              <dt>Auto-publishing</dt>
+              <dd>{s.deploySettings.autoPublishing ? 'on' : 'off'}</dd>
+              {s.description ? (
+                <>
+                  <dt>Description</dt>
+                  <dd>{s.description}</dd>
+                </>
+              ) : null}
+            </dl>
+            {s.buildSettings.environmentVariables.length ? <EnvList vars={s.buildSettings.environmentVariables} /> : null}
+          </div>
         </section>
 
         <section className="card site-deploys" aria-labelledby="deploys-title">
           <div className="section-header">
             <h2 id="deploys-title">Deploys</h2>
             <div className="toolbar">
-              <form className="inline-form" onSubmit={(e) => void trigger(e)}>
+              <form className="inline-form deploy-toolbar" onSubmit={(e) => void trigger(e)}>
                 {source.__typename === 'Repository' ? (
                   <>
                     <label htmlFor="deploy-commit" className="visually-hidden">
@@ -150,10 +169,10 @@ export function Site({ siteId }: { siteId: string }) {
                 <button type="submit" className="button button-primary" disabled={actions.pending !== null}>
                   Trigger deploy
                 </button>
+                <button type="button" className="button" disabled={actions.pending !== null} onClick={() => void purge()}>
+                  Purge cache
+                </button>
               </form>
-              <button type="button" className="button" disabled={actions.pending !== null} onClick={() => void purge()}>
-                Purge cache
-              </button>
             </div>
           </div>
           <ActionNotice result={actions.result} pending={actions.pending} onDismiss={actions.clear} />

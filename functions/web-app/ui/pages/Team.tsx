@@ -137,8 +137,10 @@ export function Team() {
                   {keys.map((k) => (
                     <tr key={k.id} data-key={k.id} className={k.revokedAt ? 'revoked' : ''}>
                       <td data-label="Key">
-                        <code>{k.keyPrefix ?? k.id}…</code>
-                        {isCurrent(k) ? <span className="tag tag-current">this browser</span> : null}
+                        <span>
+                          <code>{k.keyPrefix ?? k.id}…</code>
+                          {isCurrent(k) ? <span className="tag tag-current">this browser</span> : null}
+                        </span>
                       </td>
                       <td data-label="Name">{k.name ?? <span className="muted">—</span>}</td>
                       <td data-label="Made by">{memberName(k.createdBy)}</td>
@@ -194,8 +196,10 @@ export function Team() {
                   {pairs.map((p) => (
                     <tr key={p.accessKeyId} data-pair={p.accessKeyId} className={p.revokedAt ? 'revoked' : ''}>
                       <td data-label="Access key id">
-                        <Mono>{p.accessKeyId}</Mono>
-                        {storageKeys?.accessKeyId === p.accessKeyId ? <span className="tag tag-current">this browser</span> : null}
+                        <span>
+                          <Mono>{p.accessKeyId}</Mono>
+                          {storageKeys?.accessKeyId === p.accessKeyId ? <span className="tag tag-current">this browser</span> : null}
+                        </span>
                       </td>
                       <td data-label="Created">
                         <TimeAgo iso={p.createdAt} formatted={formatAgo(p.createdAt)} />

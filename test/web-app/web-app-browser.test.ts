@@ -1,0 +1,507 @@
+/**
+ * The web app in a real browser (Debian's Chromium through playwright-core)
+ * against a local service this test starts, with a real git server: sign
+ * in (a wrong key first), create a site from a git repository, trigger a
+ * deploy and watch it reach DEPLOYED with its log following live, open the
+ * site's address, deploy again, roll back, purge the cache, create an API
+ * key (shown once, copied) and revoke it, make a storage key pair, create a
+ * bucket, upload files (one in a multipart upload), open a public URL,
+ * delete a file, sign out; a key revoked under a signed-in tab ends its
+ * session with a message. Every step is checked against the service itself
+ * (GraphQL, S3, the gateway), not only against what the page says.
+ *
+ * Along the way: no console errors (but the browser's own line for the
+ * 401 a wrong key gets), no request to any host but the service's, every
+ * form control labelled, text contrast at WCAG AA, keyboard navigation,
+ * and every page at 1280 px and at 375 px without sideways scrolling.
+ * Screenshots of each page go to test-results/web-app/ (gitignored).
+ */
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { HeadObjectCommand } from '@aws-sdk/client-s3';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { newAccessKeyId, newApiToken, newSecretAccessKey } from '../../functions/core/ids.js';
+import { startGitServer, type GitServer } from '../support/git-server.js';
+import { dataOf, graphqlClient } from '../support/graphql.js';
+import { hostFetch } from '../support/http.js';
+import { startTestService, type TestService } from '../support/service.js';
+
+const CHROMIUM = process.env.CAIRN_CHROMIUM ?? '/usr/bin/chromium';
+const SHOTS = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'test-results', 'web-app');
+/** Small, so that a 2.5 MB file goes up in a multipart upload of 1 MiB parts, as it would behind Lambda. */
+const MAX_PUT = 1024 * 1024;
+
+let service: TestService;
+let git: GitServer;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let apiKey: string;
+let origin: string;
+let client: ReturnType<typeof graphqlClient>;
+const consoleErrors: string[] = [];
+const pageErrors: string[] = [];
+const offHost: string[] = [];
+/** Set while a step expects the browser to log a 401 (a wrong or revoked key). */
+let expect401 = false;
+
+const gql = async (key: string, query: string, variables: Record<string, unknown> = {}) => client.gql(key, query, variables);
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (or set CAIRN_CHROMIUM to a Chromium)`);
+  [service, git] = await Promise.all([startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_BUILD_TIMEOUT: '60', CAIRN_MAX_REQUEST_BODY: String(MAX_PUT) }), startGitServer()]);
+  apiKey = newApiToken();
+  await service.services.accounts.createAccount({ name: 'acme', accessKeyId: newAccessKeyId(), secretAccessKey: newSecretAccessKey(), apiToken: apiKey });
+  client = graphqlClient({ name: 'node:http door', fetch: (url, init) => fetch(url, init as RequestInit) }, service.endpoints.graphql);
+  origin = new URL(service.endpoints.graphql).origin;
+  await mkdir(SHOTS, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
+  page = await context.newPage();
+  const allowed = [origin, service.endpoints.s3, service.endpoints.gateway].map((u) => new URL(u).host);
+  page.on('request', (request) => {
+    const url = new URL(request.url());
+    if (url.protocol !== 'data:' && !allowed.includes(url.host)) offHost.push(request.url());
+  });
+  page.on('console', (msg) => {
+    if (msg.type() !== 'error') return;
+    if (expect401 && msg.text().includes('status of 401')) return;
+    consoleErrors.push(msg.text());
+  });
+  page.on('pageerror', (err) => pageErrors.push(err.message));
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await Promise.all([service?.close(), git?.close()]);
+});
+
+afterEach(() => {
+  // Checked after every step, so a failure names the step that caused it.
+  expect({ consoleErrors, pageErrors, offHost }).toEqual({ consoleErrors: [], pageErrors: [], offHost: [] });
+});
+
+async function shot(name: string, target: Page = page): Promise<void> {
+  await target.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+/** Every visible form control has a label, and visible text reaches WCAG AA contrast against what is behind it. */
+async function checkAccessibility(target: Page = page): Promise<void> {
+  const problems = await target.evaluate(() => {
+    const out: string[] = [];
+    const visible = (el: Element) => {
+      const r = el.getBoundingClientRect();
+      const s = getComputedStyle(el);
+      return r.width > 0 && r.height > 0 && s.visibility !== 'hidden' && s.display !== 'none';
+    };
+    for (const el of Array.from(document.querySelectorAll('input, select, textarea, button'))) {
+      if (!visible(el) || (el as HTMLInputElement).type === 'hidden') continue;
+      const labelled =
+        (el as HTMLInputElement).labels?.length ||
+        el.getAttribute('aria-label') ||
+        el.getAttribute('aria-labelledby') ||
+        (el.tagName === 'BUTTON' && el.textContent?.trim());
+      if (!labelled) out.push(`unlabelled ${el.tagName.toLowerCase()} ${el.outerHTML.slice(0, 80)}`);
+    }
+    const rgba = (c: string) => (c.match(/[\d.]+/g) ?? []).map(Number) as number[];
+    const lum = ([r, g, b]: number[]) => {
+      const ch = (v: number) => {
+        const s = v / 255;
+        return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+      };
+      return 0.2126 * ch(r!) + 0.7152 * ch(g!) + 0.0722 * ch(b!);
+    };
+    const background = (el: Element | null): number[] | null => {
+      for (let at = el; at; at = at.parentElement) {
+        const s = getComputedStyle(at);
+        if (s.backgroundImage !== 'none' && at !== document.body && at.tagName !== 'MAIN') return null; // a gradient or image: not judged
+        const c = rgba(s.backgroundColor);
+        if (c.length >= 3 && (c.length < 4 || c[3]! > 0.5)) return c;
+      }
+      return [255, 255, 255];
+    };
+    for (const el of Array.from(document.querySelectorAll('body *'))) {
+      const text = Array.from(el.childNodes).some((n) => n.nodeType === 3 && n.textContent!.trim() !== '');
+      if (!text || !visible(el) || el.closest('.visually-hidden, svg')) continue;
+      const s = getComputedStyle(el);
+      if (Number(s.opacity) < 1 || (el as HTMLButtonElement).disabled) continue;
+      const bg = background(el);
+      if (!bg) continue;
+      const fg = rgba(s.color);
+      const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x) as [number, number];
+      const ratio = (a + 0.05) / (b + 0.05);
+      const size = parseFloat(s.fontSize);
+      const large = size >= 24 || (size >= 18.66 && Number(s.fontWeight) >= 700);
+      if (ratio < (large ? 3 : 4.5)) out.push(`contrast ${ratio.toFixed(2)} for "${el.textContent!.trim().slice(0, 40)}" (${s.color} on rgb(${bg.join(',')}))`);
+    }
+    return out;
+  });
+  expect(problems).toEqual([]);
+}
+
+/** Follows a link of the main navigation. */
+async function nav(name: 'Sites' | 'Storage' | 'Team'): Promise<void> {
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name }).click();
+}
+
+async function go(hash: string): Promise<void> {
+  await page.goto(`${origin}/${hash}`);
+}
+
+/** Waits for the page to say what came of an action (the notice whose text matches), and returns that text. */
+async function notice(text: string | RegExp): Promise<string> {
+  const result = page.locator('[data-result] > span').filter({ hasText: text });
+  await result.waitFor({ timeout: 30_000 });
+  return (await result.textContent()) ?? '';
+}
+
+/** The site's address through the gateway, as a browser asks for it (Host: <slug>.<sites domain>). */
+async function siteFetch(slug: string, path = '/'): Promise<{ body: string; cache: string | null }> {
+  const res = await hostFetch(`${service.endpoints.gateway}${path}`, { headers: { host: `${slug}.${service.config.sites.domain}` } });
+  return { body: await res.text(), cache: res.headers.get('x-cache') };
+}
+
+const SLUG = 'acme-docs';
+const REPO = 'acme/docs';
+const BUILD = 'for i in $(seq 1 40); do echo "building step $i of 40"; sleep 0.1; done';
+const indexHtml = (version: string) =>
+  `<!doctype html><html><head><title>Acme docs</title><link rel="stylesheet" href="style.css"></head><body><h1>Acme docs ${version}</h1><p>Welcome to the docs.</p></body></html>`;
+let siteId: string;
+let firstDeploy: string;
+let secondDeploy: string;
+
+test('a wrong key is refused with a clear message; the right one signs in, and the app loads nothing from elsewhere', async () => {
+  await go('');
+  const input = page.getByLabel('API key');
+  await input.waitFor();
+  await checkAccessibility();
+  expect(await input.getAttribute('type')).toBe('password');
+  expect401 = true;
+  await input.fill('cairn_not_a_real_key');
+  await input.press('Enter');
+  await expect(page.getByRole('alert').textContent()).resolves.toContain('This API key was not accepted: it is wrong, or it has been revoked.');
+  expect401 = false;
+  await shot('sign-in-wrong-key-desktop');
+  await input.fill(apiKey);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Sites', level: 1 }).waitFor();
+  await page.getByText('No sites yet').waitFor();
+  expect(await page.evaluate(() => sessionStorage.getItem('cairn.apiKey'))).toBe(apiKey);
+  await checkAccessibility();
+  await shot('sites-empty-desktop');
+});
+
+test('the keyboard reaches everything: a skip link first, then the navigation; a new page puts focus on its heading', async () => {
+  // A fresh load leaves focus where the browser puts it: the first Tab is the skip link.
+  await go('#/sites');
+  await page.reload();
+  await page.getByRole('heading', { name: 'Sites', level: 1 }).waitFor();
+  const focused = () => page.evaluate(() => `${document.activeElement?.tagName}:${document.activeElement?.textContent}`);
+  await page.keyboard.press('Tab');
+  expect(await focused()).toBe('A:Skip to content');
+  await page.keyboard.press('Enter');
+  expect(await page.evaluate(() => document.activeElement?.id)).toBe('main');
+  await page.keyboard.press('Tab');
+  expect(await focused()).toBe('A:New site');
+  await page.reload();
+  await page.getByRole('heading', { name: 'Sites', level: 1 }).waitFor();
+  for (const expected of ['A:Skip to content', 'A:Cairn', 'A:Sites', 'A:Storage', 'A:Team']) {
+    await page.keyboard.press('Tab');
+    expect(await focused()).toBe(expected);
+  }
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: 'acme', level: 1 }).waitFor();
+  // Moving to another page puts focus on its heading, where reading starts.
+  expect(await focused()).toBe('H1:acme');
+});
+
+test('create a site from a git repository, with a build command and an environment variable whose value is hidden', async () => {
+  await git.commit(REPO, { 'site/index.html': indexHtml('v1'), 'site/style.css': 'body { font-family: sans-serif; background: #fef3c7; margin: 40px; } h1 { color: #92400e; }' }, 'First version of the docs');
+  await go('#/sites');
+  await page.getByRole('link', { name: 'New site' }).click();
+  await page.getByRole('heading', { name: 'New site', level: 1 }).waitFor();
+  await page.getByLabel('Name', { exact: true }).fill(SLUG);
+  await page.getByLabel('Description (optional)').fill('The Acme handbook');
+  await page.getByLabel('Repository URL').fill(git.repoUrl(REPO));
+  await page.getByLabel('Branch').fill('main');
+  await page.getByLabel('Build command (optional)').fill(BUILD);
+  await page.getByLabel('Publish directory').fill('site');
+  await page.getByRole('button', { name: 'Add a variable' }).click();
+  await page.getByLabel('Name 1').fill('GREETING');
+  const value = page.getByLabel('Value 1');
+  await value.fill('hello-secret');
+  expect(await value.getAttribute('type')).toBe('password');
+  await page.getByRole('button', { name: 'Show values' }).click();
+  expect(await value.getAttribute('type')).toBe('text');
+  await page.getByRole('button', { name: 'Hide values' }).click();
+  expect(await value.getAttribute('type')).toBe('password');
+  await page.getByLabel('Start the first deploy when the site is created').uncheck();
+  await checkAccessibility();
+  await shot('new-site-filled-desktop');
+  await page.getByRole('button', { name: 'Create site' }).click();
+  await page.getByRole('heading', { name: SLUG, level: 1 }).waitFor();
+  siteId = decodeURIComponent(new URL(page.url()).hash.split('/')[2]!);
+  const site = dataOf(await gql(apiKey, 'query ($s: ID!) { getSiteById(siteId: $s) { slug description buildSettings { buildCommand publishDirectoryPath environmentVariables { name value } } deploySettings { source { ... on Repository { url branch } } } } }', { s: siteId })).getSiteById;
+  expect(site).toEqual({
+    slug: SLUG,
+    description: 'The Acme handbook',
+    buildSettings: { buildCommand: BUILD, publishDirectoryPath: 'site', environmentVariables: [{ name: 'GREETING', value: 'hello-secret' }] },
+    deploySettings: { source: { url: git.repoUrl(REPO), branch: 'main' } },
+  });
+  await page.getByText('No deploys yet').waitFor();
+  // The variable's value stays hidden on the site's page until asked for.
+  await expect(page.locator('.env-view').textContent()).resolves.not.toContain('hello-secret');
+  await page.getByRole('button', { name: 'Show values' }).click();
+  await expect(page.locator('.env-view').textContent()).resolves.toContain('hello-secret');
+  await page.getByRole('button', { name: 'Hide values' }).click();
+  await checkAccessibility();
+});
+
+test('trigger a deploy: the list updates by itself, the deploy page follows the log live until DEPLOYED, and the preview image appears', async () => {
+  await page.getByRole('button', { name: 'Trigger deploy' }).click();
+  expect(await notice(/started/)).toMatch(/^Deploy [0-9A-Za-z]{8} started\.$/);
+  const row = page.locator('li.deploy-row').first();
+  await row.waitFor();
+  expect(await row.getAttribute('data-status')).toBe('IN_PROGRESS');
+  firstDeploy = (await row.getAttribute('data-deploy'))!;
+  await shot('site-deploying-desktop');
+  await row.locator('a.deploy-id').click();
+  await page.getByRole('heading', { name: /^Deploy / }).waitFor();
+  const log = page.getByTestId('deploy-log');
+  // Live: the log grows while the deploy runs, and its panel stays scrolled to the end.
+  await page.waitForFunction(() => /building step [5-9]/.test(document.querySelector('[data-testid=deploy-log]')?.textContent ?? ''), undefined, { timeout: 60_000 });
+  const early = (await log.textContent())!.length;
+  await page.waitForFunction((n) => (document.querySelector('[data-testid=deploy-log]')?.textContent ?? '').length > n + 200, early, { timeout: 30_000 });
+  expect(await page.getByTestId('deploy-status').textContent()).toBe('IN_PROGRESS');
+  await page.waitForFunction(() => {
+    const el = document.querySelector('[data-testid=deploy-log]')!;
+    return el.scrollHeight > el.clientHeight && el.scrollHeight - el.scrollTop - el.clientHeight < 30;
+  });
+  await shot('deploy-running-desktop');
+  await page.waitForFunction(() => document.querySelector('[data-testid=deploy-status]')?.textContent === 'DEPLOYED', undefined, { timeout: 60_000 });
+  await page.waitForFunction(() => (document.querySelector('[data-testid=deploy-log]')?.textContent ?? '').includes('Published'), undefined, { timeout: 30_000 });
+  const deploy = dataOf(await gql(apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { status ipfsHash published previewImage } }', { s: siteId, d: firstDeploy })).getDeployById;
+  expect(deploy).toMatchObject({ status: 'DEPLOYED', published: true });
+  await expect(page.locator('.cid code').textContent()).resolves.toBe(deploy.ipfsHash);
+  expect(await page.getByRole('link', { name: /Open on the gateway/ }).getAttribute('href')).toBe(`${service.endpoints.gateway}/ipfs/${deploy.ipfsHash}/`);
+  // The preview picture is taken after the deploy; the page keeps asking until it has it.
+  const preview = page.locator('img.preview');
+  await preview.waitFor({ timeout: 90_000 });
+  await page.waitForFunction(() => {
+    const img = document.querySelector('img.preview') as HTMLImageElement | null;
+    return !!img && img.complete && img.naturalWidth > 0;
+  });
+  expect(await preview.getAttribute('src')).toMatch(new RegExp(`^${service.endpoints.gateway}/ipfs/`));
+  await checkAccessibility();
+  await shot('deploy-done-desktop');
+}, 240_000);
+
+test("the site's address serves the deploy; a second deploy replaces it, a rollback brings the first back", async () => {
+  await page.getByRole('link', { name: `← ${SLUG}` }).click();
+  await page.getByRole('heading', { name: SLUG, level: 1 }).waitFor();
+  // The address link opens the site in a new tab.
+  const address = page.locator('.subtitle a');
+  expect(await address.getAttribute('href')).toBe(`http://${SLUG}.${service.config.sites.domain}/`);
+  const [tab] = await Promise.all([context.waitForEvent('page'), address.click()]);
+  await tab.waitForLoadState();
+  expect(await tab.locator('h1').textContent()).toBe('Acme docs v1');
+  await shot('site-address-v1-desktop', tab);
+  await tab.close();
+
+  await git.commit(REPO, { 'site/index.html': indexHtml('v2') }, 'Second version');
+  await page.getByRole('button', { name: 'Trigger deploy' }).click();
+  await notice(/started/);
+  const rows = page.locator('li.deploy-row');
+  await page.waitForFunction(() => document.querySelectorAll('li.deploy-row').length === 2);
+  secondDeploy = (await rows.first().getAttribute('data-deploy'))!;
+  expect(secondDeploy).not.toBe(firstDeploy);
+  // The list follows the deploy on its own until it ends.
+  await page.waitForFunction((id) => document.querySelector(`li[data-deploy="${id}"]`)?.getAttribute('data-status') === 'DEPLOYED', secondDeploy, { timeout: 90_000 });
+  await page.locator(`li[data-deploy="${secondDeploy}"] .tag-published`).waitFor({ timeout: 30_000 });
+  expect((await siteFetch(SLUG)).body).toContain('Acme docs v2');
+  await checkAccessibility();
+  await shot('site-two-deploys-desktop');
+
+  await page.getByRole('button', { name: `Roll back to deploy ${firstDeploy.slice(-8)}` }).click();
+  expect(await notice(/Rolled back/)).toBe(`Rolled back: deploy ${firstDeploy.slice(-8)} is published.`);
+  await page.locator(`li[data-deploy="${firstDeploy}"] .tag-published`).waitFor();
+  const site = dataOf(await gql(apiKey, 'query ($s: ID!) { getSiteById(siteId: $s) { publishedDeploy { id } } }', { s: siteId })).getSiteById;
+  expect(site.publishedDeploy.id).toBe(firstDeploy);
+  expect((await siteFetch(SLUG)).body).toContain('Acme docs v1');
+}, 180_000);
+
+test('purge the cache: the next visit is a miss', async () => {
+  await siteFetch(SLUG);
+  expect((await siteFetch(SLUG)).cache).toBe('HIT');
+  await page.getByRole('button', { name: 'Purge cache' }).click();
+  await notice('The cache was purged');
+  expect((await siteFetch(SLUG)).cache).toBe('MISS');
+});
+
+test('the sites list shows the site with its address, latest deploy and published preview', async () => {
+  await nav('Sites');
+  const card = page.locator(`li.site-card[data-site="${SLUG}"]`);
+  await card.waitFor();
+  await expect(card.locator('.site-card-address a').getAttribute('href')).resolves.toBe(`http://${SLUG}.${service.config.sites.domain}/`);
+  await expect(card.locator('.badge').textContent()).resolves.toBe('Deployed');
+  await page.waitForFunction(() => {
+    const img = document.querySelector('.site-card img') as HTMLImageElement | null;
+    return !!img && img.complete && img.naturalWidth > 0;
+  });
+  await checkAccessibility();
+  await shot('sites-with-site-desktop');
+});
+
+test('create an API key: shown once with a copy button, it works; revoke it: it stops working', async () => {
+  await nav('Team');
+  await page.getByRole('heading', { name: 'Members' }).waitFor();
+  await page.getByLabel("New key's name").fill('ci');
+  await page.getByRole('button', { name: 'Create API key' }).click();
+  const field = page.getByRole('textbox', { name: 'New API key "ci"' });
+  await field.waitFor();
+  const key = await field.inputValue();
+  expect(key).toMatch(/^cairn_/);
+  await page.locator('.shown-once').getByRole('button', { name: 'Copy' }).click();
+  await page.getByRole('button', { name: 'Copied' }).waitFor();
+  expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(key);
+  expect(dataOf(await gql(key, '{ getCurrentTeam { name } }')).getCurrentTeam.name).toBe('acme');
+  await checkAccessibility();
+  await shot('team-new-key-desktop');
+
+  const byName = (name: string) => page.locator('tr').filter({ has: page.locator('td[data-label="Name"]', { hasText: new RegExp(`^${name}$`) }) });
+  const row = byName('ci');
+  await expect(row.locator('td[data-label="Status"]').textContent()).resolves.toBe('Active');
+  await row.getByRole('button', { name: 'Revoke' }).click();
+  await row.getByRole('button', { name: 'Revoke now' }).click();
+  expect(await notice(/is revoked/)).toBe('The key "ci" is revoked: it no longer works.');
+  await row.locator('td[data-label="Status"]', { hasText: /^Revoked/ }).waitFor();
+  // The key shown once is gone from the page.
+  expect(await page.locator('.shown-once').count()).toBe(0);
+  const refused = await gql(key, '{ getCurrentTeam { name } }');
+  expect(refused.errors?.[0]?.extensions.code).toBe('UNAUTHENTICATED');
+  await shot('team-key-revoked-desktop');
+});
+
+test('storage: a key pair made here, a bucket, uploads with progress (one multipart), CIDs, a public URL, a delete', async () => {
+  await nav('Storage');
+  await page.getByRole('heading', { name: 'Storage', level: 1 }).waitFor();
+  await checkAccessibility();
+  await shot('storage-keys-desktop');
+  await page.getByRole('button', { name: 'Create a key pair for this browser' }).click();
+  // Shown once: the id and the secret, before the tab starts using them.
+  await page.getByRole('button', { name: 'Continue to storage' }).waitFor();
+  const accessKeyId = await page.getByLabel('Access key id').inputValue();
+  const secretAccessKey = await page.getByLabel('Secret access key').inputValue();
+  expect(accessKeyId).toMatch(/^[A-Z0-9]{16,}$/);
+  await page.getByRole('button', { name: 'Continue to storage' }).click();
+  await page.locator('li[data-bucket="acme-bucket"]').waitFor();
+  expect(JSON.parse((await page.evaluate(() => sessionStorage.getItem('cairn.storageKeys')))!)).toEqual({ accessKeyId, secretAccessKey });
+
+  await page.getByLabel("New bucket's name").fill('acme-files');
+  await page.getByRole('button', { name: 'Create bucket' }).click();
+  await notice('Bucket acme-files created.');
+  await page.locator('li[data-bucket="acme-files"] a').click();
+  await page.getByText('This bucket is empty.').waitFor();
+
+  const small = Buffer.from('hello from the web app\n');
+  const big = Buffer.alloc(Math.floor(2.5 * MAX_PUT), 7);
+  for (let i = 0; i < big.length; i += 4096) big.writeUInt32BE(i, i);
+  await page.getByLabel(/^Files to upload/).setInputFiles([
+    { name: 'hello.txt', mimeType: 'text/plain', buffer: small },
+    { name: 'big.bin', mimeType: 'application/octet-stream', buffer: big },
+  ]);
+  await page.getByRole('button', { name: 'Upload', exact: true }).click();
+  await page.locator('li[data-upload="big.bin"][data-state="done"]').waitFor({ timeout: 60_000 });
+  await page.locator('li[data-upload="hello.txt"][data-state="done"]').waitFor();
+  expect(await page.locator('li[data-upload="big.bin"] progress').evaluate((p: HTMLProgressElement) => p.value === p.max)).toBe(true);
+
+  const s3 = service.s3({ accessKeyId, secretAccessKey });
+  for (const [key, bytes] of [['hello.txt', small], ['big.bin', big]] as const) {
+    const row = page.locator(`li.file-row[data-key="${key}"]`);
+    await row.waitFor();
+    const head = await s3.send(new HeadObjectCommand({ Bucket: 'acme-files', Key: key }));
+    expect(head.ContentLength).toBe(bytes.length);
+    // Public (the upload's default): even an anonymous HEAD answers, with the CID.
+    const cid = (await hostFetch(`${service.endpoints.s3}/acme-files/${key}`, { method: 'HEAD' })).headers.get('x-service-ipfs-hash');
+    expect(cid).toMatch(/^bafy/);
+    expect(await row.locator('.file-cid code').textContent()).toBe(cid);
+    // And at its public URL.
+    const publicUrl = (await row.locator('a.public-url').getAttribute('href'))!;
+    expect(publicUrl).toBe(`http://acme-files.${service.config.urls.storagePublicDomain}/${key}`);
+    const got = await hostFetch(`${service.endpoints.gateway}/${key}`, { headers: { host: new URL(publicUrl).host } });
+    expect(got.status).toBe(200);
+    expect(createHash('sha256').update(Buffer.from(await got.arrayBuffer())).digest('hex')).toBe(createHash('sha256').update(bytes).digest('hex'));
+  }
+  await checkAccessibility();
+  await shot('bucket-uploaded-desktop');
+
+  // Opening the public URL from the page.
+  const [tab] = await Promise.all([context.waitForEvent('page'), page.locator('li.file-row[data-key="hello.txt"] a.public-url').click()]);
+  await tab.waitForLoadState();
+  expect(await tab.locator('body').textContent()).toBe(small.toString());
+  await tab.close();
+
+  const row = page.locator('li.file-row[data-key="hello.txt"]');
+  await row.getByRole('button', { name: 'Delete' }).click();
+  await row.getByRole('button', { name: 'Delete file' }).click();
+  await notice('hello.txt deleted.');
+  await row.waitFor({ state: 'detached' });
+  await expect(s3.send(new HeadObjectCommand({ Bucket: 'acme-files', Key: 'hello.txt' }))).rejects.toMatchObject({ name: 'NotFound' });
+  await s3.send(new HeadObjectCommand({ Bucket: 'acme-files', Key: 'big.bin' }));
+}, 120_000);
+
+test('every page at 1280 px and at 375 px: no sideways scrolling, labels and contrast intact', async () => {
+  const pages: Array<[string, string, string]> = [
+    ['sites', '#/sites', 'Sites'],
+    ['new-site', '#/sites/new', 'New site'],
+    ['site', `#/sites/${siteId}`, SLUG],
+    ['deploy', `#/sites/${siteId}/deploys/${secondDeploy}`, `Deploy ${secondDeploy.slice(-8)}`],
+    ['team', '#/team', 'acme'],
+    ['storage', '#/storage', 'Storage'],
+    ['bucket', '#/storage/acme-files', 'acme-files'],
+  ];
+  for (const width of [1280, 375]) {
+    await page.setViewportSize({ width, height: width === 375 ? 812 : 860 });
+    for (const [name, hash, heading] of pages) {
+      await go(hash);
+      await page.getByRole('heading', { name: heading, level: 1 }).waitFor();
+      await page.waitForFunction(() => !document.querySelector('.loading'));
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      expect([name, width, overflow]).toEqual([name, width, 0]);
+      await checkAccessibility();
+      await shot(`${name}-${width === 375 ? 'phone' : 'desktop'}`);
+    }
+  }
+  await page.setViewportSize({ width: 1280, height: 860 });
+}, 120_000);
+
+test('sign out forgets the keys; a key revoked under a signed-in tab ends its session with a message', async () => {
+  await go('#/sites');
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByLabel('API key').waitFor();
+  expect(await page.evaluate(() => [sessionStorage.getItem('cairn.apiKey'), sessionStorage.getItem('cairn.storageKeys')])).toEqual([null, null]);
+  await page.setViewportSize({ width: 375, height: 812 });
+  await shot('sign-in-phone');
+  await page.setViewportSize({ width: 1280, height: 860 });
+
+  // A second key, signed in with, then revoked by someone else.
+  const team = dataOf(await gql(apiKey, '{ getCurrentTeam { id } }')).getCurrentTeam;
+  const made = dataOf(await gql(apiKey, 'mutation ($t: ID!) { createApiKey(teamId: $t, name: "laptop") { key apiKey { id } } }', { t: team.id })).createApiKey;
+  await page.getByLabel('API key').fill(made.key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Sites', level: 1 }).waitFor();
+  dataOf(await gql(apiKey, 'mutation ($t: ID!, $k: ID!) { revokeApiKey(teamId: $t, apiKeyId: $k) { id } }', { t: team.id, k: made.apiKey.id }));
+  expect401 = true;
+  await nav('Team');
+  await page.getByText('Your API key is no longer accepted (it was revoked or deleted). Sign in with another one.').waitFor();
+  expect401 = false;
+  expect(await page.evaluate(() => sessionStorage.getItem('cairn.apiKey'))).toBeNull();
+  await shot('sign-in-revoked-desktop');
+});
