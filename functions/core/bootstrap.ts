@@ -23,6 +23,16 @@ export interface BootstrapResult {
 
 export const DEFAULT_ACCOUNT = 'default';
 
+/** Account names: 3-42 lowercase letters, digits or hyphens, so that `<name>-bucket` is a valid bucket name. */
+export function isValidAccountName(name: string): boolean {
+  return /^[a-z0-9][a-z0-9-]{1,40}[a-z0-9]$/.test(name);
+}
+
+/** An account with freshly generated credentials (shown once by whoever asked for it). */
+export function withNewCredentials(name: string): BootstrapAccount {
+  return { name, accessKeyId: newAccessKeyId(), secretAccessKey: newSecretAccessKey(), apiToken: newApiToken() };
+}
+
 async function readBootstrapFile(path: string): Promise<BootstrapAccount[]> {
   let parsed: unknown;
   try {
@@ -38,7 +48,7 @@ async function readBootstrapFile(path: string): Promise<BootstrapAccount[]> {
         throw new ConfigError('CAIRN_BOOTSTRAP_FILE', `account ${i} needs a non-empty string "${field}"`);
       }
     }
-    if (!/^[a-z0-9][a-z0-9-]{1,40}[a-z0-9]$/.test(entry.name)) {
+    if (!isValidAccountName(entry.name)) {
       throw new ConfigError('CAIRN_BOOTSTRAP_FILE', `account ${i}: name must be 3-42 lowercase letters, digits or hyphens`);
     }
     return { name: entry.name, accessKeyId: entry.accessKeyId, secretAccessKey: entry.secretAccessKey, apiToken: entry.apiToken };

@@ -11,6 +11,8 @@ import { createDatabase, ensureTables, type Database } from '../../functions/cor
 import { loadConfig } from '../../functions/core/config.js';
 
 export interface EmbeddedDb {
+  /** Its HTTP endpoint (DYNAMODB_ENDPOINT), for a process of its own. */
+  endpoint: string;
   /** A client through the HTTP endpoint, or (`inProcess`) the in-process transport; closed with the database. */
   client(inProcess: boolean): Database;
   close(): Promise<void>;
@@ -28,6 +30,7 @@ export async function startEmbeddedDb(): Promise<EmbeddedDb> {
   };
   await ensureTables(client(true));
   return {
+    endpoint: dynamo.endpoint,
     client,
     async close() {
       for (const c of clients) c.client.destroy();

@@ -9,7 +9,7 @@
  * keys (api-keys.ts), storage key pairs (storage-keys.ts), buckets
  * (buckets.ts) and the service's signing keys (signing-keys.ts).
  */
-import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, ScanCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { newId } from '../ids.js';
 import { apiKeyItems, newApiKeyRecord } from './api-keys.js';
@@ -101,5 +101,28 @@ export class AccountStore {
       new GetCommand({ TableName: this.table, Key: { pk: `ACCOUNTNAME#${name}`, sk: 'ACCOUNTNAME' }, ConsistentRead: true }),
     );
     return out.Item ? this.getAccount(out.Item.accountId as string) : undefined;
+  }
+
+  /**
+   * Every account, by name. A Scan of the table (accounts have no index of
+   * their own): for operators (`npm run admin -- list-accounts`), never a request.
+   */
+  async list(): Promise<Account[]> {
+    const accounts: Account[] = [];
+    let ExclusiveStartKey: Record<string, unknown> | undefined;
+    do {
+      const out = await this.db.doc.send(
+        new ScanCommand({
+          TableName: this.table,
+          FilterExpression: 'sk = :account',
+          ExpressionAttributeValues: { ':account': 'ACCOUNT' },
+          ConsistentRead: true,
+          ExclusiveStartKey,
+        }),
+      );
+      for (const { id, name, defaultBucket, defaultTeamId, createdAt } of out.Items ?? []) accounts.push({ id, name, defaultBucket, defaultTeamId, createdAt });
+      ExclusiveStartKey = out.LastEvaluatedKey;
+    } while (ExclusiveStartKey);
+    return accounts.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 }
