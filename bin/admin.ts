@@ -1,0 +1,169 @@
+/**
+ * `npm run admin -- <command>`: operator commands against Cairn's tables.
+ *
+ *   create-account <name> [--json]   a new account, its team (it owns it), its default bucket
+ *                                    `<name>-bucket`, a storage key pair and a GraphQL API key;
+ *                                    the credentials are printed once
+ *   list-accounts [--json]           every account (never a secret)
+ *
+ * Which tables: those the environment names with the functions' own
+ * variables: in AWS, DynamoDB in AWS_REGION with CAIRN_ACCOUNTS_TABLE set to
+ * the stack's AccountsTableName output and CAIRN_KMS_KEY_ID to its key
+ * (storage secrets are sealed with it, as the functions seal them), with
+ * the AWS credentials of the shell; DYNAMODB_ENDPOINT names another
+ * DynamoDB. With `--local`, the data directory of a stopped local service
+ * (CAIRN_DATA_DIR, opened as `npm run fsck` opens it).
+ *
+ * Exit status 0 on success, 1 on any failure (one line on stderr).
+ */
+import { Command } from 'commander';
+import { ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
+import { ConfigError, loadConfig, type Config } from '../functions/core/config.js';
+import { createLogger } from '../functions/core/logger.js';
+import { createDatabase } from '../functions/core/data/dynamo.js';
+import { AccountStore, type Account } from '../functions/core/data/accounts.js';
+import { StorageKeyStore } from '../functions/core/data/storage-keys.js';
+import { ConflictError } from '../functions/core/data/errors.js';
+import { createSealer, type SecretSealer } from '../functions/core/auth/secrets.js';
+import { isValidAccountName, withNewCredentials } from '../functions/core/bootstrap.js';
+
+/** A failure to report as one line. */
+class AdminError extends Error {}
+
+interface Tables {
+  accounts: AccountStore;
+  close(): Promise<void>;
+}
+
+/** Listing never opens a secret; a store that is asked to is a bug. */
+const noSealing: SecretSealer = {
+  seal: async () => {
+    throw new Error('this command seals no secrets');
+  },
+  open: async () => {
+    throw new Error('this command opens no secrets');
+  },
+};
+
+async function openTables(config: Config, options: { local: boolean; sealing: boolean }): Promise<Tables> {
+  if (options.local) {
+    // The local service's modules (the IPFS node among them) only when asked for.
+    const { openLocalStorage } = await import('../functions/local/service.js');
+    const storage = await openLocalStorage(config, createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel));
+    return { accounts: storage.services.accounts, close: () => storage.close() };
+  }
+  const inAws = !config.dynamodb.endpoint;
+  if (inAws && !process.env.CAIRN_ACCOUNTS_TABLE) {
+    throw new AdminError("CAIRN_ACCOUNTS_TABLE is not set: set it to the stack's AccountsTableName output (or use --local for this machine's data directory)");
+  }
+  let sealer = noSealing;
+  if (options.sealing) {
+    // The functions must be able to open what is sealed here: never a key generated on this machine.
+    if (inAws && !config.kmsKeyId) {
+      throw new AdminError("CAIRN_KMS_KEY_ID is not set: set it to the stack's SecretsKeyId output (storage secrets are sealed with the stack's KMS key)");
+    }
+    if (!config.kmsKeyId && !config.secretKey) {
+      throw new AdminError('set CAIRN_KMS_KEY_ID or CAIRN_SECRET_KEY to the key the service seals storage secrets with');
+    }
+    sealer = await createSealer(config);
+  }
+  const db = createDatabase(config);
+  return { accounts: new AccountStore(db, new StorageKeyStore(db, sealer)), close: async () => db.client.destroy() };
+}
+
+async function withTables<T>(config: Config, options: { local: boolean; sealing: boolean }, run: (tables: Tables) => Promise<T>): Promise<T> {
+  const tables = await openTables(config, options);
+  try {
+    return await run(tables);
+  } catch (err) {
+    if (err instanceof ResourceNotFoundException) {
+      throw new AdminError(`table ${config.tables.accounts} not found in ${config.dynamodb.endpoint ?? `DynamoDB in ${config.region}`}: check CAIRN_ACCOUNTS_TABLE and AWS_REGION`);
+    }
+    throw err;
+  } finally {
+    await tables.close();
+  }
+}
+
+async function createAccount(name: string, options: { json?: boolean; local?: boolean }): Promise<void> {
+  if (!isValidAccountName(name)) throw new AdminError(`"${name}": an account name is 3-42 lowercase letters, digits or hyphens`);
+  const config = loadConfig();
+  const credentials = withNewCredentials(name);
+  const { account, team } = await withTables(config, { local: options.local === true, sealing: true }, async ({ accounts }) => {
+    if (await accounts.getAccountByName(name)) throw new AdminError(`account "${name}" exists already`);
+    try {
+      return await accounts.createAccount(credentials);
+    } catch (err) {
+      if (err instanceof ConflictError) throw new AdminError(err.message);
+      throw err;
+    }
+  });
+  const out = process.stdout;
+  if (options.json) {
+    out.write(
+      JSON.stringify({
+        accountName: account.name,
+        accountId: account.id,
+        teamId: team.id,
+        defaultBucket: account.defaultBucket,
+        accessKeyId: credentials.accessKeyId,
+        secretAccessKey: credentials.secretAccessKey,
+        apiKey: credentials.apiToken,
+      }) + '\n',
+    );
+    return;
+  }
+  out.write(
+    [
+      `Account "${account.name}" created. These secrets are shown once; keep them:`,
+      `  access key id      ${credentials.accessKeyId}`,
+      `  secret access key  ${credentials.secretAccessKey}`,
+      `  API key (GraphQL)  ${credentials.apiToken}`,
+      `  default bucket     ${account.defaultBucket}`,
+      `  team id            ${team.id}`,
+    ].join('\n') + '\n',
+  );
+}
+
+async function listAccounts(options: { json?: boolean; local?: boolean }): Promise<void> {
+  const config = loadConfig();
+  const list = await withTables(config, { local: options.local === true, sealing: false }, ({ accounts }) => accounts.list());
+  const out = process.stdout;
+  if (options.json) {
+    out.write(JSON.stringify(list) + '\n');
+    return;
+  }
+  if (list.length === 0) {
+    out.write('No accounts.\n');
+    return;
+  }
+  const rows: string[][] = [['NAME', 'DEFAULT BUCKET', 'CREATED', 'ACCOUNT ID', 'TEAM ID'], ...list.map((a: Account) => [a.name, a.defaultBucket, a.createdAt, a.id, a.defaultTeamId])];
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  for (const row of rows) out.write(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ') + '\n');
+}
+
+const program = new Command()
+  .name('npm run admin --')
+  .description("Cairn's operator commands, against the tables the environment names (see bin/admin.ts and docs/aws.md)")
+  .showHelpAfterError();
+program
+  .command('create-account')
+  .description('create an account with its team, default bucket <name>-bucket, a storage key pair and a GraphQL API key; prints the credentials once')
+  .argument('<name>', 'the account name: 3-42 lowercase letters, digits or hyphens')
+  .option('--json', 'print the new account and its credentials as one JSON object')
+  .option('--local', "this machine's data directory (CAIRN_DATA_DIR; stop the service first)")
+  .action(createAccount);
+program
+  .command('list-accounts')
+  .description('list every account (names, default buckets, ids; never a secret)')
+  .option('--json', 'print a JSON array')
+  .option('--local', "this machine's data directory (CAIRN_DATA_DIR; stop the service first)")
+  .action(listAccounts);
+
+program.parseAsync(process.argv).then(
+  () => process.stdout.write('', () => process.exit(0)),
+  (err: unknown) => {
+    const message = err instanceof AdminError || err instanceof ConfigError ? err.message : ((err as Error)?.stack ?? String(err));
+    process.stderr.write(`cairn admin: ${message}\n`, () => process.exit(1));
+  },
+);
