@@ -103,6 +103,17 @@ describe('login, whoami, logout', () => {
     expect((await bare.json(['whoami'], { env })).team.id).toBe(b.team.id);
   });
 
+  test('--api-key-stdin reads the key from a pipe, so it stays out of the process list', async () => {
+    const u = await user();
+    const args = loginArgs(service, 'unused').filter((arg, i, all) => arg !== '--api-key' && all[i - 1] !== '--api-key');
+    const out = JSON.parse((await u.run([...args, '--api-key-stdin', '--no-storage-key', '--json'], { input: `${b.apiKey}\n` })).stdout);
+    expect(out).toMatchObject({ team: { id: b.team.id }, storage: null });
+    expect(JSON.parse(await readFile(u.configPath, 'utf8')).apiKey).toBe(b.apiKey);
+    const noKey = await u.run(args);
+    expect(noKey.code).toBe(1);
+    expect(oneErrorLine(noKey.stderr)).toBe('cairn: no API key: pass --api-key <key>, --api-key-stdin, or set CAIRN_API_KEY');
+  });
+
   test('a key the service refuses: exit 1, one line, nothing stored', async () => {
     const u = await user();
     const result = await u.run(loginArgs(service, 'cairn_not_a_real_key_000000000000000000000000'));
