@@ -130,6 +130,17 @@ export interface Config {
     /** Past this one shot is abandoned and the deploy has no preview image. */
     timeoutMs: number;
   };
+  /** The CAR import endpoint (functions/core/hosting/imports.ts). */
+  imports: {
+    /**
+     * The largest CAR one POST /imports/car may carry (CAIRN_MAX_IMPORT_BYTES):
+     * 1 GiB locally, 4 MiB through Lambda (whose events carry at most 6 MB,
+     * base64-encoded); a larger import is sent as several CARs.
+     */
+    maxBytes: number;
+    /** How long an import pin keeps its DAG from collection, in seconds (CAIRN_IMPORT_PIN_TTL, a day by default). */
+    pinSeconds: number;
+  };
   /** Deploy notifications (functions/core/hosting/notifications.ts). */
   notifications: {
     /** The first retry's delay in seconds, doubled for each one after (at most 900 s); CAIRN_NOTIFICATION_RETRY_BASE, 10 by default. */
@@ -287,6 +298,10 @@ export function loadConfig(env: Env = process.env): Config {
       functionName: opt(env, 'CAIRN_PREVIEW_FUNCTION'),
       timeoutMs: positive(env, 'CAIRN_PREVIEW_TIMEOUT', 30, 'seconds') * 1000,
     },
+    imports: {
+      maxBytes: bytes(env, 'CAIRN_MAX_IMPORT_BYTES', runtime === 'aws' ? LAMBDA_MAX_REQUEST_BODY : DEFAULT_MAX_IMPORT),
+      pinSeconds: positive(env, 'CAIRN_IMPORT_PIN_TTL', 24 * 3600, 'seconds'),
+    },
     notifications: {
       retryBaseSeconds: positive(env, 'CAIRN_NOTIFICATION_RETRY_BASE', 10, 'seconds'),
       retryForSeconds: 3600,
@@ -337,6 +352,8 @@ function etagMode(env: Env): 'md5' | 'cid' {
 
 /** S3's largest single PUT. */
 export const S3_MAX_PUT = 5 * 1024 ** 3;
+/** The largest CAR one import request carries on one machine. */
+export const DEFAULT_MAX_IMPORT = 1024 ** 3;
 /** The largest body the Lambda object route takes: 6 MB events, base64-encoded, less headroom. */
 export const LAMBDA_MAX_REQUEST_BODY = 4 * 1024 ** 2;
 

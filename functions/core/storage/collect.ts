@@ -6,6 +6,11 @@
  * upload in flight can lose a block. It first finishes the part cleanups of
  * multipart uploads that a crash interrupted.
  *
+ * Import pins (import-pins.ts) whose time is up are ended first: a complete
+ * one's root becomes a candidate like any other, a pending one's held blocks
+ * are let go; then the loose blocks (let go by imports) that nothing
+ * references or holds are deleted.
+ *
  * One candidate that cannot be collected (a block of its DAG is missing, a
  * read fails) is logged with its CID and
  * set aside (quarantined, see the integrity check, fsck.ts); the pass goes on.
@@ -15,6 +20,8 @@ import { cidOf } from '../ipfs/cid.js';
 import { GateBusyError } from './gate.js';
 import { unpinAndCollect } from './pins.js';
 import { ensureIndexed } from './fsck.js';
+import { anyLoose, collectLoose, releaseHolds } from './import-pins.js';
+import { importPinsOf } from './car-ingest.js';
 
 export interface CollectionResult {
   examined: number;
@@ -22,6 +29,8 @@ export interface CollectionResult {
   blocksDeleted: number;
   /** Candidates set aside because they could not be collected. */
   quarantined: number;
+  /** Import pins ended because their time was up. */
+  importPinsExpired: number;
 }
 
 /** Upload cleanups older than this are taken for abandoned (their process died) and finished here. */
@@ -33,7 +42,7 @@ const STALE_CLEANUP_MS = 10 * 60_000;
  * run picks up where this one stopped.
  */
 export async function collectGarbage(services: Services, batch = 200): Promise<CollectionResult> {
-  const result: CollectionResult = { examined: 0, unpinned: 0, blocksDeleted: 0, quarantined: 0 };
+  const result: CollectionResult = { examined: 0, unpinned: 0, blocksDeleted: 0, quarantined: 0, importPinsExpired: 0 };
   try {
     await collectBatches(services, batch, result);
   } catch (err) {
@@ -53,6 +62,7 @@ async function collectBatches(services: Services, batch: number, result: Collect
   await services.uploads.dropExpiredCompletions().catch((err: unknown) => {
     services.logger.warn('could not drop expired multipart completion records', { err });
   });
+  await collectImports(services, result);
   for (;;) {
     const candidates = await objects.candidates(batch);
     if (!candidates.length) break;
@@ -78,5 +88,29 @@ async function collectBatches(services: Services, batch: number, result: Collect
     });
     if (candidates.length < batch) break;
   }
-  if (result.examined) logger.info('garbage collected', { ...result });
+  if (result.examined || result.importPinsExpired || result.blocksDeleted) logger.info('garbage collected', { ...result });
+}
+
+/**
+ * Ends the import pins whose time is up (a complete one's root becomes a
+ * candidate for the loop that follows) and deletes the loose blocks nothing
+ * references or holds, with the gate held exclusively.
+ */
+async function collectImports(services: Services, result: CollectionResult): Promise<void> {
+  const pins = importPinsOf(services);
+  const node = await services.ipfs();
+  if (!(await anyLoose(node)) && !(await pins.expired(1)).length) return;
+  await services.gate.withExclusive(async () => {
+    await ensureIndexed(services, node);
+    for (;;) {
+      const expired = await pins.expired();
+      for (const record of expired) {
+        if (!(await pins.expire(record))) continue;
+        result.importPinsExpired++;
+        await releaseHolds(node, cidOf(record.root));
+      }
+      if (expired.length < 200) break;
+    }
+    result.blocksDeleted += await collectLoose(node);
+  });
 }

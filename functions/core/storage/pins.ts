@@ -8,6 +8,11 @@
  *
  *   /cairn/root/<root CIDv1>                   PINNED, DAMAGED (pinned with holes) or REMOVING
  *   /cairn/ref/<block multihash>/<root CIDv1>  "this root's DAG uses this block"
+ *   /cairn/held/<block multihash>/<root CIDv1> "an import of this root still pending holds this block"
+ *
+ * (The held records belong to the CAR import, storage/import-pins.ts: a
+ * DAG sent in several CARs keeps the blocks it has so far, even those no
+ * block present links to yet. A held block is never collected.)
  *
  * Adding a reference that exists, or removing one that is gone, changes
  * nothing, so a pin or an unpin cut short is simply done again. (Helia
@@ -32,6 +37,8 @@ import { walkDag } from './dag-walk.js';
 
 const ROOTS = '/cairn/root/';
 const REFS = '/cairn/ref/';
+/** Blocks held by pending imports (storage/import-pins.ts writes them; collection respects them). */
+export const HELD = '/cairn/held/';
 /** Set once the index covers every referenced CID (see ensureIndexed in fsck.ts). */
 export const INDEX_MARKER = new Key('/cairn/index/v1');
 
@@ -46,8 +53,8 @@ const WRITES_IN_FLIGHT = 32;
 
 export type RootState = 'pinned' | 'removing' | 'damaged';
 
-const rootName = (cid: CID) => cid.toV1().toString(base32);
-const blockName = (cid: CID) => base32.baseEncode(cid.multihash.bytes);
+export const rootName = (cid: CID) => cid.toV1().toString(base32);
+export const blockName = (cid: CID) => base32.baseEncode(cid.multihash.bytes);
 const rootKey = (root: CID) => new Key(ROOTS + rootName(root));
 const refKey = (block: CID, root: CID) => new Key(`${REFS}${blockName(block)}/${rootName(root)}`);
 
@@ -131,9 +138,15 @@ export async function pinRoot(node: IpfsNode, root: CID, options: PinOptions = {
   }
 }
 
-/** Whether any root's DAG uses the block (the records must be written: see pinsWritten). */
+/** Whether the pinned DAG of `root` uses the block (its reference record is there). */
+export async function rootUsesBlock(datastore: Datastore, root: CID, block: CID): Promise<boolean> {
+  return datastore.has(refKey(block, root));
+}
+
+/** Whether any root's DAG uses the block, or a pending import holds it (the records must be written: see pinsWritten). */
 export async function isBlockReferenced(datastore: Datastore, block: CID): Promise<boolean> {
   for await (const _ of datastore.queryKeys({ prefix: `${REFS}${blockName(block)}/`, limit: 1 })) return true;
+  for await (const _ of datastore.queryKeys({ prefix: `${HELD}${blockName(block)}/`, limit: 1 })) return true;
   return false;
 }
 
