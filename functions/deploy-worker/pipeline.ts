@@ -34,7 +34,9 @@ import type { Screenshotter } from '../core/ports/screenshotter.js';
 import { takePreview } from './steps/preview.js';
 import { purgeSite } from '../core/hosting/deploys.js';
 import { notifyDeploy } from '../core/hosting/notifications.js';
-import { checkSiteFiles } from '../core/hosting/site-rules.js';
+import { checkSiteFiles, siteRules } from '../core/hosting/site-rules.js';
+import { SiteFileError } from '../core/hosting/redirects.js';
+import { deployContent } from '../preview/deploy-content.js';
 
 export interface PipelineOptions {
   services: Services;
@@ -66,6 +68,22 @@ const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 /** The same words whichever machine stopped the build. */
 export const timedOutReason = (timeoutMs: number) => `the build ran past the time limit (${Math.round(timeoutMs / 60000)} min) and was stopped`;
+
+/**
+ * What the log should say of the `_redirects` and `_headers` of content
+ * deployed by CID (a directory's are checked on disk, checkSiteFiles): one
+ * line per file that stops its rules. A root that is no directory has none.
+ */
+async function siteFileWarnings(services: Services, root: CID): Promise<string[]> {
+  let rules: Awaited<ReturnType<typeof siteRules>>;
+  try {
+    rules = await siteRules((await services.ipfs()).blockstore, root);
+  } catch (err) {
+    services.logger.debug('could not read the rules of content deployed by CID', { root: root.toString(), err });
+    return [];
+  }
+  return [rules.redirects, rules.headers].filter((r): r is SiteFileError => r instanceof SiteFileError).map((err) => `${err.message}; the site answers 500 where the file is needed until it is fixed`);
+}
 
 /**
  * A path inside the checkout, from settings the user wrote: relative, and
@@ -244,8 +262,10 @@ class DeployTurn {
     if (screenshotter && this.publishDir) {
       const request = { siteId: claimed.siteId, deployId: claimed.id, publish: this.publishDir, screenshotter, signal: this.signal, log: (l: string) => log.line(l) };
       previewImage = await takePreview(services, { ...request, timeoutMs: this.options.previewTimeoutMs ?? PREVIEW_TIMEOUT_MS });
-    } else if (screenshotter) {
-      log.line('No preview image: the content came from IPFS as it is, not from a directory built here');
+    } else if (screenshotter && done.ipfsHash) {
+      // Content deployed by CID: its DAG is served for the picture, with the site's own rules.
+      const request = { siteId: claimed.siteId, deployId: claimed.id, publish: deployContent(services, claimed.siteId, claimed.id, done.ipfsHash), screenshotter, signal: this.signal, log: (l: string) => log.line(l) };
+      previewImage = await takePreview(services, { ...request, timeoutMs: this.options.previewTimeoutMs ?? PREVIEW_TIMEOUT_MS });
     }
     await log.close();
     return previewImage ? { ...done, previewImage } : done;
@@ -303,9 +323,10 @@ export async function runDeploy(options: PipelineOptions, claimed: Deploy, signa
           // every block must be here
         }
       } catch (err) {
-        if (err instanceof MissingBlockError) throw new DeployFailure(`${source.cid} is not held by this node (block ${err.cid} is missing): upload it through the S3 API first`);
+        if (err instanceof MissingBlockError) throw new DeployFailure(`${source.cid} is not held by this node (block ${err.cid} is missing): upload it through the S3 API or import it with POST /imports/car first`);
         throw err;
       }
+      for (const warning of await siteFileWarnings(services, root)) log.line(`Warning: ${warning}`);
       await turn.advance('uploading');
     } else {
       const checkout = join(work, 'checkout');

@@ -93,4 +93,5 @@ export const ADDED_MUTATIONS: Record<string, string> = {
   deleteBuildHook: '(siteId: ID!, buildHookId: ID!): Boolean',
   addNotificationUrl: '(siteId: ID!, url: String!, events: [DeployEvent!]): NewNotificationUrl',
   removeNotificationUrl: '(siteId: ID!, notificationUrlId: ID!): Boolean',
+  deployCid: '(siteId: ID!, cid: String!): Deploy',
 };

@@ -7,10 +7,15 @@
 import type { Services } from '../services.js';
 import type { Deploy, DeployBuild, DeployPullRequest, DeploySource, NewDeploy } from '../data/deploys.js';
 import type { Site } from '../data/sites.js';
+import type { CID } from 'multiformats/cid';
 import { parseRepositoryUrl } from './repository-url.js';
 import { deployLogKey } from '../ports/log-store.js';
 import { syncSiteHostOf } from './site-host-map.js';
 import { notifyDeploy } from './notifications.js';
+import { parseCid } from '../ipfs/cid.js';
+import { rootProblem } from '../ipfs/car-import.js';
+import { missingUnder } from '../storage/car-ingest.js';
+import { UnsupportedCodecError } from '../storage/dag-walk.js';
 
 /** Owner and name for the deploy's `repository`, from a URL the site already holds. */
 function ownerAndName(url: string): { owner: string | null; name: string | null } {
@@ -61,10 +66,14 @@ function buildOf(site: Site): DeployBuild {
   return { command: b.buildCommand ?? null, baseDirectory: b.baseDirectoryPath ?? null, publishDirectory: b.publishDirectoryPath ?? null, image: b.dockerImage ?? null, env };
 }
 
-function sourceOf(site: Site, commit: string | undefined): DeploySource {
+function refuseAltPlatform(site: Site): void {
   if (site.platform === 'alt') {
     throw new DeployRequestError('The site is on the alternative platform (the Internet Computer), which this service cannot deploy to; set its platform to IPFS to deploy it here.', 'siteId');
   }
+}
+
+function sourceOf(site: Site, commit: string | undefined): DeploySource {
+  refuseAltPlatform(site);
   const source = site.deploySettings.source;
   if (source.kind === 'ipfs') {
     if (!source.cid) throw new DeployRequestError("The site's source is IPFS but names no CID; set deploySettings.source.ipfs.cid first.", 'siteId');
@@ -117,6 +126,36 @@ export async function triggerDeploy(services: Services, site: Site, commit?: str
       ? { commit: source.commit ?? null, branch: source.branch, ...ownerAndName(source.url), message: null }
       : { commit: null, branch: null, owner: null, name: null, message: null };
   return enqueue(services, site, { source, repository });
+}
+
+/** A deploy's repository when it builds none. */
+const NO_REPOSITORY = { commit: null, branch: null, owner: null, name: null, message: null };
+
+/**
+ * A deploy of content this service holds whole, whatever the site's source
+ * (`deployCid`): a DAG imported as CARs (POST /imports/car), or any CID the
+ * node has every block of. It runs as a deploy of an IPFS-sourced site
+ * does; the CID is checked here too, so a caller learns at once that the
+ * import is not finished.
+ */
+export async function deployCid(services: Services, site: Site, text: string): Promise<Deploy> {
+  refuseAltPlatform(site);
+  const cid = parseCid(text.trim());
+  if (!cid) throw new DeployRequestError('cid must be a CID: a CIDv0 (Qm...) or a CIDv1 (bafy...).', 'cid');
+  const problem = rootProblem(cid);
+  if (problem) throw new DeployRequestError(`${problem.charAt(0).toUpperCase()}${problem.slice(1)}.`, 'cid');
+  let missing: { missing: number; first?: CID };
+  try {
+    missing = await missingUnder(await services.ipfs(), cid);
+  } catch (err) {
+    if (err instanceof UnsupportedCodecError) throw new DeployRequestError(`The DAG of ${text.trim()} links to ${err.cid}, whose codec this service does not store.`, 'cid');
+    throw err;
+  }
+  if (missing.missing > 0) {
+    const what = missing.first && missing.first.equals(cid) ? 'its root block is not here' : `${missing.missing === 1 ? 'a block is' : `${missing.missing} blocks are`} missing, ${missing.first} first`;
+    throw new DeployRequestError(`The DAG of ${text.trim()} is not complete on this service (${what}): import it first with POST /imports/car.`, 'cid');
+  }
+  return enqueue(services, site, { source: { kind: 'ipfs', cid: cid.toV1().toString() }, repository: { ...NO_REPOSITORY } });
 }
 
 /**

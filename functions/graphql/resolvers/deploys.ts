@@ -1,10 +1,11 @@
 /**
  * Deploys: the site's listing, newest first, one deploy, and what a team
- * does with them (trigger, retry, cancel, publish: core/hosting/deploys.ts),
+ * does with them (trigger, deploy a CID, retry, cancel, publish:
+ * core/hosting/deploys.ts),
  * and purgeCache, which empties the cache in front of the site's address.
  */
 import type { Deploy } from '../../core/data/deploys.js';
-import { cancelDeploy, DeployNotFoundError, DeployRequestError, publishDeploy, purgeSite, retryDeploy, triggerDeploy } from '../../core/hosting/deploys.js';
+import { cancelDeploy, deployCid, DeployNotFoundError, DeployRequestError, publishDeploy, purgeSite, retryDeploy, triggerDeploy } from '../../core/hosting/deploys.js';
 import { deployLogKey } from '../../core/ports/log-store.js';
 import type { GraphqlContext } from '../context.js';
 import { badInput, notFound } from '../errors.js';
@@ -45,6 +46,10 @@ export const deployResolvers = {
     triggerDeploy: async (_: unknown, args: { siteId: string; commit?: string | null }, ctx: GraphqlContext) => {
       const site = await requireSite(ctx, args.siteId, 'deploy it');
       return hosting(() => triggerDeploy(ctx.services, site, args.commit));
+    },
+    deployCid: async (_: unknown, args: { siteId: string; cid: string }, ctx: GraphqlContext) => {
+      const site = await requireSite(ctx, args.siteId, 'deploy it');
+      return hosting(() => deployCid(ctx.services, site, args.cid));
     },
     retryDeploy: async (_: unknown, args: { siteId: string; deployId: string }, ctx: GraphqlContext) => {
       const site = await requireSite(ctx, args.siteId, 'retry its deploys');
