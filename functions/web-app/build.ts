@@ -9,7 +9,7 @@
  * development dependency): serve.ts imports it by a computed name, so the
  * Lambda bundle leaves it out.
  */
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, buildSync, type BuildOptions, type OutputFile } from 'esbuild';
@@ -79,15 +79,21 @@ export async function buildWebAppFiles(): Promise<Map<string, Uint8Array>> {
 }
 
 /**
- * Builds the app into `outDir` (emptied first) and returns the names of the
- * files written: for the CDK stack at synth, which copies them into the
- * GraphQL function's bundle under WEB_APP_BUNDLE_DIR. Synchronous, so a
- * construct can call it.
+ * Builds the app into `outDir` and returns the names of the files written:
+ * for the CDK stack at synth, which copies them into the GraphQL function's
+ * bundle under WEB_APP_BUNDLE_DIR. Synchronous, so a construct can call it.
+ * Each file is replaced whole (written aside, then renamed), and files of
+ * earlier builds are removed, so two synths at once (parallel test
+ * workers) never copy a half-written file.
  */
 export function buildWebApp(outDir: string): string[] {
   const files = filesOf(buildSync(OPTIONS).outputFiles ?? []);
-  rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
-  for (const [name, body] of files) writeFileSync(join(outDir, name), body);
+  for (const [name, body] of files) {
+    const aside = join(outDir, `.${name}.${process.pid}.tmp`);
+    writeFileSync(aside, body);
+    renameSync(aside, join(outDir, name));
+  }
+  for (const name of readdirSync(outDir)) if (!files.has(name) && !name.startsWith('.')) rmSync(join(outDir, name), { force: true });
   return [...files.keys()].sort();
 }

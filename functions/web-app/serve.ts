@@ -57,7 +57,7 @@ export const PREBUILT_DIR = join(dirname(fileURLToPath(import.meta.url)), WEB_AP
 
 async function readPrebuilt(dir: string): Promise<Map<string, Uint8Array>> {
   const files = new Map<string, Uint8Array>();
-  for (const name of await readdir(dir)) files.set(name, await readFile(join(dir, name)));
+  for (const name of await readdir(dir)) if (!name.startsWith('.')) files.set(name, await readFile(join(dir, name)));
   return files;
 }
 

@@ -345,6 +345,29 @@ test('purge the cache: the next visit is a miss', async () => {
   expect((await siteFetch(SLUG)).cache).toBe('MISS');
 });
 
+test("edit the site's settings: the form starts from what the site has, and saving changes only what was changed", async () => {
+  await page.getByRole('link', { name: 'Edit settings' }).click();
+  await page.getByRole('heading', { name: `Settings of ${SLUG}`, level: 1 }).waitFor();
+  expect(await page.getByLabel('Repository URL').inputValue()).toBe(git.repoUrl(REPO));
+  expect(await page.getByLabel('Build command (optional)').inputValue()).toBe(BUILD);
+  expect(await page.getByLabel('Value 1').inputValue()).toBe('hello-secret');
+  expect(await page.getByLabel('Value 1').getAttribute('type')).toBe('password');
+  await page.getByLabel('Description (optional)').fill('The Acme handbook, second edition');
+  await page.getByRole('button', { name: 'Add a variable' }).click();
+  await page.getByLabel('Name 2').fill('NODE_ENV');
+  await page.getByLabel('Value 2').fill('production');
+  await checkAccessibility();
+  await page.getByRole('button', { name: 'Save settings' }).click();
+  await page.getByRole('heading', { name: SLUG, level: 1 }).waitFor();
+  const site = dataOf(await gql(apiKey, 'query ($s: ID!) { getSiteById(siteId: $s) { slug description buildSettings { buildCommand publishDirectoryPath environmentVariables { name value } } } }', { s: siteId })).getSiteById;
+  expect(site).toEqual({
+    slug: SLUG,
+    description: 'The Acme handbook, second edition',
+    buildSettings: { buildCommand: BUILD, publishDirectoryPath: 'site', environmentVariables: [{ name: 'GREETING', value: 'hello-secret' }, { name: 'NODE_ENV', value: 'production' }] },
+  });
+  await expect(page.locator('.facts').first().textContent()).resolves.toContain('The Acme handbook, second edition');
+});
+
 test('the sites list shows the site with its address, latest deploy and published preview', async () => {
   await nav('Sites');
   const card = page.locator(`li.site-card[data-site="${SLUG}"]`);
@@ -462,6 +485,7 @@ test('every page at 1280 px and at 375 px: no sideways scrolling, labels and con
     ['sites', '#/sites', 'Sites'],
     ['new-site', '#/sites/new', 'New site'],
     ['site', `#/sites/${siteId}`, SLUG],
+    ['site-settings', `#/sites/${siteId}/settings`, `Settings of ${SLUG}`],
     ['deploy', `#/sites/${siteId}/deploys/${secondDeploy}`, `Deploy ${secondDeploy.slice(-8)}`],
     ['team', '#/team', 'acme'],
     ['storage', '#/storage', 'Storage'],
@@ -481,6 +505,21 @@ test('every page at 1280 px and at 375 px: no sideways scrolling, labels and con
   }
   await page.setViewportSize({ width: 1280, height: 860 });
 }, 120_000);
+
+test('delete a site: asked twice, then gone from the service and the list', async () => {
+  const made = dataOf(
+    await gql(apiKey, 'mutation ($i: CreateSiteInput!) { createSite(input: $i) { id } }', { i: { name: 'acme-old', deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(REPO), branch: 'main' } } } } }),
+  ).createSite;
+  await go(`#/sites/${made.id}`);
+  await page.getByRole('heading', { name: 'acme-old', level: 1 }).waitFor();
+  await page.getByRole('button', { name: 'Delete site' }).click();
+  await shot('site-delete-confirm-desktop');
+  await page.getByRole('button', { name: 'Delete the site and its deploys' }).click();
+  await page.getByRole('heading', { name: 'Sites', level: 1 }).waitFor();
+  await page.locator(`li.site-card[data-site="${SLUG}"]`).waitFor();
+  expect(await page.locator('li.site-card[data-site="acme-old"]').count()).toBe(0);
+  expect(dataOf(await gql(apiKey, 'query ($s: ID!) { getSiteById(siteId: $s) { id } }', { s: made.id })).getSiteById).toBeNull();
+});
 
 test('sign out forgets the keys; a key revoked under a signed-in tab ends its session with a message', async () => {
   await go('#/sites');

@@ -6,7 +6,7 @@ import { AppContext, useApp, type AppContextValue } from './app-context.js';
 import { ErrorNotice, Loading, PageHeader } from './components.js';
 import { Bucket } from './pages/Bucket.js';
 import { Deploy } from './pages/Deploy.js';
-import { NewSite } from './pages/NewSite.js';
+import { EditSite, NewSite } from './pages/NewSite.js';
 import { Logo, SignIn } from './pages/SignIn.js';
 import { Site } from './pages/Site.js';
 import { Sites } from './pages/Sites.js';
@@ -145,7 +145,7 @@ function Shell() {
 }
 
 function section(route: Route): 'sites' | 'storage' | 'team' | null {
-  if (route.name === 'sites' || route.name === 'new-site' || route.name === 'site' || route.name === 'deploy') return 'sites';
+  if (route.name === 'sites' || route.name === 'new-site' || route.name === 'site' || route.name === 'site-settings' || route.name === 'deploy') return 'sites';
   if (route.name === 'storage' || route.name === 'bucket') return 'storage';
   if (route.name === 'team') return 'team';
   return null;
@@ -191,6 +191,8 @@ function Page({ route }: { route: Route }) {
       return <NewSite />;
     case 'site':
       return <Site siteId={route.siteId} />;
+    case 'site-settings':
+      return <EditSite siteId={route.siteId} />;
     case 'deploy':
       return <Deploy siteId={route.siteId} deployId={route.deployId} />;
     case 'team':

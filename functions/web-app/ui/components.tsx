@@ -147,7 +147,20 @@ export function ShownOnce({ label, value, children }: { label: string; value: st
 }
 
 /** A destructive button that asks once more, in place, before acting. */
-export function ConfirmButton({ label, confirmLabel, onConfirm, disabled }: { label: string; confirmLabel: string; onConfirm: () => void; disabled?: boolean }) {
+export function ConfirmButton({
+  label,
+  confirmLabel,
+  onConfirm,
+  disabled,
+  small = true,
+}: {
+  label: string;
+  confirmLabel: string;
+  onConfirm: () => void;
+  disabled?: boolean;
+  small?: boolean;
+}) {
+  const size = small ? ' button-small' : '';
   const [asking, setAsking] = useState(false);
   const confirmRef = useRef<HTMLButtonElement>(null);
   useEffect(() => {
@@ -155,7 +168,7 @@ export function ConfirmButton({ label, confirmLabel, onConfirm, disabled }: { la
   }, [asking]);
   if (!asking) {
     return (
-      <button type="button" className="button button-small button-danger-outline" disabled={disabled} onClick={() => setAsking(true)}>
+      <button type="button" className={`button${size} button-danger-outline`} disabled={disabled} onClick={() => setAsking(true)}>
         {label}
       </button>
     );
@@ -165,7 +178,7 @@ export function ConfirmButton({ label, confirmLabel, onConfirm, disabled }: { la
       <button
         ref={confirmRef}
         type="button"
-        className="button button-small button-danger"
+        className={`button${size} button-danger`}
         onClick={() => {
           setAsking(false);
           onConfirm();
@@ -173,7 +186,7 @@ export function ConfirmButton({ label, confirmLabel, onConfirm, disabled }: { la
       >
         {confirmLabel}
       </button>
-      <button type="button" className="button button-small" onClick={() => setAsking(false)}>
+      <button type="button" className={`button${size}`} onClick={() => setAsking(false)}>
         Keep
       </button>
     </span>

@@ -107,6 +107,8 @@ export const DEPLOY = `query Deploy($siteId: ID!, $deployId: ID!) {
 }`;
 
 export const CREATE_SITE = `mutation CreateSite($input: CreateSiteInput!) { createSite(input: $input) { id slug } }`;
+export const UPDATE_SITE = `mutation UpdateSite($siteId: ID!, $input: UpdateSiteInput!) { updateSite(siteId: $siteId, input: $input) { id slug } }`;
+export const DELETE_SITE = `mutation DeleteSite($siteId: ID!) { deleteSite(siteId: $siteId) }`;
 
 export const TRIGGER_DEPLOY = `mutation Trigger($siteId: ID!, $commit: String) { triggerDeploy(siteId: $siteId, commit: $commit) { ${DEPLOY_SUMMARY} } }`;
 export const RETRY_DEPLOY = `mutation Retry($siteId: ID!, $deployId: ID!) { retryDeploy(siteId: $siteId, deployId: $deployId) { ${DEPLOY_SUMMARY} } }`;

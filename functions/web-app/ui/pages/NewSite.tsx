@@ -1,10 +1,10 @@
-/** Creating a site: its source (a git repository or a CID), build settings and environment. */
+/** Creating a site, and changing one: its source (a git repository or a CID), build settings and environment. */
 import { useRef, useState, type FormEvent } from 'react';
 import { ApiError, messageOf } from '../api.js';
 import { useApp } from '../app-context.js';
-import { PageHeader } from '../components.js';
-import { useTitle } from '../hooks.js';
-import { CREATE_SITE, TRIGGER_DEPLOY } from '../queries.js';
+import { EmptyState, ErrorNotice, Loading, PageHeader } from '../components.js';
+import { useLoad, useTitle } from '../hooks.js';
+import { CREATE_SITE, SITE, TRIGGER_DEPLOY, UPDATE_SITE, type Site } from '../queries.js';
 import { href, navigate } from '../router.js';
 
 interface EnvRow {
@@ -19,22 +19,96 @@ const SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 export function NewSite() {
   useTitle('New site');
   const { api } = useApp();
-  const [name, setName] = useState('');
-  const [description, setDescription] = useState('');
-  const [kind, setKind] = useState<'git' | 'ipfs'>('git');
-  const [url, setUrl] = useState('');
-  const [branch, setBranch] = useState('main');
-  const [cid, setCid] = useState('');
-  const [buildCommand, setBuildCommand] = useState('');
-  const [baseDirectory, setBaseDirectory] = useState('');
-  const [publishDirectory, setPublishDirectory] = useState('');
-  const [env, setEnv] = useState<EnvRow[]>([]);
+  return (
+    <>
+      <PageHeader title="New site" back={{ href: href({ name: 'sites' }), label: 'Sites' }} />
+      <SiteForm
+        submitLabel="Create site"
+        busyLabel="Creating…"
+        cancelHref={href({ name: 'sites' })}
+        onSubmit={async (input, deployNow) => {
+          const { createSite } = await api.mutate<{ createSite: { id: string; slug: string } }>(CREATE_SITE, { input });
+          if (deployNow) {
+            try {
+              await api.mutate(TRIGGER_DEPLOY, { siteId: createSite.id });
+            } catch {
+              // The site exists; its page offers to deploy again.
+            }
+          }
+          navigate({ name: 'site', siteId: createSite.id });
+        }}
+      />
+    </>
+  );
+}
+
+export function EditSite({ siteId }: { siteId: string }) {
+  const { api } = useApp();
+  const site = useLoad(async () => (await api.query<{ getSiteById: Site | null }>(SITE, { siteId })).getSiteById, [siteId]);
+  useTitle(site.data ? `Settings of ${site.data.name}` : 'Site settings');
+  const back = { href: href({ name: 'site', siteId }), label: site.data?.name ?? 'Site' };
+  if (site.loading && !site.data) return <Loading label="Loading the site…" />;
+  if (site.error) return <ErrorNotice retry={() => void site.reload()}>Could not load the site: {site.error}</ErrorNotice>;
+  if (!site.data) {
+    return (
+      <>
+        <PageHeader title="Site not found" back={{ href: href({ name: 'sites' }), label: 'Sites' }} />
+        <EmptyState title="There is no such site in your team." />
+      </>
+    );
+  }
+  const s = site.data;
+  return (
+    <>
+      <PageHeader title={`Settings of ${s.name}`} back={back} subtitle="Changes apply to the next deploy. A new name is also the new address, at once." />
+      <SiteForm
+        initial={s}
+        submitLabel="Save settings"
+        busyLabel="Saving…"
+        cancelHref={back.href}
+        onSubmit={async (input) => {
+          await api.mutate(UPDATE_SITE, { siteId, input });
+          navigate({ name: 'site', siteId });
+        }}
+      />
+    </>
+  );
+}
+
+type SiteInput = Record<string, unknown>;
+
+function SiteForm({
+  initial,
+  submitLabel,
+  busyLabel,
+  cancelHref,
+  onSubmit,
+}: {
+  initial?: Site;
+  submitLabel: string;
+  busyLabel: string;
+  cancelHref: string;
+  onSubmit(input: SiteInput, deployNow: boolean): Promise<void>;
+}) {
+  const source = initial?.deploySettings.source;
+  const build = initial?.buildSettings;
+  const editing = initial !== undefined;
+  const [name, setName] = useState(initial?.name ?? '');
+  const [description, setDescription] = useState(initial?.description ?? '');
+  const [kind, setKind] = useState<'git' | 'ipfs'>(source?.__typename === 'IpfsSource' ? 'ipfs' : 'git');
+  const [url, setUrl] = useState(source?.url ?? '');
+  const [branch, setBranch] = useState(source?.branch ?? 'main');
+  const [cid, setCid] = useState(source?.cid ?? '');
+  const [buildCommand, setBuildCommand] = useState(build?.buildCommand ?? '');
+  const [baseDirectory, setBaseDirectory] = useState(build?.baseDirectoryPath ?? '');
+  const [publishDirectory, setPublishDirectory] = useState(build?.publishDirectoryPath ?? '');
+  const nextRow = useRef(1);
+  const [env, setEnv] = useState<EnvRow[]>(() => (build?.environmentVariables ?? []).map((v) => ({ id: nextRow.current++, name: v.name, value: v.value ?? '' })));
   const [showValues, setShowValues] = useState(false);
-  const [autoPublishing, setAutoPublishing] = useState(true);
-  const [deployNow, setDeployNow] = useState(true);
+  const [autoPublishing, setAutoPublishing] = useState(initial?.deploySettings.autoPublishing ?? true);
+  const [deployNow, setDeployNow] = useState(!editing);
   const [error, setError] = useState<{ text: string; field?: string } | null>(null);
   const [busy, setBusy] = useState(false);
-  const nextRow = useRef(1);
   const errorRef = useRef<HTMLParagraphElement>(null);
 
   const fail = (text: string, field?: string) => {
@@ -53,9 +127,9 @@ export function NewSite() {
     if (bad) return fail(`"${bad.name}" is not a variable name: letters, digits and underscores, not starting with a digit.`, 'environmentVariables');
     setBusy(true);
     setError(null);
-    const optional = (s: string) => (s.trim() === '' ? undefined : s.trim());
-    const input = {
-      name: optional(name),
+    // Creating, an empty field is left out (the default); editing, it clears the setting (null).
+    const optional = (v: string) => (v.trim() === '' ? (editing ? null : undefined) : v.trim());
+    const input: SiteInput = {
       description: optional(description),
       buildSettings: {
         buildCommand: optional(buildCommand),
@@ -68,16 +142,10 @@ export function NewSite() {
         source: kind === 'git' ? { repository: { type: 'GIT_HOST', url: url.trim(), branch: branch.trim() } } : { ipfs: { cid: cid.trim() } },
       },
     };
+    // A site always has a name: editing, an empty one keeps the current name.
+    if (name.trim() !== '') input.name = name.trim();
     try {
-      const { createSite } = await api.mutate<{ createSite: { id: string; slug: string } }>(CREATE_SITE, { input });
-      if (deployNow) {
-        try {
-          await api.mutate(TRIGGER_DEPLOY, { siteId: createSite.id });
-        } catch {
-          // The site exists; its page offers to deploy again.
-        }
-      }
-      navigate({ name: 'site', siteId: createSite.id });
+      await onSubmit(input, deployNow);
     } catch (err) {
       fail(messageOf(err), err instanceof ApiError ? err.field : undefined);
     }
@@ -87,7 +155,6 @@ export function NewSite() {
 
   return (
     <>
-      <PageHeader title="New site" back={{ href: href({ name: 'sites' }), label: 'Sites' }} />
       <form className="form" onSubmit={(e) => void submit(e)} noValidate>
         {error ? (
           <p ref={errorRef} tabIndex={-1} className="notice notice-error" role="alert">
@@ -100,7 +167,7 @@ export function NewSite() {
             <label htmlFor="site-name">Name</label>
             <input id="site-name" value={name} onChange={(e) => setName(e.currentTarget.value)} autoComplete="off" spellCheck={false} aria-describedby="site-name-hint" aria-invalid={invalid('name')} />
             <p id="site-name-hint" className="hint">
-              Also its address. Lowercase letters, digits and hyphens. Leave it empty for a generated one.
+              {editing ? 'Also its address: a new name moves the site at once, and the old address stops answering.' : 'Also its address. Lowercase letters, digits and hyphens. Leave it empty for a generated one.'}
             </p>
           </div>
           <div className="field">
@@ -221,17 +288,19 @@ export function NewSite() {
             <input type="checkbox" checked={autoPublishing} onChange={(e) => setAutoPublishing(e.currentTarget.checked)} />
             Publish each successful deploy at once
           </label>
-          <label className="checkbox">
-            <input type="checkbox" checked={deployNow} onChange={(e) => setDeployNow(e.currentTarget.checked)} />
-            Start the first deploy when the site is created
-          </label>
+          {editing ? null : (
+            <label className="checkbox">
+              <input type="checkbox" checked={deployNow} onChange={(e) => setDeployNow(e.currentTarget.checked)} />
+              Start the first deploy when the site is created
+            </label>
+          )}
         </fieldset>
 
         <div className="form-actions">
           <button type="submit" className="button button-primary" disabled={busy}>
-            {busy ? 'Creating…' : 'Create site'}
+            {busy ? busyLabel : submitLabel}
           </button>
-          <a className="button" href={href({ name: 'sites' })}>
+          <a className="button" href={cancelHref}>
             Cancel
           </a>
         </div>

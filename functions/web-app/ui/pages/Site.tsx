@@ -1,12 +1,12 @@
 /** One site: its address, settings and deploys (newest first, paged), and what can be done with them. */
 import { useState, type FormEvent } from 'react';
 import { siteUrl, useApp } from '../app-context.js';
-import { ActionNotice, EmptyState, ErrorNotice, ExternalLink, Loading, Mono, PageHeader, StatusBadge, TimeAgo } from '../components.js';
+import { ActionNotice, ConfirmButton, EmptyState, ErrorNotice, ExternalLink, Loading, Mono, PageHeader, StatusBadge, TimeAgo } from '../components.js';
 import { DeployActions } from '../deploy-actions.js';
 import { formatAgo, formatDuration, shortId } from '../format.js';
 import { useActions, useLoad, usePolling, useTitle } from '../hooks.js';
-import { DEPLOYS, PURGE_CACHE, SITE, TRIGGER_DEPLOY, type DeploySummary, type Site as SiteData } from '../queries.js';
-import { href } from '../router.js';
+import { DELETE_SITE, DEPLOYS, PURGE_CACHE, SITE, TRIGGER_DEPLOY, type DeploySummary, type Site as SiteData } from '../queries.js';
+import { href, navigate } from '../router.js';
 
 const PAGE = 10;
 
@@ -80,6 +80,10 @@ export function Site({ siteId }: { siteId: string }) {
   const purge = async () => {
     await actions.run('Purging the cache', () => api.mutate(PURGE_CACHE, { siteId: s.id }), () => 'The cache was purged: the next visits get the published deploy fresh.');
   };
+  const remove = async () => {
+    const gone = await actions.run(`Deleting ${s.name}`, () => api.mutate<{ deleteSite: boolean }>(DELETE_SITE, { siteId: s.id }), () => `${s.name} was deleted.`);
+    if (gone?.deleteSite) navigate({ name: 'sites' });
+  };
   const loadMore = async () => {
     if (!deploys.data?.nextToken) return;
     setMore({ busy: true });
@@ -98,6 +102,14 @@ export function Site({ siteId }: { siteId: string }) {
         title={s.name}
         back={{ href: href({ name: 'sites' }), label: 'Sites' }}
         subtitle={published ? <ExternalLink href={address}>{address}</ExternalLink> : <span className="muted">Not published yet: its address will be {address}</span>}
+        actions={
+          <>
+            <a className="button" href={href({ name: 'site-settings', siteId: s.id })}>
+              Edit settings
+            </a>
+            <ConfirmButton small={false} label="Delete site" confirmLabel="Delete the site and its deploys" disabled={actions.pending !== null} onConfirm={() => void remove()} />
+          </>
+        }
       />
       <div className="stack">
         <section className="card site-overview" aria-label="Overview">
