@@ -55,9 +55,8 @@ export class ImportClient {
     }
     if (!response.ok) {
       const said = parsed?.error ?? (text.trim().slice(0, 200) || `status ${response.status}`);
-      if (response.status === 404 && !parsed?.error?.includes('site')) {
-        throw new CliError(`${url} answered 404: this service has no import endpoint (${said})`);
-      }
+      // A service from before the import endpoint answers its routes' 404.
+      if (response.status === 404) throw new CliError(`${url} answered 404: this service has no import endpoint (${said})`);
       throw new CliError(`the service refused the upload (${response.status}): ${said}`);
     }
     if (!parsed) throw new CliError(`${url} answered ${response.status} without JSON`);
