@@ -8,7 +8,7 @@
 import { join, resolve } from 'node:path';
 import { createHeliaLight, type Helia } from 'helia';
 import type { Blockstore } from 'interface-blockstore';
-import type { Datastore, Key } from 'interface-datastore';
+import type { Datastore, Key, KeyQuery } from 'interface-datastore';
 import type { Config } from '../config.js';
 import { groupCommits, type GroupCommitLevel } from '../group-commit.js';
 
@@ -42,8 +42,20 @@ async function stores(config: Config): Promise<{ blockstore: Blockstore; datasto
     const s3 = new S3({ region: config.region });
     // datastore-s3 knows a missing key by `statusCode` 404, which SDK v3
     // errors no longer carry: it reports GetFailedError("NoSuchKey: ..."),
-    // and pinning, which asks for absent records, failed on it.
+    // and pinning, which asks for absent records, failed on it. It also
+    // takes a listing without `Contents` (S3's answer when nothing has the
+    // prefix) for an error, "Not found": a query that matches nothing
+    // yields nothing here.
     class S3PinDatastore extends S3Datastore {
+      override async *_allKeys(q: KeyQuery, options?: { signal?: AbortSignal }): AsyncGenerator<Key> {
+        try {
+          yield* super._allKeys(q, options);
+        } catch (err) {
+          if ((err as Error).name === 'GetFailedError' && /\bNot found$/.test((err as Error).message)) return;
+          throw err;
+        }
+      }
+
       override async get(key: Key, options?: { signal?: AbortSignal }): Promise<Uint8Array> {
         try {
           return await super.get(key, options);
