@@ -1,13 +1,23 @@
-/** Lambda door of the S3-compatible API (Function URL / HTTP API events). */
+/**
+ * Lambda door of the S3-compatible API: API Gateway REST API events (the
+ * stack's StorageApi, responses streamed) and HTTP API / Function URL
+ * events, with the observability stack (Powertools logs with the request
+ * id, the cold-start metric, the handler's trace, one line per invocation).
+ */
 import { loadConfig } from '../core/config.js';
 import { lambdaHttpHandler } from '../core/http/lambda.js';
-import { createLogger } from '../core/logger.js';
+import { createObservability, observe } from '../core/observability.js';
 import { createServices } from '../core/services.js';
 import { createS3Handler } from './app.js';
 
-export const handler = lambdaHttpHandler(async () => {
-  const config = loadConfig();
-  // Every line this function logs, createS3Handler's included, names it.
-  const services = await createServices(config, createLogger(config.logLevel, { fn: 's3' }));
-  return { handler: createS3Handler(services), logger: services.logger };
-});
+const observability = createObservability('s3');
+
+export const handler = observe(
+  lambdaHttpHandler(async () => {
+    const config = loadConfig();
+    // Every line this function logs, createS3Handler's included, names it (fn) and its request.
+    const services = await createServices(config, observability.logger);
+    return { handler: createS3Handler(services), logger: services.logger };
+  }),
+  observability,
+);

@@ -6,22 +6,26 @@
  * (path and virtual-host style), with base64 bodies both ways, query strings
  * rebuilt from decoded parameters, and request bodies held to
  * CAIRN_MAX_REQUEST_BODY whether or not API Gateway passes a Content-Length.
+ * Also the gateway behind the public objects' REST API (custom domains):
+ * `<bucket>.<storagePublicDomain>/<key>` reaches it with its Host.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { toRestResult, toRestStreamingResult } from '../../functions/core/http/api-gateway-rest.js';
 import { apiTarget, localDescribe, type ApiTarget } from '../support/api-target.js';
-import { REST_API_ENDPOINT, restRequestHandler, type LambdaFn } from '../support/lambda-door.js';
+import { REST_API_ENDPOINT, restFetch, restRequestHandler, type LambdaFn } from '../support/lambda-door.js';
 import { absent, failure } from '../support/s3-doors.js';
 
 const DOMAIN = 's3.rest.example.test';
+const PUBLIC_DOMAIN = 'storage.rest.example.test';
 const MiB = 1024 * 1024;
 let target: ApiTarget;
 const B = 'default-bucket';
 
 beforeAll(async () => {
-  target = await apiTarget({ CAIRN_BUCKET_ENDPOINT_DOMAIN: DOMAIN });
+  // Info lines on: the S3 function's invocation lines are checked below.
+  target = await apiTarget({ CAIRN_BUCKET_ENDPOINT_DOMAIN: DOMAIN, CAIRN_STORAGE_PUBLIC_DOMAIN: PUBLIC_DOMAIN, CAIRN_LOG_LEVEL: 'info' });
 }, 120_000);
 afterAll(() => target?.close());
 
@@ -150,6 +154,44 @@ localDescribe('bodies', () => {
     const err = await failure(s3.send(new PutObjectCommand({ Bucket: B, Key: 'rest/no-length-big.bin', Body: randomBytes(4 * MiB + 10) })));
     expect([err.name, err.$metadata.httpStatusCode]).toEqual(['EntityTooLarge', 400]);
     expect(await absent(target.s3(), B, 'rest/no-length-big.bin')).toBe(true);
+  });
+});
+
+localDescribe('logs', () => {
+  test('one invocation line per request with the request id, method, path and status, and never the query string', async () => {
+    const lines: string[] = [];
+    const write = process.stdout.write.bind(process.stdout);
+    process.stdout.write = ((chunk: string | Uint8Array) => {
+      lines.push(String(chunk));
+      return true;
+    }) as typeof process.stdout.write;
+    try {
+      await client(REST_API_ENDPOINT).send(new ListObjectsV2Command({ Bucket: B, Prefix: 'rest/secret-prefix-in-query' }));
+    } finally {
+      process.stdout.write = write;
+    }
+    const records = lines.flatMap((l) => l.split('\n')).filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const invocations = records.filter((r) => r.msg === 'invocation');
+    // The path without the stage (the SDK asks for the bucket with a trailing slash).
+    expect(invocations).toEqual([expect.objectContaining({ fn: 's3', requestId: 'test-request', trigger: 'http', method: 'GET', path: `/${B}/`, status: 200 })]);
+    expect(lines.join('')).not.toContain('secret-prefix-in-query');
+  });
+});
+
+localDescribe('public object URLs through their REST API (the gateway function)', () => {
+  test('<bucket>.<storagePublicDomain>/<key> serves a public-read object byte for byte and refuses a private one', async () => {
+    const bytes = randomBytes(200_000);
+    await target.s3().send(new PutObjectCommand({ Bucket: B, Key: 'rest/public.bin', Body: bytes, ACL: 'public-read', ContentType: 'application/octet-stream' }));
+    await target.s3().send(new PutObjectCommand({ Bucket: B, Key: 'rest/private.txt', Body: 'private' }));
+    const get = restFetch(target.gatewayLambda!);
+    const open = await get(`https://${B}.${PUBLIC_DOMAIN}/rest/public.bin`);
+    expect(open.status).toBe(200);
+    expect(Buffer.from(await open.arrayBuffer()).equals(bytes)).toBe(true);
+    expect(open.headers.get('content-type')).toBe('application/octet-stream');
+    const ranged = await get(`https://${B}.${PUBLIC_DOMAIN}/rest/public.bin`, { headers: { range: 'bytes=10-19' } });
+    expect(ranged.status).toBe(206);
+    expect(Buffer.from(await ranged.arrayBuffer()).equals(bytes.subarray(10, 20))).toBe(true);
+    expect((await get(`https://${B}.${PUBLIC_DOMAIN}/rest/private.txt`)).status).toBe(403);
   });
 });
 
