@@ -9,7 +9,9 @@
  * served through one CloudFront distribution in front of the gateway
  * (lib/site-cdn.ts), which publishing and purgeCache invalidate. Deploys
  * that end DEPLOYED get their preview image from a function of their own
- * (lib/preview.ts), which the worker invokes without waiting.
+ * (lib/preview.ts), which the worker invokes without waiting. Given a
+ * Route 53 hosted zone, the S3 API, public object URLs and sites get their
+ * custom domains, certificates and records (lib/domains.ts).
  *
  * It synthesizes offline: no context lookups, no account or region lookups.
  */
@@ -34,6 +36,8 @@ import { PLAYGROUND_ASSETS, PLAYGROUND_BUNDLE_DIR } from '../functions/graphql/p
 import { CairnFunction, LAMBDA_SCHEMA_PATH } from './functions.js';
 import { REST_MAX_REQUEST_BODY, STORAGE_API_STAGE, StreamingRestApi } from './storage-api.js';
 import { SiteCdn, sitesDomainOf } from './site-cdn.js';
+import { CairnDomains, domainNameOf, hostedZoneOf, inZone, sitesCertificate } from './domains.js';
+import type { aws_certificatemanager as acmRefs } from 'aws-cdk-lib/interfaces';
 import { DeployPreviews } from './preview.js';
 import { BUILD_QUEUED_TIMEOUT_MINUTES, codeBuildTimeoutMinutes, DEFAULT_BUILD_IMAGE, DEPLOY_BUILDS_PREFIX, WORKER_TIMEOUT_MINUTES } from '../functions/deploy-worker/limits.js';
 
@@ -47,17 +51,35 @@ export type CairnLogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
 export interface CairnStackProps extends StackProps {
   /**
-   * `<bucket>.<bucketEndpointDomain>` addresses a bucket virtual-host style
-   * (needs a wildcard domain in front of the S3 function).
+   * `<bucket>.<bucketEndpointDomain>` addresses a bucket virtual-host style.
+   * With `hostedZoneId`, the S3 API answers at `<bucketEndpointDomain>` and
+   * `*.<bucketEndpointDomain>` (which becomes `StorageEndpoint`).
    * @default - unset: the runtime default applies and clients use path-style requests
    */
   readonly bucketEndpointDomain?: string;
   /**
-   * Public object URLs are `https://<bucket>.<storagePublicDomain>/<key>`
-   * (needs a wildcard domain in front of the gateway function).
+   * Public object URLs are `https://<bucket>.<storagePublicDomain>/<key>`.
+   * With `hostedZoneId`, the gateway answers at `*.<storagePublicDomain>`.
    * @default - unset: the runtime default applies
    */
   readonly storagePublicDomain?: string;
+  /**
+   * A Route 53 hosted zone holding the domains above and `sitesDomain`:
+   * the stack makes their certificates (ACM, DNS-validated), API Gateway
+   * custom domains, the sites distribution's alternate name and the alias
+   * records. Needs `hostedZoneName`.
+   * @default - no custom domains: the AWS-generated addresses only
+   */
+  readonly hostedZoneId?: string;
+  /** The hosted zone's domain, `example.com`. */
+  readonly hostedZoneName?: string;
+  /**
+   * The certificate for `*.<sitesDomain>` in us-east-1, when the app makes
+   * it in a stack of its own because this one is in another region
+   * (bin/app.ts, lib/domains.ts `SitesCertificateStack`).
+   * @default - with a hosted zone, made here (this stack must then be in us-east-1); else `sitesCertificateArn`
+   */
+  readonly sitesCertificate?: acmRefs.ICertificateRef;
   /**
    * A public IPFS gateway users can fetch from.
    * @default - the gateway function's URL (for every function but the gateway itself)
@@ -135,6 +157,8 @@ export class CairnStack extends Stack {
   readonly buildEnded: Rule;
   readonly siteCdn: SiteCdn;
   readonly previews: DeployPreviews;
+  /** The custom domains, with a hosted zone. */
+  readonly domains?: CairnDomains;
 
   constructor(scope: Construct, id: string, props: CairnStackProps = {}) {
     super(scope, id, props);
@@ -146,8 +170,14 @@ export class CairnStack extends Stack {
     // Deployer options go to every function; URLs are added further down,
     // each only where it creates no cycle.
     const options: Record<string, string> = {};
-    const bucketEndpointDomain = nonEmpty(props.bucketEndpointDomain);
-    const storagePublicDomain = nonEmpty(props.storagePublicDomain);
+    const hostedZone = hostedZoneOf(props.hostedZoneId, props.hostedZoneName);
+    const domainOf = (setting: string, value: string | undefined) => {
+      const v = nonEmpty(value);
+      // With a hosted zone the names become certificates and records: they must be plain domain names.
+      return v === undefined ? undefined : hostedZone ? domainNameOf(setting, v) : v;
+    };
+    const bucketEndpointDomain = domainOf('bucketEndpointDomain', props.bucketEndpointDomain);
+    const storagePublicDomain = domainOf('storagePublicDomain', props.storagePublicDomain);
     const publicGatewayUrl = nonEmpty(props.publicGatewayUrl);
     if (bucketEndpointDomain) options.CAIRN_BUCKET_ENDPOINT_DOMAIN = bucketEndpointDomain;
     if (storagePublicDomain) options.CAIRN_STORAGE_PUBLIC_DOMAIN = storagePublicDomain;
@@ -190,11 +220,12 @@ export class CairnStack extends Stack {
       environment: { ...environment, CAIRN_MAX_REQUEST_BODY: String(REST_MAX_REQUEST_BODY) },
     }).function;
 
+    const gatewayTimeout = Duration.seconds(60);
     const gateway = new CairnFunction(this, 'Gateway', {
       name: 'gateway',
       description: 'Cairn: IPFS gateway and public object URLs',
       memorySize: 1024,
-      timeout: Duration.seconds(60),
+      timeout: gatewayTimeout,
       environment,
     }).function;
 
@@ -310,8 +341,21 @@ export class CairnStack extends Stack {
       integrationTimeout: s3Timeout,
       errorShape: 's3',
     });
-    this.storageEndpoint = this.storageApi.executeApiUrl;
     this.gatewayUrl = gateway.addFunctionUrl({ authType: FunctionUrlAuthType.NONE, invokeMode: InvokeMode.RESPONSE_STREAM });
+
+    // Custom domains from the hosted zone: the S3 API's, public object URLs'
+    // (the gateway behind a REST API of their own) and, below, the sites'.
+    if (hostedZone) {
+      this.domains = new CairnDomains(this, 'Domains', {
+        hostedZone,
+        bucketEndpointDomain,
+        storagePublicDomain,
+        storageApi: this.storageApi,
+        gateway,
+        gatewayTimeout,
+      });
+    }
+    this.storageEndpoint = this.domains?.storageEndpoint ?? this.storageApi.executeApiUrl;
 
     this.api = new HttpApi(this, 'Api', {
       apiName: `${this.stackName}-api`,
@@ -359,7 +403,23 @@ export class CairnStack extends Stack {
     // and publishing (the worker) invalidate it; where sites change
     // (graphql) and the worker's retries write its map of hosts. The
     // gateway is never told of it: the distribution depends on its URL.
-    this.siteCdn = new SiteCdn(this, 'SiteCdn', { gatewayUrl: this.gatewayUrl, sitesDomain, certificateArn: nonEmpty(props.sitesCertificateArn) });
+    const sitesCertificateArn = nonEmpty(props.sitesCertificateArn);
+    let certificate = props.sitesCertificate;
+    if (sitesDomain && this.domains) {
+      if (!inZone(sitesDomain, this.domains.zone.zoneName)) {
+        throw new Error(`sitesDomain ${sitesDomain} is not in the hosted zone ${this.domains.zone.zoneName}: its records and certificate go there`);
+      }
+      if (!certificate && !sitesCertificateArn) {
+        if (this.region !== 'us-east-1') {
+          throw new Error(
+            'sitesDomain with a hosted zone needs its certificate in us-east-1: deploy this stack there, or let bin/app.ts make it in a us-east-1 stack (it needs the region: AWS_REGION or -c cairn:region), or give sitesCertificateArn',
+          );
+        }
+        certificate = sitesCertificate(this, 'SitesCertificate', this.domains.zone, sitesDomain);
+      }
+    }
+    this.siteCdn = new SiteCdn(this, 'SiteCdn', { gatewayUrl: this.gatewayUrl, sitesDomain, certificateArn: sitesCertificateArn, certificate });
+    if (sitesDomain && this.domains) this.domains.addSitesRecords(this.siteCdn.distribution, sitesDomain);
     for (const fn of [graphql, deployWorker]) {
       this.siteCdn.grantPurge(fn);
       this.siteCdn.grantSiteHostsWrite(fn);
@@ -380,7 +440,9 @@ export class CairnStack extends Stack {
       value: `${this.api.apiEndpoint}/graphql`,
     });
     new CfnOutput(this, 'StorageEndpoint', {
-      description: 'The S3-compatible endpoint (path-style; clients sign the stage in its path)',
+      description: this.domains?.storageEndpoint
+        ? 'The S3-compatible endpoint (path style, and virtual-host style at <bucket>.<domain>)'
+        : "The S3-compatible endpoint (path style; the stage is part of the path clients sign)",
       value: this.storageEndpoint,
     });
     new CfnOutput(this, 'GatewayUrl', {

@@ -11,7 +11,8 @@
  *
  * With a sites domain and a certificate the distribution answers
  * `*.<sitesDomain>`; point that wildcard at the distribution's domain name
- * (a CNAME, or a Route 53 alias). The certificate must be in ACM in
+ * (a CNAME, or a Route 53 alias: lib/domains.ts makes one from a hosted
+ * zone, and the certificate too). The certificate must be in ACM in
  * us-east-1 (CloudFront reads certificates from there only) and cover
  * `*.<sitesDomain>`. Without them the distribution has only its own
  * `*.cloudfront.net` name, under which no site host resolves.
@@ -21,6 +22,7 @@
 import * as path from 'node:path';
 import { Duration, Token } from 'aws-cdk-lib';
 import { Certificate } from 'aws-cdk-lib/aws-certificatemanager';
+import type { aws_certificatemanager as acmRefs } from 'aws-cdk-lib/interfaces';
 import {
   AllowedMethods,
   CachedMethods,
@@ -69,10 +71,12 @@ export function sitesDomainOf(value: string): string {
 export interface SiteCdnProps {
   /** The gateway's Function URL (RESPONSE_STREAM). */
   readonly gatewayUrl: IFunctionUrl;
-  /** Sites answer at `<slug>.<sitesDomain>`; needs `certificateArn`. */
+  /** Sites answer at `<slug>.<sitesDomain>`; needs `certificateArn` or `certificate`. */
   readonly sitesDomain?: string;
-  /** An ACM certificate in us-east-1 for `*.<sitesDomain>`. */
+  /** An ACM certificate in us-east-1 for `*.<sitesDomain>`, by ARN. */
   readonly certificateArn?: string;
+  /** The same, made by the app (lib/domains.ts). */
+  readonly certificate?: acmRefs.ICertificateRef;
 }
 
 export class SiteCdn extends Construct {
@@ -88,8 +92,9 @@ export class SiteCdn extends Construct {
     super(scope, id);
     const sitesDomain = props.sitesDomain === undefined ? undefined : sitesDomainOf(props.sitesDomain);
     const certificateArn = props.certificateArn?.trim() || undefined;
-    if (!sitesDomain !== !certificateArn) {
-      throw new Error('sitesDomain and sitesCertificateArn go together: CloudFront serves an alternate domain only with a certificate for it');
+    if (certificateArn && props.certificate) throw new Error('sitesCertificateArn and a certificate made from the hosted zone cannot both be given');
+    if (!sitesDomain !== !(certificateArn || props.certificate)) {
+      throw new Error('sitesDomain and sitesCertificateArn go together (or a hosted zone, from which the certificate is made): CloudFront serves an alternate domain only with a certificate for it');
     }
     if (certificateArn && !Token.isUnresolved(certificateArn) && !US_EAST_1_CERTIFICATE.test(certificateArn)) {
       throw new Error(`sitesCertificateArn must be an ACM certificate in us-east-1 (CloudFront reads certificates from there only), got "${certificateArn}"`);
@@ -134,8 +139,8 @@ export class SiteCdn extends Construct {
         functionAssociations: [{ function: this.viewerRequest, eventType: FunctionEventType.VIEWER_REQUEST }],
       },
       domainNames: sitesDomain ? [`*.${sitesDomain}`] : undefined,
-      certificate: certificateArn ? Certificate.fromCertificateArn(this, 'Certificate', certificateArn) : undefined,
-      minimumProtocolVersion: certificateArn ? SecurityPolicyProtocol.TLS_V1_2_2021 : undefined,
+      certificate: certificateArn ? Certificate.fromCertificateArn(this, 'Certificate', certificateArn) : props.certificate,
+      minimumProtocolVersion: sitesDomain ? SecurityPolicyProtocol.TLS_V1_2_2021 : undefined,
       httpVersion: HttpVersion.HTTP2_AND_3,
       priceClass: PriceClass.PRICE_CLASS_ALL,
     });

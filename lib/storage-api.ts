@@ -114,7 +114,7 @@ export class StreamingRestApi extends Construct {
       binaryMediaTypes: ['*/*'],
       disableExecuteApiEndpoint: props.disableExecuteApiEndpoint ?? false,
       cloudWatchRole: props.logsRoleFrom === undefined,
-      cloudWatchRoleRemovalPolicy: RemovalPolicy.DESTROY,
+      ...(props.logsRoleFrom === undefined ? { cloudWatchRoleRemovalPolicy: RemovalPolicy.DESTROY } : {}),
       defaultIntegration: integration,
       deployOptions: {
         stageName: props.stageName,

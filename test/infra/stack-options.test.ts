@@ -1,10 +1,14 @@
 /**
- * Deployer options (CairnStackProps, set from `-c cairn:*` context in
- * bin/app.ts) reach the functions' environment, without cycles.
+ * Deployer options (CairnStackProps, set from `-c cairn:*` context by
+ * lib/app.ts) reach the functions' environment, without cycles; with a
+ * hosted zone they become certificates, custom domains and records
+ * (lib/domains.ts), with and without a region of us-east-1.
  */
 import * as fs from 'node:fs';
-import { App, type CfnElement } from 'aws-cdk-lib';
+import { App, type CfnElement, type Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import type { IConstruct } from 'constructs';
+import { addCairnStacks } from '../../lib/app.js';
 import { CairnStack } from '../../lib/cairn-stack.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -63,4 +67,169 @@ test('without options, domains are left to the runtime and the public gateway de
   // The gateway is never given its own URL.
   expect(cfn('gateway').CAIRN_PUBLIC_GATEWAY_URL).toBeUndefined();
   expect(cfn('gateway').CAIRN_GATEWAY_URL).toBeUndefined();
+});
+
+// ------------------------------------------------------------ custom domains
+
+describe('custom domains', () => {
+  const ZONE = { 'cairn:hostedZoneId': 'Z0123456789ABCDEFGHIJ', 'cairn:hostedZoneName': 'example.com' };
+  const ALL = { ...ZONE, 'cairn:bucketEndpointDomain': 's3.example.com', 'cairn:storagePublicDomain': 'storage.example.com', 'cairn:sitesDomain': 'sites.example.com' };
+
+  function app(context: Record<string, unknown>, region?: string) {
+    const a = new App({ context: { ...NO_BUNDLING, ...context } });
+    apps.push(a);
+    return addCairnStacks(a, region ? { CDK_DEFAULT_REGION: region } : {});
+  }
+  const of = (s: Stack, c: IConstruct) => s.getLogicalId(c.node.defaultChild as CfnElement);
+  const byType = (json: Json, type: string): Array<[string, Json]> => Object.entries<Json>(json.Resources).filter(([, r]) => r.Type === type);
+
+  test('without a hosted zone: no certificate, custom domain or record; the S3 API on its own address', () => {
+    const { stack: s, sitesCertificateStack } = app({ 'cairn:bucketEndpointDomain': 's3.example.com' });
+    expect(sitesCertificateStack).toBeUndefined();
+    const json = Template.fromStack(s).toJSON();
+    for (const type of ['AWS::CertificateManager::Certificate', 'AWS::ApiGateway::DomainName', 'AWS::ApiGateway::BasePathMapping', 'AWS::Route53::RecordSet']) {
+      expect(byType(json, type)).toEqual([]);
+    }
+    expect(byType(json, 'AWS::ApiGateway::RestApi')).toHaveLength(1);
+    expect(s.domains).toBeUndefined();
+    expect(json.Outputs.StorageEndpoint.Value['Fn::Join'][1][0]).toBe('https://');
+    expect(json.Outputs.StorageEndpoint.Value['Fn::Join'][1]).toContainEqual({ Ref: of(s, s.storageApi.api) });
+    // The name still reaches the functions (virtual-host addressing once a wildcard is routed to the API by hand).
+    expect(json.Resources[of(s, s.functions.s3)].Properties.Environment.Variables.CAIRN_BUCKET_ENDPOINT_DOMAIN).toBe('s3.example.com');
+  });
+
+  describe('with a hosted zone, the stack in us-east-1', () => {
+    let s: CairnStack;
+    let json: Json;
+    beforeAll(() => {
+      const made = app(ALL, 'us-east-1');
+      expect(made.sitesCertificateStack).toBeUndefined();
+      s = made.stack;
+      json = Template.fromStack(s).toJSON();
+    });
+    const domainNamed = (name: string) => {
+      const found = byType(json, 'AWS::ApiGateway::DomainName').filter(([, d]) => d.Properties.DomainName === name);
+      expect(found).toHaveLength(1);
+      return found[0]!;
+    };
+
+    test('one regional certificate for the API domains and one for *.<sitesDomain>, both validated by DNS in the zone', () => {
+      const certs = byType(json, 'AWS::CertificateManager::Certificate').map(([id, c]) => [id, c.Properties] as const);
+      expect(certs).toHaveLength(2);
+      const api = certs.find(([, p]) => p.DomainName === 's3.example.com')![1];
+      expect(api.SubjectAlternativeNames).toEqual(['*.s3.example.com', '*.storage.example.com']);
+      expect(api.ValidationMethod).toBe('DNS');
+      for (const o of api.DomainValidationOptions) expect(o.HostedZoneId).toBe('Z0123456789ABCDEFGHIJ');
+      const sites = certs.find(([, p]) => p.DomainName === '*.sites.example.com')!;
+      expect(sites[1].DomainValidationOptions).toEqual([{ DomainName: '*.sites.example.com', HostedZoneId: 'Z0123456789ABCDEFGHIJ' }]);
+      const dist = json.Resources[of(s, s.siteCdn.distribution)].Properties.DistributionConfig;
+      expect(dist.Aliases).toEqual(['*.sites.example.com']);
+      expect(dist.ViewerCertificate).toEqual({ AcmCertificateArn: { Ref: sites[0] }, SslSupportMethod: 'sni-only', MinimumProtocolVersion: 'TLSv1.2_2021' });
+    });
+
+    test('<bucketEndpointDomain> and its wildcard: regional custom domains (TLS 1.2) mapped with no base path to the S3 API stage, with alias records', () => {
+      const [certId] = byType(json, 'AWS::CertificateManager::Certificate').find(([, c]) => c.Properties.DomainName === 's3.example.com')!;
+      for (const name of ['s3.example.com', '*.s3.example.com']) {
+        const [domainId, domain] = domainNamed(name);
+        expect(domain.Properties).toEqual({ DomainName: name, EndpointConfiguration: { Types: ['REGIONAL'] }, RegionalCertificateArn: { Ref: certId }, SecurityPolicy: 'TLS_1_2' });
+        const mappings = byType(json, 'AWS::ApiGateway::BasePathMapping').filter(([, m]) => m.Properties.DomainName.Ref === domainId);
+        expect(mappings.map(([, m]) => m.Properties)).toEqual([
+          { DomainName: { Ref: domainId }, RestApiId: { Ref: of(s, s.storageApi.api) }, Stage: { Ref: of(s, s.storageApi.stage) } },
+        ]);
+        const records = byType(json, 'AWS::Route53::RecordSet').filter(([, r]) => r.Properties.Name === `${name}.`);
+        expect(records.map(([, r]) => r.Properties)).toEqual([
+          {
+            Name: `${name}.`,
+            Type: 'A',
+            HostedZoneId: 'Z0123456789ABCDEFGHIJ',
+            AliasTarget: { DNSName: { 'Fn::GetAtt': [domainId, 'RegionalDomainName'] }, HostedZoneId: { 'Fn::GetAtt': [domainId, 'RegionalHostedZoneId'] } },
+          },
+        ]);
+      }
+    });
+
+    test('StorageEndpoint and every function that hands it out say https://<bucketEndpointDomain>; the functions know the domains', () => {
+      expect(json.Outputs.StorageEndpoint.Value).toBe('https://s3.example.com');
+      const vars = (fn: keyof CairnStack['functions']) => json.Resources[of(s, s.functions[fn])].Properties.Environment.Variables;
+      expect(vars('graphql').CAIRN_STORAGE_ENDPOINT).toBe('https://s3.example.com');
+      expect(vars('deployWorker').CAIRN_STORAGE_ENDPOINT).toBe('https://s3.example.com');
+      for (const fn of ['graphql', 's3', 'gateway', 'deployWorker'] as const) {
+        expect(vars(fn)).toMatchObject({ CAIRN_BUCKET_ENDPOINT_DOMAIN: 's3.example.com', CAIRN_STORAGE_PUBLIC_DOMAIN: 'storage.example.com', CAIRN_SITES_DOMAIN: 'sites.example.com' });
+      }
+    });
+
+    test('*.<storagePublicDomain>: a REST API of its own streaming to the gateway, reachable by that domain only', () => {
+      const apis = byType(json, 'AWS::ApiGateway::RestApi');
+      expect(apis).toHaveLength(2);
+      const publicApi = s.domains!.publicObjectsApi!;
+      const apiId = of(s, publicApi.api);
+      expect(json.Resources[apiId].Properties).toMatchObject({ DisableExecuteApiEndpoint: true, BinaryMediaTypes: ['*/*'], EndpointConfiguration: { Types: ['REGIONAL'] } });
+      const methods = byType(json, 'AWS::ApiGateway::Method').filter(([, m]) => m.Properties.RestApiId.Ref === apiId);
+      expect(methods).toHaveLength(2);
+      const gatewayArn = { 'Fn::GetAtt': [of(s, s.functions.gateway), 'Arn'] };
+      for (const [, m] of methods) {
+        expect(m.Properties.Integration).toMatchObject({ Type: 'AWS_PROXY', ResponseTransferMode: 'STREAM' });
+        expect(JSON.stringify(m.Properties.Integration.Uri)).toContain(JSON.stringify(gatewayArn));
+        expect(JSON.stringify(m.Properties.Integration.Uri)).toContain('response-streaming-invocations');
+      }
+      const [domainId] = domainNamed('*.storage.example.com');
+      expect(byType(json, 'AWS::ApiGateway::BasePathMapping').filter(([, m]) => m.Properties.DomainName.Ref === domainId).map(([, m]) => m.Properties)).toEqual([
+        { DomainName: { Ref: domainId }, RestApiId: { Ref: apiId }, Stage: { Ref: of(s, publicApi.stage) } },
+      ]);
+      expect(byType(json, 'AWS::Route53::RecordSet').filter(([, r]) => r.Properties.Name === '*.storage.example.com.').map(([, r]) => r.Properties.Type)).toEqual(['A']);
+      // Plain-text refusals (not S3 XML), and the account's CloudWatch role made once, by the S3 API.
+      expect(byType(json, 'AWS::ApiGateway::GatewayResponse').filter(([, r]) => r.Properties.RestApiId.Ref === apiId)).toEqual([]);
+      expect(byType(json, 'AWS::ApiGateway::Account')).toHaveLength(1);
+      const permissions = byType(json, 'AWS::Lambda::Permission').filter(([, p]) => JSON.stringify(p.Properties.FunctionName) === JSON.stringify(gatewayArn) && p.Properties.Principal === 'apigateway.amazonaws.com');
+      expect(permissions).toHaveLength(1);
+      expect(JSON.stringify(permissions[0]![1].Properties.SourceArn)).toContain(JSON.stringify({ Ref: apiId }));
+    });
+
+    test('*.<sitesDomain>: A and AAAA aliases to the distribution', () => {
+      const records = byType(json, 'AWS::Route53::RecordSet').filter(([, r]) => r.Properties.Name === '*.sites.example.com.');
+      expect(records.map(([, r]) => r.Properties.Type).sort()).toEqual(['A', 'AAAA']);
+      for (const [, r] of records) expect(r.Properties.AliasTarget.DNSName).toEqual({ 'Fn::GetAtt': [of(s, s.siteCdn.distribution), 'DomainName'] });
+    });
+  });
+
+  test('the stack in another region: a us-east-1 stack holds the sites certificate, passed across regions; the API certificate stays in the stack', () => {
+    const { stack: s, sitesCertificateStack: edge } = app(ALL, 'eu-west-1');
+    expect(edge).toBeDefined();
+    expect(edge!.region).toBe('us-east-1');
+    expect(s.region).toBe('eu-west-1');
+    const edgeJson = Template.fromStack(edge!).toJSON();
+    expect(byType(edgeJson, 'AWS::CertificateManager::Certificate').map(([, c]) => c.Properties.DomainName)).toEqual(['*.sites.example.com']);
+    const json = Template.fromStack(s).toJSON();
+    expect(byType(json, 'AWS::CertificateManager::Certificate').map(([, c]) => c.Properties.DomainName)).toEqual(['s3.example.com']);
+    const viewer = json.Resources[of(s, s.siteCdn.distribution)].Properties.DistributionConfig.ViewerCertificate;
+    expect(viewer.AcmCertificateArn['Fn::GetAtt'][0]).toMatch(/^ExportsReader/);
+    expect(s.dependencies).toContain(edge);
+  });
+
+  test('a hosted zone with a sites certificate ARN: that certificate, none made for the sites, and no region needed', () => {
+    const CERT = 'arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666';
+    const { stack: s, sitesCertificateStack } = app({ ...ALL, 'cairn:sitesCertificateArn': CERT });
+    expect(sitesCertificateStack).toBeUndefined();
+    const json = Template.fromStack(s).toJSON();
+    expect(byType(json, 'AWS::CertificateManager::Certificate').map(([, c]) => c.Properties.DomainName)).toEqual(['s3.example.com']);
+    expect(json.Resources[of(s, s.siteCdn.distribution)].Properties.DistributionConfig.ViewerCertificate.AcmCertificateArn).toBe(CERT);
+  });
+
+  test.each([
+    [{ 'cairn:hostedZoneId': 'Z0123456789ABCDEFGHIJ' }, /go together/],
+    [{ 'cairn:hostedZoneName': 'example.com' }, /go together/],
+    [{ ...ZONE, 'cairn:hostedZoneId': 'example.com' }, /hosted zone id/],
+    [{ ...ZONE, 'cairn:bucketEndpointDomain': 's3.example.org' }, /not in the hosted zone example\.com/],
+    [{ ...ZONE, 'cairn:storagePublicDomain': 'https://storage.example.com' }, /storagePublicDomain must be a domain name/],
+    [{ ...ZONE, 'cairn:sitesDomain': 'sites.elsewhere.net', 'cairn:region': 'us-east-1' }, /not in the hosted zone/],
+    [{ ...ZONE, 'cairn:sitesDomain': 'sites.example.com' }, /region must be known/],
+  ])('%j is refused at synthesis with what to change', (context, message) => {
+    expect(() => app(context)).toThrow(message);
+  });
+
+  test('a stack given the zone and a sites domain but neither a certificate nor a known region is refused', () => {
+    const a = new App({ context: NO_BUNDLING });
+    apps.push(a);
+    expect(() => new CairnStack(a, 'CairnNoRegion', { hostedZoneId: 'Z0123456789ABCDEFGHIJ', hostedZoneName: 'example.com', sitesDomain: 'sites.example.com' })).toThrow(/us-east-1/);
+  });
 });

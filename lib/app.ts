@@ -1,0 +1,92 @@
+/**
+ * The Cairn CDK app's stacks, from `-c cairn:*` context values (bin/app.ts
+ * runs this; tests call it with an App of their own). Every value is
+ * optional:
+ *
+ *   cairn:stackName              the stack's name (default Cairn)
+ *   cairn:logLevel               debug | info | warn | error | silent
+ *   cairn:graphqlIntrospection   true to answer GraphQL introspection (read by the stack)
+ *   cairn:publicGatewayUrl       a public IPFS gateway users may fetch from
+ *   cairn:bucketEndpointDomain   the S3 API's domain (virtual host: <bucket>.<it>)
+ *   cairn:storagePublicDomain    public object URLs: <bucket>.<it>/<key>
+ *   cairn:sitesDomain            sites: <slug>.<it>
+ *   cairn:hostedZoneId,          a Route 53 hosted zone holding those domains:
+ *   cairn:hostedZoneName           certificates, custom domains and records are made
+ *   cairn:sitesCertificateArn    without a hosted zone: an ACM certificate in
+ *                                  us-east-1 for *.<sitesDomain>
+ *   cairn:region                 the stack's region, when the sites' certificate
+ *                                  must be made (hosted zone and sitesDomain):
+ *                                  default the CLI's (AWS_REGION, the profile's)
+ *
+ * Synthesis stays offline: the stack reads no account or region and looks
+ * nothing up. Only a hosted zone with a sites domain makes the stack's
+ * region explicit, because CloudFront's certificate must be in us-east-1:
+ * in another region it is made in a second stack, `<stackName>SitesCertificate`,
+ * in us-east-1, which `cdk deploy <stackName>` deploys first.
+ */
+import type { App, Environment } from 'aws-cdk-lib';
+import { CairnStack, type CairnLogLevel } from './cairn-stack.js';
+import { hostedZoneOf, SitesCertificateStack } from './domains.js';
+import { sitesDomainOf } from './site-cdn.js';
+
+const LOG_LEVELS: readonly CairnLogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
+
+export interface CairnApp {
+  readonly stack: CairnStack;
+  /** The us-east-1 stack holding the sites' certificate, when the Cairn stack is elsewhere. */
+  readonly sitesCertificateStack?: SitesCertificateStack;
+}
+
+/** Adds the Cairn stack (and, when needed, its sites certificate's stack) to `app`, as its context says. */
+export function addCairnStacks(app: App, processEnv: NodeJS.ProcessEnv = process.env): CairnApp {
+  const context = (key: string): string | undefined => {
+    const value: unknown = app.node.tryGetContext(`cairn:${key}`);
+    if (value === undefined || value === null || value === '') return undefined;
+    return String(value);
+  };
+
+  const logLevel = context('logLevel');
+  if (logLevel !== undefined && !LOG_LEVELS.includes(logLevel as CairnLogLevel)) {
+    throw new Error(`cairn:logLevel must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  }
+  const stackName = context('stackName') ?? 'Cairn';
+  const hostedZone = hostedZoneOf(context('hostedZoneId'), context('hostedZoneName'));
+  const sitesDomain = context('sitesDomain');
+  const sitesCertificateArn = context('sitesCertificateArn');
+
+  let env: Environment | undefined;
+  let sitesCertificateStack: SitesCertificateStack | undefined;
+  if (hostedZone && sitesDomain && !sitesCertificateArn) {
+    const region = context('region') ?? processEnv.CDK_DEFAULT_REGION;
+    if (!region) {
+      throw new Error(
+        "cairn:sitesDomain with cairn:hostedZoneId: the sites' certificate is made in us-east-1, so the stack's region must be known: set AWS_REGION (or a profile's region) or -c cairn:region=<region>",
+      );
+    }
+    env = { region, account: processEnv.CDK_DEFAULT_ACCOUNT };
+    if (region !== 'us-east-1') {
+      sitesCertificateStack = new SitesCertificateStack(app, `${stackName}SitesCertificate`, {
+        description: `Cairn: the certificate for *.${sitesDomainOf(sitesDomain)} (CloudFront reads it from us-east-1)`,
+        env: { region: 'us-east-1', account: env.account },
+        hostedZone,
+        sitesDomain: sitesDomainOf(sitesDomain),
+      });
+    }
+  }
+
+  const stack = new CairnStack(app, stackName, {
+    description: 'Cairn: team web sites and S3-compatible storage on IPFS',
+    env,
+    crossRegionReferences: sitesCertificateStack !== undefined,
+    bucketEndpointDomain: context('bucketEndpointDomain'),
+    storagePublicDomain: context('storagePublicDomain'),
+    publicGatewayUrl: context('publicGatewayUrl'),
+    sitesDomain,
+    sitesCertificateArn,
+    sitesCertificate: sitesCertificateStack?.certificate,
+    hostedZoneId: hostedZone?.hostedZoneId,
+    hostedZoneName: hostedZone?.zoneName,
+    logLevel: logLevel as CairnLogLevel | undefined,
+  });
+  return { stack, sitesCertificateStack };
+}
