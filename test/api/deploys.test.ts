@@ -36,7 +36,7 @@ afterAll(async () => {
   await git?.close();
 });
 
-const DEPLOY = 'id status ipfsHash startedAt completedAt totalTime log published autoPublish repository { commit branch owner name message }';
+const DEPLOY = 'id status phase ipfsHash startedAt completedAt totalTime log published autoPublish repository { commit branch owner name message }';
 const gql = async (query: string, variables: Record<string, unknown> = {}, key = a.apiKey) => client.gql(key, query, variables);
 
 let repos = 0;
@@ -232,13 +232,16 @@ test('the log grows while the build runs, and cancelDeploy stops it at once', as
   const { repo } = await newRepo({ 'index.html': 'x' });
   const site = await gitSite(repo, { buildCommand: 'echo first line; sleep 60; echo never' });
   const queued = await trigger(site.id);
+  expect(queued.phase).toBe('QUEUED');
   const running = await waitFor(site.id, queued.id, (d) => (d.log ?? '').includes('first line'));
   expect(running.status).toBe('IN_PROGRESS');
+  expect(running.phase).toBe('BUILDING');
   const asked = Date.now();
   dataOf(await gql('mutation ($s: ID!, $d: ID!) { cancelDeploy(siteId: $s, deployId: $d) { id } }', { s: site.id, d: queued.id }));
   const cancelled = await waitFor(site.id, queued.id);
   expect(Date.now() - asked).toBeLessThan(10_000);
   expect(cancelled.status).toBe('CANCELLED');
+  expect(cancelled.phase).toBeNull();
   expect(cancelled.log).not.toMatch(/^never$/m); // the build's last echo never ran
   expect(lastLine(cancelled.log)).toMatch(/Cancelled: cancelled by request/);
   const again = onlyError(await gql('mutation ($s: ID!, $d: ID!) { cancelDeploy(siteId: $s, deployId: $d) { id } }', { s: site.id, d: queued.id }));

@@ -76,6 +76,7 @@ export const deployResolvers = {
     // The site says which deploy is published: exactly one at a time, with no second record to keep in step.
     published: async (deploy: Deploy, _: unknown, ctx: GraphqlContext) => (await ctx.loaders.site(deploy.siteId))?.publishedDeployId === deploy.id,
     autoPublish: (deploy: Deploy) => deploy.autoPublish === true,
+    phase: (deploy: Deploy) => (deploy.status === 'IN_PROGRESS' && deploy.phase ? deploy.phase.toUpperCase() : null),
     log: async (deploy: Deploy, _: unknown, ctx: GraphqlContext) =>
       (await ctx.services.deployLogs.read(deployLogKey(deploy.siteId, deploy.id))) ?? deploy.log ?? null,
   },
