@@ -345,6 +345,27 @@ test('purge the cache: the next visit is a miss', async () => {
   expect((await siteFetch(SLUG)).cache).toBe('MISS');
 });
 
+test('retry a deploy, then cancel the new one: each says what came of it, and the list follows', async () => {
+  await page.getByRole('button', { name: `Retry deploy ${firstDeploy.slice(-8)}` }).click();
+  const started = await notice(/builds the same commit again/);
+  const retried = /^Deploy (\S{8}) started/.exec(started)![1]!;
+  const row = page.locator('li.deploy-row').first();
+  await page.waitForFunction((id) => document.querySelector('li.deploy-row')?.getAttribute('data-deploy')?.endsWith(id), retried);
+  const retriedId = (await row.getAttribute('data-deploy'))!;
+  expect(await row.getAttribute('data-status')).toBe('IN_PROGRESS');
+  const again = dataOf(await gql(apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { repository { commit } } }', { s: siteId, d: retriedId })).getDeployById;
+  const first = dataOf(await gql(apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { repository { commit } } }', { s: siteId, d: firstDeploy })).getDeployById;
+  expect(again.repository.commit).toBe(first.repository.commit);
+  await row.getByRole('button', { name: `Cancel deploy ${retried}` }).click();
+  await notice(new RegExp(`^Deploy ${retried} is (cancelled|being cancelled)`));
+  await page.waitForFunction((id) => document.querySelector(`li[data-deploy="${id}"]`)?.getAttribute('data-status') === 'CANCELLED', retriedId, { timeout: 30_000 });
+  expect(dataOf(await gql(apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { status } }', { s: siteId, d: retriedId })).getDeployById.status).toBe('CANCELLED');
+  // The rollback still stands.
+  expect((await siteFetch(SLUG)).body).toContain('Acme docs v1');
+  await checkAccessibility();
+  await shot('site-retried-cancelled-desktop');
+}, 60_000);
+
 test("edit the site's settings: the form starts from what the site has, and saving changes only what was changed", async () => {
   await page.getByRole('link', { name: 'Edit settings' }).click();
   await page.getByRole('heading', { name: `Settings of ${SLUG}`, level: 1 }).waitFor();
@@ -373,7 +394,8 @@ test('the sites list shows the site with its address, latest deploy and publishe
   const card = page.locator(`li.site-card[data-site="${SLUG}"]`);
   await card.waitFor();
   await expect(card.locator('.site-card-address a').getAttribute('href')).resolves.toBe(`http://${SLUG}.${service.config.sites.domain}/`);
-  await expect(card.locator('.badge').textContent()).resolves.toBe('Deployed');
+  // The latest deploy is the retry cancelled above; the published one (with its preview) is the first.
+  await expect(card.locator('.badge').textContent()).resolves.toBe('Cancelled');
   await page.waitForFunction(() => {
     const img = document.querySelector('.site-card img') as HTMLImageElement | null;
     return !!img && img.complete && img.naturalWidth > 0;

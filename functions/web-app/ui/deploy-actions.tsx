@@ -27,7 +27,11 @@ export function DeployActions({
   const id = shortId(deploy.id);
   const busy = actions.pending !== null;
   const cancel = async () => {
-    await actions.run(`Cancelling deploy ${id}`, () => api.mutate(CANCEL_DEPLOY, { siteId, deployId: deploy.id }), () => `Deploy ${id} is being cancelled.`);
+    await actions.run(
+      `Cancelling deploy ${id}`,
+      () => api.mutate<{ cancelDeploy: DeploySummary }>(CANCEL_DEPLOY, { siteId, deployId: deploy.id }),
+      (r) => (r.cancelDeploy.status === 'CANCELLED' ? `Deploy ${id} is cancelled.` : `Deploy ${id} is being cancelled: it stops as soon as its build is stopped.`),
+    );
     onChanged();
   };
   const retry = async () => {

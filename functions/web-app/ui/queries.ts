@@ -102,6 +102,8 @@ export const DEPLOYS = `query Deploys($siteId: ID!, $limit: Int, $nextToken: Str
   getDeploysBySite(siteId: $siteId, limit: $limit, nextToken: $nextToken) { deploys { ${DEPLOY_SUMMARY} } nextToken }
 }`;
 
+export const DEPLOY_SUMMARY_QUERY = `query DeploySummary($siteId: ID!, $deployId: ID!) { getDeployById(siteId: $siteId, deployId: $deployId) { ${DEPLOY_SUMMARY} } }`;
+
 export const DEPLOY = `query Deploy($siteId: ID!, $deployId: ID!) {
   getDeployById(siteId: $siteId, deployId: $deployId) { ${DEPLOY_SUMMARY} log autoPublish pullRequest { number title url } }
 }`;

@@ -1,5 +1,5 @@
 /** One deploy: its status, times, commit, CID with gateway links, preview image, and its log following live. */
-import { useEffect, useLayoutEffect, useRef, useState } from 'react';
+import { useLayoutEffect, useRef, useState } from 'react';
 import { gatewayLink, siteUrl, useApp } from '../app-context.js';
 import { ActionNotice, CopyButton, EmptyState, ErrorNotice, ExternalLink, Loading, Mono, PageHeader, StatusBadge } from '../components.js';
 import { DeployActions } from '../deploy-actions.js';
@@ -16,14 +16,11 @@ export function Deploy({ siteId, deployId }: { siteId: string; deployId: string 
   const site = useLoad(async () => (await api.query<{ getSiteById: Site | null }>(SITE, { siteId })).getSiteById, [siteId]);
   const deploy = useLoad(async () => (await api.query<{ getDeployById: DeployData | null }>(DEPLOY, { siteId, deployId })).getDeployById, [siteId, deployId]);
   const actions = useActions();
-  const [endedAt, setEndedAt] = useState<number | null>(null);
   useTitle(`Deploy ${shortId(deployId)}`);
 
   const d = deploy.data;
-  useEffect(() => {
-    if (d && d.status !== 'IN_PROGRESS' && endedAt === null) setEndedAt(Date.now());
-  }, [d, endedAt]);
-  const waitingForPreview = d?.status === 'DEPLOYED' && !d.previewImage && endedAt !== null && Date.now() - endedAt < PREVIEW_WAIT_MS;
+  // A deploy that ended a short while ago may still get its picture.
+  const waitingForPreview = d?.status === 'DEPLOYED' && !d.previewImage && !!d.completedAt && Date.now() - Date.parse(d.completedAt) < PREVIEW_WAIT_MS;
   usePolling(async () => {
     await deploy.reload(true);
   }, d?.status === 'IN_PROGRESS' ? 1000 : waitingForPreview ? 3000 : null);
@@ -64,6 +61,7 @@ export function Deploy({ siteId, deployId }: { siteId: string; deployId: string 
         actions={s ? <DeployActions api={api} siteId={siteId} deploy={d} publishedId={s.publishedDeploy?.id ?? null} actions={actions} onChanged={onChanged} openNew /> : null}
       />
       <ActionNotice result={actions.result} pending={actions.pending} onDismiss={actions.clear} />
+      {deploy.error ? <p className="notice notice-error" role="status">Could not refresh the deploy ({deploy.error}); trying again.</p> : null}
       <div className="deploy-layout">
         <section className="card" aria-labelledby="details-title">
           <h2 id="details-title">Details</h2>

@@ -5,7 +5,7 @@ import { ActionNotice, ConfirmButton, EmptyState, ErrorNotice, ExternalLink, Loa
 import { DeployActions } from '../deploy-actions.js';
 import { formatAgo, formatDuration, shortId } from '../format.js';
 import { useActions, useLoad, usePolling, useTitle } from '../hooks.js';
-import { DELETE_SITE, DEPLOYS, PURGE_CACHE, SITE, TRIGGER_DEPLOY, type DeploySummary, type Site as SiteData } from '../queries.js';
+import { DELETE_SITE, DEPLOY_SUMMARY_QUERY, DEPLOYS, PURGE_CACHE, SITE, TRIGGER_DEPLOY, type DeploySummary, type Site as SiteData } from '../queries.js';
 import { href, navigate } from '../router.js';
 
 const PAGE = 10;
@@ -22,25 +22,40 @@ export function Site({ siteId }: { siteId: string }) {
   const actions = useActions();
   const [commit, setCommit] = useState('');
   const [more, setMore] = useState<{ busy: boolean; error?: string }>({ busy: false });
+  const [refreshError, setRefreshError] = useState<string | null>(null);
   useTitle(site.data?.name ?? 'Site');
 
   const list = deploys.data?.deploys ?? [];
   const running = list.some((d) => d.status === 'IN_PROGRESS');
 
-  /** Fresh first page merged into what is shown; deploys in progress further down are asked for one by one. */
+  /** A fresh first page merged into what is shown (later pages keep what they showed). */
   const refresh = async () => {
-    const first = (await api.query<{ getDeploysBySite: DeployPage | null }>(DEPLOYS, { siteId, limit: PAGE })).getDeploysBySite;
+    let first: DeployPage | null;
+    try {
+      first = (await api.query<{ getDeploysBySite: DeployPage | null }>(DEPLOYS, { siteId, limit: PAGE })).getDeploysBySite;
+      setRefreshError(null);
+    } catch (err) {
+      setRefreshError((err as Error).message);
+      return;
+    }
     if (!first) return;
+    const latest: DeployPage = first;
     const wasRunning = list.filter((d) => d.status === 'IN_PROGRESS').map((d) => d.id);
+    // Deploys in progress further down the list are asked for one by one.
+    const further = wasRunning.filter((id) => !latest.deploys.some((d) => d.id === id));
+    const extra = (await Promise.all(further.map((deployId) => api.query<{ getDeployById: DeploySummary | null }>(DEPLOY_SUMMARY_QUERY, { siteId, deployId }).catch(() => null))))
+      .map((r) => r?.getDeployById)
+      .filter((d): d is DeploySummary => !!d);
+    const updates = [...latest.deploys, ...extra];
     deploys.setData((prev) => {
-      if (!prev) return first;
-      const fresh = new Map(first.deploys.map((d) => [d.id, d]));
-      const newer = first.deploys.filter((d) => !prev.deploys.some((p) => p.id === d.id));
-      return { deploys: [...newer, ...prev.deploys.map((d) => fresh.get(d.id) ?? d)], nextToken: prev.nextToken };
+      if (!prev) return latest;
+      const updated = new Map(updates.map((d) => [d.id, d]));
+      const newer = latest.deploys.filter((d) => !prev.deploys.some((p) => p.id === d.id));
+      return { deploys: [...newer, ...prev.deploys.map((d) => updated.get(d.id) ?? d)], nextToken: prev.nextToken };
     });
     // A deploy that ended may have moved the published one.
-    const ended = wasRunning.some((id) => fresh(first.deploys, id)?.status !== 'IN_PROGRESS');
-    if (ended || first.deploys.some((d) => d.published) !== !!site.data?.publishedDeploy) await site.reload(true);
+    const ended = wasRunning.some((id) => updates.find((d) => d.id === id)?.status !== 'IN_PROGRESS');
+    if (ended || latest.deploys.some((d) => d.published) !== !!site.data?.publishedDeploy) await site.reload(true);
   };
   usePolling(refresh, running ? 2000 : null);
 
@@ -190,6 +205,7 @@ export function Site({ siteId }: { siteId: string }) {
           <ActionNotice result={actions.result} pending={actions.pending} onDismiss={actions.clear} />
           {deploys.loading && !deploys.data ? <Loading label="Loading deploys…" /> : null}
           {deploys.error ? <ErrorNotice retry={() => void deploys.reload()}>Could not load the deploys: {deploys.error}</ErrorNotice> : null}
+          {refreshError && !deploys.error ? <p className="notice notice-error" role="status">Could not refresh the deploys ({refreshError}); trying again.</p> : null}
           {deploys.data && list.length === 0 ? <EmptyState title="No deploys yet">Trigger the first one: it builds the branch's latest commit.</EmptyState> : null}
           {list.length ? (
             <ol className="deploy-list" aria-label="Deploys, newest first">
@@ -230,10 +246,6 @@ export function Site({ siteId }: { siteId: string }) {
       </div>
     </>
   );
-}
-
-function fresh(list: DeploySummary[], id: string): DeploySummary | undefined {
-  return list.find((d) => d.id === id);
 }
 
 function EnvList({ vars }: { vars: Array<{ name: string; value: string | null }> }) {
