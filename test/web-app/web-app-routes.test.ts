@@ -23,6 +23,7 @@ import { isWebAppPath, WebApp, webAppSource } from '../../functions/web-app/serv
 import { webAppOrigins } from '../../functions/web-app/app-config.js';
 import { BOOT } from '../support/service.js';
 import { encodeKey, encodeRfc3986, sha256Hex, signRequest, UNSIGNED_PAYLOAD } from '../../functions/web-app/ui/sigv4.js';
+import { s3Url } from '../../functions/web-app/ui/s3.js';
 
 let target: ApiTarget;
 const savedEnv = { ...process.env };
@@ -307,6 +308,14 @@ describe("the app's SigV4 signer (WebCrypto) against the real S3 endpoint", () =
     const done = await fetch(complete, { method: 'POST', headers: await signed('POST', complete, { 'content-type': 'application/xml' }, await sha256Hex(body)), body });
     expect(done.status).toBe(200);
     expect(await done.text()).toContain('<CompleteMultipartUploadResult');
+  });
+
+  test("the app's S3 URLs: path style, every key character encoded once, and an endpoint's own path (an API stage) kept", () => {
+    expect(s3Url('http://127.0.0.1:4001').href).toBe('http://127.0.0.1:4001/');
+    expect(s3Url('http://127.0.0.1:4001/', 'b', 'a b/c+d(1).txt').href).toBe('http://127.0.0.1:4001/b/a%20b/c%2Bd%281%29.txt');
+    expect(s3Url('https://abc.execute-api.us-east-1.amazonaws.com/s3', 'b', 'k', { uploads: '' }).href).toBe('https://abc.execute-api.us-east-1.amazonaws.com/s3/b/k?uploads');
+    expect(s3Url('https://abc.execute-api.us-east-1.amazonaws.com/s3/').href).toBe('https://abc.execute-api.us-east-1.amazonaws.com/s3/');
+    expect(s3Url('http://h', 'b', undefined, { 'list-type': '2', prefix: 'a b/', 'continuation-token': 'x+y=' }).search).toBe('?list-type=2&prefix=a%20b%2F&continuation-token=x%2By%3D');
   });
 
   test('a wrong secret, a header changed after signing and a body that is not the one signed are refused', async () => {

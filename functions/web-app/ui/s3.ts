@@ -103,6 +103,22 @@ function send(method: string, url: URL, headers: Record<string, string>, body: B
   });
 }
 
+/**
+ * A path-style S3 URL under `endpoint`, which may have a path of its own
+ * (an API Gateway stage, `https://<id>.execute-api.<region>.amazonaws.com/s3`):
+ * it is kept, and signed with the rest, as S3 clients do.
+ */
+export function s3Url(endpoint: string, bucket?: string, key?: string, query: Record<string, string> = {}): URL {
+  const base = new URL(endpoint);
+  const prefix = base.pathname.replace(/\/+$/, '');
+  const path = bucket === undefined ? '/' : `/${encodeRfc3986(bucket)}${key === undefined ? '' : `/${encodeKey(key)}`}`;
+  const url = new URL(`${base.origin}${prefix}${path}`);
+  url.search = Object.entries(query)
+    .map(([k, v]) => (v === '' ? encodeRfc3986(k) : `${encodeRfc3986(k)}=${encodeRfc3986(v)}`))
+    .join('&');
+  return url;
+}
+
 export class StorageClient {
   constructor(
     private readonly endpoint: string,
@@ -113,13 +129,7 @@ export class StorageClient {
   ) {}
 
   private url(bucket?: string, key?: string, query: Record<string, string> = {}): URL {
-    const path = bucket === undefined ? '/' : `/${encodeRfc3986(bucket)}${key === undefined ? '' : `/${encodeKey(key)}`}`;
-    const url = new URL(path, this.endpoint);
-    const search = Object.entries(query)
-      .map(([k, v]) => (v === '' ? encodeRfc3986(k) : `${encodeRfc3986(k)}=${encodeRfc3986(v)}`))
-      .join('&');
-    url.search = search;
-    return url;
+    return s3Url(this.endpoint, bucket, key, query);
   }
 
   /** A signed request whose body is small text (or none); the answer when it is 2xx, else its S3 error. */
