@@ -280,6 +280,8 @@ test('trigger a deploy: the list updates by itself, the deploy page follows the 
   const early = (await log.textContent())!.length;
   await page.waitForFunction((n) => (document.querySelector('[data-testid=deploy-log]')?.textContent ?? '').length > n + 200, early, { timeout: 30_000 });
   expect(await page.getByTestId('deploy-status').textContent()).toBe('IN_PROGRESS');
+  // The badge says which phase the deploy is in.
+  await expect(page.locator('.page-header .badge').textContent()).resolves.toBe('Building');
   await page.waitForFunction(() => {
     const el = document.querySelector('[data-testid=deploy-log]')!;
     return el.scrollHeight > el.clientHeight && el.scrollHeight - el.scrollTop - el.clientHeight < 30;

@@ -1,6 +1,6 @@
 /** The small pieces every page is made of. */
 import { useEffect, useRef, useState, type ReactNode } from 'react';
-import type { DeployStatus } from './queries.js';
+import type { DeployPhase, DeployStatus } from './queries.js';
 import type { ActionResult } from './hooks.js';
 import { hasNavigated } from './router.js';
 
@@ -11,11 +11,21 @@ const STATUS_TEXT: Record<DeployStatus, string> = {
   CANCELLED: 'Cancelled',
 };
 
-export function StatusBadge({ status }: { status: DeployStatus }) {
+export const PHASE_TEXT: Record<DeployPhase, string> = {
+  QUEUED: 'Queued',
+  CLONING: 'Cloning',
+  BUILDING: 'Building',
+  UPLOADING: 'Uploading',
+  PUBLISHING: 'Publishing',
+};
+
+/** A deploy's status; one in progress says its phase (queued, cloning, building…) when the API knows it. */
+export function StatusBadge({ status, phase }: { status: DeployStatus; phase?: DeployPhase | null }) {
+  const text = status === 'IN_PROGRESS' && phase ? PHASE_TEXT[phase] : STATUS_TEXT[status];
   return (
-    <span className={`badge badge-${status.toLowerCase().replace('_', '-')}`} data-status={status}>
+    <span className={`badge badge-${status.toLowerCase().replace('_', '-')}`} data-status={status} title={status === 'IN_PROGRESS' ? 'In progress' : undefined}>
       {status === 'IN_PROGRESS' ? <span className="pulse" aria-hidden="true" /> : null}
-      {STATUS_TEXT[status]}
+      {text}
     </span>
   );
 }

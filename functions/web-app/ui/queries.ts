@@ -1,6 +1,7 @@
 /** The GraphQL operations the app sends, with the shapes of their answers (schema.graphql). */
 
 export type DeployStatus = 'IN_PROGRESS' | 'DEPLOYED' | 'FAILED' | 'CANCELLED';
+export type DeployPhase = 'QUEUED' | 'CLONING' | 'BUILDING' | 'UPLOADING' | 'PUBLISHING';
 
 export interface Team {
   id: string;
@@ -10,6 +11,8 @@ export interface Team {
 export interface DeploySummary {
   id: string;
   status: DeployStatus;
+  /** Where an IN_PROGRESS deploy is; null once it has ended. */
+  phase: DeployPhase | null;
   startedAt: string | null;
   completedAt: string | null;
   totalTime: number | null;
@@ -76,7 +79,7 @@ export interface StorageKeyPair {
 }
 
 const DEPLOY_SUMMARY = `
-  id status startedAt completedAt totalTime ipfsHash previewImage published preview
+  id status phase startedAt completedAt totalTime ipfsHash previewImage published preview
   repository { commit branch owner name message }`;
 
 const SITE_SUMMARY = `

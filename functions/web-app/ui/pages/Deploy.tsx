@@ -1,7 +1,7 @@
 /** One deploy: its status, times, commit, CID with gateway links, preview image, and its log following live. */
 import { useLayoutEffect, useRef, useState } from 'react';
 import { gatewayLink, siteUrl, useApp } from '../app-context.js';
-import { ActionNotice, CopyButton, EmptyState, ErrorNotice, ExternalLink, Loading, Mono, PageHeader, StatusBadge } from '../components.js';
+import { ActionNotice, CopyButton, PHASE_TEXT, EmptyState, ErrorNotice, ExternalLink, Loading, Mono, PageHeader, StatusBadge } from '../components.js';
 import { DeployActions } from '../deploy-actions.js';
 import { formatDuration, formatTime, shortId } from '../format.js';
 import { useActions, useLoad, usePolling, useTitle } from '../hooks.js';
@@ -53,7 +53,7 @@ export function Deploy({ siteId, deployId }: { siteId: string; deployId: string 
         back={back}
         subtitle={
           <span className="deploy-subtitle">
-            <StatusBadge status={d.status} />
+            <StatusBadge status={d.status} phase={d.phase} />
             {d.published ? <span className="tag tag-published">Published</span> : null}
             {d.preview ? <span className="tag">Preview</span> : null}
           </span>
@@ -67,7 +67,10 @@ export function Deploy({ siteId, deployId }: { siteId: string; deployId: string 
           <h2 id="details-title">Details</h2>
           <dl className="facts">
             <dt>Status</dt>
-            <dd data-testid="deploy-status">{d.status}</dd>
+            <dd>
+              <span data-testid="deploy-status">{d.status}</span>
+              {d.status === 'IN_PROGRESS' && d.phase ? <span className="muted"> · {PHASE_TEXT[d.phase].toLowerCase()}</span> : null}
+            </dd>
             <dt>Started</dt>
             <dd>{formatTime(d.startedAt)}</dd>
             <dt>Completed</dt>

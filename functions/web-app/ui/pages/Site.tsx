@@ -212,7 +212,7 @@ export function Site({ siteId }: { siteId: string }) {
               {list.map((d) => (
                 <li key={d.id} className="deploy-row" data-deploy={d.id} data-status={d.status}>
                   <div className="deploy-main">
-                    <StatusBadge status={d.status} />
+                    <StatusBadge status={d.status} phase={d.phase} />
                     <a className="deploy-id" href={href({ name: 'deploy', siteId: s.id, deployId: d.id })} aria-label={`Deploy ${shortId(d.id)}`}>
                       {shortId(d.id)}
                     </a>

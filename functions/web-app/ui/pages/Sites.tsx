@@ -104,7 +104,7 @@ function SiteCard({ site, address }: { site: SiteSummary; address: string }) {
         <div className="site-card-deploy">
           {latest ? (
             <>
-              <StatusBadge status={latest.status} />
+              <StatusBadge status={latest.status} phase={latest.phase} />
               <span className="muted">
                 Latest deploy <TimeAgo iso={latest.startedAt} formatted={formatAgo(latest.startedAt)} />
               </span>
