@@ -11,9 +11,13 @@
  *              -c cairn:publicGatewayUrl=https://ipfs.io \
  *              -c cairn:logLevel=debug -c cairn:stackName=CairnStaging
  */
-import { App } from 'aws-cdk-lib';
+import { App, Validations } from 'aws-cdk-lib';
+import { AwsSolutionsChecks } from 'cdk-nag';
 import { addCairnStacks } from '../lib/app.js';
 
 const app = new App();
+// cdk-nag's AwsSolutions rules run on every synth and deploy: a finding
+// neither fixed nor acknowledged (with its reason) fails it.
+Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
 addCairnStacks(app);
 app.synth();

@@ -14,6 +14,8 @@
  *   cairn:hostedZoneName           certificates, custom domains and records are made
  *   cairn:sitesCertificateArn    without a hosted zone: an ACM certificate in
  *                                  us-east-1 for *.<sitesDomain>
+ *   cairn:alarmEmail             an address subscribed to the alarm topic (read
+ *                                  by lib/monitoring.ts)
  *   cairn:region                 the stack's region, when the sites' certificate
  *                                  must be made (hosted zone and sitesDomain):
  *                                  default the CLI's (AWS_REGION, the profile's)

@@ -177,6 +177,7 @@ export class CairnDomains extends Construct {
         stageName: 'public',
         integrationTimeout: props.gatewayTimeout,
         errorShape: 'text',
+        authorization: 'Public object URLs are public by design: the gateway function serves an object only when its ACL is public-read, and 403 otherwise',
         logsRoleFrom: props.storageApi,
         // Reached by its domain only: the gateway reads the bucket from the Host.
         disableExecuteApiEndpoint: true,

@@ -1,13 +1,15 @@
 /**
  * One Cairn Lambda function: a NodejsFunction bundled by esbuild as ESM for
- * Node (on ARM unless it needs x86_64), with its own log group. The handler
- * files live under functions/<name>/handler.ts and export `handler`.
+ * Node (on ARM unless it needs x86_64), with its own log group and, when
+ * asked, X-Ray active tracing (Powertools' Tracer records the handler and
+ * its AWS calls: functions/core/observability.ts). The handler files live
+ * under functions/<name>/handler.ts and export `handler`.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Duration, type Size } from 'aws-cdk-lib';
-import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { Duration, type Size, Validations } from 'aws-cdk-lib';
+import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat, SourceMapMode, type ICommandHooks } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
@@ -66,6 +68,12 @@ export interface CairnFunctionProps {
   readonly reservedConcurrentExecutions?: number;
   /** @default ARM_64 */
   readonly architecture?: Architecture;
+  /**
+   * X-Ray active tracing (the service's functions have it; a one-off
+   * custom resource handler need not).
+   * @default false
+   */
+  readonly tracing?: boolean;
   /**
    * Packages left out of the esbuild bundle and copied, with their
    * dependencies as package-lock.json has them, into the bundle's
@@ -159,6 +167,7 @@ export class CairnFunction extends Construct {
       reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       environment: props.environment,
       logGroup: this.logGroup,
+      tracing: props.tracing ? Tracing.ACTIVE : undefined,
       bundling: {
         format: OutputFormat.ESM,
         mainFields: ['module', 'main'],
@@ -172,5 +181,18 @@ export class CairnFunction extends Construct {
         commandHooks,
       },
     });
+
+    // cdk-nag: what every function's role holds by construction.
+    Validations.of(this).acknowledge({
+      id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
+      reason: 'The managed basic execution role lets the function write its own logs (CloudWatch Logs) and nothing else',
+    });
+    if (props.tracing) {
+      Validations.of(this).acknowledge({
+        id: 'AwsSolutions-IAM5[Resource::*]',
+        reason:
+          "Active tracing's grant: xray:PutTraceSegments and xray:PutTelemetryRecords, which take no resource. test/infra/nag.test.ts checks that no other statement of a function's role has the resource *",
+      });
+    }
   }
 }

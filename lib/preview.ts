@@ -46,6 +46,7 @@ export class DeployPreviews extends Construct {
       timeout: Duration.seconds(60),
       environment: props.environment,
       externalPackages: PREVIEW_EXTERNAL_PACKAGES,
+      tracing: true,
     }).function;
     // A picture is best effort: a failed invocation is not tried again, and a request waits at most an hour.
     this.function.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.hours(1) });

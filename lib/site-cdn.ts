@@ -20,7 +20,7 @@
  * Everything here is synthesized offline: no lookups.
  */
 import * as path from 'node:path';
-import { Duration, Token } from 'aws-cdk-lib';
+import { Duration, Token, Validations } from 'aws-cdk-lib';
 import { Certificate } from 'aws-cdk-lib/aws-certificatemanager';
 import type { aws_certificatemanager as acmRefs } from 'aws-cdk-lib/interfaces';
 import {
@@ -146,6 +146,28 @@ export class SiteCdn extends Construct {
     });
 
     this.sitesDomain = sitesDomain ?? this.distribution.distributionDomainName;
+
+    // cdk-nag: the choices made for a CDN of public web sites, with why.
+    Validations.of(this.distribution).acknowledge(
+      { id: 'AwsSolutions-CFR1', reason: 'Sites are public pages for readers anywhere: no geographic restriction' },
+      {
+        id: 'AwsSolutions-CFR2',
+        reason:
+          'No AWS WAF web ACL by default: it would cost $5 a month plus $1 per rule and $0.60 per million requests, more than the idle stack, for read-only GET/HEAD traffic to static files. Associate one (the distribution\'s webAclId) if sites draw abuse',
+      },
+      {
+        id: 'AwsSolutions-CFR3',
+        reason:
+          "Standard logs would need a logging bucket with ACLs (and its own findings) for data nobody here reads: the gateway logs every request that reaches the origin, and CloudFront's metrics count the rest. Turn on standard logging if per-request edge logs are wanted",
+      },
+    );
+    if (!sitesDomain) {
+      Validations.of(this.distribution).acknowledge({
+        id: 'AwsSolutions-CFR4',
+        reason:
+          "Without a sites domain the distribution has only CloudFront's default *.cloudfront.net certificate, whose TLS policy CloudFront sets; no site host resolves there. With a domain its minimum is TLS 1.2 (2021)",
+      });
+    }
   }
 
   /** CreateInvalidation on this distribution only (purgeCache and publishing). */

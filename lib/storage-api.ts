@@ -22,7 +22,7 @@
  * - The stage logs every request (JSON access log, no query strings:
  *   presigned URLs carry signatures), execution errors, and X-Ray traces.
  */
-import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import {
   AccessLogField,
   AccessLogFormat,
@@ -65,6 +65,11 @@ export interface StreamingRestApiProps {
   /** How long a response may take to begin (streamed responses may take up to 15 minutes). */
   readonly integrationTimeout: Duration;
   readonly errorShape: GatewayErrorShape;
+  /**
+   * Why the methods have no API Gateway authorizer: who checks the caller
+   * instead (cdk-nag AwsSolutions-APIG4 and COG4 are acknowledged with it).
+   */
+  readonly authorization: string;
   /**
    * Another API of the stack that holds the account's CloudWatch role for
    * API Gateway logs (one AWS::ApiGateway::Account per account and region):
@@ -151,6 +156,30 @@ export class StreamingRestApi extends Construct {
       if (account) this.api.deploymentStage.node.addDependency(account);
     }
     this.stage = this.api.deploymentStage;
+
+    // cdk-nag: what is checked by design elsewhere, with why.
+    const acknowledge = Validations.of(this.api);
+    acknowledge.acknowledge(
+      { id: 'AwsSolutions-APIG4', reason: props.authorization },
+      { id: 'AwsSolutions-COG4', reason: `There are no Cognito users: ${props.authorization}` },
+      {
+        id: 'AwsSolutions-APIG2',
+        reason:
+          "API Gateway's request validators check parameters and JSON bodies against models; these requests (S3's XML and binary bodies, signed headers, any path) are validated by the function, which answers the protocol's own errors",
+      },
+      {
+        id: 'AwsSolutions-APIG3',
+        reason:
+          'No AWS WAF web ACL by default: it would cost $5 a month plus $1 per rule and $0.60 per million requests, more than the idle stack, while the function authenticates every request and the stage throttles at the account limits. Associate one (AWS::WAFv2::WebACLAssociation on the stage) if the endpoint draws abuse',
+      },
+    );
+    const logsRole = this.api.node.tryFindChild('CloudWatchRole');
+    if (logsRole) {
+      Validations.of(logsRole).acknowledge({
+        id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
+        reason: "API Gateway's account-wide role for writing access and execution logs: the managed policy AWS keeps for exactly that (CloudWatch Logs only)",
+      });
+    }
 
     // Every path and method, the root included, goes to the function.
     this.api.root.addMethod('ANY');

@@ -1,8 +1,9 @@
 /**
  * The synthesized Cairn stack: tables (derived from TABLES), block bucket,
  * KMS key, the five bundled functions (the preview function's with
- * Chromium beside it), least-privilege IAM, endpoints, the worker schedule
- * and the outputs.
+ * Chromium beside it), least-privilege IAM, endpoints (the S3 API's REST
+ * API, the GraphQL HTTP API with its access logs), the worker schedule,
+ * the first account and the monitoring wired in, and the outputs.
  *
  * The stack is built once (real esbuild bundling) and shared by every test.
  */
@@ -265,8 +266,9 @@ describe('block bucket and KMS key', () => {
     });
   });
 
-  test('one KMS key, rotated and retained', () => {
-    template.resourceCountIs('AWS::KMS::Key', 1);
+  test('one KMS key for secrets, rotated and retained (the other is the alarm topic\'s own)', () => {
+    template.resourceCountIs('AWS::KMS::Key', 2);
+    expect(ofType('AWS::KMS::Key').map(([lid]) => lid).sort()).toEqual([id(stack.data.secretsKey), id(stack.monitoring.topicKey)].sort());
     const key = resources[id(stack.data.secretsKey)];
     expect(key.Properties.EnableKeyRotation).toBe(true);
     expect(key.DeletionPolicy).toBe('Retain');
@@ -284,8 +286,12 @@ const EXPECTED: Record<FunctionName, { dir: string; memory: number; timeout: num
 };
 
 describe('functions', () => {
-  test('exactly five Lambda functions (no custom-resource helpers)', () => {
-    template.resourceCountIs('AWS::Lambda::Function', 5);
+  test("seven Lambda functions: Cairn's five, the first account's handler and its custom resource provider", () => {
+    template.resourceCountIs('AWS::Lambda::Function', 7);
+    const others = ofType('AWS::Lambda::Function')
+      .map(([lid]) => lid)
+      .filter((lid) => !FUNCTION_NAMES.some((n) => id(fn(n)) === lid));
+    expect(others.sort()).toEqual([id(stack.firstAccount.function), id(stack.firstAccount.provider.node.findChild('framework-onEvent'))].sort());
   });
 
   test.each(FUNCTION_NAMES.map((n) => [n]))('%s: runtime, handler, arch, memory, timeout, logs, env', (name) => {
@@ -296,7 +302,8 @@ describe('functions', () => {
     expect(p.Architectures).toEqual([name === 'preview' ? 'x86_64' : 'arm64']);
     expect(p.MemorySize).toBe(EXPECTED[name].memory);
     expect(p.Timeout).toBe(EXPECTED[name].timeout);
-    expect(p.TracingConfig).toBeUndefined();
+    // Powertools' Tracer records the handler and its AWS calls (functions/core/observability.ts).
+    expect(p.TracingConfig).toEqual({ Mode: 'Active' });
 
     const logGroup = resources[p.LoggingConfig.LogGroup.Ref];
     expect(logGroup.Type).toBe('AWS::Logs::LogGroup');
@@ -363,11 +370,11 @@ describe('functions', () => {
 // ---------------------------------------------------------------- IAM
 
 describe('least privilege', () => {
-  test('no statement allows a wildcard action or resource', () => {
+  test("no statement allows a wildcard action or resource, but X-Ray's, which takes none", () => {
     for (const name of FUNCTION_NAMES) {
       for (const s of statements(name)) {
         for (const a of arr<string>(s.Action)) expect(a).not.toMatch(/^(\*|[a-z0-9-]+:\*)$/);
-        for (const r of arr<Json>(s.Resource)) expect(r).not.toBe('*');
+        if (arr<Json>(s.Resource).includes('*')) expect(arr<string>(s.Action).sort()).toEqual(['xray:PutTelemetryRecords', 'xray:PutTraceSegments']);
       }
     }
   });
@@ -379,7 +386,8 @@ describe('least privilege', () => {
     expect(a.readTables).toEqual(['accounts', 'deploys', 'sites']);
     expect(a.bucketRead).toBe(false);
     expect(a.bucketWrite).toBe(false);
-    expect(a.kmsActions).toEqual(expect.arrayContaining(['kms:Decrypt', 'kms:Encrypt']));
+    // Sealing and opening secrets: Encrypt and Decrypt, no data keys or re-encryption.
+    expect(a.kmsActions).toEqual(['kms:Decrypt', 'kms:Encrypt']);
     expect(a.actions.filter((x) => x.startsWith('s3:'))).toEqual([]);
   });
 
@@ -389,7 +397,7 @@ describe('least privilege', () => {
     expect(a.writeTables).toEqual(['accounts', 'objects']);
     expect(a.bucketRead).toBe(true);
     expect(a.bucketWrite).toBe(true);
-    expect(a.kmsActions).toEqual(expect.arrayContaining(['kms:Decrypt', 'kms:Encrypt']));
+    expect(a.kmsActions).toEqual(['kms:Decrypt', 'kms:Encrypt']);
     // The sites and deploys tables are not even referenced.
     for (const t of ['sites', 'deploys'] as const) {
       expect(a.referenced).not.toContain(id(stack.data.tables[t]));
@@ -406,7 +414,7 @@ describe('least privilege', () => {
     expect(a.kmsActions).toEqual([]);
     for (const action of a.actions) {
       expect(action).toMatch(
-        /^(dynamodb:(BatchGetItem|ConditionCheckItem|DescribeTable|GetItem|GetRecords|GetShardIterator|Query|Scan)|s3:(GetBucket\*|GetObject\*|List\*))$/,
+        /^(dynamodb:(BatchGetItem|ConditionCheckItem|DescribeTable|GetItem|GetRecords|GetShardIterator|Query|Scan)|s3:(GetBucket\*|GetObject\*|List\*)|xray:(PutTraceSegments|PutTelemetryRecords))$/,
       );
     }
     expect(a.actions).not.toContain('dynamodb:PutItem');
@@ -453,7 +461,7 @@ describe('preview images', () => {
     expect(a.bucketWrite).toBe(true);
     expect(a.kmsActions).toEqual([]);
     expect(a.referenced).not.toContain(id(stack.data.tables.accounts));
-    expect(a.actions.filter((x) => !/^(dynamodb|s3):/.test(x))).toEqual([]);
+    expect(a.actions.filter((x) => !/^(dynamodb|s3):/.test(x))).toEqual(['xray:PutTelemetryRecords', 'xray:PutTraceSegments']);
   });
 
   test('the worker may invoke the preview function and no other; no other function may invoke anything', () => {
@@ -554,6 +562,19 @@ describe('endpoints', () => {
       Principal: 'apigateway.amazonaws.com',
       FunctionName: { 'Fn::GetAtt': [graphqlId, 'Arn'] },
     });
+  });
+
+  test('the HTTP API logs one JSON line per request, by route (a build hook\'s path is its secret), kept a month', () => {
+    const stages = ofType('AWS::ApiGatewayV2::Stage');
+    expect(stages).toHaveLength(1);
+    const p = stages[0]![1].Properties;
+    expect(p).toMatchObject({ StageName: '$default', AutoDeploy: true, ApiId: { Ref: ofType('AWS::ApiGatewayV2::Api')[0]![0] } });
+    const logGroup = resources[[...refs(p.AccessLogSettings.DestinationArn)][0]!];
+    expect(logGroup.Type).toBe('AWS::Logs::LogGroup');
+    expect(logGroup.Properties.RetentionInDays).toBe(30);
+    const format = JSON.parse(p.AccessLogSettings.Format);
+    expect(format).toMatchObject({ requestId: '$context.requestId', routeKey: '$context.routeKey', status: '$context.status' });
+    expect(p.AccessLogSettings.Format).not.toMatch(/\$context\.path|querystring/i);
   });
 
   describe('the S3 API: a REST API streaming to the S3 function', () => {
@@ -689,6 +710,36 @@ describe('endpoints', () => {
     expect(s.CAIRN_STORAGE_ENDPOINT).toBeUndefined();
     expect(refs(fnResource('s3').Properties)).not.toContain(id(stack.storageApi.api));
     expect(refs(fnResource('gateway').Properties)).not.toContain(urlId);
+  });
+});
+
+// ---------------------------------------------------------------- first account, monitoring
+
+describe('the first account and the monitoring, wired in', () => {
+  test('the first account custom resource is told the endpoints the stack outputs', () => {
+    const [[, resource]] = ofType('Custom::CairnFirstAccount');
+    expect(resource.Properties.StorageEndpoint).toEqual(outputs.StorageEndpoint.Value);
+    expect(resource.Properties.GraphqlUrl).toEqual(outputs.GraphqlUrl.Value);
+    expect(resource.Properties.GatewayUrl).toEqual(outputs.GatewayUrl.Value);
+    expect(Object.keys(outputs)).toEqual(expect.arrayContaining(['FirstAccountSecretArn', 'SecretsKeyId']));
+  });
+
+  test('errors and throttles alarms for each of the five functions, the dead-letter queue, and both APIs\' 5xx rates, all to the alarm topic', () => {
+    const alarms = ofType('AWS::CloudWatch::Alarm').map(([, a]) => a.Properties);
+    for (const name of FUNCTION_NAMES) {
+      const fnId = id(fn(name));
+      const on = alarms.filter((a) => JSON.stringify(a.Dimensions ?? []).includes(JSON.stringify({ Ref: fnId })));
+      expect(on.map((a) => a.MetricName).sort()).toEqual(['Errors', 'Throttles']);
+    }
+    const metrics = JSON.stringify(alarms.map((a) => a.Metrics ?? []));
+    // REST API metrics are published by the API's name.
+    expect(metrics).toContain(JSON.stringify({ Name: 'ApiName', Value: resources[id(stack.storageApi.api)].Properties.Name }));
+    expect(metrics).toContain(JSON.stringify({ Ref: ofType('AWS::ApiGatewayV2::Api')[0]![0] }));
+    expect(alarms.some((a) => a.MetricName === 'ApproximateNumberOfMessagesVisible' && JSON.stringify(a.Dimensions).includes(id(stack.deployDeadLetters)))).toBe(true);
+    const topicId = id(stack.monitoring.topic);
+    for (const a of alarms) expect(a.AlarmActions).toEqual([{ Ref: topicId }]);
+    template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
+    expect(Object.keys(outputs)).toEqual(expect.arrayContaining(['AlarmTopicArn', 'DashboardUrl']));
   });
 });
 
@@ -870,13 +921,13 @@ describe('sites CDN', () => {
   const functionId = () => id(stack.siteCdn.viewerRequest);
   const gatewayUrlId = () => id(stack.gatewayUrl);
 
-  test('one distribution, one CloudFront Function, one KeyValueStore, one cache policy; still five Lambda functions', () => {
+  test('one distribution, one CloudFront Function, one KeyValueStore, one cache policy; no Lambda function of its own', () => {
     template.resourceCountIs('AWS::CloudFront::Distribution', 1);
     template.resourceCountIs('AWS::CloudFront::Function', 1);
     template.resourceCountIs('AWS::CloudFront::KeyValueStore', 1);
     template.resourceCountIs('AWS::CloudFront::CachePolicy', 1);
     template.resourceCountIs('AWS::CloudFront::OriginRequestPolicy', 0);
-    template.resourceCountIs('AWS::Lambda::Function', 5);
+    template.resourceCountIs('AWS::Lambda::Function', 7);
   });
 
   test('the viewer-request function: JS runtime 2.0, the store associated, the code as the repository has it, published', () => {
