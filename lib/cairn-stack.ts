@@ -18,6 +18,7 @@
  *
  * It synthesizes offline: no context lookups, no account or region lookups.
  */
+import * as path from 'node:path';
 import { type CfnElement, CfnOutput, Duration, Size, Stack, type StackProps, Token, Validations } from 'aws-cdk-lib';
 import { BuildSpec, ComputeType, LinuxBuildImage, Project } from 'aws-cdk-lib/aws-codebuild';
 import { Rule } from 'aws-cdk-lib/aws-events';
@@ -38,7 +39,8 @@ import type { Construct, IConstruct } from 'constructs';
 import { TABLES, type TableName } from '../functions/core/data/tables.js';
 import { CairnData, pascal } from './data.js';
 import { PLAYGROUND_ASSETS, PLAYGROUND_BUNDLE_DIR } from '../functions/graphql/playground-assets.js';
-import { CairnFunction, LAMBDA_SCHEMA_PATH } from './functions.js';
+import { CairnFunction, LAMBDA_SCHEMA_PATH, PROJECT_ROOT } from './functions.js';
+import { buildWebApp, WEB_APP_BUNDLE_DIR } from '../functions/web-app/build.js';
 import { REST_MAX_REQUEST_BODY, STORAGE_API_STAGE, StreamingRestApi } from './storage-api.js';
 import { SiteCdn, sitesDomainOf } from './site-cdn.js';
 import { CairnDomains, domainNameOf, hostedZoneOf, inZone, sitesCertificate } from './domains.js';
@@ -47,6 +49,9 @@ import { CairnMonitoring } from './monitoring.js';
 import type { aws_certificatemanager as acmRefs } from 'aws-cdk-lib/interfaces';
 import { DeployPreviews } from './preview.js';
 import { BUILD_QUEUED_TIMEOUT_MINUTES, codeBuildTimeoutMinutes, DEFAULT_BUILD_IMAGE, DEPLOY_BUILDS_PREFIX, WORKER_TIMEOUT_MINUTES } from '../functions/deploy-worker/limits.js';
+
+/** Where the synth writes the web app's files before they are copied into the GraphQL function's bundle. */
+const WEB_APP_BUILD_DIR = 'cdk.out/web-app';
 
 /** The GraphiQL playground's files, copied into the GraphQL function's bundle. */
 const PLAYGROUND_FILES = Object.entries(PLAYGROUND_ASSETS).map(([name, modulePath]) => ({
@@ -206,6 +211,9 @@ export class CairnStack extends Stack {
 
     const introspectionContext: unknown = this.node.tryGetContext('cairn:graphqlIntrospection');
     const graphqlIntrospection = props.graphqlIntrospection ?? (introspectionContext === true || introspectionContext === 'true');
+    // The web app, built at synth and copied into the GraphQL function's
+    // bundle, which serves it at / and /app/ (functions/web-app/serve.ts).
+    const webAppFiles = buildWebApp(path.join(PROJECT_ROOT, WEB_APP_BUILD_DIR)).map((name) => ({ from: `${WEB_APP_BUILD_DIR}/${name}`, to: `${WEB_APP_BUNDLE_DIR}/${name}` }));
     const graphql = new CairnFunction(this, 'Graphql', {
       name: 'graphql',
       tracing: true,
@@ -218,7 +226,7 @@ export class CairnStack extends Stack {
         CAIRN_GRAPHQL_PLAYGROUND_DIR: `/var/task/${PLAYGROUND_BUNDLE_DIR}`,
         CAIRN_GRAPHQL_INTROSPECTION: String(graphqlIntrospection),
       },
-      extraFiles: ['schema.graphql', ...PLAYGROUND_FILES],
+      extraFiles: ['schema.graphql', ...PLAYGROUND_FILES, ...webAppFiles],
     }).function;
 
     const s3Timeout = Duration.seconds(60);
@@ -338,6 +346,9 @@ export class CairnStack extends Stack {
     tables.accounts.grantReadWriteData(graphql);
     tables.sites.grantReadWriteData(graphql);
     tables.deploys.grantReadWriteData(graphql);
+    // The CAR import endpoint stores blocks and records import pins (functions/core/hosting/imports.ts).
+    tables.objects.grantReadWriteData(graphql);
+    blockBucket.grantReadWrite(graphql);
     // Sealing and opening storage secrets and site tokens is Encrypt and Decrypt, nothing more (functions/core/auth/secrets.ts).
     secretsKey.grant(graphql, 'kms:Encrypt', 'kms:Decrypt');
 
@@ -470,6 +481,8 @@ export class CairnStack extends Stack {
       fn.addEnvironment('CAIRN_STORAGE_ENDPOINT', this.storageEndpoint);
     }
     graphql.addEnvironment('CAIRN_BASE_URL', this.api.apiEndpoint);
+    // The web app's origin, which the S3 API lets in for every bucket (functions/s3/cors.ts).
+    s3.addEnvironment('CAIRN_BASE_URL', this.api.apiEndpoint);
 
     // Sites: one distribution in front of the gateway. purgeCache (graphql)
     // and publishing (the worker) invalidate it; where sites change
@@ -525,6 +538,10 @@ export class CairnStack extends Stack {
 
     this.acknowledgeGrantWildcards({ graphql, s3, gateway, deployWorker, preview });
 
+    new CfnOutput(this, 'WebAppUrl', {
+      description: 'The web app: sign in with an API key',
+      value: `${this.api.apiEndpoint}/`,
+    });
     new CfnOutput(this, 'GraphqlUrl', {
       description: 'The GraphQL hosting API',
       value: `${this.api.apiEndpoint}/graphql`,
@@ -605,7 +622,8 @@ export class CairnStack extends Stack {
         ack(scope, `Action::${action}`, reason);
       }
     };
-    indexes(f.graphql, [tables.accounts, tables.sites, tables.deploys]);
+    indexes(f.graphql, [tables.accounts, tables.sites, tables.deploys, tables.objects]);
+    bucket(f.graphql, 'readWrite'); // the CAR import endpoint's blocks and import pins
     indexes(f.s3, [tables.accounts, tables.objects]);
     bucket(f.s3, 'readWrite');
     indexes(f.gateway, [tables.objects, tables.accounts, tables.sites]);

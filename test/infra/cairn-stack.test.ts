@@ -379,16 +379,26 @@ describe('least privilege', () => {
     }
   });
 
-  test('graphql: read/write accounts, sites, deploys; KMS encrypt/decrypt; no bucket', () => {
+  test('graphql: read/write accounts, sites, deploys, objects and the bucket (CAR imports); KMS encrypt/decrypt', () => {
     const a = access('graphql');
-    expect(a.tables).toEqual(['accounts', 'deploys', 'sites']);
-    expect(a.writeTables).toEqual(['accounts', 'deploys', 'sites']);
-    expect(a.readTables).toEqual(['accounts', 'deploys', 'sites']);
-    expect(a.bucketRead).toBe(false);
-    expect(a.bucketWrite).toBe(false);
+    expect(a.tables).toEqual(['accounts', 'deploys', 'objects', 'sites']);
+    expect(a.writeTables).toEqual(['accounts', 'deploys', 'objects', 'sites']);
+    expect(a.readTables).toEqual(['accounts', 'deploys', 'objects', 'sites']);
+    // The import endpoint stores verified blocks and import pins.
+    expect(a.bucketRead).toBe(true);
+    expect(a.bucketWrite).toBe(true);
     // Sealing and opening secrets: Encrypt and Decrypt, no data keys or re-encryption.
     expect(a.kmsActions).toEqual(['kms:Decrypt', 'kms:Encrypt']);
-    expect(a.actions.filter((x) => x.startsWith('s3:'))).toEqual([]);
+  });
+
+  test('graphql: the web app built into its bundle, served at / and /app/, with its URL an output', () => {
+    const files = fs.readdirSync(path.join(assetDir('graphql'), 'web-app'));
+    expect(files).toContain('index.html');
+    expect(files.some((f) => /^app-[A-Za-z0-9_-]+\.js$/.test(f))).toBe(true);
+    expect(files.some((f) => /^app-[A-Za-z0-9_-]+\.css$/.test(f))).toBe(true);
+    expect(outputs.WebAppUrl).toBeDefined();
+    const routes = Object.values(resources).filter((r: Json) => r.Type === 'AWS::ApiGatewayV2::Route').map((r: Json) => r.Properties.RouteKey);
+    expect(routes).toEqual(expect.arrayContaining(['GET /', 'GET /app/{proxy+}', 'ANY /imports/{proxy+}']));
   });
 
   test('s3: read/write accounts and objects only; bucket read/write; KMS encrypt/decrypt', () => {
