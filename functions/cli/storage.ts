@@ -12,6 +12,7 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { Command } from 'commander';
+import { typeFromName } from '../core/http/content-type.js';
 import { CairnStorageError, toStorageError } from '../../packages/storage-sdk/src/errors.js';
 import type { Settings } from './config-store.js';
 import type { Context } from './context.js';
@@ -39,45 +40,8 @@ function needRemote(text: string): Remote {
 
 const show = (r: Remote) => `s3://${r.bucket}/${r.key}`;
 
-/** Types for what sites and apps serve; anything else is stored without one (the service answers application/octet-stream). */
-const CONTENT_TYPES: Record<string, string> = {
-  html: 'text/html; charset=utf-8',
-  htm: 'text/html; charset=utf-8',
-  css: 'text/css; charset=utf-8',
-  js: 'text/javascript; charset=utf-8',
-  mjs: 'text/javascript; charset=utf-8',
-  json: 'application/json',
-  map: 'application/json',
-  txt: 'text/plain; charset=utf-8',
-  md: 'text/markdown; charset=utf-8',
-  xml: 'application/xml',
-  csv: 'text/csv; charset=utf-8',
-  svg: 'image/svg+xml',
-  png: 'image/png',
-  jpg: 'image/jpeg',
-  jpeg: 'image/jpeg',
-  gif: 'image/gif',
-  webp: 'image/webp',
-  avif: 'image/avif',
-  ico: 'image/x-icon',
-  woff: 'font/woff',
-  woff2: 'font/woff2',
-  ttf: 'font/ttf',
-  otf: 'font/otf',
-  wasm: 'application/wasm',
-  pdf: 'application/pdf',
-  zip: 'application/zip',
-  gz: 'application/gzip',
-  mp4: 'video/mp4',
-  webm: 'video/webm',
-  mp3: 'audio/mpeg',
-  wav: 'audio/wav',
-};
-
-export function contentTypeOf(path: string): string | undefined {
-  const ext = /\.([^./\\]+)$/.exec(path)?.[1]?.toLowerCase();
-  return ext ? CONTENT_TYPES[ext] : undefined;
-}
+/** The type the gateway would give the file by its name; anything else is stored without one (the service answers application/octet-stream). */
+export const contentTypeOf = (path: string): string | undefined => typeFromName(basename(path));
 
 /** The SDK and the S3 client, loaded when a storage command runs (they take a while to load, and the other commands need neither). */
 async function loadSdk() {
