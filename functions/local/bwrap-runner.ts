@@ -13,14 +13,23 @@
  * operator shares the host's (CAIRN_BUILD_NETWORK=host) so `npm install`
  * can fetch: that includes the host's loopback, where the service's ports
  * listen.
+ *
+ * A checkout's files may be hard links to the kept snapshot of the
+ * repository (deploy-worker/steps/checkout.ts), which no build may write
+ * into. The sandbox shows the build its checkout through an overlay: what
+ * it writes lands in a layer of its own, applied to the checkout when it
+ * ends (deploy-worker/steps/build-layer.ts). Where this machine cannot
+ * mount one (checked once, beside the first checkout), and in `none` mode,
+ * the shared files are copied before the build instead.
  */
 import { spawn } from 'node:child_process';
 import { constants as osConstants, homedir, tmpdir } from 'node:os';
-import { access, mkdtemp, realpath, rm, stat } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, realpath, rm, stat } from 'node:fs/promises';
 import { constants as fsConstants } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { BuildRefused, type BuildRequest, type BuildResult, type BuildRunner } from '../core/ports/build-runner.js';
+import { applyLayer, makeLayer, overlayArgv, overlayUnavailable, removeLayer, separateFiles, type BuildLayer, type OverlayTools } from '../deploy-worker/steps/build-layer.js';
 
 export interface BwrapRunnerOptions {
   /** config.build.sandbox: `none` runs builds unsandboxed (the operator's explicit choice). */
@@ -31,6 +40,14 @@ export interface BwrapRunnerOptions {
   bwrapPath?: string;
   /** Share the host's network (the caller passes config.build.network === 'host'); default true. */
   network?: boolean;
+  /** Show bubblewrap builds their checkout through an overlay where this machine can (default true); false: copy the checkout's shared files first. */
+  overlay?: boolean;
+  /**
+   * Where checkouts are made (the deploy workspace): whether an overlay can
+   * be mounted there is found out as soon as the runner is made, so the
+   * first build does not wait for it. Without it, beside the first checkout.
+   */
+  workspace?: string;
 }
 
 /** Where HOME is inside the sandbox: in the private /tmp, gone with the build. */
@@ -47,11 +64,25 @@ const REFUSAL_HINT = 'install bubblewrap (Debian: apt-get install bubblewrap) or
 export class BwrapRunner implements BuildRunner {
   readonly name: string;
   private probed?: Promise<string>;
+  private overlays?: Promise<{ tools: OverlayTools } | { unavailable: string }>;
 
   constructor(private readonly options: BwrapRunnerOptions) {
     this.name =
       options.sandbox === 'none' ? 'plain child process, no sandbox (CAIRN_BUILD_SANDBOX=none)' : 'bubblewrap sandbox';
+    const { workspace } = options;
+    if (options.sandbox === 'bwrap' && workspace) {
+      // Settled either way (a refusal, a verdict): nothing here can reject unheard.
+      this.early = this.probe()
+        .then(async (bwrap) => {
+          await mkdir(workspace, { recursive: true });
+          await this.overlaySupport(join(workspace, 'checkout'), bwrap);
+        })
+        .catch(() => undefined);
+    }
   }
+
+  /** The check made when the runner was made (with `workspace`). */
+  private early?: Promise<void>;
 
   async run(request: BuildRequest): Promise<BuildResult> {
     const bwrap = this.options.sandbox === 'bwrap' ? await this.probe() : undefined;
@@ -67,15 +98,54 @@ export class BwrapRunner implements BuildRunner {
     // Request variables win over these two: a site that sets HOME or PATH asked for it.
     const baseEnv = { PATH: [nodeBin, '/usr/local/bin', '/usr/bin', '/bin'].join(delimiter) };
     if (bwrap) {
+      const env = { ...baseEnv, HOME: SANDBOX_HOME, ...request.env };
+      const overlay = await this.overlaySupport(checkout, bwrap);
+      if ('tools' in overlay) {
+        const layer = await makeLayer(checkout);
+        try {
+          const sandbox = [bwrap, ...(await this.sandboxArgs(checkout, cwd, nodeBin, layer)), '--', '/bin/sh', '-c', request.command];
+          const argv = overlayArgv(layer, checkout, sandbox, overlay.tools);
+          if (argv) {
+            const result = await supervise(argv, env, undefined, request);
+            // The build ended on its own: its namespace, and the overlay with it, are gone; what it wrote joins the checkout.
+            if (result.outcome === 'succeeded' || result.outcome === 'failed') await applyLayer(layer, checkout);
+            return result;
+          }
+        } finally {
+          await removeLayer(layer);
+        }
+      }
+      if (!(await separated(checkout, request.signal))) return { outcome: 'cancelled' };
       const argv = [bwrap, ...(await this.sandboxArgs(checkout, cwd, nodeBin)), '--', '/bin/sh', '-c', request.command];
-      return supervise(argv, { ...baseEnv, HOME: SANDBOX_HOME, ...request.env }, undefined, request);
+      return supervise(argv, env, undefined, request);
     }
+    if (!(await separated(checkout, request.signal))) return { outcome: 'cancelled' };
     const home = await mkdtemp(join(tmpdir(), 'cairn-build-home-'));
     try {
       return await supervise(['/bin/sh', '-c', request.command], { ...baseEnv, HOME: home, ...request.env }, cwd, request);
     } finally {
       await rm(home, { recursive: true, force: true });
     }
+  }
+
+  /** Once per runner, beside the first checkout: whether builds can see theirs through an overlay here. */
+  private overlaySupport(checkout: string, bwrap: string): Promise<{ tools: OverlayTools } | { unavailable: string }> {
+    this.overlays ??= (async () => {
+      if (this.options.overlay === false) return { unavailable: 'turned off' };
+      const [unshare, mount] = await Promise.all([findExecutable('unshare'), findExecutable('mount')]);
+      if (!unshare || !mount) return { unavailable: 'util-linux unshare and mount are needed' };
+      const tools = { unshare, mount };
+      const why = await overlayUnavailable(dirname(checkout), bwrap, tools);
+      return why === undefined ? { tools } : { unavailable: why };
+    })();
+    return this.overlays;
+  }
+
+  /** Why builds here see a copy of their checkout's shared files rather than an overlay (after the first build); undefined when they see an overlay. */
+  async overlayUnavailable(): Promise<string | undefined> {
+    await this.early;
+    const support = await this.overlays;
+    return support && 'unavailable' in support ? support.unavailable : undefined;
   }
 
   /** Once per runner: a bwrap that is missing or cannot make namespaces here refuses every build alike. */
@@ -91,8 +161,10 @@ export class BwrapRunner implements BuildRunner {
     return this.probed;
   }
 
-  private async sandboxArgs(checkout: string, cwd: string, nodeBin: string): Promise<string[]> {
+  private async sandboxArgs(checkout: string, cwd: string, nodeBin: string, layer?: BuildLayer): Promise<string[]> {
     const hidden = new Set<string>(['/tmp']);
+    // The build's own layer is reached through the checkout only.
+    if (layer) hidden.add(layer.dir);
     for (const p of [...this.options.hide, homedir()]) {
       const real = await realpath(resolve(p)).catch(() => undefined);
       // Nothing to hide where nothing exists; hiding / would hide the system the build runs on.
@@ -115,11 +187,24 @@ export class BwrapRunner implements BuildRunner {
       '--dir', SANDBOX_HOME,
       '--chdir', cwd,
       '--unshare-all',
+      // Inside the overlay's user namespace this process is root: the build is this user again, as it is without one.
+      ...(layer ? ['--uid', String(process.getuid?.() ?? 0), '--gid', String(process.getgid?.() ?? 0)] : []),
       ...(this.options.network === false ? [] : ['--share-net']),
       '--die-with-parent',
       '--new-session',
       '--cap-drop', 'ALL',
     ];
+  }
+}
+
+/** The checkout's shared files copied for a build that writes it directly; false when cancelled meanwhile. */
+async function separated(checkout: string, signal: AbortSignal): Promise<boolean> {
+  try {
+    await separateFiles(checkout, signal);
+    return true;
+  } catch (err) {
+    if (signal.aborted) return false;
+    throw err;
   }
 }
 

@@ -114,7 +114,7 @@ export async function startLocalService(config: Config, logger: Logger = createL
   const deploys = new LocalDeployQueue(
     {
       services,
-      runner: new BwrapRunner({ sandbox: cfg.build.sandbox, hide: [cfg.dataDir], network: cfg.build.network === 'host' }),
+      runner: new BwrapRunner({ sandbox: cfg.build.sandbox, hide: [cfg.dataDir], network: cfg.build.network === 'host', workspace: join(cfg.dataDir, 'builds') }),
       // Inside the data directory: the sandbox hides the rest of it from the build.
       workspace: join(cfg.dataDir, 'builds'),
       sources: { dir: join(cfg.dataDir, 'sources'), keep: KEPT_REPOSITORIES.local, onBackgroundError: (err) => logger.warn('a kept repository could not be brought up to date; it starts afresh', { err }) },

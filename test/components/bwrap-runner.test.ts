@@ -133,15 +133,15 @@ describe.each(['bwrap', 'none'] as const)('builds with sandbox=%s', (sandbox) =>
 
   test('stdout and stderr arrive as one log, in order, while the build still runs', async () => {
     // The build waits for a file the test only writes once it has seen the first lines: a runner that held output back would time out.
-    const checkout = await tempDir('cairn-checkout-');
+    // The file is outside the checkout, which the sandbox shows through an overlay (what the host writes there meanwhile need not show).
+    const signals = await tempDir('cairn-signal-', dataParent);
     const { result, output } = await build(
       runner,
-      'echo one; echo two >&2; echo three; while [ ! -e go ]; do sleep 0.02; done; echo four >&2',
+      `echo one; echo two >&2; echo three; while [ ! -e '${signals}/go' ]; do sleep 0.02; done; echo four >&2`,
       {
-        checkout,
         timeoutMs: 20_000,
         onOutput: (_text, sofar) => {
-          if (sofar === 'one\ntwo\nthree\n') void writeFile(join(checkout, 'go'), '');
+          if (sofar === 'one\ntwo\nthree\n') void writeFile(join(signals, 'go'), '');
         },
       },
     );

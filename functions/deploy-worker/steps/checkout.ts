@@ -2,37 +2,43 @@
  * Working trees from a repository's objects, and the per-repository mirror
  * that lets a deploy reuse what the last one fetched and wrote.
  *
- * isomorphic-git's own checkout writes every file and an index, and reads
- * every file back on the next checkout to compare; for a 2,000-file site it
- * took longer than the fetch. Cairn writes the tree itself instead: the
- * commit's tree is walked, each blob inflated from the pack and written
- * with its mode (executables stay executable, symlinks stay symlinks, a
- * submodule is an empty folder), several at a time.
- *
  * A mirror (one per repository URL and branch, under the deploy worker's
  * sources directory; one per site too for a repository cloned with a
- * site's access token, see clone.ts) keeps the git objects between deploys, so a deploy
- * fetches only what is new, and a snapshot of the last tree written, with a
- * manifest of the blob and tree ids at each path. A deploy of the same tree
- * copies the snapshot; a deploy of a changed tree copies every unchanged
- * folder and file from it and inflates only the rest, straight into the
- * checkout, and the snapshot is brought up to date afterwards, off the
- * deploy's path (the mirror stays held until it is). The build gets a copy,
- * never the snapshot itself, so nothing a build does reaches the next deploy.
+ * site's access token, see clone.ts) keeps the git objects between deploys,
+ * so a deploy fetches only what is new, and a snapshot of the last tree
+ * written, with a manifest of the blob and tree ids at each path.
+ *
+ * A deploy's tree is written once, into the snapshot: with git's command
+ * line where there is one (`read-tree -u`, which rewrites only what changed
+ * since the snapshot's tree, from the index kept beside it), else by Cairn
+ * from isomorphic-git's objects (each blob inflated and written with its
+ * mode; unchanged files and folders linked from the old snapshot). The
+ * checkout is then the snapshot's files hard-linked into a new directory
+ * (and the repository as `.git`, the same way): nothing is copied, and the
+ * same tree deployed again costs a directory of links.
+ *
+ * A file of the snapshot is never written in place once written: git and
+ * Cairn replace a changed file by a new one. The checkout's files being the
+ * snapshot's, whoever lets a command write the checkout must keep it from
+ * writing those files (BuildRunner's contract): the bubblewrap runner shows
+ * the checkout to the build through an overlay, so that what the build
+ * writes lands in a layer of its own, and copies the files first where it
+ * cannot; a build elsewhere (CodeBuild) gets the checkout uploaded.
  */
 import * as git from 'isomorphic-git';
 import fs from 'node:fs';
-import { copyFile, mkdir, readdir, readFile, readlink, realpath, rename, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import { copyFile, link, mkdir, readdir, readFile, readlink, realpath, rename, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { taskLimit } from '../../core/task-limit.js';
 import { KnownFiles } from './known-files.js';
+import { checkoutTree, GitCommandError, listTree } from './git-cli.js';
 
 const run = promisify(execFile);
 
-/** Files written or copied at once. */
+/** Files written, copied or linked at once. */
 const FILES_IN_FLIGHT = 16;
 /** A mirror whose git objects came in more packs than this is fetched anew (each fetch adds a pack). */
 const MAX_PACKS = 24;
@@ -51,7 +57,7 @@ interface WriteTreeOptions {
   tree: string;
   into: string;
   signal: AbortSignal;
-  /** A tree written before, and its manifest: whatever has the same id at the same path is copied from it. */
+  /** A tree written before that nothing writes into, and its manifest: whatever has the same id at the same path is linked from it. */
   reuse?: { dir: string; manifest: TreeManifest };
 }
 
@@ -59,7 +65,7 @@ export interface WrittenTree {
   manifest: TreeManifest;
   /** Files and symlinks inflated from git objects. */
   written: number;
-  /** Files and symlinks copied from the reused tree. */
+  /** Files and symlinks linked from the reused tree. */
   reused: number;
 }
 
@@ -80,7 +86,15 @@ function checkName(name: string, parent: string): void {
   }
 }
 
-/** Writes the tree `tree` into the empty or missing directory `into`. */
+const unknownMode = (path: string, mode: string) => new UnsafeTreeError(`the commit holds "${path}" with a mode git does not write (${mode})`);
+
+/** Files and symlinks of a manifest (what a checkout writes as files). */
+const isBlob = (id: string) => {
+  const kind = MODES[id.slice(0, id.indexOf(' '))];
+  return kind === 'file' || kind === 'executable' || kind === 'symlink';
+};
+
+/** Writes the tree `tree` into the empty or missing directory `into`, with isomorphic-git's objects. */
 export async function writeTree(options: WriteTreeOptions): Promise<WrittenTree> {
   const { gitdir, into, signal, reuse } = options;
   const cache = {};
@@ -90,15 +104,15 @@ export async function writeTree(options: WriteTreeOptions): Promise<WrittenTree>
 
   const blob = async (oid: string) => (await git.readBlob({ fs, gitdir, oid, cache })).blob;
 
-  const copyReused = async (path: string, kind: string) => {
+  const linkReused = async (path: string, kind: string) => {
     const from = join(reuse!.dir, path);
     const to = join(into, path);
     if (kind === 'tree') {
-      counts.reused += await copyTree(from, to, signal);
+      counts.reused += await linkTree(from, to, signal);
       const prefix = `${path}/`;
       for (const [p, v] of Object.entries(reuse!.manifest)) if (p.startsWith(prefix)) manifest[p] = v;
     } else {
-      await limit(() => copyEntry(from, to));
+      await limit(() => link(from, to));
       counts.reused++;
     }
   };
@@ -111,11 +125,11 @@ export async function writeTree(options: WriteTreeOptions): Promise<WrittenTree>
       tree.map(async (entry) => {
         checkName(entry.path, path);
         const kind = MODES[entry.mode];
-        if (!kind) throw new UnsafeTreeError(`the commit holds "${path ? `${path}/` : ''}${entry.path}" with a mode git does not write (${entry.mode})`);
         const at = path ? `${path}/${entry.path}` : entry.path;
+        if (!kind) throw unknownMode(at, entry.mode);
         const id = `${entry.mode} ${entry.oid}`;
         manifest[at] = id;
-        if (reuse?.manifest[at] === id && kind !== 'submodule') return copyReused(at, kind);
+        if (reuse?.manifest[at] === id && kind !== 'submodule') return linkReused(at, kind);
         const target = join(into, at);
         if (kind === 'tree') return walk(entry.oid, at);
         if (kind === 'submodule') return void (await mkdir(target, { recursive: true }));
@@ -133,6 +147,34 @@ export async function writeTree(options: WriteTreeOptions): Promise<WrittenTree>
   return { manifest, ...counts };
 }
 
+/**
+ * The manifest of `tree` from git's command line, refusing what a checkout
+ * may not hold before anything is written: the same checks as writeTree's
+ * walk (each name, each mode), plus what only a listing of whole paths can
+ * show (a name with a slash in it, a path listed twice).
+ */
+export async function treeManifest(gitBin: string, gitdir: string, tree: string, signal: AbortSignal): Promise<TreeManifest> {
+  const manifest: TreeManifest = {};
+  for (const [mode, , oid, path] of await listTree(gitBin, gitdir, tree, signal)) {
+    const slash = path.lastIndexOf('/');
+    const parent = slash < 0 ? '' : path.slice(0, slash);
+    checkName(path.slice(slash + 1), parent);
+    if ((parent !== '' && MODES[(manifest[parent] ?? '').split(' ')[0]!] !== 'tree') || manifest[path] !== undefined) {
+      throw new UnsafeTreeError(`the commit holds a path no checkout may have: "${path}"`);
+    }
+    if (!MODES[mode!]) throw unknownMode(path, mode!);
+    manifest[path] = `${mode} ${oid}`;
+  }
+  return manifest;
+}
+
+/** The tree written by git's command line into `workTree` (whole: it is empty or missing), after its manifest's checks. */
+export async function writeTreeWithGit(gitBin: string, options: { gitdir: string; workTree: string; index: string; tree: string; signal: AbortSignal }): Promise<TreeManifest> {
+  const manifest = await treeManifest(gitBin, options.gitdir, options.tree, options.signal);
+  await checkoutTree(gitBin, options);
+  return manifest;
+}
+
 /** One file or symlink, as it is (a symlink is never followed). */
 async function copyEntry(from: string, to: string): Promise<void> {
   const st = await fs.promises.lstat(from);
@@ -140,25 +182,8 @@ async function copyEntry(from: string, to: string): Promise<void> {
   else await copyFile(from, to); // with the source's mode
 }
 
-/**
- * A folder's contents, recursively, as they are (modes, symlinks); returns
- * how many files and symlinks were copied. GNU cp does it in one process
- * with plain system calls, two to three times faster than Node's thread
- * pool for thousands of small files (0.2 s against 0.5 s for a 2,000-file
- * site); where there is no cp (a Lambda image without coreutils), Node does.
- */
-export async function copyTree(from: string, to: string, signal: AbortSignal): Promise<number> {
-  signal.throwIfAborted();
-  if (await hasCp()) {
-    await mkdir(dirname(to), { recursive: true });
-    await run('cp', ['-a', '--no-target-directory', from, to], { signal });
-    return countEntries(to);
-  }
-  return copyTreeInNode(from, to, signal);
-}
-
 let cp: Promise<boolean> | undefined;
-const hasCp = () =>
+const hasGnuCp = () =>
   (cp ??= run('cp', ['--version']).then(
     ({ stdout }) => stdout.includes('GNU'),
     () => false,
@@ -170,27 +195,67 @@ async function countEntries(dir: string): Promise<number> {
 }
 
 /**
- * copyTree without cp: Node's copyFile (copy_file_range), several at a
- * time. Also what copies a mirror's few, large git files to a checkout:
- * copies, never links, so a build cannot reach the mirror's objects.
+ * A folder's contents, recursively, as they are (modes, symlinks); returns
+ * how many files and symlinks were copied. GNU cp does it in one process
+ * with plain system calls, two to three times faster than Node's thread
+ * pool for thousands of small files (0.2 s against 0.5 s for a 2,000-file
+ * site); where there is no cp (a Lambda image without coreutils), Node does.
  */
+export async function copyTree(from: string, to: string, signal: AbortSignal): Promise<number> {
+  signal.throwIfAborted();
+  if (await hasGnuCp()) {
+    await mkdir(dirname(to), { recursive: true });
+    await run('cp', ['-a', '--no-target-directory', from, to], { signal });
+    return countEntries(to);
+  }
+  return copyTreeInNode(from, to, signal);
+}
+
+/** copyTree without cp: Node's copyFile (copy_file_range), several at a time. */
 export async function copyTreeInNode(from: string, to: string, signal: AbortSignal): Promise<number> {
+  return walkInto(from, to, signal, copyEntry);
+}
+
+/**
+ * A folder's folders made anew, its files and symlinks hard-linked (the
+ * same inodes); returns how many were linked. With GNU cp (`cp -al`, one
+ * process) where there is one, else with Node. Across file systems (a
+ * workspace and a sources folder on different disks), where no link can
+ * be made, copied instead.
+ */
+export async function linkTree(from: string, to: string, signal: AbortSignal, options: { count?: boolean } = {}): Promise<number> {
+  signal.throwIfAborted();
+  await mkdir(dirname(to), { recursive: true });
+  if ((await stat(from)).dev !== (await stat(dirname(to))).dev) return copyTree(from, to, signal);
+  if (await hasGnuCp()) {
+    await run('cp', ['-al', '--no-target-directory', from, to], { signal });
+    return options.count === false ? 0 : countEntries(to);
+  }
+  return linkTreeInNode(from, to, signal);
+}
+
+/** linkTree without cp. */
+export function linkTreeInNode(from: string, to: string, signal: AbortSignal): Promise<number> {
+  return walkInto(from, to, signal, (src, dst) => link(src, dst));
+}
+
+async function walkInto(from: string, to: string, signal: AbortSignal, each: (src: string, dst: string) => Promise<void>): Promise<number> {
   const limit = taskLimit(FILES_IN_FLIGHT, signal);
-  let copied = 0;
+  let done = 0;
   const walk = async (src: string, dst: string): Promise<void> => {
     signal.throwIfAborted();
-    await mkdir(dst, { recursive: true });
+    await mkdir(dst, { recursive: true, mode: (await stat(src)).mode & 0o7777 });
     const entries = await readdir(src, { withFileTypes: true });
     await Promise.all(
       entries.map(async (e) => {
         if (e.isDirectory()) return walk(join(src, e.name), join(dst, e.name));
-        await limit(() => copyEntry(join(src, e.name), join(dst, e.name)));
-        copied++;
+        await limit(() => each(join(src, e.name), join(dst, e.name)));
+        done++;
       }),
     );
   };
   await walk(from, to);
-  return copied;
+  return done;
 }
 
 export interface SourceMirrors {
@@ -198,8 +263,18 @@ export interface SourceMirrors {
   dir: string;
   /** How many repositories (URL and branch) are kept; the least recently deployed go first. */
   keep: number;
-  /** Told of a failure of the work a mirror does after a deploy got its files (the mirror is then reset). */
+  /** Told of a failure of work a mirror does after a deploy got its files (none is left: kept for the callers' wiring). */
   onBackgroundError?: (err: unknown) => void;
+}
+
+export interface CheckedOut {
+  /** Files and symlinks written anew into the snapshot for this deploy. */
+  written: number;
+  /** Files and symlinks the snapshot already had, as they were. */
+  reused: number;
+  /** The snapshot was already this tree. */
+  unchanged: boolean;
+  known: KnownFiles;
 }
 
 /** One repository's mirror: its git objects and its last written tree. */
@@ -207,11 +282,14 @@ export class Mirror {
   readonly gitdir: string;
   private readonly snapshot: string;
   private readonly manifestFile: string;
+  /** git's index of the snapshot (written by the command line): what lets the next tree be written as a difference. */
+  private readonly indexFile: string;
 
   private constructor(readonly dir: string) {
     this.gitdir = join(dir, 'git');
     this.snapshot = join(dir, 'tree');
     this.manifestFile = join(dir, 'tree.json');
+    this.indexFile = join(dir, 'tree.index');
   }
 
   /** Whether its objects are there to fetch into (else a clone starts them). */
@@ -233,49 +311,70 @@ export class Mirror {
   /** Forgets everything kept (something of it is damaged). */
   async reset(): Promise<void> {
     await rm(this.manifestFile, { force: true });
-    await Promise.all([this.dropObjects(), rm(this.snapshot, { recursive: true, force: true }), rm(`${this.snapshot}.next`, { recursive: true, force: true })]);
+    await Promise.all([this.dropObjects(), this.dropSnapshot()]);
+  }
+
+  private async dropSnapshot(): Promise<void> {
+    await Promise.all([rm(this.snapshot, { recursive: true, force: true }), rm(`${this.snapshot}.next`, { recursive: true, force: true }), rm(this.indexFile, { force: true })]);
   }
 
   /**
-   * Makes the snapshot the tree `tree`, reusing what it held, and copies it
-   * to `into`. Returns what was written and reused.
+   * Makes the snapshot the tree `tree` (with git's command line `gitBin`,
+   * else isomorphic-git) and links it into `into`; stamps the checkout's
+   * files for the import (known-files.ts).
    */
-  async checkout(tree: string, into: string, signal: AbortSignal): Promise<{ written: number; reused: number; unchanged: boolean; known: KnownFiles }> {
+  async checkout(tree: string, into: string, signal: AbortSignal, gitBin?: string): Promise<CheckedOut> {
     const last = await this.lastTree();
-    const dags = join(this.dir, 'dags.json');
+    let manifest: TreeManifest;
     if (last?.tree === tree) {
-      const reused = await copyTree(this.snapshot, into, signal);
-      // Stamped before anything else touches the copy: what the import may take as imported before.
-      return { written: 0, reused, unchanged: true, known: await KnownFiles.stamp(await realpath(into), last.manifest, dags) };
+      manifest = last.manifest;
+    } else {
+      // From here until the manifest is back, the snapshot is not to be trusted (a deploy cut short leaves it half written).
+      await rm(this.manifestFile, { force: true });
+      manifest = gitBin ? await this.writeWithGit(gitBin, tree, last, signal) : await this.writeWithNode(tree, last, signal);
+      await writeFile(`${this.manifestFile}.next`, JSON.stringify({ tree, manifest }));
+      await rename(`${this.manifestFile}.next`, this.manifestFile);
     }
-    // A new tree is written straight into the checkout (unchanged files copied from the
-    // snapshot); the snapshot follows after the deploy has its files, off its path.
-    const made = await writeTree({ gitdir: this.gitdir, tree, into, signal, reuse: last ? { dir: this.snapshot, manifest: last.manifest } : undefined });
-    const known = await KnownFiles.stamp(await realpath(into), made.manifest, dags);
-    this.pending = () => this.refreshSnapshot(tree, last);
-    return { written: made.written, reused: made.reused, unchanged: false, known };
+    await linkTree(this.snapshot, into, signal, { count: false });
+    // Stamped before anything else touches the checkout: what the import may take as imported before.
+    const known = await KnownFiles.stamp(await realpath(into), manifest, join(this.dir, 'dags.json'));
+    let written = 0;
+    let reused = 0;
+    for (const [path, id] of Object.entries(manifest)) {
+      if (!isBlob(id)) continue;
+      if (last?.manifest[path] === id) reused++;
+      else written++;
+    }
+    return { written, reused, unchanged: last?.tree === tree, known };
   }
 
-  /** Work left for after the deploy got its checkout, run while the mirror is still held. */
-  private pending?: () => Promise<void>;
-
-  takePending(): (() => Promise<void>) | undefined {
-    const pending = this.pending;
-    this.pending = undefined;
-    return pending;
+  /** The tree written by git: only what differs from the last one when git's index of it is there, else all of it. */
+  private async writeWithGit(gitBin: string, tree: string, last: { tree: string } | undefined, signal: AbortSignal): Promise<TreeManifest> {
+    const manifest = await treeManifest(gitBin, this.gitdir, tree, signal);
+    const options = { gitdir: this.gitdir, workTree: this.snapshot, index: this.indexFile, tree, signal };
+    if (last && (await exists(this.indexFile))) {
+      try {
+        await checkoutTree(gitBin, { ...options, from: last.tree });
+        return manifest;
+      } catch (err) {
+        if (signal.aborted || (err instanceof GitCommandError && err.stderr.includes('invalid path'))) throw err;
+        // The index or the files do not match what it says (a snapshot written without git, or damaged): written whole below.
+      }
+    }
+    await this.dropSnapshot();
+    await checkoutTree(gitBin, options);
+    return manifest;
   }
 
-  /** Makes the snapshot the tree `tree`, from the old snapshot and the git objects. */
-  private async refreshSnapshot(tree: string, last: { tree: string; manifest: TreeManifest } | undefined): Promise<void> {
-    // The manifest goes first and comes back last: one on disk always describes the snapshot beside it.
-    await rm(this.manifestFile, { force: true });
+  /** The tree written by Cairn beside the last one, linking what is unchanged from it; then it takes the last one's place. */
+  private async writeWithNode(tree: string, last: { tree: string; manifest: TreeManifest } | undefined, signal: AbortSignal): Promise<TreeManifest> {
     const next = `${this.snapshot}.next`;
-    await rm(next, { recursive: true, force: true });
-    const made = await writeTree({ gitdir: this.gitdir, tree, into: next, signal: new AbortController().signal, reuse: last ? { dir: this.snapshot, manifest: last.manifest } : undefined });
+    await Promise.all([rm(next, { recursive: true, force: true }), rm(this.indexFile, { force: true })]);
+    const reuse = last && (await exists(this.snapshot)) ? { dir: this.snapshot, manifest: last.manifest } : undefined;
+    const made = await writeTree({ gitdir: this.gitdir, tree, into: next, signal, reuse });
     await rm(this.snapshot, { recursive: true, force: true });
     await rename(next, this.snapshot);
-    await writeFile(`${this.manifestFile}.next`, JSON.stringify({ tree, manifest: made.manifest }));
-    await rename(`${this.manifestFile}.next`, this.manifestFile);
+    return made.manifest;
   }
 
   private async lastTree(): Promise<{ tree: string; manifest: TreeManifest } | undefined> {
@@ -302,9 +401,16 @@ export class Mirror {
   }
 }
 
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
 const held = new Map<string, Promise<void>>();
 
-/** Resolves once no mirror is held (the work after a deploy's checkout included): for tests and shutdown. */
+/** Resolves once no mirror is held: for tests and shutdown. */
 export async function mirrorsIdle(): Promise<void> {
   while (held.size) await Promise.all([...held.values()]);
 }
@@ -318,32 +424,14 @@ export async function withMirror<T>(mirrors: SourceMirrors, url: string, branch:
   const chained = before.then(() => mine);
   held.set(mirror.dir, chained);
   await before;
-  const done = async () => {
+  try {
+    await mirror.touch();
+    return await work(mirror);
+  } finally {
     release();
     if (held.get(mirror.dir) === chained) held.delete(mirror.dir);
     await evict(mirrors).catch(() => undefined);
-  };
-  let result: T;
-  try {
-    await mirror.touch();
-    result = await work(mirror);
-  } catch (err) {
-    await done();
-    throw err;
   }
-  const pending = mirror.takePending();
-  if (!pending) {
-    await done();
-    return result;
-  }
-  // The deploy goes on; the next deploy of this repository waits for the snapshot.
-  void pending()
-    .catch(async (err: unknown) => {
-      mirrors.onBackgroundError?.(err);
-      await mirror.reset().catch(() => undefined);
-    })
-    .finally(() => done());
-  return result;
 }
 
 /** Keeps the `keep` most recently used mirrors; one in use is never removed. */

@@ -1,7 +1,9 @@
 /**
  * The deploy's first step: a working tree of one commit of a site's
- * repository, fetched with isomorphic-git over HTTP(S) so that Lambda and
- * this machine run the same code (no git binary in Lambda).
+ * repository, fetched over HTTP(S) with git's command line where the
+ * machine has one (git-cli.ts: several times faster than isomorphic-git in
+ * the service's event loop), and with isomorphic-git where it has none
+ * (Lambda), with the same results and the same one-line errors.
  *
  * Hosts refuse to send an arbitrary commit by hash (uploadpack.allowAnySHA1InWant
  * is off almost everywhere), so a deploy of an older commit clones its
@@ -9,20 +11,22 @@
  *
  * isomorphic-git holds each packfile in memory while it indexes it, so a
  * clone needs about the repository's packed size in memory on top of the
- * process; `maxBytes` caps what a clone may download.
+ * process; `maxBytes` caps what a clone may download (git's packs are
+ * measured as they arrive, git-cli.ts).
  *
- * The commit's files are written by checkout.ts, not by isomorphic-git's
- * checkout. With mirrors (the deploy worker keeps one per repository and
- * branch), the objects are fetched into the mirror, only what is new comes
- * over the network, and files unchanged since the last deploy of the branch
- * are copied rather than inflated again; the checkout gets a copy of the
- * files and of the repository (`.git`, shallow, HEAD at the commit).
+ * The commit's files are written by checkout.ts. With mirrors (the deploy
+ * worker keeps one per repository and branch), the objects are fetched into
+ * the mirror, only what is new comes over the network, the tree is written
+ * into the mirror's snapshot (only what changed since the last deploy of the
+ * branch), and the checkout gets the snapshot's files and the repository
+ * (`.git`, shallow, HEAD at the commit) as hard links: see checkout.ts for
+ * why a build cannot write through them.
  *
  * Submodules are not fetched; the deploy log says so when a repository has them.
  *
  * A private repository is cloned with the site's access token as HTTP basic
  * credentials, offered only when the host asks (a 401), never put in the
- * URL, a log line or an error. Its mirror is the site's own (`mirrorScope`):
+ * URL, an argument, a log line or an error. Its mirror is the site's own (`mirrorScope`):
  * objects fetched with one site's token are never served to another site.
  */
 import * as git from 'isomorphic-git';
@@ -32,8 +36,9 @@ import fs from 'node:fs';
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { parseRepositoryUrl, RepositoryUrlError, type RepositoryUrl } from '../../core/hosting/repository-url.js';
-import { copyTreeInNode, UnsafeTreeError, withMirror, writeTree, type SourceMirrors } from './checkout.js';
+import { linkTree, UnsafeTreeError, withMirror, writeTree, writeTreeWithGit, type SourceMirrors } from './checkout.js';
 import type { KnownFiles } from './known-files.js';
+import * as cli from './git-cli.js';
 
 /** What a clone may download when the caller sets no cap: well inside a 1,769 MB Lambda. */
 export const DEFAULT_MAX_CLONE_BYTES = 512 * 1024 * 1024;
@@ -58,6 +63,8 @@ export interface CloneRequest {
   credentials?: { username: string; password: string };
   /** Whose mirror this is, beside the URL and branch (the site, when credentials are used). */
   mirrorScope?: string;
+  /** git's command line to fetch and write trees with; looked up on PATH when absent; `false`: isomorphic-git only (as in Lambda). */
+  git?: string | false;
 }
 
 export interface ClonedCommit {
@@ -81,14 +88,54 @@ export async function cloneRepository(request: CloneRequest): Promise<ClonedComm
   const { branch, dir, signal, log } = request;
   const repo = repositoryOf(request.url);
   const wanted = request.commit === undefined ? undefined : commitPrefix(request.commit);
-  const transfer = guardedHttp(signal, request.maxBytes ?? DEFAULT_MAX_CLONE_BYTES);
+  const cap = request.maxBytes ?? DEFAULT_MAX_CLONE_BYTES;
+  const transfer = guardedHttp(signal, cap);
   const started = Date.now();
+  const gitBin = request.git === false ? undefined : (request.git ?? (await cli.findGit()));
+  /** What git's fetches of this clone brought (isomorphic-git's requests are counted by `transfer`). */
+  const byGit = { received: 0, tooLarge: false };
+  const received = () => byGit.received + transfer.received();
+  /** Commits read with git's command line, by id: each is read once. */
+  const commits = new Map<string, { tree: string; message: string }>();
   try {
     signal.throwIfAborted();
+    const credentials = request.credentials;
+    if (credentials && /[\0-\x1f\x7f]/.test(credentials.username + credentials.password)) throw new CloneError(credentialsRefused(request, repo));
     await rm(dir, { recursive: true, force: true });
     await mkdir(dir, { recursive: true });
     log(`Cloning ${repo.cloneUrl} (branch ${branch}${wanted ? `, commit ${wanted}` : ''})`);
-    const fetchInto = async (gitdir: string, fresh: boolean) => {
+
+    /** Fetches the branch into `gitdir` (a new repository when `fresh`) until the wanted commit is there; returns that commit. */
+    const fetchInto = async (gitdir: string, fresh: boolean): Promise<string> => {
+      const onAuth = () => (credentials ? { username: credentials.username, password: credentials.password } : { cancel: true });
+      if (gitBin) {
+        if (!fresh && wanted === undefined) {
+          // The branch as kept against the branch as the host has it (one request or two, in this process): a branch
+          // deployed again unchanged needs no fetch, and no git process to learn so.
+          const kept = await keptHead(gitdir, branch);
+          const advertised = kept && (await git.listServerRefs({ http: transfer.http, url: repo.cloneUrl, prefix: `refs/heads/${branch}`, protocolVersion: 2, onAuth, onAuthFailure: () => ({ cancel: true }) }));
+          if (kept && advertised && advertised.some((r) => r.ref === `refs/heads/${branch}` && r.oid === kept)) return kept;
+        }
+        const fetch = async (depth: cli.FetchOptions['depth']) => {
+          try {
+            byGit.received += await cli.fetchBranch(gitBin, { gitdir, branch, signal, credentials, depth, remaining: cap - received() });
+          } catch (err) {
+            if (err instanceof cli.FetchTooLarge) byGit.tooLarge = true;
+            throw err;
+          }
+        };
+        if (fresh) await cli.initRepository(gitBin, gitdir, repo.cloneUrl, branch, signal);
+        await fetch({ depth: 1 });
+        const { oid: head, ...commit } = await cli.readCommit(gitBin, gitdir, `refs/remotes/origin/${branch}`, signal);
+        commits.set(head, commit);
+        if (wanted === undefined) return head;
+        const find = async (prefix: string) => {
+          const found = await cli.findCommit(gitBin, gitdir, prefix, signal);
+          if (found === 'ambiguous') throw ambiguous(prefix);
+          return found;
+        };
+        return deepenUntilFound(wanted, request, gitdir, repo, find, (deepen) => fetch({ deepen }));
+      }
       const remote = {
         fs,
         http: transfer.http,
@@ -97,32 +144,39 @@ export async function cloneRepository(request: CloneRequest): Promise<ClonedComm
         ref: branch,
         singleBranch: true,
         // Never prompt: the site's token, once, or nothing; a refused token is not offered again.
-        onAuth: () => (request.credentials ? { username: request.credentials.username, password: request.credentials.password } : { cancel: true }),
+        onAuth,
         onAuthFailure: () => ({ cancel: true }),
       };
       if (fresh) await git.clone({ ...remote, dir: dirname(gitdir), depth: 1, noTags: true, noCheckout: true });
       else await git.fetch({ ...remote, depth: 1, tags: false });
       const head = await git.resolveRef({ fs, gitdir, ref: `refs/remotes/origin/${branch}` });
       if (wanted === undefined) return head;
-      return deepenUntilFound(wanted, request, gitdir, repo, (depth) => git.fetch({ ...remote, depth, relative: true, tags: false }));
+      return deepenUntilFound(wanted, request, gitdir, repo, (prefix) => findCommit(gitdir, prefix), (depth) => git.fetch({ ...remote, depth, relative: true, tags: false }));
     };
+    const commitOf = async (gitdir: string, oid: string): Promise<{ tree: string; message: string }> => {
+      if (gitBin) return commits.get(oid) ?? cli.readCommit(gitBin, gitdir, oid, signal);
+      const { commit } = await git.readCommit({ fs, gitdir, oid });
+      return { tree: commit.tree, message: commit.message };
+    };
+    const fetchedLine = () => log(`Fetched ${formatBytes(received())} in ${seconds(Date.now() - started)}`);
 
     let oid: string;
-    let tree: string;
+    let message: string;
     let known: KnownFiles | undefined;
     const mirrors = request.mirrors;
     if (mirrors) {
-      ({ oid, tree, known } = await withMirror(mirrors, request.mirrorScope ? `${request.mirrorScope}\n${repo.cloneUrl}` : repo.cloneUrl, branch, async (mirror) => {
+      ({ oid, message, known } = await withMirror(mirrors, request.mirrorScope ? `${request.mirrorScope}\n${repo.cloneUrl}` : repo.cloneUrl, branch, async (mirror) => {
         const attempt = async (fresh: boolean) => {
           const fetched = await fetchInto(mirror.gitdir, fresh);
-          log(`Fetched ${formatBytes(transfer.received())} in ${seconds(Date.now() - started)}`);
-          const commitTree = (await git.readCommit({ fs, gitdir: mirror.gitdir, oid: fetched })).commit.tree;
-          const written = await mirror.checkout(commitTree, dir, signal);
-          if (written.unchanged) log(`Same files as the last deploy of this branch: ${written.reused} copied from it`);
-          else if (written.reused > 0) log(`${written.reused} unchanged files copied from the last deploy of this branch, ${written.written} written`);
-          // The build sees the repository too (its shallow history), as a checkout has it.
-          await copyTreeInNode(mirror.gitdir, join(dir, '.git'), signal);
-          return { oid: fetched, tree: commitTree, known: written.known };
+          fetchedLine();
+          const commit = await commitOf(mirror.gitdir, fetched);
+          const written = await mirror.checkout(commit.tree, dir, signal, gitBin);
+          if (written.unchanged) log(`Same files as the last deploy of this branch: ${written.reused} kept from it`);
+          else if (written.reused > 0) log(`${written.reused} files unchanged since the last deploy of this branch, ${written.written} written`);
+          // The build sees the repository too (its shallow history), as a checkout has it; without the attributes that keep git from converting what it writes.
+          await linkTree(mirror.gitdir, join(dir, '.git'), signal, { count: false });
+          await rm(join(dir, '.git', cli.ATTRIBUTES_FILE), { force: true });
+          return { oid: fetched, message: commit.message, known: written.known };
         };
         if (!(await mirror.hasObjects())) return attempt(true);
         try {
@@ -138,23 +192,30 @@ export async function cloneRepository(request: CloneRequest): Promise<ClonedComm
         }
       }));
     } else {
-      oid = await fetchInto(join(dir, '.git'), true);
-      log(`Fetched ${formatBytes(transfer.received())} in ${seconds(Date.now() - started)}`);
-      tree = (await git.readCommit({ fs, dir, oid })).commit.tree;
-      await writeTree({ gitdir: join(dir, '.git'), tree, into: dir, signal });
+      const gitdir = join(dir, '.git');
+      oid = await fetchInto(gitdir, true);
+      fetchedLine();
+      const commit = await commitOf(gitdir, oid);
+      message = commit.message;
+      if (gitBin) {
+        await writeTreeWithGit(gitBin, { gitdir, workTree: dir, index: join(gitdir, 'index'), tree: commit.tree, signal });
+        await rm(join(gitdir, cli.ATTRIBUTES_FILE), { force: true });
+      } else {
+        await writeTree({ gitdir, tree: commit.tree, into: dir, signal });
+      }
     }
-    // The checkout is of that commit, detached, whichever way its files came.
+    // The checkout is of that commit, detached, whichever way its files came (HEAD may be a link to the mirror's: replaced, not written into).
+    await rm(join(dir, '.git', 'HEAD'), { force: true });
     await writeFile(join(dir, '.git', 'HEAD'), `${oid}\n`);
     signal.throwIfAborted();
-    const { commit } = await git.readCommit({ fs, dir, oid });
-    const message = commit.message.split('\n', 1)[0]!.trim();
+    message = message.split('\n', 1)[0]!.trim();
     if (await exists(join(dir, '.gitmodules'))) {
       log('Note: this repository has submodules (.gitmodules); Cairn does not fetch them, so their folders are empty');
     }
     log(`Checked out ${oid.slice(0, 7)}: ${message}`);
     return { commit: oid, branch, message, owner: repo.owner, name: repo.name, ...(known ? { known } : {}) };
   } catch (err) {
-    const error = explain(err, { request, repo, tooLarge: transfer.tooLarge() });
+    const error = explain(err, { request, repo, tooLarge: transfer.tooLarge() || byGit.tooLarge });
     // Whatever the host or a library put in a message, the token never leaves in it.
     const secret = request.credentials?.password;
     if (secret) error.message = error.message.split(secret).join('[token]');
@@ -165,6 +226,8 @@ export async function cloneRepository(request: CloneRequest): Promise<ClonedComm
 /** An error of this machine's copy of a repository: not the host's, the transfer's, or the commit's own. */
 function isLocalFault(err: unknown, { signal, branch }: CloneRequest): boolean {
   if (signal.aborted || err instanceof CloneError || err instanceof UnsafeTreeError) return false;
+  if (err instanceof cli.FetchTooLarge) return false;
+  if (err instanceof cli.GitCommandError) return gitFailure(err) === undefined;
   const { Errors } = git;
   if (err instanceof Errors.HttpError || err instanceof Errors.UserCanceledError || err instanceof Errors.SmartHttpError || err instanceof Errors.UnsafeFilepathError) return false;
   if (err instanceof Errors.NotFoundError && [branch, `refs/heads/${branch}`].includes(err.data.what)) return false;
@@ -182,11 +245,12 @@ async function deepenUntilFound(
   { branch, log }: CloneRequest,
   gitdir: string,
   repo: RepositoryUrl,
+  find: (prefix: string) => Promise<string | undefined>,
   deepen: (depth: number) => Promise<unknown>,
 ): Promise<string> {
   let depth = 1;
   for (;;) {
-    const oid = await findCommit(gitdir, wanted);
+    const oid = await find(wanted);
     if (oid) {
       if (depth > 1) log(`Found ${wanted} within the last ${depth} commits of ${branch}`);
       return oid;
@@ -206,15 +270,26 @@ async function findCommit(gitdir: string, wanted: string): Promise<string | unde
     oid = await git.expandOid({ fs, gitdir, oid: wanted });
   } catch (err) {
     if (err instanceof git.Errors.NotFoundError) return undefined;
-    if (err instanceof git.Errors.AmbiguousError) {
-      throw new CloneError(`commit ${wanted} is ambiguous: several objects start with it; give more of the hash`);
-    }
+    if (err instanceof git.Errors.AmbiguousError) throw ambiguous(wanted);
     throw err;
   }
   const { type } = await git.readObject({ fs, gitdir, oid, format: 'content' });
   // A short prefix can match a file or folder of the fetched commits before the commit itself arrives.
   return type === 'commit' ? oid : undefined;
 }
+
+/**
+ * The commit the kept repository last fetched of `branch`, from its ref's
+ * file (git's fetch writes it there; no git process to ask), or undefined.
+ */
+async function keptHead(gitdir: string, branch: string): Promise<string | undefined> {
+  // A branch name is a path here: nothing that could leave the refs folder.
+  if (branch.split('/').some((part) => part === '' || part === '.' || part === '..') || /[\0\\]/.test(branch)) return undefined;
+  const oid = (await readFile(join(gitdir, 'refs', 'remotes', 'origin', ...branch.split('/')), 'utf8').catch(() => '')).trim();
+  return /^[0-9a-f]{40}$/.test(oid) ? oid : undefined;
+}
+
+const ambiguous = (wanted: string) => new CloneError(`commit ${wanted} is ambiguous: several objects start with it; give more of the hash`);
 
 async function isShallow(gitdir: string): Promise<boolean> {
   const shallow = await readFile(join(gitdir, 'shallow'), 'utf8').catch(() => '');
@@ -302,9 +377,8 @@ function explain(err: unknown, at: { request: CloneRequest; repo: RepositoryUrl;
   if (err instanceof CloneError) return err;
   if (err instanceof UnsafeTreeError) return new CloneError(err.message);
   if (err instanceof git.Errors.UnsafeFilepathError) return new CloneError(`the commit holds a path no checkout may have: "${err.data.filepath}"`);
-  const credentials = request.credentials
-    ? `authentication failed: ${repo.host} refused the site's repository access token (set a valid one with setRepositoryToken)`
-    : "the repository asks for credentials; set the site's repository access token (setRepositoryToken) to clone a private repository";
+  if (err instanceof cli.GitCommandError) return gitFailure(err, at) ?? new CloneError(`clone failed: ${lastSaid(err.stderr) || err.message}`);
+  const credentials = credentialsRefused(request, repo);
   if (err instanceof git.Errors.UserCanceledError) return new CloneError(credentials);
   if (err instanceof git.Errors.HttpError) {
     const { statusCode, statusMessage } = err.data;
@@ -323,6 +397,60 @@ function explain(err: unknown, at: { request: CloneRequest; repo: RepositoryUrl;
   if (code === 'ECONNRESET') return new CloneError(`${repo.host} closed the connection during the clone`);
   const reason = err instanceof Error ? err.message : String(err);
   return new CloneError(`clone failed: ${reason.replace(/\s+/g, ' ').trim()}`);
+}
+
+function credentialsRefused(request: CloneRequest, repo: RepositoryUrl): string {
+  return request.credentials
+    ? `authentication failed: ${repo.host} refused the site's repository access token (set a valid one with setRepositoryToken)`
+    : "the repository asks for credentials; set the site's repository access token (setRepositoryToken) to clone a private repository";
+}
+
+/** git's last `fatal:` or `error:` line (what it stopped on), without the prefix. */
+function lastSaid(stderr: string): string {
+  const lines = stderr.split('\n').map((l) => l.trim()).filter(Boolean);
+  const said = lines.filter((l) => /^(fatal|error):/.test(l)).at(-1) ?? lines.at(-1) ?? '';
+  return said.replace(/^(fatal|error):\s*/, '').replace(/\s+/g, ' ');
+}
+
+/**
+ * What git's message says of the host, the network or the commit: the
+ * same one-line errors as isomorphic-git's; undefined for anything else (a
+ * fault of this machine's copy, which the mirror then fetches anew). Read
+ * from git's C-locale messages (git-cli.ts sets LC_ALL=C) and curl's.
+ */
+function gitFailure(err: cli.GitCommandError, at?: { request: CloneRequest; repo: RepositoryUrl }): CloneError | undefined {
+  const said = err.stderr;
+  const request = at?.request;
+  const repo = at?.repo;
+  const host = repo?.host ?? 'the host';
+  const credentials = () => new CloneError(request && repo ? credentialsRefused(request, repo) : 'credentials refused');
+  const invalid = /invalid path '(.*)'/.exec(said);
+  if (invalid) return new CloneError(`the commit holds a path no checkout may have: "${invalid[1]}"`);
+  if (/could not read (Username|Password)|terminal prompts disabled|Authentication failed/.test(said)) return credentials();
+  const status = /The requested URL returned error: (\d{3})/.exec(said);
+  if (status?.[1] === '401' || status?.[1] === '403') return credentials();
+  if (/repository '.*' not found/.test(said) || status?.[1] === '404') return new CloneError(`no repository at ${repo?.cloneUrl ?? 'the URL'} (HTTP 404)`);
+  if (status) return new CloneError(`${host} answered HTTP ${status[1]}`);
+  if (/couldn't find remote ref/.test(said)) return new CloneError(`branch ${request?.branch ?? ''} not found in ${repo?.cloneUrl ?? 'the repository'}`);
+  const unreachable = /timed out|Timeout was reached/i.test(said)
+    ? 'connection timed out'
+    : /Could not resolve host/.test(said)
+      ? 'no such host'
+      : /No route to host/.test(said)
+        ? 'host unreachable'
+        : /Network is unreachable/.test(said)
+          ? 'network unreachable'
+          : /Failed to connect|Couldn't connect|Connection refused/.test(said)
+            ? 'connection refused'
+            : undefined;
+  if (unreachable && /unable to access/.test(said)) return new CloneError(`could not reach ${host} (${unreachable})`);
+  if (/Empty reply from server|Connection reset|Recv failure|transfer closed|early EOF|unexpected disconnect|the remote end hung up/.test(said)) {
+    return new CloneError(`${host} closed the connection during the clone`);
+  }
+  if (/unable to access|not valid: is this a git repository|invalid server response|protocol error|bad line length|expected flush/.test(said)) {
+    return new CloneError(`${repo?.cloneUrl ?? 'the host'} did not answer as a git repository does`);
+  }
+  return undefined;
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -1,14 +1,20 @@
 /**
  * Files a deploy need not read again. A checkout's files come from git
  * blobs; the mirror (checkout.ts) remembers the UnixFS DAG each blob was
- * imported as. Right after the checkout is written, before the build runs,
- * every file git wrote is stamped (inode, size, modification and change
- * times, to the nanosecond). At import, a file whose stamp is unchanged
- * still holds its blob's bytes (the change time moves with any write,
- * rename or chmod, and nothing can set it back), so its DAG is taken as
- * imported before, if its root block is still stored. Everything else is
- * read and imported as usual, and what is learnt is kept for the next
- * deploy of the branch.
+ * imported as. Right after the checkout is made (its files hard links to
+ * the mirror's snapshot), before the build runs, every file of the tree is
+ * stamped (inode, size, modification and change times, to the nanosecond).
+ * At import, a file whose stamp is unchanged still holds its blob's bytes
+ * (the change time moves with any write, rename or chmod, and nothing can
+ * set it back), so its DAG is taken as imported before, if its root block
+ * is still stored. Everything else is read and imported as usual, and what
+ * is learnt is kept for the next deploy of the branch.
+ *
+ * A build that writes a file replaces it (through an overlay, or a copy
+ * made first: build-layer.ts), so its stamp no longer matches. Linking or
+ * unlinking a snapshot file moves its change time too: another deploy of
+ * the same repository making or removing its checkout meanwhile makes this
+ * one read those files again, which costs time, never correctness.
  *
  * A DAG whose root block is stored but whose other blocks were collected
  * (a collection cut short) is caught when the deploy pins its root, which
