@@ -31,19 +31,29 @@
  * outside these phases: its log lines, when there are any, are reported
  * apart.
  *
+ * Old and new designs side by side, on a machine whose load cannot be
+ * controlled: BENCH_BASELINE names another checkout of Cairn (say, the
+ * commit before a change, unpacked with `git archive` beside this one and
+ * given this tree's node_modules); its own test/support/child-service.ts
+ * starts its service beside this tree's, and each round deploys the site
+ * twice on each, with fresh data directories (a cold kept repository for
+ * the first deploy), alternating which goes first. Every figure is printed
+ * with the machine's load average when its deploy began.
+ *
  * Knobs (environment): BENCH_SEED (20), BENCH_SITE_MB (50), BENCH_FILES
  * (2000, of which 100 images), BENCH_TRIGGERS (200), BENCH_WARMUP (20),
- * BENCH_CPU_PROF (a directory: the server runs with --cpu-prof and writes
- * its profile there on exit), BENCH_NODE_FLAGS (more V8 flags for the
- * server).
+ * BENCH_ROUNDS (1), BENCH_BASELINE (none), BENCH_CPU_PROF (a directory:
+ * this tree's server runs with --cpu-prof and writes its profile there on
+ * exit), BENCH_NODE_FLAGS (more V8 flags for the servers).
  */
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { startGitServer, type GitServer } from '../test/support/git-server.js';
-import { npmStartArgs, peakRssMiB, startChildService, type ChildService } from '../test/support/child-service.js';
+import { npmStartArgs, peakRssMiB, startChildService, type ChildService, type ChildServiceOptions } from '../test/support/child-service.js';
 import { api, percentile, siteFiles, table, type Api } from './site-fixture.js';
 
 const num = (name: string, fallback: number) => {
@@ -55,16 +65,27 @@ const SITE_BYTES = num('BENCH_SITE_MB', 50) * 1e6;
 const FILES = num('BENCH_FILES', 2000);
 const TRIGGERS = num('BENCH_TRIGGERS', 200);
 const WARMUP = num('BENCH_WARMUP', 20);
+const ROUNDS = num('BENCH_ROUNDS', 1);
+const BASELINE = process.env.BENCH_BASELINE;
 const CPU_PROF = process.env.BENCH_CPU_PROF;
 const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const POLL_MS = 50;
 
 const log = (line: string) => process.stderr.write(line + '\n');
 
+/** A server to deploy on: this tree's, or a baseline's. */
+interface Design {
+  label: string;
+  start(): Promise<ChildService>;
+}
+
 /** One deploy's figures, in ms, from its log's timestamped lines. */
 interface DeployFigures {
   queued: number; // trigger sent -> "Deploy ... started"
   cloning: number;
+  fetch: number; // "Cloning ..." -> "Fetched ..."
+  tree: number; // "Fetched ..." -> "Checked out ...": the tree written, the checkout made
+  load: number; // the machine's 1-minute load average when the deploy was triggered
   building: number;
   uploading: number;
   importOnly: number; // "Uploading ..." -> "Imported ..."
@@ -77,7 +98,7 @@ interface DeployFigures {
   extra: string[]; // lines after "Published" (a screenshot step), with their offsets
 }
 
-function figuresOf(logText: string, triggeredAt: number, seenAt: number): DeployFigures {
+function figuresOf(logText: string, triggeredAt: number, seenAt: number, load = 0): DeployFigures {
   const lines = logText.split('\n').flatMap((l) => {
     const m = /^(\d{4}-\d\d-\d\dT[\d:.]+Z)  (.*)$/.exec(l);
     return m ? [{ at: Date.parse(m[1]!), text: m[2]! }] : [];
@@ -96,9 +117,13 @@ function figuresOf(logText: string, triggeredAt: number, seenAt: number): Deploy
   const publishedIndex = lines.findIndex((l) => /^(Published|Not published)/.test(l.text));
   const extra = lines.slice(publishedIndex + 1).map((l) => `+${((l.at - published) / 1000).toFixed(2)} s  ${l.text}`);
   const building = built - cloned;
+  const fetched = at(/^Fetched /);
   return {
     queued: started - triggeredAt,
     cloning: cloned - started,
+    fetch: fetched - at(/^Cloning /),
+    tree: at(/^Checked out /) - fetched,
+    load,
     building,
     uploading: uploaded - built,
     importOnly: at(/^Imported \d+ files/) - at(/^Uploading /),
@@ -113,13 +138,14 @@ function figuresOf(logText: string, triggeredAt: number, seenAt: number): Deploy
 }
 
 async function deployOnce(a: Api, siteId: string, label: string): Promise<{ id: string; triggeredAt: number; figures: DeployFigures }> {
+  const load = loadavg()[0]!;
   const triggeredAt = Date.now();
   const queued = await a.trigger(siteId);
   const { deploy, seenAt } = await a.waitFor(siteId, queued.id);
   const full = await a.deploy(siteId, queued.id);
   if (deploy.status !== 'DEPLOYED') throw new Error(`${label} ended ${deploy.status}:\n${full.log}`);
-  const figures = figuresOf(full.log, triggeredAt, seenAt);
-  log(`  ${label}: ${full.ipfsHash}, ${figures.imported}, deployed in ${(figures.total / 1000).toFixed(2)} s; its log:`);
+  const figures = figuresOf(full.log, triggeredAt, seenAt, load);
+  log(`  ${label} (load ${load.toFixed(2)}): ${full.ipfsHash}, ${figures.imported}, deployed in ${(figures.total / 1000).toFixed(2)} s; its log:`);
   log(full.log.trimEnd().replace(/^/gm, '    '));
   return { id: queued.id, triggeredAt, figures };
 }
@@ -150,12 +176,45 @@ async function main(): Promise<void> {
     log(`  reference: \`git clone --depth 1\` of the site took ${(gitCliMs / 1000).toFixed(2)} s`);
 
     if (CPU_PROF) await mkdir(CPU_PROF, { recursive: true });
-    cairn = await startChildService({ nodeArgs: [...NODE_FLAGS, ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [])] });
-    const a = api(cairn.endpoints.graphql, POLL_MS);
-
-    const site = (await a.createSite(git.repoUrl('bench/site'), { buildCommand: 'true', publishDirectoryPath: 'public' })).id;
-    const first = await deployOnce(a, site, 'first deploy');
-    const second = await deployOnce(a, site, 'second deploy, unchanged tree');
+    const nodeArgs = (profile: boolean) => [...NODE_FLAGS, ...(profile && CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [])];
+    const designs: Design[] = [{ label: 'this tree', start: () => startChildService({ nodeArgs: nodeArgs(true) }) }];
+    if (BASELINE) {
+      // The other checkout's own launcher: its ROOT, its bin/local.ts, its flags.
+      const other = (await import(pathToFileURL(join(resolve(BASELINE), 'test/support/child-service.ts')).href)) as { startChildService(o: ChildServiceOptions): Promise<ChildService> };
+      designs.push({ label: `baseline (${BASELINE})`, start: () => other.startChildService({ nodeArgs: nodeArgs(false) }) });
+    }
+    const rounds: Array<Array<{ design: string; first: DeployFigures; second: DeployFigures; rss: number }>> = [];
+    let first!: { id: string; triggeredAt: number; figures: DeployFigures };
+    let second!: { id: string; triggeredAt: number; figures: DeployFigures };
+    let site!: string;
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = round % 2 === 0 ? designs : [...designs].reverse();
+      const done: Array<{ design: string; first: DeployFigures; second: DeployFigures; rss: number }> = [];
+      for (const design of order) {
+        log(`round ${round + 1}: ${design.label}`);
+        const server = await design.start();
+        try {
+          const a = api(server.endpoints.graphql, POLL_MS);
+          const id = (await a.createSite(git.repoUrl('bench/site'), { buildCommand: 'true', publishDirectoryPath: 'public' })).id;
+          const one = await deployOnce(a, id, 'first deploy');
+          const two = await deployOnce(a, id, 'second deploy, unchanged tree');
+          done.push({ design: design.label, first: one.figures, second: two.figures, rss: peakRssMiB(server.pid) });
+          if (design === designs[0] && round === ROUNDS - 1) {
+            // This tree's server of the last round stays up for the latency measurement below.
+            cairn = server;
+            [first, second, site] = [one, two, id];
+            continue;
+          }
+        } catch (err) {
+          await server.stop();
+          throw err;
+        }
+        await server.stop();
+      }
+      rounds.push(done);
+    }
+    const a = api(cairn!.endpoints.graphql, POLL_MS);
+    log(`triggerDeploy while a build runs (this tree's last server), load ${loadavg()[0]!.toFixed(2)}`);
 
     // triggerDeploy while a build runs on another site.
     const sleeper = (await a.createSite(git.repoUrl('bench/sleeper'), { buildCommand: 'echo sleeping; sleep 30' })).id;
@@ -193,14 +252,19 @@ async function main(): Promise<void> {
       return figuresOf(d.log, triggeredAt, triggeredAt).extra;
     };
     const extras = [await extraOf(first.id, first.triggeredAt), await extraOf(second.id, second.triggeredAt)];
-    const rss = peakRssMiB(cairn.pid);
+    const rss = peakRssMiB(cairn!.pid);
 
     const s = (ms: number) => (ms / 1000).toFixed(2);
-    const f1 = first.figures;
-    const f2 = second.figures;
+    const median = (xs: number[]) => {
+      const sorted = [...xs].sort((x, y) => x - y);
+      return sorted.length % 2 ? sorted[(sorted.length - 1) / 2]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
+    };
+    const of = (design: string) => rounds.flatMap((r) => r.filter((d) => d.design === design));
     const rows: Array<[string, keyof DeployFigures]> = [
       ['queued (trigger sent -> pipeline started)', 'queued'],
       ['cloning', 'cloning'],
+      ['  fetch (Cloning -> Fetched)', 'fetch'],
+      ['  tree and checkout (Fetched -> Checked out)', 'tree'],
       ['building (`true` in the sandbox)', 'building'],
       ['uploading (import into the blockstore)', 'uploading'],
       ['  of which importDirectory', 'importOnly'],
@@ -211,13 +275,26 @@ async function main(): Promise<void> {
       ['trigger sent -> client saw DEPLOYED', 'seen'],
     ];
     const cloneRow = rows.findIndex(([, key]) => key === 'cloning') + 1;
+    const mine = of(designs[0]!.label);
+    const f1 = { outsideBuild: median(mine.map((r) => r.first.outsideBuild)) };
+    const f2 = { total: median(mine.map((r) => r.second.total)) };
+    const metIn = (ok: (r: (typeof mine)[number]) => boolean) => `${mine.filter(ok).length} of ${mine.length}`;
     const out = [
       '',
-      `Site: ${f1.imported}, build command \`true\`, publish directory public/ (seed ${SEED}).`,
+      `Site: ${first.figures.imported}, build command \`true\`, publish directory public/ (seed ${SEED}). ${ROUNDS} round(s)${BASELINE ? `, each deploying on ${designs.map((d) => d.label).join(' and ')} in turn (alternating which first)` : ''}; medians of the rounds.`,
       '',
       table([
-        ['phase, s', 'first deploy', 'second (unchanged)'],
-        ...rows.map(([label, key]) => [label, s(f1[key] as number), s(f2[key] as number)]).toSpliced(cloneRow, 0, ['  (reference: `git clone --depth 1`, same server)', s(gitCliMs), '']),
+        ['phase, s (median)', ...designs.flatMap((d) => [`${d.label}: first`, 'second (unchanged)'])],
+        ...rows
+          .map(([label, key]) => [label, ...designs.flatMap((d) => [s(median(of(d.label).map((r) => r.first[key] as number))), s(median(of(d.label).map((r) => r.second[key] as number)))])])
+          .toSpliced(cloneRow, 0, ['  (reference: `git clone --depth 1`, same server, before the servers)', s(gitCliMs), ...designs.flatMap(() => ['', '']).slice(1)]),
+        ['load average when triggered (1 min)', ...designs.flatMap((d) => [median(of(d.label).map((r) => r.first.load)).toFixed(2), median(of(d.label).map((r) => r.second.load)).toFixed(2)])],
+        ['server peak RSS, MiB', ...designs.flatMap((d) => [median(of(d.label).map((r) => r.rss)).toFixed(0), ''])],
+      ]),
+      '',
+      table([
+        ['round', 'design', 'first: outside the build, s', 'load', 'second: all of it, s', 'load'],
+        ...rounds.flatMap((r, i) => r.map((d) => [String(i + 1), d.design, s(d.first.outsideBuild), d.first.load.toFixed(2), s(d.second.total), d.second.load.toFixed(2)])),
       ]),
       '',
       table([
@@ -228,15 +305,15 @@ async function main(): Promise<void> {
       '',
       table([
         ['goal', 'figure', 'goal', 'met'],
-        ['first deploy, outside the build (queue, clone, import, pin, publish)', `${s(f1.outsideBuild)} s`, '<= 5 s', f1.outsideBuild <= 5000 ? 'met' : 'NOT met'],
-        ['second deploy of the unchanged tree, all of it', `${s(f2.total)} s`, '<= 2 s', f2.total <= 2000 ? 'met' : 'NOT met'],
+        [`first deploy, outside the build (queue, clone, import, pin, publish; median, ${designs[0]!.label})`, `${s(f1.outsideBuild)} s`, '<= 5 s', `${f1.outsideBuild <= 5000 ? 'met' : 'NOT met'} (rounds: ${metIn((r) => r.first.outsideBuild <= 5000)})`],
+        [`second deploy of the unchanged tree, all of it (median, ${designs[0]!.label})`, `${s(f2.total)} s`, '<= 2 s', `${f2.total <= 2000 ? 'met' : 'NOT met'} (rounds: ${metIn((r) => r.second.total <= 2000)})`],
         ['triggerDeploy p99 while a build runs', `${p99.toFixed(1)} ms`, '< 50 ms', p99 < 50 && stillBuilding ? 'met' : 'NOT met'],
       ]),
       '',
       ...(extras.some((e) => e.length)
         ? ['After "Published" (outside the phases; a preview screenshot):', ...extras.flatMap((e, i) => e.map((l) => `  ${i ? 'second' : 'first'}: ${l}`)), '']
         : ['No log lines after "Published" (no screenshot step).', '']),
-      `Server peak RSS ${rss.toFixed(0)} MiB. Times from the deploy log's timestamps (ms); the client polls every ${POLL_MS} ms. Server: a child process with \`npm start\`'s flags (${[...npmStartArgs().nodeArgs, ...NODE_FLAGS].join(' ')}), ${process.version}.`,
+      `This tree's last server: peak RSS ${rss.toFixed(0)} MiB. Times from the deploy log's timestamps (ms); the client polls every ${POLL_MS} ms. Server: a child process with \`npm start\`'s flags (${[...npmStartArgs().nodeArgs, ...NODE_FLAGS].join(' ')}), ${process.version}.`,
     ];
     process.stdout.write(out.join('\n') + '\n');
   } finally {
