@@ -426,6 +426,11 @@ describe.each([
         expect(error.message).toBe(`the commit holds a path no checkout may have: "${name}"`);
       }
       expect(await readdir(work)).not.toContain('..');
+      // The branch put right, the kept repository deploys it whole.
+      await server.shell(repo, 'git push -q -f origin main:main');
+      const { dir } = await clone({ url: server.repoUrl(repo), mirrors });
+      expect(await files(dir)).toEqual(['index.html']);
+      expect(await readFile(join(dir, 'index.html'), 'utf8')).toBe('hi');
     });
 
     test('a kept repository that is damaged is fetched anew, and says so', async () => {

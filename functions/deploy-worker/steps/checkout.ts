@@ -348,22 +348,40 @@ export class Mirror {
     return { written, reused, unchanged: last?.tree === tree, known };
   }
 
-  /** The tree written by git: only what differs from the last one when git's index of it is there, else all of it. */
+  /**
+   * The tree written by git: only what differs from the last one when git's
+   * index of it is there, else all of it. Its listing (the manifest, and the
+   * checks of every path) is made meanwhile: what git writes stays in the
+   * snapshot (git itself refuses `..` and `.git`), which a refused tree
+   * leaves to be dropped, its manifest gone.
+   */
   private async writeWithGit(gitBin: string, tree: string, last: { tree: string } | undefined, signal: AbortSignal): Promise<TreeManifest> {
-    const manifest = await treeManifest(gitBin, this.gitdir, tree, signal);
+    const listing = treeManifest(gitBin, this.gitdir, tree, signal);
+    listing.catch(() => undefined); // awaited below, whichever way the writing goes
+    const refused = async (err: unknown) => {
+      await listing.catch((listed: unknown) => {
+        if (listed instanceof UnsafeTreeError) err = listed;
+      });
+      if (err instanceof UnsafeTreeError) await this.dropSnapshot();
+      return err;
+    };
     const options = { gitdir: this.gitdir, workTree: this.snapshot, index: this.indexFile, tree, signal };
-    if (last && (await exists(this.indexFile))) {
-      try {
-        await checkoutTree(gitBin, { ...options, from: last.tree });
-        return manifest;
-      } catch (err) {
-        if (signal.aborted || (err instanceof GitCommandError && err.stderr.includes('invalid path'))) throw err;
-        // The index or the files do not match what it says (a snapshot written without git, or damaged): written whole below.
+    try {
+      if (last && (await exists(this.indexFile))) {
+        try {
+          await checkoutTree(gitBin, { ...options, from: last.tree });
+          return await listing;
+        } catch (err) {
+          if (signal.aborted || err instanceof UnsafeTreeError || (err instanceof GitCommandError && err.stderr.includes('invalid path'))) throw err;
+          // The index or the files do not match what it says (a snapshot written without git, or damaged): written whole below.
+        }
       }
+      await this.dropSnapshot();
+      await checkoutTree(gitBin, options);
+      return await listing;
+    } catch (err) {
+      throw await refused(err);
     }
-    await this.dropSnapshot();
-    await checkoutTree(gitBin, options);
-    return manifest;
   }
 
   /** The tree written by Cairn beside the last one, linking what is unchanged from it; then it takes the last one's place. */
