@@ -142,8 +142,13 @@ async function deployOnce(a: Api, siteId: string, label: string): Promise<{ id: 
   const triggeredAt = Date.now();
   const queued = await a.trigger(siteId);
   const { deploy, seenAt } = await a.waitFor(siteId, queued.id);
-  const full = await a.deploy(siteId, queued.id);
+  let full = await a.deploy(siteId, queued.id);
   if (deploy.status !== 'DEPLOYED') throw new Error(`${label} ended ${deploy.status}:\n${full.log}`);
+  // The pipeline says whether it published just after the record says DEPLOYED: read the log once that line is in it.
+  for (const until = Date.now() + 10_000; !/^\S+ {2}(Published|Not published)/m.test(full.log) && Date.now() < until; ) {
+    await new Promise((r) => setTimeout(r, POLL_MS));
+    full = await a.deploy(siteId, queued.id);
+  }
   const figures = figuresOf(full.log, triggeredAt, seenAt, load);
   log(`  ${label} (load ${load.toFixed(2)}): ${full.ipfsHash}, ${figures.imported}, deployed in ${(figures.total / 1000).toFixed(2)} s; its log:`);
   log(full.log.trimEnd().replace(/^/gm, '    '));
