@@ -139,12 +139,20 @@ async function watchDeploy(reader: DeployReader, site: Site, started: Deploy, pr
       for (const line of log.slice(printed, upTo).replace(/\n$/, '').split('\n')) progress.line(line);
       printed = upTo;
     }
-    const phase = ended ? deploy.status : (deploy.phase ?? phaseFromLog(log));
+    // The API's phase is an enum (BUILDING); the display's names are the pipeline's (building).
+    const phase = ended ? deploy.status : (deploy.phase?.toLowerCase() ?? phaseFromLog(log));
     if (phase !== shownPhase) {
-      shownPhase = phase;
       const at = ended ? PHASES.length : Math.max(0, PHASES.indexOf(phase as (typeof PHASES)[number]));
       bar.update(at, { label: ended ? deploy.status : `${phase} (${at + 1}/${PHASES.length})` });
-      if (!progress.live && !ended) progress.line(`==> ${phase}`);
+      if (!progress.live && !ended) {
+        // Phases passed between two polls are named too, but for a CID's deploy, which builds nothing.
+        const from = shownPhase === undefined ? 0 : PHASES.indexOf(shownPhase as (typeof PHASES)[number]) + 1;
+        for (let i = Math.min(from, at); i <= at; i++) {
+          if (i < at && PHASES[i] === 'building' && /Checking that this node holds/.test(log)) continue;
+          progress.line(`==> ${PHASES[i]}`);
+        }
+      }
+      shownPhase = phase;
     }
     if (ended) break;
     if (Date.now() > deadline) {

@@ -151,6 +151,8 @@ export class ChromiumScreenshotter implements Screenshotter {
       abandoned = true;
       shot.catch(() => {}); // settles once its context is closed below
       if (err instanceof ScreenshotError) throw err;
+      // Playwright's own limits (the same time) can fire a moment before ours: the same answer.
+      if ((err as Error)?.name === 'TimeoutError') throw new ScreenshotError(`the page did not load and render within ${seconds(options.timeoutMs)}`);
       throw new ScreenshotError(`the page could not be captured: ${firstLine(err)}`);
     } finally {
       clearTimeout(timer);
