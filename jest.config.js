@@ -21,4 +21,11 @@ export default {
   // The Lambda runtime's awslambda global, which streaming handlers need at load time.
   setupFiles: ['<rootDir>/test/support/lambda-runtime.ts'],
   testTimeout: 60000,
+  // One worker process (the default on two cores) instead of running in
+  // Jest's own process, restarted after any test file that leaves it over
+  // 1 GB: each ESM test file leaves modules behind, and across the whole
+  // suite Jest's process grew to a 3.6 GB heap, thrashed in full
+  // collections (seconds each, timing tests out) and died out of memory.
+  maxWorkers: 1,
+  workerIdleMemoryLimit: '1GB',
 };
