@@ -31,7 +31,7 @@ export const handler = observe(
     const { services, pipeline } = await ready;
     if (isSqsEvent(event)) {
       const answer = await takeDeploys(pipeline, event);
-      // A kept repository's snapshot is brought up to date after its deploy; finished before Lambda freezes the instance.
+      // Kept repositories still in use are let go before Lambda freezes the instance.
       await mirrorsIdle();
       return answer;
     }

@@ -7,7 +7,7 @@
 export interface BuildRequest {
   /** For the runner's own bookkeeping and logs. */
   deployId: string;
-  /** The checkout on this machine: the only place the build may write. */
+  /** The checkout on this machine: the only place the build may write. Its files may be hard links to the kept snapshot (steps/checkout.ts): a runner must not let a command write through them. */
   checkout: string;
   /** Where the command runs, relative to the checkout (the site's baseDirectoryPath, '' for the root). */
   directory: string;
