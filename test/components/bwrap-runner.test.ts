@@ -133,8 +133,9 @@ describe.each(['bwrap', 'none'] as const)('builds with sandbox=%s', (sandbox) =>
 
   test('stdout and stderr arrive as one log, in order, while the build still runs', async () => {
     // The build waits for a file the test only writes once it has seen the first lines: a runner that held output back would time out.
-    // The file is outside the checkout, which the sandbox shows through an overlay (what the host writes there meanwhile need not show).
-    const signals = await tempDir('cairn-signal-', dataParent);
+    // The file is outside the checkout, which the sandbox shows through an overlay (what the host writes there meanwhile need not show),
+    // and outside /tmp, which the sandbox replaces (a clone of the project may itself be under /tmp).
+    const signals = await tempDir('cairn-signal-', '/var/tmp');
     const { result, output } = await build(
       runner,
       `echo one; echo two >&2; echo three; while [ ! -e '${signals}/go' ]; do sleep 0.02; done; echo four >&2`,
