@@ -140,15 +140,17 @@ async function watchDeploy(reader: DeployReader, site: Site, started: Deploy, pr
       printed = upTo;
     }
     // The API's phase is an enum (BUILDING); the display's names are the pipeline's (building).
-    const phase = ended ? deploy.status : (deploy.phase?.toLowerCase() ?? phaseFromLog(log));
+    // An ended deploy has none: how far it got is in its log.
+    const reached = ended ? phaseFromLog(log) : ((deploy.phase?.toLowerCase() as (typeof PHASES)[number] | undefined) ?? phaseFromLog(log));
+    const phase = ended ? deploy.status : reached;
     if (phase !== shownPhase) {
-      const at = ended ? PHASES.length : Math.max(0, PHASES.indexOf(phase as (typeof PHASES)[number]));
-      bar.update(at, { label: ended ? deploy.status : `${phase} (${at + 1}/${PHASES.length})` });
-      if (!progress.live && !ended) {
-        // Phases passed between two polls are named too, but for a CID's deploy, which builds nothing.
+      const upTo = Math.max(0, PHASES.indexOf(reached));
+      bar.update(ended ? PHASES.length : upTo, { label: ended ? deploy.status : `${phase} (${upTo + 1}/${PHASES.length})` });
+      if (!progress.live) {
+        // Phases passed between two polls are named too (but building for a CID's deploy, which builds nothing).
         const from = shownPhase === undefined ? 0 : PHASES.indexOf(shownPhase as (typeof PHASES)[number]) + 1;
-        for (let i = Math.min(from, at); i <= at; i++) {
-          if (i < at && PHASES[i] === 'building' && /Checking that this node holds/.test(log)) continue;
+        for (let i = Math.min(from, ended ? from : upTo); i <= upTo; i++) {
+          if (i < upTo && PHASES[i] === 'building' && /Checking that this node holds/.test(log)) continue;
           progress.line(`==> ${PHASES[i]}`);
         }
       }
