@@ -84,6 +84,11 @@ export class BwrapRunner implements BuildRunner {
   /** The check made when the runner was made (with `workspace`). */
   private early?: Promise<void>;
 
+  /** Resolves once the start-up check has ended, so its files are gone before the workspace is removed. */
+  settled(): Promise<void> {
+    return this.early ?? Promise.resolve();
+  }
+
   async run(request: BuildRequest): Promise<BuildResult> {
     const bwrap = this.options.sandbox === 'bwrap' ? await this.probe() : undefined;
     const checkout = await realpath(request.checkout);

@@ -111,10 +111,11 @@ export async function startLocalService(config: Config, logger: Logger = createL
   const { config: cfg, services } = storage;
   const servers: Server[] = [];
   const screenshotter = cfg.preview.enabled ? new ChromiumScreenshotter(cfg.preview.chromiumPath) : undefined;
+  const runner = new BwrapRunner({ sandbox: cfg.build.sandbox, hide: [cfg.dataDir], network: cfg.build.network === 'host', workspace: join(cfg.dataDir, 'builds') });
   const deploys = new LocalDeployQueue(
     {
       services,
-      runner: new BwrapRunner({ sandbox: cfg.build.sandbox, hide: [cfg.dataDir], network: cfg.build.network === 'host', workspace: join(cfg.dataDir, 'builds') }),
+      runner,
       // Inside the data directory: the sandbox hides the rest of it from the build.
       workspace: join(cfg.dataDir, 'builds'),
       sources: { dir: join(cfg.dataDir, 'sources'), keep: KEPT_REPOSITORIES.local, onBackgroundError: (err) => logger.warn('a kept repository could not be brought up to date; it starts afresh', { err }) },
@@ -133,6 +134,7 @@ export async function startLocalService(config: Config, logger: Logger = createL
     await collecting;
     await deploys.stop();
     await mirrorsIdle();
+    await runner.settled();
     await notifications.stop();
     await screenshotter?.close();
     await Promise.all(
