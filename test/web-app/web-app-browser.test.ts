@@ -21,11 +21,11 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { HeadObjectCommand } from '@aws-sdk/client-s3';
+import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { newAccessKeyId, newApiToken, newSecretAccessKey } from '../../functions/core/ids.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
-import { dataOf, graphqlClient } from '../support/graphql.js';
+import { dataOf, graphqlClient, seedDeploys } from '../support/graphql.js';
 import { hostFetch } from '../support/http.js';
 import { startTestService, type TestService } from '../support/service.js';
 
@@ -528,6 +528,39 @@ test('every page at 1280 px and at 375 px: no sideways scrolling, labels and con
     }
   }
   await page.setViewportSize({ width: 1280, height: 860 });
+}, 120_000);
+
+test('long lists load on demand: older deploys ten at a time, files past the first 200', async () => {
+  const made = dataOf(
+    await gql(apiKey, 'mutation ($i: CreateSiteInput!) { createSite(input: $i) { id } }', { i: { name: 'acme-history', deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(REPO), branch: 'main' } } } } }),
+  ).createSite;
+  const seeded = await seedDeploys(service, made.id, 23);
+  await go(`#/sites/${made.id}`);
+  await page.getByRole('heading', { name: 'acme-history', level: 1 }).waitFor();
+  const shown = () => page.locator('li.deploy-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-deploy')));
+  await page.waitForFunction(() => document.querySelectorAll('li.deploy-row').length === 10);
+  const newestFirst = seeded.map((d) => d.id).reverse();
+  expect(await shown()).toEqual(newestFirst.slice(0, 10));
+  await page.getByRole('button', { name: 'Older deploys' }).click();
+  await page.waitForFunction(() => document.querySelectorAll('li.deploy-row').length === 20);
+  await page.getByRole('button', { name: 'Older deploys' }).click();
+  await page.waitForFunction(() => document.querySelectorAll('li.deploy-row').length === 23);
+  expect(await shown()).toEqual(newestFirst);
+  await page.getByRole('button', { name: 'Older deploys' }).waitFor({ state: 'detached' });
+
+  // The storage test left this tab with a key pair; 201 files in one folder make two pages of the listing.
+  const keys = JSON.parse((await page.evaluate(() => sessionStorage.getItem('cairn.storageKeys')))!) as { accessKeyId: string; secretAccessKey: string };
+  const s3 = service.s3(keys);
+  const names = Array.from({ length: 201 }, (_, i) => `many/f${String(i).padStart(3, '0')}.txt`);
+  for (let i = 0; i < names.length; i += 20) {
+    await Promise.all(names.slice(i, i + 20).map((Key) => s3.send(new PutObjectCommand({ Bucket: 'acme-files', Key, Body: Key }))));
+  }
+  await go('#/storage/acme-files/many/');
+  await page.waitForFunction(() => document.querySelectorAll('li.file-row[data-key]').length === 200);
+  await page.getByRole('button', { name: 'More files' }).click();
+  await page.waitForFunction(() => document.querySelectorAll('li.file-row[data-key]').length === 201);
+  expect(await page.locator('li.file-row[data-key]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-key')))).toEqual(names);
+  await page.getByRole('button', { name: 'More files' }).waitFor({ state: 'detached' });
 }, 120_000);
 
 test('delete a site: asked twice, then gone from the service and the list', async () => {

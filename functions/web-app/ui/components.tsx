@@ -1,7 +1,7 @@
 /** The small pieces every page is made of. */
 import { useEffect, useRef, useState, type ReactNode } from 'react';
 import type { DeployPhase, DeployStatus } from './queries.js';
-import type { ActionResult } from './hooks.js';
+import type { ActionResult, More } from './hooks.js';
 import { hasNavigated } from './router.js';
 
 const STATUS_TEXT: Record<DeployStatus, string> = {
@@ -228,5 +228,17 @@ export function TimeAgo({ iso, formatted }: { iso: string | null | undefined; fo
     </time>
   ) : (
     <span>—</span>
+  );
+}
+
+/** A list's "load more" button, with what went wrong with the last try. */
+export function MoreButton({ more, label }: { more: More; label: string }) {
+  return (
+    <div className="more">
+      <button type="button" className="button" disabled={more.busy} onClick={() => void more.load()}>
+        {more.busy ? 'Loading…' : label}
+      </button>
+      {more.error ? <ErrorNotice>{more.error}</ErrorNotice> : null}
+    </div>
   );
 }

@@ -116,6 +116,29 @@ export function useActions(): Actions {
   return { pending, result, run, clear: () => setResult(null) };
 }
 
+export interface More {
+  busy: boolean;
+  error?: string;
+  /** Fetches the next page through `next`, unless one is on its way. */
+  load(): Promise<void>;
+}
+
+/** The state of a list's "load more" button: `next` fetches a page and appends it. */
+export function useMore(next: () => Promise<void>): More {
+  const [state, setState] = useState<{ busy: boolean; error?: string }>({ busy: false });
+  const load = async () => {
+    if (state.busy) return;
+    setState({ busy: true });
+    try {
+      await next();
+      setState({ busy: false });
+    } catch (err) {
+      setState({ busy: false, error: messageOf(err) });
+    }
+  };
+  return { ...state, load };
+}
+
 /** Sets the tab's title while the page is shown. */
 export function useTitle(title: string): void {
   useEffect(() => {

@@ -2,9 +2,9 @@
 import { useRef, useState, type FormEvent } from 'react';
 import { messageOf } from '../api.js';
 import { gatewayLink, useApp } from '../app-context.js';
-import { ActionNotice, ConfirmButton, CopyButton, EmptyState, ErrorNotice, ExternalLink, Loading, PageHeader, TimeAgo } from '../components.js';
+import { ActionNotice, ConfirmButton, CopyButton, EmptyState, ErrorNotice, ExternalLink, Loading, MoreButton, PageHeader, TimeAgo } from '../components.js';
 import { formatAgo, formatBytes } from '../format.js';
-import { useActions, useLoad, useTitle } from '../hooks.js';
+import { useActions, useLoad, useMore, useTitle } from '../hooks.js';
 import { href } from '../router.js';
 import { encodeKey } from '../sigv4.js';
 import type { Listing } from '../s3.js';
@@ -55,7 +55,12 @@ function Files({ bucket, prefix }: { bucket: string; prefix: string }) {
   const actions = useActions();
   const [uploads, setUploads] = useState<Upload[]>([]);
   const [publicRead, setPublicRead] = useState(true);
-  const [more, setMore] = useState<{ busy: boolean; error?: string }>({ busy: false });
+  const more = useMore(async () => {
+    const token = listing.data?.nextToken;
+    if (!token) return;
+    const next = await storage.listObjects(bucket, folder, token);
+    listing.setData((prev): Listing => ({ objects: [...(prev?.objects ?? []), ...next.objects], prefixes: [...(prev?.prefixes ?? []), ...next.prefixes], nextToken: next.nextToken }));
+  });
   const fileInput = useRef<HTMLInputElement>(null);
   const nextUpload = useRef(1);
 
@@ -92,18 +97,6 @@ function Files({ bucket, prefix }: { bucket: string; prefix: string }) {
       () => storage.setPublic(bucket, key, makePublic),
       () => (makePublic ? `${key} is public: anyone with its public URL can read it.` : `${key} is private: its public URL answers 403.`),
     );
-  };
-  const loadMore = async () => {
-    const token = listing.data?.nextToken;
-    if (!token) return;
-    setMore({ busy: true });
-    try {
-      const next = await storage.listObjects(bucket, folder, token);
-      listing.setData((prev): Listing => ({ objects: [...(prev?.objects ?? []), ...next.objects], prefixes: [...(prev?.prefixes ?? []), ...next.prefixes], nextToken: next.nextToken }));
-      setMore({ busy: false });
-    } catch (err) {
-      setMore({ busy: false, error: messageOf(err) });
-    }
   };
 
   const data = listing.data;
@@ -201,14 +194,7 @@ function Files({ bucket, prefix }: { bucket: string; prefix: string }) {
             ))}
           </ul>
         ) : null}
-        {data?.nextToken ? (
-          <div className="more">
-            <button type="button" className="button" disabled={more.busy} onClick={() => void loadMore()}>
-              {more.busy ? 'Loading…' : 'More files'}
-            </button>
-            {more.error ? <ErrorNotice>{more.error}</ErrorNotice> : null}
-          </div>
-        ) : null}
+        {data?.nextToken ? <MoreButton more={more} label="More files" /> : null}
       </section>
     </div>
   );

@@ -1,10 +1,10 @@
 /** One site: its address, settings and deploys (newest first, paged), and what can be done with them. */
 import { useState, type FormEvent } from 'react';
 import { siteUrl, useApp } from '../app-context.js';
-import { ActionNotice, ConfirmButton, EmptyState, ErrorNotice, ExternalLink, Loading, Mono, PageHeader, StatusBadge, TimeAgo } from '../components.js';
+import { ActionNotice, ConfirmButton, EmptyState, ErrorNotice, ExternalLink, Loading, Mono, MoreButton, PageHeader, StatusBadge, TimeAgo } from '../components.js';
 import { DeployActions } from '../deploy-actions.js';
 import { formatAgo, formatDuration, shortId } from '../format.js';
-import { useActions, useLoad, usePolling, useTitle } from '../hooks.js';
+import { useActions, useLoad, useMore, usePolling, useTitle } from '../hooks.js';
 import { DELETE_SITE, DEPLOY_SUMMARY_QUERY, DEPLOYS, PURGE_CACHE, SITE, TRIGGER_DEPLOY, type DeploySummary, type Site as SiteData } from '../queries.js';
 import { href, navigate } from '../router.js';
 
@@ -21,7 +21,12 @@ export function Site({ siteId }: { siteId: string }) {
   const deploys = useLoad(async () => (await api.query<{ getDeploysBySite: DeployPage | null }>(DEPLOYS, { siteId, limit: PAGE })).getDeploysBySite, [siteId]);
   const actions = useActions();
   const [commit, setCommit] = useState('');
-  const [more, setMore] = useState<{ busy: boolean; error?: string }>({ busy: false });
+  const more = useMore(async () => {
+    const token = deploys.data?.nextToken;
+    if (!token) return;
+    const next = (await api.query<{ getDeploysBySite: DeployPage | null }>(DEPLOYS, { siteId, limit: PAGE, nextToken: token })).getDeploysBySite;
+    deploys.setData((prev) => ({ deploys: [...(prev?.deploys ?? []), ...(next?.deploys ?? [])], nextToken: next?.nextToken ?? null }));
+  });
   const [refreshError, setRefreshError] = useState<string | null>(null);
   useTitle(site.data?.name ?? 'Site');
 
@@ -98,17 +103,6 @@ export function Site({ siteId }: { siteId: string }) {
   const remove = async () => {
     const gone = await actions.run(`Deleting ${s.name}`, () => api.mutate<{ deleteSite: boolean }>(DELETE_SITE, { siteId: s.id }), () => `${s.name} was deleted.`);
     if (gone?.deleteSite) navigate({ name: 'sites' });
-  };
-  const loadMore = async () => {
-    if (!deploys.data?.nextToken) return;
-    setMore({ busy: true });
-    try {
-      const next = (await api.query<{ getDeploysBySite: DeployPage | null }>(DEPLOYS, { siteId, limit: PAGE, nextToken: deploys.data.nextToken })).getDeploysBySite;
-      deploys.setData((prev) => ({ deploys: [...(prev?.deploys ?? []), ...(next?.deploys ?? [])], nextToken: next?.nextToken ?? null }));
-      setMore({ busy: false });
-    } catch (err) {
-      setMore({ busy: false, error: (err as Error).message });
-    }
   };
 
   return (
@@ -234,14 +228,7 @@ export function Site({ siteId }: { siteId: string }) {
               ))}
             </ol>
           ) : null}
-          {deploys.data?.nextToken ? (
-            <div className="more">
-              <button type="button" className="button" disabled={more.busy} onClick={() => void loadMore()}>
-                {more.busy ? 'Loading…' : 'Older deploys'}
-              </button>
-              {more.error ? <ErrorNotice>{more.error}</ErrorNotice> : null}
-            </div>
-          ) : null}
+          {deploys.data?.nextToken ? <MoreButton more={more} label="Older deploys" /> : null}
         </section>
       </div>
     </>

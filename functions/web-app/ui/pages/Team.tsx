@@ -126,11 +126,7 @@ export function Team() {
                     <th scope="col">Key</th>
                     <th scope="col">Name</th>
                     <th scope="col">Made by</th>
-                    <th scope="col">Created</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">
-                      <span className="visually-hidden">Actions</span>
-                    </th>
+                    <CredentialColumns />
                   </tr>
                 </thead>
                 <tbody>
@@ -144,13 +140,7 @@ export function Team() {
                       </td>
                       <td data-label="Name">{k.name ?? <span className="muted">—</span>}</td>
                       <td data-label="Made by">{memberName(k.createdBy)}</td>
-                      <td data-label="Created">
-                        <TimeAgo iso={k.createdAt} formatted={formatAgo(k.createdAt)} />
-                      </td>
-                      <td data-label="Status">{k.revokedAt ? <span className="tag tag-revoked">Revoked {formatAgo(k.revokedAt)}</span> : <span className="tag tag-active">Active</span>}</td>
-                      <td className="actions">
-                        {k.revokedAt ? null : <ConfirmButton label="Revoke" confirmLabel="Revoke now" disabled={keyActions.pending !== null} onConfirm={() => void revokeKey(k)} />}
-                      </td>
+                      <CredentialCells createdAt={k.createdAt} revokedAt={k.revokedAt} busy={keyActions.pending !== null} onRevoke={() => void revokeKey(k)} />
                     </tr>
                   ))}
                 </tbody>
@@ -185,11 +175,7 @@ export function Team() {
                 <thead>
                   <tr>
                     <th scope="col">Access key id</th>
-                    <th scope="col">Created</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">
-                      <span className="visually-hidden">Actions</span>
-                    </th>
+                    <CredentialColumns />
                   </tr>
                 </thead>
                 <tbody>
@@ -201,13 +187,7 @@ export function Team() {
                           {storageKeys?.accessKeyId === p.accessKeyId ? <span className="tag tag-current">this browser</span> : null}
                         </span>
                       </td>
-                      <td data-label="Created">
-                        <TimeAgo iso={p.createdAt} formatted={formatAgo(p.createdAt)} />
-                      </td>
-                      <td data-label="Status">{p.revokedAt ? <span className="tag tag-revoked">Revoked {formatAgo(p.revokedAt)}</span> : <span className="tag tag-active">Active</span>}</td>
-                      <td className="actions">
-                        {p.revokedAt ? null : <ConfirmButton label="Revoke" confirmLabel="Revoke now" disabled={pairActions.pending !== null} onConfirm={() => void revokePair(p)} />}
-                      </td>
+                      <CredentialCells createdAt={p.createdAt} revokedAt={p.revokedAt} busy={pairActions.pending !== null} onRevoke={() => void revokePair(p)} />
                     </tr>
                   ))}
                 </tbody>
@@ -216,6 +196,33 @@ export function Team() {
           </section>
         </div>
       ) : null}
+    </>
+  );
+}
+
+/** The last three column heads of a credentials table: Created, Status and the actions. */
+function CredentialColumns() {
+  return (
+    <>
+      <th scope="col">Created</th>
+      <th scope="col">Status</th>
+      <th scope="col">
+        <span className="visually-hidden">Actions</span>
+      </th>
+    </>
+  );
+}
+
+/** An API key's or key pair's Created, Status and Revoke cells. */
+function CredentialCells(props: { createdAt: string; revokedAt?: string | null; busy: boolean; onRevoke: () => void }) {
+  const { createdAt, revokedAt, busy, onRevoke } = props;
+  return (
+    <>
+      <td data-label="Created">
+        <TimeAgo iso={createdAt} formatted={formatAgo(createdAt)} />
+      </td>
+      <td data-label="Status">{revokedAt ? <span className="tag tag-revoked">Revoked {formatAgo(revokedAt)}</span> : <span className="tag tag-active">Active</span>}</td>
+      <td className="actions">{revokedAt ? null : <ConfirmButton label="Revoke" confirmLabel="Revoke now" disabled={busy} onConfirm={onRevoke} />}</td>
     </>
   );
 }
