@@ -35,6 +35,7 @@ import {
   TextWidget,
   TreatMissingData,
   type IMetric,
+  type MetricOptions,
   type IWidget,
 } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
@@ -68,6 +69,12 @@ export const ALARM_PERIOD = Duration.minutes(5);
 export const API_5XX_PERCENT = 5;
 /** Below this many requests in a period an API's 5xx rate counts as 0. */
 export const API_MIN_REQUESTS = 10;
+
+/** What the 5xx alarm reads of an API: the HTTP API's and the REST API's metric methods alike. */
+interface ApiMetrics {
+  metricServerError(props?: MetricOptions): IMetric;
+  metricCount(props?: MetricOptions): IMetric;
+}
 
 export interface CairnMonitoringProps {
   /** The functions to watch, by their short name (`graphql`, `s3`, ...): alarm and widget names come from it. */
@@ -242,26 +249,15 @@ export class CairnMonitoring extends Construct {
         treatMissingData: TreatMissingData.NOT_BREACHING,
       });
 
-    let httpApiRate: MathExpression | undefined;
-    if (props.httpApi) {
-      httpApiRate = rate(
-        'http',
-        'GraphQL API 5xx %',
-        props.httpApi.metricServerError({ period: ALARM_PERIOD, statistic: Stats.SUM }),
-        props.httpApi.metricCount({ period: ALARM_PERIOD, statistic: Stats.SUM }),
-      );
-      apiAlarm('httpApi5xx', 'HttpApi5xxRate', 'graphql-api-5xx-rate', 'GraphQL API (HTTP API)', httpApiRate);
-    }
-    let restApiRate: MathExpression | undefined;
-    if (props.restApi) {
-      restApiRate = rate(
-        'rest',
-        'S3 API 5xx %',
-        props.restApi.metricServerError({ period: ALARM_PERIOD, statistic: Stats.SUM }),
-        props.restApi.metricCount({ period: ALARM_PERIOD, statistic: Stats.SUM }),
-      );
-      apiAlarm('restApi5xx', 'RestApi5xxRate', 's3-api-5xx-rate', 'S3 API (REST API)', restApiRate);
-    }
+    // Each API's 5xx rate: alarmed on, and graphed below.
+    const apiRate = (api: ApiMetrics | undefined, prefix: string, label: string, key: string, constructId: string, name: string, what: string) => {
+      if (!api) return undefined;
+      const expression = rate(prefix, label, api.metricServerError({ period: ALARM_PERIOD, statistic: Stats.SUM }), api.metricCount({ period: ALARM_PERIOD, statistic: Stats.SUM }));
+      apiAlarm(key, constructId, name, what, expression);
+      return expression;
+    };
+    const httpApiRate = apiRate(props.httpApi, 'http', 'GraphQL API 5xx %', 'httpApi5xx', 'HttpApi5xxRate', 'graphql-api-5xx-rate', 'GraphQL API (HTTP API)');
+    const restApiRate = apiRate(props.restApi, 'rest', 'S3 API 5xx %', 'restApi5xx', 'RestApi5xxRate', 's3-api-5xx-rate', 'S3 API (REST API)');
     this.alarms = alarms;
 
     // The dashboard: alarms first, then functions, APIs, the queue, the tables.
