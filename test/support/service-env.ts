@@ -20,7 +20,8 @@ export const BOOT = {
  * kernel's ephemeral range (32768 and up), in turn, skipping any in use.
  */
 const PORTS_PER_WORKER = 1200;
-let nextPort = 0;
+/** Where this process starts in its range: at random, so two jest runs at once (two checkouts, a helper's run) rarely probe the same ports in step. */
+let nextPort = Math.floor(Math.random() * PORTS_PER_WORKER);
 
 function canListen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
