@@ -61,15 +61,20 @@ export interface NotificationPayload {
   logTail?: string[];
 }
 
-/** A site's addresses on the gateway, with the scheme the gateway is reached by. */
-function addresses(services: Services, site: Site, deployId: string): { site: string; deploy: string } {
+/**
+ * A site's addresses on the gateway, with the scheme the gateway is reached
+ * by: the site's own and one deploy's (`<deployId>--<slug>`). The one place
+ * these are written: notifications, the GraphQL Deploy and the git hooks'
+ * answers all take them from here.
+ */
+export function siteAddresses(services: Pick<Services, 'config'>, site: Pick<Site, 'slug'>, deployId: string): { site: string; deploy: string } {
   const scheme = new URL(services.config.urls.gatewayUrl).protocol;
   const domain = services.config.sites.domain;
   return { site: `${scheme}//${site.slug}.${domain}`, deploy: `${scheme}//${deployId.toLowerCase()}--${site.slug}.${domain}` };
 }
 
 export function notificationPayload(services: Services, event: DeployEvent, site: Site, deploy: Deploy, logTail?: string[]): NotificationPayload {
-  const at = addresses(services, site, deploy.id);
+  const at = siteAddresses(services, site, deploy.id);
   return {
     event,
     occurredAt: new Date().toISOString(),
