@@ -20,7 +20,7 @@ import { newSortableId } from '../ids.js';
 import type { Database } from './dynamo.js';
 import { candidateItem, cidReference } from './objects.js';
 import { queryAll, queryPage, type Page } from './pages.js';
-import { withoutKeys } from './tables.js';
+import { withoutKeys, writtenIf } from './tables.js';
 import { CID } from 'multiformats/cid';
 
 export type DeployStatus = 'IN_PROGRESS' | 'DEPLOYED' | 'FAILED' | 'CANCELLED';
@@ -142,13 +142,7 @@ export class DeployStore {
 
   /** A conditional update of a deploy: false when its condition no longer holds. */
   private async updateIf(input: Omit<ConstructorParameters<typeof UpdateCommand>[0], 'TableName'>): Promise<boolean> {
-    try {
-      await this.db.doc.send(new UpdateCommand({ TableName: this.table, ...input }));
-      return true;
-    } catch (err) {
-      if ((err as Error).name === 'ConditionalCheckFailedException') return false;
-      throw err;
-    }
+    return writtenIf(this.db.doc.send(new UpdateCommand({ TableName: this.table, ...input })));
   }
 
   /** Records a new deploy waiting for a worker. */
@@ -317,8 +311,8 @@ export class DeployStore {
    * collection candidate.
    */
   async setPreview(siteId: string, deployId: string, previewImage: string, previewCid: string): Promise<boolean> {
-    try {
-      await this.db.doc.send(
+    return writtenIf(
+      this.db.doc.send(
         new TransactWriteCommand({
           TransactItems: [
             {
@@ -334,12 +328,8 @@ export class DeployStore {
             { Put: { TableName: this.db.tables.objects, Item: cidReference(previewCid, previewHolder(siteId, deployId)) } },
           ],
         }),
-      );
-      return true;
-    } catch (err) {
-      if ((err as Error).name === 'TransactionCanceledException') return false;
-      throw err;
-    }
+      ),
+    );
   }
 
   /**

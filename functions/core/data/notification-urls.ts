@@ -13,6 +13,7 @@ import type { SecretSealer } from '../auth/secrets.js';
 import { newSortableId } from '../ids.js';
 import type { Database } from './dynamo.js';
 import { queryAll } from './pages.js';
+import { writtenIf } from './tables.js';
 
 export const DEPLOY_EVENTS = ['CREATED', 'BUILDING', 'FAILED', 'SUCCEEDED', 'PUBLISHED'] as const;
 export type DeployEvent = (typeof DEPLOY_EVENTS)[number];
@@ -79,13 +80,7 @@ export class NotificationUrlStore {
 
   /** False when the site has no such URL. */
   async remove(siteId: string, id: string): Promise<boolean> {
-    try {
-      await this.db.doc.send(new DeleteCommand({ TableName: this.table, Key: this.key(siteId, id), ConditionExpression: 'attribute_exists(pk)' }));
-      return true;
-    } catch (err) {
-      if ((err as Error).name === 'ConditionalCheckFailedException') return false;
-      throw err;
-    }
+    return writtenIf(this.db.doc.send(new DeleteCommand({ TableName: this.table, Key: this.key(siteId, id), ConditionExpression: 'attribute_exists(pk)' })));
   }
 
   async deleteAllOfSite(siteId: string): Promise<void> {

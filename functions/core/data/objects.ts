@@ -21,7 +21,7 @@ import { DeleteCommand, QueryCommand, ScanCommand, TransactWriteCommand, UpdateC
 import { TransactionCanceledException, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { uniqueToken } from '../ids.js';
-import { withoutKeys } from './tables.js';
+import { withoutKeys, writtenIf } from './tables.js';
 import { queryAll } from './pages.js';
 import { bucketWritableCondition, type CannedAcl } from './buckets.js';
 import type { Database, TransactItem } from './dynamo.js';
@@ -163,8 +163,8 @@ export class ObjectStore {
 
   /** Changes an existing object's ACL in place; false if there is no such object. */
   async setAcl(bucket: string, key: string, acl: CannedAcl): Promise<boolean> {
-    try {
-      await this.db.doc.send(
+    return writtenIf(
+      this.db.doc.send(
         new UpdateCommand({
           TableName: this.table,
           Key: { pk: bucket, sk: key },
@@ -172,12 +172,8 @@ export class ObjectStore {
           ConditionExpression: 'attribute_exists(pk)',
           ExpressionAttributeValues: { ':acl': acl },
         }),
-      );
-      return true;
-    } catch (err) {
-      if ((err as Error).name === 'ConditionalCheckFailedException') return false;
-      throw err;
-    }
+      ),
+    );
   }
 
   /** Deletes the record if present; returns it. */
@@ -380,8 +376,8 @@ export class ObjectStore {
    * still holds `cid`: a record overwritten meanwhile is left alone.
    */
   async markDamaged(bucket: string, key: string, cid: string, damage: string | undefined): Promise<boolean> {
-    try {
-      await this.db.doc.send(
+    return writtenIf(
+      this.db.doc.send(
         new UpdateCommand({
           TableName: this.table,
           Key: { pk: bucket, sk: key },
@@ -389,12 +385,8 @@ export class ObjectStore {
           ConditionExpression: 'cid = :cid',
           ExpressionAttributeValues: { ':cid': cid, ...(damage === undefined ? {} : { ':d': damage }) },
         }),
-      );
-      return true;
-    } catch (err) {
-      if ((err as Error).name === 'ConditionalCheckFailedException') return false;
-      throw err;
-    }
+      ),
+    );
   }
 
   /** Every object record of every bucket (a full scan: the integrity check's). */

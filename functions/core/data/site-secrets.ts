@@ -18,6 +18,7 @@ import type { SecretSealer } from '../auth/secrets.js';
 import { newSortableId, tokenDigest } from '../ids.js';
 import type { Database } from './dynamo.js';
 import { queryAll } from './pages.js';
+import { writtenIf } from './tables.js';
 
 export interface BuildHook {
   id: string;
@@ -157,20 +158,16 @@ export class SiteSecretStore {
 
   /** Deletes one of the site's hooks; false when the site has no such hook. */
   async deleteBuildHook(siteId: string, hookId: string): Promise<boolean> {
-    try {
-      await this.db.doc.send(
+    return writtenIf(
+      this.db.doc.send(
         new TransactWriteCommand({
           TransactItems: [
             { Delete: { TableName: this.table, Key: { pk: `SITE#${siteId}`, sk: `BUILDHOOK#${hookId}` }, ConditionExpression: 'attribute_exists(pk)' } },
             { Delete: { TableName: this.table, Key: { pk: `BUILDHOOK#${hookId}`, sk: 'BUILDHOOK' }, ConditionExpression: 'siteId = :site', ExpressionAttributeValues: { ':site': siteId } } },
           ],
         }),
-      );
-      return true;
-    } catch (err) {
-      if ((err as Error).name === 'TransactionCanceledException') return false;
-      throw err;
-    }
+      ),
+    );
   }
 
   /** Everything of a deleted site kept here. */

@@ -14,7 +14,7 @@ import { newId } from '../ids.js';
 import { ConflictError } from './errors.js';
 import type { Database } from './dynamo.js';
 import { queryPage, type Page } from './pages.js';
-import { withoutKeys } from './tables.js';
+import { withoutKeys, writtenIf } from './tables.js';
 
 export type SitePlatform = 'ipfs' | 'alt';
 
@@ -260,8 +260,8 @@ export class SiteStore {
   }
 
   private async setPointer(siteId: string, field: 'latestDeployId' | 'publishedDeployId', deployId: string, condition: string, values: Record<string, unknown> = {}): Promise<boolean> {
-    try {
-      await this.db.doc.send(
+    return writtenIf(
+      this.db.doc.send(
         new UpdateCommand({
           TableName: this.table,
           Key: { pk: `SITE#${siteId}`, sk: 'SITE' },
@@ -270,12 +270,8 @@ export class SiteStore {
           ExpressionAttributeNames: { '#field': field },
           ExpressionAttributeValues: { ':value': deployId, ':zero': 0, ':one': 1, ...values },
         }),
-      );
-      return true;
-    } catch (err) {
-      if ((err as Error).name === 'ConditionalCheckFailedException') return false;
-      throw err;
-    }
+      ),
+    );
   }
 
   /** Deletes the team's site and releases its slug in one transaction; the deleted site, or undefined. */

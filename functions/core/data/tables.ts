@@ -57,3 +57,18 @@ const KEY_NAMES = new Set(['pk', 'sk', 'gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk']);
 export function withoutKeys<T>(item: Record<string, unknown>): T {
   return Object.fromEntries(Object.entries(item).filter(([name]) => !KEY_NAMES.has(name))) as T;
 }
+
+/**
+ * Makes a conditional write (one item or a transaction): true when it was
+ * made, false when its condition did not hold. Anything else is thrown.
+ */
+export async function writtenIf(write: Promise<unknown>): Promise<boolean> {
+  try {
+    await write;
+    return true;
+  } catch (err) {
+    const name = (err as Error).name;
+    if (name === 'ConditionalCheckFailedException' || name === 'TransactionCanceledException') return false;
+    throw err;
+  }
+}
