@@ -50,7 +50,7 @@ async function loadSdk() {
     import('../../packages/storage-sdk/src/client.js'),
     import('@aws-sdk/client-s3'),
   ]);
-  return { createStorage: node.createStorage, ...client, GetObjectCommand: s3.GetObjectCommand };
+  return { createStorage: node.createStorage, ...client, GetObjectCommand: s3.GetObjectCommand, CopyObjectCommand: s3.CopyObjectCommand, HeadObjectCommand: s3.HeadObjectCommand };
 }
 
 type Sdk = Awaited<ReturnType<typeof loadSdk>>;
@@ -363,11 +363,66 @@ async function download(source: Remote, destination: string, options: CopyOption
   ctx.out.result(results, () => `${results.length} file${results.length === 1 ? '' : 's'} downloaded (${formatBytes(results.reduce((s, r) => s + r.size, 0))}).`);
 }
 
+/**
+ * s3:// to s3://: each object copied by the service (CopyObject), so no
+ * bytes travel through this machine: the copy is the same CID.
+ */
+async function copyRemote(source: Remote, destination: Remote, options: CopyOptions, ctx: Context): Promise<void> {
+  const concurrency = options.concurrency === undefined ? 4 : positiveInt(options.concurrency, '--concurrency');
+  const intoFolder = destination.key === '' || destination.key.endsWith('/');
+  const client = await storageOf(await ctx.settings());
+  const progress = ctx.progress();
+  const results: Copied[] = [];
+  try {
+    let jobs: Array<{ from: Remote; to: Remote; size: number }>;
+    if (options.recursive) {
+      const prefix = source.key === '' || source.key.endsWith('/') ? source.key : `${source.key}/`;
+      const target = intoFolder ? destination.key : `${destination.key}/`;
+      const { files } = await listAll(client.sdk, client.s3, source.bucket, prefix);
+      jobs = files.filter((f) => !f.key.endsWith('/')).map((f) => ({ from: { bucket: source.bucket, key: f.key }, to: { bucket: destination.bucket, key: target + f.key.slice(prefix.length) }, size: f.size }));
+      if (jobs.length === 0) throw new CliError(`nothing under s3://${source.bucket}/${prefix}`);
+    } else {
+      if (source.key === '' || source.key.endsWith('/')) throw new CliError(`${show(source)} names a folder: add -r to copy everything under it`);
+      const head = await client.s3.send(new client.sdk.HeadObjectCommand({ Bucket: source.bucket, Key: source.key })).catch((err: unknown) => {
+        throw (err as Error).name === 'NotFound' ? new CliError(`${show(source)} does not exist`) : storageFailure(err, `reading ${show(source)}`);
+      });
+      jobs = [{ from: source, to: { bucket: destination.bucket, key: intoFolder ? destination.key + basename(source.key) : destination.key }, size: head.ContentLength ?? 0 }];
+    }
+    const bar = progress.bar({ total: jobs.length, unit: 'steps', payload: { label: `0/${jobs.length} files` } });
+    await eachLimit(jobs, concurrency, async ({ from, to, size }) => {
+      let out;
+      try {
+        out = await client.s3.send(
+          new client.sdk.CopyObjectCommand({
+            Bucket: to.bucket,
+            Key: to.key,
+            CopySource: `${from.bucket}/${from.key.split('/').map(encodeURIComponent).join('/')}`,
+            ACL: options.public ? 'public-read' : 'private',
+            ...(options.contentType ? { MetadataDirective: 'REPLACE' as const, ContentType: options.contentType } : {}),
+          }),
+        );
+      } catch (err) {
+        throw storageFailure(err, `copying ${show(from)} to ${show(to)}`);
+      }
+      const headers = client.sdk.headersOf(out);
+      const hash = headers[client.sdk.HASH_HEADER] ?? null;
+      results.push({ source: show(from), destination: show(to), bucket: to.bucket, key: to.key, size, hash, hashV0: headers[client.sdk.HASH_V0_HEADER] ?? null });
+      bar.update(results.length, { label: `${results.length}/${jobs.length} files | ${to.key}` });
+      progress.line(`copy: ${show(from)} -> ${show(to)}  ${hash ?? ''}`.trimEnd());
+    });
+  } finally {
+    progress.stop();
+    client.destroy();
+  }
+  results.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  ctx.out.result(results, () => `${results.length} file${results.length === 1 ? '' : 's'} copied (${formatBytes(results.reduce((s, r) => s + r.size, 0))}), by the service: no bytes went through this machine.`);
+}
+
 async function cp(source: string, destination: string, options: CopyOptions, ctx: Context): Promise<void> {
   const from = parseRemote(source, false);
   const to = parseRemote(destination, false);
-  if (from && to) throw new CliError('copying between remote paths is not supported: one side is a local path');
   if (!from && !to) throw new CliError('one side must be a remote path: s3://<bucket>/<key>');
+  if (from && to) return copyRemote(from, to, options, ctx);
   if (to) return upload(source, to, options, ctx);
   return download(from!, destination, options, ctx);
 }
@@ -435,14 +490,14 @@ export function registerStorage(program: Command, context: (command: Command) =>
 
   storage
     .command('cp <source> <destination>')
-    .description('upload (local -> s3://) or download (s3:// -> local, or - for stdout); prints each CID')
+    .description('upload (local -> s3://), download (s3:// -> local, or - for stdout) or copy (s3:// -> s3://, by the service); prints each CID')
     .option('-r, --recursive', 'copy a folder and everything in it')
     .option('--public', 'uploads are public-read (served at their public URL); default private')
     .option('--content-type <type>', "uploads' Content-Type (default: from each file's extension)")
     .option('--concurrency <n>', 'files at once (default 4)')
     .addHelpText(
       'after',
-      '\nExamples:\n  cairn storage cp ./photo.jpg s3://default-bucket/photos/\n  cairn storage cp -r ./public s3://default-bucket/site --public\n  cairn storage cp -r s3://default-bucket/site ./site-copy',
+      '\nExamples:\n  cairn storage cp ./photo.jpg s3://default-bucket/photos/\n  cairn storage cp -r ./public s3://default-bucket/site --public\n  cairn storage cp -r s3://default-bucket/site ./site-copy\n  cairn storage cp -r s3://default-bucket/site s3://backup-bucket/site',
     )
     .action(async (source: string, destination: string, options: CopyOptions, command: Command) => cp(source, destination, options, context(command)));
 

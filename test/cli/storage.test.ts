@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { GetObjectAclCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, GetObjectAclCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { startTestService, type TestService } from '../support/service.js';
 import { newAccount, type AccountFixture } from '../support/graphql.js';
 import { captureHeaders } from '../support/s3-doors.js';
@@ -48,9 +48,9 @@ async function readTree(root: string, prefix = ''): Promise<Record<string, Buffe
 }
 
 /** The CIDs the S3 API answers for an object (HEAD), and its Content-Type. */
-async function headOf(key: string): Promise<{ hash: string; hashV0: string; contentType?: string }> {
+async function headOf(key: string, inBucket = bucket): Promise<{ hash: string; hashV0: string; contentType?: string }> {
   const captured = captureHeaders(s3);
-  const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+  const head = await s3.send(new HeadObjectCommand({ Bucket: inBucket, Key: key }));
   return { hash: captured.headers['x-service-ipfs-hash']!, hashV0: captured.headers['x-service-ipfs-hash-v0']!, contentType: head.ContentType };
 }
 
@@ -138,6 +138,46 @@ test('one file up with --public (served at its public URL) and down to a folder;
   expect(down.code).toBe(0);
   expect(down.stdout).toContain(head.hash);
   expect(await readFile(join(u.home, 'into', 'note.txt'), 'utf8')).toBe('a public note\n');
+});
+
+test('cp between s3:// paths copies in the service: same CIDs, folders with -r, --public and --content-type; a missing source is one line', async () => {
+  const other = `${a.account.name}-backup`;
+  await s3.send(new CreateBucketCommand({ Bucket: other }));
+  const files: Record<string, Buffer> = { 'r/a.txt': Buffer.from('alpha\n'), 'r/sub/b c.bin': randomBytes(70 * 1024), 'r/sub/ü.txt': Buffer.from('ü\n') };
+  for (const [Key, Body] of Object.entries(files)) await s3.send(new PutObjectCommand({ Bucket: bucket, Key, Body }));
+
+  const copied = await u.json(['storage', 'cp', '-r', `s3://${bucket}/r`, `s3://${other}/backup/`]);
+  expect(copied.map((c: { key: string; size: number }) => [c.key, c.size])).toEqual([
+    ['backup/a.txt', 6],
+    ['backup/sub/b c.bin', 70 * 1024],
+    ['backup/sub/ü.txt', 3],
+  ]);
+  for (const c of copied) {
+    const source = `r/${c.key.slice('backup/'.length)}`;
+    const [from, to] = [await headOf(source), await headOf(c.key, other)];
+    // Content-addressed: the copy is the same DAG, and what the command printed is what the service answers.
+    expect(to.hash).toBe(from.hash);
+    expect({ hash: c.hash, hashV0: c.hashV0 }).toEqual({ hash: to.hash, hashV0: to.hashV0 });
+    const got = await s3.send(new GetObjectCommand({ Bucket: other, Key: c.key }));
+    expect(Buffer.from(await got.Body!.transformToByteArray()).equals(files[source]!)).toBe(true);
+  }
+  const acl = await s3.send(new GetObjectAclCommand({ Bucket: other, Key: 'backup/a.txt' }));
+  expect(acl.Grants?.some((g) => g.Grantee?.URI?.endsWith('/AllUsers'))).toBe(false);
+
+  // One file into a folder, public, with a new type; the human line names the copy and its CID.
+  const human = await u.run(['storage', 'cp', `s3://${bucket}/r/a.txt`, `s3://${other}/pub/`, '--public', '--content-type', 'text/markdown']);
+  expect(human.code).toBe(0);
+  const head = await headOf('pub/a.txt', other);
+  expect(head.contentType).toBe('text/markdown');
+  expect(plain(human.stderr + human.stdout)).toContain(`copy: s3://${bucket}/r/a.txt -> s3://${other}/pub/a.txt  ${head.hash}`);
+  const served = await hostFetch(`${service.endpoints.gateway}/pub/a.txt`, { headers: { host: `${other}.${service.config.urls.storagePublicDomain}` } });
+  expect(await served.text()).toBe('alpha\n');
+
+  const missing = await u.run(['storage', 'cp', `s3://${bucket}/r/nope.txt`, `s3://${other}/x`]);
+  expect(missing.code).toBe(1);
+  expect(oneErrorLine(missing.stderr)).toBe(`cairn: s3://${bucket}/r/nope.txt does not exist`);
+  const folderNoR = await u.run(['storage', 'cp', `s3://${bucket}/r/`, `s3://${other}/x/`]);
+  expect(oneErrorLine(folderNoR.stderr)).toMatch(/names a folder: add -r/);
 });
 
 test('rm removes one file or, with -r, a prefix; a missing file is an error', async () => {
