@@ -9,7 +9,8 @@
  * keys (api-keys.ts), storage key pairs (storage-keys.ts), buckets
  * (buckets.ts) and the service's signing keys (signing-keys.ts).
  */
-import { GetCommand, ScanCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { scanEach } from './pages.js';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { newId } from '../ids.js';
 import { apiKeyItems, newApiKeyRecord } from './api-keys.js';
@@ -109,20 +110,8 @@ export class AccountStore {
    */
   async list(): Promise<Account[]> {
     const accounts: Account[] = [];
-    let ExclusiveStartKey: Record<string, unknown> | undefined;
-    do {
-      const out = await this.db.doc.send(
-        new ScanCommand({
-          TableName: this.table,
-          FilterExpression: 'sk = :account',
-          ExpressionAttributeValues: { ':account': 'ACCOUNT' },
-          ConsistentRead: true,
-          ExclusiveStartKey,
-        }),
-      );
-      for (const { id, name, defaultBucket, defaultTeamId, createdAt } of out.Items ?? []) accounts.push({ id, name, defaultBucket, defaultTeamId, createdAt });
-      ExclusiveStartKey = out.LastEvaluatedKey;
-    } while (ExclusiveStartKey);
+    const items = scanEach(this.db, { TableName: this.table, FilterExpression: 'sk = :account', ExpressionAttributeValues: { ':account': 'ACCOUNT' }, ConsistentRead: true });
+    for await (const { id, name, defaultBucket, defaultTeamId, createdAt } of items) accounts.push({ id, name, defaultBucket, defaultTeamId, createdAt } as Account);
     return accounts.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 }

@@ -10,7 +10,8 @@
  * bucket exists unmarked, so once the mark is set and the bucket is seen
  * empty, no put can slip in before the item goes.
  */
-import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { queryAll } from './pages.js';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { Database } from './dynamo.js';
 import type { TransactItem } from './dynamo.js';
@@ -106,22 +107,13 @@ export class BucketStore {
 
   /** The account's buckets, its default bucket first, then by name. */
   async list(accountId: string): Promise<Bucket[]> {
-    const buckets: Bucket[] = [];
-    let ExclusiveStartKey: Record<string, unknown> | undefined;
-    do {
-      const out = await this.db.doc.send(
-        new QueryCommand({
-          TableName: this.table,
-          IndexName: 'gsi1',
-          KeyConditionExpression: 'gsi1pk = :pk AND begins_with(gsi1sk, :sk)',
-          ExpressionAttributeValues: { ':pk': `ACCOUNT#${accountId}`, ':sk': 'BUCKET#' },
-          ExclusiveStartKey,
-        }),
-      );
-      for (const item of out.Items ?? []) buckets.push(fromItem(item));
-      ExclusiveStartKey = out.LastEvaluatedKey;
-    } while (ExclusiveStartKey);
-    return buckets;
+    const items = await queryAll(this.db, {
+      TableName: this.table,
+      IndexName: 'gsi1',
+      KeyConditionExpression: 'gsi1pk = :pk AND begins_with(gsi1sk, :sk)',
+      ExpressionAttributeValues: { ':pk': `ACCOUNT#${accountId}`, ':sk': 'BUCKET#' },
+    });
+    return items.map(fromItem);
   }
 
   async create(name: string, accountId: string, createdAt: string, acl: CannedAcl = 'private'): Promise<Bucket> {

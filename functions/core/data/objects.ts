@@ -17,12 +17,12 @@
  * version the writer read and on the bucket existing (and not being deleted),
  * so a CID is referenced exactly while some record names it.
  */
-import { DeleteCommand, QueryCommand, ScanCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { uniqueToken } from '../ids.js';
 import { withoutKeys, writtenIf } from './tables.js';
-import { queryAll } from './pages.js';
+import { queryAll, scanEach } from './pages.js';
 import { bucketWritableCondition, type CannedAcl } from './buckets.js';
 import type { Database, TransactItem } from './dynamo.js';
 
@@ -404,18 +404,11 @@ export class ObjectStore {
     return out;
   }
 
-  private async *scan(filter: string): AsyncGenerator<Record<string, unknown>> {
-    let ExclusiveStartKey: Record<string, unknown> | undefined;
+  private scan(filter: string): AsyncGenerator<Record<string, unknown>> {
     const values: Record<string, string> = {};
     if (filter.includes(':hash')) values[':hash'] = '#';
     if (filter.includes(':ref')) values[':ref'] = '#REF#';
-    do {
-      const out = await this.db.doc.send(
-        new ScanCommand({ TableName: this.table, FilterExpression: filter, ExpressionAttributeValues: values, ConsistentRead: true, ExclusiveStartKey }),
-      );
-      for (const item of out.Items ?? []) yield item;
-      ExclusiveStartKey = out.LastEvaluatedKey;
-    } while (ExclusiveStartKey);
+    return scanEach(this.db, { TableName: this.table, FilterExpression: filter, ExpressionAttributeValues: values, ConsistentRead: true });
   }
 
 

@@ -4,7 +4,7 @@
  * last page is full never hands out a cursor to an empty page; and it keeps
  * querying while DynamoDB stops short of the page at its 1 MB read limit.
  */
-import { QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand, ScanCommand, type QueryCommandInput, type ScanCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { Database } from './dynamo.js';
 
 export interface Page<T> {
@@ -33,11 +33,26 @@ export async function queryPage(
 /** Every item of a query, following LastEvaluatedKey (for small partitions: a team's keys or members). */
 export async function queryAll(db: Database, input: Omit<QueryCommandInput, 'ExclusiveStartKey'>): Promise<Record<string, unknown>[]> {
   const items: Record<string, unknown>[] = [];
+  for await (const item of queryEach(db, input)) items.push(item);
+  return items;
+}
+
+/** Every item of a query, a page read at a time (the caller may write to the partition meanwhile: DynamoDB resumes after the last key read). */
+export async function* queryEach(db: Database, input: Omit<QueryCommandInput, 'ExclusiveStartKey'>): AsyncGenerator<Record<string, unknown>> {
   let exclusiveStartKey: Record<string, unknown> | undefined;
   do {
     const out = await db.doc.send(new QueryCommand({ ...input, ExclusiveStartKey: exclusiveStartKey }));
-    items.push(...(out.Items ?? []));
+    yield* out.Items ?? [];
     exclusiveStartKey = out.LastEvaluatedKey;
   } while (exclusiveStartKey);
-  return items;
+}
+
+/** Every item of a Scan, a page read at a time (operators' and the integrity check's whole-table reads, never a request's). */
+export async function* scanEach(db: Database, input: Omit<ScanCommandInput, 'ExclusiveStartKey'>): AsyncGenerator<Record<string, unknown>> {
+  let exclusiveStartKey: Record<string, unknown> | undefined;
+  do {
+    const out = await db.doc.send(new ScanCommand({ ...input, ExclusiveStartKey: exclusiveStartKey }));
+    yield* out.Items ?? [];
+    exclusiveStartKey = out.LastEvaluatedKey;
+  } while (exclusiveStartKey);
 }

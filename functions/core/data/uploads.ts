@@ -25,6 +25,7 @@
  * `resumeCleanups` (run by garbage collection) finishes the job.
  */
 import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { queryAll, queryEach } from './pages.js';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { uniqueToken } from '../ids.js';
 import type { Database } from './dynamo.js';
@@ -259,22 +260,14 @@ export class UploadStore {
    * Abort ended meanwhile only gets a second, harmless cleanup marker.
    */
   async endAllItems(bucket: string): Promise<{ items: TransactItem[]; uploadIds: string[] }> {
-    const uploads: Array<{ sk: string; uploadId: string }> = [];
-    let ExclusiveStartKey: Record<string, unknown> | undefined;
-    do {
-      const out = await this.db.doc.send(
-        new QueryCommand({
-          TableName: this.table,
-          KeyConditionExpression: 'pk = :pk',
-          ExpressionAttributeValues: { ':pk': `#UPLOAD#${bucket}` },
-          ProjectionExpression: 'sk, uploadId',
-          ConsistentRead: true,
-          ExclusiveStartKey,
-        }),
-      );
-      for (const item of out.Items ?? []) uploads.push({ sk: item.sk as string, uploadId: item.uploadId as string });
-      ExclusiveStartKey = out.LastEvaluatedKey;
-    } while (ExclusiveStartKey);
+    const items = await queryAll(this.db, {
+      TableName: this.table,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': `#UPLOAD#${bucket}` },
+      ProjectionExpression: 'sk, uploadId',
+      ConsistentRead: true,
+    });
+    const uploads = items.map((item) => ({ sk: item.sk as string, uploadId: item.uploadId as string }));
     const at = new Date().toISOString();
     const ending = (u: { sk: string; uploadId: string }): TransactItem[] => [
       { Delete: { TableName: this.table, Key: { pk: `#UPLOAD#${bucket}`, sk: u.sk } } },
@@ -378,24 +371,11 @@ export class UploadStore {
   /** Drops expired completion records (run by garbage collection). Returns how many. */
   async dropExpiredCompletions(now = Date.now()): Promise<number> {
     let dropped = 0;
-    let ExclusiveStartKey: Record<string, unknown> | undefined;
-    do {
-      const out = await this.db.doc.send(
-        new QueryCommand({
-          TableName: this.table,
-          KeyConditionExpression: 'pk = :pk',
-          ExpressionAttributeValues: { ':pk': DONE },
-          ProjectionExpression: 'sk, expiresAt',
-          ExclusiveStartKey,
-        }),
-      );
-      for (const item of out.Items ?? []) {
-        if ((item.expiresAt as number) > now) continue;
-        await this.db.doc.send(new DeleteCommand({ TableName: this.table, Key: { pk: DONE, sk: item.sk } }));
-        dropped++;
-      }
-      ExclusiveStartKey = out.LastEvaluatedKey;
-    } while (ExclusiveStartKey);
+    for await (const item of queryEach(this.db, { TableName: this.table, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': DONE }, ProjectionExpression: 'sk, expiresAt' })) {
+      if ((item.expiresAt as number) > now) continue;
+      await this.db.doc.send(new DeleteCommand({ TableName: this.table, Key: { pk: DONE, sk: item.sk } }));
+      dropped++;
+    }
     return dropped;
   }
 
@@ -464,24 +444,11 @@ export class UploadStore {
   /** Finishes the cleanups of uploads that ended at least `olderThanMs` ago (a process died during one). */
   async resumeCleanups(olderThanMs: number, now = Date.now()): Promise<number> {
     let resumed = 0;
-    let ExclusiveStartKey: Record<string, unknown> | undefined;
-    do {
-      const out = await this.db.doc.send(
-        new QueryCommand({
-          TableName: this.table,
-          KeyConditionExpression: 'pk = :pk',
-          ExpressionAttributeValues: { ':pk': CLEANUP },
-          ConsistentRead: true,
-          ExclusiveStartKey,
-        }),
-      );
-      for (const item of out.Items ?? []) {
-        if (Date.parse(item.at as string) > now - olderThanMs) continue;
-        await this.cleanup(item.sk as string);
-        resumed++;
-      }
-      ExclusiveStartKey = out.LastEvaluatedKey;
-    } while (ExclusiveStartKey);
+    for await (const item of queryEach(this.db, { TableName: this.table, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': CLEANUP }, ConsistentRead: true })) {
+      if (Date.parse(item.at as string) > now - olderThanMs) continue;
+      await this.cleanup(item.sk as string);
+      resumed++;
+    }
     return resumed;
   }
 }
