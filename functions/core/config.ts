@@ -155,7 +155,25 @@ export interface Config {
      */
     allowPrivateAddresses: boolean;
   };
+  /**
+   * Where commit statuses are posted for a site's repository, by the host of
+   * its URL (`host[:port]`, lower case): github.com and gitlab.com, and what
+   * CAIRN_GIT_HOST_APIS adds or replaces (functions/core/hosting/commit-status.ts).
+   */
+  gitHostApis: Record<string, GitHostApi>;
 }
+
+/** A git host's API: which one it speaks and its base URL (no trailing slash). */
+export interface GitHostApi {
+  kind: 'github' | 'gitlab';
+  baseUrl: string;
+}
+
+/** The hosts whose APIs are known without CAIRN_GIT_HOST_APIS. */
+export const DEFAULT_GIT_HOST_APIS: Readonly<Record<string, GitHostApi>> = {
+  'github.com': { kind: 'github', baseUrl: 'https://api.github.com' },
+  'gitlab.com': { kind: 'gitlab', baseUrl: 'https://gitlab.com/api/v4' },
+};
 
 type Env = Record<string, string | undefined>;
 
@@ -307,7 +325,43 @@ export function loadConfig(env: Env = process.env): Config {
       retryForSeconds: 3600,
       allowPrivateAddresses: bool(env, 'CAIRN_NOTIFICATION_PRIVATE_ADDRESSES', runtime === 'local'),
     },
+    gitHostApis: gitHostApis(env),
   };
+}
+
+/**
+ * CAIRN_GIT_HOST_APIS: comma-separated `host[:port]=github|gitlab@<API base URL>`,
+ * for GitHub Enterprise, self-managed GitLab (or a host's API elsewhere).
+ * Added to github.com and gitlab.com, or replacing them when named. The
+ * base URL must be http(s) without credentials, a query or a fragment;
+ * whether its address may be private is decided at each request, by the
+ * notification rule (config.notifications.allowPrivateAddresses).
+ */
+function gitHostApis(env: Env): Record<string, GitHostApi> {
+  const name = 'CAIRN_GIT_HOST_APIS';
+  const apis: Record<string, GitHostApi> = { ...DEFAULT_GIT_HOST_APIS };
+  const named = new Set<string>();
+  for (const entry of (opt(env, name) ?? '').split(',').map((e) => e.trim()).filter((e) => e !== '')) {
+    const m = /^([^=@\s]+)=(github|gitlab)@(\S+)$/i.exec(entry);
+    if (!m) throw new ConfigError(name, `"${entry}" must be host[:port]=github|gitlab@<API base URL>, like "git.example.com=gitlab@https://git.example.com/api/v4"`);
+    const host = m[1]!.toLowerCase();
+    if (!/^[a-z0-9.-]+(:\d{1,5})?$/.test(host) || host.startsWith('.') || host.includes('..')) throw new ConfigError(name, `"${m[1]}" is not a host name, optionally with a port (like "git.example.com:8443")`);
+    if (named.has(host)) throw new ConfigError(name, `${host} is named twice`);
+    named.add(host);
+    let base: URL;
+    try {
+      base = new URL(m[3]!);
+    } catch {
+      throw new ConfigError(name, `the API base URL of ${host} is not an absolute URL, got "${m[3]}"`);
+    }
+    if (base.protocol !== 'https:' && base.protocol !== 'http:') throw new ConfigError(name, `the API base URL of ${host} must be an http(s) URL, got "${m[3]}"`);
+    // The token goes in a header; a URL's own credentials would be sent (and logged) besides.
+    if (base.username !== '' || base.password !== '' || base.search !== '' || base.hash !== '') {
+      throw new ConfigError(name, `the API base URL of ${host} must carry no credentials, query or fragment`);
+    }
+    apis[host] = { kind: m[2]!.toLowerCase() as GitHostApi['kind'], baseUrl: `${base.origin}${base.pathname.replace(/\/+$/, '')}` };
+  }
+  return apis;
 }
 
 function absolutePath(env: Env, name: string, fallback: string): string {

@@ -21,4 +21,47 @@ describe('configuration', () => {
     expect(c.urls.gatewayUrl).toBe('http://127.0.0.1:4002');
     expect(c.dataDir).toBe('./data');
   });
+
+  describe('CAIRN_GIT_HOST_APIS', () => {
+    test('github.com and gitlab.com are known without it', () => {
+      expect(loadConfig({}).gitHostApis).toEqual({
+        'github.com': { kind: 'github', baseUrl: 'https://api.github.com' },
+        'gitlab.com': { kind: 'gitlab', baseUrl: 'https://gitlab.com/api/v4' },
+      });
+    });
+
+    test('adds hosts (with a port, any case, trailing slashes dropped) and replaces a default one it names', () => {
+      const apis = loadConfig({ CAIRN_GIT_HOST_APIS: ' GHE.example.com=github@https://ghe.example.com/api/v3/ , git.example.org:8443=GitLab@http://10.0.0.5:8080/api/v4,github.com=github@https://proxy.example.net' }).gitHostApis;
+      expect(apis).toEqual({
+        'github.com': { kind: 'github', baseUrl: 'https://proxy.example.net' },
+        'gitlab.com': { kind: 'gitlab', baseUrl: 'https://gitlab.com/api/v4' },
+        'ghe.example.com': { kind: 'github', baseUrl: 'https://ghe.example.com/api/v3' },
+        'git.example.org:8443': { kind: 'gitlab', baseUrl: 'http://10.0.0.5:8080/api/v4' },
+      });
+    });
+
+    test.each([
+      ['no API kind', 'git.example.com=https://git.example.com/api', /"git\.example\.com=https:\/\/git\.example\.com\/api" must be host\[:port\]=github\|gitlab@<API base URL>/],
+      ['an unknown kind', 'git.example.com=gitea@https://git.example.com/api', /must be host\[:port\]=github\|gitlab@/],
+      ['a host that is a URL', 'https://git.example.com=github@https://git.example.com/api', /must be host\[:port\]=github\|gitlab@|is not a host name/],
+      ['a bad host', 'git..example.com=github@https://x.example.com', /"git\.\.example\.com" is not a host name/],
+      ['a host named twice', 'a.example.com=github@https://a.example.com,A.example.com=gitlab@https://b.example.com', /a\.example\.com is named twice/],
+      ['a base that is no URL', 'a.example.com=github@api', /the API base URL of a\.example\.com is not an absolute URL/],
+      ['a base that is not http(s)', 'a.example.com=github@ftp://a.example.com', /must be an http\(s\) URL/],
+      ['credentials in the base', 'a.example.com=github@https://bot:secret@a.example.com/api', /must carry no credentials, query or fragment/],
+      ['a query in the base', 'a.example.com=gitlab@https://a.example.com/api?x=1', /must carry no credentials, query or fragment/],
+    ])('%s is refused in one line naming the variable', (_, value, why) => {
+      let error: Error | undefined;
+      try {
+        loadConfig({ CAIRN_GIT_HOST_APIS: value });
+      } catch (err) {
+        error = err as Error;
+      }
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error!.message).toMatch(/^CAIRN_GIT_HOST_APIS: /);
+      expect(error!.message).toMatch(why);
+      expect(error!.message).not.toContain('\n');
+      expect(error!.message).not.toContain('secret');
+    });
+  });
 });
