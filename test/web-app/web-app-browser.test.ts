@@ -16,9 +16,11 @@
  * and every page at 1280 px and at 375 px without sideways scrolling.
  * Screenshots of each page go to test-results/web-app/ (gitignored).
  */
-import { createHash } from 'node:crypto';
+import { createHash, createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
@@ -80,7 +82,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await Promise.all([service?.close(), git?.close()]);
+  receiver?.closeAllConnections();
+  await Promise.all([service?.close(), git?.close(), new Promise<void>((r) => (receiver ? receiver.close(() => r()) : r()))]);
 });
 
 afterEach(() => {
@@ -436,6 +439,65 @@ test('create an API key: shown once with a copy button, it works; revoke it: it 
   await shot('team-key-revoked-desktop');
 });
 
+test("members: an owner adds one by account name, changes roles and removes them; the API's refusals are the notice; a member sees no controls", async () => {
+  const betaKey = newApiToken();
+  await service.services.accounts.createAccount({ name: 'beta', accessKeyId: newAccessKeyId(), secretAccessKey: newSecretAccessKey(), apiToken: betaKey });
+  const teamId = dataOf(await gql(apiKey, '{ getCurrentTeam { id } }')).getCurrentTeam.id as string;
+  const members = async () =>
+    (dataOf(await gql(apiKey, 'query ($t: ID!) { getMembersByTeam(teamId: $t) { accountName role } }', { t: teamId })).getMembersByTeam as Array<{ accountName: string; role: string }>)
+      .map((m) => `${m.accountName}:${m.role}`)
+      .sort();
+  await go('#/team');
+  await page.getByRole('heading', { name: 'Members' }).waitFor();
+  await page.locator('tr[data-member="acme"] .tag-current').waitFor();
+  const add = async (name: string) => {
+    await page.getByLabel('Account name').fill(name);
+    await page.getByRole('button', { name: 'Add member' }).click();
+  };
+  await add('nobody-here');
+  expect(await notice(/failed/)).toBe('Adding nobody-here failed: account not found');
+  await add('beta');
+  expect(await notice(/^beta is now/)).toBe('beta is now a member of the team.');
+  const beta = page.locator('tr[data-member="beta"]');
+  const acme = page.locator('tr[data-member="acme"]');
+  await beta.waitFor();
+  expect(await members()).toEqual(['acme:OWNER', 'beta:MEMBER']);
+  // The last owner cannot step down.
+  await acme.getByRole('button', { name: 'Make member' }).click();
+  expect(await notice(/failed/)).toBe('Making acme a member failed: a team keeps at least one owner: make another member an owner first');
+  expect(await members()).toEqual(['acme:OWNER', 'beta:MEMBER']);
+  await beta.getByRole('button', { name: 'Make owner' }).click();
+  expect(await notice(/^beta is now/)).toBe('beta is now an owner.');
+  await beta.locator('.tag-owner').waitFor();
+  expect(await members()).toEqual(['acme:OWNER', 'beta:OWNER']);
+  await checkAccessibility();
+  await shot('team-members-desktop');
+  await beta.getByRole('button', { name: 'Make member' }).click();
+  await notice('beta is now a member.');
+  expect(await members()).toEqual(['acme:OWNER', 'beta:MEMBER']);
+
+  // beta, a member, in a tab signed in with its key for this team: the list, without the owners' controls.
+  const betaHere = dataOf(await gql(betaKey, 'mutation ($t: ID!) { createApiKey(teamId: $t, name: "beta here") { key } }', { t: teamId })).createApiKey.key as string;
+  await page.evaluate((k) => sessionStorage.setItem('cairn.apiKey', k), betaHere);
+  await page.reload();
+  await page.locator('tr[data-member="beta"] .tag-current').waitFor();
+  await page.getByText('Owners add members, change their roles and remove them.').waitFor();
+  expect(await page.getByRole('button', { name: 'Add member' }).count()).toBe(0);
+  expect(await page.locator('tr[data-member] button').count()).toBe(0);
+  await checkAccessibility();
+  await shot('team-members-as-member-desktop');
+  await page.evaluate((k) => sessionStorage.setItem('cairn.apiKey', k), apiKey);
+  await page.reload();
+
+  // Removing is asked twice; it takes the member's keys for the team with it.
+  await beta.getByRole('button', { name: 'Remove', exact: true }).click();
+  await beta.getByRole('button', { name: 'Remove beta' }).click();
+  expect(await notice(/no longer in the team/)).toBe('beta is no longer in the team, and the API keys they made for it are revoked.');
+  await beta.waitFor({ state: 'detached' });
+  expect(await members()).toEqual(['acme:OWNER']);
+  expect((await gql(betaHere, '{ getCurrentTeam { name } }')).errors?.[0]?.extensions.code).toBe('UNAUTHENTICATED');
+});
+
 test('storage: a key pair made here, a bucket, uploads with progress (one multipart), CIDs, a public URL, a delete', async () => {
   await nav('Storage');
   await page.getByRole('heading', { name: 'Storage', level: 1 }).waitFor();
@@ -504,6 +566,216 @@ test('storage: a key pair made here, a bucket, uploads with progress (one multip
   await s3.send(new HeadObjectCommand({ Bucket: 'acme-files', Key: 'big.bin' }));
 }, 120_000);
 
+/** A second site, for the "Git & notifications" page: no build, so its deploys are quick. */
+const HOOKS_SLUG = 'acme-hooks';
+const HOOKS_REPO = 'acme/hooks';
+let hooksSite: string;
+let hookUrl: string;
+let receiver: Server | undefined;
+
+const hooksSiteState = async () =>
+  dataOf(
+    await gql(
+      apiKey,
+      'query ($s: ID!) { getSiteById(siteId: $s) { webhookUrl webhookSecretSet repositoryTokenSet repositoryUsername deploySettings { prDeployPreviews } buildHooks { name branch } notificationUrls { url events } } }',
+      { s: hooksSite },
+    ),
+  ).getSiteById;
+
+/** Polls the deploy until it has ended, and returns it. */
+async function deployEnded(deployId: string): Promise<{ status: string; repository: { commit: string } }> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const d = dataOf(await gql(apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { status repository { commit } } }', { s: hooksSite, d: deployId })).getDeployById;
+    if (d.status !== 'IN_PROGRESS') return d;
+    if (Date.now() > deadline) throw new Error(`deploy ${deployId} is still in progress`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** The page at 375 px: no sideways scrolling, labels and contrast intact; then back to 1280. */
+async function fitsPhone(name: string): Promise<void> {
+  await page.setViewportSize({ width: 375, height: 812 });
+  expect([name, await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)]).toEqual([name, 0]);
+  await checkAccessibility();
+  await shot(`${name}-phone`);
+  await page.setViewportSize({ width: 1280, height: 860 });
+}
+
+test('git & notifications: a webhook secret shown once with its URL takes a signed GitHub push, which starts a deploy; rotated, the old one is refused; deleted, the URL is gone', async () => {
+  const commit = await git.commit(HOOKS_REPO, { 'site/index.html': '<!doctype html><html><head><title>Hooks</title></head><body><h1>Hooks v1</h1></body></html>' }, 'Hooks v1');
+  const input = { name: HOOKS_SLUG, buildSettings: { publishDirectoryPath: 'site' }, deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(HOOKS_REPO), branch: 'main' } } } };
+  hooksSite = dataOf(await gql(apiKey, 'mutation ($i: CreateSiteInput!) { createSite(input: $i) { id } }', { i: input })).createSite.id;
+  await go(`#/sites/${hooksSite}`);
+  await page.getByRole('heading', { name: HOOKS_SLUG, level: 1 }).waitFor();
+  await page.getByRole('link', { name: 'Git & notifications' }).click();
+  await page.getByRole('heading', { name: 'Git & notifications', level: 1 }).waitFor();
+  expect(await page.getByTestId('webhook-status').textContent()).toMatch(/^No secret yet/);
+  await page.getByRole('heading', { name: 'On GitHub' }).waitFor();
+  await page.getByRole('heading', { name: 'On GitLab' }).waitFor();
+  await checkAccessibility();
+
+  const push = async (url: string, secret: string) => {
+    const body = JSON.stringify({ ref: 'refs/heads/main', after: commit, deleted: false, repository: { full_name: HOOKS_REPO, clone_url: git.repoUrl(HOOKS_REPO) } });
+    const signature = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+    return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': signature }, body });
+  };
+  await page.getByRole('button', { name: 'Create webhook secret' }).click();
+  await notice(/Secret made/);
+  const url = await page.getByLabel('Payload URL').inputValue();
+  const secret = await page.getByLabel('Webhook secret').inputValue();
+  expect(await page.getByTestId('webhook-status').textContent()).toMatch(/^A secret is set/);
+  expect(await hooksSiteState()).toMatchObject({ webhookUrl: url, webhookSecretSet: true });
+  await checkAccessibility();
+  await shot('integrations-webhook-desktop');
+
+  const res = await push(url, secret);
+  expect(res.status).toBe(200);
+  const answer = (await res.json()) as { ok: boolean; deployId: string };
+  expect(answer.ok).toBe(true);
+  expect(await deployEnded(answer.deployId)).toMatchObject({ status: 'DEPLOYED', repository: { commit } });
+
+  // Rotated: the new secret is shown once, and the old one no longer signs anything the hook takes.
+  await page.getByRole('button', { name: 'Rotate secret' }).click();
+  await page.getByRole('button', { name: 'Replace the secret' }).click();
+  await notice(/the old one no longer works/);
+  const rotated = await page.getByLabel('Webhook secret').inputValue();
+  expect(rotated).not.toBe(secret);
+  expect((await push(url, secret)).status).toBe(401);
+
+  await page.getByRole('button', { name: 'Delete secret' }).click();
+  await page.getByRole('button', { name: 'Delete the secret' }).click();
+  await notice(/answers 404 from now on/);
+  expect(await page.locator('.shown-once').count()).toBe(0);
+  expect((await hooksSiteState()).webhookSecretSet).toBe(false);
+  expect((await push(url, rotated)).status).toBe(404);
+  await page.getByRole('button', { name: 'Create webhook secret' }).waitFor();
+}, 90_000);
+
+test('git & notifications: a build hook (its URL shown once, with a curl line) starts a deploy on POST; one with a branch is listed with it, and deleted', async () => {
+  await page.getByLabel('Hook name').fill('cms');
+  await page.getByRole('button', { name: 'Create build hook' }).click();
+  await notice('Build hook "cms" made. Copy its URL now: it is not shown again.');
+  hookUrl = await page.getByLabel('URL of build hook "cms"').inputValue();
+  expect(await page.getByLabel('Command that triggers it').inputValue()).toBe(`curl -X POST '${hookUrl}'`);
+  await page.locator('.shown-once').first().getByRole('button', { name: 'Copy' }).click();
+  expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(hookUrl);
+  await page.locator('tr[data-hook="cms"]').waitFor();
+  await checkAccessibility();
+  await shot('integrations-build-hook-desktop');
+
+  const res = await fetch(hookUrl, { method: 'POST' });
+  expect(res.status).toBe(200);
+  expect((await deployEnded(((await res.json()) as { deployId: string }).deployId)).status).toBe('DEPLOYED');
+
+  await page.getByLabel('Hook name').fill('staging');
+  await page.getByLabel('Branch (optional)').fill('staging');
+  await page.getByRole('button', { name: 'Create build hook' }).click();
+  await notice(/Build hook "staging" made/);
+  const stagingUrl = await page.getByLabel('URL of build hook "staging"').inputValue();
+  const staging = page.locator('tr[data-hook="staging"]');
+  expect(await staging.locator('td[data-label="Branch"]').textContent()).toBe('staging');
+  expect(await page.locator('tr[data-hook="cms"] td[data-label="Branch"]').textContent()).toBe("the site's (main)");
+  expect((await hooksSiteState()).buildHooks).toEqual([
+    { name: 'cms', branch: null },
+    { name: 'staging', branch: 'staging' },
+  ]);
+  await staging.getByRole('button', { name: 'Delete' }).click();
+  await staging.getByRole('button', { name: 'Delete hook' }).click();
+  await notice('Build hook "staging" deleted: its URL answers 404 from now on.');
+  await staging.waitFor({ state: 'detached' });
+  expect((await hooksSiteState()).buildHooks).toEqual([{ name: 'cms', branch: null }]);
+  expect((await fetch(stagingUrl, { method: 'POST' })).status).toBe(404);
+}, 60_000);
+
+test('git & notifications: a notification URL for two events gets signed deliveries of a deploy, listed in its last deliveries; removed, it is gone', async () => {
+  const received: Array<{ headers: IncomingHttpHeaders; raw: string }> = [];
+  receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      received.push({ headers: req.headers, raw: Buffer.concat(chunks).toString('utf8') });
+      res.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((r) => receiver!.listen(0, '127.0.0.1', () => r()));
+  const target = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/cairn-events`;
+
+  await page.getByLabel('URL', { exact: true }).fill(target);
+  for (const event of ['Created', 'Building', 'Failed']) await page.getByRole('checkbox', { name: event, exact: true }).uncheck();
+  await page.getByRole('button', { name: 'Add URL' }).click();
+  await notice(/URL added/);
+  const secret = await page.getByLabel(`Signing secret of ${target}`).inputValue();
+  expect((await hooksSiteState()).notificationUrls).toEqual([{ url: target, events: ['SUCCEEDED', 'PUBLISHED'] }]);
+  const item = page.locator(`li[data-notification="${target}"]`);
+  expect(await item.locator('.notification-events .tag').allTextContents()).toEqual(['Succeeded', 'Published']);
+  await item.getByText('Nothing sent yet.').waitFor();
+
+  const res = await fetch(hookUrl, { method: 'POST' });
+  const { deployId } = (await res.json()) as { deployId: string };
+  expect((await deployEnded(deployId)).status).toBe('DEPLOYED');
+  const deadline = Date.now() + 30_000;
+  while (received.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  const deliveries = received.map(({ headers, raw }) => {
+    const m = /^t=(\d+),sha256=([0-9a-f]{64})$/.exec(String(headers['x-cairn-signature']));
+    expect(m && createHmac('sha256', secret).update(`${m[1]}.${raw}`).digest('hex')).toBe(m?.[2]);
+    const body = JSON.parse(raw) as { event: string; deploy: { id: string } };
+    return `${body.event}:${body.deploy.id}`;
+  });
+  expect(deliveries.sort()).toEqual([`PUBLISHED:${deployId}`, `SUCCEEDED:${deployId}`]);
+
+  await page.getByRole('button', { name: 'Refresh deliveries' }).click();
+  for (const event of ['SUCCEEDED', 'PUBLISHED']) await item.locator(`tr[data-delivery="${event}"][data-status="DELIVERED"]`).waitFor();
+  expect(await item.locator('tr[data-delivery="PUBLISHED"] td[data-label="Result"]').textContent()).toBe('Delivered HTTP 200');
+  await checkAccessibility();
+  await shot('integrations-notifications-desktop');
+  await fitsPhone('integrations-notifications');
+
+  await item.getByRole('button', { name: 'Remove' }).click();
+  await item.getByRole('button', { name: 'Remove URL' }).click();
+  await notice(`${target} removed: nothing more is sent to it.`);
+  await item.waitFor({ state: 'detached' });
+  expect((await hooksSiteState()).notificationUrls).toEqual([]);
+}, 90_000);
+
+test('git & notifications: a repository token is set (never shown again) and a private repository deploys with it; cleared; previews are switched on in the settings the page links to', async () => {
+  const token = `ghp_${randomBytes(18).toString('hex')}`;
+  await page.getByLabel('Token', { exact: true }).fill(token);
+  await page.getByRole('button', { name: 'Set token' }).click();
+  await notice('The token is set: the next deploys clone the repository with it.');
+  expect(await page.getByTestId('token-status').textContent()).toBe('A token is set, with the user name x-access-token.');
+  expect(await hooksSiteState()).toMatchObject({ repositoryTokenSet: true, repositoryUsername: 'x-access-token' });
+  expect(await page.getByLabel('New token', { exact: true }).inputValue()).toBe('');
+  expect(await page.content()).not.toContain(token);
+  await checkAccessibility();
+
+  // From now on the repository answers only with the token: a deploy still clones it.
+  git.requireCredentials(HOOKS_REPO, 'x-access-token', token);
+  const deploy = dataOf(await gql(apiKey, 'mutation ($s: ID!) { triggerDeploy(siteId: $s) { id } }', { s: hooksSite })).triggerDeploy;
+  expect((await deployEnded(deploy.id)).status).toBe('DEPLOYED');
+  expect(git.authorizations().some((a) => a.path.startsWith(`/${HOOKS_REPO}`) && a.authorization === `Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`)).toBe(true);
+  await page.reload();
+  await page.getByTestId('token-status').waitFor();
+  expect(await page.content()).not.toContain(token);
+
+  await page.getByRole('button', { name: 'Clear token' }).click();
+  await page.getByRole('button', { name: 'Clear the token' }).click();
+  await notice(/The token is cleared/);
+  expect(await page.getByTestId('token-status').textContent()).toBe('No token is set: the repository is cloned without credentials.');
+  expect((await hooksSiteState()).repositoryTokenSet).toBe(false);
+
+  // Previews and auto-publishing live in the site's settings: the page says how they are and links there.
+  expect(await page.locator('[aria-labelledby="settings-title"] p').textContent()).toBe("Pull-request previews are off; auto-publishing is on. Change them in the site's settings.");
+  await page.getByRole('link', { name: "Change them in the site's settings" }).click();
+  await page.getByRole('heading', { name: `Settings of ${HOOKS_SLUG}`, level: 1 }).waitFor();
+  await page.getByLabel(/^Build a preview of each pull request/).check();
+  await page.getByRole('button', { name: 'Save settings' }).click();
+  await page.getByRole('heading', { name: HOOKS_SLUG, level: 1 }).waitFor();
+  expect((await hooksSiteState()).deploySettings.prDeployPreviews).toBe(true);
+  await go(`#/sites/${hooksSite}/integrations`);
+  await page.getByText('Pull-request previews are on').waitFor();
+}, 90_000);
+
 test('every page at 1280 px and at 375 px: no sideways scrolling, labels and contrast intact', async () => {
   const pages: Array<[string, string, string]> = [
     ['sites', '#/sites', 'Sites'],
@@ -511,6 +783,7 @@ test('every page at 1280 px and at 375 px: no sideways scrolling, labels and con
     ['site', `#/sites/${siteId}`, SLUG],
     ['site-settings', `#/sites/${siteId}/settings`, `Settings of ${SLUG}`],
     ['deploy', `#/sites/${siteId}/deploys/${secondDeploy}`, `Deploy ${secondDeploy.slice(-8)}`],
+    ['site-integrations', `#/sites/${hooksSite}/integrations`, 'Git & notifications'],
     ['team', '#/team', 'acme'],
     ['storage', '#/storage', 'Storage'],
     ['bucket', '#/storage/acme-files', 'acme-files'],

@@ -24,6 +24,7 @@ import { webAppOrigins } from '../../functions/web-app/app-config.js';
 import { BOOT } from '../support/service.js';
 import { encodeKey, encodeRfc3986, sha256Hex, signRequest, UNSIGNED_PAYLOAD } from '../../functions/web-app/ui/sigv4.js';
 import { s3Url } from '../../functions/web-app/ui/s3.js';
+import { href, parseHash, type Route } from '../../functions/web-app/ui/router.js';
 
 let target: ApiTarget;
 const savedEnv = { ...process.env };
@@ -49,6 +50,23 @@ const assetPaths = (html: string) => [...html.matchAll(/(?:src|href)="(\/app\/as
 test('the route takes / and /app/... only: /graphql, /hooks/ and the rest stay with the API', () => {
   for (const path of ['/', '/app/', '/app/config.json', '/app/assets/app-ABC.js']) expect(isWebAppPath(path)).toBe(true);
   for (const path of ['/graphql', '/graphql/', '/hooks/git/x', '/imports/x', '/app', '/application', '/index.html', '//']) expect(isWebAppPath(path)).toBe(false);
+});
+
+test("the app's hash routes read back what they write, a site's git & notifications page among them", () => {
+  const routes: Route[] = [
+    { name: 'sites' },
+    { name: 'new-site' },
+    { name: 'site', siteId: 'S1' },
+    { name: 'site-settings', siteId: 'S1' },
+    { name: 'site-integrations', siteId: 'S 1/x' },
+    { name: 'deploy', siteId: 'S1', deployId: 'D1' },
+    { name: 'team' },
+    { name: 'storage' },
+    { name: 'bucket', bucket: 'b', prefix: 'a/b c/' },
+  ];
+  for (const route of routes) expect(parseHash(href(route))).toEqual(route);
+  expect(href({ name: 'site-integrations', siteId: 'S1' })).toBe('#/sites/S1/integrations');
+  expect(parseHash('#/sites/S1/integrations/more')).toEqual({ name: 'not-found', path: '/sites/S1/integrations/more' });
 });
 
 describe.each(doors)('through the $name', ({ get }) => {

@@ -9,6 +9,7 @@ import { Deploy } from './pages/Deploy.js';
 import { EditSite, NewSite } from './pages/NewSite.js';
 import { Logo, SignIn } from './pages/SignIn.js';
 import { Site } from './pages/Site.js';
+import { SiteIntegrations } from './pages/SiteIntegrations.js';
 import { Sites } from './pages/Sites.js';
 import { Storage } from './pages/Storage.js';
 import { Team } from './pages/Team.js';
@@ -145,7 +146,7 @@ function Shell() {
 }
 
 function section(route: Route): 'sites' | 'storage' | 'team' | null {
-  if (route.name === 'sites' || route.name === 'new-site' || route.name === 'site' || route.name === 'site-settings' || route.name === 'deploy') return 'sites';
+  if (route.name === 'sites' || route.name === 'new-site' || route.name === 'site' || route.name === 'site-settings' || route.name === 'site-integrations' || route.name === 'deploy') return 'sites';
   if (route.name === 'storage' || route.name === 'bucket') return 'storage';
   if (route.name === 'team') return 'team';
   return null;
@@ -193,6 +194,8 @@ function Page({ route }: { route: Route }) {
       return <Site siteId={route.siteId} />;
     case 'site-settings':
       return <EditSite siteId={route.siteId} />;
+    case 'site-integrations':
+      return <SiteIntegrations siteId={route.siteId} />;
     case 'deploy':
       return <Deploy siteId={route.siteId} deployId={route.deployId} />;
     case 'team':

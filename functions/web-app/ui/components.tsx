@@ -1,8 +1,8 @@
 /** The small pieces every page is made of. */
 import { useEffect, useRef, useState, type ReactNode } from 'react';
 import type { DeployPhase, DeployStatus } from './queries.js';
-import type { ActionResult, More } from './hooks.js';
-import { hasNavigated } from './router.js';
+import type { ActionResult, Loaded, More } from './hooks.js';
+import { hasNavigated, href } from './router.js';
 
 const STATUS_TEXT: Record<DeployStatus, string> = {
   IN_PROGRESS: 'In progress',
@@ -240,5 +240,24 @@ export function MoreButton({ more, label }: { more: More; label: string }) {
       </button>
       {more.error ? <ErrorNotice>{more.error}</ErrorNotice> : null}
     </div>
+  );
+}
+
+/**
+ * What a page of one site shows until the site is there: a spinner, what
+ * went wrong, or "not found" (no such site, or another team's); null once
+ * the page can show the site.
+ */
+export function siteNotReady(site: Loaded<unknown>): ReactNode | null {
+  if (site.loading && !site.data) return <Loading label="Loading the site…" />;
+  if (site.error) return <ErrorNotice retry={() => void site.reload()}>Could not load the site: {site.error}</ErrorNotice>;
+  if (site.data) return null;
+  return (
+    <>
+      <PageHeader title="Site not found" back={{ href: href({ name: 'sites' }), label: 'Sites' }} />
+      <EmptyState title="There is no such site in your team.">
+        <a href={href({ name: 'sites' })}>See the team's sites</a>
+      </EmptyState>
+    </>
   );
 }

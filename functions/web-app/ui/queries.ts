@@ -42,7 +42,7 @@ export interface SiteSummary {
   slug: string;
   description: string | null;
   createdAt: string;
-  deploySettings: { autoPublishing: boolean; source: SiteSource };
+  deploySettings: { autoPublishing: boolean; prDeployPreviews: boolean; source: SiteSource };
   latestDeploy: DeploySummary | null;
   publishedDeploy: DeploySummary | null;
 }
@@ -84,7 +84,7 @@ const DEPLOY_SUMMARY = `
 
 const SITE_SUMMARY = `
   id name slug description createdAt
-  deploySettings { autoPublishing source { __typename ... on Repository { url branch } ... on IpfsSource { cid } } }
+  deploySettings { autoPublishing prDeployPreviews source { __typename ... on Repository { url branch } ... on IpfsSource { cid } } }
   latestDeploy { ${DEPLOY_SUMMARY} }
   publishedDeploy { ${DEPLOY_SUMMARY} }`;
 
@@ -131,3 +131,71 @@ export const CREATE_API_KEY = `mutation CreateApiKey($teamId: ID!, $name: String
 export const REVOKE_API_KEY = `mutation RevokeApiKey($teamId: ID!, $apiKeyId: ID!) { revokeApiKey(teamId: $teamId, apiKeyId: $apiKeyId) { id revokedAt } }`;
 export const CREATE_STORAGE_KEY = `mutation CreateStorageKey { createStorageKeyPair { secretAccessKey keyPair { accessKeyId } } }`;
 export const REVOKE_STORAGE_KEY = `mutation RevokeStorageKey($accessKeyId: ID!) { revokeStorageKeyPair(accessKeyId: $accessKeyId) { accessKeyId revokedAt } }`;
+
+export const ADD_MEMBER = `mutation AddMember($teamId: ID!, $accountName: String!, $role: TeamRole) { addTeamMember(teamId: $teamId, accountName: $accountName, role: $role) { accountId accountName role } }`;
+export const UPDATE_MEMBER = `mutation UpdateMember($teamId: ID!, $accountId: ID!, $role: TeamRole!) { updateTeamMember(teamId: $teamId, accountId: $accountId, role: $role) { accountId role } }`;
+export const REMOVE_MEMBER = `mutation RemoveMember($teamId: ID!, $accountId: ID!) { removeTeamMember(teamId: $teamId, accountId: $accountId) }`;
+
+export type DeployEvent = 'CREATED' | 'BUILDING' | 'FAILED' | 'SUCCEEDED' | 'PUBLISHED';
+
+export interface BuildHook {
+  id: string;
+  name: string;
+  /** null: the site's branch. */
+  branch: string | null;
+  createdAt: string;
+}
+
+export interface NotificationDelivery {
+  id: string;
+  deployId: string;
+  event: DeployEvent;
+  status: 'PENDING' | 'DELIVERED' | 'FAILED';
+  attempt: number;
+  at: string;
+  statusCode: number | null;
+  error: string | null;
+}
+
+export interface NotificationUrl {
+  id: string;
+  url: string;
+  events: DeployEvent[];
+  createdAt: string;
+  lastDeliveries: NotificationDelivery[];
+}
+
+/** What the site's "Git & notifications" page shows: never a secret, only whether one is set. */
+export interface SiteIntegrations {
+  id: string;
+  name: string;
+  deploySettings: { autoPublishing: boolean; prDeployPreviews: boolean; source: SiteSource };
+  webhookUrl: string;
+  webhookSecretSet: boolean;
+  repositoryTokenSet: boolean;
+  repositoryUsername: string | null;
+  buildHooks: BuildHook[];
+  notificationUrls: NotificationUrl[];
+}
+
+export const SITE_INTEGRATIONS = `query SiteIntegrations($siteId: ID!) {
+  getSiteById(siteId: $siteId) {
+    id name
+    deploySettings { autoPublishing prDeployPreviews source { __typename ... on Repository { url branch } ... on IpfsSource { cid } } }
+    webhookUrl webhookSecretSet repositoryTokenSet repositoryUsername
+    buildHooks { id name branch createdAt }
+    notificationUrls { id url events createdAt lastDeliveries(limit: 5) { id deployId event status attempt at statusCode error } }
+  }
+}`;
+
+export const CREATE_WEBHOOK_SECRET = `mutation CreateWebhookSecret($siteId: ID!) { createWebhookSecret(siteId: $siteId) { secret url } }`;
+export const DELETE_WEBHOOK_SECRET = `mutation DeleteWebhookSecret($siteId: ID!) { deleteWebhookSecret(siteId: $siteId) }`;
+export const SET_REPOSITORY_TOKEN = `mutation SetRepositoryToken($siteId: ID!, $token: String, $username: String) {
+  setRepositoryToken(siteId: $siteId, token: $token, username: $username) { id repositoryTokenSet repositoryUsername }
+}`;
+export const CREATE_BUILD_HOOK = `mutation CreateBuildHook($siteId: ID!, $name: String!, $branch: String) { createBuildHook(siteId: $siteId, name: $name, branch: $branch) { url buildHook { id name } } }`;
+export const DELETE_BUILD_HOOK = `mutation DeleteBuildHook($siteId: ID!, $buildHookId: ID!) { deleteBuildHook(siteId: $siteId, buildHookId: $buildHookId) }`;
+export const ADD_NOTIFICATION_URL = `mutation AddNotificationUrl($siteId: ID!, $url: String!, $events: [DeployEvent!]) {
+  addNotificationUrl(siteId: $siteId, url: $url, events: $events) { secret notificationUrl { id url } }
+}`;
+export const REMOVE_NOTIFICATION_URL = `mutation RemoveNotificationUrl($siteId: ID!, $notificationUrlId: ID!) { removeNotificationUrl(siteId: $siteId, notificationUrlId: $notificationUrlId) }`;

@@ -9,6 +9,7 @@ export type Route =
   | { name: 'new-site' }
   | { name: 'site'; siteId: string }
   | { name: 'site-settings'; siteId: string }
+  | { name: 'site-integrations'; siteId: string }
   | { name: 'deploy'; siteId: string; deployId: string }
   | { name: 'team' }
   | { name: 'storage' }
@@ -39,6 +40,7 @@ export function parseHash(hash: string): Route {
   if (head === 'sites' && parts[0] === 'new' && parts.length === 1) return { name: 'new-site' };
   if (head === 'sites' && parts.length === 1 && parts[0]) return { name: 'site', siteId: parts[0] };
   if (head === 'sites' && parts.length === 2 && parts[1] === 'settings' && parts[0]) return { name: 'site-settings', siteId: parts[0] };
+  if (head === 'sites' && parts.length === 2 && parts[1] === 'integrations' && parts[0]) return { name: 'site-integrations', siteId: parts[0] };
   if (head === 'sites' && parts.length === 3 && parts[1] === 'deploys' && parts[0] && parts[2]) return { name: 'deploy', siteId: parts[0], deployId: parts[2] };
   if (head === 'team' && parts.length === 0) return { name: 'team' };
   if (head === 'storage' && parts.length === 0) return { name: 'storage' };
@@ -58,6 +60,8 @@ export function href(route: Route): string {
       return `#/sites/${e(route.siteId)}`;
     case 'site-settings':
       return `#/sites/${e(route.siteId)}/settings`;
+    case 'site-integrations':
+      return `#/sites/${e(route.siteId)}/integrations`;
     case 'deploy':
       return `#/sites/${e(route.siteId)}/deploys/${e(route.deployId)}`;
     case 'team':

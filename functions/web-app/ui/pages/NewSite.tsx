@@ -2,7 +2,7 @@
 import { useRef, useState, type FormEvent } from 'react';
 import { ApiError, messageOf } from '../api.js';
 import { useApp } from '../app-context.js';
-import { EmptyState, ErrorNotice, Loading, PageHeader } from '../components.js';
+import { PageHeader, siteNotReady } from '../components.js';
 import { useLoad, useTitle } from '../hooks.js';
 import { CREATE_SITE, SITE, TRIGGER_DEPLOY, UPDATE_SITE, type Site } from '../queries.js';
 import { href, navigate } from '../router.js';
@@ -47,16 +47,8 @@ export function EditSite({ siteId }: { siteId: string }) {
   const site = useLoad(async () => (await api.query<{ getSiteById: Site | null }>(SITE, { siteId })).getSiteById, [siteId]);
   useTitle(site.data ? `Settings of ${site.data.name}` : 'Site settings');
   const back = { href: href({ name: 'site', siteId }), label: site.data?.name ?? 'Site' };
-  if (site.loading && !site.data) return <Loading label="Loading the site…" />;
-  if (site.error) return <ErrorNotice retry={() => void site.reload()}>Could not load the site: {site.error}</ErrorNotice>;
-  if (!site.data) {
-    return (
-      <>
-        <PageHeader title="Site not found" back={{ href: href({ name: 'sites' }), label: 'Sites' }} />
-        <EmptyState title="There is no such site in your team." />
-      </>
-    );
-  }
+  const gate = siteNotReady(site);
+  if (gate || !site.data) return gate;
   const s = site.data;
   return (
     <>
@@ -106,6 +98,7 @@ function SiteForm({
   const [env, setEnv] = useState<EnvRow[]>(() => (build?.environmentVariables ?? []).map((v) => ({ id: nextRow.current++, name: v.name, value: v.value ?? '' })));
   const [showValues, setShowValues] = useState(false);
   const [autoPublishing, setAutoPublishing] = useState(initial?.deploySettings.autoPublishing ?? true);
+  const [previews, setPreviews] = useState(initial?.deploySettings.prDeployPreviews ?? false);
   const [deployNow, setDeployNow] = useState(!editing);
   const [error, setError] = useState<{ text: string; field?: string } | null>(null);
   const [busy, setBusy] = useState(false);
@@ -139,6 +132,7 @@ function SiteForm({
       },
       deploySettings: {
         autoPublishing,
+        prDeployPreviews: previews,
         source: kind === 'git' ? { repository: { type: 'GIT_HOST', url: url.trim(), branch: branch.trim() } } : { ipfs: { cid: cid.trim() } },
       },
     };
@@ -288,6 +282,12 @@ function SiteForm({
             <input type="checkbox" checked={autoPublishing} onChange={(e) => setAutoPublishing(e.currentTarget.checked)} />
             Publish each successful deploy at once
           </label>
+          {kind === 'git' ? (
+            <label className="checkbox">
+              <input type="checkbox" checked={previews} onChange={(e) => setPreviews(e.currentTarget.checked)} />
+              Build a preview of each pull request (GitLab: merge request) the webhook reports
+            </label>
+          ) : null}
           {editing ? null : (
             <label className="checkbox">
               <input type="checkbox" checked={deployNow} onChange={(e) => setDeployNow(e.currentTarget.checked)} />

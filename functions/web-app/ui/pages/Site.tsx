@@ -1,7 +1,7 @@
 /** One site: its address, settings and deploys (newest first, paged), and what can be done with them. */
 import { useState, type FormEvent } from 'react';
 import { siteUrl, useApp } from '../app-context.js';
-import { ActionNotice, ConfirmButton, EmptyState, ErrorNotice, ExternalLink, Loading, Mono, MoreButton, PageHeader, StatusBadge, TimeAgo } from '../components.js';
+import { ActionNotice, ConfirmButton, EmptyState, ErrorNotice, ExternalLink, Loading, Mono, MoreButton, PageHeader, siteNotReady, StatusBadge, TimeAgo } from '../components.js';
 import { DeployActions } from '../deploy-actions.js';
 import { formatAgo, formatDuration, shortId } from '../format.js';
 import { useActions, useLoad, useMore, usePolling, useTitle } from '../hooks.js';
@@ -69,19 +69,9 @@ export function Site({ siteId }: { siteId: string }) {
     void site.reload(true);
   };
 
-  if (site.loading && !site.data) return <Loading label="Loading the site…" />;
-  if (site.error) return <ErrorNotice retry={() => void site.reload()}>Could not load the site: {site.error}</ErrorNotice>;
+  const gate = siteNotReady(site);
+  if (gate || !site.data) return gate;
   const s = site.data;
-  if (!s) {
-    return (
-      <>
-        <PageHeader title="Site not found" back={{ href: href({ name: 'sites' }), label: 'Sites' }} />
-        <EmptyState title="There is no such site in your team.">
-          <a href={href({ name: 'sites' })}>See the team's sites</a>
-        </EmptyState>
-      </>
-    );
-  }
   const address = siteUrl(config, s.slug);
   const source = s.deploySettings.source;
   const published = s.publishedDeploy;
@@ -115,6 +105,9 @@ export function Site({ siteId }: { siteId: string }) {
           <>
             <a className="button" href={href({ name: 'site-settings', siteId: s.id })}>
               Edit settings
+            </a>
+            <a className="button" href={href({ name: 'site-integrations', siteId: s.id })}>
+              Git &amp; notifications
             </a>
             <ConfirmButton small={false} label="Delete site" confirmLabel="Delete the site and its deploys" disabled={actions.pending !== null} onConfirm={() => void remove()} />
           </>

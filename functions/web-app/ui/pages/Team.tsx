@@ -2,10 +2,11 @@
 import { useState, type FormEvent } from 'react';
 import { useApp } from '../app-context.js';
 import { ActionNotice, ConfirmButton, EmptyState, ErrorNotice, Loading, Mono, PageHeader, ShownOnce, TimeAgo } from '../components.js';
-import { formatAgo, formatTime } from '../format.js';
+import { formatAgo } from '../format.js';
 import { useActions, useLoad, useTitle } from '../hooks.js';
 import { CREATE_API_KEY, CREATE_STORAGE_KEY, REVOKE_API_KEY, REVOKE_STORAGE_KEY, TEAM, type ApiKey, type Member, type StorageKeyPair } from '../queries.js';
 import { href } from '../router.js';
+import { currentAccount, Members } from './TeamMembers.js';
 
 interface TeamData {
   getMembersByTeam: Member[] | null;
@@ -77,29 +78,7 @@ export function Team() {
       {data.error ? <ErrorNotice retry={() => void data.reload()}>Could not load the team: {data.error}</ErrorNotice> : null}
       {data.data ? (
         <div className="stack">
-          <section className="card" aria-labelledby="members-title">
-            <h2 id="members-title">Members</h2>
-            <table className="table">
-              <thead>
-                <tr>
-                  <th scope="col">Account</th>
-                  <th scope="col">Role</th>
-                  <th scope="col">Member since</th>
-                </tr>
-              </thead>
-              <tbody>
-                {members.map((m) => (
-                  <tr key={m.accountId}>
-                    <td data-label="Account">{m.accountName}</td>
-                    <td data-label="Role">
-                      <span className={`tag ${m.role === 'OWNER' ? 'tag-owner' : ''}`}>{m.role === 'OWNER' ? 'Owner' : 'Member'}</span>
-                    </td>
-                    <td data-label="Member since">{formatTime(m.createdAt)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </section>
+          <Members members={members} me={currentAccount(keys, apiKey)} onChanged={() => void data.reload(true)} />
 
           <section className="card" aria-labelledby="keys-title">
             <h2 id="keys-title">API keys</h2>
