@@ -33,7 +33,8 @@ import { importDirectory, PublishDirectoryError } from '../core/ipfs/import-dire
 import type { Screenshotter } from '../core/ports/screenshotter.js';
 import { takePreview } from './steps/preview.js';
 import { purgeSite } from '../core/hosting/deploys.js';
-import { notifyDeploy } from '../core/hosting/notifications.js';
+import { notifyDeploy, recordCommitStatus } from '../core/hosting/notifications.js';
+import { statusTargetOf } from '../core/hosting/commit-status.js';
 import { checkSiteFiles, siteRules } from '../core/hosting/site-rules.js';
 import { SiteFileError } from '../core/hosting/redirects.js';
 import { deployContent } from '../preview/deploy-content.js';
@@ -255,8 +256,9 @@ class DeployTurn {
     // DEPLOYED deploy (who look for its publication line) while the
     // notifications are recorded and the picture is taken.
     await log.flush();
-    await notifyDeploy(services, 'SUCCEEDED', done);
-    if (done.publishedNow) await notifyDeploy(services, 'PUBLISHED', done);
+    // The commit status waits for the log's last write: its sender may add a line to the ended deploy's log.
+    await notifyDeploy(services, 'SUCCEEDED', done, { commitStatus: false });
+    if (done.publishedNow) await notifyDeploy(services, 'PUBLISHED', done, { commitStatus: false });
     let previewImage: string | undefined;
     const { screenshotter } = this.options;
     if (screenshotter && this.publishDir) {
@@ -268,6 +270,7 @@ class DeployTurn {
       previewImage = await takePreview(services, { ...request, timeoutMs: this.options.previewTimeoutMs ?? PREVIEW_TIMEOUT_MS });
     }
     await log.close();
+    await recordCommitStatus(services, done.publishedNow ? 'PUBLISHED' : 'SUCCEEDED', done);
     return previewImage ? { ...done, previewImage } : done;
   }
 
@@ -278,7 +281,9 @@ class DeployTurn {
       const current = await services.deploys.get(claimed.siteId, claimed.id);
       const reason = current?.reason ?? 'cancelled';
       log.line(`Cancelled: ${reason}`);
-      return await this.finish({ status: 'CANCELLED', reason });
+      const cancelled = await this.finish({ status: 'CANCELLED', reason });
+      await recordCommitStatus(services, 'CANCELLED', cancelled);
+      return cancelled;
     }
     const known = err instanceof DeployFailure || err instanceof CloneError || err instanceof PublishDirectoryError || err instanceof BuildRefused;
     const reason = known ? (err as Error).message : 'an internal error stopped the deploy (the service log has the details)';
@@ -331,6 +336,8 @@ export async function runDeploy(options: PipelineOptions, claimed: Deploy, signa
     } else {
       const checkout = join(work, 'checkout');
       const credentials = await repositoryCredentials(services, claimed, source.url, (line) => log.line(line));
+      const statusNote = await commitStatusNote(services, claimed);
+      if (statusNote) log.line(statusNote);
       const cloned = await cloneRepository({
         url: source.url,
         branch: source.branch,
@@ -410,6 +417,22 @@ async function repositoryCredentials(services: Services, deploy: Deploy, url: st
   if (!credentials) return undefined;
   log(`Cloning with the site's repository access token (user name ${credentials.username})`);
   return { username: credentials.username, password: credentials.token };
+}
+
+/**
+ * Why the deploy's commit gets no status on its git host, when the user can
+ * change that (a host with a known API, a site without a token): one line
+ * for its log. Never fails the deploy.
+ */
+async function commitStatusNote(services: Services, deploy: Deploy): Promise<string | undefined> {
+  try {
+    const site = await services.sites.getById(deploy.siteId);
+    const target = site ? await statusTargetOf(services, site, deploy) : undefined;
+    return target && 'none' in target ? target.note : undefined;
+  } catch (err) {
+    services.logger.warn('could not tell whether a deploy sets commit statuses', { deployId: deploy.id, err });
+    return undefined;
+  }
 }
 
 /** Starts the build elsewhere and records it; the deploy stays in its building phase until the build's end is reported. */

@@ -25,6 +25,19 @@ import type { DeliveryRef, NotificationDelivery } from '../data/notification-del
 import { deployLogKey } from '../ports/log-store.js';
 import { checkUrlShape, guardedLookup, isRefusedAddress } from './notification-urls.js';
 import { signNotification } from './notification-signature.js';
+import {
+  commitOf,
+  commitStatusChannel,
+  commitStatusOf,
+  commitStatusRequest,
+  isCommitStatusChannel,
+  noteRefusal,
+  parseCommitStatus,
+  statusAnswerOf,
+  siteStatusTarget,
+  statusTargetOf,
+  type CommitStatusEvent,
+} from './commit-status.js';
 
 /** How long a receiver has to answer (connection and response headers). */
 export const DELIVERY_TIMEOUT_MS = 5000;
@@ -107,29 +120,66 @@ async function logTailOf(services: Services, deploy: Deploy): Promise<string[]> 
 }
 
 /**
- * Records the event's delivery to each of the site's URLs that wants it and
- * hands each to the outbox. Never throws (a failure is logged): the deploy
- * goes on whatever happens here.
+ * Records the event's delivery to each of the site's URLs that wants it,
+ * and the commit status it sets (commit-status.ts) unless `commitStatus` is
+ * false (the caller records that later, recordCommitStatus), and hands each
+ * to the outbox. Never throws (a failure is logged): the deploy goes on
+ * whatever happens here.
  */
-export async function notifyDeploy(services: Services, event: DeployEvent, deploy: Deploy | undefined): Promise<void> {
+export async function notifyDeploy(services: Services, event: DeployEvent, deploy: Deploy | undefined, options: { commitStatus?: boolean } = {}): Promise<void> {
   if (!deploy) return;
   try {
     const urls = (await services.notificationUrls.list(deploy.siteId)).filter((u) => u.events.includes(event));
-    if (urls.length === 0) return;
     const site = await services.sites.getById(deploy.siteId);
     if (!site) return;
-    const logTail = event === 'FAILED' ? await logTailOf(services, deploy) : undefined;
-    const body = JSON.stringify(notificationPayload(services, event, site, deploy, logTail));
-    for (const url of urls) {
-      const delivery = await services.notificationDeliveries.create({ siteId: site.id, urlId: url.id, deployId: deploy.id, event, body });
-      await services.notificationOutbox.queued(refOf(delivery), 0).catch((err: unknown) => {
-        // The record is the outbox: the local loop finds it; in AWS it is lost unless sent again (logged).
-        services.logger.warn('could not queue a deploy notification', { ...refOf(delivery), err });
-      });
+    if (urls.length > 0) {
+      const logTail = event === 'FAILED' ? await logTailOf(services, deploy) : undefined;
+      const body = JSON.stringify(notificationPayload(services, event, site, deploy, logTail));
+      for (const url of urls) await recordDelivery(services, { siteId: site.id, urlId: url.id, deployId: deploy.id, event, body });
     }
+    if (options.commitStatus !== false) await recordStatus(services, event, site, deploy);
   } catch (err) {
     services.logger.warn('could not record a deploy notification', { event, deployId: deploy.id, siteId: deploy.siteId, err });
   }
+}
+
+/**
+ * Records the commit status an event sets on the deploy's commit, when it
+ * sets one (notifyDeploy records it with the other deliveries; this is for
+ * a cancel, which notifies no URL, and for a status recorded after the
+ * deploy's log is closed). Never throws.
+ */
+export async function recordCommitStatus(services: Services, event: CommitStatusEvent, deploy: Deploy | undefined): Promise<void> {
+  if (!deploy) return;
+  try {
+    const site = await services.sites.getById(deploy.siteId);
+    if (site) await recordStatus(services, event, site, deploy);
+  } catch (err) {
+    services.logger.warn('could not record a commit status', { event, deployId: deploy.id, siteId: deploy.siteId, err });
+  }
+}
+
+async function recordStatus(services: Services, event: CommitStatusEvent, site: Site, deploy: Deploy): Promise<void> {
+  const sha = commitOf(deploy);
+  if (!sha) return;
+  const target = await statusTargetOf(services, site, deploy);
+  if ('none' in target) return;
+  const at = siteAddresses(services, site, deploy.id);
+  const app = `${services.config.urls.baseUrl}/#/sites/${encodeURIComponent(site.id)}/deploys/${encodeURIComponent(deploy.id)}`;
+  const ended = event === 'FAILED' || event === 'CANCELLED';
+  const lastLine = ended ? (await logTailOf(services, deploy)).at(-1) : undefined;
+  const status = commitStatusOf(event, deploy, target.repository, sha, { ...at, app }, lastLine);
+  // The record's event is a notification's: a cancel is kept as the unsuccessful end it is (the body says cancelled).
+  await recordDelivery(services, { siteId: site.id, urlId: commitStatusChannel(deploy.id), deployId: deploy.id, event: event === 'CANCELLED' ? 'FAILED' : event, body: JSON.stringify(status) });
+}
+
+/** A delivery recorded PENDING, and handed to the outbox. */
+async function recordDelivery(services: Services, init: Parameters<Services['notificationDeliveries']['create']>[0]): Promise<void> {
+  const delivery = await services.notificationDeliveries.create(init);
+  await services.notificationOutbox.queued(refOf(delivery), 0).catch((err: unknown) => {
+    // The record is the outbox: the local loop finds it; in AWS it is lost unless sent again (logged).
+    services.logger.warn('could not queue a deploy notification', { ...refOf(delivery), err });
+  });
 }
 
 export const refOf = (d: NotificationDelivery): DeliveryRef => ({ siteId: d.siteId, urlId: d.urlId, deliveryId: d.id });
@@ -142,26 +192,32 @@ export function retryDelaySeconds(baseSeconds: number, attempt: number): number 
 export interface AttemptResult {
   statusCode?: number;
   error?: string;
+  /** The address was not connected to (a private one where they are refused, or a URL of the wrong shape). */
+  refused?: boolean;
+  /** The start of an error answer's body, when `answerBytes` asked for it. */
+  answer?: string;
 }
 
 /**
  * One POST of `body`: the status code of the answer, or why there was none
- * (a refused address, a connection error, no answer within 5 s).
+ * (a refused address, a connection error, no answer within 5 s). With
+ * `answerBytes`, an answer that is no 2xx has that much of its body read
+ * too (within the same 5 s), for the error it gives.
  */
 export async function postNotification(
   target: string,
   body: string,
   headers: Record<string, string>,
-  options: { allowPrivateAddresses: boolean; signal?: AbortSignal; timeoutMs?: number },
+  options: { allowPrivateAddresses: boolean; signal?: AbortSignal; timeoutMs?: number; answerBytes?: number },
 ): Promise<AttemptResult> {
   let url: URL;
   try {
     url = checkUrlShape(target, options);
   } catch (err) {
-    return { error: (err as Error).message };
+    return { error: (err as Error).message, refused: true };
   }
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (!options.allowPrivateAddresses && isIP(host) && isRefusedAddress(host)) return { error: `${host} is a loopback, private, link-local or reserved address: not connected to` };
+  if (!options.allowPrivateAddresses && isIP(host) && isRefusedAddress(host)) return { error: `${host} is a loopback, private, link-local or reserved address: not connected to`, refused: true };
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   const timeoutMs = options.timeoutMs ?? DELIVERY_TIMEOUT_MS;
   return new Promise<AttemptResult>((resolve) => {
@@ -182,11 +238,29 @@ export async function postNotification(
         ...(options.allowPrivateAddresses ? {} : { lookup: guardedLookup() }),
       },
       (res: IncomingMessage) => {
-        // Only the status matters; the body is read and dropped.
-        res.resume();
         res.on('error', () => {});
-        done({ statusCode: res.statusCode });
-        req.destroy();
+        const statusCode = res.statusCode;
+        const limit = options.answerBytes ?? 0;
+        if (limit === 0 || (statusCode !== undefined && statusCode >= 200 && statusCode < 300)) {
+          // Only the status matters; the body is read and dropped.
+          res.resume();
+          done({ statusCode });
+          req.destroy();
+          return;
+        }
+        const chunks: Buffer[] = [];
+        let size = 0;
+        const answered = () => {
+          done({ statusCode, answer: Buffer.concat(chunks).subarray(0, limit).toString('utf8') });
+          req.destroy();
+        };
+        res.on('data', (chunk: Buffer) => {
+          chunks.push(chunk);
+          size += chunk.length;
+          if (size >= limit) answered();
+        });
+        res.on('end', answered);
+        res.on('close', answered);
       },
     );
     const timer = setTimeout(() => {
@@ -198,9 +272,67 @@ export async function postNotification(
       done({ error: 'the service stopped during the attempt' });
     };
     options.signal?.addEventListener('abort', onAbort, { once: true });
-    req.on('error', (err: NodeJS.ErrnoException) => done({ error: (err.code && !err.message.includes(err.code) ? `${err.code}: ${err.message}` : err.message).slice(0, 300) }));
+    req.on('error', (err: NodeJS.ErrnoException) =>
+      done({ error: (err.code && !err.message.includes(err.code) ? `${err.code}: ${err.message}` : err.message).slice(0, 300), ...(err.code === 'EREFUSEDADDRESS' ? { refused: true } : {}) }),
+    );
     req.end(body);
   });
+}
+
+/** What one attempt came to. `final`: trying again would not help (it is not retried); `refusal`: what the deploy's log says of it. */
+interface Attempt {
+  delivered: boolean;
+  statusCode?: number;
+  error?: string;
+  final?: boolean;
+  refusal?: string;
+}
+
+const is2xx = (code: number | undefined) => code !== undefined && code >= 200 && code < 300;
+
+/** A notification: the JSON POST to its URL, signed with the URL's secret. */
+async function attemptNotification(services: Services, delivery: NotificationDelivery, signal: AbortSignal | undefined): Promise<Attempt> {
+  const target = await services.notificationUrls.withSecret(delivery.siteId, delivery.urlId);
+  if (!target) return { delivered: false, error: 'the notification URL was removed', final: true };
+  const t = Math.floor(Date.now() / 1000);
+  const result = await postNotification(
+    target.url.url,
+    delivery.body,
+    {
+      'content-type': 'application/json',
+      'user-agent': 'Cairn-Notifications/1',
+      'x-cairn-event': delivery.event,
+      'x-cairn-delivery': delivery.id,
+      'x-cairn-signature': signNotification(target.secret, delivery.body, t),
+    },
+    { allowPrivateAddresses: services.config.notifications.allowPrivateAddresses, signal },
+  );
+  const delivered = is2xx(result.statusCode);
+  return { delivered, statusCode: result.statusCode, error: delivered ? undefined : (result.error ?? `the receiver answered ${result.statusCode}`) };
+}
+
+/**
+ * A commit status: posted to the git host's API with the site's token,
+ * opened here and only here. Not sent when a newer status of the deploy
+ * was recorded meanwhile, or when the site no longer names the repository
+ * (or has no token any more).
+ */
+async function attemptCommitStatus(services: Services, delivery: NotificationDelivery, signal: AbortSignal | undefined): Promise<Attempt> {
+  const status = parseCommitStatus(delivery.body);
+  if (!status) return { delivered: false, error: 'not a commit status', final: true };
+  const [newest] = await services.notificationDeliveries.listOfUrl(delivery.siteId, delivery.urlId, 1);
+  if (newest && newest.id !== delivery.id) return { delivered: false, error: 'a newer status of the deploy was recorded: this one is not sent', final: true };
+  const site = await services.sites.getById(delivery.siteId);
+  const target = site ? await siteStatusTarget(services, site) : undefined;
+  if (!target || 'none' in target || target.repository !== status.repository) return { delivered: false, error: "the site's repository or its API changed: not sent", final: true };
+  const credentials = await services.siteSecrets.repositoryCredentials(delivery.siteId);
+  if (!credentials) return { delivered: false, error: 'the site has no repository access token any more: not sent', final: true };
+  const request = commitStatusRequest(target, status, credentials.token);
+  const result = await postNotification(request.url, request.body, request.headers, { allowPrivateAddresses: services.config.notifications.allowPrivateAddresses, signal, answerBytes: 4096 });
+  const answer = statusAnswerOf(target, result, credentials.token);
+  if ('posted' in answer) return { delivered: true, statusCode: result.statusCode };
+  if ('retry' in answer) return { delivered: false, statusCode: result.statusCode, error: answer.retry };
+  return { delivered: false, statusCode: result.statusCode, error: answer.refused, final: true, refusal: answer.refused };
 }
 
 /**
@@ -218,25 +350,13 @@ export async function sendNotification(services: Services, ref: DeliveryRef, opt
     await services.notificationOutbox.queued(ref, Math.ceil(waitMs / 1000));
     return delivery;
   }
-  const target = await services.notificationUrls.withSecret(ref.siteId, ref.urlId);
-  if (!target) return deliveries.recordAttempt(delivery, { delivered: false, error: 'the notification URL was removed', retryAt: null });
-  const t = Math.floor(Date.now() / 1000);
-  const result = await postNotification(
-    target.url.url,
-    delivery.body,
-    {
-      'content-type': 'application/json',
-      'user-agent': 'Cairn-Notifications/1',
-      'x-cairn-event': delivery.event,
-      'x-cairn-delivery': delivery.id,
-      'x-cairn-signature': signNotification(target.secret, delivery.body, t),
-    },
-    { allowPrivateAddresses: config.notifications.allowPrivateAddresses, signal: options.signal },
-  );
-  const delivered = result.statusCode !== undefined && result.statusCode >= 200 && result.statusCode < 300;
-  const error = delivered ? undefined : (result.error ?? `the receiver answered ${result.statusCode}`);
+  const commitStatus = isCommitStatusChannel(ref.urlId);
+  const result = commitStatus ? await attemptCommitStatus(services, delivery, options.signal) : await attemptNotification(services, delivery, options.signal);
+  const { delivered, error } = result;
   let retryAt: Date | null = null;
-  if (!delivered && !options.signal?.aborted) {
+  if (!delivered && result.final) {
+    // Not tried again.
+  } else if (!delivered && !options.signal?.aborted) {
     const now = Date.now();
     const giveUpAt = Date.parse(delivery.createdAt) + config.notifications.retryForSeconds * 1000;
     if (now < giveUpAt) retryAt = new Date(Math.min(giveUpAt, now + retryDelaySeconds(config.notifications.retryBaseSeconds, delivery.attempt + 1) * 1000));
@@ -246,8 +366,12 @@ export async function sendNotification(services: Services, ref: DeliveryRef, opt
   }
   const recorded = await deliveries.recordAttempt(delivery, { statusCode: result.statusCode, error, delivered, retryAt });
   if (!recorded) return undefined;
-  if (recorded.status === 'FAILED') {
-    logger.warn('a deploy notification was given up: its URL did not take it for an hour', { ...ref, deployId: delivery.deployId, event: delivery.event, attempts: recorded.attempt, error });
+  if (recorded.status === 'FAILED' && result.refusal) {
+    logger.warn('a commit status was refused by the git host; not tried again', { ...ref, deployId: delivery.deployId, error });
+    await noteRefusal(services, delivery.siteId, delivery.deployId, result.refusal);
+  } else if (recorded.status === 'FAILED' && !result.final) {
+    const what = commitStatus ? 'a commit status was given up: its git host did not take it for an hour' : 'a deploy notification was given up: its URL did not take it for an hour';
+    logger.warn(what, { ...ref, deployId: delivery.deployId, event: delivery.event, attempts: recorded.attempt, error });
   }
   if (recorded.status === 'PENDING' && retryAt && !options.signal?.aborted) {
     await services.notificationOutbox.queued(ref, Math.max(0, Math.ceil((retryAt.getTime() - Date.now()) / 1000)));
