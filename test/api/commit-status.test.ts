@@ -167,6 +167,21 @@ describe('GitHub', () => {
     expect(cancelled.at(-1)!.body).toEqual({ state: 'error', target_url: appPage(slow.id, slowId), description: 'Cancelled: cancelled by request', context: 'cairn/deploy' });
   });
 
+  test('a queued deploy superseded by a newer one posts error on its commit', async () => {
+    const site = await newSite(github, { build: { buildCommand: 'sleep 3' } });
+    const first = await trigger(site.id, site.commit);
+    await poll('the first deploy building', () => postedFor(site.commit), (r) => r.some((x) => x.body.description === 'Deploy building'));
+    const second = await github.commit(site.repo, { 'index.html': 'second' }, 'second');
+    const secondId = await trigger(site.id, second);
+    const third = await github.commit(site.repo, { 'index.html': 'third' }, 'third');
+    const thirdId = await trigger(site.id, third);
+    const posted = await finalStatus(second, 'error');
+    expect(posted.map((r) => r.body.state)).toEqual(['pending', 'error'].slice(posted.length === 1 ? 1 : 0));
+    expect(posted.at(-1)!.body).toEqual({ state: 'error', target_url: appPage(site.id, secondId), description: `Cancelled: superseded by ${thirdId}`, context: 'cairn/deploy' });
+    await finalStatus(third, 'success');
+    expect((await ended(site.id, first)).status).toBe('DEPLOYED');
+  });
+
   test('a 403 is said once on the deploy\'s log, and no status is tried again', async () => {
     const site = await newSite(github);
     api.answer((r) => (r.path.includes(`/${site.repo}/`) ? { status: 403, body: { message: 'Resource not accessible by personal access token', documentation_url: 'https://docs.github.com' } } : undefined));

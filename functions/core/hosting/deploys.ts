@@ -11,7 +11,7 @@ import type { CID } from 'multiformats/cid';
 import { parseRepositoryUrl } from './repository-url.js';
 import { deployLogKey } from '../ports/log-store.js';
 import { syncSiteHostOf } from './site-host-map.js';
-import { notifyDeploy } from './notifications.js';
+import { notifyDeploy, recordCommitStatus } from './notifications.js';
 import { parseCid } from '../ipfs/cid.js';
 import { rootProblem } from '../ipfs/car-import.js';
 import { missingUnder } from '../storage/car-ingest.js';
@@ -115,7 +115,10 @@ async function supersede(services: Services, deploy: Deploy): Promise<void> {
     // A preview supersedes only older previews of the same pull request; a site deploy only site deploys.
     if (!!older.preview !== !!deploy.preview || older.pullRequest?.number !== deploy.pullRequest?.number) continue;
     const ended = await services.deploys.requestCancel(older.siteId, older.id, `superseded by ${deploy.id}`);
-    if (ended?.status === 'CANCELLED') await endLog(services, ended, `Cancelled: superseded by ${deploy.id}`);
+    if (ended?.status === 'CANCELLED') {
+      await endLog(services, ended, `Cancelled: superseded by ${deploy.id}`);
+      await recordCommitStatus(services, 'CANCELLED', ended);
+    }
   }
 }
 
@@ -211,7 +214,10 @@ export async function cancelDeploy(services: Services, site: Site, deployId: str
     const ended = await existing(services, site, deployId);
     throw new DeployRequestError(`Deploy ${deployId} has already ended (${ended.status}); only a deploy in progress can be cancelled.`, 'deployId');
   }
-  if (now.status === 'CANCELLED') await endLog(services, now, 'Cancelled: cancelled by request');
+  if (now.status === 'CANCELLED') {
+    await endLog(services, now, 'Cancelled: cancelled by request');
+    await recordCommitStatus(services, 'CANCELLED', now);
+  }
   if (now.status === 'IN_PROGRESS') {
     await services.deployQueue.cancelled(now).catch((err: unknown) => {
       services.logger.warn('could not stop a cancelled build at once; its worker stops at its next check', { deployId, err });
