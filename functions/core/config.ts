@@ -88,12 +88,15 @@ export interface Config {
     /** How many builds run at once. */
     concurrency: number;
     /**
-     * `none`: builds have no network but their own loopback. `host`: they
-     * share this machine's network, to fetch dependencies, and so also reach
-     * the service's own ports on 127.0.0.1 (the embedded database among
-     * them): only for repositories the operator trusts.
+     * `none`: builds have no network but their own loopback. `outside`: a
+     * network of their own through slirp4netns, to fetch dependencies,
+     * which reaches other machines but not this one's loopback, where the
+     * service's ports listen (bubblewrap sandbox only). `host`: they share
+     * this machine's network, and so also reach the service's own ports on
+     * 127.0.0.1 (the embedded database among them): only for repositories
+     * the operator trusts.
      */
-    network: 'none' | 'host';
+    network: 'none' | 'outside' | 'host';
     /** In AWS: the CodeBuild project build commands run in (Lambda has no sandbox for them). */
     codeBuildProject?: string;
   };
@@ -301,7 +304,7 @@ export function loadConfig(env: Env = process.env): Config {
       sandbox: buildSandbox(env),
       timeoutMs: positive(env, 'CAIRN_BUILD_TIMEOUT', 900, 'seconds') * 1000,
       concurrency: positive(env, 'CAIRN_BUILD_CONCURRENCY', 1, 'builds'),
-      network: buildNetwork(env),
+      network: buildNetwork(env, buildSandbox(env)),
       codeBuildProject: opt(env, 'CAIRN_BUILD_PROJECT'),
     },
     deployQueueUrl: opt(env, 'CAIRN_DEPLOY_QUEUE_URL'),
@@ -392,9 +395,11 @@ function buildSandbox(env: Env): 'bwrap' | 'none' {
   return raw;
 }
 
-function buildNetwork(env: Env): 'none' | 'host' {
+function buildNetwork(env: Env, sandbox: 'bwrap' | 'none'): 'none' | 'outside' | 'host' {
   const raw = str(env, 'CAIRN_BUILD_NETWORK', 'none').toLowerCase();
-  if (raw !== 'none' && raw !== 'host') throw new ConfigError('CAIRN_BUILD_NETWORK', `must be "none" or "host", got "${raw}"`);
+  if (raw !== 'none' && raw !== 'outside' && raw !== 'host') throw new ConfigError('CAIRN_BUILD_NETWORK', `must be "none", "outside" or "host", got "${raw}"`);
+  // A plain child process has this machine's whole network: `outside` would be a promise nothing keeps.
+  if (raw === 'outside' && sandbox === 'none') throw new ConfigError('CAIRN_BUILD_NETWORK', '"outside" needs the bubblewrap sandbox, and CAIRN_BUILD_SANDBOX is "none"');
   return raw;
 }
 

@@ -9,10 +9,18 @@
  * service user's home (cloud and registry credentials): each is an empty
  * tmpfs. Its own pid namespace means killing bwrap kills every process of
  * the build, and a process left in the background when the command exits
- * dies with it. The network is the build's own (loopback only) unless the
- * operator shares the host's (CAIRN_BUILD_NETWORK=host) so `npm install`
- * can fetch: that includes the host's loopback, where the service's ports
- * listen.
+ * dies with it.
+ *
+ * The network (CAIRN_BUILD_NETWORK) is the build's own, loopback only, by
+ * default (`none`). With `outside` it is still the build's own, but
+ * slirp4netns connects it to other machines, so `npm install` can fetch,
+ * and refuses it this machine's loopback, where the service's ports listen
+ * (outside-network.ts). Its way out is this machine's network, so what the
+ * machine reaches on its other addresses (a port bound to 0.0.0.0, the
+ * local network, a cloud's metadata address) the build reaches too. With
+ * `host` the build shares this machine's network, loopback included: for
+ * repositories the operator trusts. Without the sandbox there is no
+ * network of the build's own, so `outside` is refused there.
  *
  * A checkout's files may be hard links to the kept snapshot of the
  * repository (deploy-worker/steps/checkout.ts), which no build may write
@@ -28,8 +36,11 @@ import { access, mkdir, mkdtemp, realpath, rm, stat } from 'node:fs/promises';
 import { constants as fsConstants } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
+import type { Readable, Writable } from 'node:stream';
 import { BuildRefused, type BuildRequest, type BuildResult, type BuildRunner } from '../core/ports/build-runner.js';
-import { applyLayer, makeLayer, overlayArgv, overlayUnavailable, removeLayer, separateFiles, type BuildLayer, type OverlayTools } from '../deploy-worker/steps/build-layer.js';
+import type { Config } from '../core/config.js';
+import { applyLayer, asServiceUser, makeLayer, overlayArgv, overlayUnavailable, removeLayer, separateFiles, type BuildLayer, type OverlayTools } from '../deploy-worker/steps/build-layer.js';
+import { BLOCK_FD, connectOutside, INFO_FD, OUTSIDE_NAMESPACES } from './outside-network.js';
 
 export interface BwrapRunnerOptions {
   /** config.build.sandbox: `none` runs builds unsandboxed (the operator's explicit choice). */
@@ -38,8 +49,14 @@ export interface BwrapRunnerOptions {
   hide: string[];
   /** The bubblewrap binary, looked up on the service's PATH unless it has a slash. */
   bwrapPath?: string;
-  /** Share the host's network (the caller passes config.build.network === 'host'); default true. */
-  network?: boolean;
+  /**
+   * config.build.network (default `none`): `none`, the build's own loopback
+   * only; `host`, this machine's network; `outside`, other machines through
+   * slirp4netns but not this machine's loopback (outside-network.ts).
+   */
+  network?: Config['build']['network'];
+  /** slirp4netns, for the `outside` network: looked up on the service's PATH unless it has a slash. */
+  slirp4netnsPath?: string;
   /** Show bubblewrap builds their checkout through an overlay where this machine can (default true); false: copy the checkout's shared files first. */
   overlay?: boolean;
   /**
@@ -60,20 +77,31 @@ const SANDBOX_HOME = '/tmp/home';
 const PIPE_GRACE_MS = 2000;
 
 const REFUSAL_HINT = 'install bubblewrap (Debian: apt-get install bubblewrap) or set CAIRN_BUILD_SANDBOX=none to build without a sandbox';
+const NETWORK_HINT = 'install slirp4netns (Debian: apt-get install slirp4netns) or set CAIRN_BUILD_NETWORK to none (no network) or host';
+
+/** What builds run in, found once per runner; `outside` only with that network. */
+interface Sandbox {
+  bwrap: string;
+  outside?: { slirp: string; unshare: string };
+}
 
 export class BwrapRunner implements BuildRunner {
   readonly name: string;
-  private probed?: Promise<string>;
+  private probed?: Promise<Sandbox>;
   private overlays?: Promise<{ tools: OverlayTools } | { unavailable: string }>;
 
   constructor(private readonly options: BwrapRunnerOptions) {
     this.name =
-      options.sandbox === 'none' ? 'plain child process, no sandbox (CAIRN_BUILD_SANDBOX=none)' : 'bubblewrap sandbox';
+      options.sandbox === 'none'
+        ? 'plain child process, no sandbox (CAIRN_BUILD_SANDBOX=none)'
+        : options.network === 'outside'
+          ? 'bubblewrap sandbox, network through slirp4netns'
+          : 'bubblewrap sandbox';
     const { workspace } = options;
     if (options.sandbox === 'bwrap' && workspace) {
       // Settled either way (a refusal, a verdict): nothing here can reject unheard.
       this.early = this.probe()
-        .then(async (bwrap) => {
+        .then(async ({ bwrap }) => {
           await mkdir(workspace, { recursive: true });
           await this.overlaySupport(join(workspace, 'checkout'), bwrap);
         })
@@ -90,7 +118,11 @@ export class BwrapRunner implements BuildRunner {
   }
 
   async run(request: BuildRequest): Promise<BuildResult> {
-    const bwrap = this.options.sandbox === 'bwrap' ? await this.probe() : undefined;
+    if (this.options.sandbox === 'none' && this.options.network === 'outside') {
+      // Without a sandbox the build has this machine's network, loopback and all: refused rather than pretended.
+      throw new BuildRefused('CAIRN_BUILD_NETWORK=outside needs the bubblewrap sandbox (CAIRN_BUILD_SANDBOX=bwrap)');
+    }
+    const sandbox = this.options.sandbox === 'bwrap' ? await this.probe() : undefined;
     const checkout = await realpath(request.checkout);
     const cwd = resolve(checkout, request.directory);
     if (!within(checkout, cwd) || !(await isDirectory(cwd))) {
@@ -102,16 +134,17 @@ export class BwrapRunner implements BuildRunner {
     const nodeBin = dirname(process.execPath);
     // Request variables win over these two: a site that sets HOME or PATH asked for it.
     const baseEnv = { PATH: [nodeBin, '/usr/local/bin', '/usr/bin', '/bin'].join(delimiter) };
-    if (bwrap) {
+    if (sandbox) {
+      const { bwrap, outside } = sandbox;
       const env = { ...baseEnv, HOME: SANDBOX_HOME, ...request.env };
       const overlay = await this.overlaySupport(checkout, bwrap);
       if ('tools' in overlay) {
         const layer = await makeLayer(checkout);
         try {
-          const sandbox = [bwrap, ...(await this.sandboxArgs(checkout, cwd, nodeBin, layer)), '--', '/bin/sh', '-c', request.command];
-          const argv = overlayArgv(layer, checkout, sandbox, overlay.tools);
+          const sandboxed = [bwrap, ...(await this.sandboxArgs(checkout, cwd, nodeBin, layer)), '--', '/bin/sh', '-c', request.command];
+          const argv = overlayArgv(layer, checkout, sandboxed, overlay.tools, outside !== undefined);
           if (argv) {
-            const result = await supervise(argv, env, undefined, request);
+            const result = await supervise(argv, env, undefined, request, outside?.slirp);
             // The build ended on its own: its namespace, and the overlay with it, are gone; what it wrote joins the checkout.
             if (result.outcome === 'succeeded' || result.outcome === 'failed') await applyLayer(layer, checkout);
             return result;
@@ -121,8 +154,9 @@ export class BwrapRunner implements BuildRunner {
         }
       }
       if (!(await separated(checkout, request.signal))) return { outcome: 'cancelled' };
-      const argv = [bwrap, ...(await this.sandboxArgs(checkout, cwd, nodeBin)), '--', '/bin/sh', '-c', request.command];
-      return supervise(argv, env, undefined, request);
+      const sandboxed = [bwrap, ...(await this.sandboxArgs(checkout, cwd, nodeBin)), '--', '/bin/sh', '-c', request.command];
+      const argv = outside ? [outside.unshare, ...OUTSIDE_NAMESPACES, '--', ...sandboxed] : sandboxed;
+      return supervise(argv, env, undefined, request, outside?.slirp);
     }
     if (!(await separated(checkout, request.signal))) return { outcome: 'cancelled' };
     const home = await mkdtemp(join(tmpdir(), 'cairn-build-home-'));
@@ -153,17 +187,56 @@ export class BwrapRunner implements BuildRunner {
     return support && 'unavailable' in support ? support.unavailable : undefined;
   }
 
-  /** Once per runner: a bwrap that is missing or cannot make namespaces here refuses every build alike. */
-  private probe(): Promise<string> {
+  /**
+   * Once per runner: a bwrap that is missing or cannot make namespaces
+   * here, or for the `outside` network a slirp4netns that is missing or
+   * cannot connect a sandbox, refuses every build alike.
+   */
+  private probe(): Promise<Sandbox> {
     this.probed ??= (async () => {
       const bwrap = await findExecutable(this.options.bwrapPath ?? 'bwrap');
       if (!bwrap) throw new BuildRefused(`bubblewrap (${this.options.bwrapPath ?? 'bwrap'}) was not found: ${REFUSAL_HINT}`);
       const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-all', '--die-with-parent', '--', '/bin/sh', '-c', ':'];
       const { code, output } = await capture(bwrap, args);
       if (code !== 0) throw new BuildRefused(`bubblewrap (${bwrap}) does not work here (${output.trim() || `exit ${code}`}): ${REFUSAL_HINT}`);
-      return bwrap;
+      if (this.options.network !== 'outside') return { bwrap };
+      const outside = await this.probeOutside(bwrap);
+      return { bwrap, outside };
     })();
     return this.probed;
+  }
+
+  /** The whole way once (namespaces, slirp4netns, tap0 up inside): a machine where any of it fails refuses builds rather than failing each. */
+  private async probeOutside(bwrap: string): Promise<{ slirp: string; unshare: string }> {
+    const named = this.options.slirp4netnsPath ?? 'slirp4netns';
+    const [slirp, unshare] = await Promise.all([findExecutable(named), findExecutable('unshare')]);
+    if (!slirp) throw new BuildRefused(`slirp4netns (${named}) was not found, and CAIRN_BUILD_NETWORK=outside needs it: ${NETWORK_HINT}`);
+    if (!unshare) throw new BuildRefused(`util-linux unshare was not found, and CAIRN_BUILD_NETWORK=outside needs it: ${NETWORK_HINT}`);
+    const argv = [unshare, ...OUTSIDE_NAMESPACES, '--', bwrap, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-all', ...this.networkArgs(), ...asServiceUser(), '--die-with-parent', '--', '/bin/sh', '-c', 'grep -q tap0 /proc/net/dev'];
+    let output = '';
+    const checked = await supervise(argv, { PATH: '/usr/bin:/bin' }, undefined, {
+      deployId: 'slirp4netns check',
+      checkout: '/',
+      directory: '',
+      command: '',
+      env: {},
+      timeoutMs: 20_000,
+      signal: new AbortController().signal,
+      onOutput: (text) => (output += text),
+    }, slirp);
+    if (checked.outcome !== 'succeeded') {
+      const why = output.trim() || (checked.outcome === 'timed-out' ? 'no network after 20 s' : 'no tap0 in the sandbox');
+      throw new BuildRefused(`slirp4netns (${slirp}) does not work here (${why}): ${NETWORK_HINT}`);
+    }
+    return { slirp, unshare };
+  }
+
+  /** bubblewrap's network options: its own loopback-only namespace, the host's, or (outside) the one unshare made, held until slirp4netns is up. */
+  private networkArgs(): string[] {
+    const network = this.options.network ?? 'none';
+    if (network === 'none') return [];
+    if (network === 'host') return ['--share-net'];
+    return ['--share-net', '--info-fd', String(INFO_FD), '--block-fd', String(BLOCK_FD)];
   }
 
   private async sandboxArgs(checkout: string, cwd: string, nodeBin: string, layer?: BuildLayer): Promise<string[]> {
@@ -192,9 +265,9 @@ export class BwrapRunner implements BuildRunner {
       '--dir', SANDBOX_HOME,
       '--chdir', cwd,
       '--unshare-all',
-      // Inside the overlay's user namespace this process is root: the build is this user again, as it is without one.
-      ...(layer ? ['--uid', String(process.getuid?.() ?? 0), '--gid', String(process.getgid?.() ?? 0)] : []),
-      ...(this.options.network === false ? [] : ['--share-net']),
+      // Inside the overlay's (or the outside network's) user namespace this process is root: the build is this user again, as it is without one.
+      ...(layer || this.options.network === 'outside' ? asServiceUser() : []),
+      ...this.networkArgs(),
       '--die-with-parent',
       '--new-session',
       '--cap-drop', 'ALL',
@@ -216,17 +289,21 @@ async function separated(checkout: string, signal: AbortSignal): Promise<boolean
 /**
  * Runs argv with stdout and stderr on one pipe (a build log reads in the
  * order things were written), in its own process group, and ends it all on
- * time-out, cancel or the command's exit.
+ * time-out, cancel or the command's exit. With `slirp` (the outside
+ * network) argv is bubblewrap waiting for it, on INFO_FD and BLOCK_FD; the
+ * build ends with slirp4netns gone too.
  */
-function supervise(argv: string[], env: Record<string, string>, cwd: string | undefined, request: BuildRequest): Promise<BuildResult> {
+function supervise(argv: string[], env: Record<string, string>, cwd: string | undefined, request: BuildRequest, slirp?: string): Promise<BuildResult> {
   return new Promise<BuildResult>((settle, fail) => {
     const child = spawn('/bin/sh', ['-c', 'exec "$@" 2>&1', 'cairn-build', ...argv], {
       cwd,
       env,
-      stdio: ['ignore', 'pipe', 'ignore'],
+      stdio: slirp ? ['ignore', 'pipe', 'ignore', 'pipe', 'pipe'] : ['ignore', 'pipe', 'ignore'],
       detached: true,
     });
+    const link = slirp && child.pid ? connectOutside(slirp, child.pid, child.stdio[INFO_FD] as Readable, child.stdio[BLOCK_FD] as Writable) : undefined;
     let stopped: 'timed-out' | 'cancelled' | undefined;
+    let networkFailed = false;
     let exit: BuildResult | undefined;
     let sinkError: unknown;
     const killTree = () => {
@@ -257,26 +334,39 @@ function supervise(argv: string[], env: Record<string, string>, cwd: string | un
         killTree();
       }
     };
-    child.stdout.on('data', (chunk: Buffer) => emit(decoder.write(chunk)));
+    child.stdout!.on('data', (chunk: Buffer) => emit(decoder.write(chunk)));
+    void link?.failed.then((why) => {
+      if (exit || stopped) return;
+      // The command is still held on BLOCK_FD: it never ran.
+      networkFailed = true;
+      killTree();
+      emit(`${why}\n`);
+    });
+    // Once slirp4netns is gone: a build's end leaves nothing of it running.
+    const after = (then: () => void) => void (link ? link.close().then(then) : then());
 
     child.on('error', (err) => {
       clearTimeout(timer);
       request.signal.removeEventListener('abort', onAbort);
-      fail(err);
+      after(() => fail(err));
     });
     child.on('exit', (code, signal) => {
       clearTimeout(timer);
       request.signal.removeEventListener('abort', onAbort);
       // What the command left running in the background ends with it.
       killTree();
-      exit = stopped ? { outcome: stopped, signal: 'SIGKILL' } : ended(code, signal);
-      grace = setTimeout(() => child.stdout.destroy(), PIPE_GRACE_MS);
+      exit = stopped ? { outcome: stopped, signal: 'SIGKILL' } : networkFailed ? { outcome: 'failed' } : ended(code, signal);
+      // bubblewrap's side channels have nothing more to say; only the output may linger (see PIPE_GRACE_MS).
+      for (const fd of [INFO_FD, BLOCK_FD]) (child.stdio[fd] as Readable | null | undefined)?.destroy();
+      grace = setTimeout(() => child.stdout!.destroy(), PIPE_GRACE_MS);
     });
     child.on('close', () => {
       clearTimeout(grace);
       emit(decoder.end());
-      if (sinkError !== undefined) fail(sinkError);
-      else settle(exit ?? { outcome: 'failed' });
+      after(() => {
+        if (sinkError !== undefined) fail(sinkError);
+        else settle(exit ?? { outcome: 'failed' });
+      });
     });
   });
 }

@@ -111,7 +111,7 @@ export async function startLocalService(config: Config, logger: Logger = createL
   const { config: cfg, services } = storage;
   const servers: Server[] = [];
   const screenshotter = cfg.preview.enabled ? new ChromiumScreenshotter(cfg.preview.chromiumPath) : undefined;
-  const runner = new BwrapRunner({ sandbox: cfg.build.sandbox, hide: [cfg.dataDir], network: cfg.build.network === 'host', workspace: join(cfg.dataDir, 'builds') });
+  const runner = new BwrapRunner({ sandbox: cfg.build.sandbox, hide: [cfg.dataDir], network: cfg.build.network, workspace: join(cfg.dataDir, 'builds') });
   const deploys = new LocalDeployQueue(
     {
       services,

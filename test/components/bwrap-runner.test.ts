@@ -1,11 +1,13 @@
 /**
  * The local BuildRunner with real builds: real sh, real files, real
- * bubblewrap (npm test's pretest installs it). What a build may see and
- * touch, what it is given, and that nothing of it outlives its end.
+ * bubblewrap and slirp4netns (npm test's pretest installs them). What a
+ * build may see, touch and connect to, what it is given, and that nothing
+ * of it outlives its end.
  */
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
-import { homedir, tmpdir } from 'node:os';
+import { createServer, type Server } from 'node:net';
+import { homedir, networkInterfaces, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { ROOT } from '../support/child-service.js';
@@ -327,5 +329,192 @@ describe('without bubblewrap', () => {
     const { result, checkout } = await build(runner, 'touch ran');
     expect(result.outcome).toBe('succeeded');
     expect(existsSync(join(checkout, 'ran'))).toBe(true);
+  });
+});
+
+/** A TCP server on this machine that greets whoever connects, and counts them. */
+async function greeter(host: string): Promise<{ server: Server; port: number; accepted: () => number }> {
+  let count = 0;
+  const server = createServer((socket) => {
+    count++;
+    socket.end(`hello from ${host}\n`);
+  });
+  await new Promise<void>((ready, fail) => server.once('error', fail).listen(0, host, ready));
+  return { server, port: (server.address() as { port: number }).port, accepted: () => count };
+}
+
+/** This machine's first non-loopback IPv4 address: to the build, an address out there. */
+function machineAddress(): string | undefined {
+  return Object.values(networkInterfaces())
+    .flat()
+    .find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
+}
+
+/** A script the build runs: for each `host:port` argument, what connecting gave (the greeting, or the error code), one line each. */
+const CONNECT = `
+const net = require('node:net');
+const tries = process.argv.slice(2).map((target) => new Promise((done) => {
+  const [host, port] = target.split(':');
+  let said = '';
+  const socket = net.connect(Number(port), host);
+  socket.setTimeout(5000, () => socket.destroy(Object.assign(new Error('timed out'), { code: 'TIMEOUT' })));
+  socket.on('data', (d) => (said += d));
+  socket.on('end', () => done(target + ' ' + said.trim()));
+  socket.on('error', (err) => done(target + ' ' + (err.code || err.message)));
+}));
+Promise.all(tries).then((lines) => console.log(lines.join('\\n')));
+`;
+
+/** slirp4netns processes running now, by pid. */
+async function slirps(): Promise<number[]> {
+  return (await processesWith('slirp4netns'))
+    .filter((line) => /^\d+: \S*slirp4netns --configure /.test(line))
+    .map((line) => Number(line.split(':')[0]));
+}
+
+describe('the network a build has', () => {
+  const servers: Server[] = [];
+  afterAll(() => servers.forEach((s) => s.close()));
+  const listen = async (host: string) => {
+    const g = await greeter(host);
+    servers.push(g.server);
+    return g;
+  };
+
+  /** Runs CONNECT in a build against a server on 127.0.0.1 and one on this machine's other address (if any), plus `extra` targets. */
+  async function connections(runner: BwrapRunner, extra: (loopbackPort: number) => string[] = () => []) {
+    const loopback = await listen('127.0.0.1');
+    const address = machineAddress();
+    const outside = address ? await listen(address) : undefined;
+    const checkout = await tempDir('cairn-checkout-');
+    await writeFile(join(checkout, 'connect.cjs'), CONNECT);
+    const targets = [`127.0.0.1:${loopback.port}`, ...(outside ? [`${address}:${outside.port}`] : []), ...extra(loopback.port)];
+    const { result, output } = await build(runner, `node connect.cjs ${targets.join(' ')}`, { checkout });
+    expect(result).toEqual({ outcome: 'succeeded', exitCode: 0 });
+    const said = Object.fromEntries(output.trim().split('\n').map((l) => [l.slice(0, l.indexOf(' ')), l.slice(l.indexOf(' ') + 1)]));
+    return { said, loopback, address, outside };
+  }
+
+  test('none: nothing but its own loopback', async () => {
+    const runner = new BwrapRunner({ sandbox: 'bwrap', hide: [] });
+    const { said, loopback, address, outside } = await connections(runner);
+    expect(said[`127.0.0.1:${loopback.port}`]).toBe('ECONNREFUSED');
+    expect(loopback.accepted()).toBe(0);
+    if (outside) {
+      expect(said[`${address}:${outside.port}`]).toBe('ENETUNREACH');
+      expect(outside.accepted()).toBe(0);
+    }
+    const { output } = await build(runner, `node -e 'console.log(Object.keys(require("node:os").networkInterfaces()).join(","))'`);
+    expect(output).toBe('lo\n');
+  });
+
+  test("host: this machine's network, its loopback included (the documented gap)", async () => {
+    const runner = new BwrapRunner({ sandbox: 'bwrap', hide: [], network: 'host' });
+    const { said, loopback, address, outside } = await connections(runner);
+    expect(said[`127.0.0.1:${loopback.port}`]).toBe('hello from 127.0.0.1');
+    if (outside) expect(said[`${address}:${outside.port}`]).toBe(`hello from ${address}`);
+  });
+
+  describe.each([
+    ['through an overlay', {}],
+    ['without an overlay', { overlay: false }],
+  ] as Array<[string, Partial<BwrapRunnerOptions>]>)('outside (%s)', (how, extra) => {
+    const runner = new BwrapRunner({ sandbox: 'bwrap', hide: [], network: 'outside', ...extra });
+
+    test("reaches this machine's other address, not its loopback, directly or through the gateway", async () => {
+      expect(runner.name).toMatch(/slirp4netns/);
+      const { said, loopback, address, outside } = await connections(runner, (port) => [`10.0.2.2:${port}`]);
+      // Its own loopback, where nothing listens.
+      expect(said[`127.0.0.1:${loopback.port}`]).toBe('ECONNREFUSED');
+      // slirp4netns's way to the host's loopback, closed by --disable-host-loopback: refused at once (an ICMP unreachable), no hang.
+      expect(said[`10.0.2.2:${loopback.port}`]).toBe('ENETUNREACH');
+      expect(loopback.accepted()).toBe(0);
+      if (outside) {
+        expect(said[`${address}:${outside.port}`]).toBe(`hello from ${address}`);
+        expect(outside.accepted()).toBe(1);
+      } else {
+        console.warn('This machine has no non-loopback IPv4 address: a connection out of the sandbox was not tried (tap0 and its route are checked below).');
+      }
+      expect(await runner.overlayUnavailable()).toBe(how === 'through an overlay' ? undefined : 'turned off');
+    });
+
+    test('its interface is tap0, 10.0.2.100/24, with the default route through 10.0.2.2', async () => {
+      const script = `const os = require('node:os'); const a = os.networkInterfaces().tap0?.find((i) => i.family === 'IPv4'); console.log(a && a.address + '/' + a.netmask)`;
+      const { result, output } = await build(runner, `node -e "${script}" && awk '$2 == "00000000" { print $1, $3 }' /proc/net/route`);
+      expect(result.outcome).toBe('succeeded');
+      // The default route's interface and gateway, as the kernel writes it (little-endian hex: 10.0.2.2).
+      expect(output).toBe('10.0.2.100/255.255.255.0\ntap0 0202000A\n');
+    });
+
+    test('slirp4netns is gone once the build has ended, timed out or been cancelled', async () => {
+      const before = new Set(await slirps());
+      const during: number[] = [];
+      const signals = await tempDir('cairn-signal-', '/var/tmp');
+      // Each build prints "started" once its network is up, then waits: the test notes the build's slirp4netns, then lets it end, lets it time out, or cancels it.
+      const seen = async () => during.push(...(await slirps()).filter((p) => !before.has(p)));
+      const ended = await build(runner, `echo started; while [ ! -e '${signals}/go' ]; do sleep 0.02; done`, {
+        onOutput: (_t, sofar) => {
+          if (sofar === 'started\n') void seen().then(() => writeFile(join(signals, 'go'), ''));
+        },
+      });
+      expect(ended.result.outcome).toBe('succeeded');
+      expect(during).toHaveLength(1);
+      expect(await slirps()).not.toContain(during[0]);
+
+      const m = marker();
+      let noted: Promise<unknown> = Promise.resolve();
+      const timedOut = await build(runner, `echo started; sleep ${m}`, {
+        timeoutMs: 3000,
+        onOutput: (_t, sofar) => {
+          if (sofar === 'started\n') noted = seen();
+        },
+      });
+      await noted;
+      expect(timedOut.result).toEqual({ outcome: 'timed-out', signal: 'SIGKILL' });
+      expect(during).toHaveLength(2);
+
+      const abort = new AbortController();
+      const cancelled = await build(runner, `echo started; sleep ${m}`, {
+        signal: abort.signal,
+        timeoutMs: 60_000,
+        onOutput: (_t, sofar) => {
+          if (sofar === 'started\n') noted = seen().then(() => abort.abort());
+        },
+      });
+      await noted;
+      expect(cancelled.result).toEqual({ outcome: 'cancelled', signal: 'SIGKILL' });
+      expect(during).toHaveLength(3);
+
+      const left = await slirps();
+      expect(during.filter((p) => left.includes(p))).toEqual([]);
+      expect(await processesWith(m)).toEqual([]);
+    });
+  });
+
+  test('outside without slirp4netns: builds are refused, naming the package', async () => {
+    const runner = new BwrapRunner({ sandbox: 'bwrap', hide: [], network: 'outside', slirp4netnsPath: '/nonexistent/bin/slirp4netns' });
+    const checkout = await tempDir('cairn-checkout-');
+    for (let i = 0; i < 2; i++) {
+      const attempt = build(runner, 'touch ran', { checkout });
+      await expect(attempt).rejects.toBeInstanceOf(BuildRefused);
+      await expect(attempt).rejects.toThrow(/slirp4netns.*not found.*apt-get install slirp4netns.*CAIRN_BUILD_NETWORK/);
+    }
+    expect(existsSync(join(checkout, 'ran'))).toBe(false);
+  });
+
+  test('outside with a slirp4netns that fails: builds are refused with what it said, the command never run', async () => {
+    const runner = new BwrapRunner({ sandbox: 'bwrap', hide: [], network: 'outside', slirp4netnsPath: '/bin/false' });
+    const checkout = await tempDir('cairn-checkout-');
+    const attempt = build(runner, 'touch ran', { checkout });
+    await expect(attempt).rejects.toBeInstanceOf(BuildRefused);
+    await expect(attempt).rejects.toThrow(/slirp4netns \(\/bin\/false\) does not work here \(slirp4netns could not connect the build to the network \(exit 1\)\): install slirp4netns/);
+    expect(existsSync(join(checkout, 'ran'))).toBe(false);
+  });
+
+  test('outside without the sandbox is refused rather than pretended', async () => {
+    const runner = new BwrapRunner({ sandbox: 'none', hide: [], network: 'outside' });
+    const checkout = await tempDir('cairn-checkout-');
+    await expect(build(runner, 'touch ran', { checkout })).rejects.toThrow(/outside needs the bubblewrap sandbox/);
+    expect(existsSync(join(checkout, 'ran'))).toBe(false);
   });
 });

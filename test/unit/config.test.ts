@@ -22,6 +22,16 @@ describe('configuration', () => {
     expect(c.dataDir).toBe('./data');
   });
 
+  test('CAIRN_BUILD_NETWORK=outside is its own value, and only with the bubblewrap sandbox', () => {
+    expect(loadConfig({ CAIRN_BUILD_NETWORK: 'outside' }).build).toMatchObject({ sandbox: 'bwrap', network: 'outside' });
+    expect(loadConfig({ CAIRN_BUILD_NETWORK: 'OUTSIDE', CAIRN_BUILD_SANDBOX: 'bwrap' }).build.network).toBe('outside');
+    // A plain child process has this machine's whole network: refused at start-up, in one line, rather than not kept.
+    expect(() => loadConfig({ CAIRN_BUILD_NETWORK: 'outside', CAIRN_BUILD_SANDBOX: 'none' })).toThrow(ConfigError);
+    expect(() => loadConfig({ CAIRN_BUILD_NETWORK: 'outside', CAIRN_BUILD_SANDBOX: 'none' })).toThrow(/^CAIRN_BUILD_NETWORK: "outside" needs the bubblewrap sandbox[^\n]*$/);
+    expect(loadConfig({ CAIRN_BUILD_NETWORK: 'host', CAIRN_BUILD_SANDBOX: 'none' }).build.network).toBe('host');
+    expect(() => loadConfig({ CAIRN_BUILD_NETWORK: 'slirp' })).toThrow(/^CAIRN_BUILD_NETWORK: must be "none", "outside" or "host", got "slirp"$/);
+  });
+
   describe('CAIRN_GIT_HOST_APIS', () => {
     test('github.com and gitlab.com are known without it', () => {
       expect(loadConfig({}).gitHostApis).toEqual({

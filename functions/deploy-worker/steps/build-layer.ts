@@ -75,17 +75,23 @@ async function openUp(dir: string): Promise<void> {
 /**
  * `argv` run with the overlay of `layer` over `checkout` mounted at the
  * checkout's own path, in a new user and mount namespace (the mount is
- * gone when its last process is). Undefined when a path cannot go into
- * overlayfs's options.
+ * gone when its last process is), and a network namespace of its own too
+ * with `net` (for the build's outside network, local/outside-network.ts).
+ * Undefined when a path cannot go into overlayfs's options.
  */
-export function overlayArgv(layer: BuildLayer, checkout: string, argv: string[], tools: OverlayTools): string[] | undefined {
+export function overlayArgv(layer: BuildLayer, checkout: string, argv: string[], tools: OverlayTools, net = false): string[] | undefined {
   if ([checkout, layer.upper, layer.work].some((p) => UNSAFE_IN_OPTIONS.test(p))) return undefined;
   const options = `lowerdir=${checkout},upperdir=${layer.upper},workdir=${layer.work},userxattr`;
   return [
-    tools.unshare, '--user', '--map-root-user', '--mount', '--propagation', 'private', '--',
+    tools.unshare, '--user', '--map-root-user', ...(net ? ['--net'] : []), '--mount', '--propagation', 'private', '--',
     '/bin/sh', '-c', '"$1" -t overlay cairn-build -o "$2" "$3" && shift 3 && exec "$@"', 'cairn-overlay', tools.mount, options, checkout,
     ...argv,
   ];
+}
+
+/** bubblewrap's options that run its sandbox as this process's user: inside unshare's user namespace bubblewrap is root. */
+export function asServiceUser(): string[] {
+  return ['--uid', String(process.getuid?.() ?? 0), '--gid', String(process.getgid?.() ?? 0)];
 }
 
 /** util-linux's programs that make the namespace and mount the overlay, by absolute path (a build's PATH may be anything). */
@@ -247,7 +253,7 @@ export async function overlayUnavailable(dir: string, bwrap: string, tools: Over
     await mkdir(join(lower, 'kept'));
     await Promise.all([writeFile(join(lower, 'gone'), 'gone'), writeFile(join(lower, 'again', 'old'), 'old'), writeFile(join(lower, 'kept', 'file'), 'before')]);
     layer = await makeLayer(lower);
-    const sandbox = [bwrap, '--ro-bind', '/', '/', '--bind', lower, lower, '--unshare-all', '--uid', String(process.getuid?.() ?? 0), '--gid', String(process.getgid?.() ?? 0), '--die-with-parent', '--chdir', lower, '--', '/bin/sh', '-c', 'rm gone && rm -r again && mkdir again && echo new > again/new && echo after > kept/file'];
+    const sandbox = [bwrap, '--ro-bind', '/', '/', '--bind', lower, lower, '--unshare-all', ...asServiceUser(), '--die-with-parent', '--chdir', lower, '--', '/bin/sh', '-c', 'rm gone && rm -r again && mkdir again && echo new > again/new && echo after > kept/file'];
     const argv = overlayArgv(layer, lower, sandbox, tools);
     if (!argv) return `its path holds a character overlayfs options cannot carry (${dir})`;
     const { code, stderr } = await collect(argv[0]!, argv.slice(1), '');
