@@ -1,23 +1,29 @@
 /**
  * Deploys from git hosts, end to end on a local service: a real git server,
  * GitHub- and GitLab-style webhook deliveries to /hooks/git/<siteId>
- * (through the node:http door and the GraphQL Lambda handler), pull-request
- * previews, build hooks, and the deploys they start, as the API reports
- * them. Every wait is a poll with a deadline.
+ * (through the node:http door and the GraphQL Lambda handler, its bodies
+ * base64-encoded as for a binary media type and as plain text as an HTTP
+ * API hands over JSON), pull-request previews, build hooks, the deploys
+ * they start as the API reports them, and what the gateway then serves at
+ * the site's address and at each deploy's own. Every wait is a poll with a
+ * deadline.
  *
  * Local only: the git server listens on this machine's loopback.
  */
 import { createHmac } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import { startTestService, type TestService } from '../support/service.js';
 import { dataOf, graphqlClient, importGraphqlLambda, newAccount, onlyError, type AccountFixture } from '../support/graphql.js';
-import { lambdaFetch, type LambdaFn } from '../support/lambda-door.js';
+import { lambdaFetch, type BodyEncoding, type LambdaFn } from '../support/lambda-door.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
+import { hostFetch } from '../support/http.js';
 import { exporter } from 'ipfs-unixfs-exporter';
 
 let service: TestService;
 let git: GitServer;
 let a: AccountFixture;
 let client: ReturnType<typeof graphqlClient>;
+let lambdaClient: ReturnType<typeof graphqlClient>;
 let graphqlLambda: LambdaFn;
 const savedEnv = { ...process.env };
 
@@ -27,6 +33,7 @@ beforeAll(async () => {
   graphqlLambda = await importGraphqlLambda();
   a = await newAccount(service, 'hooks');
   client = graphqlClient({ name: 'node:http door', fetch: (url, init) => fetch(url, init as RequestInit) }, service.endpoints.graphql);
+  lambdaClient = graphqlClient({ name: 'Lambda door', fetch: (url, init) => lambdaFetch(graphqlLambda)(url, init) }, service.endpoints.graphql);
 });
 afterAll(async () => {
   process.env = savedEnv;
@@ -35,13 +42,86 @@ afterAll(async () => {
 });
 
 type Post = (path: string, init: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array }) => Promise<Response>;
-const DOORS: Array<{ name: string; post: () => Post }> = [
-  { name: 'node:http door', post: () => (path, init) => fetch(`${service.config.urls.baseUrl}${path}`, { method: init.method ?? 'POST', headers: init.headers, body: init.body as BodyInit }) },
-  { name: 'Lambda door', post: () => (path, init) => lambdaFetch(graphqlLambda)(`${service.config.urls.baseUrl}${path}`, { method: init.method ?? 'POST', headers: init.headers, body: init.body }) },
+interface HookDoor {
+  name: string;
+  post: Post;
+  /** POST with no Content-Length: chunked through node:http; a Lambda event carries none anyway. */
+  postUnsized: (path: string, headers: Record<string, string>, body: Buffer) => Promise<{ status: number; text: string }>;
+  /** The GraphQL client of the same door. */
+  graphql: () => ReturnType<typeof graphqlClient>;
+}
+
+function lambdaDoor(bodies: BodyEncoding): HookDoor {
+  const post: Post = (path, init) => lambdaFetch(graphqlLambda, { bodies })(`${service.config.urls.baseUrl}${path}`, { method: init.method ?? 'POST', headers: init.headers, body: init.body });
+  return {
+    name: `Lambda door (${bodies === 'text' ? 'plain-text' : 'base64'} body)`,
+    post,
+    postUnsized: async (path, headers, body) => {
+      const res = await post(path, { headers, body });
+      return { status: res.status, text: await res.text() };
+    },
+    graphql: () => lambdaClient,
+  };
+}
+
+const DOORS: HookDoor[] = [
+  {
+    name: 'node:http door',
+    post: (path, init) => fetch(`${service.config.urls.baseUrl}${path}`, { method: init.method ?? 'POST', headers: init.headers, body: init.body as BodyInit }),
+    postUnsized: (path, headers, body) => postChunked(`${service.config.urls.baseUrl}${path}`, headers, body),
+    graphql: () => client,
+  },
+  lambdaDoor('base64'),
+  lambdaDoor('text'),
 ];
 
-const DEPLOY = 'id status published preview pullRequest { number title url fork } log repository { commit branch owner name }';
+/**
+ * A POST sent chunked, in 64 KiB pieces and without Content-Length, so only
+ * the count of bytes read can stop it. The answer may come before all is
+ * sent (and the connection then closes): errors after it are expected.
+ */
+function postChunked(url: string, headers: Record<string, string>, body: Buffer): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    let answered = false;
+    const req = httpRequest(url, { method: 'POST', headers: { ...headers, 'transfer-encoding': 'chunked' } }, (res) => {
+      answered = true;
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+    });
+    req.on('error', (err) => (answered ? undefined : reject(err)));
+    let offset = 0;
+    const more = () => {
+      while (offset < body.length && !answered) {
+        const piece = body.subarray(offset, (offset += 64 * 1024));
+        if (!req.write(piece)) return void req.once('drain', more);
+      }
+      req.end();
+    };
+    more();
+  });
+}
+
+const DEPLOY = 'id url status published preview pullRequest { number title url fork } log repository { commit branch owner name }';
 const gql = async (query: string, variables: Record<string, unknown> = {}, key = a.apiKey) => client.gql(key, query, variables);
+
+/** What the gateway answers for `/` at a host: a site's (`<slug>.<domain>`) or a deploy's (`<deployId>--<slug>.<domain>`). */
+async function served(host: string): Promise<{ status: number; text: string }> {
+  const res = await hostFetch(`${service.endpoints.gateway}/`, { headers: { host } });
+  return { status: res.status, text: await res.text() };
+}
+const siteHost = (slug: string) => `${slug}.${service.config.sites.domain}`;
+/** The address a deploy answers at, as the API must give it. */
+const deployAddress = (deployId: string, slug: string) => `${new URL(service.config.urls.gatewayUrl).protocol}//${deployId.toLowerCase()}--${slug}.${service.config.sites.domain}`;
+
+/** A hook's answer for a deploy it started: 200, the deploy's id and its address. */
+async function started(res: Response, slug: string): Promise<{ deployId: string; url: string }> {
+  expect(res.status).toBe(200);
+  const answer = await res.json();
+  expect(answer).toEqual({ ok: true, deployId: expect.any(String), url: deployAddress(answer.deployId, slug) });
+  return answer;
+}
 
 let repos = 0;
 const newRepoName = () => `acme/hooked-${++repos}`;
@@ -49,6 +129,14 @@ const newRepoName = () => `acme/hooked-${++repos}`;
 async function gitSite(repo: string, deploy: Record<string, unknown> = {}): Promise<{ id: string; slug: string }> {
   const input = { buildSettings: { publishDirectoryPath: 'public' }, deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'main' } }, ...deploy } };
   return dataOf(await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', { input })).createSite;
+}
+
+/** A site deploying a new repository's main branch (its one commit holds `files`), with a webhook secret. */
+async function hookedSite(files: Record<string, string>): Promise<{ repo: string; commit: string; site: { id: string; slug: string }; secret: string }> {
+  const repo = newRepoName();
+  const commit = await git.commit(repo, files, 'c');
+  const site = await gitSite(repo);
+  return { repo, commit, site, secret: (await webhookSecret(site.id)).secret };
 }
 
 async function webhookSecret(siteId: string): Promise<{ secret: string; url: string }> {
@@ -82,13 +170,17 @@ const sign = (secret: string, body: string | Buffer) => `sha256=${createHmac('sh
 let deliveries = 0;
 const newDelivery = () => `delivery-${process.pid}-${++deliveries}`;
 
-function githubHeaders(secret: string | null, event: string, body: string | Buffer, delivery = newDelivery()): Record<string, string> {
+function githubHeaders(secret: string | null, event: string, body: string | Buffer, delivery = newDelivery(), contentType = 'application/json'): Record<string, string> {
   return {
-    'content-type': 'application/json',
+    'content-type': contentType,
     'x-github-event': event,
     'x-github-delivery': delivery,
     ...(secret !== null ? { 'x-hub-signature-256': sign(secret, body) } : {}),
   };
+}
+
+function gitlabHeaders(token: string | null, event: string, uuid = `gl-${newDelivery()}`): Record<string, string> {
+  return { 'content-type': 'application/json', 'x-gitlab-event': event, 'x-gitlab-event-uuid': uuid, ...(token !== null ? { 'x-gitlab-token': token } : {}) };
 }
 
 const pushEvent = (repo: string, ref: string, after: string, extra: Record<string, unknown> = {}) =>
@@ -110,12 +202,9 @@ function pullRequestEvent(repo: string, init: { action: string; number: number; 
 }
 
 describe.each(DOORS)('GitHub-style events through the $name', (door) => {
-  let post: Post;
-  beforeAll(() => {
-    post = door.post();
-  });
+  const post = door.post;
 
-  test('a signed push to the site\'s branch deploys exactly the pushed commit, and publishes it', async () => {
+  test('a signed push to the site\'s branch deploys exactly the pushed commit, publishes it, and the site\'s address serves it', async () => {
     const repo = newRepoName();
     const pushed = await git.commit(repo, { 'public/index.html': 'pushed' }, 'the pushed commit');
     // The branch moves on before the event arrives: the deploy must still be of `after`.
@@ -125,22 +214,23 @@ describe.each(DOORS)('GitHub-style events through the $name', (door) => {
     expect(url).toBe(`${service.config.urls.baseUrl}/hooks/git/${site.id}`);
     const body = pushEvent(repo, 'refs/heads/main', pushed);
     const res = await post(`/hooks/git/${site.id}`, { headers: githubHeaders(secret, 'push', body), body });
-    expect(res.status).toBe(200);
-    const answer = await res.json();
-    expect(answer).toEqual({ ok: true, deployId: expect.any(String) });
+    const answer = await started(res, site.slug);
     const deploy = await waitFor(site.id, answer.deployId);
     expect(deploy).toMatchObject({ status: 'DEPLOYED', published: true, preview: false, pullRequest: null, repository: { commit: pushed, branch: 'main' } });
     expect(deploy.repository.commit).not.toBe(later);
     expect(await fileOf(site.id, deploy.id, 'index.html')).toBe('pushed');
     const got = dataOf(await gql('query ($s: ID!) { getSiteById(siteId: $s) { publishedDeploy { id } webhookSecretSet } }', { s: site.id })).getSiteById;
     expect(got).toEqual({ publishedDeploy: { id: deploy.id }, webhookSecretSet: true });
+    // The Deploy says where it is, through the same door, as the hook's answer did.
+    const read = dataOf(await door.graphql().gql(a.apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { url } }', { s: site.id, d: deploy.id })).getDeployById;
+    expect(read.url).toBe(answer.url);
+    // Both addresses serve the pushed commit's content, not the later one's.
+    expect(await served(siteHost(site.slug))).toEqual({ status: 200, text: 'pushed' });
+    expect(await served(new URL(answer.url).host)).toEqual({ status: 200, text: 'pushed' });
   });
 
   test('a wrong or missing signature is 401 and starts nothing; so is a signature over another body', async () => {
-    const repo = newRepoName();
-    const commit = await git.commit(repo, { 'public/index.html': 'x' }, 'c');
-    const site = await gitSite(repo);
-    const { secret } = await webhookSecret(site.id);
+    const { repo, commit, site, secret } = await hookedSite({ 'public/index.html': 'x' });
     const body = pushEvent(repo, 'refs/heads/main', commit);
     const cases: Array<Record<string, string>> = [
       githubHeaders(null, 'push', body),
@@ -157,11 +247,24 @@ describe.each(DOORS)('GitHub-style events through the $name', (door) => {
     expect(await deploysOf(site.id)).toEqual([]);
   });
 
+  test('a body that is not JSON is 401 unless signed (the signature is checked before the body is parsed); signed, it is 400', async () => {
+    const { site, secret } = await hookedSite({ 'public/index.html': 'x' });
+    const junk = '\u0000not json at all {{{';
+    for (const headers of [githubHeaders(null, 'push', junk), githubHeaders('wrong', 'push', junk), gitlabHeaders(null, 'Push Hook'), gitlabHeaders('wrong', 'Push Hook')]) {
+      const res = await post(`/hooks/git/${site.id}`, { headers, body: junk });
+      expect(res.status).toBe(401);
+      expect((await res.json()).error).toMatch(/X-Hub-Signature-256|X-Gitlab-Token/);
+    }
+    for (const headers of [githubHeaders(secret, 'push', junk), gitlabHeaders(secret, 'Push Hook')]) {
+      const res = await post(`/hooks/git/${site.id}`, { headers, body: junk });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({ ok: false, error: 'the event body is not JSON' });
+    }
+    expect(await deploysOf(site.id)).toEqual([]);
+  });
+
   test('a body over 1 MiB is 413, even correctly signed; exactly 1 MiB is read', async () => {
-    const repo = newRepoName();
-    const commit = await git.commit(repo, { 'public/index.html': 'x' }, 'c');
-    const site = await gitSite(repo);
-    const { secret } = await webhookSecret(site.id);
+    const { repo, commit, site, secret } = await hookedSite({ 'public/index.html': 'x' });
     const base = pushEvent(repo, 'refs/heads/other', commit);
     const pad = (size: number) => base.slice(0, -1) + `,"pad":"${'x'.repeat(size - base.length - 9)}"}`;
     const over = pad(1024 * 1024 + 1);
@@ -174,6 +277,26 @@ describe.each(DOORS)('GitHub-style events through the $name', (door) => {
     expect(ok.status).toBe(200);
     expect((await ok.json()).ignored).toMatch(/branch other/);
     expect(await deploysOf(site.id)).toEqual([]);
+  });
+
+  test('a body over 1 MiB with no Content-Length (sent chunked) is 413 from GitHub and GitLab alike, and deploys nothing', async () => {
+    const { repo, commit, site, secret } = await hookedSite({ 'public/index.html': 'x' });
+    // A push to the site's branch, correctly signed: were it read, it would deploy.
+    const base = pushEvent(repo, 'refs/heads/main', commit);
+    const over = Buffer.from(base.slice(0, -1) + `,"pad":"${'x'.repeat(2 * 1024 * 1024)}"}`);
+    const send = door.postUnsized;
+    for (const headers of [githubHeaders(secret, 'push', over), gitlabHeaders(secret, 'Push Hook')]) {
+      expect(headers['content-length']).toBeUndefined();
+      const res = await send(`/hooks/git/${site.id}`, headers, over);
+      expect(res.status).toBe(413);
+      expect(JSON.parse(res.text)).toEqual({ ok: false, error: `the event body is larger than ${1024 * 1024} bytes` });
+    }
+    expect(await deploysOf(site.id)).toEqual([]);
+    // The door still takes the next event.
+    const small = Buffer.from(base);
+    const after = await send(`/hooks/git/${site.id}`, githubHeaders(secret, 'push', small), small);
+    expect(after.status).toBe(200);
+    expect(JSON.parse(after.text).deployId).toEqual(expect.any(String));
   });
 
   test('an unknown site and a site without a secret are the same 404; GET is 405; JSON that does not parse is 400', async () => {
@@ -195,11 +318,40 @@ describe.each(DOORS)('GitHub-style events through the $name', (door) => {
     expect(await deploysOf(site.id)).toEqual([]);
   });
 
+  test('GitHub\'s default content type (a form with the JSON in payload=) deploys, signed over the raw form; other content types are 415', async () => {
+    const { repo, commit, site, secret } = await hookedSite({ 'public/index.html': 'from a form' });
+    const json = pushEvent(repo, 'refs/heads/main', commit);
+    // As GitHub sends it: the JSON percent-encoded (spaces as +) in the one field `payload`.
+    const form = new URLSearchParams({ payload: json }).toString();
+    expect(form).toMatch(/^payload=%7B/);
+    const formType = 'application/x-www-form-urlencoded';
+    // Signed over the JSON instead of the form bytes: refused.
+    expect((await post(`/hooks/git/${site.id}`, { headers: { ...githubHeaders(secret, 'push', json, newDelivery(), formType) }, body: form })).status).toBe(401);
+    expect(await deploysOf(site.id)).toEqual([]);
+    const res = await post(`/hooks/git/${site.id}`, { headers: githubHeaders(secret, 'push', form, newDelivery(), formType), body: form });
+    const answer = await started(res, site.slug);
+    const deploy = await waitFor(site.id, answer.deployId);
+    expect(deploy).toMatchObject({ status: 'DEPLOYED', published: true, repository: { commit, branch: 'main' } });
+    expect(await fileOf(site.id, deploy.id, 'index.html')).toBe('from a form');
+    // A form without payload is 400; a type that is neither is 415, saying what is taken.
+    const empty = 'other=1';
+    const missing = await post(`/hooks/git/${site.id}`, { headers: githubHeaders(secret, 'push', empty, newDelivery(), formType), body: empty });
+    expect(missing.status).toBe(400);
+    expect((await missing.json()).error).toBe('the application/x-www-form-urlencoded event has no payload field');
+    for (const type of ['text/plain', 'application/xml; charset=utf-8', 'multipart/form-data; boundary=x']) {
+      const wrong = await post(`/hooks/git/${site.id}`, { headers: githubHeaders(secret, 'push', json, newDelivery(), type), body: json });
+      expect(wrong.status).toBe(415);
+      expect(await wrong.json()).toEqual({ ok: false, error: `the content type ${type.split(';')[0]} is not taken: send the event as application/json or application/x-www-form-urlencoded` });
+    }
+    // GitLab only ever sends JSON: a form from it is 415 too.
+    const gitlab = await post(`/hooks/git/${site.id}`, { headers: { ...gitlabHeaders(secret, 'Push Hook'), 'content-type': formType }, body: form });
+    expect(gitlab.status).toBe(415);
+    expect((await gitlab.json()).error).toBe(`the content type ${formType} is not taken: send the event as application/json`);
+    expect(await deploysOf(site.id)).toHaveLength(1);
+  });
+
   test('a delivery id seen before is acknowledged and not acted on twice, even when both arrive at once', async () => {
-    const repo = newRepoName();
-    const commit = await git.commit(repo, { 'public/index.html': 'once' }, 'c');
-    const site = await gitSite(repo);
-    const { secret } = await webhookSecret(site.id);
+    const { repo, commit, site, secret } = await hookedSite({ 'public/index.html': 'once' });
     const body = pushEvent(repo, 'refs/heads/main', commit);
     const headers = githubHeaders(secret, 'push', body);
     const [first, second] = await Promise.all([post(`/hooks/git/${site.id}`, { headers, body }), post(`/hooks/git/${site.id}`, { headers, body })]);
@@ -209,7 +361,7 @@ describe.each(DOORS)('GitHub-style events through the $name', (door) => {
     expect(acted).toHaveLength(1);
     const third = await post(`/hooks/git/${site.id}`, { headers, body });
     const repeat = await third.json();
-    expect(repeat).toMatchObject({ ok: true, alreadyHandled: true, ignored: expect.stringMatching(/already handled/), deployId: acted[0].deployId });
+    expect(repeat).toMatchObject({ ok: true, alreadyHandled: true, ignored: expect.stringMatching(/already handled/), deployId: acted[0].deployId, url: deployAddress(acted[0].deployId, site.slug) });
     expect((await deploysOf(site.id)).map((d) => d.id)).toEqual([acted[0].deployId]);
     // A new delivery of the same event is a new request to act.
     const again = await post(`/hooks/git/${site.id}`, { headers: githubHeaders(secret, 'push', body), body });
@@ -218,10 +370,7 @@ describe.each(DOORS)('GitHub-style events through the $name', (door) => {
   });
 
   test('a push to another branch, a tag, a branch deletion and a ping are acknowledged and ignored, saying why', async () => {
-    const repo = newRepoName();
-    const commit = await git.commit(repo, { 'public/index.html': 'x' }, 'c');
-    const site = await gitSite(repo);
-    const { secret } = await webhookSecret(site.id);
+    const { repo, commit, site, secret } = await hookedSite({ 'public/index.html': 'x' });
     const send = async (event: string, body: string) => {
       const res = await post(`/hooks/git/${site.id}`, { headers: githubHeaders(secret, event, body), body });
       expect(res.status).toBe(200);
@@ -270,38 +419,90 @@ test('another team cannot create or read a site\'s webhook secret', async () => 
   expect(await service.services.siteSecrets.webhookSecret(site.id)).toBeUndefined();
 });
 
-test('a GitLab push hook with the right token deploys the pushed commit; a wrong token is 401', async () => {
-  const repo = newRepoName();
-  const commit = await git.commit(repo, { 'public/index.html': 'from gitlab' }, 'c');
-  const site = await gitSite(repo);
-  const { secret } = await webhookSecret(site.id);
-  const body = JSON.stringify({ object_kind: 'push', ref: 'refs/heads/main', before: '0'.repeat(40), after: commit, checkout_sha: commit, project: { git_http_url: git.repoUrl(repo) } });
-  const headers = (token: string, uuid = `gl-${newDelivery()}`) => ({ 'content-type': 'application/json', 'x-gitlab-event': 'Push Hook', 'x-gitlab-token': token, 'x-gitlab-event-uuid': uuid });
-  const url = `${service.config.urls.baseUrl}/hooks/git/${site.id}`;
-  const wrong = await fetch(url, { method: 'POST', headers: headers(`${secret}x`), body });
-  expect(wrong.status).toBe(401);
-  expect(await deploysOf(site.id)).toEqual([]);
-  const uuid = `gl-${newDelivery()}`;
-  const res = await fetch(url, { method: 'POST', headers: headers(secret, uuid), body });
-  expect(res.status).toBe(200);
-  const { deployId } = await res.json();
-  const deploy = await waitFor(site.id, deployId);
-  expect(deploy).toMatchObject({ status: 'DEPLOYED', published: true, repository: { commit, branch: 'main' } });
-  expect(await fileOf(site.id, deployId, 'index.html')).toBe('from gitlab');
-  const repeat = await fetch(url, { method: 'POST', headers: headers(secret, uuid), body });
-  expect(await repeat.json()).toMatchObject({ alreadyHandled: true, deployId });
-  // A branch deletion (GitLab: after all zeros, no checkout_sha) is ignored.
-  const deletion = JSON.stringify({ object_kind: 'push', ref: 'refs/heads/main', before: commit, after: '0'.repeat(40), checkout_sha: null });
-  const deleted = await fetch(url, { method: 'POST', headers: headers(secret), body: deletion });
-  expect(await deleted.json()).toEqual({ ok: true, ignored: 'branch main was deleted: nothing to deploy' });
-  expect(await deploysOf(site.id)).toHaveLength(1);
+describe.each(DOORS)('GitLab events through the $name', (door) => {
+  const post = door.post;
+
+  test('a push hook with the right token deploys the pushed commit; a wrong or missing token is 401 and starts nothing', async () => {
+    const { repo, commit, site, secret } = await hookedSite({ 'public/index.html': 'from gitlab' });
+    const body = JSON.stringify({ object_kind: 'push', ref: 'refs/heads/main', before: '0'.repeat(40), after: commit, checkout_sha: commit, project: { git_http_url: git.repoUrl(repo) } });
+    const path = `/hooks/git/${site.id}`;
+    for (const headers of [gitlabHeaders(`${secret}x`, 'Push Hook'), gitlabHeaders(secret.slice(1), 'Push Hook'), gitlabHeaders(null, 'Push Hook'), gitlabHeaders('', 'Push Hook')]) {
+      const refused = await post(path, { headers, body });
+      expect(refused.status).toBe(401);
+      expect(await refused.json()).toEqual({ ok: false, error: 'X-Gitlab-Token is missing or does not match the site\'s webhook secret' });
+    }
+    expect(await deploysOf(site.id)).toEqual([]);
+    const uuid = `gl-${newDelivery()}`;
+    const res = await post(path, { headers: gitlabHeaders(secret, 'Push Hook', uuid), body });
+    const answer = await started(res, site.slug);
+    const deploy = await waitFor(site.id, answer.deployId);
+    expect(deploy).toMatchObject({ status: 'DEPLOYED', published: true, repository: { commit, branch: 'main' } });
+    expect(await fileOf(site.id, answer.deployId, 'index.html')).toBe('from gitlab');
+    const repeat = await post(path, { headers: gitlabHeaders(secret, 'Push Hook', uuid), body });
+    expect(await repeat.json()).toMatchObject({ alreadyHandled: true, deployId: answer.deployId });
+    expect(await deploysOf(site.id)).toHaveLength(1);
+  });
+
+  test('a tag push, a push to another branch and a branch deletion are acknowledged and ignored, saying why', async () => {
+    const { commit, site, secret } = await hookedSite({ 'public/index.html': 'x' });
+    const send = async (event: string, payload: Record<string, unknown>) => {
+      const res = await post(`/hooks/git/${site.id}`, { headers: gitlabHeaders(secret, event), body: JSON.stringify(payload) });
+      expect(res.status).toBe(200);
+      return res.json();
+    };
+    expect(await send('Tag Push Hook', { object_kind: 'tag_push', ref: 'refs/tags/v2.1', before: '0'.repeat(40), after: commit, checkout_sha: commit })).toEqual({
+      ok: true,
+      ignored: 'a tag push (v2.1): only pushes to branch main deploy',
+    });
+    expect(await send('Push Hook', { object_kind: 'push', ref: 'refs/heads/develop', before: '0'.repeat(40), after: commit, checkout_sha: commit })).toEqual({
+      ok: true,
+      ignored: 'a push to branch develop: this site deploys branch main',
+    });
+    // A deletion: after all zeros, no checkout_sha.
+    expect(await send('Push Hook', { object_kind: 'push', ref: 'refs/heads/main', before: commit, after: '0'.repeat(40), checkout_sha: null })).toEqual({
+      ok: true,
+      ignored: 'branch main was deleted: nothing to deploy',
+    });
+    expect(await deploysOf(site.id)).toEqual([]);
+  });
+
+  test('a merge request (open, reopen, update with new commits) builds previews at their addresses; an update without commits and a merge do not', async () => {
+    const repo = newRepoName();
+    await git.commit(repo, { 'public/index.html': 'main' }, 'main');
+    const head = await git.commit(repo, { 'public/index.html': 'mr' }, 'mr work', 'topic');
+    const site = await gitSite(repo, { prDeployPreviews: true });
+    const { secret } = await webhookSecret(site.id);
+    const mr = (action: string, extra: Record<string, unknown> = {}) =>
+      JSON.stringify({
+        object_kind: 'merge_request',
+        object_attributes: {
+          iid: 4, title: 'Topic', url: `https://gitlab.example/${repo}/-/merge_requests/4`, action, source_branch: 'topic', target_branch: 'main',
+          source_project_id: 9, target_project_id: 9, last_commit: { id: head }, source: { git_http_url: git.repoUrl(repo) }, ...extra,
+        },
+      });
+    const send = async (body: string) => (await post(`/hooks/git/${site.id}`, { headers: gitlabHeaders(secret, 'Merge Request Hook'), body })).json();
+    const opened = await send(mr('open'));
+    expect(opened.url).toBe(deployAddress(opened.deployId, site.slug));
+    const deploy = await waitFor(site.id, opened.deployId);
+    expect(deploy).toMatchObject({ status: 'DEPLOYED', published: false, preview: true, pullRequest: { number: 4, title: 'Topic', fork: false }, repository: { commit: head, branch: 'topic' } });
+    expect(await served(new URL(opened.url).host)).toEqual({ status: 200, text: 'mr' });
+    expect(await send(mr('update'))).toEqual({ ok: true, ignored: 'merge request !4 updated without new commits: nothing to build' });
+    expect(await send(mr('merge'))).toMatchObject({ ok: true, ignored: expect.stringMatching(/^merge request !4 merge:/) });
+    const updated = await send(mr('update', { oldrev: '1'.repeat(40) }));
+    expect(updated.deployId).toEqual(expect.any(String));
+    expect(await send(mr('close'))).toMatchObject({ ok: true, ignored: expect.stringMatching(/^merge request !4 close:/) });
+    const reopened = await send(mr('reopen'));
+    expect(await waitFor(site.id, reopened.deployId)).toMatchObject({ status: 'DEPLOYED', published: false, preview: true, repository: { commit: head, branch: 'topic' } });
+    expect(await deploysOf(site.id)).toHaveLength(3);
+    expect(dataOf(await gql('query ($s: ID!) { getSiteById(siteId: $s) { publishedDeploy { id } } }', { s: site.id })).getSiteById.publishedDeploy).toBeNull();
+  });
 });
 
-describe('pull requests', () => {
-  const post = (siteId: string, secret: string, body: string) =>
-    fetch(`${service.config.urls.baseUrl}/hooks/git/${siteId}`, { method: 'POST', headers: githubHeaders(secret, 'pull_request', body), body });
+describe.each(DOORS)('pull requests through the $name', (door) => {
+  const hookPost = door.post;
+  const post = (siteId: string, secret: string, body: string) => hookPost(`/hooks/git/${siteId}`, { headers: githubHeaders(secret, 'pull_request', body), body });
 
-  test('an opened pull request against the site\'s branch builds an unpublished preview of its head, with the PR on the deploy', async () => {
+  test('an opened pull request against the site\'s branch builds an unpublished preview of its head, served at its own address', async () => {
     const repo = newRepoName();
     const main = await git.commit(repo, { 'public/index.html': 'main' }, 'main');
     const head = await git.commit(repo, { 'public/index.html': 'feature' }, 'feature work', 'feature');
@@ -309,14 +510,15 @@ describe('pull requests', () => {
     const { secret } = await webhookSecret(site.id);
     // The site's own deploy first, so that "not published" is seen against a published one.
     const pushBody = pushEvent(repo, 'refs/heads/main', main);
-    const live = await (await fetch(`${service.config.urls.baseUrl}/hooks/git/${site.id}`, { method: 'POST', headers: githubHeaders(secret, 'push', pushBody), body: pushBody })).json();
+    const live = await (await hookPost(`/hooks/git/${site.id}`, { headers: githubHeaders(secret, 'push', pushBody), body: pushBody })).json();
     await waitFor(site.id, live.deployId);
 
     const res = await post(site.id, secret, pullRequestEvent(repo, { action: 'opened', number: 7, head: 'feature', sha: head, title: 'Add the feature' }));
-    expect(res.status).toBe(200);
-    const { deployId } = await res.json();
+    const answer = await started(res, site.slug);
+    const { deployId } = answer;
     const deploy = await waitFor(site.id, deployId);
     expect(deploy).toMatchObject({
+      url: answer.url,
       status: 'DEPLOYED',
       published: false,
       preview: true,
@@ -327,11 +529,14 @@ describe('pull requests', () => {
     expect(await fileOf(site.id, deployId, 'index.html')).toBe('feature');
     const got = dataOf(await gql('query ($s: ID!) { getSiteById(siteId: $s) { publishedDeploy { id } } }', { s: site.id })).getSiteById;
     expect(got.publishedDeploy.id).toBe(live.deployId);
+    // The preview at its address, the published deploy still at the site's.
+    expect(await served(`${deployId.toLowerCase()}--${site.slug}.${service.config.sites.domain}`)).toEqual({ status: 200, text: 'feature' });
+    expect(await served(siteHost(site.slug))).toEqual({ status: 200, text: 'main' });
     // A preview cannot be published by hand either.
     const publish = await gql('mutation ($s: ID!, $d: ID!) { publishDeploy(siteId: $s, deployId: $d) { id } }', { s: site.id, d: deployId });
     expect(onlyError(publish).extensions.code).toBe('BAD_USER_INPUT');
 
-    // synchronize builds the new head; closed, and PRs against other branches, build nothing.
+    // synchronize builds the new head; closed, and PRs against other branches, build nothing; reopened builds again.
     const next = await git.commit(repo, { 'public/index.html': 'feature 2' }, 'more work', 'feature');
     const sync = await (await post(site.id, secret, pullRequestEvent(repo, { action: 'synchronize', number: 7, head: 'feature', sha: next }))).json();
     expect((await waitFor(site.id, sync.deployId)).repository).toMatchObject({ commit: next, branch: 'feature' });
@@ -343,7 +548,11 @@ describe('pull requests', () => {
       ok: true,
       ignored: 'pull request #8 is against branch develop: this site deploys branch main',
     });
-    expect(await deploysOf(site.id)).toHaveLength(3);
+    const reopened = await (await post(site.id, secret, pullRequestEvent(repo, { action: 'reopened', number: 7, head: 'feature', sha: next }))).json();
+    expect(await waitFor(site.id, reopened.deployId)).toMatchObject({ status: 'DEPLOYED', published: false, preview: true, pullRequest: { number: 7 }, repository: { commit: next, branch: 'feature' } });
+    expect(await served(new URL(reopened.url).host)).toEqual({ status: 200, text: 'feature 2' });
+    expect(await served(siteHost(site.slug))).toEqual({ status: 200, text: 'main' });
+    expect(await deploysOf(site.id)).toHaveLength(4);
   });
 
   test('with pull-request previews off, a pull request builds nothing and says why', async () => {
@@ -363,7 +572,7 @@ describe('pull requests', () => {
     await git.commit(fork, { 'public/index.html': 'main' }, 'main'); // a fork has the default branch too
     const head = await git.commit(fork, { 'public/index.html': 'from the fork' }, 'fork work', 'patch-1');
     const site = await gitSite(repo, { prDeployPreviews: true });
-    const token = `fork-guard-token-${process.pid}`;
+    const token = `fork-guard-token-${process.pid}-${repos}`;
     dataOf(await gql('mutation ($s: ID!, $t: String) { setRepositoryToken(siteId: $s, token: $t) { id } }', { s: site.id, t: token }));
     const { secret } = await webhookSecret(site.id);
     const res = await post(site.id, secret, pullRequestEvent(repo, { action: 'opened', number: 12, head: 'patch-1', sha: head, headRepo: fork }));
@@ -384,37 +593,11 @@ describe('pull requests', () => {
     const encoded = Buffer.from(`x-access-token:${token}`).toString('base64');
     expect(git.authorizations().filter((x) => x.authorization.includes(encoded))).toEqual([]);
   });
-
-  test('a GitLab merge request (open, update with new commits) builds previews; an update without commits and a merge do not', async () => {
-    const repo = newRepoName();
-    await git.commit(repo, { 'public/index.html': 'main' }, 'main');
-    const head = await git.commit(repo, { 'public/index.html': 'mr' }, 'mr work', 'topic');
-    const site = await gitSite(repo, { prDeployPreviews: true });
-    const { secret } = await webhookSecret(site.id);
-    const mr = (action: string, extra: Record<string, unknown> = {}) =>
-      JSON.stringify({
-        object_kind: 'merge_request',
-        object_attributes: {
-          iid: 4, title: 'Topic', url: `https://gitlab.example/${repo}/-/merge_requests/4`, action, source_branch: 'topic', target_branch: 'main',
-          source_project_id: 9, target_project_id: 9, last_commit: { id: head }, source: { git_http_url: git.repoUrl(repo) }, ...extra,
-        },
-      });
-    const send = async (body: string) =>
-      (await fetch(`${service.config.urls.baseUrl}/hooks/git/${site.id}`, { method: 'POST', headers: { 'x-gitlab-event': 'Merge Request Hook', 'x-gitlab-token': secret, 'content-type': 'application/json' }, body })).json();
-    const opened = await send(mr('open'));
-    const deploy = await waitFor(site.id, opened.deployId);
-    expect(deploy).toMatchObject({ status: 'DEPLOYED', published: false, preview: true, pullRequest: { number: 4, title: 'Topic', fork: false }, repository: { commit: head, branch: 'topic' } });
-    expect(await send(mr('update'))).toEqual({ ok: true, ignored: 'merge request !4 updated without new commits: nothing to build' });
-    expect(await send(mr('merge'))).toMatchObject({ ok: true, ignored: expect.stringMatching(/^merge request !4 merge:/) });
-    const updated = await send(mr('update', { oldrev: '1'.repeat(40) }));
-    expect(updated.deployId).toEqual(expect.any(String));
-    expect(await deploysOf(site.id)).toHaveLength(2);
-  });
 });
 
 describe.each(DOORS)('build hooks through the $name', (door) => {
   test('a build hook URL deploys the branch head on POST; a wrong token is 404, GET is 405, a deleted hook is 404', async () => {
-    const post = door.post();
+    const post = door.post;
     const repo = newRepoName();
     await git.commit(repo, { 'public/index.html': 'one' }, 'one');
     const site = await gitSite(repo);
@@ -432,8 +615,8 @@ describe.each(DOORS)('build hooks through the $name', (door) => {
     const head = await git.commit(repo, { 'public/index.html': 'two' }, 'two');
     const path = `${u.pathname}${u.search}`;
     const res = await post(path, { body: '{}' });
-    expect(res.status).toBe(200);
-    const { deployId } = await res.json();
+    const answer = await started(res, site.slug);
+    const { deployId } = answer;
     const deploy = await waitFor(site.id, deployId);
     expect(deploy).toMatchObject({ status: 'DEPLOYED', published: true, repository: { commit: head, branch: 'main' } });
 
@@ -459,4 +642,27 @@ test('a build hook for another branch builds that branch\'s head as an unpublish
   expect(deploy).toMatchObject({ status: 'DEPLOYED', published: false, preview: true, pullRequest: null, repository: { commit: head, branch: 'staging' } });
   const bad = await gql('mutation ($s: ID!) { createBuildHook(siteId: $s, name: "x", branch: "a..b") { url } }', { s: site.id });
   expect(onlyError(bad)).toMatchObject({ extensions: { code: 'BAD_USER_INPUT', field: 'branch' } });
+});
+
+describe.each([
+  { name: 'node:http door', graphql: () => client },
+  { name: 'Lambda door', graphql: () => lambdaClient },
+])('build hook names through the GraphQL $name', ({ graphql }) => {
+  test.each([
+    ['empty', ''],
+    ['only spaces', '   '],
+    ['over 100 characters', 'n'.repeat(101)],
+  ])('a name that is %s is BAD_USER_INPUT naming name, and makes no hook', async (_, name) => {
+    const repo = newRepoName();
+    await git.commit(repo, { 'public/index.html': 'x' }, 'c');
+    const site = await gitSite(repo);
+    const res = await graphql().gql(a.apiKey, 'mutation ($s: ID!, $n: String!) { createBuildHook(siteId: $s, name: $n) { url } }', { s: site.id, n: name });
+    expect(res.status).toBe(200);
+    expect(res.data).toEqual({ createBuildHook: null });
+    expect(onlyError(res)).toMatchObject({ message: 'name must be 1 to 100 characters', path: ['createBuildHook'], extensions: { code: 'BAD_USER_INPUT', field: 'name' } });
+    expect(dataOf(await gql('query ($s: ID!) { getSiteById(siteId: $s) { buildHooks { id } } }', { s: site.id })).getSiteById.buildHooks).toEqual([]);
+    // 100 characters is the most taken.
+    const longest = await graphql().gql(a.apiKey, 'mutation ($s: ID!, $n: String!) { createBuildHook(siteId: $s, name: $n) { buildHook { name } } }', { s: site.id, n: 'n'.repeat(100) });
+    expect(dataOf(longest).createBuildHook.buildHook.name).toBe('n'.repeat(100));
+  });
 });

@@ -26,7 +26,14 @@ export type LambdaFn = (event: APIGatewayProxyEventV2 | APIGatewayProxyEvent, co
 
 const context = { awsRequestId: 'test-request', functionName: 'test', getRemainingTimeInMillis: () => 30000 } as unknown as Context;
 
-export function v2Event(method: string, url: URL | string, headers: Record<string, string>, body?: Uint8Array): APIGatewayProxyEventV2 {
+/**
+ * How the body is handed over: base64 (what API Gateway does for a binary
+ * media type, and what this helper always did), or as text with
+ * isBase64Encoded false (what an HTTP API does with an application/json body).
+ */
+export type BodyEncoding = 'base64' | 'text';
+
+export function v2Event(method: string, url: URL | string, headers: Record<string, string>, body?: Uint8Array, encoding: BodyEncoding = 'base64'): APIGatewayProxyEventV2 {
   const u = typeof url === 'string' ? new URL(url) : url;
   const lower: Record<string, string> = {};
   for (const [k, v] of Object.entries(headers)) lower[k.toLowerCase()] = v;
@@ -50,8 +57,8 @@ export function v2Event(method: string, url: URL | string, headers: Record<strin
       time: new Date().toUTCString(),
       timeEpoch: Date.now(),
     },
-    body: body && body.length ? Buffer.from(body).toString('base64') : undefined,
-    isBase64Encoded: !!(body && body.length),
+    body: body && body.length ? Buffer.from(body).toString(encoding === 'text' ? 'utf8' : 'base64') : undefined,
+    isBase64Encoded: !!(body && body.length) && encoding === 'base64',
   } as APIGatewayProxyEventV2;
 }
 
@@ -68,11 +75,11 @@ function toResponse(result: LambdaResult): Response {
   return new Response(status === 304 || status === 204 || !body?.length ? null : body, { status, headers });
 }
 
-/** fetch() through a Lambda handler. */
-export function lambdaFetch(handler: LambdaFn) {
+/** fetch() through a Lambda handler; bodies base64-encoded unless `options.bodies` says 'text'. */
+export function lambdaFetch(handler: LambdaFn, options: { bodies?: BodyEncoding } = {}) {
   return async (url: string, init: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array } = {}): Promise<Response> => {
     const body = typeof init.body === 'string' ? Buffer.from(init.body) : init.body;
-    const result = (await handler(v2Event(init.method ?? 'GET', url, init.headers ?? {}, body), context)) as APIGatewayProxyStructuredResultV2;
+    const result = (await handler(v2Event(init.method ?? 'GET', url, init.headers ?? {}, body, options.bodies), context)) as APIGatewayProxyStructuredResultV2;
     return toResponse(result);
   };
 }

@@ -30,7 +30,7 @@ export const OBJECTS: Record<string, Record<string, string>> = {
 /** Fields Cairn adds to the described types (issue 22: previews, hooks, private repositories). */
 export const ADDED_FIELDS: Record<string, Record<string, string>> = {
   Site: { webhookUrl: 'String!', webhookSecretSet: 'Boolean!', repositoryTokenSet: 'Boolean!', repositoryUsername: 'String', buildHooks: '[BuildHook!]!', notificationUrls: '[NotificationUrl!]!' },
-  Deploy: { preview: 'Boolean!', pullRequest: 'PullRequest', phase: 'DeployPhase' },
+  Deploy: { preview: 'Boolean!', pullRequest: 'PullRequest', phase: 'DeployPhase', url: 'String!' },
 };
 
 /** A described type's fields with Cairn's additions. */

@@ -10,12 +10,15 @@
  * A git event is checked before its body is parsed: GitHub's
  * `X-Hub-Signature-256` (HMAC-SHA256 of the raw body with the secret),
  * GitLab's `X-Gitlab-Token` (the secret itself), both compared in constant
- * time. A site that does not exist and a site without a webhook secret
- * answer the same 404. Each delivery id is claimed once (data/hook-deliveries.ts)
- * before anything is done, so a redelivered event is acknowledged and not
- * acted on twice. Every answer is JSON: `{ ok: true, deployId }` when a
- * deploy was queued, `{ ok: true, ignored: "<why>" }` when the event asks
- * for nothing, `{ ok: false, error }` otherwise.
+ * time. Only then is the content type looked at: JSON, or (GitHub's default,
+ * which users who keep it must not find broken) a form with the JSON in its
+ * `payload` field, signed as the raw form bytes. A site that does not exist
+ * and a site without a webhook secret answer the same 404. Each delivery id
+ * is claimed once (data/hook-deliveries.ts) before anything is done, so a
+ * redelivered event is acknowledged and not acted on twice. Every answer is
+ * JSON: `{ ok: true, deployId, url }` when a deploy was queued (`url` its own
+ * address, where a preview is seen), `{ ok: true, ignored: "<why>" }` when
+ * the event asks for nothing, `{ ok: false, error }` otherwise.
  */
 import { readCappedBody } from '../http/capped-body.js';
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
@@ -24,6 +27,7 @@ import type { Site } from '../data/sites.js';
 import type { Deploy, DeployPullRequest } from '../data/deploys.js';
 import { queryParams, type HttpRequest } from '../http/types.js';
 import { DeployRequestError, triggerDeploy, triggerPreview } from './deploys.js';
+import { siteAddresses } from './notifications.js';
 
 /** The largest event body taken: GitHub caps its payloads at 25 MB, but a push event past 1 MiB is one with thousands of commits listed. */
 export const MAX_HOOK_BODY_BYTES = 1024 * 1024;
@@ -48,6 +52,9 @@ function json(status: number, body: Record<string, unknown>, headers: Record<str
 const refuse = (status: number, error: string, headers?: Record<string, string>) => json(status, { ok: false, error }, headers);
 const ignored = (why: string, extra: Record<string, unknown> = {}) => json(200, { ok: true, ignored: why, ...extra });
 const notFound = () => refuse(404, 'no such hook');
+/** The answer for a deploy started (or started before, by the same delivery): its id and its own address. */
+const deployed = (services: Services, site: Site, deployId: string, extra: Record<string, unknown> = {}) =>
+  json(200, { ok: true, ...extra, deployId, url: siteAddresses(services, site, deployId).deploy });
 const tooLarge = () => refuse(413, `the event body is larger than ${MAX_HOOK_BODY_BYTES} bytes`, { connection: 'close' });
 
 /** Answers a request under /hooks/. */
@@ -109,13 +116,15 @@ async function gitEvent(services: Services, req: HttpRequest, siteId: string): P
   const body = await readCapped(req, MAX_HOOK_BODY_BYTES);
   if (body === undefined) return tooLarge();
   if (!verify(host, req.headers, body, secret)) {
-    return refuse(401, host === 'gitlab' ? 'X-Gitlab-Token does not match the site\'s webhook secret' : 'X-Hub-Signature-256 is missing or does not match the body signed with the site\'s webhook secret');
+    return refuse(401, host === 'gitlab' ? 'X-Gitlab-Token is missing or does not match the site\'s webhook secret' : 'X-Hub-Signature-256 is missing or does not match the body signed with the site\'s webhook secret');
   }
+  const text = eventText(host, req.headers.get('content-type'), body);
+  if (text instanceof Response) return text;
   let event: unknown;
   try {
-    event = JSON.parse(body.toString('utf8'));
+    event = JSON.parse(text);
   } catch {
-    return refuse(400, 'the event body is not JSON (GitHub: set the content type to application/json)');
+    return refuse(400, 'the event body is not JSON');
   }
   if (!event || typeof event !== 'object') return refuse(400, 'the event body is not a JSON object');
   const name = host === 'gitlab' ? req.headers.get('x-gitlab-event') : req.headers.get('x-github-event');
@@ -126,22 +135,43 @@ async function gitEvent(services: Services, req: HttpRequest, siteId: string): P
   if (deliveryId !== undefined && deliveryId !== '' && deliveryId.length <= 200) {
     const claim = await services.hookDeliveries.claim(site.id, deliveryId);
     if (!claim.claimed) {
-      return ignored(`delivery ${deliveryId} was already handled`, { alreadyHandled: true, ...(claim.previous.deployId ? { deployId: claim.previous.deployId } : {}) });
+      const why = `delivery ${deliveryId} was already handled`;
+      return claim.previous.deployId ? deployed(services, site, claim.previous.deployId, { ignored: why, alreadyHandled: true }) : ignored(why, { alreadyHandled: true });
     }
     try {
       const answer = await act(services, site, action);
       await services.hookDeliveries.record(site.id, deliveryId, answer).catch((err: unknown) => services.logger.warn('could not record what a delivery did', { siteId: site.id, deliveryId, err }));
-      return answerOf(answer);
+      return answerOf(services, site, answer);
     } catch (err) {
       // Nothing was done: a redelivery may act.
       if (!(err instanceof DeployRequestError)) await services.hookDeliveries.release(site.id, deliveryId).catch(() => {});
       throw err;
     }
   }
-  return answerOf(await act(services, site, action));
+  return answerOf(services, site, await act(services, site, action));
 }
 
-const answerOf = (outcome: { deployId?: string; ignored?: string }) => (outcome.deployId ? json(200, { ok: true, deployId: outcome.deployId }) : ignored(outcome.ignored ?? 'nothing to do'));
+const answerOf = (services: Services, site: Site, outcome: { deployId?: string; ignored?: string }) =>
+  outcome.deployId ? deployed(services, site, outcome.deployId) : ignored(outcome.ignored ?? 'nothing to do');
+
+const FORM = 'application/x-www-form-urlencoded';
+
+/**
+ * The event's JSON text from a verified body, by its content type: JSON as
+ * it is (also when no type is given); from GitHub, a form's `payload`
+ * field, GitHub's default ("application/x-www-form-urlencoded"). Anything
+ * else is 415, naming what is taken.
+ */
+function eventText(host: Host, contentType: string | null, body: Buffer): string | Response {
+  const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type === '' || type === 'application/json') return body.toString('utf8');
+  if (type === FORM && host === 'github') {
+    const payload = new URLSearchParams(body.toString('utf8')).get('payload');
+    return payload ?? refuse(400, `the ${FORM} event has no payload field`);
+  }
+  const taken = host === 'github' ? `application/json or ${FORM}` : 'application/json';
+  return refuse(415, `the content type ${type} is not taken: send the event as ${taken}`);
+}
 
 /** What an event asks for. */
 type Action =
@@ -297,7 +327,7 @@ async function buildHook(services: Services, req: HttpRequest, hookId: string): 
   const site = await services.sites.getById(hook.siteId);
   if (!site) return notFound();
   const branch = siteBranch(site);
-  if (typeof branch !== 'string') return json(200, { ok: true, deployId: (await triggerDeploy(services, site)).id });
+  if (typeof branch !== 'string') return deployed(services, site, (await triggerDeploy(services, site)).id);
   const deploy = hook.branch === null || hook.branch === branch ? await triggerDeploy(services, site) : await triggerPreview(services, site, { branch: hook.branch });
-  return json(200, { ok: true, deployId: deploy.id });
+  return deployed(services, site, deploy.id);
 }

@@ -6,6 +6,7 @@
  */
 import type { Deploy } from '../../core/data/deploys.js';
 import { cancelDeploy, deployCid, DeployNotFoundError, DeployRequestError, publishDeploy, purgeSite, retryDeploy, triggerDeploy } from '../../core/hosting/deploys.js';
+import { siteAddresses } from '../../core/hosting/notifications.js';
 import { deployLogKey } from '../../core/ports/log-store.js';
 import type { GraphqlContext } from '../context.js';
 import { badInput, notFound } from '../errors.js';
@@ -76,6 +77,11 @@ export const deployResolvers = {
     // The site says which deploy is published: exactly one at a time, with no second record to keep in step.
     published: async (deploy: Deploy, _: unknown, ctx: GraphqlContext) => (await ctx.loaders.site(deploy.siteId))?.publishedDeployId === deploy.id,
     autoPublish: (deploy: Deploy) => deploy.autoPublish === true,
+    url: async (deploy: Deploy, _: unknown, ctx: GraphqlContext) => {
+      const site = await ctx.loaders.site(deploy.siteId);
+      if (!site) throw notFound('site');
+      return siteAddresses(ctx.services, site, deploy.id).deploy;
+    },
     phase: (deploy: Deploy) => (deploy.status === 'IN_PROGRESS' && deploy.phase ? deploy.phase.toUpperCase() : null),
     log: async (deploy: Deploy, _: unknown, ctx: GraphqlContext) =>
       (await ctx.services.deployLogs.read(deployLogKey(deploy.siteId, deploy.id))) ?? deploy.log ?? null,
