@@ -51,6 +51,8 @@ import { DeployPreviews } from './preview.js';
 import { BUILD_QUEUED_TIMEOUT_MINUTES, codeBuildTimeoutMinutes, DEFAULT_BUILD_IMAGE, DEPLOY_BUILDS_PREFIX, WORKER_TIMEOUT_MINUTES } from '../functions/deploy-worker/limits.js';
 
 /** Where the synth writes the web app's files before they are copied into the GraphQL function's bundle. */
+/** Helia's datastore version record: the node's datastore is under `datastore/` in the bucket (functions/core/ipfs/node.ts). */
+const IPFS_DATASTORE_VERSION_KEY = 'datastore/version';
 const WEB_APP_BUILD_DIR = 'cdk.out/web-app';
 
 /** The GraphiQL playground's files, copied into the GraphQL function's bundle. */
@@ -357,10 +359,19 @@ export class CairnStack extends Stack {
     blockBucket.grantReadWrite(s3);
     secretsKey.grant(s3, 'kms:Encrypt', 'kms:Decrypt');
 
+    // Public objects and /ipfs/ read objects; a site address reads its site,
+    // then its published deploy or the deploy a preview host names
+    // (functions/core/hosting/site-hosts.ts). Nothing the gateway does writes.
     tables.objects.grantReadData(gateway);
     tables.accounts.grantReadData(gateway);
     tables.sites.grantReadData(gateway);
+    tables.deploys.grantReadData(gateway);
     blockBucket.grantRead(gateway);
+    // Helia records its datastore's version (`datastore/version`) when its
+    // node first starts on a bucket without one. On a fresh stack the gateway
+    // may start first; a node that cannot start would fail every request of
+    // its container. That one object is all the gateway writes.
+    gateway.addToRolePolicy(new PolicyStatement({ actions: ['s3:PutObject'], resources: [blockBucket.arnForObjects(IPFS_DATASTORE_VERSION_KEY)] }));
 
     tables.sites.grantReadWriteData(deployWorker);
     // Opens a site's repository access token when its deploy clones (never seals anything).
@@ -626,7 +637,7 @@ export class CairnStack extends Stack {
     bucket(f.graphql, 'readWrite'); // the CAR import endpoint's blocks and import pins
     indexes(f.s3, [tables.accounts, tables.objects]);
     bucket(f.s3, 'readWrite');
-    indexes(f.gateway, [tables.objects, tables.accounts, tables.sites]);
+    indexes(f.gateway, [tables.objects, tables.accounts, tables.sites, tables.deploys]);
     bucket(f.gateway, 'read');
     indexes(f.deployWorker, [tables.sites, tables.deploys, tables.objects]);
     bucket(f.deployWorker, 'readWrite');

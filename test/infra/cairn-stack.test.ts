@@ -414,20 +414,25 @@ describe('least privilege', () => {
     }
   });
 
-  test('gateway: read-only objects, accounts, sites; read-only bucket; no KMS', () => {
+  test('gateway: read-only accounts, deploys, objects, sites; the bucket read, and one object written (the datastore version); no KMS', () => {
     const a = access('gateway');
-    expect(a.tables).toEqual(['accounts', 'objects', 'sites']);
-    expect(a.readTables).toEqual(['accounts', 'objects', 'sites']);
+    // A site address reads its site, then its published deploy or a preview's deploy (functions/core/hosting/site-hosts.ts).
+    expect(a.tables).toEqual(['accounts', 'deploys', 'objects', 'sites']);
+    expect(a.readTables).toEqual(['accounts', 'deploys', 'objects', 'sites']);
     expect(a.writeTables).toEqual([]);
+    expect(a.actions.filter((x) => DDB_WRITE.includes(x) || x === 'dynamodb:*')).toEqual([]);
     expect(a.bucketRead).toBe(true);
-    expect(a.bucketWrite).toBe(false);
     expect(a.kmsActions).toEqual([]);
     for (const action of a.actions) {
       expect(action).toMatch(
-        /^(dynamodb:(BatchGetItem|ConditionCheckItem|DescribeTable|GetItem|GetRecords|GetShardIterator|Query|Scan)|s3:(GetBucket\*|GetObject\*|List\*)|xray:(PutTraceSegments|PutTelemetryRecords))$/,
+        /^(dynamodb:(BatchGetItem|ConditionCheckItem|DescribeTable|GetItem|GetRecords|GetShardIterator|Query|Scan)|s3:(GetBucket\*|GetObject\*|List\*|PutObject)|xray:(PutTraceSegments|PutTelemetryRecords))$/,
       );
     }
     expect(a.actions).not.toContain('dynamodb:PutItem');
+    // Its one write: the IPFS node's datastore version record, which its first start on a fresh bucket makes (test/aws/gateway.test.ts).
+    const writes = statements('gateway').filter((s) => arr<string>(s.Action).some((x) => S3_WRITE.test(x)));
+    expect(writes.map((s) => arr<string>(s.Action))).toEqual([['s3:PutObject']]);
+    expect(writes[0]!.Resource).toEqual({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [id(stack.data.blockBucket), 'Arn'] }, '/datastore/version']] });
   });
 
   test('deploy worker: read/write sites, deploys, objects; bucket read/write; KMS decrypt only (site tokens), no accounts', () => {

@@ -1,0 +1,105 @@
+/**
+ * What the test/aws suites share: the Lambda environment the stack gives a
+ * function, pointed at this machine (its own tables, under a prefix the
+ * local server never reads, in the embedded DynamoDB), and the Lambdas
+ * built on it: the services a handler builds, an account, the GraphQL
+ * Lambda door and the deploy worker's handler. The AWS services themselves
+ * (SQS, CodeBuild, CloudFront, Lambda) are aws-sdk-client-mock stand-ins,
+ * each suite mocking the clients it records.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import type { SQSEvent } from 'aws-lambda';
+import type { TestService } from './service.js';
+import { dataOf, graphqlClient, importGraphqlLambda, newAccount, type AccountFixture } from './graphql.js';
+import { lambdaFetch } from './lambda-door.js';
+import { loadConfig } from '../../functions/core/config.js';
+import { createServices, type Services } from '../../functions/core/services.js';
+import { ensureTables } from '../../functions/core/data/dynamo.js';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+
+export const QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/cairn-deploys';
+
+/**
+ * A function's environment as the stack sets it, on `service`'s embedded
+ * DynamoDB and data directory, with tables under `tablePrefix`; `extra`
+ * adds or overrides (a block bucket, a CDN, credentials for Cairn's own S3).
+ */
+export function lambdaEnv(service: TestService, tablePrefix: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    AWS_LAMBDA_FUNCTION_NAME: 'cairn-test',
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE',
+    AWS_SECRET_ACCESS_KEY: 'secret',
+    DYNAMODB_ENDPOINT: service.env.DYNAMODB_ENDPOINT!,
+    CAIRN_TABLE_PREFIX: tablePrefix,
+    CAIRN_DATA_DIR: service.dataDir,
+    CAIRN_SECRET_KEY: randomBytes(32).toString('hex'),
+    CAIRN_DEPLOY_QUEUE_URL: QUEUE_URL,
+    CAIRN_LOG_LEVEL: process.env.CAIRN_TEST_LOG_LEVEL ?? 'error',
+    CAIRN_SCHEMA_PATH: join(process.cwd(), 'schema.graphql'),
+    ...extra,
+  };
+}
+
+export interface AwsLambdas {
+  /** The services a handler builds from that environment (its tables made). */
+  aws: Services;
+  account: AccountFixture;
+  /** The GraphQL Lambda door. */
+  client: ReturnType<typeof graphqlClient>;
+  /** A query through the GraphQL Lambda door as the account: its data, failing on errors. */
+  gql(query: string, variables?: Record<string, unknown>): Promise<any>;
+  /** The deploy worker's handler (SQS messages, CodeBuild events, the tick). */
+  worker(event: unknown): Promise<any>;
+  /** Closes the services and puts process.env back as it was. */
+  close(): Promise<void>;
+}
+
+/**
+ * Puts `env` in process.env (what the handler modules read when they build
+ * their services; `unset` names variables a function would not have),
+ * builds those services, their tables and one account, and loads the
+ * GraphQL and deploy-worker handlers.
+ */
+export async function startLambdas(env: Record<string, string>, accountPrefix: string, unset: string[] = []): Promise<AwsLambdas> {
+  const saved = { ...process.env };
+  for (const name of ['AWS_PROFILE', ...unset]) delete process.env[name];
+  Object.assign(process.env, env);
+  const aws = await createServices(loadConfig(env));
+  await ensureTables(aws.db);
+  const account = await newAccount({ services: aws } as TestService, accountPrefix);
+  const client = graphqlClient({ name: 'Lambda door', fetch: lambdaFetch(await importGraphqlLambda()) }, 'https://api.example.com/graphql');
+  const worker = ((await import('../../functions/deploy-worker/handler.js')) as any).handler;
+  return {
+    aws,
+    account,
+    client,
+    gql: async (query, variables = {}) => dataOf(await client.gql(account.apiKey, query, variables)),
+    worker,
+    async close() {
+      await aws.close();
+      process.env = saved;
+    },
+  };
+}
+
+/** One SQS message for the deploy worker, as the event source mapping delivers it. */
+export function sqsEvent(body: string): SQSEvent {
+  return {
+    Records: [
+      {
+        messageId: randomUUID(),
+        receiptHandle: 'r',
+        body,
+        attributes: {} as never,
+        messageAttributes: {},
+        md5OfBody: '',
+        eventSource: 'aws:sqs',
+        eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:cairn-deploys',
+        awsRegion: 'us-east-1',
+      },
+    ],
+  };
+}
