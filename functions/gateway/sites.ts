@@ -36,11 +36,22 @@ function htmlAnswer(status: number, headers: Record<string, string>, title: stri
 type Found = { kind: 'file'; entry: PathEntry; roots: CID[]; segments: string[] } | { kind: 'directory' };
 
 /**
+ * The site's own configuration at its root is not part of the site: as on
+ * Netlify and Cloudflare Pages, `/_redirects` and `/_headers` answer like
+ * any missing path. They stay readable as files under `/ipfs/<cid>/`.
+ */
+const CONFIG_FILES = new Set(['_redirects', '_headers']);
+
+/** Nothing of a site address's "no such site" answers is kept: a site created or published a moment later must be seen at once. */
+const NOT_KEPT = 'no-store';
+
+/**
  * A file at `segments`, or a directory's index.html. A directory asked for
  * without its slash is reported as such (a 301 for a request, but an
  * internal rewrite just takes its index).
  */
 async function find(blockstore: Blockstore, root: CID, segments: string[], trailingSlash: boolean, signal: AbortSignal): Promise<Found | undefined> {
+  if (segments.length === 1 && CONFIG_FILES.has(segments[0]!)) return undefined;
   const found = await resolvePath(blockstore, root, segments, signal);
   if (!found) return undefined;
   if (isFile(found)) return { kind: 'file', entry: found.entry, roots: found.roots, segments };
@@ -103,9 +114,9 @@ export async function serveSite(services: Services, req: HttpRequest, address: S
     throw err;
   }
   const target = await resolveSite(services, address);
-  if (target.kind === 'unknown') return textResponse(404, 'Not Found: no site or deploy answers at this address\n');
+  if (target.kind === 'unknown') return textResponse(404, 'Not Found: no site or deploy answers at this address\n', { 'cache-control': NOT_KEPT });
   if (target.kind === 'unpublished') {
-    const answer = htmlAnswer(404, { 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' }, 'Nothing published yet', 'This site exists but has no published deploy yet.');
+    const answer = htmlAnswer(404, { 'cache-control': NOT_KEPT, 'x-content-type-options': 'nosniff' }, 'Nothing published yet', 'This site exists but has no published deploy yet.');
     return sendAnswer(req, answer);
   }
   const cache = target.preview ? undefined : services.siteCache;

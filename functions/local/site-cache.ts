@@ -79,6 +79,11 @@ export class LocalSiteCache implements SiteCache {
     for (const slug of slugs) this.hosts.delete(slug);
   }
 
+  /** How many answers of the site are kept (for tests). */
+  entriesOf(siteId: string): number {
+    return this.keysOfSite.get(siteId)?.size ?? 0;
+  }
+
   /** Bytes held (for tests and the benchmark). */
   get size(): number {
     return this.responses.calculatedSize;

@@ -9,18 +9,20 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { exporter } from 'ipfs-unixfs-exporter';
 import { startTestService, type TestService } from '../support/service.js';
 import { lambdaFetch, type LambdaFn } from '../support/lambda-door.js';
 import { hostFetch } from '../support/http.js';
-import { dataOf, graphqlClient, newAccount, onlyError, type AccountFixture } from '../support/graphql.js';
+import { dataOf, graphqlDoors, graphqlClient, importGraphqlLambda, newAccount, onlyError, type AccountFixture } from '../support/graphql.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
 import { importDirectory } from '../../functions/core/ipfs/import-directory.js';
+import type { LocalSiteCache } from '../../functions/local/site-cache.js';
 
 let service: TestService;
 let git: GitServer;
 let gatewayLambda: LambdaFn;
+let graphqlLambda: LambdaFn;
 let a: AccountFixture;
 let b: AccountFixture;
 let client: ReturnType<typeof graphqlClient>;
@@ -34,6 +36,7 @@ beforeAll(async () => {
   [service, git] = await Promise.all([startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_SITE_CACHE_BYTES: String(CACHE_BYTES) }), startGitServer()]);
   Object.assign(process.env, service.env);
   gatewayLambda = ((await import('../../functions/gateway/handler.js')) as unknown as { handler: LambdaFn }).handler;
+  graphqlLambda = await importGraphqlLambda();
   scratch = await mkdtemp(join(tmpdir(), 'cairn-sites-'));
   [a, b] = [await newAccount(service, 'sites'), await newAccount(service, 'other')];
   client = graphqlClient({ name: 'node:http door', fetch: (url, init) => fetch(url, init as RequestInit) }, service.endpoints.graphql);
@@ -81,6 +84,11 @@ async function deploy(siteId: string, key = a.apiKey) {
   return done as { id: string; ipfsHash: string; published: boolean; log: string };
 }
 
+async function deployCid(siteId: string, cid: string, key = a.apiKey) {
+  const queued = dataOf(await gql('mutation ($s: ID!, $c: String!) { deployCid(siteId: $s, cid: $c) { id } }', { s: siteId, c: cid }, key)).deployCid;
+  return poll('the deploy', () => getDeploy(siteId, queued.id, key), (d) => d.status !== 'IN_PROGRESS');
+}
+
 /** A site whose source is the CID of `files`, deployed and published. */
 async function publishedSite(files: Record<string, string | Buffer>, key = a.apiKey) {
   const cid = await importFiles(files);
@@ -105,6 +113,7 @@ const doors: Array<{ name: string; fetch: Fetch; caches: boolean }> = [
 
 const siteHostOf = (slug: string) => `${slug}.${service.config.sites.domain}`;
 const SITE_CACHE_CONTROL = 'public, max-age=0, s-maxage=31536000, must-revalidate';
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), randomBytes(64)]);
 
 const DOCS = {
@@ -136,8 +145,9 @@ beforeAll(async () => {
   docs = await publishedSite(DOCS);
 });
 
-describe.each(doors)('site addresses through the $name', ({ fetch, caches }) => {
-  const get = (path: string, init: Init = {}, host = siteHostOf(docs.slug)) => fetch(`${service.endpoints.gateway}${path}`, { ...init, headers: { host, ...init.headers } });
+describe.each(doors)('site addresses through the $name', (door) => {
+  const { caches } = door;
+  const get = (path: string, init: Init = {}, host = siteHostOf(docs.slug)) => door.fetch(`${service.endpoints.gateway}${path}`, { ...init, headers: { host, ...init.headers } });
 
   test('the root serves index.html with the site headers, its CID as ETag and _headers applied', async () => {
     const res = await get('/');
@@ -260,29 +270,45 @@ describe.each(doors)('site addresses through the $name', ({ fetch, caches }) => 
     }
     const unknown = await get('/', {}, siteHostOf('no-such-site-here'));
     expect(unknown.status).toBe(404);
+    // Neither "no such site" nor "nothing published" may be kept by a cache: the site may be made or published a moment later.
+    expect(unknown.headers.get('cache-control')).toBe('no-store');
     const empty = dataOf(await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { slug } }', { input: { deploySettings: { source: { ipfs: { cid: docs.root } } } } })).createSite;
     const unpublished = await get('/', {}, siteHostOf(empty.slug));
     expect(unpublished.status).toBe(404);
     expect(unpublished.headers.get('content-type')).toBe('text/html; charset=utf-8');
     expect(await unpublished.text()).toContain('no published deploy');
+    expect(unpublished.headers.get('cache-control')).toBe('no-store');
+    if (caches) expect(unpublished.headers.get('x-cache')).toBeNull();
+  });
+
+  test('_redirects and _headers at the root are not served on a site address, but are files under /ipfs/', async () => {
+    for (const path of ['/_redirects', '/_headers', '/%5Fredirects']) {
+      const res = await get(path);
+      expect(res.status).toBe(404);
+      expect(await res.text()).toBe(DOCS['404.html']);
+    }
+    const raw = await door.fetch(`${service.endpoints.gateway}/ipfs/${docs.root}/_redirects`);
+    expect(raw.status).toBe(200);
+    expect(await raw.text()).toBe(DOCS._redirects);
+    expect(await (await door.fetch(`${service.endpoints.gateway}/ipfs/${docs.root}/_headers`)).text()).toBe(DOCS._headers);
   });
 
   test('/ipfs/<cid>[/path] serves directories: 301 to the slash, index.html, a listing with its ETag, X-Ipfs-Path as requested', async () => {
     const gw = service.endpoints.gateway;
-    const bare = await fetch(`${gw}/ipfs/${docs.root}?q=1`);
+    const bare = await door.fetch(`${gw}/ipfs/${docs.root}?q=1`);
     expect(bare.status).toBe(301);
     expect(bare.headers.get('location')).toBe(`/ipfs/${docs.root}/?q=1`);
-    const root = await fetch(`${gw}/ipfs/${docs.root}/`);
+    const root = await door.fetch(`${gw}/ipfs/${docs.root}/`);
     expect(root.status).toBe(200);
     expect(await root.text()).toBe(DOCS['index.html']);
     expect(root.headers.get('etag')).toBe(`"${await cidAt(docs.root, 'index.html')}"`);
     expect(root.headers.get('x-ipfs-path')).toBe(`/ipfs/${docs.root}/`);
-    const js = await fetch(`${gw}/ipfs/${docs.root}/assets/app.js`);
+    const js = await door.fetch(`${gw}/ipfs/${docs.root}/assets/app.js`);
     expect(js.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
     expect(js.headers.get('etag')).toBe(`"${await cidAt(docs.root, 'assets/app.js')}"`);
     expect(js.headers.get('x-ipfs-roots')).toBe([docs.root, await cidAt(docs.root, 'assets'), await cidAt(docs.root, 'assets/app.js')].join(','));
     const filesCid = await cidAt(docs.root, 'files');
-    const listing = await fetch(`${gw}/ipfs/${docs.root}/files/`);
+    const listing = await door.fetch(`${gw}/ipfs/${docs.root}/files/`);
     expect(listing.status).toBe(200);
     expect(listing.headers.get('content-type')).toBe('text/html; charset=utf-8');
     const listingEtag = listing.headers.get('etag')!;
@@ -290,8 +316,8 @@ describe.each(doors)('site addresses through the $name', ({ fetch, caches }) => 
     const html = await listing.text();
     expect(html).toContain(`href="/ipfs/${docs.root}/files/a.txt"`);
     expect(html).toContain(await cidAt(docs.root, 'files/a.txt'));
-    expect((await fetch(`${gw}/ipfs/${docs.root}/files/`, { headers: { 'if-none-match': listingEtag } })).status).toBe(304);
-    expect((await fetch(`${gw}/ipfs/${docs.root}/no/such`)).status).toBe(404);
+    expect((await door.fetch(`${gw}/ipfs/${docs.root}/files/`, { headers: { 'if-none-match': listingEtag } })).status).toBe(304);
+    expect((await door.fetch(`${gw}/ipfs/${docs.root}/no/such`)).status).toBe(404);
   });
 });
 
@@ -309,12 +335,49 @@ describe('single-page apps, previews and bad rule files', () => {
     }
   });
 
+  test('`/* /404.html 404` answers every missing path with the custom page and status 404; real files stay themselves', async () => {
+    const site = await publishedSite({ 'index.html': 'home', 'docs/a.html': 'a', '404.html': '<p>custom missing</p>', '_redirects': '/* /404.html 404\n' });
+    const pageEtag = `"${await cidAt(site.root, '404.html')}"`;
+    for (const door of doors) {
+      const at = (path: string) => door.fetch(`${service.endpoints.gateway}${path}`, { headers: { host: siteHostOf(site.slug) } });
+      for (const path of ['/no/such/page?x=1', '/docs/b.html', '/docs/']) {
+        const missing = await at(path);
+        expect([missing.status, await missing.text()]).toEqual([404, '<p>custom missing</p>']);
+        expect(missing.headers.get('content-type')).toBe('text/html; charset=utf-8');
+        expect(missing.headers.get('etag')).toBe(pageEtag);
+        expect(missing.headers.get('location')).toBeNull();
+      }
+      const real = await at('/docs/a.html');
+      expect([real.status, await real.text()]).toEqual([200, 'a']);
+      expect(await (await at('/')).text()).toBe('home');
+    }
+  });
+
+  test('a valid 10,000-line _redirects under 64 KiB: a rule near the end applies, a path no rule names gets 404.html', async () => {
+    const rules = [...Array.from({ length: 9_998 }, (_, i) => `/${(i % 1296).toString(36)} /`), '/near/:name /found/:name 302', '/last /'].join('\n');
+    expect(Buffer.byteLength(rules)).toBeLessThan(64 * 1024);
+    const site = await publishedSite({ 'index.html': 'home', '404.html': 'not here', '_redirects': rules });
+    for (const door of doors) {
+      const at = (path: string) => door.fetch(`${service.endpoints.gateway}${path}`, { headers: { host: siteHostOf(site.slug) } });
+      const near = await at('/near/thing?q=1');
+      expect([near.status, near.headers.get('location')]).toEqual([302, '/found/thing?q=1']);
+      const last = await at('/last');
+      expect([last.status, last.headers.get('location')]).toEqual([301, '/']);
+      const missing = await at('/no/such/page');
+      expect([missing.status, await missing.text()]).toEqual([404, 'not here']);
+      expect((await at('/')).status).toBe(200);
+    }
+  });
+
   test('a _redirects that does not parse: existing paths serve, a missing one is 500 naming the line; over 64 KiB likewise', async () => {
     const bad = await publishedSite({ 'index.html': 'home', '_redirects': '/ok /index.html 200\n/bad /x 999\n' });
-    expect((await get(bad.slug, '/')).status).toBe(200);
-    const res = await get(bad.slug, '/missing');
-    expect(res.status).toBe(500);
-    expect(await res.text()).toContain('_redirects line 2: the status must be one of');
+    for (const door of doors) {
+      const at = (path: string) => door.fetch(`${service.endpoints.gateway}${path}`, { headers: { host: siteHostOf(bad.slug) } });
+      expect((await at('/')).status).toBe(200);
+      const res = await at('/missing');
+      expect(res.status).toBe(500);
+      expect(await res.text()).toContain('_redirects line 2: the status must be one of');
+    }
     const huge = await publishedSite({ 'index.html': 'home', '_redirects': Array.from({ length: 10_000 }, (_, i) => `/old-${i} /new-${i} 301`).join('\n') });
     for (const door of doors) {
       const over = await door.fetch(`${service.endpoints.gateway}/old-1`, { headers: { host: siteHostOf(huge.slug) } });
@@ -331,6 +394,34 @@ describe('single-page apps, previews and bad rule files', () => {
     const d = await deploy(site.id);
     expect(d.log).toMatch(/Warning: _redirects line 1: a rule needs a source path and a target/);
     expect((await get(site.slug, '/')).status).toBe(200);
+  });
+
+  test('a deploy from a CID (deployCid) warns in its log about a _redirects that does not parse, too', async () => {
+    const site = await publishedSite({ 'index.html': 'first' });
+    const cid = await importFiles({ 'index.html': 'from a CID', '_redirects': '/fine /index.html 200\n/a /b 302 extra\n' });
+    const d = await deployCid(site.id, cid);
+    expect(d.status).toBe('DEPLOYED');
+    expect(d.log).toMatch(/Warning: _redirects line 2: too many fields/);
+    // The site is published all the same, and its existing paths serve.
+    expect(await (await get(site.slug, '/')).text()).toBe('from a CID');
+    const clean = await deployCid(site.id, await importFiles({ 'index.html': 'clean' }));
+    expect(clean.log).not.toMatch(/Warning/);
+  });
+
+  test('a file over 6 MB streams whole through the gateway Lambda, from a site address and from /ipfs/', async () => {
+    // The Lambda runtime streams a handler so marked (the Function URL in RESPONSE_STREAM mode); a buffered answer stops at 6 MB.
+    expect((gatewayLambda as unknown as Record<symbol, unknown>)[Symbol.for('aws.lambda.runtime.handler.streaming')]).toBe('response');
+    const big = randomBytes(7 * 1024 * 1024);
+    const site = await publishedSite({ 'index.html': 'x', 'big.bin': big });
+    const gw = service.endpoints.gateway;
+    for (const [url, headers] of [[`${gw}/big.bin`, { host: siteHostOf(site.slug) }], [`${gw}/ipfs/${site.root}/big.bin`, {}]] as const) {
+      const res = await lambdaFetch(gatewayLambda)(url, { headers });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-length')).toBe(String(big.length));
+      const got = new Uint8Array(await res.arrayBuffer());
+      expect(got.byteLength).toBe(big.length);
+      expect(sha256(got)).toBe(sha256(big));
+    }
   });
 
   test('<deployId>--<slug> serves that deploy, published or not, and is never cached as the site', async () => {
@@ -355,6 +446,7 @@ describe('single-page apps, previews and bad rule files', () => {
       expect(await old.text()).toBe('first');
       const unknown = await door.fetch(`${service.endpoints.gateway}/`, { headers: { host: `0000000000aaaaaaaaaaaa--${site.slug}.${service.config.sites.domain}` } });
       expect(unknown.status).toBe(404);
+      expect(unknown.headers.get('cache-control')).toBe('no-store');
     }
   });
 });
@@ -412,10 +504,32 @@ describe('the site cache and purgeCache', () => {
     expect([after.headers.get('x-cache'), await after.text()]).toEqual(['MISS', 'one']);
     expect((await get(one.slug, '/')).headers.get('x-cache')).toBe('HIT');
     expect((await get(two.slug, '/')).headers.get('x-cache')).toBe('HIT');
-    expect(onlyError(await purge(theirs.id)).extensions.code).toBe('FORBIDDEN');
-    expect((await get(theirs.slug, '/')).headers.get('x-cache')).toBe('HIT');
+    for (const door of graphqlDoors(() => graphqlLambda)) {
+      const refused = await graphqlClient(door, service.endpoints.graphql).gql(a.apiKey, 'mutation ($s: String!) { purgeCache(input: { siteId: $s }) }', { s: theirs.id });
+      expect(onlyError(refused).extensions.code).toBe('FORBIDDEN');
+      expect((await get(theirs.slug, '/')).headers.get('x-cache')).toBe('HIT');
+    }
     const empty = dataOf(await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id } }', { input: { deploySettings: { source: { ipfs: { cid: one.root } } } } })).createSite;
     expect(dataOf(await purge(empty.id))).toEqual({ purgeCache: true });
+  });
+
+  test("deleting a site drops its cached answers and host entry; other sites keep theirs", async () => {
+    const cache = service.services.siteCache as LocalSiteCache;
+    const [gone, kept] = [await publishedSite({ 'index.html': 'gone', 'a.txt': 'a' }), await publishedSite({ 'index.html': 'kept' })];
+    for (const s of [gone, kept]) {
+      await get(s.slug, '/');
+      expect((await get(s.slug, '/')).headers.get('x-cache')).toBe('HIT');
+    }
+    await get(gone.slug, '/a.txt');
+    expect(cache.entriesOf(gone.id)).toBe(2);
+    expect(dataOf(await gql('mutation ($s: ID!) { deleteSite(siteId: $s) }', { s: gone.id }))).toEqual({ deleteSite: true });
+    expect(cache.entriesOf(gone.id)).toBe(0);
+    expect(cache.getHost(gone.slug)).toBeUndefined();
+    // At once, not when the host entry expires.
+    const after = await get(gone.slug, '/');
+    expect([after.status, after.headers.get('cache-control')]).toEqual([404, 'no-store']);
+    expect(cache.entriesOf(kept.id)).toBe(1);
+    expect((await get(kept.slug, '/')).headers.get('x-cache')).toBe('HIT');
   });
 
   test('within a second of a deploy being published, and of publishDeploy rolling back, the address serves it', async () => {

@@ -10,8 +10,7 @@
  * publishDeploy, and the deploy worker taking the retries off the queue.
  * The records are in the embedded DynamoDB.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
-import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
 import { CloudFrontClient, CreateInvalidationCommand, TooManyInvalidationsInProgress, type CreateInvalidationCommandInput } from '@aws-sdk/client-cloudfront';
 import {
   CloudFrontKeyValueStoreClient,
@@ -25,13 +24,10 @@ import {
 } from '@aws-sdk/client-cloudfront-keyvaluestore';
 import { SendMessageCommand, SQSClient, type SendMessageCommandInput } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
-import type { SQSEvent } from 'aws-lambda';
 import { startTestService, type TestService } from '../support/service.js';
-import { dataOf, graphqlClient, importGraphqlLambda, newAccount, type AccountFixture } from '../support/graphql.js';
-import { lambdaFetch } from '../support/lambda-door.js';
-import { loadConfig } from '../../functions/core/config.js';
-import { createServices, type Services } from '../../functions/core/services.js';
-import { ensureTables } from '../../functions/core/data/dynamo.js';
+import { newAccount, onlyError } from '../support/graphql.js';
+import { lambdaEnv, QUEUE_URL, sqsEvent, startLambdas, type AwsLambdas } from '../support/aws-mocks.js';
+import type { Services } from '../../functions/core/services.js';
 import { createLogger, type Logger } from '../../functions/core/logger.js';
 import { newSortableId } from '../../functions/core/ids.js';
 import { CloudFrontPurger } from '../../functions/core/hosting/cloudfront-purger.js';
@@ -42,7 +38,6 @@ import type { CdnRetry } from '../../functions/core/ports/site-cache.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
-const QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/cairn-deploys';
 const DISTRIBUTION = 'E2QWRUHEXAMPLE';
 const KVS_ARN = 'arn:aws:cloudfront::123456789012:key-value-store/a1b2c3d4-5678-90ab-cdef-EXAMPLE11111';
 const SITE = '0d9e7a4c-1f2b-4c3d-8e5f-6a7b8c9d0e1f';
@@ -249,50 +244,39 @@ test('queue messages: the old deploy shape, and the two CDN retries; anything el
 
 describe('through the Lambda doors', () => {
   let service: TestService;
+  let lambdas: AwsLambdas;
   let aws: Services;
-  let a: AccountFixture;
-  let gql: (query: string, variables?: Record<string, unknown>) => Promise<any>;
-  let worker: (event: unknown) => Promise<any>;
-  const saved = { ...process.env };
+  let gql: AwsLambdas['gql'];
+  let worker: AwsLambdas['worker'];
 
   beforeAll(async () => {
     service = await startTestService({ CAIRN_GC_INTERVAL: '0' });
-    const env: Record<string, string> = {
-      AWS_LAMBDA_FUNCTION_NAME: 'cairn-test',
-      AWS_REGION: 'us-east-1',
-      AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE',
-      AWS_SECRET_ACCESS_KEY: 'secret',
-      DYNAMODB_ENDPOINT: service.env.DYNAMODB_ENDPOINT!,
-      CAIRN_TABLE_PREFIX: 'cdn-',
-      CAIRN_DATA_DIR: service.dataDir,
-      CAIRN_SECRET_KEY: randomBytes(32).toString('hex'),
-      CAIRN_DEPLOY_QUEUE_URL: QUEUE_URL,
+    const env = lambdaEnv(service, 'cdn-', {
       CAIRN_CDN_DISTRIBUTION_ID: DISTRIBUTION,
       CAIRN_SITE_HOSTS_KVS_ARN: KVS_ARN,
       CAIRN_LOG_LEVEL: process.env.CAIRN_TEST_LOG_LEVEL ?? 'silent',
-      CAIRN_SCHEMA_PATH: join(process.cwd(), 'schema.graphql'),
-    };
-    delete process.env.AWS_PROFILE;
-    Object.assign(process.env, env);
-    aws = await createServices(loadConfig(env));
-    await ensureTables(aws.db);
-    a = await newAccount({ services: aws } as TestService, 'cdn');
-    const client = graphqlClient({ name: 'Lambda door', fetch: lambdaFetch(await importGraphqlLambda()) }, 'https://api.example.com/graphql');
-    gql = async (query, variables = {}) => dataOf(await client.gql(a.apiKey, query, variables));
-    worker = ((await import('../../functions/deploy-worker/handler.js')) as any).handler;
+    });
+    lambdas = await startLambdas(env, 'cdn');
+    ({ aws, gql, worker } = lambdas);
   }, 60_000);
 
   afterAll(async () => {
-    await aws?.close();
+    await lambdas?.close();
     await service?.close();
-    process.env = saved;
   });
 
-  const sqsEvent = (body: string): SQSEvent => ({
-    Records: [{ messageId: randomUUID(), receiptHandle: 'r', body, attributes: {} as never, messageAttributes: {}, md5OfBody: '', eventSource: 'aws:sqs', eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:cairn-deploys', awsRegion: 'us-east-1' }],
-  });
   const createSite = async (name?: string) =>
     (await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', { input: { ...(name ? { name } : {}), deploySettings: { source: { ipfs: { cid: 'bafkqaaa' } } } } })).createSite as { id: string; slug: string };
+  const purgeCache = (siteId: string) => gql('mutation ($s: String!) { purgeCache(input: { siteId: $s }) }', { s: siteId });
+  /** A DEPLOYED deploy of the site, published through publishDeploy (which purges), and the calls it made forgotten. */
+  const publishOne = async (siteId: string) => {
+    const id = newSortableId();
+    const now = new Date().toISOString();
+    await aws.deploys.putMany([{ id, siteId, status: 'DEPLOYED', ipfsHash: 'bafkqaaa', createdAt: now, startedAt: now, completedAt: now, totalTime: 1, published: false, autoPublish: false, repository: { commit: null, branch: null } }]);
+    await gql('mutation ($s: ID!, $d: ID!) { publishDeploy(siteId: $s, deployId: $d) { id } }', { s: siteId, d: id });
+    return id;
+  };
+  const sitePaths = (siteId: string) => ({ Quantity: 1, Items: [`/sites/${siteId}/*`] });
 
   test('the AWS composition picks CloudFront and the KeyValueStore; the local one neither', () => {
     expect(aws.cdn).toBeInstanceOf(CloudFrontPurger);
@@ -332,14 +316,47 @@ describe('through the Lambda doors', () => {
     expect(store.get(site.slug)).toBe(site.id);
   });
 
-  test('purgeCache invalidates the site\'s prefix; a throttle still answers true and the worker purges from the queue', async () => {
+  test("purgeCache of a site with nothing published answers true and invalidates nothing; once published, it invalidates the site's prefix", async () => {
     const site = await createSite();
-    expect(await gql('mutation ($s: String!) { purgeCache(input: { siteId: $s }) }', { s: site.id })).toEqual({ purgeCache: true });
-    expect(invalidations()).toEqual([expect.objectContaining({ DistributionId: DISTRIBUTION, InvalidationBatch: expect.objectContaining({ Paths: { Quantity: 1, Items: [`/sites/${site.id}/*`] } }) })]);
+    expect(await purgeCache(site.id)).toEqual({ purgeCache: true });
+    expect(invalidations()).toEqual([]);
+    await publishOne(site.id);
+    cloudFront.resetHistory();
+    expect(await purgeCache(site.id)).toEqual({ purgeCache: true });
+    expect(invalidations()).toEqual([{ DistributionId: DISTRIBUTION, InvalidationBatch: { CallerReference: expect.stringMatching(new RegExp(`^${site.id}/`)), Paths: sitePaths(site.id) } }]);
+  });
 
+  test('purgeCache of another team\'s site is FORBIDDEN and invalidates nothing', async () => {
+    const theirs = await createSite();
+    await publishOne(theirs.id);
+    cloudFront.resetHistory();
+    sqs.resetHistory();
+    const other = await newAccount({ services: aws } as TestService, 'cdn-other');
+    const refused = await lambdas.client.gql(other.apiKey, 'mutation ($s: String!) { purgeCache(input: { siteId: $s }) }', { s: theirs.id });
+    expect(onlyError(refused).extensions.code).toBe('FORBIDDEN');
+    expect(invalidations()).toEqual([]);
+    expect(sent()).toEqual([]);
+  });
+
+  test('deleteSite invalidates a published site\'s prefix once; a site that never published, nothing', async () => {
+    const published = await createSite();
+    await publishOne(published.id);
+    cloudFront.resetHistory();
+    expect(await gql('mutation ($s: ID!) { deleteSite(siteId: $s) }', { s: published.id })).toEqual({ deleteSite: true });
+    expect(invalidations().map((c) => c.InvalidationBatch!.Paths)).toEqual([sitePaths(published.id)]);
+    cloudFront.resetHistory();
+    const never = await createSite();
+    expect(await gql('mutation ($s: ID!) { deleteSite(siteId: $s) }', { s: never.id })).toEqual({ deleteSite: true });
+    expect(invalidations()).toEqual([]);
+  });
+
+  test('purgeCache: a throttle still answers true and the worker purges from the queue', async () => {
+    const site = await createSite();
+    await publishOne(site.id);
     cloudFront.reset();
     cloudFront.on(CreateInvalidationCommand).rejectsOnce(throttled()).resolves({ Invalidation: { Id: 'I2', Status: 'InProgress' } as never });
-    expect(await gql('mutation ($s: String!) { purgeCache(input: { siteId: $s }) }', { s: site.id })).toEqual({ purgeCache: true });
+    sqs.resetHistory();
+    expect(await purgeCache(site.id)).toEqual({ purgeCache: true });
     const [retry] = sent();
     expect(retry!.body).toEqual({ kind: 'purge', siteId: site.id, attempt: 1 });
     expect(retry!.delay).toBeGreaterThanOrEqual(23);
@@ -365,7 +382,7 @@ describe('through the Lambda doors', () => {
     await gql('mutation ($s: ID!, $input: UpdateSiteInput!) { updateSite(siteId: $s, input: $input) { slug } }', { s: site.id, input: { description: 'touch' } });
     expect(store.get(site.slug)).toBe(site.id);
     store.delete(site.slug);
-    expect(await gql('mutation ($s: String!) { purgeCache(input: { siteId: $s }) }', { s: site.id })).toEqual({ purgeCache: true });
+    expect(await purgeCache(site.id)).toEqual({ purgeCache: true });
     expect(store.get(site.slug)).toBe(site.id);
   });
 
@@ -378,11 +395,8 @@ describe('through the Lambda doors', () => {
 
   test('publishDeploy (a rollback) purges the site', async () => {
     const site = await createSite();
-    const id = newSortableId();
-    const now = new Date().toISOString();
-    await aws.deploys.putMany([{ id, siteId: site.id, status: 'DEPLOYED', ipfsHash: 'bafkqaaa', createdAt: now, startedAt: now, completedAt: now, totalTime: 1, published: false, autoPublish: false, repository: { commit: null, branch: null } }]);
     cloudFront.resetHistory();
-    await gql('mutation ($s: ID!, $d: ID!) { publishDeploy(siteId: $s, deployId: $d) { id } }', { s: site.id, d: id });
-    expect(invalidations().map((c) => c.InvalidationBatch!.Paths)).toEqual([{ Quantity: 1, Items: [`/sites/${site.id}/*`] }]);
+    await publishOne(site.id);
+    expect(invalidations().map((c) => c.InvalidationBatch!.Paths)).toEqual([sitePaths(site.id)]);
   });
 });

@@ -10,7 +10,7 @@ import type { Site } from '../data/sites.js';
 import type { CID } from 'multiformats/cid';
 import { parseRepositoryUrl } from './repository-url.js';
 import { deployLogKey } from '../ports/log-store.js';
-import { syncSiteHostOf } from './site-host-map.js';
+import { syncSiteHosts } from './site-host-map.js';
 import { notifyDeploy, recordCommitStatus } from './notifications.js';
 import { parseCid } from '../ipfs/cid.js';
 import { rootProblem } from '../ipfs/car-import.js';
@@ -233,15 +233,41 @@ export async function cancelDeploy(services: Services, site: Site, deployId: str
  * purger puts a refused invalidation (15 wildcard ones in flight at most)
  * off on the deploy queue itself, so only a queue that refuses it too is
  * logged here; purgeCache still answers true.
+ *
+ * A site with nothing published has nothing in any cache: its address
+ * answers a 404 that says `no-store`, and a site never goes back to having
+ * nothing published. Purging it does nothing (no invalidation spends one of
+ * CloudFront's 15 slots). The site is read consistently, so a publish that
+ * has just happened is seen; a site that cannot be read is purged anyway.
  */
 export async function purgeSite(services: Services, siteId: string): Promise<void> {
+  let site: Site | undefined | 'unread';
+  try {
+    site = await services.sites.getById(siteId);
+  } catch (err) {
+    services.logger.warn('could not read the site to purge; purging it anyway', { siteId, err });
+    site = 'unread';
+  }
+  if (site === 'unread' || site?.publishedDeployId) await dropCached(services, siteId);
+  // The CDN must also know the site's host: asserted again here, which heals a lost entry.
+  if (site !== 'unread' && site) await syncSiteHosts(services, site.slug);
+}
+
+/**
+ * After deleteSite: what any cache holds of the site goes with it (locally
+ * its entries, in AWS one invalidation of its prefix), since nobody can ask
+ * for those answers any more. Nothing to drop if it never published.
+ */
+export async function purgeDeletedSite(services: Services, site: Site): Promise<void> {
+  if (site.publishedDeployId) await dropCached(services, site.id);
+}
+
+async function dropCached(services: Services, siteId: string): Promise<void> {
   try {
     await services.cdn.purgeSite(siteId);
   } catch (err) {
     services.logger.warn('could not purge the site cache', { siteId, err });
   }
-  // The CDN must also know the site's host: asserted again here, which heals a lost entry.
-  await syncSiteHostOf(services, siteId);
 }
 
 /** Points the site at the deploy and purges its cache, so its address serves the deploy at once. Whether it is now published. */

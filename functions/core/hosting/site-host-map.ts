@@ -12,7 +12,7 @@
  * purgeCache is what to tell a user whose site host answers 404.
  */
 import type { Services } from '../services.js';
-import { noSiteHostMap, type CdnAttempt, type CdnRetry } from '../ports/site-cache.js';
+import type { CdnAttempt, CdnRetry } from '../ports/site-cache.js';
 
 /** The id of the site whose slug `label` is now, read consistently. */
 async function siteIdAt(services: Services, label: string): Promise<string | undefined> {
@@ -34,17 +34,6 @@ export async function syncSiteHosts(services: Services, ...labels: Array<string 
     await reconcile(services, label).catch((err: unknown) => {
       services.logger.error('could not update the CDN host map nor put the update off', { label, err });
     });
-  }
-}
-
-/** The entry of the site `siteId` (by its slug now), when there is a host map to keep (publishing and purgeCache). Never rejects. */
-export async function syncSiteHostOf(services: Services, siteId: string): Promise<void> {
-  if (services.siteHosts === noSiteHostMap) return;
-  try {
-    const site = await services.sites.getById(siteId);
-    if (site) await syncSiteHosts(services, site.slug);
-  } catch (err) {
-    services.logger.error('could not read the site to update its CDN host map entry', { siteId, err });
   }
 }
 

@@ -7,6 +7,7 @@ import { pageSize } from '../pagination.js';
 import { newSite, updatedSite, type SiteInput } from '../site-input.js';
 import { isOwnTeam, ownSite, userConflicts } from './access.js';
 import { syncSiteHosts } from '../../core/hosting/site-host-map.js';
+import { purgeDeletedSite } from '../../core/hosting/deploys.js';
 
 interface PageArgs {
   limit?: number | null;
@@ -54,6 +55,7 @@ export const siteResolvers = {
       const site = await userConflicts(() => ctx.services.sites.delete(args.siteId, callerOf(ctx).teamId));
       if (!site) throw notFound('site');
       await syncSiteHosts(ctx.services, site.slug);
+      await purgeDeletedSite(ctx.services, site);
       // The site and its slug went together; its deploys are unreachable now and go after.
       // Should that fail, the site is still deleted: say so, and leave the rest to the log.
       await ctx.services.deploys.deleteAllOfSite(site.id).catch((err: unknown) => {
