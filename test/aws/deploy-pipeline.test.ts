@@ -1,7 +1,7 @@
 /**
  * The deploy pipeline as it runs in AWS, through its Lambda doors, with the
- * AWS calls recorded: SQS and CodeBuild are aws-sdk-client-mock stand-ins
- * (nothing of them runs here), while the records are in the embedded
+ * AWS calls recorded: SQS, CodeBuild and CloudFront are aws-sdk-client-mock
+ * stand-ins (nothing of them runs here), while the records are in the embedded
  * DynamoDB and the stack's bucket is a bucket on Cairn's own local S3
  * endpoint (so blocks, deploy logs and the build files are real objects).
  * What CodeBuild would do between StartBuild and its state-change event
@@ -10,85 +10,68 @@
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { CodeBuildClient, StartBuildCommand, StopBuildCommand, type StartBuildCommandInput } from '@aws-sdk/client-codebuild';
+import { CloudFrontClient, CreateInvalidationCommand, type CreateInvalidationCommandInput } from '@aws-sdk/client-cloudfront';
 import { mockClient } from 'aws-sdk-client-mock';
 import { exporter } from 'ipfs-unixfs-exporter';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import type { SQSEvent } from 'aws-lambda';
 import { startTestService, BOOT, type TestService } from '../support/service.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
-import { dataOf, graphqlClient, importGraphqlLambda, newAccount, type AccountFixture } from '../support/graphql.js';
-import { lambdaFetch } from '../support/lambda-door.js';
-import { loadConfig } from '../../functions/core/config.js';
-import { createServices, type Services } from '../../functions/core/services.js';
-import { ensureTables } from '../../functions/core/data/dynamo.js';
+import { lambdaEnv, QUEUE_URL, sqsEvent, startLambdas, type AwsLambdas } from '../support/aws-mocks.js';
+import type { Services } from '../../functions/core/services.js';
 import type { Deploy } from '../../functions/core/data/deploys.js';
 import { runScheduledTick } from '../../functions/deploy-worker/worker.js';
 
-const QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/cairn-deploys';
 const PROJECT = 'cairn-builds';
 const BUCKET = 'cairn-stack-bucket';
 const DEEP_LINK = 'https://console.aws.amazon.com/cloudwatch/home?region=us-east-1#logsV2:log-groups/log-group/cairn-builds';
 
+const DISTRIBUTION = 'E2QWRUHEXAMPLE';
+
 const sqs = mockClient(SQSClient);
 const codeBuild = mockClient(CodeBuildClient);
+const cloudFront = mockClient(CloudFrontClient);
 
 let service: TestService;
 let git: GitServer;
+let lambdas: AwsLambdas;
 let aws: Services;
 let bucket: S3Client;
-let a: AccountFixture;
-let gql: (query: string, variables?: Record<string, unknown>) => Promise<any>;
-let worker: (event: unknown) => Promise<any>;
-const saved = { ...process.env };
+let gql: AwsLambdas['gql'];
+let worker: AwsLambdas['worker'];
 
 beforeAll(async () => {
   [service, git] = await Promise.all([startTestService({ CAIRN_GC_INTERVAL: '0' }), startGitServer()]);
   bucket = service.s3();
   await bucket.send(new CreateBucketCommand({ Bucket: BUCKET }));
-  // The Lambda environment the stack gives, pointed at this machine: its
-  // own tables (a prefix the local server's worker never reads) in the
-  // embedded DynamoDB, and the stack's bucket on Cairn's S3 endpoint.
-  const env: Record<string, string> = {
-    AWS_LAMBDA_FUNCTION_NAME: 'cairn-test',
-    AWS_REGION: 'us-east-1',
+  // The stack's bucket on Cairn's S3 endpoint, so blocks, logs and build files are real objects.
+  const env = lambdaEnv(service, 'aws-', {
     AWS_ACCESS_KEY_ID: BOOT.accessKeyId,
     AWS_SECRET_ACCESS_KEY: BOOT.secretAccessKey,
     AWS_ENDPOINT_URL_S3: service.endpoints.s3,
-    DYNAMODB_ENDPOINT: service.env.DYNAMODB_ENDPOINT!,
-    CAIRN_TABLE_PREFIX: 'aws-',
-    CAIRN_DATA_DIR: service.dataDir,
-    CAIRN_SECRET_KEY: randomBytes(32).toString('hex'),
     CAIRN_BLOCK_BUCKET: BUCKET,
-    CAIRN_DEPLOY_QUEUE_URL: QUEUE_URL,
     CAIRN_BUILD_PROJECT: PROJECT,
     CAIRN_BUILD_TIMEOUT: '600',
-    CAIRN_LOG_LEVEL: process.env.CAIRN_TEST_LOG_LEVEL ?? 'error',
-    CAIRN_SCHEMA_PATH: join(process.cwd(), 'schema.graphql'),
-  };
-  delete process.env.AWS_PROFILE;
-  Object.assign(process.env, env);
-  aws = await createServices(loadConfig(env));
-  await ensureTables(aws.db);
-  a = await newAccount({ services: aws } as TestService, 'aws');
-  const client = graphqlClient({ name: 'Lambda door', fetch: lambdaFetch(await importGraphqlLambda()) }, 'https://api.example.com/graphql');
-  gql = async (query, variables = {}) => dataOf(await client.gql(a.apiKey, query, variables));
-  worker = ((await import('../../functions/deploy-worker/handler.js')) as any).handler;
+    CAIRN_CDN_DISTRIBUTION_ID: DISTRIBUTION,
+  });
+  lambdas = await startLambdas(env, 'aws');
+  ({ aws, gql, worker } = lambdas);
 }, 60_000);
 
 afterAll(async () => {
-  await aws?.close();
+  await lambdas?.close();
   await service?.close();
   await git?.close();
-  process.env = saved;
 });
 
 beforeEach(() => {
   sqs.reset();
   codeBuild.reset();
+  cloudFront.reset();
+  cloudFront.on(CreateInvalidationCommand).callsFake(() => ({ Invalidation: { Id: `I${randomUUID().slice(0, 8)}`, Status: 'InProgress' } }));
   sqs.on(SendMessageCommand).resolves({ MessageId: randomUUID() });
   codeBuild.on(StartBuildCommand).callsFake((input: StartBuildCommandInput) => ({ build: { id: `${input.projectName}:${randomUUID()}`, logs: { deepLink: DEEP_LINK } } }));
   codeBuild.on(StopBuildCommand).resolves({});
@@ -107,9 +90,7 @@ async function trigger(siteId: string): Promise<{ id: string; status: string }> 
   return (await gql('mutation ($s: ID!) { triggerDeploy(siteId: $s) { id status } }', { s: siteId })).triggerDeploy;
 }
 
-const sqsEvent = (body: string): SQSEvent => ({
-  Records: [{ messageId: randomUUID(), receiptHandle: 'r', body, attributes: {} as never, messageAttributes: {}, md5OfBody: '', eventSource: 'aws:sqs', eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:cairn-deploys', awsRegion: 'us-east-1' }],
-});
+const invalidations = () => cloudFront.commandCalls(CreateInvalidationCommand).map((c) => c.args[0].input as CreateInvalidationCommandInput);
 
 /** What CodeBuild's EventBridge event says when the deploy's build ends. */
 function buildEvent(deploy: Deploy, status: string, phases: Array<Record<string, unknown>> = []) {
@@ -264,6 +245,32 @@ test('a site without a build command is deployed by the worker alone, without Co
   await worker(sqsEvent(JSON.stringify({ siteId: site.id, deployId: queued.id })));
   expect(codeBuild.commandCalls(StartBuildCommand)).toHaveLength(0);
   expect(await aws.deploys.get(site.id, queued.id)).toMatchObject({ status: 'DEPLOYED', reason: null });
+});
+
+test("a deploy the worker publishes invalidates its site's prefix on CloudFront, each time with its own CallerReference; one it does not publish, nothing", async () => {
+  const { site } = await gitSite({ 'public/index.html': 'plain' }, { publishDirectoryPath: 'public' });
+  const published = async () => (await gql('query ($s: ID!) { getSiteById(siteId: $s) { publishedDeploy { id } } }', { s: site.id })).getSiteById.publishedDeploy?.id;
+  const run = async () => {
+    const queued = await trigger(site.id);
+    expect(await worker(sqsEvent(JSON.stringify({ siteId: site.id, deployId: queued.id })))).toEqual({ batchItemFailures: [] });
+    expect((await aws.deploys.get(site.id, queued.id))?.status).toBe('DEPLOYED');
+    return queued.id;
+  };
+  const first = await run();
+  expect(await published()).toBe(first);
+  const one = { DistributionId: DISTRIBUTION, InvalidationBatch: { CallerReference: expect.stringMatching(new RegExp(`^${site.id}/`)), Paths: { Quantity: 1, Items: [`/sites/${site.id}/*`] } } };
+  expect(invalidations()).toEqual([one]);
+  const second = await run();
+  expect(await published()).toBe(second);
+  expect(invalidations()).toEqual([one, one]);
+  expect(new Set(invalidations().map((c) => c.InvalidationBatch!.CallerReference)).size).toBe(2);
+
+  // Auto-publishing off: the deploy ends DEPLOYED, the site keeps serving the last one, and nothing is invalidated.
+  await gql('mutation ($s: ID!, $input: UpdateSiteInput!) { updateSite(siteId: $s, input: $input) { id } }', { s: site.id, input: { deploySettings: { autoPublishing: false } } });
+  cloudFront.resetHistory();
+  await run();
+  expect(await published()).toBe(second);
+  expect(invalidations()).toEqual([]);
 });
 
 test('the scheduled tick fails a deploy stuck past its time limit and stops its build', async () => {

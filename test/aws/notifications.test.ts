@@ -8,19 +8,15 @@
  * double up to 900 s, and giving up after an hour with a log line. The
  * records are in the embedded DynamoDB.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { SendMessageCommand, SQSClient, type SendMessageCommandInput } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
-import type { SQSEvent } from 'aws-lambda';
 import { startTestService, type TestService } from '../support/service.js';
-import { dataOf, graphqlClient, importGraphqlLambda, newAccount, onlyError, type AccountFixture } from '../support/graphql.js';
-import { lambdaFetch } from '../support/lambda-door.js';
-import { loadConfig } from '../../functions/core/config.js';
-import { createServices, type Services } from '../../functions/core/services.js';
-import { ensureTables } from '../../functions/core/data/dynamo.js';
+import { dataOf, onlyError } from '../support/graphql.js';
+import { lambdaEnv, QUEUE_URL, sqsEvent as sqsMessage, startLambdas, type AwsLambdas } from '../support/aws-mocks.js';
+import type { Services } from '../../functions/core/services.js';
 import { NotificationDeliveryStore } from '../../functions/core/data/notification-deliveries.js';
 import { parseQueueMessage, SqsDeployQueue } from '../../functions/core/hosting/sqs-deploy-queue.js';
 import { retryDelaySeconds } from '../../functions/core/hosting/notifications.js';
@@ -28,7 +24,6 @@ import { runScheduledTick, takeDeploys, type WorkerOptions } from '../../functio
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
-const QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/cairn-deploys';
 const sqs = mockClient(SQSClient);
 
 const sent = () =>
@@ -39,37 +34,17 @@ const sent = () =>
 const notificationMessages = () => sent().filter((m) => m.body.kind === 'notification');
 
 let service: TestService;
+let lambdas: AwsLambdas;
 let aws: Services;
-let a: AccountFixture;
-let client: ReturnType<typeof graphqlClient>;
-let worker: (event: unknown) => Promise<any>;
+let worker: AwsLambdas['worker'];
 let receiver: Server;
 let receiverPort: number;
 const hits: Array<{ signature: string | undefined; delivery: string | undefined }> = [];
-const saved = { ...process.env };
 
 beforeAll(async () => {
   service = await startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_PREVIEW: 'off' });
-  const env: Record<string, string> = {
-    AWS_LAMBDA_FUNCTION_NAME: 'cairn-test',
-    AWS_REGION: 'us-east-1',
-    AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE',
-    AWS_SECRET_ACCESS_KEY: 'secret',
-    DYNAMODB_ENDPOINT: service.env.DYNAMODB_ENDPOINT!,
-    CAIRN_TABLE_PREFIX: 'notify-',
-    CAIRN_DATA_DIR: service.dataDir,
-    CAIRN_SECRET_KEY: randomBytes(32).toString('hex'),
-    CAIRN_DEPLOY_QUEUE_URL: QUEUE_URL,
-    CAIRN_LOG_LEVEL: 'warn',
-    CAIRN_SCHEMA_PATH: join(process.cwd(), 'schema.graphql'),
-  };
-  delete process.env.AWS_PROFILE;
-  Object.assign(process.env, env);
-  aws = await createServices(loadConfig(env));
-  await ensureTables(aws.db);
-  a = await newAccount({ services: aws } as TestService, 'notify');
-  client = graphqlClient({ name: 'Lambda door', fetch: lambdaFetch(await importGraphqlLambda()) }, 'https://api.example.com/graphql');
-  worker = ((await import('../../functions/deploy-worker/handler.js')) as any).handler;
+  lambdas = await startLambdas(lambdaEnv(service, 'notify-', { CAIRN_LOG_LEVEL: 'warn' }), 'notify');
+  ({ aws, worker } = lambdas);
   receiver = createServer((req, res) => {
     hits.push({ signature: req.headers['x-cairn-signature'] as string | undefined, delivery: req.headers['x-cairn-delivery'] as string | undefined });
     req.resume();
@@ -80,10 +55,9 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await aws?.close();
+  await lambdas?.close();
   await service?.close();
   await new Promise<void>((r) => (receiver ? receiver.close(() => r()) : r()));
-  process.env = saved;
 });
 
 beforeEach(() => {
@@ -91,10 +65,8 @@ beforeEach(() => {
   sqs.on(SendMessageCommand).resolves({ MessageId: randomUUID() });
 });
 
-const gql = (query: string, variables: Record<string, unknown> = {}) => client.gql(a.apiKey, query, variables);
-const sqsEvent = (body: unknown): SQSEvent => ({
-  Records: [{ messageId: randomUUID(), receiptHandle: 'r', body: JSON.stringify(body), attributes: {} as never, messageAttributes: {}, md5OfBody: '', eventSource: 'aws:sqs', eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:cairn-deploys', awsRegion: 'us-east-1' }],
-});
+const gql = (query: string, variables: Record<string, unknown> = {}) => lambdas.client.gql(lambdas.account.apiKey, query, variables);
+const sqsEvent = (body: unknown) => sqsMessage(JSON.stringify(body));
 const createSite = async () =>
   dataOf(await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', { input: { deploySettings: { source: { ipfs: { cid: 'bafkqaaa' } } } } })).createSite as { id: string; slug: string };
 const addUrl = (siteId: string, url: string, events?: string[]) =>

@@ -15,25 +15,20 @@ import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { exporter } from 'ipfs-unixfs-exporter';
 import { CID } from 'multiformats/cid';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { SQSEvent } from 'aws-lambda';
 import { startTestService, BOOT, type TestService } from '../support/service.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
-import { dataOf, graphqlClient, importGraphqlLambda, newAccount, type AccountFixture } from '../support/graphql.js';
-import { lambdaFetch } from '../support/lambda-door.js';
+import { lambdaEnv, sqsEvent, startLambdas, type AwsLambdas } from '../support/aws-mocks.js';
 import { decodePng } from '../support/png.js';
-import { loadConfig } from '../../functions/core/config.js';
-import { createServices, type Services } from '../../functions/core/services.js';
-import { ensureTables } from '../../functions/core/data/dynamo.js';
+import type { Services } from '../../functions/core/services.js';
 import type { Deploy } from '../../functions/core/data/deploys.js';
 import { isRootPinned } from '../../functions/core/storage/pins.js';
 import { listen } from '../../functions/core/http/node.js';
 
-const QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/cairn-deploys';
 const BUCKET = 'cairn-preview-bucket';
 const PREVIEW_FUNCTION = 'arn:aws:lambda:us-east-1:123456789012:function:cairn-preview';
 const GATEWAY = 'https://gateway.example.com';
@@ -43,56 +38,39 @@ const lambda = mockClient(LambdaClient);
 
 let service: TestService;
 let git: GitServer;
+let lambdas: AwsLambdas;
 let aws: Services;
-let a: AccountFixture;
 let unpacked: string;
-let gql: (query: string, variables?: Record<string, unknown>) => Promise<any>;
-let worker: (event: unknown) => Promise<any>;
+let gql: AwsLambdas['gql'];
+let worker: AwsLambdas['worker'];
 let preview: (event: unknown, context?: unknown) => Promise<any>;
-const saved = { ...process.env };
 
 beforeAll(async () => {
   [service, git] = await Promise.all([startTestService({ CAIRN_GC_INTERVAL: '0' }), startGitServer()]);
   await service.s3().send(new CreateBucketCommand({ Bucket: BUCKET }));
   // @sparticuz/chromium unpacks into the temporary directory: this test's own, removed after.
   unpacked = await mkdtemp(join(tmpdir(), 'cairn-sparticuz-'));
-  const env: Record<string, string> = {
-    AWS_LAMBDA_FUNCTION_NAME: 'cairn-test',
-    AWS_REGION: 'us-east-1',
+  const env = lambdaEnv(service, 'aws-preview-', {
     AWS_ACCESS_KEY_ID: BOOT.accessKeyId,
     AWS_SECRET_ACCESS_KEY: BOOT.secretAccessKey,
     AWS_ENDPOINT_URL_S3: service.endpoints.s3,
-    DYNAMODB_ENDPOINT: service.env.DYNAMODB_ENDPOINT!,
-    CAIRN_TABLE_PREFIX: 'aws-preview-',
-    CAIRN_DATA_DIR: service.dataDir,
-    CAIRN_SECRET_KEY: randomBytes(32).toString('hex'),
     CAIRN_BLOCK_BUCKET: BUCKET,
-    CAIRN_DEPLOY_QUEUE_URL: QUEUE_URL,
     CAIRN_GATEWAY_URL: GATEWAY,
     // What the stack sets on the worker when it has a preview function.
     CAIRN_PREVIEW: 'on',
     CAIRN_PREVIEW_FUNCTION: PREVIEW_FUNCTION,
-    CAIRN_LOG_LEVEL: process.env.CAIRN_TEST_LOG_LEVEL ?? 'error',
-    CAIRN_SCHEMA_PATH: join(process.cwd(), 'schema.graphql'),
     TMPDIR: unpacked,
-  };
-  delete process.env.AWS_PROFILE;
-  delete process.env.CAIRN_CHROMIUM_PATH; // the bundled Chromium, as in the function
-  Object.assign(process.env, env);
-  aws = await createServices(loadConfig(env));
-  await ensureTables(aws.db);
-  a = await newAccount({ services: aws } as TestService, 'aws-preview');
-  const client = graphqlClient({ name: 'Lambda door', fetch: lambdaFetch(await importGraphqlLambda()) }, 'https://api.example.com/graphql');
-  gql = async (query, variables = {}) => dataOf(await client.gql(a.apiKey, query, variables));
-  worker = ((await import('../../functions/deploy-worker/handler.js')) as any).handler;
+  });
+  // The bundled Chromium, as in the function.
+  lambdas = await startLambdas(env, 'aws-preview', ['CAIRN_CHROMIUM_PATH']);
+  ({ aws, gql, worker } = lambdas);
   preview = ((await import('../../functions/preview/handler.js')) as any).handler;
 }, 60_000);
 
 afterAll(async () => {
-  await aws?.close();
+  await lambdas?.close();
   await service?.close();
   await git?.close();
-  process.env = saved;
   if (unpacked) await rm(unpacked, { recursive: true, force: true });
 });
 
@@ -118,10 +96,6 @@ async function deployed(files: Record<string, string>): Promise<Deploy> {
   expect(deploy.status).toBe('DEPLOYED');
   return deploy;
 }
-
-const sqsEvent = (body: string): SQSEvent => ({
-  Records: [{ messageId: randomUUID(), receiptHandle: 'r', body, attributes: {} as never, messageAttributes: {}, md5OfBody: '', eventSource: 'aws:sqs', eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:cairn-deploys', awsRegion: 'us-east-1' }],
-});
 
 /** The one asynchronous Invoke the worker made, and its payload. */
 function invoked(): { input: any; payload: any } {
