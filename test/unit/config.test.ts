@@ -32,6 +32,11 @@ describe('configuration', () => {
     expect(() => loadConfig({ CAIRN_BUILD_NETWORK: 'slirp' })).toThrow(/^CAIRN_BUILD_NETWORK: must be "none", "outside" or "host", got "slirp"$/);
   });
 
+  test('the local site cache holds 256 MiB unless CAIRN_SITE_CACHE_BYTES says otherwise', () => {
+    expect(loadConfig({}).sites.cacheBytes).toBe(256 * 1024 * 1024);
+    expect(loadConfig({ CAIRN_SITE_CACHE_BYTES: '1048576' }).sites.cacheBytes).toBe(1048576);
+    expect(() => loadConfig({ CAIRN_SITE_CACHE_BYTES: '0' })).toThrow(/^CAIRN_SITE_CACHE_BYTES: /);
+  });
   describe('CAIRN_GIT_HOST_APIS', () => {
     test('github.com and gitlab.com are known without it', () => {
       expect(loadConfig({}).gitHostApis).toEqual({

@@ -3,7 +3,14 @@
  * Netlify's format), `_headers`, request paths made safe, site hosts, and
  * Content-Type from names and first bytes.
  */
-import { matchRedirect, parseRedirects, SiteFileError } from '../../functions/core/hosting/redirects.js';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MemoryBlockstore } from 'blockstore-core/memory';
+import type { Blockstore } from 'interface-blockstore';
+import { matchRedirect, MAX_RULES_FILE_BYTES, parseRedirects, SiteFileError } from '../../functions/core/hosting/redirects.js';
+import { siteRules } from '../../functions/core/hosting/site-rules.js';
+import { importDirectory } from '../../functions/core/ipfs/import-directory.js';
 import { headersFor, parseHeaders } from '../../functions/core/hosting/headers.js';
 import { contentPath, BadPathError } from '../../functions/core/ipfs/paths.js';
 import { siteHost } from '../../functions/gateway/hosts.js';
@@ -51,6 +58,42 @@ describe('_redirects', () => {
     expect(error.line).toBe(2);
     expect(error.message).toContain('_redirects line 2');
     expect(error.message).toContain(reason);
+  });
+
+  /** 10,000 short rules under 64 KiB, the last one but one a placeholder rule. */
+  const tenThousand = () =>
+    [...Array.from({ length: 9_998 }, (_, i) => `/${(i % 1296).toString(36)} /`), '/near/:name /found/:name 302', '/last /'].join('\n');
+
+  test('a valid 10,000-line file under 64 KiB: every rule read, one near the end matches, a path no rule names matches none', () => {
+    const text = tenThousand();
+    expect(Buffer.byteLength(text)).toBeLessThan(MAX_RULES_FILE_BYTES);
+    const rules = parseRedirects(text);
+    expect(rules).toHaveLength(10_000);
+    expect(matchRedirect(rules, '/near/thing', 'q=1')).toMatchObject({ location: '/found/thing?q=1', rule: { line: 9_999, status: 302 } });
+    expect(matchRedirect(rules, '/last', '')?.rule.line).toBe(10_000);
+    expect(matchRedirect(rules, '/no/such/page', '')).toBeUndefined();
+  });
+
+  test("a directory's rules are read and parsed once, then kept by its root CID", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cairn-rules-'));
+    try {
+      await writeFile(join(dir, 'index.html'), 'home');
+      await writeFile(join(dir, '_redirects'), tenThousand());
+      const store = new MemoryBlockstore();
+      const { cid } = await importDirectory(store, dir);
+      let reads = 0;
+      const counted = new Proxy(store, {
+        get: (target, name, receiver) => (name === 'get' ? (...args: Parameters<Blockstore['get']>) => (reads++, target.get(...args)) : Reflect.get(target, name, receiver)),
+      }) as Blockstore;
+      const first = await siteRules(counted, cid);
+      expect(reads).toBeGreaterThan(0);
+      const readsOnce = reads;
+      expect(await siteRules(counted, cid)).toBe(first);
+      expect(reads).toBe(readsOnce);
+      expect(first.redirects).toHaveLength(10_000);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   test('a file over 64 KiB is refused whole, with its size in the message', () => {
