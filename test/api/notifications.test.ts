@@ -49,27 +49,41 @@ function verify(secret: string | undefined, header: string | undefined, raw: str
   return true;
 }
 
-async function startReceiver(): Promise<void> {
-  receiver = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks).toString('utf8');
-      const path = req.url ?? '/';
-      let body: unknown;
-      try {
-        body = JSON.parse(raw);
-      } catch {
-        body = undefined;
-      }
-      received.push({ path, headers: req.headers, raw, body, at: Date.now(), verified: verify(secrets.get(path), req.headers['x-cairn-signature'] as string | undefined, raw) });
-      const plan = plans.get(path) ?? [200];
-      const answer = plan.length > 1 ? plan.shift()! : plan[0]!;
-      if (answer === 'hang') return; // never answers
-      res.writeHead(answer).end(answer >= 300 ? 'no' : 'ok');
-    });
+/** What a receiver does with a request: records it, checks its signature, answers by the path's plan. */
+function receive(req: IncomingMessage, res: ServerResponse): void {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    const raw = Buffer.concat(chunks).toString('utf8');
+    const path = req.url ?? '/';
+    let body: unknown;
+    try {
+      body = JSON.parse(raw);
+    } catch {
+      body = undefined;
+    }
+    received.push({ path, headers: req.headers, raw, body, at: Date.now(), verified: verify(secrets.get(path), req.headers['x-cairn-signature'] as string | undefined, raw) });
+    const plan = plans.get(path) ?? [200];
+    const answer = plan.length > 1 ? plan.shift()! : plan[0]!;
+    if (answer === 'hang') return; // never answers
+    res.writeHead(answer).end(answer >= 300 ? 'no' : 'ok');
   });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
+}
+
+/** A receiver listening on 127.0.0.1:`port` (0: any free port). */
+async function listen(port: number): Promise<Server> {
+  const server = createServer(receive);
+  await new Promise<void>((r, reject) => server.once('error', reject).listen(port, '127.0.0.1', () => r()));
+  return server;
+}
+
+async function stop(server: Server): Promise<void> {
+  server.closeAllConnections();
+  await new Promise<void>((r) => server.close(() => r()));
+}
+
+async function startReceiver(): Promise<void> {
+  receiver = await listen(0);
   receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
 }
 
@@ -86,8 +100,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await service?.close();
   await git?.close();
-  receiver?.closeAllConnections();
-  await new Promise<void>((r) => (receiver ? receiver.close(() => r()) : r()));
+  if (receiver) await stop(receiver);
 });
 
 const gql = async (query: string, variables: Record<string, unknown> = {}, key = a.apiKey) => client.gql(key, query, variables);
@@ -97,16 +110,16 @@ let repos = 0;
 let paths = 0;
 const newPath = () => `/hook-${++paths}`;
 
-async function gitSite(files: Record<string, string>, build: Record<string, unknown> = {}): Promise<{ id: string; slug: string; commit: string }> {
+async function gitSite(files: Record<string, string>, build: Record<string, unknown> = {}): Promise<{ id: string; slug: string; commit: string; repo: string }> {
   const repo = `acme/notified-${++repos}`;
   const commit = await git.commit(repo, files, 'the commit');
   const input = { buildSettings: build, deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'main' } } } };
   const site = dataOf(await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', { input })).createSite;
-  return { ...site, commit };
+  return { ...site, commit, repo };
 }
 
-async function addUrl(siteId: string, path: string, events?: string[]): Promise<{ id: string; secret: string }> {
-  const res = dataOf(await gql('mutation ($s: ID!, $u: String!, $e: [DeployEvent!]) { addNotificationUrl(siteId: $s, url: $u, events: $e) { notificationUrl { id url events } secret } }', { s: siteId, u: `${receiverUrl}${path}`, e: events })).addNotificationUrl;
+async function addUrl(siteId: string, path: string, events?: string[], base = receiverUrl): Promise<{ id: string; secret: string }> {
+  const res = dataOf(await gql('mutation ($s: ID!, $u: String!, $e: [DeployEvent!]) { addNotificationUrl(siteId: $s, url: $u, events: $e) { notificationUrl { id url events } secret } }', { s: siteId, u: `${base}${path}`, e: events })).addNotificationUrl;
   secrets.set(path, res.secret);
   return { id: res.notificationUrl.id, secret: res.secret };
 }
@@ -241,6 +254,55 @@ test('a receiver that never answers times out after 5 s, and the deploy does not
   expect(got.map((r) => r.body.event)).toEqual(['CREATED', 'SUCCEEDED', 'CREATED']);
   expect(got[1]!.at - got[0]!.at).toBeGreaterThanOrEqual(4900);
   expect(got.every((r) => r.verified === true)).toBe(true);
+});
+
+test('a manual publishDeploy (a rollback) delivers PUBLISHED for the deploy it puts back', async () => {
+  const site = await gitSite({ 'index.html': 'one' });
+  const first = await trigger(site.id);
+  await poll('the first deploy published', () => deployOf(site.id, first.id), (d) => d.status === 'DEPLOYED' && d.published);
+  const second = await git.commit(site.repo, { 'index.html': 'two' }, 'the second commit');
+  const next = await trigger(site.id);
+  await poll('the second deploy published', () => deployOf(site.id, next.id), (d) => d.status === 'DEPLOYED' && d.published);
+  // Only what happens from here on is heard.
+  const path = newPath();
+  const url = await addUrl(site.id, path, ['PUBLISHED']);
+  const rolledBack = dataOf(await gql('mutation ($s: ID!, $d: ID!) { publishDeploy(siteId: $s, deployId: $d) { id published } }', { s: site.id, d: first.id })).publishDeploy;
+  expect(rolledBack).toEqual({ id: first.id, published: true });
+  const [delivery] = await poll('the PUBLISHED notification', () => at(path), (r) => r.length >= 1);
+  expect(delivery!.verified).toBe(true);
+  expect(delivery!.headers['x-cairn-event']).toBe('PUBLISHED');
+  expect(delivery!.body).toMatchObject({ event: 'PUBLISHED', site: { id: site.id }, deploy: { id: first.id, status: 'DEPLOYED', published: true, commit: site.commit } });
+  expect(delivery!.body.deploy.commit).not.toBe(second);
+  await new Promise((r) => setTimeout(r, 300));
+  expect(at(path)).toHaveLength(1);
+  const [recorded] = await poll('the delivery recorded', () => deliveriesOf(site.id, url.id), (d) => d[0]?.status === 'DELIVERED');
+  expect(recorded).toMatchObject({ deployId: first.id, event: 'PUBLISHED', attempt: 1, statusCode: 200 });
+});
+
+test('a URL nobody listens on (connection refused) is retried with the error recorded, and delivered once a receiver listens there', async () => {
+  // A port that was free a moment ago: nothing listens on it until this test starts a receiver there.
+  const probe = await listen(0);
+  const port = (probe.address() as AddressInfo).port;
+  await stop(probe);
+  const site = await gitSite({ 'index.html': 'x' });
+  const path = newPath();
+  const url = await addUrl(site.id, path, ['CREATED'], `http://127.0.0.1:${port}`);
+  const deploy = await trigger(site.id);
+  const refused = await poll('a refused attempt recorded', () => deliveriesOf(site.id, url.id), (d) => d[0]?.attempt >= 1);
+  expect(refused[0]).toMatchObject({ deployId: deploy.id, event: 'CREATED', status: 'PENDING', statusCode: null, error: expect.stringMatching(/ECONNREFUSED/), nextAttemptAt: expect.any(String) });
+  expect(at(path)).toEqual([]);
+  const late = await listen(port);
+  try {
+    const [done] = await poll('the delivery delivered', () => deliveriesOf(site.id, url.id), (d) => d[0]?.status === 'DELIVERED', 20_000);
+    expect(done).toMatchObject({ status: 'DELIVERED', statusCode: 200, error: null, nextAttemptAt: null });
+    expect(done.attempt).toBeGreaterThanOrEqual(2);
+    const got = at(path);
+    expect(got).toHaveLength(1);
+    expect(got[0]!.verified).toBe(true);
+    expect(got[0]!.headers['x-cairn-delivery']).toBe(done.id);
+  } finally {
+    await stop(late);
+  }
 });
 
 describe('adding and removing URLs', () => {
