@@ -343,6 +343,11 @@ describe.each(DOORS)('GitHub-style events through the $name', (door) => {
       expect(wrong.status).toBe(415);
       expect(await wrong.json()).toEqual({ ok: false, error: `the content type ${type.split(';')[0]} is not taken: send the event as application/json or application/x-www-form-urlencoded` });
     }
+    // No content type at all is read as JSON (a Buffer body, so fetch adds none).
+    const bare = pushEvent(repo, 'refs/heads/other', commit);
+    const { 'content-type': _, ...untyped } = githubHeaders(secret, 'push', bare);
+    const plain = await post(`/hooks/git/${site.id}`, { headers: untyped, body: Buffer.from(bare) });
+    expect(await plain.json()).toEqual({ ok: true, ignored: 'a push to branch other: this site deploys branch main' });
     // GitLab only ever sends JSON: a form from it is 415 too.
     const gitlab = await post(`/hooks/git/${site.id}`, { headers: { ...gitlabHeaders(secret, 'Push Hook'), 'content-type': formType }, body: form });
     expect(gitlab.status).toBe(415);
