@@ -78,6 +78,7 @@ const PIPE_GRACE_MS = 2000;
 
 const REFUSAL_HINT = 'install bubblewrap (Debian: apt-get install bubblewrap) or set CAIRN_BUILD_SANDBOX=none to build without a sandbox';
 const NETWORK_HINT = 'install slirp4netns (Debian: apt-get install slirp4netns) or set CAIRN_BUILD_NETWORK to none (no network) or host';
+const SLIRP_BROKEN_HINT = "slirp4netns needs /dev/net/tun, which the service's user must be able to open (Debian makes it 0666); or set CAIRN_BUILD_NETWORK to none (no network) or host";
 
 /** What builds run in, found once per runner; `outside` only with that network. */
 interface Sandbox {
@@ -226,7 +227,7 @@ export class BwrapRunner implements BuildRunner {
     }, slirp);
     if (checked.outcome !== 'succeeded') {
       const why = output.trim() || (checked.outcome === 'timed-out' ? 'no network after 20 s' : 'no tap0 in the sandbox');
-      throw new BuildRefused(`slirp4netns (${slirp}) does not work here (${why}): ${NETWORK_HINT}`);
+      throw new BuildRefused(`slirp4netns (${slirp}) does not work here (${why}): ${SLIRP_BROKEN_HINT}`);
     }
     return { slirp, unshare };
   }

@@ -88,9 +88,9 @@ export function connectOutside(slirp: string, pid: number, info: Readable, block
     });
     child.once('exit', (code, signal) => {
       if (ready || closed) return;
-      // Its own lines of progress ("sent tapfd=...") come before the one that says what went wrong.
-      const last = said.trim().split('\n').filter((l) => !/tapfd/.test(l)).at(-1);
-      fail(`slirp4netns could not connect the build to the network (${last || signal || `exit ${code}`})`);
+      // Without its lines of progress ("sent tapfd=..."): what went wrong, then "child failed(1)" and the like.
+      const lines = said.trim().split('\n').filter((l) => l && !/tapfd/.test(l)).join('; ');
+      fail(`slirp4netns could not connect the build to the network (${lines || signal || `exit ${code}`})`);
     });
   });
 
