@@ -711,10 +711,14 @@ describe('endpoints', () => {
     });
   });
 
-  test('URL variables: graphql knows the gateway URL and the storage endpoint; s3 the gateway; no function its own URL', () => {
+  test('URL variables: graphql knows the gateway URL, the storage endpoint and its own API (hook URLs); s3 the gateway; no function its own URL', () => {
     const [[urlId]] = ofType('AWS::Lambda::Url');
     const gatewayUrl = { 'Fn::GetAtt': [urlId, 'FunctionUrl'] };
     const g = fnResource('graphql').Properties.Environment.Variables;
+    // Webhook and build hook URLs (Site.webhookUrl, createBuildHook) are <CAIRN_BASE_URL>/hooks/...: the HTTP API in front of this function.
+    expect(g.CAIRN_BASE_URL).toBeDefined();
+    expect([...refs(g.CAIRN_BASE_URL)]).toEqual([id(stack.api)]);
+    expect(JSON.stringify(outputs.GraphqlUrl.Value)).toContain(JSON.stringify(g.CAIRN_BASE_URL).slice(1, -1));
     expect(g.CAIRN_GATEWAY_URL).toEqual(gatewayUrl);
     expect(g.CAIRN_PUBLIC_GATEWAY_URL).toEqual(gatewayUrl);
     expect(g.CAIRN_STORAGE_ENDPOINT).toEqual(outputs.StorageEndpoint.Value);
