@@ -14,10 +14,11 @@
  * The network (CAIRN_BUILD_NETWORK) is the build's own, loopback only, by
  * default (`none`). With `outside` it is still the build's own, but
  * slirp4netns connects it to other machines, so `npm install` can fetch,
- * and refuses it this machine's loopback, where the service's ports listen
- * (outside-network.ts). Its way out is this machine's network, so what the
- * machine reaches on its other addresses (a port bound to 0.0.0.0, the
- * local network, a cloud's metadata address) the build reaches too. With
+ * and refuses it this machine's loopback, where the service's ports listen,
+ * and link-local addresses, where a cloud's metadata service hands out the
+ * machine's credentials (outside-network.ts). Its way out is this machine's
+ * network, so what the machine reaches on its other addresses (a port bound
+ * to 0.0.0.0, the local network) the build reaches too. With
  * `host` the build shares this machine's network, loopback included: for
  * repositories the operator trusts. Without the sandbox there is no
  * network of the build's own, so `outside` is refused there.
@@ -40,7 +41,7 @@ import type { Readable, Writable } from 'node:stream';
 import { BuildRefused, type BuildRequest, type BuildResult, type BuildRunner } from '../core/ports/build-runner.js';
 import type { Config } from '../core/config.js';
 import { applyLayer, asServiceUser, makeLayer, overlayArgv, overlayUnavailable, removeLayer, separateFiles, type BuildLayer, type OverlayTools } from '../deploy-worker/steps/build-layer.js';
-import { BLOCK_FD, connectOutside, INFO_FD, OUTSIDE_NAMESPACES } from './outside-network.js';
+import { BLOCK_FD, closeLinkLocal, connectOutside, INFO_FD, OUTSIDE_NAMESPACES, ROUTES_FAILED } from './outside-network.js';
 
 export interface BwrapRunnerOptions {
   /** config.build.sandbox: `none` runs builds unsandboxed (the operator's explicit choice). */
@@ -57,6 +58,8 @@ export interface BwrapRunnerOptions {
   network?: Config['build']['network'];
   /** slirp4netns, for the `outside` network: looked up on the service's PATH unless it has a slash. */
   slirp4netnsPath?: string;
+  /** iproute2's ip, for the `outside` network's routes: looked up on the service's PATH unless it has a slash. */
+  ipPath?: string;
   /** Show bubblewrap builds their checkout through an overlay where this machine can (default true); false: copy the checkout's shared files first. */
   overlay?: boolean;
   /**
@@ -78,12 +81,25 @@ const PIPE_GRACE_MS = 2000;
 
 const REFUSAL_HINT = 'install bubblewrap (Debian: apt-get install bubblewrap) or set CAIRN_BUILD_SANDBOX=none to build without a sandbox';
 const NETWORK_HINT = 'install slirp4netns (Debian: apt-get install slirp4netns) or set CAIRN_BUILD_NETWORK to none (no network) or host';
+const IP_HINT = 'install iproute2 (Debian: apt-get install iproute2) or set CAIRN_BUILD_NETWORK to none (no network) or host';
 const SLIRP_BROKEN_HINT = "slirp4netns needs /dev/net/tun, which the service's user must be able to open (Debian makes it 0666); or set CAIRN_BUILD_NETWORK to none (no network) or host";
 
 /** What builds run in, found once per runner; `outside` only with that network. */
 interface Sandbox {
   bwrap: string;
-  outside?: { slirp: string; unshare: string };
+  outside?: Outside;
+}
+
+/** The programs of the `outside` network, by absolute path. */
+interface Outside {
+  slirp: string;
+  unshare: string;
+  ip: string;
+}
+
+/** argv in the `outside` network's namespaces, link-local addresses closed (outside-network.ts), running `sandboxed`. */
+function inOutside({ unshare, ip }: Outside, sandboxed: string[]): string[] {
+  return [unshare, ...OUTSIDE_NAMESPACES, '--', ...closeLinkLocal(ip, sandboxed)];
 }
 
 export class BwrapRunner implements BuildRunner {
@@ -143,7 +159,8 @@ export class BwrapRunner implements BuildRunner {
         const layer = await makeLayer(checkout);
         try {
           const sandboxed = [bwrap, ...(await this.sandboxArgs(checkout, cwd, nodeBin, layer)), '--', '/bin/sh', '-c', request.command];
-          const argv = overlayArgv(layer, checkout, sandboxed, overlay.tools, outside !== undefined);
+          // The overlay's unshare makes the network namespace too: the routes are made in it, after the mount.
+          const argv = overlayArgv(layer, checkout, outside ? closeLinkLocal(outside.ip, sandboxed) : sandboxed, overlay.tools, outside !== undefined);
           if (argv) {
             const result = await supervise(argv, env, undefined, request, outside?.slirp);
             // The build ended on its own: its namespace, and the overlay with it, are gone; what it wrote joins the checkout.
@@ -156,7 +173,7 @@ export class BwrapRunner implements BuildRunner {
       }
       if (!(await separated(checkout, request.signal))) return { outcome: 'cancelled' };
       const sandboxed = [bwrap, ...(await this.sandboxArgs(checkout, cwd, nodeBin)), '--', '/bin/sh', '-c', request.command];
-      const argv = outside ? [outside.unshare, ...OUTSIDE_NAMESPACES, '--', ...sandboxed] : sandboxed;
+      const argv = outside ? inOutside(outside, sandboxed) : sandboxed;
       return supervise(argv, env, undefined, request, outside?.slirp);
     }
     if (!(await separated(checkout, request.signal))) return { outcome: 'cancelled' };
@@ -207,13 +224,16 @@ export class BwrapRunner implements BuildRunner {
     return this.probed;
   }
 
-  /** The whole way once (namespaces, slirp4netns, tap0 up inside): a machine where any of it fails refuses builds rather than failing each. */
-  private async probeOutside(bwrap: string): Promise<{ slirp: string; unshare: string }> {
+  /** The whole way once (namespaces, link-local routes, slirp4netns, tap0 up inside): a machine where any of it fails refuses builds rather than failing each. */
+  private async probeOutside(bwrap: string): Promise<Outside> {
     const named = this.options.slirp4netnsPath ?? 'slirp4netns';
-    const [slirp, unshare] = await Promise.all([findExecutable(named), findExecutable('unshare')]);
+    const ipNamed = this.options.ipPath ?? 'ip';
+    const [slirp, unshare, ip] = await Promise.all([findExecutable(named), findExecutable('unshare'), findExecutable(ipNamed)]);
     if (!slirp) throw new BuildRefused(`slirp4netns (${named}) was not found, and CAIRN_BUILD_NETWORK=outside needs it: ${NETWORK_HINT}`);
     if (!unshare) throw new BuildRefused(`util-linux unshare was not found, and CAIRN_BUILD_NETWORK=outside needs it: ${NETWORK_HINT}`);
-    const argv = [unshare, ...OUTSIDE_NAMESPACES, '--', bwrap, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-all', ...this.networkArgs(), ...asServiceUser(), '--die-with-parent', '--', '/bin/sh', '-c', 'grep -q tap0 /proc/net/dev'];
+    if (!ip) throw new BuildRefused(`iproute2's ip (${ipNamed}) was not found, and CAIRN_BUILD_NETWORK=outside needs it to close link-local addresses (a cloud's metadata service) to builds: ${IP_HINT}`);
+    const outside = { slirp, unshare, ip };
+    const argv = inOutside(outside, [bwrap, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-all', ...this.networkArgs(), ...asServiceUser(), '--die-with-parent', '--', '/bin/sh', '-c', 'grep -q tap0 /proc/net/dev']);
     let output = '';
     const checked = await supervise(argv, { PATH: '/usr/bin:/bin' }, undefined, {
       deployId: 'slirp4netns check',
@@ -225,11 +245,14 @@ export class BwrapRunner implements BuildRunner {
       signal: new AbortController().signal,
       onOutput: (text) => (output += text),
     }, slirp);
+    if (checked.outcome !== 'succeeded' && output.includes(ROUTES_FAILED)) {
+      throw new BuildRefused(`the outside network's routes could not be made (${output.trim().replaceAll('\n', '; ')}): ${IP_HINT}`);
+    }
     if (checked.outcome !== 'succeeded') {
       const why = output.trim() || (checked.outcome === 'timed-out' ? 'no network after 20 s' : 'no tap0 in the sandbox');
       throw new BuildRefused(`slirp4netns (${slirp}) does not work here (${why}): ${SLIRP_BROKEN_HINT}`);
     }
-    return { slirp, unshare };
+    return outside;
   }
 
   /** bubblewrap's network options: its own loopback-only namespace, the host's, or (outside) the one unshare made, held until slirp4netns is up. */

@@ -22,6 +22,13 @@
  * tap0 is up, and only then is the byte bubblewrap waits for written. It
  * exits when its `--exit-fd` closes, which this process's death does too;
  * the runner kills it when the build ends.
+ *
+ * Link-local addresses are closed first (closeLinkLocal): slirp4netns makes
+ * the build's connections again from this machine, which on a cloud VM
+ * reaches the instance metadata service at 169.254.169.254 and the
+ * credentials it hands out. Between unshare and bubblewrap the namespace's
+ * root may still change its routes; the build, with no capabilities and
+ * in a user namespace that does not own the network, cannot undo them.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
@@ -32,6 +39,32 @@ export const BLOCK_FD = 4;
 
 /** The namespaces, made by util-linux unshare, that bubblewrap runs in for a build with `outside` network. */
 export const OUTSIDE_NAMESPACES = ['--user', '--map-root-user', '--net'];
+
+/** What a build's log (or the start-up check) says when the routes below could not be made. */
+export const ROUTES_FAILED = 'cairn: link-local addresses could not be closed to the build';
+
+/**
+ * `prohibit` routes (a connect fails at once with EACCES, which nothing out
+ * there answers, so a build's log shows it was refused here) for IPv4's
+ * link-local block, and where the kernel has IPv6 for AWS's IPv6 metadata
+ * address and IPv6 link-local. slirp4netns (without --enable-ipv6) carries
+ * no IPv6 at all; the kernel's own fe80::/64 on tap0, more specific, leads
+ * only to it. Any failing fails the build before it runs, saying so.
+ */
+const CLOSE_LINK_LOCAL = `ip="$1"; shift
+{ "$ip" -4 route add prohibit 169.254.0.0/16 &&
+  if [ -e /proc/net/if_inet6 ]; then "$ip" -6 route add prohibit fd00:ec2::254/128 && "$ip" -6 route add prohibit fe80::/10; fi
+} || { echo "${ROUTES_FAILED}" >&2; exit 1; }
+exec "$@"`;
+
+/**
+ * argv run in unshare's namespaces (see above): the routes that close
+ * link-local addresses are made, then bubblewrap's `sandboxed` command
+ * runs in their place. `ip` is iproute2's, by absolute path.
+ */
+export function closeLinkLocal(ip: string, sandboxed: string[]): string[] {
+  return ['/bin/sh', '-c', CLOSE_LINK_LOCAL, 'cairn-routes', ip, ...sandboxed];
+}
 
 export interface OutsideLink {
   /** Settles, with why, only if the network could not be set up; the build must then be ended. */

@@ -446,6 +446,28 @@ describe('the network a build has', () => {
       expect(output).toBe('10.0.2.100/255.255.255.0\ntap0 0202000A\n');
     });
 
+    test('link-local addresses, the metadata service among them, are refused at once; the build cannot reopen them', async () => {
+      const checkout = await tempDir('cairn-checkout-');
+      await writeFile(join(checkout, 'connect.cjs'), CONNECT);
+      const { result, output } = await build(
+        runner,
+        'node connect.cjs 169.254.169.254:80 169.254.0.1:443 && ip route && ip -6 route && ' +
+          'ip route del prohibit 169.254.0.0/16; echo del=$?; ip route add 169.254.169.254 dev tap0; echo add=$?; ip route get 169.254.169.254; echo get=$?',
+        { checkout },
+      );
+      expect(result).toEqual({ outcome: 'succeeded', exitCode: 0 });
+      const lines = output.split('\n');
+      // EACCES is what a prohibit route answers here, at once: a metadata service, slirp4netns or a time-out would say something else.
+      expect(lines.slice(0, 2)).toEqual(['169.254.169.254:80 EACCES', '169.254.0.1:443 EACCES']);
+      expect(lines).toContain('prohibit 169.254.0.0/16 ');
+      expect(output).toMatch(/^prohibit fd00:ec2::254 /m);
+      expect(output).toMatch(/^prohibit fe80::\/10 /m);
+      // Without CAP_NET_ADMIN over the namespace's owner, neither removing the route nor going round it works.
+      expect(output).toMatch(/Operation not permitted\ndel=2\n/);
+      expect(output).toMatch(/Operation not permitted\nadd=2\n/);
+      expect(output).toMatch(/RTNETLINK answers: Permission denied\nget=2\n$/);
+    });
+
     test('slirp4netns is gone once the build has ended, timed out or been cancelled', async () => {
       const before = new Set(await slirps());
       const during: number[] = [];
@@ -508,6 +530,18 @@ describe('the network a build has', () => {
     const attempt = build(runner, 'touch ran', { checkout });
     await expect(attempt).rejects.toBeInstanceOf(BuildRefused);
     await expect(attempt).rejects.toThrow(/slirp4netns \(\/bin\/false\) does not work here \(slirp4netns could not connect the build to the network \(exit 1\)\): slirp4netns needs \/dev\/net\/tun.*CAIRN_BUILD_NETWORK/);
+    expect(existsSync(join(checkout, 'ran'))).toBe(false);
+  });
+
+  test.each([
+    ["without iproute2's ip: builds are refused, naming the package", '/nonexistent/bin/ip', /ip \(\/nonexistent\/bin\/ip\) was not found.*link-local.*apt-get install iproute2.*CAIRN_BUILD_NETWORK/],
+    ['where the routes cannot be made: builds are refused, the command never run', '/bin/false', /routes could not be made \(cairn: link-local addresses could not be closed to the build\): install iproute2/],
+  ])('outside %s', async (_what, ipPath, refusal) => {
+    const runner = new BwrapRunner({ sandbox: 'bwrap', hide: [], network: 'outside', ipPath });
+    const checkout = await tempDir('cairn-checkout-');
+    const attempt = build(runner, 'touch ran', { checkout });
+    await expect(attempt).rejects.toBeInstanceOf(BuildRefused);
+    await expect(attempt).rejects.toThrow(refusal);
     expect(existsSync(join(checkout, 'ran'))).toBe(false);
   });
 
