@@ -24,7 +24,7 @@ import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { newAccessKeyId, newApiToken, newSecretAccessKey } from '../../functions/core/ids.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
 import { dataOf, graphqlClient, seedDeploys } from '../support/graphql.js';
@@ -147,6 +147,12 @@ async function checkAccessibility(target: Page = page): Promise<void> {
     return out;
   });
   expect(problems).toEqual([]);
+}
+
+/** Waits until the element says exactly `text` (the page re-reads the service after an action's notice shows), then checks it. */
+async function textBecomes(target: Locator, text: string): Promise<void> {
+  await target.filter({ hasText: text }).waitFor({ timeout: 15_000 });
+  expect(await target.textContent()).toBe(text);
 }
 
 /** Follows a link of the main navigation. */
@@ -743,7 +749,7 @@ test('git & notifications: a repository token is set (never shown again) and a p
   await page.getByLabel('Token', { exact: true }).fill(token);
   await page.getByRole('button', { name: 'Set token' }).click();
   await notice('The token is set: the next deploys clone the repository with it.');
-  expect(await page.getByTestId('token-status').textContent()).toBe('A token is set, with the user name x-access-token.');
+  await textBecomes(page.getByTestId('token-status'), 'A token is set, with the user name x-access-token.');
   expect(await hooksSiteState()).toMatchObject({ repositoryTokenSet: true, repositoryUsername: 'x-access-token' });
   expect(await page.getByLabel('New token', { exact: true }).inputValue()).toBe('');
   expect(await page.content()).not.toContain(token);
@@ -761,7 +767,7 @@ test('git & notifications: a repository token is set (never shown again) and a p
   await page.getByRole('button', { name: 'Clear token' }).click();
   await page.getByRole('button', { name: 'Clear the token' }).click();
   await notice(/The token is cleared/);
-  expect(await page.getByTestId('token-status').textContent()).toBe('No token is set: the repository is cloned without credentials.');
+  await textBecomes(page.getByTestId('token-status'), 'No token is set: the repository is cloned without credentials.');
   expect((await hooksSiteState()).repositoryTokenSet).toBe(false);
 
   // Previews and auto-publishing live in the site's settings: the page says how they are and links there.
