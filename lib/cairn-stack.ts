@@ -537,6 +537,7 @@ export class CairnStack extends Stack {
       deployDeadLetterQueue: this.deployDeadLetters,
       httpApi: this.api,
       restApi: this.storageApi.api,
+      publicObjectsApi: this.domains?.publicObjectsApi?.api,
       tables,
     });
 

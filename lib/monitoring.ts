@@ -85,6 +85,8 @@ export interface CairnMonitoringProps {
   readonly httpApi?: IHttpApi;
   /** The S3 API (API Gateway REST API). @default - no alarm or widget for it */
   readonly restApi?: RestApiBase;
+  /** The public object URLs' REST API (there with custom domains only). @default - no alarm or rate for it */
+  readonly publicObjectsApi?: RestApiBase;
   /** The tables whose throttles the dashboard shows, by logical name. @default - none */
   readonly tables?: Readonly<Record<string, ITable>>;
   /**
@@ -258,6 +260,7 @@ export class CairnMonitoring extends Construct {
     };
     const httpApiRate = apiRate(props.httpApi, 'http', 'GraphQL API 5xx %', 'httpApi5xx', 'HttpApi5xxRate', 'graphql-api-5xx-rate', 'GraphQL API (HTTP API)');
     const restApiRate = apiRate(props.restApi, 'rest', 'S3 API 5xx %', 'restApi5xx', 'RestApi5xxRate', 's3-api-5xx-rate', 'S3 API (REST API)');
+    const publicRate = apiRate(props.publicObjectsApi, 'pub', 'Public URLs 5xx %', 'publicObjectsApi5xx', 'PublicObjectsApi5xxRate', 'public-objects-api-5xx-rate', "public object URLs' API (REST API)");
     this.alarms = alarms;
 
     // The dashboard: alarms first, then functions, APIs, the queue, the tables.
@@ -306,7 +309,7 @@ export class CairnMonitoring extends Construct {
           ),
           width: 8,
         }),
-        ...this.apiWidgets(props, httpApiRate, restApiRate),
+        ...this.apiWidgets(props, [httpApiRate, restApiRate, publicRate]),
       ],
       [
         new GraphWidget({
@@ -341,7 +344,7 @@ export class CairnMonitoring extends Construct {
     }).overrideLogicalId(DASHBOARD_OUTPUT);
   }
 
-  private apiWidgets(props: CairnMonitoringProps, httpApiRate?: MathExpression, restApiRate?: MathExpression): IWidget[] {
+  private apiWidgets(props: CairnMonitoringProps, apiRates: Array<MathExpression | undefined>): IWidget[] {
     const latency: IMetric[] = [];
     const errors: IMetric[] = [];
     if (props.httpApi) {
@@ -355,7 +358,7 @@ export class CairnMonitoring extends Construct {
       errors.push(props.restApi.metricServerError({ label: 'S3 API 5xx', period: ALARM_PERIOD, statistic: Stats.SUM }));
     }
     if (latency.length === 0) return [];
-    const rates = [httpApiRate, restApiRate].filter((r): r is MathExpression => r !== undefined);
+    const rates = apiRates.filter((r): r is MathExpression => r !== undefined);
     return [
       new GraphWidget({ title: 'API latency (ms)', left: latency, width: 8 }),
       new GraphWidget({ title: 'API 5xx (sum) and 5xx rate (%)', left: errors, right: rates, width: 8 }),

@@ -35,7 +35,7 @@ interface Fixture {
   resources: Record<string, Json>;
 }
 
-function build(options: { context?: Record<string, unknown>; apis?: boolean; alarmEmail?: string } = {}): Fixture {
+function build(options: { context?: Record<string, unknown>; apis?: boolean; publicObjects?: boolean; alarmEmail?: string } = {}): Fixture {
   const app = new App({ context: options.context ?? {} });
   const stack = new Stack(app, 'MonitoringTest', { env: { account: '123456789012', region: 'us-east-1' } });
   const data = new CairnData(stack, 'Data');
@@ -57,11 +57,17 @@ function build(options: { context?: Record<string, unknown>; apis?: boolean; ala
     restApi = new RestApi(stack, 'StorageApi');
     restApi.root.addProxy({ defaultIntegration: new LambdaIntegration(functions.s3!) });
   }
+  let publicObjectsApi: RestApi | undefined;
+  if (options.publicObjects) {
+    publicObjectsApi = new RestApi(stack, 'PublicObjects');
+    publicObjectsApi.root.addProxy({ defaultIntegration: new LambdaIntegration(functions.gateway!) });
+  }
   const monitoring = new CairnMonitoring(stack, 'Monitoring', {
     functions,
     deployDeadLetterQueue: deadLetters,
     httpApi,
     restApi,
+    publicObjectsApi,
     tables: data.tables,
     alarmEmail: options.alarmEmail,
   });
@@ -220,6 +226,22 @@ describe('alarms', () => {
     const byId = rateAlarm('restApi5xx', 'rest');
     expect(byId.errors.Metric).toMatchObject({ Namespace: 'AWS/ApiGateway', MetricName: '5XXError', Dimensions: [{ Name: 'ApiName', Value: 'StorageApi' }] });
     expect(byId.requests.Metric).toMatchObject({ Namespace: 'AWS/ApiGateway', MetricName: 'Count', Dimensions: [{ Name: 'ApiName', Value: 'StorageApi' }] });
+  });
+
+  test("with custom domains, the public object URLs' REST API: the same rule, one alarm more, its rate on the dashboard", () => {
+    const withPublic = build({ publicObjects: true });
+    expect(alarmsOf(withPublic)).toHaveLength(alarmsOf(f).length + 1);
+    const p = alarmProps(withPublic, 'publicObjectsApi5xx');
+    expect(p).toMatchObject({ ComparisonOperator: 'GreaterThanThreshold', Threshold: API_5XX_PERCENT, EvaluationPeriods: 3, DatapointsToAlarm: 2, AlarmName: 'MonitoringTest-public-objects-api-5xx-rate' });
+    const stats = p.Metrics.filter((m: Json) => m.MetricStat).map((m: Json) => m.MetricStat.Metric);
+    expect(stats).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ MetricName: '5XXError', Dimensions: [{ Name: 'ApiName', Value: 'PublicObjects' }] }),
+        expect.objectContaining({ MetricName: 'Count', Dimensions: [{ Name: 'ApiName', Value: 'PublicObjects' }] }),
+      ]),
+    );
+    expect(JSON.stringify(withPublic.template.toJSON())).toContain('Public URLs 5xx %');
+    expect(f.monitoring.alarms.publicObjectsApi5xx).toBeUndefined();
   });
 
   test('without the APIs (the REST API is optional) there are no API alarms', () => {

@@ -183,6 +183,14 @@ describe('custom domains', () => {
       const permissions = byType(json, 'AWS::Lambda::Permission').filter(([, p]) => JSON.stringify(p.Properties.FunctionName) === JSON.stringify(gatewayArn) && p.Properties.Principal === 'apigateway.amazonaws.com');
       expect(permissions).toHaveLength(1);
       expect(JSON.stringify(permissions[0]![1].Properties.SourceArn)).toContain(JSON.stringify({ Ref: apiId }));
+      // Watched like the S3 API: its 5xx rate alarms to the topic.
+      const alarm = json.Resources[of(s, s.monitoring.alarms.publicObjectsApi5xx!)].Properties;
+      expect(alarm.AlarmName).toBe(`${s.stackName}-public-objects-api-5xx-rate`);
+      const apiName = json.Resources[apiId].Properties.Name;
+      expect(alarm.Metrics.filter((m: Json) => m.MetricStat).map((m: Json) => m.MetricStat.Metric.Dimensions)).toEqual([
+        [{ Name: 'ApiName', Value: apiName }],
+        [{ Name: 'ApiName', Value: apiName }],
+      ]);
     });
 
     test('*.<sitesDomain>: A and AAAA aliases to the distribution', () => {
