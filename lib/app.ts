@@ -9,6 +9,7 @@
  *   cairn:publicGatewayUrl       a public IPFS gateway users may fetch from
  *   cairn:bucketEndpointDomain   the S3 API's domain (virtual host: <bucket>.<it>)
  *   cairn:storagePublicDomain    public object URLs: <bucket>.<it>/<key>
+ *   cairn:apiDomain              the GraphQL API, hooks and web app (with a hosted zone)
  *   cairn:sitesDomain            sites: <slug>.<it>
  *   cairn:hostedZoneId,          a Route 53 hosted zone holding those domains:
  *   cairn:hostedZoneName           certificates, custom domains and records are made
@@ -82,6 +83,7 @@ export function addCairnStacks(app: App, processEnv: NodeJS.ProcessEnv = process
     crossRegionReferences: sitesCertificateStack !== undefined,
     bucketEndpointDomain: context('bucketEndpointDomain'),
     storagePublicDomain: context('storagePublicDomain'),
+    apiDomain: context('apiDomain'),
     publicGatewayUrl: context('publicGatewayUrl'),
     sitesDomain,
     sitesCertificateArn,

@@ -78,6 +78,13 @@ export interface CairnStackProps extends StackProps {
    */
   readonly storagePublicDomain?: string;
   /**
+   * With `hostedZoneId`, the GraphQL API, the git and build hooks and the
+   * web app answer at `https://<apiDomain>` (`GraphqlUrl`, `WebAppUrl` and
+   * the hook URLs the API hands out say so).
+   * @default - the HTTP API's own execute-api address
+   */
+  readonly apiDomain?: string;
+  /**
    * A Route 53 hosted zone holding the domains above and `sitesDomain`:
    * the stack makes their certificates (ACM, DNS-validated), API Gateway
    * custom domains, the sites distribution's alternate name and the alias
@@ -159,6 +166,8 @@ export class CairnStack extends Stack {
   readonly data: CairnData;
   readonly functions: CairnFunctions;
   readonly api: HttpApi;
+  /** The HTTP API's base URL: `https://<apiDomain>`, or its execute-api address. */
+  readonly apiUrl: string;
   /** The S3-compatible endpoint: a REST API streaming to the S3 function. */
   readonly storageApi: StreamingRestApi;
   /** The URL S3 clients are given (the `StorageEndpoint` output). */
@@ -196,6 +205,7 @@ export class CairnStack extends Stack {
     const bucketEndpointDomain = domainOf('bucketEndpointDomain', props.bucketEndpointDomain);
     const storagePublicDomain = domainOf('storagePublicDomain', props.storagePublicDomain);
     const publicGatewayUrl = nonEmpty(props.publicGatewayUrl);
+    if (nonEmpty(props.apiDomain) && !hostedZone) throw new Error('apiDomain needs hostedZoneId and hostedZoneName: its certificate and record go in that zone');
     if (bucketEndpointDomain) options.CAIRN_BUCKET_ENDPOINT_DOMAIN = bucketEndpointDomain;
     if (storagePublicDomain) options.CAIRN_STORAGE_PUBLIC_DOMAIN = storagePublicDomain;
     if (publicGatewayUrl) options.CAIRN_PUBLIC_GATEWAY_URL = publicGatewayUrl;
@@ -412,6 +422,7 @@ export class CairnStack extends Stack {
         hostedZone,
         bucketEndpointDomain,
         storagePublicDomain,
+        apiDomain: domainOf('apiDomain', props.apiDomain),
         storageApi: this.storageApi,
         gateway,
         gatewayTimeout,
@@ -434,7 +445,7 @@ export class CairnStack extends Stack {
     // One JSON line per request. The route, not the path: a build hook's
     // path is its secret (/hooks/build/<hookId>).
     const apiAccessLogs = new LogGroup(this, 'ApiAccessLogs', { retention: RetentionDays.ONE_MONTH });
-    new HttpStage(this.api, 'DefaultStage', {
+    const apiStage = new HttpStage(this.api, 'DefaultStage', {
       httpApi: this.api,
       autoDeploy: true,
       accessLogSettings: {
@@ -491,9 +502,11 @@ export class CairnStack extends Stack {
     for (const fn of [graphql, deployWorker]) {
       fn.addEnvironment('CAIRN_STORAGE_ENDPOINT', this.storageEndpoint);
     }
-    graphql.addEnvironment('CAIRN_BASE_URL', this.api.apiEndpoint);
+    // The API's address as users and git hosts see it: its custom domain where there is one.
+    this.apiUrl = this.domains?.mapApi(this.api, apiStage) ?? this.api.apiEndpoint;
+    graphql.addEnvironment('CAIRN_BASE_URL', this.apiUrl);
     // The web app's origin, which the S3 API lets in for every bucket (functions/s3/cors.ts).
-    s3.addEnvironment('CAIRN_BASE_URL', this.api.apiEndpoint);
+    s3.addEnvironment('CAIRN_BASE_URL', this.apiUrl);
 
     // Sites: one distribution in front of the gateway. purgeCache (graphql)
     // and publishing (the worker) invalidate it; where sites change
@@ -527,7 +540,7 @@ export class CairnStack extends Stack {
     // The first account, on the first deploy only, told the endpoints it can know now.
     this.firstAccount = new FirstAccount(this, 'FirstAccount', {
       data,
-      endpoints: { storageEndpoint: this.storageEndpoint, graphqlUrl: `${this.api.apiEndpoint}/graphql`, gatewayUrl: this.gatewayUrl.url },
+      endpoints: { storageEndpoint: this.storageEndpoint, graphqlUrl: `${this.apiUrl}/graphql`, gatewayUrl: this.gatewayUrl.url },
       logLevel: props.logLevel,
     });
 
@@ -552,11 +565,11 @@ export class CairnStack extends Stack {
 
     new CfnOutput(this, 'WebAppUrl', {
       description: 'The web app: sign in with an API key',
-      value: `${this.api.apiEndpoint}/`,
+      value: `${this.apiUrl}/`,
     });
     new CfnOutput(this, 'GraphqlUrl', {
       description: 'The GraphQL hosting API',
-      value: `${this.api.apiEndpoint}/graphql`,
+      value: `${this.apiUrl}/graphql`,
     });
     new CfnOutput(this, 'StorageEndpoint', {
       description: this.domains?.storageEndpoint

@@ -13,6 +13,9 @@
  *   function through a REST API of their own that answers on that domain
  *   only (the gateway finds the bucket in the Host, which a Function URL
  *   would not pass on).
+ * - `<apiDomain>`: the GraphQL API, hooks and web app (the HTTP API), an
+ *   API Gateway v2 regional custom domain mapped to its default stage, so
+ *   webhook and build hook URLs handed to git hosts and CI stay put.
  * - `*.<sitesDomain>`: the sites distribution's alternate name, with a
  *   certificate in us-east-1 (CloudFront reads certificates from there
  *   only): made in the stack when it is in us-east-1, else in a small
@@ -25,11 +28,12 @@
  */
 import { Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import { BasePathMapping, DomainName, EndpointType, SecurityPolicy } from 'aws-cdk-lib/aws-apigateway';
+import { ApiMapping, DomainName as HttpDomainName, SecurityPolicy as HttpSecurityPolicy, type IHttpApi, type IStage } from 'aws-cdk-lib/aws-apigatewayv2';
 import { Certificate, CertificateValidation } from 'aws-cdk-lib/aws-certificatemanager';
 import type { IDistribution } from 'aws-cdk-lib/aws-cloudfront';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { AaaaRecord, ARecord, HostedZone, RecordTarget, type IHostedZone } from 'aws-cdk-lib/aws-route53';
-import { ApiGatewayDomain, CloudFrontTarget } from 'aws-cdk-lib/aws-route53-targets';
+import { ApiGatewayDomain, ApiGatewayv2DomainProperties, CloudFrontTarget } from 'aws-cdk-lib/aws-route53-targets';
 import { Construct } from 'constructs';
 import { StreamingRestApi } from './storage-api.js';
 
@@ -106,6 +110,8 @@ export interface CairnDomainsProps {
   readonly bucketEndpointDomain?: string;
   /** Public object URLs at `<bucket>.<domain>/<key>`. */
   readonly storagePublicDomain?: string;
+  /** The GraphQL API, hooks and web app at `https://<domain>` (mapped by `mapApi`). */
+  readonly apiDomain?: string;
   readonly storageApi: StreamingRestApi;
   /** The gateway function, which serves public object URLs. */
   readonly gateway: IFunction;
@@ -123,6 +129,7 @@ export class CairnDomains extends Construct {
   readonly publicObjectsDomain?: DomainName;
   /** `https://<bucketEndpointDomain>`, when there is one. */
   readonly storageEndpoint?: string;
+  private readonly apiDomain?: string;
 
   constructor(scope: Construct, id: string, props: CairnDomainsProps) {
     super(scope, id);
@@ -130,6 +137,7 @@ export class CairnDomains extends Construct {
     for (const [setting, domain] of [
       ['bucketEndpointDomain', props.bucketEndpointDomain],
       ['storagePublicDomain', props.storagePublicDomain],
+      ['apiDomain', props.apiDomain],
     ] as const) {
       if (domain !== undefined && !inZone(domain, zoneName)) throw new Error(`${setting} ${domain} is not in the hosted zone ${zoneName}: its records and certificate go there`);
     }
@@ -138,7 +146,9 @@ export class CairnDomains extends Construct {
     const names = [
       ...(props.bucketEndpointDomain ? [props.bucketEndpointDomain, `*.${props.bucketEndpointDomain}`] : []),
       ...(props.storagePublicDomain ? [`*.${props.storagePublicDomain}`] : []),
+      ...(props.apiDomain ? [props.apiDomain] : []),
     ];
+    this.apiDomain = props.apiDomain;
     if (names.length === 0) return;
     this.apiCertificate = new Certificate(this, 'ApiCertificate', {
       domainName: names[0]!,
@@ -186,6 +196,22 @@ export class CairnDomains extends Construct {
       new BasePathMapping(this, 'PublicObjectsMapping', { domainName: this.publicObjectsDomain, restApi: this.publicObjectsApi.api, stage: this.publicObjectsApi.stage });
       record('PublicObjectsRecord', `*.${d}`, this.publicObjectsDomain);
     }
+  }
+
+  /**
+   * `<apiDomain>` to the HTTP API's default stage, with its alias record;
+   * the API's base URL (`https://<apiDomain>`), or undefined without one.
+   */
+  mapApi(api: IHttpApi, stage: IStage): string | undefined {
+    if (!this.apiDomain) return undefined;
+    const domainName = new HttpDomainName(this, 'ApiDomain', { domainName: this.apiDomain, certificate: this.apiCertificate!, securityPolicy: HttpSecurityPolicy.TLS_1_2 });
+    new ApiMapping(this, 'ApiMapping', { api, domainName, stage });
+    new ARecord(this, 'ApiRecord', {
+      zone: this.zone,
+      recordName: this.apiDomain,
+      target: RecordTarget.fromAlias(new ApiGatewayv2DomainProperties(domainName.regionalDomainName, domainName.regionalHostedZoneId)),
+    });
+    return `https://${this.apiDomain}`;
   }
 
   /** `*.<sitesDomain>` (A and AAAA) to the sites distribution. */

@@ -26,6 +26,7 @@ const DOMAINS = {
   'cairn:bucketEndpointDomain': 's3.example.com',
   'cairn:storagePublicDomain': 'storage.example.com',
   'cairn:sitesDomain': 'sites.example.com',
+  'cairn:apiDomain': 'api.example.com',
   'cairn:alarmEmail': 'ops@example.com',
 };
 

@@ -73,7 +73,7 @@ test('without options, domains are left to the runtime and the public gateway de
 
 describe('custom domains', () => {
   const ZONE = { 'cairn:hostedZoneId': 'Z0123456789ABCDEFGHIJ', 'cairn:hostedZoneName': 'example.com' };
-  const ALL = { ...ZONE, 'cairn:bucketEndpointDomain': 's3.example.com', 'cairn:storagePublicDomain': 'storage.example.com', 'cairn:sitesDomain': 'sites.example.com' };
+  const ALL = { ...ZONE, 'cairn:bucketEndpointDomain': 's3.example.com', 'cairn:storagePublicDomain': 'storage.example.com', 'cairn:sitesDomain': 'sites.example.com', 'cairn:apiDomain': 'api.example.com' };
 
   function app(context: Record<string, unknown>, region?: string) {
     const a = new App({ context: { ...NO_BUNDLING, ...context } });
@@ -117,7 +117,7 @@ describe('custom domains', () => {
       const certs = byType(json, 'AWS::CertificateManager::Certificate').map(([id, c]) => [id, c.Properties] as const);
       expect(certs).toHaveLength(2);
       const api = certs.find(([, p]) => p.DomainName === 's3.example.com')![1];
-      expect(api.SubjectAlternativeNames).toEqual(['*.s3.example.com', '*.storage.example.com']);
+      expect(api.SubjectAlternativeNames).toEqual(['*.s3.example.com', '*.storage.example.com', 'api.example.com']);
       expect(api.ValidationMethod).toBe('DNS');
       for (const o of api.DomainValidationOptions) expect(o.HostedZoneId).toBe('Z0123456789ABCDEFGHIJ');
       const sites = certs.find(([, p]) => p.DomainName === '*.sites.example.com')!;
@@ -191,6 +191,30 @@ describe('custom domains', () => {
         [{ Name: 'ApiName', Value: apiName }],
         [{ Name: 'ApiName', Value: apiName }],
       ]);
+    });
+
+    test('<apiDomain>: the HTTP API (GraphQL, hooks, web app) on a regional custom domain, with an alias record; the URLs handed out say so', () => {
+      const domains = byType(json, 'AWS::ApiGatewayV2::DomainName');
+      expect(domains).toHaveLength(1);
+      const [domainId, domain] = domains[0]!;
+      const certId = byType(json, 'AWS::CertificateManager::Certificate').find(([, c]) => c.Properties.DomainName === 's3.example.com')![0];
+      expect(domain.Properties).toMatchObject({
+        DomainName: 'api.example.com',
+        DomainNameConfigurations: [{ CertificateArn: { Ref: certId }, EndpointType: 'REGIONAL', SecurityPolicy: 'TLS_1_2' }],
+      });
+      const mappings = byType(json, 'AWS::ApiGatewayV2::ApiMapping').map(([, m]) => m.Properties);
+      expect(mappings).toEqual([expect.objectContaining({ ApiId: { Ref: of(s, s.api) }, DomainName: { Ref: domainId }, Stage: '$default' })]);
+      const records = byType(json, 'AWS::Route53::RecordSet').filter(([, r]) => r.Properties.Name === 'api.example.com.');
+      expect(records.map(([, r]) => r.Properties.Type)).toEqual(['A']);
+      expect(JSON.stringify(records[0]![1].Properties.AliasTarget)).toContain(domainId);
+      expect(s.apiUrl).toBe('https://api.example.com');
+      for (const name of ['graphql', 's3'] as const) expect(json.Resources[of(s, s.functions[name])].Properties.Environment.Variables.CAIRN_BASE_URL).toBe('https://api.example.com');
+      expect(json.Outputs.GraphqlUrl.Value).toBe('https://api.example.com/graphql');
+      expect(json.Outputs.WebAppUrl.Value).toBe('https://api.example.com/');
+    });
+
+    test('an apiDomain without a hosted zone stops synthesis with a clear error', () => {
+      expect(() => app({ 'cairn:apiDomain': 'api.example.com' })).toThrow(/apiDomain needs hostedZoneId/);
     });
 
     test('*.<sitesDomain>: A and AAAA aliases to the distribution', () => {
