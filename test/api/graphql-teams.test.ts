@@ -111,8 +111,14 @@ describe.each(targetGraphqlDoors(() => target))('teams and keys through the $nam
     expect(await code(memberKey, REVOKE_KEY, { t: team.id, k: apiKey.apiKey.id })).toBe('FORBIDDEN');
     expect(dataOf(await client.gql(ownerKey, TEAM)).getCurrentTeam.name).toBe('Members');
 
+    // Each key says whom it acts for, and with which role.
+    const ME = '{ getCurrentMember { accountId accountName role } }';
+    expect(dataOf(await client.gql(memberKey, ME)).getCurrentMember).toEqual({ accountId: member.account.id, accountName: member.account.name, role: 'MEMBER' });
+    expect(dataOf(await client.gql(ownerKey, ME)).getCurrentMember).toEqual({ accountId: owner.account.id, accountName: owner.account.name, role: 'OWNER' });
+
     // Promoted, the member manages the team.
     expect(dataOf(await client.gql(ownerKey, ROLE, { t: team.id, a: member.account.id, r: 'OWNER' })).updateTeamMember).toEqual({ accountId: member.account.id, role: 'OWNER' });
+    expect(dataOf(await client.gql(memberKey, ME)).getCurrentMember.role).toBe('OWNER');
     expect(dataOf(await client.gql(memberKey, RENAME, { t: team.id, n: 'Shared' })).updateTeam.name).toBe('Shared');
   });
 

@@ -65,6 +65,7 @@ export const MUTATIONS: Record<string, string> = {
 /** What Cairn adds beyond the description (issue 5), in the same style. */
 export const ADDED_QUERIES: Record<string, string> = {
   getCurrentTeam: '(): Team!',
+  getCurrentMember: '(): TeamMember!',
   getMembersByTeam: '(teamId: ID!): [TeamMember!]',
   getApiKeysByTeam: '(teamId: ID!): [ApiKey!]',
   getStorageKeyPairs: '(): [StorageKeyPair!]!',

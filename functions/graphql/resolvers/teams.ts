@@ -22,6 +22,13 @@ export const teamResolvers = {
       if (!team) throw graphqlError('INTERNAL_SERVER_ERROR', "the API key's team is missing");
       return team;
     },
+    getCurrentMember: async (_: unknown, __: unknown, ctx: GraphqlContext) => {
+      const caller = callerOf(ctx);
+      const member = await ctx.loaders.member(caller.teamId, caller.accountId);
+      // A key outlives no membership (removing a member revokes their keys), so a key without one is refused as revoked.
+      if (!member) throw graphqlError('UNAUTHENTICATED', 'The API key is not valid (its account is no longer a member of the team)');
+      return member;
+    },
     getMembersByTeam: async (_: unknown, args: { teamId: string }, ctx: GraphqlContext) =>
       isOwnTeam(ctx, args.teamId) ? ctx.services.teams.listMembers(args.teamId) : null,
   },

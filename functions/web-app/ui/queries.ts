@@ -122,6 +122,7 @@ export const PUBLISH_DEPLOY = `mutation Publish($siteId: ID!, $deployId: ID!) { 
 export const PURGE_CACHE = `mutation Purge($siteId: String!) { purgeCache(input: { siteId: $siteId }) }`;
 
 export const TEAM = `query Team($teamId: ID!) {
+  getCurrentMember { accountId }
   getMembersByTeam(teamId: $teamId) { accountId accountName role createdAt }
   getApiKeysByTeam(teamId: $teamId) { id name keyPrefix createdBy createdAt revokedAt }
   getStorageKeyPairs { accessKeyId createdAt revokedAt }

@@ -6,9 +6,10 @@ import { formatAgo } from '../format.js';
 import { useActions, useLoad, useTitle } from '../hooks.js';
 import { CREATE_API_KEY, CREATE_STORAGE_KEY, REVOKE_API_KEY, REVOKE_STORAGE_KEY, TEAM, type ApiKey, type Member, type StorageKeyPair } from '../queries.js';
 import { href } from '../router.js';
-import { currentAccount, Members } from './TeamMembers.js';
+import { Members } from './TeamMembers.js';
 
 interface TeamData {
+  getCurrentMember: { accountId: string } | null;
   getMembersByTeam: Member[] | null;
   getApiKeysByTeam: ApiKey[] | null;
   getStorageKeyPairs: StorageKeyPair[];
@@ -78,7 +79,7 @@ export function Team() {
       {data.error ? <ErrorNotice retry={() => void data.reload()}>Could not load the team: {data.error}</ErrorNotice> : null}
       {data.data ? (
         <div className="stack">
-          <Members members={members} me={currentAccount(keys, apiKey)} onChanged={() => void data.reload(true)} />
+          <Members members={members} me={data.data?.getCurrentMember?.accountId ?? null} onChanged={() => void data.reload(true)} />
 
           <section className="card" aria-labelledby="keys-title">
             <h2 id="keys-title">API keys</h2>

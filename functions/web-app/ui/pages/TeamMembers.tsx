@@ -8,21 +8,11 @@ import { useApp } from '../app-context.js';
 import { ActionNotice, ConfirmButton } from '../components.js';
 import { formatTime } from '../format.js';
 import { useActions } from '../hooks.js';
-import { ADD_MEMBER, REMOVE_MEMBER, UPDATE_MEMBER, type ApiKey, type Member } from '../queries.js';
+import { ADD_MEMBER, REMOVE_MEMBER, UPDATE_MEMBER, type Member } from '../queries.js';
 
 type Role = Member['role'];
 const ROLE_TEXT: Record<Role, string> = { OWNER: 'Owner', MEMBER: 'Member' };
 const asRole = (role: Role) => (role === 'OWNER' ? 'an owner' : 'a member');
-
-/**
- * The account this tab acts for: the one that made the API key in use (the
- * team's unrevoked key whose prefix the key starts with). Null when that
- * cannot be told, and then the page offers no owner's controls.
- */
-export function currentAccount(keys: ApiKey[], apiKey: string): string | null {
-  const makers = new Set(keys.filter((k) => !k.revokedAt && !!k.keyPrefix && apiKey.startsWith(k.keyPrefix)).map((k) => k.createdBy));
-  return makers.size === 1 ? [...makers][0]! : null;
-}
 
 export function Members({ members, me, onChanged }: { members: Member[]; me: string | null; onChanged(): void }) {
   const { api, team, signOut } = useApp();
