@@ -18,6 +18,7 @@ import { mkdir, mkdtemp, readdir, realpath, rm, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { CID } from 'multiformats/cid';
 import type { Services } from '../core/services.js';
+import type { Site } from '../core/data/sites.js';
 import type { Deploy, DeployBuild, DeployEnd, DeployPhase, DeployRepository } from '../core/data/deploys.js';
 import { referenceCidOf } from '../core/data/deploys.js';
 import { deployLogKey, type LogStore } from '../core/ports/log-store.js';
@@ -335,8 +336,10 @@ export async function runDeploy(options: PipelineOptions, claimed: Deploy, signa
       await turn.advance('uploading');
     } else {
       const checkout = join(work, 'checkout');
-      const credentials = await repositoryCredentials(services, claimed, source.url, (line) => log.line(line));
-      const statusNote = await commitStatusNote(services, claimed);
+      // The site as it is now, read once: whose token the clone may use, and whether a commit status is set.
+      const site = await services.sites.getById(claimed.siteId);
+      const credentials = await repositoryCredentials(services, claimed, site, source.url, (line) => log.line(line));
+      const statusNote = await commitStatusNote(services, claimed, site);
       if (statusNote) log.line(statusNote);
       const cloned = await cloneRepository({
         url: source.url,
@@ -403,14 +406,13 @@ export async function runDeploy(options: PipelineOptions, claimed: Deploy, signa
  * URL, which would receive the token. Read and opened here, when the
  * deploy runs, so the deploy record never holds it.
  */
-async function repositoryCredentials(services: Services, deploy: Deploy, url: string, log: (line: string) => void): Promise<{ username: string; password: string } | undefined> {
+async function repositoryCredentials(services: Services, deploy: Deploy, site: Site | undefined, url: string, log: (line: string) => void): Promise<{ username: string; password: string } | undefined> {
   const pr = deploy.pullRequest;
   if (pr) log(`Preview of pull request #${pr.number}${pr.title ? `: ${pr.title}` : ''}${pr.url ? ` (${pr.url})` : ''}`);
   if (pr?.fork) {
     log(`Pull request #${pr.number} comes from a fork: cloning ${url} as a public repository, without the site's access token`);
     return undefined;
   }
-  const site = await services.sites.getById(deploy.siteId);
   const source = site?.deploySettings.source;
   if (!site || source?.kind !== 'repository' || source.url !== url) return undefined;
   const credentials = await services.siteSecrets.repositoryCredentials(site.id);
@@ -424,9 +426,8 @@ async function repositoryCredentials(services: Services, deploy: Deploy, url: st
  * change that (a host with a known API, a site without a token): one line
  * for its log. Never fails the deploy.
  */
-async function commitStatusNote(services: Services, deploy: Deploy): Promise<string | undefined> {
+async function commitStatusNote(services: Services, deploy: Deploy, site: Site | undefined): Promise<string | undefined> {
   try {
-    const site = await services.sites.getById(deploy.siteId);
     const target = site ? await statusTargetOf(services, site, deploy) : undefined;
     return target && 'none' in target ? target.note : undefined;
   } catch (err) {
