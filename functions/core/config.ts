@@ -99,6 +99,22 @@ export interface Config {
     network: 'none' | 'outside' | 'host';
     /** In AWS: the CodeBuild project build commands run in (Lambda has no sandbox for them). */
     codeBuildProject?: string;
+    /**
+     * What one build may use on this machine (functions/local/bwrap-runner.ts),
+     * sized like a CodeBuild small instance (3 GB, 2 vCPUs) and the service's
+     * own time limit. Past each the build is ended and the log names the limit.
+     */
+    limits: BuildLimits;
+  };
+  /** Every request the service makes to an address a user chose (clones, notifications, commit statuses). */
+  outbound: {
+    /**
+     * `refuse` (the default): loopback, private, link-local, CGNAT, multicast
+     * and reserved addresses, in every IPv4-in-IPv6 form, are never connected
+     * to. `allow`: they are, for local development (a git server or receiver
+     * on this machine). CAIRN_OUTBOUND_PRIVATE.
+     */
+    private: 'allow' | 'refuse';
   };
   /** In AWS: the SQS queue triggerDeploy sends deploys to; unset, the deploys table alone is the queue. */
   deployQueueUrl?: string;
@@ -164,6 +180,22 @@ export interface Config {
    * CAIRN_GIT_HOST_APIS adds or replaces (functions/core/hosting/commit-status.ts).
    */
   gitHostApis: Record<string, GitHostApi>;
+}
+
+/** One build's limits (config.build.limits): each set by its variable, sizes as bytes or with KiB/MiB/GiB. */
+export interface BuildLimits {
+  /** Memory of the build's processes together, the RAM-backed /tmp included (CAIRN_BUILD_MEMORY, 3 GiB). */
+  memoryBytes: number;
+  /** Processes and threads at once (CAIRN_BUILD_PROCESSES, 512). */
+  processes: number;
+  /** CPU time of all the build's processes (CAIRN_BUILD_CPU_SECONDS, 1800: two cores for the 15-minute time limit). */
+  cpuSeconds: number;
+  /** Bytes the build may write to its workspace and /tmp together (CAIRN_BUILD_DISK, 10 GiB). */
+  diskBytes: number;
+  /** The size of the build's /tmp, a tmpfs (CAIRN_BUILD_TMP, 1 GiB; counted in memory and disk too). */
+  tmpBytes: number;
+  /** Bytes the build may print (CAIRN_BUILD_OUTPUT, 64 MiB; the log keeps its first and last 2 MiB). */
+  outputBytes: number;
 }
 
 /** A git host's API: which one it speaks and its base URL (no trailing slash). */
@@ -306,7 +338,16 @@ export function loadConfig(env: Env = process.env): Config {
       concurrency: positive(env, 'CAIRN_BUILD_CONCURRENCY', 1, 'builds'),
       network: buildNetwork(env, buildSandbox(env)),
       codeBuildProject: opt(env, 'CAIRN_BUILD_PROJECT'),
+      limits: {
+        memoryBytes: size(env, 'CAIRN_BUILD_MEMORY', 3 * 1024 ** 3),
+        processes: positive(env, 'CAIRN_BUILD_PROCESSES', 512, 'processes'),
+        cpuSeconds: positive(env, 'CAIRN_BUILD_CPU_SECONDS', 1800, 'seconds'),
+        diskBytes: size(env, 'CAIRN_BUILD_DISK', 10 * 1024 ** 3),
+        tmpBytes: size(env, 'CAIRN_BUILD_TMP', 1024 ** 3),
+        outputBytes: size(env, 'CAIRN_BUILD_OUTPUT', 64 * 1024 ** 2),
+      },
     },
+    outbound: { private: outboundPrivate(env) },
     deployQueueUrl: opt(env, 'CAIRN_DEPLOY_QUEUE_URL'),
     cdn: {
       distributionId: distributionId(env),
@@ -403,6 +444,12 @@ function buildNetwork(env: Env, sandbox: 'bwrap' | 'none'): 'none' | 'outside' |
   return raw;
 }
 
+function outboundPrivate(env: Env): 'allow' | 'refuse' {
+  const raw = str(env, 'CAIRN_OUTBOUND_PRIVATE', 'refuse').toLowerCase();
+  if (raw !== 'allow' && raw !== 'refuse') throw new ConfigError('CAIRN_OUTBOUND_PRIVATE', `must be "allow" or "refuse", got "${raw}"`);
+  return raw;
+}
+
 function etagMode(env: Env): 'md5' | 'cid' {
   const raw = str(env, 'CAIRN_ETAG', 'md5').toLowerCase();
   if (raw !== 'md5' && raw !== 'cid') throw new ConfigError('CAIRN_ETAG', `must be "md5" or "cid", got "${raw}"`);
@@ -421,6 +468,18 @@ function bytes(env: Env, name: string, fallback: number): number {
   if (raw === undefined) return fallback;
   if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new ConfigError(name, `must be a positive number of bytes, got "${raw}"`);
   return Number(raw);
+}
+
+const SIZE_UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, kib: 1024, m: 1024 ** 2, mib: 1024 ** 2, g: 1024 ** 3, gib: 1024 ** 3 };
+
+/** A size: whole bytes, or with K/KiB, M/MiB, G/GiB (powers of 1024). */
+function size(env: Env, name: string, fallback: number): number {
+  const raw = opt(env, name);
+  if (raw === undefined) return fallback;
+  const m = /^(\d+)\s*([a-z]*)$/i.exec(raw);
+  const unit = m ? SIZE_UNITS[m[2]!.toLowerCase()] : undefined;
+  if (!m || unit === undefined || Number(m[1]) < 1) throw new ConfigError(name, `must be a size such as 3GiB, 512MiB or a number of bytes, got "${raw}"`);
+  return Number(m[1]) * unit;
 }
 
 function seconds(env: Env, name: string, fallback: number): number {

@@ -37,6 +37,27 @@ describe('configuration', () => {
     expect(loadConfig({ CAIRN_SITE_CACHE_BYTES: '1048576' }).sites.cacheBytes).toBe(1048576);
     expect(() => loadConfig({ CAIRN_SITE_CACHE_BYTES: '0' })).toThrow(/^CAIRN_SITE_CACHE_BYTES: /);
   });
+  test('build limits default to a CodeBuild small instance; sizes take KiB/MiB/GiB', () => {
+    expect(loadConfig({}).build.limits).toEqual({
+      memoryBytes: 3 * 1024 ** 3,
+      processes: 512,
+      cpuSeconds: 1800,
+      diskBytes: 10 * 1024 ** 3,
+      tmpBytes: 1024 ** 3,
+      outputBytes: 64 * 1024 ** 2,
+    });
+    const set = loadConfig({ CAIRN_BUILD_MEMORY: '512MiB', CAIRN_BUILD_DISK: '2G', CAIRN_BUILD_TMP: '65536', CAIRN_BUILD_OUTPUT: '64k', CAIRN_BUILD_PROCESSES: '64', CAIRN_BUILD_CPU_SECONDS: '30' }).build.limits;
+    expect(set).toEqual({ memoryBytes: 512 * 1024 ** 2, diskBytes: 2 * 1024 ** 3, tmpBytes: 65536, outputBytes: 64 * 1024, processes: 64, cpuSeconds: 30 });
+    expect(() => loadConfig({ CAIRN_BUILD_MEMORY: '3 TB' })).toThrow(/^CAIRN_BUILD_MEMORY: must be a size/);
+    expect(() => loadConfig({ CAIRN_BUILD_PROCESSES: '0' })).toThrow(/^CAIRN_BUILD_PROCESSES: /);
+  });
+
+  test('CAIRN_OUTBOUND_PRIVATE is refuse unless set to allow', () => {
+    expect(loadConfig({}).outbound.private).toBe('refuse');
+    expect(loadConfig({ CAIRN_OUTBOUND_PRIVATE: 'ALLOW' }).outbound.private).toBe('allow');
+    expect(() => loadConfig({ CAIRN_OUTBOUND_PRIVATE: 'yes' })).toThrow(/^CAIRN_OUTBOUND_PRIVATE: must be "allow" or "refuse", got "yes"$/);
+  });
+
   describe('CAIRN_GIT_HOST_APIS', () => {
     test('github.com and gitlab.com are known without it', () => {
       expect(loadConfig({}).gitHostApis).toEqual({
