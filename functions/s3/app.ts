@@ -110,7 +110,7 @@ export function createS3Handler(services: Services, now: () => Date = () => new 
         response = await preflight(services, req, s3);
       } else {
         const time = now();
-        const auth = await authenticate(req, s3.query, services.storageKeys, time);
+        const auth = await authenticate(req, s3.query, services.storageKeys, time, config.region);
         ctx = { services, req, s3, auth, now: time };
         await authorise(ctx);
         checkBodySize(req, s3.op, config);

@@ -4,8 +4,8 @@
 import type { StorageKeyStore } from '../core/data/storage-keys.js';
 import type { HttpRequest } from '../core/http/types.js';
 import { errors, S3Error } from './errors.js';
-import { parseAuthorization, verifyHeaderSignature, type SigningContext } from './sigv4/header.js';
-import { parsePresign, verifyPresigned } from './sigv4/presigned.js';
+import { checkHeaderRegion, parseAuthorization, verifyHeaderSignature, type SigningContext } from './sigv4/header.js';
+import { checkPresignRegion, parsePresign, verifyPresigned } from './sigv4/presigned.js';
 
 export type Principal = { kind: 'account'; accountId: string; accessKeyId: string } | { kind: 'anonymous' };
 
@@ -20,6 +20,8 @@ export async function authenticate(
   query: Map<string, string>,
   storageKeys: StorageKeyStore,
   now: Date,
+  /** The service's own region (config.region): the only one a credential scope may name. */
+  region: string,
 ): Promise<Authenticated> {
   const header = req.headers.get('authorization');
   if (header) {
@@ -27,6 +29,8 @@ export async function authenticate(
       throw new S3Error('InvalidRequest', 400, 'Signature Version 2 is not supported; use AWS4-HMAC-SHA256 (Signature Version 4).');
     }
     const auth = parseAuthorization(header);
+    // Streamed chunk signatures chain from this scope, so checking it here covers aws-chunked bodies too.
+    checkHeaderRegion(auth.credential, region);
     const key = await storageKeys.get(auth.credential.accessKeyId);
     if (!key) throw errors.invalidAccessKeyId(auth.credential.accessKeyId);
     const signing = verifyHeaderSignature(req, auth, key.secretAccessKey, now);
@@ -34,6 +38,7 @@ export async function authenticate(
   }
   if (query.has('X-Amz-Algorithm') || query.has('X-Amz-Signature')) {
     const presign = parsePresign(query);
+    checkPresignRegion(presign, region);
     const key = await storageKeys.get(presign.credential.accessKeyId);
     if (!key) throw errors.invalidAccessKeyId(presign.credential.accessKeyId);
     verifyPresigned(req, presign, key.secretAccessKey, now);

@@ -69,6 +69,48 @@ describe.each(doors)('through the $name', (door) => {
     expect(err).toMatchObject({ name: 'KeyTooLongError', $metadata: { httpStatusCode: 400 } });
   });
 
+  // Another region than the service's own: one S3 never serves (it names the one it expected).
+  const otherRegion = () => (target.region === 'eu-west-1' ? 'eu-central-1' : 'eu-west-1');
+
+  test('a request signed for another region is AuthorizationHeaderMalformed naming the expected region, and stores nothing', async () => {
+    const s3 = door.client(target.account, { region: otherRegion(), maxAttempts: 1 });
+    const err = await failure(s3.send(new PutObjectCommand({ Bucket: B, Key: `region-${tag}`, Body: 'x' })));
+    expect([err.name, err.$metadata.httpStatusCode, err.message]).toEqual([
+      'AuthorizationHeaderMalformed',
+      400,
+      `The authorization header is malformed; the region '${otherRegion()}' is wrong; expecting '${target.region}'`,
+    ]);
+    expect((err as unknown as { Region?: string }).Region).toBe(target.region);
+    expect(await absent(door.client(), B, `region-${tag}`)).toBe(true);
+    // Reads are refused alike: the region is part of the signature's scope, whatever the operation.
+    await door.client().send(new PutObjectCommand({ Bucket: B, Key: `region-read-${tag}`, Body: 'secret' }));
+    expect(await failure(s3.send(new GetObjectCommand({ Bucket: B, Key: `region-read-${tag}` })))).toMatchObject({ name: 'AuthorizationHeaderMalformed' });
+  });
+
+  test('a streamed (aws-chunked) upload signed for another region is refused before its body is stored', async () => {
+    const { Readable } = await import('node:stream');
+    const s3 = door.client(target.account, { region: otherRegion(), maxAttempts: 1 });
+    const body = Buffer.from('streamed body');
+    const err = await failure(s3.send(new PutObjectCommand({ Bucket: B, Key: `region-stream-${tag}`, Body: Readable.from([body]), ContentLength: body.length })));
+    expect([err.name, err.$metadata.httpStatusCode]).toEqual(['AuthorizationHeaderMalformed', 400]);
+    expect(await absent(door.client(), B, `region-stream-${tag}`)).toBe(true);
+  });
+
+  test('a presigned URL signed for another region is AuthorizationQueryParametersError naming the expected region', async () => {
+    await door.client().send(new PutObjectCommand({ Bucket: B, Key: `region-presign-${tag}`, Body: 'secret' }));
+    const url = await getSignedUrl(door.client(target.account, { region: otherRegion() }), new GetObjectCommand({ Bucket: B, Key: `region-presign-${tag}` }), { expiresIn: 60 });
+    const res = await door.fetch(url);
+    const text = await res.text();
+    expect(res.status).toBe(400);
+    expect(text).toContain('<Code>AuthorizationQueryParametersError</Code>');
+    expect(text).toContain(`<Message>Error parsing the X-Amz-Credential parameter; the region &apos;${otherRegion()}&apos; is wrong; expecting &apos;${target.region}&apos;</Message>`);
+    expect(text).toContain(`<Region>${target.region}</Region>`);
+    expect(text).not.toContain('secret');
+    // The same URL signed for the service's region reads the object: only the region was wrong.
+    const good = await getSignedUrl(door.client(), new GetObjectCommand({ Bucket: B, Key: `region-presign-${tag}` }), { expiresIn: 60 });
+    expect(await (await door.fetch(good)).text()).toBe('secret');
+  });
+
   test('an unsatisfiable range is 416 InvalidRange', async () => {
     const s3 = door.client();
     await s3.send(new PutObjectCommand({ Bucket: B, Key: `range-${tag}`, Body: '0123456789' }));

@@ -51,6 +51,26 @@ export function parseCredential(text: string): Credential {
   return { accessKeyId, date, region, service };
 }
 
+/**
+ * A credential scope names the region the request was signed for, and its
+ * signing key is derived from that name; S3 serves only its own region's
+ * signatures and says which region it expected, which SDKs read to correct
+ * themselves. Any other region is refused before its key pair is looked up,
+ * as S3 does. See "Authenticating Requests (AWS Signature Version 4)",
+ * credential scope: https://docs.aws.amazon.com/AmazonS3/latest/API/sigv4-auth-using-authorization-header.html
+ * and the error codes: https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html
+ * SigV4A (AWS4-ECDSA-P256-SHA256, a region set) is for S3 Multi-Region
+ * Access Points only; there are none here, so parseAuthorization refuses
+ * its algorithm outright.
+ */
+export function checkHeaderRegion(credential: Credential, region: string): void {
+  if (credential.region !== region) {
+    throw new S3Error('AuthorizationHeaderMalformed', 400, `The authorization header is malformed; the region '${credential.region}' is wrong; expecting '${region}'`, {
+      Region: region,
+    });
+  }
+}
+
 export function parseAuthorization(value: string): ParsedAuthorization {
   if (!value.startsWith(ALGORITHM + ' ')) {
     throw new S3Error('InvalidArgument', 400, 'Unsupported Authorization Type; use AWS4-HMAC-SHA256.');

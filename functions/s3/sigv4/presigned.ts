@@ -57,6 +57,18 @@ export function parsePresign(query: Map<string, string>): ParsedPresign {
   };
 }
 
+/** A presigned URL's region, checked as checkHeaderRegion does, with the error S3 gives for query-string authentication. */
+export function checkPresignRegion(p: ParsedPresign, region: string): void {
+  if (p.credential.region !== region) {
+    throw new S3Error(
+      'AuthorizationQueryParametersError',
+      400,
+      `Error parsing the X-Amz-Credential parameter; the region '${p.credential.region}' is wrong; expecting '${region}'`,
+      { Region: region },
+    );
+  }
+}
+
 export function verifyPresigned(req: HttpRequest, p: ParsedPresign, secret: string, now: Date): void {
   if (p.date.getTime() - now.getTime() > MAX_SKEW_MS) {
     throw new S3Error('AccessDenied', 403, 'Request is not valid yet');
