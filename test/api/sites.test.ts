@@ -408,6 +408,52 @@ describe('single-page apps, previews and bad rule files', () => {
     expect(clean.log).not.toMatch(/Warning/);
   });
 
+  test('a deploy from git whose _headers holds a value past ASCII, or a cookie for another domain, fails naming the line; the live deploy keeps serving', async () => {
+    const repo = 'acme/bad-headers';
+    await git.commit(repo, { 'index.html': 'live', '_headers': '/*\n  X-Fine: yes\n' }, 'good headers');
+    const site = dataOf(await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', { input: { deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'main' } } } } })).createSite;
+    await deploy(site.id);
+    const cases: Array<[string, RegExp]> = [
+      ['/*\n  X-Fine: yes\n  X-Price: 5 €\n', /Failed: _headers line 3: the value of X-Price holds "€"; header values are visible ASCII/],
+      [`# cookies\n/*\n  Set-Cookie: sid=attacker; Path=/; Domain=${service.config.sites.domain}\n`, /Failed: _headers line 3: a cookie set by _headers stays with the site's own address: remove its Domain attribute/],
+    ];
+    for (const [headers, failure] of cases) {
+      await git.commit(repo, { 'index.html': 'never served', '_headers': headers }, 'bad headers');
+      const queued = dataOf(await gql('mutation ($s: ID!) { triggerDeploy(siteId: $s) { id } }', { s: site.id })).triggerDeploy;
+      const done = await poll('the deploy', () => getDeploy(site.id, queued.id), (d) => d.status !== 'IN_PROGRESS');
+      expect([done.status, done.published]).toEqual(['FAILED', false]);
+      expect(done.log).toMatch(failure);
+      for (const door of doors) {
+        const res = await door.fetch(`${service.endpoints.gateway}/`, { headers: { host: siteHostOf(site.slug) } });
+        expect([res.status, await res.text(), res.headers.get('x-fine'), res.headers.get('set-cookie')]).toEqual([200, 'live', 'yes', null]);
+      }
+    }
+  });
+
+  test('content deployed by CID (no check at publish) with unsendable _headers lines serves: those lines are left out, the others apply', async () => {
+    const headers = [
+      '/*',
+      '  X-Before: 1',
+      '  X-Price: 5 €',
+      '  X-Bell: a\u0007b',
+      `  Set-Cookie: sid=attacker; Path=/; Domain=${service.config.sites.domain}`,
+      '  Set-Cookie: own=1; Path=/; Secure',
+      '  X-After: 2',
+    ].join('\n');
+    const site = await publishedSite({ 'index.html': 'served', '_headers': headers });
+    for (const door of doors) {
+      for (const path of ['/', '/missing']) {
+        const res = await door.fetch(`${service.endpoints.gateway}${path}`, { headers: { host: siteHostOf(site.slug) } });
+        expect(res.status).toBe(path === '/' ? 200 : 404);
+        expect([res.headers.get('x-before'), res.headers.get('x-after'), res.headers.get('x-price'), res.headers.get('x-bell')]).toEqual(['1', '2', null, null]);
+        // Only the host-only cookie: nothing reaches the other sites under the sites domain.
+        expect(res.headers.get('set-cookie')).toBe('own=1; Path=/; Secure');
+      }
+      const page = await door.fetch(`${service.endpoints.gateway}/`, { headers: { host: siteHostOf(site.slug) } });
+      expect(await page.text()).toBe('served');
+    }
+  });
+
   test('a file over 6 MB streams whole through the gateway Lambda, from a site address and from /ipfs/', async () => {
     // The Lambda runtime streams a handler so marked (the Function URL in RESPONSE_STREAM mode); a buffered answer stops at 6 MB.
     expect((gatewayLambda as unknown as Record<symbol, unknown>)[Symbol.for('aws.lambda.runtime.handler.streaming')]).toBe('response');

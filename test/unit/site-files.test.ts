@@ -11,7 +11,9 @@ import type { Blockstore } from 'interface-blockstore';
 import { matchRedirect, MAX_RULES_FILE_BYTES, parseRedirects, SiteFileError } from '../../functions/core/hosting/redirects.js';
 import { siteRules } from '../../functions/core/hosting/site-rules.js';
 import { importDirectory } from '../../functions/core/ipfs/import-directory.js';
-import { headersFor, parseHeaders } from '../../functions/core/hosting/headers.js';
+import { headersFor, parseHeaders, UnsafeHeaderLine, unsendableHeader } from '../../functions/core/hosting/headers.js';
+import { PublishDirectoryError } from '../../functions/core/ipfs/import-directory.js';
+import { validateHeaderName, validateHeaderValue } from 'node:http';
 import { contentPath, BadPathError } from '../../functions/core/ipfs/paths.js';
 import { siteHost } from '../../functions/gateway/hosts.js';
 import { sniffType, typeFromName } from '../../functions/core/http/content-type.js';
@@ -120,10 +122,72 @@ describe('_headers', () => {
   test.each([
     ['  X-A: b', 'before any path line'],
     ['/a\n  no colon here', '"Name: value"'],
-    ['/a\n  Bad Name: x', 'not a valid header name'],
     ['https://example.com/*\n  X: y', 'rules for other domains are not supported'],
   ])('%j is refused', (text, reason) => {
     expect(() => parseHeaders(text)).toThrow(reason);
+    // At publish the same file fails the deploy, naming the line.
+    expect(() => parseHeaders(text, { publish: true })).toThrow(UnsafeHeaderLine);
+    expect(() => parseHeaders(text, { publish: true })).toThrow(/^_headers line \d+: /);
+  });
+
+  const unsafe: Array<[string, string, RegExp]> = [
+    ['  X-Price: 5 €', 'a value past ASCII (Node refuses it: a 500 on every matching request)', /line 3: the value of X-Price holds "€"; header values are visible ASCII/],
+    ['  X-Name: café', 'a Latin-1 letter (it would be sent as one byte, not as the file\'s UTF-8)', /line 3: the value of X-Name holds "é"/],
+    ['  X-Bell: a\u0007b', 'a control character', /line 3: the value of X-Bell holds the control character U\+0007/],
+    ['  Bad Name: x', 'a name with a space', /line 3: "Bad Name" is not a valid header name/],
+    ['  Set-Cookie: s=1; Path=/; Domain=sites.example', 'a cookie for the whole sites domain', /line 3: a cookie set by _headers stays with the site's own address: remove its Domain attribute/],
+    ['  set-cookie: s=1;domain=.other.example;Secure', 'the same, spelt otherwise', /line 3: a cookie set by _headers/],
+    ['  Set-Cookie: s=1; Secure; DOMAIN = x', 'the same, with spaces round "="', /line 3: a cookie set by _headers/],
+  ];
+
+  test.each(unsafe)('at publish, %j (%s) fails the deploy naming the line', (header, _why, message) => {
+    const text = ['# site', '/*', header, '  X-Good: yes'].join('\n');
+    let thrown: unknown;
+    try {
+      parseHeaders(text, { publish: true });
+    } catch (err) {
+      thrown = err;
+    }
+    // A PublishDirectoryError is a failure the deploy pipeline reports as the deploy's reason.
+    expect(thrown).toBeInstanceOf(UnsafeHeaderLine);
+    expect(thrown).toBeInstanceOf(PublishDirectoryError);
+    expect((thrown as Error).message).toMatch(/^_headers line 3: /);
+    expect((thrown as Error).message).toMatch(message);
+  });
+
+  test.each(unsafe)('when serving, %j (%s) is skipped with a warning and the other lines apply', (header, _why, message) => {
+    const { rules, warnings } = parseHeaders(['# site', '/*', header, '  X-Good: yes'].join('\n'));
+    expect(headersFor(rules, '/page')).toEqual({ 'x-good': 'yes' });
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(message);
+    expect(warnings[0]).toMatch(/; the line is ignored$/);
+  });
+
+  test('a host-only cookie (no Domain) is kept, attributes and all; an attribute that only mentions "domain" in a value is no Domain', () => {
+    const cookie = 's=1; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=60';
+    const { rules } = parseHeaders(`/*\n  Set-Cookie: ${cookie}\n/x\n  Set-Cookie: note=domain=x; Path=/x`, { publish: true });
+    expect(headersFor(rules, '/')).toEqual({ 'set-cookie': cookie });
+    expect(headersFor(rules, '/x')['set-cookie']).toContain('note=domain=x');
+  });
+
+  test('headersFor leaves out a header that cannot be sent, whatever made the rule', () => {
+    const rules = [{ line: 1, path: '/*', pattern: /^\/.*$/, headers: [['x-ok', 'yes'], ['x-bad', 'a\r\nInjected: 1'], ['x-euro', '€'], ['set-cookie', 'a=1; Domain=sites.example']] as Array<[string, string]> }];
+    expect(headersFor(rules, '/')).toEqual({ 'x-ok': 'yes' });
+  });
+
+  test("whatever unsendableHeader lets through, Node's http sends: every character up to U+02FF, in a name and in a value", () => {
+    let accepted = 0;
+    for (let code = 0; code <= 0x2ff; code++) {
+      const ch = String.fromCharCode(code);
+      const value = `a${ch}b`;
+      if (unsendableHeader('x-test', value) === undefined) {
+        accepted++;
+        expect(() => validateHeaderValue('x-test', value)).not.toThrow();
+      }
+      if (unsendableHeader(`x${ch}`, 'v') === undefined) expect(() => validateHeaderName(`x${ch}`)).not.toThrow();
+    }
+    // Tab, space and the 94 visible ASCII characters.
+    expect(accepted).toBe(96);
   });
 });
 
