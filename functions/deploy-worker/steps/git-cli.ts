@@ -234,6 +234,8 @@ export interface FetchOptions {
   depth: { depth: number } | { deepen: number };
   /** Past this many bytes (counting earlier fetches of the same clone) the fetch is stopped and fails. */
   remaining: number;
+  /** `--filter=<spec>` (`tree:0`: commits only, for a question of history); a host that does not filter sends everything. */
+  filter?: 'tree:0';
 }
 
 /** Thrown when a fetch passed its byte cap (the new packs are removed first). */
@@ -256,7 +258,7 @@ export async function fetchBranch(gitBin: string, options: FetchOptions): Promis
   };
   const depth = 'depth' in options.depth ? `--depth=${options.depth.depth}` : `--deepen=${options.depth.deepen}`;
   try {
-    await git(gitBin, ['fetch', '--quiet', '--no-tags', '--no-write-fetch-head', depth, 'origin', `+refs/heads/${branch}:refs/remotes/origin/${branch}`], {
+    await git(gitBin, ['fetch', '--quiet', '--no-tags', '--no-write-fetch-head', depth, ...(options.filter ? [`--filter=${options.filter}`] : []), 'origin', `+refs/heads/${branch}:refs/remotes/origin/${branch}`], {
       gitdir,
       signal,
       credentials: options.credentials,

@@ -1,0 +1,308 @@
+/**
+ * Whether a deploy's commit is older than the site's published one: the
+ * publish step asks before an automatic publication, so that a push that
+ * is replayed (GitHub signs only the body; the sender picks the delivery
+ * id) or arrives late never moves the site backwards. Only publishDeploy,
+ * a person's act, rolls a site back.
+ *
+ * The answer comes from the branch's history as the host has it now,
+ * fetched anew into a directory of the deploy's own: at publish time the
+ * checkout is either gone (a build on another machine) or has been in a
+ * build's hands, and its history was cut at the deploy's commit. Only
+ * commits are wanted: git's command line asks for none of the trees and
+ * files (`--filter=tree:0`, which GitHub and GitLab honour; a host that
+ * does not sends them anyway, and the answer is the same). isomorphic-git
+ * (Lambda) cannot filter and gets each commit's files too.
+ *
+ * The history arrives as the clone's does: two commits deep, then twice as
+ * deep each round, until the question is settled, so the usual push (whose
+ * parent is the published commit) costs one small fetch and a replay of a
+ * commit k pushes old about log2(k) rounds.
+ *
+ * "Older" means: the published commit is still on the branch and the
+ * deploy's commit is a strict ancestor of it. A published commit the
+ * branch no longer holds was abandoned by a force-push, which a person
+ * made: the branch's commits then publish again as they come (a
+ * force-push to an unrelated commit, or back to an older one, publishes).
+ * A replay cannot do that: a commit the branch no longer holds cannot be
+ * cloned at all, and one it holds is older than what it holds after it.
+ */
+import * as git from 'isomorphic-git';
+import nodeHttp from 'isomorphic-git/http/node';
+import type { GitHttpRequest, GitHttpResponse, HttpClient } from 'isomorphic-git';
+import fs from 'node:fs';
+import { mkdir, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import * as cli from './git-cli.js';
+import type { Services } from '../../core/services.js';
+import type { Deploy } from '../../core/data/deploys.js';
+
+/**
+ * How the deploy's commit stands to the published one:
+ * - `older`: a strict ancestor of the published commit, which the branch still holds;
+ * - `newer`: the published commit is a strict ancestor of it;
+ * - `same`: the same commit;
+ * - `diverged`: both on the branch, neither an ancestor of the other (a merged side branch's commit);
+ * - `off-branch`: the branch no longer holds the published commit (a force-push moved it).
+ */
+export type Ancestry = 'older' | 'newer' | 'same' | 'diverged' | 'off-branch';
+
+/** Why the question could not be answered (the host failed, the history passed the cap): one line for the log. */
+export class AncestryUnknown extends Error {
+  override name = 'AncestryUnknown';
+}
+
+/**
+ * What is known of the branch's history: each commit's parents, or null
+ * for a commit at the edge of a shallow fetch (parents not fetched), and
+ * whether the fetch reached the branch's first commits (nothing shallow).
+ */
+export interface History {
+  parents: Map<string, string[] | null>;
+  complete: boolean;
+}
+
+/** Every commit reachable from `from` in the history; `edge` when the walk met a commit whose parents are not here. */
+function reachable(history: History, from: string): { seen: Set<string>; edge: boolean } {
+  const seen = new Set<string>();
+  let edge = false;
+  const stack = [from];
+  while (stack.length > 0) {
+    const oid = stack.pop()!;
+    if (seen.has(oid)) continue;
+    seen.add(oid);
+    const parents = history.parents.get(oid);
+    if (parents === null || parents === undefined) edge = edge || parents === null || !history.complete;
+    else for (const p of parents) if (!seen.has(p)) stack.push(p);
+  }
+  return { seen, edge };
+}
+
+/**
+ * The answer the history gives, or `more` when it is too shallow to give
+ * one. Iterative walks: a history of any length is read without recursion.
+ */
+export function judge(history: History, commit: string, published: string): Ancestry | 'more' {
+  if (commit === published) return 'same';
+  const hasCommit = history.parents.has(commit);
+  const hasPublished = history.parents.has(published);
+  // The usual case first: the published commit is in the new one's past (often its parent).
+  const fromCommit = hasCommit ? reachable(history, commit) : undefined;
+  if (fromCommit?.seen.has(published)) return 'newer';
+  if (hasPublished) {
+    const fromPublished = reachable(history, published);
+    if (fromPublished.seen.has(commit)) return 'older';
+    // Neither past holds the other, and both pasts are whole (or the commit is not on the branch at all).
+    if (!fromPublished.edge && (fromCommit ? !fromCommit.edge : history.complete)) return 'diverged';
+  }
+  if (!hasPublished && history.complete) return 'off-branch';
+  return 'more';
+}
+
+export interface AncestryRequest {
+  /** The repository's http(s) clone URL, as the deploy cloned it. */
+  url: string;
+  branch: string;
+  /** The deploy's commit (full hash). */
+  commit: string;
+  /** The published deploy's commit (full hash). */
+  published: string;
+  /** An empty directory of the caller's, for the fetched history (the caller removes it). */
+  dir: string;
+  signal: AbortSignal;
+  /** The site's access token, when the repository is the site's own private one. */
+  credentials?: { username: string; password: string };
+  /** git's command line; `false`: isomorphic-git (as in Lambda); looked up on PATH when absent. */
+  git?: string | false;
+  /** Past this many bytes fetched the question is left unanswered. */
+  maxBytes?: number;
+}
+
+/** What the history fetch may download: commits only, where the host filters, are some hundreds of bytes each. */
+export const DEFAULT_MAX_HISTORY_BYTES = 256 * 1024 * 1024;
+
+/** Fetches the branch's history until it settles how `commit` stands to `published`; AncestryUnknown when it cannot. */
+export async function compareCommits(request: AncestryRequest): Promise<Ancestry> {
+  const { url, branch, commit, published, dir, signal } = request;
+  if (commit === published) return 'same';
+  const cap = request.maxBytes ?? DEFAULT_MAX_HISTORY_BYTES;
+  const gitBin = request.git === false ? undefined : (request.git ?? (await cli.findGit()));
+  const gitdir = join(dir, 'history.git');
+  await rm(gitdir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+  let received = 0;
+  const transfer = countedHttp(signal, () => cap - received, (n) => (received += n));
+  const onAuth = () => (request.credentials ? { ...request.credentials } : { cancel: true });
+  let depth = 2;
+  try {
+    for (let round = 0; ; round++) {
+      if (gitBin) {
+        if (round === 0) await cli.initRepository(gitBin, gitdir, url, branch, signal);
+        received += await cli.fetchBranch(gitBin, {
+          gitdir,
+          branch,
+          signal,
+          credentials: request.credentials,
+          depth: round === 0 ? { depth } : { deepen: depth / 2 },
+          remaining: cap - received,
+          filter: 'tree:0',
+        });
+      } else {
+        const remote = { fs, http: transfer, gitdir, url, ref: branch, singleBranch: true, onAuth, onAuthFailure: () => ({ cancel: true }) };
+        if (round === 0) await git.clone({ ...remote, dir, depth, noTags: true, noCheckout: true });
+        else await git.fetch({ ...remote, depth: depth / 2, relative: true, tags: false });
+      }
+      const history = gitBin ? await historyWithGit(gitBin, gitdir, branch, signal) : await historyWithIsomorphicGit(gitdir, branch);
+      const answer = judge(history, commit, published);
+      if (answer !== 'more') return answer;
+      // A history already whole that cannot answer would not answer deeper either (judge settles every whole history).
+      if (history.complete) throw new AncestryUnknown('the whole history did not settle it');
+      depth *= 2;
+    }
+  } catch (err) {
+    if (err instanceof AncestryUnknown) throw err;
+    if (signal.aborted) throw signal.reason;
+    if (err instanceof cli.FetchTooLarge || received > cap) throw new AncestryUnknown(`the branch's history is larger than ${Math.round(cap / 1024 / 1024)} MB`);
+    const said = err instanceof cli.GitCommandError ? err.stderr.trim().split('\n').at(-1) : err instanceof Error ? err.message : String(err);
+    const secret = request.credentials?.password;
+    const line = (said ?? 'the fetch failed').replace(/\s+/g, ' ').slice(0, 200);
+    throw new AncestryUnknown(`the branch's history could not be fetched: ${secret ? line.split(secret).join('[token]') : line}`);
+  }
+}
+
+/** The history git fetched: `rev-list --parents` shows a shallow edge's commits without parents; the shallow file names them. */
+async function historyWithGit(gitBin: string, gitdir: string, branch: string, signal: AbortSignal): Promise<History> {
+  const shallow = await shallowCommits(gitdir);
+  const out = (await cli.git(gitBin, ['rev-list', '--parents', `refs/remotes/origin/${branch}`, '--'], { gitdir, signal })).toString('latin1');
+  const parents = new Map<string, string[] | null>();
+  for (const line of out.split('\n')) {
+    if (line === '') continue;
+    const [oid, ...rest] = line.split(' ');
+    parents.set(oid!, shallow.has(oid!) ? null : rest);
+  }
+  return { parents, complete: shallow.size === 0 };
+}
+
+/** The history isomorphic-git fetched, walked from the branch's head (iteratively); a parent that is not here is the shallow edge. */
+async function historyWithIsomorphicGit(gitdir: string, branch: string): Promise<History> {
+  const shallow = await shallowCommits(gitdir);
+  const parents = new Map<string, string[] | null>();
+  const head = await git.resolveRef({ fs, gitdir, ref: `refs/remotes/origin/${branch}` });
+  const stack = [head];
+  while (stack.length > 0) {
+    const oid = stack.pop()!;
+    if (parents.has(oid)) continue;
+    if (shallow.has(oid)) {
+      parents.set(oid, null);
+      continue;
+    }
+    let read: string[];
+    try {
+      read = (await git.readCommit({ fs, gitdir, oid })).commit.parent;
+    } catch (err) {
+      if (!(err instanceof git.Errors.NotFoundError)) throw err;
+      continue; // beyond the edge
+    }
+    parents.set(oid, read);
+    stack.push(...read);
+  }
+  return { parents, complete: shallow.size === 0 };
+}
+
+async function shallowCommits(gitdir: string): Promise<Set<string>> {
+  const text = await readFile(join(gitdir, 'shallow'), 'utf8').catch(() => '');
+  return new Set(text.split('\n').map((l) => l.trim()).filter((l) => /^[0-9a-f]{40}$/.test(l)));
+}
+
+/** isomorphic-git's HTTP client under the deploy's signal, its bodies counted against the cap. */
+function countedHttp(signal: AbortSignal, remaining: () => number, count: (bytes: number) => void): HttpClient {
+  async function* counted(body: AsyncIterableIterator<Uint8Array>): AsyncIterableIterator<Uint8Array> {
+    for await (const chunk of body) {
+      signal.throwIfAborted();
+      count(chunk.byteLength);
+      if (remaining() < 0) throw new Error('the history passed its byte cap');
+      yield chunk;
+    }
+  }
+  return {
+    async request(req: GitHttpRequest): Promise<GitHttpResponse> {
+      signal.throwIfAborted();
+      const res = await nodeHttp.request({ ...req, signal });
+      return res.body ? { ...res, body: counted(res.body) } : res;
+    },
+  };
+}
+
+/** What the publish step does with a deploy that would publish itself: publish it (over `over` only, when set), or not (`line` says why). */
+export interface Publication {
+  publish: boolean;
+  /** The published deploy this one was found newer than: published over it even if it was created later (data/deploys.ts finish). */
+  over?: string;
+  /** Why it is not published, for the log. */
+  line?: string;
+}
+
+const short = (commit: string) => commit.slice(0, 7);
+
+/**
+ * Whether a deploy of a commit that would publish itself (auto-publishing,
+ * not a preview) is published, against the site's published deploy as it
+ * is now. Every such deploy is judged, whoever started it (a push, a build
+ * hook, triggerDeploy): publishDeploy is the one way back. A deploy of
+ * anything but a commit of the same repository and branch as the published
+ * one is published as before (unless a deploy created after it is).
+ */
+export async function publicationOf(
+  services: Services,
+  deploy: Deploy,
+  commit: string | null | undefined,
+  context: { dir: string; signal: AbortSignal; log(line: string): void; git?: string | false },
+): Promise<Publication> {
+  const asBefore: Publication = { publish: true };
+  const source = deploy.source;
+  if (source?.kind !== 'git' || !commit || !FULL_COMMIT.test(commit)) return asBefore;
+  const site = await services.sites.getById(deploy.siteId);
+  const publishedId = site?.publishedDeployId;
+  if (!site || !publishedId || publishedId === deploy.id) return asBefore;
+  const live = await services.deploys.get(site.id, publishedId);
+  const liveCommit = live?.repository?.commit;
+  if (!live || live.source?.kind !== 'git' || live.source.url !== source.url || live.source.branch !== source.branch || !liveCommit || !FULL_COMMIT.test(liveCommit)) return asBefore;
+  const own = site.deploySettings.source;
+  // The site's token goes only to the site's own repository, as for the clone.
+  const token = own.kind === 'repository' && own.url === source.url ? await services.siteSecrets.repositoryCredentials(site.id) : undefined;
+  let relation: Ancestry;
+  try {
+    relation = await compareCommits({
+      url: source.url,
+      branch: source.branch,
+      commit,
+      published: liveCommit,
+      dir: context.dir,
+      signal: context.signal,
+      ...(token ? { credentials: { username: token.username, password: token.token } } : {}),
+      ...(context.git !== undefined ? { git: context.git } : {}),
+    });
+  } catch (err) {
+    if (!(err instanceof AncestryUnknown)) throw err;
+    // Not publishing would keep a legitimate push off the site whenever its host falters; a replay cannot make it falter.
+    context.log(`Could not tell whether ${short(commit)} is older than the published ${short(liveCommit)} (${err.message}): published unless a deploy created after it is`);
+    return asBefore;
+  }
+  switch (relation) {
+    case 'older':
+      return { publish: false, line: `Not published: ${short(commit)} is older than the published ${short(liveCommit)}; publishDeploy it to roll back` };
+    case 'newer':
+      context.log(`${short(commit)} comes after the published ${short(liveCommit)} in branch ${source.branch}`);
+      return { publish: true, over: live.id };
+    case 'off-branch':
+      context.log(`Branch ${source.branch} no longer holds the published ${short(liveCommit)} (it was force-pushed): ${short(commit)} is not a rollback`);
+      return asBefore;
+    case 'diverged':
+      context.log(`Neither ${short(commit)} nor the published ${short(liveCommit)} is in the other's history`);
+      return asBefore;
+    default:
+      return asBefore;
+  }
+}
+
+const FULL_COMMIT = /^[0-9a-f]{40}$/;
