@@ -1,7 +1,8 @@
 /**
- * The per-request context: who is calling (from the API key) and the
+ * The per-request context: who is calling (from the API key), the
  * request's loaders, which batch and remember reads so a page of 100 sites
- * costs a handful of round trips, not hundreds.
+ * costs a handful of round trips, not hundreds, and the account of its
+ * answer's large values (answer.ts).
  */
 import type { GraphQLError } from 'graphql';
 import type { Account } from '../core/data/accounts.js';
@@ -10,6 +11,7 @@ import type { Team, TeamMember } from '../core/data/teams.js';
 import type { Deploy } from '../core/data/deploys.js';
 import type { Site } from '../core/data/sites.js';
 import type { Services } from '../core/services.js';
+import { AnswerAccount, type AnswerOptions } from './answer.js';
 import { graphqlError } from './errors.js';
 import { PageTokens } from './pagination.js';
 
@@ -20,6 +22,8 @@ export interface GraphqlContext {
   /** Why there is no caller. */
   authError?: GraphQLError;
   loaders: Loaders;
+  /** The byte account of the answer's deploy logs. */
+  answer: AnswerAccount;
 }
 
 /** The caller's key from `Authorization: <key>` or `Bearer <key>`, spaces tolerated. */
@@ -29,10 +33,11 @@ export function apiKeyFrom(header: string | null | undefined): string | undefine
   return key || undefined;
 }
 
-export async function contextFor(services: Services, authorization: string | null | undefined): Promise<GraphqlContext> {
+/** `answer`: how the door sends large values (the node:http door streams them) and, for tests, another budget or gate. */
+export async function contextFor(services: Services, authorization: string | null | undefined, answer: AnswerOptions = {}): Promise<GraphqlContext> {
   const key = apiKeyFrom(authorization);
   const caller = key ? await services.apiKeys.caller(key) : undefined;
-  const context: GraphqlContext = { services, loaders: new Loaders(services) };
+  const context: GraphqlContext = { services, loaders: new Loaders(services), answer: new AnswerAccount(answer) };
   if (caller) context.caller = caller;
   else {
     context.authError = graphqlError(

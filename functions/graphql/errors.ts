@@ -5,7 +5,17 @@
  */
 import { GraphQLError } from 'graphql';
 
-export type ErrorCode = 'UNAUTHENTICATED' | 'FORBIDDEN' | 'BAD_USER_INPUT' | 'NOT_FOUND' | 'NOT_IMPLEMENTED' | 'INTERNAL_SERVER_ERROR';
+export type ErrorCode =
+  | 'UNAUTHENTICATED'
+  | 'FORBIDDEN'
+  | 'BAD_USER_INPUT'
+  | 'NOT_FOUND'
+  | 'NOT_IMPLEMENTED'
+  | 'INTERNAL_SERVER_ERROR'
+  /** The answer's large values (deploy logs) are over the request's byte budget (answer.ts). */
+  | 'RESPONSE_TOO_LARGE'
+  /** The process holds all the large answers it may at once: try again shortly (answer.ts). */
+  | 'SERVICE_UNAVAILABLE';
 
 const HTTP_STATUS: Partial<Record<ErrorCode, number>> = { UNAUTHENTICATED: 401 };
 

@@ -11,12 +11,13 @@ import {
   ApolloServerPluginLandingPageDisabled,
   ApolloServerPluginUsageReportingDisabled,
 } from '@apollo/server/plugin/disabled';
-import { Kind, type DocumentNode, type OperationDefinitionNode, type SelectionSetNode } from 'graphql';
+import { Kind, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode } from 'graphql';
 import type { Config } from '../core/config.js';
 import type { HttpHandler } from '../core/http/types.js';
 import type { Services } from '../core/services.js';
 import { contextFor, type GraphqlContext } from './context.js';
-import { LIMITS, limitRules } from './limits.js';
+import { busy } from './answer.js';
+import { estimateAnswerBytes, LIMITS, limitRules } from './limits.js';
 import { Playground } from './playground.js';
 import { resolvers } from './resolvers/index.js';
 import { loadTypeDefs } from './schema.js';
@@ -72,6 +73,54 @@ const authentication: ApolloServerPlugin<GraphqlContext> = {
   },
 };
 
+/** Each document's answer-bytes estimate per operation (Apollo keeps one parsed document per distinct query). */
+const estimates = new WeakMap<DocumentNode, Map<OperationDefinitionNode, number>>();
+function estimateOf(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode): number {
+  let known = estimates.get(document);
+  if (!known) estimates.set(document, (known = new Map()));
+  let bytes = known.get(operation);
+  if (bytes === undefined) known.set(operation, (bytes = estimateAnswerBytes(schema, document, operation)));
+  return bytes;
+}
+
+/**
+ * The answer's large values (answer.ts): before the operation runs, its
+ * estimate is reserved at the process's gate (503 with Retry-After when no
+ * room comes in time); afterwards what was not used goes back, and a query
+ * whose answer failed its budget answers with that one error and no data
+ * (HTTP 400), as a request error: GraphQL-over-HTTP's 4xx for a response
+ * with no `data` (https://graphql.github.io/graphql-over-http/draft/#sec-application-graphql-response-json).
+ * A mutation keeps its data, with the log that did not fit null and the
+ * error beside it: what it did, it did.
+ */
+const answerBytes: ApolloServerPlugin<GraphqlContext> = {
+  async requestDidStart() {
+    return {
+      async responseForOperation({ contextValue, document, operation, schema }) {
+        if (await contextValue.answer.reserve(estimateOf(schema, document, operation))) return null;
+        const error = busy();
+        return {
+          http: { status: 503, headers: new HeaderMap([['retry-after', '1']]) },
+          body: { kind: 'single', singleResult: { errors: [{ message: error.message, extensions: error.extensions }] } },
+        };
+      },
+      async willSendResponse({ contextValue, operation, response }) {
+        const answer = contextValue.answer;
+        answer.settle();
+        const failure = answer.failure;
+        if (failure && operation?.operation === 'query' && response.body.kind === 'single') {
+          answer.drop();
+          response.body = { kind: 'single', singleResult: { errors: [{ message: failure.error.message, extensions: failure.error.extensions }] } };
+          response.http.status = failure.status;
+          if (failure.status === 503) response.http.headers.set('retry-after', '1');
+        }
+        // A door that does not stream has the whole answer in hand from here on.
+        if (!answer.streams) answer.release();
+      },
+    };
+  },
+};
+
 export function createApolloServer(options: Config['graphql']): ApolloServer<GraphqlContext> {
   return new ApolloServer<GraphqlContext>({
     typeDefs: loadTypeDefs(),
@@ -90,7 +139,7 @@ export function createApolloServer(options: Config['graphql']): ApolloServer<Gra
     validationRules: limitRules,
     // Cache-control hints would wrap every resolver for headers nothing here sets;
     // usage reporting would send data to Apollo's cloud if APOLLO_KEY were set.
-    plugins: [authentication, ApolloServerPluginLandingPageDisabled(), ApolloServerPluginCacheControlDisabled(), ApolloServerPluginUsageReportingDisabled()],
+    plugins: [authentication, answerBytes, ApolloServerPluginLandingPageDisabled(), ApolloServerPluginCacheControlDisabled(), ApolloServerPluginUsageReportingDisabled()],
     formatError: (formatted) => {
       const code = formatted.extensions?.code;
       if (code === 'INTERNAL_SERVER_ERROR' || code === undefined) {
@@ -164,15 +213,25 @@ export function createGraphqlHandler(services: Services, server = createApolloSe
       body = parsed.body;
     }
     const request: HTTPGraphQLRequest = { method: req.method.toUpperCase(), headers, search: req.rawQuery ? `?${req.rawQuery}` : '', body };
-    const response = await server.executeHTTPGraphQLRequest({
-      httpGraphQLRequest: request,
-      context: () => contextFor(services, req.headers.get('authorization')),
-    });
+    let context: GraphqlContext | undefined;
+    let response;
+    try {
+      response = await server.executeHTTPGraphQLRequest({
+        httpGraphQLRequest: request,
+        // Deploy logs go out after the JSON, piece by piece (answer.ts).
+        context: async () => (context = await contextFor(services, req.headers.get('authorization'), { stream: true })),
+      });
+    } catch (err) {
+      context?.answer.release();
+      throw err;
+    }
     const out = new Headers();
     for (const [name, value] of response.headers) out.set(name, value);
     if (response.body.kind === 'complete') {
-      return new Response(response.body.string, { status: response.status ?? 200, headers: out });
+      const body = context ? context.answer.body(response.body.string) : response.body.string;
+      return new Response(body, { status: response.status ?? 200, headers: out });
     }
+    context?.answer.release();
     const iterator = response.body.asyncIterator;
     const stream = new ReadableStream<Uint8Array>({
       async pull(controller) {

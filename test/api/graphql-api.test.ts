@@ -8,8 +8,12 @@
  */
 import { buildClientSchema, getIntrospectionQuery, isEnumType, isInputObjectType, isObjectType, isUnionType, type IntrospectionQuery } from 'graphql';
 import { newSortableId } from '../../functions/core/ids.js';
+import { deployLogKey } from '../../functions/core/ports/log-store.js';
+import { MAX_LOG_BYTES } from '../../functions/deploy-worker/deploy-log.js';
+import { answerGate } from '../../functions/graphql/answer.js';
+import { LIMITS } from '../../functions/graphql/limits.js';
 import { apiTarget, INTROSPECTION, localTest, REMOTE, type ApiTarget } from '../support/api-target.js';
-import { dataOf, graphqlClient, ISO_MS_UTC, newTeam, onlyError, SITE_FIELDS, targetGraphqlDoors, type TeamFixture } from '../support/graphql.js';
+import { dataOf, graphqlClient, ISO_MS_UTC, newTeam, onlyError, seedDeploys, SITE_FIELDS, targetGraphqlDoors, type TeamFixture } from '../support/graphql.js';
 import { ENUMS, fieldsWithAdditions, INPUTS, MUTATIONS, OBJECTS, QUERIES, UNIONS } from '../support/service-description.js';
 
 let target: ApiTarget;
@@ -359,7 +363,8 @@ describe.each(targetGraphqlDoors(() => target))('GraphQL API through the $name',
       expect(got.publishedDeploy).toEqual(fullFields);
       expect(got.latestDeploy).toEqual(bareFields);
       const list = dataOf(
-        await client.gql(a.apiKey, `query ($id: ID!) { getDeploysBySite(siteId: $id) { deploys { ...DeployFields } nextToken } } ${SITE_FIELDS.split('fragment SiteFields')[0]}`, { id: site.id }),
+        // A page of 10: each log counts as its largest size, and the default page of 20 logs is over the estimate's limit.
+        await client.gql(a.apiKey, `query ($id: ID!) { getDeploysBySite(siteId: $id, limit: 10) { deploys { ...DeployFields } nextToken } } ${SITE_FIELDS.split('fragment SiteFields')[0]}`, { id: site.id }),
       ).getDeploysBySite;
       expect(list).toEqual({ deploys: [bareFields, fullFields], nextToken: null });
     });
@@ -428,18 +433,107 @@ describe.each(targetGraphqlDoors(() => target))('GraphQL API through the $name',
       expect((await client.gql(a.apiKey, twenty)).status).toBe(200);
     });
 
-    test('a query whose estimated cost is over 10000 is refused; one full page of 100 full sites is not', async () => {
+    test('a query whose estimated cost is over 10000 is refused; one full page of 100 full sites (without logs) is not', async () => {
       const page = (alias: string, limit: string) => `${alias}: getSitesByTeam(teamId: "${a.team.id}", limit: ${limit}) { sites { ...SiteFields } nextToken }`;
-      const one = await client.gql(a.apiKey, `query { ${page('a', '100')} } ${SITE_FIELDS}`);
+      const fields = SITE_FIELDS.replace(' log ', ' ');
+      const one = await client.gql(a.apiKey, `query { ${page('a', '100')} } ${fields}`);
       expect(one.status).toBe(200);
       expect(one.errors).toBeUndefined();
-      const two = await client.gql(a.apiKey, `query { ${page('a', '100')} ${page('b', '100')} } ${SITE_FIELDS}`);
+      const two = await client.gql(a.apiKey, `query { ${page('a', '100')} ${page('b', '100')} } ${fields}`);
       expect(two.status).toBe(400);
       expect(onlyError(two).extensions).toMatchObject({ code: 'GRAPHQL_VALIDATION_FAILED', limit: { what: 'Query cost', max: 10000 } });
       // A variable limit counts as the largest page.
-      const variable = await client.gql(a.apiKey, `query ($n: Int) { ${page('a', '$n')} ${page('b', '$n')} } ${SITE_FIELDS}`, { n: 1 });
+      const variable = await client.gql(a.apiKey, `query ($n: Int) { ${page('a', '$n')} ${page('b', '$n')} } ${fields}`, { n: 1 });
       expect(variable.status).toBe(400);
     });
+
+    test("the issue's attack (20 aliases of 100 deploys' logs) and a page of 100 sites with their deploys' logs are refused for their answer size before they run", async () => {
+      const attack = `{ ${Array.from({ length: 20 }, (_, i) => `d${i}: getDeploysBySite(siteId: "x", limit: 100) { deploys { log } }`).join(' ')} }`;
+      const result = await client.gql(a.apiKey, attack);
+      expect(result.status).toBe(400);
+      expect(onlyError(result)).toMatchObject({
+        message: expect.stringMatching(/^Estimated answer size 8000 MiB exceeds the limit of 64 MiB: a deploy's log counts as 4 MiB/),
+        extensions: { code: 'GRAPHQL_VALIDATION_FAILED', limit: { what: 'Answer bytes', actual: 20 * 100 * 4 * 1024 * 1024, max: 64 * 1024 * 1024 } },
+      });
+      expect(result.data).toBeUndefined();
+      const sites = await client.gql(a.apiKey, `query { getSitesByTeam(teamId: "${a.team.id}", limit: 100) { sites { ...SiteFields } } } ${SITE_FIELDS}`);
+      expect(sites.status).toBe(400);
+      expect(onlyError(sites).extensions).toMatchObject({ code: 'GRAPHQL_VALIDATION_FAILED', limit: { what: 'Answer bytes' } });
+    });
+
+    // Logs are written to the log store directly: through the API they come only from real builds.
+    const withLogs = async (logs: string[]) => {
+      const service = target.local!;
+      const site = await createSite();
+      const deploys = await seedDeploys(service, site.id, logs.length);
+      await Promise.all(deploys.map((d, i) => service.services.deployLogs.write(deployLogKey(site.id, d.id), logs[i]!)));
+      // Newest first, as the listing answers.
+      return { site, ids: deploys.map((d) => d.id).reverse(), logs: [...logs].reverse() };
+    };
+    // A literal page size: a variable one counts as 100 logs in the estimate.
+    const page = (n: number) => `query ($s: ID!) { getDeploysBySite(siteId: $s, limit: ${n}) { deploys { id log } } }`;
+
+    localTest('a log of the largest size, with control characters and text beyond ASCII, reads back exactly', async () => {
+      const line = 'npm \u001b[32mok\u001b[0m "done" \\ é 😀\t\r\n';
+      const log = line.repeat(Math.floor(MAX_LOG_BYTES / Buffer.byteLength(line)));
+      const { site, ids } = await withLogs([log]);
+      const result = await client.gql(a.apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { id log } }', { s: site.id, d: ids[0] });
+      expect(result.status).toBe(200);
+      expect(dataOf(result).getDeployById.log === log).toBe(true);
+      expect(answerGate.inUse).toBe(0);
+    });
+
+    localTest('logs over the answer budget (16 MiB as read) fail the query whole with RESPONSE_TOO_LARGE (400, no data); under it they pass', async () => {
+      // 10 logs of 2 MiB: the estimate (10 x 4 MiB) passes, what is read does not.
+      const logs = Array.from({ length: 10 }, (_, i) => `${i}`.repeat(2 * 1024 * 1024));
+      const { site, ids, logs: newestFirst } = await withLogs(logs);
+      const over = await client.gql(a.apiKey, page(10), { s: site.id });
+      expect(over.status).toBe(400);
+      expect(over.data).toBeUndefined();
+      expect(onlyError(over)).toMatchObject({
+        message: expect.stringContaining(`larger than the limit of 16 MiB`),
+        extensions: { code: 'RESPONSE_TOO_LARGE', limit: { what: 'Answer bytes', max: LIMITS.answerBytes } },
+      });
+      expect(over.text.length).toBeLessThan(2000);
+      const under = dataOf(await client.gql(a.apiKey, page(5), { s: site.id })).getDeploysBySite.deploys;
+      expect(under.map((d: { id: string }) => d.id)).toEqual(ids.slice(0, 5));
+      expect(under.map((d: { log: string }) => d.log === newestFirst[under.indexOf(d)])).toEqual([true, true, true, true, true]);
+      expect(answerGate.inUse).toBe(0);
+    });
+
+    localTest('when the process holds all the large answers it may, a request with a log waits its turn; one without a log does not wait', async () => {
+      const { site, ids } = await withLogs(['the log\n']);
+      const ONE = 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { log } }';
+      expect(answerGate.tryAcquire(answerGate.capacity)).toBe(true);
+      try {
+        const started = Date.now();
+        const waiting = client.gql(a.apiKey, ONE, { s: site.id, d: ids[0] });
+        const plain = await client.gql(a.apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { id status } }', { s: site.id, d: ids[0] });
+        expect(dataOf(plain).getDeployById).toEqual({ id: ids[0], status: 'DEPLOYED' });
+        setTimeout(() => answerGate.release(answerGate.capacity), 300);
+        const result = await waiting;
+        expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+        expect(dataOf(result).getDeployById.log).toBe('the log\n');
+      } finally {
+        if (answerGate.inUse >= answerGate.capacity) answerGate.release(answerGate.capacity);
+      }
+      expect(answerGate.inUse).toBe(0);
+    });
+
+    localTest(`one that gets no room within ${LIMITS.answerWaitMs / 1000} s is SERVICE_UNAVAILABLE (503, Retry-After) and reads nothing`, async () => {
+      const { site, ids } = await withLogs(['the log\n']);
+      expect(answerGate.tryAcquire(answerGate.capacity)).toBe(true);
+      try {
+        const result = await client.gql(a.apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { log } }', { s: site.id, d: ids[0] });
+        expect(result.status).toBe(503);
+        expect(result.headers.get('retry-after')).toBe('1');
+        expect(result.data).toBeUndefined();
+        expect(onlyError(result).extensions.code).toBe('SERVICE_UNAVAILABLE');
+      } finally {
+        answerGate.release(answerGate.capacity);
+      }
+      expect(answerGate.inUse).toBe(0);
+    }, LIMITS.answerWaitMs + 30_000);
 
     test('a document of more than 2500 tokens is refused unparsed', async () => {
       const result = await client.gql(a.apiKey, `{ ${'__typename '.repeat(2600)}}`);

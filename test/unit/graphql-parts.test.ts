@@ -1,8 +1,14 @@
-/** The GraphQL API's small parts on their own: DateTime, page sizes and tokens, the limits, its configuration. */
+/** The GraphQL API's small parts on their own: DateTime, page sizes and tokens, the limits, the answer's byte account, its configuration. */
 import { randomBytes } from 'node:crypto';
-import { buildSchema, parse, validate, specifiedRules } from 'graphql';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildSchema, parse, validate, specifiedRules, type OperationDefinitionNode } from 'graphql';
 import { loadConfig } from '../../functions/core/config.js';
-import { LIMITS, limitRules } from '../../functions/graphql/limits.js';
+import { FileLogStore } from '../../functions/core/logs/file-log-store.js';
+import { MAX_LOG_BYTES } from '../../functions/deploy-worker/deploy-log.js';
+import { AnswerAccount, ByteGate } from '../../functions/graphql/answer.js';
+import { estimateAnswerBytes, LIMITS, limitRules } from '../../functions/graphql/limits.js';
 import { PageTokens, pageSize } from '../../functions/graphql/pagination.js';
 import { DateTime, parseDateTime } from '../../functions/graphql/scalars.js';
 import { loadTypeDefs } from '../../functions/graphql/schema.js';
@@ -122,5 +128,180 @@ describe('limits on documents built to blow up', () => {
     const errors = check(`{ getCurrentTeam { ...F0 } } ${fragments} fragment F40 on Team { id }`);
     expect(Date.now() - started).toBeLessThan(2000);
     expect(errors).toEqual([expect.stringMatching(/^Query cost \d+ exceeds the limit of 10000$/)]);
+  });
+});
+
+describe('answer bytes, estimated before anything runs', () => {
+  const schema = buildSchema(loadTypeDefs());
+  const check = (query: string) => validate(schema, parse(query), [...specifiedRules, ...limitRules]).map((e) => e.message);
+  const estimate = (query: string) => {
+    const document = parse(query);
+    return estimateAnswerBytes(schema, document, document.definitions.find((d): d is OperationDefinitionNode => d.kind === 'OperationDefinition')!);
+  };
+  const SUMMARY = 'id status startedAt completedAt totalTime ipfsHash published repository { commit branch owner name message }';
+
+  test("the issue's attack, 20 aliases of a page of 100 deploys' logs, is refused naming the limit; its cost alone passes", () => {
+    const attack = `{ ${Array.from({ length: 20 }, (_, i) => `d${i}: getDeploysBySite(siteId: "x", limit: 100) { deploys { log } }`).join(' ')} }`;
+    expect(estimate(attack)).toBe(20 * 100 * MAX_LOG_BYTES);
+    expect(check(attack)).toEqual(['Estimated answer size 8000 MiB exceeds the limit of 64 MiB: a deploy\'s log counts as 4 MiB (its largest size) for every deploy it may be asked of, so ask for logs a few deploys at a time']);
+    const errors = validate(schema, parse(attack), [...specifiedRules, ...limitRules]);
+    expect(errors[0]!.extensions).toEqual({ limit: { what: 'Answer bytes', actual: 20 * 100 * MAX_LOG_BYTES, max: LIMITS.estimatedAnswerBytes } });
+  });
+
+  test('what the web app and the CLI ask for passes: pages without logs, one log, a site with its two deploys\' logs, 10 deploys with logs', () => {
+    expect(estimate(`{ getDeploysBySite(siteId: "x") { deploys { ${SUMMARY} } } }`)).toBe(0);
+    expect(estimate(`query ($l: Int) { getDeploysBySite(siteId: "x", limit: $l) { deploys { ${SUMMARY} } nextToken } }`)).toBe(0);
+    expect(estimate(`{ getDeployById(siteId: "x", deployId: "y") { ${SUMMARY} log } }`)).toBe(MAX_LOG_BYTES);
+    expect(estimate('{ getSiteById(siteId: "x") { publishedDeploy { log } latestDeploy { log } } }')).toBe(2 * MAX_LOG_BYTES);
+    for (const query of [
+      `{ getDeployById(siteId: "x", deployId: "y") { ${SUMMARY} log } }`,
+      '{ getSiteById(siteId: "x") { publishedDeploy { log } latestDeploy { log } } }',
+      '{ getDeploysBySite(siteId: "x", limit: 10) { deploys { id status log } } }',
+      `{ getSitesByTeam(teamId: "t", limit: 100) { sites { id latestDeploy { ${SUMMARY} } publishedDeploy { ${SUMMARY} } } } }`,
+    ]) expect(check(query)).toEqual([]);
+  });
+
+  test('lists multiply the log: the default page of 20, a variable limit (100), a page of sites\' deploys; fragments count where spread', () => {
+    expect(estimate('{ getDeploysBySite(siteId: "x") { deploys { log } } }')).toBe(20 * MAX_LOG_BYTES);
+    expect(check('{ getDeploysBySite(siteId: "x") { deploys { log } } }')).toEqual([expect.stringContaining('Estimated answer size 80 MiB')]);
+    expect(estimate('query ($n: Int) { getDeploysBySite(siteId: "x", limit: $n) { deploys { log } } }')).toBe(100 * MAX_LOG_BYTES);
+    expect(estimate('{ getSitesByTeam(teamId: "t", limit: 50) { sites { latestDeploy { log } } } }')).toBe(50 * MAX_LOG_BYTES);
+    const spread = '{ a: getDeployById(siteId: "x", deployId: "y") { ...L } b: getSiteById(siteId: "x") { latestDeploy { ...L } } } fragment L on Deploy { log log2: log }';
+    expect(estimate(spread)).toBe(4 * MAX_LOG_BYTES);
+    expect(check('{ getDeploysBySite(siteId: "x", limit: 4) { deploys { ...L } } } fragment L on Deploy { a: log b: log c: log d: log e: log }')).toEqual([
+      expect.stringContaining('Estimated answer size 80 MiB'),
+    ]);
+  });
+});
+
+describe('the byte gate', () => {
+  test('admits in order while there is room, makes the rest wait, and lets them in as bytes come back', async () => {
+    const gate = new ByteGate(10);
+    expect(await gate.acquire(6, 1000)).toBe(true);
+    const order: string[] = [];
+    const big = gate.acquire(8, 1000).then((ok) => order.push(`big ${ok}`));
+    // A small one behind a waiting big one waits too (first come, first served), and tryAcquire does not jump the queue.
+    const small = gate.acquire(1, 1000).then((ok) => order.push(`small ${ok}`));
+    expect(gate.tryAcquire(1)).toBe(false);
+    await new Promise((r) => setImmediate(r));
+    expect(order).toEqual([]);
+    gate.release(6);
+    await Promise.all([big, small]);
+    expect(order).toEqual(['big true', 'small true']);
+    expect(gate.inUse).toBe(9);
+  });
+
+  test('a wait that runs out answers false and lets those behind it go; asking for more than the capacity takes the capacity', async () => {
+    const gate = new ByteGate(10);
+    expect(await gate.acquire(5, 1000)).toBe(true);
+    const started = Date.now();
+    const late = gate.acquire(10, 50);
+    const behind = gate.acquire(5, 1000);
+    expect(await late).toBe(false);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(45);
+    expect(await behind).toBe(true);
+    expect(gate.inUse).toBe(10);
+    gate.release(10);
+    expect(await gate.acquire(50, 10)).toBe(true);
+    expect(gate.inUse).toBe(10);
+  });
+});
+
+describe("an answer's byte account", () => {
+  const read = async (body: string | ReadableStream<Uint8Array>) => {
+    if (typeof body === 'string') return { text: body, pieces: [body.length] };
+    const pieces: number[] = [];
+    const chunks: Uint8Array[] = [];
+    for await (const chunk of body) {
+      pieces.push(chunk.byteLength);
+      chunks.push(chunk);
+    }
+    return { text: Buffer.concat(chunks).toString('utf8'), pieces };
+  };
+
+  test('charges up to the budget, then refuses that value and every later one with RESPONSE_TOO_LARGE', async () => {
+    const gate = new ByteGate(1000);
+    const answer = new AnswerAccount({ budget: 100, gate });
+    expect(await answer.reserve(100)).toBe(true);
+    answer.charge(60);
+    expect(() => answer.charge(41)).toThrow(expect.objectContaining({ extensions: expect.objectContaining({ code: 'RESPONSE_TOO_LARGE', limit: { what: 'Answer bytes', actual: 101, max: 100 } }) }));
+    expect(answer.failure?.status).toBe(400);
+    expect(() => answer.charge(1)).toThrow(expect.objectContaining({ extensions: expect.objectContaining({ code: 'RESPONSE_TOO_LARGE' }) }));
+    answer.settle();
+    expect(gate.inUse).toBe(60);
+    answer.release();
+    expect(gate.inUse).toBe(0);
+  });
+
+  test('a value over what was reserved takes the rest from the gate, or fails SERVICE_UNAVAILABLE when it has no room', async () => {
+    const gate = new ByteGate(100);
+    const answer = new AnswerAccount({ budget: 100, gate });
+    expect(await answer.reserve(10)).toBe(true);
+    answer.charge(30);
+    expect(gate.inUse).toBe(30);
+    expect(gate.tryAcquire(65)).toBe(true);
+    expect(() => answer.charge(10)).toThrow(expect.objectContaining({ extensions: expect.objectContaining({ code: 'SERVICE_UNAVAILABLE' }) }));
+    expect(answer.failure?.status).toBe(503);
+    answer.release();
+    expect(gate.inUse).toBe(65);
+  });
+
+  test('streamed, the JSON comes out as JSON.stringify would write it, values in pieces of at most 64 Ki units escaped, and the bytes go back at the end', async () => {
+    const gate = new ByteGate(1 << 30);
+    const answer = new AnswerAccount({ gate, stream: true });
+    const values = [
+      'line one\n\u001b[32mgreen\u001b[0m "quoted" back\\slash\ttab\u0000\u2028'.repeat(20_000),
+      // A surrogate pair across a piece's edge, and text beyond the Basic Multilingual Plane.
+      `${'x'.repeat(64 * 1024 - 1)}😀${'é😀'.repeat(40_000)}`,
+      '',
+    ];
+    expect(await answer.reserve(30 * 1024 * 1024)).toBe(true);
+    const data = { data: { a: { log: answer.deliver(values[0]!), id: 'a' }, b: [{ log: answer.deliver(values[1]!) }, { log: answer.deliver(values[2]!) }], c: 'cairn-large-value:not-ours:0' } };
+    const expected = JSON.stringify({ data: { a: { log: values[0], id: 'a' }, b: [{ log: values[1] }, { log: values[2] }], c: 'cairn-large-value:not-ours:0' } });
+    answer.settle();
+    const { text, pieces } = await read(answer.body(JSON.stringify(data)));
+    expect(text).toBe(expected);
+    expect(JSON.parse(text).data.b[0].log).toBe(values[1]);
+    expect(pieces.length).toBeGreaterThan(10);
+    expect(Math.max(...pieces)).toBeLessThanOrEqual(6 * 64 * 1024 + 64);
+    expect(gate.inUse).toBe(0);
+  });
+
+  test('a stream cancelled half way (the client went away) gives the bytes back; without values the JSON is the body itself', async () => {
+    const gate = new ByteGate(1 << 30);
+    const answer = new AnswerAccount({ gate, stream: true });
+    expect(await answer.reserve(MAX_LOG_BYTES)).toBe(true);
+    answer.charge(MAX_LOG_BYTES);
+    const body = answer.body(JSON.stringify({ data: { log: answer.deliver('y'.repeat(MAX_LOG_BYTES)) } })) as ReadableStream<Uint8Array>;
+    const reader = body.getReader();
+    await reader.read();
+    expect(gate.inUse).toBe(MAX_LOG_BYTES);
+    await reader.cancel();
+    expect(gate.inUse).toBe(0);
+    const plain = new AnswerAccount({ gate, stream: true });
+    expect(await plain.reserve(100)).toBe(true);
+    expect(plain.body('{"data":{}}')).toBe('{"data":{}}');
+    expect(gate.inUse).toBe(0);
+  });
+
+  test('the log store tells the size before it reads, and reads nothing when it is refused', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cairn-logs-'));
+    try {
+      const store = new FileLogStore(dir);
+      await store.write('s/d', 'é'.repeat(1000));
+      const seen: number[] = [];
+      expect(await store.readAdmitted('s/d', (bytes) => void seen.push(bytes))).toBe('é'.repeat(1000));
+      expect(seen).toEqual([2000]);
+      await expect(store.readAdmitted('s/d', () => {
+        throw new Error('too big');
+      })).rejects.toThrow('too big');
+      expect(await store.readAdmitted('s/none', () => seen.push(-1))).toBeUndefined();
+      expect(seen).toEqual([2000]);
+      // A log replaced while read is read whole as it was when opened (writers rename a new file over it).
+      await writeFile(join(dir, 's', 'd.log'), 'short');
+      expect(await store.readAdmitted('s/d', (bytes) => void seen.push(bytes))).toBe('short');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -3,7 +3,7 @@
  * each rewritten through a temporary file and a rename, so a reader never
  * sees half a log.
  */
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { LogStore } from '../ports/log-store.js';
 
@@ -31,6 +31,27 @@ export class FileLogStore implements LogStore {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw err;
+    }
+  }
+
+  /**
+   * Size and text from one open file: a writer replaces the log by renaming
+   * a new file over it, never writing into this one, so the text read is
+   * exactly the size admitted.
+   */
+  async readAdmitted(key: string, admit: (bytes: number) => void): Promise<string | undefined> {
+    let file;
+    try {
+      file = await open(this.path(key), 'r');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
+    }
+    try {
+      admit((await file.stat()).size);
+      return await file.readFile('utf8');
+    } finally {
+      await file.close();
     }
   }
 

@@ -28,6 +28,35 @@ export class S3LogStore implements LogStore {
     }
   }
 
+  /**
+   * GetObject's answer carries the size (Content-Length) before its body is
+   * read; a refused log's body is destroyed unread, which ends the connection
+   * instead of draining it. https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html
+   */
+  async readAdmitted(key: string, admit: (bytes: number) => void): Promise<string | undefined> {
+    const { GetObjectCommand } = await import('@aws-sdk/client-s3');
+    let out;
+    try {
+      out = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.key(key) }));
+    } catch (err) {
+      if ((err as Error).name === 'NoSuchKey') return undefined;
+      throw err;
+    }
+    if (out.ContentLength === undefined) {
+      // No length said (S3 always says one): admitted as read.
+      const text = await out.Body!.transformToString('utf8');
+      admit(Buffer.byteLength(text));
+      return text;
+    }
+    try {
+      admit(out.ContentLength);
+    } catch (err) {
+      (out.Body as { destroy?: () => void } | undefined)?.destroy?.();
+      throw err;
+    }
+    return await out.Body!.transformToString('utf8');
+  }
+
   async delete(key: string): Promise<void> {
     const { DeleteObjectCommand } = await import('@aws-sdk/client-s3');
     await this.s3.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.key(key) }));

@@ -10,6 +10,14 @@ export interface LogStore {
   write(key: string, text: string): Promise<void>;
   /** The log, or undefined if none was written. */
   read(key: string): Promise<string | undefined>;
+  /**
+   * The log, read only after `admit` has accepted its size in bytes (UTF-8),
+   * or undefined if none was written. `admit` throws to refuse it, and then
+   * nothing more is read: a reader with a byte budget (the GraphQL API's
+   * answers) decides before the text is in memory. Both stores have it; a
+   * store without it (a test's) is read whole and then admitted.
+   */
+  readAdmitted?(key: string, admit: (bytes: number) => void): Promise<string | undefined>;
   delete(key: string): Promise<void>;
 }
 

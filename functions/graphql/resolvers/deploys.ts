@@ -83,7 +83,21 @@ export const deployResolvers = {
       return siteAddresses(ctx.services, site, deploy.id).deploy;
     },
     phase: (deploy: Deploy) => (deploy.status === 'IN_PROGRESS' && deploy.phase ? deploy.phase.toUpperCase() : null),
-    log: async (deploy: Deploy, _: unknown, ctx: GraphqlContext) =>
-      (await ctx.services.deployLogs.read(deployLogKey(deploy.siteId, deploy.id))) ?? deploy.log ?? null,
+    // Charged to the answer's byte budget before it is read (answer.ts):
+    // past the budget the request fails without reading more.
+    log: async (deploy: Deploy, _: unknown, ctx: GraphqlContext) => {
+      const admit = (bytes: number) => ctx.answer.charge(bytes);
+      const store = ctx.services.deployLogs;
+      const key = deployLogKey(deploy.siteId, deploy.id);
+      let text = store.readAdmitted
+        ? await store.readAdmitted(key, admit)
+        : await store.read(key).then((t) => (t !== undefined && admit(Buffer.byteLength(t)), t));
+      // Deploys from before the log store kept their log in the record.
+      if (text === undefined && deploy.log != null) {
+        admit(Buffer.byteLength(deploy.log));
+        text = deploy.log;
+      }
+      return text === undefined ? null : ctx.answer.deliver(text);
+    },
   },
 };
