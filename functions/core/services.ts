@@ -137,7 +137,7 @@ export async function createServices(config: Config, logger: Logger = createLogg
     buckets: new BucketStore(db),
     objects: new ObjectStore(db),
     uploads: new UploadStore(db),
-    sites: new SiteStore(db),
+    sites: new SiteStore(db, sealer),
     deploys: new DeployStore(db),
     siteSecrets: new SiteSecretStore(db, sealer),
     hookDeliveries: new HookDeliveryStore(db),

@@ -5,13 +5,28 @@
  */
 import { CID } from 'multiformats/cid';
 import type { ApiKeyCaller } from '../core/data/api-keys.js';
-import { SLUG_PATTERN, type BuildSettings, type DeploySettings, type NewSite, type Site, type SitePlatform, type SiteSource } from '../core/data/sites.js';
+import {
+  SLUG_PATTERN,
+  type BuildSettings,
+  type DeploySettings,
+  type EnvironmentVariable,
+  type ForkPullRequests,
+  type NewSite,
+  type Site,
+  type SitePlatform,
+  type SiteSource,
+  type VariableScope,
+} from '../core/data/sites.js';
 import { badInput } from './errors.js';
 import { parseRepositoryUrl } from '../core/hosting/repository-url.js';
 
 export interface EnvironmentVariableInput {
   name: string;
   value?: string | null;
+  /** Left out (or null): as the variable of that name is now, else false. */
+  secret?: boolean | null;
+  /** Left out (or null): as the variable of that name is now, else ALL. */
+  scope?: VariableScope | null;
 }
 
 export interface BuildSettingsInput {
@@ -31,6 +46,7 @@ export interface DeploySettingsInput {
   autoPublishing?: boolean | null;
   prDeployPreviews?: boolean | null;
   altUseProxy?: boolean | null;
+  forkPullRequests?: ForkPullRequests | null;
   source?: SiteSourceInput | null;
 }
 
@@ -50,6 +66,11 @@ export const LIMITS = {
   environmentVariables: 100,
   environmentVariableName: 255,
   environmentVariableValue: 16_384,
+  /**
+   * A secret's value is masked wherever a build prints it; a shorter one
+   * would mask ordinary words of the log (and is no secret anyway).
+   */
+  secretValueMin: 4,
   url: 2048,
   branch: 255,
 } as const;
@@ -90,19 +111,42 @@ function dockerImage(value: string, field: string): string {
   return value;
 }
 
-function environmentVariables(list: EnvironmentVariableInput[], field: string): BuildSettings['environmentVariables'] {
+/**
+ * The new list of variables. A secret's value is write-only: the API never
+ * returns it, so a client resending the list it read has none to send. A
+ * secret variable given without a value (null, left out or empty) keeps the
+ * value the variable of that name has now; a new secret needs one. `secret`
+ * and `scope` left out keep the variable's own too, so a client that knows
+ * nothing of them (the service description's `{ name, value }`) neither
+ * exposes a secret nor widens a scope by resending what it read. Turning a
+ * secret into a plain variable needs `secret: false` and drops the sealed
+ * value (it is never turned back into clear text).
+ */
+function environmentVariables(list: EnvironmentVariableInput[], field: string, current: readonly EnvironmentVariable[]): BuildSettings['environmentVariables'] {
   if (list.length > LIMITS.environmentVariables) throw badInput(`${field} holds more than ${LIMITS.environmentVariables} variables`, field);
+  const before = new Map(current.map((v) => [v.name, v]));
   const seen = new Set<string>();
-  return list.map((variable, i) => {
+  return list.map((variable, i): EnvironmentVariable => {
     const at = `${field}[${i}]`;
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(variable.name) || variable.name.length > LIMITS.environmentVariableName) {
       throw badInput(`${at}.name "${variable.name.slice(0, 80)}" must be letters, digits and underscores, not starting with a digit`, `${at}.name`);
     }
     if (seen.has(variable.name)) throw badInput(`${at}.name "${variable.name}" appears twice`, `${at}.name`);
     seen.add(variable.name);
+    const was = before.get(variable.name);
+    const secret = variable.secret ?? was?.secret === true;
+    const scope: VariableScope = variable.scope ?? was?.scope ?? 'ALL';
     const value = variable.value ?? null;
     if (value !== null) text(value, `${at}.value`, LIMITS.environmentVariableValue, { multiline: true });
-    return { name: variable.name, value };
+    if (!secret) return { name: variable.name, value, scope };
+    if (value !== null && value !== '') {
+      if (value.length < LIMITS.secretValueMin) {
+        throw badInput(`${at}.value: a secret's value must be at least ${LIMITS.secretValueMin} characters (it is masked wherever a build prints it)`, `${at}.value`);
+      }
+      return { name: variable.name, value, secret: true, scope }; // sealed by the store as it writes
+    }
+    if (was?.secret && was.sealed) return { name: variable.name, secret: true, scope, sealed: was.sealed };
+    throw badInput(`${at}.value is required: the new secret variable ${variable.name} needs a value (only a secret already set keeps its own when none is given)`, `${at}.value`);
   });
 }
 
@@ -165,7 +209,7 @@ function buildSettings(current: BuildSettings, input: BuildSettingsInput, field:
   optional('publishDirectoryPath', relativePath);
   optional('dockerImage', dockerImage);
   if (has(input, 'environmentVariables')) {
-    next.environmentVariables = input.environmentVariables ? environmentVariables(input.environmentVariables, `${field}.environmentVariables`) : [];
+    next.environmentVariables = input.environmentVariables ? environmentVariables(input.environmentVariables, `${field}.environmentVariables`, current.environmentVariables ?? []) : [];
   }
   return next;
 }
@@ -183,10 +227,16 @@ function deploySettings(current: DeploySettings | undefined, input: DeploySettin
     nextSource = source(input.source, `${field}.source`);
   }
   if (!nextSource) throw badInput(`${field}.source is required: a repository to build or an IPFS CID`, `${field}.source`);
+  let forkPullRequests: ForkPullRequests = current?.forkPullRequests ?? 'NOT_BUILT';
+  if (has(input, 'forkPullRequests')) {
+    if (!input.forkPullRequests) throw badInput(`${field}.forkPullRequests cannot be null`, `${field}.forkPullRequests`);
+    forkPullRequests = input.forkPullRequests;
+  }
   return {
     autoPublishing: required('autoPublishing', true),
     prDeployPreviews: required('prDeployPreviews', false),
     altUseProxy: has(input, 'altUseProxy') ? (input.altUseProxy ?? null) : (current?.altUseProxy ?? null),
+    forkPullRequests,
     source: nextSource,
   };
 }

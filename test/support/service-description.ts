@@ -31,6 +31,9 @@ export const OBJECTS: Record<string, Record<string, string>> = {
 export const ADDED_FIELDS: Record<string, Record<string, string>> = {
   Site: { webhookUrl: 'String!', webhookSecretSet: 'Boolean!', repositoryTokenSet: 'Boolean!', repositoryUsername: 'String', buildHooks: '[BuildHook!]!', notificationUrls: '[NotificationUrl!]!' },
   Deploy: { preview: 'Boolean!', pullRequest: 'PullRequest', phase: 'DeployPhase', url: 'String!' },
+  // Issue 29: variables with scopes and secrecy; forks' pull requests.
+  EnvironmentVariable: { secret: 'Boolean!', scope: 'VariableScope!' },
+  DeploySettings: { forkPullRequests: 'ForkPullRequests!' },
 };
 
 /** A described type's fields with Cairn's additions. */

@@ -7,21 +7,43 @@
  * transaction that rewrites the site, so a slug always names at most one
  * site and a renamed site answers to its new slug at once. Updates are
  * optimistic: each write is conditioned on the `version` it read.
+ *
+ * A secret build variable is sealed by the store as it writes the site (the
+ * same sealer as the site's webhook secret and repository token, under a
+ * context naming the site and the variable), so its value is never in the
+ * table in clear and a sealed value copied to another site or variable does
+ * not open. It is kept in the site item, not beside it, so the list of
+ * variables is replaced whole in the one conditional write of an update:
+ * a request that fails leaves the old list, secrets and all.
  */
 import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { newId } from '../ids.js';
 import { ConflictError } from './errors.js';
 import type { Database } from './dynamo.js';
+import type { SecretSealer } from '../auth/secrets.js';
 import { queryPage, type Page } from './pages.js';
 import { withoutKeys, writtenIf } from './tables.js';
 
 export type SitePlatform = 'ipfs' | 'alt';
 
+/** Which deploys get a variable: production ones (the site's branch), previews (pull requests, other branches), or both. */
+export type VariableScope = 'ALL' | 'PRODUCTION' | 'PREVIEWS';
+
 export interface EnvironmentVariable {
   name: string;
+  /** A plain variable's value. A secret one has none in the record; given to create or update, it is sealed as it is written. */
   value?: string | null;
+  /** Write-only: sealed at rest, never returned by the API, masked in deploy logs, never given to a fork's pull request. */
+  secret?: boolean | null;
+  /** Absent in records written before scopes: ALL. */
+  scope?: VariableScope | null;
+  /** A secret variable's value, sealed under variableContext(site, name). */
+  sealed?: string | null;
 }
+
+/** The sealing context of a site's secret variable: it opens for that site and name only. */
+export const variableContext = (siteId: string, name: string) => `site-variable:${siteId}:${name}`;
 
 export interface BuildSettings {
   buildCommand?: string | null;
@@ -35,9 +57,14 @@ export type SiteSource =
   | { kind: 'repository'; type: 'GIT_HOST'; url: string; branch: string }
   | { kind: 'ipfs'; cid?: string | null };
 
+/** Whether pull requests from forks are built (as previews without the site's secrets) or not at all. */
+export type ForkPullRequests = 'NOT_BUILT' | 'BUILT_WITHOUT_SECRETS';
+
 export interface DeploySettings {
   autoPublishing: boolean;
   prDeployPreviews: boolean;
+  /** Absent: NOT_BUILT (the safe default: a stranger's code never runs on the site's account). */
+  forkPullRequests?: ForkPullRequests | null;
   altUseProxy?: boolean | null;
   source: SiteSource;
 }
@@ -89,11 +116,41 @@ const MAX_ATTEMPTS = 5;
 export class SiteStore {
   constructor(
     private readonly db: Database,
+    private readonly sealer: SecretSealer,
     private readonly now: () => Date = () => new Date(),
   ) {}
 
   private get table() {
     return this.db.tables.sites;
+  }
+
+  /**
+   * The site as it is written: each secret variable given a value is sealed
+   * (and loses the value); one without a value must carry its sealed one
+   * (site-input.ts keeps it from the site as it was).
+   */
+  private async sealed(site: Site): Promise<Site> {
+    const variables = site.buildSettings?.environmentVariables ?? [];
+    if (!variables.some((v) => v.secret)) return site;
+    const environmentVariables = await Promise.all(
+      variables.map(async (v): Promise<EnvironmentVariable> => {
+        if (!v.secret) return v;
+        const { value, sealed, ...rest } = v;
+        if (typeof value === 'string' && value !== '') return { ...rest, sealed: await this.sealer.seal(value, variableContext(site.id, v.name)) };
+        if (!sealed) throw new Error(`the secret variable ${v.name} has neither a value nor a sealed one`);
+        return { ...rest, sealed };
+      }),
+    );
+    return { ...site, buildSettings: { ...site.buildSettings, environmentVariables } };
+  }
+
+  /**
+   * Opens sealed variable values of the site (a deploy's copies, say):
+   * name → value. Each opens only under its own site and name.
+   */
+  async openVariables(siteId: string, sealed: Record<string, string>): Promise<Record<string, string>> {
+    const entries = await Promise.all(Object.entries(sealed).map(async ([name, blob]) => [name, await this.sealer.open(blob, variableContext(siteId, name))] as const));
+    return Object.fromEntries(entries);
   }
 
   private siteItem(site: Site): Record<string, unknown> {
@@ -116,14 +173,14 @@ export class SiteStore {
   async create(input: NewSite): Promise<Site> {
     for (let attempt = 0; ; attempt++) {
       const slug = input.slug ?? generateSlug();
-      const site: Site = {
+      const site: Site = await this.sealed({
         ...input,
         id: newId(),
         createdAt: this.now().toISOString(),
         slug,
         name: input.name ?? slug,
         version: 1,
-      };
+      });
       try {
         await this.db.doc.send(
           new TransactWriteCommand({
@@ -195,7 +252,7 @@ export class SiteStore {
       const current = await this.getById(id);
       if (!current || current.teamId !== teamId) return undefined;
       const proposed = await change(current);
-      const next: Site = {
+      const next: Site = await this.sealed({
         ...proposed,
         id: current.id,
         teamId: current.teamId,
@@ -203,7 +260,7 @@ export class SiteStore {
         createdBy: current.createdBy,
         updatedAt: this.now().toISOString(),
         version: (current.version ?? 0) + 1,
-      };
+      });
       const versionCondition =
         current.version === undefined
           ? { ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(version)' }

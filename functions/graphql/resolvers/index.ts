@@ -17,6 +17,8 @@ export const resolvers = {
   Site: { ...siteResolvers.Site, ...hookResolvers.Site, ...notificationResolvers.Site },
   NotificationUrl: notificationResolvers.NotificationUrl,
   BuildSettings: siteResolvers.BuildSettings,
+  EnvironmentVariable: siteResolvers.EnvironmentVariable,
+  DeploySettings: siteResolvers.DeploySettings,
   SiteSource: siteResolvers.SiteSource,
   Deploy: { ...deployResolvers.Deploy, ...hookResolvers.Deploy },
   TeamMember: teamResolvers.TeamMember,

@@ -1,6 +1,6 @@
 /** Sites: the two lookups, the team's listing, create/update/delete, and the Site type's relations. */
 import type { Deploy } from '../../core/data/deploys.js';
-import { siteCursor, type Site, type SiteSource } from '../../core/data/sites.js';
+import { siteCursor, type DeploySettings, type EnvironmentVariable, type Site, type SiteSource } from '../../core/data/sites.js';
 import { callerOf, type GraphqlContext } from '../context.js';
 import { graphqlError, notFound } from '../errors.js';
 import { pageSize } from '../pagination.js';
@@ -84,6 +84,15 @@ export const siteResolvers = {
   },
   BuildSettings: {
     environmentVariables: (settings: Site['buildSettings']) => settings.environmentVariables ?? [],
+  },
+  // A secret's value is write-only: the record holds it sealed, and no query opens it.
+  EnvironmentVariable: {
+    value: (variable: EnvironmentVariable) => (variable.secret ? null : (variable.value ?? null)),
+    secret: (variable: EnvironmentVariable) => variable.secret === true,
+    scope: (variable: EnvironmentVariable) => variable.scope ?? 'ALL',
+  },
+  DeploySettings: {
+    forkPullRequests: (settings: DeploySettings) => settings.forkPullRequests ?? 'NOT_BUILT',
   },
   SiteSource: {
     __resolveType: (source: SiteSource) => (source.kind === 'repository' ? 'Repository' : 'IpfsSource'),
