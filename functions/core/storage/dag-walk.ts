@@ -12,16 +12,61 @@
  * its data (dag-pb's canonical order, which decoders enforce), so a block
  * that starts with the Data field (0x0a) has none: with a PrefixReader such
  * a leaf is checked by reading its first byte instead of all 256 KiB.
+ *
+ * The walk is a loop over an explicit stack of levels, so its work is linear
+ * in blocks and links whatever the DAG's shape. (It was a generator per
+ * level, each delegating with `yield*` to the next: a block d levels down
+ * passed through d generators on its way out, so a chain of n blocks cost
+ * n²/2 resumptions, 7 s of a blocked event loop at 2,500 deep, and at 3,000
+ * the nesting overflowed the call stack.) The local blockstore reads small
+ * blocks synchronously, so a walk can go on for long without ever waiting
+ * for I/O: it gives the event loop a turn every YIELD_EVERY_MS of work.
+ *
+ * A DAG someone sent (an import, a CID they deploy) is walked with `limits`:
+ * deeper than maxDepth levels, or more than maxBlocks blocks or maxLinks
+ * links, and the walk stops with a DagLimitError. The links of a level are
+ * kept packed (their CIDs' bytes in one buffer, not the block they came
+ * from), so what a walk holds is tens of bytes a link, and the limits bound
+ * it.
  */
 import { decode as decodeDagPb } from '@ipld/dag-pb';
 import type { Blockstore } from 'interface-blockstore';
-import type { CID } from 'multiformats/cid';
+import { CID } from 'multiformats/cid';
 
 const READ_AHEAD = 4;
+
+/** The longest a walk runs without letting other work onto the event loop (a request must not hold it for 50 ms). */
+const YIELD_EVERY_MS = 10;
 
 const DAG_PB = 0x70;
 const RAW = 0x55;
 const IDENTITY = 0x00;
+
+/**
+ * The bounds on a DAG someone else sent, far past any site's:
+ * - depth: a UnixFS directory tree is as deep as its deepest path (a Linux
+ *   path is at most 4,096 bytes, PATH_MAX, so at most 2,048 directories
+ *   deep), plus a few levels of HAMT shards for directories of many
+ *   thousands of entries; a file's balanced DAG (Kubo's default: 174 links
+ *   a node, 256 KiB leaves) is 4 levels deep at 240 TB, and a trickle DAG a
+ *   few dozen.
+ * - blocks: a million blocks are 244 GiB of 256 KiB leaves, or a million
+ *   small files; a site is a small fraction of either.
+ * - links: every block but the root is reached by a link, so a DAG within
+ *   the block limit needs few more links than blocks; twice as many leaves
+ *   room for content linked many times over (a file of zeros links one leaf
+ *   once per 256 KiB) and bounds a walk's work and the links it holds.
+ */
+export const DAG_LIMITS: Readonly<WalkLimits> = { maxDepth: 4096, maxBlocks: 1_000_000, maxLinks: 2_000_000 };
+
+export interface WalkLimits {
+  /** Levels below the root (the root's children are at depth 1). */
+  maxDepth: number;
+  /** Distinct blocks, the root included. */
+  maxBlocks: number;
+  /** Links read from the DAG's blocks, each counted however often it repeats. */
+  maxLinks: number;
+}
 
 /** A blockstore that can read the start of a block alone (the local PackedBlockstore). */
 export interface PrefixReader {
@@ -56,6 +101,18 @@ export class UnsupportedCodecError extends Error {
   }
 }
 
+/** A DAG past one of the walk's limits; the message says which, as a clause ("is deeper than 4096 levels"). */
+export class DagLimitError extends Error {
+  override name = 'DagLimitError';
+  constructor(
+    readonly root: CID,
+    readonly limit: keyof WalkLimits,
+    readonly max: number,
+  ) {
+    super(`the DAG of ${root} ${limit === 'maxDepth' ? `is deeper than ${max} levels` : limit === 'maxBlocks' ? `has more than ${max} blocks` : `has more than ${max} links`}`);
+  }
+}
+
 export interface WalkOptions {
   /**
    * 'throw' (the default) fails the walk with MissingBlockError, or
@@ -66,6 +123,10 @@ export interface WalkOptions {
   missing?: 'throw' | 'skip';
   onDamage?(cid: CID, damage: 'missing' | 'undecodable'): void;
   signal?: AbortSignal;
+  /** Bounds for a DAG someone else sent (DAG_LIMITS): past one, the walk throws DagLimitError. */
+  limits?: WalkLimits;
+  /** Told of every block read (present or not), for counting work. */
+  onRead?(cid: CID): void;
 }
 
 /** Text that tells blocks apart (the multihash: a v0 and a v1 CID of one dag-pb block are the same block). */
@@ -83,21 +144,52 @@ async function readAll(blockstore: Blockstore, cid: CID, signal?: AbortSignal): 
   return pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces);
 }
 
+/**
+ * A block's links, packed: their CIDs' bytes end to end in one buffer of
+ * their own. Decoded CIDs are views into the block they came from, which
+ * would keep every 2 MiB block of a level alive while the walk is below it.
+ */
+class Links {
+  static readonly none = new Links(new Uint8Array(0), new Uint32Array(1));
+  constructor(
+    private readonly bytes: Uint8Array,
+    /** Where each link starts, and one more: where the last ends. */
+    private readonly ends: Uint32Array,
+  ) {}
+
+  static of(cids: CID[]): Links {
+    if (!cids.length) return Links.none;
+    const ends = new Uint32Array(cids.length + 1);
+    for (let i = 0; i < cids.length; i++) ends[i + 1] = ends[i]! + cids[i]!.bytes.length;
+    const bytes = new Uint8Array(ends[cids.length]!);
+    for (let i = 0; i < cids.length; i++) bytes.set(cids[i]!.bytes, ends[i]!);
+    return new Links(bytes, ends);
+  }
+
+  get length(): number {
+    return this.ends.length - 1;
+  }
+
+  at(i: number): CID {
+    return CID.decode(this.bytes.subarray(this.ends[i]!, this.ends[i + 1]!));
+  }
+}
+
 /** The links of a block, 'missing', or why it does not decode. */
-async function linksOf(blockstore: Blockstore, cid: CID, signal?: AbortSignal): Promise<CID[] | 'missing' | { undecodable: string }> {
-  if (cid.multihash.code === IDENTITY) return [];
+async function linksOf(blockstore: Blockstore, cid: CID, signal?: AbortSignal): Promise<Links | 'missing' | { undecodable: string }> {
+  if (cid.multihash.code === IDENTITY) return Links.none;
   if (cid.code !== DAG_PB && cid.code !== RAW) throw new UnsupportedCodecError(cid);
   try {
     const prefixes = 'readPrefix' in blockstore ? (blockstore as unknown as PrefixReader) : undefined;
     if (prefixes) {
       const head = await prefixes.readPrefix(cid, 1, { signal }); // also proves the block is here
-      if (cid.code === RAW || head.length === 0 || head[0] === 0x0a) return [];
+      if (cid.code === RAW || head.length === 0 || head[0] === 0x0a) return Links.none;
     } else if (cid.code === RAW) {
-      return (await blockstore.has(cid, { signal })) ? [] : 'missing';
+      return (await blockstore.has(cid, { signal })) ? Links.none : 'missing';
     }
     const bytes = await readAll(blockstore, cid, signal);
     try {
-      return decodeDagPb(bytes).Links.map((l) => l.Hash);
+      return Links.of(decodeDagPb(bytes).Links.map((l) => l.Hash));
     } catch (err) {
       return { undecodable: (err as Error).message };
     }
@@ -107,41 +199,84 @@ async function linksOf(blockstore: Blockstore, cid: CID, signal?: AbortSignal): 
   }
 }
 
+type Read = ReturnType<typeof linksOf>;
+
+/** One level of the walk: the children of a block still to visit, and the reads started ahead of them. */
+interface Level {
+  links: Links;
+  /** Indexes into `links` of the children this level visits (those not seen before), in order. */
+  children: number[];
+  /** The next of `children` to visit. */
+  next: number;
+  /** The next of `children` to start reading. */
+  started: number;
+  /** Reads of children[next..started), in order. */
+  pending: Read[];
+}
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 /** Every block of the DAG under `root`, once each, parents before their children. */
 export async function* walkDag(blockstore: Blockstore, root: CID, options: WalkOptions = {}): AsyncGenerator<CID> {
-  const { signal } = options;
+  const { signal, limits, onRead } = options;
   const seen = new Set<string>([blockKey(root)]);
   const skip = options.missing === 'skip';
-  async function* visit(cid: CID, loading: ReturnType<typeof linksOf>): AsyncGenerator<CID> {
+  const levels: Level[] = [];
+  let linksRead = 0;
+  let cid = root;
+  let loading: Read = linksOf(blockstore, root, signal);
+  let sliceStart = performance.now();
+  for (;;) {
     let links = await loading;
+    onRead?.(cid);
+    let present = true;
     if (links === 'missing') {
       if (!skip) throw new MissingBlockError(cid, root);
-      return options.onDamage?.(cid, 'missing');
-    }
-    if (!Array.isArray(links)) {
+      options.onDamage?.(cid, 'missing');
+      present = false;
+    } else if (!(links instanceof Links)) {
       if (!skip) throw new CorruptBlockError(cid, root, links.undecodable);
       options.onDamage?.(cid, 'undecodable');
-      links = [];
+      links = Links.none;
     }
-    yield cid;
-    const children = links.filter((child) => {
-      const key = blockKey(child);
-      if (seen.has(key)) return false;
-      seen.add(key);
-      return true;
-    });
-    const pending: Array<ReturnType<typeof linksOf>> = [];
-    let next = 0;
-    for (const child of children) {
-      while (next < children.length && pending.length < READ_AHEAD) {
-        const read = linksOf(blockstore, children[next++]!, signal);
-        read.catch(() => {}); // awaited in order below
-        pending.push(read);
+    if (present) {
+      yield cid;
+      const found = links as Links;
+      const children: number[] = [];
+      for (let i = 0; i < found.length; i++) {
+        const key = blockKey(found.at(i));
+        if (seen.has(key)) continue;
+        seen.add(key);
+        children.push(i);
       }
-      yield* visit(child, pending.shift()!);
+      if (limits) {
+        linksRead += found.length;
+        if (linksRead > limits.maxLinks) throw new DagLimitError(root, 'maxLinks', limits.maxLinks);
+        if (seen.size > limits.maxBlocks) throw new DagLimitError(root, 'maxBlocks', limits.maxBlocks);
+        if (children.length && levels.length + 1 > limits.maxDepth) throw new DagLimitError(root, 'maxDepth', limits.maxDepth);
+      }
+      if (children.length) levels.push({ links: found, children, next: 0, started: 0, pending: [] });
+    }
+    // The next block: the next child of the deepest level that has one left.
+    let level = levels[levels.length - 1];
+    while (level && level.next === level.children.length) {
+      levels.pop();
+      level = levels[levels.length - 1];
+    }
+    if (!level) return;
+    while (level.started < level.children.length && level.pending.length < READ_AHEAD) {
+      const read = linksOf(blockstore, level.links.at(level.children[level.started++]!), signal);
+      read.catch(() => {}); // awaited in order, or dropped with the walk
+      level.pending.push(read);
+    }
+    cid = level.links.at(level.children[level.next++]!);
+    loading = level.pending.shift()!;
+    if (performance.now() - sliceStart >= YIELD_EVERY_MS) {
+      await turn();
+      signal?.throwIfAborted();
+      sliceStart = performance.now();
     }
   }
-  yield* visit(root, linksOf(blockstore, root, signal));
 }
 
 /** A block's bytes, whole. */
