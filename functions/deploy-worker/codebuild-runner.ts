@@ -98,6 +98,16 @@ export class CodeBuildRunner implements DetachedBuildRunner {
           sourceTypeOverride: 'S3',
           sourceLocationOverride: `${this.bucket}/${prefix}source.zip`,
           imageOverride: image,
+          // The site's secret variables travel here opened, as PLAINTEXT, which
+          // CodeBuild shows in its console and BatchGetBuilds ("PLAINTEXT environment
+          // variables can be displayed in plain text using the AWS CodeBuild console
+          // and the AWS CLI",
+          // https://docs.aws.amazon.com/codebuild/latest/APIReference/API_EnvironmentVariable.html);
+          // its own CloudWatch log holds what the build prints as printed. Both are
+          // the stack's operators' view (who hold the KMS key that seals the secrets
+          // anyway); a site's team sees Cairn's deploy log, which links to
+          // CodeBuild's log without copying it, and masks the secrets in its own
+          // lines and in the failure's reason (pipeline.ts, deploy-log.ts).
           environmentVariablesOverride: Object.entries(request.env).map(([name, value]) => ({ name, value, type: 'PLAINTEXT' })),
           timeoutInMinutesOverride: codeBuildTimeoutMinutes(request.timeoutMs),
           buildspecOverride: buildspec(request.directory, request.command, request.publishDirectory),

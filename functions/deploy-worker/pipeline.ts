@@ -110,9 +110,10 @@ async function insideCheckout(checkout: string, ...parts: Array<string | null | 
 /** The publish directory as the user named it (for the log), relative to the repository. */
 const publishPathOf = (build: DeployBuild) => (build.publishDirectory ? join(build.baseDirectory ?? '', build.publishDirectory) : build.baseDirectory || '.');
 
-/** What the build sees of the deploy besides the site's own variables. */
-const buildEnv = (deployId: string, build: DeployBuild, cloned: Pick<ClonedCommit, 'commit' | 'branch'>) => ({
+/** What the build sees: the site's variables its scope gets (secret ones opened), and the deploy's own. */
+const buildEnv = (deployId: string, build: DeployBuild, secrets: Record<string, string>, cloned: Pick<ClonedCommit, 'commit' | 'branch'>) => ({
   ...build.env,
+  ...secrets,
   CI: 'true',
   CAIRN_DEPLOY_ID: deployId,
   COMMIT_REF: cloned.commit,
@@ -187,7 +188,38 @@ class DeployTurn {
     await this.log.flush();
     // The log's last line is written before the record ends, so a reader of the ended deploy sees why.
     await this.log.close();
-    return this.services.deploys.finish(this.deploy.siteId, this.deploy.id, { repository: this.repository, ...end });
+    // The reason goes to the API and to notifications: a secret the build's failure quoted is masked there as in the log.
+    const reason = end.reason === undefined ? {} : { reason: this.log.masked(end.reason) };
+    return this.services.deploys.finish(this.deploy.siteId, this.deploy.id, { repository: this.repository, ...end, ...reason });
+  }
+
+  /**
+   * Opens the deploy's secret variables (sealed in its record) and masks
+   * their values in its log from here on: the build's environment gets
+   * them, its log and reason never do. Opened again when another process
+   * takes the deploy up (resumeDeploy), from the same sealed copies.
+   */
+  async openSecrets(build: DeployBuild): Promise<Record<string, string>> {
+    const sealed = build.secretEnv ?? {};
+    let secrets: Record<string, string>;
+    try {
+      secrets = await this.services.sites.openVariables(this.deploy.siteId, sealed);
+    } catch (err) {
+      this.services.logger.warn("could not open a deploy's secret variables", { deployId: this.deploy.id, err });
+      throw new DeployFailure("the site's secret variables could not be opened (the service's secret key may have changed): set their values again, then retry");
+    }
+    this.log.maskSecrets(Object.values(secrets));
+    return secrets;
+  }
+
+  /** One line naming the variables the build gets (never a value). */
+  logVariables(build: DeployBuild): void {
+    const plain = Object.keys(build.env ?? {});
+    const secret = Object.keys(build.secretEnv ?? {});
+    if (plain.length || secret.length) {
+      this.log.line(`Build variables: ${[...plain, ...secret.map((n) => `${n} (secret, masked in this log)`)].join(', ')}`);
+    }
+    if (this.deploy.pullRequest?.fork) this.log.line(`Pull request #${this.deploy.pullRequest.number} comes from a fork: built without the site's secret variables`);
   }
 
   /** The publish directory as a DAG: refused when missing or empty, imported with collection held off. */
@@ -357,18 +389,20 @@ export async function runDeploy(options: PipelineOptions, claimed: Deploy, signa
       await notifyDeploy(services, 'BUILDING', { ...claimed, phase: 'building', repository: turn.repository });
 
       const build = claimed.build ?? { env: {} };
+      const secrets = await turn.openSecrets(build);
       const base = await insideCheckout(checkout, build.baseDirectory);
       const publishBefore = await insideCheckout(checkout, build.baseDirectory, build.publishDirectory); // refused before building, too
       const runner = options.runner;
       if (build.command) {
         if (!(await stat(base).then((s) => s.isDirectory(), () => false))) throw new DeployFailure(`the base directory "${build.baseDirectory}" does not exist in the repository`);
         log.line(`Building with ${runner.name}: ${build.command}`);
+        turn.logVariables(build);
         const request = {
           deployId: claimed.id,
           checkout,
           directory: relative(checkout, base),
           command: build.command,
-          env: buildEnv(claimed.id, build, cloned),
+          env: buildEnv(claimed.id, build, secrets, cloned),
           timeoutMs: options.buildTimeoutMs,
           image: build.image ?? undefined,
         };
@@ -468,6 +502,8 @@ export async function resumeDeploy(options: PipelineOptions, deploy: Deploy, end
   const build = deploy.build ?? { env: {} };
   const of = { siteId: deploy.siteId, deployId: deploy.id };
   try {
+    // Masked in what this turn writes as in the build's own turn (a reason quoting the build's words).
+    await turn.openSecrets(build);
     const logUrl = end.logUrl ?? deploy.remoteBuild?.logUrl;
     if (logUrl) log.line(`The build's own log: ${logUrl}`);
     if (end.outcome === 'stopped') {

@@ -45,7 +45,14 @@ export interface DeployBuild {
   baseDirectory?: string | null;
   publishDirectory?: string | null;
   image?: string | null;
+  /** The plain variables the deploy's scope gets (hosting/deploys.ts buildOf). */
   env: Record<string, string>;
+  /**
+   * Its secret variables, name → the site's sealed value as it was (sealed
+   * under the site and the name, so only the pipeline opens them, with the
+   * site's sealer, wherever and whenever it runs). Never in clear here.
+   */
+  secretEnv?: Record<string, string> | null;
 }
 
 export interface Deploy {

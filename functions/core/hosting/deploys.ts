@@ -59,11 +59,39 @@ async function endLog(services: Services, deploy: Deploy, text: string): Promise
 }
 const COMMIT_PREFIX = /^[0-9a-f]{7,40}$/;
 
-function buildOf(site: Site): DeployBuild {
+/** What kind of deploy a build is for: what decides which of the site's variables it gets. */
+interface DeployKind {
+  /** A pull request's head or another branch than the site's: never published. */
+  preview: boolean;
+  /** A pull request from a fork: someone else's code. */
+  fork: boolean;
+}
+
+/**
+ * The site's build settings for one deploy. A production deploy gets the
+ * variables scoped ALL and PRODUCTION, a preview ALL and PREVIEWS, and a
+ * pull request from a fork no secret one at all (whatever its scope: the
+ * fork's author wrote the build command's code). Secret values are copied
+ * sealed, as the site holds them; the pipeline opens them for the build.
+ */
+function buildOf(site: Site, kind: DeployKind): DeployBuild {
   const b = site.buildSettings;
   const env: Record<string, string> = {};
-  for (const v of b.environmentVariables ?? []) env[v.name] = v.value ?? '';
-  return { command: b.buildCommand ?? null, baseDirectory: b.baseDirectoryPath ?? null, publishDirectory: b.publishDirectoryPath ?? null, image: b.dockerImage ?? null, env };
+  const secretEnv: Record<string, string> = {};
+  for (const v of b.environmentVariables ?? []) {
+    const scope = v.scope ?? 'ALL';
+    if (scope !== 'ALL' && scope !== (kind.preview ? 'PREVIEWS' : 'PRODUCTION')) continue;
+    if (!v.secret) env[v.name] = v.value ?? '';
+    else if (!kind.fork && v.sealed) secretEnv[v.name] = v.sealed;
+  }
+  return {
+    command: b.buildCommand ?? null,
+    baseDirectory: b.baseDirectoryPath ?? null,
+    publishDirectory: b.publishDirectoryPath ?? null,
+    image: b.dockerImage ?? null,
+    env,
+    ...(Object.keys(secretEnv).length ? { secretEnv } : {}),
+  };
 }
 
 function refuseAltPlatform(site: Site): void {
@@ -90,7 +118,7 @@ async function enqueue(services: Services, site: Site, init: Omit<NewDeploy, 'si
   const deploy = await services.deploys.enqueue({
     siteId: site.id,
     autoPublish: site.deploySettings.autoPublishing,
-    build: buildOf(site),
+    build: buildOf(site, { preview: init.preview === true, fork: init.pullRequest?.fork === true }),
     ...init,
   });
   await services.sites.setLatestDeploy(site.id, deploy.id);
@@ -190,6 +218,13 @@ async function existing(services: Services, site: Site, deployId: string): Promi
 export async function retryDeploy(services: Services, site: Site, deployId: string): Promise<Deploy> {
   const old = await existing(services, site, deployId);
   if (old.status === 'IN_PROGRESS') throw new DeployRequestError(`Deploy ${deployId} is still in progress; cancel it first or wait for it to end.`, 'deployId');
+  // Another's code, built again: only while the site still builds forks' pull requests (without secrets, as any fork's).
+  if (old.pullRequest?.fork && (site.deploySettings.forkPullRequests ?? 'NOT_BUILT') === 'NOT_BUILT') {
+    throw new DeployRequestError(
+      `Deploy ${deployId} built a pull request from a fork, and the site does not build those (deploySettings.forkPullRequests is NOT_BUILT); set it to BUILT_WITHOUT_SECRETS to build it again.`,
+      'deployId',
+    );
+  }
   if (site.platform === 'alt') sourceOf(site, undefined); // the same refusal as triggerDeploy
   let source: DeploySource;
   if (old.source?.kind === 'ipfs') source = old.source;
