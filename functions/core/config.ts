@@ -166,13 +166,6 @@ export interface Config {
     retryBaseSeconds: number;
     /** How long a failing delivery is tried again before it is given up (one hour). */
     retryForSeconds: number;
-    /**
-     * Whether notification URLs may lead to loopback, private, link-local or
-     * unique-local addresses: on locally (a receiver on this machine), off in
-     * AWS (no requests into the VPC or to the metadata service).
-     * CAIRN_NOTIFICATION_PRIVATE_ADDRESSES; it also allows http:// URLs.
-     */
-    allowPrivateAddresses: boolean;
   };
   /**
    * Where commit statuses are posted for a site's repository, by the host of
@@ -347,7 +340,7 @@ export function loadConfig(env: Env = process.env): Config {
         outputBytes: size(env, 'CAIRN_BUILD_OUTPUT', 64 * 1024 ** 2),
       },
     },
-    outbound: { private: outboundPrivate(env) },
+    outbound: outboundRules(env),
     deployQueueUrl: opt(env, 'CAIRN_DEPLOY_QUEUE_URL'),
     cdn: {
       distributionId: distributionId(env),
@@ -367,7 +360,6 @@ export function loadConfig(env: Env = process.env): Config {
     notifications: {
       retryBaseSeconds: positive(env, 'CAIRN_NOTIFICATION_RETRY_BASE', 10, 'seconds'),
       retryForSeconds: 3600,
-      allowPrivateAddresses: bool(env, 'CAIRN_NOTIFICATION_PRIVATE_ADDRESSES', runtime === 'local'),
     },
     gitHostApis: gitHostApis(env),
   };
@@ -379,7 +371,7 @@ export function loadConfig(env: Env = process.env): Config {
  * Added to github.com and gitlab.com, or replacing them when named. The
  * base URL must be http(s) without credentials, a query or a fragment;
  * whether its address may be private is decided at each request, by the
- * notification rule (config.notifications.allowPrivateAddresses).
+ * outbound rule (config.outbound, functions/core/net/outbound.ts).
  */
 function gitHostApis(env: Env): Record<string, GitHostApi> {
   const name = 'CAIRN_GIT_HOST_APIS';
@@ -444,10 +436,22 @@ function buildNetwork(env: Env, sandbox: 'bwrap' | 'none'): 'none' | 'outside' |
   return raw;
 }
 
-function outboundPrivate(env: Env): 'allow' | 'refuse' {
+/**
+ * config.outbound from an environment (exported for a caller handed no
+ * config: the clone step, functions/deploy-worker/steps/clone.ts).
+ * CAIRN_NOTIFICATION_PRIVATE_ADDRESSES, the notifications' own rule before
+ * every outbound request had one, is still read where
+ * CAIRN_OUTBOUND_PRIVATE is unset (deprecated): true allows, false
+ * refuses, now for every kind of request.
+ */
+export function outboundRules(env: Env = process.env): Config['outbound'] {
+  const legacy = opt(env, 'CAIRN_NOTIFICATION_PRIVATE_ADDRESSES');
+  if (opt(env, 'CAIRN_OUTBOUND_PRIVATE') === undefined && legacy !== undefined) {
+    return { private: bool(env, 'CAIRN_NOTIFICATION_PRIVATE_ADDRESSES', false) ? 'allow' : 'refuse' };
+  }
   const raw = str(env, 'CAIRN_OUTBOUND_PRIVATE', 'refuse').toLowerCase();
   if (raw !== 'allow' && raw !== 'refuse') throw new ConfigError('CAIRN_OUTBOUND_PRIVATE', `must be "allow" or "refuse", got "${raw}"`);
-  return raw;
+  return { private: raw };
 }
 
 function etagMode(env: Env): 'md5' | 'cid' {

@@ -43,7 +43,8 @@ const hits: Array<{ signature: string | undefined; delivery: string | undefined 
 
 beforeAll(async () => {
   service = await startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_PREVIEW: 'off' });
-  lambdas = await startLambdas(lambdaEnv(service, 'notify-', { CAIRN_LOG_LEVEL: 'warn' }), 'notify');
+  // The AWS default: private addresses refused (the suites' own default allows them).
+  lambdas = await startLambdas(lambdaEnv(service, 'notify-', { CAIRN_LOG_LEVEL: 'warn', CAIRN_OUTBOUND_PRIVATE: 'refuse' }), 'notify');
   ({ aws, worker } = lambdas);
   receiver = createServer((req, res) => {
     hits.push({ signature: req.headers['x-cairn-signature'] as string | undefined, delivery: req.headers['x-cairn-delivery'] as string | undefined });
@@ -74,7 +75,7 @@ const addUrl = (siteId: string, url: string, events?: string[]) =>
 
 test('the AWS composition sends notifications through the deploy queue, and refuses private addresses', () => {
   expect(aws.notificationOutbox).toBeInstanceOf(SqsDeployQueue);
-  expect(aws.config.notifications.allowPrivateAddresses).toBe(false);
+  expect(aws.config.outbound.private).toBe('refuse');
   expect(service.services.notificationOutbox.constructor.name).toBe('LocalNotificationOutbox');
 });
 
@@ -204,7 +205,7 @@ describe('the deploy worker takes notifications off the queue', () => {
     const { site, url } = await recordedUrl(`http://127.0.0.1:${receiverPort}/ok`);
     const delivery = await aws.notificationDeliveries.create({ siteId: site.id, urlId: url.id, deployId: 'd1', event: 'CREATED', body: '{"event":"CREATED"}' });
     const ref = { siteId: site.id, urlId: url.id, deliveryId: delivery.id };
-    const services = { ...aws, config: { ...aws.config, notifications: { ...aws.config.notifications, allowPrivateAddresses: true } } };
+    const services = { ...aws, config: { ...aws.config, outbound: { private: 'allow' as const } } };
     expect(await takeDeploys({ services } as WorkerOptions, sqsEvent({ kind: 'notification', ...ref }))).toEqual({ batchItemFailures: [] });
     expect(hits.at(-1)).toEqual({ signature: expect.stringMatching(/^t=\d+,sha256=[0-9a-f]{64}$/), delivery: delivery.id });
     expect(await aws.notificationDeliveries.get(ref)).toMatchObject({ status: 'DELIVERED', attempt: 1, statusCode: 204 });

@@ -39,6 +39,8 @@ export function lambdaEnv(service: TestService, tablePrefix: string, extra: Reco
     CAIRN_DEPLOY_QUEUE_URL: QUEUE_URL,
     CAIRN_LOG_LEVEL: process.env.CAIRN_TEST_LOG_LEVEL ?? 'error',
     CAIRN_SCHEMA_PATH: join(process.cwd(), 'schema.graphql'),
+    // The suites' git servers and receivers listen on 127.0.0.1; a suite that shows the refusals says "refuse".
+    CAIRN_OUTBOUND_PRIVATE: 'allow',
     ...extra,
   };
 }

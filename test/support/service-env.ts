@@ -43,7 +43,9 @@ export async function freePort(): Promise<number> {
 
 /**
  * The environment of a test service (in this process or a child): its data
- * directory, three free ports, the BOOT account, warnings only; `extra` wins.
+ * directory, three free ports, the BOOT account, warnings only, and private
+ * outbound addresses allowed (the tests' git servers and notification
+ * receivers listen on 127.0.0.1); `extra` wins.
  */
 export async function serviceEnv(dataDir: string, extra: Record<string, string> = {}): Promise<Record<string, string>> {
   return {
@@ -55,6 +57,7 @@ export async function serviceEnv(dataDir: string, extra: Record<string, string> 
     CAIRN_BOOTSTRAP_SECRET_KEY: BOOT.secretAccessKey,
     CAIRN_BOOTSTRAP_API_TOKEN: BOOT.apiToken,
     CAIRN_LOG_LEVEL: 'warn',
+    CAIRN_OUTBOUND_PRIVATE: 'allow',
     ...extra,
   };
 }

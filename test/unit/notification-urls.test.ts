@@ -1,21 +1,18 @@
 /**
- * The guard on notification URLs (no requests into the VPC or to the
- * metadata service where the service runs in AWS) and the signature
- * receivers verify. The AWS rule is turned on the way a Lambda gets it:
- * loadConfig with AWS_LAMBDA_FUNCTION_NAME set. Names are resolved by stub
- * resolvers, so no test depends on DNS.
+ * The guard on notification URLs (no requests into the service's network
+ * or to the metadata service where private addresses are refused, the
+ * default: functions/core/net/outbound.ts) and the signature receivers
+ * verify. Names are resolved by stub resolvers, so no test depends on DNS.
  */
 import { createServer, type Server } from 'node:http';
-import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { LookupAddress } from 'node:dns';
 import { loadConfig } from '../../functions/core/config.js';
-import { checkNotificationUrl, guardedLookup, isRefusedAddress, NotificationUrlError, type Resolver } from '../../functions/core/hosting/notification-urls.js';
+import { checkNotificationUrl, NotificationUrlError, type Resolver } from '../../functions/core/hosting/notification-urls.js';
 import { postNotification } from '../../functions/core/hosting/notifications.js';
 import { signNotification, verifyNotification } from '../../functions/core/hosting/notification-signature.js';
 
-const aws = loadConfig({ AWS_LAMBDA_FUNCTION_NAME: 'cairn-graphql' }).notifications;
-const local = loadConfig({}).notifications;
+const aws = loadConfig({ AWS_LAMBDA_FUNCTION_NAME: 'cairn-graphql' }).outbound;
+const local = loadConfig({ CAIRN_OUTBOUND_PRIVATE: 'allow' }).outbound;
 const publicResolver: Resolver = async () => ['93.184.216.34'];
 const resolvesTo =
   (...addresses: string[]): Resolver =>
@@ -31,10 +28,10 @@ const refusedWith = async (url: string, resolver: Resolver = publicResolver) => 
   return (err as Error).message;
 };
 
-test('the config turns private addresses off in AWS and on locally, and can say otherwise', () => {
-  expect(aws.allowPrivateAddresses).toBe(false);
-  expect(local.allowPrivateAddresses).toBe(true);
-  expect(loadConfig({ CAIRN_NOTIFICATION_PRIVATE_ADDRESSES: 'off' }).notifications.allowPrivateAddresses).toBe(false);
+test('the config refuses private addresses in AWS and locally unless told otherwise', () => {
+  expect(aws.private).toBe('refuse');
+  expect(loadConfig({}).outbound.private).toBe('refuse');
+  expect(local.private).toBe('allow');
   expect(loadConfig({ CAIRN_NOTIFICATION_RETRY_BASE: '2' }).notifications.retryBaseSeconds).toBe(2);
   expect(() => loadConfig({ CAIRN_NOTIFICATION_RETRY_BASE: '0' })).toThrow(/CAIRN_NOTIFICATION_RETRY_BASE/);
 });
@@ -52,14 +49,22 @@ test.each([
   ['https://[fe80::1]/hook', /fe80::1/],
   ['https://[::ffff:127.0.0.1]/hook', /::ffff:7f00:1/],
   ['https://[::ffff:169.254.169.254]/hook', /::ffff:a9fe:a9fe/],
+  ['https://[::127.0.0.1]/hook', /::7f00:1 is an IPv4-compatible form of 127\.0\.0\.1/],
+  ['https://[::ffff:0:127.0.0.1]/hook', /::ffff:0:7f00:1 is an IPv4-translated form of 127\.0\.0\.1/],
+  ['https://[64:ff9b:1::7f00:1]/hook', /64:ff9b:1::7f00:1 is a local-use NAT64 form of 127\.0\.0\.1/],
+  ['https://[64:ff9b::a9fe:a9fe]/hook', /NAT64 form of 169\.254\.169\.254/],
+  ['https://[2002:7f00:1::]/hook', /2002:7f00:1:: is a 6to4 form of 127\.0\.0\.1/],
   ['https://0.0.0.0/hook', /0\.0\.0\.0/],
   ['https://100.64.0.1/hook', /100\.64\.0\.1/],
 ])('in AWS %s is refused', async (url, named) => {
-  expect(await refusedWith(url)).toMatch(named);
+  const message = await refusedWith(url);
+  expect(message).toMatch(named);
+  expect(message).toMatch(/CAIRN_OUTBOUND_PRIVATE=allow/);
 });
 
 test('in AWS a name that resolves to loopback, private or metadata addresses is refused, even one of several', async () => {
-  expect(await refusedWith('https://hooks.example.com/x', resolvesTo('127.0.0.1'))).toMatch(/127\.0\.0\.1.*public addresses only/);
+  expect(await refusedWith('https://hooks.example.com/x', resolvesTo('127.0.0.1'))).toMatch(/hooks\.example\.com resolves to 127\.0\.0\.1, a loopback address: outbound requests to private addresses are refused/);
+  expect(await refusedWith('https://hooks.example.com/x', resolvesTo('64:ff9b::7f00:1'))).toMatch(/NAT64 form of 127\.0\.0\.1/);
   expect(await refusedWith('https://hooks.example.com/x', resolvesTo('93.184.216.34', '10.1.2.3'))).toMatch(/10\.1\.2\.3/);
   expect(await refusedWith('https://hooks.example.com/x', resolvesTo('2606:2800:220:1::1', 'fd00:ec2::254'))).toMatch(/fd00:ec2::254/);
   expect(await refusedWith('https://localhost/x')).toMatch(/localhost/);
@@ -71,12 +76,11 @@ test('in AWS a name resolving to public addresses, or a public address, is taken
   await expect(checkNotificationUrl('https://hooks.example.com/cairn?x=1', aws, publicResolver)).resolves.toBeInstanceOf(URL);
   await expect(checkNotificationUrl('https://hooks.example.com/x', aws, resolvesTo('2606:2800:220:1::1'))).resolves.toBeInstanceOf(URL);
   await expect(checkNotificationUrl('https://8.8.8.8/x', aws)).resolves.toBeInstanceOf(URL);
-  expect(isRefusedAddress('8.8.8.8')).toBe(false);
-  expect(isRefusedAddress('172.32.0.1')).toBe(false);
-  expect(isRefusedAddress('2606:2800:220:1::1')).toBe(false);
+  await expect(checkNotificationUrl('https://172.32.0.1/x', aws)).resolves.toBeInstanceOf(URL);
+  await expect(checkNotificationUrl('https://[2606:2800:220:1::1]/x', aws)).resolves.toBeInstanceOf(URL);
 });
 
-test('locally loopback and http:// are allowed (a receiver on this machine), without resolving anything', async () => {
+test('where private addresses are allowed, loopback and http:// are (a receiver on this machine), without resolving anything', async () => {
   const never: Resolver = async () => {
     throw new Error('resolved');
   };
@@ -117,37 +121,50 @@ describe('at delivery time', () => {
   });
   afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
-  /** A resolver for node:dns's lookup signature answering `address` for any name. */
-  const stubLookup = (address: string) =>
-    ((_: string, __: object, cb: (err: Error | null, addresses: LookupAddress[]) => void) => cb(null, [{ address, family: address.includes(':') ? 6 : 4 }])) as never;
-
-  const get = (lookup: ReturnType<typeof guardedLookup>) =>
-    new Promise<{ status?: number; code?: string }>((resolve) => {
-      const req = httpRequest(`http://receiver.test:${port}/`, { lookup, agent: false }, (res) => {
-        res.resume();
-        resolve({ status: res.statusCode });
-      });
-      req.on('error', (err: NodeJS.ErrnoException) => resolve({ code: err.code }));
-      req.end();
-    });
-
-  test('a name whose answer turned to loopback is not connected to: the check is on the connection', async () => {
+  test('a name resolving to loopback is not connected to: resolved once, refused before any connection', async () => {
     connections = 0;
-    expect(await get(guardedLookup(stubLookup('127.0.0.1')))).toEqual({ code: 'EREFUSEDADDRESS' });
+    let asked = 0;
+    const resolver: Resolver = async () => {
+      asked++;
+      return ['127.0.0.1'];
+    };
+    const refused = await postNotification(`https://receiver.test:${port}/`, '{}', {}, { outbound: aws, resolver });
+    expect(refused).toEqual({ error: expect.stringMatching(/^receiver\.test resolves to 127\.0\.0\.1, a loopback address: outbound requests to private addresses are refused/), refused: true });
+    expect(asked).toBe(1);
     expect(connections).toBe(0);
-    // The same lookup path connects when the answer is allowed (here: the stub's loopback, unguarded).
-    expect(await get(stubLookup('127.0.0.1'))).toEqual({ status: 200 });
+  });
+
+  test('the connection goes to the address checked, not to what the name resolves to at connect time', async () => {
+    connections = 0;
+    // receiver.test resolves nowhere (.test is reserved): only the checked address can have been connected to.
+    expect(await postNotification(`http://receiver.test:${port}/`, '{}', {}, { outbound: local, resolver: async () => ['127.0.0.1'] })).toEqual({ statusCode: 200 });
     expect(connections).toBe(1);
   });
 
-  test('an address literal is refused without connecting; locally the same URL is delivered', async () => {
+  test('an address literal is refused without connecting, in any IPv4-in-IPv6 form; allowed, the same URL is delivered', async () => {
     connections = 0;
-    const refused = await postNotification(`https://127.0.0.1:${port}/`, '{}', {}, { allowPrivateAddresses: false });
-    expect(refused.statusCode).toBeUndefined();
-    expect(refused.error).toMatch(/127\.0\.0\.1 is a loopback/);
+    for (const host of ['127.0.0.1', '[::ffff:127.0.0.1]', '[::127.0.0.1]', '[::ffff:0:127.0.0.1]', '[64:ff9b:1::7f00:1]', '[2002:7f00:1::]']) {
+      const refused = await postNotification(`https://${host}:${port}/`, '{}', {}, { outbound: aws });
+      expect(refused.statusCode).toBeUndefined();
+      expect(refused.refused).toBe(true);
+      expect(refused.error).toMatch(/127\.0\.0\.1, a loopback address: outbound requests to private addresses are refused|^127\.0\.0\.1 is a loopback/);
+    }
     expect(connections).toBe(0);
-    expect(await postNotification(`http://127.0.0.1:${port}/`, '{}', {}, { allowPrivateAddresses: true })).toEqual({ statusCode: 200 });
+    expect(await postNotification(`http://127.0.0.1:${port}/`, '{}', {}, { outbound: local })).toEqual({ statusCode: 200 });
     expect(connections).toBe(1);
+  });
+
+  test('a redirect is an answer, not followed', async () => {
+    const redirecting = createServer((_, res) => res.writeHead(307, { location: `http://127.0.0.1:${port}/` }).end());
+    await new Promise<void>((r) => redirecting.listen(0, '127.0.0.1', () => r()));
+    try {
+      connections = 0;
+      const at = (redirecting.address() as AddressInfo).port;
+      expect(await postNotification(`http://127.0.0.1:${at}/`, '{}', {}, { outbound: local })).toEqual({ statusCode: 307 });
+      expect(connections).toBe(0);
+    } finally {
+      await new Promise<void>((r) => redirecting.close(() => r()));
+    }
   });
 });
 

@@ -16,14 +16,14 @@
  */
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { isIP } from 'node:net';
 import type { Services } from '../services.js';
 import type { Deploy } from '../data/deploys.js';
 import type { Site } from '../data/sites.js';
 import type { DeployEvent } from '../data/notification-urls.js';
 import type { DeliveryRef, NotificationDelivery } from '../data/notification-deliveries.js';
 import { deployLogKey } from '../ports/log-store.js';
-import { checkUrlShape, guardedLookup, isRefusedAddress } from './notification-urls.js';
+import { checkUrlShape } from './notification-urls.js';
+import { OutboundRefused, pinnedLookup, resolveOutbound, type OutboundRules, type OutboundTarget, type Resolver } from '../net/outbound.js';
 import { signNotification } from './notification-signature.js';
 import {
   commitOf,
@@ -200,7 +200,10 @@ export interface AttemptResult {
 
 /**
  * One POST of `body`: the status code of the answer, or why there was none
- * (a refused address, a connection error, no answer within 5 s). With
+ * (an address the outbound policy refuses, a connection error, no answer
+ * within 5 s, the name's resolution included). The host is resolved once
+ * and the connection pinned to the addresses checked (net/outbound.ts);
+ * a redirect is an answer like any other, not followed. With
  * `answerBytes`, an answer that is no 2xx has that much of its body read
  * too (within the same 5 s), for the error it gives.
  */
@@ -208,20 +211,19 @@ export async function postNotification(
   target: string,
   body: string,
   headers: Record<string, string>,
-  options: { allowPrivateAddresses: boolean; signal?: AbortSignal; timeoutMs?: number; answerBytes?: number },
+  options: { outbound: OutboundRules; resolver?: Resolver; signal?: AbortSignal; timeoutMs?: number; answerBytes?: number },
 ): Promise<AttemptResult> {
   let url: URL;
   try {
-    url = checkUrlShape(target, options);
+    url = checkUrlShape(target, options.outbound);
   } catch (err) {
     return { error: (err as Error).message, refused: true };
   }
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (!options.allowPrivateAddresses && isIP(host) && isRefusedAddress(host)) return { error: `${host} is a loopback, private, link-local or reserved address: not connected to`, refused: true };
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   const timeoutMs = options.timeoutMs ?? DELIVERY_TIMEOUT_MS;
   return new Promise<AttemptResult>((resolve) => {
     let settled = false;
+    let req: ReturnType<typeof send> | undefined;
     const done = (result: AttemptResult) => {
       if (settled) return;
       settled = true;
@@ -229,53 +231,66 @@ export async function postNotification(
       options.signal?.removeEventListener('abort', onAbort);
       resolve(result);
     };
-    const req = send(
-      url,
-      {
-        method: 'POST',
-        agent: false,
-        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
-        ...(options.allowPrivateAddresses ? {} : { lookup: guardedLookup() }),
-      },
-      (res: IncomingMessage) => {
-        res.on('error', () => {});
-        const statusCode = res.statusCode;
-        const limit = options.answerBytes ?? 0;
-        if (limit === 0 || (statusCode !== undefined && statusCode >= 200 && statusCode < 300)) {
-          // Only the status matters; the body is read and dropped.
-          res.resume();
-          done({ statusCode });
-          req.destroy();
-          return;
-        }
-        const chunks: Buffer[] = [];
-        let size = 0;
-        const answered = () => {
-          done({ statusCode, answer: Buffer.concat(chunks).subarray(0, limit).toString('utf8') });
-          req.destroy();
-        };
-        res.on('data', (chunk: Buffer) => {
-          chunks.push(chunk);
-          size += chunk.length;
-          if (size >= limit) answered();
-        });
-        res.on('end', answered);
-        res.on('close', answered);
-      },
-    );
     const timer = setTimeout(() => {
-      req.destroy();
+      req?.destroy();
       done({ error: `no answer within ${timeoutMs / 1000} s` });
     }, timeoutMs);
     const onAbort = () => {
-      req.destroy();
+      req?.destroy();
       done({ error: 'the service stopped during the attempt' });
     };
+    if (options.signal?.aborted) return onAbort();
     options.signal?.addEventListener('abort', onAbort, { once: true });
-    req.on('error', (err: NodeJS.ErrnoException) =>
-      done({ error: (err.code && !err.message.includes(err.code) ? `${err.code}: ${err.message}` : err.message).slice(0, 300), ...(err.code === 'EREFUSEDADDRESS' ? { refused: true } : {}) }),
+    const request = (checked: OutboundTarget) => {
+      req = send(
+        url,
+        {
+          method: 'POST',
+          agent: false,
+          headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+          lookup: pinnedLookup(checked),
+        },
+        (res: IncomingMessage) => {
+          res.on('error', () => {});
+          const statusCode = res.statusCode;
+          const limit = options.answerBytes ?? 0;
+          if (limit === 0 || (statusCode !== undefined && statusCode >= 200 && statusCode < 300)) {
+            // Only the status matters; the body is read and dropped.
+            res.resume();
+            done({ statusCode });
+            req?.destroy();
+            return;
+          }
+          const chunks: Buffer[] = [];
+          let size = 0;
+          const answered = () => {
+            done({ statusCode, answer: Buffer.concat(chunks).subarray(0, limit).toString('utf8') });
+            req?.destroy();
+          };
+          res.on('data', (chunk: Buffer) => {
+            chunks.push(chunk);
+            size += chunk.length;
+            if (size >= limit) answered();
+          });
+          res.on('end', answered);
+          res.on('close', answered);
+        },
+      );
+      req.on('error', (err: NodeJS.ErrnoException) =>
+        done({ error: (err.code && !err.message.includes(err.code) ? `${err.code}: ${err.message}` : err.message).slice(0, 300), ...(err instanceof OutboundRefused ? { refused: true } : {}) }),
+      );
+      req.end(body);
+    };
+    // Resolved within the attempt's time, once: the request connects only to what this checked.
+    resolveOutbound(url, options.outbound, options.resolver).then(
+      (checked) => {
+        if (!settled) request(checked);
+      },
+      (err: NodeJS.ErrnoException | undefined) => {
+        if (err instanceof OutboundRefused) done({ error: err.message, refused: true });
+        else done({ error: `${url.hostname} does not resolve${err?.code ? ` (${err.code})` : ''}` });
+      },
     );
-    req.end(body);
   });
 }
 
@@ -305,7 +320,7 @@ async function attemptNotification(services: Services, delivery: NotificationDel
       'x-cairn-delivery': delivery.id,
       'x-cairn-signature': signNotification(target.secret, delivery.body, t),
     },
-    { allowPrivateAddresses: services.config.notifications.allowPrivateAddresses, signal },
+    { outbound: services.config.outbound, signal },
   );
   const delivered = is2xx(result.statusCode);
   return { delivered, statusCode: result.statusCode, error: delivered ? undefined : (result.error ?? `the receiver answered ${result.statusCode}`) };
@@ -328,7 +343,7 @@ async function attemptCommitStatus(services: Services, delivery: NotificationDel
   const credentials = await services.siteSecrets.repositoryCredentials(delivery.siteId);
   if (!credentials) return { delivered: false, error: 'the site has no repository access token any more: not sent', final: true };
   const request = commitStatusRequest(target, status, credentials.token);
-  const result = await postNotification(request.url, request.body, request.headers, { allowPrivateAddresses: services.config.notifications.allowPrivateAddresses, signal, answerBytes: 4096 });
+  const result = await postNotification(request.url, request.body, request.headers, { outbound: services.config.outbound, signal, answerBytes: 4096 });
   const answer = statusAnswerOf(target, result, credentials.token);
   if ('posted' in answer) return { delivered: true, statusCode: result.statusCode };
   if ('retry' in answer) return { delivered: false, statusCode: result.statusCode, error: answer.retry };

@@ -24,9 +24,8 @@ export const notificationResolvers = {
       const site = await requireSite(ctx, args.siteId, 'add notification URLs');
       const events = args.events ?? [...DEPLOY_EVENTS];
       if (events.length === 0) throw badInput('events must name at least one event (leave it out for all of them)', 'events');
-      const rules = { allowPrivateAddresses: ctx.services.config.notifications.allowPrivateAddresses };
       try {
-        await checkNotificationUrl(args.url, rules);
+        await checkNotificationUrl(args.url, ctx.services.config.outbound);
       } catch (err) {
         if (err instanceof NotificationUrlError) throw badInput(err.message, 'url');
         throw err;
