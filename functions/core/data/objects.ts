@@ -4,10 +4,20 @@
  * S3's byte order. Bucket names cannot start with '#', which leaves that
  * prefix for the table's other items:
  *
- *   <bucket> / <key>              the object record          gsi1: CID#<cidV0> / <bucket>/<key>
- *   #REF#<cidV0> / <bucket>/<key>  "this object references this CID"
+ *   <bucket> / <key>              the object record          gsi1: CID#<cidV0> / <holder>
+ *   #REF#<cidV0> / <holder>        "this object references this CID"
  *   #GC / <cidV0>                  a CID that lost a reference: a collection candidate
  *   #GCQ / <cidV0>                 a candidate collection could not collect, set aside for the integrity check
+ *
+ * The holder is `<bucket>/<key>`, or `#OBJ#<bucket>/<SHA-256 of the key>`
+ * when that is past the 1024 bytes DynamoDB allows a sort key (an index's
+ * too): S3 allows a key of 1024 bytes in any bucket, so bucket and key
+ * together may not fit, and a sort key longer than that is refused (local
+ * and AWS alike: a 500 for the last ~64 bytes of key length it was). Every
+ * holder that ever fitted keeps its old form, so data written before the
+ * hashed form needs no migration. Nothing reads a holder back: it only has
+ * to name one object uniquely. See
+ * https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html
  *
  * Multipart uploads keep their items here too (see data/uploads.ts); a part's
  * reference is `#REF#<cidV0> / #PART#<uploadId>#<part number>`.
@@ -17,12 +27,13 @@
  * version the writer read and on the bucket existing (and not being deleted),
  * so a CID is referenced exactly while some record names it.
  */
+import { createHash } from 'node:crypto';
 import { DeleteCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { uniqueToken } from '../ids.js';
 import { withoutKeys, writtenIf } from './tables.js';
-import { queryAll, scanEach } from './pages.js';
+import { queryAll, queryEach, scanEach } from './pages.js';
 import { bucketWritableCondition, type CannedAcl } from './buckets.js';
 import type { Database, TransactItem } from './dynamo.js';
 
@@ -106,6 +117,49 @@ export function prefixSuccessor(prefix: string): string | undefined {
     }
   }
   return undefined;
+}
+
+/** DynamoDB's limit on a sort key's value, an index's included, in UTF-8 bytes (see the header). */
+export const MAX_SORT_KEY_BYTES = 1024;
+
+/** `text` cut to at most `bytes` bytes of UTF-8, at a character boundary. */
+export function cutToBytes(text: string, bytes: number): string {
+  if (Buffer.byteLength(text) <= bytes) return text;
+  let used = 0;
+  let end = 0;
+  for (const ch of text) {
+    const size = ch.length === 2 ? 4 : ch.charCodeAt(0) < 0x80 ? 1 : ch.charCodeAt(0) < 0x800 ? 2 : 3;
+    if (used + size > bytes) break;
+    used += size;
+    end += ch.length;
+  }
+  return text.slice(0, end);
+}
+
+/** S3's key order (and DynamoDB's for strings): UTF-8 bytes. */
+export function compareKeys(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
+
+export type SortKeyBound = { op: '>' | '>='; value: string };
+
+/**
+ * A Query's lower bound on a sort key, within MAX_SORT_KEY_BYTES: a client's
+ * marker may be longer than any stored key, and DynamoDB refuses a longer
+ * value. Cut to fit, the bound lets through a few keys the real one would
+ * not (those between the cut and the marker); `passes` tells them apart.
+ */
+export function sortKeyBound(bound: SortKeyBound): { condition: SortKeyBound; passes: (sk: string) => boolean } {
+  if (Buffer.byteLength(bound.value) <= MAX_SORT_KEY_BYTES) return { condition: bound, passes: () => true };
+  const cut = cutToBytes(bound.value, MAX_SORT_KEY_BYTES);
+  return { condition: { op: '>=', value: cut }, passes: (sk) => compareKeys(sk, bound.value) > 0 };
+}
+
+/** Names the object `<bucket>/<key>` in its CID reference and its gsi1 entry, within MAX_SORT_KEY_BYTES (see the header). */
+export function objectHolder(bucket: string, key: string): string {
+  const plain = `${bucket}/${key}`;
+  if (Buffer.byteLength(plain) <= MAX_SORT_KEY_BYTES) return plain;
+  return `#OBJ#${bucket}/${createHash('sha256').update(key, 'utf8').digest('hex')}`;
 }
 
 /**
@@ -218,7 +272,7 @@ export class ObjectStore {
       sk: record.key,
       version,
       gsi1pk: `CID#${record.cid}`,
-      gsi1sk: `${record.bucket}/${record.key}`,
+      gsi1sk: objectHolder(record.bucket, record.key),
     };
     // Order matters where transactions are emulated (the embedded server
     // applies items one by one, so a crash can stop half-way): references are
@@ -446,13 +500,16 @@ export class ObjectStore {
             ? { op: '>=', value: prefix }
             : undefined;
     if (q.maxKeys <= 0) return { entries, truncated: await this.anyAfter(bucket, prefix, from) };
+    // A marker longer than any key is cut to fit a Query; the keys the cut lets through are skipped all along.
+    const floor = from ? sortKeyBound(from).passes : () => true;
     for (;;) {
       const want = q.maxKeys - entries.length + 1;
+      const bound = from && sortKeyBound(from);
       const out = await this.db.doc.send(
         new QueryCommand({
           TableName: this.table,
-          KeyConditionExpression: from ? `pk = :pk AND sk ${from.op} :from` : 'pk = :pk',
-          ExpressionAttributeValues: { ':pk': bucket, ...(from ? { ':from': from.value } : {}) },
+          KeyConditionExpression: bound ? `pk = :pk AND sk ${bound.condition.op} :from` : 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': bucket, ...(bound ? { ':from': bound.condition.value } : {}) },
           Limit: Math.min(want, 1000),
           ConsistentRead: true,
         }),
@@ -461,6 +518,10 @@ export class ObjectStore {
       let restart: string | undefined;
       for (const item of items) {
         const key = item.sk as string;
+        if (!floor(key)) {
+          from = { op: '>', value: key };
+          continue;
+        }
         if (!key.startsWith(prefix)) return { entries, truncated: false };
         if (entries.length === q.maxKeys) return { entries, truncated: true };
         if (q.delimiter) {
@@ -484,28 +545,31 @@ export class ObjectStore {
     }
   }
 
-  private async anyAfter(bucket: string, prefix: string, from: { op: '>' | '>='; value: string } | undefined): Promise<boolean> {
-    const out = await this.db.doc.send(
-      new QueryCommand({
-        TableName: this.table,
-        KeyConditionExpression: from ? `pk = :pk AND sk ${from.op} :from` : 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': bucket, ...(from ? { ':from': from.value } : {}) },
-        Limit: 1,
-      }),
-    );
-    const key = out.Items?.[0]?.sk as string | undefined;
-    return key !== undefined && key.startsWith(prefix);
+  private async anyAfter(bucket: string, prefix: string, from: SortKeyBound | undefined): Promise<boolean> {
+    const bound = from && sortKeyBound(from);
+    for await (const item of queryEach(this.db, {
+      TableName: this.table,
+      KeyConditionExpression: bound ? `pk = :pk AND sk ${bound.condition.op} :from` : 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': bucket, ...(bound ? { ':from': bound.condition.value } : {}) },
+      ProjectionExpression: 'sk',
+      Limit: 16,
+    })) {
+      const key = item.sk as string;
+      if (bound && !bound.passes(key)) continue;
+      return key.startsWith(prefix);
+    }
+    return false;
   }
 }
 
 function refKey(cid: string, bucket: string, key: string) {
-  return cidReference(cid, `${bucket}/${key}`);
+  return cidReference(cid, objectHolder(bucket, key));
 }
 
 /**
  * The key of the item saying "`holder` references this CID". Objects hold
- * theirs as `<bucket>/<key>`; other holders (multipart parts) use names
- * starting with '#', which bucket names cannot.
+ * theirs as `<bucket>/<key>` (objectHolder); other holders (multipart parts)
+ * use names starting with '#', which bucket names cannot.
  */
 export function cidReference(cid: string, holder: string): { pk: string; sk: string } {
   return { pk: `#REF#${cid}`, sk: holder };

@@ -9,7 +9,12 @@
  *   #DONE / <uploadId>                            a completed upload's result, for a retried Complete (expires)
  *
  * Upload ids sort by creation time, so one Query on `#UPLOAD#<bucket>` lists
- * uploads in S3's order: by key, then by initiation.
+ * uploads in S3's order: by key, then by initiation. The sort key holds at
+ * most 1024 bytes (DynamoDB's limit, see data/objects.ts) and S3 allows a
+ * key of 1024 bytes, so a key past KEY_ROOM bytes is cut there in the sort
+ * key (the item keeps it whole): uploads of keys whose first ~960 bytes are
+ * the same sort among themselves by initiation rather than by the rest of
+ * their keys. Every shorter key keeps the layout it always had.
  *
  * A part and its reference change in one transaction, conditioned on the
  * upload still existing, so a part's content stays pinned exactly while the
@@ -30,7 +35,18 @@ import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { uniqueToken } from '../ids.js';
 import type { Database } from './dynamo.js';
 import { bucketWritableCondition } from './buckets.js';
-import { candidateItem, cidReference, NoSuchBucketError, prefixSuccessor, type ObjectRecord, type TransactItem } from './objects.js';
+import {
+  candidateItem,
+  cidReference,
+  compareKeys,
+  cutToBytes,
+  MAX_SORT_KEY_BYTES,
+  NoSuchBucketError,
+  prefixSuccessor,
+  type ObjectRecord,
+  type SortKeyBound,
+  type TransactItem,
+} from './objects.js';
 import { withoutKeys } from './tables.js';
 
 export type ChecksumType = 'COMPOSITE' | 'FULL_OBJECT';
@@ -121,7 +137,21 @@ const CLEANUP_CONCURRENCY = 4;
 const CLEANUP = '#CLEANUP';
 const DONE = '#DONE';
 
-const uploadKey = (bucket: string, key: string, uploadId: string) => ({ pk: `#UPLOAD#${bucket}`, sk: `${key}\u0000${uploadId}` });
+/** The ids this store makes have 22 characters; a longer one (a client's) names no upload, and could not be part of a key. */
+const MAX_UPLOAD_ID_BYTES = 64;
+const namesNoUpload = (uploadId: string) => Buffer.byteLength(uploadId) > MAX_UPLOAD_ID_BYTES;
+/** The bytes of a key an upload's sort key holds whole, beside the separator and the longest upload id. */
+const KEY_ROOM = MAX_SORT_KEY_BYTES - 1 - MAX_UPLOAD_ID_BYTES;
+const uploadKey = (bucket: string, key: string, uploadId: string) => ({
+  pk: `#UPLOAD#${bucket}`,
+  sk: `${Buffer.byteLength(key) <= KEY_ROOM ? key : cutToBytes(key, KEY_ROOM)}\u0000${uploadId}`,
+});
+/**
+ * A Query bound at or below the sort key of every upload whose key sorts at
+ * or after `value`, whatever was cut from their keys: `value` itself when
+ * it fits whole in the room a key has, else cut to it (see the header).
+ */
+const lowerBound = (value: string): SortKeyBound => ({ op: '>=', value: Buffer.byteLength(value) <= KEY_ROOM ? value : cutToBytes(value, KEY_ROOM) });
 const partNumberKey = (n: number) => String(n).padStart(5, '0');
 const partKey = (uploadId: string, n: number) => ({ pk: `#PARTS#${uploadId}`, sk: partNumberKey(n) });
 const partHolder = (uploadId: string, n: number) => `#PART#${uploadId}#${partNumberKey(n)}`;
@@ -175,6 +205,7 @@ export class UploadStore {
   }
 
   async get(bucket: string, key: string, uploadId: string): Promise<UploadRecord | undefined> {
+    if (namesNoUpload(uploadId)) return undefined;
     const out = await this.db.doc.send(new GetCommand({ TableName: this.table, Key: uploadKey(bucket, key, uploadId), ConsistentRead: true }));
     return out.Item ? uploadFrom(out.Item) : undefined;
   }
@@ -290,17 +321,31 @@ export class UploadStore {
   async list(bucket: string, q: UploadListQuery): Promise<UploadListPage> {
     const prefix = q.prefix ?? '';
     const entries: UploadListPage['entries'] = [];
-    let from: { op: '>' | '>='; value: string } | undefined = prefix ? { op: '>=', value: prefix } : undefined;
-    const after = (bound: { op: '>' | '>='; value: string }) => {
-      if (!from || bound.value > from.value || (bound.value === from.value && bound.op === '>')) from = bound;
-    };
+    // The query starts at or below the first upload to list (lowerBound);
+    // what it lets through before that is passed over here, by the real key.
+    let from: SortKeyBound | undefined = prefix ? lowerBound(prefix) : undefined;
+    let before: (upload: UploadRecord) => boolean = () => false;
     if (q.keyMarker !== undefined && q.keyMarker !== '') {
       const marker = q.keyMarker;
       const rolledUp = q.delimiter && marker.startsWith(prefix) && marker.endsWith(q.delimiter) && marker.indexOf(q.delimiter, prefix.length) === marker.length - q.delimiter.length;
-      if (rolledUp) after({ op: '>=', value: prefixSuccessor(marker) ?? '\u{10ffff}' });
-      else if (q.uploadIdMarker) after({ op: '>', value: `${marker}\u0000${q.uploadIdMarker}` });
-      // Every upload of the marker's key sorts below `<key>\u0001`.
-      else after({ op: '>=', value: `${marker}\u0001` });
+      let bound: string;
+      if (rolledUp) {
+        bound = prefixSuccessor(marker) ?? '\u{10ffff}';
+        before = (u) => compareKeys(u.key, marker) <= 0 || u.key.startsWith(marker);
+      } else if (q.uploadIdMarker) {
+        const idMarker = q.uploadIdMarker;
+        bound = `${marker}\u0000${idMarker}`;
+        before = (u) => {
+          const order = compareKeys(u.key, marker);
+          return order < 0 || (order === 0 && compareKeys(u.uploadId, idMarker) <= 0);
+        };
+      } else {
+        // Every upload of the marker's key sorts below `<key>\u0001`.
+        bound = `${marker}\u0001`;
+        before = (u) => compareKeys(u.key, marker) <= 0;
+      }
+      const low = lowerBound(bound);
+      if (!from || compareKeys(low.value, from.value) > 0) from = low;
     }
     const pk = `#UPLOAD#${bucket}`;
     const query = async (limit: number) => {
@@ -315,17 +360,25 @@ export class UploadStore {
         }),
       );
     };
-    if (q.maxUploads <= 0) {
-      const key = (await query(1)).Items?.[0]?.key as string | undefined;
-      return { entries, truncated: key !== undefined && key.startsWith(prefix) };
-    }
+    // The last sort key passed: a restart below it (a bound cut short) must not list anything twice.
+    let passed: string | undefined;
+    // The common prefix last rolled up: the keys under it are passed over.
+    let rolled: string | undefined;
     for (;;) {
-      const out = await query(Math.min(q.maxUploads - entries.length + 1, 1000));
+      const out = await query(Math.min(Math.max(q.maxUploads, 0) - entries.length + 1, 1000));
       let restart: string | undefined;
       for (const item of out.Items ?? []) {
+        const sk = item.sk as string;
+        if (passed !== undefined && compareKeys(sk, passed) <= 0) continue;
+        passed = sk;
+        from = { op: '>', value: sk };
         const upload = uploadFrom(item);
-        if (!upload.key.startsWith(prefix)) return { entries, truncated: false };
-        if (entries.length === q.maxUploads) return { entries, truncated: true };
+        if (before(upload) || (rolled !== undefined && upload.key.startsWith(rolled))) continue;
+        if (!upload.key.startsWith(prefix)) {
+          if (compareKeys(upload.key, prefix) < 0) continue;
+          return { entries, truncated: false };
+        }
+        if (entries.length >= q.maxUploads) return { entries, truncated: true };
         if (q.delimiter) {
           const at = upload.key.indexOf(q.delimiter, prefix.length);
           if (at >= 0) {
@@ -333,14 +386,14 @@ export class UploadStore {
             entries.push({ kind: 'prefix', prefix: common });
             restart = prefixSuccessor(common);
             if (restart === undefined) return { entries, truncated: false };
+            rolled = common;
             break;
           }
         }
         entries.push({ kind: 'upload', upload });
-        from = { op: '>', value: item.sk as string };
       }
       if (restart !== undefined) {
-        from = { op: '>=', value: restart };
+        from = lowerBound(restart);
         continue;
       }
       if (!out.LastEvaluatedKey) return { entries, truncated: false };
@@ -363,6 +416,7 @@ export class UploadStore {
 
   /** The unexpired record of the upload's completion, if it completed as `bucket`/`key`. */
   async completion(bucket: string, key: string, uploadId: string, now = Date.now()): Promise<CompletionRecord | undefined> {
+    if (namesNoUpload(uploadId)) return undefined;
     const out = await this.db.doc.send(new GetCommand({ TableName: this.table, Key: { pk: DONE, sk: uploadId }, ConsistentRead: true }));
     const record = out.Item ? withoutKeys<CompletionRecord>(out.Item) : undefined;
     return record && record.bucket === bucket && record.key === key && record.expiresAt > now ? record : undefined;
@@ -381,6 +435,7 @@ export class UploadStore {
 
   /** Ends the upload without an object (AbortMultipartUpload); throws NoSuchUploadError if it already ended. */
   async end(upload: Pick<UploadRecord, 'bucket' | 'key' | 'uploadId'>): Promise<void> {
+    if (namesNoUpload(upload.uploadId)) throw new NoSuchUploadError(upload.uploadId);
     try {
       await this.db.doc.send(new TransactWriteCommand({ TransactItems: this.endItems(upload) }));
     } catch (err) {

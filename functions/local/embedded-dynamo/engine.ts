@@ -145,12 +145,43 @@ function validateMapsWithoutDeoptLoop(validations: { validateAttributeValue: (va
   validations.validateAttributeValue = validate;
 }
 
+/**
+ * DynamoDB limits a partition key to 2048 bytes and a sort key to 1024, an
+ * index's keys included, counting a string's UTF-8 bytes
+ * (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html).
+ * dynalite counts a string key's UTF-16 code units and never an index's, so
+ * a key of 1024 'é's (2048 bytes) passed here and failed in AWS. Its key
+ * validators (on its exports, which its actions and ours call) are wrapped
+ * to count as DynamoDB does.
+ */
+function validateKeyBytes(db: any): void {
+  type KeySchema = Array<{ AttributeName: string; KeyType: 'HASH' | 'RANGE' }>;
+  const tooLong = (schema: KeySchema, values: Json) => {
+    for (const { AttributeName, KeyType } of schema) {
+      const text = (values[AttributeName] as Json | undefined)?.S;
+      if (typeof text !== 'string' || text.length * 3 <= 1024) continue; // at most 3 bytes a UTF-16 code unit
+      const bytes = Buffer.byteLength(text);
+      if (KeyType === 'HASH' && bytes > 2048) return db.validationError('One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of2048 bytes');
+      if (KeyType === 'RANGE' && bytes > 1024) return db.validationError('One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of 1024 bytes');
+    }
+    return undefined;
+  };
+  const validateItem = db.validateItem;
+  db.validateItem = (item: Json, table: Json) => {
+    const indexes = [...((table.GlobalSecondaryIndexes as Json[] | undefined) ?? []), ...((table.LocalSecondaryIndexes as Json[] | undefined) ?? [])];
+    return validateItem(item, table) ?? [table.KeySchema as KeySchema, ...indexes.map((i) => i.KeySchema as KeySchema)].map((schema) => tooLong(schema, item)).find(Boolean);
+  };
+  const validateKey = db.validateKey;
+  db.validateKey = (key: Json, table: Json, keySchema?: KeySchema) => validateKey(key, table, keySchema) ?? tooLong(keySchema ?? (table.KeySchema as KeySchema), key);
+}
+
 /** The engine itself, on the calling thread. */
 export async function openEmbeddedDynamo(dataDir: string): Promise<EmbeddedEngine> {
   const db = require('dynalite/db');
   const validations = require('dynalite/validations');
   memoizeExpressionParsers(require);
   validateMapsWithoutDeoptLoop(validations);
+  validateKeyBytes(db);
   const actions: Record<string, (store: any, data: Json, cb: (err: any, out?: Json) => void) => void> = {};
   const rules: Record<string, { types: Json; custom?: unknown }> = {};
   for (const op of OPERATIONS) {
