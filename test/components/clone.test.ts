@@ -1,9 +1,11 @@
 /**
  * The deploy's clone step against a real git server (git-http-backend,
  * offline): what lands in the checkout, how much history is fetched, and the
- * one-line message of each way a clone fails. Every test runs twice: with
- * git's command line (this machine) and with isomorphic-git alone (Lambda,
- * which has no git binary).
+ * one-line message of each way a clone fails, and the outbound address
+ * policy every clone passes. Every test runs twice: with git's command line
+ * (this machine) and with isomorphic-git alone (Lambda, which has no git
+ * binary). The git server listens on 127.0.0.1, so clones allow private
+ * addresses unless a test shows them refused.
  */
 import * as git from 'isomorphic-git';
 import { randomBytes } from 'node:crypto';
@@ -17,6 +19,7 @@ import { CloneError, cloneRepository, type CloneRequest } from '../../functions/
 import { copyTree, copyTreeInNode, linkTree, linkTreeInNode, mirrorsIdle } from '../../functions/deploy-worker/steps/checkout.js';
 import { BwrapRunner, type BwrapRunnerOptions } from '../../functions/local/bwrap-runner.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
+import type { Resolver } from '../../functions/core/net/outbound.js';
 
 let server: GitServer;
 let work: string;
@@ -60,6 +63,7 @@ async function clone(request: Partial<CloneRequest> = {}) {
     dir,
     signal: new AbortController().signal,
     log: (line) => lines.push(line),
+    outbound: { private: 'allow' },
     ...(tool === undefined ? {} : { git: tool }),
     ...request,
   });
@@ -167,6 +171,76 @@ describe.each([
     await new Promise<void>((resolve) => closed.close(() => resolve()));
     const error = await failure({ url: `http://127.0.0.1:${port}/acme/site.git` });
     expect(error.message).toBe(`could not reach 127.0.0.1:${port} (connection refused)`);
+  });
+
+  describe('the outbound address policy', () => {
+    const refuse = { private: 'refuse' } as const;
+    const RULE = 'outbound requests to private addresses are refused (CAIRN_OUTBOUND_PRIVATE=allow allows them)';
+    const port = () => new URL(server.url).port;
+
+    test('where private addresses are refused, the git server on this machine is not cloned: the rule is the line, and the server saw no request', async () => {
+      const before = server.requests();
+      const error = await failure({ outbound: refuse });
+      expect(error.message).toBe(`127.0.0.1:${port()} is not cloned: 127.0.0.1 is a loopback address: ${RULE}`);
+      expect(server.requests()).toBe(before);
+    });
+
+    test.each([
+      ['the metadata service', 'http://169.254.169.254/acme/site.git', '169.254.169.254 is a link-local address'],
+      ['a private address', 'https://10.0.12.7/acme/site.git', '10.0.12.7 is a private address'],
+      ['IPv6 loopback', 'http://[::1]:PORT/acme/site.git', '::1 is a loopback address'],
+      ['IPv4-mapped loopback', 'http://[::ffff:127.0.0.1]:PORT/acme/site.git', '::ffff:7f00:1 is an IPv4-mapped form of 127.0.0.1, a loopback address'],
+      ['IPv4-compatible loopback', 'http://[::127.0.0.1]:PORT/acme/site.git', '::7f00:1 is an IPv4-compatible form of 127.0.0.1, a loopback address'],
+      ['IPv4-translated loopback', 'http://[::ffff:0:127.0.0.1]:PORT/acme/site.git', '::ffff:0:7f00:1 is an IPv4-translated form of 127.0.0.1, a loopback address'],
+      ['local-use NAT64 loopback', 'http://[64:ff9b:1::7f00:1]:PORT/acme/site.git', '64:ff9b:1::7f00:1 is a local-use NAT64 form of 127.0.0.1, a loopback address'],
+      ['6to4 loopback', 'http://[2002:7f00:1::]:PORT/acme/site.git', '2002:7f00:1:: is a 6to4 form of 127.0.0.1, a loopback address'],
+      ['a numeric form of loopback', 'http://2130706433:PORT/acme/site.git', '127.0.0.1 is a loopback address'],
+      ['localhost', 'http://localhost:PORT/acme/site.git', 'localhost names this machine, a loopback address'],
+    ])('%s is refused before any request', async (_, raw, what) => {
+      const before = server.requests();
+      const error = await failure({ url: raw.replace('PORT', port()), outbound: refuse });
+      expect(error.message).toMatch(/^\S+ is not cloned: /);
+      expect(error.message.endsWith(`${what}: ${RULE}`)).toBe(true);
+      expect(server.requests()).toBe(before);
+    });
+
+    test('a name is resolved once and refused when any address it resolves to is private', async () => {
+      let asked = 0;
+      const resolver: Resolver = async () => {
+        asked++;
+        return ['93.184.216.34', '127.0.0.1'];
+      };
+      const error = await failure({ url: `http://git.cairn.test:${port()}/acme/site.git`, outbound: refuse, resolver });
+      expect(error.message).toBe(`git.cairn.test:${port()} is not cloned: git.cairn.test resolves to 127.0.0.1, a loopback address: ${RULE}`);
+      expect(asked).toBe(1);
+    });
+
+    test('every request of a clone, deepening included, goes to the address checked once, not to what the name would resolve to', async () => {
+      // git.cairn.test resolves nowhere (.test is reserved): only the pinned address can have been connected to.
+      let asked = 0;
+      const resolver: Resolver = async () => {
+        asked++;
+        return asked === 1 ? ['127.0.0.1'] : ['127.0.0.2'];
+      };
+      const pinned = `http://git.cairn.test:${port()}/acme/site.git`;
+      const { result } = await clone({ url: pinned, commit: main[1], resolver });
+      expect(result.commit).toBe(main[1]);
+      expect(asked).toBe(1);
+    });
+
+    test('a redirect is not followed: where it leads was never checked', async () => {
+      const redirecting = createServer((req, res) => res.writeHead(301, { location: `${server.url}${req.url}` }).end());
+      await new Promise<void>((resolve) => redirecting.listen(0, '127.0.0.1', resolve));
+      const at = `127.0.0.1:${(redirecting.address() as AddressInfo).port}`;
+      try {
+        const before = server.requests();
+        const error = await failure({ url: `http://${at}/acme/site.git` });
+        expect(error.message).toBe(`${at} answered HTTP 301, a redirect: Cairn does not follow redirects; set the repository URL the host redirects to`);
+        expect(server.requests()).toBe(before);
+      } finally {
+        await new Promise<void>((resolve) => redirecting.close(() => resolve()));
+      }
+    });
   });
 
   test('a repository that asks for credentials is refused without prompting', async () => {

@@ -24,6 +24,13 @@
  *
  * Submodules are not fetched; the deploy log says so when a repository has them.
  *
+ * The repository's host passes the outbound address policy
+ * (functions/core/net/outbound.ts) before anything is fetched: resolved
+ * once, refused where it leads to a private address and those are refused,
+ * and every request of the clone, git's or isomorphic-git's, connects only
+ * to the addresses checked. No redirect is followed (it would lead to an
+ * address nobody checked).
+ *
  * A private repository is cloned with the site's access token as HTTP basic
  * credentials, offered only when the host asks (a 401), never put in the
  * URL, an argument, a log line or an error. Its mirror is the site's own (`mirrorScope`):
@@ -36,6 +43,8 @@ import fs from 'node:fs';
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { parseRepositoryUrl, RepositoryUrlError, type RepositoryUrl } from '../../core/hosting/repository-url.js';
+import { outboundRules } from '../../core/config.js';
+import { curlResolve, OutboundRefused, pinnedLookup, resolveOutbound, type OutboundRules, type OutboundTarget, type Resolver } from '../../core/net/outbound.js';
 import { linkTree, UnsafeTreeError, withMirror, writeTree, writeTreeWithGit, type SourceMirrors } from './checkout.js';
 import type { KnownFiles } from './known-files.js';
 import * as cli from './git-cli.js';
@@ -65,6 +74,14 @@ export interface CloneRequest {
   mirrorScope?: string;
   /** git's command line to fetch and write trees with; looked up on PATH when absent; `false`: isomorphic-git only (as in Lambda). */
   git?: string | false;
+  /**
+   * Whether the host may be a private address (the service's config.outbound).
+   * Absent: CAIRN_OUTBOUND_PRIVATE of the process's environment, by the
+   * config's own reading (what every entry point's config is read from).
+   */
+  outbound?: OutboundRules;
+  /** How the host's name is resolved (the system's resolver when absent). */
+  resolver?: Resolver;
 }
 
 export interface ClonedCommit {
@@ -89,7 +106,9 @@ export async function cloneRepository(request: CloneRequest): Promise<ClonedComm
   const repo = repositoryOf(request.url);
   const wanted = request.commit === undefined ? undefined : commitPrefix(request.commit);
   const cap = request.maxBytes ?? DEFAULT_MAX_CLONE_BYTES;
-  const transfer = guardedHttp(signal, cap);
+  /** Where every request of this clone connects: set once the host passed the outbound policy, before any request. */
+  let target: OutboundTarget | undefined;
+  const transfer = guardedHttp(signal, cap, () => target);
   const started = Date.now();
   const gitBin = request.git === false ? undefined : (request.git ?? (await cli.findGit()));
   /** What git's fetches of this clone brought (isomorphic-git's requests are counted by `transfer`). */
@@ -104,6 +123,8 @@ export async function cloneRepository(request: CloneRequest): Promise<ClonedComm
     await rm(dir, { recursive: true, force: true });
     await mkdir(dir, { recursive: true });
     log(`Cloning ${repo.cloneUrl} (branch ${branch}${wanted ? `, commit ${wanted}` : ''})`);
+    target = await resolveOutbound(repo.cloneUrl, request.outbound ?? outboundRules(process.env), request.resolver);
+    const resolve = curlResolve(target);
 
     /** Fetches the branch into `gitdir` (a new repository when `fresh`) until the wanted commit is there; returns that commit. */
     const fetchInto = async (gitdir: string, fresh: boolean): Promise<string> => {
@@ -118,7 +139,7 @@ export async function cloneRepository(request: CloneRequest): Promise<ClonedComm
         }
         const fetch = async (depth: cli.FetchOptions['depth']) => {
           try {
-            byGit.received += await cli.fetchBranch(gitBin, { gitdir, branch, signal, credentials, depth, remaining: cap - received() });
+            byGit.received += await cli.fetchBranch(gitBin, { gitdir, branch, signal, credentials, resolve, depth, remaining: cap - received() });
           } catch (err) {
             if (err instanceof cli.FetchTooLarge) byGit.tooLarge = true;
             throw err;
@@ -225,7 +246,7 @@ export async function cloneRepository(request: CloneRequest): Promise<ClonedComm
 
 /** An error of this machine's copy of a repository: not the host's, the transfer's, or the commit's own. */
 function isLocalFault(err: unknown, { signal, branch }: CloneRequest): boolean {
-  if (signal.aborted || err instanceof CloneError || err instanceof UnsafeTreeError) return false;
+  if (signal.aborted || err instanceof CloneError || err instanceof UnsafeTreeError || err instanceof OutboundRefused) return false;
   if (err instanceof cli.FetchTooLarge) return false;
   if (err instanceof cli.GitCommandError) return gitFailure(err) === undefined;
   const { Errors } = git;
@@ -316,9 +337,10 @@ function commitPrefix(commit: string): string {
 /**
  * isomorphic-git takes no AbortSignal for clone or fetch, but its HTTP
  * client does: every request carries the deploy's signal, and every response
- * body is read under it, counted against the cap.
+ * body is read under it, counted against the cap. Every request connects
+ * to the checked addresses of `pinned()` only, and follows no redirect.
  */
-function guardedHttp(signal: AbortSignal, maxBytes: number) {
+function guardedHttp(signal: AbortSignal, maxBytes: number, pinned: () => OutboundTarget | undefined) {
   let received = 0;
   let overCap = false;
   async function* guarded(body: AsyncIterableIterator<Uint8Array>): AsyncIterableIterator<Uint8Array> {
@@ -341,7 +363,10 @@ function guardedHttp(signal: AbortSignal, maxBytes: number) {
   const http: HttpClient = {
     async request(req: GitHttpRequest): Promise<GitHttpResponse> {
       signal.throwIfAborted();
-      const res = await nodeHttp.request({ ...req, signal });
+      const target = pinned();
+      if (!target) throw new Error('the repository host was not checked against the outbound address policy');
+      // No shared agent: a kept-alive socket was connected where another clone's check said, not this one's.
+      const res = await nodeHttp.request({ ...req, signal, agent: false, fetchOptions: { followRedirects: false, lookup: pinnedLookup(target) } });
       return res.body ? { ...res, body: guarded(res.body) } : res;
     },
   };
@@ -375,6 +400,7 @@ function explain(err: unknown, at: { request: CloneRequest; repo: RepositoryUrl;
     return new CloneError(`${repo.cloneUrl} is larger than ${cap}, the most Cairn downloads for one clone`);
   }
   if (err instanceof CloneError) return err;
+  if (err instanceof OutboundRefused) return new CloneError(`${repo.host} is not cloned: ${err.message}`);
   if (err instanceof UnsafeTreeError) return new CloneError(err.message);
   if (err instanceof git.Errors.UnsafeFilepathError) return new CloneError(`the commit holds a path no checkout may have: "${err.data.filepath}"`);
   if (err instanceof cli.GitCommandError) return gitFailure(err, at) ?? new CloneError(`clone failed: ${lastSaid(err.stderr) || err.message}`);
@@ -384,6 +410,7 @@ function explain(err: unknown, at: { request: CloneRequest; repo: RepositoryUrl;
     const { statusCode, statusMessage } = err.data;
     if (statusCode === 401 || statusCode === 403) return new CloneError(credentials);
     if (statusCode === 404) return new CloneError(`no repository at ${repo.cloneUrl} (HTTP 404)`);
+    if (statusCode >= 300 && statusCode < 400) return new CloneError(redirected(repo, statusCode));
     return new CloneError(`${repo.host} answered HTTP ${statusCode} ${statusMessage}`.trim());
   }
   if (err instanceof git.Errors.NotFoundError && [request.branch, `refs/heads/${request.branch}`].includes(err.data.what)) {
@@ -397,6 +424,11 @@ function explain(err: unknown, at: { request: CloneRequest; repo: RepositoryUrl;
   if (code === 'ECONNRESET') return new CloneError(`${repo.host} closed the connection during the clone`);
   const reason = err instanceof Error ? err.message : String(err);
   return new CloneError(`clone failed: ${reason.replace(/\s+/g, ' ').trim()}`);
+}
+
+/** A redirect is not followed (where it leads was never checked): the site is to name the repository where it is. */
+function redirected(repo: RepositoryUrl, statusCode: number | string): string {
+  return `${repo.host} answered HTTP ${statusCode}, a redirect: Cairn does not follow redirects; set the repository URL the host redirects to`;
 }
 
 function credentialsRefused(request: CloneRequest, repo: RepositoryUrl): string {
@@ -430,6 +462,7 @@ function gitFailure(err: cli.GitCommandError, at?: { request: CloneRequest; repo
   const status = /The requested URL returned error: (\d{3})/.exec(said);
   if (status?.[1] === '401' || status?.[1] === '403') return credentials();
   if (/repository '.*' not found/.test(said) || status?.[1] === '404') return new CloneError(`no repository at ${repo?.cloneUrl ?? 'the URL'} (HTTP 404)`);
+  if (status?.[1]?.startsWith('3') && repo) return new CloneError(redirected(repo, status[1]));
   if (status) return new CloneError(`${host} answered HTTP ${status[1]}`);
   if (/couldn't find remote ref/.test(said)) return new CloneError(`branch ${request?.branch ?? ''} not found in ${repo?.cloneUrl ?? 'the repository'}`);
   const unreachable = /timed out|Timeout was reached/i.test(said)

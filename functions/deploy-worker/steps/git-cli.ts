@@ -9,13 +9,17 @@
  *
  * Every command runs with an environment of its own: no system or user git
  * configuration (a helper, a proxy or an `insteadOf` of the service user's
- * must not change a deploy), never a prompt, only http(s) (a redirect to
- * another protocol is refused), no automatic maintenance, and messages in
- * the C locale so that errors can be recognised. A private repository's
- * token goes to git in its environment and comes back through a credential
- * helper of one line, so it is offered only when the host asks (a 401),
- * and it is never in an argument (which any process may read), in the
- * repository's configuration or in an error.
+ * must not change a deploy), never a prompt, only http(s), no redirect
+ * followed, no automatic maintenance, and messages in the C locale so that
+ * errors can be recognised. A fetch connects only to the addresses the
+ * outbound policy checked (functions/core/net/outbound.ts): curl is handed
+ * them (`http.curloptResolve`) and resolves nothing itself; a redirect
+ * would lead to an address nobody checked, so none is followed.
+ *
+ * A private repository's token goes to git in its environment and comes
+ * back through a credential helper of one line, so it is offered only when
+ * the host asks (a 401), and it is never in an argument (which any process
+ * may read), in the repository's configuration or in an error.
  *
  * A fetch has the same byte cap as isomorphic-git's: the pack arrives in
  * `objects/pack/tmp_pack_*`, whose size is watched while git runs (git is
@@ -61,6 +65,8 @@ const SETTINGS = [
   'protocol.allow=never',
   'protocol.http.allow=always',
   'protocol.https.allow=always',
+  // Not even on the first request (git's default, `initial`): curl would connect to wherever it leads, unchecked.
+  'http.followRedirects=false',
   // No helper of the system's or the user's; ours is added when the site has a token.
   'credential.helper=',
   'gc.auto=0',
@@ -118,6 +124,8 @@ export interface RunOptions {
   workTree?: string;
   index?: string;
   credentials?: GitCredentials;
+  /** curl's resolve list for the remote's host (outbound.ts's curlResolve): where its connections go. */
+  resolve?: string;
   /** Bytes written to the command's standard input. */
   input?: string;
   /** Called every 100 ms while the command runs; returning true stops it (SIGKILL to its whole process group). */
@@ -135,6 +143,7 @@ export function git(gitBin: string, args: string[], options: RunOptions): Promis
   const argv = [
     ...SETTINGS,
     ...(options.credentials ? ['-c', `credential.helper=${HELPER}`] : []),
+    ...(options.resolve ? ['-c', `http.curloptResolve=${options.resolve}`] : []),
     '--git-dir', options.gitdir,
     ...(options.workTree ? ['--work-tree', options.workTree] : []),
     ...args,
@@ -230,6 +239,8 @@ export interface FetchOptions {
   branch: string;
   signal: AbortSignal;
   credentials?: GitCredentials;
+  /** The remote's host pinned to its checked addresses (outbound.ts's curlResolve); none for an address literal. */
+  resolve?: string;
   /** `--depth=1`, or `--deepen=<n>` commits more. */
   depth: { depth: number } | { deepen: number };
   /** Past this many bytes (counting earlier fetches of the same clone) the fetch is stopped and fails. */
@@ -262,6 +273,7 @@ export async function fetchBranch(gitBin: string, options: FetchOptions): Promis
       gitdir,
       signal,
       credentials: options.credentials,
+      resolve: options.resolve,
       watch: async () => (overCap = (await inFlight()) > options.remaining),
     });
   } catch (err) {
