@@ -2,14 +2,22 @@
  * The BuildRunner on one machine: a site's build command in a bubblewrap
  * sandbox, or (CAIRN_BUILD_SANDBOX=none) in a plain child process.
  *
- * Inside the sandbox the build sees this machine's system read-only, its
- * checkout writable at the same path (so paths in its log are the real
- * ones), a private /tmp with HOME in it, and neither the service's data
- * directory (sealed secrets, the database, other sites' checkouts) nor the
- * service user's home (cloud and registry credentials): each is an empty
- * tmpfs. Its own pid namespace means killing bwrap kills every process of
- * the build, and a process left in the background when the command exits
- * dies with it.
+ * Inside the sandbox the build sees a minimal read-only root made for it
+ * (build-root.ts: the system's /usr and a synthetic /etc, nothing of the
+ * service's, its data directory, /root, /home or /var), its checkout
+ * writable at the same path (so paths in its log are the real ones), and a
+ * private /tmp of CAIRN_BUILD_TMP bytes with HOME in it. It runs as an
+ * unprivileged uid (1000) in a user namespace of its own, with no
+ * capabilities. Its own pid namespace means killing bwrap kills every
+ * process of the build, and a process left in the background when the
+ * command exits dies with it.
+ *
+ * With `limits` (config.build.limits) every build, sandboxed or not, runs
+ * under limits on processes, memory, CPU time, disk and output, kept by a
+ * cgroup where the service may make one and rlimits otherwise
+ * (build-limits.ts); the log's first line says which keeps each. The
+ * build that reaches one is ended, and its result names it
+ * (BuildResult.limit: "memory limit 3 GiB reached").
  *
  * The network (CAIRN_BUILD_NETWORK) is the build's own, loopback only, by
  * default (`none`). With `outside` it is still the build's own, but
@@ -32,21 +40,29 @@
  * the shared files are copied before the build instead.
  */
 import { spawn } from 'node:child_process';
-import { constants as osConstants, homedir, tmpdir } from 'node:os';
+import { constants as osConstants, tmpdir } from 'node:os';
 import { access, mkdir, mkdtemp, realpath, rm, stat } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import type { Readable, Writable } from 'node:stream';
 import { BuildRefused, type BuildRequest, type BuildResult, type BuildRunner } from '../core/ports/build-runner.js';
-import type { Config } from '../core/config.js';
-import { applyLayer, asServiceUser, makeLayer, overlayArgv, overlayUnavailable, removeLayer, separateFiles, type BuildLayer, type OverlayTools } from '../deploy-worker/steps/build-layer.js';
+import type { BuildLimits, Config } from '../core/config.js';
+import { applyLayer, asServiceUser, makeLayer, overlayArgv, overlayUnavailable, removeLayer, separateFiles, type OverlayTools } from '../deploy-worker/steps/build-layer.js';
 import { BLOCK_FD, closeLinkLocal, connectOutside, INFO_FD, OUTSIDE_NAMESPACES, ROUTES_FAILED } from './outside-network.js';
+import { BUILD_GID, BUILD_HOST, BUILD_UID, rootArgs, writeBuildEtc, type BuildEtc } from './build-root.js';
+import { BuildCgroup, describeLimits, diskUsage, probeLimits, reachedLine, rlimitOptions, sandboxInit, watchBuild, type LimitSupport, type WatchOptions } from './build-limits.js';
 
 export interface BwrapRunnerOptions {
   /** config.build.sandbox: `none` runs builds unsandboxed (the operator's explicit choice). */
   sandbox: 'bwrap' | 'none';
-  /** Paths a build must neither read nor list: the service's data directory. */
+  /**
+   * Paths a build must neither read nor list: the service's data directory.
+   * The sandbox's root holds nothing of this machine's beyond its system
+   * (build-root.ts), so these are hidden with everything else; a checkout
+   * inside one is shown alone, at its path.
+   */
   hide: string[];
   /** The bubblewrap binary, looked up on the service's PATH unless it has a slash. */
   bwrapPath?: string;
@@ -68,6 +84,23 @@ export interface BwrapRunnerOptions {
    * first build does not wait for it. Without it, beside the first checkout.
    */
   workspace?: string;
+  /**
+   * config.build.limits: each build's processes, memory, CPU time, disk,
+   * /tmp and output (build-limits.ts). Without them (tests of other
+   * things) a build has no limits but its time limit, and a /tmp of half
+   * this machine's memory, tmpfs's default.
+   */
+  limits?: BuildLimits;
+  /** Where cgroups are mounted (default /sys/fs/cgroup); a path with none in it leaves every limit to rlimits. */
+  cgroupRoot?: string;
+}
+
+/** The limits a build runs under, found once per runner: which cgroups, and prlimit for the rest. */
+interface Limits {
+  limits: BuildLimits;
+  support: LimitSupport;
+  /** util-linux prlimit, by absolute path, under /usr (the sandbox sees it there): the rlimits are set by it inside. */
+  prlimit?: string;
 }
 
 /** Where HOME is inside the sandbox: in the private /tmp, gone with the build. */
@@ -106,6 +139,7 @@ export class BwrapRunner implements BuildRunner {
   readonly name: string;
   private probed?: Promise<Sandbox>;
   private overlays?: Promise<{ tools: OverlayTools } | { unavailable: string }>;
+  private limitSupport?: Promise<Limits>;
 
   constructor(private readonly options: BwrapRunnerOptions) {
     this.name =
@@ -148,41 +182,73 @@ export class BwrapRunner implements BuildRunner {
     }
     if (request.signal.aborted) return { outcome: 'cancelled' };
 
+    const limits = await this.limitsOf();
+    if (limits) request.onOutput(`Build limits: ${describeLimits(limits.limits, limits.support, sandbox !== undefined)}\n`);
+    // prlimit sets the rlimits inside the sandbox, for the command alone (build-limits.ts).
+    const command = limits?.prlimit
+      ? [limits.prlimit, ...rlimitOptions(limits.limits, limits.support, sandbox !== undefined), '--', '/bin/sh', '-c', request.command]
+      : ['/bin/sh', '-c', request.command];
+    const cgroup = limits && Object.keys(limits.support.cgroups).length > 0 ? await BuildCgroup.make(limits.support, limits.limits, cgroupName(request.deployId)) : undefined;
+    try {
+      return await this.runIn(request, sandbox, checkout, cwd, command, limits && { limits: limits.limits, cgroup });
+    } finally {
+      await cgroup?.remove();
+    }
+  }
+
+  private async runIn(request: BuildRequest, sandbox: Sandbox | undefined, checkout: string, cwd: string, command: string[], guard: Guard | undefined): Promise<BuildResult> {
     const nodeBin = dirname(process.execPath);
     // Request variables win over these two: a site that sets HOME or PATH asked for it.
     const baseEnv = { PATH: [nodeBin, '/usr/local/bin', '/usr/bin', '/bin'].join(delimiter) };
     if (sandbox) {
       const { bwrap, outside } = sandbox;
       const env = { ...baseEnv, HOME: SANDBOX_HOME, ...request.env };
-      const overlay = await this.overlaySupport(checkout, bwrap);
-      if ('tools' in overlay) {
-        const layer = await makeLayer(checkout);
-        try {
-          const sandboxed = [bwrap, ...(await this.sandboxArgs(checkout, cwd, nodeBin, layer)), '--', '/bin/sh', '-c', request.command];
-          // The overlay's unshare makes the network namespace too: the routes are made in it, after the mount.
-          const argv = overlayArgv(layer, checkout, outside ? closeLinkLocal(outside.ip, sandboxed) : sandboxed, overlay.tools, outside !== undefined);
-          if (argv) {
-            const result = await supervise(argv, env, undefined, request, outside?.slirp);
-            // The build ended on its own: its namespace, and the overlay with it, are gone; what it wrote joins the checkout.
-            if (result.outcome === 'succeeded' || result.outcome === 'failed') await applyLayer(layer, checkout);
-            return result;
+      const etc = await writeBuildEtc(this.options.network ?? 'none');
+      try {
+        const overlay = await this.overlaySupport(checkout, bwrap);
+        if ('tools' in overlay) {
+          const layer = await makeLayer(checkout);
+          try {
+            const sandboxed = [bwrap, ...(await this.sandboxArgs(checkout, cwd, nodeBin, etc)), '--', ...command];
+            // The overlay's unshare makes the network namespace too: the routes are made in it, after the mount.
+            const argv = overlayArgv(layer, checkout, outside ? closeLinkLocal(outside.ip, sandboxed) : sandboxed, overlay.tools, outside !== undefined);
+            if (argv) {
+              // What the build writes to its checkout is the upper layer, empty to begin with.
+              const result = await supervise(argv, env, undefined, request, outside?.slirp, guard && { ...guard, written: { dir: layer.upper, before: 0 }, tmp: true });
+              // The build ended on its own: its namespace, and the overlay with it, are gone; what it wrote joins the checkout.
+              if ((result.outcome === 'succeeded' || result.outcome === 'failed') && !result.limit) await applyLayer(layer, checkout);
+              return result;
+            }
+          } finally {
+            await removeLayer(layer);
           }
-        } finally {
-          await removeLayer(layer);
         }
+        if (!(await separated(checkout, request.signal))) return { outcome: 'cancelled' };
+        const sandboxed = [bwrap, ...(await this.sandboxArgs(checkout, cwd, nodeBin, etc)), '--', ...command];
+        const argv = outside ? inOutside(outside, sandboxed) : sandboxed;
+        return await supervise(argv, env, undefined, request, outside?.slirp, guard && { ...guard, written: { dir: checkout, before: (await diskUsage(checkout)) ?? 0 }, tmp: true });
+      } finally {
+        await etc.remove();
       }
-      if (!(await separated(checkout, request.signal))) return { outcome: 'cancelled' };
-      const sandboxed = [bwrap, ...(await this.sandboxArgs(checkout, cwd, nodeBin)), '--', '/bin/sh', '-c', request.command];
-      const argv = outside ? inOutside(outside, sandboxed) : sandboxed;
-      return supervise(argv, env, undefined, request, outside?.slirp);
     }
     if (!(await separated(checkout, request.signal))) return { outcome: 'cancelled' };
     const home = await mkdtemp(join(tmpdir(), 'cairn-build-home-'));
     try {
-      return await supervise(['/bin/sh', '-c', request.command], { ...baseEnv, HOME: home, ...request.env }, cwd, request);
+      return await supervise(command, { ...baseEnv, HOME: home, ...request.env }, cwd, request, undefined, guard && { ...guard, written: { dir: checkout, before: (await diskUsage(checkout)) ?? 0 }, tmp: false });
     } finally {
       await rm(home, { recursive: true, force: true });
     }
+  }
+
+  /** Once per runner, with `limits`: which cgroups this machine lets the service make, and prlimit for the rest. */
+  private limitsOf(): Promise<Limits | undefined> {
+    const { limits } = this.options;
+    if (!limits) return Promise.resolve(undefined);
+    this.limitSupport ??= (async () => {
+      const [support, prlimit] = await Promise.all([probeLimits(this.options.cgroupRoot), findExecutable('prlimit')]);
+      return { limits, support, prlimit };
+    })();
+    return this.limitSupport;
   }
 
   /** Once per runner, beside the first checkout: whether builds can see theirs through an overlay here. */
@@ -263,40 +329,56 @@ export class BwrapRunner implements BuildRunner {
     return ['--share-net', '--info-fd', String(INFO_FD), '--block-fd', String(BLOCK_FD)];
   }
 
-  private async sandboxArgs(checkout: string, cwd: string, nodeBin: string, layer?: BuildLayer): Promise<string[]> {
-    const hidden = new Set<string>(['/tmp']);
-    // The build's own layer is reached through the checkout only.
-    if (layer) hidden.add(layer.dir);
-    for (const p of [...this.options.hide, homedir()]) {
-      const real = await realpath(resolve(p)).catch(() => undefined);
-      // Nothing to hide where nothing exists; hiding / would hide the system the build runs on.
-      if (real && real !== '/') hidden.add(real);
-    }
-    const layers: { path: string; args: string[] }[] = [...hidden].map((p) => ({ path: p, args: ['--tmpfs', p] }));
-    layers.push({ path: checkout, args: ['--bind', checkout, checkout] });
-    // Node may live under a hidden path (a user's ~/.nvm, the service's own node_modules): show it again, read-only.
-    const nodePrefix = dirname(await realpath(nodeBin));
-    if ([...hidden].some((h) => within(h, nodePrefix))) {
-      layers.push({ path: nodePrefix, args: ['--ro-bind', nodePrefix, nodePrefix] });
-    }
-    // A mount hides what an earlier one put beneath it: parents go first (a checkout inside the data directory stays visible).
+  /**
+   * The sandbox (build-root.ts): a minimal read-only root, the checkout
+   * writable, a /tmp (and /dev/shm) of their own sized by the /tmp limit,
+   * the build's uid, no capabilities. The layer of an overlay build is not
+   * among what it sees: it reaches it through its checkout only.
+   */
+  private async sandboxArgs(checkout: string, cwd: string, nodeBin: string, etc: BuildEtc): Promise<string[]> {
+    const { args: root } = await rootArgs(etc, nodeBin);
+    const size = this.options.limits ? ['--size', String(this.options.limits.tmpBytes)] : [];
+    const layers: { path: string; args: string[] }[] = [
+      { path: '/tmp', args: [...size, '--tmpfs', '/tmp'] },
+      { path: checkout, args: ['--bind', checkout, checkout] },
+    ];
+    // A mount hides what an earlier one put beneath it: parents go first (a checkout under /tmp stays visible).
     layers.sort((a, b) => depth(a.path) - depth(b.path));
     return [
-      '--ro-bind', '/', '/',
+      ...root,
       '--dev', '/dev',
+      // bubblewrap's /dev is a tmpfs of its own, unbounded: shared memory gets one the size of /tmp.
+      ...size, '--tmpfs', '/dev/shm',
       '--proc', '/proc',
       ...layers.flatMap((l) => l.args),
       '--dir', SANDBOX_HOME,
+      // The root bubblewrap made (a tmpfs holding the mount points) and its /dev (another, unbounded) are no place to write: what a build may fill is its checkout, /tmp and /dev/shm.
+      '--remount-ro', '/dev',
+      '--remount-ro', '/',
       '--chdir', cwd,
       '--unshare-all',
-      // Inside the overlay's (or the outside network's) user namespace this process is root: the build is this user again, as it is without one.
-      ...(layer || this.options.network === 'outside' ? asServiceUser() : []),
+      // An unprivileged uid of the build's own, in a user namespace of its own, whatever user the service is.
+      '--unshare-user', '--uid', String(BUILD_UID), '--gid', String(BUILD_GID),
+      '--hostname', BUILD_HOST,
       ...this.networkArgs(),
       '--die-with-parent',
       '--new-session',
       '--cap-drop', 'ALL',
     ];
   }
+}
+
+/** What a build's limits need of supervise(): the limits, its cgroup, where its writes land, whether it has a /tmp of its own. */
+interface Guard {
+  limits: BuildLimits;
+  cgroup?: BuildCgroup;
+  written?: WatchOptions['written'];
+  tmp?: boolean;
+}
+
+/** A cgroup's name for one build: its deploy and a random part (a deploy's id is the service's, but is kept to safe characters all the same). */
+function cgroupName(deployId: string): string {
+  return `cairn-build-${deployId.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64)}-${randomBytes(4).toString('hex')}`;
 }
 
 /** The checkout's shared files copied for a build that writes it directly; false when cancelled meanwhile. */
@@ -317,9 +399,12 @@ async function separated(checkout: string, signal: AbortSignal): Promise<boolean
  * network) argv is bubblewrap waiting for it, on INFO_FD and BLOCK_FD; the
  * build ends with slirp4netns gone too.
  */
-function supervise(argv: string[], env: Record<string, string>, cwd: string | undefined, request: BuildRequest, slirp?: string): Promise<BuildResult> {
+function supervise(argv: string[], env: Record<string, string>, cwd: string | undefined, request: BuildRequest, slirp?: string, guard?: Guard): Promise<BuildResult> {
   return new Promise<BuildResult>((settle, fail) => {
-    const child = spawn('/bin/sh', ['-c', 'exec "$@" 2>&1', 'cairn-build', ...argv], {
+    // The first process joins the build's cgroups before it makes any other: nothing of the build starts outside them.
+    const cgroups = guard?.cgroup?.procsFiles() ?? [];
+    const joinCgroups = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n - 1)); done; exec "$@" 2>&1';
+    const child = spawn('/bin/sh', ['-c', joinCgroups, 'cairn-build', String(cgroups.length), ...cgroups, ...argv], {
       cwd,
       env,
       stdio: slirp ? ['ignore', 'pipe', 'ignore', 'pipe', 'pipe'] : ['ignore', 'pipe', 'ignore'],
@@ -327,6 +412,8 @@ function supervise(argv: string[], env: Record<string, string>, cwd: string | un
     });
     const link = slirp && child.pid ? connectOutside(slirp, child.pid, child.stdio[INFO_FD] as Readable, child.stdio[BLOCK_FD] as Writable) : undefined;
     let stopped: 'timed-out' | 'cancelled' | undefined;
+    /** The limit that ended the build (build-limits.ts). */
+    let limited: string | undefined;
     let networkFailed = false;
     let exit: BuildResult | undefined;
     let sinkError: unknown;
@@ -339,9 +426,25 @@ function supervise(argv: string[], env: Record<string, string>, cwd: string | un
       }
     };
     const stop = (why: 'timed-out' | 'cancelled') => {
-      stopped ??= why;
+      if (!limited) stopped ??= why;
       killTree();
     };
+    const reached = (line: string) => {
+      if (stopped || exit) return;
+      limited ??= line;
+      killTree();
+    };
+    const watch = guard && child.pid
+      ? watchBuild({
+          limits: guard.limits,
+          cgroup: guard.cgroup,
+          written: guard.written,
+          // The build's /tmp, seen through its sandbox's first process (bubblewrap's init): once that exists.
+          tmp: guard.tmp ? async () => sandboxInit(child.pid!).then((pid) => (pid ? `/proc/${pid}/root/tmp` : undefined)) : undefined,
+          onReached: reached,
+        })
+      : undefined;
+    let printed = 0;
     const timer = setTimeout(() => stop('timed-out'), request.timeoutMs);
     const onAbort = () => stop('cancelled');
     request.signal.addEventListener('abort', onAbort, { once: true });
@@ -358,7 +461,13 @@ function supervise(argv: string[], env: Record<string, string>, cwd: string | un
         killTree();
       }
     };
-    child.stdout!.on('data', (chunk: Buffer) => emit(decoder.write(chunk)));
+    child.stdout!.on('data', (chunk: Buffer) => {
+      if (limited) return;
+      const allowed = guard ? guard.limits.outputBytes - printed : chunk.length;
+      printed += chunk.length;
+      emit(decoder.write(allowed < chunk.length ? chunk.subarray(0, Math.max(0, allowed)) : chunk));
+      if (allowed < chunk.length) reached(reachedLine.output(guard!.limits));
+    });
     void link?.failed.then((why) => {
       if (exit || stopped) return;
       // The command is still held on BLOCK_FD: it never ran.
@@ -370,6 +479,7 @@ function supervise(argv: string[], env: Record<string, string>, cwd: string | un
     const after = (then: () => void) => void (link ? link.close().then(then) : then());
 
     child.on('error', (err) => {
+      watch?.stop();
       clearTimeout(timer);
       request.signal.removeEventListener('abort', onAbort);
       after(() => fail(err));
@@ -377,19 +487,29 @@ function supervise(argv: string[], env: Record<string, string>, cwd: string | un
     child.on('exit', (code, signal) => {
       clearTimeout(timer);
       request.signal.removeEventListener('abort', onAbort);
+      watch?.stop();
       // What the command left running in the background ends with it.
       killTree();
-      exit = stopped ? { outcome: stopped, signal: 'SIGKILL' } : networkFailed ? { outcome: 'failed' } : ended(code, signal);
+      exit = limited
+        ? { outcome: 'failed', signal: 'SIGKILL', limit: limited }
+        : stopped
+          ? { outcome: stopped, signal: 'SIGKILL' }
+          : networkFailed
+            ? { outcome: 'failed' }
+            : ended(code, signal, guard?.limits);
       // bubblewrap's side channels have nothing more to say; only the output may linger (see PIPE_GRACE_MS).
       for (const fd of [INFO_FD, BLOCK_FD]) (child.stdio[fd] as Readable | null | undefined)?.destroy();
       grace = setTimeout(() => child.stdout!.destroy(), PIPE_GRACE_MS);
     });
     child.on('close', () => {
       clearTimeout(grace);
-      emit(decoder.end());
+      if (!limited) emit(decoder.end());
       after(() => {
-        if (sinkError !== undefined) fail(sinkError);
-        else settle(exit ?? { outcome: 'failed' });
+        if (sinkError !== undefined) return fail(sinkError);
+        const result = exit ?? { outcome: 'failed' };
+        // A limit the build reached as it ended (the OOM killer took its last process) is read once more.
+        if (result.outcome !== 'failed' || result.limit || !watch) return settle(result);
+        void watch.final().then((late) => settle(late ? { ...result, limit: late } : result));
       });
     });
   });
@@ -400,7 +520,7 @@ function supervise(argv: string[], env: Record<string, string>, cwd: string | un
  * bubblewrap passes its command's status on that way, so such a code names
  * the signal (a command may also exit 137 on its own; it is rare).
  */
-function ended(code: number | null, signal: NodeJS.Signals | null): BuildResult {
+function ended(code: number | null, signal: NodeJS.Signals | null, limits?: BuildLimits): BuildResult {
   if (signal) return { outcome: 'failed', signal };
   if (code === 0) return { outcome: 'succeeded', exitCode: 0 };
   const exitCode = code ?? undefined;
@@ -408,7 +528,9 @@ function ended(code: number | null, signal: NodeJS.Signals | null): BuildResult 
     exitCode !== undefined && exitCode > 128
       ? Object.entries(osConstants.signals).find(([, n]) => n === exitCode - 128)?.[0]
       : undefined;
-  return { outcome: 'failed', exitCode, ...(name ? { signal: name } : {}) };
+  // The rlimits end a process with their own signals (build-limits.ts): the command itself, or the sandbox's prlimit in its place.
+  const limit = limits && name === 'SIGXCPU' ? reachedLine.cpu(limits) : limits && name === 'SIGXFSZ' ? reachedLine.disk(limits) : undefined;
+  return { outcome: 'failed', exitCode, ...(name ? { signal: name } : {}), ...(limit ? { limit } : {}) };
 }
 
 function within(parent: string, child: string): boolean {

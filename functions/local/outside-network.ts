@@ -5,7 +5,9 @@
  * gateway 10.0.2.2, DNS 10.0.2.3) whose connections it makes again from
  * this machine's network. With `--disable-host-loopback` it refuses those
  * to 10.0.2.2, which would be this machine's loopback, where the service's
- * ports listen; the build's own 127.0.0.1 is its own.
+ * ports listen; the build's own 127.0.0.1 is its own. The build's synthetic
+ * /etc/resolv.conf (build-root.ts) names 10.0.2.3, which slirp4netns
+ * answers by asking this machine's resolver.
  *
  * The namespace is made by `unshare --user --map-root-user --net` around
  * bubblewrap, which keeps it (`--share-net`): a network namespace can be

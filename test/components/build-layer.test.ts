@@ -163,13 +163,13 @@ describe('through the overlay', () => {
     const snap = await snapshot();
     const checkout = join(work, `checkout-${++runs}`);
     await linkTree(snap, checkout, never);
-    const { result, output } = await run(runner, checkout, `awk '$5 == "${checkout}" { print $0 }' /proc/self/mountinfo; for d in ../*.layer-*; do ls -A "$d" | wc -l; done`);
+    const { result, output } = await run(runner, checkout, `awk '$5 == "${checkout}" { print $0 }' /proc/self/mountinfo; ls -d ../*.layer-* 2>/dev/null | wc -l`);
     expect(await runner.overlayUnavailable()).toBeUndefined();
     expect(result.outcome).toBe('succeeded');
     const lines = output.trim().split('\n');
-    // The overlay's own mount, and bubblewrap's bind of it.
-    expect(lines.slice(0, -1)).toEqual([expect.stringMatching(/ - overlay cairn-build .*lowerdir=/), expect.stringMatching(/ - overlay cairn-build /)]);
-    expect(lines.at(-1)).toBe('0'); // its layer's folder is there, empty
+    // bubblewrap's bind of the overlay (the mount beneath it is in a root the sandbox does not show).
+    expect(lines.slice(0, -1)).toEqual([expect.stringMatching(/ - overlay cairn-build .*lowerdir=/)]);
+    expect(lines.at(-1)).toBe('0'); // its layer's folder is not there at all (the sandbox's root holds nothing but its checkout)
   });
 
   test("files the build did not touch are still the snapshot's, and the import takes them as imported before", async () => {

@@ -52,6 +52,24 @@ async function processesWith(text: string): Promise<string[]> {
   return found;
 }
 
+/**
+ * A build that waits for the test: the sandbox shows a build no file of
+ * this machine's to wait for (and its checkout through an overlay, where
+ * what the host writes meanwhile need not show), so the test signals its
+ * shell instead (letGo).
+ */
+const WAIT_FOR_GO = `trap 'go=1' USR1; go=`;
+const UNTIL_GO = 'while [ -z "$go" ]; do sleep 0.02; done';
+
+/** SIGUSR1 to the build's shell, the process running `command` (in any pid namespace: /proc shows them all). */
+async function letGo(command: string): Promise<void> {
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    if (cmdline === `/bin/sh\0-c\0${command}\0`) process.kill(Number(pid), 'SIGUSR1');
+  }
+}
+
 type Build = Partial<Omit<BuildRequest, 'onOutput'>> & { onOutput?: (text: string, sofar: string) => void };
 
 async function build(runner: BwrapRunner, command: string, extra: Build = {}): Promise<{ result: BuildResult; output: string; checkout: string }> {
@@ -134,20 +152,14 @@ describe.each(['bwrap', 'none'] as const)('builds with sandbox=%s', (sandbox) =>
   });
 
   test('stdout and stderr arrive as one log, in order, while the build still runs', async () => {
-    // The build waits for a file the test only writes once it has seen the first lines: a runner that held output back would time out.
-    // The file is outside the checkout, which the sandbox shows through an overlay (what the host writes there meanwhile need not show),
-    // and outside /tmp, which the sandbox replaces (a clone of the project may itself be under /tmp).
-    const signals = await tempDir('cairn-signal-', '/var/tmp');
-    const { result, output } = await build(
-      runner,
-      `echo one; echo two >&2; echo three; while [ ! -e '${signals}/go' ]; do sleep 0.02; done; echo four >&2`,
-      {
-        timeoutMs: 20_000,
-        onOutput: (_text, sofar) => {
-          if (sofar === 'one\ntwo\nthree\n') void writeFile(join(signals, 'go'), '');
-        },
+    // The build waits for the test, which lets it go only once it has seen the first lines: a runner that held output back would time out.
+    const command = `${WAIT_FOR_GO}; echo one; echo two >&2; echo three; ${UNTIL_GO}; echo four >&2`;
+    const { result, output } = await build(runner, command, {
+      timeoutMs: 20_000,
+      onOutput: (_text, sofar) => {
+        if (sofar === 'one\ntwo\nthree\n') void letGo(command);
       },
-    );
+    });
     expect(result.outcome).toBe('succeeded');
     expect(output).toBe('one\ntwo\nthree\nfour\n');
   });
@@ -298,7 +310,7 @@ describe('the bubblewrap sandbox', () => {
   test("the service user's home is hidden", async () => {
     expect((await readdir(homedir())).length).toBeGreaterThan(0);
     const runner = new BwrapRunner({ sandbox: 'bwrap', hide: [] });
-    const { result, output } = await build(runner, `ls -A "${homedir()}" | wc -l`);
+    const { result, output } = await build(runner, `ls -A "${homedir()}" 2>/dev/null | wc -l`);
     expect(result.outcome).toBe('succeeded');
     expect(output.trim()).toBe('0');
   });
@@ -471,12 +483,12 @@ describe('the network a build has', () => {
     test('slirp4netns is gone once the build has ended, timed out or been cancelled', async () => {
       const before = new Set(await slirps());
       const during: number[] = [];
-      const signals = await tempDir('cairn-signal-', '/var/tmp');
       // Each build prints "started" once its network is up, then waits: the test notes the build's slirp4netns, then lets it end, lets it time out, or cancels it.
       const seen = async () => during.push(...(await slirps()).filter((p) => !before.has(p)));
-      const ended = await build(runner, `echo started; while [ ! -e '${signals}/go' ]; do sleep 0.02; done`, {
+      const waits = `${WAIT_FOR_GO}; echo started; ${UNTIL_GO}`;
+      const ended = await build(runner, waits, {
         onOutput: (_t, sofar) => {
-          if (sofar === 'started\n') void seen().then(() => writeFile(join(signals, 'go'), ''));
+          if (sofar === 'started\n') void seen().then(() => letGo(waits));
         },
       });
       expect(ended.result.outcome).toBe('succeeded');

@@ -35,6 +35,12 @@ export interface BuildResult {
   /** The exit code, or the signal that ended the command. */
   exitCode?: number;
   signal?: string;
+  /**
+   * For a build ended at one of its limits (config.build.limits), the line
+   * that says which and its value: "memory limit 3 GiB reached". The
+   * outcome is then 'failed'.
+   */
+  limit?: string;
 }
 
 export interface BuildRunner {
