@@ -413,6 +413,8 @@ export async function runDeploy(options: PipelineOptions, claimed: Deploy, signa
         const result = await runner.run({ ...request, signal, onOutput: (text) => log.output(text) });
         if (result.outcome === 'cancelled') throw new Cancelled();
         if (result.outcome === 'timed-out') throw new DeployFailure(timedOutReason(options.buildTimeoutMs));
+        // Ended at one of its limits: the log's failure line names it ("memory limit 3 GiB reached").
+        if (result.limit) throw new DeployFailure(`the build was ended: ${result.limit}`);
         if (result.outcome === 'failed') {
           throw new DeployFailure(`the build command failed (${result.exitCode !== undefined ? `exit code ${result.exitCode}` : `ended by ${result.signal}`})`);
         }
