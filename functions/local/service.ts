@@ -22,6 +22,7 @@ import { createGraphqlHandler } from '../graphql/server.js';
 import { collectGarbage } from '../core/storage/collect.js';
 import { LocalDeployQueue } from './deploy-queue.js';
 import { BwrapRunner } from './bwrap-runner.js';
+import { removeOrphanedBuilds } from './build-workspace.js';
 import { ChromiumScreenshotter } from './chromium-screenshotter.js';
 import { LocalSiteCache } from './site-cache.js';
 import { LocalNotificationOutbox } from './notification-outbox.js';
@@ -111,7 +112,9 @@ export async function startLocalService(config: Config, logger: Logger = createL
   const { config: cfg, services } = storage;
   const servers: Server[] = [];
   const screenshotter = cfg.preview.enabled ? new ChromiumScreenshotter(cfg.preview.chromiumPath) : undefined;
-  const runner = new BwrapRunner({ sandbox: cfg.build.sandbox, hide: [cfg.dataDir], network: cfg.build.network, workspace: join(cfg.dataDir, 'builds') });
+  // What a process stopped mid-deploy left in the workspace goes before anything is made there (the runner's check, the queue's deploys).
+  await removeOrphanedBuilds(join(cfg.dataDir, 'builds'), logger.child({ fn: 'deploys' }));
+  const runner = new BwrapRunner({ sandbox: cfg.build.sandbox, hide: [cfg.dataDir], network: cfg.build.network, workspace: join(cfg.dataDir, 'builds'), limits: cfg.build.limits });
   const deploys = new LocalDeployQueue(
     {
       services,

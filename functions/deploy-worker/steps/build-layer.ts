@@ -59,8 +59,13 @@ export async function makeLayer(checkout: string): Promise<BuildLayer> {
  * permissions, and whatever folders the build left unreadable included.
  */
 export async function removeLayer(layer: BuildLayer): Promise<void> {
-  await openUp(layer.dir);
-  await rm(layer.dir, { recursive: true, force: true });
+  await removeTree(layer.dir);
+}
+
+/** Removes a tree a build wrote, folders it left unreadable or unwritable included (a layer, a workspace left by a stopped deploy). */
+export async function removeTree(dir: string): Promise<void> {
+  await openUp(dir);
+  await rm(dir, { recursive: true, force: true });
 }
 
 /** Makes every folder under `dir` (its own included) readable and writable by its owner, so that it can be walked and emptied. */
