@@ -1,12 +1,12 @@
 /**
  * Deploy notifications end to end on a local service: real deploys from a
- * real git server, and a receiver on this machine's loopback (allowed
- * locally; the AWS rule against private addresses is tested in
- * test/unit/notification-urls.test.ts) that checks every delivery's
- * signature with the secret it was given, computed here independently of
- * the service's code. Retries use a 1 s back-off base
- * (CAIRN_NOTIFICATION_RETRY_BASE) so they take seconds. Every wait is a
- * poll with a deadline.
+ * real git server, and a receiver on this machine's loopback (allowed by
+ * the test services' CAIRN_OUTBOUND_PRIVATE=allow; refused by default, as
+ * test/api/outbound-policy.test.ts and test/unit/notification-urls.test.ts
+ * show) that checks every delivery's signature with the secret it was
+ * given, computed here independently of the service's code. Retries use a
+ * 1 s back-off base (CAIRN_NOTIFICATION_RETRY_BASE) so they take seconds.
+ * Every wait is a poll with a deadline.
  */
 import { createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
