@@ -6,6 +6,7 @@
  * consults the rules only for a path the site does not have; the first rule
  * that matches wins.
  */
+import { workSlices } from '../work-slices.js';
 
 /** The spec's limit: a larger file is refused whole rather than read in part. */
 export const MAX_RULES_FILE_BYTES = 64 * 1024;
@@ -76,37 +77,66 @@ export function compilePathPattern(from: string, options: { splatAnywhere: boole
   return { pattern: new RegExp(`^${source}${options.optionalSlash && !source.endsWith('/') && !source.endsWith(')?') ? '/?' : ''}$`), names };
 }
 
+/**
+ * The rules of a `_redirects` file; throws SiteFileError at the first line
+ * that stops them. Synchronous: for a file on someone's site, parse it
+ * with parseRedirectsInSlices.
+ */
 export function parseRedirects(text: string): RedirectRule[] {
-  checkSize('_redirects', Buffer.byteLength(text));
   const rules: RedirectRule[] = [];
-  const lines = text.split(/\r?\n/);
-  lines.forEach((raw, index) => {
-    const line = index + 1;
-    const trimmed = raw.trim();
-    if (trimmed === '' || trimmed.startsWith('#')) return;
-    const fail = (reason: string): never => {
-      throw new SiteFileError('_redirects', line, reason, trimmed);
-    };
-    const fields = trimmed.split(/\s+/);
-    if (fields.length < 2) fail('a rule needs a source path and a target');
-    if (fields.length > 3) fail('too many fields: a rule is "from to [status]" (conditions and query matching are not supported)');
-    const [from, to, statusText] = fields as [string, string, string | undefined];
-    if (!from.startsWith('/')) fail('the source must be a path starting with "/" (rules for other domains are not supported)');
-    if (from.slice(0, -1).includes('*') || (from.endsWith('*') && !from.endsWith('/*'))) fail('"*" may only be the last segment of the source ("/path/*")');
-    if (!to.startsWith('/') && !/^https?:\/\//i.test(to)) fail('the target must be a path starting with "/" or an http(s) URL');
-    let status: RedirectStatus = 301;
-    if (statusText !== undefined) {
-      if (statusText.endsWith('!')) fail('forced rules ("!") are not supported: rules apply only to paths the site does not have');
-      if (!/^\d{3}$/.test(statusText) || !STATUSES.has(Number(statusText))) fail(`the status must be one of ${[...STATUSES].join(', ')}`);
-      status = Number(statusText) as RedirectStatus;
-    }
-    if ((status === 200 || status === 404 || status === 410 || status === 451) && !to.startsWith('/')) {
-      fail(`a ${status} rule serves a file of the site: its target must be a path (proxying another origin is not supported)`);
-    }
-    const { pattern, names } = compilePathPattern(from, { splatAnywhere: false, optionalSlash: true });
-    rules.push({ line, from, to, status, pattern, names });
-  });
+  for (const [index, raw] of linesOf(text).entries()) {
+    const rule = parseRule(raw, index + 1);
+    if (rule) rules.push(rule);
+  }
   return rules;
+}
+
+/**
+ * parseRedirects, giving the event loop a turn every few milliseconds: a
+ * 64 KiB file holds 10,000 rules, each compiled to a regular expression,
+ * and the gateway or a deploy parses it while serving others.
+ */
+export async function parseRedirectsInSlices(text: string): Promise<RedirectRule[]> {
+  const rules: RedirectRule[] = [];
+  const pause = workSlices();
+  for (const [index, raw] of linesOf(text).entries()) {
+    const rule = parseRule(raw, index + 1);
+    if (rule) rules.push(rule);
+    await pause();
+  }
+  return rules;
+}
+
+function linesOf(text: string): string[] {
+  checkSize('_redirects', Buffer.byteLength(text));
+  return text.split(/\r?\n/);
+}
+
+/** One line's rule, or undefined for a blank or comment line. */
+function parseRule(raw: string, line: number): RedirectRule | undefined {
+  const trimmed = raw.trim();
+  if (trimmed === '' || trimmed.startsWith('#')) return undefined;
+  const fail = (reason: string): never => {
+    throw new SiteFileError('_redirects', line, reason, trimmed);
+  };
+  const fields = trimmed.split(/\s+/);
+  if (fields.length < 2) fail('a rule needs a source path and a target');
+  if (fields.length > 3) fail('too many fields: a rule is "from to [status]" (conditions and query matching are not supported)');
+  const [from, to, statusText] = fields as [string, string, string | undefined];
+  if (!from.startsWith('/')) fail('the source must be a path starting with "/" (rules for other domains are not supported)');
+  if (from.slice(0, -1).includes('*') || (from.endsWith('*') && !from.endsWith('/*'))) fail('"*" may only be the last segment of the source ("/path/*")');
+  if (!to.startsWith('/') && !/^https?:\/\//i.test(to)) fail('the target must be a path starting with "/" or an http(s) URL');
+  let status: RedirectStatus = 301;
+  if (statusText !== undefined) {
+    if (statusText.endsWith('!')) fail('forced rules ("!") are not supported: rules apply only to paths the site does not have');
+    if (!/^\d{3}$/.test(statusText) || !STATUSES.has(Number(statusText))) fail(`the status must be one of ${[...STATUSES].join(', ')}`);
+    status = Number(statusText) as RedirectStatus;
+  }
+  if ((status === 200 || status === 404 || status === 410 || status === 451) && !to.startsWith('/')) {
+    fail(`a ${status} rule serves a file of the site: its target must be a path (proxying another origin is not supported)`);
+  }
+  const { pattern, names } = compilePathPattern(from, { splatAnywhere: false, optionalSlash: true });
+  return { line, from, to, status, pattern, names };
 }
 
 export interface RedirectMatch {

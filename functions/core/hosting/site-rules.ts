@@ -13,7 +13,7 @@ import type { CID } from 'multiformats/cid';
 import { openFile } from '../ipfs/read.js';
 import { resolvePath } from '../ipfs/paths.js';
 import { parseHeaders, type HeaderRule } from './headers.js';
-import { checkSize, parseRedirects, SiteFileError, type RedirectRule } from './redirects.js';
+import { checkSize, parseRedirectsInSlices, SiteFileError, type RedirectRule } from './redirects.js';
 
 /** Each file's rules, or what stops them: a bad `_redirects` matters only to missing paths, a bad `_headers` to every path. */
 export interface SiteRules {
@@ -32,9 +32,9 @@ async function readRootFile(blockstore: Blockstore, root: CID, name: SiteFileErr
   return new Response(file.stream()).text();
 }
 
-function attempt<T>(parse: () => T): T | SiteFileError {
+async function attempt<T>(parse: () => T | Promise<T>): Promise<T | SiteFileError> {
   try {
-    return parse();
+    return await parse();
   } catch (err) {
     if (err instanceof SiteFileError) return err;
     throw err;
@@ -46,8 +46,9 @@ async function load(blockstore: Blockstore, root: CID): Promise<SiteRules> {
   const [redirects, headers] = await Promise.all([read('_redirects'), read('_headers')]);
   if (redirects === undefined && headers === undefined) return NO_RULES;
   return {
-    redirects: redirects === undefined ? [] : redirects instanceof SiteFileError ? redirects : attempt(() => parseRedirects(redirects)),
-    headers: headers === undefined ? [] : headers instanceof SiteFileError ? headers : attempt(() => parseHeaders(headers).rules),
+    // A 10,000-rule `_redirects` is parsed in slices: the gateway serves others meanwhile.
+    redirects: redirects === undefined ? [] : redirects instanceof SiteFileError ? redirects : await attempt(() => parseRedirectsInSlices(redirects)),
+    headers: headers === undefined ? [] : headers instanceof SiteFileError ? headers : await attempt(() => parseHeaders(headers).rules),
   };
 }
 
@@ -78,7 +79,7 @@ export async function checkSiteFiles(dir: string): Promise<string[]> {
     try {
       checkSize(name, info.size);
       const text = await readFile(path, 'utf8');
-      if (name === '_redirects') parseRedirects(text);
+      if (name === '_redirects') await parseRedirectsInSlices(text);
       else warnings.push(...parseHeaders(text, { publish: true }).warnings); // a bad line fails the deploy (UnsafeHeaderLine)
     } catch (err) {
       if (!(err instanceof SiteFileError)) throw err;
