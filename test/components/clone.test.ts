@@ -228,6 +228,14 @@ describe.each([
       expect(asked).toBe(1);
     });
 
+    test('a cancel does not wait for a name server that never answers', async () => {
+      const controller = new AbortController();
+      const never: Resolver = () => new Promise(() => undefined);
+      setTimeout(() => controller.abort(), 50);
+      const error = await failure({ url: `http://git.cairn.test:${port()}/acme/site.git`, resolver: never, signal: controller.signal });
+      expect(error.message).toBe('clone cancelled');
+    });
+
     test('a redirect is not followed: where it leads was never checked', async () => {
       const redirecting = createServer((req, res) => res.writeHead(301, { location: `${server.url}${req.url}` }).end());
       await new Promise<void>((resolve) => redirecting.listen(0, '127.0.0.1', resolve));

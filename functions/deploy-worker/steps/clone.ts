@@ -123,7 +123,8 @@ export async function cloneRepository(request: CloneRequest): Promise<ClonedComm
     await rm(dir, { recursive: true, force: true });
     await mkdir(dir, { recursive: true });
     log(`Cloning ${repo.cloneUrl} (branch ${branch}${wanted ? `, commit ${wanted}` : ''})`);
-    target = await resolveOutbound(repo.cloneUrl, request.outbound ?? outboundRules(process.env), request.resolver);
+    // A cancel does not wait for a slow name server.
+    target = await untilAborted(resolveOutbound(repo.cloneUrl, request.outbound ?? outboundRules(process.env), request.resolver), signal);
     const resolve = curlResolve(target);
 
     /** Fetches the branch into `gitdir` (a new repository when `fresh`) until the wanted commit is there; returns that commit. */

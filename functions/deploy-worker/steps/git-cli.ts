@@ -66,6 +66,7 @@ const SETTINGS = [
   'protocol.http.allow=always',
   'protocol.https.allow=always',
   // Not even on the first request (git's default, `initial`): curl would connect to wherever it leads, unchecked.
+  // It also keeps the dumb protocol's http-alternates, which git follows only where it follows every redirect, unread.
   'http.followRedirects=false',
   // No helper of the system's or the user's; ours is added when the site has a token.
   'credential.helper=',
