@@ -4,14 +4,19 @@
  * (functions/local/chromium-screenshotter.ts), @sparticuz/chromium's Amazon
  * Linux build in the preview Lambda (lambda-chromium.ts). A ChromiumBuild
  * says where the executable is and which flags it needs; the isolation
- * flags below are added to every build's.
+ * flags below are added to every build's. The installed one runs with its
+ * own sandbox and never as root (installedChromium); the Lambda's cannot
+ * (lambda-chromium.ts says why that is safe there).
  *
  * One browser is launched on the first shot and kept for the next ones (a
  * launch costs a second or more); each shot gets a context of its own, so
  * one site never sees another's cookies or storage. The browser goes with
  * close(), or is launched again when it died.
  */
-import { access, constants } from 'node:fs/promises';
+import { rmSync } from 'node:fs';
+import { access, chmod, constants, mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext } from 'playwright-core';
 import { ScreenshotError, type CaptureOptions, type Screenshotter } from '../core/ports/screenshotter.js';
 
@@ -31,8 +36,60 @@ export const ISOLATION_ARGS: readonly string[] = [
   '--force-webrtc-ip-handling-policy=disable_non_proxied_udp',
 ];
 
-/** The flags of a Chromium installed on this machine (Debian's). */
-const INSTALLED_ARGS: readonly string[] = ['--headless', '--no-sandbox', '--disable-gpu'];
+/**
+ * The flags of a Chromium installed on this machine (Debian's). Never
+ * --no-sandbox: the pages are strangers' code, and Chromium's own sandbox
+ * (a renderer in user, pid and network namespaces of its own, under a
+ * seccomp-bpf filter) is what keeps a renderer exploit from the machine.
+ */
+const INSTALLED_ARGS: readonly string[] = ['--headless', '--disable-gpu'];
+
+/**
+ * Whom Chromium runs as when the service is root (CI is, and so are many
+ * one-machine installs): nobody. Chromium refuses its sandbox to root, and
+ * root without one would be a renderer exploit away from owning the machine.
+ */
+export const PREVIEW_UID = 65534;
+export const PREVIEW_GID = 65534;
+const SETPRIV = '/usr/bin/setpriv';
+
+const shellQuote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
+
+/**
+ * A launcher for Chromium at `path` as PREVIEW_UID: Playwright starts it as
+ * it would start Chromium (the same arguments, the DevTools pipe on fds 3
+ * and 4 passed through), and it hands Playwright's fresh profile directory
+ * to that user, then becomes it for good (setpriv, no new privileges) and
+ * runs Chromium, whose own sandbox then works. Written with mkdtemp (never
+ * a guessable name in a shared /tmp) and removed when the process exits.
+ */
+async function unprivilegedLauncher(path: string): Promise<string> {
+  try {
+    await access(SETPRIV, constants.X_OK);
+  } catch {
+    throw new ScreenshotError(`${SETPRIV} (util-linux) is needed to run Chromium as an unprivileged user while the service runs as root`);
+  }
+  const dir = await mkdtemp(join(tmpdir(), 'cairn-chromium-'));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  const launcher = join(dir, 'chromium');
+  const owner = `${PREVIEW_UID}:${PREVIEW_GID}`;
+  await writeFile(
+    launcher,
+    [
+      '#!/bin/sh',
+      '# Chromium as an unprivileged user, with its own sandbox (functions/preview/chromium.ts).',
+      'set -e',
+      'profile=',
+      'for arg in "$@"; do case "$arg" in --user-data-dir=*) profile="${arg#--user-data-dir=}" ;; esac; done',
+      // Playwright made the profile (root's, mode 0700) a moment ago; Chromium must write it.
+      `if [ -n "$profile" ]; then chown -R ${owner} "$profile"; export HOME="$profile" XDG_CONFIG_HOME="$profile" XDG_CACHE_HOME="$profile"; fi`,
+      `exec ${SETPRIV} --reuid=${PREVIEW_UID} --regid=${PREVIEW_GID} --clear-groups --no-new-privs -- ${shellQuote(path)} "$@"`,
+      '',
+    ].join('\n'),
+  );
+  await chmod(launcher, 0o700);
+  return launcher;
+}
 
 /** A Chromium to launch: where it is and the flags it needs. */
 export interface ChromiumBuild {
@@ -42,20 +99,40 @@ export interface ChromiumBuild {
   executablePath(): Promise<string>;
   /** Its own flags (ISOLATION_ARGS are added). */
   readonly args: readonly string[];
+  /** Whether Chromium's own sandbox is on (Playwright otherwise adds --no-sandbox). */
+  readonly sandbox: boolean;
 }
 
-/** A Chromium installed at `path` (Debian's chromium package by default). */
-export function installedChromium(path: string): ChromiumBuild {
+async function executableAt(path: string): Promise<string> {
+  try {
+    await access(path, constants.X_OK);
+  } catch {
+    throw new ScreenshotError(`no Chromium at ${path} (install chromium or set CAIRN_CHROMIUM_PATH)`);
+  }
+  return path;
+}
+
+/**
+ * A Chromium installed at `path` (Debian's chromium package by default),
+ * with its own sandbox: as the service's user, or as PREVIEW_UID when the
+ * service is root. A machine where that sandbox cannot start (no
+ * unprivileged user namespaces) gets no pictures, and the deploy log says
+ * why: a picture is not worth an unsandboxed browser.
+ */
+export function installedChromium(path: string, options: { sandbox?: boolean } = {}): ChromiumBuild {
+  // Off only where the machine cannot give one and isolates the browser itself: a Lambda function (see lambda-chromium.ts).
+  if (options.sandbox === false) return { name: `Chromium at ${path}`, args: [...INSTALLED_ARGS, '--no-sandbox'], sandbox: false, executablePath: () => executableAt(path) };
+  let launcher: Promise<string> | undefined;
   return {
     name: `Chromium at ${path}`,
     args: INSTALLED_ARGS,
+    sandbox: true,
     async executablePath() {
-      try {
-        await access(path, constants.X_OK);
-      } catch {
-        throw new ScreenshotError(`no Chromium at ${path} (install chromium or set CAIRN_CHROMIUM_PATH)`);
-      }
-      return path;
+      await executableAt(path);
+      if (process.getuid?.() !== 0) return path;
+      launcher ??= unprivilegedLauncher(path);
+      launcher.catch(() => (launcher = undefined));
+      return launcher;
     },
   };
 }
@@ -82,7 +159,13 @@ export class ChromiumScreenshotter implements Screenshotter {
       const executablePath = await this.build.executablePath();
       try {
         // launch() gives the browser a fresh temporary profile, removed when it closes.
-        return await chromium.launch({ executablePath, args: [...this.build.args, ...ISOLATION_ARGS], headless: true, timeout: 30_000 });
+        return await chromium.launch({
+          executablePath,
+          args: [...this.build.args, ...ISOLATION_ARGS],
+          chromiumSandbox: this.build.sandbox,
+          headless: true,
+          timeout: 30_000,
+        });
       } catch (err) {
         throw new ScreenshotError(`${this.build.name} did not start: ${firstLine(err)}`);
       }

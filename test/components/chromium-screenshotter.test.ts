@@ -6,11 +6,12 @@
  * running a script, is given up at the time limit and the next shot works.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer, get, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { ChromiumScreenshotter } from '../../functions/local/chromium-screenshotter.js';
+import { PREVIEW_UID } from '../../functions/preview/chromium.js';
 import { ScreenshotError } from '../../functions/core/ports/screenshotter.js';
 import { serveDirectory, type ServedDirectory } from '../../functions/deploy-worker/steps/serve-directory.js';
 import { decodePng } from '../support/png.js';
@@ -73,6 +74,77 @@ test('a picture of the page at the asked size, with its stylesheet and image loa
   expect(near(picture.pixel(640, 400), [255, 0, 0])).toBe(true); // the stylesheet's background
   expect(near(picture.pixel(50, 50), [0, 0, 255])).toBe(true); // the page's own element
   expect(near(picture.pixel(1230, 750), [0, 255, 0])).toBe(true); // the image, at the bottom right of the viewport
+});
+
+/** This test process's Chromium processes (descendants of it), with what /proc says of each. */
+async function ourChromiumProcesses(): Promise<Array<{ pid: number; type: string; cmdline: string; uid: number; seccomp: number; pidNs: string; userNs: string }>> {
+  const parents = new Map<number, number>();
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (stat) parents.set(Number(name), ppid);
+  }
+  const ours = (pid: number) => {
+    for (let p = parents.get(pid), hops = 0; p !== undefined && hops < 20; p = parents.get(p), hops++) if (p === process.pid) return true;
+    return false;
+  };
+  const found = [];
+  for (const pid of parents.keys()) {
+    if (!ours(pid)) continue;
+    // A zygote's children rewrite their command line as one space-separated string.
+    const cmdline = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).replace(/\0/g, ' ');
+    if (!/chrom/.test(cmdline.split(' ')[0] ?? '')) continue;
+    const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+    const field = (name: string) => new RegExp(`^${name}:\\s*(\\d+)`, 'm').exec(status)?.[1];
+    found.push({
+      pid,
+      type: /(?:^| )--type=(\S+)/.exec(cmdline)?.[1] ?? 'browser',
+      cmdline,
+      uid: Number(field('Uid')),
+      seccomp: Number(field('Seccomp')),
+      pidNs: await readlink(`/proc/${pid}/ns/pid`).catch(() => ''),
+      userNs: await readlink(`/proc/${pid}/ns/user`).catch(() => ''),
+    });
+  }
+  return found;
+}
+
+test("the page's renderer runs in Chromium's sandbox (its own namespaces, a seccomp filter), never as root", async () => {
+  // A page whose image takes a moment: its renderer, past its start (it
+  // parsed the page and asked for the image), is alive while /proc is read.
+  let imageAsked!: () => void;
+  const parsed = new Promise<void>((resolve) => (imageAsked = resolve));
+  const slow = createServer((req, res) => {
+    if (req.url === '/') return void res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><body style="background: rgb(0, 0, 255)"><img src="/slow.svg"></body>');
+    imageAsked();
+    setTimeout(() => res.writeHead(200, { 'content-type': 'image/svg+xml' }).end('<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>'), 3000);
+  });
+  await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+  cleanups.push(() => {
+    slow.closeAllConnections();
+    return new Promise((resolve) => slow.close(resolve));
+  });
+  const port = (slow.address() as { port: number }).port;
+  const shot = shooter.capture(`http://127.0.0.1:${port}/`, { ...SIZE, timeoutMs: 20_000 });
+  await parsed;
+  const seen = await ourChromiumProcesses();
+  const renderers = seen.filter((p) => p.type === 'renderer');
+  expect(renderers.length).toBeGreaterThan(0);
+  const ownPidNs = await readlink('/proc/self/ns/pid');
+  const ownUserNs = await readlink('/proc/self/ns/user');
+  for (const renderer of renderers) {
+    expect(renderer.seccomp).toBe(2); // a seccomp-bpf filter
+    expect(renderer.pidNs).not.toBe(ownPidNs);
+    expect(renderer.userNs).not.toBe(ownUserNs);
+    expect(renderer.uid).not.toBe(0);
+  }
+  // No Chromium process of ours runs as root, nor was told to go without its sandbox.
+  for (const p of seen) expect(p.uid).toBe(process.getuid?.() === 0 ? PREVIEW_UID : process.getuid?.());
+  for (const p of seen) expect(p.cmdline.split(' ')).not.toContain('--no-sandbox');
+  // And the picture is taken all the same.
+  const picture = decodePng(await shot);
+  expect(near(picture.pixel(640, 400), [0, 0, 255])).toBe(true);
 });
 
 test('the page reaches nothing but its own origin', async () => {
