@@ -219,6 +219,15 @@ describe('limits end the build, naming the limit', () => {
     expect(result).toMatchObject({ outcome: 'failed', signal: 'SIGXCPU', limit: 'CPU time limit 2 s reached' });
   });
 
+  test('without the sandbox (CAIRN_BUILD_SANDBOX=none) the limits hold all the same', async () => {
+    const r = runner({ sandbox: 'none', limits: limits({ memoryBytes: 64 * MiB, outputBytes: 64 * 1024 }) });
+    const hog = await build(r, `node -e 'const a = []; for (;;) a.push(Buffer.alloc(1 << 20, 1))'`);
+    if (hog.output.includes('memory 64 MiB (cgroup')) expect(hog.result).toMatchObject({ outcome: 'failed', limit: 'memory limit 64 MiB reached' });
+    const loud = await build(r, 'yes | head -c 1000000; sleep 30');
+    expect(loud.result).toMatchObject({ outcome: 'failed', limit: 'output limit 64 KiB reached' });
+    expect(loud.ms).toBeLessThan(10_000);
+  });
+
   test('a build within its limits succeeds, and leaves no cgroup behind', async () => {
     const before = await readdir('/sys/fs/cgroup/pids').catch(() => [] as string[]);
     const { result } = await build(runner({ limits: limits() }), 'echo fine > out; for i in 1 2 3; do sh -c true; done');
