@@ -102,11 +102,11 @@ export async function writeBuildEtc(network: 'none' | 'host' | 'outside'): Promi
 }
 
 /**
- * bubblewrap's options for the root described at the top: the system paths,
- * the synthetic and shared /etc, Node's prefix when elsewhere. The
- * checkout, /tmp, /dev and /proc are the runner's.
+ * bubblewrap's options for the root described at the top: the system paths
+ * and the synthetic and shared /etc; and Node's prefix where it is not
+ * under them. The checkout, /tmp, /dev and /proc are the runner's.
  */
-export async function rootArgs(etc: BuildEtc, nodeBin: string): Promise<{ args: string[]; bound: string[] }> {
+export async function rootArgs(etc: BuildEtc, nodeBin: string): Promise<{ args: string[]; nodePrefix?: string }> {
   const args: string[] = [];
   const bound: string[] = [];
   for (const path of SYSTEM_PATHS) {
@@ -126,13 +126,11 @@ export async function rootArgs(etc: BuildEtc, nodeBin: string): Promise<{ args: 
     // A symlink (os-release -> ../usr/lib/os-release) is bound as what it points to, which must exist.
     if (await realpath(path).then(() => true, () => false)) args.push('--ro-bind', path, path);
   }
-  // Node may live outside /usr (a user's ~/.nvm, /opt/node, the service's own node_modules): its install prefix, read-only.
+  // Node may live outside /usr (a user's ~/.nvm, /opt/node, the service's own node_modules): its install prefix, to be bound
+  // read-only by the runner, in order with the checkout and /tmp (it may be under either).
   const prefix = dirname(await realpath(nodeBin));
-  if (prefix !== '/' && !bound.some((b) => within(b, prefix))) {
-    args.push('--ro-bind', prefix, prefix);
-    bound.push(prefix);
-  }
-  return { args, bound };
+  const nodePrefix = prefix !== '/' && !bound.some((b) => within(b, prefix)) ? prefix : undefined;
+  return { args, nodePrefix };
 }
 
 function within(parent: string, child: string): boolean {

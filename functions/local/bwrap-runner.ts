@@ -336,13 +336,14 @@ export class BwrapRunner implements BuildRunner {
    * among what it sees: it reaches it through its checkout only.
    */
   private async sandboxArgs(checkout: string, cwd: string, nodeBin: string, etc: BuildEtc): Promise<string[]> {
-    const { args: root } = await rootArgs(etc, nodeBin);
+    const { args: root, nodePrefix } = await rootArgs(etc, nodeBin);
     const size = this.options.limits ? ['--size', String(this.options.limits.tmpBytes)] : [];
     const layers: { path: string; args: string[] }[] = [
       { path: '/tmp', args: [...size, '--tmpfs', '/tmp'] },
       { path: checkout, args: ['--bind', checkout, checkout] },
+      ...(nodePrefix ? [{ path: nodePrefix, args: ['--ro-bind', nodePrefix, nodePrefix] }] : []),
     ];
-    // A mount hides what an earlier one put beneath it: parents go first (a checkout under /tmp stays visible).
+    // A mount hides what an earlier one put beneath it: parents go first (a checkout, or Node, under /tmp stays visible).
     layers.sort((a, b) => depth(a.path) - depth(b.path));
     return [
       ...root,
