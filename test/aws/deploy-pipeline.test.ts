@@ -289,3 +289,22 @@ test('the scheduled tick fails a deploy stuck past its time limit and stops its 
   await worker(buildEvent(deploy, 'STOPPED'));
   expect((await aws.deploys.get(deploy.siteId, deploy.id))?.status).toBe('FAILED');
 });
+
+test('a secret variable reaches CodeBuild opened, stays sealed in the record, and the failure that quotes it is masked in the reason and the log', async () => {
+  const secret = `s3cr3t-${randomUUID()}`;
+  const { deploy, start } = await handedToCodeBuild({ environmentVariables: [{ name: 'API_KEY', value: secret, secret: true }, { name: 'PREVIEW_ONLY', value: 'p', scope: 'PREVIEWS' }] });
+  const overrides = Object.fromEntries(start.environmentVariablesOverride!.map((v) => [v.name, v.value]));
+  expect(overrides.API_KEY).toBe(secret);
+  expect(overrides).not.toHaveProperty('PREVIEW_ONLY');
+  expect(JSON.stringify(deploy)).not.toContain(secret);
+  expect(deploy.build?.secretEnv).toEqual({ API_KEY: expect.any(String) });
+  // The end is taken up by the worker from the event, as another Lambda invocation would: it opens the record's sealed copy to mask.
+  const phases = [{ 'phase-type': 'BUILD', 'phase-status': 'FAILED', 'phase-context': [`COMMAND_EXECUTION_ERROR: Error while executing command: curl -H "key: ${secret}". Reason: exit status 22`] }];
+  await worker(buildEvent(deploy, 'FAILED', phases));
+  const done = (await aws.deploys.get(deploy.siteId, deploy.id))!;
+  expect(done.status).toBe('FAILED');
+  expect(done.reason).toBe('the build command failed (COMMAND_EXECUTION_ERROR: Error while executing command: curl -H "key: ***". Reason: exit status 22)');
+  const log = await logOf(deploy);
+  expect(log).toContain('key: ***');
+  expect(log).not.toContain(secret);
+});
