@@ -12,21 +12,73 @@
  *   answer has been written. One that cannot get them within
  *   LIMITS.answerWaitMs is SERVICE_UNAVAILABLE (HTTP 503, Retry-After).
  * - On the node:http door an answer's large values are left out of the JSON
- *   Apollo builds (a placeholder stands in each) and written after it in
+ *   Apollo builds (a placeholder stands in each) and written in its place in
  *   64 KiB pieces, one per pull of the socket: JSON.stringify of a 16 MiB
  *   answer took 25-170 ms here and encoding it to UTF-8 as long again, each
- *   in one turn of the event loop; a piece takes well under 1 ms. The Lambda
- *   door answers one request per instance and its answer is one string
- *   anyway, so there the values stay in place.
+ *   in one turn of the event loop. A log stays the bytes it was read as and
+ *   each piece is decoded on its own: made one string, a 4 MiB log costs
+ *   one long turn to decode (150-280 ms on a loaded machine, for text beyond
+ *   ASCII) or to flatten (30-45 ms) at its first use. The Lambda door
+ *   answers one request per instance and its answer is one string anyway,
+ *   so there the values are strings in place.
  */
+import { isUtf8 } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import type { GraphQLError } from 'graphql';
 import { graphqlError } from './errors.js';
 import { LIMITS } from './limits.js';
 
 const MiB = 1024 * 1024;
-/** UTF-16 code units of a large value per piece written (64 Ki; up to 6x that once escaped, for control characters). */
+/** Bytes (or UTF-16 code units) of a large value per piece written: 64 Ki, up to 6x that once escaped (control characters). */
 const PIECE = 64 * 1024;
+
+const HEX = '0123456789abcdef';
+const SHORT: Record<number, number> = { 0x08: 0x62, 0x09: 0x74, 0x0a: 0x6e, 0x0c: 0x66, 0x0d: 0x72, 0x22: 0x22, 0x5c: 0x5c };
+
+/**
+ * A piece of valid UTF-8 as the inside of a JSON string, byte for byte what
+ * JSON.stringify writes: only bytes under 0x20, `"` and `\` change (no byte
+ * of a multi-byte character is below 0x80). A piece with nothing to escape
+ * goes as it is. Far cheaper than decoding the piece to a string, escaping
+ * that and encoding it again, which is what an answer's CPU went to.
+ */
+function escapeUtf8(piece: Buffer): Buffer {
+  let extra = 0;
+  for (let i = 0; i < piece.length; i++) {
+    const b = piece[i]!;
+    if (b < 0x20) extra += SHORT[b] === undefined ? 5 : 1;
+    else if (b === 0x22 || b === 0x5c) extra += 1;
+  }
+  if (extra === 0) return piece;
+  const out = Buffer.allocUnsafe(piece.length + extra);
+  let o = 0;
+  for (let i = 0; i < piece.length; i++) {
+    const b = piece[i]!;
+    if (b >= 0x20 && b !== 0x22 && b !== 0x5c) {
+      out[o++] = b;
+      continue;
+    }
+    out[o++] = 0x5c;
+    const short = SHORT[b];
+    if (short !== undefined) out[o++] = short;
+    else {
+      out[o++] = 0x75; // u00XX
+      out[o++] = 0x30;
+      out[o++] = 0x30;
+      out[o++] = HEX.charCodeAt(b >> 4);
+      out[o++] = HEX.charCodeAt(b & 15);
+    }
+  }
+  return out;
+}
+
+/** Where to end a piece of UTF-8 at or before `end`: never inside a character (at most 3 bytes back; invalid bytes are cut anywhere). */
+function utf8Boundary(bytes: Uint8Array, start: number, end: number): number {
+  if (end >= bytes.length) return bytes.length;
+  let at = end;
+  while (at > start && end - at < 3 && (bytes[at]! & 0xc0) === 0x80) at--;
+  return (bytes[at]! & 0xc0) === 0x80 || at === start ? end : at;
+}
 
 export const mib = (bytes: number) => `${(bytes / MiB).toFixed(bytes % MiB === 0 ? 0 : 1)} MiB`;
 
@@ -117,7 +169,7 @@ export class AnswerAccount {
    */
   failure?: { error: GraphQLError; status: number };
   /** Large values left out of the JSON, by placeholder, when streaming. */
-  private readonly values = new Map<string, string>();
+  private readonly values = new Map<string, string | Buffer>();
   private readonly nonce = randomBytes(12).toString('hex');
 
   constructor(options: AnswerOptions = {}) {
@@ -163,11 +215,11 @@ export class AnswerAccount {
     this.charged = total;
   }
 
-  /** What a resolver returns for a large value: the value, or its placeholder when the door streams. */
-  deliver(text: string): string {
-    if (!this.streams) return text;
+  /** What a resolver returns for a large value (text, or UTF-8 bytes): the text, or its placeholder when the door streams. */
+  deliver(value: string | Buffer): string {
+    if (!this.streams) return typeof value === 'string' ? value : value.toString('utf8');
     const token = `cairn-large-value:${this.nonce}:${this.values.size}`;
-    this.values.set(token, text);
+    this.values.set(token, value);
     return token;
   }
 
@@ -202,7 +254,7 @@ export class AnswerAccount {
       this.release();
       return json;
     }
-    const parts: Array<string | { value: string }> = [];
+    const parts: Array<string | { value: string | Buffer }> = [];
     const placeholder = new RegExp(`"(cairn-large-value:${this.nonce}:\\d+)"`, 'g');
     let at = 0;
     for (let m = placeholder.exec(json); m; m = placeholder.exec(json)) {
@@ -216,7 +268,7 @@ export class AnswerAccount {
     const encoder = new TextEncoder();
     let part = 0;
     let offset = 0;
-    const next = (): string | undefined => {
+    const next = (): string | Uint8Array | undefined => {
       while (part < parts.length) {
         const current = parts[part]!;
         if (typeof current === 'string') {
@@ -229,25 +281,32 @@ export class AnswerAccount {
           offset = 0;
           continue;
         }
-        let end = Math.min(offset + PIECE, current.value.length);
-        // Never between the two halves of a surrogate pair.
-        const last = current.value.charCodeAt(end - 1);
-        if (end < current.value.length && last >= 0xd800 && last <= 0xdbff) end--;
-        const piece = JSON.stringify(current.value.slice(offset, end));
+        const value = current.value;
+        const start = offset;
+        let end = Math.min(offset + PIECE, value.length);
         offset = end;
-        return piece.slice(1, -1);
+        if (typeof value === 'string') {
+          // Never between the two halves of a surrogate pair.
+          const last = value.charCodeAt(end - 1);
+          if (end < value.length && last >= 0xd800 && last <= 0xdbff) offset = --end;
+          return JSON.stringify(value.slice(start, end)).slice(1, -1);
+        }
+        offset = end = utf8Boundary(value, start, end);
+        const piece = value.subarray(start, end);
+        // Invalid UTF-8 is decoded as a whole decode would (U+FFFD for what is not a character).
+        return isUtf8(piece) ? escapeUtf8(piece) : JSON.stringify(piece.toString('utf8')).slice(1, -1);
       }
       return undefined;
     };
     return new ReadableStream<Uint8Array>(
       {
         pull: (controller) => {
-          const text = next();
-          if (text === undefined) {
+          const piece = next();
+          if (piece === undefined) {
             parts.length = 0;
             this.release();
             controller.close();
-          } else controller.enqueue(encoder.encode(text));
+          } else controller.enqueue(typeof piece === 'string' ? encoder.encode(piece) : piece);
         },
         cancel: () => {
           parts.length = 0;

@@ -212,9 +212,10 @@ describe("an answer's byte account", () => {
     if (typeof body === 'string') return { text: body, pieces: [body.length] };
     const pieces: number[] = [];
     const chunks: Uint8Array[] = [];
-    for await (const chunk of body) {
-      pieces.push(chunk.byteLength);
-      chunks.push(chunk);
+    const reader = body.getReader();
+    for (let next = await reader.read(); !next.done; next = await reader.read()) {
+      pieces.push(next.value.byteLength);
+      chunks.push(next.value);
     }
     return { text: Buffer.concat(chunks).toString('utf8'), pieces };
   };
@@ -255,9 +256,16 @@ describe("an answer's byte account", () => {
       `${'x'.repeat(64 * 1024 - 1)}😀${'é😀'.repeat(40_000)}`,
       '',
     ];
+    // As the log store gives them: UTF-8 bytes, cut into pieces only between characters.
+    const bytes = Buffer.concat([
+      Buffer.from(`${'y'.repeat(64 * 1024 - 2)}😀"${'é😀\n\u0001\u001f\b\f\r\t\\'.repeat(40_000)}`),
+      // Not UTF-8 at all: decoded as a whole decode would, with U+FFFD.
+      Buffer.from([0x61, 0xff, 0xfe, 0xed, 0xa0, 0x80, 0xc3]),
+      Buffer.from(' the end'),
+    ]);
     expect(await answer.reserve(30 * 1024 * 1024)).toBe(true);
-    const data = { data: { a: { log: answer.deliver(values[0]!), id: 'a' }, b: [{ log: answer.deliver(values[1]!) }, { log: answer.deliver(values[2]!) }], c: 'cairn-large-value:not-ours:0' } };
-    const expected = JSON.stringify({ data: { a: { log: values[0], id: 'a' }, b: [{ log: values[1] }, { log: values[2] }], c: 'cairn-large-value:not-ours:0' } });
+    const data = { data: { a: { log: answer.deliver(values[0]!), id: 'a' }, b: [{ log: answer.deliver(values[1]!) }, { log: answer.deliver(values[2]!) }], c: 'cairn-large-value:not-ours:0', d: answer.deliver(bytes) } };
+    const expected = JSON.stringify({ data: { a: { log: values[0], id: 'a' }, b: [{ log: values[1] }, { log: values[2] }], c: 'cairn-large-value:not-ours:0', d: bytes.toString('utf8') } });
     answer.settle();
     const { text, pieces } = await read(answer.body(JSON.stringify(data)));
     expect(text).toBe(expected);
@@ -267,12 +275,43 @@ describe("an answer's byte account", () => {
     expect(gate.inUse).toBe(0);
   });
 
+  test('each piece of a 16 MiB answer costs the event loop a small fraction of what serialising it whole does (main-thread CPU, not wall time)', async () => {
+    // CPU time of this thread: what a turn of the event loop costs, whatever else the machine runs.
+    const cpuMs = () => {
+      const u = (process.threadCpuUsage ?? process.cpuUsage)();
+      return (u.user + u.system) / 1000;
+    };
+    const line = 'npm \u001b[32mok\u001b[0m "src/page-é.tsx" compiled\n';
+    const log = (i: number) => `${i}`.repeat(8) + line.repeat(Math.floor(MAX_LOG_BYTES / Buffer.byteLength(line)) - 1);
+    const answer = new AnswerAccount({ gate: new ByteGate(1 << 30), stream: true });
+    // As the log store gives them: bytes.
+    const data = { data: Object.fromEntries([0, 1, 2, 3].map((i) => [`d${i}`, { log: answer.deliver(Buffer.from(log(i))) }])) };
+    const whole = { data: Object.fromEntries([0, 1, 2, 3].map((i) => [`d${i}`, { log: log(i) }])) };
+    let started = cpuMs();
+    new TextEncoder().encode(JSON.stringify(whole));
+    const wholeMs = cpuMs() - started;
+    const reader = (answer.body(JSON.stringify(data)) as ReadableStream<Uint8Array>).getReader();
+    let slowest = 0;
+    let bytes = 0;
+    for (;;) {
+      started = cpuMs();
+      const { done, value } = await reader.read();
+      slowest = Math.max(slowest, cpuMs() - started);
+      if (done) break;
+      bytes += value.byteLength;
+    }
+    process.stderr.write(`answer pieces: ${(bytes / 1048576).toFixed(1)} MiB; slowest piece ${slowest.toFixed(1)} ms of CPU, the whole answer at once ${wholeMs.toFixed(0)} ms\n`);
+    expect(bytes).toBeGreaterThan(16 * 1024 * 1024);
+    // Relative, not in milliseconds: CPU time too stretches on a shared, loaded machine (idle here, about 2 ms against 100).
+    expect(slowest).toBeLessThan(wholeMs / 10);
+  });
+
   test('a stream cancelled half way (the client went away) gives the bytes back; without values the JSON is the body itself', async () => {
     const gate = new ByteGate(1 << 30);
     const answer = new AnswerAccount({ gate, stream: true });
     expect(await answer.reserve(MAX_LOG_BYTES)).toBe(true);
     answer.charge(MAX_LOG_BYTES);
-    const body = answer.body(JSON.stringify({ data: { log: answer.deliver('y'.repeat(MAX_LOG_BYTES)) } })) as ReadableStream<Uint8Array>;
+    const body = answer.body(JSON.stringify({ data: { log: answer.deliver(Buffer.alloc(MAX_LOG_BYTES, 'y')) } })) as ReadableStream<Uint8Array>;
     const reader = body.getReader();
     await reader.read();
     expect(gate.inUse).toBe(MAX_LOG_BYTES);
@@ -284,13 +323,19 @@ describe("an answer's byte account", () => {
     expect(gate.inUse).toBe(0);
   });
 
+  test('without streaming, a value is the text itself', () => {
+    const answer = new AnswerAccount({ gate: new ByteGate(100) });
+    expect(answer.deliver(Buffer.from('é😀'))).toBe('é😀');
+    expect(answer.deliver('plain')).toBe('plain');
+  });
+
   test('the log store tells the size before it reads, and reads nothing when it is refused', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'cairn-logs-'));
     try {
       const store = new FileLogStore(dir);
       await store.write('s/d', 'é'.repeat(1000));
       const seen: number[] = [];
-      expect(await store.readAdmitted('s/d', (bytes) => void seen.push(bytes))).toBe('é'.repeat(1000));
+      expect((await store.readAdmitted('s/d', (bytes) => void seen.push(bytes)))?.toString()).toBe('é'.repeat(1000));
       expect(seen).toEqual([2000]);
       await expect(store.readAdmitted('s/d', () => {
         throw new Error('too big');
@@ -299,7 +344,7 @@ describe("an answer's byte account", () => {
       expect(seen).toEqual([2000]);
       // A log replaced while read is read whole as it was when opened (writers rename a new file over it).
       await writeFile(join(dir, 's', 'd.log'), 'short');
-      expect(await store.readAdmitted('s/d', (bytes) => void seen.push(bytes))).toBe('short');
+      expect((await store.readAdmitted('s/d', (bytes) => void seen.push(bytes)))?.toString()).toBe('short');
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

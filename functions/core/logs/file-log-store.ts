@@ -39,7 +39,7 @@ export class FileLogStore implements LogStore {
    * a new file over it, never writing into this one, so the text read is
    * exactly the size admitted.
    */
-  async readAdmitted(key: string, admit: (bytes: number) => void): Promise<string | undefined> {
+  async readAdmitted(key: string, admit: (bytes: number) => void): Promise<Buffer | undefined> {
     let file;
     try {
       file = await open(this.path(key), 'r');
@@ -49,7 +49,7 @@ export class FileLogStore implements LogStore {
     }
     try {
       admit((await file.stat()).size);
-      return await file.readFile('utf8');
+      return await file.readFile();
     } finally {
       await file.close();
     }

@@ -33,7 +33,7 @@ export class S3LogStore implements LogStore {
    * read; a refused log's body is destroyed unread, which ends the connection
    * instead of draining it. https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html
    */
-  async readAdmitted(key: string, admit: (bytes: number) => void): Promise<string | undefined> {
+  async readAdmitted(key: string, admit: (bytes: number) => void): Promise<Buffer | undefined> {
     const { GetObjectCommand } = await import('@aws-sdk/client-s3');
     let out;
     try {
@@ -42,11 +42,15 @@ export class S3LogStore implements LogStore {
       if ((err as Error).name === 'NoSuchKey') return undefined;
       throw err;
     }
+    const bytes = async () => {
+      const array = await out.Body!.transformToByteArray();
+      return Buffer.from(array.buffer, array.byteOffset, array.byteLength);
+    };
     if (out.ContentLength === undefined) {
       // No length said (S3 always says one): admitted as read.
-      const text = await out.Body!.transformToString('utf8');
-      admit(Buffer.byteLength(text));
-      return text;
+      const read = await bytes();
+      admit(read.byteLength);
+      return read;
     }
     try {
       admit(out.ContentLength);
@@ -54,7 +58,7 @@ export class S3LogStore implements LogStore {
       (out.Body as { destroy?: () => void } | undefined)?.destroy?.();
       throw err;
     }
-    return await out.Body!.transformToString('utf8');
+    return await bytes();
   }
 
   async delete(key: string): Promise<void> {

@@ -11,13 +11,14 @@ export interface LogStore {
   /** The log, or undefined if none was written. */
   read(key: string): Promise<string | undefined>;
   /**
-   * The log, read only after `admit` has accepted its size in bytes (UTF-8),
-   * or undefined if none was written. `admit` throws to refuse it, and then
-   * nothing more is read: a reader with a byte budget (the GraphQL API's
-   * answers) decides before the text is in memory. Both stores have it; a
+   * The log's bytes (UTF-8), read only after `admit` has accepted their
+   * number, or undefined if none was written. `admit` throws to refuse it,
+   * and then nothing more is read: a reader with a byte budget (the GraphQL
+   * API's answers) decides before the log is in memory, and can write it out
+   * in pieces without ever making it one string. Both stores have it; a
    * store without it (a test's) is read whole and then admitted.
    */
-  readAdmitted?(key: string, admit: (bytes: number) => void): Promise<string | undefined>;
+  readAdmitted?(key: string, admit: (bytes: number) => void): Promise<Buffer | undefined>;
   delete(key: string): Promise<void>;
 }
 

@@ -89,15 +89,15 @@ export const deployResolvers = {
       const admit = (bytes: number) => ctx.answer.charge(bytes);
       const store = ctx.services.deployLogs;
       const key = deployLogKey(deploy.siteId, deploy.id);
-      let text = store.readAdmitted
+      let log: string | Buffer | undefined = store.readAdmitted
         ? await store.readAdmitted(key, admit)
         : await store.read(key).then((t) => (t !== undefined && admit(Buffer.byteLength(t)), t));
       // Deploys from before the log store kept their log in the record.
-      if (text === undefined && deploy.log != null) {
+      if (log === undefined && deploy.log != null) {
         admit(Buffer.byteLength(deploy.log));
-        text = deploy.log;
+        log = deploy.log;
       }
-      return text === undefined ? null : ctx.answer.deliver(text);
+      return log === undefined ? null : ctx.answer.deliver(log);
     },
   },
 };
