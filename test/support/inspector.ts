@@ -10,6 +10,8 @@ import { waitFor } from './wait.js';
 export interface Inspector {
   /** Collects garbage (twice, so objects freed by finalizers go too) and answers the heap's live bytes. */
   liveHeapBytes(): Promise<number>;
+  /** The value of an expression evaluated in the child (its global scope; `process.getBuiltinModule` reaches Node's modules). */
+  evaluate<T = unknown>(expression: string): Promise<T>;
   close(): void;
 }
 
@@ -50,6 +52,11 @@ export async function connectInspector(port: number): Promise<Inspector> {
       await call('HeapProfiler.collectGarbage');
       const usage = (await call('Runtime.getHeapUsage')) as { usedSize: number };
       return usage.usedSize;
+    },
+    async evaluate<T>(expression: string) {
+      const out = (await call('Runtime.evaluate', { expression, returnByValue: true })) as { result: { value: T }; exceptionDetails?: { text: string } };
+      if (out.exceptionDetails) throw new Error(`${expression}: ${out.exceptionDetails.text}`);
+      return out.result.value;
     },
     close: () => ws.close(),
   };
