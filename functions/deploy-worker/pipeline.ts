@@ -20,7 +20,7 @@ import type { CID } from 'multiformats/cid';
 import type { Services } from '../core/services.js';
 import type { Site } from '../core/data/sites.js';
 import type { Deploy, DeployBuild, DeployEnd, DeployPhase, DeployRepository } from '../core/data/deploys.js';
-import { referenceCidOf } from '../core/data/deploys.js';
+import { PublishedMeanwhile, referenceCidOf } from '../core/data/deploys.js';
 import { deployLogKey, type LogStore } from '../core/ports/log-store.js';
 import { BuildRefused, isDetached, type BuildRunner, type DetachedBuildEnd, type DetachedBuildRunner } from '../core/ports/build-runner.js';
 import { cidOf } from '../core/ipfs/cid.js';
@@ -28,6 +28,7 @@ import { pinRoot } from '../core/storage/pins.js';
 import { MissingBlockError, walkDag } from '../core/storage/dag-walk.js';
 import { DeployLog } from './deploy-log.js';
 import { cloneRepository, CloneError, type ClonedCommit } from './steps/clone.js';
+import { publicationOf, type Publication } from './steps/ancestry.js';
 import type { SourceMirrors } from './steps/checkout.js';
 import type { KnownFiles } from './steps/known-files.js';
 import { importDirectory, PublishDirectoryError } from '../core/ipfs/import-directory.js';
@@ -265,10 +266,28 @@ class DeployTurn {
     }
     const ipfsHash = root.toV1().toString();
     log.line(`Pinned ${ipfsHash}`);
-    const published = claimed.autoPublish && !claimed.preview;
+    // Never backwards by itself: a commit older than the published one is not published (steps/ancestry.ts),
+    // judged against the deploy published when this one ends, and again if another is published meanwhile.
+    const decide = async (): Promise<Publication> =>
+      claimed.autoPublish && !claimed.preview
+        ? publicationOf(services, claimed, this.repository.commit, { dir: join(await this.workDir(), 'history'), signal: this.signal, log: (l) => log.line(l) })
+        : { publish: false };
+    let publication = await decide();
     log.line(`phase publishing done in ${seconds(Date.now() - this.phaseStarted)}; deployed in ${seconds(Date.now() - this.started)}`);
     await log.flush();
-    const done = await services.deploys.finish(claimed.siteId, claimed.id, { status: 'DEPLOYED', ipfsHash, referenceCid: referenceCidOf(ipfsHash), repository: this.repository, publish: published });
+    let done: Awaited<ReturnType<typeof services.deploys.finish>>;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const over = publication.over === undefined ? {} : { publishOver: publication.over };
+        done = await services.deploys.finish(claimed.siteId, claimed.id, { status: 'DEPLOYED', ipfsHash, referenceCid: referenceCidOf(ipfsHash), repository: this.repository, publish: publication.publish, ...over });
+        break;
+      } catch (err) {
+        if (!(err instanceof PublishedMeanwhile)) throw err;
+        // Past a few rounds of deploys published under it, creation order decides, as it did before.
+        publication = attempt < 3 ? await decide() : { publish: true };
+      }
+    }
+    const published = publication.publish;
     if (done) this.imported = undefined;
     this.release();
     this.release = undefined;
@@ -282,7 +301,7 @@ class DeployTurn {
       if (done.publishedNow) await purgeSite(services, claimed.siteId);
       log.line(done.publishedNow ? 'Published: the site now serves this deploy' : 'Not published: a newer deploy of the site is already published');
     } else {
-      log.line(claimed.preview ? 'A preview: not published' : 'Auto-publishing is off: not published (publishDeploy publishes it)');
+      log.line(claimed.preview ? 'A preview: not published' : (publication.line ?? 'Auto-publishing is off: not published (publishDeploy publishes it)'));
     }
     // After DEPLOYED, and before the workspace goes: the picture is of the
     // built directory. The log so far is written first, for readers of a

@@ -28,7 +28,8 @@ let graphqlLambda: LambdaFn;
 const savedEnv = { ...process.env };
 
 beforeAll(async () => {
-  [service, git] = await Promise.all([startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_PREVIEW: 'off' }), startGitServer()]);
+  // Two builds at once: pushes of one site can then finish in another order than they came in.
+  [service, git] = await Promise.all([startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_PREVIEW: 'off', CAIRN_BUILD_CONCURRENCY: '2' }), startGitServer()]);
   Object.assign(process.env, service.env);
   graphqlLambda = await importGraphqlLambda();
   a = await newAccount(service, 'hooks');
@@ -151,7 +152,8 @@ async function webhookSecret(siteId: string): Promise<{ secret: string; url: str
 }
 
 async function deploysOf(siteId: string): Promise<any[]> {
-  return dataOf(await gql(`query ($s: ID!) { getDeploysBySite(siteId: $s, limit: 100) { deploys { ${DEPLOY} } } }`, { s: siteId })).getDeploysBySite.deploys;
+  // Without logs: the API's answer budget counts each log at its largest.
+  return dataOf(await gql(`query ($s: ID!) { getDeploysBySite(siteId: $s, limit: 100) { deploys { ${DEPLOY.replace(' log ', ' ')} } } }`, { s: siteId })).getDeploysBySite.deploys;
 }
 
 async function waitFor(siteId: string, deployId: string, done = (d: any) => d.status !== 'IN_PROGRESS' && /Published|not published|Failed/i.test(d.log ?? ''), ms = 40_000) {
@@ -577,13 +579,45 @@ describe.each(BUILDING_DOORS)('pull requests through the $name', (door) => {
     expect(await deploysOf(site.id)).toEqual([]);
   });
 
-  test('a pull request from a fork is built from the fork, without the site\'s access token, and the log says so', async () => {
+  test('by default a pull request from a fork builds nothing, saying why, from GitHub and GitLab alike', async () => {
+    const repo = newRepoName();
+    await git.commit(repo, { 'public/index.html': 'main' }, 'main');
+    const fork = `forker/hooked-fork-${repos}`;
+    const head = await git.commit(fork, { 'public/index.html': 'from the fork' }, 'fork work', 'patch-1');
+    const site = await gitSite(repo, { prDeployPreviews: true });
+    const token = `fork-default-token-${process.pid}-${repos}`;
+    dataOf(await gql('mutation ($s: ID!, $t: String) { setRepositoryToken(siteId: $s, token: $t) { id } }', { s: site.id, t: token }));
+    const { secret } = await webhookSecret(site.id);
+    const before = git.requests();
+    const res = await post(site.id, secret, pullRequestEvent(repo, { action: 'opened', number: 21, head: 'patch-1', sha: head, headRepo: fork }));
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({
+      ok: true,
+      ignored: "pull request #21 comes from a fork: fork pull requests are not built for this site (deploySettings.forkPullRequests is NOT_BUILT; BUILT_WITHOUT_SECRETS builds them without the site's secret variables)",
+    });
+    // GitLab: a merge request from another project is a fork's.
+    const mr = JSON.stringify({
+      object_kind: 'merge_request',
+      object_attributes: {
+        iid: 22, title: 'From a fork', action: 'open', source_branch: 'patch-1', target_branch: 'main',
+        source_project_id: 77, target_project_id: 9, last_commit: { id: head }, source: { git_http_url: git.repoUrl(fork) },
+      },
+    });
+    const gitlab = await hookPost(`/hooks/git/${site.id}`, { headers: gitlabHeaders(secret, 'Merge Request Hook'), body: mr });
+    expect(gitlab.status).toBe(200);
+    expect((await gitlab.json()).ignored).toMatch(/^pull request #22 comes from a fork: fork pull requests are not built for this site/);
+    // Nothing was queued, nothing was fetched from anywhere.
+    expect(await deploysOf(site.id)).toEqual([]);
+    expect(git.requests()).toBe(before);
+  });
+
+  test('a pull request from a fork, on a site that builds them, is built from the fork, without the site\'s access token, and the log says so', async () => {
     const repo = newRepoName();
     await git.commit(repo, { 'public/index.html': 'main' }, 'main');
     const fork = `forker/hooked-fork-${repos}`;
     await git.commit(fork, { 'public/index.html': 'main' }, 'main'); // a fork has the default branch too
     const head = await git.commit(fork, { 'public/index.html': 'from the fork' }, 'fork work', 'patch-1');
-    const site = await gitSite(repo, { prDeployPreviews: true });
+    const site = await gitSite(repo, { prDeployPreviews: true, forkPullRequests: 'BUILT_WITHOUT_SECRETS' });
     const token = `fork-guard-token-${process.pid}-${repos}`;
     dataOf(await gql('mutation ($s: ID!, $t: String) { setRepositoryToken(siteId: $s, token: $t) { id } }', { s: site.id, t: token }));
     const { secret } = await webhookSecret(site.id);
@@ -604,6 +638,115 @@ describe.each(BUILDING_DOORS)('pull requests through the $name', (door) => {
     expect(refused.log).toMatch(/the repository asks for credentials/);
     const encoded = Buffer.from(`x-access-token:${token}`).toString('base64');
     expect(git.authorizations().filter((x) => x.authorization.includes(encoded))).toEqual([]);
+    // Nothing a fork's host was sent carried any credentials at all.
+    expect(git.authorizations().filter((x) => x.path.startsWith('/forker/'))).toEqual([]);
+  });
+
+  test('an old pull-request event sent again builds the old head at a new address; the newer head\'s preview is untouched', async () => {
+    const repo = newRepoName();
+    await git.commit(repo, { 'public/index.html': 'main' }, 'main');
+    const first = await git.commit(repo, { 'public/index.html': 'first' }, 'first', 'feature');
+    const second = await git.commit(repo, { 'public/index.html': 'second' }, 'second', 'feature');
+    const site = await gitSite(repo, { prDeployPreviews: true });
+    const { secret } = await webhookSecret(site.id);
+    const oldEvent = pullRequestEvent(repo, { action: 'opened', number: 31, head: 'feature', sha: first });
+    await waitFor(site.id, (await (await post(site.id, secret, oldEvent)).json()).deployId);
+    const newer = await (await post(site.id, secret, pullRequestEvent(repo, { action: 'synchronize', number: 31, head: 'feature', sha: second }))).json();
+    await waitFor(site.id, newer.deployId);
+    // The old event again, under a new delivery id: a preview of the old head, at its own address.
+    const replayed = await (await post(site.id, secret, oldEvent)).json();
+    expect(replayed.deployId).not.toBe(newer.deployId);
+    expect(await waitFor(site.id, replayed.deployId)).toMatchObject({ status: 'DEPLOYED', published: false, preview: true, repository: { commit: first } });
+    expect(await served(new URL(newer.url).host)).toEqual({ status: 200, text: 'second' });
+    expect(await served(new URL(replayed.url).host)).toEqual({ status: 200, text: 'first' });
+    expect(dataOf(await gql('query ($s: ID!) { getSiteById(siteId: $s) { publishedDeploy { id } } }', { s: site.id })).getSiteById.publishedDeploy).toBeNull();
+  });
+});
+
+describe.each(BUILDING_DOORS)('pushes never move a site backwards, through the $name', (door) => {
+  const post = door.post;
+  const push = async (site: { id: string }, secret: string, repo: string, commit: string, body = pushEvent(repo, 'refs/heads/main', commit)) =>
+    (await post(`/hooks/git/${site.id}`, { headers: githubHeaders(secret, 'push', body), body })).json();
+  const publishedId = async (siteId: string) => dataOf(await gql('query ($s: ID!) { getSiteById(siteId: $s) { publishedDeploy { id } } }', { s: siteId })).getSiteById.publishedDeploy?.id;
+  const short = (commit: string) => commit.slice(0, 7);
+
+  test('an old push sent again under a new delivery id builds but is not published, saying why; publishDeploy still rolls back', async () => {
+    const { repo, commit: one, site, secret } = await hookedSite({ 'public/index.html': 'one' });
+    const oldBody = pushEvent(repo, 'refs/heads/main', one);
+    const first = await push(site, secret, repo, one, oldBody);
+    expect(await waitFor(site.id, first.deployId)).toMatchObject({ status: 'DEPLOYED', published: true });
+    const two = await git.commit(repo, { 'public/index.html': 'two' }, 'two');
+    const second = await push(site, secret, repo, two);
+    const newer = await waitFor(site.id, second.deployId);
+    expect(newer).toMatchObject({ status: 'DEPLOYED', published: true });
+    expect(newer.log).toContain(`${short(two)} comes after ${short(one)}, the live deploy's commit, in branch main`);
+    expect(await served(siteHost(site.slug))).toEqual({ status: 200, text: 'two' });
+
+    // The first push's body, byte for byte, with its valid signature and a delivery id never seen.
+    const replayed = await push(site, secret, repo, one, oldBody);
+    const old = await waitFor(site.id, replayed.deployId);
+    expect(old).toMatchObject({ status: 'DEPLOYED', published: false, repository: { commit: one } });
+    expect(old.log).toContain(`Not published: ${short(one)} is older than the published ${short(two)}; publishDeploy it to roll back`);
+    expect(await publishedId(site.id)).toBe(second.deployId);
+    expect(await served(siteHost(site.slug))).toEqual({ status: 200, text: 'two' });
+    // Its own address serves what it built.
+    expect(await served(new URL(replayed.url).host)).toEqual({ status: 200, text: 'one' });
+
+    // A person rolls back: that is publishDeploy's to do, and it does.
+    dataOf(await gql('mutation ($s: ID!, $d: ID!) { publishDeploy(siteId: $s, deployId: $d) { id } }', { s: site.id, d: replayed.deployId }));
+    expect(await publishedId(site.id)).toBe(replayed.deployId);
+    expect(await served(siteHost(site.slug))).toEqual({ status: 200, text: 'one' });
+  });
+
+  test('two pushes that finish out of order leave the newer commit published', async () => {
+    const repo = newRepoName();
+    const build = 'if [ -f slow ]; then sleep 6; fi; true';
+    const zero = await git.commit(repo, { 'public/index.html': 'zero' }, 'zero');
+    const input = { buildSettings: { buildCommand: build, publishDirectoryPath: 'public' }, deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'main' } } } };
+    const site = dataOf(await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', { input })).createSite;
+    const { secret } = await webhookSecret(site.id);
+    expect(await waitFor(site.id, (await push(site, secret, repo, zero)).deployId)).toMatchObject({ published: true });
+    const older = await git.commit(repo, { 'public/index.html': 'older' }, 'older');
+    const newer = await git.commit(repo, { 'public/index.html': 'newer', slow: 'the build sleeps' }, 'newer');
+    // The newer push's event comes first (its deploy is created first) and builds slowly; the older one's comes late and builds at once.
+    const late = await push(site, secret, repo, newer);
+    // Running before the older push comes in (a waiting deploy would be skipped for the later-created one).
+    for (const deadline = Date.now() + 20_000; (await service.services.deploys.get(site.id, late.deployId))?.phase === 'queued'; ) {
+      if (Date.now() > deadline) throw new Error('the newer push\'s deploy never started');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const early = await push(site, secret, repo, older);
+    const olderDeploy = await waitFor(site.id, early.deployId);
+    const newerDeploy = await waitFor(site.id, late.deployId);
+    expect(olderDeploy).toMatchObject({ status: 'DEPLOYED', repository: { commit: older } });
+    expect(newerDeploy).toMatchObject({ status: 'DEPLOYED', published: true, repository: { commit: newer } });
+    if (olderDeploy.published) {
+      // As planned (the newer one builds slowly): the older was published first, and the newer over it, though created before it.
+      expect(newerDeploy.log).toContain(`${short(newer)} comes after ${short(older)}, the live deploy's commit, in branch main`);
+    } else {
+      // A machine too busy for the plan: the newer ended first, and the older, created after it, was not published over it.
+      expect(olderDeploy.log).toContain(`Not published: ${short(older)} is older than the published ${short(newer)}`);
+    }
+    expect(await publishedId(site.id)).toBe(late.deployId);
+    expect(await served(siteHost(site.slug))).toEqual({ status: 200, text: 'newer' });
+  });
+
+  test('a force-push publishes: back to an older commit, and to an unrelated one', async () => {
+    const { repo, commit: one, site, secret } = await hookedSite({ 'public/index.html': 'one' });
+    const two = await git.commit(repo, { 'public/index.html': 'two' }, 'two');
+    expect(await waitFor(site.id, (await push(site, secret, repo, two)).deployId)).toMatchObject({ published: true });
+    // Forced back to the first commit (a person moved the branch there): the branch no longer holds the published one.
+    await git.shell(repo, `git push -q -f origin ${one}:main`);
+    const back = await waitFor(site.id, (await push(site, secret, repo, one)).deployId);
+    expect(back).toMatchObject({ status: 'DEPLOYED', published: true, repository: { commit: one } });
+    expect(back.log).toContain(`Branch main no longer holds ${short(two)}, the live deploy's commit (it was force-pushed): ${short(one)} is not a rollback`);
+    expect(await served(siteHost(site.slug))).toEqual({ status: 200, text: 'one' });
+    // A new history: nothing in common with the published commit.
+    const fresh = await git.shell(repo, 'git checkout -q --orphan fresh && mkdir -p public && printf fresh > public/index.html && git add -A && git commit -q -m fresh && git push -q -f origin fresh:main && git rev-parse HEAD');
+    const unrelated = await waitFor(site.id, (await push(site, secret, repo, fresh)).deployId);
+    expect(unrelated).toMatchObject({ status: 'DEPLOYED', published: true, repository: { commit: fresh } });
+    expect(unrelated.log).toContain(`Branch main no longer holds ${short(one)}, the live deploy's commit (it was force-pushed): ${short(fresh)} is not a rollback`);
+    expect(await served(siteHost(site.slug))).toEqual({ status: 200, text: 'fresh' });
   });
 });
 

@@ -129,6 +129,14 @@ export interface DeployEnd {
   repository?: DeployRepository;
 }
 
+/** Thrown by finish() with `publishOver` when that deploy is no longer the published one; the deploy is still IN_PROGRESS. */
+export class PublishedMeanwhile extends Error {
+  override name = 'PublishedMeanwhile';
+  constructor(readonly over: string) {
+    super(`deploy ${over} is no longer the published one`);
+  }
+}
+
 const key = (siteId: string, deployId: string) => ({ pk: `SITE#${siteId}`, sk: `DEPLOY#${deployId}` });
 
 /** The holder name of a deploy's CID reference (data/objects.ts): holders that are not objects start with '#'. */
@@ -250,7 +258,7 @@ export class DeployStore {
    * list. A DEPLOYED end writes the deploy's CID reference in the same
    * transaction. Undefined when it had already ended.
    */
-  async finish(siteId: string, deployId: string, end: DeployEnd & { publish?: boolean }): Promise<(Deploy & { publishedNow?: boolean }) | undefined> {
+  async finish(siteId: string, deployId: string, end: DeployEnd & { publish?: boolean; publishOver?: string }): Promise<(Deploy & { publishedNow?: boolean }) | undefined> {
     const current = await this.get(siteId, deployId);
     if (!current || current.status !== 'IN_PROGRESS') return undefined;
     const now = this.now();
@@ -283,16 +291,24 @@ export class DeployStore {
     }
     // Published in the same transaction that ends it DEPLOYED, so whoever
     // sees DEPLOYED sees the site's publication settled too; not over a
-    // newer deploy already published (ids sort by creation).
+    // newer deploy already published (ids sort by creation). With
+    // `publishOver`, the caller found this deploy's commit newer than that
+    // published deploy's (deploy-worker/steps/ancestry.ts): over it, and
+    // only over it, whatever the order the two were created in.
     const publishing = end.status === 'DEPLOYED' && end.publish === true;
+    const over = publishing ? end.publishOver : undefined;
     if (publishing) {
       items.push({
         Update: {
           TableName: this.db.tables.sites,
           Key: { pk: `SITE#${siteId}`, sk: 'SITE' },
           UpdateExpression: 'SET publishedDeployId = :id, version = if_not_exists(version, :zero) + :one',
-          ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(publishedDeployId) OR attribute_type(publishedDeployId, :nullType) OR publishedDeployId <= :id)',
-          ExpressionAttributeValues: { ':id': deployId, ':zero': 0, ':one': 1, ':nullType': 'NULL' },
+          ...(over !== undefined
+            ? { ConditionExpression: 'publishedDeployId = :over', ExpressionAttributeValues: { ':id': deployId, ':zero': 0, ':one': 1, ':over': over } }
+            : {
+                ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(publishedDeployId) OR attribute_type(publishedDeployId, :nullType) OR publishedDeployId <= :id)',
+                ExpressionAttributeValues: { ':id': deployId, ':zero': 0, ':one': 1, ':nullType': 'NULL' },
+              }),
         },
       });
     }
@@ -303,6 +319,8 @@ export class DeployStore {
       if ((err as Error).name !== 'TransactionCanceledException') throw err;
       const reasons = (err as { CancellationReasons?: Array<{ Code?: string }> }).CancellationReasons ?? [];
       if (publishing && reasons[0]?.Code !== 'ConditionalCheckFailed' && reasons[items.length - 1]?.Code === 'ConditionalCheckFailed') {
+        // Another deploy was published since the caller compared: it compares again, with that one.
+        if (over !== undefined) throw new PublishedMeanwhile(over);
         // A newer deploy is published (or the site is gone): end it DEPLOYED, unpublished.
         const ended = await this.finish(siteId, deployId, { ...end, publish: false });
         return ended && { ...ended, publishedNow: false };

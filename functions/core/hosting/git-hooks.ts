@@ -15,7 +15,20 @@
  * `payload` field, signed as the raw form bytes. A site that does not exist
  * and a site without a webhook secret answer the same 404. Each delivery id
  * is claimed once (data/hook-deliveries.ts) before anything is done, so a
- * redelivered event is acknowledged and not acted on twice. Every answer is
+ * redelivered event is acknowledged and not acted on twice. A delivery id
+ * is the sender's to choose, though (GitHub signs only the body): an old
+ * push sent again under a new id builds, but the publish step never lets
+ * it move the site backwards (deploy-worker/steps/ancestry.ts). An old
+ * pull-request event sent again builds a preview of the old head at that
+ * deploy's own address: previews are never published and have no shared
+ * address, so the newer head's preview stays as it was.
+ *
+ * A pull request from a fork (GitHub: a head repository other than the
+ * base; GitLab: another source project) is a stranger's code: it is built
+ * only when the site says so (deploySettings.forkPullRequests is
+ * BUILT_WITHOUT_SECRETS), from the fork, without the site's access token
+ * or secret variables; otherwise it is acknowledged and ignored, saying
+ * why. Every answer is
  * JSON: `{ ok: true, deployId, url }` when a deploy was queued (`url` its own
  * address, where a preview is seen), `{ ok: true, ignored: "<why>" }` when
  * the event asks for nothing, `{ ok: false, error }` otherwise.
@@ -310,6 +323,10 @@ function previewAction(
   if (typeof branch !== 'string') return branch;
   if (pr.base !== branch) return { ignored: `pull request #${pr.number} is against branch ${pr.base ?? '?'}: this site deploys branch ${branch}` };
   if (!site.deploySettings.prDeployPreviews) return { ignored: `pull request #${pr.number}: pull-request previews are off for this site (deploySettings.prDeployPreviews)` };
+  if (pr.fork && (site.deploySettings.forkPullRequests ?? 'NOT_BUILT') !== 'BUILT_WITHOUT_SECRETS') {
+    // A fork's code is a stranger's: not run on the site's account unless the site asks (and then without its secrets).
+    return { ignored: `pull request #${pr.number} comes from a fork: fork pull requests are not built for this site (deploySettings.forkPullRequests is NOT_BUILT; BUILT_WITHOUT_SECRETS builds them without the site's secret variables)` };
+  }
   if (typeof pr.head !== 'string' || pr.head === '') return { error: `pull request #${pr.number} names no head branch` };
   if (typeof pr.sha !== 'string' || !FULL_COMMIT.test(pr.sha.toLowerCase())) return { error: `pull request #${pr.number} names no head commit` };
   if (pr.fork && (typeof pr.headRepoUrl !== 'string' || !/^https?:\/\//.test(pr.headRepoUrl))) {

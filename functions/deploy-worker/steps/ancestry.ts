@@ -233,7 +233,12 @@ function countedHttp(signal: AbortSignal, remaining: () => number, count: (bytes
   };
 }
 
-/** What the publish step does with a deploy that would publish itself: publish it (over `over` only, when set), or not (`line` says why). */
+/**
+ * What the publish step does with a deploy that would publish itself:
+ * publish it (over `over` only, when set), or not (`line` says why). The
+ * lines logged before the deploy ends never say "published": readers of
+ * the log take that word for its end.
+ */
 export interface Publication {
   publish: boolean;
   /** The published deploy this one was found newer than: published over it even if it was created later (data/deploys.ts finish). */
@@ -285,20 +290,20 @@ export async function publicationOf(
   } catch (err) {
     if (!(err instanceof AncestryUnknown)) throw err;
     // Not publishing would keep a legitimate push off the site whenever its host falters; a replay cannot make it falter.
-    context.log(`Could not tell whether ${short(commit)} is older than the published ${short(liveCommit)} (${err.message}): published unless a deploy created after it is`);
+    context.log(`Could not tell whether ${short(commit)} is older than ${short(liveCommit)}, the live deploy's commit (${err.message}): it goes live unless a deploy created after it is live`);
     return asBefore;
   }
   switch (relation) {
     case 'older':
       return { publish: false, line: `Not published: ${short(commit)} is older than the published ${short(liveCommit)}; publishDeploy it to roll back` };
     case 'newer':
-      context.log(`${short(commit)} comes after the published ${short(liveCommit)} in branch ${source.branch}`);
+      context.log(`${short(commit)} comes after ${short(liveCommit)}, the live deploy's commit, in branch ${source.branch}`);
       return { publish: true, over: live.id };
     case 'off-branch':
-      context.log(`Branch ${source.branch} no longer holds the published ${short(liveCommit)} (it was force-pushed): ${short(commit)} is not a rollback`);
+      context.log(`Branch ${source.branch} no longer holds ${short(liveCommit)}, the live deploy's commit (it was force-pushed): ${short(commit)} is not a rollback`);
       return asBefore;
     case 'diverged':
-      context.log(`Neither ${short(commit)} nor the published ${short(liveCommit)} is in the other's history`);
+      context.log(`Neither ${short(commit)} nor ${short(liveCommit)}, the live deploy's commit, is in the other's history`);
       return asBefore;
     default:
       return asBefore;
