@@ -14,8 +14,8 @@ import { syncSiteHosts } from './site-host-map.js';
 import { notifyDeploy, recordCommitStatus } from './notifications.js';
 import { parseCid } from '../ipfs/cid.js';
 import { rootProblem } from '../ipfs/car-import.js';
-import { missingUnder } from '../storage/car-ingest.js';
-import { UnsupportedCodecError } from '../storage/dag-walk.js';
+import { dagLimitMessage, missingUnder } from '../storage/car-ingest.js';
+import { DagLimitError, UnsupportedCodecError } from '../storage/dag-walk.js';
 
 /** Owner and name for the deploy's `repository`, from a URL the site already holds. */
 function ownerAndName(url: string): { owner: string | null; name: string | null } {
@@ -180,6 +180,7 @@ export async function deployCid(services: Services, site: Site, text: string): P
     missing = await missingUnder(await services.ipfs(), cid);
   } catch (err) {
     if (err instanceof UnsupportedCodecError) throw new DeployRequestError(`The DAG of ${text.trim()} links to ${err.cid}, whose codec this service does not store.`, 'cid');
+    if (err instanceof DagLimitError) throw new DeployRequestError(`${dagLimitMessage(err).replace(/^t/, 'T')}.`, 'cid');
     throw err;
   }
   if (missing.missing > 0) {

@@ -15,12 +15,18 @@
  * sentence for the client (a CARv2 is refused: its index is of no use
  * here, and a CARv1 is what any tool writes); errors of the byte source itself (a client gone,
  * a body over its limit) pass through as they are.
+ *
+ * A body that is all in memory already (the Lambda door's, or a fast
+ * client's) is read without waiting for anything, and hashing its blocks
+ * is the request's CPU work: the event loop gets a turn every few
+ * milliseconds of it (work-slices.ts).
  */
 import { asyncIterableReader, readBlockHead, readHeader } from '@ipld/car/decoder';
 import { decode as decodeDagPb } from '@ipld/dag-pb';
 import { CID } from 'multiformats/cid';
 import { sha256 } from 'multiformats/hashes/sha2';
 import { equals } from 'uint8arrays/equals';
+import { workSlices } from '../work-slices.js';
 
 const DAG_PB = 0x70;
 const RAW = 0x55;
@@ -121,6 +127,7 @@ export async function readVerifiedCar(source: AsyncIterable<Uint8Array>): Promis
   const problem = rootProblem(root);
   if (problem) throw new CarImportError(problem);
   async function* blocks(): AsyncGenerator<CarBlock> {
+    const pause = workSlices();
     for (;;) {
       let block: CarBlock;
       try {
@@ -131,6 +138,7 @@ export async function readVerifiedCar(source: AsyncIterable<Uint8Array>): Promis
         throw carError(err);
       }
       await verifyBlock(block.cid, block.bytes);
+      await pause();
       yield block;
     }
   }

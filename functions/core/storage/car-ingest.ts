@@ -19,7 +19,7 @@ import { CarImportError, readVerifiedCar } from '../ipfs/car-import.js';
 import { referenceCidOf } from '../data/deploys.js';
 import { uniqueToken } from '../ids.js';
 import { isRootPinned, pinRoot, rootUsesBlock } from './pins.js';
-import { UnsupportedCodecError, walkDag } from './dag-walk.js';
+import { DAG_LIMITS, DagLimitError, UnsupportedCodecError, walkDag } from './dag-walk.js';
 import { holdBlocks, ImportPins, markLoose, releaseHolds, writeWindow } from './import-pins.js';
 
 /** Block writes in flight at once (each is a round trip where the blockstore is S3). */
@@ -45,7 +45,12 @@ export interface CarImportResult {
 /** The import pins of this service. */
 export const importPinsOf = (services: Services) => new ImportPins(services.db, services.config.imports.pinSeconds);
 
-/** How many blocks under `root` are known to be missing, and the first of them; a DAG pinned whole needs no walk. */
+/**
+ * How many blocks under `root` are known to be missing, and the first of
+ * them; a DAG pinned whole needs no walk. The DAG is someone else's (a CAR
+ * they sent, a CID they deploy): past DAG_LIMITS the walk stops with
+ * DagLimitError, so a pinned DAG is always within them.
+ */
 export async function missingUnder(node: IpfsNode, root: CID, signal?: AbortSignal): Promise<{ missing: number; first?: CID }> {
   if (await isRootPinned(node, root)) return { missing: 0 };
   let missing = 0;
@@ -54,10 +59,16 @@ export async function missingUnder(node: IpfsNode, root: CID, signal?: AbortSign
     missing++;
     first ??= cid;
   };
-  for await (const _ of walkDag(node.blockstore, root, { missing: 'skip', onDamage, signal })) {
+  for await (const _ of walkDag(node.blockstore, root, { missing: 'skip', onDamage, signal, limits: DAG_LIMITS })) {
     // every present block is visited; the missing ones are counted
   }
   return { missing, first };
+}
+
+/** Why a DAG past the limits is refused, in one sentence for the client. */
+export function dagLimitMessage(err: DagLimitError): string {
+  const { maxDepth, maxBlocks, maxLinks } = DAG_LIMITS;
+  return `${err.message}; this service takes DAGs of at most ${maxDepth} levels, ${maxBlocks} blocks and ${maxLinks} links`;
 }
 
 /** Imports one CAR; throws CarImportError for a CAR refused (nothing of it kept), or the source's own error. */
@@ -101,6 +112,7 @@ async function ingest(services: Services, node: IpfsNode, root: CID, blocks: Asy
       found = await missingUnder(node, root, signal);
     } catch (err) {
       if (err instanceof UnsupportedCodecError) throw new CarImportError(`the DAG links to ${err.cid}, whose codec 0x${err.cid.code.toString(16)} this service does not store (dag-pb and raw only)`);
+      if (err instanceof DagLimitError) throw new CarImportError(dagLimitMessage(err));
       throw err;
     }
     if (found.missing > 0) {
