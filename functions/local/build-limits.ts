@@ -11,7 +11,10 @@
  *   processes (its ucounts are per user namespace and uid, since Linux
  *   5.14) rather than every process of the service's user. The kernel
  *   exempts the initial namespace's root from RLIMIT_NPROC: a service
- *   running as root without cgroups has no process limit, and says so.
+ *   running as root without cgroups has no kernel-kept process limit, and
+ *   says so. Without a pids cgroup the watcher counts the build's processes
+ *   (and threads, as the kernel does) once a second and ends it at the
+ *   limit: for root, a fork bomb has that second to grow.
  * - Memory: the cgroup's `memory.limit_in_bytes` (v1, with
  *   memory.memsw.limit_in_bytes so swap does not extend it) or `memory.max`
  *   (v2): past it the kernel's OOM killer ends a process of the build, and
@@ -163,7 +166,11 @@ async function tryCgroup(parent: string, file: string, write: boolean): Promise<
 /** Which mechanism keeps each limit, for the build's log. */
 export function describeLimits(limits: BuildLimits, support: LimitSupport, sandboxed: boolean): string {
   const via = (c: Controller) => (support.cgroups[c] ? `cgroup v${support.cgroups[c]!.version}` : undefined);
-  const processes = via('pids') ?? (!sandboxed ? 'not limited without the sandbox and a cgroup' : support.root ? 'not limited: the service runs as root and no cgroup can be made' : 'RLIMIT_NPROC');
+  const processes =
+    via('pids') ??
+    (!sandboxed || support.root
+      ? `counted every second, no kernel limit: ${sandboxed ? 'RLIMIT_NPROC does not bind root' : 'without the sandbox RLIMIT_NPROC would count the service user'}`
+      : 'RLIMIT_NPROC, counted every second');
   return [
     `memory ${formatBytes(limits.memoryBytes)} (${via('memory') ?? 'RLIMIT_DATA, per process'})`,
     `processes ${limits.processes} (${processes})`,
@@ -224,6 +231,11 @@ export class BuildCgroup {
       await cgroup.remove();
       throw err;
     }
+  }
+
+  /** Whether the process limit is this cgroup's (else rlimits keep it, and the watcher counts). */
+  hasPids(): boolean {
+    return this.dirs.pids !== undefined;
   }
 
   /** The files the build's first process writes its pid into, before it makes any other. */
@@ -346,6 +358,28 @@ const DU_SHARE = 0.05;
 const DU_MIN_MS = 1000;
 /** A /tmp with less than this free is full: tmpfs fills to the page, and a write that does not fit fails. */
 const TMP_FULL_BYTES = 64 * 1024;
+/** How often a build without a pids cgroup has its processes counted (a read or two per process: up to the limit's worth). */
+const COUNT_MS = 1000;
+
+/**
+ * The tasks (threads, which RLIMIT_NPROC and pids.max count too) of the
+ * tree under pid, itself included, read from /proc; the walk stops at
+ * `stop`, so it costs at most the limit's worth of reads.
+ */
+export async function countTasks(pid: number, stop: number): Promise<number> {
+  let tasks = 0;
+  const queue = [pid];
+  while (queue.length > 0 && tasks < stop) {
+    const at = queue.shift()!;
+    const threads = await readdir(`/proc/${at}/task`).catch(() => [] as string[]);
+    tasks += threads.length;
+    for (const t of threads) {
+      const children = await readFile(`/proc/${at}/task/${t}/children`, 'utf8').catch(() => '');
+      queue.push(...children.split(' ').filter(Boolean).map(Number));
+    }
+  }
+  return tasks;
+}
 
 export interface BuildWatch {
   /** Stops watching (the build has ended). */
@@ -361,6 +395,8 @@ export interface WatchOptions {
   written?: { dir: string; before: number };
   /** The build's /tmp as this process can see it, once the sandbox exists. */
   tmp?: () => Promise<string | undefined>;
+  /** Without a pids cgroup: the build's first process, whose tree is counted against the process limit (see countTasks). */
+  tree?: number;
   onReached(line: string): void;
 }
 
@@ -372,10 +408,16 @@ export function watchBuild(options: WatchOptions): BuildWatch {
   let workspaceBytes = 0;
   let duRunning: Promise<void> | undefined;
   let tmpPath: string | undefined;
+  let countNext = 0;
 
   const check = async (): Promise<string | undefined> => {
     const fromCgroup = await cgroup?.reached();
     if (fromCgroup) return fromCgroup;
+    if (options.tree !== undefined && Date.now() >= countNext) {
+      // Without a pids cgroup nothing else tells that forks fail at RLIMIT_NPROC (or, for root, that there are too many): counted, once a second.
+      countNext = Date.now() + COUNT_MS;
+      if ((await countTasks(options.tree, limits.processes)) >= limits.processes) return reachedLine.processes(limits);
+    }
     let tmpUsed = 0;
     if (tmp) {
       tmpPath ??= await tmp();

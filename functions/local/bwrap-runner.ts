@@ -442,6 +442,7 @@ function supervise(argv: string[], env: Record<string, string>, cwd: string | un
           written: guard.written,
           // The build's /tmp, seen through its sandbox's first process (bubblewrap's init): once that exists.
           tmp: guard.tmp ? async () => sandboxInit(child.pid!).then((pid) => (pid ? `/proc/${pid}/root/tmp` : undefined)) : undefined,
+          tree: guard.cgroup?.hasPids() ? undefined : child.pid,
           onReached: reached,
         })
       : undefined;
