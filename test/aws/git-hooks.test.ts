@@ -236,3 +236,65 @@ test('the repository token is sealed by KMS Encrypt under its own context and op
   expect(inputs).not.toContain(secret);
   expect(JSON.stringify(done)).not.toContain(token);
 });
+
+/** Runs the queued message naming `deployId` through the deploy worker, and that deploy to its end. */
+async function runMessageOf(siteId: string, deployId: string) {
+  const message = sqs.commandCalls(SendMessageCommand).find((c) => JSON.parse(c.args[0].input.MessageBody!).deployId === deployId);
+  expect(message).toBeDefined();
+  expect(await lambdas.worker(sqsEvent(message!.args[0].input.MessageBody!))).toEqual({ batchItemFailures: [] });
+  return lambdas.aws.deploys.get(siteId, deployId);
+}
+
+test('an old push sent again under a new delivery id is built by the worker Lambda but not published over the newer commit of the private repository', async () => {
+  const { repo, commit: one, site } = await gitSite({ 'public/index.html': 'one' });
+  const token = `ghp_${randomBytes(18).toString('hex')}`;
+  git.requireCredentials(repo, 'x-access-token', token);
+  await gql('mutation ($s: ID!, $t: String) { setRepositoryToken(siteId: $s, token: $t) { id } }', { s: site.id, t: token });
+  const secret = await webhookSecret(site.id);
+  const oldBody = pushEvent('refs/heads/main', one);
+  const send = async (body: string) => (await (await hook(`/hooks/git/${site.id}`, signed(secret, 'push', body), body)).json()).deployId as string;
+  const first = await send(oldBody);
+  const live = async () => (await lambdas.aws.sites.getById(site.id))?.publishedDeployId;
+  expect(await runMessageOf(site.id, first)).toMatchObject({ status: 'DEPLOYED' });
+  expect(await live()).toBe(first);
+  const two = await git.commit(repo, { 'public/index.html': 'two' }, 'two');
+  const second = await send(pushEvent('refs/heads/main', two));
+  expect(await runMessageOf(site.id, second)).toMatchObject({ status: 'DEPLOYED' });
+  expect(await live()).toBe(second);
+  // The same body again, signed as before, under a new delivery id.
+  kms.resetHistory();
+  const replayed = await send(oldBody);
+  expect(await runMessageOf(site.id, replayed)).toMatchObject({ status: 'DEPLOYED', repository: { commit: one } });
+  expect(await live()).toBe(second);
+  const log = (await lambdas.aws.deployLogs.read(`${site.id}/${replayed}`)) ?? '';
+  expect(log).toContain(`Not published: ${one.slice(0, 7)} is older than the published ${two.slice(0, 7)}; publishDeploy it to roll back`);
+  // The repository answers only with the site's token: the history was read with it (without it the comparison could not be made,
+  // and the deploy would have gone live as before), and no recorded call carries it in the clear.
+  expect(log).not.toContain('Could not tell');
+  expect(recordedInputs()).not.toContain(token);
+});
+
+test('a pull request from a fork sends nothing to SQS unless the site builds fork pull requests', async () => {
+  const { repo, site } = await gitSite({ 'public/index.html': 'main' }, { prDeployPreviews: true });
+  const fork = `forker/aws-fork-${repos}`;
+  const head = await git.commit(fork, { 'public/index.html': 'fork' }, 'fork work', 'patch');
+  const secret = await webhookSecret(site.id);
+  const body = JSON.stringify({
+    action: 'opened',
+    number: 6,
+    pull_request: {
+      number: 6,
+      head: { ref: 'patch', sha: head, repo: { id: 2, full_name: fork, clone_url: git.repoUrl(fork) } },
+      base: { ref: 'main', repo: { id: 1, full_name: repo, clone_url: git.repoUrl(repo) } },
+    },
+  });
+  const ignored = await hook(`/hooks/git/${site.id}`, signed(secret, 'pull_request', body), body);
+  expect(ignored.status).toBe(200);
+  expect((await ignored.json()).ignored).toMatch(/^pull request #6 comes from a fork: fork pull requests are not built for this site/);
+  expect(sqs.commandCalls(SendMessageCommand)).toEqual([]);
+  expect((await lambdas.aws.deploys.listBySite(site.id, 10)).items).toEqual([]);
+  await gql('mutation ($s: ID!, $i: UpdateSiteInput!) { updateSite(siteId: $s, input: $i) { id } }', { s: site.id, i: { deploySettings: { forkPullRequests: 'BUILT_WITHOUT_SECRETS' } } });
+  const built = await (await hook(`/hooks/git/${site.id}`, signed(secret, 'pull_request', body), body)).json();
+  expect(await runMessageOf(site.id, built.deployId)).toMatchObject({ status: 'DEPLOYED', preview: true, pullRequest: { number: 6, fork: true }, repository: { commit: head } });
+  expect((await lambdas.aws.sites.getById(site.id))?.publishedDeployId).toBeFalsy();
+});
