@@ -501,6 +501,22 @@ describe.each(targetGraphqlDoors(() => target))('GraphQL API through the $name',
       expect(answerGate.inUse).toBe(0);
     });
 
+    localTest('a mutation whose answer goes over the budget keeps its data (what it did, it did): the log that did not fit is null beside the error', async () => {
+      const logs = Array.from({ length: 5 }, (_, i) => `${i}`.repeat(MAX_LOG_BYTES));
+      const { site, ids } = await withLogs(logs);
+      // Mutations run one after another: four logs fill the 16 MiB, the fifth is refused.
+      const order = [...ids].reverse();
+      const mutation = `mutation ($s: ID!) { ${order.map((d, i) => `p${i}: publishDeploy(siteId: $s, deployId: "${d}") { id log }`).join(' ')} }`;
+      const result = await client.gql(a.apiKey, mutation, { s: site.id });
+      expect(result.status).toBe(200);
+      expect(onlyError(result)).toMatchObject({ path: ['p4', 'log'], extensions: { code: 'RESPONSE_TOO_LARGE' } });
+      for (const i of [0, 1, 2, 3]) expect(result.data[`p${i}`].log === logs[i]).toBe(true);
+      expect(result.data.p4).toEqual({ id: order[4], log: null });
+      const published = dataOf(await client.gql(a.apiKey, 'query ($s: ID!) { getSiteById(siteId: $s) { publishedDeploy { id } } }', { s: site.id }));
+      expect(published.getSiteById.publishedDeploy.id).toBe(order[4]);
+      expect(answerGate.inUse).toBe(0);
+    });
+
     localTest('when the process holds all the large answers it may, a request with a log waits its turn; one without a log does not wait', async () => {
       const { site, ids } = await withLogs(['the log\n']);
       const ONE = 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { log } }';
