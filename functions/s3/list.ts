@@ -2,6 +2,10 @@
  * ListObjectsV2, ListObjects (v1) and ListObjectVersions. A page costs what
  * it returns: the store skips whole common prefixes. Cairn's extension:
  * `ipfs-hashes=true` adds each object's CIDs (`IpfsHash`, `IpfsHashV0`).
+ *
+ * A page of 1,000 keys of 1,024 bytes is megabytes of XML, each key
+ * escaped (and URL-encoded when asked): built and rendered in slices
+ * (work-slices.ts), so that one listing never holds the event loop.
  */
 import type { ListQuery, ObjectRecord } from '../core/data/objects.js';
 import { prefixSuccessor } from '../core/data/objects.js';
@@ -10,7 +14,8 @@ import { aclAllowsRead } from './acl.js';
 import { owner } from './buckets.js';
 import { presentedEtag, type S3Context } from './context.js';
 import { errors } from './errors.js';
-import { xmlResponse, type XmlNode } from './xml.js';
+import { xmlDocument, render, type XmlNode } from './xml.js';
+import { workSlices } from '../core/work-slices.js';
 
 const MAX_KEYS = 1000;
 
@@ -79,9 +84,59 @@ function common(ctx: S3Context): Common {
   return { prefix: q.get('prefix') ?? '', delimiter, maxKeys: maxKeys(q), encode, encodingType: type, hashes: q.get('ipfs-hashes') === 'true' };
 }
 
+/** Text handed to the body stream at a time. */
+const BODY_CHUNK_CHARS = 64 * 1024;
+
+/**
+ * xmlResponse, rendered an element of a list at a time with the event loop
+ * given a turn between slices: the same document, sent as a stream of
+ * 64 KiB pieces (joining and encoding megabytes in one go is itself a long
+ * turn).
+ */
+export async function xmlResponseInSlices(root: string, body: XmlNode): Promise<Response> {
+  const pause = workSlices();
+  const shell = xmlDocument(root, {});
+  const close = `</${root}>`;
+  const parts: string[] = [shell.slice(0, -close.length)];
+  for (const [name, value] of Object.entries(body)) {
+    if (!Array.isArray(value)) {
+      parts.push(render(name, value));
+      continue;
+    }
+    for (const item of value) {
+      parts.push(render(name, item));
+      await pause();
+    }
+  }
+  parts.push(close);
+  const encoder = new TextEncoder();
+  let next = 0;
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      await pause();
+      let text = '';
+      while (next < parts.length && text.length < BODY_CHUNK_CHARS) text += parts[next++];
+      if (text) controller.enqueue(encoder.encode(text));
+      if (next >= parts.length) controller.close();
+    },
+  });
+  return new Response(stream, { status: 200, headers: { 'content-type': 'application/xml' } });
+}
+
+/** Each record as an element, built in slices (see xmlResponseInSlices). */
+async function eachInSlices<T>(items: T[], build: (item: T) => XmlNode): Promise<XmlNode[]> {
+  const pause = workSlices();
+  const built: XmlNode[] = [];
+  for (const item of items) {
+    built.push(build(item));
+    await pause();
+  }
+  return built;
+}
+
 async function contents(ctx: S3Context, c: Common, records: ObjectRecord[], withOwner: boolean): Promise<XmlNode[]> {
   const who = withOwner && records.length ? await owner(ctx, ctx.bucket!.accountId) : undefined;
-  return records.map((r) => ({
+  return eachInSlices(records, (r) => ({
     Key: c.encode(r.key),
     LastModified: r.lastModified,
     ETag: listedEtag(ctx, r),
@@ -134,7 +189,7 @@ export async function listObjectsV2(ctx: S3Context): Promise<Response> {
   // An empty token is no token (s3-tests test_bucket_listv2_continuationtoken_empty); it is still echoed.
   const from = token ? decodeToken(token) : startAfter ? fromMarker(startAfter, c.delimiter, c.prefix) : {};
   const p = await page(ctx, c, from);
-  return xmlResponse('ListBucketResult', {
+  return xmlResponseInSlices('ListBucketResult', {
     Name: ctx.bucket!.name,
     Prefix: c.encode(c.prefix),
     Delimiter: c.delimiter !== undefined ? c.encode(c.delimiter) : undefined,
@@ -146,7 +201,7 @@ export async function listObjectsV2(ctx: S3Context): Promise<Response> {
     StartAfter: startAfter !== undefined ? c.encode(startAfter) : undefined,
     EncodingType: c.encodingType,
     Contents: await contents(ctx, c, p.records, q.get('fetch-owner') === 'true'),
-    CommonPrefixes: p.prefixes.map((prefix) => ({ Prefix: c.encode(prefix) })),
+    CommonPrefixes: await eachInSlices(p.prefixes, (prefix) => ({ Prefix: c.encode(prefix) })),
   });
 }
 
@@ -156,7 +211,7 @@ export async function listObjects(ctx: S3Context): Promise<Response> {
   const marker = q.get('marker') ?? '';
   const p = await page(ctx, c, marker ? fromMarker(marker, c.delimiter, c.prefix) : {});
   const nextMarker = p.next && c.delimiter ? ('key' in p.next ? p.next.key : p.next.prefix) : undefined;
-  return xmlResponse('ListBucketResult', {
+  return xmlResponseInSlices('ListBucketResult', {
     Name: ctx.bucket!.name,
     Prefix: c.encode(c.prefix),
     Marker: c.encode(marker),
@@ -166,7 +221,7 @@ export async function listObjects(ctx: S3Context): Promise<Response> {
     IsTruncated: p.truncated,
     EncodingType: c.encodingType,
     Contents: await contents(ctx, c, p.records, true),
-    CommonPrefixes: p.prefixes.map((prefix) => ({ Prefix: c.encode(prefix) })),
+    CommonPrefixes: await eachInSlices(p.prefixes, (prefix) => ({ Prefix: c.encode(prefix) })),
   });
 }
 
@@ -185,7 +240,7 @@ export async function listObjectVersions(ctx: S3Context): Promise<Response> {
   const p = await page(ctx, c, keyMarker ? fromMarker(keyMarker, c.delimiter, c.prefix) : {});
   const who = p.records.length ? await owner(ctx, ctx.bucket!.accountId) : undefined;
   const next = p.next ? ('key' in p.next ? p.next.key : p.next.prefix) : undefined;
-  return xmlResponse('ListVersionsResult', {
+  return xmlResponseInSlices('ListVersionsResult', {
     Name: ctx.bucket!.name,
     Prefix: c.encode(c.prefix),
     KeyMarker: c.encode(keyMarker),
@@ -196,7 +251,7 @@ export async function listObjectVersions(ctx: S3Context): Promise<Response> {
     Delimiter: c.delimiter !== undefined ? c.encode(c.delimiter) : undefined,
     IsTruncated: p.truncated,
     EncodingType: c.encodingType,
-    Version: p.records.map((r) => ({
+    Version: await eachInSlices(p.records, (r) => ({
       Key: c.encode(r.key),
       VersionId: 'null',
       IsLatest: true,
@@ -206,6 +261,6 @@ export async function listObjectVersions(ctx: S3Context): Promise<Response> {
       StorageClass: 'STANDARD',
       Owner: who,
     })),
-    CommonPrefixes: p.prefixes.map((prefix) => ({ Prefix: c.encode(prefix) })),
+    CommonPrefixes: await eachInSlices(p.prefixes, (prefix) => ({ Prefix: c.encode(prefix) })),
   });
 }

@@ -8,7 +8,8 @@ export interface XmlNode {
   [element: string]: XmlValue;
 }
 
-function render(name: string, value: XmlValue): string {
+/** One element (or one per item of an array), as a document renders it. */
+export function render(name: string, value: XmlValue): string {
   if (value === undefined || value === null) return '';
   if (Array.isArray(value)) return value.map((v) => render(name, v)).join('');
   if (typeof value === 'object') {

@@ -1,10 +1,10 @@
-/** ListParts and ListMultipartUploads. */
+/** ListParts and ListMultipartUploads: up to 1,000 entries a page, rendered in slices as the object listings are (list.ts). */
 import { MAX_PART_NUMBER } from '../../core/data/uploads.js';
 import { owner } from '../buckets.js';
 import type { S3Context } from '../context.js';
 import { errors } from '../errors.js';
-import { encoding } from '../list.js';
-import { xmlResponse, type XmlNode } from '../xml.js';
+import { encoding, xmlResponseInSlices } from '../list.js';
+import type { XmlNode } from '../xml.js';
 import { checksumElement, loadUpload } from './uploads.js';
 
 const MAX_LISTED = 1000;
@@ -28,7 +28,7 @@ export async function listParts(ctx: S3Context): Promise<Response> {
     ? { parts: [], truncated: (await ctx.services.uploads.parts(upload.uploadId, marker, 1)).parts.length > 0 }
     : await ctx.services.uploads.parts(upload.uploadId, Math.min(marker, MAX_PART_NUMBER), maxParts);
   const who = await owner(ctx, upload.ownerId);
-  return xmlResponse('ListPartsResult', {
+  return xmlResponseInSlices('ListPartsResult', {
     Bucket: upload.bucket,
     Key: encode(upload.key),
     UploadId: upload.uploadId,
@@ -76,7 +76,7 @@ export async function listMultipartUploads(ctx: S3Context): Promise<Response> {
       ? { key: last.upload.key, uploadId: last.upload.uploadId }
       : { key: last.prefix, uploadId: '' }
     : undefined;
-  return xmlResponse('ListMultipartUploadsResult', {
+  return xmlResponseInSlices('ListMultipartUploadsResult', {
     Bucket: ctx.bucket!.name,
     KeyMarker: encode(keyMarker),
     UploadIdMarker: uploadIdMarker,
