@@ -400,6 +400,65 @@ test("edit the site's settings: the form starts from what the site has, and savi
   await expect(page.locator('.facts').first().textContent()).resolves.toContain('The Acme handbook, second edition');
 });
 
+test('a secret variable: typed blind with its scope, shown only as "secret (set)", kept when the settings are saved again, replaced on demand', async () => {
+  const secretOf = async () => {
+    const site = (await service.services.sites.getById(siteId))!;
+    const token = site.buildSettings.environmentVariables.find((v) => v.name === 'API_TOKEN')!;
+    return (await service.services.sites.openVariables(siteId, { API_TOKEN: token.sealed! })).API_TOKEN;
+  };
+  const variables = async () =>
+    dataOf(await gql(apiKey, 'query ($s: ID!) { getSiteById(siteId: $s) { buildSettings { environmentVariables { name value secret scope } } } }', { s: siteId })).getSiteById.buildSettings.environmentVariables;
+  const edit = async () => {
+    await page.getByRole('link', { name: 'Edit settings' }).click();
+    await page.getByRole('heading', { name: `Settings of ${SLUG}`, level: 1 }).waitFor();
+  };
+  const save = async () => {
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByRole('heading', { name: SLUG, level: 1 }).waitFor();
+  };
+  await edit();
+  await page.getByRole('button', { name: 'Add a variable' }).click();
+  await page.getByLabel('Name 3').fill('API_TOKEN');
+  await page.getByLabel('Secret 3').check();
+  await page.getByLabel('Value 3').fill('tok-12345678');
+  await page.getByLabel('Deploys 3').selectOption('PRODUCTION');
+  // "Show values" shows plain values only: a secret stays blind.
+  await page.getByRole('button', { name: 'Show values' }).click();
+  expect(await page.getByLabel('Value 3').getAttribute('type')).toBe('password');
+  expect(await page.getByLabel('Value 1').getAttribute('type')).toBe('text');
+  await page.getByRole('button', { name: 'Hide values' }).click();
+  await checkAccessibility();
+  await save();
+  expect(await variables()).toEqual([
+    { name: 'GREETING', value: 'hello-secret', secret: false, scope: 'ALL' },
+    { name: 'NODE_ENV', value: 'production', secret: false, scope: 'ALL' },
+    { name: 'API_TOKEN', value: null, secret: true, scope: 'PRODUCTION' },
+  ]);
+  expect(await secretOf()).toBe('tok-12345678');
+  await page.getByRole('button', { name: 'Show values' }).click();
+  const shown = (await page.locator('.env-view').textContent())!;
+  expect(shown).toContain('API_TOKENsecret (set) (production only)');
+  expect(shown).not.toContain('tok-12345678');
+  await page.getByRole('button', { name: 'Hide values' }).click();
+
+  // Editing again: the secret has no field to read, only a way to replace it; saving as it is keeps it.
+  await edit();
+  await expect(page.getByLabel('Value 3').count()).resolves.toBe(0);
+  await page.getByRole('button', { name: 'Replace API_TOKEN' }).waitFor();
+  expect(await page.content()).not.toContain('tok-12345678');
+  await checkAccessibility();
+  await shot('site-settings-secret-desktop');
+  await save();
+  expect(await secretOf()).toBe('tok-12345678');
+
+  await edit();
+  await page.getByRole('button', { name: 'Replace API_TOKEN' }).click();
+  await page.getByLabel('Value 3').fill('tok-87654321');
+  await save();
+  expect(await secretOf()).toBe('tok-87654321');
+  expect((await variables())[2]).toEqual({ name: 'API_TOKEN', value: null, secret: true, scope: 'PRODUCTION' });
+});
+
 test('the sites list shows the site with its address, latest deploy and published preview', async () => {
   await nav('Sites');
   const card = page.locator(`li.site-card[data-site="${SLUG}"]`);

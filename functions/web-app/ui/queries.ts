@@ -42,7 +42,7 @@ export interface SiteSummary {
   slug: string;
   description: string | null;
   createdAt: string;
-  deploySettings: { autoPublishing: boolean; prDeployPreviews: boolean; source: SiteSource };
+  deploySettings: { autoPublishing: boolean; prDeployPreviews: boolean; forkPullRequests: ForkPullRequests; source: SiteSource };
   latestDeploy: DeploySummary | null;
   publishedDeploy: DeploySummary | null;
 }
@@ -52,8 +52,19 @@ export interface Site extends SiteSummary {
     buildCommand: string | null;
     baseDirectoryPath: string | null;
     publishDirectoryPath: string | null;
-    environmentVariables: Array<{ name: string; value: string | null }>;
+    environmentVariables: EnvironmentVariable[];
   };
+}
+
+export type VariableScope = 'ALL' | 'PRODUCTION' | 'PREVIEWS';
+export type ForkPullRequests = 'NOT_BUILT' | 'BUILT_WITHOUT_SECRETS';
+
+/** A site variable as the API gives it: a secret one never has its value (null). */
+export interface EnvironmentVariable {
+  name: string;
+  value: string | null;
+  secret: boolean;
+  scope: VariableScope;
 }
 
 export interface Member {
@@ -84,7 +95,7 @@ const DEPLOY_SUMMARY = `
 
 const SITE_SUMMARY = `
   id name slug description createdAt
-  deploySettings { autoPublishing prDeployPreviews source { __typename ... on Repository { url branch } ... on IpfsSource { cid } } }
+  deploySettings { autoPublishing prDeployPreviews forkPullRequests source { __typename ... on Repository { url branch } ... on IpfsSource { cid } } }
   latestDeploy { ${DEPLOY_SUMMARY} }
   publishedDeploy { ${DEPLOY_SUMMARY} }`;
 
@@ -97,7 +108,7 @@ export const SITES = `query Sites($teamId: ID!, $nextToken: String) {
 export const SITE = `query Site($siteId: ID!) {
   getSiteById(siteId: $siteId) {
     ${SITE_SUMMARY}
-    buildSettings { buildCommand baseDirectoryPath publishDirectoryPath environmentVariables { name value } }
+    buildSettings { buildCommand baseDirectoryPath publishDirectoryPath environmentVariables { name value secret scope } }
   }
 }`;
 
@@ -170,7 +181,7 @@ export interface NotificationUrl {
 export interface SiteIntegrations {
   id: string;
   name: string;
-  deploySettings: { autoPublishing: boolean; prDeployPreviews: boolean; source: SiteSource };
+  deploySettings: { autoPublishing: boolean; prDeployPreviews: boolean; forkPullRequests: ForkPullRequests; source: SiteSource };
   webhookUrl: string;
   webhookSecretSet: boolean;
   repositoryTokenSet: boolean;
@@ -182,7 +193,7 @@ export interface SiteIntegrations {
 export const SITE_INTEGRATIONS = `query SiteIntegrations($siteId: ID!) {
   getSiteById(siteId: $siteId) {
     id name
-    deploySettings { autoPublishing prDeployPreviews source { __typename ... on Repository { url branch } ... on IpfsSource { cid } } }
+    deploySettings { autoPublishing prDeployPreviews forkPullRequests source { __typename ... on Repository { url branch } ... on IpfsSource { cid } } }
     webhookUrl webhookSecretSet repositoryTokenSet repositoryUsername
     buildHooks { id name branch createdAt }
     notificationUrls { id url events createdAt lastDeliveries(limit: 5) { id deployId event status attempt at statusCode error } }

@@ -4,14 +4,30 @@ import { ApiError, messageOf } from '../api.js';
 import { useApp } from '../app-context.js';
 import { PageHeader, siteNotReady } from '../components.js';
 import { useLoad, useTitle } from '../hooks.js';
-import { CREATE_SITE, SITE, TRIGGER_DEPLOY, UPDATE_SITE, type Site } from '../queries.js';
+import { CREATE_SITE, SITE, TRIGGER_DEPLOY, UPDATE_SITE, type Site, type VariableScope } from '../queries.js';
 import { href, navigate } from '../router.js';
 
 interface EnvRow {
   id: number;
   name: string;
+  /** What was typed: for a secret already set, a replacement (empty: keep the one set). */
   value: string;
+  secret: boolean;
+  scope: VariableScope;
+  /** The name of a secret the site already has: its value is never shown, only kept or replaced. */
+  storedSecret?: string;
+  /** The user chose to type a new value for a secret already set. */
+  replacing?: boolean;
 }
+
+const SCOPES: Array<{ value: VariableScope; label: string }> = [
+  { value: 'ALL', label: 'All deploys' },
+  { value: 'PRODUCTION', label: 'Production only' },
+  { value: 'PREVIEWS', label: 'Previews only' },
+];
+
+/** A secret value is masked in deploy logs; the API refuses shorter ones. */
+const SECRET_MIN = 4;
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -95,7 +111,17 @@ function SiteForm({
   const [baseDirectory, setBaseDirectory] = useState(build?.baseDirectoryPath ?? '');
   const [publishDirectory, setPublishDirectory] = useState(build?.publishDirectoryPath ?? '');
   const nextRow = useRef(1);
-  const [env, setEnv] = useState<EnvRow[]>(() => (build?.environmentVariables ?? []).map((v) => ({ id: nextRow.current++, name: v.name, value: v.value ?? '' })));
+  const [env, setEnv] = useState<EnvRow[]>(() =>
+    (build?.environmentVariables ?? []).map((v) => ({
+      id: nextRow.current++,
+      name: v.name,
+      value: v.secret ? '' : (v.value ?? ''),
+      secret: v.secret,
+      scope: v.scope,
+      ...(v.secret ? { storedSecret: v.name } : {}),
+    })),
+  );
+  const [forks, setForks] = useState(initial?.deploySettings.forkPullRequests === 'BUILT_WITHOUT_SECRETS');
   const [showValues, setShowValues] = useState(false);
   const [autoPublishing, setAutoPublishing] = useState(initial?.deploySettings.autoPublishing ?? true);
   const [previews, setPreviews] = useState(initial?.deploySettings.prDeployPreviews ?? false);
@@ -118,6 +144,15 @@ function SiteForm({
     if (kind === 'ipfs' && !cid.trim()) return fail('Give the CID of the content to publish.', 'cid');
     const bad = env.find((row) => !ENV_NAME.test(row.name));
     if (bad) return fail(`"${bad.name}" is not a variable name: letters, digits and underscores, not starting with a digit.`, 'environmentVariables');
+    // A secret already set keeps its value when none is typed, but only under its own name.
+    const keeps = (row: EnvRow) => row.secret && row.storedSecret === row.name && row.value === '';
+    const unset = env.find((row) => row.secret && !keeps(row) && row.value.length < SECRET_MIN);
+    if (unset) {
+      return fail(
+        unset.storedSecret ? `The secret ${unset.name} was renamed: type its value again (at least ${SECRET_MIN} characters).` : `The secret ${unset.name || 'variable'} needs a value of at least ${SECRET_MIN} characters.`,
+        'environmentVariables',
+      );
+    }
     setBusy(true);
     setError(null);
     // Creating, an empty field is left out (the default); editing, it clears the setting (null).
@@ -128,11 +163,13 @@ function SiteForm({
         buildCommand: optional(buildCommand),
         baseDirectoryPath: optional(baseDirectory),
         publishDirectoryPath: optional(publishDirectory),
-        environmentVariables: env.map((row) => ({ name: row.name, value: row.value })),
+        // A secret left empty is sent without a value: the site keeps the one it has (the API never gives it back).
+        environmentVariables: env.map((row) => (keeps(row) ? { name: row.name, secret: true, scope: row.scope } : { name: row.name, value: row.value, secret: row.secret, scope: row.scope })),
       },
       deploySettings: {
         autoPublishing,
         prDeployPreviews: previews,
+        forkPullRequests: forks ? 'BUILT_WITHOUT_SECRETS' : 'NOT_BUILT',
         source: kind === 'git' ? { repository: { type: 'GIT_HOST', url: url.trim(), branch: branch.trim() } } : { ipfs: { cid: cid.trim() } },
       },
     };
@@ -250,27 +287,73 @@ function SiteForm({
                     }}
                   />
                 </div>
-                <div className="field grow">
-                  <label htmlFor={`env-value-${row.id}`}>Value {i + 1}</label>
-                  <input
-                    id={`env-value-${row.id}`}
-                    className="mono"
-                    type={showValues ? 'text' : 'password'}
-                    value={row.value}
-                    spellCheck={false}
-                    autoComplete="off"
+                {row.secret && row.storedSecret === row.name && !row.replacing ? (
+                  <div className="field grow">
+                    <span className="field-label" id={`env-value-${row.id}`}>
+                      Value {i + 1}
+                    </span>
+                    <p className="env-secret-set">
+                      <span className="muted">secret (set)</span>{' '}
+                      <button type="button" className="button button-small" aria-label={`Replace ${row.name}`} onClick={() => setEnv((rows) => rows.map((r) => (r.id === row.id ? { ...r, replacing: true, value: '' } : r)))}>
+                        Replace
+                      </button>
+                    </p>
+                  </div>
+                ) : (
+                  <div className="field grow">
+                    <label htmlFor={`env-value-${row.id}`}>Value {i + 1}</label>
+                    <input
+                      id={`env-value-${row.id}`}
+                      className="mono"
+                      // A secret is typed blind and never shown again.
+                      type={showValues && !row.secret ? 'text' : 'password'}
+                      value={row.value}
+                      spellCheck={false}
+                      autoComplete={row.secret ? 'new-password' : 'off'}
+                      placeholder={row.replacing ? 'new value (empty: keep the one set)' : undefined}
+                      onChange={(e) => {
+                        const v = e.currentTarget.value;
+                        setEnv((rows) => rows.map((r) => (r.id === row.id ? { ...r, value: v } : r)));
+                      }}
+                    />
+                  </div>
+                )}
+                <div className="field">
+                  <label htmlFor={`env-scope-${row.id}`}>Deploys {i + 1}</label>
+                  <select
+                    id={`env-scope-${row.id}`}
+                    value={row.scope}
                     onChange={(e) => {
-                      const v = e.currentTarget.value;
-                      setEnv((rows) => rows.map((r) => (r.id === row.id ? { ...r, value: v } : r)));
+                      const v = e.currentTarget.value as VariableScope;
+                      setEnv((rows) => rows.map((r) => (r.id === row.id ? { ...r, scope: v } : r)));
+                    }}
+                  >
+                    {SCOPES.map((scope) => (
+                      <option key={scope.value} value={scope.value}>
+                        {scope.label}
+                      </option>
+                    ))}
+                  </select>
+                </div>
+                <label className="checkbox env-secret">
+                  <input
+                    type="checkbox"
+                    checked={row.secret}
+                    onChange={(e) => {
+                      const v = e.currentTarget.checked;
+                      // Unmarking a secret already set drops its value (it is never shown): a plain value is typed anew.
+                      setEnv((rows) => rows.map((r) => (r.id === row.id ? { ...r, secret: v, ...(v ? {} : { storedSecret: undefined, replacing: false }) } : r)));
                     }}
                   />
-                </div>
+                  Secret {i + 1}
+                </label>
                 <button type="button" className="button button-small env-remove" onClick={() => setEnv((rows) => rows.filter((r) => r.id !== row.id))} aria-label={`Remove variable ${row.name || i + 1}`}>
                   Remove
                 </button>
               </div>
             ))}
-            <button type="button" className="button button-small" onClick={() => setEnv((rows) => [...rows, { id: nextRow.current++, name: '', value: '' }])}>
+            <p className="hint">A secret's value is never shown again, is masked as *** in deploy logs, and is not given to pull requests from forks.</p>
+            <button type="button" className="button button-small" onClick={() => setEnv((rows) => [...rows, { id: nextRow.current++, name: '', value: '', secret: false, scope: 'ALL' }])}>
               Add a variable
             </button>
           </div>
@@ -286,6 +369,12 @@ function SiteForm({
             <label className="checkbox">
               <input type="checkbox" checked={previews} onChange={(e) => setPreviews(e.currentTarget.checked)} />
               Build a preview of each pull request (GitLab: merge request) the webhook reports
+            </label>
+          ) : null}
+          {kind === 'git' && previews ? (
+            <label className="checkbox">
+              <input type="checkbox" checked={forks} onChange={(e) => setForks(e.currentTarget.checked)} />
+              Also build pull requests from forks (someone else's code: without the site's secret variables and access token)
             </label>
           ) : null}
           {editing ? null : (

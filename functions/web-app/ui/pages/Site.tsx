@@ -5,7 +5,7 @@ import { ActionNotice, ConfirmButton, EmptyState, ErrorNotice, ExternalLink, Loa
 import { DeployActions } from '../deploy-actions.js';
 import { formatAgo, formatDuration, shortId } from '../format.js';
 import { useActions, useLoad, useMore, usePolling, useTitle } from '../hooks.js';
-import { DELETE_SITE, DEPLOY_SUMMARY_QUERY, DEPLOYS, PURGE_CACHE, SITE, TRIGGER_DEPLOY, type DeploySummary, type Site as SiteData } from '../queries.js';
+import { DELETE_SITE, DEPLOY_SUMMARY_QUERY, DEPLOYS, PURGE_CACHE, SITE, TRIGGER_DEPLOY, type DeploySummary, type EnvironmentVariable, type Site as SiteData } from '../queries.js';
 import { href, navigate } from '../router.js';
 
 const PAGE = 10;
@@ -228,7 +228,9 @@ export function Site({ siteId }: { siteId: string }) {
   );
 }
 
-function EnvList({ vars }: { vars: Array<{ name: string; value: string | null }> }) {
+const SCOPE_NOTE: Record<EnvironmentVariable['scope'], string> = { ALL: '', PRODUCTION: ' (production only)', PREVIEWS: ' (previews only)' };
+
+function EnvList({ vars }: { vars: EnvironmentVariable[] }) {
   const [shown, setShown] = useState(false);
   return (
     <div className="env-view">
@@ -242,7 +244,10 @@ function EnvList({ vars }: { vars: Array<{ name: string; value: string | null }>
         {vars.map((v) => (
           <div key={v.name} className="fact">
             <dt>{v.name}</dt>
-            <dd>{v.value === null ? <span className="muted">(not readable)</span> : shown ? v.value : '••••••••'}</dd>
+            <dd>
+              {v.secret ? <span className="muted">secret (set)</span> : v.value === null ? <span className="muted">(not readable)</span> : shown ? v.value : '••••••••'}
+              {SCOPE_NOTE[v.scope] ? <span className="muted">{SCOPE_NOTE[v.scope]}</span> : null}
+            </dd>
           </div>
         ))}
       </dl>
