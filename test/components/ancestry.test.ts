@@ -66,7 +66,7 @@ describe.each([
   ['isomorphic-git alone', false as const],
 ])('compareCommits with %s', (_name, tool) => {
   const compare = (commit: string, published: string, extra: Partial<Parameters<typeof compareCommits>[0]> = {}) =>
-    compareCommits({ url: server.repoUrl('acme/line'), branch: 'main', commit, published, dir: join(work, `run-${++runs}`), signal: new AbortController().signal, git: tool, ...extra });
+    compareCommits({ url: server.repoUrl('acme/line'), branch: 'main', commit, published, dir: join(work, `run-${++runs}`), signal: new AbortController().signal, git: tool, outbound: { private: 'allow' }, ...extra });
 
   test('an old commit is older than the head, the head newer than its parent, a commit the same as itself', async () => {
     expect(await compare(line[2]!, merge)).toBe('older');
@@ -102,6 +102,19 @@ describe.each([
     await expect(refused).rejects.toBeInstanceOf(AncestryUnknown);
     await expect(refused).rejects.not.toThrow(/wrong-token/);
     await expect(compare(first, second, { url: server.repoUrl('acme/no-such-repo') })).rejects.toBeInstanceOf(AncestryUnknown);
+  });
+
+  test('the host passes the outbound address policy first: a private one, when those are refused, is not asked anything', async () => {
+    const before = server.requests();
+    const refused = compare(line[0]!, merge, { outbound: { private: 'refuse' } });
+    await expect(refused).rejects.toBeInstanceOf(AncestryUnknown);
+    await expect(refused).rejects.toThrow(/127\.0\.0\.1 .*outbound requests to private addresses are refused \(CAIRN_OUTBOUND_PRIVATE=allow allows them\)/);
+    // A name that resolves to loopback is refused the same way, before any connection.
+    const url = server.repoUrl('acme/line').replace('127.0.0.1', 'git.cairn.test');
+    await expect(compare(line[0]!, merge, { url, outbound: { private: 'refuse' }, resolver: async () => ['127.0.0.1'] })).rejects.toThrow(/outbound requests to private addresses are refused/);
+    expect(server.requests()).toBe(before);
+    // Allowed, the name connects to the address the check was made for, whatever the system would resolve it to.
+    expect(await compare(line[0]!, merge, { url, resolver: async () => ['127.0.0.1'] })).toBe('older');
   });
 
   test('a history larger than the cap is left unanswered', async () => {

@@ -26,6 +26,11 @@
  * force-push to an unrelated commit, or back to an older one, publishes).
  * A replay cannot do that: a commit the branch no longer holds cannot be
  * cloned at all, and one it holds is older than what it holds after it.
+ *
+ * The host passes the outbound address policy as the clone's does
+ * (functions/core/net/outbound.ts): resolved once, checked, and every
+ * request of the fetch connects to the checked addresses only, following
+ * no redirect.
  */
 import * as git from 'isomorphic-git';
 import nodeHttp from 'isomorphic-git/http/node';
@@ -34,6 +39,8 @@ import fs from 'node:fs';
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as cli from './git-cli.js';
+import { outboundRules } from '../../core/config.js';
+import { curlResolve, pinnedLookup, resolveOutbound, type OutboundRules, type OutboundTarget, type Resolver } from '../../core/net/outbound.js';
 import type { Services } from '../../core/services.js';
 import type { Deploy } from '../../core/data/deploys.js';
 
@@ -116,6 +123,10 @@ export interface AncestryRequest {
   git?: string | false;
   /** Past this many bytes fetched the question is left unanswered. */
   maxBytes?: number;
+  /** Whether the host may be a private address; absent: CAIRN_OUTBOUND_PRIVATE of the process's environment, as for the clone. */
+  outbound?: OutboundRules;
+  /** How the host's name is resolved (the system's resolver when absent). */
+  resolver?: Resolver;
 }
 
 /** What the history fetch may download: commits only, where the host filters, are some hundreds of bytes each. */
@@ -131,10 +142,14 @@ export async function compareCommits(request: AncestryRequest): Promise<Ancestry
   await rm(gitdir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
   let received = 0;
-  const transfer = countedHttp(signal, () => cap - received, (n) => (received += n));
+  /** Where every request connects: set once the host passed the policy, before any request. */
+  let target: OutboundTarget | undefined;
+  const transfer = countedHttp(signal, () => cap - received, (n) => (received += n), () => target);
   const onAuth = () => (request.credentials ? { ...request.credentials } : { cancel: true });
   let depth = 2;
   try {
+    target = await resolveOutbound(url, request.outbound ?? outboundRules(process.env), request.resolver);
+    const resolve = curlResolve(target);
     for (let round = 0; ; round++) {
       if (gitBin) {
         if (round === 0) await cli.initRepository(gitBin, gitdir, url, branch, signal);
@@ -143,6 +158,7 @@ export async function compareCommits(request: AncestryRequest): Promise<Ancestry
           branch,
           signal,
           credentials: request.credentials,
+          resolve,
           depth: round === 0 ? { depth } : { deepen: depth / 2 },
           remaining: cap - received,
           filter: 'tree:0',
@@ -214,8 +230,8 @@ async function shallowCommits(gitdir: string): Promise<Set<string>> {
   return new Set(text.split('\n').map((l) => l.trim()).filter((l) => /^[0-9a-f]{40}$/.test(l)));
 }
 
-/** isomorphic-git's HTTP client under the deploy's signal, its bodies counted against the cap. */
-function countedHttp(signal: AbortSignal, remaining: () => number, count: (bytes: number) => void): HttpClient {
+/** isomorphic-git's HTTP client under the deploy's signal, its bodies counted against the cap, connecting only where `pinned()` was checked. */
+function countedHttp(signal: AbortSignal, remaining: () => number, count: (bytes: number) => void, pinned: () => OutboundTarget | undefined): HttpClient {
   async function* counted(body: AsyncIterableIterator<Uint8Array>): AsyncIterableIterator<Uint8Array> {
     for await (const chunk of body) {
       signal.throwIfAborted();
@@ -227,7 +243,10 @@ function countedHttp(signal: AbortSignal, remaining: () => number, count: (bytes
   return {
     async request(req: GitHttpRequest): Promise<GitHttpResponse> {
       signal.throwIfAborted();
-      const res = await nodeHttp.request({ ...req, signal });
+      const target = pinned();
+      if (!target) throw new Error('the repository host was not checked against the outbound address policy');
+      // No agent: a kept-alive socket of another request was connected where that request's check said.
+      const res = await nodeHttp.request({ ...req, signal, agent: false, fetchOptions: { followRedirects: false, lookup: pinnedLookup(target) } });
       return res.body ? { ...res, body: counted(res.body) } : res;
     },
   };
@@ -284,6 +303,7 @@ export async function publicationOf(
       published: liveCommit,
       dir: context.dir,
       signal: context.signal,
+      outbound: services.config.outbound,
       ...(token ? { credentials: { username: token.username, password: token.token } } : {}),
       ...(context.git !== undefined ? { git: context.git } : {}),
     });
