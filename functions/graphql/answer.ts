@@ -16,7 +16,7 @@
  *   64 KiB pieces, one per pull of the socket: JSON.stringify of a 16 MiB
  *   answer took 25-170 ms here and encoding it to UTF-8 as long again, each
  *   in one turn of the event loop. A log stays the bytes it was read as and
- *   each piece is decoded on its own: made one string, a 4 MiB log costs
+ *   each piece is escaped as bytes (escapeUtf8): made one string, a 4 MiB log costs
  *   one long turn to decode (150-280 ms on a loaded machine, for text beyond
  *   ASCII) or to flatten (30-45 ms) at its first use. The Lambda door
  *   answers one request per instance and its answer is one string anyway,
