@@ -14,6 +14,7 @@ import type { Services } from '../core/services.js';
 import { AnswerAccount, type AnswerOptions } from './answer.js';
 import { graphqlError } from './errors.js';
 import { PageTokens } from './pagination.js';
+import { LIMITS } from './limits.js';
 
 export interface GraphqlContext {
   services: Services;
@@ -33,11 +34,16 @@ export function apiKeyFrom(header: string | null | undefined): string | undefine
   return key || undefined;
 }
 
+/** Bytes of large values one answer may carry: less in AWS, where Lambda's response payload limit is lower (LIMITS.lambdaAnswerBytes). */
+export function answerBudget(services: Pick<Services, 'config'>): number {
+  return services.config.runtime === 'aws' ? LIMITS.lambdaAnswerBytes : LIMITS.answerBytes;
+}
+
 /** `answer`: how the door sends large values (the node:http door streams them) and, for tests, another budget or gate. */
 export async function contextFor(services: Services, authorization: string | null | undefined, answer: AnswerOptions = {}): Promise<GraphqlContext> {
   const key = apiKeyFrom(authorization);
   const caller = key ? await services.apiKeys.caller(key) : undefined;
-  const context: GraphqlContext = { services, loaders: new Loaders(services), answer: new AnswerAccount(answer) };
+  const context: GraphqlContext = { services, loaders: new Loaders(services), answer: new AnswerAccount({ budget: answerBudget(services), ...answer }) };
   if (caller) context.caller = caller;
   else {
     context.authError = graphqlError(

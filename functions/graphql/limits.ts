@@ -64,6 +64,15 @@ export const LIMITS = {
    */
   answerBytes: 16 * MiB,
   /**
+   * The same in AWS: one log at its largest. The GraphQL function answers
+   * through a buffered Lambda invocation, whose response payload is at most
+   * 6 MB ("Invocation payload (request and response): 6 MB each for
+   * synchronous", https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html);
+   * an answer past it would be the API's 502 instead of RESPONSE_TOO_LARGE.
+   * 4 MiB leaves room for JSON escaping and the rest of the answer.
+   */
+  lambdaAnswerBytes: 4 * MiB,
+  /**
    * Bytes of large values all answers in progress may hold together, from
    * their reservation to the end of writing them: four answers at their
    * budget. The issue that set these: three requests of 20 pages of logs

@@ -8,6 +8,8 @@ import { loadConfig } from '../../functions/core/config.js';
 import { FileLogStore } from '../../functions/core/logs/file-log-store.js';
 import { MAX_LOG_BYTES } from '../../functions/deploy-worker/deploy-log.js';
 import { AnswerAccount, ByteGate } from '../../functions/graphql/answer.js';
+import { contextFor } from '../../functions/graphql/context.js';
+import type { Services } from '../../functions/core/services.js';
 import { estimateAnswerBytes, LIMITS, limitRules } from '../../functions/graphql/limits.js';
 import { PageTokens, pageSize } from '../../functions/graphql/pagination.js';
 import { DateTime, parseDateTime } from '../../functions/graphql/scalars.js';
@@ -219,6 +221,17 @@ describe("an answer's byte account", () => {
     }
     return { text: Buffer.concat(chunks).toString('utf8'), pieces };
   };
+
+  test("in AWS an answer carries one log at its largest (Lambda's 6 MB response payload), locally four", async () => {
+    const local = await contextFor({ config: loadConfig({}) } as Services, undefined);
+    const aws = await contextFor({ config: loadConfig({ AWS_LAMBDA_FUNCTION_NAME: 'cairn-graphql' }) } as Services, undefined);
+    expect(local.answer.budget).toBe(16 * 1024 * 1024);
+    expect(aws.answer.budget).toBe(MAX_LOG_BYTES);
+    aws.answer.charge(MAX_LOG_BYTES);
+    expect(() => aws.answer.charge(1)).toThrow(expect.objectContaining({ extensions: expect.objectContaining({ code: 'RESPONSE_TOO_LARGE' }) }));
+    // A door's own budget (tests) still wins.
+    expect((await contextFor({ config: loadConfig({ AWS_LAMBDA_FUNCTION_NAME: 'x' }) } as Services, undefined, { budget: 10 })).answer.budget).toBe(10);
+  });
 
   test('charges up to the budget, then refuses that value and every later one with RESPONSE_TOO_LARGE', async () => {
     const gate = new ByteGate(1000);
