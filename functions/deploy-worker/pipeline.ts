@@ -400,6 +400,7 @@ export async function runDeploy(options: PipelineOptions, claimed: Deploy, signa
         signal,
         log: (line) => log.line(line),
         mirrors: options.sources,
+        outbound: services.config.outbound,
         ...(credentials ? { credentials, mirrorScope: `site:${claimed.siteId}` } : {}),
       });
       turn.repository = { commit: cloned.commit, branch: cloned.branch, owner: cloned.owner, name: cloned.name, message: cloned.message };
