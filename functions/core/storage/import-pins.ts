@@ -42,6 +42,7 @@ import { referenceCidOf } from '../data/deploys.js';
 import { uniqueToken } from '../ids.js';
 import type { IpfsNode } from '../ipfs/node.js';
 import { blockName, HELD, isBlockReferenced, rootName } from './pins.js';
+import { workSlices } from '../work-slices.js';
 
 /** The holder of an import pin's CID reference (holders that are not objects start with '#'). */
 export const IMPORT_HOLDER = '#IMPORT';
@@ -209,9 +210,12 @@ export async function holdBlocks(node: IpfsNode, root: CID, blocks: Iterable<CID
   const { datastore } = node;
   const value = new TextEncoder().encode(tag);
   const writes = writeWindow();
+  // Thousands of blocks at a time, whose lookups the local datastore answers without waiting: in slices.
+  const pause = workSlices();
   let held = 0;
   for await (const block of blocks) {
     if (block.multihash.code === 0x00) continue; // identity: inside its CID, never stored
+    await pause();
     const key = heldKey(block, root);
     await writes.add(async () => {
       if (await datastore.has(key)) return;
@@ -236,8 +240,10 @@ export async function releaseHolds(node: IpfsNode, root: CID, options: { tag?: s
   const { datastore } = node;
   const tag = options.tag === undefined ? undefined : new TextEncoder().encode(options.tag);
   const writes = writeWindow();
+  const pause = workSlices();
   let released = 0;
   for await (const { key, value } of datastore.query({ prefix: holdsPrefix(root) })) {
+    await pause();
     if (tag && !sameBytes(value, tag)) continue;
     const block = blockOf(key.toString().slice(holdsPrefix(root).length));
     await writes.add(async () => {
@@ -256,8 +262,10 @@ export async function releaseHolds(node: IpfsNode, root: CID, options: { tag?: s
 /** Marks blocks loose: collection deletes each one nothing references or holds. */
 export async function markLoose(node: IpfsNode, blocks: Iterable<CID>): Promise<void> {
   const writes = writeWindow();
+  const pause = workSlices();
   for (const block of blocks) {
     if (block.multihash.code === 0x00) continue;
+    await pause();
     await writes.add(() => node.datastore.put(looseKey(block), new Uint8Array(0)));
   }
   await writes.drain();
