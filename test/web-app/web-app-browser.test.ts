@@ -689,7 +689,7 @@ test('git & notifications: a webhook secret shown once with its URL takes a sign
   await notice(/Secret made/);
   const url = await page.getByLabel('Payload URL').inputValue();
   const secret = await page.getByLabel('Webhook secret').inputValue();
-  expect(await page.getByTestId('webhook-status').textContent()).toMatch(/^A secret is set/);
+  await textBecomes(page.getByTestId('webhook-status'), 'A secret is set: events signed with it are taken.');
   expect(await hooksSiteState()).toMatchObject({ webhookUrl: url, webhookSecretSet: true });
   await checkAccessibility();
   await shot('integrations-webhook-desktop');
