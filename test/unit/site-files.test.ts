@@ -123,11 +123,25 @@ describe('_headers', () => {
     ['  X-A: b', 'before any path line'],
     ['/a\n  no colon here', '"Name: value"'],
     ['https://example.com/*\n  X: y', 'rules for other domains are not supported'],
+    // Compiled to .*a.*a.*...b, a 40-character request path took 7 s to fail to match: one rule would block the gateway.
+    ['/*a*a*a*a*a*a*a*a*b\n  X: y', 'a path holds at most one "*"'],
+    ['/*/*.js\n  X: y', 'a path holds at most one "*"'],
   ])('%j is refused', (text, reason) => {
     expect(() => parseHeaders(text)).toThrow(reason);
     // At publish the same file fails the deploy, naming the line.
     expect(() => parseHeaders(text, { publish: true })).toThrow(UnsafeHeaderLine);
     expect(() => parseHeaders(text, { publish: true })).toThrow(/^_headers line \d+: /);
+  });
+
+  test('one "*" anywhere in a path matches across folders, and a long request path is matched at once', () => {
+    const { rules } = parseHeaders('/*.css\n  X-Css: yes\n/assets/*\n  X-Assets: yes\n/a*b\n  X-Ab: yes');
+    expect(headersFor(rules, '/themes/dark/site.css')).toEqual({ 'x-css': 'yes' });
+    expect(headersFor(rules, '/assets/x/y.js')).toEqual({ 'x-assets': 'yes' });
+    expect(headersFor(rules, '/a/deep/b')).toEqual({ 'x-ab': 'yes' });
+    const started = process.hrtime.bigint();
+    expect(headersFor(rules, `/${'a'.repeat(8000)}c`)).toEqual({});
+    // Linear: far under a second even on a busy machine (two "*" took seconds for 40 characters).
+    expect(Number(process.hrtime.bigint() - started) / 1e6).toBeLessThan(1000);
   });
 
   const unsafe: Array<[string, string, RegExp]> = [

@@ -133,6 +133,11 @@ export function parseHeaders(text: string, options: { publish?: boolean } = {}):
     if (!/^\s/.test(raw)) {
       if (!trimmed.startsWith('/')) fail('a rule starts with a path starting with "/" (rules for other domains are not supported); header lines are indented');
       if (/\s/.test(trimmed)) fail('a path line holds one path and nothing else');
+      // Each "*" becomes ".*", and every request tries every rule: with two or
+      // more, a path such as /*a*a*a*a*b backtracks polynomially in the request
+      // path's length (40 characters took 7 s), blocking every site. One "*"
+      // keeps a match linear in the path and the pattern.
+      if (trimmed.indexOf('*') !== trimmed.lastIndexOf('*')) fail('a path holds at most one "*" (more would make every request slow to match)');
       const { pattern } = compilePathPattern(trimmed, { splatAnywhere: true, optionalSlash: false });
       current = { line, path: trimmed, pattern, headers: [] };
       rules.push(current);
