@@ -7,7 +7,7 @@
  */
 import { mkdir, mkdtemp, readdir, realpath, rm, rmdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, relative, sep } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { ROOT } from '../support/child-service.js';
 import { BwrapRunner, type BwrapRunnerOptions } from '../../functions/local/bwrap-runner.js';
@@ -89,8 +89,13 @@ describe('what a build sees', () => {
     expect(output).not.toContain('the-bootstrap-secret');
     expect(output).not.toMatch(/root:[^:\n]*:\d+:/); // no line of a shadow file
     expect(output).not.toContain('"name"'); // nothing of the service's package.json
-    // The service's checkout holds this test's checkout: the path down to it is all there is of it.
-    expect(output).toMatch(/^service: (\.tmp )?$/m);
+    // The service's checkout holds this test's checkout: the path down to it is all there is of it, and
+    // Node's own install prefix where Node lives in it (npm's `node` package, node_modules/node: the binary alone).
+    const nodeIn = relative(process.cwd(), dirname(dirname(await realpath(process.execPath)))).split(sep)[0];
+    const shown = ['.tmp', ...(nodeIn && !nodeIn.startsWith('..') ? [nodeIn] : [])].sort();
+    const listed = output.match(/^service: (.*)$/m)![1]!.trim().split(' ').filter(Boolean).sort();
+    expect(shown).toEqual(expect.arrayContaining(listed));
+    expect(listed).not.toContain('package.json');
     for (const what of ['shadow', 'bootstrap', 'package', 'root', 'home', 'var', 'rootfs', 'devfs', 'etcfs']) expect(output).toMatch(new RegExp(`^${what}=[1-9]\\d*$`, 'm'));
     const slash = output.match(/^slash: (.*)$/m)![1]!.trim().split(' ').sort();
     // The system, /etc, /dev, /proc, /tmp, and the path down to the checkout; nothing else of this machine's.
@@ -212,10 +217,11 @@ describe('limits end the build, naming the limit', () => {
   });
 
   test('without cgroups, rlimits keep CPU time per process, and say so', async () => {
-    const r = runner({ limits: limits({ cpuSeconds: 2 }), cgroupRoot: join(tmpdir(), 'no-cgroups-here') });
+    // Node 24 reserves its code range as private writable memory, which RLIMIT_DATA counts: under about 768 MiB it cannot start at all.
+    const r = runner({ limits: limits({ cpuSeconds: 2, memoryBytes: 1024 * MiB }), cgroupRoot: join(tmpdir(), 'no-cgroups-here') });
     const { result, output } = await build(r, `node -e 'for (;;) {}'`);
     expect(output.split('\n')[0]).toContain('CPU time 2 s (RLIMIT_CPU, per process)');
-    expect(output.split('\n')[0]).toContain('memory 512 MiB (RLIMIT_DATA, per process)');
+    expect(output.split('\n')[0]).toContain('memory 1 GiB (RLIMIT_DATA, per process)');
     expect(result).toMatchObject({ outcome: 'failed', signal: 'SIGXCPU', limit: 'CPU time limit 2 s reached' });
   });
 
