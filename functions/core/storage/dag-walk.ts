@@ -20,7 +20,7 @@
  * n²/2 resumptions, 7 s of a blocked event loop at 2,500 deep, and at 3,000
  * the nesting overflowed the call stack.) The local blockstore reads small
  * blocks synchronously, so a walk can go on for long without ever waiting
- * for I/O: it gives the event loop a turn every YIELD_EVERY_MS of work.
+ * for I/O: it gives the event loop a turn every SLICE_MS of work (work-slices.ts).
  *
  * A DAG someone sent (an import, a CID they deploy) is walked with `limits`:
  * deeper than maxDepth levels, or more than maxBlocks blocks or maxLinks
@@ -32,11 +32,9 @@
 import { decode as decodeDagPb } from '@ipld/dag-pb';
 import type { Blockstore } from 'interface-blockstore';
 import { CID } from 'multiformats/cid';
+import { workSlices } from '../work-slices.js';
 
 const READ_AHEAD = 4;
-
-/** The longest a walk runs without letting other work onto the event loop (a request must not hold it for 50 ms). */
-const YIELD_EVERY_MS = 10;
 
 const DAG_PB = 0x70;
 const RAW = 0x55;
@@ -214,8 +212,6 @@ interface Level {
   pending: Read[];
 }
 
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
 /** Every block of the DAG under `root`, once each, parents before their children. */
 export async function* walkDag(blockstore: Blockstore, root: CID, options: WalkOptions = {}): AsyncGenerator<CID> {
   const { signal, limits, onRead } = options;
@@ -225,7 +221,7 @@ export async function* walkDag(blockstore: Blockstore, root: CID, options: WalkO
   let linksRead = 0;
   let cid = root;
   let loading: Read = linksOf(blockstore, root, signal);
-  let sliceStart = performance.now();
+  const pause = workSlices();
   for (;;) {
     let links = await loading;
     onRead?.(cid);
@@ -271,10 +267,10 @@ export async function* walkDag(blockstore: Blockstore, root: CID, options: WalkO
     }
     cid = level.links.at(level.children[level.next++]!);
     loading = level.pending.shift()!;
-    if (performance.now() - sliceStart >= YIELD_EVERY_MS) {
-      await turn();
+    const paused = pause();
+    if (paused) {
+      await paused;
       signal?.throwIfAborted();
-      sliceStart = performance.now();
     }
   }
 }
