@@ -13,9 +13,19 @@ export default {
   // left out: its git server listens on this machine's loopback.
   testMatch: process.env.CAIRN_TEST_S3_ENDPOINT
     ? [
-        's3-operations', 's3-acl', 's3-conformance', 's3-bad-input', 's3-cors', 's3-multipart', 's3-slice',
-        'graphql-api', 'graphql-teams', 'graphql-pagination', 'graphql-playground',
-        'gateway-public', 'gateway-graphql-worker',
+        's3-operations',
+        's3-acl',
+        's3-conformance',
+        's3-bad-input',
+        's3-cors',
+        's3-multipart',
+        's3-slice',
+        'graphql-api',
+        'graphql-teams',
+        'graphql-pagination',
+        'graphql-playground',
+        'gateway-public',
+        'gateway-graphql-worker',
       ].map((name) => `<rootDir>/test/api/${name}.test.ts`)
     : ['<rootDir>/test/**/*.test.ts'],
   // The Lambda runtime's awslambda global, which streaming handlers need at load time.

@@ -27,7 +27,8 @@ const xml = (res, status, body) => {
   res.end(body);
 };
 const escape = (s) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-const error = (res, status, code) => xml(res, status, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${code}</Message></Error>`);
+const error = (res, status, code) =>
+  xml(res, status, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${code}</Message></Error>`);
 
 function put(req, res, key) {
   if (/aws-chunked/.test(req.headers['content-encoding'] ?? '')) {
@@ -37,7 +38,9 @@ function put(req, res, key) {
   const chunks = [];
   req.on('data', (c) => chunks.push(c));
   req.on('end', () => {
-    const checksums = Object.entries(req.headers).filter(([name]) => name.startsWith('x-amz-checksum-') && name !== 'x-amz-checksum-algorithm');
+    const checksums = Object.entries(req.headers).filter(
+      ([name]) => name.startsWith('x-amz-checksum-') && name !== 'x-amz-checksum-algorithm',
+    );
     const etag = `"${(++etags).toString(16).padStart(32, '0')}"`;
     objects.set(key, { body: Buffer.concat(chunks), etag, checksums, modified: new Date() });
     res.writeHead(200, { etag, 'content-length': 0 });
@@ -55,7 +58,8 @@ function get(req, res, key) {
     'last-modified': o.modified.toUTCString(),
     'accept-ranges': 'bytes',
   };
-  if (String(req.headers['x-amz-checksum-mode']).toUpperCase() === 'ENABLED') for (const [name, value] of o.checksums) headers[name] = value;
+  if (String(req.headers['x-amz-checksum-mode']).toUpperCase() === 'ENABLED')
+    for (const [name, value] of o.checksums) headers[name] = value;
   res.writeHead(200, headers);
   Readable.from(slices(o.body), { objectMode: false }).pipe(res);
 }
@@ -76,7 +80,11 @@ function list(res, bucket, query) {
     return `<Contents><Key>${escape(k.slice(bucket.length + 1))}</Key><LastModified>${o.modified.toISOString()}</LastModified><ETag>${escape(o.etag)}</ETag><Size>${o.body.length}</Size><StorageClass>STANDARD</StorageClass></Contents>`;
   });
   const next = truncated ? `<NextContinuationToken>${escape(page.at(-1).slice(bucket.length + 1))}</NextContinuationToken>` : '';
-  xml(res, 200, `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>${escape(bucket)}</Name><Prefix>${escape(prefix)}</Prefix><KeyCount>${page.length}</KeyCount><MaxKeys>${max}</MaxKeys><IsTruncated>${truncated}</IsTruncated>${contents.join('')}${next}</ListBucketResult>`);
+  xml(
+    res,
+    200,
+    `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>${escape(bucket)}</Name><Prefix>${escape(prefix)}</Prefix><KeyCount>${page.length}</KeyCount><MaxKeys>${max}</MaxKeys><IsTruncated>${truncated}</IsTruncated>${contents.join('')}${next}</ListBucketResult>`,
+  );
 }
 
 const server = http.createServer((req, res) => {

@@ -35,7 +35,10 @@ export async function cidImport(
     await run();
     return performance.now() - t;
   };
-  const source = () => (async function* () { yield* pieces(); })();
+  const source = () =>
+    (async function* () {
+      yield* pieces();
+    })();
   const sha = () =>
     time(async () => {
       const h = createHash('sha256');
@@ -86,4 +89,3 @@ export async function cidImport(
     storedZeros: rate(await bestOf(() => importAndPin(zeros))),
   };
 }
-

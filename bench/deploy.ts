@@ -145,27 +145,37 @@ async function deployOnce(a: Api, siteId: string, label: string): Promise<{ id: 
   let full = await a.deploy(siteId, queued.id);
   if (deploy.status !== 'DEPLOYED') throw new Error(`${label} ended ${deploy.status}:\n${full.log}`);
   // The pipeline says whether it published just after the record says DEPLOYED: read the log once that line is in it.
-  for (const until = Date.now() + 10_000; !/^\S+ {2}(Published|Not published)/m.test(full.log) && Date.now() < until; ) {
+  for (const until = Date.now() + 10_000; !/^\S+ {2}(Published|Not published)/m.test(full.log) && Date.now() < until;) {
     await new Promise((r) => setTimeout(r, POLL_MS));
     full = await a.deploy(siteId, queued.id);
   }
   const figures = figuresOf(full.log, triggeredAt, seenAt, load);
-  log(`  ${label} (load ${load.toFixed(2)}): ${full.ipfsHash}, ${figures.imported}, deployed in ${(figures.total / 1000).toFixed(2)} s; its log:`);
+  log(
+    `  ${label} (load ${load.toFixed(2)}): ${full.ipfsHash}, ${figures.imported}, deployed in ${(figures.total / 1000).toFixed(2)} s; its log:`,
+  );
   log(full.log.trimEnd().replace(/^/gm, '    '));
   return { id: queued.id, triggeredAt, figures };
 }
 
 async function main(): Promise<void> {
-  log(`bench:deploy on ${process.version}, ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  log(
+    `bench:deploy on ${process.version}, ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), load ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
   let git: GitServer | undefined;
   let cairn: ChildService | undefined;
   try {
     git = await startGitServer();
     let began = Date.now();
     const files = siteFiles({ seed: SEED, bytes: SITE_BYTES, files: FILES });
-    const bytes = Object.entries(files).filter(([p]) => p.startsWith('public/')).reduce((s, [, b]) => s + b.length, 0);
+    const bytes = Object.entries(files)
+      .filter(([p]) => p.startsWith('public/'))
+      .reduce((s, [, b]) => s + b.length, 0);
     const count = Object.keys(files).filter((p) => p.startsWith('public/')).length;
-    log(`  site: ${count} files, ${(bytes / 1e6).toFixed(1)} MB under public/ (seed ${SEED}), made in ${((Date.now() - began) / 1000).toFixed(1)} s`);
+    log(
+      `  site: ${count} files, ${(bytes / 1e6).toFixed(1)} MB under public/ (seed ${SEED}), made in ${((Date.now() - began) / 1000).toFixed(1)} s`,
+    );
     began = Date.now();
     await git.commit('bench/site', files, 'The benchmark site');
     await git.commit('bench/sleeper', { 'index.html': '<p>sleeps</p>' }, 'A site whose build sleeps');
@@ -175,7 +185,18 @@ async function main(): Promise<void> {
     // A reference for the clone phase: git's own command line, the same shallow clone from the same server.
     const scratch = await mkdtemp(join(tmpdir(), 'cairn-bench-clone-'));
     began = Date.now();
-    await promisify(execFile)('git', ['clone', '--quiet', '--depth', '1', '--single-branch', '--branch', 'main', '--no-tags', git.repoUrl('bench/site'), scratch]);
+    await promisify(execFile)('git', [
+      'clone',
+      '--quiet',
+      '--depth',
+      '1',
+      '--single-branch',
+      '--branch',
+      'main',
+      '--no-tags',
+      git.repoUrl('bench/site'),
+      scratch,
+    ]);
     const gitCliMs = Date.now() - began;
     await rm(scratch, { recursive: true, force: true });
     log(`  reference: \`git clone --depth 1\` of the site took ${(gitCliMs / 1000).toFixed(2)} s`);
@@ -185,7 +206,9 @@ async function main(): Promise<void> {
     const designs: Design[] = [{ label: 'this tree', start: () => startChildService({ nodeArgs: nodeArgs(true) }) }];
     if (BASELINE) {
       // The other checkout's own launcher: its ROOT, its bin/local.ts, its flags.
-      const other = (await import(pathToFileURL(join(resolve(BASELINE), 'test/support/child-service.ts')).href)) as { startChildService(o: ChildServiceOptions): Promise<ChildService> };
+      const other = (await import(pathToFileURL(join(resolve(BASELINE), 'test/support/child-service.ts')).href)) as {
+        startChildService(o: ChildServiceOptions): Promise<ChildService>;
+      };
       designs.push({ label: `baseline (${BASELINE})`, start: () => other.startChildService({ nodeArgs: nodeArgs(false) }) });
     }
     const rounds: Array<Array<{ design: string; first: DeployFigures; second: DeployFigures; rss: number }>> = [];
@@ -249,7 +272,9 @@ async function main(): Promise<void> {
     const p99 = percentile(sorted, 99);
     const mean = times.reduce((s, t) => s + t, 0) / times.length;
     const readsSorted = [...reads].sort((x, y) => x - y);
-    log(`  ${TRIGGERS} triggerDeploy (after ${WARMUP} unmeasured) in ${(windowMs / 1000).toFixed(1)} s; the sleeping build was ${stillBuilding ? 'still running at the end' : 'NO LONGER running at the end'}`);
+    log(
+      `  ${TRIGGERS} triggerDeploy (after ${WARMUP} unmeasured) in ${(windowMs / 1000).toFixed(1)} s; the sleeping build was ${stillBuilding ? 'still running at the end' : 'NO LONGER running at the end'}`,
+    );
 
     // A screenshot step, if any, logs after "Published": its lines have had the trigger run's time to appear.
     const extraOf = async (id: string, triggeredAt: number) => {
@@ -291,32 +316,83 @@ async function main(): Promise<void> {
       table([
         ['phase, s (median)', ...designs.flatMap((d) => [`${d.label}: first`, 'second (unchanged)'])],
         ...rows
-          .map(([label, key]) => [label, ...designs.flatMap((d) => [s(median(of(d.label).map((r) => r.first[key] as number))), s(median(of(d.label).map((r) => r.second[key] as number)))])])
-          .toSpliced(cloneRow, 0, ['  (reference: `git clone --depth 1`, same server, before the servers)', s(gitCliMs), ...designs.flatMap(() => ['', '']).slice(1)]),
-        ['load average when triggered (1 min)', ...designs.flatMap((d) => [median(of(d.label).map((r) => r.first.load)).toFixed(2), median(of(d.label).map((r) => r.second.load)).toFixed(2)])],
+          .map(([label, key]) => [
+            label,
+            ...designs.flatMap((d) => [
+              s(median(of(d.label).map((r) => r.first[key] as number))),
+              s(median(of(d.label).map((r) => r.second[key] as number))),
+            ]),
+          ])
+          .toSpliced(cloneRow, 0, [
+            '  (reference: `git clone --depth 1`, same server, before the servers)',
+            s(gitCliMs),
+            ...designs.flatMap(() => ['', '']).slice(1),
+          ]),
+        [
+          'load average when triggered (1 min)',
+          ...designs.flatMap((d) => [
+            median(of(d.label).map((r) => r.first.load)).toFixed(2),
+            median(of(d.label).map((r) => r.second.load)).toFixed(2),
+          ]),
+        ],
         ['server peak RSS, MiB', ...designs.flatMap((d) => [median(of(d.label).map((r) => r.rss)).toFixed(0), ''])],
       ]),
       '',
       table([
         ['round', 'design', 'first: outside the build, s', 'load', 'second: all of it, s', 'load'],
-        ...rounds.flatMap((r, i) => r.map((d) => [String(i + 1), d.design, s(d.first.outsideBuild), d.first.load.toFixed(2), s(d.second.total), d.second.load.toFixed(2)])),
+        ...rounds.flatMap((r, i) =>
+          r.map((d) => [
+            String(i + 1),
+            d.design,
+            s(d.first.outsideBuild),
+            d.first.load.toFixed(2),
+            s(d.second.total),
+            d.second.load.toFixed(2),
+          ]),
+        ),
       ]),
       '',
       table([
         ['triggerDeploy while a build runs, ms', 'p50', 'p99', 'max', 'mean'],
-        [`${TRIGGERS} sequential calls${stillBuilding ? '' : ' (the build had ENDED)'}`, p50.toFixed(1), p99.toFixed(1), sorted.at(-1)!.toFixed(1), mean.toFixed(1)],
-        [`control: ${TRIGGERS} getDeployById, right after`, percentile(readsSorted, 50).toFixed(1), percentile(readsSorted, 99).toFixed(1), readsSorted.at(-1)!.toFixed(1), (reads.reduce((x, t) => x + t, 0) / reads.length).toFixed(1)],
+        [
+          `${TRIGGERS} sequential calls${stillBuilding ? '' : ' (the build had ENDED)'}`,
+          p50.toFixed(1),
+          p99.toFixed(1),
+          sorted.at(-1)!.toFixed(1),
+          mean.toFixed(1),
+        ],
+        [
+          `control: ${TRIGGERS} getDeployById, right after`,
+          percentile(readsSorted, 50).toFixed(1),
+          percentile(readsSorted, 99).toFixed(1),
+          readsSorted.at(-1)!.toFixed(1),
+          (reads.reduce((x, t) => x + t, 0) / reads.length).toFixed(1),
+        ],
       ]),
       '',
       table([
         ['goal', 'figure', 'goal', 'met'],
-        [`first deploy, outside the build (queue, clone, import, pin, publish; median, ${designs[0]!.label})`, `${s(f1.outsideBuild)} s`, '<= 5 s', `${f1.outsideBuild <= 5000 ? 'met' : 'NOT met'} (rounds: ${metIn((r) => r.first.outsideBuild <= 5000)})`],
-        [`second deploy of the unchanged tree, all of it (median, ${designs[0]!.label})`, `${s(f2.total)} s`, '<= 2 s', `${f2.total <= 2000 ? 'met' : 'NOT met'} (rounds: ${metIn((r) => r.second.total <= 2000)})`],
+        [
+          `first deploy, outside the build (queue, clone, import, pin, publish; median, ${designs[0]!.label})`,
+          `${s(f1.outsideBuild)} s`,
+          '<= 5 s',
+          `${f1.outsideBuild <= 5000 ? 'met' : 'NOT met'} (rounds: ${metIn((r) => r.first.outsideBuild <= 5000)})`,
+        ],
+        [
+          `second deploy of the unchanged tree, all of it (median, ${designs[0]!.label})`,
+          `${s(f2.total)} s`,
+          '<= 2 s',
+          `${f2.total <= 2000 ? 'met' : 'NOT met'} (rounds: ${metIn((r) => r.second.total <= 2000)})`,
+        ],
         ['triggerDeploy p99 while a build runs', `${p99.toFixed(1)} ms`, '< 50 ms', p99 < 50 && stillBuilding ? 'met' : 'NOT met'],
       ]),
       '',
       ...(extras.some((e) => e.length)
-        ? ['After "Published" (outside the phases; a preview screenshot):', ...extras.flatMap((e, i) => e.map((l) => `  ${i ? 'second' : 'first'}: ${l}`)), '']
+        ? [
+            'After "Published" (outside the phases; a preview screenshot):',
+            ...extras.flatMap((e, i) => e.map((l) => `  ${i ? 'second' : 'first'}: ${l}`)),
+            '',
+          ]
         : ['No log lines after "Published" (no screenshot step).', '']),
       `This tree's last server: peak RSS ${rss.toFixed(0)} MiB. Times from the deploy log's timestamps (ms); the client polls every ${POLL_MS} ms. Server: a child process with \`npm start\`'s flags (${[...npmStartArgs().nodeArgs, ...NODE_FLAGS].join(' ')}), ${process.version}.`,
     ];

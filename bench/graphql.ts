@@ -103,7 +103,11 @@ function timeInWorker(endpoint: string, listings: Listing[]): Promise<number[][]
         apiKey: API_KEY,
         warmup: WARMUP,
         samples: SAMPLES,
-        listings: listings.map((l) => ({ name: l.name, expectItems: l.expectItems, body: JSON.stringify({ query: l.query, variables: l.variables }) })),
+        listings: listings.map((l) => ({
+          name: l.name,
+          expectItems: l.expectItems,
+          body: JSON.stringify({ query: l.query, variables: l.variables }),
+        })),
       },
     });
     worker.once('message', (times: number[][]) => {
@@ -143,7 +147,7 @@ async function main(): Promise<void> {
         deploySettings: { autoPublishing: true, prDeployPreviews: false, source: { kind: 'ipfs', cid: null } },
       });
     const busy = await newSite();
-    for (let made = 1; made < SITES; ) {
+    for (let made = 1; made < SITES;) {
       const batch = Math.min(16, SITES - made);
       await Promise.all(Array.from({ length: batch }, newSite));
       made += batch;
@@ -167,7 +171,9 @@ async function main(): Promise<void> {
     }));
     for (let i = 0; i < deploys.length; i += 1000) await services.deploys.putMany(deploys.slice(i, i + 1000));
     const deploysSeconds = (performance.now() - t0) / 1000;
-    console.log(`seeded ${SITES} sites in ${sitesSeconds.toFixed(1)} s and ${DEPLOYS} deploys on one site in ${deploysSeconds.toFixed(1)} s`);
+    console.log(
+      `seeded ${SITES} sites in ${sitesSeconds.toFixed(1)} s and ${DEPLOYS} deploys on one site in ${deploysSeconds.toFixed(1)} s`,
+    );
 
     const endpoint = service.endpoints.graphql;
     const post = async (query: string, variables: Record<string, unknown>) => {
@@ -176,7 +182,10 @@ async function main(): Promise<void> {
         headers: { 'content-type': 'application/json', authorization: API_KEY },
         body: JSON.stringify({ query, variables }),
       });
-      const body = (await res.json()) as { data?: Record<string, { nextToken: string | null; deploys?: unknown[]; sites?: unknown[] }>; errors?: unknown };
+      const body = (await res.json()) as {
+        data?: Record<string, { nextToken: string | null; deploys?: unknown[]; sites?: unknown[] }>;
+        errors?: unknown;
+      };
       if (res.status !== 200 || body.errors) throw new Error(`request failed: ${res.status} ${JSON.stringify(body.errors)}`);
       return Object.values(body.data!)[0]!;
     };
@@ -190,9 +199,19 @@ async function main(): Promise<void> {
 
     const listings: Listing[] = [
       { name: 'getDeploysBySite, page 1', query: DEPLOYS_QUERY, variables: { siteId: busy.id }, expectItems: 20 },
-      { name: 'getDeploysBySite, page 50', query: DEPLOYS_QUERY, variables: { siteId: busy.id, nextToken: await tokenForPage(DEPLOYS_QUERY, { siteId: busy.id }, 50) }, expectItems: 20 },
+      {
+        name: 'getDeploysBySite, page 50',
+        query: DEPLOYS_QUERY,
+        variables: { siteId: busy.id, nextToken: await tokenForPage(DEPLOYS_QUERY, { siteId: busy.id }, 50) },
+        expectItems: 20,
+      },
       { name: 'getSitesByTeam, page 1', query: SITES_QUERY, variables: { teamId }, expectItems: 20 },
-      { name: 'getSitesByTeam, page 50 (the last)', query: SITES_QUERY, variables: { teamId, nextToken: await tokenForPage(SITES_QUERY, { teamId }, 50) }, expectItems: 20 },
+      {
+        name: 'getSitesByTeam, page 50 (the last)',
+        query: SITES_QUERY,
+        variables: { teamId, nextToken: await tokenForPage(SITES_QUERY, { teamId }, 50) },
+        expectItems: 20,
+      },
     ];
     const load = loadavg()[0]!;
     // What the server's own thread went through meanwhile: garbage collection and event-loop stalls.
@@ -206,10 +225,17 @@ async function main(): Promise<void> {
     gcObserver.disconnect();
     const rows = listings.map((listing, i) => {
       const sorted = [...times[i]!].sort((x, y) => x - y);
-      return { name: listing.name, p50: percentile(sorted, 50), p99: percentile(sorted, 99), mean: sorted.reduce((sum, t) => sum + t, 0) / sorted.length };
+      return {
+        name: listing.name,
+        p50: percentile(sorted, 50),
+        p99: percentile(sorted, 99),
+        mean: sorted.reduce((sum, t) => sum + t, 0) / sorted.length,
+      };
     });
 
-    console.log(`\n${SAMPLES} requests each (after ${WARMUP} warm-up), one at a time from a client thread, the listings taking turns; 20 items a page; Node ${process.version}; ${cpus().length} CPUs, load average ${load.toFixed(1)} before and ${loadavg()[0]!.toFixed(1)} after:\n`);
+    console.log(
+      `\n${SAMPLES} requests each (after ${WARMUP} warm-up), one at a time from a client thread, the listings taking turns; 20 items a page; Node ${process.version}; ${cpus().length} CPUs, load average ${load.toFixed(1)} before and ${loadavg()[0]!.toFixed(1)} after:\n`,
+    );
     console.log('| listing | p50 ms | p99 ms | mean ms |');
     console.log('| --- | ---: | ---: | ---: |');
     for (const r of rows) console.log(`| ${r.name} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.mean.toFixed(2)} |`);

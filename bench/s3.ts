@@ -59,7 +59,10 @@ const ROUNDS = num('BENCH_ROUNDS', 3);
 /** The unmeasured run before each step: 16 MiB of a big transfer, 100 small operations. */
 const REHEARSAL_BYTES = Math.min(16 * 1024 * 1024, BIG_BYTES);
 const REHEARSAL_COUNT = Math.min(100, SMALL_COUNT);
-const SERVERS = (process.env.BENCH_SERVERS ?? 'cairn,s3rver,bare').split(',').map((s) => s.trim()).filter((s) => s && s !== 'none');
+const SERVERS = (process.env.BENCH_SERVERS ?? 'cairn,s3rver,bare')
+  .split(',')
+  .map((s) => s.trim())
+  .filter((s) => s && s !== 'none');
 const CPU_PROF = process.env.BENCH_CPU_PROF;
 const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const STEPS = new Set((process.env.BENCH_STEPS ?? 'bigPut,bigGet,smallPut,smallGet,list').split(',').map((s) => s.trim()));
@@ -100,7 +103,10 @@ async function startCairn(extra: string[] = []): Promise<Server> {
     if (name === undefined) throw new Error(`"${setting}" in BENCH_SERVERS is neither a Node flag (--...) nor NAME=value`);
     env[name] = value!;
   }
-  const cairn = await startChildService({ env, nodeArgs: [...NODE_FLAGS, ...extraFlags, ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [])] });
+  const cairn = await startChildService({
+    env,
+    nodeArgs: [...NODE_FLAGS, ...extraFlags, ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [])],
+  });
   leftovers.push(cairn.dataDir);
   return {
     name: extra.length ? `Cairn ${extra.join(' ')}` : 'Cairn',
@@ -119,7 +125,20 @@ async function startS3rver(): Promise<Server> {
   // s3rver pages listings with a DES continuation token: OpenSSL 3 needs the legacy provider.
   const child = spawn(
     process.execPath,
-    [...NODE_FLAGS, '--openssl-legacy-provider', bin, '-d', dataDir, '-a', '127.0.0.1', '-p', String(port), '--silent', '--configure-bucket', 'bench'],
+    [
+      ...NODE_FLAGS,
+      '--openssl-legacy-provider',
+      bin,
+      '-d',
+      dataDir,
+      '-a',
+      '127.0.0.1',
+      '-p',
+      String(port),
+      '--silent',
+      '--configure-bucket',
+      'bench',
+    ],
     { cwd: ROOT, stdio: ['ignore', 'inherit', 'pipe'] },
   );
   leftovers.push(dataDir);
@@ -184,7 +203,11 @@ function threadCpu(pid: number): Map<string, number> {
     try {
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
       const close = stat.lastIndexOf(')');
-      const name = stat.slice(stat.indexOf('(') + 1, close).replace(/[0-9]+$/, '').trim() || 'thread';
+      const name =
+        stat
+          .slice(stat.indexOf('(') + 1, close)
+          .replace(/[0-9]+$/, '')
+          .trim() || 'thread';
       const fields = stat.slice(close + 2).split(' ');
       const ms = (Number(fields[11]) + Number(fields[12])) * TICK_MS; // utime, stime
       out.set(name, (out.get(name) ?? 0) + ms);
@@ -200,7 +223,10 @@ function cpuPerOp(before: Map<string, number>, after: Map<string, number>, ops: 
   const rows = [...after].map(([name, ms]) => [name, ms - (before.get(name) ?? 0)] as const).filter(([, ms]) => ms > 0);
   const total = rows.reduce((sum, [, ms]) => sum + ms, 0);
   const per = (ms: number) => ((ms * 1000) / ops).toFixed(0);
-  return `server CPU ${per(total)} µs/op (${rows.sort((a, b) => b[1] - a[1]).map(([name, ms]) => `${name} ${per(ms)}`).join(', ')})`;
+  return `server CPU ${per(total)} µs/op (${rows
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, ms]) => `${name} ${per(ms)}`)
+    .join(', ')})`;
 }
 
 let serverPid = 0;
@@ -264,7 +290,8 @@ async function rehearse(t: Target, name: keyof Results, big: Buffer, small: Buff
   const { s3 } = t;
   const Bucket = t.server.bucket;
   const body = (i: number) => small.subarray(i * SMALL_BYTES, (i + 1) * SMALL_BYTES);
-  if (name === 'bigPut') await s3.send(new PutObjectCommand({ Bucket, Key: 'rehearsal/big', Body: big.subarray(BIG_BYTES - REHEARSAL_BYTES) }));
+  if (name === 'bigPut')
+    await s3.send(new PutObjectCommand({ Bucket, Key: 'rehearsal/big', Body: big.subarray(BIG_BYTES - REHEARSAL_BYTES) }));
   if (name === 'bigGet') await drain((await s3.send(new GetObjectCommand({ Bucket, Key: 'warmup/big' }))).Body);
   if (name === 'smallPut' || name === 'smallGet') {
     await parallel(REHEARSAL_COUNT, CONCURRENCY, async (i) => {
@@ -282,47 +309,69 @@ async function step(t: Target, name: keyof Results, round: number, big: Buffer, 
   const smallKey = (i: number) => `small/${round}/${String(i).padStart(6, '0')}`;
   const smallBody = (i: number) => small.subarray(i * SMALL_BYTES, (i + 1) * SMALL_BYTES);
   const runs: Record<string, [label: string, ops: number, run: () => Promise<number>]> = {
-    bigPut: [`PUT ${BIG_BYTES / 2 ** 20} MiB, MB/s`, 1, async () => {
-      // New bytes in every 4 KiB, so no round re-uploads blocks Cairn already has (it stores a block once).
-      for (let at = round % 4096; at < big.length; at += 4096) big[at] = (big[at]! + 1) & 0xff;
-      const started = performance.now();
-      await s3.send(new PutObjectCommand({ Bucket, Key: `big/${round}`, Body: big }));
-      return BIG_BYTES / 1e6 / ((performance.now() - started) / 1000);
-    }],
-    bigGet: [`GET ${BIG_BYTES / 2 ** 20} MiB, MB/s`, 1, async () => {
-      const started = performance.now();
-      const out = await s3.send(new GetObjectCommand({ Bucket, Key: `big/${round}` }));
-      const n = await drain(out.Body);
-      if (n !== BIG_BYTES) throw new Error(`GET returned ${n} bytes, not ${BIG_BYTES}`);
-      return BIG_BYTES / 1e6 / ((performance.now() - started) / 1000);
-    }],
-    smallPut: [`PUT ${SMALL_COUNT} x ${SMALL_BYTES / 1024} KiB, ops/s`, SMALL_COUNT, async () => {
-      const ms = await parallel(SMALL_COUNT, CONCURRENCY, async (i) => {
-        await s3.send(new PutObjectCommand({ Bucket, Key: smallKey(i), Body: smallBody(i) }));
-      });
-      return SMALL_COUNT / (ms / 1000);
-    }],
-    smallGet: [`GET ${SMALL_COUNT} x ${SMALL_BYTES / 1024} KiB, ops/s`, SMALL_COUNT, async () => {
-      const ms = await parallel(SMALL_COUNT, CONCURRENCY, async (i) => {
-        const out = await s3.send(new GetObjectCommand({ Bucket, Key: smallKey(i) }));
+    bigPut: [
+      `PUT ${BIG_BYTES / 2 ** 20} MiB, MB/s`,
+      1,
+      async () => {
+        // New bytes in every 4 KiB, so no round re-uploads blocks Cairn already has (it stores a block once).
+        for (let at = round % 4096; at < big.length; at += 4096) big[at] = (big[at]! + 1) & 0xff;
+        const started = performance.now();
+        await s3.send(new PutObjectCommand({ Bucket, Key: `big/${round}`, Body: big }));
+        return BIG_BYTES / 1e6 / ((performance.now() - started) / 1000);
+      },
+    ],
+    bigGet: [
+      `GET ${BIG_BYTES / 2 ** 20} MiB, MB/s`,
+      1,
+      async () => {
+        const started = performance.now();
+        const out = await s3.send(new GetObjectCommand({ Bucket, Key: `big/${round}` }));
         const n = await drain(out.Body);
-        if (n !== SMALL_BYTES) throw new Error(`GET ${smallKey(i)} returned ${n} bytes`);
-      });
-      return SMALL_COUNT / (ms / 1000);
-    }],
-    list: [`list ${SMALL_COUNT} keys, ms`, 1, async () => {
-      const started = performance.now();
-      let token: string | undefined;
-      let keys = 0;
-      do {
-        const page = await s3.send(new ListObjectsV2Command({ Bucket, Prefix: `small/${round}/`, MaxKeys: 1000, ContinuationToken: token }));
-        keys += page.Contents?.length ?? 0;
-        token = page.IsTruncated ? page.NextContinuationToken : undefined;
-      } while (token);
-      const ms = performance.now() - started;
-      if (keys !== SMALL_COUNT) throw new Error(`listed ${keys} keys, not ${SMALL_COUNT}`);
-      return ms;
-    }],
+        if (n !== BIG_BYTES) throw new Error(`GET returned ${n} bytes, not ${BIG_BYTES}`);
+        return BIG_BYTES / 1e6 / ((performance.now() - started) / 1000);
+      },
+    ],
+    smallPut: [
+      `PUT ${SMALL_COUNT} x ${SMALL_BYTES / 1024} KiB, ops/s`,
+      SMALL_COUNT,
+      async () => {
+        const ms = await parallel(SMALL_COUNT, CONCURRENCY, async (i) => {
+          await s3.send(new PutObjectCommand({ Bucket, Key: smallKey(i), Body: smallBody(i) }));
+        });
+        return SMALL_COUNT / (ms / 1000);
+      },
+    ],
+    smallGet: [
+      `GET ${SMALL_COUNT} x ${SMALL_BYTES / 1024} KiB, ops/s`,
+      SMALL_COUNT,
+      async () => {
+        const ms = await parallel(SMALL_COUNT, CONCURRENCY, async (i) => {
+          const out = await s3.send(new GetObjectCommand({ Bucket, Key: smallKey(i) }));
+          const n = await drain(out.Body);
+          if (n !== SMALL_BYTES) throw new Error(`GET ${smallKey(i)} returned ${n} bytes`);
+        });
+        return SMALL_COUNT / (ms / 1000);
+      },
+    ],
+    list: [
+      `list ${SMALL_COUNT} keys, ms`,
+      1,
+      async () => {
+        const started = performance.now();
+        let token: string | undefined;
+        let keys = 0;
+        do {
+          const page = await s3.send(
+            new ListObjectsV2Command({ Bucket, Prefix: `small/${round}/`, MaxKeys: 1000, ContinuationToken: token }),
+          );
+          keys += page.Contents?.length ?? 0;
+          token = page.IsTruncated ? page.NextContinuationToken : undefined;
+        } while (token);
+        const ms = performance.now() - started;
+        if (keys !== SMALL_COUNT) throw new Error(`listed ${keys} keys, not ${SMALL_COUNT}`);
+        return ms;
+      },
+    ],
   };
   const [label, ops, run] = runs[name]!;
   if (t.failed[name]) return;
@@ -372,7 +421,9 @@ function table(rows: string[][]): string {
 }
 
 async function main(): Promise<void> {
-  log(`bench:s3 on ${process.version}, ${BIG_BYTES / 2 ** 20} MiB big object, ${SMALL_COUNT} x ${SMALL_BYTES / 1024} KiB with ${CONCURRENCY} clients`);
+  log(
+    `bench:s3 on ${process.version}, ${BIG_BYTES / 2 ** 20} MiB big object, ${SMALL_COUNT} x ${SMALL_BYTES / 1024} KiB with ${CONCURRENCY} clients`,
+  );
   const big = randomBytes(BIG_BYTES);
   const small = randomBytes(SMALL_COUNT * SMALL_BYTES);
   const results: Record<string, Results> = {};
@@ -440,7 +491,15 @@ async function main(): Promise<void> {
   for (const [label, key, digits, goal, better, target] of goals) {
     const r = ratioCell(c?.[key], s?.[key]);
     const met = r.value === undefined || !goal ? '' : (better === 'higher' ? r.value >= target : r.value <= target) ? 'yes' : 'NO';
-    rows.push([label, fmt(c?.[key], digits), fmt(s?.[key], digits), r.text, goal, met, key === 'rss' ? '' : ratioCell(b?.[key], s?.[key]).text]);
+    rows.push([
+      label,
+      fmt(c?.[key], digits),
+      fmt(s?.[key], digits),
+      r.text,
+      goal,
+      met,
+      key === 'rss' ? '' : ratioCell(b?.[key], s?.[key]).text,
+    ]);
   }
   // Extra Cairns (BENCH_SERVERS "cairn+..."): their medians, each with its ratio to s3rver.
   const extras = Object.keys(results).filter((name) => !['Cairn', 's3rver', 'bare'].includes(name));
@@ -450,7 +509,9 @@ async function main(): Promise<void> {
           label,
           ...extras.map((name) => {
             const r = ratioCell(results[name]![key], s?.[key]);
-            return key === 'rss' || r.value === undefined ? fmt(results[name]![key], digits) : `${fmt(results[name]![key], digits)} (${r.text})`;
+            return key === 'rss' || r.value === undefined
+              ? fmt(results[name]![key], digits)
+              : `${fmt(results[name]![key], digits)} (${r.text})`;
           }),
         ]),
       )
@@ -465,11 +526,23 @@ async function main(): Promise<void> {
     table([
       ['CID import (Kubo settings, 64 KiB pieces)', 'MB/s', 'of SHA-256', 'goal', 'met'],
       ['node:crypto SHA-256, same bytes', cid.sha256.toFixed(0), '', '', ''],
-      ['importFile, blocks discarded (hashing and DAG)', cid.hashing.toFixed(0), share(cid.hashing), '>= 60%', cidRatio >= 0.6 ? 'yes' : 'NO'],
+      [
+        'importFile, blocks discarded (hashing and DAG)',
+        cid.hashing.toFixed(0),
+        share(cid.hashing),
+        '>= 60%',
+        cidRatio >= 0.6 ? 'yes' : 'NO',
+      ],
       ['importFile into a MemoryBlockstore', cid.memory.toFixed(0), share(cid.memory), '', ''],
       ['importFile into the local PackedBlockstore (disk)', cid.fs.toFixed(0), share(cid.fs), '', ''],
       ['import and pin in the local node, random bytes', cid.stored.toFixed(0), share(cid.stored), '', ''],
-      ['import and pin in the local node, all zeros', cid.storedZeros.toFixed(0), share(cid.storedZeros), '>= 100 MB/s', cid.storedZeros >= 100 ? 'yes' : 'NO'],
+      [
+        'import and pin in the local node, all zeros',
+        cid.storedZeros.toFixed(0),
+        share(cid.storedZeros),
+        '>= 100 MB/s',
+        cid.storedZeros >= 100 ? 'yes' : 'NO',
+      ],
     ]),
     '',
     `MB = 10^6 bytes. Each figure is the median of ${ROUNDS} rounds; in each round every step runs on each server in turn, starting one server later each round (servers are child processes on loopback, ${process.version}${NODE_FLAGS.length ? `, ${NODE_FLAGS.join(' ')}` : ''}).`,

@@ -15,7 +15,10 @@ export function prng(seed: number): () => number {
   let c = 0xb7e15162;
   let d = seed | 1;
   const next = () => {
-    a >>>= 0; b >>>= 0; c >>>= 0; d >>>= 0;
+    a >>>= 0;
+    b >>>= 0;
+    c >>>= 0;
+    d >>>= 0;
     const t = (a + b + d) >>> 0;
     d = (d + 1) >>> 0;
     a = b ^ (b >>> 9);
@@ -55,16 +58,26 @@ export function textFile(rand: () => number, words: string[], ext: string, size:
     parts.push(s);
     length += s.length;
   };
-  if (ext === 'html') push('<!doctype html>\n<html lang="en">\n<head><meta charset="utf-8"><link rel="stylesheet" href="/assets/css/site.css"></head>\n<body>\n');
+  if (ext === 'html')
+    push(
+      '<!doctype html>\n<html lang="en">\n<head><meta charset="utf-8"><link rel="stylesheet" href="/assets/css/site.css"></head>\n<body>\n',
+    );
   while (length < size) {
     if (ext === 'html') {
       let p = `<p class="${word()}">`;
-      for (let i = 0, n = 8 + Math.floor(rand() * 40); i < n; i++) p += (rand() < 0.05 ? `<a href="/${word()}/${word()}.html">${word()}</a>` : word()) + ' ';
+      for (let i = 0, n = 8 + Math.floor(rand() * 40); i < n; i++)
+        p += (rand() < 0.05 ? `<a href="/${word()}/${word()}.html">${word()}</a>` : word()) + ' ';
       push(p + '</p>\n');
     } else if (ext === 'css') {
-      push(`.${word()}-${word()} { margin: ${Math.floor(rand() * 40)}px; color: #${Math.floor(rand() * 0xffffff).toString(16).padStart(6, '0')}; }\n`);
+      push(
+        `.${word()}-${word()} { margin: ${Math.floor(rand() * 40)}px; color: #${Math.floor(rand() * 0xffffff)
+          .toString(16)
+          .padStart(6, '0')}; }\n`,
+      );
     } else {
-      push(`function ${word()}_${word()}(${word()}, ${word()}) { return ${word()}.${word()}(${Math.floor(rand() * 1000)}) + "${word()} ${word()}"; }\n`);
+      push(
+        `function ${word()}_${word()}(${word()}, ${word()}) { return ${word()}.${word()}(${Math.floor(rand() * 1000)}) + "${word()} ${word()}"; }\n`,
+      );
     }
   }
   return Buffer.from(parts.join('')).subarray(0, size);
@@ -112,7 +125,11 @@ export function siteFiles({ seed, bytes, files: count }: SiteShape): Record<stri
     files[`public/${dir}/${words[i % words.length]!}-${i}.${ext}`] = textFile(rand, words, ext, size);
   });
   imageSizes.forEach((size, i) => {
-    files[`public/images/${2015 + (i % 10)}/${words[(i * 13) % words.length]!}-${i}.${rand() < 0.7 ? 'jpg' : 'png'}`] = seededBytes(seed, `image-${i}`, size);
+    files[`public/images/${2015 + (i % 10)}/${words[(i * 13) % words.length]!}-${i}.${rand() < 0.7 ? 'jpg' : 'png'}`] = seededBytes(
+      seed,
+      `image-${i}`,
+      size,
+    );
   });
   return files;
 }
@@ -125,7 +142,8 @@ export async function gql(endpoint: string, query: string, variables: Record<str
     body: JSON.stringify({ query, variables }),
   });
   const json = (await res.json()) as { data?: any; errors?: unknown[] };
-  if (res.status !== 200 || json.errors?.length || !json.data) throw new Error(`GraphQL ${res.status}: ${JSON.stringify(json.errors ?? json).slice(0, 500)}`);
+  if (res.status !== 200 || json.errors?.length || !json.data)
+    throw new Error(`GraphQL ${res.status}: ${JSON.stringify(json.errors ?? json).slice(0, 500)}`);
   return json.data;
 }
 
@@ -136,20 +154,34 @@ export interface Api {
   deploy(siteId: string, deployId: string, fields?: string): Promise<any>;
   cancel(siteId: string, deployId: string): Promise<void>;
   /** Polls until `done` (default: the deploy ended); returns the deploy and when the poll saw it (ms since epoch). */
-  waitFor(siteId: string, deployId: string, done?: (d: any) => boolean, ms?: number, fields?: string): Promise<{ deploy: any; seenAt: number }>;
+  waitFor(
+    siteId: string,
+    deployId: string,
+    done?: (d: any) => boolean,
+    ms?: number,
+    fields?: string,
+  ): Promise<{ deploy: any; seenAt: number }>;
 }
 
 export function api(endpoint: string, pollMs = 50): Api {
   const self: Api = {
     async createSite(repoUrl, build) {
-      const input = { buildSettings: build, deploySettings: { source: { repository: { type: 'GIT_HOST', url: repoUrl, branch: 'main' } } } };
+      const input = {
+        buildSettings: build,
+        deploySettings: { source: { repository: { type: 'GIT_HOST', url: repoUrl, branch: 'main' } } },
+      };
       return (await gql(endpoint, 'mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', { input })).createSite;
     },
     async trigger(siteId) {
       return (await gql(endpoint, 'mutation ($s: ID!) { triggerDeploy(siteId: $s) { id status } }', { s: siteId })).triggerDeploy;
     },
     async deploy(siteId, deployId, fields = 'id status log ipfsHash published') {
-      return (await gql(endpoint, `query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { ${fields} } }`, { s: siteId, d: deployId })).getDeployById;
+      return (
+        await gql(endpoint, `query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { ${fields} } }`, {
+          s: siteId,
+          d: deployId,
+        })
+      ).getDeployById;
     },
     async cancel(siteId, deployId) {
       await gql(endpoint, 'mutation ($s: ID!, $d: ID!) { cancelDeploy(siteId: $s, deployId: $d) { id } }', { s: siteId, d: deployId });
@@ -159,7 +191,8 @@ export function api(endpoint: string, pollMs = 50): Api {
       for (;;) {
         const deploy = await self.deploy(siteId, deployId, fields);
         if (done(deploy)) return { deploy, seenAt: Date.now() };
-        if (Date.now() > deadline) throw new Error(`deploy ${deployId} did not get there in ${ms} ms: ${JSON.stringify(deploy).slice(0, 1000)}`);
+        if (Date.now() > deadline)
+          throw new Error(`deploy ${deployId} did not get there in ${ms} ms: ${JSON.stringify(deploy).slice(0, 1000)}`);
         await new Promise((r) => setTimeout(r, pollMs));
       }
     },

@@ -96,7 +96,12 @@ const CPU_PROF = process.env.BENCH_CPU_PROF;
 const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const CASE_NAMES = ['hit', 'miss', 'peer', 'mixed-hit', 'mixed-peer'] as const;
 type CaseName = (typeof CASE_NAMES)[number];
-const CASES = new Set((process.env.BENCH_CASES ?? CASE_NAMES.join(',')).split(',').map((s) => s.trim()).filter(Boolean) as CaseName[]);
+const CASES = new Set(
+  (process.env.BENCH_CASES ?? CASE_NAMES.join(','))
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean) as CaseName[],
+);
 
 /** A round is quiet when the rest of the machine (not the servers, not this client) used less than this, % of a core. */
 const QUIET_REST = 25;
@@ -210,7 +215,8 @@ async function load(c: Case, seconds: number): Promise<RoundFigures> {
         else if (name === 'x-cache') cache = headers[i + 1]!;
       }
       xCache.set(cache, (xCache.get(cache) ?? 0) + 1);
-      if (statusCode !== 200 || (c.length !== undefined && length !== String(c.length)) || (c.target.xCache && cache !== c.target.xCache)) wrong++;
+      if (statusCode !== 200 || (c.length !== undefined && length !== String(c.length)) || (c.target.xCache && cache !== c.target.xCache))
+        wrong++;
     });
     client.on('response', (_status, _bytes, ms) => latencies.push(ms));
   };
@@ -268,7 +274,9 @@ async function check(target: Target, files: Map<string, Buffer>, xCache?: (first
         const body = Buffer.from(await res.arrayBuffer());
         const cache = res.headers.get('x-cache') ?? undefined;
         if (res.status !== 200 || !body.equals(expected) || (xCache && cache !== xCache(first))) {
-          throw new Error(`${target.label} ${path}: ${res.status}, ${body.length} bytes (${body.equals(expected) ? 'right' : 'WRONG'} bytes, ${expected.length} expected), X-Cache ${cache}`);
+          throw new Error(
+            `${target.label} ${path}: ${res.status}, ${body.length} bytes (${body.equals(expected) ? 'right' : 'WRONG'} bytes, ${expected.length} expected), X-Cache ${cache}`,
+          );
         }
       }
     }
@@ -281,7 +289,9 @@ async function startHttpServer(dir: string): Promise<{ child: ChildProcess; url:
   const port = await freePort();
   const pkg = join(ROOT, 'node_modules/http-server');
   const version = (JSON.parse(readFileSync(join(pkg, 'package.json'), 'utf8')) as { version: string }).version;
-  const child = spawn(process.execPath, [join(pkg, 'bin/http-server'), dir, '-p', String(port), '-a', '127.0.0.1', '-s'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [join(pkg, 'bin/http-server'), dir, '-p', String(port), '-a', '127.0.0.1', '-s'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   const url = `http://127.0.0.1:${port}`;
   await waitForHttp(child, 'http-server', `${url}/`);
   return { child, url, version };
@@ -294,7 +304,11 @@ const median = (xs: number[]) => {
 };
 
 async function main(): Promise<void> {
-  log(`bench:sites on ${process.version}, ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  log(
+    `bench:sites on ${process.version}, ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), load ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
   let git: GitServer | undefined;
   let peer: ChildProcess | undefined;
   const cairns: ChildService[] = [];
@@ -309,7 +323,9 @@ async function main(): Promise<void> {
         .map(([p, b]) => [p.slice('public'.length), b] as const),
     );
     const bytes = [...published.values()].reduce((s, b) => s + b.length, 0);
-    log(`  site: ${published.size} files, ${(bytes / 1e6).toFixed(1)} MB under public/ (seed ${SEED}); the page ${PAGE}, ${PAGE_BYTES} bytes`);
+    log(
+      `  site: ${published.size} files, ${(bytes / 1e6).toFixed(1)} MB under public/ (seed ${SEED}); the page ${PAGE}, ${PAGE_BYTES} bytes`,
+    );
 
     // The publish directory on disk, for http-server.
     const dir = join(scratch, 'public');
@@ -325,7 +341,8 @@ async function main(): Promise<void> {
     const nodeArgs = [...NODE_FLAGS, ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [])];
     // The collector's walk every minute is no part of serving: off, on both.
     // Their logs (warnings and errors only) are kept and summed up at the end rather than interleaved with the figures.
-    const start = (env: Record<string, string>) => startChildService({ nodeArgs, captureLog: true, env: { CAIRN_GC_INTERVAL: '0', ...env } });
+    const start = (env: Record<string, string>) =>
+      startChildService({ nodeArgs, captureLog: true, env: { CAIRN_GC_INTERVAL: '0', ...env } });
     const [hitServer, missServer] = await Promise.all([start({}), start({ CAIRN_SITE_CACHE_BYTES: '1' })]);
     cairns.push(hitServer, missServer);
 
@@ -346,8 +363,20 @@ async function main(): Promise<void> {
     const http = await startHttpServer(dir);
     peer = http.child;
 
-    const hit: Target = { label: 'Cairn HIT', pid: hitServer.pid, url: hitServer.endpoints.gateway, host: hostOf(hitServer, hitSlug), xCache: 'HIT' };
-    const miss: Target = { label: 'Cairn MISS', pid: missServer.pid, url: missServer.endpoints.gateway, host: hostOf(missServer, missSlug), xCache: 'MISS' };
+    const hit: Target = {
+      label: 'Cairn HIT',
+      pid: hitServer.pid,
+      url: hitServer.endpoints.gateway,
+      host: hostOf(hitServer, hitSlug),
+      xCache: 'HIT',
+    };
+    const miss: Target = {
+      label: 'Cairn MISS',
+      pid: missServer.pid,
+      url: missServer.endpoints.gateway,
+      host: hostOf(missServer, missSlug),
+      xCache: 'MISS',
+    };
     const peerTarget: Target = { label: `http-server ${http.version}`, pid: http.child.pid!, url: http.url };
     serverPids.push(hitServer.pid, missServer.pid, http.child.pid!);
 
@@ -360,7 +389,10 @@ async function main(): Promise<void> {
     const pageHeaders = async (t: Target) => {
       const res = await hostFetch(`${t.url}${PAGE}`, { headers: t.host ? { host: t.host } : {} });
       await res.arrayBuffer();
-      return [...res.headers].filter(([k]) => k !== 'date').map(([k, v]) => `${k}: ${v}`).join('; ');
+      return [...res.headers]
+        .filter(([k]) => k !== 'date')
+        .map(([k, v]) => `${k}: ${v}`)
+        .join('; ');
     };
     for (const t of [hit, miss, peerTarget]) log(`  ${t.label} answers ${PAGE} with ${await pageHeaders(t)}`);
 
@@ -394,7 +426,8 @@ async function main(): Promise<void> {
 
     // Medians; the ratios are per round (the same round's figures of both), then their median.
     const med = (name: CaseName, key: keyof RoundFigures) => median((rounds.get(name) ?? []).map((f) => f[key] as number));
-    const sum = (name: CaseName, key: 'errors' | 'non2xx' | 'wrong' | 'requests') => (rounds.get(name) ?? []).reduce((s, f) => s + f[key], 0);
+    const sum = (name: CaseName, key: 'errors' | 'non2xx' | 'wrong' | 'requests') =>
+      (rounds.get(name) ?? []).reduce((s, f) => s + f[key], 0);
     // Per round: Cairn's requests per second over http-server's, and the same by the main thread's CPU (http-server's µs per
     // request over Cairn's: about the throughput ratio were each event loop given a core of its own).
     const ratio = (a: CaseName, b: CaseName) => {
@@ -408,7 +441,15 @@ async function main(): Promise<void> {
     };
     const goalRow = (label: string, r: ReturnType<typeof ratio>, goal?: number) =>
       r
-        ? [label, r.median.toFixed(2), r.each.map((x) => x.toFixed(2)).join(' '), r.cpu.toFixed(2), r.quiet.length ? `${median(r.quiet).toFixed(2)} (${r.quiet.length})` : '-', goal === undefined ? '' : `>= ${goal.toFixed(1)}`, goal === undefined ? '' : r.median >= goal ? 'met' : 'NOT met']
+        ? [
+            label,
+            r.median.toFixed(2),
+            r.each.map((x) => x.toFixed(2)).join(' '),
+            r.cpu.toFixed(2),
+            r.quiet.length ? `${median(r.quiet).toFixed(2)} (${r.quiet.length})` : '-',
+            goal === undefined ? '' : `>= ${goal.toFixed(1)}`,
+            goal === undefined ? '' : r.median >= goal ? 'met' : 'NOT met',
+          ]
         : [label, '-', '(not run)', '-', '-', goal === undefined ? '' : `>= ${goal.toFixed(1)}`, ''];
     const logged = (service: ChildService, label: string) => {
       const counts = new Map<string, number>();
@@ -423,14 +464,31 @@ async function main(): Promise<void> {
         }
         counts.set(what, (counts.get(what) ?? 0) + 1);
       }
-      return counts.size ? [`${label} logged: ${[...counts].map(([what, n]) => `${n} x "${what}"`).join('; ')}.`] : [`${label} logged nothing.`];
+      return counts.size
+        ? [`${label} logged: ${[...counts].map(([what, n]) => `${n} x "${what}"`).join('; ')}.`]
+        : [`${label} logged nothing.`];
     };
     const out = [
       '',
       `Site: ${published.size} files, ${(bytes / 1e6).toFixed(1)} MB (seed ${SEED}); ${CONNECTIONS} connections, ${WARMUP_SECONDS} s warm-up + ${SECONDS} s measured per case, ${ROUNDS} rounds interleaved; medians of the rounds.`,
       '',
       table([
-        ['case', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'wrong', 'server CPU %', 'µs/req', 'main %', 'main µs/req', 'client %', 'rest %', 'machine %'],
+        [
+          'case',
+          'req/s',
+          'p50 ms',
+          'p99 ms',
+          'errors',
+          'non-2xx',
+          'wrong',
+          'server CPU %',
+          'µs/req',
+          'main %',
+          'main µs/req',
+          'client %',
+          'rest %',
+          'machine %',
+        ],
         ...cases.map((c) => [
           c.label,
           f0(med(c.name, 'rps')),

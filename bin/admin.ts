@@ -54,13 +54,17 @@ async function openTables(config: Config, options: { local: boolean; sealing: bo
   }
   const inAws = !config.dynamodb.endpoint;
   if (inAws && !process.env.CAIRN_ACCOUNTS_TABLE) {
-    throw new AdminError("CAIRN_ACCOUNTS_TABLE is not set: set it to the stack's AccountsTableName output (or use --local for this machine's data directory)");
+    throw new AdminError(
+      "CAIRN_ACCOUNTS_TABLE is not set: set it to the stack's AccountsTableName output (or use --local for this machine's data directory)",
+    );
   }
   let sealer = noSealing;
   if (options.sealing) {
     // The functions must be able to open what is sealed here: never a key generated on this machine.
     if (inAws && !config.kmsKeyId) {
-      throw new AdminError("CAIRN_KMS_KEY_ID is not set: set it to the stack's SecretsKeyId output (storage secrets are sealed with the stack's KMS key)");
+      throw new AdminError(
+        "CAIRN_KMS_KEY_ID is not set: set it to the stack's SecretsKeyId output (storage secrets are sealed with the stack's KMS key)",
+      );
     }
     if (!config.kmsKeyId && !config.secretKey) {
       throw new AdminError('set CAIRN_KMS_KEY_ID or CAIRN_SECRET_KEY to the key the service seals storage secrets with');
@@ -71,13 +75,19 @@ async function openTables(config: Config, options: { local: boolean; sealing: bo
   return { accounts: new AccountStore(db, new StorageKeyStore(db, sealer)), close: async () => db.client.destroy() };
 }
 
-async function withTables<T>(config: Config, options: { local: boolean; sealing: boolean }, run: (tables: Tables) => Promise<T>): Promise<T> {
+async function withTables<T>(
+  config: Config,
+  options: { local: boolean; sealing: boolean },
+  run: (tables: Tables) => Promise<T>,
+): Promise<T> {
   const tables = await openTables(config, options);
   try {
     return await run(tables);
   } catch (err) {
     if (err instanceof ResourceNotFoundException) {
-      throw new AdminError(`table ${config.tables.accounts} not found in ${config.dynamodb.endpoint ?? `DynamoDB in ${config.region}`}: check CAIRN_ACCOUNTS_TABLE and AWS_REGION`);
+      throw new AdminError(
+        `table ${config.tables.accounts} not found in ${config.dynamodb.endpoint ?? `DynamoDB in ${config.region}`}: check CAIRN_ACCOUNTS_TABLE and AWS_REGION`,
+      );
     }
     throw err;
   } finally {
@@ -137,7 +147,10 @@ async function listAccounts(options: { json?: boolean; local?: boolean }): Promi
     out.write('No accounts.\n');
     return;
   }
-  const rows: string[][] = [['NAME', 'DEFAULT BUCKET', 'CREATED', 'ACCOUNT ID', 'TEAM ID'], ...list.map((a: Account) => [a.name, a.defaultBucket, a.createdAt, a.id, a.defaultTeamId])];
+  const rows: string[][] = [
+    ['NAME', 'DEFAULT BUCKET', 'CREATED', 'ACCOUNT ID', 'TEAM ID'],
+    ...list.map((a: Account) => [a.name, a.defaultBucket, a.createdAt, a.id, a.defaultTeamId]),
+  ];
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   for (const row of rows) out.write(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ') + '\n');
 }
@@ -148,7 +161,9 @@ const program = new Command()
   .showHelpAfterError();
 program
   .command('create-account')
-  .description('create an account with its team, default bucket <name>-bucket, a storage key pair and a GraphQL API key; prints the credentials once')
+  .description(
+    'create an account with its team, default bucket <name>-bucket, a storage key pair and a GraphQL API key; prints the credentials once',
+  )
   .argument('<name>', 'the account name: 3-42 lowercase letters, digits or hyphens')
   .option('--json', 'print the new account and its credentials as one JSON object')
   .option('--local', "this machine's data directory (CAIRN_DATA_DIR; stop the service first)")

@@ -28,7 +28,8 @@ async function main(): Promise<number> {
     out.write(`Checked ${report.objects} objects: ${report.cids} CIDs, ${report.blocks} blocks read and hashed.\n`);
     for (const d of report.damaged) out.write(`DAMAGED ${d.bucket}/${d.key} (${d.cid}): ${d.problem}\n`);
     for (const b of report.missingBlocks) out.write(`missing block ${b}\n`);
-    for (const b of report.corruptBlocks) out.write(`corrupt block ${b}${repair ? ' (deleted: upload the object again to restore it)' : ''}\n`);
+    for (const b of report.corruptBlocks)
+      out.write(`corrupt block ${b}${repair ? ' (deleted: upload the object again to restore it)' : ''}\n`);
     const verb = repair ? '' : 'would be ';
     out.write(
       [
@@ -39,7 +40,11 @@ async function main(): Promise<number> {
         `${report.heliaRecords} old Helia pin records ${verb}removed`,
       ].join('; ') + '.\n',
     );
-    out.write(report.damaged.length ? `${report.damaged.length} damaged objects${repair ? ', marked: GET answers InvalidObjectState until they are uploaded again' : ''}.\n` : 'Every object is whole.\n');
+    out.write(
+      report.damaged.length
+        ? `${report.damaged.length} damaged objects${repair ? ', marked: GET answers InvalidObjectState until they are uploaded again' : ''}.\n`
+        : 'Every object is whole.\n',
+    );
     return report.damaged.length ? 2 : 0;
   } finally {
     await storage.close();

@@ -48,7 +48,13 @@ import { FirstAccount } from './first-account.js';
 import { CairnMonitoring } from './monitoring.js';
 import type { aws_certificatemanager as acmRefs } from 'aws-cdk-lib/interfaces';
 import { DeployPreviews } from './preview.js';
-import { BUILD_QUEUED_TIMEOUT_MINUTES, codeBuildTimeoutMinutes, DEFAULT_BUILD_IMAGE, DEPLOY_BUILDS_PREFIX, WORKER_TIMEOUT_MINUTES } from '../functions/deploy-worker/limits.js';
+import {
+  BUILD_QUEUED_TIMEOUT_MINUTES,
+  codeBuildTimeoutMinutes,
+  DEFAULT_BUILD_IMAGE,
+  DEPLOY_BUILDS_PREFIX,
+  WORKER_TIMEOUT_MINUTES,
+} from '../functions/deploy-worker/limits.js';
 
 /** Where the synth writes the web app's files before they are copied into the GraphQL function's bundle. */
 /** Helia's datastore version record: the node's datastore is under `datastore/` in the bucket (functions/core/ipfs/node.ts). */
@@ -205,7 +211,8 @@ export class CairnStack extends Stack {
     const bucketEndpointDomain = domainOf('bucketEndpointDomain', props.bucketEndpointDomain);
     const storagePublicDomain = domainOf('storagePublicDomain', props.storagePublicDomain);
     const publicGatewayUrl = nonEmpty(props.publicGatewayUrl);
-    if (nonEmpty(props.apiDomain) && !hostedZone) throw new Error('apiDomain needs hostedZoneId and hostedZoneName: its certificate and record go in that zone');
+    if (nonEmpty(props.apiDomain) && !hostedZone)
+      throw new Error('apiDomain needs hostedZoneId and hostedZoneName: its certificate and record go in that zone');
     if (bucketEndpointDomain) options.CAIRN_BUCKET_ENDPOINT_DOMAIN = bucketEndpointDomain;
     if (storagePublicDomain) options.CAIRN_STORAGE_PUBLIC_DOMAIN = storagePublicDomain;
     if (publicGatewayUrl) options.CAIRN_PUBLIC_GATEWAY_URL = publicGatewayUrl;
@@ -225,7 +232,10 @@ export class CairnStack extends Stack {
     const graphqlIntrospection = props.graphqlIntrospection ?? (introspectionContext === true || introspectionContext === 'true');
     // The web app, built at synth and copied into the GraphQL function's
     // bundle, which serves it at / and /app/ (functions/web-app/serve.ts).
-    const webAppFiles = buildWebApp(path.join(PROJECT_ROOT, WEB_APP_BUILD_DIR)).map((name) => ({ from: `${WEB_APP_BUILD_DIR}/${name}`, to: `${WEB_APP_BUNDLE_DIR}/${name}` }));
+    const webAppFiles = buildWebApp(path.join(PROJECT_ROOT, WEB_APP_BUILD_DIR)).map((name) => ({
+      from: `${WEB_APP_BUILD_DIR}/${name}`,
+      to: `${WEB_APP_BUNDLE_DIR}/${name}`,
+    }));
     const graphql = new CairnFunction(this, 'Graphql', {
       name: 'graphql',
       tracing: true,
@@ -293,7 +303,9 @@ export class CairnStack extends Stack {
       enforceSSL: true,
       deadLetterQueue: { queue: this.deployDeadLetters, maxReceiveCount: 3 },
     });
-    deployWorker.addEventSource(new SqsEventSource(this.deployQueue, { batchSize: 1, reportBatchItemFailures: true, maxConcurrency: deployConcurrency }));
+    deployWorker.addEventSource(
+      new SqsEventSource(this.deployQueue, { batchSize: 1, reportBatchItemFailures: true, maxConcurrency: deployConcurrency }),
+    );
 
     // Builds: one CodeBuild project whose every build brings its own
     // image, environment, buildspec, source and artifacts (the worker's
@@ -301,7 +313,10 @@ export class CairnStack extends Stack {
     const buildLogs = new LogGroup(this, 'BuildLogs', { retention: RetentionDays.ONE_MONTH });
     this.buildProject = new Project(this, 'Builds', {
       description: 'Cairn: site builds (each started by the deploy worker with its own settings)',
-      buildSpec: BuildSpec.fromObject({ version: '0.2', phases: { build: { commands: ['echo "builds are started by the Cairn deploy worker with their own buildspec" && exit 1'] } } }),
+      buildSpec: BuildSpec.fromObject({
+        version: '0.2',
+        phases: { build: { commands: ['echo "builds are started by the Cairn deploy worker with their own buildspec" && exit 1'] } },
+      }),
       environment: { buildImage: LinuxBuildImage.fromDockerRegistry(DEFAULT_BUILD_IMAGE), computeType: ComputeType.SMALL },
       timeout: Duration.minutes(codeBuildTimeoutMinutes(buildTimeoutSeconds * 1000)),
       queuedTimeout: Duration.minutes(BUILD_QUEUED_TIMEOUT_MINUTES),
@@ -310,9 +325,14 @@ export class CairnStack extends Stack {
     // A build reads its checkout and writes its publish directory under the
     // build files' prefix, and nothing else of the bucket.
     this.buildProject.addToRolePolicy(
-      new PolicyStatement({ actions: ['s3:GetObject', 's3:GetObjectVersion', 's3:PutObject'], resources: [blockBucket.arnForObjects(`${DEPLOY_BUILDS_PREFIX}*`)] }),
+      new PolicyStatement({
+        actions: ['s3:GetObject', 's3:GetObjectVersion', 's3:PutObject'],
+        resources: [blockBucket.arnForObjects(`${DEPLOY_BUILDS_PREFIX}*`)],
+      }),
     );
-    this.buildProject.addToRolePolicy(new PolicyStatement({ actions: ['s3:GetBucketAcl', 's3:GetBucketLocation'], resources: [blockBucket.bucketArn] }));
+    this.buildProject.addToRolePolicy(
+      new PolicyStatement({ actions: ['s3:GetBucketAcl', 's3:GetBucketLocation'], resources: [blockBucket.bucketArn] }),
+    );
     {
       const project = this.nagRef(this.buildProject);
       const region = Token.isUnresolved(this.region) ? '<AWS::Region>' : this.region;
@@ -320,13 +340,16 @@ export class CairnStack extends Stack {
       const acknowledge = (id: string, reason: string) => Validations.of(this.buildProject).acknowledge({ id, reason });
       acknowledge(
         'AwsSolutions-CB4',
-        "The project keeps nothing of its own to encrypt: a build reads its checkout from and writes its publish directory to the block bucket (S3-managed encryption, TLS only), and logs to CloudWatch Logs; a customer managed key would add $1 a month and protect nothing more",
+        'The project keeps nothing of its own to encrypt: a build reads its checkout from and writes its publish directory to the block bucket (S3-managed encryption, TLS only), and logs to CloudWatch Logs; a customer managed key would add $1 a month and protect nothing more',
       );
       acknowledge(
         'AwsSolutions-CB5',
         "A site's build runs in the image its settings name (dockerImage), as on Netlify; the default is the public Node image (node:slim), which builds need and CodeBuild's curated images do not carry at the same versions",
       );
-      acknowledge(`AwsSolutions-IAM5[Resource::<${this.nagRef(blockBucket)}.Arn>/${DEPLOY_BUILDS_PREFIX}*]`, "A build reads and writes its own deploy's files under the build files' prefix of the block bucket, and nothing else of it");
+      acknowledge(
+        `AwsSolutions-IAM5[Resource::<${this.nagRef(blockBucket)}.Arn>/${DEPLOY_BUILDS_PREFIX}*]`,
+        "A build reads and writes its own deploy's files under the build files' prefix of the block bucket, and nothing else of it",
+      );
       acknowledge(
         `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:codebuild:${region}:${account}:report-group/<${project}>-*]`,
         "CodeBuild's default grant: report groups of this project only",
@@ -342,7 +365,10 @@ export class CairnStack extends Stack {
       eventPattern: {
         source: ['aws.codebuild'],
         detailType: ['CodeBuild Build State Change'],
-        detail: { 'project-name': [this.buildProject.projectName], 'build-status': ['SUCCEEDED', 'FAILED', 'FAULT', 'STOPPED', 'TIMED_OUT'] },
+        detail: {
+          'project-name': [this.buildProject.projectName],
+          'build-status': ['SUCCEEDED', 'FAILED', 'FAULT', 'STOPPED', 'TIMED_OUT'],
+        },
       },
       // Throttled by the reserved concurrency, an event is retried; the tick ends a deploy whose event never came.
       targets: [new LambdaFunction(deployWorker, { retryAttempts: 20, maxEventAge: Duration.hours(2) })],
@@ -381,7 +407,9 @@ export class CairnStack extends Stack {
     // node first starts on a bucket without one. On a fresh stack the gateway
     // may start first; a node that cannot start would fail every request of
     // its container. That one object is all the gateway writes.
-    gateway.addToRolePolicy(new PolicyStatement({ actions: ['s3:PutObject'], resources: [blockBucket.arnForObjects(IPFS_DATASTORE_VERSION_KEY)] }));
+    gateway.addToRolePolicy(
+      new PolicyStatement({ actions: ['s3:PutObject'], resources: [blockBucket.arnForObjects(IPFS_DATASTORE_VERSION_KEY)] }),
+    );
 
     tables.sites.grantReadWriteData(deployWorker);
     // Opens a site's repository access token when its deploy clones (never seals anything).
@@ -396,7 +424,10 @@ export class CairnStack extends Stack {
     this.deployQueue.grantSendMessages(deployWorker);
     graphql.addToRolePolicy(new PolicyStatement({ actions: ['codebuild:StopBuild'], resources: [this.buildProject.projectArn] }));
     deployWorker.addToRolePolicy(
-      new PolicyStatement({ actions: ['codebuild:StartBuild', 'codebuild:StopBuild', 'codebuild:BatchGetBuilds'], resources: [this.buildProject.projectArn] }),
+      new PolicyStatement({
+        actions: ['codebuild:StartBuild', 'codebuild:StopBuild', 'codebuild:BatchGetBuilds'],
+        resources: [this.buildProject.projectArn],
+      }),
     );
     for (const fn of [graphql, deployWorker]) fn.addEnvironment('CAIRN_DEPLOY_QUEUE_URL', this.deployQueue.queueUrl);
     deployWorker.addEnvironment('CAIRN_BUILD_PROJECT', this.buildProject.projectName);
@@ -516,7 +547,9 @@ export class CairnStack extends Stack {
     let certificate = props.sitesCertificate;
     if (sitesDomain && this.domains) {
       if (!inZone(sitesDomain, this.domains.zone.zoneName)) {
-        throw new Error(`sitesDomain ${sitesDomain} is not in the hosted zone ${this.domains.zone.zoneName}: its records and certificate go there`);
+        throw new Error(
+          `sitesDomain ${sitesDomain} is not in the hosted zone ${this.domains.zone.zoneName}: its records and certificate go there`,
+        );
       }
       if (!certificate && !sitesCertificateArn) {
         if (this.region !== 'us-east-1') {
@@ -527,7 +560,12 @@ export class CairnStack extends Stack {
         certificate = sitesCertificate(this, 'SitesCertificate', this.domains.zone, sitesDomain);
       }
     }
-    this.siteCdn = new SiteCdn(this, 'SiteCdn', { gatewayUrl: this.gatewayUrl, sitesDomain, certificateArn: sitesCertificateArn, certificate });
+    this.siteCdn = new SiteCdn(this, 'SiteCdn', {
+      gatewayUrl: this.gatewayUrl,
+      sitesDomain,
+      certificateArn: sitesCertificateArn,
+      certificate,
+    });
     if (sitesDomain && this.domains) this.domains.addSitesRecords(this.siteCdn.distribution, sitesDomain);
     for (const fn of [graphql, deployWorker]) {
       this.siteCdn.grantPurge(fn);
@@ -574,7 +612,7 @@ export class CairnStack extends Stack {
     new CfnOutput(this, 'StorageEndpoint', {
       description: this.domains?.storageEndpoint
         ? 'The S3-compatible endpoint (path style, and virtual-host style at <bucket>.<domain>)'
-        : "The S3-compatible endpoint (path style; the stage is part of the path clients sign)",
+        : 'The S3-compatible endpoint (path style; the stage is part of the path clients sign)',
       value: this.storageEndpoint,
     });
     new CfnOutput(this, 'GatewayUrl', {
@@ -631,10 +669,15 @@ export class CairnStack extends Stack {
     preview: IConstruct;
   }): void {
     const { tables, blockBucket } = this.data;
-    const ack = (scope: IConstruct, id: string, reason: string) => Validations.of(scope).acknowledge({ id: `AwsSolutions-IAM5[${id}]`, reason });
+    const ack = (scope: IConstruct, id: string, reason: string) =>
+      Validations.of(scope).acknowledge({ id: `AwsSolutions-IAM5[${id}]`, reason });
     const indexes = (scope: IConstruct, granted: ITable[]) => {
       for (const table of granted) {
-        ack(scope, `Resource::<${this.nagRef(table)}.Arn>/index/*`, "CDK's table grant covers that table's own global secondary indexes, which Cairn's queries use, and no other table");
+        ack(
+          scope,
+          `Resource::<${this.nagRef(table)}.Arn>/index/*`,
+          "CDK's table grant covers that table's own global secondary indexes, which Cairn's queries use, and no other table",
+        );
       }
     };
     const bucket = (scope: IConstruct, mode: 'read' | 'readWrite') => {
@@ -643,7 +686,12 @@ export class CairnStack extends Stack {
           ? "CDK's read grant on the block bucket: its objects (IPFS blocks and the datastore) and listing, on that one bucket only"
           : "CDK's read/write grant on the block bucket: its objects (IPFS blocks, the datastore, deploy logs and build files), listing and aborting multipart uploads, on that one bucket only";
       ack(scope, `Resource::<${this.nagRef(blockBucket)}.Arn>/*`, reason);
-      for (const action of ['s3:GetObject*', 's3:GetBucket*', 's3:List*', ...(mode === 'readWrite' ? ['s3:DeleteObject*', 's3:Abort*'] : [])]) {
+      for (const action of [
+        's3:GetObject*',
+        's3:GetBucket*',
+        's3:List*',
+        ...(mode === 'readWrite' ? ['s3:DeleteObject*', 's3:Abort*'] : []),
+      ]) {
         ack(scope, `Action::${action}`, reason);
       }
     };
@@ -655,12 +703,20 @@ export class CairnStack extends Stack {
     bucket(f.gateway, 'read');
     indexes(f.deployWorker, [tables.sites, tables.deploys, tables.objects]);
     bucket(f.deployWorker, 'readWrite');
-    ack(f.deployWorker, `Resource::<${this.nagRef(f.preview)}.Arn>:*`, 'The worker may invoke the preview function (any of its versions) and no other function');
+    ack(
+      f.deployWorker,
+      `Resource::<${this.nagRef(f.preview)}.Arn>:*`,
+      'The worker may invoke the preview function (any of its versions) and no other function',
+    );
     indexes(f.preview, [tables.sites, tables.deploys, tables.objects]);
     bucket(f.preview, 'readWrite');
     // The schedule's role, which the scheduler target makes beside it at the stack's root.
     for (const role of this.node.children.filter((c) => c.node.id.startsWith('SchedulerRoleForTarget-'))) {
-      ack(role, `Resource::<${this.nagRef(f.deployWorker)}.Arn>:*`, 'EventBridge Scheduler may invoke the deploy worker (any of its versions) and nothing else');
+      ack(
+        role,
+        `Resource::<${this.nagRef(f.deployWorker)}.Arn>:*`,
+        'EventBridge Scheduler may invoke the deploy worker (any of its versions) and nothing else',
+      );
     }
   }
 }

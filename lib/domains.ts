@@ -28,7 +28,13 @@
  */
 import { Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import { BasePathMapping, DomainName, EndpointType, SecurityPolicy } from 'aws-cdk-lib/aws-apigateway';
-import { ApiMapping, DomainName as HttpDomainName, SecurityPolicy as HttpSecurityPolicy, type IHttpApi, type IStage } from 'aws-cdk-lib/aws-apigatewayv2';
+import {
+  ApiMapping,
+  DomainName as HttpDomainName,
+  SecurityPolicy as HttpSecurityPolicy,
+  type IHttpApi,
+  type IStage,
+} from 'aws-cdk-lib/aws-apigatewayv2';
 import { Certificate, CertificateValidation } from 'aws-cdk-lib/aws-certificatemanager';
 import type { IDistribution } from 'aws-cdk-lib/aws-cloudfront';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
@@ -43,7 +49,8 @@ const ZONE_ID = /^Z[A-Z0-9]{1,31}$/;
 /** A domain as given (`S3.Example.com.` → `s3.example.com`), or an error naming the setting. */
 export function domainNameOf(setting: string, value: string): string {
   const domain = value.trim().toLowerCase().replace(/\.$/, '');
-  if (!DOMAIN.test(domain)) throw new Error(`${setting} must be a domain name like s3.example.com (no scheme, port or wildcard), got "${value}"`);
+  if (!DOMAIN.test(domain))
+    throw new Error(`${setting} must be a domain name like s3.example.com (no scheme, port or wildcard), got "${value}"`);
   return domain;
 }
 
@@ -64,9 +71,11 @@ export function hostedZoneOf(id: string | undefined, name: string | undefined): 
   const zoneId = id?.trim() || undefined;
   const zoneName = name?.trim() || undefined;
   if (!zoneId && !zoneName) return undefined;
-  if (!zoneId || !zoneName) throw new Error('hostedZoneId and hostedZoneName go together: the zone is imported by id, its name says which domains it holds');
+  if (!zoneId || !zoneName)
+    throw new Error('hostedZoneId and hostedZoneName go together: the zone is imported by id, its name says which domains it holds');
   const hostedZoneId = zoneId.replace(/^\/?hostedzone\//, '');
-  if (!ZONE_ID.test(hostedZoneId)) throw new Error(`hostedZoneId must be a Route 53 hosted zone id like Z0123456789ABCDEFGHIJ, got "${id}"`);
+  if (!ZONE_ID.test(hostedZoneId))
+    throw new Error(`hostedZoneId must be a Route 53 hosted zone id like Z0123456789ABCDEFGHIJ, got "${id}"`);
   return { hostedZoneId, zoneName: domainNameOf('hostedZoneName', zoneName) };
 }
 
@@ -99,7 +108,8 @@ export class SitesCertificateStack extends Stack {
 
   constructor(scope: Construct, id: string, props: SitesCertificateStackProps) {
     super(scope, id, { ...props, crossRegionReferences: true });
-    if (props.env?.region !== 'us-east-1') throw new Error('the sites certificate stack must be in us-east-1 (CloudFront reads certificates from there only)');
+    if (props.env?.region !== 'us-east-1')
+      throw new Error('the sites certificate stack must be in us-east-1 (CloudFront reads certificates from there only)');
     this.certificate = sitesCertificate(this, 'SitesCertificate', importZone(this, props.hostedZone), props.sitesDomain);
   }
 }
@@ -139,7 +149,8 @@ export class CairnDomains extends Construct {
       ['storagePublicDomain', props.storagePublicDomain],
       ['apiDomain', props.apiDomain],
     ] as const) {
-      if (domain !== undefined && !inZone(domain, zoneName)) throw new Error(`${setting} ${domain} is not in the hosted zone ${zoneName}: its records and certificate go there`);
+      if (domain !== undefined && !inZone(domain, zoneName))
+        throw new Error(`${setting} ${domain} is not in the hosted zone ${zoneName}: its records and certificate go there`);
     }
     this.zone = importZone(this, props.hostedZone);
 
@@ -157,7 +168,12 @@ export class CairnDomains extends Construct {
       validation: CertificateValidation.fromDns(this.zone),
     });
     const domain = (cid: string, name: string) =>
-      new DomainName(this, cid, { domainName: name, certificate: this.apiCertificate!, endpointType: EndpointType.REGIONAL, securityPolicy: SecurityPolicy.TLS_1_2 });
+      new DomainName(this, cid, {
+        domainName: name,
+        certificate: this.apiCertificate!,
+        endpointType: EndpointType.REGIONAL,
+        securityPolicy: SecurityPolicy.TLS_1_2,
+      });
     const record = (cid: string, name: string, target: DomainName) =>
       new ARecord(this, cid, { zone: this.zone, recordName: name, target: RecordTarget.fromAlias(new ApiGatewayDomain(target)) });
 
@@ -187,13 +203,18 @@ export class CairnDomains extends Construct {
         stageName: 'public',
         integrationTimeout: props.gatewayTimeout,
         errorShape: 'text',
-        authorization: 'Public object URLs are public by design: the gateway function serves an object only when its ACL is public-read, and 403 otherwise',
+        authorization:
+          'Public object URLs are public by design: the gateway function serves an object only when its ACL is public-read, and 403 otherwise',
         logsRoleFrom: props.storageApi,
         // Reached by its domain only: the gateway reads the bucket from the Host.
         disableExecuteApiEndpoint: true,
       });
       this.publicObjectsDomain = domain('PublicObjectsDomain', `*.${d}`);
-      new BasePathMapping(this, 'PublicObjectsMapping', { domainName: this.publicObjectsDomain, restApi: this.publicObjectsApi.api, stage: this.publicObjectsApi.stage });
+      new BasePathMapping(this, 'PublicObjectsMapping', {
+        domainName: this.publicObjectsDomain,
+        restApi: this.publicObjectsApi.api,
+        stage: this.publicObjectsApi.stage,
+      });
       record('PublicObjectsRecord', `*.${d}`, this.publicObjectsDomain);
     }
   }
@@ -204,7 +225,11 @@ export class CairnDomains extends Construct {
    */
   mapApi(api: IHttpApi, stage: IStage): string | undefined {
     if (!this.apiDomain) return undefined;
-    const domainName = new HttpDomainName(this, 'ApiDomain', { domainName: this.apiDomain, certificate: this.apiCertificate!, securityPolicy: HttpSecurityPolicy.TLS_1_2 });
+    const domainName = new HttpDomainName(this, 'ApiDomain', {
+      domainName: this.apiDomain,
+      certificate: this.apiCertificate!,
+      securityPolicy: HttpSecurityPolicy.TLS_1_2,
+    });
     new ApiMapping(this, 'ApiMapping', { api, domainName, stage });
     new ARecord(this, 'ApiRecord', {
       zone: this.zone,
@@ -216,7 +241,8 @@ export class CairnDomains extends Construct {
 
   /** `*.<sitesDomain>` (A and AAAA) to the sites distribution. */
   addSitesRecords(distribution: IDistribution, sitesDomain: string): void {
-    if (!inZone(sitesDomain, this.zone.zoneName)) throw new Error(`sitesDomain ${sitesDomain} is not in the hosted zone ${this.zone.zoneName}: its records and certificate go there`);
+    if (!inZone(sitesDomain, this.zone.zoneName))
+      throw new Error(`sitesDomain ${sitesDomain} is not in the hosted zone ${this.zone.zoneName}: its records and certificate go there`);
     const target = RecordTarget.fromAlias(new CloudFrontTarget(distribution));
     new ARecord(this, 'SitesRecord', { zone: this.zone, recordName: `*.${sitesDomain}`, target });
     new AaaaRecord(this, 'SitesIpv6Record', { zone: this.zone, recordName: `*.${sitesDomain}`, target });

@@ -66,7 +66,8 @@ export class FirstAccount extends Construct {
     const region = Stack.of(this).region;
 
     this.secret = new Secret(this, 'Secret', {
-      description: "Cairn: the first account's credentials (access key id, secret access key, GraphQL API key), written once on the first deploy",
+      description:
+        "Cairn: the first account's credentials (access key id, secret access key, GraphQL API key), written once on the first deploy",
       encryptionKey: secretsKey,
       // Not a secret: the placeholder the handler replaces. It must never change (see PENDING_VALUE).
       secretStringValue: SecretValue.unsafePlainText(PENDING_VALUE),
@@ -93,10 +94,15 @@ export class FirstAccount extends Construct {
     }).function;
 
     // The table alone, not its indexes (Table.grant would add them).
-    this.function.addToRolePolicy(new PolicyStatement({ actions: ['dynamodb:GetItem', 'dynamodb:PutItem'], resources: [tables.accounts.tableArn] }));
+    this.function.addToRolePolicy(
+      new PolicyStatement({ actions: ['dynamodb:GetItem', 'dynamodb:PutItem'], resources: [tables.accounts.tableArn] }),
+    );
     secretsKey.grant(this.function, 'kms:Encrypt');
     this.function.addToRolePolicy(
-      new PolicyStatement({ actions: ['secretsmanager:GetSecretValue', 'secretsmanager:PutSecretValue'], resources: [this.secret.secretArn] }),
+      new PolicyStatement({
+        actions: ['secretsmanager:GetSecretValue', 'secretsmanager:PutSecretValue'],
+        resources: [this.secret.secretArn],
+      }),
     );
     this.function.addToRolePolicy(
       new PolicyStatement({
@@ -137,18 +143,28 @@ export class FirstAccount extends Construct {
     output.overrideLogicalId(FIRST_ACCOUNT_SECRET_OUTPUT);
     // More accounts are made with `npm run admin`, which seals their storage secrets with this key as the functions do.
     new CfnOutput(this, 'SecretsKeyId', {
-      description: 'The KMS key sealing storage secrets: CAIRN_KMS_KEY_ID for npm run admin (with CAIRN_ACCOUNTS_TABLE set to AccountsTableName)',
+      description:
+        'The KMS key sealing storage secrets: CAIRN_KMS_KEY_ID for npm run admin (with CAIRN_ACCOUNTS_TABLE set to AccountsTableName)',
       value: secretsKey.keyId,
     }).overrideLogicalId(SECRETS_KEY_OUTPUT);
 
     // cdk-nag: the managed basic execution role only lets a function write its own logs.
     const basicExecutionRole = 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]';
-    Validations.of(this.function).acknowledge({ id: basicExecutionRole, reason: 'The handler writes its logs with the managed basic execution role (CloudWatch Logs only)' });
+    Validations.of(this.function).acknowledge({
+      id: basicExecutionRole,
+      reason: 'The handler writes its logs with the managed basic execution role (CloudWatch Logs only)',
+    });
     // The provider framework's own function and role are CDK's construct.
     const handlerLogicalId = Stack.of(this).resolve(Stack.of(this).getLogicalId(this.function.node.defaultChild as CfnElement)) as string;
     Validations.of(this.provider).acknowledge(
-      { id: basicExecutionRole, reason: "The CDK provider framework's function writes its logs with the managed basic execution role (CloudWatch Logs only)" },
-      { id: `AwsSolutions-IAM5[Resource::<${handlerLogicalId}.Arn>:*]`, reason: 'The provider framework may invoke any version of the handler function, and no other function' },
+      {
+        id: basicExecutionRole,
+        reason: "The CDK provider framework's function writes its logs with the managed basic execution role (CloudWatch Logs only)",
+      },
+      {
+        id: `AwsSolutions-IAM5[Resource::<${handlerLogicalId}.Arn>:*]`,
+        reason: 'The provider framework may invoke any version of the handler function, and no other function',
+      },
     );
   }
 }

@@ -93,7 +93,7 @@ export function packageClosure(names: readonly string[], lockFile = path.join(PR
     fs.readFileSync(lockFile, 'utf8'),
   ).packages;
   const resolve = (from: string, name: string): string | undefined => {
-    for (let dir = from; ; ) {
+    for (let dir = from; ;) {
       const candidate = `${dir ? `${dir}/` : ''}node_modules/${name}`;
       if (packages[candidate]) return candidate;
       if (!dir) return undefined;

@@ -218,11 +218,14 @@ export class CairnMonitoring extends Construct {
       });
     }
 
-    const deadLetters = props.deployDeadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: ALARM_PERIOD, statistic: Stats.MAXIMUM });
+    const deadLetters = props.deployDeadLetterQueue.metricApproximateNumberOfMessagesVisible({
+      period: ALARM_PERIOD,
+      statistic: Stats.MAXIMUM,
+    });
     alarm('deployDeadLetters', 'DeployDeadLetters', {
       alarmName: 'deploy-dead-letters',
       alarmDescription:
-        'A deploy message reached the dead-letter queue (the worker failed on it three times). Read the message and the worker\'s log; see docs/operations.md.',
+        "A deploy message reached the dead-letter queue (the worker failed on it three times). Read the message and the worker's log; see docs/operations.md.",
       metric: deadLetters,
       comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
       threshold: 0,
@@ -252,15 +255,52 @@ export class CairnMonitoring extends Construct {
       });
 
     // Each API's 5xx rate: alarmed on, and graphed below.
-    const apiRate = (api: ApiMetrics | undefined, prefix: string, label: string, key: string, constructId: string, name: string, what: string) => {
+    const apiRate = (
+      api: ApiMetrics | undefined,
+      prefix: string,
+      label: string,
+      key: string,
+      constructId: string,
+      name: string,
+      what: string,
+    ) => {
       if (!api) return undefined;
-      const expression = rate(prefix, label, api.metricServerError({ period: ALARM_PERIOD, statistic: Stats.SUM }), api.metricCount({ period: ALARM_PERIOD, statistic: Stats.SUM }));
+      const expression = rate(
+        prefix,
+        label,
+        api.metricServerError({ period: ALARM_PERIOD, statistic: Stats.SUM }),
+        api.metricCount({ period: ALARM_PERIOD, statistic: Stats.SUM }),
+      );
       apiAlarm(key, constructId, name, what, expression);
       return expression;
     };
-    const httpApiRate = apiRate(props.httpApi, 'http', 'GraphQL API 5xx %', 'httpApi5xx', 'HttpApi5xxRate', 'graphql-api-5xx-rate', 'GraphQL API (HTTP API)');
-    const restApiRate = apiRate(props.restApi, 'rest', 'S3 API 5xx %', 'restApi5xx', 'RestApi5xxRate', 's3-api-5xx-rate', 'S3 API (REST API)');
-    const publicRate = apiRate(props.publicObjectsApi, 'pub', 'Public URLs 5xx %', 'publicObjectsApi5xx', 'PublicObjectsApi5xxRate', 'public-objects-api-5xx-rate', "public object URLs' API (REST API)");
+    const httpApiRate = apiRate(
+      props.httpApi,
+      'http',
+      'GraphQL API 5xx %',
+      'httpApi5xx',
+      'HttpApi5xxRate',
+      'graphql-api-5xx-rate',
+      'GraphQL API (HTTP API)',
+    );
+    const restApiRate = apiRate(
+      props.restApi,
+      'rest',
+      'S3 API 5xx %',
+      'restApi5xx',
+      'RestApi5xxRate',
+      's3-api-5xx-rate',
+      'S3 API (REST API)',
+    );
+    const publicRate = apiRate(
+      props.publicObjectsApi,
+      'pub',
+      'Public URLs 5xx %',
+      'publicObjectsApi5xx',
+      'PublicObjectsApi5xxRate',
+      'public-objects-api-5xx-rate',
+      "public object URLs' API (REST API)",
+    );
     this.alarms = alarms;
 
     // The dashboard: alarms first, then functions, APIs, the queue, the tables.
@@ -314,7 +354,13 @@ export class CairnMonitoring extends Construct {
       [
         new GraphWidget({
           title: 'Deploy dead-letter queue (messages visible)',
-          left: [props.deployDeadLetterQueue.metricApproximateNumberOfMessagesVisible({ label: 'dead letters', period: ALARM_PERIOD, statistic: Stats.MAXIMUM })],
+          left: [
+            props.deployDeadLetterQueue.metricApproximateNumberOfMessagesVisible({
+              label: 'dead letters',
+              period: ALARM_PERIOD,
+              statistic: Stats.MAXIMUM,
+            }),
+          ],
           width: 8,
         }),
         new GraphWidget({

@@ -64,7 +64,8 @@ const US_EAST_1_CERTIFICATE = /^arn:aws[a-z-]*:acm:us-east-1:\d{12}:certificate\
 /** A sites domain as given (`Sites.Example.com.` → `sites.example.com`), or an error naming what is wrong. */
 export function sitesDomainOf(value: string): string {
   const domain = value.trim().toLowerCase().replace(/\.$/, '');
-  if (!DOMAIN.test(domain)) throw new Error(`sitesDomain must be a domain name like sites.example.com (no scheme, port or wildcard), got "${value}"`);
+  if (!DOMAIN.test(domain))
+    throw new Error(`sitesDomain must be a domain name like sites.example.com (no scheme, port or wildcard), got "${value}"`);
   return domain;
 }
 
@@ -92,12 +93,17 @@ export class SiteCdn extends Construct {
     super(scope, id);
     const sitesDomain = props.sitesDomain === undefined ? undefined : sitesDomainOf(props.sitesDomain);
     const certificateArn = props.certificateArn?.trim() || undefined;
-    if (certificateArn && props.certificate) throw new Error('sitesCertificateArn and a certificate made from the hosted zone cannot both be given');
+    if (certificateArn && props.certificate)
+      throw new Error('sitesCertificateArn and a certificate made from the hosted zone cannot both be given');
     if (!sitesDomain !== !(certificateArn || props.certificate)) {
-      throw new Error('sitesDomain and sitesCertificateArn go together (or a hosted zone, from which the certificate is made): CloudFront serves an alternate domain only with a certificate for it');
+      throw new Error(
+        'sitesDomain and sitesCertificateArn go together (or a hosted zone, from which the certificate is made): CloudFront serves an alternate domain only with a certificate for it',
+      );
     }
     if (certificateArn && !Token.isUnresolved(certificateArn) && !US_EAST_1_CERTIFICATE.test(certificateArn)) {
-      throw new Error(`sitesCertificateArn must be an ACM certificate in us-east-1 (CloudFront reads certificates from there only), got "${certificateArn}"`);
+      throw new Error(
+        `sitesCertificateArn must be an ACM certificate in us-east-1 (CloudFront reads certificates from there only), got "${certificateArn}"`,
+      );
     }
 
     this.siteHosts = new KeyValueStore(this, 'SiteHosts', { comment: 'Cairn: site host label (slug) -> site id' });
@@ -153,7 +159,7 @@ export class SiteCdn extends Construct {
       {
         id: 'AwsSolutions-CFR2',
         reason:
-          'No AWS WAF web ACL by default: it would cost $5 a month plus $1 per rule and $0.60 per million requests, more than the idle stack, for read-only GET/HEAD traffic to static files. Associate one (the distribution\'s webAclId) if sites draw abuse',
+          "No AWS WAF web ACL by default: it would cost $5 a month plus $1 per rule and $0.60 per million requests, more than the idle stack, for read-only GET/HEAD traffic to static files. Associate one (the distribution's webAclId) if sites draw abuse",
       },
       {
         id: 'AwsSolutions-CFR3',

@@ -177,7 +177,8 @@ export class StreamingRestApi extends Construct {
     if (logsRole) {
       Validations.of(logsRole).acknowledge({
         id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
-        reason: "API Gateway's account-wide role for writing access and execution logs: the managed policy AWS keeps for exactly that (CloudWatch Logs only)",
+        reason:
+          "API Gateway's account-wide role for writing access and execution logs: the managed policy AWS keeps for exactly that (CloudWatch Logs only)",
       });
     }
 
@@ -198,10 +199,21 @@ export class StreamingRestApi extends Construct {
           `Your proposed upload exceeds the maximum allowed size. This endpoint runs on AWS Lambda and takes at most ${REST_MAX_REQUEST_BODY} bytes per request. Upload larger objects with a multipart upload in parts of at most ${REST_MAX_REQUEST_BODY} bytes.`,
         ),
       });
-      this.api.addGatewayResponse('SlowDown', { type: ResponseType.THROTTLED, statusCode: '503', ...xml('SlowDown', 'Please reduce your request rate.') });
-      this.api.addGatewayResponse('AccessDenied', { type: ResponseType.ACCESS_DENIED, statusCode: '403', ...xml('AccessDenied', 'Access Denied') });
+      this.api.addGatewayResponse('SlowDown', {
+        type: ResponseType.THROTTLED,
+        statusCode: '503',
+        ...xml('SlowDown', 'Please reduce your request rate.'),
+      });
+      this.api.addGatewayResponse('AccessDenied', {
+        type: ResponseType.ACCESS_DENIED,
+        statusCode: '403',
+        ...xml('AccessDenied', 'Access Denied'),
+      });
       this.api.addGatewayResponse('Default4xx', { type: ResponseType.DEFAULT_4XX, ...xml('InvalidRequest', '$context.error.message') });
-      this.api.addGatewayResponse('Default5xx', { type: ResponseType.DEFAULT_5XX, ...xml('InternalError', 'We encountered an internal error. Please try again.') });
+      this.api.addGatewayResponse('Default5xx', {
+        type: ResponseType.DEFAULT_5XX,
+        ...xml('InternalError', 'We encountered an internal error. Please try again.'),
+      });
     }
 
     const stack = Stack.of(this);

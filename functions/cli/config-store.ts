@@ -117,7 +117,8 @@ export async function readStoredConfig(path: string, warn?: (text: string) => vo
   } catch {
     throw new CliError(`the config file ${path} is not valid JSON: run cairn login again, or remove it`);
   }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new CliError(`the config file ${path} does not hold a JSON object: run cairn login again, or remove it`);
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new CliError(`the config file ${path} does not hold a JSON object: run cairn login again, or remove it`);
   if (warn && process.platform !== 'win32') {
     const mode = (await stat(path)).mode & 0o777;
     if (mode & 0o077) warn(`the config file ${path} can be read by others (mode ${mode.toString(8)}); it holds secrets: chmod 600 it`);
@@ -187,7 +188,9 @@ export async function loadSettings(env: Env = process.env, warn?: (text: string)
     apiKeyFrom: apiKey.from,
     storageEndpoint,
     gatewayUrl,
-    storagePublicDomain: publicDomain ? checkDomain(publicDomain, where('storagePublicDomain')) : (localDomain(gatewayUrl, 'storage') ?? 'storage.localhost:4002'),
+    storagePublicDomain: publicDomain
+      ? checkDomain(publicDomain, where('storagePublicDomain'))
+      : (localDomain(gatewayUrl, 'storage') ?? 'storage.localhost:4002'),
     sitesDomain: sitesDomain ? checkDomain(sitesDomain, where('sitesDomain')) : localDomain(gatewayUrl, 'sites'),
     accessKeyId: pairFromEnv ? env[ENV_NAMES.accessKeyId] || undefined : stored.accessKeyId,
     secretAccessKey: pairFromEnv ? env[ENV_NAMES.secretAccessKey] || undefined : stored.secretAccessKey,

@@ -31,7 +31,8 @@ export interface Deploy {
   phase?: string | null;
 }
 
-const DEPLOY_FIELDS = 'id status startedAt completedAt totalTime ipfsHash published autoPublish preview previewImage repository { commit branch message }';
+const DEPLOY_FIELDS =
+  'id status startedAt completedAt totalTime ipfsHash published autoPublish preview previewImage repository { commit branch message }';
 
 /** Where an IN_PROGRESS deploy is, in order (the pipeline's phases). */
 export const PHASES = ['queued', 'cloning', 'building', 'uploading', 'publishing'] as const;
@@ -57,7 +58,10 @@ class DeployReader {
   async get(siteId: string, deployId: string, withLog: boolean): Promise<Deploy | null> {
     const fields = `${DEPLOY_FIELDS}${withLog ? ' log' : ''}`;
     const ask = (extra: string) =>
-      this.api.request<{ getDeployById: Deploy | null }>(`query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { ${fields}${extra} } }`, { s: siteId, d: deployId });
+      this.api.request<{ getDeployById: Deploy | null }>(
+        `query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { ${fields}${extra} } }`,
+        { s: siteId, d: deployId },
+      );
     if (this.withPhase) {
       try {
         return (await ask(' phase')).getDeployById;
@@ -82,7 +86,12 @@ function deployJson(settings: Settings, site: Site, deploy: Deploy, upload?: Dir
   };
 }
 
-const lastLine = (log: string | null | undefined) => (log ?? '').trim().split('\n').at(-1)?.replace(/^\S+Z\s+/, '') ?? '';
+const lastLine = (log: string | null | undefined) =>
+  (log ?? '')
+    .trim()
+    .split('\n')
+    .at(-1)
+    ?.replace(/^\S+Z\s+/, '') ?? '';
 
 /** The lines of a deploy's end: where it is served, or why it did not get there. */
 function endLines(settings: Settings, site: Site, deploy: Deploy): string[] {
@@ -91,7 +100,9 @@ function endLines(settings: Settings, site: Site, deploy: Deploy): string[] {
     return [
       `Deployed ${deploy.id} in ${deploy.totalTime ? formatDuration(deploy.totalTime) : '?'}: ${deploy.ipfsHash}`,
       ...(address ? [`Deploy address: ${address}`] : []),
-      ...(deploy.published ? [`Published at:   ${siteUrl(settings, site.slug) ?? ipfsUrl(settings, deploy.ipfsHash!)}`] : ['Not published (cairn sites show, publishDeploy)']),
+      ...(deploy.published
+        ? [`Published at:   ${siteUrl(settings, site.slug) ?? ipfsUrl(settings, deploy.ipfsHash!)}`]
+        : ['Not published (cairn sites show, publishDeploy)']),
       ...(deploy.ipfsHash ? [`On the gateway: ${ipfsUrl(settings, deploy.ipfsHash)}`] : []),
     ];
   }
@@ -159,7 +170,9 @@ async function watchDeploy(reader: DeployReader, site: Site, started: Deploy, pr
     if (ended) break;
     if (Date.now() > deadline) {
       progress.stop();
-      throw new CliError(`deploy ${deploy.id} is still ${deploy.status} after --timeout; it goes on (cairn deploys show ${site.name} ${deploy.id})`);
+      throw new CliError(
+        `deploy ${deploy.id} is still ${deploy.status} after --timeout; it goes on (cairn deploys show ${site.name} ${deploy.id})`,
+      );
     }
     await new Promise((r) => setTimeout(r, options.intervalMs));
   }
@@ -176,9 +189,19 @@ interface DeployOptions {
   carBytes?: string;
 }
 
-async function deployDirectory(settings: Settings, api: GraphqlClient, site: Site, dir: string, options: DeployOptions, ctx: Context): Promise<{ deploy: Deploy; upload: DirectoryUpload }> {
+async function deployDirectory(
+  settings: Settings,
+  api: GraphqlClient,
+  site: Site,
+  dir: string,
+  options: DeployOptions,
+  ctx: Context,
+): Promise<{ deploy: Deploy; upload: DirectoryUpload }> {
   // The importer and the CAR writer load only for --dir.
-  const [{ uploadDirectory, DEFAULT_CAR_BYTES, MIN_CAR_BYTES }, { ImportClient }] = await Promise.all([import('./directory-upload.js'), import('./import-client.js')]);
+  const [{ uploadDirectory, DEFAULT_CAR_BYTES, MIN_CAR_BYTES }, { ImportClient }] = await Promise.all([
+    import('./directory-upload.js'),
+    import('./import-client.js'),
+  ]);
   const carBytes = options.carBytes === undefined ? DEFAULT_CAR_BYTES : positiveInt(options.carBytes, '--car-bytes');
   if (carBytes < MIN_CAR_BYTES) throw new CliError(`--car-bytes must be at least ${MIN_CAR_BYTES}`);
   const progress = ctx.progress();
@@ -191,7 +214,9 @@ async function deployDirectory(settings: Settings, api: GraphqlClient, site: Sit
         stage = p.stage;
         bar.setTotal(Math.max(1, p.total));
       }
-      bar.update(p.done, { label: p.stage === 'hashing' ? `hashing ${dir}` : p.stage === 'checking' ? 'asking what the service lacks' : 'uploading blocks' });
+      bar.update(p.done, {
+        label: p.stage === 'hashing' ? `hashing ${dir}` : p.stage === 'checking' ? 'asking what the service lacks' : 'uploading blocks',
+      });
     },
   });
   progress.stop();
@@ -200,13 +225,17 @@ async function deployDirectory(settings: Settings, api: GraphqlClient, site: Sit
     `Uploaded ${dir}: ${upload.files} files, ${formatBytes(upload.bytes)}, root ${upload.cid} (${upload.blocksSent} of ${upload.blocks} blocks sent, ${formatBytes(upload.bytesSent)}${held ? `; ${held} already held` : ''})`,
   );
   const deploy = (
-    await api.request<{ deployCid: Deploy }>(`mutation ($s: ID!, $c: String!) { deployCid(siteId: $s, cid: $c) { ${DEPLOY_FIELDS} } }`, { s: site.id, c: upload.cid })
+    await api.request<{ deployCid: Deploy }>(`mutation ($s: ID!, $c: String!) { deployCid(siteId: $s, cid: $c) { ${DEPLOY_FIELDS} } }`, {
+      s: site.id,
+      c: upload.cid,
+    })
   ).deployCid;
   return { deploy, upload };
 }
 
 async function deploy(ref: string, options: DeployOptions, ctx: Context): Promise<void> {
-  if (options.dir !== undefined && options.commit !== undefined) throw new CliError('--commit deploys a commit of the site\'s repository; --dir a local folder: give one');
+  if (options.dir !== undefined && options.commit !== undefined)
+    throw new CliError("--commit deploys a commit of the site's repository; --dir a local folder: give one");
   const timeoutMs = options.timeout === undefined ? undefined : positiveInt(options.timeout, '--timeout') * 1000;
   const intervalMs = options.interval === undefined ? 1000 : positiveInt(options.interval, '--interval');
   const settings = await ctx.settings();
@@ -218,10 +247,13 @@ async function deploy(ref: string, options: DeployOptions, ctx: Context): Promis
     ({ deploy: started, upload } = await deployDirectory(settings, api, site, options.dir, options, ctx));
   } else {
     started = (
-      await api.request<{ triggerDeploy: Deploy }>(`mutation ($s: ID!, $c: String) { triggerDeploy(siteId: $s, commit: $c) { ${DEPLOY_FIELDS} } }`, {
-        s: site.id,
-        c: options.commit ?? null,
-      })
+      await api.request<{ triggerDeploy: Deploy }>(
+        `mutation ($s: ID!, $c: String) { triggerDeploy(siteId: $s, commit: $c) { ${DEPLOY_FIELDS} } }`,
+        {
+          s: site.id,
+          c: options.commit ?? null,
+        },
+      )
     ).triggerDeploy;
   }
   if (!options.watch) {
@@ -288,9 +320,15 @@ async function showDeploy(ref: string, deployId: string, options: { log?: boolea
     `Status:    ${deploy.status}${deploy.status === 'IN_PROGRESS' && deploy.phase ? ` (${deploy.phase})` : ''}${deploy.published ? ', published' : ''}`,
     `Started:   ${formatTime(deploy.startedAt)}`,
     `Completed: ${formatTime(deploy.completedAt)}`,
-    ...(deploy.repository?.commit ? [`Commit:    ${deploy.repository.commit} (${deploy.repository.branch ?? '?'})${deploy.repository.message ? ` ${deploy.repository.message}` : ''}`] : []),
+    ...(deploy.repository?.commit
+      ? [
+          `Commit:    ${deploy.repository.commit} (${deploy.repository.branch ?? '?'})${deploy.repository.message ? ` ${deploy.repository.message}` : ''}`,
+        ]
+      : []),
     ...(deploy.ipfsHash ? [`CID:       ${deploy.ipfsHash}`] : []),
-    ...(deploy.status === 'DEPLOYED' && deployUrl(settings, site.slug, deploy.id) ? [`Address:   ${deployUrl(settings, site.slug, deploy.id)}`] : []),
+    ...(deploy.status === 'DEPLOYED' && deployUrl(settings, site.slug, deploy.id)
+      ? [`Address:   ${deployUrl(settings, site.slug, deploy.id)}`]
+      : []),
     ...(options.log ? ['', (deploy.log ?? '').trimEnd()] : []),
   ]);
 }
@@ -325,5 +363,7 @@ Examples:
     .command('show <site> <deploy>')
     .description('one deploy: its status, commit, CID and address')
     .option('--log', 'print its log too')
-    .action(async (ref: string, deployId: string, options: { log?: boolean }, command: Command) => showDeploy(ref, deployId, options, context(command)));
+    .action(async (ref: string, deployId: string, options: { log?: boolean }, command: Command) =>
+      showDeploy(ref, deployId, options, context(command)),
+    );
 }

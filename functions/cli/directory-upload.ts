@@ -181,7 +181,8 @@ export async function uploadDirectory(
     cars += sender.cars;
     blocksStored += sender.blocksStored;
     if (answer.complete) break;
-    if (round === MAX_ROUNDS) throw new CliError(`the service still lacks ${answer.missing ?? 'some'} blocks of ${root.toV1()} after ${MAX_ROUNDS} uploads`);
+    if (round === MAX_ROUNDS)
+      throw new CliError(`the service still lacks ${answer.missing ?? 'some'} blocks of ${root.toV1()} after ${MAX_ROUNDS} uploads`);
   }
   return {
     cid: root.toV1().toString(),

@@ -80,7 +80,8 @@ export class ImportClient {
   async sendCar(root: CID, blocks: Block[]): Promise<CarAnswer> {
     const body = await carBytes(root, blocks);
     const answer = (await this.post('car', body, 'application/vnd.ipld.car')) as Partial<CarAnswer>;
-    if (answer.ok !== true || typeof answer.complete !== 'boolean') throw new CliError(`POST /imports/car answered an unexpected body: ${JSON.stringify(answer).slice(0, 200)}`);
+    if (answer.ok !== true || typeof answer.complete !== 'boolean')
+      throw new CliError(`POST /imports/car answered an unexpected body: ${JSON.stringify(answer).slice(0, 200)}`);
     return answer as CarAnswer;
   }
 }

@@ -118,9 +118,19 @@ async function login(options: LoginOptions, ctx: Context): Promise<void> {
   const apiUrl = apiBase(options.apiUrl ?? env[ENV_NAMES.apiUrl] ?? previous.apiUrl ?? DEFAULTS.apiUrl, '--api-url');
   const sameService = previous.apiUrl === apiUrl;
   const kept = <K extends keyof StoredConfig>(name: K) => (sameService ? previous[name] : undefined);
-  const storageEndpoint = checkUrl(options.storageEndpoint ?? env[ENV_NAMES.storageEndpoint] ?? (kept('storageEndpoint') as string | undefined) ?? DEFAULTS.storageEndpoint, '--storage-endpoint');
-  const gatewayUrl = checkUrl(options.gatewayUrl ?? env[ENV_NAMES.gatewayUrl] ?? (kept('gatewayUrl') as string | undefined) ?? DEFAULTS.gatewayUrl, '--gateway-url').replace(/\/ipfs$/, '');
-  const publicDomain = options.storagePublicDomain ?? env[ENV_NAMES.storagePublicDomain] ?? (kept('storagePublicDomain') as string | undefined);
+  const storageEndpoint = checkUrl(
+    options.storageEndpoint ??
+      env[ENV_NAMES.storageEndpoint] ??
+      (kept('storageEndpoint') as string | undefined) ??
+      DEFAULTS.storageEndpoint,
+    '--storage-endpoint',
+  );
+  const gatewayUrl = checkUrl(
+    options.gatewayUrl ?? env[ENV_NAMES.gatewayUrl] ?? (kept('gatewayUrl') as string | undefined) ?? DEFAULTS.gatewayUrl,
+    '--gateway-url',
+  ).replace(/\/ipfs$/, '');
+  const publicDomain =
+    options.storagePublicDomain ?? env[ENV_NAMES.storagePublicDomain] ?? (kept('storagePublicDomain') as string | undefined);
   const sitesDomain = options.sitesDomain ?? env[ENV_NAMES.sitesDomain] ?? (kept('sitesDomain') as string | undefined);
   const apiKey = await apiKeyFor(options, ctx);
 
@@ -151,7 +161,11 @@ async function login(options: LoginOptions, ctx: Context): Promise<void> {
   } else if (options.storageKey !== false) {
     if (sameService && previous.apiKey === apiKey && previous.accessKeyId && previous.secretAccessKey) {
       // Logging in again with the same key: the pair this machine has stays.
-      Object.assign(config, { accessKeyId: previous.accessKeyId, secretAccessKey: previous.secretAccessKey, storageKeyCreated: previous.storageKeyCreated });
+      Object.assign(config, {
+        accessKeyId: previous.accessKeyId,
+        secretAccessKey: previous.secretAccessKey,
+        storageKeyCreated: previous.storageKeyCreated,
+      });
       storage = { accessKeyId: previous.accessKeyId, created: false };
     } else {
       const made = (
@@ -174,18 +188,15 @@ async function login(options: LoginOptions, ctx: Context): Promise<void> {
       ctx.out.note(`could not revoke the storage key pair ${previous.accessKeyId} an earlier login made: ${reasonOf(err)}`),
     );
   }
-  ctx.out.result(
-    { apiUrl, team, configPath: path, storage, storageEndpoint, gatewayUrl, sitesDomain: config.sitesDomain ?? null },
-    () => [
-      `Logged in to ${apiUrl} as team ${team.name} (${team.id}).`,
-      storage
-        ? storage.created
-          ? `Storage: made the key pair ${storage.accessKeyId} for this machine (cairn logout revokes it).`
-          : `Storage: key pair ${storage.accessKeyId}.`
-        : 'Storage: no key pair (storage commands need CAIRN_ACCESS_KEY_ID and CAIRN_SECRET_ACCESS_KEY).',
-      `Settings saved in ${path} (readable by you only).`,
-    ],
-  );
+  ctx.out.result({ apiUrl, team, configPath: path, storage, storageEndpoint, gatewayUrl, sitesDomain: config.sitesDomain ?? null }, () => [
+    `Logged in to ${apiUrl} as team ${team.name} (${team.id}).`,
+    storage
+      ? storage.created
+        ? `Storage: made the key pair ${storage.accessKeyId} for this machine (cairn logout revokes it).`
+        : `Storage: key pair ${storage.accessKeyId}.`
+      : 'Storage: no key pair (storage commands need CAIRN_ACCESS_KEY_ID and CAIRN_SECRET_ACCESS_KEY).',
+    `Settings saved in ${path} (readable by you only).`,
+  ]);
 }
 
 async function whoami(ctx: Context): Promise<void> {
@@ -226,7 +237,9 @@ async function logout(options: { keepStorageKey?: boolean }, ctx: Context): Prom
   }
   const removed = await removeStoredConfig(path);
   ctx.out.result({ loggedOut: removed, configPath: path, revokedStorageKey: revoked }, () =>
-    removed ? [`Logged out: removed ${path}.`, ...(revoked ? [`Revoked the storage key pair ${revoked}.`] : [])] : `Not logged in (no ${path}).`,
+    removed
+      ? [`Logged out: removed ${path}.`, ...(revoked ? [`Revoked the storage key pair ${revoked}.`] : [])]
+      : `Not logged in (no ${path}).`,
   );
 }
 

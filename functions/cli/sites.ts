@@ -62,8 +62,13 @@ const SITE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 export async function findSite(api: GraphqlClient, ref: string): Promise<Site> {
   const byId = SITE_ID.test(ref);
   const data = byId
-    ? await api.request<{ site: Site | null }>(`query ($id: ID!) { site: getSiteById(siteId: $id) { ...CliSite } } ${SITE_FIELDS}`, { id: ref.toLowerCase() })
-    : await api.request<{ site: Site | null }>(`query ($slug: String!) { site: getSiteBySlug(slug: $slug) { ...CliSite } } ${SITE_FIELDS}`, { slug: ref });
+    ? await api.request<{ site: Site | null }>(`query ($id: ID!) { site: getSiteById(siteId: $id) { ...CliSite } } ${SITE_FIELDS}`, {
+        id: ref.toLowerCase(),
+      })
+    : await api.request<{ site: Site | null }>(
+        `query ($slug: String!) { site: getSiteBySlug(slug: $slug) { ...CliSite } } ${SITE_FIELDS}`,
+        { slug: ref },
+      );
   if (!data.site) throw new CliError(`no site ${byId ? 'with id' : 'named'} "${ref}" in your team (cairn sites list shows them)`);
   return data.site;
 }
@@ -136,7 +141,12 @@ async function createSite(name: string | undefined, options: CreateOptions, ctx:
   };
   const settings = await ctx.settings();
   const api = await ctx.api();
-  const site = (await api.request<{ createSite: Site }>(`mutation ($input: CreateSiteInput!) { createSite(input: $input) { ...CliSite } } ${SITE_FIELDS}`, { input })).createSite;
+  const site = (
+    await api.request<{ createSite: Site }>(
+      `mutation ($input: CreateSiteInput!) { createSite(input: $input) { ...CliSite } } ${SITE_FIELDS}`,
+      { input },
+    )
+  ).createSite;
   ctx.out.result(siteJson(settings, site), () => [
     `Created site ${site.name} (${site.id}).`,
     `Source: ${describeSource(site.deploySettings.source)}`,

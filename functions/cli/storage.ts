@@ -50,7 +50,13 @@ async function loadSdk() {
     import('../../packages/storage-sdk/src/client.js'),
     import('@aws-sdk/client-s3'),
   ]);
-  return { createStorage: node.createStorage, ...client, GetObjectCommand: s3.GetObjectCommand, CopyObjectCommand: s3.CopyObjectCommand, HeadObjectCommand: s3.HeadObjectCommand };
+  return {
+    createStorage: node.createStorage,
+    ...client,
+    GetObjectCommand: s3.GetObjectCommand,
+    CopyObjectCommand: s3.CopyObjectCommand,
+    HeadObjectCommand: s3.HeadObjectCommand,
+  };
 }
 
 type Sdk = Awaited<ReturnType<typeof loadSdk>>;
@@ -113,13 +119,23 @@ interface Listed {
 }
 
 /** Every object under `prefix` (one level with `delimiter`), with its CIDs from Cairn's listing extension. */
-async function listAll(sdk: Sdk, s3: S3Client, bucket: string, prefix: string, delimiter?: string): Promise<{ files: Listed[]; directories: string[] }> {
+async function listAll(
+  sdk: Sdk,
+  s3: S3Client,
+  bucket: string,
+  prefix: string,
+  delimiter?: string,
+): Promise<{ files: Listed[]; directories: string[] }> {
   const files: Listed[] = [];
   const directories: string[] = [];
   let token: string | undefined;
   try {
     do {
-      const page = await sdk.listPage(s3, { Bucket: bucket, Prefix: prefix || undefined, Delimiter: delimiter, ContinuationToken: token }, true);
+      const page = await sdk.listPage(
+        s3,
+        { Bucket: bucket, Prefix: prefix || undefined, Delimiter: delimiter, ContinuationToken: token },
+        true,
+      );
       (page.output.Contents ?? []).forEach((c, i) =>
         files.push({
           key: c.Key!,
@@ -271,7 +287,16 @@ async function upload(sources: string, destination: Remote, options: CopyOptions
       }
       bar.finished(file.key, file.size);
       const shown = relative(process.cwd(), file.path) || file.path;
-      results.push({ source: file.path, destination: show(target), bucket: made.bucket, key: made.key, size: file.size, hash: made.hash, hashV0: made.hashV0, publicUrl: made.publicUrl });
+      results.push({
+        source: file.path,
+        destination: show(target),
+        bucket: made.bucket,
+        key: made.key,
+        size: file.size,
+        hash: made.hash,
+        hashV0: made.hashV0,
+        publicUrl: made.publicUrl,
+      });
       progress.line(`upload: ${shown} -> ${show(target)}  ${made.hash}`);
     });
   } finally {
@@ -279,11 +304,20 @@ async function upload(sources: string, destination: Remote, options: CopyOptions
     client.destroy();
   }
   results.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  ctx.out.result(results, () => `${results.length} file${results.length === 1 ? '' : 's'} uploaded (${formatBytes(results.reduce((s, r) => s + r.size, 0))}).`);
+  ctx.out.result(
+    results,
+    () => `${results.length} file${results.length === 1 ? '' : 's'} uploaded (${formatBytes(results.reduce((s, r) => s + r.size, 0))}).`,
+  );
 }
 
 /** Streams one object to `path` (through a temporary file beside it, renamed when whole), or to stdout for "-". */
-async function fetchObject(sdk: Sdk, s3: S3Client, remote: Remote, path: string | '-', onBytes: (n: number) => void): Promise<{ size: number; hash: string | null; hashV0: string | null }> {
+async function fetchObject(
+  sdk: Sdk,
+  s3: S3Client,
+  remote: Remote,
+  path: string | '-',
+  onBytes: (n: number) => void,
+): Promise<{ size: number; hash: string | null; hashV0: string | null }> {
   let out;
   try {
     out = await s3.send(new sdk.GetObjectCommand({ Bucket: remote.bucket, Key: remote.key }));
@@ -338,8 +372,15 @@ async function download(source: Remote, destination: string, options: CopyOption
       }
       if (jobs.length === 0) throw new CliError(`nothing under s3://${source.bucket}/${prefix}`);
     } else {
-      if (source.key === '' || source.key.endsWith('/')) throw new CliError(`${show(source)} names a folder: add -r to copy everything under it`);
-      const isDir = destination.endsWith('/') || destination.endsWith(sep) || (await stat(target).then((s) => s.isDirectory(), () => false));
+      if (source.key === '' || source.key.endsWith('/'))
+        throw new CliError(`${show(source)} names a folder: add -r to copy everything under it`);
+      const isDir =
+        destination.endsWith('/') ||
+        destination.endsWith(sep) ||
+        (await stat(target).then(
+          (s) => s.isDirectory(),
+          () => false,
+        ));
       jobs = [{ remote: source, path: toStdout ? '-' : isDir ? join(target, basename(source.key)) : target, size: 0 }];
     }
     const bar = transferBar(
@@ -360,7 +401,10 @@ async function download(source: Remote, destination: string, options: CopyOption
   }
   if (toStdout) return;
   results.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  ctx.out.result(results, () => `${results.length} file${results.length === 1 ? '' : 's'} downloaded (${formatBytes(results.reduce((s, r) => s + r.size, 0))}).`);
+  ctx.out.result(
+    results,
+    () => `${results.length} file${results.length === 1 ? '' : 's'} downloaded (${formatBytes(results.reduce((s, r) => s + r.size, 0))}).`,
+  );
 }
 
 /**
@@ -379,14 +423,31 @@ async function copyRemote(source: Remote, destination: Remote, options: CopyOpti
       const prefix = source.key === '' || source.key.endsWith('/') ? source.key : `${source.key}/`;
       const target = intoFolder ? destination.key : `${destination.key}/`;
       const { files } = await listAll(client.sdk, client.s3, source.bucket, prefix);
-      jobs = files.filter((f) => !f.key.endsWith('/')).map((f) => ({ from: { bucket: source.bucket, key: f.key }, to: { bucket: destination.bucket, key: target + f.key.slice(prefix.length) }, size: f.size }));
+      jobs = files
+        .filter((f) => !f.key.endsWith('/'))
+        .map((f) => ({
+          from: { bucket: source.bucket, key: f.key },
+          to: { bucket: destination.bucket, key: target + f.key.slice(prefix.length) },
+          size: f.size,
+        }));
       if (jobs.length === 0) throw new CliError(`nothing under s3://${source.bucket}/${prefix}`);
     } else {
-      if (source.key === '' || source.key.endsWith('/')) throw new CliError(`${show(source)} names a folder: add -r to copy everything under it`);
-      const head = await client.s3.send(new client.sdk.HeadObjectCommand({ Bucket: source.bucket, Key: source.key })).catch((err: unknown) => {
-        throw (err as Error).name === 'NotFound' ? new CliError(`${show(source)} does not exist`) : storageFailure(err, `reading ${show(source)}`);
-      });
-      jobs = [{ from: source, to: { bucket: destination.bucket, key: intoFolder ? destination.key + basename(source.key) : destination.key }, size: head.ContentLength ?? 0 }];
+      if (source.key === '' || source.key.endsWith('/'))
+        throw new CliError(`${show(source)} names a folder: add -r to copy everything under it`);
+      const head = await client.s3
+        .send(new client.sdk.HeadObjectCommand({ Bucket: source.bucket, Key: source.key }))
+        .catch((err: unknown) => {
+          throw (err as Error).name === 'NotFound'
+            ? new CliError(`${show(source)} does not exist`)
+            : storageFailure(err, `reading ${show(source)}`);
+        });
+      jobs = [
+        {
+          from: source,
+          to: { bucket: destination.bucket, key: intoFolder ? destination.key + basename(source.key) : destination.key },
+          size: head.ContentLength ?? 0,
+        },
+      ];
     }
     const bar = progress.bar({ total: jobs.length, unit: 'steps', payload: { label: `0/${jobs.length} files` } });
     await eachLimit(jobs, concurrency, async ({ from, to, size }) => {
@@ -406,7 +467,15 @@ async function copyRemote(source: Remote, destination: Remote, options: CopyOpti
       }
       const headers = client.sdk.headersOf(out);
       const hash = headers[client.sdk.HASH_HEADER] ?? null;
-      results.push({ source: show(from), destination: show(to), bucket: to.bucket, key: to.key, size, hash, hashV0: headers[client.sdk.HASH_V0_HEADER] ?? null });
+      results.push({
+        source: show(from),
+        destination: show(to),
+        bucket: to.bucket,
+        key: to.key,
+        size,
+        hash,
+        hashV0: headers[client.sdk.HASH_V0_HEADER] ?? null,
+      });
       bar.update(results.length, { label: `${results.length}/${jobs.length} files | ${to.key}` });
       progress.line(`copy: ${show(from)} -> ${show(to)}  ${hash ?? ''}`.trimEnd());
     });
@@ -415,7 +484,11 @@ async function copyRemote(source: Remote, destination: Remote, options: CopyOpti
     client.destroy();
   }
   results.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  ctx.out.result(results, () => `${results.length} file${results.length === 1 ? '' : 's'} copied (${formatBytes(results.reduce((s, r) => s + r.size, 0))}), by the service: no bytes went through this machine.`);
+  ctx.out.result(
+    results,
+    () =>
+      `${results.length} file${results.length === 1 ? '' : 's'} copied (${formatBytes(results.reduce((s, r) => s + r.size, 0))}), by the service: no bytes went through this machine.`,
+  );
 }
 
 async function cp(source: string, destination: string, options: CopyOptions, ctx: Context): Promise<void> {
@@ -463,16 +536,21 @@ async function url(path: string, ctx: Context): Promise<void> {
   const settings = await ctx.settings();
   const client = await storageOf(settings);
   try {
-    const file = await client.storage.get({ bucket: remote.bucket, key: remote.key, getOptions: ['hash', 'hashV0', 'publicUrl'] }).catch((err: unknown) => {
-      if (err instanceof CairnStorageError && err.code === 'NoSuchKey') throw new CliError(`${show(remote)} does not exist`);
-      throw storageFailure(err, `reading ${show(remote)}`);
-    });
+    const file = await client.storage
+      .get({ bucket: remote.bucket, key: remote.key, getOptions: ['hash', 'hashV0', 'publicUrl'] })
+      .catch((err: unknown) => {
+        if (err instanceof CairnStorageError && err.code === 'NoSuchKey') throw new CliError(`${show(remote)} does not exist`);
+        throw storageFailure(err, `reading ${show(remote)}`);
+      });
     const gatewayUrl = `${settings.gatewayUrl}/ipfs/${file.hash}`;
-    ctx.out.result({ bucket: remote.bucket, key: remote.key, hash: file.hash, hashV0: file.hashV0, publicUrl: file.publicUrl, gatewayUrl }, () => [
-      `Public URL:  ${file.publicUrl}  (served when the file is public-read)`,
-      `Gateway URL: ${gatewayUrl}`,
-      `CID:         ${file.hash} (v0 ${file.hashV0})`,
-    ]);
+    ctx.out.result(
+      { bucket: remote.bucket, key: remote.key, hash: file.hash, hashV0: file.hashV0, publicUrl: file.publicUrl, gatewayUrl },
+      () => [
+        `Public URL:  ${file.publicUrl}  (served when the file is public-read)`,
+        `Gateway URL: ${gatewayUrl}`,
+        `CID:         ${file.hash} (v0 ${file.hashV0})`,
+      ],
+    );
   } finally {
     client.destroy();
   }
@@ -490,7 +568,9 @@ export function registerStorage(program: Command, context: (command: Command) =>
 
   storage
     .command('cp <source> <destination>')
-    .description('upload (local -> s3://), download (s3:// -> local, or - for stdout) or copy (s3:// -> s3://, by the service); prints each CID')
+    .description(
+      'upload (local -> s3://), download (s3:// -> local, or - for stdout) or copy (s3:// -> s3://, by the service); prints each CID',
+    )
     .option('-r, --recursive', 'copy a folder and everything in it')
     .option('--public', 'uploads are public-read (served at their public URL); default private')
     .option('--content-type <type>', "uploads' Content-Type (default: from each file's extension)")
@@ -499,7 +579,9 @@ export function registerStorage(program: Command, context: (command: Command) =>
       'after',
       '\nExamples:\n  cairn storage cp ./photo.jpg s3://default-bucket/photos/\n  cairn storage cp -r ./public s3://default-bucket/site --public\n  cairn storage cp -r s3://default-bucket/site ./site-copy\n  cairn storage cp -r s3://default-bucket/site s3://backup-bucket/site',
     )
-    .action(async (source: string, destination: string, options: CopyOptions, command: Command) => cp(source, destination, options, context(command)));
+    .action(async (source: string, destination: string, options: CopyOptions, command: Command) =>
+      cp(source, destination, options, context(command)),
+    );
 
   storage
     .command('rm <path>')

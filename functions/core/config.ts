@@ -377,11 +377,19 @@ function gitHostApis(env: Env): Record<string, GitHostApi> {
   const name = 'CAIRN_GIT_HOST_APIS';
   const apis: Record<string, GitHostApi> = { ...DEFAULT_GIT_HOST_APIS };
   const named = new Set<string>();
-  for (const entry of (opt(env, name) ?? '').split(',').map((e) => e.trim()).filter((e) => e !== '')) {
+  for (const entry of (opt(env, name) ?? '')
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '')) {
     const m = /^([^=@\s]+)=(github|gitlab)@(\S+)$/i.exec(entry);
-    if (!m) throw new ConfigError(name, `"${entry}" must be host[:port]=github|gitlab@<API base URL>, like "git.example.com=gitlab@https://git.example.com/api/v4"`);
+    if (!m)
+      throw new ConfigError(
+        name,
+        `"${entry}" must be host[:port]=github|gitlab@<API base URL>, like "git.example.com=gitlab@https://git.example.com/api/v4"`,
+      );
     const host = m[1]!.toLowerCase();
-    if (!/^[a-z0-9.-]+(:\d{1,5})?$/.test(host) || host.startsWith('.') || host.includes('..')) throw new ConfigError(name, `"${m[1]}" is not a host name, optionally with a port (like "git.example.com:8443")`);
+    if (!/^[a-z0-9.-]+(:\d{1,5})?$/.test(host) || host.startsWith('.') || host.includes('..'))
+      throw new ConfigError(name, `"${m[1]}" is not a host name, optionally with a port (like "git.example.com:8443")`);
     if (named.has(host)) throw new ConfigError(name, `${host} is named twice`);
     named.add(host);
     let base: URL;
@@ -390,7 +398,8 @@ function gitHostApis(env: Env): Record<string, GitHostApi> {
     } catch {
       throw new ConfigError(name, `the API base URL of ${host} is not an absolute URL, got "${m[3]}"`);
     }
-    if (base.protocol !== 'https:' && base.protocol !== 'http:') throw new ConfigError(name, `the API base URL of ${host} must be an http(s) URL, got "${m[3]}"`);
+    if (base.protocol !== 'https:' && base.protocol !== 'http:')
+      throw new ConfigError(name, `the API base URL of ${host} must be an http(s) URL, got "${m[3]}"`);
     // The token goes in a header; a URL's own credentials would be sent (and logged) besides.
     if (base.username !== '' || base.password !== '' || base.search !== '' || base.hash !== '') {
       throw new ConfigError(name, `the API base URL of ${host} must carry no credentials, query or fragment`);
@@ -408,14 +417,18 @@ function absolutePath(env: Env, name: string, fallback: string): string {
 
 function distributionId(env: Env): string | undefined {
   const raw = opt(env, 'CAIRN_CDN_DISTRIBUTION_ID');
-  if (raw !== undefined && !/^[A-Z0-9]{1,64}$/.test(raw)) throw new ConfigError('CAIRN_CDN_DISTRIBUTION_ID', `must be a CloudFront distribution id (like E2QWRUHEXAMPLE), got "${raw}"`);
+  if (raw !== undefined && !/^[A-Z0-9]{1,64}$/.test(raw))
+    throw new ConfigError('CAIRN_CDN_DISTRIBUTION_ID', `must be a CloudFront distribution id (like E2QWRUHEXAMPLE), got "${raw}"`);
   return raw;
 }
 
 function kvsArn(env: Env): string | undefined {
   const raw = opt(env, 'CAIRN_SITE_HOSTS_KVS_ARN');
   if (raw !== undefined && !/^arn:aws[a-z-]*:cloudfront::\d{12}:key-value-store\/[0-9a-zA-Z-]+$/.test(raw)) {
-    throw new ConfigError('CAIRN_SITE_HOSTS_KVS_ARN', `must be a CloudFront KeyValueStore ARN (arn:aws:cloudfront::<account>:key-value-store/<id>), got "${raw}"`);
+    throw new ConfigError(
+      'CAIRN_SITE_HOSTS_KVS_ARN',
+      `must be a CloudFront KeyValueStore ARN (arn:aws:cloudfront::<account>:key-value-store/<id>), got "${raw}"`,
+    );
   }
   return raw;
 }
@@ -430,9 +443,11 @@ function buildSandbox(env: Env): 'bwrap' | 'none' {
 
 function buildNetwork(env: Env, sandbox: 'bwrap' | 'none'): 'none' | 'outside' | 'host' {
   const raw = str(env, 'CAIRN_BUILD_NETWORK', 'none').toLowerCase();
-  if (raw !== 'none' && raw !== 'outside' && raw !== 'host') throw new ConfigError('CAIRN_BUILD_NETWORK', `must be "none", "outside" or "host", got "${raw}"`);
+  if (raw !== 'none' && raw !== 'outside' && raw !== 'host')
+    throw new ConfigError('CAIRN_BUILD_NETWORK', `must be "none", "outside" or "host", got "${raw}"`);
   // A plain child process has this machine's whole network: `outside` would be a promise nothing keeps.
-  if (raw === 'outside' && sandbox === 'none') throw new ConfigError('CAIRN_BUILD_NETWORK', '"outside" needs the bubblewrap sandbox, and CAIRN_BUILD_SANDBOX is "none"');
+  if (raw === 'outside' && sandbox === 'none')
+    throw new ConfigError('CAIRN_BUILD_NETWORK', '"outside" needs the bubblewrap sandbox, and CAIRN_BUILD_SANDBOX is "none"');
   return raw;
 }
 
@@ -482,7 +497,8 @@ function size(env: Env, name: string, fallback: number): number {
   if (raw === undefined) return fallback;
   const m = /^(\d+)\s*([a-z]*)$/i.exec(raw);
   const unit = m ? SIZE_UNITS[m[2]!.toLowerCase()] : undefined;
-  if (!m || unit === undefined || Number(m[1]) < 1) throw new ConfigError(name, `must be a size such as 3GiB, 512MiB or a number of bytes, got "${raw}"`);
+  if (!m || unit === undefined || Number(m[1]) < 1)
+    throw new ConfigError(name, `must be a size such as 3GiB, 512MiB or a number of bytes, got "${raw}"`);
   return Number(m[1]) * unit;
 }
 

@@ -43,7 +43,10 @@ export class GroupCommit<Op> {
       if (this.queued.ops.length) this.flush();
       else this.busy = false;
     };
-    this.write(ops).then(() => done(), (err: unknown) => done(err ?? new Error('batch write failed')));
+    this.write(ops).then(
+      () => done(),
+      (err: unknown) => done(err ?? new Error('batch write failed')),
+    );
   }
 }
 

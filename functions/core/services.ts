@@ -115,7 +115,11 @@ function processHashing(): RemoteHashing {
   return ownHashing;
 }
 
-export async function createServices(config: Config, logger: Logger = createLogger(config.logLevel), options: ServiceOptions = {}): Promise<Services> {
+export async function createServices(
+  config: Config,
+  logger: Logger = createLogger(config.logLevel),
+  options: ServiceOptions = {},
+): Promise<Services> {
   const db = createDatabase(config, options.dynamo);
   const given = options.hashing ? remoteFor(options.hashing) : undefined;
   const remote = () => (given && !given.dead ? given : processHashing());
@@ -153,7 +157,9 @@ export async function createServices(config: Config, logger: Logger = createLogg
     gate: config.runtime === 'aws' ? new DynamoUploadGate(db, logger) : new LocalUploadGate(),
     // A Lambda instance serves one request at a time: nothing to overlap with.
     leafHasher: (digests, sizeHint) =>
-      config.runtime === 'local' && sizeHint !== undefined && sizeHint >= HASH_THREAD_MIN_BYTES ? remote().hasher(digests) : inlineLeafHasher(digests),
+      config.runtime === 'local' && sizeHint !== undefined && sizeHint >= HASH_THREAD_MIN_BYTES
+        ? remote().hasher(digests)
+        : inlineLeafHasher(digests),
     async close() {
       if (node) await (await node).stop();
       db.client.destroy();
@@ -171,7 +177,11 @@ async function createSqsQueue(config: Config): Promise<(DeployQueue & CdnRetries
   const { SQSClient } = await import('@aws-sdk/client-sqs');
   const { CodeBuildClient } = await import('@aws-sdk/client-codebuild');
   const { SqsDeployQueue } = await import('./hosting/sqs-deploy-queue.js');
-  return new SqsDeployQueue(new SQSClient({ region: config.region }), config.deployQueueUrl, new CodeBuildClient({ region: config.region }));
+  return new SqsDeployQueue(
+    new SQSClient({ region: config.region }),
+    config.deployQueueUrl,
+    new CodeBuildClient({ region: config.region }),
+  );
 }
 
 /** Without a queue a CDN change that failed cannot be put off: it is logged and left to the next change. */
@@ -188,7 +198,12 @@ async function createCdnPurger(config: Config, retries: CdnRetries, logger: Logg
   if (!config.cdn.distributionId) return noCdn;
   const { CloudFrontClient } = await import('@aws-sdk/client-cloudfront');
   const { CloudFrontPurger } = await import('./hosting/cloudfront-purger.js');
-  return new CloudFrontPurger(new CloudFrontClient({ region: config.region }), config.cdn.distributionId, retries, logger.child({ cdn: 'cloudfront' }));
+  return new CloudFrontPurger(
+    new CloudFrontClient({ region: config.region }),
+    config.cdn.distributionId,
+    retries,
+    logger.child({ cdn: 'cloudfront' }),
+  );
 }
 
 /** The distribution's KeyValueStore when the stack gave one; otherwise no map (the gateway reads the Host itself). */
@@ -196,7 +211,12 @@ async function createSiteHostMap(config: Config, retries: CdnRetries, logger: Lo
   if (!config.cdn.siteHostsKvsArn) return noSiteHostMap;
   const { CloudFrontKeyValueStoreClient } = await import('@aws-sdk/client-cloudfront-keyvaluestore');
   const { KvsSiteHostMap } = await import('./hosting/kvs-site-hosts.js');
-  return new KvsSiteHostMap(new CloudFrontKeyValueStoreClient({ region: config.region }), config.cdn.siteHostsKvsArn, retries, logger.child({ cdn: 'kvs' }));
+  return new KvsSiteHostMap(
+    new CloudFrontKeyValueStoreClient({ region: config.region }),
+    config.cdn.siteHostsKvsArn,
+    retries,
+    logger.child({ cdn: 'kvs' }),
+  );
 }
 
 /** The stack's bucket in AWS, files under the data directory otherwise. */

@@ -22,14 +22,19 @@ import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { CodeBuildClient } from '@aws-sdk/client-codebuild';
-import type { DeployOfBuild, DetachedBuildEnd, DetachedBuildRequest, DetachedBuildRunner, StartedBuild } from '../core/ports/build-runner.js';
+import type {
+  DeployOfBuild,
+  DetachedBuildEnd,
+  DetachedBuildRequest,
+  DetachedBuildRunner,
+  StartedBuild,
+} from '../core/ports/build-runner.js';
 import { zipDirectory, ZipTooLarge } from './zip.js';
 import { codeBuildTimeoutMinutes, DEFAULT_BUILD_IMAGE, DEPLOY_BUILDS_PREFIX } from './limits.js';
 import { DeployFailure } from './pipeline.js';
 
 /** Where a deploy's build files live in the bucket. */
 export const buildPrefix = (b: DeployOfBuild) => `${DEPLOY_BUILDS_PREFIX}${b.siteId}/${b.deployId}/`;
-
 
 /**
  * An image reference CodeBuild can pull: `[registry/]repository[:tag][@digest]`
@@ -38,8 +43,14 @@ export const buildPrefix = (b: DeployOfBuild) => `${DEPLOY_BUILDS_PREFIX}${b.sit
  */
 export function registryImage(image: string | undefined): string {
   const ref = image?.trim() || DEFAULT_BUILD_IMAGE;
-  if (!/^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/.test(ref)) {
-    throw new DeployFailure(`the build image "${ref}" is not an image reference a registry serves (like "node:20-slim" or "public.ecr.aws/docker/library/node:20")`);
+  if (
+    !/^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/.test(
+      ref,
+    )
+  ) {
+    throw new DeployFailure(
+      `the build image "${ref}" is not an image reference a registry serves (like "node:20-slim" or "public.ecr.aws/docker/library/node:20")`,
+    );
   }
   return ref;
 }
@@ -82,7 +93,13 @@ export class CodeBuildRunner implements DetachedBuildRunner {
       });
       const { PutObjectCommand } = await import('@aws-sdk/client-s3');
       await this.s3.send(
-        new PutObjectCommand({ Bucket: this.bucket, Key: `${prefix}source.zip`, Body: createReadStream(zip), ContentLength: (await stat(zip)).size, ContentType: 'application/zip' }),
+        new PutObjectCommand({
+          Bucket: this.bucket,
+          Key: `${prefix}source.zip`,
+          Body: createReadStream(zip),
+          ContentLength: (await stat(zip)).size,
+          ContentType: 'application/zip',
+        }),
       );
     } finally {
       await rm(zip, { force: true });
@@ -111,13 +128,21 @@ export class CodeBuildRunner implements DetachedBuildRunner {
           environmentVariablesOverride: Object.entries(request.env).map(([name, value]) => ({ name, value, type: 'PLAINTEXT' })),
           timeoutInMinutesOverride: codeBuildTimeoutMinutes(request.timeoutMs),
           buildspecOverride: buildspec(request.directory, request.command, request.publishDirectory),
-          artifactsOverride: { type: 'S3', location: this.bucket, path: prefix.slice(0, -1), name: 'publish', packaging: 'NONE', namespaceType: 'NONE' },
+          artifactsOverride: {
+            type: 'S3',
+            location: this.bucket,
+            path: prefix.slice(0, -1),
+            name: 'publish',
+            packaging: 'NONE',
+            namespaceType: 'NONE',
+          },
         }),
       );
     } catch (err) {
       // The account's limits and a refused image are the site's to hear about; anything else is ours.
       const name = (err as Error).name;
-      if (name === 'AccountLimitExceededException' || name === 'InvalidInputException') throw new DeployFailure(`CodeBuild did not start the build: ${(err as Error).message}`);
+      if (name === 'AccountLimitExceededException' || name === 'InvalidInputException')
+        throw new DeployFailure(`CodeBuild did not start the build: ${(err as Error).message}`);
       throw err;
     }
     const build = out.build!;
@@ -138,7 +163,8 @@ export class CodeBuildRunner implements DetachedBuildRunner {
         if (options.withoutGit && (rel === '.git' || rel.startsWith('.git/'))) continue;
         const path = resolve(root, rel);
         // The keys were written by the user's build: none may land outside the directory.
-        if (!path.startsWith(root + sep)) throw new DeployFailure(`the build left a file named "${rel}", which points out of the publish directory`);
+        if (!path.startsWith(root + sep))
+          throw new DeployFailure(`the build left a file named "${rel}", which points out of the publish directory`);
         await mkdir(dirname(path), { recursive: true });
         const body = (await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: object.Key! }))).Body as Readable;
         await pipeline(body, createWriteStream(path));
@@ -182,7 +208,9 @@ export interface CodeBuildStateChange {
 
 export function isCodeBuildStateChange(event: unknown): event is CodeBuildStateChange {
   const e = event as Partial<CodeBuildStateChange> | null;
-  return !!e && e.source === 'aws.codebuild' && e['detail-type'] === 'CodeBuild Build State Change' && typeof e.detail?.['build-id'] === 'string';
+  return (
+    !!e && e.source === 'aws.codebuild' && e['detail-type'] === 'CodeBuild Build State Change' && typeof e.detail?.['build-id'] === 'string'
+  );
 }
 
 /**
@@ -210,6 +238,11 @@ export function buildEndOf(event: CodeBuildStateChange): (DeployOfBuild & { end:
   return {
     siteId: where[1]!,
     deployId: where[2]!,
-    end: { buildId, outcome, logUrl: info.logs?.['deep-link'], detail: failed ? { phase: failed['phase-type'] ?? 'unknown', context: context || undefined } : undefined },
+    end: {
+      buildId,
+      outcome,
+      logUrl: info.logs?.['deep-link'],
+      detail: failed ? { phase: failed['phase-type'] ?? 'unknown', context: context || undefined } : undefined,
+    },
   };
 }

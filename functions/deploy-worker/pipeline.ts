@@ -70,7 +70,8 @@ class Cancelled extends Error {
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 /** The same words whichever machine stopped the build. */
-export const timedOutReason = (timeoutMs: number) => `the build ran past the time limit (${Math.round(timeoutMs / 60000)} min) and was stopped`;
+export const timedOutReason = (timeoutMs: number) =>
+  `the build ran past the time limit (${Math.round(timeoutMs / 60000)} min) and was stopped`;
 
 /**
  * What the log should say of the `_redirects` and `_headers` of content
@@ -85,7 +86,9 @@ async function siteFileWarnings(services: Services, root: CID): Promise<string[]
     services.logger.debug('could not read the rules of content deployed by CID', { root: root.toString(), err });
     return [];
   }
-  return [rules.redirects, rules.headers].filter((r): r is SiteFileError => r instanceof SiteFileError).map((err) => `${err.message}; the site answers 500 where the file is needed until it is fixed`);
+  return [rules.redirects, rules.headers]
+    .filter((r): r is SiteFileError => r instanceof SiteFileError)
+    .map((err) => `${err.message}; the site answers 500 where the file is needed until it is fixed`);
 }
 
 /**
@@ -94,7 +97,8 @@ async function siteFileWarnings(services: Services, root: CID): Promise<string[]
  */
 async function insideCheckout(checkout: string, ...parts: Array<string | null | undefined>): Promise<string> {
   const rel = parts.filter((p): p is string => !!p && p !== '.' && p !== './').join('/');
-  if (isAbsolute(rel) || rel.split(/[\\/]/).includes('..')) throw new DeployFailure(`the path "${rel}" leaves the repository; paths are relative to it`);
+  if (isAbsolute(rel) || rel.split(/[\\/]/).includes('..'))
+    throw new DeployFailure(`the path "${rel}" leaves the repository; paths are relative to it`);
   const path = resolve(checkout, rel);
   let real: string;
   try {
@@ -104,15 +108,22 @@ async function insideCheckout(checkout: string, ...parts: Array<string | null | 
     throw err;
   }
   const root = await realpath(checkout);
-  if (real !== root && !real.startsWith(root + sep)) throw new DeployFailure(`the path "${rel}" leads out of the repository (through a symlink)`);
+  if (real !== root && !real.startsWith(root + sep))
+    throw new DeployFailure(`the path "${rel}" leads out of the repository (through a symlink)`);
   return real;
 }
 
 /** The publish directory as the user named it (for the log), relative to the repository. */
-const publishPathOf = (build: DeployBuild) => (build.publishDirectory ? join(build.baseDirectory ?? '', build.publishDirectory) : build.baseDirectory || '.');
+const publishPathOf = (build: DeployBuild) =>
+  build.publishDirectory ? join(build.baseDirectory ?? '', build.publishDirectory) : build.baseDirectory || '.';
 
 /** What the build sees: the site's variables its scope gets (secret ones opened), and the deploy's own. */
-const buildEnv = (deployId: string, build: DeployBuild, secrets: Record<string, string>, cloned: Pick<ClonedCommit, 'commit' | 'branch'>) => ({
+const buildEnv = (
+  deployId: string,
+  build: DeployBuild,
+  secrets: Record<string, string>,
+  cloned: Pick<ClonedCommit, 'commit' | 'branch'>,
+) => ({
   ...build.env,
   ...secrets,
   CI: 'true',
@@ -156,13 +167,21 @@ class DeployTurn {
   }
 
   static begin(options: PipelineOptions, claimed: Deploy, signal: AbortSignal): DeployTurn {
-    const log = new DeployLog(options.logs ?? options.services.deployLogs, deployLogKey(claimed.siteId, claimed.id), options.services.logger);
+    const log = new DeployLog(
+      options.logs ?? options.services.deployLogs,
+      deployLogKey(claimed.siteId, claimed.id),
+      options.services.logger,
+    );
     return new DeployTurn(options, claimed, signal, log, 'cloning', Date.now());
   }
 
   /** The turn that takes a deploy up where another process left it (its log goes on). */
   static async resume(options: PipelineOptions, deploy: Deploy, phase: DeployPhase, since: number): Promise<DeployTurn> {
-    const log = await DeployLog.continued(options.logs ?? options.services.deployLogs, deployLogKey(deploy.siteId, deploy.id), options.services.logger);
+    const log = await DeployLog.continued(
+      options.logs ?? options.services.deployLogs,
+      deployLogKey(deploy.siteId, deploy.id),
+      options.services.logger,
+    );
     return new DeployTurn(options, deploy, new AbortController().signal, log, phase, since);
   }
 
@@ -207,7 +226,9 @@ class DeployTurn {
       secrets = await this.services.sites.openVariables(this.deploy.siteId, sealed);
     } catch (err) {
       this.services.logger.warn("could not open a deploy's secret variables", { deployId: this.deploy.id, err });
-      throw new DeployFailure("the site's secret variables could not be opened (the service's secret key may have changed): set their values again, then retry");
+      throw new DeployFailure(
+        "the site's secret variables could not be opened (the service's secret key may have changed): set their values again, then retry",
+      );
     }
     this.log.maskSecrets(Object.values(secrets));
     return secrets;
@@ -220,15 +241,20 @@ class DeployTurn {
     if (plain.length || secret.length) {
       this.log.line(`Build variables: ${[...plain, ...secret.map((n) => `${n} (secret, masked in this log)`)].join(', ')}`);
     }
-    if (this.deploy.pullRequest?.fork) this.log.line(`Pull request #${this.deploy.pullRequest.number} comes from a fork: built without the site's secret variables`);
+    if (this.deploy.pullRequest?.fork)
+      this.log.line(`Pull request #${this.deploy.pullRequest.number} comes from a fork: built without the site's secret variables`);
   }
 
   /** The publish directory as a DAG: refused when missing or empty, imported with collection held off. */
   async importPublishDirectory(publish: string, publishPath: string): Promise<CID> {
-    const kind = await stat(publish).then((s) => (s.isDirectory() ? 'dir' : 'other'), () => 'missing');
+    const kind = await stat(publish).then(
+      (s) => (s.isDirectory() ? 'dir' : 'other'),
+      () => 'missing',
+    );
     if (kind === 'missing') throw new DeployFailure(`the publish directory "${publishPath}" does not exist after the build`);
     if (kind !== 'dir') throw new DeployFailure(`the publish directory "${publishPath}" is not a directory`);
-    if ((await readdir(publish)).filter((n) => n !== '.git').length === 0) throw new DeployFailure(`the publish directory "${publishPath}" is empty`);
+    if ((await readdir(publish)).filter((n) => n !== '.git').length === 0)
+      throw new DeployFailure(`the publish directory "${publishPath}" is empty`);
     for (const warning of await checkSiteFiles(publish)) this.log.line(`Warning: ${warning}`);
     this.log.line(`Uploading "${publishPath}" to IPFS`);
     this.publishDir = publish;
@@ -239,7 +265,9 @@ class DeployTurn {
     const result = await importDirectory(node.blockstore, publish, { signal: this.signal, known: this.known?.forImport(node.blockstore) });
     const skipped = this.known?.hits ? ` (${this.known.hits} unchanged since the last deploy, not read again)` : '';
     this.log.line(`Imported ${result.files} files (${(result.bytes / 1e6).toFixed(1)} MB)${skipped}: ${result.cid.toV1().toString()}`);
-    await this.known?.save().catch((err: unknown) => this.services.logger.warn('could not keep what a deploy imported', { deployId: this.deploy.id, err }));
+    await this.known
+      ?.save()
+      .catch((err: unknown) => this.services.logger.warn('could not keep what a deploy imported', { deployId: this.deploy.id, err }));
     return result.cid;
   }
 
@@ -270,7 +298,11 @@ class DeployTurn {
     // judged against the deploy published when this one ends, and again if another is published meanwhile.
     const decide = async (): Promise<Publication> =>
       claimed.autoPublish && !claimed.preview
-        ? publicationOf(services, claimed, this.repository.commit, { dir: join(await this.workDir(), 'history'), signal: this.signal, log: (l) => log.line(l) })
+        ? publicationOf(services, claimed, this.repository.commit, {
+            dir: join(await this.workDir(), 'history'),
+            signal: this.signal,
+            log: (l) => log.line(l),
+          })
         : { publish: false };
     let publication = await decide();
     log.line(`phase publishing done in ${seconds(Date.now() - this.phaseStarted)}; deployed in ${seconds(Date.now() - this.started)}`);
@@ -279,7 +311,14 @@ class DeployTurn {
     for (let attempt = 1; ; attempt++) {
       try {
         const over = publication.over === undefined ? {} : { publishOver: publication.over };
-        done = await services.deploys.finish(claimed.siteId, claimed.id, { status: 'DEPLOYED', ipfsHash, referenceCid: referenceCidOf(ipfsHash), repository: this.repository, publish: publication.publish, ...over });
+        done = await services.deploys.finish(claimed.siteId, claimed.id, {
+          status: 'DEPLOYED',
+          ipfsHash,
+          referenceCid: referenceCidOf(ipfsHash),
+          repository: this.repository,
+          publish: publication.publish,
+          ...over,
+        });
         break;
       } catch (err) {
         if (!(err instanceof PublishedMeanwhile)) throw err;
@@ -299,9 +338,15 @@ class DeployTurn {
     if (published) {
       // The site's address serves the new deploy from the next request on.
       if (done.publishedNow) await purgeSite(services, claimed.siteId);
-      log.line(done.publishedNow ? 'Published: the site now serves this deploy' : 'Not published: a newer deploy of the site is already published');
+      log.line(
+        done.publishedNow ? 'Published: the site now serves this deploy' : 'Not published: a newer deploy of the site is already published',
+      );
     } else {
-      log.line(claimed.preview ? 'A preview: not published' : (publication.line ?? 'Auto-publishing is off: not published (publishDeploy publishes it)'));
+      log.line(
+        claimed.preview
+          ? 'A preview: not published'
+          : (publication.line ?? 'Auto-publishing is off: not published (publishDeploy publishes it)'),
+      );
     }
     // After DEPLOYED, and before the workspace goes: the picture is of the
     // built directory. The log so far is written first, for readers of a
@@ -314,11 +359,25 @@ class DeployTurn {
     let previewImage: string | undefined;
     const { screenshotter } = this.options;
     if (screenshotter && this.publishDir) {
-      const request = { siteId: claimed.siteId, deployId: claimed.id, publish: this.publishDir, screenshotter, signal: this.signal, log: (l: string) => log.line(l) };
+      const request = {
+        siteId: claimed.siteId,
+        deployId: claimed.id,
+        publish: this.publishDir,
+        screenshotter,
+        signal: this.signal,
+        log: (l: string) => log.line(l),
+      };
       previewImage = await takePreview(services, { ...request, timeoutMs: this.options.previewTimeoutMs ?? PREVIEW_TIMEOUT_MS });
     } else if (screenshotter && done.ipfsHash) {
       // Content deployed by CID: its DAG is served for the picture, with the site's own rules.
-      const request = { siteId: claimed.siteId, deployId: claimed.id, publish: deployContent(services, claimed.siteId, claimed.id, done.ipfsHash), screenshotter, signal: this.signal, log: (l: string) => log.line(l) };
+      const request = {
+        siteId: claimed.siteId,
+        deployId: claimed.id,
+        publish: deployContent(services, claimed.siteId, claimed.id, done.ipfsHash),
+        screenshotter,
+        signal: this.signal,
+        log: (l: string) => log.line(l),
+      };
       previewImage = await takePreview(services, { ...request, timeoutMs: this.options.previewTimeoutMs ?? PREVIEW_TIMEOUT_MS });
     }
     await log.close();
@@ -337,7 +396,8 @@ class DeployTurn {
       await recordCommitStatus(services, 'CANCELLED', cancelled);
       return cancelled;
     }
-    const known = err instanceof DeployFailure || err instanceof CloneError || err instanceof PublishDirectoryError || err instanceof BuildRefused;
+    const known =
+      err instanceof DeployFailure || err instanceof CloneError || err instanceof PublishDirectoryError || err instanceof BuildRefused;
     const reason = known ? (err as Error).message : 'an internal error stopped the deploy (the service log has the details)';
     if (!known) services.logger.error('deploy failed on an internal error', { deployId: claimed.id, siteId: claimed.siteId, err });
     log.line(`Failed: ${reason}`);
@@ -352,10 +412,15 @@ class DeployTurn {
     this.release?.();
     const imported = this.imported;
     if (imported !== undefined) {
-      await services.objects.addCandidate(imported).catch((err: unknown) => services.logger.warn('could not record a collection candidate', { cid: imported, err }));
+      await services.objects
+        .addCandidate(imported)
+        .catch((err: unknown) => services.logger.warn('could not record a collection candidate', { cid: imported, err }));
     }
     const work = this.work;
-    if (work) await rm(work, { recursive: true, force: true }).catch((err: unknown) => services.logger.warn('could not remove a deploy workspace', { work, err }));
+    if (work)
+      await rm(work, { recursive: true, force: true }).catch((err: unknown) =>
+        services.logger.warn('could not remove a deploy workspace', { work, err }),
+      );
   }
 }
 
@@ -380,7 +445,10 @@ export async function runDeploy(options: PipelineOptions, claimed: Deploy, signa
           // every block must be here
         }
       } catch (err) {
-        if (err instanceof MissingBlockError) throw new DeployFailure(`${source.cid} is not held by this node (block ${err.cid} is missing): upload it through the S3 API or import it with POST /imports/car first`);
+        if (err instanceof MissingBlockError)
+          throw new DeployFailure(
+            `${source.cid} is not held by this node (block ${err.cid} is missing): upload it through the S3 API or import it with POST /imports/car first`,
+          );
         throw err;
       }
       for (const warning of await siteFileWarnings(services, root)) log.line(`Warning: ${warning}`);
@@ -414,7 +482,13 @@ export async function runDeploy(options: PipelineOptions, claimed: Deploy, signa
       const publishBefore = await insideCheckout(checkout, build.baseDirectory, build.publishDirectory); // refused before building, too
       const runner = options.runner;
       if (build.command) {
-        if (!(await stat(base).then((s) => s.isDirectory(), () => false))) throw new DeployFailure(`the base directory "${build.baseDirectory}" does not exist in the repository`);
+        if (
+          !(await stat(base).then(
+            (s) => s.isDirectory(),
+            () => false,
+          ))
+        )
+          throw new DeployFailure(`the base directory "${build.baseDirectory}" does not exist in the repository`);
         log.line(`Building with ${runner.name}: ${build.command}`);
         turn.logVariables(build);
         const request = {
@@ -428,7 +502,12 @@ export async function runDeploy(options: PipelineOptions, claimed: Deploy, signa
         };
         if (isDetached(runner)) {
           const real = await realpath(checkout);
-          return await handOver(turn, runner, { ...request, directory: relative(real, base), siteId: claimed.siteId, publishDirectory: relative(real, publishBefore) });
+          return await handOver(turn, runner, {
+            ...request,
+            directory: relative(real, base),
+            siteId: claimed.siteId,
+            publishDirectory: relative(real, publishBefore),
+          });
         }
         const result = await runner.run({ ...request, signal, onOutput: (text) => log.output(text) });
         if (result.outcome === 'cancelled') throw new Cancelled();
@@ -436,7 +515,9 @@ export async function runDeploy(options: PipelineOptions, claimed: Deploy, signa
         // Ended at one of its limits: the log's failure line names it ("memory limit 3 GiB reached").
         if (result.limit) throw new DeployFailure(`the build was ended: ${result.limit}`);
         if (result.outcome === 'failed') {
-          throw new DeployFailure(`the build command failed (${result.exitCode !== undefined ? `exit code ${result.exitCode}` : `ended by ${result.signal}`})`);
+          throw new DeployFailure(
+            `the build command failed (${result.exitCode !== undefined ? `exit code ${result.exitCode}` : `ended by ${result.signal}`})`,
+          );
         }
       } else {
         log.line('No build command: publishing the directory as it is');
@@ -462,7 +543,13 @@ export async function runDeploy(options: PipelineOptions, claimed: Deploy, signa
  * URL, which would receive the token. Read and opened here, when the
  * deploy runs, so the deploy record never holds it.
  */
-async function repositoryCredentials(services: Services, deploy: Deploy, site: Site | undefined, url: string, log: (line: string) => void): Promise<{ username: string; password: string } | undefined> {
+async function repositoryCredentials(
+  services: Services,
+  deploy: Deploy,
+  site: Site | undefined,
+  url: string,
+  log: (line: string) => void,
+): Promise<{ username: string; password: string } | undefined> {
   const pr = deploy.pullRequest;
   if (pr) log(`Preview of pull request #${pr.number}${pr.title ? `: ${pr.title}` : ''}${pr.url ? ` (${pr.url})` : ''}`);
   if (pr?.fork) {
@@ -493,13 +580,25 @@ async function commitStatusNote(services: Services, deploy: Deploy, site: Site |
 }
 
 /** Starts the build elsewhere and records it; the deploy stays in its building phase until the build's end is reported. */
-async function handOver(turn: DeployTurn, runner: DetachedBuildRunner, request: Parameters<DetachedBuildRunner['start']>[0]): Promise<Deploy | undefined> {
+async function handOver(
+  turn: DeployTurn,
+  runner: DetachedBuildRunner,
+  request: Parameters<DetachedBuildRunner['start']>[0],
+): Promise<Deploy | undefined> {
   const { services, deploy, log } = turn;
   const started = await runner.start(request);
-  const recorded = await services.deploys.recordRemoteBuild(deploy.siteId, deploy.id, { id: started.id, startedAt: new Date().toISOString(), logUrl: started.logUrl ?? null });
+  const recorded = await services.deploys.recordRemoteBuild(deploy.siteId, deploy.id, {
+    id: started.id,
+    startedAt: new Date().toISOString(),
+    logUrl: started.logUrl ?? null,
+  });
   if (!recorded) {
     // Cancelled while the build started: nobody else knows of the build to stop it.
-    await runner.stop(started.id).catch((err: unknown) => services.logger.warn('could not stop the build of a cancelled deploy', { deployId: deploy.id, buildId: started.id, err }));
+    await runner
+      .stop(started.id)
+      .catch((err: unknown) =>
+        services.logger.warn('could not stop the build of a cancelled deploy', { deployId: deploy.id, buildId: started.id, err }),
+      );
     throw new Cancelled();
   }
   log.line(`The build runs in ${runner.name} (build ${started.id}); the deploy goes on when it ends`);
@@ -543,7 +642,9 @@ export async function resumeDeploy(options: PipelineOptions, deploy: Deploy, end
     return await turn.failed(err);
   } finally {
     await turn.end();
-    await runner.discard(of).catch((err: unknown) => services.logger.warn("could not remove a build's files", { deployId: deploy.id, err }));
+    await runner
+      .discard(of)
+      .catch((err: unknown) => services.logger.warn("could not remove a build's files", { deployId: deploy.id, err }));
   }
 }
 

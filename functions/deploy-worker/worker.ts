@@ -58,7 +58,12 @@ export async function awsPipeline(services: Services): Promise<WorkerOptions> {
     const { CodeBuildClient } = await import('@aws-sdk/client-codebuild');
     const { S3Client } = await import('@aws-sdk/client-s3');
     const { CodeBuildRunner } = await import('./codebuild-runner.js');
-    runner = new CodeBuildRunner(new CodeBuildClient({ region: config.region }), new S3Client({ region: config.region }), config.blockBucket, config.build.codeBuildProject);
+    runner = new CodeBuildRunner(
+      new CodeBuildClient({ region: config.region }),
+      new S3Client({ region: config.region }),
+      config.blockBucket,
+      config.build.codeBuildProject,
+    );
   }
   let previews: PreviewTaker | undefined;
   if (config.preview.enabled && config.preview.functionName) {
@@ -74,7 +79,11 @@ export async function awsPipeline(services: Services): Promise<WorkerOptions> {
     previews,
     workspace: join(tmpdir(), 'cairn-builds'),
     // A warm instance deploys the same repositories again: what it fetched stays in its /tmp.
-    sources: { dir: join(tmpdir(), 'cairn-sources'), keep: KEPT_REPOSITORIES.lambda, onBackgroundError: (err) => services.logger.warn('a kept repository could not be brought up to date; it starts afresh', { err }) },
+    sources: {
+      dir: join(tmpdir(), 'cairn-sources'),
+      keep: KEPT_REPOSITORIES.lambda,
+      onBackgroundError: (err) => services.logger.warn('a kept repository could not be brought up to date; it starts afresh', { err }),
+    },
     buildTimeoutMs: config.build.timeoutMs,
   };
 }
@@ -131,7 +140,10 @@ export async function buildEnded(pipeline: WorkerOptions, event: CodeBuildStateC
   const { services } = pipeline;
   const ended = buildEndOf(event);
   if (!ended) {
-    services.logger.info('a CodeBuild event that ends no deploy build; ignored', { buildId: event.detail['build-id'], status: event.detail['build-status'] });
+    services.logger.info('a CodeBuild event that ends no deploy build; ignored', {
+      buildId: event.detail['build-id'],
+      status: event.detail['build-status'],
+    });
     return undefined;
   }
   const deploy = await services.deploys.get(ended.siteId, ended.deployId);
@@ -205,7 +217,9 @@ async function endStuckDeploys(services: Services, now: Date): Promise<string[]>
     if (now.getTime() - since <= limit) continue;
     const reason = `timed out: running for more than ${Math.round(limit / 60_000)} min`;
     if (deploy.remoteBuild && !deploy.remoteBuild.endedAt) {
-      await services.deployQueue.cancelled(deploy).catch((err: unknown) => services.logger.warn('could not stop the build of a timed-out deploy', { deployId: deploy.id, err }));
+      await services.deployQueue
+        .cancelled(deploy)
+        .catch((err: unknown) => services.logger.warn('could not stop the build of a timed-out deploy', { deployId: deploy.id, err }));
     }
     const done = await services.deploys.finish(deploy.siteId, deploy.id, { status: 'FAILED', reason });
     if (!done) continue;

@@ -123,8 +123,18 @@ export async function zipDirectory(dir: string, file: string): Promise<number> {
       const info = await lstat(path);
       const kind = info.isDirectory() ? 'dir' : info.isSymbolicLink() ? 'link' : info.isFile() ? 'file' : undefined;
       if (!kind) continue; // sockets and devices are no part of a site
-      if (entries.length === 0xffff) throw new ZipTooLarge('the checkout has more than 65,535 files and directories, more than a ZIP without ZIP64 holds');
-      const e: Entry = { name: Buffer.from(kind === 'dir' ? `${rel}/` : rel), flags: UTF8, method: STORED, crc: 0, compressed: 0, size: 0, mode: info.mode & 0xffff, offset: out.offset };
+      if (entries.length === 0xffff)
+        throw new ZipTooLarge('the checkout has more than 65,535 files and directories, more than a ZIP without ZIP64 holds');
+      const e: Entry = {
+        name: Buffer.from(kind === 'dir' ? `${rel}/` : rel),
+        flags: UTF8,
+        method: STORED,
+        crc: 0,
+        compressed: 0,
+        size: 0,
+        mode: info.mode & 0xffff,
+        offset: out.offset,
+      };
       if (kind === 'file') {
         e.flags |= DESCRIPTOR;
         e.method = DEFLATED;

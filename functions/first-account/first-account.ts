@@ -56,7 +56,10 @@ export async function ensureFirstAccount(
     const stored = content.value;
     const account = await accounts.getAccountByName(stored.accountName);
     if (account) {
-      logger.info('the first account exists and its credentials are in the secret; nothing to do', { accountName: account.name, secret: secret.id });
+      logger.info('the first account exists and its credentials are in the secret; nothing to do', {
+        accountName: account.name,
+        secret: secret.id,
+      });
       return { outcome: 'exists', accountName: account.name, defaultBucket: account.defaultBucket, secretHoldsCredentials: true };
     }
     // An earlier run wrote the secret and stopped before the account was made.
@@ -67,20 +70,28 @@ export async function ensureFirstAccount(
       apiToken: stored.apiKey,
       bucketName: stored.defaultBucket,
     });
-    logger.info('the first account was made with the credentials already in the secret', { accountName: stored.accountName, secret: secret.id });
+    logger.info('the first account was made with the credentials already in the secret', {
+      accountName: stored.accountName,
+      secret: secret.id,
+    });
     return { outcome: 'created', accountName: stored.accountName, defaultBucket: stored.defaultBucket, secretHoldsCredentials: true };
   }
 
   const existing = await accounts.getAccountByName(request.accountName);
   if (existing) {
-    logger.warn('an account of the first account\'s name exists already (made by npm run admin, npm start or an earlier stack\'s secret); it is left alone and the secret is not written', {
-      accountName: existing.name,
-      secret: secret.id,
-    });
+    logger.warn(
+      "an account of the first account's name exists already (made by npm run admin, npm start or an earlier stack's secret); it is left alone and the secret is not written",
+      {
+        accountName: existing.name,
+        secret: secret.id,
+      },
+    );
     return { outcome: 'exists', accountName: existing.name, defaultBucket: existing.defaultBucket, secretHoldsCredentials: false };
   }
   if (content.kind === 'foreign') {
-    throw new Error(`the secret ${secret.id} holds a value Cairn did not write; it is never overwritten: put back its placeholder, or create accounts with npm run admin`);
+    throw new Error(
+      `the secret ${secret.id} holds a value Cairn did not write; it is never overwritten: put back its placeholder, or create accounts with npm run admin`,
+    );
   }
 
   const credentials = withNewCredentials(request.accountName);
@@ -97,7 +108,11 @@ export async function ensureFirstAccount(
     createdAt: now().toISOString(),
   });
   await accounts.createAccount({ ...credentials, bucketName: defaultBucket });
-  logger.info('the first account was made; its credentials are in the secret', { accountName: credentials.name, defaultBucket, secret: secret.id });
+  logger.info('the first account was made; its credentials are in the secret', {
+    accountName: credentials.name,
+    defaultBucket,
+    secret: secret.id,
+  });
   return { outcome: 'created', accountName: credentials.name, defaultBucket, secretHoldsCredentials: true };
 }
 

@@ -57,15 +57,22 @@ let ready: Promise<Ready> | undefined;
 async function start(): Promise<Ready> {
   const config = loadConfig();
   if (config.runtime === 'aws' && !config.kmsKeyId && !config.secretKey) {
-    throw new Error('CAIRN_KMS_KEY_ID is not set: storage secrets must be sealed with the stack\'s key');
+    throw new Error("CAIRN_KMS_KEY_ID is not set: storage secrets must be sealed with the stack's key");
   }
   const db = createDatabase(config);
   const accounts = new AccountStore(db, new StorageKeyStore(db, await createSealer(config)));
-  return { config, logger: createLogger(config.logLevel, { fn: 'first-account' }), accounts, secrets: new SecretsManagerClient({ region: config.region }) };
+  return {
+    config,
+    logger: createLogger(config.logLevel, { fn: 'first-account' }),
+    accounts,
+    secrets: new SecretsManagerClient({ region: config.region }),
+  };
 }
 
 export const handler = middy(
-  async (event: CdkCustomResourceEvent<FirstAccountProperties>): Promise<CdkCustomResourceResponse<FirstAccountData> | CdkCustomResourceResponse> => {
+  async (
+    event: CdkCustomResourceEvent<FirstAccountProperties>,
+  ): Promise<CdkCustomResourceResponse<FirstAccountData> | CdkCustomResourceResponse> => {
     ready ??= start().catch((err: unknown) => {
       ready = undefined;
       throw err;
@@ -75,7 +82,7 @@ export const handler = middy(
     const log = logger.child({ requestType: event.RequestType, requestId: event.RequestId, logicalId: event.LogicalResourceId });
 
     if (event.RequestType === 'Delete') {
-      log.info('delete: nothing is removed (the tables are retained, and so is the secret with the first account\'s credentials)', {
+      log.info("delete: nothing is removed (the tables are retained, and so is the secret with the first account's credentials)", {
         secret: props.SecretArn,
       });
       return { PhysicalResourceId: event.PhysicalResourceId };

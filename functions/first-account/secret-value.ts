@@ -44,6 +44,7 @@ export function readSecretContent(value: string | undefined): SecretContent {
     return { kind: 'foreign' };
   }
   const record = parsed as Record<string, unknown> | null;
-  if (record?.cairn !== 'first-account' || !REQUIRED.every((field) => typeof record[field] === 'string' && record[field] !== '')) return { kind: 'foreign' };
+  if (record?.cairn !== 'first-account' || !REQUIRED.every((field) => typeof record[field] === 'string' && record[field] !== ''))
+    return { kind: 'foreign' };
   return { kind: 'credentials', value: record as unknown as FirstAccountSecret };
 }

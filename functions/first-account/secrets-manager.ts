@@ -4,7 +4,12 @@
  * its KMS key and the placeholder); this only reads and puts values.
  */
 import { createHash } from 'node:crypto';
-import { GetSecretValueCommand, PutSecretValueCommand, ResourceExistsException, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import {
+  GetSecretValueCommand,
+  PutSecretValueCommand,
+  ResourceExistsException,
+  type SecretsManagerClient,
+} from '@aws-sdk/client-secrets-manager';
 import { readSecretContent, type FirstAccountSecret, type SecretContent } from './secret-value.js';
 
 export interface FirstAccountSecretStore {
@@ -34,12 +39,18 @@ export function secretsManagerStore(client: SecretsManagerClient, secretId: stri
     async write(value) {
       try {
         await client.send(
-          new PutSecretValueCommand({ SecretId: secretId, SecretString: JSON.stringify(value), ClientRequestToken: credentialsVersionToken(secretId) }),
+          new PutSecretValueCommand({
+            SecretId: secretId,
+            SecretString: JSON.stringify(value),
+            ClientRequestToken: credentialsVersionToken(secretId),
+          }),
         );
       } catch (err) {
         // The message of this error names the version, never a value; say what it means here.
         if (err instanceof ResourceExistsException) {
-          throw new Error(`the secret ${secretId} already holds first-account credentials written with other values; they are left as they are`);
+          throw new Error(
+            `the secret ${secretId} already holds first-account credentials written with other values; they are left as they are`,
+          );
         }
         throw err;
       }

@@ -43,14 +43,22 @@ export function createGatewayHandler(services: Services, logger: Logger = servic
     } catch (err) {
       // The client hung up (the door aborts the request's signal): whatever failed after that is no fault of ours, and nobody reads the answer.
       if (req.signal.aborted) {
-        logger.debug('gateway request abandoned: the client disconnected', { method: req.method, host: req.headers.get('host'), path: req.rawPath, err: (err as Error)?.message });
+        logger.debug('gateway request abandoned: the client disconnected', {
+          method: req.method,
+          host: req.headers.get('host'),
+          path: req.rawPath,
+          err: (err as Error)?.message,
+        });
         return textResponse(499, 'Client Closed Request\n');
       }
       if (content && isNotFound(err)) return textResponse(404, 'Not Found: this gateway holds no content with that CID\n');
-      if (err instanceof NotAFileError) return textResponse(501, 'Not Implemented: this gateway serves UnixFS files and directories only\n');
-      if ((err as Error)?.name === 'NoResolverError') return textResponse(501, 'Not Implemented: this gateway does not decode that CID\'s codec\n');
+      if (err instanceof NotAFileError)
+        return textResponse(501, 'Not Implemented: this gateway serves UnixFS files and directories only\n');
+      if ((err as Error)?.name === 'NoResolverError')
+        return textResponse(501, "Not Implemented: this gateway does not decode that CID's codec\n");
       // A record whose blocks are gone is a fault of ours, not a missing file.
-      const msg = !content && isNotFound(err) ? (site || origin ? 'site blocks missing' : 'object blocks missing') : 'gateway request failed';
+      const msg =
+        !content && isNotFound(err) ? (site || origin ? 'site blocks missing' : 'object blocks missing') : 'gateway request failed';
       logger.error(msg, { err, method: req.method, host: req.headers.get('host'), path: req.rawPath });
       return textResponse(500, 'Internal Server Error\n');
     }

@@ -54,7 +54,8 @@ export function siteHost(host: string | null, sitesDomain: string): { slug: stri
   if (label.includes('.')) return undefined;
   const split = label.indexOf('--');
   // A slug may itself hold "--"; only a deploy id's shape before it makes the label a deploy's.
-  if (split > 0 && /^[0-9a-z]{22}$/.test(label.slice(0, split))) return { slug: label.slice(split + 2), deployLabel: label.slice(0, split) };
+  if (split > 0 && /^[0-9a-z]{22}$/.test(label.slice(0, split)))
+    return { slug: label.slice(split + 2), deployLabel: label.slice(0, split) };
   return { slug: label };
 }
 
@@ -81,6 +82,7 @@ export function siteOriginPath(rawPath: string): SiteOriginPath | undefined {
   const published = PUBLISHED_PATH.exec(rawPath);
   if (published && SITE_ID_PATTERN.test(published[1]!)) return { address: { siteId: published[1]! }, rawPath: published[2]! };
   const preview = PREVIEW_PATH.exec(rawPath);
-  if (preview && SITE_ID_PATTERN.test(preview[1]!)) return { address: { siteId: preview[1]!, deployLabel: preview[2]! }, rawPath: preview[3]! };
+  if (preview && SITE_ID_PATTERN.test(preview[1]!))
+    return { address: { siteId: preview[1]!, deployLabel: preview[2]! }, rawPath: preview[3]! };
   return undefined;
 }

@@ -66,9 +66,11 @@ export async function serveCid(services: Services, req: HttpRequest, { cidText, 
     }
     return sendAnswer(req, await fileAnswer(node.blockstore, found.entry, { name, type, headers, signal: req.signal }));
   }
-  if (found.entry.type !== 'directory') return textResponse(501, `Not Implemented: this gateway serves UnixFS files and directories, not a ${found.entry.type}\n`);
+  if (found.entry.type !== 'directory')
+    return textResponse(501, `Not Implemented: this gateway serves UnixFS files and directories, not a ${found.entry.type}\n`);
   const dirPath = `/ipfs/${cidText}${encodePath(path.segments, true)}`;
-  if (!path.trailingSlash) return new Response(null, { status: 301, headers: { location: `${dirPath}${req.rawQuery ? `?${req.rawQuery}` : ''}`, ...headers } });
+  if (!path.trailingSlash)
+    return new Response(null, { status: 301, headers: { location: `${dirPath}${req.rawQuery ? `?${req.rawQuery}` : ''}`, ...headers } });
   const index = await indexOf(node.blockstore, found, req.signal);
   if (index) return sendAnswer(req, await fileAnswer(node.blockstore, index.entry, { name: 'index.html', headers, signal: req.signal }));
   return sendAnswer(req, await listingAnswer(node.blockstore, found, dirPath, headers, req.signal));

@@ -50,7 +50,13 @@ const NOT_KEPT = 'no-store';
  * without its slash is reported as such (a 301 for a request, but an
  * internal rewrite just takes its index).
  */
-async function find(blockstore: Blockstore, root: CID, segments: string[], trailingSlash: boolean, signal: AbortSignal): Promise<Found | undefined> {
+async function find(
+  blockstore: Blockstore,
+  root: CID,
+  segments: string[],
+  trailingSlash: boolean,
+  signal: AbortSignal,
+): Promise<Found | undefined> {
   if (segments.length === 1 && CONFIG_FILES.has(segments[0]!)) return undefined;
   const found = await resolvePath(blockstore, root, segments, signal);
   if (!found) return undefined;
@@ -67,19 +73,39 @@ const rulesOf = <T>(rules: T | SiteFileError): T => {
 };
 
 /** The answer for `path` in the directory `root`, before the request's range and conditions. */
-async function answerPath(blockstore: Blockstore, root: CID, path: ContentPath, rawQuery: string, cacheControl: string, signal: AbortSignal): Promise<Answer> {
+async function answerPath(
+  blockstore: Blockstore,
+  root: CID,
+  path: ContentPath,
+  rawQuery: string,
+  cacheControl: string,
+  signal: AbortSignal,
+): Promise<Answer> {
   const rules = await siteRules(blockstore, root);
   const requested = `/${path.segments.join('/')}${path.trailingSlash && path.segments.length ? '/' : ''}`;
-  const headers: Record<string, string> = { 'cache-control': cacheControl, 'x-content-type-options': 'nosniff', ...headersFor(rulesOf(rules.headers), requested) };
+  const headers: Record<string, string> = {
+    'cache-control': cacheControl,
+    'x-content-type-options': 'nosniff',
+    ...headersFor(rulesOf(rules.headers), requested),
+  };
   const serve = async (found: Extract<Found, { kind: 'file' }>, status = 200) =>
     fileAnswer(blockstore, found.entry, {
       status,
       name: found.segments.at(-1) ?? 'index.html',
-      headers: { ...headers, 'x-ipfs-path': `/ipfs/${root.toString()}${encodePath(found.segments)}`, 'x-ipfs-roots': rootsHeader(found.roots) },
+      headers: {
+        ...headers,
+        'x-ipfs-path': `/ipfs/${root.toString()}${encodePath(found.segments)}`,
+        'x-ipfs-roots': rootsHeader(found.roots),
+      },
       signal,
     });
   const redirect = (status: number, location: string) =>
-    htmlAnswer(status, { ...headers, location }, 'Moved', `This page is at <a href="${location.replace(/"/g, '%22')}">${location.replace(/</g, '&lt;')}</a>.`);
+    htmlAnswer(
+      status,
+      { ...headers, location },
+      'Moved',
+      `This page is at <a href="${location.replace(/"/g, '%22')}">${location.replace(/</g, '&lt;')}</a>.`,
+    );
 
   const found = await find(blockstore, root, path.segments, path.trailingSlash, signal);
   if (found?.kind === 'file') return serve(found);
@@ -114,9 +140,15 @@ export async function serveSite(services: Services, req: HttpRequest, address: S
     throw err;
   }
   const target = await resolveSite(services, address);
-  if (target.kind === 'unknown') return textResponse(404, 'Not Found: no site or deploy answers at this address\n', { 'cache-control': NOT_KEPT });
+  if (target.kind === 'unknown')
+    return textResponse(404, 'Not Found: no site or deploy answers at this address\n', { 'cache-control': NOT_KEPT });
   if (target.kind === 'unpublished') {
-    const answer = htmlAnswer(404, { 'cache-control': NOT_KEPT, 'x-content-type-options': 'nosniff' }, 'Nothing published yet', 'This site exists but has no published deploy yet.');
+    const answer = htmlAnswer(
+      404,
+      { 'cache-control': NOT_KEPT, 'x-content-type-options': 'nosniff' },
+      'Nothing published yet',
+      'This site exists but has no published deploy yet.',
+    );
     return sendAnswer(req, answer);
   }
   const cache = target.preview ? undefined : services.siteCache;
@@ -127,9 +159,17 @@ export async function serveSite(services: Services, req: HttpRequest, address: S
   const node = await services.ipfs();
   let answer: Answer;
   try {
-    answer = await answerPath(node.blockstore, target.root, path, req.rawQuery, target.preview ? DEPLOY_CACHE_CONTROL : SITE_CACHE_CONTROL, req.signal);
+    answer = await answerPath(
+      node.blockstore,
+      target.root,
+      path,
+      req.rawQuery,
+      target.preview ? DEPLOY_CACHE_CONTROL : SITE_CACHE_CONTROL,
+      req.signal,
+    );
   } catch (err) {
-    if (err instanceof SiteFileError) return textResponse(500, `Internal Server Error: the site's ${err.message}\n`, { 'cache-control': 'no-cache' });
+    if (err instanceof SiteFileError)
+      return textResponse(500, `Internal Server Error: the site's ${err.message}\n`, { 'cache-control': 'no-cache' });
     throw err;
   }
   // Only whole GET answers are kept; a range or a 304 is then cut from the whole.

@@ -34,7 +34,12 @@ const CAR_CONTENT_TYPE = `${CAR_TYPE}; version=1; order=dfs; dups=n`;
 /** Values of the CAR parameters a request may ask for that the variant above satisfies (`unk`: any order will do). */
 const CAR_CHOICES: Record<string, readonly string[]> = { version: ['1'], order: ['dfs', 'unk'], dups: ['n'] };
 /** Gateway response types of the specs this gateway does not produce: asked for alone, a 406. */
-const UNSERVED_TYPES = new Set(['application/x-tar', 'application/vnd.ipld.dag-json', 'application/vnd.ipld.dag-cbor', 'application/vnd.ipfs.ipns-record']);
+const UNSERVED_TYPES = new Set([
+  'application/x-tar',
+  'application/vnd.ipld.dag-json',
+  'application/vnd.ipld.dag-cbor',
+  'application/vnd.ipfs.ipns-record',
+]);
 const SERVED = `this gateway serves ${RAW_TYPE} (format=raw), ${CAR_CONTENT_TYPE} (format=car), and files and directories themselves`;
 
 const DAG_PB = 0x70;
@@ -44,7 +49,10 @@ const IDENTITY = 0x00;
 /** Blocks read ahead of the CAR writer. */
 const READ_AHEAD = 8;
 
-export type TrustlessFormat = { kind: 'raw' | 'car'; /** Chosen by Accept alone: the answer names its `?format=` URL in Content-Location. */ negotiated: boolean };
+export type TrustlessFormat = {
+  kind: 'raw' | 'car';
+  /** Chosen by Accept alone: the answer names its `?format=` URL in Content-Location. */ negotiated: boolean;
+};
 
 export type Negotiation = TrustlessFormat | { kind: 'deserialized' } | { kind: 'refused'; response: Response };
 
@@ -62,7 +70,14 @@ function parseAccept(header: string | null): MediaRange[] {
     const params = new Map<string, string>();
     for (const p of rest) {
       const eq = p.indexOf('=');
-      if (eq > 0) params.set(p.slice(0, eq).trim().toLowerCase(), p.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1'));
+      if (eq > 0)
+        params.set(
+          p.slice(0, eq).trim().toLowerCase(),
+          p
+            .slice(eq + 1)
+            .trim()
+            .replace(/^"(.*)"$/, '$1'),
+        );
     }
     const q = params.has('q') ? Number(params.get('q')) : 1;
     params.delete('q');
@@ -81,7 +96,10 @@ function carParameterUnmet(query: Map<string, string>, accepted: Map<string, str
   return undefined;
 }
 
-const refused = (status: 400 | 406, message: string): Negotiation => ({ kind: 'refused', response: textResponse(status, `${status === 400 ? 'Bad Request' : 'Not Acceptable'}: ${message}; ${SERVED}\n`) });
+const refused = (status: 400 | 406, message: string): Negotiation => ({
+  kind: 'refused',
+  response: textResponse(status, `${status === 400 ? 'Bad Request' : 'Not Acceptable'}: ${message}; ${SERVED}\n`),
+});
 
 /**
  * What an `/ipfs/` request asks for: `format` first (the specs' rule when
@@ -154,13 +172,26 @@ export interface TrustlessTarget {
   headers: Record<string, string>;
 }
 
-export async function serveTrustless(services: Services, req: HttpRequest, format: TrustlessFormat, target: TrustlessTarget): Promise<Response> {
+export async function serveTrustless(
+  services: Services,
+  req: HttpRequest,
+  format: TrustlessFormat,
+  target: TrustlessTarget,
+): Promise<Response> {
   return format.kind === 'raw' ? serveRawBlock(services, req, format, target) : serveCar(services, req, format, target);
 }
 
-async function serveRawBlock(services: Services, req: HttpRequest, format: TrustlessFormat, { cid, segments, headers }: TrustlessTarget): Promise<Response> {
+async function serveRawBlock(
+  services: Services,
+  req: HttpRequest,
+  format: TrustlessFormat,
+  { cid, segments, headers }: TrustlessTarget,
+): Promise<Response> {
   if (segments.length > 0) {
-    return textResponse(400, `Bad Request: a raw block is asked for by its CID alone (/ipfs/<cid>?format=raw), not by a path; ask for format=car to have a path's blocks\n`);
+    return textResponse(
+      400,
+      `Bad Request: a raw block is asked for by its CID alone (/ipfs/<cid>?format=raw), not by a path; ask for format=car to have a path's blocks\n`,
+    );
   }
   let bytes: Uint8Array;
   if (cid.multihash.code === IDENTITY) {
@@ -206,7 +237,8 @@ interface EntityBytes {
 /** `dag-scope` and `entity-bytes`, or why they cannot be honoured. */
 function carScope(query: Map<string, string>): { scope: DagScope; bytes?: EntityBytes } | { error: string } {
   const scope = query.get('dag-scope');
-  if (scope !== undefined && scope !== 'block' && scope !== 'entity' && scope !== 'all') return { error: `dag-scope is block, entity or all, not "${scope.slice(0, 50)}"` };
+  if (scope !== undefined && scope !== 'block' && scope !== 'entity' && scope !== 'all')
+    return { error: `dag-scope is block, entity or all, not "${scope.slice(0, 50)}"` };
   const range = query.get('entity-bytes');
   if (range === undefined) return { scope: scope ?? 'all' };
   const m = /^(-?\d{1,16}):(-?\d{1,16}|\*)$/.exec(range);
@@ -317,7 +349,11 @@ async function* fileRangeBlocks(blockstore: Blockstore, root: CID, start: number
 }
 
 /** Each CID with its block's bytes, read a few blocks ahead of the consumer. */
-async function* withBytes(blockstore: Blockstore, cids: AsyncIterable<CID>, signal: AbortSignal): AsyncGenerator<{ cid: CID; bytes: Uint8Array }> {
+async function* withBytes(
+  blockstore: Blockstore,
+  cids: AsyncIterable<CID>,
+  signal: AbortSignal,
+): AsyncGenerator<{ cid: CID; bytes: Uint8Array }> {
   const pending: Array<{ cid: CID; bytes: Promise<Uint8Array> }> = [];
   for await (const cid of cids) {
     const bytes = readBlock(blockstore, cid, signal);
@@ -348,7 +384,13 @@ async function* carBlocks(path: CID[], scope: AsyncIterable<CID> | Iterable<CID>
  * each chunk to be taken). A failure mid-way errors the stream, which the
  * doors turn into a cut-off body; a consumer that goes away stops the reads.
  */
-function carStream(root: CID, blocks: (signal: AbortSignal) => AsyncIterable<CID>, blockstore: Blockstore, signal: AbortSignal, onError: (err: unknown) => void): ReadableStream<Uint8Array> {
+function carStream(
+  root: CID,
+  blocks: (signal: AbortSignal) => AsyncIterable<CID>,
+  blockstore: Blockstore,
+  signal: AbortSignal,
+  onError: (err: unknown) => void,
+): ReadableStream<Uint8Array> {
   const stop = new AbortController();
   const reads = AbortSignal.any([signal, stop.signal]);
   const { writer, out } = CarWriter.create([root]);
@@ -395,7 +437,12 @@ function carStream(root: CID, blocks: (signal: AbortSignal) => AsyncIterable<CID
 
 const CAN_WALK = new Set([DAG_PB, RAW]);
 
-async function serveCar(services: Services, req: HttpRequest, format: TrustlessFormat, { cid, segments, headers }: TrustlessTarget): Promise<Response> {
+async function serveCar(
+  services: Services,
+  req: HttpRequest,
+  format: TrustlessFormat,
+  { cid, segments, headers }: TrustlessTarget,
+): Promise<Response> {
   const query = queryParams(req.rawQuery);
   const asked = carScope(query);
   if ('error' in asked) return textResponse(400, `Bad Request: ${asked.error}\n`);
@@ -415,12 +462,16 @@ async function serveCar(services: Services, req: HttpRequest, format: TrustlessF
   let span: { start: number; end: number } | undefined;
   if (asked.bytes && (entry.type === 'file' || entry.type === 'raw' || entry.type === 'identity')) {
     const named = byteSpan(asked.bytes, Number(entry.size));
-    if (named === 'outside') return textResponse(400, `Bad Request: entity-bytes=${asked.bytes.text} lies outside the ${entry.size} bytes of ${terminal}\n`);
+    if (named === 'outside')
+      return textResponse(400, `Bad Request: entity-bytes=${asked.bytes.text} lies outside the ${entry.size} bytes of ${terminal}\n`);
     if (named === 'none') scope = 'block';
     else span = named;
   }
   if (scope === 'all' && !CAN_WALK.has(terminal.code) && terminal.multihash.code !== IDENTITY) {
-    return textResponse(501, `Not Implemented: this gateway walks dag-pb and raw DAGs, not codec 0x${terminal.code.toString(16)}; ask for dag-scope=block\n`);
+    return textResponse(
+      501,
+      `Not Implemented: this gateway walks dag-pb and raw DAGs, not codec 0x${terminal.code.toString(16)}; ask for dag-scope=block\n`,
+    );
   }
 
   const variant = JSON.stringify([cid.toString(), segments, scope, asked.bytes?.text ?? '', CAR_CONTENT_TYPE]);
@@ -440,7 +491,8 @@ async function serveCar(services: Services, req: HttpRequest, format: TrustlessF
   if (precondition === 412) return textResponse(412, 'Precondition Failed\n');
   if (precondition === 304) {
     const kept: Record<string, string> = {};
-    for (const name of ['etag', 'cache-control', 'x-ipfs-path', 'x-ipfs-roots', 'vary', 'content-location']) if (answer[name] !== undefined) kept[name] = answer[name];
+    for (const name of ['etag', 'cache-control', 'x-ipfs-path', 'x-ipfs-roots', 'vary', 'content-location'])
+      if (answer[name] !== undefined) kept[name] = answer[name];
     return new Response(null, { status: 304, headers: kept });
   }
   if (req.method === 'HEAD') return new Response(null, { status: 200, headers: answer });
@@ -454,8 +506,12 @@ async function serveCar(services: Services, req: HttpRequest, format: TrustlessF
     return [terminal]; // a raw block, a symlink, non-UnixFS data: the entity is the block
   };
   const logger = services.logger.child({ fn: 'gateway' });
-  const body = carStream(terminal, (signal) => carBlocks(path.reads, scoped(signal)), node.blockstore, req.signal, (err) =>
-    logger.error('CAR stream cut short', { err, path: req.rawPath, query: req.rawQuery }),
+  const body = carStream(
+    terminal,
+    (signal) => carBlocks(path.reads, scoped(signal)),
+    node.blockstore,
+    req.signal,
+    (err) => logger.error('CAR stream cut short', { err, path: req.rawPath, query: req.rawQuery }),
   );
   return new Response(body, { status: 200, headers: answer });
 }

@@ -86,7 +86,8 @@ export function bytesAnswer(status: number, headers: Record<string, string>, bod
  */
 export async function sendAnswer(req: HttpRequest, answer: Answer): Promise<Response> {
   const etag = answer.headers.etag;
-  if (answer.status === 200 && etag) return serveRepresentation(req, { size: answer.size, headers: answer.headers, validators: { etag }, open: answer.open });
+  if (answer.status === 200 && etag)
+    return serveRepresentation(req, { size: answer.size, headers: answer.headers, validators: { etag }, open: answer.open });
   const headers = { ...answer.headers, 'content-length': String(answer.size) };
   if (req.method === 'HEAD' || answer.size === 0) return new Response(null, { status: answer.status, headers });
   return new Response(await answer.open({ offset: 0, length: answer.size }), { status: answer.status, headers });
@@ -101,7 +102,13 @@ export async function indexOf(blockstore: Blockstore, dir: Resolved, signal?: Ab
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** A listing of a directory without index.html, as path gateways generate one. */
-export async function listingAnswer(blockstore: Blockstore, dir: Resolved, requestPath: string, headers: Record<string, string>, signal?: AbortSignal): Promise<Answer> {
+export async function listingAnswer(
+  blockstore: Blockstore,
+  dir: Resolved,
+  requestPath: string,
+  headers: Record<string, string>,
+  signal?: AbortSignal,
+): Promise<Answer> {
   const entries = await listDirectory(blockstore, dir.entry, signal);
   const base = requestPath.endsWith('/') ? requestPath : `${requestPath}/`;
   const rows = entries.map((e) => {
@@ -111,7 +118,11 @@ export async function listingAnswer(blockstore: Blockstore, dir: Resolved, reque
   });
   const title = escapeHtml(decodeURIComponent(requestPath));
   const html = `<!doctype html>\n<html><head><meta charset="utf-8"><title>Index of ${title}</title></head><body>\n<h1>Index of ${title}</h1>\n<p><code>${dir.entry.cid.toString()}</code></p>\n<table>\n<tr><th>Name</th><th>Size</th><th>CID</th></tr>\n${rows.join('\n')}\n</table>\n</body></html>\n`;
-  return bytesAnswer(200, { ...headers, 'content-type': 'text/html; charset=utf-8', etag: `"DirIndex-${LISTING_HASH}_CID-${dir.entry.cid.toString()}"` }, html);
+  return bytesAnswer(
+    200,
+    { ...headers, 'content-type': 'text/html; charset=utf-8', etag: `"DirIndex-${LISTING_HASH}_CID-${dir.entry.cid.toString()}"` },
+    html,
+  );
 }
 
 /** Names the listing's template in its ETag, so a new template is not answered 304 with the old page. */

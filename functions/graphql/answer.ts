@@ -318,4 +318,5 @@ export class AnswerAccount {
   }
 }
 
-export const busy = () => graphqlError('SERVICE_UNAVAILABLE', 'The server is busy sending other large answers (deploy logs): try again in a moment');
+export const busy = () =>
+  graphqlError('SERVICE_UNAVAILABLE', 'The server is busy sending other large answers (deploy logs): try again in a moment');

@@ -30,7 +30,10 @@ export interface GraphqlContext {
 /** The caller's key from `Authorization: <key>` or `Bearer <key>`, spaces tolerated. */
 export function apiKeyFrom(header: string | null | undefined): string | undefined {
   if (!header) return undefined;
-  const key = header.trim().replace(/^Bearer\s+/i, '').trim();
+  const key = header
+    .trim()
+    .replace(/^Bearer\s+/i, '')
+    .trim();
   return key || undefined;
 }
 
@@ -40,10 +43,18 @@ export function answerBudget(services: Pick<Services, 'config'>): number {
 }
 
 /** `answer`: how the door sends large values (the node:http door streams them) and, for tests, another budget or gate. */
-export async function contextFor(services: Services, authorization: string | null | undefined, answer: AnswerOptions = {}): Promise<GraphqlContext> {
+export async function contextFor(
+  services: Services,
+  authorization: string | null | undefined,
+  answer: AnswerOptions = {},
+): Promise<GraphqlContext> {
   const key = apiKeyFrom(authorization);
   const caller = key ? await services.apiKeys.caller(key) : undefined;
-  const context: GraphqlContext = { services, loaders: new Loaders(services), answer: new AnswerAccount({ budget: answerBudget(services), ...answer }) };
+  const context: GraphqlContext = {
+    services,
+    loaders: new Loaders(services),
+    answer: new AnswerAccount({ budget: answerBudget(services), ...answer }),
+  };
   if (caller) context.caller = caller;
   else {
     context.authError = graphqlError(

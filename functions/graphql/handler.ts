@@ -62,8 +62,7 @@ function buildDoor(): Door {
           return;
         },
       ],
-      context: async ({ event }) =>
-        contextFor(await getServices(), event.headers?.authorization ?? event.headers?.Authorization) as never,
+      context: async ({ event }) => contextFor(await getServices(), event.headers?.authorization ?? event.headers?.Authorization) as never,
     },
   ) as unknown as Door;
   return apollo;

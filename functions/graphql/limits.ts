@@ -142,19 +142,30 @@ class Measure {
     const fragment = this.context.getFragment(name);
     if (!fragment || this.open.has(memoKey)) return 0;
     this.open.add(memoKey);
-    const value = measure(fragment.selectionSet, this.context.getSchema().getType(fragment.typeCondition.name.value) as GraphQLCompositeType | undefined);
+    const value = measure(
+      fragment.selectionSet,
+      this.context.getSchema().getType(fragment.typeCondition.name.value) as GraphQLCompositeType | undefined,
+    );
     this.open.delete(memoKey);
     this.memo.set(memoKey, value);
     return value;
   }
 
-  private each(set: SelectionSetNode, type: GraphQLCompositeType | undefined, onField: (field: FieldNode, parent: GraphQLCompositeType | undefined) => number, onFragment: (name: string) => number, combine: 'max' | 'sum'): number {
+  private each(
+    set: SelectionSetNode,
+    type: GraphQLCompositeType | undefined,
+    onField: (field: FieldNode, parent: GraphQLCompositeType | undefined) => number,
+    onFragment: (name: string) => number,
+    combine: 'max' | 'sum',
+  ): number {
     let total = 0;
     const add = (v: number) => (total = combine === 'max' ? Math.max(total, v) : total + v);
     for (const selection of set.selections) {
       if (selection.kind === Kind.FIELD) add(onField(selection, type));
       else if (selection.kind === Kind.INLINE_FRAGMENT) {
-        const narrowed = selection.typeCondition ? (this.context.getSchema().getType(selection.typeCondition.name.value) as GraphQLCompositeType | undefined) : type;
+        const narrowed = selection.typeCondition
+          ? (this.context.getSchema().getType(selection.typeCondition.name.value) as GraphQLCompositeType | undefined)
+          : type;
         add(this.each(selection.selectionSet, narrowed, onField, onFragment, combine));
       } else add(onFragment(selection.name.value));
     }
@@ -215,7 +226,11 @@ class Measure {
 }
 
 const rootTypeOf = (schema: GraphQLSchema, operation: OperationDefinitionNode) =>
-  (operation.operation === 'query' ? schema.getQueryType() : operation.operation === 'mutation' ? schema.getMutationType() : schema.getSubscriptionType()) ?? undefined;
+  (operation.operation === 'query'
+    ? schema.getQueryType()
+    : operation.operation === 'mutation'
+      ? schema.getMutationType()
+      : schema.getSubscriptionType()) ?? undefined;
 
 /** The answer-bytes estimate of one operation of a (valid) document, as the validation rule measures it. */
 export function estimateAnswerBytes(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode): number {

@@ -39,7 +39,12 @@ interface Payload {
   p: string;
 }
 
-const canonical = (args: Record<string, string>) => JSON.stringify(Object.keys(args).sort().map((k) => [k, args[k]]));
+const canonical = (args: Record<string, string>) =>
+  JSON.stringify(
+    Object.keys(args)
+      .sort()
+      .map((k) => [k, args[k]]),
+  );
 
 export class PageTokens {
   constructor(private readonly key: Buffer) {}
@@ -71,7 +76,10 @@ export class PageTokens {
       throw invalid();
     }
     if (decoded.q !== listing.query || canonical(decoded.a ?? {}) !== canonical(listing.args) || typeof decoded.p !== 'string') {
-      throw badInput(`nextToken belongs to another listing: it is good only for the ${decoded.q} query and arguments it came from`, 'nextToken');
+      throw badInput(
+        `nextToken belongs to another listing: it is good only for the ${decoded.q} query and arguments it came from`,
+        'nextToken',
+      );
     }
     return decoded.p;
   }

@@ -153,7 +153,12 @@ function serveAsset(asset: Asset, version: string | undefined, headers: Headers)
   const gzip = /\bgzip\b/.test(headers.get('accept-encoding') ?? '');
   const body = gzip ? asset.gzip : asset.body;
   return new Response(new Uint8Array(body), {
-    headers: { ...common, 'content-type': asset.type, 'content-length': String(body.length), ...(gzip ? { 'content-encoding': 'gzip' } : {}) },
+    headers: {
+      ...common,
+      'content-type': asset.type,
+      'content-length': String(body.length),
+      ...(gzip ? { 'content-encoding': 'gzip' } : {}),
+    },
   });
 }
 

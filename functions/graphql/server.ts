@@ -65,7 +65,10 @@ const authentication: ApolloServerPlugin<GraphqlContext> = {
         for (const error of errors) {
           const code = error.extensions?.code;
           if (code === undefined || code === 'INTERNAL_SERVER_ERROR') {
-            contextValue.services.logger.error('GraphQL resolver failed', { err: error.originalError ?? error, path: error.path?.join('.') });
+            contextValue.services.logger.error('GraphQL resolver failed', {
+              err: error.originalError ?? error,
+              path: error.path?.join('.'),
+            });
           }
         }
       },
@@ -110,7 +113,10 @@ const answerBytes: ApolloServerPlugin<GraphqlContext> = {
         const failure = answer.failure;
         if (failure && operation?.operation === 'query' && response.body.kind === 'single') {
           answer.drop();
-          response.body = { kind: 'single', singleResult: { errors: [{ message: failure.error.message, extensions: failure.error.extensions }] } };
+          response.body = {
+            kind: 'single',
+            singleResult: { errors: [{ message: failure.error.message, extensions: failure.error.extensions }] },
+          };
           response.http.status = failure.status;
           if (failure.status === 503) response.http.headers.set('retry-after', '1');
         }
@@ -139,7 +145,13 @@ export function createApolloServer(options: Config['graphql']): ApolloServer<Gra
     validationRules: limitRules,
     // Cache-control hints would wrap every resolver for headers nothing here sets;
     // usage reporting would send data to Apollo's cloud if APOLLO_KEY were set.
-    plugins: [authentication, answerBytes, ApolloServerPluginLandingPageDisabled(), ApolloServerPluginCacheControlDisabled(), ApolloServerPluginUsageReportingDisabled()],
+    plugins: [
+      authentication,
+      answerBytes,
+      ApolloServerPluginLandingPageDisabled(),
+      ApolloServerPluginCacheControlDisabled(),
+      ApolloServerPluginUsageReportingDisabled(),
+    ],
     formatError: (formatted) => {
       const code = formatted.extensions?.code;
       if (code === 'INTERNAL_SERVER_ERROR' || code === undefined) {
@@ -169,7 +181,10 @@ export const bodyTooLarge = () => requestError(413, `The request body is larger 
  * a body that parses as JSON is treated as JSON. The parsed body, or a
  * Response refusing the request.
  */
-export function readJsonBody(text: string, headers: { get(name: string): string | null | undefined; set(name: string, value: string): void }): { body: unknown } | Response {
+export function readJsonBody(
+  text: string,
+  headers: { get(name: string): string | null | undefined; set(name: string, value: string): void },
+): { body: unknown } | Response {
   if (text.trim() === '') return { body: undefined };
   let body: unknown;
   try {
@@ -178,7 +193,8 @@ export function readJsonBody(text: string, headers: { get(name: string): string 
     return requestError(400, 'The request body is not valid JSON');
   }
   const type = (headers.get('content-type') ?? '').toLowerCase();
-  if (type === '' || type.startsWith('text/plain') || type.startsWith('application/x-www-form-urlencoded')) headers.set('content-type', 'application/json');
+  if (type === '' || type.startsWith('text/plain') || type.startsWith('application/x-www-form-urlencoded'))
+    headers.set('content-type', 'application/json');
   return { body };
 }
 
@@ -187,13 +203,18 @@ async function readBody(stream: ReadableStream<Uint8Array> | null): Promise<stri
 }
 
 /** The local door's GraphQL handler at `/graphql`, with the side routes (hooks, imports, the web app) beside it. */
-export function createGraphqlHandler(services: Services, server = createApolloServer(services.config.graphql), playground = createPlayground(services.config.graphql)): HttpHandler {
+export function createGraphqlHandler(
+  services: Services,
+  server = createApolloServer(services.config.graphql),
+  playground = createPlayground(services.config.graphql),
+): HttpHandler {
   const started = server.start();
   return async (req) => {
     const side = sideRouteFor(req.rawPath);
     if (side) return side.handle(services, req);
     await started;
-    if (req.rawPath !== '/graphql' && req.rawPath !== '/graphql/') return requestError(404, 'Not found: the API is at /graphql', 'NOT_FOUND');
+    if (req.rawPath !== '/graphql' && req.rawPath !== '/graphql/')
+      return requestError(404, 'Not found: the API is at /graphql', 'NOT_FOUND');
     const early = await playground.respond(req);
     if (early) return early;
     const headers = new HeaderMap();

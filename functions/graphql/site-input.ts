@@ -107,7 +107,8 @@ function relativePath(value: string, field: string): string {
 
 function dockerImage(value: string, field: string): string {
   text(value, field, LIMITS.dockerImage);
-  if (!/^[A-Za-z0-9][A-Za-z0-9._\-/:@]*$/.test(value)) throw badInput(`${field} is not a container image reference (like node:slim)`, field);
+  if (!/^[A-Za-z0-9][A-Za-z0-9._\-/:@]*$/.test(value))
+    throw badInput(`${field} is not a container image reference (like node:slim)`, field);
   return value;
 }
 
@@ -122,14 +123,21 @@ function dockerImage(value: string, field: string): string {
  * secret into a plain variable needs `secret: false` and drops the sealed
  * value (it is never turned back into clear text).
  */
-function environmentVariables(list: EnvironmentVariableInput[], field: string, current: readonly EnvironmentVariable[]): BuildSettings['environmentVariables'] {
+function environmentVariables(
+  list: EnvironmentVariableInput[],
+  field: string,
+  current: readonly EnvironmentVariable[],
+): BuildSettings['environmentVariables'] {
   if (list.length > LIMITS.environmentVariables) throw badInput(`${field} holds more than ${LIMITS.environmentVariables} variables`, field);
   const before = new Map(current.map((v) => [v.name, v]));
   const seen = new Set<string>();
   return list.map((variable, i): EnvironmentVariable => {
     const at = `${field}[${i}]`;
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(variable.name) || variable.name.length > LIMITS.environmentVariableName) {
-      throw badInput(`${at}.name "${variable.name.slice(0, 80)}" must be letters, digits and underscores, not starting with a digit`, `${at}.name`);
+      throw badInput(
+        `${at}.name "${variable.name.slice(0, 80)}" must be letters, digits and underscores, not starting with a digit`,
+        `${at}.name`,
+      );
     }
     if (seen.has(variable.name)) throw badInput(`${at}.name "${variable.name}" appears twice`, `${at}.name`);
     seen.add(variable.name);
@@ -141,12 +149,18 @@ function environmentVariables(list: EnvironmentVariableInput[], field: string, c
     if (!secret) return { name: variable.name, value, scope };
     if (value !== null && value !== '') {
       if (value.length < LIMITS.secretValueMin) {
-        throw badInput(`${at}.value: a secret's value must be at least ${LIMITS.secretValueMin} characters (it is masked wherever a build prints it)`, `${at}.value`);
+        throw badInput(
+          `${at}.value: a secret's value must be at least ${LIMITS.secretValueMin} characters (it is masked wherever a build prints it)`,
+          `${at}.value`,
+        );
       }
       return { name: variable.name, value, secret: true, scope }; // sealed by the store as it writes
     }
     if (was?.secret && was.sealed) return { name: variable.name, secret: true, scope, sealed: was.sealed };
-    throw badInput(`${at}.value is required: the new secret variable ${variable.name} needs a value (only a secret already set keeps its own when none is given)`, `${at}.value`);
+    throw badInput(
+      `${at}.value is required: the new secret variable ${variable.name} needs a value (only a secret already set keeps its own when none is given)`,
+      `${at}.value`,
+    );
   });
 }
 
@@ -163,7 +177,15 @@ function repositoryUrl(value: string, field: string): string {
 
 function branch(value: string, field: string): string {
   text(value, field, LIMITS.branch);
-  if (value === '' || /[\s~^:?*[\\]/.test(value) || value.includes('..') || value.startsWith('-') || value.startsWith('/') || value.endsWith('/') || value.endsWith('.lock')) {
+  if (
+    value === '' ||
+    /[\s~^:?*[\\]/.test(value) ||
+    value.includes('..') ||
+    value.startsWith('-') ||
+    value.startsWith('/') ||
+    value.endsWith('/') ||
+    value.endsWith('.lock')
+  ) {
     throw badInput(`${field} "${value.slice(0, 80)}" is not a valid branch name`, field);
   }
   return value;
@@ -199,7 +221,10 @@ const has = <T extends object>(input: T, key: keyof T) => Object.prototype.hasOw
 /** Applies a BuildSettingsInput to settings: given fields change, absent ones stay, null clears. */
 function buildSettings(current: BuildSettings, input: BuildSettingsInput, field: string): BuildSettings {
   const next: BuildSettings = { ...current, environmentVariables: current.environmentVariables ?? [] };
-  const optional = <K extends 'buildCommand' | 'baseDirectoryPath' | 'publishDirectoryPath' | 'dockerImage'>(key: K, check: (v: string, f: string) => string) => {
+  const optional = <K extends 'buildCommand' | 'baseDirectoryPath' | 'publishDirectoryPath' | 'dockerImage'>(
+    key: K,
+    check: (v: string, f: string) => string,
+  ) => {
     if (!has(input, key)) return;
     const value = input[key];
     next[key] = value === null || value === undefined ? null : check(value, `${field}.${key}`);
@@ -209,7 +234,9 @@ function buildSettings(current: BuildSettings, input: BuildSettingsInput, field:
   optional('publishDirectoryPath', relativePath);
   optional('dockerImage', dockerImage);
   if (has(input, 'environmentVariables')) {
-    next.environmentVariables = input.environmentVariables ? environmentVariables(input.environmentVariables, `${field}.environmentVariables`, current.environmentVariables ?? []) : [];
+    next.environmentVariables = input.environmentVariables
+      ? environmentVariables(input.environmentVariables, `${field}.environmentVariables`, current.environmentVariables ?? [])
+      : [];
   }
   return next;
 }
@@ -246,7 +273,10 @@ export function newSite(input: SiteInput, caller: ApiKeyCaller): NewSite {
   const site: NewSite = {
     teamId: caller.teamId,
     createdBy: caller.accountId,
-    description: input.description === undefined || input.description === null ? null : text(input.description, 'input.description', LIMITS.description, { multiline: true }),
+    description:
+      input.description === undefined || input.description === null
+        ? null
+        : text(input.description, 'input.description', LIMITS.description, { multiline: true }),
     platform: input.platform ?? 'ipfs',
     buildSettings: buildSettings({ environmentVariables: [] }, input.buildSettings ?? {}, 'input.buildSettings'),
     deploySettings: deploySettings(undefined, input.deploySettings ?? {}, 'input.deploySettings'),
@@ -267,7 +297,10 @@ export function updatedSite(current: Site, input: SiteInput): Site {
     next.slug = next.name;
   }
   if (has(input, 'description')) {
-    next.description = input.description === null || input.description === undefined ? null : text(input.description, 'input.description', LIMITS.description, { multiline: true });
+    next.description =
+      input.description === null || input.description === undefined
+        ? null
+        : text(input.description, 'input.description', LIMITS.description, { multiline: true });
   }
   if (has(input, 'platform')) next.platform = input.platform ?? null;
   if (has(input, 'buildSettings')) {

@@ -67,7 +67,11 @@ export interface LimitSupport {
 
 /** One size as a person reads it: 3 GiB, 64 MiB, 1.5 GiB, 100 bytes. */
 export function formatBytes(n: number): string {
-  for (const [unit, size] of [['GiB', 1024 ** 3], ['MiB', 1024 ** 2], ['KiB', 1024]] as const) {
+  for (const [unit, size] of [
+    ['GiB', 1024 ** 3],
+    ['MiB', 1024 ** 2],
+    ['KiB', 1024],
+  ] as const) {
     if (n >= size) {
       const v = n / size;
       return `${Number.isInteger(v) ? v : v.toFixed(1)} ${unit}`;
@@ -94,7 +98,10 @@ export const reachedLine = {
 export async function probeLimits(cgroupRoot = '/sys/fs/cgroup'): Promise<LimitSupport> {
   const root = process.getuid?.() === 0;
   const cgroups: LimitSupport['cgroups'] = {};
-  const [mountinfo, own] = await Promise.all([readFile('/proc/self/mountinfo', 'utf8').catch(() => ''), readFile('/proc/self/cgroup', 'utf8').catch(() => '')]);
+  const [mountinfo, own] = await Promise.all([
+    readFile('/proc/self/mountinfo', 'utf8').catch(() => ''),
+    readFile('/proc/self/cgroup', 'utf8').catch(() => ''),
+  ]);
   const mounts = mountinfo
     .split('\n')
     .map((line) => {
@@ -111,7 +118,13 @@ export async function probeLimits(cgroupRoot = '/sys/fs/cgroup'): Promise<LimitS
     .map((line) => {
       const first = line.indexOf(':');
       const second = line.indexOf(':', first + 1);
-      return { controllers: line.slice(first + 1, second).split(',').filter(Boolean), path: line.slice(second + 1) };
+      return {
+        controllers: line
+          .slice(first + 1, second)
+          .split(',')
+          .filter(Boolean),
+        path: line.slice(second + 1),
+      };
     });
   const v1 = (controller: string): string | undefined => {
     const mount = mounts.find((m) => m.type === 'cgroup' && m.options.includes(controller));
@@ -122,7 +135,10 @@ export async function probeLimits(cgroupRoot = '/sys/fs/cgroup'): Promise<LimitS
   };
   const v2mount = mounts.find((m) => m.type === 'cgroup2');
   const v2path = paths.find((p) => p.controllers.length === 0)?.path;
-  const v2 = v2mount && v2path !== undefined && !relative(v2mount.root, v2path).startsWith('..') ? join(v2mount.point, relative(v2mount.root, v2path)) : undefined;
+  const v2 =
+    v2mount && v2path !== undefined && !relative(v2mount.root, v2path).startsWith('..')
+      ? join(v2mount.point, relative(v2mount.root, v2path))
+      : undefined;
   const v2controllers = v2 ? (await readFile(join(v2, 'cgroup.controllers'), 'utf8').catch(() => '')).trim().split(/\s+/) : [];
 
   const tries: Array<[Controller, string, string | undefined, string]> = [
@@ -283,7 +299,10 @@ export class BuildCgroup {
     }
     for (const dir of new Set(Object.values(this.dirs).map((d) => d!.dir))) {
       for (let tries = 0; ; tries++) {
-        const gone = await rmdir(dir).then(() => true, (err: NodeJS.ErrnoException) => err.code === 'ENOENT');
+        const gone = await rmdir(dir).then(
+          () => true,
+          (err: NodeJS.ErrnoException) => err.code === 'ENOENT',
+        );
         if (gone || tries >= 50) break;
         await new Promise((r) => setTimeout(r, 100));
       }
@@ -304,7 +323,10 @@ function count(text: string, key: string): number {
 /** Bytes used by the tree at dir (blocks, as du counts them: what the disk holds), or undefined if it cannot be read. */
 export function diskUsage(dir: string): Promise<number | undefined> {
   return new Promise((settle) => {
-    const child = spawn('du', ['-s', '-x', '-B1', dir], { stdio: ['ignore', 'pipe', 'ignore'], env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' } });
+    const child = spawn('du', ['-s', '-x', '-B1', dir], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' },
+    });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.on('error', () => settle(undefined));
@@ -348,7 +370,10 @@ export async function sandboxInit(pid: number): Promise<number | undefined> {
 
 /** Whether path exists (for the sandbox's /tmp through /proc). */
 export async function exists(path: string): Promise<boolean> {
-  return lstat(path).then(() => true, () => false);
+  return lstat(path).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** How often the cgroup's counters and /tmp are read (a few small files: cheap). */

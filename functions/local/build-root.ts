@@ -120,11 +120,18 @@ export async function rootArgs(etc: BuildEtc, nodeBin: string): Promise<{ args: 
     }
   }
   args.push('--dir', '/etc');
-  for (const name of ['passwd', 'group', 'hosts', 'hostname', 'resolv.conf', 'nsswitch.conf']) args.push('--ro-bind', join(etc.dir, name), `/etc/${name}`);
+  for (const name of ['passwd', 'group', 'hosts', 'hostname', 'resolv.conf', 'nsswitch.conf'])
+    args.push('--ro-bind', join(etc.dir, name), `/etc/${name}`);
   for (const name of ETC_SHARED) {
     const path = `/etc/${name}`;
     // A symlink (os-release -> ../usr/lib/os-release) is bound as what it points to, which must exist.
-    if (await realpath(path).then(() => true, () => false)) args.push('--ro-bind', path, path);
+    if (
+      await realpath(path).then(
+        () => true,
+        () => false,
+      )
+    )
+      args.push('--ro-bind', path, path);
   }
   // Node may live outside /usr (a user's ~/.nvm, /opt/node, the service's own node_modules): its install prefix, to be bound
   // read-only by the runner, in order with the checkout and /tmp (it may be under either).

@@ -49,10 +49,30 @@ import { StringDecoder } from 'node:string_decoder';
 import type { Readable, Writable } from 'node:stream';
 import { BuildRefused, type BuildRequest, type BuildResult, type BuildRunner } from '../core/ports/build-runner.js';
 import type { BuildLimits, Config } from '../core/config.js';
-import { applyLayer, asServiceUser, makeLayer, overlayArgv, overlayUnavailable, removeLayer, separateFiles, type OverlayTools } from '../deploy-worker/steps/build-layer.js';
+import {
+  applyLayer,
+  asServiceUser,
+  makeLayer,
+  overlayArgv,
+  overlayUnavailable,
+  removeLayer,
+  separateFiles,
+  type OverlayTools,
+} from '../deploy-worker/steps/build-layer.js';
 import { BLOCK_FD, closeLinkLocal, connectOutside, INFO_FD, OUTSIDE_NAMESPACES, ROUTES_FAILED } from './outside-network.js';
 import { BUILD_GID, BUILD_HOST, BUILD_UID, rootArgs, writeBuildEtc, type BuildEtc } from './build-root.js';
-import { BuildCgroup, describeLimits, diskUsage, probeLimits, reachedLine, rlimitOptions, sandboxInit, watchBuild, type LimitSupport, type WatchOptions } from './build-limits.js';
+import {
+  BuildCgroup,
+  describeLimits,
+  diskUsage,
+  probeLimits,
+  reachedLine,
+  rlimitOptions,
+  sandboxInit,
+  watchBuild,
+  type LimitSupport,
+  type WatchOptions,
+} from './build-limits.js';
 
 export interface BwrapRunnerOptions {
   /** config.build.sandbox: `none` runs builds unsandboxed (the operator's explicit choice). */
@@ -115,7 +135,8 @@ const PIPE_GRACE_MS = 2000;
 const REFUSAL_HINT = 'install bubblewrap (Debian: apt-get install bubblewrap) or set CAIRN_BUILD_SANDBOX=none to build without a sandbox';
 const NETWORK_HINT = 'install slirp4netns (Debian: apt-get install slirp4netns) or set CAIRN_BUILD_NETWORK to none (no network) or host';
 const IP_HINT = 'install iproute2 (Debian: apt-get install iproute2) or set CAIRN_BUILD_NETWORK to none (no network) or host';
-const SLIRP_BROKEN_HINT = "slirp4netns needs /dev/net/tun, which the service's user must be able to open (Debian makes it 0666); or set CAIRN_BUILD_NETWORK to none (no network) or host";
+const SLIRP_BROKEN_HINT =
+  "slirp4netns needs /dev/net/tun, which the service's user must be able to open (Debian makes it 0666); or set CAIRN_BUILD_NETWORK to none (no network) or host";
 
 /** What builds run in, found once per runner; `outside` only with that network. */
 interface Sandbox {
@@ -188,7 +209,10 @@ export class BwrapRunner implements BuildRunner {
     const command = limits?.prlimit
       ? [limits.prlimit, ...rlimitOptions(limits.limits, limits.support, sandbox !== undefined), '--', '/bin/sh', '-c', request.command]
       : ['/bin/sh', '-c', request.command];
-    const cgroup = limits && Object.keys(limits.support.cgroups).length > 0 ? await BuildCgroup.make(limits.support, limits.limits, cgroupName(request.deployId)) : undefined;
+    const cgroup =
+      limits && Object.keys(limits.support.cgroups).length > 0
+        ? await BuildCgroup.make(limits.support, limits.limits, cgroupName(request.deployId))
+        : undefined;
     try {
       return await this.runIn(request, sandbox, checkout, cwd, command, limits && { limits: limits.limits, cgroup });
     } finally {
@@ -196,7 +220,14 @@ export class BwrapRunner implements BuildRunner {
     }
   }
 
-  private async runIn(request: BuildRequest, sandbox: Sandbox | undefined, checkout: string, cwd: string, command: string[], guard: Guard | undefined): Promise<BuildResult> {
+  private async runIn(
+    request: BuildRequest,
+    sandbox: Sandbox | undefined,
+    checkout: string,
+    cwd: string,
+    command: string[],
+    guard: Guard | undefined,
+  ): Promise<BuildResult> {
     const nodeBin = dirname(process.execPath);
     // Request variables win over these two: a site that sets HOME or PATH asked for it.
     const baseEnv = { PATH: [nodeBin, '/usr/local/bin', '/usr/bin', '/bin'].join(delimiter) };
@@ -211,10 +242,23 @@ export class BwrapRunner implements BuildRunner {
           try {
             const sandboxed = [bwrap, ...(await this.sandboxArgs(checkout, cwd, nodeBin, etc)), '--', ...command];
             // The overlay's unshare makes the network namespace too: the routes are made in it, after the mount.
-            const argv = overlayArgv(layer, checkout, outside ? closeLinkLocal(outside.ip, sandboxed) : sandboxed, overlay.tools, outside !== undefined);
+            const argv = overlayArgv(
+              layer,
+              checkout,
+              outside ? closeLinkLocal(outside.ip, sandboxed) : sandboxed,
+              overlay.tools,
+              outside !== undefined,
+            );
             if (argv) {
               // What the build writes to its checkout is the upper layer, empty to begin with.
-              const result = await supervise(argv, env, undefined, request, outside?.slirp, guard && { ...guard, written: { dir: layer.upper, before: 0 }, tmp: true });
+              const result = await supervise(
+                argv,
+                env,
+                undefined,
+                request,
+                outside?.slirp,
+                guard && { ...guard, written: { dir: layer.upper, before: 0 }, tmp: true },
+              );
               // The build ended on its own: its namespace, and the overlay with it, are gone; what it wrote joins the checkout.
               if ((result.outcome === 'succeeded' || result.outcome === 'failed') && !result.limit) await applyLayer(layer, checkout);
               return result;
@@ -226,7 +270,14 @@ export class BwrapRunner implements BuildRunner {
         if (!(await separated(checkout, request.signal))) return { outcome: 'cancelled' };
         const sandboxed = [bwrap, ...(await this.sandboxArgs(checkout, cwd, nodeBin, etc)), '--', ...command];
         const argv = outside ? inOutside(outside, sandboxed) : sandboxed;
-        return await supervise(argv, env, undefined, request, outside?.slirp, guard && { ...guard, written: { dir: checkout, before: (await diskUsage(checkout)) ?? 0 }, tmp: true });
+        return await supervise(
+          argv,
+          env,
+          undefined,
+          request,
+          outside?.slirp,
+          guard && { ...guard, written: { dir: checkout, before: (await diskUsage(checkout)) ?? 0 }, tmp: true },
+        );
       } finally {
         await etc.remove();
       }
@@ -234,7 +285,14 @@ export class BwrapRunner implements BuildRunner {
     if (!(await separated(checkout, request.signal))) return { outcome: 'cancelled' };
     const home = await mkdtemp(join(tmpdir(), 'cairn-build-home-'));
     try {
-      return await supervise(command, { ...baseEnv, HOME: home, ...request.env }, cwd, request, undefined, guard && { ...guard, written: { dir: checkout, before: (await diskUsage(checkout)) ?? 0 }, tmp: false });
+      return await supervise(
+        command,
+        { ...baseEnv, HOME: home, ...request.env },
+        cwd,
+        request,
+        undefined,
+        guard && { ...guard, written: { dir: checkout, before: (await diskUsage(checkout)) ?? 0 }, tmp: false },
+      );
     } finally {
       await rm(home, { recursive: true, force: true });
     }
@@ -280,9 +338,24 @@ export class BwrapRunner implements BuildRunner {
     this.probed ??= (async () => {
       const bwrap = await findExecutable(this.options.bwrapPath ?? 'bwrap');
       if (!bwrap) throw new BuildRefused(`bubblewrap (${this.options.bwrapPath ?? 'bwrap'}) was not found: ${REFUSAL_HINT}`);
-      const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-all', '--die-with-parent', '--', '/bin/sh', '-c', ':'];
+      const args = [
+        '--ro-bind',
+        '/',
+        '/',
+        '--dev',
+        '/dev',
+        '--proc',
+        '/proc',
+        '--unshare-all',
+        '--die-with-parent',
+        '--',
+        '/bin/sh',
+        '-c',
+        ':',
+      ];
       const { code, output } = await capture(bwrap, args);
-      if (code !== 0) throw new BuildRefused(`bubblewrap (${bwrap}) does not work here (${output.trim() || `exit ${code}`}): ${REFUSAL_HINT}`);
+      if (code !== 0)
+        throw new BuildRefused(`bubblewrap (${bwrap}) does not work here (${output.trim() || `exit ${code}`}): ${REFUSAL_HINT}`);
       if (this.options.network !== 'outside') return { bwrap };
       const outside = await this.probeOutside(bwrap);
       return { bwrap, outside };
@@ -297,20 +370,46 @@ export class BwrapRunner implements BuildRunner {
     const [slirp, unshare, ip] = await Promise.all([findExecutable(named), findExecutable('unshare'), findExecutable(ipNamed)]);
     if (!slirp) throw new BuildRefused(`slirp4netns (${named}) was not found, and CAIRN_BUILD_NETWORK=outside needs it: ${NETWORK_HINT}`);
     if (!unshare) throw new BuildRefused(`util-linux unshare was not found, and CAIRN_BUILD_NETWORK=outside needs it: ${NETWORK_HINT}`);
-    if (!ip) throw new BuildRefused(`iproute2's ip (${ipNamed}) was not found, and CAIRN_BUILD_NETWORK=outside needs it to close link-local addresses (a cloud's metadata service) to builds: ${IP_HINT}`);
+    if (!ip)
+      throw new BuildRefused(
+        `iproute2's ip (${ipNamed}) was not found, and CAIRN_BUILD_NETWORK=outside needs it to close link-local addresses (a cloud's metadata service) to builds: ${IP_HINT}`,
+      );
     const outside = { slirp, unshare, ip };
-    const argv = inOutside(outside, [bwrap, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-all', ...this.networkArgs(), ...asServiceUser(), '--die-with-parent', '--', '/bin/sh', '-c', 'grep -q tap0 /proc/net/dev']);
+    const argv = inOutside(outside, [
+      bwrap,
+      '--ro-bind',
+      '/',
+      '/',
+      '--dev',
+      '/dev',
+      '--proc',
+      '/proc',
+      '--unshare-all',
+      ...this.networkArgs(),
+      ...asServiceUser(),
+      '--die-with-parent',
+      '--',
+      '/bin/sh',
+      '-c',
+      'grep -q tap0 /proc/net/dev',
+    ]);
     let output = '';
-    const checked = await supervise(argv, { PATH: '/usr/bin:/bin' }, undefined, {
-      deployId: 'slirp4netns check',
-      checkout: '/',
-      directory: '',
-      command: '',
-      env: {},
-      timeoutMs: 20_000,
-      signal: new AbortController().signal,
-      onOutput: (text) => (output += text),
-    }, slirp);
+    const checked = await supervise(
+      argv,
+      { PATH: '/usr/bin:/bin' },
+      undefined,
+      {
+        deployId: 'slirp4netns check',
+        checkout: '/',
+        directory: '',
+        command: '',
+        env: {},
+        timeoutMs: 20_000,
+        signal: new AbortController().signal,
+        onOutput: (text) => (output += text),
+      },
+      slirp,
+    );
     if (checked.outcome !== 'succeeded' && output.includes(ROUTES_FAILED)) {
       throw new BuildRefused(`the outside network's routes could not be made (${output.trim().replaceAll('\n', '; ')}): ${IP_HINT}`);
     }
@@ -347,24 +446,38 @@ export class BwrapRunner implements BuildRunner {
     layers.sort((a, b) => depth(a.path) - depth(b.path));
     return [
       ...root,
-      '--dev', '/dev',
+      '--dev',
+      '/dev',
       // bubblewrap's /dev is a tmpfs of its own, unbounded: shared memory gets one the size of /tmp.
-      ...size, '--tmpfs', '/dev/shm',
-      '--proc', '/proc',
+      ...size,
+      '--tmpfs',
+      '/dev/shm',
+      '--proc',
+      '/proc',
       ...layers.flatMap((l) => l.args),
-      '--dir', SANDBOX_HOME,
+      '--dir',
+      SANDBOX_HOME,
       // The root bubblewrap made (a tmpfs holding the mount points) and its /dev (another, unbounded) are no place to write: what a build may fill is its checkout, /tmp and /dev/shm.
-      '--remount-ro', '/dev',
-      '--remount-ro', '/',
-      '--chdir', cwd,
+      '--remount-ro',
+      '/dev',
+      '--remount-ro',
+      '/',
+      '--chdir',
+      cwd,
       '--unshare-all',
       // An unprivileged uid of the build's own, in a user namespace of its own, whatever user the service is.
-      '--unshare-user', '--uid', String(BUILD_UID), '--gid', String(BUILD_GID),
-      '--hostname', BUILD_HOST,
+      '--unshare-user',
+      '--uid',
+      String(BUILD_UID),
+      '--gid',
+      String(BUILD_GID),
+      '--hostname',
+      BUILD_HOST,
       ...this.networkArgs(),
       '--die-with-parent',
       '--new-session',
-      '--cap-drop', 'ALL',
+      '--cap-drop',
+      'ALL',
     ];
   }
 }
@@ -400,7 +513,14 @@ async function separated(checkout: string, signal: AbortSignal): Promise<boolean
  * network) argv is bubblewrap waiting for it, on INFO_FD and BLOCK_FD; the
  * build ends with slirp4netns gone too.
  */
-function supervise(argv: string[], env: Record<string, string>, cwd: string | undefined, request: BuildRequest, slirp?: string, guard?: Guard): Promise<BuildResult> {
+function supervise(
+  argv: string[],
+  env: Record<string, string>,
+  cwd: string | undefined,
+  request: BuildRequest,
+  slirp?: string,
+  guard?: Guard,
+): Promise<BuildResult> {
   return new Promise<BuildResult>((settle, fail) => {
     // The first process joins the build's cgroups before it makes any other: nothing of the build starts outside them.
     const cgroups = guard?.cgroup?.procsFiles() ?? [];
@@ -411,7 +531,10 @@ function supervise(argv: string[], env: Record<string, string>, cwd: string | un
       stdio: slirp ? ['ignore', 'pipe', 'ignore', 'pipe', 'pipe'] : ['ignore', 'pipe', 'ignore'],
       detached: true,
     });
-    const link = slirp && child.pid ? connectOutside(slirp, child.pid, child.stdio[INFO_FD] as Readable, child.stdio[BLOCK_FD] as Writable) : undefined;
+    const link =
+      slirp && child.pid
+        ? connectOutside(slirp, child.pid, child.stdio[INFO_FD] as Readable, child.stdio[BLOCK_FD] as Writable)
+        : undefined;
     let stopped: 'timed-out' | 'cancelled' | undefined;
     /** The limit that ended the build (build-limits.ts). */
     let limited: string | undefined;
@@ -435,17 +558,18 @@ function supervise(argv: string[], env: Record<string, string>, cwd: string | un
       limited ??= line;
       killTree();
     };
-    const watch = guard && child.pid
-      ? watchBuild({
-          limits: guard.limits,
-          cgroup: guard.cgroup,
-          written: guard.written,
-          // The build's /tmp, seen through its sandbox's first process (bubblewrap's init): once that exists.
-          tmp: guard.tmp ? async () => sandboxInit(child.pid!).then((pid) => (pid ? `/proc/${pid}/root/tmp` : undefined)) : undefined,
-          tree: guard.cgroup?.hasPids() ? undefined : child.pid,
-          onReached: reached,
-        })
-      : undefined;
+    const watch =
+      guard && child.pid
+        ? watchBuild({
+            limits: guard.limits,
+            cgroup: guard.cgroup,
+            written: guard.written,
+            // The build's /tmp, seen through its sandbox's first process (bubblewrap's init): once that exists.
+            tmp: guard.tmp ? async () => sandboxInit(child.pid!).then((pid) => (pid ? `/proc/${pid}/root/tmp` : undefined)) : undefined,
+            tree: guard.cgroup?.hasPids() ? undefined : child.pid,
+            onReached: reached,
+          })
+        : undefined;
     let printed = 0;
     const timer = setTimeout(() => stop('timed-out'), request.timeoutMs);
     const onAbort = () => stop('cancelled');
@@ -527,11 +651,10 @@ function ended(code: number | null, signal: NodeJS.Signals | null, limits?: Buil
   if (code === 0) return { outcome: 'succeeded', exitCode: 0 };
   const exitCode = code ?? undefined;
   const name =
-    exitCode !== undefined && exitCode > 128
-      ? Object.entries(osConstants.signals).find(([, n]) => n === exitCode - 128)?.[0]
-      : undefined;
+    exitCode !== undefined && exitCode > 128 ? Object.entries(osConstants.signals).find(([, n]) => n === exitCode - 128)?.[0] : undefined;
   // The rlimits end a process with their own signals (build-limits.ts): the command itself, or the sandbox's prlimit in its place.
-  const limit = limits && name === 'SIGXCPU' ? reachedLine.cpu(limits) : limits && name === 'SIGXFSZ' ? reachedLine.disk(limits) : undefined;
+  const limit =
+    limits && name === 'SIGXCPU' ? reachedLine.cpu(limits) : limits && name === 'SIGXFSZ' ? reachedLine.disk(limits) : undefined;
   return { outcome: 'failed', exitCode, ...(name ? { signal: name } : {}), ...(limit ? { limit } : {}) };
 }
 
@@ -545,15 +668,27 @@ function depth(p: string): number {
 }
 
 async function isDirectory(p: string): Promise<boolean> {
-  return stat(p).then((s) => s.isDirectory(), () => false);
+  return stat(p).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
 }
 
 async function findExecutable(name: string): Promise<string | undefined> {
   const candidates = name.includes('/')
     ? [resolve(name)]
-    : (process.env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, name));
+    : (process.env.PATH ?? '')
+        .split(delimiter)
+        .filter(Boolean)
+        .map((d) => join(d, name));
   for (const c of candidates) {
-    if (await access(c, fsConstants.X_OK).then(() => true, () => false)) return c;
+    if (
+      await access(c, fsConstants.X_OK).then(
+        () => true,
+        () => false,
+      )
+    )
+      return c;
   }
   return undefined;
 }

@@ -12,7 +12,11 @@ import type { HelperJob, StartJob } from './helper.js';
 
 const JOBS: Record<HelperJob, (port: MessagePort, data: any) => void> = {
   'embedded-dynamo': (port, data: { dataDir: string; host: string }) => void serveEngineJob(port, data),
-  hashing: (port) => void port.on('message', hashJobs((m, transfer = []) => port.postMessage(m, transfer))),
+  hashing: (port) =>
+    void port.on(
+      'message',
+      hashJobs((m, transfer = []) => port.postMessage(m, transfer)),
+    ),
 };
 
 parentPort!.on('message', ({ start, port, data }: StartJob) => JOBS[start](port, data));

@@ -35,7 +35,9 @@ export interface HelperThread {
 }
 
 export function startHelperThread(): HelperThread {
-  const worker = new Worker(new URL('./helper-thread.mjs', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
+  const worker = new Worker(new URL('./helper-thread.mjs', import.meta.url), {
+    resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
+  });
   let down: Error | undefined;
   const downListeners: Array<(err: Error) => void> = [];
   const ports = new Set<MessagePort>();

@@ -100,10 +100,15 @@ export function connectOutside(slirp: string, pid: number, info: Readable, block
     const sandbox = childPid(text);
     if (sandbox === undefined) return;
     const args = [
-      '--configure', '--mtu=65520', '--disable-host-loopback',
-      `--ready-fd=${INFO_FD}`, `--exit-fd=${BLOCK_FD}`,
+      '--configure',
+      '--mtu=65520',
+      '--disable-host-loopback',
+      `--ready-fd=${INFO_FD}`,
+      `--exit-fd=${BLOCK_FD}`,
       `--userns-path=/proc/${pid}/ns/user`,
-      '--netns-type=path', `/proc/${sandbox}/ns/net`, 'tap0',
+      '--netns-type=path',
+      `/proc/${sandbox}/ns/net`,
+      'tap0',
     ];
     const child = spawn(slirp, args, { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'], env: {} });
     slirpProcess = child;
@@ -124,7 +129,11 @@ export function connectOutside(slirp: string, pid: number, info: Readable, block
     child.once('exit', (code, signal) => {
       if (ready || closed) return;
       // Without its lines of progress ("sent tapfd=..."): what went wrong, then "child failed(1)" and the like.
-      const lines = said.trim().split('\n').filter((l) => l && !/tapfd/.test(l)).join('; ');
+      const lines = said
+        .trim()
+        .split('\n')
+        .filter((l) => l && !/tapfd/.test(l))
+        .join('; ');
       fail(`slirp4netns could not connect the build to the network (${lines || signal || `exit ${code}`})`);
     });
   });

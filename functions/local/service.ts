@@ -42,7 +42,10 @@ async function checkDataDir(dir: string): Promise<void> {
     await mkdir(dir, { recursive: true });
     await access(dir, constants.W_OK);
   } catch (err) {
-    throw new ConfigError('CAIRN_DATA_DIR', `"${dir}" is not a writable directory (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new ConfigError(
+      'CAIRN_DATA_DIR',
+      `"${dir}" is not a writable directory (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
   }
 }
 
@@ -52,7 +55,10 @@ async function serve(name: string, variable: string, handler: HttpHandler, port:
     await listen(server, port, host);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new ConfigError(variable, code === 'EADDRINUSE' ? `port ${port} on ${host} is already in use` : `cannot listen on ${host}:${port} (${code ?? err})`);
+    throw new ConfigError(
+      variable,
+      code === 'EADDRINUSE' ? `port ${port} on ${host} is already in use` : `cannot listen on ${host}:${port} (${code ?? err})`,
+    );
   }
   return server;
 }
@@ -114,14 +120,24 @@ export async function startLocalService(config: Config, logger: Logger = createL
   const screenshotter = cfg.preview.enabled ? new ChromiumScreenshotter(cfg.preview.chromiumPath) : undefined;
   // What a process stopped mid-deploy left in the workspace goes before anything is made there (the runner's check, the queue's deploys).
   await removeOrphanedBuilds(join(cfg.dataDir, 'builds'), logger.child({ fn: 'deploys' }));
-  const runner = new BwrapRunner({ sandbox: cfg.build.sandbox, hide: [cfg.dataDir], network: cfg.build.network, workspace: join(cfg.dataDir, 'builds'), limits: cfg.build.limits });
+  const runner = new BwrapRunner({
+    sandbox: cfg.build.sandbox,
+    hide: [cfg.dataDir],
+    network: cfg.build.network,
+    workspace: join(cfg.dataDir, 'builds'),
+    limits: cfg.build.limits,
+  });
   const deploys = new LocalDeployQueue(
     {
       services,
       runner,
       // Inside the data directory: the sandbox hides the rest of it from the build.
       workspace: join(cfg.dataDir, 'builds'),
-      sources: { dir: join(cfg.dataDir, 'sources'), keep: KEPT_REPOSITORIES.local, onBackgroundError: (err) => logger.warn('a kept repository could not be brought up to date; it starts afresh', { err }) },
+      sources: {
+        dir: join(cfg.dataDir, 'sources'),
+        keep: KEPT_REPOSITORIES.local,
+        onBackgroundError: (err) => logger.warn('a kept repository could not be brought up to date; it starts afresh', { err }),
+      },
       buildTimeoutMs: cfg.build.timeoutMs,
       screenshotter,
       previewTimeoutMs: cfg.preview.timeoutMs,

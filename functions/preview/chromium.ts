@@ -121,7 +121,13 @@ async function executableAt(path: string): Promise<string> {
  */
 export function installedChromium(path: string, options: { sandbox?: boolean } = {}): ChromiumBuild {
   // Off only where the machine cannot give one and isolates the browser itself: a Lambda function (see lambda-chromium.ts).
-  if (options.sandbox === false) return { name: `Chromium at ${path}`, args: [...INSTALLED_ARGS, '--no-sandbox'], sandbox: false, executablePath: () => executableAt(path) };
+  if (options.sandbox === false)
+    return {
+      name: `Chromium at ${path}`,
+      args: [...INSTALLED_ARGS, '--no-sandbox'],
+      sandbox: false,
+      executablePath: () => executableAt(path),
+    };
   let launcher: Promise<string> | undefined;
   return {
     name: `Chromium at ${path}`,
@@ -185,7 +191,8 @@ export class ChromiumScreenshotter implements Screenshotter {
 
   async capture(url: string, options: CaptureOptions): Promise<Uint8Array> {
     const target = new URL(url);
-    if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new ScreenshotError(`cannot take a picture of a ${target.protocol} URL`);
+    if (target.protocol !== 'http:' && target.protocol !== 'https:')
+      throw new ScreenshotError(`cannot take a picture of a ${target.protocol} URL`);
     if (options.signal?.aborted) throw new ScreenshotError('the deploy was stopped');
     let context: BrowserContext | undefined;
     let abandoned = false;
@@ -195,7 +202,9 @@ export class ChromiumScreenshotter implements Screenshotter {
     const clockStarted = new Promise<void>((resolve) => (startClock = resolve));
 
     const shot = (async () => {
-      const opened = await (await browser).newContext({
+      const opened = await (
+        await browser
+      ).newContext({
         viewport: { width: options.width, height: options.height },
         deviceScaleFactor: 1,
         serviceWorkers: 'block',
@@ -207,7 +216,9 @@ export class ChromiumScreenshotter implements Screenshotter {
       }
       context = opened;
       // Only the page's own origin: a site cannot make the service fetch elsewhere.
-      await opened.route('**/*', (route) => (new URL(route.request().url()).origin === target.origin ? route.continue() : route.abort('blockedbyclient')));
+      await opened.route('**/*', (route) =>
+        new URL(route.request().url()).origin === target.origin ? route.continue() : route.abort('blockedbyclient'),
+      );
       await opened.routeWebSocket(/.*/, (ws) => ws.close());
       const page = await opened.newPage();
       startClock();
@@ -220,10 +231,16 @@ export class ChromiumScreenshotter implements Screenshotter {
     let onAbort: (() => void) | undefined;
     const stopped = new Promise<never>((_, reject) => {
       // A browser that will not start or open a page is bounded too: the shot never hangs a deploy.
-      startTimer = setTimeout(() => reject(new ScreenshotError(`the browser did not open the page within ${seconds(START_LIMIT_MS)}`)), START_LIMIT_MS);
+      startTimer = setTimeout(
+        () => reject(new ScreenshotError(`the browser did not open the page within ${seconds(START_LIMIT_MS)}`)),
+        START_LIMIT_MS,
+      );
       void clockStarted.then(() => {
         clearTimeout(startTimer);
-        timer = setTimeout(() => reject(new ScreenshotError(`the page did not load and render within ${seconds(options.timeoutMs)}`)), options.timeoutMs);
+        timer = setTimeout(
+          () => reject(new ScreenshotError(`the page did not load and render within ${seconds(options.timeoutMs)}`)),
+          options.timeoutMs,
+        );
       });
       onAbort = () => reject(new ScreenshotError('the deploy was stopped'));
       options.signal?.addEventListener('abort', onAbort, { once: true });
@@ -235,7 +252,8 @@ export class ChromiumScreenshotter implements Screenshotter {
       shot.catch(() => {}); // settles once its context is closed below
       if (err instanceof ScreenshotError) throw err;
       // Playwright's own limits (the same time) can fire a moment before ours: the same answer.
-      if ((err as Error)?.name === 'TimeoutError') throw new ScreenshotError(`the page did not load and render within ${seconds(options.timeoutMs)}`);
+      if ((err as Error)?.name === 'TimeoutError')
+        throw new ScreenshotError(`the page did not load and render within ${seconds(options.timeoutMs)}`);
       throw new ScreenshotError(`the page could not be captured: ${firstLine(err)}`);
     } finally {
       clearTimeout(timer);
@@ -252,7 +270,10 @@ export class ChromiumScreenshotter implements Screenshotter {
   private async closeContext(context: BrowserContext, browser: Promise<Browser>): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const closed = await Promise.race([
-      context.close().then(() => true, () => true),
+      context.close().then(
+        () => true,
+        () => true,
+      ),
       new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), CLOSE_GRACE_MS))),
     ]);
     clearTimeout(timer);

@@ -35,7 +35,13 @@ let ready: Promise<{ services: Services; build: ChromiumBuild }> | undefined;
 async function start() {
   const services = await createServices(loadConfig(), observability.logger);
   const { preview } = services.config;
-  return { services, build: preview.bundledChromium === false || services.config.runtime === 'local' ? installedChromium(preview.chromiumPath, { sandbox: services.config.runtime === 'local' }) : await sparticuzChromium() };
+  return {
+    services,
+    build:
+      preview.bundledChromium === false || services.config.runtime === 'local'
+        ? installedChromium(preview.chromiumPath, { sandbox: services.config.runtime === 'local' })
+        : await sparticuzChromium(),
+  };
 }
 
 export const handler = observe(

@@ -42,7 +42,9 @@ export async function sparticuzChromium(): Promise<ChromiumBuild> {
       try {
         return await Chromium.executablePath();
       } catch (err) {
-        throw new ScreenshotError(`@sparticuz/chromium could not be unpacked: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]}`);
+        throw new ScreenshotError(
+          `@sparticuz/chromium could not be unpacked: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]}`,
+        );
       }
     },
   };

@@ -21,7 +21,11 @@ export class LambdaPreviewTaker implements PreviewTaker {
   async deployed(deploy: PreviewInput): Promise<void> {
     const input: PreviewInput = { siteId: deploy.siteId, deployId: deploy.deployId, root: deploy.root };
     const out = await this.lambda.send(
-      new InvokeCommand({ FunctionName: this.functionName, InvocationType: 'Event', Payload: new TextEncoder().encode(JSON.stringify(input)) }),
+      new InvokeCommand({
+        FunctionName: this.functionName,
+        InvocationType: 'Event',
+        Payload: new TextEncoder().encode(JSON.stringify(input)),
+      }),
     );
     if (out.StatusCode !== 202) throw new Error(`${this.name} did not take the request (status ${out.StatusCode ?? 'none'})`);
   }

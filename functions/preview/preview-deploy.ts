@@ -27,17 +27,20 @@ export function previewInputOf(event: unknown): PreviewInput | undefined {
   return { siteId, deployId, root };
 }
 
-export type PreviewOutcome =
-  | { outcome: 'taken'; previewImage: string }
-  | { outcome: 'none' }
-  | { outcome: 'skipped'; why: string };
+export type PreviewOutcome = { outcome: 'taken'; previewImage: string } | { outcome: 'none' } | { outcome: 'skipped'; why: string };
 
-export async function previewDeploy(services: Services, screenshotter: Screenshotter, input: PreviewInput, signal: AbortSignal): Promise<PreviewOutcome> {
+export async function previewDeploy(
+  services: Services,
+  screenshotter: Screenshotter,
+  input: PreviewInput,
+  signal: AbortSignal,
+): Promise<PreviewOutcome> {
   const { siteId, deployId, root } = input;
   const deploy = await services.deploys.get(siteId, deployId);
   if (!deploy) return { outcome: 'skipped', why: 'no such deploy (deleted meanwhile)' };
   if (deploy.status !== 'DEPLOYED' || !deploy.ipfsHash) return { outcome: 'skipped', why: `the deploy is ${deploy.status}` };
-  if (parseCid(deploy.ipfsHash)?.toV1().toString() !== parseCid(root)?.toV1().toString()) return { outcome: 'skipped', why: 'the deploy has another root' };
+  if (parseCid(deploy.ipfsHash)?.toV1().toString() !== parseCid(root)?.toV1().toString())
+    return { outcome: 'skipped', why: 'the deploy has another root' };
   if (deploy.previewImage) return { outcome: 'skipped', why: 'the deploy has its picture already' };
 
   // The deploy ended before this was asked: its log is complete, and this goes on after it.

@@ -62,9 +62,10 @@ function aclResponse(who: { ID: string; DisplayName: string }, acl: CannedAcl): 
     grants
       .map((g) => {
         const grantee = g.Grantee as Record<string, string>;
-        const inner = grantee['@type'] === 'Group'
-          ? `<URI>${grantee.URI}</URI>`
-          : `<ID>${escapeXml(grantee.ID!)}</ID><DisplayName>${escapeXml(grantee.DisplayName!)}</DisplayName>`;
+        const inner =
+          grantee['@type'] === 'Group'
+            ? `<URI>${grantee.URI}</URI>`
+            : `<ID>${escapeXml(grantee.ID!)}</ID><DisplayName>${escapeXml(grantee.DisplayName!)}</DisplayName>`;
         return `<Grant><Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="${grantee['@type']}">${inner}</Grantee><Permission>${g.Permission}</Permission></Grant>`;
       })
       .join('') +
@@ -79,7 +80,9 @@ export async function getObjectAcl(ctx: S3Context): Promise<Response> {
 }
 
 const notCanned = (what: string) =>
-  errors.notImplemented(`${what} (Cairn stores only the canned ACLs private, public-read, public-read-write and authenticated-read; send one with x-amz-acl)`);
+  errors.notImplemented(
+    `${what} (Cairn stores only the canned ACLs private, public-read, public-read-write and authenticated-read; send one with x-amz-acl)`,
+  );
 
 /** The canned ACL an AccessControlPolicy's grants amount to, if any. */
 function aclFromPolicy(doc: Record<string, unknown>, ownerId: string): CannedAcl {

@@ -41,7 +41,11 @@ export async function createBucket(ctx: S3Context): Promise<Response> {
     const constraint = typeof config.LocationConstraint === 'string' ? config.LocationConstraint : '';
     const region = ctx.services.config.region;
     if (constraint && constraint !== region && !(region === 'us-east-1' && constraint === 'US')) {
-      throw new S3Error('IllegalLocationConstraintException', 400, `The ${constraint} location constraint is incompatible for the region specific endpoint this request was sent to.`);
+      throw new S3Error(
+        'IllegalLocationConstraintException',
+        400,
+        `The ${constraint} location constraint is incompatible for the region specific endpoint this request was sent to.`,
+      );
     }
   }
   try {
@@ -51,10 +55,21 @@ export async function createBucket(ctx: S3Context): Promise<Response> {
       // S3's legacy behaviour in us-east-1: re-creating a bucket you own
       // succeeds. AWS documents it as resetting the bucket's ACL; Cairn's
       // buckets are always private, so the bucket is left exactly as it was.
-      if (err.ownedByCaller && ctx.services.config.region === 'us-east-1') return new Response(null, { status: 200, headers: { location: `/${name}` } });
+      if (err.ownedByCaller && ctx.services.config.region === 'us-east-1')
+        return new Response(null, { status: 200, headers: { location: `/${name}` } });
       throw err.ownedByCaller
-        ? new S3Error('BucketAlreadyOwnedByYou', 409, 'Your previous request to create the named bucket succeeded and you already own it.', { BucketName: name })
-        : new S3Error('BucketAlreadyExists', 409, 'The requested bucket name is not available. The bucket namespace is shared by all users of the system. Please select a different name and try again.', { BucketName: name });
+        ? new S3Error(
+            'BucketAlreadyOwnedByYou',
+            409,
+            'Your previous request to create the named bucket succeeded and you already own it.',
+            { BucketName: name },
+          )
+        : new S3Error(
+            'BucketAlreadyExists',
+            409,
+            'The requested bucket name is not available. The bucket namespace is shared by all users of the system. Please select a different name and try again.',
+            { BucketName: name },
+          );
     }
     throw err;
   }

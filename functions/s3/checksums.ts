@@ -44,7 +44,8 @@ export interface ChecksumPlan {
  */
 export function checksumPlan(headers: Headers): ChecksumPlan | undefined {
   const sent = ALGORITHMS.filter((a) => headers.has(headerName(a)));
-  if (sent.length > 1) throw new S3Error('InvalidRequest', 400, 'Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.');
+  if (sent.length > 1)
+    throw new S3Error('InvalidRequest', 400, 'Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.');
   const trailer = headers.get('x-amz-trailer')?.trim().toLowerCase();
   let algorithm: ChecksumAlgorithm | undefined = sent[0];
   let fromTrailer = false;
@@ -64,7 +65,7 @@ export function checksumPlan(headers: Headers): ChecksumPlan | undefined {
   }
   if (!algorithm) return undefined;
   const name = headerName(algorithm);
-  const expected = fromTrailer ? undefined : headers.get(name) ?? undefined;
+  const expected = fromTrailer ? undefined : (headers.get(name) ?? undefined);
   if (expected !== undefined) validateEncoding(algorithm, expected, name);
   const alg = algorithm;
   // Made on first use: an upload's own hasher usually computes the digest (finish's `computed`).
@@ -126,7 +127,8 @@ export function uploadChecksum(headers: Headers): { checksumAlgorithm?: Checksum
   const rawAlgorithm = headers.get('x-amz-checksum-algorithm');
   const rawType = headers.get('x-amz-checksum-type');
   if (rawAlgorithm === null) {
-    if (rawType !== null) throw errors.invalidRequest('The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header.');
+    if (rawType !== null)
+      throw errors.invalidRequest('The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header.');
     return {};
   }
   const algorithm = parseAlgorithm(rawAlgorithm, 'x-amz-checksum-algorithm');
@@ -179,9 +181,12 @@ export async function multipartChecksum(
   const algorithm = (upload.checksumAlgorithm as ChecksumAlgorithm | undefined) ?? claimedAlgorithm;
   if (!algorithm) return {};
   if (claimedAlgorithm && claimedAlgorithm !== algorithm) {
-    throw errors.invalidRequest(`Checksum Type mismatch occurred, expected checksum Type: ${algorithm}, actual checksum Type: ${claimedAlgorithm}`);
+    throw errors.invalidRequest(
+      `Checksum Type mismatch occurred, expected checksum Type: ${algorithm}, actual checksum Type: ${claimedAlgorithm}`,
+    );
   }
-  const mismatch = () => new S3Error('BadDigest', 400, `The ${algorithm.toUpperCase()} you specified did not match the calculated checksum.`);
+  const mismatch = () =>
+    new S3Error('BadDigest', 400, `The ${algorithm.toUpperCase()} you specified did not match the calculated checksum.`);
   const type: ChecksumType = upload.checksumAlgorithm ? (upload.checksumType ?? 'COMPOSITE') : 'FULL_OBJECT';
   if (type === 'COMPOSITE') {
     const values = parts.map((p) => p.checksums?.[algorithm]);

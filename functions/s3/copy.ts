@@ -20,7 +20,8 @@ export interface CopySource {
 
 /** `x-amz-copy-source`: `[/]bucket/key[?versionId=null]`, URL-encoded. */
 export function parseCopySource(header: string): CopySource {
-  const invalid = () => errors.invalidArgument('Copy Source must mention the source bucket and key: sourcebucket/sourcekey', 'x-amz-copy-source', header);
+  const invalid = () =>
+    errors.invalidArgument('Copy Source must mention the source bucket and key: sourcebucket/sourcekey', 'x-amz-copy-source', header);
   let raw = header.startsWith('/') ? header.slice(1) : header;
   const q = raw.indexOf('?');
   if (q >= 0) {

@@ -65,7 +65,8 @@ function parseRule(raw: unknown): CorsRule {
   const exposeHeaders = strings(node, 'ExposeHeader');
   if (ids.length > 1 || ages.length > 1 || !allowedOrigins.length || !allowedMethods.length) throw errors.malformedXml();
   for (const method of allowedMethods) {
-    if (!CORS_METHODS.has(method)) throw errors.invalidRequest(`Found unsupported HTTP method in CORS config. Unsupported method is ${method}`);
+    if (!CORS_METHODS.has(method))
+      throw errors.invalidRequest(`Found unsupported HTTP method in CORS config. Unsupported method is ${method}`);
   }
   for (const origin of allowedOrigins) {
     if (wildcards(origin) > 1) throw errors.invalidRequest(`AllowedOrigin "${origin}" can not have more than one wildcard.`);
@@ -74,11 +75,13 @@ function parseRule(raw: unknown): CorsRule {
     if (wildcards(header) > 1) throw errors.invalidRequest(`AllowedHeader "${header}" can not have more than one wildcard.`);
   }
   for (const header of exposeHeaders) {
-    if (header.includes('*')) throw errors.invalidRequest(`ExposeHeader "${header}" contains wildcard. We currently do not support wildcard for ExposeHeader.`);
+    if (header.includes('*'))
+      throw errors.invalidRequest(`ExposeHeader "${header}" contains wildcard. We currently do not support wildcard for ExposeHeader.`);
   }
   const rule: CorsRule = { allowedOrigins, allowedMethods, allowedHeaders, exposeHeaders };
   if (ids.length) {
-    if (ids[0]!.length > MAX_ID) throw errors.invalidArgument(`The ID of a CORS rule can be at most ${MAX_ID} characters long.`, 'ID', ids[0]);
+    if (ids[0]!.length > MAX_ID)
+      throw errors.invalidArgument(`The ID of a CORS rule can be at most ${MAX_ID} characters long.`, 'ID', ids[0]);
     rule.id = ids[0];
   }
   if (ages.length) {
@@ -178,7 +181,15 @@ function corsForbidden(message: string, method: string, s3: S3Request): S3Error 
 }
 
 /** What the web app reads from S3's answers besides the CORS-safelisted headers. */
-const APP_EXPOSE_HEADERS = ['ETag', 'x-service-ipfs-hash', 'x-service-ipfs-hash-v0', 'x-amz-request-id', 'x-amz-version-id', 'Content-Length', 'Content-Range'];
+const APP_EXPOSE_HEADERS = [
+  'ETag',
+  'x-service-ipfs-hash',
+  'x-service-ipfs-hash-v0',
+  'x-amz-request-id',
+  'x-amz-version-id',
+  'Content-Length',
+  'Content-Range',
+];
 const APP_METHODS = ['GET', 'PUT', 'POST', 'DELETE', 'HEAD'];
 const APP_MAX_AGE = 600;
 
@@ -209,7 +220,8 @@ export async function preflight(services: Services, req: HttpRequest, s3: S3Requ
   const origin = req.headers.get('origin');
   if (!origin) throw new S3Error('BadRequest', 400, 'Insufficient information. Origin request header needed.');
   const method = req.headers.get('access-control-request-method');
-  if (method === null || !CORS_METHODS.has(method)) throw new S3Error('BadRequest', 400, `Invalid Access-Control-Request-Method: ${method}`);
+  if (method === null || !CORS_METHODS.has(method))
+    throw new S3Error('BadRequest', 400, `Invalid Access-Control-Request-Method: ${method}`);
   const requested = (req.headers.get('access-control-request-headers') ?? '')
     .split(',')
     .map((h) => h.trim().toLowerCase())
@@ -242,7 +254,13 @@ export async function preflight(services: Services, req: HttpRequest, s3: S3Requ
  * already loaded it; otherwise it is looked up only for requests that carry
  * an Origin (browsers'), so other clients pay nothing.
  */
-export async function addCorsHeaders(services: Services, req: HttpRequest, s3: S3Request, known: Bucket | undefined, response: Response): Promise<void> {
+export async function addCorsHeaders(
+  services: Services,
+  req: HttpRequest,
+  s3: S3Request,
+  known: Bucket | undefined,
+  response: Response,
+): Promise<void> {
   const origin = req.headers.get('origin');
   if (origin && isWebAppOrigin(services.config, origin)) {
     for (const [name, value] of Object.entries(appHeaders(origin))) response.headers.set(name, value);

@@ -48,8 +48,7 @@ export const errors = {
   invalidArgument: (message: string, name?: string, value?: string) =>
     new S3Error('InvalidArgument', 400, message, name ? { ArgumentName: name, ArgumentValue: value ?? '' } : {}),
   invalidRequest: (message: string) => new S3Error('InvalidRequest', 400, message),
-  noSuchBucket: (bucket: string) =>
-    new S3Error('NoSuchBucket', 404, 'The specified bucket does not exist', { BucketName: bucket }),
+  noSuchBucket: (bucket: string) => new S3Error('NoSuchBucket', 404, 'The specified bucket does not exist', { BucketName: bucket }),
   noSuchKey: (key: string) => new S3Error('NoSuchKey', 404, 'The specified key does not exist.', { Key: key }),
   invalidBucketName: (bucket: string) =>
     new S3Error('InvalidBucketName', 400, 'The specified bucket is not valid.', { BucketName: bucket }),
@@ -83,7 +82,9 @@ export const errors = {
       { UploadId: uploadId, PartNumber: String(partNumber), ETag: etag },
     ),
   invalidPartOrder: (uploadId: string) =>
-    new S3Error('InvalidPartOrder', 400, 'The list of parts was not in ascending order. Parts must be ordered by part number.', { UploadId: uploadId }),
+    new S3Error('InvalidPartOrder', 400, 'The list of parts was not in ascending order. Parts must be ordered by part number.', {
+      UploadId: uploadId,
+    }),
   entityTooLarge: (proposed: number, max: number) =>
     new S3Error('EntityTooLarge', 400, 'Your proposed upload exceeds the maximum allowed size', {
       ProposedSize: String(proposed),
@@ -97,10 +98,6 @@ export function errorResponse(err: S3Error, resource: string, requestId: string,
     // HEAD responses have no body; S3 still says what went wrong in headers.
     return new Response(null, { status: err.status, headers: { ...headers, 'x-amz-error-code': err.code } });
   }
-  const body = xmlDocument(
-    'Error',
-    { Code: err.code, Message: err.message, ...err.extra, Resource: resource, RequestId: requestId },
-    null,
-  );
+  const body = xmlDocument('Error', { Code: err.code, Message: err.message, ...err.extra, Resource: resource, RequestId: requestId }, null);
   return new Response(body, { status: err.status, headers: { ...headers, 'content-type': 'application/xml' } });
 }

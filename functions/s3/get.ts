@@ -45,7 +45,8 @@ export async function getObject(ctx: S3Context): Promise<Response> {
   for (const [param, header] of Object.entries(OVERRIDES)) {
     const v = ctx.s3.query.get(param);
     if (v === undefined) continue;
-    if (principal.kind !== 'account') throw errors.invalidRequest('Request specific response headers cannot be used for anonymous GET requests.');
+    if (principal.kind !== 'account')
+      throw errors.invalidRequest('Request specific response headers cannot be used for anonymous GET requests.');
     headers[header] = v;
   }
   const range = parseRange(req.headers.get('range'), record.size);

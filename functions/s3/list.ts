@@ -62,7 +62,12 @@ function decodeToken(token: string): Pick<ListQuery, 'after' | 'startAt'> {
 
 /** A v1 marker (or a v2 start-after) that is itself a common prefix continues after everything under it. */
 function fromMarker(marker: string, delimiter: string | undefined, prefix: string): Pick<ListQuery, 'after' | 'startAt'> {
-  if (delimiter && marker.startsWith(prefix) && marker.endsWith(delimiter) && marker.indexOf(delimiter, prefix.length) === marker.length - delimiter.length) {
+  if (
+    delimiter &&
+    marker.startsWith(prefix) &&
+    marker.endsWith(delimiter) &&
+    marker.indexOf(delimiter, prefix.length) === marker.length - delimiter.length
+  ) {
     return { startAt: prefixSuccessor(marker) ?? '\u{10ffff}' };
   }
   return { after: marker };
@@ -81,7 +86,14 @@ function common(ctx: S3Context): Common {
   const q = ctx.s3.query;
   const { encode, type } = encoding(q);
   const delimiter = q.get('delimiter') || undefined;
-  return { prefix: q.get('prefix') ?? '', delimiter, maxKeys: maxKeys(q), encode, encodingType: type, hashes: q.get('ipfs-hashes') === 'true' };
+  return {
+    prefix: q.get('prefix') ?? '',
+    delimiter,
+    maxKeys: maxKeys(q),
+    encode,
+    encodingType: type,
+    hashes: q.get('ipfs-hashes') === 'true',
+  };
 }
 
 /** Text handed to the body stream at a time. */
@@ -169,7 +181,12 @@ function listedHashes(cid: string): { IpfsHash: string; IpfsHashV0: string } {
 async function page(ctx: S3Context, c: Common, from: Pick<ListQuery, 'after' | 'startAt'>) {
   // As S3 does (s3-tests test_bucket_list_maxkeys_zero): nothing asked for, nothing left out.
   if (c.maxKeys === 0) return { records: [], prefixes: [], next: undefined, truncated: false, count: 0 };
-  const result = await ctx.services.objects.list(ctx.bucket!.name, { prefix: c.prefix, delimiter: c.delimiter, maxKeys: c.maxKeys, ...from });
+  const result = await ctx.services.objects.list(ctx.bucket!.name, {
+    prefix: c.prefix,
+    delimiter: c.delimiter,
+    maxKeys: c.maxKeys,
+    ...from,
+  });
   const records: ObjectRecord[] = [];
   const prefixes: string[] = [];
   for (const e of result.entries) {

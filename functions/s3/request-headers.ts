@@ -13,8 +13,17 @@ const OTHER_S3_CANNED_ACLS: readonly string[] = ['aws-exec-read', 'bucket-owner-
 
 /** The canned ACL a request asks for (private when it names none), as buckets and objects take it. */
 export function cannedAcl(headers: Headers): CannedAcl {
-  for (const name of ['x-amz-grant-read', 'x-amz-grant-write', 'x-amz-grant-read-acp', 'x-amz-grant-write-acp', 'x-amz-grant-full-control']) {
-    if (headers.has(name)) throw errors.notImplemented(`${name} (Cairn supports the canned ACLs private, public-read, public-read-write and authenticated-read, sent with x-amz-acl)`);
+  for (const name of [
+    'x-amz-grant-read',
+    'x-amz-grant-write',
+    'x-amz-grant-read-acp',
+    'x-amz-grant-write-acp',
+    'x-amz-grant-full-control',
+  ]) {
+    if (headers.has(name))
+      throw errors.notImplemented(
+        `${name} (Cairn supports the canned ACLs private, public-read, public-read-write and authenticated-read, sent with x-amz-acl)`,
+      );
   }
   const acl = headers.get('x-amz-acl') ?? 'private';
   if (CANNED_ACLS.includes(acl)) return acl as CannedAcl;
@@ -25,7 +34,9 @@ export function cannedAcl(headers: Headers): CannedAcl {
 }
 
 /** Stored headers of an object, as PutObject, CopyObject (REPLACE) and CreateMultipartUpload take them. */
-export function objectHeaders(headers: Headers): Pick<
+export function objectHeaders(
+  headers: Headers,
+): Pick<
   ObjectRecord,
   'contentType' | 'cacheControl' | 'contentDisposition' | 'contentEncoding' | 'contentLanguage' | 'expires' | 'metadata'
 > {

@@ -91,9 +91,24 @@ export interface S3Request {
 }
 
 const BUCKET_SUBRESOURCES_UNSUPPORTED = [
-  'policy', 'lifecycle', 'website', 'tagging', 'logging', 'notification', 'replication',
-  'encryption', 'object-lock', 'requestPayment', 'accelerate', 'inventory', 'analytics', 'metrics',
-  'ownershipControls', 'publicAccessBlock', 'intelligent-tiering', 'policyStatus',
+  'policy',
+  'lifecycle',
+  'website',
+  'tagging',
+  'logging',
+  'notification',
+  'replication',
+  'encryption',
+  'object-lock',
+  'requestPayment',
+  'accelerate',
+  'inventory',
+  'analytics',
+  'metrics',
+  'ownershipControls',
+  'publicAccessBlock',
+  'intelligent-tiering',
+  'policyStatus',
 ];
 const OBJECT_SUBRESOURCES_UNSUPPORTED = ['tagging', 'retention', 'legal-hold', 'torrent', 'restore', 'select', 'attributes'];
 

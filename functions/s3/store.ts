@@ -73,7 +73,8 @@ export async function ingest<T>(services: Services, options: IngestOptions, comm
     const digests = await hasher.finish();
     if (options.payload) checkPayloadHash(options.payload, digests.sha256 ?? new Uint8Array(0));
     const ingested: Ingested = { cid: imported, size, md5: Buffer.from(digests.md5!).toString('hex') };
-    if (checksum) ingested.checksums = { [checksum.algorithm]: await checksum.finish(options.trailers ?? new Map(), digests[checksum.algorithm]) };
+    if (checksum)
+      ingested.checksums = { [checksum.algorithm]: await checksum.finish(options.trailers ?? new Map(), digests[checksum.algorithm]) };
     options.verify?.(ingested);
     if (options.signal.aborted) throw new S3Error('RequestAborted', 400, 'The client closed the connection.');
     await pinRoot(node, cid);

@@ -13,7 +13,9 @@ export function render(name: string, value: XmlValue): string {
   if (value === undefined || value === null) return '';
   if (Array.isArray(value)) return value.map((v) => render(name, v)).join('');
   if (typeof value === 'object') {
-    return `<${name}>${Object.entries(value).map(([k, v]) => render(k, v)).join('')}</${name}>`;
+    return `<${name}>${Object.entries(value)
+      .map(([k, v]) => render(k, v))
+      .join('')}</${name}>`;
   }
   return `<${name}>${escapeXml(String(value))}</${name}>`;
 }
@@ -22,7 +24,9 @@ export const S3_NS = 'http://s3.amazonaws.com/doc/2006-03-01/';
 
 /** A complete document: `<?xml?>` and one root element (with S3's namespace unless told otherwise). */
 export function xmlDocument(root: string, body: XmlNode, ns: string | null = S3_NS): string {
-  const inner = Object.entries(body).map(([k, v]) => render(k, v)).join('');
+  const inner = Object.entries(body)
+    .map(([k, v]) => render(k, v))
+    .join('');
   return `<?xml version="1.0" encoding="UTF-8"?>\n<${root}${ns ? ` xmlns="${ns}"` : ''}>${inner}</${root}>`;
 }
 
@@ -32,4 +36,3 @@ export function xmlResponse(root: string, body: XmlNode, init: { status?: number
     headers: { 'content-type': 'application/xml', ...init.headers },
   });
 }
-

@@ -85,7 +85,10 @@ export function webAppSource(dir = PREBUILT_DIR): () => Promise<Map<string, Uint
 const NOT_FOUND_TEXT = 'Not found. The web app is at /, the GraphQL API at /graphql.\n';
 
 function text(status: number, body: string, headers: Record<string, string> = {}): Response {
-  return new Response(body, { status, headers: { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff', ...headers } });
+  return new Response(body, {
+    status,
+    headers: { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff', ...headers },
+  });
 }
 
 function originOf(url: string): string {
@@ -132,7 +135,8 @@ export class WebApp {
 
   async respond(config: Config, req: HttpRequest): Promise<Response> {
     const method = req.method.toUpperCase();
-    if (method !== 'GET' && method !== 'HEAD') return text(405, 'Method not allowed: the web app answers GET and HEAD.\n', { allow: 'GET, HEAD' });
+    if (method !== 'GET' && method !== 'HEAD')
+      return text(405, 'Method not allowed: the web app answers GET and HEAD.\n', { allow: 'GET, HEAD' });
     await req.body?.cancel().catch(() => {});
     if (req.rawPath === '/app/config.json') {
       return new Response(JSON.stringify(webAppConfig(config)), {
@@ -140,28 +144,50 @@ export class WebApp {
       });
     }
     const name = req.rawPath === '/' ? 'index.html' : req.rawPath.startsWith(ASSET_PATH) ? req.rawPath.slice(ASSET_PATH.length) : undefined;
-    if (name === undefined || name === '' || name.includes('/') || (name === 'index.html' && req.rawPath !== '/')) return text(404, NOT_FOUND_TEXT);
+    if (name === undefined || name === '' || name.includes('/') || (name === 'index.html' && req.rawPath !== '/'))
+      return text(404, NOT_FOUND_TEXT);
     let files: Map<string, Asset>;
     try {
       files = await this.assets();
     } catch (err) {
       this.logger?.error('web app unavailable', { err });
-      return text(503, `The web app is not available: ${err instanceof WebAppUnavailable ? err.message : 'its files could not be loaded'}.\n`, { 'retry-after': '5' });
+      return text(
+        503,
+        `The web app is not available: ${err instanceof WebAppUnavailable ? err.message : 'its files could not be loaded'}.\n`,
+        { 'retry-after': '5' },
+      );
     }
     const file = files.get(name);
     if (!file) return text(404, NOT_FOUND_TEXT);
-    return serveFile(file, req.headers, name === 'index.html' ? { 'cache-control': 'no-cache', 'content-security-policy': contentSecurityPolicy(config), 'referrer-policy': 'no-referrer', 'x-frame-options': 'DENY' } : { 'cache-control': 'public, max-age=31536000, immutable' });
+    return serveFile(
+      file,
+      req.headers,
+      name === 'index.html'
+        ? {
+            'cache-control': 'no-cache',
+            'content-security-policy': contentSecurityPolicy(config),
+            'referrer-policy': 'no-referrer',
+            'x-frame-options': 'DENY',
+          }
+        : { 'cache-control': 'public, max-age=31536000, immutable' },
+    );
   }
 }
 
 function serveFile(file: Asset, requestHeaders: Headers, extra: Record<string, string>): Response {
   const common: Record<string, string> = { etag: file.etag, vary: 'accept-encoding', 'x-content-type-options': 'nosniff', ...extra };
   const match = requestHeaders.get('if-none-match');
-  if (match !== null && match.split(',').some((tag) => tag.trim().replace(/^W\//, '') === file.etag)) return new Response(null, { status: 304, headers: common });
+  if (match !== null && match.split(',').some((tag) => tag.trim().replace(/^W\//, '') === file.etag))
+    return new Response(null, { status: 304, headers: common });
   const gzip = /\bgzip\b/.test(requestHeaders.get('accept-encoding') ?? '');
   const body = gzip ? file.gzip : file.body;
   return new Response(body, {
-    headers: { ...common, 'content-type': file.type, 'content-length': String(body.length), ...(gzip ? { 'content-encoding': 'gzip' } : {}) },
+    headers: {
+      ...common,
+      'content-type': file.type,
+      'content-length': String(body.length),
+      ...(gzip ? { 'content-encoding': 'gzip' } : {}),
+    },
   });
 }
 

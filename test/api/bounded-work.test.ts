@@ -86,7 +86,11 @@ describe.each(DOORS)('through the $name', (door) => {
   let send: Fetch;
   const url = (path: string) => `${service.config.urls.baseUrl}${path}`;
   const missingOf = async (cids: string[]): Promise<string[]> => {
-    const res = await send(url('/imports/have'), { method: 'POST', headers: { 'content-type': 'application/json', authorization: a.apiKey }, body: JSON.stringify({ cids }) });
+    const res = await send(url('/imports/have'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: a.apiKey },
+      body: JSON.stringify({ cids }),
+    });
     expect(res.status).toBe(200);
     return (await res.json()).missing;
   };
@@ -95,12 +99,17 @@ describe.each(DOORS)('through the $name', (door) => {
     // A Lambda's first request loads and composes the service: a cold start, not work on anyone's input.
     expect((await missingOf([])).length).toBe(0);
   });
-  const postCar = (body: Uint8Array) => send(url('/imports/car'), { method: 'POST', headers: { 'content-type': 'application/vnd.ipld.car', authorization: a.apiKey }, body });
+  const postCar = (body: Uint8Array) =>
+    send(url('/imports/car'), { method: 'POST', headers: { 'content-type': 'application/vnd.ipld.car', authorization: a.apiKey }, body });
 
   test('a chain 3,000 deep in one CAR imports whole and is pinned, and the event loop never waits 50 ms', async () => {
     const { root, blocks } = await chain(3_000);
     const car = await carOf(root, blocks);
-    const { result: res, cpuMs, wallMs } = await stallsDuring(async () => {
+    const {
+      result: res,
+      cpuMs,
+      wallMs,
+    } = await stallsDuring(async () => {
       const res = await postCar(car);
       return { status: res.status, body: await res.json() };
     });
@@ -124,8 +133,17 @@ describe.each(DOORS)('through the $name', (door) => {
 
     // Its blocks are still here until collection: deploying the root walks it, and refuses it the same way.
     const gql = graphqlClient({ name: door.name, fetch: send }, service.endpoints.graphql);
-    const site = dataOf(await gql.gql(a.apiKey, 'mutation ($i: CreateSiteInput!) { createSite(input: $i) { id } }', { i: { deploySettings: { source: { repository: { type: 'GIT_HOST', url: 'https://git.invalid/acme/never.git', branch: 'main' } } } } })).createSite;
-    const refused = onlyError(await gql.gql(a.apiKey, 'mutation ($s: ID!, $c: String!) { deployCid(siteId: $s, cid: $c) { id } }', { s: site.id, c: root.toString() }));
+    const site = dataOf(
+      await gql.gql(a.apiKey, 'mutation ($i: CreateSiteInput!) { createSite(input: $i) { id } }', {
+        i: { deploySettings: { source: { repository: { type: 'GIT_HOST', url: 'https://git.invalid/acme/never.git', branch: 'main' } } } },
+      }),
+    ).createSite;
+    const refused = onlyError(
+      await gql.gql(a.apiKey, 'mutation ($s: ID!, $c: String!) { deployCid(siteId: $s, cid: $c) { id } }', {
+        s: site.id,
+        c: root.toString(),
+      }),
+    );
     expect(refused.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'cid' });
     expect(refused.message).toBe(`${depthRefusal(root).replace(/^t/, 'T')}.`);
 
@@ -135,7 +153,11 @@ describe.each(DOORS)('through the $name', (door) => {
   }, 180_000); // 10,000 blocks stored, held, walked to the limit and let go: tens of thousands of writes on a shared disk
 
   test('a have of 10,000 CIDs is answered without a 50 ms wait of the loop', async () => {
-    const cids = await Promise.all(Array.from({ length: 10_000 }, async (_, i) => CID.createV1(0x55, await sha256.digest(Buffer.from(`have ${door.name} ${i}`))).toString()));
+    const cids = await Promise.all(
+      Array.from({ length: 10_000 }, async (_, i) =>
+        CID.createV1(0x55, await sha256.digest(Buffer.from(`have ${door.name} ${i}`))).toString(),
+      ),
+    );
     const { result: missing, cpuMs } = await stallsDuring(() => missingOf(cids));
     expect(missing).toEqual(cids);
     expect(cpuMs).toBeLessThan(50);
@@ -155,7 +177,16 @@ describe('several hostile imports at once', () => {
     let answers: number[];
     try {
       answers = await Promise.all(
-        cars.map(async (car) => (await fetch(`${service.config.urls.baseUrl}/imports/car`, { method: 'POST', headers: { 'content-type': 'application/vnd.ipld.car', authorization: a.apiKey }, body: car as BodyInit })).status),
+        cars.map(
+          async (car) =>
+            (
+              await fetch(`${service.config.urls.baseUrl}/imports/car`, {
+                method: 'POST',
+                headers: { 'content-type': 'application/vnd.ipld.car', authorization: a.apiKey },
+                body: car as BodyInit,
+              })
+            ).status,
+        ),
       );
     } finally {
       clearInterval(sampler);

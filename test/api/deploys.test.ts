@@ -36,7 +36,8 @@ afterAll(async () => {
   await git?.close();
 });
 
-const DEPLOY = 'id status phase ipfsHash startedAt completedAt totalTime log published autoPublish repository { commit branch owner name message }';
+const DEPLOY =
+  'id status phase ipfsHash startedAt completedAt totalTime log published autoPublish repository { commit branch owner name message }';
 const gql = async (query: string, variables: Record<string, unknown> = {}, key = a.apiKey) => client.gql(key, query, variables);
 
 let repos = 0;
@@ -50,15 +51,21 @@ async function createSite(input: Record<string, unknown>): Promise<{ id: string;
 }
 
 function gitSite(repo: string, build: Record<string, unknown> = {}, deploy: Record<string, unknown> = {}) {
-  return createSite({ buildSettings: build, deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'main' } }, ...deploy } });
+  return createSite({
+    buildSettings: build,
+    deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'main' } }, ...deploy },
+  });
 }
 
 async function trigger(siteId: string, commit?: string) {
-  return dataOf(await gql(`mutation ($s: ID!, $c: String) { triggerDeploy(siteId: $s, commit: $c) { ${DEPLOY} } }`, { s: siteId, c: commit })).triggerDeploy;
+  return dataOf(
+    await gql(`mutation ($s: ID!, $c: String) { triggerDeploy(siteId: $s, commit: $c) { ${DEPLOY} } }`, { s: siteId, c: commit }),
+  ).triggerDeploy;
 }
 
 async function getDeploy(siteId: string, deployId: string) {
-  return dataOf(await gql(`query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { ${DEPLOY} } }`, { s: siteId, d: deployId })).getDeployById;
+  return dataOf(await gql(`query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { ${DEPLOY} } }`, { s: siteId, d: deployId }))
+    .getDeployById;
 }
 
 /** Polls the deploy until `done` says so (default: it ended), failing after `ms`. */
@@ -67,7 +74,8 @@ async function waitFor(siteId: string, deployId: string, done = (d: any) => d.st
   for (;;) {
     const deploy = await getDeploy(siteId, deployId);
     if (done(deploy)) return deploy;
-    if (Date.now() > deadline) throw new Error(`deploy ${deployId} did not get there in ${ms} ms: ${JSON.stringify(deploy).slice(0, 2000)}`);
+    if (Date.now() > deadline)
+      throw new Error(`deploy ${deployId} did not get there in ${ms} ms: ${JSON.stringify(deploy).slice(0, 2000)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -77,7 +85,7 @@ async function fileOf(ipfsHash: string, path: string): Promise<string> {
   const node = await service.services.ipfs();
   const entry = await exporter(`${ipfsHash}/${path}`, node.blockstore);
   const parts: Uint8Array[] = [];
-  if (entry.type !== "file" && entry.type !== "raw") throw new Error(`${path} is a ${entry.type}`);
+  if (entry.type !== 'file' && entry.type !== 'raw') throw new Error(`${path} is a ${entry.type}`);
   for await (const chunk of entry.content()) parts.push(chunk as Uint8Array);
   return Buffer.concat(parts).toString('utf8');
 }
@@ -85,7 +93,10 @@ async function fileOf(ipfsHash: string, path: string): Promise<string> {
 const lastLine = (log: string) => log.trim().split('\n').at(-1) ?? '';
 
 test('a site without a build command deploys its publish directory, goes live, and reports the commit it built', async () => {
-  const { repo, commit } = await newRepo({ 'public/index.html': '<h1>hello</h1>', 'public/.well-known/x.txt': 'kept', 'README.md': 'not published' }, 'Add the site\n\nWith a body.');
+  const { repo, commit } = await newRepo(
+    { 'public/index.html': '<h1>hello</h1>', 'public/.well-known/x.txt': 'kept', 'README.md': 'not published' },
+    'Add the site\n\nWith a body.',
+  );
   const site = await gitSite(repo, { publishDirectoryPath: 'public' });
   const started = Date.now();
   const queued = await trigger(site.id);
@@ -106,22 +117,28 @@ test('a site without a build command deploys its publish directory, goes live, a
   expect(await fileOf(deploy.ipfsHash, '.well-known/x.txt')).toBe('kept');
   await expect(fileOf(deploy.ipfsHash, 'README.md')).rejects.toThrow();
   expect(await isRootPinned(await service.services.ipfs(), CID.parse(deploy.ipfsHash))).toBe(true);
-  for (const phase of ['Cloning', 'Checked out', 'No build command', 'Uploading', 'Pinned', 'Published']) expect(deploy.log).toContain(phase);
-  const got = dataOf(await gql('query ($s: ID!) { getSiteById(siteId: $s) { publishedDeploy { id } latestDeploy { id } } }', { s: site.id })).getSiteById;
+  for (const phase of ['Cloning', 'Checked out', 'No build command', 'Uploading', 'Pinned', 'Published'])
+    expect(deploy.log).toContain(phase);
+  const got = dataOf(
+    await gql('query ($s: ID!) { getSiteById(siteId: $s) { publishedDeploy { id } latestDeploy { id } } }', { s: site.id }),
+  ).getSiteById;
   expect(got).toEqual({ publishedDeploy: { id: deploy.id }, latestDeploy: { id: deploy.id } });
 });
 
 test('a deployed site gets a preview image: a 1280×800 picture of its index page, pinned, served by the gateway, kept until the site goes', async () => {
   const { repo } = await newRepo({
     // Its load outlasts the worker's 2 s poll, which must leave a deploy that ended DEPLOYED to take its picture.
-    'site/index.html': '<!doctype html><link rel="stylesheet" href="/style.css"><body><h1>hello</h1><script>for (const t = Date.now(); Date.now() - t < 2500;);</script></body>',
+    'site/index.html':
+      '<!doctype html><link rel="stylesheet" href="/style.css"><body><h1>hello</h1><script>for (const t = Date.now(); Date.now() - t < 2500;);</script></body>',
     'site/style.css': 'html, body { margin: 0; background: rgb(255, 0, 0); } h1 { display: none; }',
   });
   const site = await gitSite(repo, { publishDirectoryPath: 'site' });
   const queued = await trigger(site.id);
   const deploy = await waitFor(site.id, queued.id, (d) => d.status !== 'IN_PROGRESS' && /preview image/i.test(d.log ?? ''));
   expect(deploy.status).toBe('DEPLOYED');
-  const { previewImage } = dataOf(await gql('query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { previewImage } }', { s: site.id, d: deploy.id })).getDeployById;
+  const { previewImage } = dataOf(
+    await gql('query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { previewImage } }', { s: site.id, d: deploy.id }),
+  ).getDeployById;
   const prefix = `${service.config.urls.gatewayUrl}/ipfs/`;
   expect(previewImage).toMatch(new RegExp(`^${prefix.replace(/[.]/g, '\\.')}bafy[a-z2-7]+$`));
   expect(deploy.log).toContain(`Preview image (`);
@@ -148,20 +165,27 @@ test('a deployed site gets a preview image: a 1280×800 picture of its index pag
 test('a publish directory without index.html deploys all the same, with no preview image and a log line saying why', async () => {
   const { repo } = await newRepo({ 'about.html': '<h1>no index</h1>' });
   const site = await gitSite(repo);
-  const deploy = await waitFor(site.id, (await trigger(site.id)).id, (d) => d.status !== 'IN_PROGRESS' && /preview image/i.test(d.log ?? ''));
+  const deploy = await waitFor(
+    site.id,
+    (await trigger(site.id)).id,
+    (d) => d.status !== 'IN_PROGRESS' && /preview image/i.test(d.log ?? ''),
+  );
   expect(deploy.status).toBe('DEPLOYED');
   expect(lastLine(deploy.log)).toMatch(/No preview image: the publish directory has no index\.html$/);
-  const got = dataOf(await gql('query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { status previewImage } }', { s: site.id, d: deploy.id })).getDeployById;
+  const got = dataOf(
+    await gql('query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { status previewImage } }', { s: site.id, d: deploy.id }),
+  ).getDeployById;
   expect(got).toEqual({ status: 'DEPLOYED', previewImage: null });
 });
 
-test('a build runs in the sandbox with the site\'s variables and CI\'s, and none of the service\'s own environment', async () => {
+test("a build runs in the sandbox with the site's variables and CI's, and none of the service's own environment", async () => {
   process.env.CAIRN_TEST_LEAK = 'the service process only';
   const { repo, commit } = await newRepo({ 'app/src.txt': 'source' });
   const site = await gitSite(repo, {
     baseDirectoryPath: 'app',
     publishDirectoryPath: 'dist',
-    buildCommand: 'mkdir -p dist && echo "<p>$GREETING from $BRANCH</p>" > dist/index.html && env | sort > dist/env.txt && pwd > dist/pwd.txt',
+    buildCommand:
+      'mkdir -p dist && echo "<p>$GREETING from $BRANCH</p>" > dist/index.html && env | sort > dist/env.txt && pwd > dist/pwd.txt',
     environmentVariables: [{ name: 'GREETING', value: 'hi' }],
   });
   const deploy = await waitFor(site.id, (await trigger(site.id)).id);
@@ -191,9 +215,19 @@ test('a given older commit is built, found by deepening the shallow clone', asyn
 test.each([
   ['a build that exits non-zero', { 'index.html': 'x' }, { buildCommand: 'echo building; exit 3' }, /exit code 3/],
   ['a missing publish directory', { 'index.html': 'x' }, { publishDirectoryPath: 'nowhere' }, /publish directory "nowhere" does not exist/],
-  ['an empty publish directory', { 'index.html': 'x' }, { buildCommand: 'mkdir -p empty', publishDirectoryPath: 'empty' }, /publish directory "empty" is empty/],
-  ['a publish directory that is a symlink out of the repository', { 'index.html': 'x' }, { buildCommand: 'ln -s /etc out', publishDirectoryPath: 'out' }, /leads out of the repository/],
-])('%s ends FAILED with the reason as the log\'s last line', async (_, files, build, reason) => {
+  [
+    'an empty publish directory',
+    { 'index.html': 'x' },
+    { buildCommand: 'mkdir -p empty', publishDirectoryPath: 'empty' },
+    /publish directory "empty" is empty/,
+  ],
+  [
+    'a publish directory that is a symlink out of the repository',
+    { 'index.html': 'x' },
+    { buildCommand: 'ln -s /etc out', publishDirectoryPath: 'out' },
+    /leads out of the repository/,
+  ],
+])("%s ends FAILED with the reason as the log's last line", async (_, files, build, reason) => {
   const { repo } = await newRepo(files);
   const site = await gitSite(repo, build);
   const deploy = await waitFor(site.id, (await trigger(site.id)).id);
@@ -204,9 +238,16 @@ test.each([
 
 test('a missing branch and a repository that asks for credentials each fail with one clear line', async () => {
   const { repo } = await newRepo({ 'index.html': 'x' });
-  const missing = await createSite({ deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'nope' } } } });
-  const privateSite = await createSite({ deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl('acme/private-x'), branch: 'main' } } } });
-  const [m, p] = await Promise.all([waitFor(missing.id, (await trigger(missing.id)).id), waitFor(privateSite.id, (await trigger(privateSite.id)).id)]);
+  const missing = await createSite({
+    deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'nope' } } },
+  });
+  const privateSite = await createSite({
+    deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl('acme/private-x'), branch: 'main' } } },
+  });
+  const [m, p] = await Promise.all([
+    waitFor(missing.id, (await trigger(missing.id)).id),
+    waitFor(privateSite.id, (await trigger(privateSite.id)).id),
+  ]);
   expect(m.status).toBe('FAILED');
   expect(lastLine(m.log)).toMatch(/branch nope not found/);
   expect(p.status).toBe('FAILED');
@@ -222,7 +263,9 @@ test('a site whose source is a CID deploys that content when the node holds it, 
   const deploy = await waitFor(held.id, (await trigger(held.id)).id);
   expect(deploy).toMatchObject({ status: 'DEPLOYED', ipfsHash: cid, published: true });
 
-  const absent = await createSite({ deploySettings: { source: { ipfs: { cid: 'bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi' } } } });
+  const absent = await createSite({
+    deploySettings: { source: { ipfs: { cid: 'bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi' } } },
+  });
   const failed = await waitFor(absent.id, (await trigger(absent.id)).id);
   expect(failed.status).toBe('FAILED');
   expect(lastLine(failed.log)).toMatch(/not held by this node/);
@@ -244,7 +287,9 @@ test('the log grows while the build runs, and cancelDeploy stops it at once', as
   expect(cancelled.phase).toBeNull();
   expect(cancelled.log).not.toMatch(/^never$/m); // the build's last echo never ran
   expect(lastLine(cancelled.log)).toMatch(/Cancelled: cancelled by request/);
-  const again = onlyError(await gql('mutation ($s: ID!, $d: ID!) { cancelDeploy(siteId: $s, deployId: $d) { id } }', { s: site.id, d: queued.id }));
+  const again = onlyError(
+    await gql('mutation ($s: ID!, $d: ID!) { cancelDeploy(siteId: $s, deployId: $d) { id } }', { s: site.id, d: queued.id }),
+  );
   expect(again.extensions.code).toBe('BAD_USER_INPUT');
 });
 
@@ -293,8 +338,13 @@ test('retryDeploy builds the same commit again as a new deploy; the old one stay
   const failed = await waitFor(site.id, (await trigger(site.id)).id);
   expect(failed.status).toBe('FAILED');
   await git.commit(repo, { fixed: 'later commit' }, 'later');
-  await gql('mutation ($s: ID!, $i: UpdateSiteInput!) { updateSite(siteId: $s, input: $i) { id } }', { s: site.id, i: { buildSettings: { buildCommand: 'echo retried' } } });
-  const retry = dataOf(await gql(`mutation ($s: ID!, $d: ID!) { retryDeploy(siteId: $s, deployId: $d) { ${DEPLOY} } }`, { s: site.id, d: failed.id })).retryDeploy;
+  await gql('mutation ($s: ID!, $i: UpdateSiteInput!) { updateSite(siteId: $s, input: $i) { id } }', {
+    s: site.id,
+    i: { buildSettings: { buildCommand: 'echo retried' } },
+  });
+  const retry = dataOf(
+    await gql(`mutation ($s: ID!, $d: ID!) { retryDeploy(siteId: $s, deployId: $d) { ${DEPLOY} } }`, { s: site.id, d: failed.id }),
+  ).retryDeploy;
   expect(retry.id).not.toBe(failed.id);
   const done = await waitFor(site.id, retry.id);
   expect(done.status).toBe('DEPLOYED');
@@ -310,7 +360,8 @@ test('with auto-publishing off a deploy is not published until publishDeploy, wh
   expect(first).toMatchObject({ status: 'DEPLOYED', published: false, autoPublish: false });
   await git.commit(repo, { 'index.html': 'v2' }, 'v2');
   const second = await waitFor(site.id, (await trigger(site.id)).id);
-  const publish = (d: string) => gql('mutation ($s: ID!, $d: ID!) { publishDeploy(siteId: $s, deployId: $d) { id published } }', { s: site.id, d });
+  const publish = (d: string) =>
+    gql('mutation ($s: ID!, $d: ID!) { publishDeploy(siteId: $s, deployId: $d) { id published } }', { s: site.id, d });
   expect(dataOf(await publish(second.id)).publishDeploy).toEqual({ id: second.id, published: true });
   expect(dataOf(await publish(first.id)).publishDeploy).toEqual({ id: first.id, published: true });
   expect((await getDeploy(site.id, second.id)).published).toBe(false);
@@ -318,7 +369,10 @@ test('with auto-publishing off a deploy is not published until publishDeploy, wh
   const { repo: bad } = await newRepo({ 'index.html': 'x' });
   const failing = await gitSite(bad, { buildCommand: 'exit 1' });
   const failed = await waitFor(failing.id, (await trigger(failing.id)).id);
-  expect(onlyError(await gql('mutation ($s: ID!, $d: ID!) { publishDeploy(siteId: $s, deployId: $d) { id } }', { s: failing.id, d: failed.id })).extensions.code).toBe('BAD_USER_INPUT');
+  expect(
+    onlyError(await gql('mutation ($s: ID!, $d: ID!) { publishDeploy(siteId: $s, deployId: $d) { id } }', { s: failing.id, d: failed.id }))
+      .extensions.code,
+  ).toBe('BAD_USER_INPUT');
 });
 
 test('20 triggers at once on one site: each is answered, older queued ones are superseded, the newest goes live', async () => {
@@ -336,28 +390,48 @@ test('20 triggers at once on one site: each is answered, older queued ones are s
   expect(ended.filter((d) => d.published)).toHaveLength(1);
 });
 
-test('refusals: the alternative platform, a bad commit, another team\'s site, an unknown deploy', async () => {
+test("refusals: the alternative platform, a bad commit, another team's site, an unknown deploy", async () => {
   const { repo } = await newRepo({ 'index.html': 'x' });
-  const alt = await createSite({ platform: 'alt', deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'main' } } } });
+  const alt = await createSite({
+    platform: 'alt',
+    deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'main' } } },
+  });
   const altError = onlyError(await gql('mutation ($s: ID!) { triggerDeploy(siteId: $s) { id } }', { s: alt.id }));
   expect(altError.extensions.code).toBe('BAD_USER_INPUT');
   expect(altError.message).toMatch(/alternative platform/);
   const site = await gitSite(repo);
-  expect(onlyError(await gql('mutation ($s: ID!) { triggerDeploy(siteId: $s, commit: "not-a-hash") { id } }', { s: site.id })).extensions.field).toBe('commit');
+  expect(
+    onlyError(await gql('mutation ($s: ID!) { triggerDeploy(siteId: $s, commit: "not-a-hash") { id } }', { s: site.id })).extensions.field,
+  ).toBe('commit');
   const other = await newAccount(service, 'other');
   // Another team's site: FORBIDDEN for every hosting action, and nothing is done.
   const theirs = onlyError(await gql('mutation ($s: ID!) { triggerDeploy(siteId: $s) { id } }', { s: site.id }, other.apiKey));
-  expect([theirs.extensions.code, theirs.message]).toEqual(['FORBIDDEN', 'The site belongs to another team; this API key cannot deploy it']);
+  expect([theirs.extensions.code, theirs.message]).toEqual([
+    'FORBIDDEN',
+    'The site belongs to another team; this API key cannot deploy it',
+  ]);
   for (const action of ['retryDeploy', 'cancelDeploy', 'publishDeploy']) {
-    expect(onlyError(await gql(`mutation ($s: ID!) { ${action}(siteId: $s, deployId: "nope") { id } }`, { s: site.id }, other.apiKey)).extensions.code).toBe('FORBIDDEN');
+    expect(
+      onlyError(await gql(`mutation ($s: ID!) { ${action}(siteId: $s, deployId: "nope") { id } }`, { s: site.id }, other.apiKey)).extensions
+        .code,
+    ).toBe('FORBIDDEN');
   }
-  expect(dataOf(await gql('query ($s: ID!) { getDeploysBySite(siteId: $s) { deploys { id } } }', { s: site.id })).getDeploysBySite.deploys).toEqual([]);
-  expect(onlyError(await gql('mutation { triggerDeploy(siteId: "00000000-0000-4000-8000-000000000000") { id } }', {}, other.apiKey)).extensions.code).toBe('NOT_FOUND');
-  expect(onlyError(await gql('mutation ($s: ID!) { retryDeploy(siteId: $s, deployId: "nope") { id } }', { s: site.id })).extensions.code).toBe('NOT_FOUND');
-  expect(dataOf(await gql('query ($s: ID!) { getDeployById(siteId: $s, deployId: "nope") { id } }', { s: site.id })).getDeployById).toBeNull();
+  expect(
+    dataOf(await gql('query ($s: ID!) { getDeploysBySite(siteId: $s) { deploys { id } } }', { s: site.id })).getDeploysBySite.deploys,
+  ).toEqual([]);
+  expect(
+    onlyError(await gql('mutation { triggerDeploy(siteId: "00000000-0000-4000-8000-000000000000") { id } }', {}, other.apiKey)).extensions
+      .code,
+  ).toBe('NOT_FOUND');
+  expect(
+    onlyError(await gql('mutation ($s: ID!) { retryDeploy(siteId: $s, deployId: "nope") { id } }', { s: site.id })).extensions.code,
+  ).toBe('NOT_FOUND');
+  expect(
+    dataOf(await gql('query ($s: ID!) { getDeployById(siteId: $s, deployId: "nope") { id } }', { s: site.id })).getDeployById,
+  ).toBeNull();
 });
 
-test('deleting a site releases its deploys\' content to garbage collection', async () => {
+test("deleting a site releases its deploys' content to garbage collection", async () => {
   const { repo } = await newRepo({ 'index.html': `only here ${Date.now()}` });
   const site = await gitSite(repo);
   const deploy = await waitFor(site.id, (await trigger(site.id)).id);
@@ -384,10 +458,18 @@ test('after a restart, queued deploys run and one that was running when the proc
       teamId: owner.team.id,
       createdBy: owner.account.id,
       buildSettings: { environmentVariables: [] },
-      deploySettings: { autoPublishing: true, prDeployPreviews: false, source: { kind: 'repository', type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'main' } },
+      deploySettings: {
+        autoPublishing: true,
+        prDeployPreviews: false,
+        source: { kind: 'repository', type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'main' },
+      },
     });
     // Told of failures: the deploy the restart ends is one (nothing listens: only the recorded delivery is checked).
-    const url = await first.services.notificationUrls.add(site.id, { url: 'http://127.0.0.1:9/hook', events: ['FAILED'], secret: 'whsec_test' });
+    const url = await first.services.notificationUrls.add(site.id, {
+      url: 'http://127.0.0.1:9/hook',
+      events: ['FAILED'],
+      secret: 'whsec_test',
+    });
     await first.stop();
     // What a crash leaves: one deploy claimed by a worker that died, one still queued.
     const { openLocalStorage } = await import('../../functions/local/service.js');
@@ -395,9 +477,21 @@ test('after a restart, queued deploys run and one that was running when the proc
     const { serviceEnv } = await import('../support/service.js');
     const storage = await openLocalStorage(loadConfig(await serviceEnv(dir)), service.services.logger);
     const source = { kind: 'git' as const, url: git.repoUrl(repo), branch: 'main', commit: null };
-    const interrupted = await storage.services.deploys.enqueue({ siteId: site.id, autoPublish: true, repository: {}, source, build: { env: {} } });
+    const interrupted = await storage.services.deploys.enqueue({
+      siteId: site.id,
+      autoPublish: true,
+      repository: {},
+      source,
+      build: { env: {} },
+    });
     expect(await storage.services.deploys.claim(site.id, interrupted.id)).toBeDefined();
-    const waiting = await storage.services.deploys.enqueue({ siteId: site.id, autoPublish: true, repository: {}, source, build: { env: {} } });
+    const waiting = await storage.services.deploys.enqueue({
+      siteId: site.id,
+      autoPublish: true,
+      repository: {},
+      source,
+      build: { env: {} },
+    });
     await storage.close();
 
     const second = await startTestService({ CAIRN_GC_INTERVAL: '0' }, dir);

@@ -15,7 +15,9 @@ let site: { id: string; slug: string; name: string; teamId: string; createdAt: s
 
 beforeAll(async () => {
   target = await apiTarget();
-  await target.s3().send(new PutObjectCommand({ Bucket: target.account.bucket, Key: 'hello.txt', Body: 'hello world', ContentType: 'text/plain' }));
+  await target
+    .s3()
+    .send(new PutObjectCommand({ Bucket: target.account.bucket, Key: 'hello.txt', Body: 'hello world', ContentType: 'text/plain' }));
   const client = graphqlClient(targetGraphqlDoors(() => target)[0]!, target.endpoints.graphql);
   a = await newTeam(client, target.account, 'slice');
   const source = { repository: { type: 'GIT_HOST', url: 'https://example.com/team/docs.git', branch: 'main' } };
@@ -54,7 +56,9 @@ describe.each(door('gateway', () => lambdaFetch(target.gatewayLambda!)))('gatewa
   });
 
   test('a range request gets 206 and the slice', async () => {
-    const res = await get(`${target.endpoints.gateway}/ipfs/Qmf412jQZiuVUtdgnB36FXFX7xg5V6KEbSJ4dpQuhkLyfD`, { headers: { range: 'bytes=6-' } });
+    const res = await get(`${target.endpoints.gateway}/ipfs/Qmf412jQZiuVUtdgnB36FXFX7xg5V6KEbSJ4dpQuhkLyfD`, {
+      headers: { range: 'bytes=6-' },
+    });
     expect(res.status).toBe(206);
     expect(res.headers.get('content-range')).toBe('bytes 6-10/11');
     expect(await res.text()).toBe('world');
@@ -82,7 +86,7 @@ describe.each(door('graphql', () => lambdaFetch(target.graphqlLambda!)))('GraphQ
       body: JSON.stringify({ query, variables }),
     });
 
-  test('getSiteById answers for a site of the caller\'s team', async () => {
+  test("getSiteById answers for a site of the caller's team", async () => {
     const res = await gql(SITE_QUERY, { id: site.id });
     expect(res.status).toBe(200);
     const { data, errors } = (await res.json()) as { data: any; errors?: unknown };
@@ -96,7 +100,11 @@ describe.each(door('graphql', () => lambdaFetch(target.graphqlLambda!)))('GraphQ
       createdAt: site.createdAt,
       team: { id: a.team.id, name: a.team.name },
       buildSettings: { buildCommand: 'npm run build', publishDirectoryPath: 'dist', environmentVariables: [] },
-      deploySettings: { autoPublishing: true, prDeployPreviews: false, source: { __typename: 'Repository', type: 'GIT_HOST', url: 'https://example.com/team/docs.git', branch: 'main' } },
+      deploySettings: {
+        autoPublishing: true,
+        prDeployPreviews: false,
+        source: { __typename: 'Repository', type: 'GIT_HOST', url: 'https://example.com/team/docs.git', branch: 'main' },
+      },
       publishedDeploy: null,
       latestDeploy: null,
     });
@@ -127,7 +135,8 @@ describe.each(door('graphql', () => lambdaFetch(target.graphqlLambda!)))('GraphQ
 });
 
 localTest('the deploy worker runs on schedule, finds nothing to do and says so in its structured log', async () => {
-  const workerLambda = ((await import('../../functions/deploy-worker/handler.js')) as unknown as { handler: () => Promise<unknown> }).handler;
+  const workerLambda = ((await import('../../functions/deploy-worker/handler.js')) as unknown as { handler: () => Promise<unknown> })
+    .handler;
   const lines: string[] = [];
   const write = process.stdout.write.bind(process.stdout);
   process.stdout.write = ((chunk: string | Uint8Array) => {
@@ -141,6 +150,11 @@ localTest('the deploy worker runs on schedule, finds nothing to do and says so i
   } finally {
     process.stdout.write = write;
   }
-  const records = lines.flatMap((l) => l.split('\n')).filter(Boolean).map((l) => JSON.parse(l));
-  expect(records).toContainEqual(expect.objectContaining({ level: 'info', fn: 'deploy-worker', msg: 'no deploys waiting; nothing to do', queued: 0 }));
+  const records = lines
+    .flatMap((l) => l.split('\n'))
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
+  expect(records).toContainEqual(
+    expect.objectContaining({ level: 'info', fn: 'deploy-worker', msg: 'no deploys waiting; nothing to do', queued: 0 }),
+  );
 });

@@ -39,7 +39,9 @@ beforeAll(async () => {
   target = await apiTarget();
   BUCKET = target.account.bucket;
   if (!target.domains.storagePublic || !target.domains.bucketEndpoint) {
-    throw new Error('CAIRN_TEST_STORAGE_PUBLIC_DOMAIN and CAIRN_TEST_BUCKET_ENDPOINT_DOMAIN must be set for the gateway suite against a deployed stack');
+    throw new Error(
+      'CAIRN_TEST_STORAGE_PUBLIC_DOMAIN and CAIRN_TEST_BUCKET_ENDPOINT_DOMAIN must be set for the gateway suite against a deployed stack',
+    );
   }
   await put('site/index.html', PAGE, {
     ACL: 'public-read',
@@ -175,7 +177,9 @@ describe.each(doors)('gateway public URLs through the $name', ({ fetch }) => {
     expect((await get(publicHost(), '/site/index.html', { headers: { 'if-modified-since': lastModified } })).status).toBe(304);
     expect((await get(publicHost(), '/site/index.html', { headers: { 'if-match': '"other"' } })).status).toBe(412);
     expect((await get(publicHost(), '/site/index.html', { headers: { 'if-match': etag } })).status).toBe(200);
-    expect((await get(publicHost(), '/site/index.html', { headers: { 'if-unmodified-since': 'Thu, 01 Jan 1970 00:00:00 GMT' } })).status).toBe(412);
+    expect(
+      (await get(publicHost(), '/site/index.html', { headers: { 'if-unmodified-since': 'Thu, 01 Jan 1970 00:00:00 GMT' } })).status,
+    ).toBe(412);
   });
 
   test('other methods are 405', async () => {
@@ -189,7 +193,10 @@ describe.each(doors)('gateway public URLs through the $name', ({ fetch }) => {
     expect((await fetch(`${gateway}/ipfs/not-a-cid`)).status).toBe(400);
     expect((await fetch(`${gateway}/ipfs/Qm${'1'.repeat(44)}`)).status).toBe(400);
     const started = Date.now();
-    for (const unknown of ['QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o', 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy']) {
+    for (const unknown of [
+      'QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o',
+      'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy',
+    ]) {
       expect((await fetch(`${gateway}/ipfs/${unknown}`)).status).toBe(404);
     }
     expect(Date.now() - started).toBeLessThan(2000);

@@ -79,7 +79,12 @@ const keys = (cids: CID[]) => cids.map(blockKey);
 beforeAll(async () => {
   target = await apiTarget();
   scratch = await mkdtemp(join(tmpdir(), 'cairn-trustless-'));
-  tree = await importFiles('tree', { 'index.html': '<!doctype html><p>hi</p>\n', 'sub/file.bin': FILE, 'sub/note.txt': 'a note\n', 'zeros.bin': ZEROS });
+  tree = await importFiles('tree', {
+    'index.html': '<!doctype html><p>hi</p>\n',
+    'sub/file.bin': FILE,
+    'sub/note.txt': 'a note\n',
+    'zeros.bin': ZEROS,
+  });
   sub = await cidAt(tree, 'sub');
   file = await cidAt(tree, 'sub/file.bin');
   zeros = await cidAt(tree, 'zeros.bin');
@@ -366,11 +371,19 @@ localDescribe.each(doors)('trustless gateway formats through the $name', ({ fetc
     const pairs: Array<[string, string, Record<string, string>]> = [
       [`/ipfs/${object}?format=raw`, `/ipfs/${object}`, { accept: 'application/vnd.ipld.raw' }],
       [`/ipfs/${tree}?format=car`, `/ipfs/${tree}`, { accept: 'application/vnd.ipld.car' }],
-      [`/ipfs/${tree}/sub?format=car&dag-scope=entity`, `/ipfs/${tree}/sub?dag-scope=entity`, { accept: 'application/vnd.ipld.car; version=1; order=dfs; dups=n' }],
+      [
+        `/ipfs/${tree}/sub?format=car&dag-scope=entity`,
+        `/ipfs/${tree}/sub?dag-scope=entity`,
+        { accept: 'application/vnd.ipld.car; version=1; order=dfs; dups=n' },
+      ],
       [`/ipfs/${tree}?format=car`, `/ipfs/${tree}`, { accept: 'application/vnd.ipld.car;order=unk, application/vnd.ipld.raw;q=0.5' }],
       [`/ipfs/${object}?format=raw`, `/ipfs/${object}`, { accept: 'text/html;q=0.1, application/vnd.ipld.raw' }],
       // A CAR variant this gateway does not write, then one it does.
-      [`/ipfs/${tree}?format=car`, `/ipfs/${tree}`, { accept: 'application/vnd.ipld.car; dups=y, application/vnd.ipld.car; dups=n; q=0.9' }],
+      [
+        `/ipfs/${tree}?format=car`,
+        `/ipfs/${tree}`,
+        { accept: 'application/vnd.ipld.car; dups=y, application/vnd.ipld.car; dups=n; q=0.9' },
+      ],
     ];
     for (const [byFormat, byAccept, headers] of pairs) {
       const a = await get(byFormat);
@@ -380,7 +393,9 @@ localDescribe.each(doors)('trustless gateway formats through the $name', ({ fetc
       expect(bodyA.length).toBeGreaterThan(0);
       expect(bodyB.equals(bodyA)).toBe(true);
       for (const h of ['content-type', 'etag', 'content-disposition', 'x-ipfs-roots']) expect(b.headers.get(h)).toBe(a.headers.get(h));
-      expect(b.headers.get('content-location')).toBe(`${byAccept}${byAccept.includes('?') ? '&' : '?'}format=${byFormat.includes('format=raw') ? 'raw' : 'car'}`);
+      expect(b.headers.get('content-location')).toBe(
+        `${byAccept}${byAccept.includes('?') ? '&' : '?'}format=${byFormat.includes('format=raw') ? 'raw' : 'car'}`,
+      );
     }
     // format wins over Accept.
     const both = await get(`/ipfs/${object}?format=raw`, { headers: { accept: 'application/vnd.ipld.car' } });
@@ -398,7 +413,13 @@ localDescribe.each(doors)('trustless gateway formats through the $name', ({ fetc
       expect(res.status).toBe(400);
       expect(await res.text()).toContain('format=car');
     }
-    for (const accept of ['application/x-tar', 'application/vnd.ipld.dag-json', 'application/vnd.ipld.car; version=2', 'application/vnd.ipld.car; dups=y', 'application/vnd.ipld.car; order=foo, application/vnd.ipfs.ipns-record']) {
+    for (const accept of [
+      'application/x-tar',
+      'application/vnd.ipld.dag-json',
+      'application/vnd.ipld.car; version=2',
+      'application/vnd.ipld.car; dups=y',
+      'application/vnd.ipld.car; order=foo, application/vnd.ipfs.ipns-record',
+    ]) {
       const res = await get(`/ipfs/${tree}`, { headers: { accept } });
       expect(res.status).toBe(406);
     }
@@ -418,7 +439,10 @@ localDescribe.each(doors)('trustless gateway formats through the $name', ({ fetc
     for (const method of ['GET', 'HEAD']) {
       expect((await get(`/ipfs/${unknown}?format=raw`, { method })).status).toBe(404);
       expect((await get(`/ipfs/${unknown}?format=car`, { method })).status).toBe(404);
-      expect((await get(`/ipfs/QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o`, { method, headers: { accept: 'application/vnd.ipld.car' } })).status).toBe(404);
+      expect(
+        (await get(`/ipfs/QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o`, { method, headers: { accept: 'application/vnd.ipld.car' } }))
+          .status,
+      ).toBe(404);
       expect((await get(`/ipfs/${tree}/no/such?format=car`, { method })).status).toBe(404);
     }
     const headCar = await get(`/ipfs/${tree}/sub/file.bin?format=car`, { method: 'HEAD' });
@@ -426,7 +450,8 @@ localDescribe.each(doors)('trustless gateway formats through the $name', ({ fetc
     expect(headCar.status).toBe(200);
     expect((await headCar.arrayBuffer()).byteLength).toBe(0);
     expect((await getCar.arrayBuffer()).byteLength).toBeGreaterThan(FILE.length);
-    for (const h of ['content-type', 'etag', 'x-ipfs-roots', 'content-disposition', 'cache-control']) expect(headCar.headers.get(h)).toBe(getCar.headers.get(h));
+    for (const h of ['content-type', 'etag', 'x-ipfs-roots', 'content-disposition', 'cache-control'])
+      expect(headCar.headers.get(h)).toBe(getCar.headers.get(h));
     const headRaw = await get(`/ipfs/${object}?format=raw`, { method: 'HEAD' });
     expect(headRaw.status).toBe(200);
     expect(headRaw.headers.get('content-length')).toBe(String((await readBlock(await blockstore(), object)).length));

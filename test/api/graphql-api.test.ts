@@ -6,14 +6,32 @@
  * of its own, made with createTeam; deploys in every state can only be
  * written through the stores, so the checks of their fields run locally.
  */
-import { buildClientSchema, getIntrospectionQuery, isEnumType, isInputObjectType, isObjectType, isUnionType, type IntrospectionQuery } from 'graphql';
+import {
+  buildClientSchema,
+  getIntrospectionQuery,
+  isEnumType,
+  isInputObjectType,
+  isObjectType,
+  isUnionType,
+  type IntrospectionQuery,
+} from 'graphql';
 import { newSortableId } from '../../functions/core/ids.js';
 import { deployLogKey } from '../../functions/core/ports/log-store.js';
 import { MAX_LOG_BYTES } from '../../functions/deploy-worker/deploy-log.js';
 import { answerGate } from '../../functions/graphql/answer.js';
 import { LIMITS } from '../../functions/graphql/limits.js';
 import { apiTarget, INTROSPECTION, localTest, REMOTE, type ApiTarget } from '../support/api-target.js';
-import { dataOf, graphqlClient, ISO_MS_UTC, newTeam, onlyError, seedDeploys, SITE_FIELDS, targetGraphqlDoors, type TeamFixture } from '../support/graphql.js';
+import {
+  dataOf,
+  graphqlClient,
+  ISO_MS_UTC,
+  newTeam,
+  onlyError,
+  seedDeploys,
+  SITE_FIELDS,
+  targetGraphqlDoors,
+  type TeamFixture,
+} from '../support/graphql.js';
 import { ENUMS, fieldsWithAdditions, INPUTS, MUTATIONS, OBJECTS, QUERIES, UNIONS } from '../support/service-description.js';
 
 let target: ApiTarget;
@@ -89,9 +107,13 @@ describe.each(targetGraphqlDoors(() => target))('GraphQL API through the $name',
       expect(mutation.status).toBe(405);
     });
 
-    test('a JSON body without a Content-Type (or as text/plain, or curl -d\'s form type) is read as JSON', async () => {
+    test("a JSON body without a Content-Type (or as text/plain, or curl -d's form type) is read as JSON", async () => {
       for (const type of [undefined, 'text/plain', 'application/x-www-form-urlencoded']) {
-        const res = await client.send({ method: 'POST', headers: { authorization: a.apiKey, ...(type ? { 'content-type': type } : {}) }, body: JSON.stringify({ query: TEAM }) });
+        const res = await client.send({
+          method: 'POST',
+          headers: { authorization: a.apiKey, ...(type ? { 'content-type': type } : {}) },
+          body: JSON.stringify({ query: TEAM }),
+        });
         expect(res.status).toBe(200);
         expect(res.data.getCurrentTeam.id).toBe(a.team.id);
       }
@@ -105,18 +127,25 @@ describe.each(targetGraphqlDoors(() => target))('GraphQL API through the $name',
 
     test('a body over 1 MiB is refused with 413 before it is parsed', async () => {
       const big = JSON.stringify({ query: TEAM, variables: { pad: 'x'.repeat(1024 * 1024) } });
-      const res = await client.send({ method: 'POST', headers: { authorization: a.apiKey, 'content-type': 'application/json' }, body: big });
+      const res = await client.send({
+        method: 'POST',
+        headers: { authorization: a.apiKey, 'content-type': 'application/json' },
+        body: big,
+      });
       expect(res.status).toBe(413);
       expect(onlyError(res).extensions.code).toBe('BAD_REQUEST');
     });
 
-    introspectionTest('introspection needs no key (the playground shows the schema before one is typed in); anything else does', async () => {
-      const open = await client.gql(null, '{ __schema { queryType { name } } __typename }');
-      expect(dataOf(open)).toEqual({ __schema: { queryType: { name: 'Query' } }, __typename: 'Query' });
-      const mixed = await client.gql(null, '{ __typename getCurrentTeam { id } }');
-      expect(mixed.status).toBe(401);
-      expect(onlyError(mixed).extensions.code).toBe('UNAUTHENTICATED');
-    });
+    introspectionTest(
+      'introspection needs no key (the playground shows the schema before one is typed in); anything else does',
+      async () => {
+        const open = await client.gql(null, '{ __schema { queryType { name } } __typename }');
+        expect(dataOf(open)).toEqual({ __schema: { queryType: { name: 'Query' } }, __typename: 'Query' });
+        const mixed = await client.gql(null, '{ __typename getCurrentTeam { id } }');
+        expect(mixed.status).toBe(401);
+        expect(onlyError(mixed).extensions.code).toBe('UNAUTHENTICATED');
+      },
+    );
 
     test('a syntax error is GRAPHQL_PARSE_FAILED and an unknown field GRAPHQL_VALIDATION_FAILED, both 400', async () => {
       const parse = await client.gql(a.apiKey, '{ getCurrentTeam { id ');
@@ -160,7 +189,10 @@ describe.each(targetGraphqlDoors(() => target))('GraphQL API through the $name',
           baseDirectoryPath: 'site',
           publishDirectoryPath: 'dist',
           dockerImage: 'node:20-slim',
-          environmentVariables: [{ name: 'NODE_ENV', value: 'production' }, { name: 'EMPTY', value: null }],
+          environmentVariables: [
+            { name: 'NODE_ENV', value: 'production' },
+            { name: 'EMPTY', value: null },
+          ],
         },
         deploySettings: {
           autoPublishing: true,
@@ -176,18 +208,32 @@ describe.each(targetGraphqlDoors(() => target))('GraphQL API through the $name',
     });
 
     test('without a name, the slug is generated like hidden-waterfall-6189 and the name is the slug', async () => {
-      const site = await createSite({ platform: 'alt', deploySettings: { source: { ipfs: { cid: CID_V1 } }, autoPublishing: false, prDeployPreviews: true } });
+      const site = await createSite({
+        platform: 'alt',
+        deploySettings: { source: { ipfs: { cid: CID_V1 } }, autoPublishing: false, prDeployPreviews: true },
+      });
       expect(site.slug).toMatch(/^[a-z]+-[a-z]+-\d{4}$/);
       expect(site.name).toBe(site.slug);
       expect(site.platform).toBe('alt');
       expect(site.description).toBeNull();
-      expect(site.buildSettings).toEqual({ buildCommand: null, baseDirectoryPath: null, publishDirectoryPath: null, dockerImage: null, environmentVariables: [] });
-      expect(site.deploySettings).toEqual({ autoPublishing: false, prDeployPreviews: true, altUseProxy: null, source: { __typename: 'IpfsSource', cid: CID_V1 } });
+      expect(site.buildSettings).toEqual({
+        buildCommand: null,
+        baseDirectoryPath: null,
+        publishDirectoryPath: null,
+        dockerImage: null,
+        environmentVariables: [],
+      });
+      expect(site.deploySettings).toEqual({
+        autoPublishing: false,
+        prDeployPreviews: true,
+        altUseProxy: null,
+        source: { __typename: 'IpfsSource', cid: CID_V1 },
+      });
       const empty = await createSite({ deploySettings: { source: { ipfs: {} } } });
       expect(empty.deploySettings.source).toEqual({ __typename: 'IpfsSource', cid: null });
     });
 
-    test('getSiteById and getSiteBySlug find the team\'s site; unknown ones are null', async () => {
+    test("getSiteById and getSiteBySlug find the team's site; unknown ones are null", async () => {
       const site = await createSite({ name: uniqueName('lookup') });
       expect(dataOf(await client.gql(a.apiKey, BY_ID, { id: site.id })).getSiteById).toEqual(site);
       expect(dataOf(await client.gql(a.apiKey, BY_SLUG, { slug: site.slug })).getSiteBySlug).toEqual(site);
@@ -220,7 +266,9 @@ describe.each(targetGraphqlDoors(() => target))('GraphQL API through the $name',
         deploySettings: { ...site.deploySettings, prDeployPreviews: true, source: { __typename: 'IpfsSource', cid: CID_V1 } },
       });
       expect(dataOf(await client.gql(a.apiKey, BY_ID, { id: site.id })).getSiteById).toEqual(updated);
-      const cleared = dataOf(await client.gql(a.apiKey, UPDATE, { id: site.id, input: { platform: null, buildSettings: { environmentVariables: null } } })).updateSite;
+      const cleared = dataOf(
+        await client.gql(a.apiKey, UPDATE, { id: site.id, input: { platform: null, buildSettings: { environmentVariables: null } } }),
+      ).updateSite;
       expect(cleared.platform).toBeNull();
       expect(cleared.buildSettings.environmentVariables).toEqual([]);
       expect(cleared.buildSettings.publishDirectoryPath).toBe('public');
@@ -252,15 +300,35 @@ describe.each(targetGraphqlDoors(() => target))('GraphQL API through the $name',
     });
 
     test.each([
-      ['an environment variable name that is not one', { buildSettings: { environmentVariables: [{ name: '1BAD', value: 'x' }] } }, 'input.buildSettings.environmentVariables[0].name'],
-      ['a duplicate environment variable', { buildSettings: { environmentVariables: [{ name: 'A' }, { name: 'A' }] } }, 'input.buildSettings.environmentVariables[1].name'],
-      ['101 environment variables', { buildSettings: { environmentVariables: Array.from({ length: 101 }, (_, i) => ({ name: `V${i}` })) } }, 'input.buildSettings.environmentVariables'],
+      [
+        'an environment variable name that is not one',
+        { buildSettings: { environmentVariables: [{ name: '1BAD', value: 'x' }] } },
+        'input.buildSettings.environmentVariables[0].name',
+      ],
+      [
+        'a duplicate environment variable',
+        { buildSettings: { environmentVariables: [{ name: 'A' }, { name: 'A' }] } },
+        'input.buildSettings.environmentVariables[1].name',
+      ],
+      [
+        '101 environment variables',
+        { buildSettings: { environmentVariables: Array.from({ length: 101 }, (_, i) => ({ name: `V${i}` })) } },
+        'input.buildSettings.environmentVariables',
+      ],
       ['a publish path that climbs out', { buildSettings: { publishDirectoryPath: '../etc' } }, 'input.buildSettings.publishDirectoryPath'],
       ['an absolute base path', { buildSettings: { baseDirectoryPath: '/root' } }, 'input.buildSettings.baseDirectoryPath'],
       ['a docker image with spaces', { buildSettings: { dockerImage: 'node slim' } }, 'input.buildSettings.dockerImage'],
       ['a description over 1000 characters', { description: 'x'.repeat(1001) }, 'input.description'],
-      ['a repository URL that is not one', { deploySettings: { source: { repository: { type: 'GIT_HOST', url: 'not a url', branch: 'main' } } } }, 'input.deploySettings.source.repository.url'],
-      ['a branch with spaces', { deploySettings: { source: { repository: { type: 'GIT_HOST', url: 'https://x.example/o/r.git', branch: 'my branch' } } } }, 'input.deploySettings.source.repository.branch'],
+      [
+        'a repository URL that is not one',
+        { deploySettings: { source: { repository: { type: 'GIT_HOST', url: 'not a url', branch: 'main' } } } },
+        'input.deploySettings.source.repository.url',
+      ],
+      [
+        'a branch with spaces',
+        { deploySettings: { source: { repository: { type: 'GIT_HOST', url: 'https://x.example/o/r.git', branch: 'my branch' } } } },
+        'input.deploySettings.source.repository.branch',
+      ],
       ['a CID that is not one', { deploySettings: { source: { ipfs: { cid: 'not-a-cid' } } } }, 'input.deploySettings.source.ipfs.cid'],
       ['no source', { deploySettings: {} }, 'input.deploySettings.source'],
       ['autoPublishing null', { deploySettings: { source: REPO, autoPublishing: null } }, 'input.deploySettings.autoPublishing'],
@@ -292,18 +360,22 @@ describe.each(targetGraphqlDoors(() => target))('GraphQL API through the $name',
 
     test('deleteSite removes the site, frees its slug and deletes its deploys', async () => {
       const site = await createSite({ name: uniqueName('doomed') });
-      await target.whenLocal((service) => service.services.deploys.putMany(
-        Array.from({ length: 30 }, (_, i) => ({
-          id: newSortableId(Date.UTC(2024, 1, 1) + i),
-          siteId: site.id,
-          status: 'DEPLOYED' as const,
-          createdAt: new Date().toISOString(),
-          published: false,
-          autoPublish: true,
-          repository: {},
-        })),
-      ));
-      expect(dataOf(await client.gql(a.apiKey, 'mutation ($id: ID!) { deleteSite(siteId: $id) }', { id: site.id }))).toEqual({ deleteSite: true });
+      await target.whenLocal((service) =>
+        service.services.deploys.putMany(
+          Array.from({ length: 30 }, (_, i) => ({
+            id: newSortableId(Date.UTC(2024, 1, 1) + i),
+            siteId: site.id,
+            status: 'DEPLOYED' as const,
+            createdAt: new Date().toISOString(),
+            published: false,
+            autoPublish: true,
+            repository: {},
+          })),
+        ),
+      );
+      expect(dataOf(await client.gql(a.apiKey, 'mutation ($id: ID!) { deleteSite(siteId: $id) }', { id: site.id }))).toEqual({
+        deleteSite: true,
+      });
       expect(dataOf(await client.gql(a.apiKey, BY_ID, { id: site.id })).getSiteById).toBeNull();
       expect(dataOf(await client.gql(a.apiKey, BY_SLUG, { slug: site.slug })).getSiteBySlug).toBeNull();
       await target.whenLocal(async (service) => expect((await service.services.deploys.listBySite(site.id, 100)).items).toEqual([]));
@@ -316,7 +388,7 @@ describe.each(targetGraphqlDoors(() => target))('GraphQL API through the $name',
   describe('deploys', () => {
     // Deploys in each state, with every field set, are written to the store:
     // through the API they come only from real builds.
-    localTest('every field of Deploy, and the site\'s latestDeploy and publishedDeploy', async () => {
+    localTest("every field of Deploy, and the site's latestDeploy and publishedDeploy", async () => {
       const service = target.local!;
       const site = await createSite();
       const full = {
@@ -364,7 +436,11 @@ describe.each(targetGraphqlDoors(() => target))('GraphQL API through the $name',
       expect(got.latestDeploy).toEqual(bareFields);
       const list = dataOf(
         // A page of 10: each log counts as its largest size, and the default page of 20 logs is over the estimate's limit.
-        await client.gql(a.apiKey, `query ($id: ID!) { getDeploysBySite(siteId: $id, limit: 10) { deploys { ...DeployFields } nextToken } } ${SITE_FIELDS.split('fragment SiteFields')[0]}`, { id: site.id }),
+        await client.gql(
+          a.apiKey,
+          `query ($id: ID!) { getDeploysBySite(siteId: $id, limit: 10) { deploys { ...DeployFields } nextToken } } ${SITE_FIELDS.split('fragment SiteFields')[0]}`,
+          { id: site.id },
+        ),
       ).getDeploysBySite;
       expect(list).toEqual({ deploys: [bareFields, fullFields], nextToken: null });
     });
@@ -373,9 +449,19 @@ describe.each(targetGraphqlDoors(() => target))('GraphQL API through the $name',
       const service = target.local!;
       const site = await createSite();
       await service.services.deploys.putMany([
-        { id: newSortableId(), siteId: site.id, status: status as 'FAILED', createdAt: new Date().toISOString(), published: false, autoPublish: false, repository: {} },
+        {
+          id: newSortableId(),
+          siteId: site.id,
+          status: status as 'FAILED',
+          createdAt: new Date().toISOString(),
+          published: false,
+          autoPublish: false,
+          repository: {},
+        },
       ]);
-      const got = dataOf(await client.gql(a.apiKey, 'query ($id: ID!) { getDeploysBySite(siteId: $id) { deploys { status } } }', { id: site.id }));
+      const got = dataOf(
+        await client.gql(a.apiKey, 'query ($id: ID!) { getDeploysBySite(siteId: $id) { deploys { status } } }', { id: site.id }),
+      );
       expect(got.getDeploysBySite.deploys).toEqual([{ status }]);
     });
 
@@ -383,9 +469,19 @@ describe.each(targetGraphqlDoors(() => target))('GraphQL API through the $name',
       const service = target.local!;
       const site = await createSite();
       await service.services.deploys.putMany([
-        { id: newSortableId(), siteId: site.id, status: 'EXPLODED' as 'FAILED', createdAt: new Date().toISOString(), published: false, autoPublish: false, repository: {} },
+        {
+          id: newSortableId(),
+          siteId: site.id,
+          status: 'EXPLODED' as 'FAILED',
+          createdAt: new Date().toISOString(),
+          published: false,
+          autoPublish: false,
+          repository: {},
+        },
       ]);
-      const result = await client.gql(a.apiKey, 'query ($id: ID!) { getDeploysBySite(siteId: $id) { deploys { id status } } }', { id: site.id });
+      const result = await client.gql(a.apiKey, 'query ($id: ID!) { getDeploysBySite(siteId: $id) { deploys { id status } } }', {
+        id: site.id,
+      });
       const error = onlyError(result);
       expect(error).toEqual({ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } });
       expect(result.text).not.toMatch(/EXPLODED|stack|at [A-Za-z]+ \(/);
@@ -393,12 +489,15 @@ describe.each(targetGraphqlDoors(() => target))('GraphQL API through the $name',
 
     test('purgeCache answers true for an own site with nothing cached, NOT_FOUND otherwise; deploy mutations check the site first', async () => {
       const site = await createSite();
-      expect(onlyError(await client.gql(a.apiKey, 'mutation ($id: ID!) { retryDeploy(siteId: $id, deployId: "d") { id } }', { id: site.id })).extensions.code).toBe('NOT_FOUND');
-      for (const [query, variables] of [
-        ['mutation ($id: String!) { purgeCache(input: { siteId: $id }) }', { id: site.id }],
-      ] as const) {
+      expect(
+        onlyError(await client.gql(a.apiKey, 'mutation ($id: ID!) { retryDeploy(siteId: $id, deployId: "d") { id } }', { id: site.id }))
+          .extensions.code,
+      ).toBe('NOT_FOUND');
+      for (const [query, variables] of [['mutation ($id: String!) { purgeCache(input: { siteId: $id }) }', { id: site.id }]] as const) {
         expect((await client.gql(a.apiKey, query, variables)).data).toEqual({ purgeCache: true });
-        expect(onlyError(await client.gql(a.apiKey, query, { id: '00000000-0000-4000-8000-000000000000' })).extensions.code).toBe('NOT_FOUND');
+        expect(onlyError(await client.gql(a.apiKey, query, { id: '00000000-0000-4000-8000-000000000000' })).extensions.code).toBe(
+          'NOT_FOUND',
+        );
       }
     });
   });
@@ -428,13 +527,17 @@ describe.each(targetGraphqlDoors(() => target))('GraphQL API through the $name',
       const aliased = `{ ${Array.from({ length: 21 }, (_, i) => `t${i}: __typename`).join(' ')} }`;
       const result = await client.gql(a.apiKey, aliased);
       expect(result.status).toBe(400);
-      expect(onlyError(result).extensions).toMatchObject({ code: 'GRAPHQL_VALIDATION_FAILED', limit: { what: 'Number of aliases', max: 20 } });
+      expect(onlyError(result).extensions).toMatchObject({
+        code: 'GRAPHQL_VALIDATION_FAILED',
+        limit: { what: 'Number of aliases', max: 20 },
+      });
       const twenty = `{ ${Array.from({ length: 20 }, (_, i) => `t${i}: __typename`).join(' ')} }`;
       expect((await client.gql(a.apiKey, twenty)).status).toBe(200);
     });
 
     test('a query whose estimated cost is over 10000 is refused; one full page of 100 full sites (without logs) is not', async () => {
-      const page = (alias: string, limit: string) => `${alias}: getSitesByTeam(teamId: "${a.team.id}", limit: ${limit}) { sites { ...SiteFields } nextToken }`;
+      const page = (alias: string, limit: string) =>
+        `${alias}: getSitesByTeam(teamId: "${a.team.id}", limit: ${limit}) { sites { ...SiteFields } nextToken }`;
       const fields = SITE_FIELDS.replace(' log ', ' ');
       const one = await client.gql(a.apiKey, `query { ${page('a', '100')} } ${fields}`);
       expect(one.status).toBe(200);
@@ -453,10 +556,16 @@ describe.each(targetGraphqlDoors(() => target))('GraphQL API through the $name',
       expect(result.status).toBe(400);
       expect(onlyError(result)).toMatchObject({
         message: expect.stringMatching(/^Estimated answer size 8000 MiB exceeds the limit of 64 MiB: a deploy's log counts as 4 MiB/),
-        extensions: { code: 'GRAPHQL_VALIDATION_FAILED', limit: { what: 'Answer bytes', actual: 20 * 100 * 4 * 1024 * 1024, max: 64 * 1024 * 1024 } },
+        extensions: {
+          code: 'GRAPHQL_VALIDATION_FAILED',
+          limit: { what: 'Answer bytes', actual: 20 * 100 * 4 * 1024 * 1024, max: 64 * 1024 * 1024 },
+        },
       });
       expect(result.data).toBeUndefined();
-      const sites = await client.gql(a.apiKey, `query { getSitesByTeam(teamId: "${a.team.id}", limit: 100) { sites { ...SiteFields } } } ${SITE_FIELDS}`);
+      const sites = await client.gql(
+        a.apiKey,
+        `query { getSitesByTeam(teamId: "${a.team.id}", limit: 100) { sites { ...SiteFields } } } ${SITE_FIELDS}`,
+      );
       expect(sites.status).toBe(400);
       expect(onlyError(sites).extensions).toMatchObject({ code: 'GRAPHQL_VALIDATION_FAILED', limit: { what: 'Answer bytes' } });
     });
@@ -477,7 +586,10 @@ describe.each(targetGraphqlDoors(() => target))('GraphQL API through the $name',
       const line = 'npm \u001b[32mok\u001b[0m "done" \\ é 😀\t\r\n';
       const log = line.repeat(Math.floor(MAX_LOG_BYTES / Buffer.byteLength(line)));
       const { site, ids } = await withLogs([log]);
-      const result = await client.gql(a.apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { id log } }', { s: site.id, d: ids[0] });
+      const result = await client.gql(a.apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { id log } }', {
+        s: site.id,
+        d: ids[0],
+      });
       expect(result.status).toBe(200);
       expect(dataOf(result).getDeployById.log === log).toBe(true);
       expect(answerGate.inUse).toBe(0);
@@ -486,75 +598,96 @@ describe.each(targetGraphqlDoors(() => target))('GraphQL API through the $name',
     // The door's budget: 16 MiB here, one log at its largest in AWS (Lambda's 6 MB response payload; limits.ts).
     const budget = door.name.startsWith('node') ? LIMITS.answerBytes : LIMITS.lambdaAnswerBytes;
 
-    localTest('logs over the answer budget (16 MiB as read, 4 MiB in AWS) fail the query whole with RESPONSE_TOO_LARGE (400, no data); under it they pass', async () => {
-      // 10 logs of 2 MiB: the estimate (10 x 4 MiB) passes, what is read does not.
-      const logs = Array.from({ length: 10 }, (_, i) => `${i}`.repeat(2 * 1024 * 1024));
-      const { site, ids, logs: newestFirst } = await withLogs(logs);
-      const over = await client.gql(a.apiKey, page(10), { s: site.id });
-      expect(over.status).toBe(400);
-      expect(over.data).toBeUndefined();
-      expect(onlyError(over)).toMatchObject({
-        message: expect.stringContaining(`larger than the limit of ${budget / 1024 / 1024} MiB`),
-        extensions: { code: 'RESPONSE_TOO_LARGE', limit: { what: 'Answer bytes', max: budget } },
-      });
-      expect(over.text.length).toBeLessThan(2000);
-      const fit = Math.min(5, budget / (2 * 1024 * 1024) - 1);
-      const under = dataOf(await client.gql(a.apiKey, page(fit), { s: site.id })).getDeploysBySite.deploys;
-      expect(under.map((d: { id: string }) => d.id)).toEqual(ids.slice(0, fit));
-      expect(under.map((d: { log: string }) => d.log === newestFirst[under.indexOf(d)])).toEqual(Array(fit).fill(true));
-      expect(answerGate.inUse).toBe(0);
-    });
+    localTest(
+      'logs over the answer budget (16 MiB as read, 4 MiB in AWS) fail the query whole with RESPONSE_TOO_LARGE (400, no data); under it they pass',
+      async () => {
+        // 10 logs of 2 MiB: the estimate (10 x 4 MiB) passes, what is read does not.
+        const logs = Array.from({ length: 10 }, (_, i) => `${i}`.repeat(2 * 1024 * 1024));
+        const { site, ids, logs: newestFirst } = await withLogs(logs);
+        const over = await client.gql(a.apiKey, page(10), { s: site.id });
+        expect(over.status).toBe(400);
+        expect(over.data).toBeUndefined();
+        expect(onlyError(over)).toMatchObject({
+          message: expect.stringContaining(`larger than the limit of ${budget / 1024 / 1024} MiB`),
+          extensions: { code: 'RESPONSE_TOO_LARGE', limit: { what: 'Answer bytes', max: budget } },
+        });
+        expect(over.text.length).toBeLessThan(2000);
+        const fit = Math.min(5, budget / (2 * 1024 * 1024) - 1);
+        const under = dataOf(await client.gql(a.apiKey, page(fit), { s: site.id })).getDeploysBySite.deploys;
+        expect(under.map((d: { id: string }) => d.id)).toEqual(ids.slice(0, fit));
+        expect(under.map((d: { log: string }) => d.log === newestFirst[under.indexOf(d)])).toEqual(Array(fit).fill(true));
+        expect(answerGate.inUse).toBe(0);
+      },
+    );
 
-    localTest('a mutation whose answer goes over the budget keeps its data (what it did, it did): the log that did not fit is null beside the error', async () => {
-      // Mutations run one after another: the logs that fill the budget (four here, one in AWS) come back, the next is refused.
-      const fits = budget / MAX_LOG_BYTES;
-      const logs = Array.from({ length: fits + 1 }, (_, i) => `${i}`.repeat(MAX_LOG_BYTES));
-      const { site, ids } = await withLogs(logs);
-      const order = [...ids].reverse();
-      const mutation = `mutation ($s: ID!) { ${order.map((d, i) => `p${i}: publishDeploy(siteId: $s, deployId: "${d}") { id log }`).join(' ')} }`;
-      const result = await client.gql(a.apiKey, mutation, { s: site.id });
-      expect(result.status).toBe(200);
-      expect(onlyError(result)).toMatchObject({ path: [`p${fits}`, 'log'], extensions: { code: 'RESPONSE_TOO_LARGE' } });
-      for (let i = 0; i < fits; i++) expect(result.data[`p${i}`].log === logs[i]).toBe(true);
-      expect(result.data[`p${fits}`]).toEqual({ id: order[fits], log: null });
-      const published = dataOf(await client.gql(a.apiKey, 'query ($s: ID!) { getSiteById(siteId: $s) { publishedDeploy { id } } }', { s: site.id }));
-      expect(published.getSiteById.publishedDeploy.id).toBe(order[fits]);
-      expect(answerGate.inUse).toBe(0);
-    });
+    localTest(
+      'a mutation whose answer goes over the budget keeps its data (what it did, it did): the log that did not fit is null beside the error',
+      async () => {
+        // Mutations run one after another: the logs that fill the budget (four here, one in AWS) come back, the next is refused.
+        const fits = budget / MAX_LOG_BYTES;
+        const logs = Array.from({ length: fits + 1 }, (_, i) => `${i}`.repeat(MAX_LOG_BYTES));
+        const { site, ids } = await withLogs(logs);
+        const order = [...ids].reverse();
+        const mutation = `mutation ($s: ID!) { ${order.map((d, i) => `p${i}: publishDeploy(siteId: $s, deployId: "${d}") { id log }`).join(' ')} }`;
+        const result = await client.gql(a.apiKey, mutation, { s: site.id });
+        expect(result.status).toBe(200);
+        expect(onlyError(result)).toMatchObject({ path: [`p${fits}`, 'log'], extensions: { code: 'RESPONSE_TOO_LARGE' } });
+        for (let i = 0; i < fits; i++) expect(result.data[`p${i}`].log === logs[i]).toBe(true);
+        expect(result.data[`p${fits}`]).toEqual({ id: order[fits], log: null });
+        const published = dataOf(
+          await client.gql(a.apiKey, 'query ($s: ID!) { getSiteById(siteId: $s) { publishedDeploy { id } } }', { s: site.id }),
+        );
+        expect(published.getSiteById.publishedDeploy.id).toBe(order[fits]);
+        expect(answerGate.inUse).toBe(0);
+      },
+    );
 
-    localTest('when the process holds all the large answers it may, a request with a log waits its turn; one without a log does not wait', async () => {
-      const { site, ids } = await withLogs(['the log\n']);
-      const ONE = 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { log } }';
-      expect(answerGate.tryAcquire(answerGate.capacity)).toBe(true);
-      try {
-        const started = Date.now();
-        const waiting = client.gql(a.apiKey, ONE, { s: site.id, d: ids[0] });
-        const plain = await client.gql(a.apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { id status } }', { s: site.id, d: ids[0] });
-        expect(dataOf(plain).getDeployById).toEqual({ id: ids[0], status: 'DEPLOYED' });
-        setTimeout(() => answerGate.release(answerGate.capacity), 300);
-        const result = await waiting;
-        expect(Date.now() - started).toBeGreaterThanOrEqual(290);
-        expect(dataOf(result).getDeployById.log).toBe('the log\n');
-      } finally {
-        if (answerGate.inUse >= answerGate.capacity) answerGate.release(answerGate.capacity);
-      }
-      expect(answerGate.inUse).toBe(0);
-    });
+    localTest(
+      'when the process holds all the large answers it may, a request with a log waits its turn; one without a log does not wait',
+      async () => {
+        const { site, ids } = await withLogs(['the log\n']);
+        const ONE = 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { log } }';
+        expect(answerGate.tryAcquire(answerGate.capacity)).toBe(true);
+        try {
+          const started = Date.now();
+          const waiting = client.gql(a.apiKey, ONE, { s: site.id, d: ids[0] });
+          const plain = await client.gql(a.apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { id status } }', {
+            s: site.id,
+            d: ids[0],
+          });
+          expect(dataOf(plain).getDeployById).toEqual({ id: ids[0], status: 'DEPLOYED' });
+          setTimeout(() => answerGate.release(answerGate.capacity), 300);
+          const result = await waiting;
+          expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+          expect(dataOf(result).getDeployById.log).toBe('the log\n');
+        } finally {
+          if (answerGate.inUse >= answerGate.capacity) answerGate.release(answerGate.capacity);
+        }
+        expect(answerGate.inUse).toBe(0);
+      },
+    );
 
-    localTest(`one that gets no room within ${LIMITS.answerWaitMs / 1000} s is SERVICE_UNAVAILABLE (503, Retry-After) and reads nothing`, async () => {
-      const { site, ids } = await withLogs(['the log\n']);
-      expect(answerGate.tryAcquire(answerGate.capacity)).toBe(true);
-      try {
-        const result = await client.gql(a.apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { log } }', { s: site.id, d: ids[0] });
-        expect(result.status).toBe(503);
-        expect(result.headers.get('retry-after')).toBe('1');
-        expect(result.data).toBeUndefined();
-        expect(onlyError(result).extensions.code).toBe('SERVICE_UNAVAILABLE');
-      } finally {
-        answerGate.release(answerGate.capacity);
-      }
-      expect(answerGate.inUse).toBe(0);
-    }, LIMITS.answerWaitMs + 30_000);
+    localTest(
+      `one that gets no room within ${LIMITS.answerWaitMs / 1000} s is SERVICE_UNAVAILABLE (503, Retry-After) and reads nothing`,
+      async () => {
+        const { site, ids } = await withLogs(['the log\n']);
+        expect(answerGate.tryAcquire(answerGate.capacity)).toBe(true);
+        try {
+          const result = await client.gql(a.apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { log } }', {
+            s: site.id,
+            d: ids[0],
+          });
+          expect(result.status).toBe(503);
+          expect(result.headers.get('retry-after')).toBe('1');
+          expect(result.data).toBeUndefined();
+          expect(onlyError(result).extensions.code).toBe('SERVICE_UNAVAILABLE');
+        } finally {
+          answerGate.release(answerGate.capacity);
+        }
+        expect(answerGate.inUse).toBe(0);
+      },
+      LIMITS.answerWaitMs + 30_000,
+    );
 
     test('a document of more than 2500 tokens is refused unparsed', async () => {
       const result = await client.gql(a.apiKey, `{ ${'__typename '.repeat(2600)}}`);
@@ -563,13 +696,16 @@ describe.each(targetGraphqlDoors(() => target))('GraphQL API through the $name',
     });
   });
 
-  introspectionTest('the schema, read by introspection, has the service description\'s types, fields, enums and operations', async () => {
+  introspectionTest("the schema, read by introspection, has the service description's types, fields, enums and operations", async () => {
     const result = await client.gql(a.apiKey, getIntrospectionQuery());
     const schema = buildClientSchema(dataOf<IntrospectionQuery>(result));
     for (const [name, fields] of Object.entries(OBJECTS)) {
       const type = schema.getType(name);
       expect(isObjectType(type)).toBe(true);
-      if (isObjectType(type)) expect(Object.fromEntries(Object.entries(type.getFields()).map(([n, f]) => [n, String(f.type)]))).toEqual(fieldsWithAdditions(name, fields));
+      if (isObjectType(type))
+        expect(Object.fromEntries(Object.entries(type.getFields()).map(([n, f]) => [n, String(f.type)]))).toEqual(
+          fieldsWithAdditions(name, fields),
+        );
     }
     for (const [name, members] of Object.entries(UNIONS)) {
       const type = schema.getType(name);
@@ -577,13 +713,16 @@ describe.each(targetGraphqlDoors(() => target))('GraphQL API through the $name',
     }
     for (const [name, fields] of Object.entries(INPUTS)) {
       const type = schema.getType(name);
-      expect(isInputObjectType(type) && Object.fromEntries(Object.entries(type.getFields()).map(([n, f]) => [n, String(f.type)]))).toEqual(fields);
+      expect(isInputObjectType(type) && Object.fromEntries(Object.entries(type.getFields()).map(([n, f]) => [n, String(f.type)]))).toEqual(
+        fields,
+      );
     }
     for (const [name, values] of Object.entries(ENUMS)) {
       const type = schema.getType(name);
       expect(isEnumType(type) && type.getValues().map((v) => v.name)).toEqual(values);
     }
-    const sig = (f: { args: readonly { name: string; type: unknown }[]; type: unknown }) => `(${f.args.map((x) => `${x.name}: ${String(x.type)}`).join(', ')}): ${String(f.type)}`;
+    const sig = (f: { args: readonly { name: string; type: unknown }[]; type: unknown }) =>
+      `(${f.args.map((x) => `${x.name}: ${String(x.type)}`).join(', ')}): ${String(f.type)}`;
     const queries = schema.getQueryType()!.getFields();
     for (const [name, signature] of Object.entries(QUERIES)) expect(sig(queries[name]!)).toBe(signature);
     const mutations = schema.getMutationType()!.getFields();

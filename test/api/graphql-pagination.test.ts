@@ -21,8 +21,10 @@ const SITES = 45;
 let sites: Array<{ id: string; createdAt: string }>;
 const doors = targetGraphqlDoors(() => target);
 
-const DEPLOYS = 'query ($s: ID!, $l: Int, $t: String) { getDeploysBySite(siteId: $s, limit: $l, nextToken: $t) { deploys { id completedAt } nextToken } }';
-const TEAM_SITES = 'query ($t: ID!, $l: Int, $n: String) { getSitesByTeam(teamId: $t, limit: $l, nextToken: $n) { sites { id createdAt } nextToken } }';
+const DEPLOYS =
+  'query ($s: ID!, $l: Int, $t: String) { getDeploysBySite(siteId: $s, limit: $l, nextToken: $t) { deploys { id completedAt } nextToken } }';
+const TEAM_SITES =
+  'query ($t: ID!, $l: Int, $n: String) { getSitesByTeam(teamId: $t, limit: $l, nextToken: $n) { sites { id createdAt } nextToken } }';
 
 const CREATE = 'mutation { createSite(input: { deploySettings: { source: { ipfs: {} } } }) { id createdAt } }';
 
@@ -59,7 +61,9 @@ describe.each(doors)('pagination through the $name', (door) => {
     const sizes: number[] = [];
     let token: string | null = null;
     do {
-      const page: { deploys: Array<{ id: string }>; nextToken: string | null } = dataOf(await client.gql(a.apiKey, DEPLOYS, { s: busy.id, l: limit, t: token })).getDeploysBySite;
+      const page: { deploys: Array<{ id: string }>; nextToken: string | null } = dataOf(
+        await client.gql(a.apiKey, DEPLOYS, { s: busy.id, l: limit, t: token }),
+      ).getDeploysBySite;
       sizes.push(page.deploys.length);
       seen.push(...page.deploys.map((d) => d.id));
       token = page.nextToken;
@@ -81,7 +85,11 @@ describe.each(doors)('pagination through the $name', (door) => {
   localTest('limit defaults to 20 and is capped at 100; below 1 it is BAD_USER_INPUT', async () => {
     expect(dataOf(await client.gql(a.apiKey, DEPLOYS, { s: busy.id })).getDeploysBySite.deploys).toHaveLength(20);
     expect(dataOf(await client.gql(a.apiKey, DEPLOYS, { s: busy.id, l: 5000 })).getDeploysBySite.deploys).toHaveLength(100);
-    for (const l of [0, -3]) expect(onlyError(await client.gql(a.apiKey, DEPLOYS, { s: busy.id, l })).extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'limit' });
+    for (const l of [0, -3])
+      expect(onlyError(await client.gql(a.apiKey, DEPLOYS, { s: busy.id, l })).extensions).toMatchObject({
+        code: 'BAD_USER_INPUT',
+        field: 'limit',
+      });
   });
 
   localTest('a listing that fits one page has no nextToken', async () => {
@@ -94,12 +102,14 @@ describe.each(doors)('pagination through the $name', (door) => {
     dataOf(await client.gql(a.apiKey, 'mutation ($s: ID!) { deleteSite(siteId: $s) }', { s: lonely.id }));
   });
 
-  test('a team\'s sites come in creation order, each once, 20 to a page by default', async () => {
+  test("a team's sites come in creation order, each once, 20 to a page by default", async () => {
     const seen: Array<{ id: string; createdAt: string }> = [];
     const sizes: number[] = [];
     let token: string | null = null;
     do {
-      const page: { sites: Array<{ id: string; createdAt: string }>; nextToken: string | null } = dataOf(await client.gql(a.apiKey, TEAM_SITES, { t: a.team.id, n: token })).getSitesByTeam;
+      const page: { sites: Array<{ id: string; createdAt: string }>; nextToken: string | null } = dataOf(
+        await client.gql(a.apiKey, TEAM_SITES, { t: a.team.id, n: token }),
+      ).getSitesByTeam;
       sizes.push(page.sites.length);
       seen.push(...page.sites);
       token = page.nextToken;
@@ -115,10 +125,15 @@ describe.each(doors)('pagination through the $name', (door) => {
     const again2 = dataOf(await client.gql(a.apiKey, DEPLOYS, { s: busy.id, l: 10, t: first.nextToken })).getDeploysBySite;
     expect(again2).toEqual(again1);
     const wider = dataOf(await client.gql(a.apiKey, DEPLOYS, { s: busy.id, l: 30, t: first.nextToken })).getDeploysBySite;
-    expect(wider.deploys.map((d: { id: string }) => d.id)).toEqual(deploys.map((d) => d.id).reverse().slice(10, 40));
+    expect(wider.deploys.map((d: { id: string }) => d.id)).toEqual(
+      deploys
+        .map((d) => d.id)
+        .reverse()
+        .slice(10, 40),
+    );
   });
 
-  localTest('a token from another site, another query, another team or another door\'s twin is handled by its binding', async () => {
+  localTest("a token from another site, another query, another team or another door's twin is handled by its binding", async () => {
     const deployToken = dataOf(await client.gql(a.apiKey, DEPLOYS, { s: busy.id, l: 1 })).getDeploysBySite.nextToken;
     const siteToken = dataOf(await client.gql(a.apiKey, TEAM_SITES, { t: a.team.id, l: 1 })).getSitesByTeam.nextToken;
     // Another site's listing, another query's: BAD_USER_INPUT.
@@ -132,8 +147,11 @@ describe.each(doors)('pagination through the $name', (door) => {
     expect(dataOf(await client.gql(b.apiKey, TEAM_SITES, { t: a.team.id, n: siteToken })).getSitesByTeam).toBeNull();
     // The other door issued tokens with the same key: they work here too.
     const other = doors.find((d) => d.name !== door.name)!;
-    const twin = dataOf(await graphqlClient(other, target.endpoints.graphql).gql(a.apiKey, DEPLOYS, { s: busy.id, l: 1 })).getDeploysBySite.nextToken;
-    expect(dataOf(await client.gql(a.apiKey, DEPLOYS, { s: busy.id, l: 1, t: twin })).getDeploysBySite.deploys[0].id).toBe(deploys[998]!.id);
+    const twin = dataOf(await graphqlClient(other, target.endpoints.graphql).gql(a.apiKey, DEPLOYS, { s: busy.id, l: 1 })).getDeploysBySite
+      .nextToken;
+    expect(dataOf(await client.gql(a.apiKey, DEPLOYS, { s: busy.id, l: 1, t: twin })).getDeploysBySite.deploys[0].id).toBe(
+      deploys[998]!.id,
+    );
   });
 
   localTest('a tampered token is BAD_USER_INPUT: changed payload, changed signature, forged, truncated, garbage', async () => {
@@ -142,7 +160,15 @@ describe.each(doors)('pagination through the $name', (door) => {
     const decoded = JSON.parse(Buffer.from(payload, 'base64url').toString());
     const forged = Buffer.from(JSON.stringify({ ...decoded, p: newSortableId(Date.UTC(2030, 0, 1)) })).toString('base64url');
     const flip = (s: string, i: number) => s.slice(0, i) + (s[i] === 'A' ? 'B' : 'A') + s.slice(i + 1);
-    for (const bad of [`${forged}.${mac}`, `${flip(payload, 4)}.${mac}`, `${payload}.${flip(mac, 7)}`, token.slice(0, -3), payload, 'garbage', `${token}${token}`]) {
+    for (const bad of [
+      `${forged}.${mac}`,
+      `${flip(payload, 4)}.${mac}`,
+      `${payload}.${flip(mac, 7)}`,
+      token.slice(0, -3),
+      payload,
+      'garbage',
+      `${token}${token}`,
+    ]) {
       const result = await client.gql(a.apiKey, DEPLOYS, { s: busy.id, t: bad });
       expect(onlyError(result).extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'nextToken' });
       expect(result.text).not.toContain(deploys[0]!.id);

@@ -43,7 +43,7 @@ const assetUrls = (html: string) => [...html.matchAll(/(?:src|href)="(\?asset=[^
 describe.each(doors)('the playground through the $name', (door: Door) => {
   const endpoint = () => target.endpoints.graphql;
 
-  test('a browser\'s GET /graphql is the playground page, with a strict CSP and only this service\'s own files', async () => {
+  test("a browser's GET /graphql is the playground page, with a strict CSP and only this service's own files", async () => {
     const res = await door.fetch(endpoint(), { headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
@@ -53,7 +53,9 @@ describe.each(doors)('the playground through the $name', (door: Door) => {
     expect(html).toContain('<title>Cairn GraphQL playground</title>');
     expect(html).not.toMatch(/https?:\/\//);
     const urls = assetUrls(html);
-    expect(urls.map((u) => new URLSearchParams(u.slice(1)).get('asset')).sort()).toEqual([...Object.keys(PLAYGROUND_ASSETS), 'start.js'].sort());
+    expect(urls.map((u) => new URLSearchParams(u.slice(1)).get('asset')).sort()).toEqual(
+      [...Object.keys(PLAYGROUND_ASSETS), 'start.js'].sort(),
+    );
     for (const url of urls) {
       const plain = await door.fetch(`${endpoint()}${url}`, { headers: { 'accept-encoding': 'identity' } });
       expect(plain.status).toBe(200);
@@ -71,11 +73,13 @@ describe.each(doors)('the playground through the $name', (door: Door) => {
     }
   });
 
-  test('an unknown file is 404; GET with a query, or without a browser\'s Accept, is GraphQL as before', async () => {
+  test("an unknown file is 404; GET with a query, or without a browser's Accept, is GraphQL as before", async () => {
     expect((await door.fetch(`${endpoint()}?asset=../../package.json`)).status).toBe(404);
     // A browser's own Accept (it takes anything, HTML first): a GraphQL GET still answers JSON.
     const browserAccept = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
-    const query = await door.fetch(`${endpoint()}?query=${encodeURIComponent('{ getCurrentTeam { id } }')}`, { headers: { accept: browserAccept, authorization: account.apiKey } });
+    const query = await door.fetch(`${endpoint()}?query=${encodeURIComponent('{ getCurrentTeam { id } }')}`, {
+      headers: { accept: browserAccept, authorization: account.apiKey },
+    });
     expect(query.status).toBe(200);
     expect(await query.json()).toEqual({ data: { getCurrentTeam: { id: account.team.id } } });
     const bare = await door.fetch(endpoint(), { headers: { accept: 'application/json' } });
@@ -162,7 +166,10 @@ localDescribe('the Lambda bundle', () => {
       logLevel: 'silent',
     });
     // The stack's own copy commands, as CDK runs them after esbuild.
-    const files = ['schema.graphql', ...Object.entries(PLAYGROUND_ASSETS).map(([name, p]) => ({ from: `node_modules/${p}`, to: `${PLAYGROUND_BUNDLE_DIR}/${name}` }))];
+    const files = [
+      'schema.graphql',
+      ...Object.entries(PLAYGROUND_ASSETS).map(([name, p]) => ({ from: `node_modules/${p}`, to: `${PLAYGROUND_BUNDLE_DIR}/${name}` })),
+    ];
     execFileSync('bash', ['-c', extraFileCommands(files, PROJECT_ROOT, bundleDir).join(' && ')]);
     await writeFile(join(bundleDir, 'bridge.mjs'), BRIDGE);
     const lambdaEnv = {
@@ -183,20 +190,32 @@ localDescribe('the Lambda bundle', () => {
     await rm(bundleDir, { recursive: true, force: true });
   });
 
-  test('carries the playground\'s files and serves them, outside the repository', async () => {
+  test("carries the playground's files and serves them, outside the repository", async () => {
     const page = await fetch(bundle.url, { headers: { accept: 'text/html' } });
     expect(page.status).toBe(200);
     for (const url of assetUrls(await page.text())) expect((await fetch(`${bundle.url}${url}`)).status).toBe(200);
   });
 
   test('in AWS introspection is off unless configured: refused, while queries and the playground still work', async () => {
-    const introspect = await fetch(introspectionOff.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ __schema { queryType { name } } }' }) });
+    const introspect = await fetch(introspectionOff.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ __schema { queryType { name } } }' }),
+    });
     expect(introspect.status).toBe(400);
     const refused = (await introspect.json()) as { errors: Array<{ message: string; extensions: { code: string } }> };
     expect(refused.errors[0]!.extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
-    const typo = await fetch(introspectionOff.url, { method: 'POST', headers: { authorization: account.apiKey }, body: JSON.stringify({ query: '{ getCurrentTeem { id } }' }) });
+    const typo = await fetch(introspectionOff.url, {
+      method: 'POST',
+      headers: { authorization: account.apiKey },
+      body: JSON.stringify({ query: '{ getCurrentTeem { id } }' }),
+    });
     expect(await typo.text()).not.toContain('Did you mean');
-    const query = await fetch(introspectionOff.url, { method: 'POST', headers: { authorization: account.apiKey }, body: JSON.stringify({ query: '{ getCurrentTeam { id } }' }) });
+    const query = await fetch(introspectionOff.url, {
+      method: 'POST',
+      headers: { authorization: account.apiKey },
+      body: JSON.stringify({ query: '{ getCurrentTeam { id } }' }),
+    });
     expect(await query.json()).toEqual({ data: { getCurrentTeam: { id: account.team.id } } });
     expect((await fetch(introspectionOff.url, { headers: { accept: 'text/html' } })).status).toBe(200);
     const open = await fetch(bundle.url, { method: 'POST', body: JSON.stringify({ query: '{ __schema { queryType { name } } }' }) });
@@ -212,7 +231,15 @@ localDescribe('the Lambda bundle', () => {
       if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (or set CAIRN_CHROMIUM to a Chromium)`);
       browser = await chromium.launch({
         executablePath: CHROMIUM,
-        args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+        args: [
+          '--no-sandbox',
+          '--disable-gpu',
+          '--disable-quic',
+          '--no-first-run',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+        ],
       });
     }, 60_000);
     afterAll(async () => {
@@ -222,46 +249,50 @@ localDescribe('the Lambda bundle', () => {
     browserTest.each([
       ['the local server', () => target.endpoints.graphql],
       ['the Lambda bundle', () => bundle.url],
-    ])('runs a query in the playground served by %s', async (_, url) => {
-      const context = await browser.newContext();
-      const page = await context.newPage();
-      const origin = new URL(url()).origin;
-      const offMachine: string[] = [];
-      const problems: string[] = [];
-      await page.route('**/*', (route) => {
-        const target = route.request().url();
-        if (target.startsWith(`${origin}/`)) return route.continue();
-        offMachine.push(target);
-        return route.abort();
-      });
-      page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
-      page.on('console', (msg) => {
-        if (msg.type() === 'error') problems.push(`console: ${msg.text()}`);
-      });
-      try {
-        await page.goto(url());
-        // The schema arrives by introspection with no key: the docs explorer lists the operations.
-        await page.locator('.graphiql-query-editor .CodeMirror').waitFor();
-        await page.getByLabel('Show Documentation Explorer').click();
-        await page.locator('.graphiql-doc-explorer').getByText('Query', { exact: true }).click();
-        await page.locator('.graphiql-doc-explorer').getByText('getDeploysBySite').first().waitFor();
+    ])(
+      'runs a query in the playground served by %s',
+      async (_, url) => {
+        const context = await browser.newContext();
+        const page = await context.newPage();
+        const origin = new URL(url()).origin;
+        const offMachine: string[] = [];
+        const problems: string[] = [];
+        await page.route('**/*', (route) => {
+          const target = route.request().url();
+          if (target.startsWith(`${origin}/`)) return route.continue();
+          offMachine.push(target);
+          return route.abort();
+        });
+        page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+        page.on('console', (msg) => {
+          if (msg.type() === 'error') problems.push(`console: ${msg.text()}`);
+        });
+        try {
+          await page.goto(url());
+          // The schema arrives by introspection with no key: the docs explorer lists the operations.
+          await page.locator('.graphiql-query-editor .CodeMirror').waitFor();
+          await page.getByLabel('Show Documentation Explorer').click();
+          await page.locator('.graphiql-doc-explorer').getByText('Query', { exact: true }).click();
+          await page.locator('.graphiql-doc-explorer').getByText('getDeploysBySite').first().waitFor();
 
-        // Type the key into the Headers tab and a query into the editor, as a person would.
-        await page.locator('.graphiql-editor-tool .CodeMirror').filter({ visible: true }).click();
-        await page.keyboard.press('ControlOrMeta+A');
-        await page.keyboard.insertText(`{ "Authorization": "${account.apiKey}" }`);
-        await page.locator('.graphiql-query-editor .CodeMirror').click();
-        await page.keyboard.press('ControlOrMeta+A');
-        await page.keyboard.insertText('{ getCurrentTeam { id name } }');
-        await page.locator('.graphiql-execute-button').click();
-        const result = page.locator('.result-window');
-        await result.getByText(account.team.id).waitFor({ timeout: 15_000 });
-        expect(await result.innerText()).toContain(account.team.name);
-        expect(offMachine).toEqual([]);
-        expect(problems).toEqual([]);
-      } finally {
-        await context.close();
-      }
-    }, 60_000);
+          // Type the key into the Headers tab and a query into the editor, as a person would.
+          await page.locator('.graphiql-editor-tool .CodeMirror').filter({ visible: true }).click();
+          await page.keyboard.press('ControlOrMeta+A');
+          await page.keyboard.insertText(`{ "Authorization": "${account.apiKey}" }`);
+          await page.locator('.graphiql-query-editor .CodeMirror').click();
+          await page.keyboard.press('ControlOrMeta+A');
+          await page.keyboard.insertText('{ getCurrentTeam { id name } }');
+          await page.locator('.graphiql-execute-button').click();
+          const result = page.locator('.result-window');
+          await result.getByText(account.team.id).waitFor({ timeout: 15_000 });
+          expect(await result.innerText()).toContain(account.team.name);
+          expect(offMachine).toEqual([]);
+          expect(problems).toEqual([]);
+        } finally {
+          await context.close();
+        }
+      },
+      60_000,
+    );
   });
 });

@@ -8,7 +8,16 @@
  */
 import { ListBucketsCommand } from '@aws-sdk/client-s3';
 import { apiTarget, REMOTE, type ApiTarget } from '../support/api-target.js';
-import { dataOf, graphqlClient, ISO_MS_UTC, newTeam, onlyError, seedDeploys, targetGraphqlDoors, type TeamFixture } from '../support/graphql.js';
+import {
+  dataOf,
+  graphqlClient,
+  ISO_MS_UTC,
+  newTeam,
+  onlyError,
+  seedDeploys,
+  targetGraphqlDoors,
+  type TeamFixture,
+} from '../support/graphql.js';
 
 let target: ApiTarget;
 const savedEnv = { ...process.env };
@@ -26,13 +35,16 @@ const TEAM = '{ getCurrentTeam { id name } }';
 const CID_V1 = 'bafybeihykld7uyxzogax6vgyvag42y7464eywpf55gxi5qpoisibh3c5wa';
 const MEMBERS = 'query ($t: ID!) { getMembersByTeam(teamId: $t) { accountId accountName role createdAt } }';
 const KEYS = 'query ($t: ID!) { getApiKeysByTeam(teamId: $t) { id teamId name keyPrefix createdBy createdAt revokedAt } }';
-const NEW_KEY = 'mutation ($t: ID!, $name: String) { createApiKey(teamId: $t, name: $name) { key apiKey { id teamId name keyPrefix createdBy createdAt revokedAt } } }';
+const NEW_KEY =
+  'mutation ($t: ID!, $name: String) { createApiKey(teamId: $t, name: $name) { key apiKey { id teamId name keyPrefix createdBy createdAt revokedAt } } }';
 const REVOKE_KEY = 'mutation ($t: ID!, $k: ID!) { revokeApiKey(teamId: $t, apiKeyId: $k) { id revokedAt } }';
-const ADD = 'mutation ($t: ID!, $n: String!, $r: TeamRole) { addTeamMember(teamId: $t, accountName: $n, role: $r) { accountId accountName role createdAt } }';
+const ADD =
+  'mutation ($t: ID!, $n: String!, $r: TeamRole) { addTeamMember(teamId: $t, accountName: $n, role: $r) { accountId accountName role createdAt } }';
 const ROLE = 'mutation ($t: ID!, $a: ID!, $r: TeamRole!) { updateTeamMember(teamId: $t, accountId: $a, role: $r) { accountId role } }';
 const REMOVE = 'mutation ($t: ID!, $a: ID!) { removeTeamMember(teamId: $t, accountId: $a) }';
 const RENAME = 'mutation ($t: ID!, $n: String!) { updateTeam(teamId: $t, name: $n) { id name } }';
-const CREATE_TEAM = 'mutation ($n: String!) { createTeam(name: $n) { team { id name } apiKey { key apiKey { id teamId keyPrefix createdBy revokedAt } } } }';
+const CREATE_TEAM =
+  'mutation ($n: String!) { createTeam(name: $n) { team { id name } apiKey { key apiKey { id teamId keyPrefix createdBy revokedAt } } } }';
 const PAIRS = '{ getStorageKeyPairs { accessKeyId createdAt revokedAt } }';
 const NEW_PAIR = 'mutation { createStorageKeyPair { secretAccessKey keyPair { accessKeyId createdAt revokedAt } } }';
 const REVOKE_PAIR = 'mutation ($k: ID!) { revokeStorageKeyPair(accessKeyId: $k) { accessKeyId revokedAt } }';
@@ -52,7 +64,8 @@ describe.each(targetGraphqlDoors(() => target))('teams and keys through the $nam
   });
 
   const createTeam = async (key: string, name: string) => dataOf(await client.gql(key, CREATE_TEAM, { n: name })).createTeam;
-  const code = async (key: string, query: string, variables?: Record<string, unknown>) => onlyError(await client.gql(key, query, variables)).extensions.code;
+  const code = async (key: string, query: string, variables?: Record<string, unknown>) =>
+    onlyError(await client.gql(key, query, variables)).extensions.code;
 
   test('getCurrentTeam is the team of the key in use', async () => {
     expect(dataOf(await client.gql(owner.apiKey, TEAM)).getCurrentTeam).toEqual({ id: owner.team.id, name: owner.team.name });
@@ -62,14 +75,22 @@ describe.each(targetGraphqlDoors(() => target))('teams and keys through the $nam
     const created = await createTeam(owner.apiKey, 'Docs team');
     expect(created.team).toEqual({ id: expect.any(String), name: 'Docs team' });
     expect(created.apiKey.key).toMatch(/^cairn_[0-9A-Za-z]{40}$/);
-    expect(created.apiKey.apiKey).toEqual({ id: expect.any(String), teamId: created.team.id, keyPrefix: created.apiKey.key.slice(0, 10), createdBy: owner.account.id, revokedAt: null });
+    expect(created.apiKey.apiKey).toEqual({
+      id: expect.any(String),
+      teamId: created.team.id,
+      keyPrefix: created.apiKey.key.slice(0, 10),
+      createdBy: owner.account.id,
+      revokedAt: null,
+    });
     const key = created.apiKey.key;
     expect(dataOf(await client.gql(key, TEAM)).getCurrentTeam).toEqual(created.team);
     expect(dataOf(await client.gql(key, MEMBERS, { t: created.team.id })).getMembersByTeam).toEqual([
       { accountId: owner.account.id, accountName: owner.account.name, role: 'OWNER', createdAt: expect.stringMatching(ISO_MS_UTC) },
     ]);
     const keys = await client.gql(key, KEYS, { t: created.team.id });
-    expect(dataOf(keys).getApiKeysByTeam).toEqual([{ ...created.apiKey.apiKey, name: 'first key', createdAt: expect.stringMatching(ISO_MS_UTC) }]);
+    expect(dataOf(keys).getApiKeysByTeam).toEqual([
+      { ...created.apiKey.apiKey, name: 'first key', createdAt: expect.stringMatching(ISO_MS_UTC) },
+    ]);
     expect(keys.text).not.toContain(key);
   });
 
@@ -87,12 +108,20 @@ describe.each(targetGraphqlDoors(() => target))('teams and keys through the $nam
     // An account that is not (yet) a member has no role to change.
     expect(await code(ownerKey, ROLE, { t: team.id, a: member.account.id, r: 'OWNER' })).toBe('NOT_FOUND');
     const added = dataOf(await client.gql(ownerKey, ADD, { t: team.id, n: member.account.name })).addTeamMember;
-    expect(added).toEqual({ accountId: member.account.id, accountName: member.account.name, role: 'MEMBER', createdAt: expect.stringMatching(ISO_MS_UTC) });
+    expect(added).toEqual({
+      accountId: member.account.id,
+      accountName: member.account.name,
+      role: 'MEMBER',
+      createdAt: expect.stringMatching(ISO_MS_UTC),
+    });
     expect(await code(ownerKey, ADD, { t: team.id, n: member.account.name })).toBe('BAD_USER_INPUT');
     expect(await code(ownerKey, ADD, { t: team.id, n: 'nobody-by-this-name' })).toBe('NOT_FOUND');
     const listed = dataOf(await client.gql(ownerKey, MEMBERS, { t: team.id })).getMembersByTeam;
     expect(listed.map((m: { accountId: string; role: string }) => [m.accountId, m.role]).sort()).toEqual(
-      [[owner.account.id, 'OWNER'], [member.account.id, 'MEMBER']].sort(),
+      [
+        [owner.account.id, 'OWNER'],
+        [member.account.id, 'MEMBER'],
+      ].sort(),
     );
 
     // The member has no key for the team yet: it mints one with a key of its own team.
@@ -102,7 +131,10 @@ describe.each(targetGraphqlDoors(() => target))('teams and keys through the $nam
     expect(dataOf(await client.gql(memberKey, TEAM)).getCurrentTeam.id).toBe(team.id);
 
     // A member works on sites but does not manage the team.
-    const site = await client.gql(memberKey, 'mutation { createSite(input: { deploySettings: { source: { ipfs: {} } } }) { id teamId createdBy } }');
+    const site = await client.gql(
+      memberKey,
+      'mutation { createSite(input: { deploySettings: { source: { ipfs: {} } } }) { id teamId createdBy } }',
+    );
     expect(dataOf(site).createSite).toMatchObject({ teamId: team.id, createdBy: member.account.id });
     expect(await code(memberKey, RENAME, { t: team.id, n: 'Mine now' })).toBe('FORBIDDEN');
     expect(await code(memberKey, ADD, { t: team.id, n: outsider.account.name })).toBe('FORBIDDEN');
@@ -113,11 +145,22 @@ describe.each(targetGraphqlDoors(() => target))('teams and keys through the $nam
 
     // Each key says whom it acts for, and with which role.
     const ME = '{ getCurrentMember { accountId accountName role } }';
-    expect(dataOf(await client.gql(memberKey, ME)).getCurrentMember).toEqual({ accountId: member.account.id, accountName: member.account.name, role: 'MEMBER' });
-    expect(dataOf(await client.gql(ownerKey, ME)).getCurrentMember).toEqual({ accountId: owner.account.id, accountName: owner.account.name, role: 'OWNER' });
+    expect(dataOf(await client.gql(memberKey, ME)).getCurrentMember).toEqual({
+      accountId: member.account.id,
+      accountName: member.account.name,
+      role: 'MEMBER',
+    });
+    expect(dataOf(await client.gql(ownerKey, ME)).getCurrentMember).toEqual({
+      accountId: owner.account.id,
+      accountName: owner.account.name,
+      role: 'OWNER',
+    });
 
     // Promoted, the member manages the team.
-    expect(dataOf(await client.gql(ownerKey, ROLE, { t: team.id, a: member.account.id, r: 'OWNER' })).updateTeamMember).toEqual({ accountId: member.account.id, role: 'OWNER' });
+    expect(dataOf(await client.gql(ownerKey, ROLE, { t: team.id, a: member.account.id, r: 'OWNER' })).updateTeamMember).toEqual({
+      accountId: member.account.id,
+      role: 'OWNER',
+    });
     expect(dataOf(await client.gql(memberKey, ME)).getCurrentMember.role).toBe('OWNER');
     expect(dataOf(await client.gql(memberKey, RENAME, { t: team.id, n: 'Shared' })).updateTeam.name).toBe('Shared');
   });
@@ -127,7 +170,9 @@ describe.each(targetGraphqlDoors(() => target))('teams and keys through the $nam
     expect(await code(apiKey.key, ROLE, { t: team.id, a: owner.account.id, r: 'MEMBER' })).toBe('BAD_USER_INPUT');
     expect(await code(apiKey.key, REMOVE, { t: team.id, a: owner.account.id })).toBe('BAD_USER_INPUT');
     dataOf(await client.gql(apiKey.key, ADD, { t: team.id, n: member.account.name, r: 'OWNER' }));
-    expect(dataOf(await client.gql(apiKey.key, ROLE, { t: team.id, a: owner.account.id, r: 'MEMBER' })).updateTeamMember.role).toBe('MEMBER');
+    expect(dataOf(await client.gql(apiKey.key, ROLE, { t: team.id, a: owner.account.id, r: 'MEMBER' })).updateTeamMember.role).toBe(
+      'MEMBER',
+    );
     const memberKey = dataOf(await client.gql(member.apiKey, NEW_KEY, { t: team.id })).createApiKey.key;
     expect(await code(memberKey, REMOVE, { t: team.id, a: member.account.id })).toBe('BAD_USER_INPUT');
     const members = dataOf(await client.gql(memberKey, MEMBERS, { t: team.id })).getMembersByTeam;
@@ -144,10 +189,9 @@ describe.each(targetGraphqlDoors(() => target))('teams and keys through the $nam
     expect(dataOf(await client.gql(member.apiKey, TEAM)).getCurrentTeam.id).toBe(member.team.id);
     expect(await code(member.apiKey, NEW_KEY, { t: team.id })).toBe('NOT_FOUND');
     const keys = dataOf(await client.gql(apiKey.key, KEYS, { t: team.id })).getApiKeysByTeam;
-    expect(keys.filter((k: { createdBy: string }) => k.createdBy === member.account.id).map((k: { revokedAt: string }) => k.revokedAt)).toEqual([
-      expect.stringMatching(ISO_MS_UTC),
-      expect.stringMatching(ISO_MS_UTC),
-    ]);
+    expect(
+      keys.filter((k: { createdBy: string }) => k.createdBy === member.account.id).map((k: { revokedAt: string }) => k.revokedAt),
+    ).toEqual([expect.stringMatching(ISO_MS_UTC), expect.stringMatching(ISO_MS_UTC)]);
 
     dataOf(await client.gql(apiKey.key, ADD, { t: team.id, n: member.account.name }));
     const again = dataOf(await client.gql(member.apiKey, NEW_KEY, { t: team.id })).createApiKey.key;
@@ -161,7 +205,15 @@ describe.each(targetGraphqlDoors(() => target))('teams and keys through the $nam
     const made = dataOf(await client.gql(apiKey.key, NEW_KEY, { t: team.id, name: 'deploy bot' })).createApiKey;
     expect(made).toEqual({
       key: expect.stringMatching(/^cairn_/),
-      apiKey: { id: expect.any(String), teamId: team.id, name: 'deploy bot', keyPrefix: made.key.slice(0, 10), createdBy: owner.account.id, createdAt: expect.stringMatching(ISO_MS_UTC), revokedAt: null },
+      apiKey: {
+        id: expect.any(String),
+        teamId: team.id,
+        name: 'deploy bot',
+        keyPrefix: made.key.slice(0, 10),
+        createdBy: owner.account.id,
+        createdAt: expect.stringMatching(ISO_MS_UTC),
+        revokedAt: null,
+      },
     });
     const listing = await client.gql(apiKey.key, KEYS, { t: team.id });
     expect(dataOf(listing).getApiKeysByTeam.map((k: { id: string }) => k.id)).toEqual([apiKey.apiKey.id, made.apiKey.id]);
@@ -181,7 +233,9 @@ describe.each(targetGraphqlDoors(() => target))('teams and keys through the $nam
 
     dataOf(await client.gql(apiKey.key, ADD, { t: team.id, n: member.account.name }));
     const memberKey = dataOf(await client.gql(member.apiKey, NEW_KEY, { t: team.id })).createApiKey;
-    expect(dataOf(await client.gql(memberKey.key, REVOKE_KEY, { t: team.id, k: memberKey.apiKey.id })).revokeApiKey.id).toBe(memberKey.apiKey.id);
+    expect(dataOf(await client.gql(memberKey.key, REVOKE_KEY, { t: team.id, k: memberKey.apiKey.id })).revokeApiKey.id).toBe(
+      memberKey.apiKey.id,
+    );
     // A key may revoke itself: the next request is refused.
     expect((await client.gql(memberKey.key, TEAM)).status).toBe(401);
   });
@@ -210,13 +264,18 @@ describe.each(targetGraphqlDoors(() => target))('teams and keys through the $nam
       accessKeyId: made.keyPair.accessKeyId,
       revokedAt: expect.stringMatching(ISO_MS_UTC),
     });
-    await expect(s3(made.keyPair.accessKeyId, made.secretAccessKey).send(new ListBucketsCommand({}))).rejects.toMatchObject({ name: 'InvalidAccessKeyId' });
+    await expect(s3(made.keyPair.accessKeyId, made.secretAccessKey).send(new ListBucketsCommand({}))).rejects.toMatchObject({
+      name: 'InvalidAccessKeyId',
+    });
     expect(await code(owner.apiKey, REVOKE_PAIR, { k: 'CAIRNNOSUCHKEY000000' })).toBe('NOT_FOUND');
   });
 
-  test('another team\'s things answer like things that do not exist (hosting actions on its site: FORBIDDEN), and stay unchanged', async () => {
+  test("another team's things answer like things that do not exist (hosting actions on its site: FORBIDDEN), and stay unchanged", async () => {
     const site = dataOf(
-      await client.gql(owner.apiKey, `mutation { createSite(input: { description: "private", deploySettings: { source: { ipfs: { cid: "${CID_V1}" } } } }) { id slug } }`),
+      await client.gql(
+        owner.apiKey,
+        `mutation { createSite(input: { description: "private", deploySettings: { source: { ipfs: { cid: "${CID_V1}" } } } }) { id slug } }`,
+      ),
     ).createSite;
     // A deploy for retryDeploy to name: written to the store locally; a
     // deployed stack gets a real one (its build may run or fail: only its
@@ -226,7 +285,11 @@ describe.each(targetGraphqlDoors(() => target))('teams and keys through the $nam
       : dataOf(await client.gql(owner.apiKey, 'mutation ($s: ID!) { triggerDeploy(siteId: $s) { id } }', { s: site.id })).triggerDeploy.id;
     const ownerKeys = dataOf(await client.gql(owner.apiKey, KEYS, { t: owner.team.id })).getApiKeysByTeam;
     const asOwnerSees = async () => ({
-      site: dataOf(await client.gql(owner.apiKey, 'query ($s: ID!) { getSiteById(siteId: $s) { id name slug description updatedAt teamId } }', { s: site.id })).getSiteById,
+      site: dataOf(
+        await client.gql(owner.apiKey, 'query ($s: ID!) { getSiteById(siteId: $s) { id name slug description updatedAt teamId } }', {
+          s: site.id,
+        }),
+      ).getSiteById,
       team: dataOf(await client.gql(owner.apiKey, TEAM)).getCurrentTeam,
       members: dataOf(await client.gql(owner.apiKey, MEMBERS, { t: owner.team.id })).getMembersByTeam,
       keys: dataOf(await client.gql(owner.apiKey, KEYS, { t: owner.team.id })).getApiKeysByTeam,
@@ -247,7 +310,12 @@ describe.each(targetGraphqlDoors(() => target))('teams and keys through the $nam
     await target.whenLocal(async () => {
       held = await asStoresHold();
     });
-    const missing = { site: '00000000-0000-4000-8000-000000000000', slug: 'no-such-slug-at-all', team: '00000000-0000-4000-8000-0000000000aa', account: '00000000-0000-4000-8000-0000000000bb' };
+    const missing = {
+      site: '00000000-0000-4000-8000-000000000000',
+      slug: 'no-such-slug-at-all',
+      team: '00000000-0000-4000-8000-0000000000aa',
+      account: '00000000-0000-4000-8000-0000000000bb',
+    };
     const real = { site: site.id, slug: site.slug, team: owner.team.id, account: owner.account.id };
     const operations: Array<[string, (t: typeof real) => Record<string, unknown>, 'null' | 'NOT_FOUND' | 'FORBIDDEN']> = [
       ['query ($s: ID!) { getSiteById(siteId: $s) { id } }', (t) => ({ s: t.site }), 'null'],
@@ -298,7 +366,10 @@ describe.each(targetGraphqlDoors(() => target))('teams and keys through the $nam
     expect(dataOf(await client.gql(outsider.apiKey, TEAM)).getCurrentTeam.id).toBe(outsider.team.id);
 
     expect(await asOwnerSees()).toEqual(seen);
-    expect(dataOf(await client.gql(owner.apiKey, 'query ($s: ID!) { getDeploysBySite(siteId: $s) { deploys { id } } }', { s: site.id })).getDeploysBySite.deploys).toEqual([{ id: deployId }]);
+    expect(
+      dataOf(await client.gql(owner.apiKey, 'query ($s: ID!) { getDeploysBySite(siteId: $s) { deploys { id } } }', { s: site.id }))
+        .getDeploysBySite.deploys,
+    ).toEqual([{ id: deployId }]);
     await target.whenLocal(async (service) => {
       expect(await asStoresHold()).toEqual(held);
       expect((await service.services.deploys.listBySite(site.id, 10)).items).toHaveLength(1);

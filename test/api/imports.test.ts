@@ -117,7 +117,8 @@ async function objectGoneAgain(target: TestService, key: string, content: Uint8A
   return cid;
 }
 
-const sameBlock = (x: CID, y: CID) => x.multihash.bytes.length === y.multihash.bytes.length && x.multihash.bytes.every((byte, i) => byte === y.multihash.bytes[i]);
+const sameBlock = (x: CID, y: CID) =>
+  x.multihash.bytes.length === y.multihash.bytes.length && x.multihash.bytes.every((byte, i) => byte === y.multihash.bytes[i]);
 
 async function rawBlock(bytes: Uint8Array = randomBytes(1000)): Promise<Block> {
   return { cid: CID.createV1(0x55, await sha256.digest(bytes)), bytes };
@@ -132,9 +133,17 @@ describe.each(DOORS)('through the $name', (door) => {
   });
   const url = (path: string) => `${service.config.urls.baseUrl}${path}`;
   const postCar = (body: Uint8Array, key: string | null = a.apiKey, query = '') =>
-    send(url(`/imports/car${query}`), { method: 'POST', headers: { 'content-type': 'application/vnd.ipld.car', ...(key === null ? {} : { authorization: key }) }, body });
+    send(url(`/imports/car${query}`), {
+      method: 'POST',
+      headers: { 'content-type': 'application/vnd.ipld.car', ...(key === null ? {} : { authorization: key }) },
+      body,
+    });
   const postHave = (body: unknown, key: string | null = a.apiKey) =>
-    send(url('/imports/have'), { method: 'POST', headers: { 'content-type': 'application/json', ...(key === null ? {} : { authorization: key }) }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+    send(url('/imports/have'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(key === null ? {} : { authorization: key }) },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
   const missingOf = async (cids: string[]): Promise<string[]> => {
     const res = await postHave({ cids });
     expect(res.status).toBe(200);
@@ -142,16 +151,32 @@ describe.each(DOORS)('through the $name', (door) => {
   };
   const gql = (query: string, variables: Record<string, unknown>, key = a.apiKey) => gqlClient.gql(key, query, variables);
   const DEPLOY = 'id status ipfsHash published previewImage log repository { commit branch owner name message }';
-  const deployCid = (siteId: string, cid: string, key = a.apiKey) => gql(`mutation ($s: ID!, $c: String!) { deployCid(siteId: $s, cid: $c) { ${DEPLOY} } }`, { s: siteId, c: cid }, key);
+  const deployCid = (siteId: string, cid: string, key = a.apiKey) =>
+    gql(`mutation ($s: ID!, $c: String!) { deployCid(siteId: $s, cid: $c) { ${DEPLOY} } }`, { s: siteId, c: cid }, key);
   const newSite = async (fixture = a) =>
-    dataOf(await gql('mutation ($i: CreateSiteInput!) { createSite(input: $i) { id slug } }', { i: { deploySettings: { source: { repository: { type: 'GIT_HOST', url: 'https://git.invalid/acme/never-cloned.git', branch: 'main' } } } } }, fixture.apiKey)).createSite as { id: string; slug: string };
+    dataOf(
+      await gql(
+        'mutation ($i: CreateSiteInput!) { createSite(input: $i) { id slug } }',
+        {
+          i: {
+            deploySettings: {
+              source: { repository: { type: 'GIT_HOST', url: 'https://git.invalid/acme/never-cloned.git', branch: 'main' } },
+            },
+          },
+        },
+        fixture.apiKey,
+      ),
+    ).createSite as { id: string; slug: string };
 
   async function waitForDeploy(siteId: string, deployId: string, done: (d: any) => boolean, ms = 90_000): Promise<any> {
     const deadline = Date.now() + ms;
     for (;;) {
-      const deploy = dataOf(await gql(`query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { ${DEPLOY} } }`, { s: siteId, d: deployId })).getDeployById;
+      const deploy = dataOf(
+        await gql(`query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { ${DEPLOY} } }`, { s: siteId, d: deployId }),
+      ).getDeployById;
       if (done(deploy)) return deploy;
-      if (Date.now() > deadline) throw new Error(`deploy ${deployId} did not get there in ${ms} ms: ${JSON.stringify(deploy).slice(0, 3000)}`);
+      if (Date.now() > deadline)
+        throw new Error(`deploy ${deployId} did not get there in ${ms} ms: ${JSON.stringify(deploy).slice(0, 3000)}`);
       await new Promise((r) => setTimeout(r, 150));
     }
   }
@@ -180,8 +205,15 @@ describe.each(DOORS)('through the $name', (door) => {
 
     const site = await newSite();
     const started = dataOf(await deployCid(site.id, root.toString())).deployCid;
-    expect(started).toMatchObject({ status: 'IN_PROGRESS', repository: { commit: null, branch: null, owner: null, name: null, message: null } });
-    const deploy = await waitForDeploy(site.id, started.id, (d) => d.status !== 'IN_PROGRESS' && /Preview image|No preview image/.test(d.log ?? ''));
+    expect(started).toMatchObject({
+      status: 'IN_PROGRESS',
+      repository: { commit: null, branch: null, owner: null, name: null, message: null },
+    });
+    const deploy = await waitForDeploy(
+      site.id,
+      started.id,
+      (d) => d.status !== 'IN_PROGRESS' && /Preview image|No preview image/.test(d.log ?? ''),
+    );
     expect(deploy).toMatchObject({ status: 'DEPLOYED', ipfsHash: root.toV1().toString(), published: true });
     expect(deploy.log).toMatch(/Published: the site now serves this deploy/);
     expect(deploy.previewImage).toMatch(/\/ipfs\/bafy[a-z2-7]+$/);
@@ -203,7 +235,14 @@ describe.each(DOORS)('through the $name', (door) => {
     expect((await postCar(await carOf([held.cid], [held]))).status).toBe(200);
     const inline = CID.createV1(0x55, identity.digest(new TextEncoder().encode('inline')));
     const dagPbAbsent = CID.createV0(await sha256.digest(randomBytes(64)));
-    const asked = [absent.cid.toString(), held.cid.toString(), inline.toString(), dagPbAbsent.toString(), dagPbAbsent.toV1().toString(), held.cid.toString()];
+    const asked = [
+      absent.cid.toString(),
+      held.cid.toString(),
+      inline.toString(),
+      dagPbAbsent.toString(),
+      dagPbAbsent.toV1().toString(),
+      held.cid.toString(),
+    ];
     expect(await missingOf(asked)).toEqual([absent.cid.toString(), dagPbAbsent.toString(), dagPbAbsent.toV1().toString()]);
     expect(await missingOf([])).toEqual([]);
 
@@ -224,7 +263,9 @@ describe.each(DOORS)('through the $name', (door) => {
     const { root, blocks } = await builtFolder(newSiteFiles(`tampered ${door.name} ${Date.now()}`));
     const victim = blocks.length - 2;
     expect(victim).toBeGreaterThan(4);
-    const tampered = blocks.map((block, i) => (i === victim ? { cid: block.cid, bytes: Uint8Array.from(block.bytes, (byte, j) => (j === 0 ? byte ^ 1 : byte)) } : block));
+    const tampered = blocks.map((block, i) =>
+      i === victim ? { cid: block.cid, bytes: Uint8Array.from(block.bytes, (byte, j) => (j === 0 ? byte ^ 1 : byte)) } : block,
+    );
     const res = await postCar(await carOf([root], tampered));
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({ ok: false, error: `block ${blocks[victim]!.cid} does not match its content` });
@@ -253,11 +294,20 @@ describe.each(DOORS)('through the $name', (door) => {
     expect(await missingOf([one.cid.toString(), two.cid.toString()])).toEqual([one.cid.toString(), two.cid.toString()]);
 
     const cbor = CID.createV1(0x71, await sha256.digest(Uint8Array.of(0xa0)));
-    const blake = CID.createV1(0x55, { code: 0xb220, size: 32, digest: new Uint8Array(32), bytes: Uint8Array.of(0xa0, 0xe4, 0x02, 32, ...new Uint8Array(32)) } as never);
+    const blake = CID.createV1(0x55, {
+      code: 0xb220,
+      size: 32,
+      digest: new Uint8Array(32),
+      bytes: Uint8Array.of(0xa0, 0xe4, 0x02, 32, ...new Uint8Array(32)),
+    } as never);
     const v2Pragma = Uint8Array.of(0x0a, 0xa1, 0x67, 0x76, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e, 0x02);
     const cases: Array<[string, Uint8Array | string, RegExp, string?]> = [
       ['a dag-cbor root', await carOf([cbor], []), /root .* codec 0x71/],
-      ['a dag-cbor block', await carOf([one.cid], [{ cid: cbor, bytes: Uint8Array.of(0xa0) }]), /codec 0x71; this service stores dag-pb and raw blocks only/],
+      [
+        'a dag-cbor block',
+        await carOf([one.cid], [{ cid: cbor, bytes: Uint8Array.of(0xa0) }]),
+        /codec 0x71; this service stores dag-pb and raw blocks only/,
+      ],
       ['another hash', await carOf([one.cid], [{ cid: blake, bytes: one.bytes }]), /hash 0xb220; only sha2-256/],
       ['a CARv2', Buffer.concat([v2Pragma, new Uint8Array(40)]), /CARv1|CAR version/],
       ['garbage', 'this is not a CAR at all', /not a valid CARv1|ends before/],
@@ -265,7 +315,11 @@ describe.each(DOORS)('through the $name', (door) => {
       ['a wrong Content-Type', await carOf([one.cid], [one]), /Content-Type: application\/vnd.ipld.car/, 'application/octet-stream'],
     ];
     for (const [what, body, error, type] of cases) {
-      const res = await send(url('/imports/car'), { method: 'POST', headers: { 'content-type': type ?? 'application/vnd.ipld.car', authorization: a.apiKey }, body });
+      const res = await send(url('/imports/car'), {
+        method: 'POST',
+        headers: { 'content-type': type ?? 'application/vnd.ipld.car', authorization: a.apiKey },
+        body,
+      });
       expect([what, res.status]).toEqual([what, 400]);
       expect((await res.json()).error).toMatch(error);
     }
@@ -277,9 +331,14 @@ describe.each(DOORS)('through the $name', (door) => {
     const { root, blocks } = await builtFolder({ ...newSiteFiles(`split ${door.name} ${Date.now()}`), 'shared.txt': shared });
     const [rootBlock, ...rest] = blocks;
     const half = Math.ceil(rest.length / 2);
-    const sharedCid = (await importFile(new MemoryBlockstore(), (async function* () {
-      yield shared;
-    })())).cid;
+    const sharedCid = (
+      await importFile(
+        new MemoryBlockstore(),
+        (async function* () {
+          yield shared;
+        })(),
+      )
+    ).cid;
     const inFirst = (block: Block, i: number) => i < half || sameBlock(block.cid, sharedCid);
     const first = rest.filter(inFirst);
     const second = [rootBlock!, ...rest.filter((block, i) => !inFirst(block, i))];
@@ -312,7 +371,11 @@ describe.each(DOORS)('through the $name', (door) => {
     expect(await missingOf(blocks.map((block) => block.cid.toString()))).toEqual([]);
 
     const started = dataOf(await deployCid(site.id, root.toV1().toString())).deployCid;
-    const deploy = await waitForDeploy(site.id, started.id, (d) => d.status !== 'IN_PROGRESS' && /Published|not published|Failed/.test(d.log ?? ''));
+    const deploy = await waitForDeploy(
+      site.id,
+      started.id,
+      (d) => d.status !== 'IN_PROGRESS' && /Published|not published|Failed/.test(d.log ?? ''),
+    );
     expect(deploy).toMatchObject({ status: 'DEPLOYED', ipfsHash: root.toV1().toString() });
 
     // All held already: an empty CAR naming the root renews its import pin.
@@ -321,16 +384,23 @@ describe.each(DOORS)('through the $name', (door) => {
   });
 
   test('content deployed by CID whose _redirects stops its rules deploys with a warning in the log', async () => {
-    const { root, blocks } = await builtFolder({ 'index.html': `<p>warned ${door.name} ${Date.now()}</p>`, _redirects: '/only-a-source\n' });
+    const { root, blocks } = await builtFolder({
+      'index.html': `<p>warned ${door.name} ${Date.now()}</p>`,
+      _redirects: '/only-a-source\n',
+    });
     expect((await postCar(await carOf([root], blocks))).status).toBe(200);
     const site = await newSite();
     const started = dataOf(await deployCid(site.id, root.toString())).deployCid;
-    const deploy = await waitForDeploy(site.id, started.id, (d) => d.status !== 'IN_PROGRESS' && /Published|not published|Failed/.test(d.log ?? ''));
+    const deploy = await waitForDeploy(
+      site.id,
+      started.id,
+      (d) => d.status !== 'IN_PROGRESS' && /Published|not published|Failed/.test(d.log ?? ''),
+    );
     expect(deploy.status).toBe('DEPLOYED');
     expect(deploy.log).toMatch(/Warning: _redirects line 1: a rule needs a source path and a target/);
   });
 
-  test('deployCid refuses a malformed CID, a DAG not here, and another team\'s or an unknown site', async () => {
+  test("deployCid refuses a malformed CID, a DAG not here, and another team's or an unknown site", async () => {
     const site = await newSite();
     const held = await rawBlock();
     expect((await postCar(await carOf([held.cid], [held]))).status).toBe(200);
@@ -343,12 +413,16 @@ describe.each(DOORS)('through the $name', (door) => {
     const theirs = await newSite(b);
     expect(onlyError(await deployCid(theirs.id, held.cid.toString())).extensions.code).toBe('FORBIDDEN');
     expect(onlyError(await deployCid('00000000-0000-4000-8000-000000000000', held.cid.toString())).extensions.code).toBe('NOT_FOUND');
-    const deploys = dataOf(await gql('query ($s: ID!) { getDeploysBySite(siteId: $s) { deploys { id } } }', { s: site.id })).getDeploysBySite.deploys;
+    const deploys = dataOf(await gql('query ($s: ID!) { getDeploysBySite(siteId: $s) { deploys { id } } }', { s: site.id }))
+      .getDeploysBySite.deploys;
     expect(deploys).toEqual([]);
-    expect(dataOf(await gql('query ($s: ID!) { getDeploysBySite(siteId: $s) { deploys { id } } }', { s: theirs.id }, b.apiKey)).getDeploysBySite.deploys).toEqual([]);
+    expect(
+      dataOf(await gql('query ($s: ID!) { getDeploysBySite(siteId: $s) { deploys { id } } }', { s: theirs.id }, b.apiKey)).getDeploysBySite
+        .deploys,
+    ).toEqual([]);
   });
 
-  test('without a valid key it is 401 (Bearer works too); another team\'s site is 403, an unknown one 404; GET is 405', async () => {
+  test("without a valid key it is 401 (Bearer works too); another team's site is 403, an unknown one 404; GET is 405", async () => {
     const block = await rawBlock();
     const car = await carOf([block.cid], [block]);
     for (const key of [null, 'cairn_not_a_key']) {
@@ -379,27 +453,45 @@ describe('a body past the limit', () => {
   test('a CAR past the limit through the Lambda door is 413, and what it stored before the limit is not kept', async () => {
     const big = await rawBlock(randomBytes(1024 * 1024));
     const blocks = [big, ...(await Promise.all(Array.from({ length: 8 }, () => rawBlock(randomBytes(1024 * 1024)))))];
-    const res = await lambdaFetch(graphqlLambda)(`${service.config.urls.baseUrl}/imports/car`, { method: 'POST', headers: { 'content-type': 'application/vnd.ipld.car', authorization: a.apiKey }, body: await carOf([big.cid], blocks) });
+    const res = await lambdaFetch(graphqlLambda)(`${service.config.urls.baseUrl}/imports/car`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/vnd.ipld.car', authorization: a.apiKey },
+      body: await carOf([big.cid], blocks),
+    });
     expect(res.status).toBe(413);
-    expect(await res.json()).toEqual({ ok: false, error: expect.stringMatching(/larger than the limit of 8388608 bytes \(CAIRN_MAX_IMPORT_BYTES\)/) });
+    expect(await res.json()).toEqual({
+      ok: false,
+      error: expect.stringMatching(/larger than the limit of 8388608 bytes \(CAIRN_MAX_IMPORT_BYTES\)/),
+    });
     await collectGarbage(service.services);
     const cids = blocks.map((block) => block.cid.toString());
-    const have = await fetch(`${service.config.urls.baseUrl}/imports/have`, { method: 'POST', headers: { authorization: a.apiKey }, body: JSON.stringify({ cids }) });
+    const have = await fetch(`${service.config.urls.baseUrl}/imports/have`, {
+      method: 'POST',
+      headers: { authorization: a.apiKey },
+      body: JSON.stringify({ cids }),
+    });
     expect((await have.json()).missing).toEqual(cids);
   });
   /** POSTs `total` bytes of a CAR in chunks, stopping once answered: the status, the answer, and how much was sent by then. */
-  function streamCar(headers: Record<string, string>, chunks: () => Uint8Array | undefined): Promise<{ status: number; body: string; sentWhenAnswered: number }> {
+  function streamCar(
+    headers: Record<string, string>,
+    chunks: () => Uint8Array | undefined,
+  ): Promise<{ status: number; body: string; sentWhenAnswered: number }> {
     return new Promise((resolve, reject) => {
       let sent = 0;
       let answered = false;
-      const req = httpRequest(`${service.config.urls.baseUrl}/imports/car`, { method: 'POST', headers: { 'content-type': 'application/vnd.ipld.car', authorization: a.apiKey, ...headers } }, (res) => {
-        answered = true;
-        const sentWhenAnswered = sent;
-        const parts: Buffer[] = [];
-        res.on('data', (part: Buffer) => parts.push(part));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString('utf8'), sentWhenAnswered }));
-        res.on('error', reject);
-      });
+      const req = httpRequest(
+        `${service.config.urls.baseUrl}/imports/car`,
+        { method: 'POST', headers: { 'content-type': 'application/vnd.ipld.car', authorization: a.apiKey, ...headers } },
+        (res) => {
+          answered = true;
+          const sentWhenAnswered = sent;
+          const parts: Buffer[] = [];
+          res.on('data', (part: Buffer) => parts.push(part));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString('utf8'), sentWhenAnswered }));
+          res.on('error', reject);
+        },
+      );
       req.on('error', (err) => {
         if (!answered) reject(err);
       });
@@ -440,7 +532,11 @@ describe('a body past the limit', () => {
     // The server stopped at the limit: what was sent by the answer is the limit plus what the sockets buffer.
     expect(result.sentWhenAnswered).toBeLessThan(total / 4);
     await collectGarbage(service.services);
-    const res = await fetch(`${service.config.urls.baseUrl}/imports/have`, { method: 'POST', headers: { authorization: a.apiKey }, body: JSON.stringify({ cids: [block.cid.toString()] }) });
+    const res = await fetch(`${service.config.urls.baseUrl}/imports/have`, {
+      method: 'POST',
+      headers: { authorization: a.apiKey },
+      body: JSON.stringify({ cids: [block.cid.toString()] }),
+    });
     expect((await res.json()).missing).toEqual([block.cid.toString()]);
   });
 
@@ -461,8 +557,13 @@ describe('import pins in time', () => {
     await short?.close();
   });
   const post = (path: string, body: Uint8Array | string, type: string) =>
-    fetch(`${short.config.urls.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': type, authorization: BOOT.apiToken }, body: body as BodyInit });
-  const missingOf = async (cids: string[]) => (await (await post('/imports/have', JSON.stringify({ cids }), 'application/json')).json()).missing as string[];
+    fetch(`${short.config.urls.baseUrl}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': type, authorization: BOOT.apiToken },
+      body: body as BodyInit,
+    });
+  const missingOf = async (cids: string[]) =>
+    (await (await post('/imports/have', JSON.stringify({ cids }), 'application/json')).json()).missing as string[];
 
   test('a complete and a pending import survive a collection before their time, and are collected after it; a deployed one stays', async () => {
     // Each DAG holds a file that is also an object, deleted after the
@@ -473,9 +574,14 @@ describe('import pins in time', () => {
     const whole = await builtFolder({ ...newSiteFiles(`whole ${Date.now()}`), 'shared.txt': wholeShared });
     const pending = await builtFolder({ ...newSiteFiles(`pending ${Date.now()}`), 'shared.txt': pendingShared });
     const deployed = await builtFolder(newSiteFiles(`deployed ${Date.now()}`));
-    const pendingSharedCid = (await importFile(new MemoryBlockstore(), (async function* () {
-      yield pendingShared;
-    })())).cid;
+    const pendingSharedCid = (
+      await importFile(
+        new MemoryBlockstore(),
+        (async function* () {
+          yield pendingShared;
+        })(),
+      )
+    ).cid;
     const pendingPart = pending.blocks.filter((block, i) => (i > 0 && i < 4) || sameBlock(block.cid, pendingSharedCid));
     const answers = await Promise.all([
       post('/imports/car', await carOf([whole.root], whole.blocks), 'application/vnd.ipld.car').then((r) => r.json()),
@@ -487,8 +593,21 @@ describe('import pins in time', () => {
 
     const client = graphqlClient({ name: 'node:http door', fetch: (u, init) => fetch(u, init as RequestInit) }, short.endpoints.graphql);
     const key = BOOT.apiToken;
-    const site = dataOf(await client.gql(key, 'mutation ($i: CreateSiteInput!) { createSite(input: $i) { id } }', { i: { deploySettings: { source: { repository: { type: 'GIT_HOST', url: 'https://git.invalid/acme/never-cloned.git', branch: 'main' } } } } })).createSite;
-    const started = dataOf(await client.gql(key, 'mutation ($s: ID!, $c: String!) { deployCid(siteId: $s, cid: $c) { id } }', { s: site.id, c: deployed.root.toString() })).deployCid;
+    const site = dataOf(
+      await client.gql(key, 'mutation ($i: CreateSiteInput!) { createSite(input: $i) { id } }', {
+        i: {
+          deploySettings: {
+            source: { repository: { type: 'GIT_HOST', url: 'https://git.invalid/acme/never-cloned.git', branch: 'main' } },
+          },
+        },
+      }),
+    ).createSite;
+    const started = dataOf(
+      await client.gql(key, 'mutation ($s: ID!, $c: String!) { deployCid(siteId: $s, cid: $c) { id } }', {
+        s: site.id,
+        c: deployed.root.toString(),
+      }),
+    ).deployCid;
 
     const wholeCids = whole.blocks.map((block) => block.cid.toString());
     const pendingCids = pendingPart.map((block) => block.cid.toString());
@@ -505,7 +624,12 @@ describe('import pins in time', () => {
     // The deploy takes its DAG before the import pin's time is up.
     const deadline = Date.now() + 60_000;
     for (;;) {
-      const deploy = dataOf(await client.gql(key, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { status } }', { s: site.id, d: started.id })).getDeployById;
+      const deploy = dataOf(
+        await client.gql(key, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { status } }', {
+          s: site.id,
+          d: started.id,
+        }),
+      ).getDeployById;
       if (deploy.status === 'DEPLOYED') break;
       expect(deploy.status).toBe('IN_PROGRESS');
       if (Date.now() > deadline) throw new Error('the deploy did not end');

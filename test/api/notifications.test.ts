@@ -62,7 +62,14 @@ function receive(req: IncomingMessage, res: ServerResponse): void {
     } catch {
       body = undefined;
     }
-    received.push({ path, headers: req.headers, raw, body, at: Date.now(), verified: verify(secrets.get(path), req.headers['x-cairn-signature'] as string | undefined, raw) });
+    received.push({
+      path,
+      headers: req.headers,
+      raw,
+      body,
+      at: Date.now(),
+      verified: verify(secrets.get(path), req.headers['x-cairn-signature'] as string | undefined, raw),
+    });
     const plan = plans.get(path) ?? [200];
     const answer = plan.length > 1 ? plan.shift()! : plan[0]!;
     if (answer === 'hang') return; // never answers
@@ -110,16 +117,27 @@ let repos = 0;
 let paths = 0;
 const newPath = () => `/hook-${++paths}`;
 
-async function gitSite(files: Record<string, string>, build: Record<string, unknown> = {}): Promise<{ id: string; slug: string; commit: string; repo: string }> {
+async function gitSite(
+  files: Record<string, string>,
+  build: Record<string, unknown> = {},
+): Promise<{ id: string; slug: string; commit: string; repo: string }> {
   const repo = `acme/notified-${++repos}`;
   const commit = await git.commit(repo, files, 'the commit');
-  const input = { buildSettings: build, deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'main' } } } };
+  const input = {
+    buildSettings: build,
+    deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'main' } } },
+  };
   const site = dataOf(await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', { input })).createSite;
   return { ...site, commit, repo };
 }
 
 async function addUrl(siteId: string, path: string, events?: string[], base = receiverUrl): Promise<{ id: string; secret: string }> {
-  const res = dataOf(await gql('mutation ($s: ID!, $u: String!, $e: [DeployEvent!]) { addNotificationUrl(siteId: $s, url: $u, events: $e) { notificationUrl { id url events } secret } }', { s: siteId, u: `${base}${path}`, e: events })).addNotificationUrl;
+  const res = dataOf(
+    await gql(
+      'mutation ($s: ID!, $u: String!, $e: [DeployEvent!]) { addNotificationUrl(siteId: $s, url: $u, events: $e) { notificationUrl { id url events } secret } }',
+      { s: siteId, u: `${base}${path}`, e: events },
+    ),
+  ).addNotificationUrl;
   secrets.set(path, res.secret);
   return { id: res.notificationUrl.id, secret: res.secret };
 }
@@ -141,28 +159,50 @@ async function poll<T>(what: string, get: () => Promise<T> | T, done: (v: T) => 
 const at = (path: string) => received.filter((r) => r.path === path);
 
 async function deliveriesOf(siteId: string, urlId: string, limit = 10): Promise<any[]> {
-  const site = dataOf(await gql(`query ($s: ID!, $l: Int) { getSiteById(siteId: $s) { notificationUrls { id lastDeliveries(limit: $l) { ${DELIVERY} } } } }`, { s: siteId, l: limit })).getSiteById;
+  const site = dataOf(
+    await gql(
+      `query ($s: ID!, $l: Int) { getSiteById(siteId: $s) { notificationUrls { id lastDeliveries(limit: $l) { ${DELIVERY} } } } }`,
+      { s: siteId, l: limit },
+    ),
+  ).getSiteById;
   return site.notificationUrls.find((u: any) => u.id === urlId).lastDeliveries;
 }
 
 async function deployOf(siteId: string, deployId: string): Promise<any> {
-  return dataOf(await gql('query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { id status ipfsHash published log repository { commit branch } } }', { s: siteId, d: deployId })).getDeployById;
+  return dataOf(
+    await gql(
+      'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { id status ipfsHash published log repository { commit branch } } }',
+      { s: siteId, d: deployId },
+    ),
+  ).getDeployById;
 }
 
-test('a failing build delivers a signed FAILED notification with the log\'s last 50 lines', async () => {
+test("a failing build delivers a signed FAILED notification with the log's last 50 lines", async () => {
   const lines = Array.from({ length: 80 }, (_, i) => `echo build-line-${i + 1}`).join('; ');
   const site = await gitSite({ 'index.html': 'x' }, { buildCommand: `${lines}; exit 3` });
   const path = newPath();
   const url = await addUrl(site.id, path, ['FAILED']);
   const deploy = await trigger(site.id);
-  const [delivery] = await poll('the FAILED notification', () => at(path), (r) => r.length >= 1);
+  const [delivery] = await poll(
+    'the FAILED notification',
+    () => at(path),
+    (r) => r.length >= 1,
+  );
   expect(delivery!.verified).toBe(true);
   expect(delivery!.headers['content-type']).toBe('application/json');
   expect(delivery!.headers['x-cairn-event']).toBe('FAILED');
   const body = delivery!.body;
   expect(body.event).toBe('FAILED');
   expect(body.site).toEqual({ id: site.id, slug: site.slug, name: expect.any(String), url: expect.stringContaining(`//${site.slug}.`) });
-  expect(body.deploy).toMatchObject({ id: deploy.id, siteId: site.id, status: 'FAILED', commit: site.commit, branch: 'main', ipfsHash: null, reason: 'the build command failed (exit code 3)' });
+  expect(body.deploy).toMatchObject({
+    id: deploy.id,
+    siteId: site.id,
+    status: 'FAILED',
+    commit: site.commit,
+    branch: 'main',
+    ipfsHash: null,
+    reason: 'the build command failed (exit code 3)',
+  });
   expect(body.deploy.url).toContain(`//${deploy.id.toLowerCase()}--${site.slug}.`);
   expect(body.deploy.completedAt).toEqual(expect.any(String));
   // The log's last 50 lines: its end, the reason last, and not its beginning.
@@ -176,7 +216,16 @@ test('a failing build delivers a signed FAILED notification with the log\'s last
   await new Promise((r) => setTimeout(r, 500));
   expect(at(path)).toHaveLength(1);
   const [recorded] = await deliveriesOf(site.id, url.id);
-  expect(recorded).toMatchObject({ id: delivery!.headers['x-cairn-delivery'], deployId: deploy.id, event: 'FAILED', status: 'DELIVERED', attempt: 1, statusCode: 200, error: null, nextAttemptAt: null });
+  expect(recorded).toMatchObject({
+    id: delivery!.headers['x-cairn-delivery'],
+    deployId: deploy.id,
+    event: 'FAILED',
+    status: 'DELIVERED',
+    attempt: 1,
+    statusCode: 200,
+    error: null,
+    nextAttemptAt: null,
+  });
 });
 
 test('a good deploy delivers CREATED, BUILDING, SUCCEEDED and PUBLISHED in order, readable through GraphQL', async () => {
@@ -184,7 +233,11 @@ test('a good deploy delivers CREATED, BUILDING, SUCCEEDED and PUBLISHED in order
   const path = newPath();
   const url = await addUrl(site.id, path);
   const deploy = await trigger(site.id);
-  const got = await poll('four notifications', () => at(path), (r) => r.length >= 4);
+  const got = await poll(
+    'four notifications',
+    () => at(path),
+    (r) => r.length >= 4,
+  );
   expect(got.map((r) => r.body.event)).toEqual(['CREATED', 'BUILDING', 'SUCCEEDED', 'PUBLISHED']);
   expect(got.map((r) => r.headers['x-cairn-event'])).toEqual(['CREATED', 'BUILDING', 'SUCCEEDED', 'PUBLISHED']);
   for (const r of got) {
@@ -199,9 +252,18 @@ test('a good deploy delivers CREATED, BUILDING, SUCCEEDED and PUBLISHED in order
   expect(got[1]!.body.deploy).toMatchObject({ status: 'IN_PROGRESS', commit: site.commit });
   expect(got[2]!.body.deploy).toMatchObject({ status: 'DEPLOYED', ipfsHash: done.ipfsHash, commit: site.commit });
   expect(got[3]!.body.deploy).toMatchObject({ status: 'DEPLOYED', ipfsHash: done.ipfsHash, published: true });
-  const recorded = await poll('four deliveries recorded', () => deliveriesOf(site.id, url.id), (d) => d.length === 4 && d.every((x: any) => x.status === 'DELIVERED'));
+  const recorded = await poll(
+    'four deliveries recorded',
+    () => deliveriesOf(site.id, url.id),
+    (d) => d.length === 4 && d.every((x: any) => x.status === 'DELIVERED'),
+  );
   // Newest first, each delivered at its first attempt with the receiver's status code.
-  expect(recorded.map((d: any) => [d.event, d.statusCode, d.attempt])).toEqual([['PUBLISHED', 200, 1], ['SUCCEEDED', 200, 1], ['BUILDING', 200, 1], ['CREATED', 200, 1]]);
+  expect(recorded.map((d: any) => [d.event, d.statusCode, d.attempt])).toEqual([
+    ['PUBLISHED', 200, 1],
+    ['SUCCEEDED', 200, 1],
+    ['BUILDING', 200, 1],
+    ['CREATED', 200, 1],
+  ]);
   expect(recorded.map((d: any) => d.id)).toEqual(got.map((r) => r.headers['x-cairn-delivery']).reverse());
   expect(await deliveriesOf(site.id, url.id, 2)).toHaveLength(2);
 });
@@ -213,10 +275,25 @@ test('a receiver that answers 500 gets the delivery again, signed anew, until it
   const url = await addUrl(site.id, path, ['CREATED']);
   const deploy = await trigger(site.id);
   // After the second 500 the next attempt is 2 s away (1 s base, doubled): the record says why meanwhile.
-  const pending = await poll('the second failed attempt recorded', () => deliveriesOf(site.id, url.id), (d) => d[0]?.attempt === 2);
-  expect(pending[0]).toMatchObject({ deployId: deploy.id, event: 'CREATED', status: 'PENDING', attempt: 2, statusCode: 500, error: 'the receiver answered 500' });
+  const pending = await poll(
+    'the second failed attempt recorded',
+    () => deliveriesOf(site.id, url.id),
+    (d) => d[0]?.attempt === 2,
+  );
+  expect(pending[0]).toMatchObject({
+    deployId: deploy.id,
+    event: 'CREATED',
+    status: 'PENDING',
+    attempt: 2,
+    statusCode: 500,
+    error: 'the receiver answered 500',
+  });
   expect(Date.parse(pending[0].nextAttemptAt) - Date.parse(pending[0].at)).toBeGreaterThanOrEqual(1900);
-  const [done] = await poll('the delivery delivered', () => deliveriesOf(site.id, url.id), (d) => d[0]?.status === 'DELIVERED');
+  const [done] = await poll(
+    'the delivery delivered',
+    () => deliveriesOf(site.id, url.id),
+    (d) => d[0]?.status === 'DELIVERED',
+  );
   expect(done).toMatchObject({ status: 'DELIVERED', attempt: 3, statusCode: 200, error: null });
   const got = at(path);
   expect(got).toHaveLength(3);
@@ -233,21 +310,40 @@ test('a receiver that never answers times out after 5 s, and the deploy does not
   plans.set(path, ['hang', 200]);
   const url = await addUrl(site.id, path, ['CREATED', 'SUCCEEDED']);
   const deploy = await trigger(site.id);
-  await poll('the hung delivery arriving', () => at(path), (r) => r.length >= 1);
+  await poll(
+    'the hung delivery arriving',
+    () => at(path),
+    (r) => r.length >= 1,
+  );
   // The deploy ends while the receiver still holds the first delivery.
-  const ended = await poll('the deploy ending', () => deployOf(site.id, deploy.id), (d) => d.status !== 'IN_PROGRESS', 4000);
+  const ended = await poll(
+    'the deploy ending',
+    () => deployOf(site.id, deploy.id),
+    (d) => d.status !== 'IN_PROGRESS',
+    4000,
+  );
   expect(ended.status).toBe('DEPLOYED');
   const meanwhile = await deliveriesOf(site.id, url.id);
   const created = meanwhile.find((d: any) => d.event === 'CREATED');
   expect(created).toMatchObject({ status: 'PENDING', attempt: 0, statusCode: null });
-  const timedOut = await poll('the attempt timing out', () => deliveriesOf(site.id, url.id), (d) => d.find((x: any) => x.event === 'CREATED')?.attempt >= 1, 10_000);
+  const timedOut = await poll(
+    'the attempt timing out',
+    () => deliveriesOf(site.id, url.id),
+    (d) => d.find((x: any) => x.event === 'CREATED')?.attempt >= 1,
+    10_000,
+  );
   const first = timedOut.find((x: any) => x.event === 'CREATED');
   expect(first.error).toBe('no answer within 5 s');
   expect(first.statusCode).toBeNull();
   expect(Date.parse(first.at) - at(path)[0]!.at).toBeGreaterThanOrEqual(4900);
   // One delivery per URL at a time: SUCCEEDED waited while CREATED was in flight, then went
   // while CREATED waited for its retry; tried again, CREATED is delivered too.
-  const all = await poll('both delivered', () => deliveriesOf(site.id, url.id), (d) => d.length === 2 && d.every((x: any) => x.status === 'DELIVERED'), 10_000);
+  const all = await poll(
+    'both delivered',
+    () => deliveriesOf(site.id, url.id),
+    (d) => d.length === 2 && d.every((x: any) => x.status === 'DELIVERED'),
+    10_000,
+  );
   expect(all.find((x: any) => x.event === 'CREATED')).toMatchObject({ attempt: 2, statusCode: 200 });
   expect(all.find((x: any) => x.event === 'SUCCEEDED')).toMatchObject({ attempt: 1, statusCode: 200 });
   const got = at(path);
@@ -259,23 +355,45 @@ test('a receiver that never answers times out after 5 s, and the deploy does not
 test('a manual publishDeploy (a rollback) delivers PUBLISHED for the deploy it puts back', async () => {
   const site = await gitSite({ 'index.html': 'one' });
   const first = await trigger(site.id);
-  await poll('the first deploy published', () => deployOf(site.id, first.id), (d) => d.status === 'DEPLOYED' && d.published);
+  await poll(
+    'the first deploy published',
+    () => deployOf(site.id, first.id),
+    (d) => d.status === 'DEPLOYED' && d.published,
+  );
   const second = await git.commit(site.repo, { 'index.html': 'two' }, 'the second commit');
   const next = await trigger(site.id);
-  await poll('the second deploy published', () => deployOf(site.id, next.id), (d) => d.status === 'DEPLOYED' && d.published);
+  await poll(
+    'the second deploy published',
+    () => deployOf(site.id, next.id),
+    (d) => d.status === 'DEPLOYED' && d.published,
+  );
   // Only what happens from here on is heard.
   const path = newPath();
   const url = await addUrl(site.id, path, ['PUBLISHED']);
-  const rolledBack = dataOf(await gql('mutation ($s: ID!, $d: ID!) { publishDeploy(siteId: $s, deployId: $d) { id published } }', { s: site.id, d: first.id })).publishDeploy;
+  const rolledBack = dataOf(
+    await gql('mutation ($s: ID!, $d: ID!) { publishDeploy(siteId: $s, deployId: $d) { id published } }', { s: site.id, d: first.id }),
+  ).publishDeploy;
   expect(rolledBack).toEqual({ id: first.id, published: true });
-  const [delivery] = await poll('the PUBLISHED notification', () => at(path), (r) => r.length >= 1);
+  const [delivery] = await poll(
+    'the PUBLISHED notification',
+    () => at(path),
+    (r) => r.length >= 1,
+  );
   expect(delivery!.verified).toBe(true);
   expect(delivery!.headers['x-cairn-event']).toBe('PUBLISHED');
-  expect(delivery!.body).toMatchObject({ event: 'PUBLISHED', site: { id: site.id }, deploy: { id: first.id, status: 'DEPLOYED', published: true, commit: site.commit } });
+  expect(delivery!.body).toMatchObject({
+    event: 'PUBLISHED',
+    site: { id: site.id },
+    deploy: { id: first.id, status: 'DEPLOYED', published: true, commit: site.commit },
+  });
   expect(delivery!.body.deploy.commit).not.toBe(second);
   await new Promise((r) => setTimeout(r, 300));
   expect(at(path)).toHaveLength(1);
-  const [recorded] = await poll('the delivery recorded', () => deliveriesOf(site.id, url.id), (d) => d[0]?.status === 'DELIVERED');
+  const [recorded] = await poll(
+    'the delivery recorded',
+    () => deliveriesOf(site.id, url.id),
+    (d) => d[0]?.status === 'DELIVERED',
+  );
   expect(recorded).toMatchObject({ deployId: first.id, event: 'PUBLISHED', attempt: 1, statusCode: 200 });
 });
 
@@ -288,12 +406,28 @@ test('a URL nobody listens on (connection refused) is retried with the error rec
   const path = newPath();
   const url = await addUrl(site.id, path, ['CREATED'], `http://127.0.0.1:${port}`);
   const deploy = await trigger(site.id);
-  const refused = await poll('a refused attempt recorded', () => deliveriesOf(site.id, url.id), (d) => d[0]?.attempt >= 1);
-  expect(refused[0]).toMatchObject({ deployId: deploy.id, event: 'CREATED', status: 'PENDING', statusCode: null, error: expect.stringMatching(/ECONNREFUSED/), nextAttemptAt: expect.any(String) });
+  const refused = await poll(
+    'a refused attempt recorded',
+    () => deliveriesOf(site.id, url.id),
+    (d) => d[0]?.attempt >= 1,
+  );
+  expect(refused[0]).toMatchObject({
+    deployId: deploy.id,
+    event: 'CREATED',
+    status: 'PENDING',
+    statusCode: null,
+    error: expect.stringMatching(/ECONNREFUSED/),
+    nextAttemptAt: expect.any(String),
+  });
   expect(at(path)).toEqual([]);
   const late = await listen(port);
   try {
-    const [done] = await poll('the delivery delivered', () => deliveriesOf(site.id, url.id), (d) => d[0]?.status === 'DELIVERED', 20_000);
+    const [done] = await poll(
+      'the delivery delivered',
+      () => deliveriesOf(site.id, url.id),
+      (d) => d[0]?.status === 'DELIVERED',
+      20_000,
+    );
     expect(done).toMatchObject({ status: 'DELIVERED', statusCode: 200, error: null, nextAttemptAt: null });
     expect(done.attempt).toBeGreaterThanOrEqual(2);
     const got = at(path);
@@ -312,7 +446,11 @@ describe('adding and removing URLs', () => {
   });
 
   const add = (url: string, events?: string[], key = a.apiKey, siteId = site.id) =>
-    gql('mutation ($s: ID!, $u: String!, $e: [DeployEvent!]) { addNotificationUrl(siteId: $s, url: $u, events: $e) { notificationUrl { id } secret } }', { s: siteId, u: url, e: events }, key);
+    gql(
+      'mutation ($s: ID!, $u: String!, $e: [DeployEvent!]) { addNotificationUrl(siteId: $s, url: $u, events: $e) { notificationUrl { id } secret } }',
+      { s: siteId, u: url, e: events },
+      key,
+    );
 
   test.each([
     ['not a URL', 'hooks.example.com/x', /absolute URL/],
@@ -335,10 +473,14 @@ describe('adding and removing URLs', () => {
   });
 
   test('an unknown site is NOT_FOUND; a lastDeliveries limit below 1 is BAD_USER_INPUT', async () => {
-    expect(onlyError(await add(`${receiverUrl}/x`, undefined, a.apiKey, '00000000-0000-4000-8000-000000000000')).extensions.code).toBe('NOT_FOUND');
+    expect(onlyError(await add(`${receiverUrl}/x`, undefined, a.apiKey, '00000000-0000-4000-8000-000000000000')).extensions.code).toBe(
+      'NOT_FOUND',
+    );
     const own = await gitSite({ 'index.html': 'x' });
     await addUrl(own.id, newPath());
-    const err = onlyError(await gql('query ($s: ID!) { getSiteById(siteId: $s) { notificationUrls { lastDeliveries(limit: 0) { id } } } }', { s: own.id }));
+    const err = onlyError(
+      await gql('query ($s: ID!) { getSiteById(siteId: $s) { notificationUrls { lastDeliveries(limit: 0) { id } } } }', { s: own.id }),
+    );
     expect(err.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'limit' });
   });
 
@@ -354,16 +496,29 @@ describe('adding and removing URLs', () => {
     const eleventh = onlyError(await add(`${receiverUrl}/many-10`, undefined, a.apiKey, own.id));
     expect(eleventh.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'url' });
     expect(eleventh.message).toMatch(/at most 10/);
-    const listed = dataOf(await gql('query ($s: ID!) { getSiteById(siteId: $s) { notificationUrls { id url events createdAt } } }', { s: own.id })).getSiteById.notificationUrls;
+    const listed = dataOf(
+      await gql('query ($s: ID!) { getSiteById(siteId: $s) { notificationUrls { id url events createdAt } } }', { s: own.id }),
+    ).getSiteById.notificationUrls;
     expect(listed).toHaveLength(10);
     expect(listed[0]).toMatchObject({ url: `${receiverUrl}/many-0`, events: ['CREATED', 'BUILDING', 'FAILED', 'SUCCEEDED', 'PUBLISHED'] });
-    expect(onlyError(await gql('query ($s: ID!) { getSiteById(siteId: $s) { notificationUrls { secret } } }', { s: own.id })).extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
-    const item = await service.services.db.doc.send(new GetCommand({ TableName: service.config.tables.sites, Key: { pk: `SITE#${own.id}`, sk: `NOTIFYURL#${listed[0].id}` } }));
+    expect(
+      onlyError(await gql('query ($s: ID!) { getSiteById(siteId: $s) { notificationUrls { secret } } }', { s: own.id })).extensions.code,
+    ).toBe('GRAPHQL_VALIDATION_FAILED');
+    const item = await service.services.db.doc.send(
+      new GetCommand({ TableName: service.config.tables.sites, Key: { pk: `SITE#${own.id}`, sk: `NOTIFYURL#${listed[0].id}` } }),
+    );
     expect(typeof item.Item?.secret).toBe('string');
     expect(item.Item!.secret).not.toContain(secretsSeen[0]!.slice(6));
     expect(JSON.stringify(item.Item)).not.toContain(secretsSeen[0]);
     // One removed makes room again.
-    expect(dataOf(await gql('mutation ($s: ID!, $n: ID!) { removeNotificationUrl(siteId: $s, notificationUrlId: $n) }', { s: own.id, n: listed[0].id })).removeNotificationUrl).toBe(true);
+    expect(
+      dataOf(
+        await gql('mutation ($s: ID!, $n: ID!) { removeNotificationUrl(siteId: $s, notificationUrlId: $n) }', {
+          s: own.id,
+          n: listed[0].id,
+        }),
+      ).removeNotificationUrl,
+    ).toBe(true);
     expect(dataOf(await add(`${receiverUrl}/many-10`, undefined, a.apiKey, own.id)).addNotificationUrl.secret).toMatch(/^whsec_/);
   });
 
@@ -373,11 +528,21 @@ describe('adding and removing URLs', () => {
     const removed = newPath();
     await addUrl(own.id, kept, ['CREATED']);
     const gone = await addUrl(own.id, removed, ['CREATED']);
-    expect(dataOf(await gql('mutation ($s: ID!, $n: ID!) { removeNotificationUrl(siteId: $s, notificationUrlId: $n) }', { s: own.id, n: gone.id })).removeNotificationUrl).toBe(true);
-    const again = onlyError(await gql('mutation ($s: ID!, $n: ID!) { removeNotificationUrl(siteId: $s, notificationUrlId: $n) }', { s: own.id, n: gone.id }));
+    expect(
+      dataOf(
+        await gql('mutation ($s: ID!, $n: ID!) { removeNotificationUrl(siteId: $s, notificationUrlId: $n) }', { s: own.id, n: gone.id }),
+      ).removeNotificationUrl,
+    ).toBe(true);
+    const again = onlyError(
+      await gql('mutation ($s: ID!, $n: ID!) { removeNotificationUrl(siteId: $s, notificationUrlId: $n) }', { s: own.id, n: gone.id }),
+    );
     expect(again.extensions.code).toBe('NOT_FOUND');
     await trigger(own.id);
-    await poll('the kept URL notified', () => at(kept), (r) => r.length >= 1);
+    await poll(
+      'the kept URL notified',
+      () => at(kept),
+      (r) => r.length >= 1,
+    );
     await new Promise((r) => setTimeout(r, 300));
     expect(at(removed)).toHaveLength(0);
   });
@@ -395,12 +560,19 @@ describe('adding and removing URLs', () => {
     const url = await addUrl(site.id, path);
     const forbiddenAdd = onlyError(await add(`${receiverUrl}/intruder`, undefined, b.apiKey));
     expect(forbiddenAdd.extensions.code).toBe('FORBIDDEN');
-    const forbiddenRemove = onlyError(await gql('mutation ($s: ID!, $n: ID!) { removeNotificationUrl(siteId: $s, notificationUrlId: $n) }', { s: site.id, n: url.id }, b.apiKey));
+    const forbiddenRemove = onlyError(
+      await gql(
+        'mutation ($s: ID!, $n: ID!) { removeNotificationUrl(siteId: $s, notificationUrlId: $n) }',
+        { s: site.id, n: url.id },
+        b.apiKey,
+      ),
+    );
     expect(forbiddenRemove.extensions.code).toBe('FORBIDDEN');
     const read = dataOf(await gql('query ($s: ID!) { getSiteById(siteId: $s) { notificationUrls { id url } } }', { s: site.id }, b.apiKey));
     expect(read.getSiteById).toBeNull();
     // Untouched by the other team.
-    const own = dataOf(await gql('query ($s: ID!) { getSiteById(siteId: $s) { notificationUrls { id url } } }', { s: site.id })).getSiteById.notificationUrls;
+    const own = dataOf(await gql('query ($s: ID!) { getSiteById(siteId: $s) { notificationUrls { id url } } }', { s: site.id })).getSiteById
+      .notificationUrls;
     expect(own).toEqual([{ id: url.id, url: `${receiverUrl}${path}` }]);
   });
 });

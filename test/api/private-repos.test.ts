@@ -28,10 +28,19 @@ const serviceOutput: string[] = [];
 const writes = { out: process.stdout.write.bind(process.stdout), err: process.stderr.write.bind(process.stderr) };
 
 beforeAll(async () => {
-  process.stdout.write = ((chunk: unknown, ...rest: unknown[]) => (serviceOutput.push(String(chunk)), writes.out(chunk as string, ...(rest as [])))) as typeof process.stdout.write;
-  process.stderr.write = ((chunk: unknown, ...rest: unknown[]) => (serviceOutput.push(String(chunk)), writes.err(chunk as string, ...(rest as [])))) as typeof process.stderr.write;
+  process.stdout.write = ((chunk: unknown, ...rest: unknown[]) => (
+    serviceOutput.push(String(chunk)),
+    writes.out(chunk as string, ...(rest as []))
+  )) as typeof process.stdout.write;
+  process.stderr.write = ((chunk: unknown, ...rest: unknown[]) => (
+    serviceOutput.push(String(chunk)),
+    writes.err(chunk as string, ...(rest as []))
+  )) as typeof process.stderr.write;
   // Info lines too: the search covers what the service would log in production.
-  [service, git] = await Promise.all([startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_PREVIEW: 'off', CAIRN_LOG_LEVEL: 'debug' }), startGitServer()]);
+  [service, git] = await Promise.all([
+    startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_PREVIEW: 'off', CAIRN_LOG_LEVEL: 'debug' }),
+    startGitServer(),
+  ]);
   a = await newAccount(service, 'private');
   service.services.logger.info('capture probe'); // shows the capture below sees the service's logger
   client = graphqlClient({ name: 'node:http door', fetch: (url, init) => fetch(url, init as RequestInit) }, service.endpoints.graphql);
@@ -57,16 +66,25 @@ const DEPLOY = 'id status published log repository { commit branch }';
 const SITE = 'id repositoryTokenSet repositoryUsername latestDeploy { id status log }';
 
 async function createSite(url: string): Promise<string> {
-  const input = { buildSettings: { publishDirectoryPath: 'public' }, deploySettings: { source: { repository: { type: 'GIT_HOST', url, branch: 'main' } } } };
+  const input = {
+    buildSettings: { publishDirectoryPath: 'public' },
+    deploySettings: { source: { repository: { type: 'GIT_HOST', url, branch: 'main' } } },
+  };
   return data(await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id } }', { input })).createSite.id;
 }
 const setToken = async (siteId: string, token: string | null, username?: string) =>
-  gql(`mutation ($s: ID!, $t: String, $u: String) { setRepositoryToken(siteId: $s, token: $t, username: $u) { ${SITE} } }`, { s: siteId, t: token, u: username });
+  gql(`mutation ($s: ID!, $t: String, $u: String) { setRepositoryToken(siteId: $s, token: $t, username: $u) { ${SITE} } }`, {
+    s: siteId,
+    t: token,
+    u: username,
+  });
 async function deploy(siteId: string) {
   const { id } = data(await gql(`mutation ($s: ID!) { triggerDeploy(siteId: $s) { ${DEPLOY} } }`, { s: siteId })).triggerDeploy;
   const deadline = Date.now() + 40_000;
   for (;;) {
-    const d = data(await gql(`query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { ${DEPLOY} } }`, { s: siteId, d: id })).getDeployById;
+    const d = data(
+      await gql(`query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { ${DEPLOY} } }`, { s: siteId, d: id }),
+    ).getDeployById;
     if (d.status !== 'IN_PROGRESS' && /Published|Failed/.test(d.log ?? '')) return d;
     if (Date.now() > deadline) throw new Error(`deploy ${id} did not end: ${JSON.stringify(d)}`);
     await new Promise((r) => setTimeout(r, 100));
@@ -94,10 +112,12 @@ test('with the right token the private repository deploys; the Site says only th
   // The host was sent exactly these basic credentials.
   const sent = git.authorizations().filter((x) => x.path.startsWith(`/${REPO}.git/`));
   expect(sent.length).toBeGreaterThan(0);
-  expect(new Set(sent.map((x) => x.authorization))).toEqual(new Set([`Basic ${Buffer.from(`x-access-token:${TOKEN}`).toString('base64')}`]));
+  expect(new Set(sent.map((x) => x.authorization))).toEqual(
+    new Set([`Basic ${Buffer.from(`x-access-token:${TOKEN}`).toString('base64')}`]),
+  );
 });
 
-test('another site of the same repository without a token fails asking for one (it never gets the first site\'s mirror or token)', async () => {
+test("another site of the same repository without a token fails asking for one (it never gets the first site's mirror or token)", async () => {
   const d = await deploy(otherSiteId);
   expect(d.status).toBe('FAILED');
   expect(d.log.trim().split('\n').at(-1)).toMatch(/Failed: the repository asks for credentials; set the site's repository access token/);
@@ -127,18 +147,27 @@ test('a token is cleared with null; the user name defaults to oauth2 for GitLab 
 test('the tokens appear in no GraphQL response, deploy log, deploy record, service log line or plaintext at rest', async () => {
   // Set the right one again (sealed at rest) and read everything there is to read.
   await setToken(siteId, TOKEN);
-  const listing = data(await gql(`query ($s: ID!) { getDeploysBySite(siteId: $s, limit: 10) { deploys { ${DEPLOY} id published } } }`, { s: siteId })).getDeploysBySite.deploys;
+  const listing = data(
+    await gql(`query ($s: ID!) { getDeploysBySite(siteId: $s, limit: 10) { deploys { ${DEPLOY} id published } } }`, { s: siteId }),
+  ).getDeploysBySite.deploys;
   expect(listing.length).toBeGreaterThanOrEqual(2);
   await gql(`query ($s: ID!) { getSiteById(siteId: $s) { ${SITE} buildSettings { environmentVariables { name value } } } }`, { s: siteId });
 
   const logs: string[] = [];
   for (const id of [siteId, otherSiteId]) {
-    const items = await service.services.db.doc.send(new QueryCommand({ TableName: service.config.tables.deploys, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': `SITE#${id}` } }));
+    const items = await service.services.db.doc.send(
+      new QueryCommand({
+        TableName: service.config.tables.deploys,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': `SITE#${id}` },
+      }),
+    );
     expect(items.Items!.length).toBeGreaterThan(0);
     for (const item of items.Items!) {
       expect(JSON.stringify(item)).not.toContain(TOKEN);
       expect(JSON.stringify(item)).not.toContain(WRONG);
-      if (typeof item.id === 'string') logs.push((await service.services.deployLogs.read(deployLogKey(id, item.id)).catch(() => undefined)) ?? '');
+      if (typeof item.id === 'string')
+        logs.push((await service.services.deployLogs.read(deployLogKey(id, item.id)).catch(() => undefined)) ?? '');
     }
   }
   const apiLogs = listing.map((d: any) => d.log as string);
@@ -149,7 +178,9 @@ test('the tokens appear in no GraphQL response, deploy log, deploy record, servi
   }
   expect(responses.length).toBeGreaterThan(10);
   expect(serviceOutput.some((l) => l.includes('capture probe'))).toBe(true); // the capture did see the service's log lines
-  const sealed = await service.services.db.doc.send(new GetCommand({ TableName: service.config.tables.sites, Key: { pk: `SITE#${siteId}`, sk: 'SECRETS' } }));
+  const sealed = await service.services.db.doc.send(
+    new GetCommand({ TableName: service.config.tables.sites, Key: { pk: `SITE#${siteId}`, sk: 'SECRETS' } }),
+  );
   expect(sealed.Item?.repositoryToken).toEqual(expect.stringMatching(/^v1\./));
   expect(JSON.stringify(sealed.Item)).not.toContain(TOKEN);
   // And it opens to the token, bound to this site.

@@ -70,9 +70,19 @@ const grantsOf = (grants: Grant[] | undefined) => (grants ?? []).map((g) => [g.G
 const expectedGrants = (owner: string, acl: string) =>
   ({
     private: [[owner, 'FULL_CONTROL']],
-    'public-read': [[owner, 'FULL_CONTROL'], [ALL_USERS, 'READ']],
-    'public-read-write': [[owner, 'FULL_CONTROL'], [ALL_USERS, 'READ'], [ALL_USERS, 'WRITE']],
-    'authenticated-read': [[owner, 'FULL_CONTROL'], [AUTHENTICATED_USERS, 'READ']],
+    'public-read': [
+      [owner, 'FULL_CONTROL'],
+      [ALL_USERS, 'READ'],
+    ],
+    'public-read-write': [
+      [owner, 'FULL_CONTROL'],
+      [ALL_USERS, 'READ'],
+      [ALL_USERS, 'WRITE'],
+    ],
+    'authenticated-read': [
+      [owner, 'FULL_CONTROL'],
+      [AUTHENTICATED_USERS, 'READ'],
+    ],
   })[acl];
 
 const CANNED = ['private', 'public-read', 'public-read-write', 'authenticated-read'] as const;
@@ -94,7 +104,7 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
     anon = unsigned(door.client());
   });
 
-  test('CreateBucket x-amz-acl and PutBucketAcl store each canned ACL; GetBucketAcl answers S3\'s grants', async () => {
+  test("CreateBucket x-amz-acl and PutBucketAcl store each canned ACL; GetBucketAcl answers S3's grants", async () => {
     for (const acl of CANNED) {
       const bucket = `canned-${acl}-${tag}`;
       await s3.send(new CreateBucketCommand({ Bucket: bucket, ACL: acl }));
@@ -113,31 +123,51 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
     await s3.send(new CreateBucketCommand({ Bucket: bucket }));
     const owner = { ID: bootAccount };
     const ownerGrant = { Grantee: { Type: 'CanonicalUser' as const, ID: bootAccount }, Permission: 'FULL_CONTROL' as const };
-    await s3.send(new PutBucketAclCommand({
-      Bucket: bucket,
-      AccessControlPolicy: { Owner: owner, Grants: [ownerGrant, { Grantee: { Type: 'Group', URI: AUTHENTICATED_USERS }, Permission: 'READ' }] },
-    }));
-    expect(grantsOf((await s3.send(new GetBucketAclCommand({ Bucket: bucket }))).Grants)).toEqual(expectedGrants(bootAccount, 'authenticated-read'));
+    await s3.send(
+      new PutBucketAclCommand({
+        Bucket: bucket,
+        AccessControlPolicy: {
+          Owner: owner,
+          Grants: [ownerGrant, { Grantee: { Type: 'Group', URI: AUTHENTICATED_USERS }, Permission: 'READ' }],
+        },
+      }),
+    );
+    expect(grantsOf((await s3.send(new GetBucketAclCommand({ Bucket: bucket }))).Grants)).toEqual(
+      expectedGrants(bootAccount, 'authenticated-read'),
+    );
     for (const grant of [
       { Grantee: { Type: 'CanonicalUser' as const, ID: 'someone-else' }, Permission: 'READ' as const },
       { Grantee: { Type: 'Group' as const, URI: ALL_USERS }, Permission: 'WRITE_ACP' as const },
     ]) {
-      const err = await failure(s3.send(new PutBucketAclCommand({ Bucket: bucket, AccessControlPolicy: { Owner: owner, Grants: [ownerGrant, grant] } })));
+      const err = await failure(
+        s3.send(new PutBucketAclCommand({ Bucket: bucket, AccessControlPolicy: { Owner: owner, Grants: [ownerGrant, grant] } })),
+      );
       expect(err).toMatchObject({ name: 'NotImplemented', $metadata: { httpStatusCode: 501 } });
       expect(err.message).toMatch(/canned ACLs/);
     }
-    expect(grantsOf((await s3.send(new GetBucketAclCommand({ Bucket: bucket }))).Grants)).toEqual(expectedGrants(bootAccount, 'authenticated-read'));
+    expect(grantsOf((await s3.send(new GetBucketAclCommand({ Bucket: bucket }))).Grants)).toEqual(
+      expectedGrants(bootAccount, 'authenticated-read'),
+    );
   });
 
   test('an invalid canned ACL is InvalidArgument (400) and leaves nothing behind', async () => {
     const bucket = `bogus-acl-${tag}`;
     const bogus = 'public-everything' as BucketCannedACL;
-    expect(await failure(s3.send(new CreateBucketCommand({ Bucket: bucket, ACL: bogus })))).toMatchObject({ name: 'InvalidArgument', $metadata: { httpStatusCode: 400 } });
+    expect(await failure(s3.send(new CreateBucketCommand({ Bucket: bucket, ACL: bogus })))).toMatchObject({
+      name: 'InvalidArgument',
+      $metadata: { httpStatusCode: 400 },
+    });
     expect(await failure(s3.send(new HeadBucketCommand({ Bucket: bucket })))).toMatchObject({ $metadata: { httpStatusCode: 404 } });
-    expect(await failure(s3.send(new PutBucketAclCommand({ Bucket: B, ACL: bogus })))).toMatchObject({ name: 'InvalidArgument', $metadata: { httpStatusCode: 400 } });
+    expect(await failure(s3.send(new PutBucketAclCommand({ Bucket: B, ACL: bogus })))).toMatchObject({
+      name: 'InvalidArgument',
+      $metadata: { httpStatusCode: 400 },
+    });
     expect(await bucketAcl(s3, B)).toBe('private');
     const key = `bogus-${tag}.txt`;
-    expect(await failure(s3.send(new PutObjectCommand({ Bucket: B, Key: key, Body: 'x', ACL: bogus as never })))).toMatchObject({ name: 'InvalidArgument', $metadata: { httpStatusCode: 400 } });
+    expect(await failure(s3.send(new PutObjectCommand({ Bucket: B, Key: key, Body: 'x', ACL: bogus as never })))).toMatchObject({
+      name: 'InvalidArgument',
+      $metadata: { httpStatusCode: 400 },
+    });
     expect(await absent(s3, B, key)).toBe(true);
     // Only the ACL's owner may change it.
     expect(await failure(other.send(new PutBucketAclCommand({ Bucket: B, ACL: 'public-read' })))).toMatchObject({ name: 'AccessDenied' });
@@ -145,7 +175,7 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
     expect(await bucketAcl(s3, B)).toBe('private');
   });
 
-  test('objects take all four canned ACLs; GetObjectAcl answers S3\'s grants; PutObjectAcl changes them', async () => {
+  test("objects take all four canned ACLs; GetObjectAcl answers S3's grants; PutObjectAcl changes them", async () => {
     const key = `obj-grants-${tag}`;
     for (const acl of CANNED) {
       await s3.send(new PutObjectCommand({ Bucket: B, Key: key, Body: 'x', ACL: acl }));
@@ -163,8 +193,14 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
       await s3.send(new PutObjectCommand({ Bucket: B, Key: `${base}${acl}`, Body: `body ${acl}`, ACL: acl }));
     }
     const reads = async (client: S3Client, acl: string) => {
-      const got = await client.send(new GetObjectCommand({ Bucket: B, Key: `${base}${acl}` })).then((r) => r.Body!.transformToString(), (e: Error) => e.name);
-      const head = await client.send(new HeadObjectCommand({ Bucket: B, Key: `${base}${acl}` })).then(() => 'ok', (e: { $metadata: { httpStatusCode: number } }) => e.$metadata.httpStatusCode);
+      const got = await client.send(new GetObjectCommand({ Bucket: B, Key: `${base}${acl}` })).then(
+        (r) => r.Body!.transformToString(),
+        (e: Error) => e.name,
+      );
+      const head = await client.send(new HeadObjectCommand({ Bucket: B, Key: `${base}${acl}` })).then(
+        () => 'ok',
+        (e: { $metadata: { httpStatusCode: number } }) => e.$metadata.httpStatusCode,
+      );
       return [acl, got, head];
     };
     const expected = (who: 'other' | 'anon') =>
@@ -190,9 +226,18 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
       await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'private.txt', Body: 'private' }));
     }
     const lists = async (client: S3Client, bucket: string) => {
-      const v2 = await client.send(new ListObjectsV2Command({ Bucket: bucket })).then((r) => r.Contents!.map((c) => c.Key), (e: Error) => e.name);
-      const v1 = await client.send(new ListObjectsCommand({ Bucket: bucket })).then((r) => r.Contents!.map((c) => c.Key), (e: Error) => e.name);
-      const head = await client.send(new HeadBucketCommand({ Bucket: bucket })).then(() => 200, (e: { $metadata: { httpStatusCode: number } }) => e.$metadata.httpStatusCode);
+      const v2 = await client.send(new ListObjectsV2Command({ Bucket: bucket })).then(
+        (r) => r.Contents!.map((c) => c.Key),
+        (e: Error) => e.name,
+      );
+      const v1 = await client.send(new ListObjectsCommand({ Bucket: bucket })).then(
+        (r) => r.Contents!.map((c) => c.Key),
+        (e: Error) => e.name,
+      );
+      const head = await client.send(new HeadBucketCommand({ Bucket: bucket })).then(
+        () => 200,
+        (e: { $metadata: { httpStatusCode: number } }) => e.$metadata.httpStatusCode,
+      );
       return [v2, v1, head];
     };
     const keys = ['private.txt', 'public.txt'];
@@ -202,20 +247,38 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
     expect(await lists(other, members)).toEqual([keys, keys, 200]);
     expect(await lists(other, shut)).toEqual(['AccessDenied', 'AccessDenied', 403]);
     // Listing a bucket opens its keys, not its private objects' bytes: nor their CIDs, which any IPFS gateway would serve.
-    expect(await failure(anon.send(new GetObjectCommand({ Bucket: open, Key: 'private.txt' })))).toMatchObject({ name: 'AccessDenied', $metadata: { httpStatusCode: 403 } });
+    expect(await failure(anon.send(new GetObjectCommand({ Bucket: open, Key: 'private.txt' })))).toMatchObject({
+      name: 'AccessDenied',
+      $metadata: { httpStatusCode: 403 },
+    });
     expect(await (await anon.send(new GetObjectCommand({ Bucket: open, Key: 'public.txt' }))).Body!.transformToString()).toBe('public');
     const hashed = await (await door.fetch(`${target.endpoints.s3}/${open}?list-type=2&ipfs-hashes=true`)).text();
     const hashes = [...hashed.matchAll(/<Key>([^<]*)<\/Key>.*?<\/Contents>/g)].map((m) => [m[1], m[0].includes('<IpfsHash>')]);
-    expect(hashes).toEqual([['private.txt', false], ['public.txt', true]]);
+    expect(hashes).toEqual([
+      ['private.txt', false],
+      ['public.txt', true],
+    ]);
 
     for (const client of [s3, other, anon]) {
-      expect(await failure(client.send(new ListObjectsV2Command({ Bucket: `never-made-${tag}` })))).toMatchObject({ name: 'NoSuchBucket', $metadata: { httpStatusCode: 404 } });
-      expect(await failure(client.send(new GetObjectCommand({ Bucket: `never-made-${tag}`, Key: 'k' })))).toMatchObject({ name: 'NoSuchBucket', $metadata: { httpStatusCode: 404 } });
-      expect(await failure(client.send(new GetObjectCommand({ Bucket: open, Key: 'never-put' })))).toMatchObject({ name: 'NoSuchKey', $metadata: { httpStatusCode: 404 } });
+      expect(await failure(client.send(new ListObjectsV2Command({ Bucket: `never-made-${tag}` })))).toMatchObject({
+        name: 'NoSuchBucket',
+        $metadata: { httpStatusCode: 404 },
+      });
+      expect(await failure(client.send(new GetObjectCommand({ Bucket: `never-made-${tag}`, Key: 'k' })))).toMatchObject({
+        name: 'NoSuchBucket',
+        $metadata: { httpStatusCode: 404 },
+      });
+      expect(await failure(client.send(new GetObjectCommand({ Bucket: open, Key: 'never-put' })))).toMatchObject({
+        name: 'NoSuchKey',
+        $metadata: { httpStatusCode: 404 },
+      });
     }
     expect(await failure(other.send(new GetObjectCommand({ Bucket: members, Key: 'never-put' })))).toMatchObject({ name: 'NoSuchKey' });
     // Who may not list a bucket may not learn which keys it lacks either (S3 answers 403 there too).
-    expect(await failure(anon.send(new GetObjectCommand({ Bucket: shut, Key: 'never-put' })))).toMatchObject({ name: 'AccessDenied', $metadata: { httpStatusCode: 403 } });
+    expect(await failure(anon.send(new GetObjectCommand({ Bucket: shut, Key: 'never-put' })))).toMatchObject({
+      name: 'AccessDenied',
+      $metadata: { httpStatusCode: 403 },
+    });
   });
 
   test('a public-read-write bucket takes anonymous PUTs, owned by the bucket owner; other buckets refuse them and store nothing', async () => {
@@ -227,17 +290,31 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
       const acl = await s3.send(new GetObjectAclCommand({ Bucket: bucket, Key: key }));
       expect([acl.Owner?.ID, grantsOf(acl.Grants)]).toEqual([bootAccount, expectedGrants(bootAccount, 'private')]);
     }
-    expect(await (await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'from-anon.txt' }))).Body!.transformToString()).toBe('anonymous upload');
+    expect(await (await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'from-anon.txt' }))).Body!.transformToString()).toBe(
+      'anonymous upload',
+    );
     // A stream goes as aws-chunked with a trailing checksum (no signature to chain): the framing is decoded, not stored.
     const seen: Record<string, string> = {};
     const streaming = unsigned(door.client());
-    streaming.middlewareStack.add((next) => (args) => {
-      Object.assign(seen, (args.request as { headers: Record<string, string> }).headers);
-      return next(args);
-    }, { step: 'finalizeRequest', priority: 'low' });
-    await streaming.send(new PutObjectCommand({ Bucket: bucket, Key: 'streamed.txt', Body: Readable.from([Buffer.from('streamed '), Buffer.from('upload')]), ContentLength: 15 }));
+    streaming.middlewareStack.add(
+      (next) => (args) => {
+        Object.assign(seen, (args.request as { headers: Record<string, string> }).headers);
+        return next(args);
+      },
+      { step: 'finalizeRequest', priority: 'low' },
+    );
+    await streaming.send(
+      new PutObjectCommand({
+        Bucket: bucket,
+        Key: 'streamed.txt',
+        Body: Readable.from([Buffer.from('streamed '), Buffer.from('upload')]),
+        ContentLength: 15,
+      }),
+    );
     expect(seen['x-amz-content-sha256'] ?? seen['X-Amz-Content-Sha256']).toBe('STREAMING-UNSIGNED-PAYLOAD-TRAILER');
-    expect(await (await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'streamed.txt' }))).Body!.transformToString()).toBe('streamed upload');
+    expect(await (await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'streamed.txt' }))).Body!.transformToString()).toBe(
+      'streamed upload',
+    );
     for (const refusing of [B, `open-${tag}`]) {
       const err = await failure(anon.send(new PutObjectCommand({ Bucket: refusing, Key: `anon-${tag}.txt`, Body: 'nope' })));
       expect(err).toMatchObject({ name: 'AccessDenied', $metadata: { httpStatusCode: 403 } });
@@ -250,7 +327,9 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
     await s3.send(new CreateBucketCommand({ Bucket: bucket }));
     const acls = Array.from({ length: 10 }, (_, i) => CANNED[i % CANNED.length]!);
     const results = await Promise.allSettled(acls.map((ACL) => s3.send(new PutBucketAclCommand({ Bucket: bucket, ACL }))));
-    expect(results.map((r) => (r.status === 'fulfilled' ? r.value.$metadata.httpStatusCode : String(r.reason)))).toEqual(acls.map(() => 200));
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value.$metadata.httpStatusCode : String(r.reason)))).toEqual(
+      acls.map(() => 200),
+    );
     expect(CANNED).toContain(await bucketAcl(s3, bucket));
   });
 });
@@ -259,7 +338,12 @@ type Result = Record<string, any> & { error?: { code: string; status: number; me
 
 async function boto3(options: { unsigned?: boolean; env?: NodeJS.ProcessEnv }, ...ops: object[]): Promise<Result[]> {
   const { stdout } = await run(DEBIAN_CLIENTS.python3.bin, [SCRIPT], {
-    env: { ...ws.env, AWS_ACCESS_KEY_ID: target.account.accessKeyId, AWS_SECRET_ACCESS_KEY: target.account.secretAccessKey, ...options.env },
+    env: {
+      ...ws.env,
+      AWS_ACCESS_KEY_ID: target.account.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: target.account.secretAccessKey,
+      ...options.env,
+    },
     input: JSON.stringify({ endpoint: target.endpoints.s3, ops, unsigned: options.unsigned ?? false }),
   });
   return JSON.parse(stdout) as Result[];
@@ -315,7 +399,10 @@ describe('boto3', () => {
       { call: 'list_objects_v2', args: { Bucket: 'py-members' } },
       { call: 'get_object', args: { Bucket: 'py-members', Key: 'memo.txt' } },
     ];
-    const [otherList, otherGet] = await boto3({ env: { AWS_ACCESS_KEY_ID: target.other.accessKeyId, AWS_SECRET_ACCESS_KEY: target.other.secretAccessKey } }, ...ops);
+    const [otherList, otherGet] = await boto3(
+      { env: { AWS_ACCESS_KEY_ID: target.other.accessKeyId, AWS_SECRET_ACCESS_KEY: target.other.secretAccessKey } },
+      ...ops,
+    );
     expect((otherList!.Contents as Array<{ Key: string }>).map((c) => c.Key)).toEqual(['memo.txt']);
     expect(otherGet!.body_text).toBe('for members');
     const [anonList, anonGet] = await boto3({ unsigned: true }, ...ops);

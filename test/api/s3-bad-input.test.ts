@@ -4,7 +4,14 @@
  * truncated bodies. And the Lambda object route's size limit and streamed
  * downloads.
  */
-import { CreateMultipartUploadCommand, GetObjectCommand, HeadObjectCommand, ListPartsCommand, PutObjectCommand, UploadPartCommand } from '@aws-sdk/client-s3';
+import {
+  CreateMultipartUploadCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListPartsCommand,
+  PutObjectCommand,
+  UploadPartCommand,
+} from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { createHash, randomBytes } from 'node:crypto';
 import { request } from 'node:http';
@@ -28,7 +35,13 @@ afterAll(async () => {
 });
 
 /** A raw HTTP exchange, for what SDKs refuse to send. */
-function raw(method: string, path: string, headers: Record<string, string>, body?: Buffer, endEarly = false): Promise<{ status: number; text: string }> {
+function raw(
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: Buffer,
+  endEarly = false,
+): Promise<{ status: number; text: string }> {
   const url = new URL(target.endpoints.s3);
   return new Promise((resolve, reject) => {
     const req = request({ host: url.hostname, port: url.port, method, path, headers }, (res) => {
@@ -60,8 +73,14 @@ describe.each(doors)('through the $name', (door) => {
 
   test('missing bucket and missing key are NoSuchBucket and NoSuchKey', async () => {
     const s3 = door.client();
-    expect(await failure(s3.send(new GetObjectCommand({ Bucket: 'no-such-bucket', Key: 'k' })))).toMatchObject({ name: 'NoSuchBucket', $metadata: { httpStatusCode: 404 } });
-    expect(await failure(s3.send(new GetObjectCommand({ Bucket: B, Key: `missing-${tag}` })))).toMatchObject({ name: 'NoSuchKey', $metadata: { httpStatusCode: 404 } });
+    expect(await failure(s3.send(new GetObjectCommand({ Bucket: 'no-such-bucket', Key: 'k' })))).toMatchObject({
+      name: 'NoSuchBucket',
+      $metadata: { httpStatusCode: 404 },
+    });
+    expect(await failure(s3.send(new GetObjectCommand({ Bucket: B, Key: `missing-${tag}` })))).toMatchObject({
+      name: 'NoSuchKey',
+      $metadata: { httpStatusCode: 404 },
+    });
   });
 
   test('a key over 1024 bytes is KeyTooLongError', async () => {
@@ -84,26 +103,36 @@ describe.each(doors)('through the $name', (door) => {
     expect(await absent(door.client(), B, `region-${tag}`)).toBe(true);
     // Reads are refused alike: the region is part of the signature's scope, whatever the operation.
     await door.client().send(new PutObjectCommand({ Bucket: B, Key: `region-read-${tag}`, Body: 'secret' }));
-    expect(await failure(s3.send(new GetObjectCommand({ Bucket: B, Key: `region-read-${tag}` })))).toMatchObject({ name: 'AuthorizationHeaderMalformed' });
+    expect(await failure(s3.send(new GetObjectCommand({ Bucket: B, Key: `region-read-${tag}` })))).toMatchObject({
+      name: 'AuthorizationHeaderMalformed',
+    });
   });
 
   test('a streamed (aws-chunked) upload signed for another region is refused before its body is stored', async () => {
     const { Readable } = await import('node:stream');
     const s3 = door.client(target.account, { region: otherRegion(), maxAttempts: 1 });
     const body = Buffer.from('streamed body');
-    const err = await failure(s3.send(new PutObjectCommand({ Bucket: B, Key: `region-stream-${tag}`, Body: Readable.from([body]), ContentLength: body.length })));
+    const err = await failure(
+      s3.send(new PutObjectCommand({ Bucket: B, Key: `region-stream-${tag}`, Body: Readable.from([body]), ContentLength: body.length })),
+    );
     expect([err.name, err.$metadata.httpStatusCode]).toEqual(['AuthorizationHeaderMalformed', 400]);
     expect(await absent(door.client(), B, `region-stream-${tag}`)).toBe(true);
   });
 
   test('a presigned URL signed for another region is AuthorizationQueryParametersError naming the expected region', async () => {
     await door.client().send(new PutObjectCommand({ Bucket: B, Key: `region-presign-${tag}`, Body: 'secret' }));
-    const url = await getSignedUrl(door.client(target.account, { region: otherRegion() }), new GetObjectCommand({ Bucket: B, Key: `region-presign-${tag}` }), { expiresIn: 60 });
+    const url = await getSignedUrl(
+      door.client(target.account, { region: otherRegion() }),
+      new GetObjectCommand({ Bucket: B, Key: `region-presign-${tag}` }),
+      { expiresIn: 60 },
+    );
     const res = await door.fetch(url);
     const text = await res.text();
     expect(res.status).toBe(400);
     expect(text).toContain('<Code>AuthorizationQueryParametersError</Code>');
-    expect(text).toContain(`<Message>Error parsing the X-Amz-Credential parameter; the region &apos;${otherRegion()}&apos; is wrong; expecting &apos;${target.region}&apos;</Message>`);
+    expect(text).toContain(
+      `<Message>Error parsing the X-Amz-Credential parameter; the region &apos;${otherRegion()}&apos; is wrong; expecting &apos;${target.region}&apos;</Message>`,
+    );
     expect(text).toContain(`<Region>${target.region}</Region>`);
     expect(text).not.toContain('secret');
     // The same URL signed for the service's region reads the object: only the region was wrong.
@@ -114,7 +143,10 @@ describe.each(doors)('through the $name', (door) => {
   test('an unsatisfiable range is 416 InvalidRange', async () => {
     const s3 = door.client();
     await s3.send(new PutObjectCommand({ Bucket: B, Key: `range-${tag}`, Body: '0123456789' }));
-    expect(await failure(s3.send(new GetObjectCommand({ Bucket: B, Key: `range-${tag}`, Range: 'bytes=10-20' })))).toMatchObject({ name: 'InvalidRange', $metadata: { httpStatusCode: 416 } });
+    expect(await failure(s3.send(new GetObjectCommand({ Bucket: B, Key: `range-${tag}`, Range: 'bytes=10-20' })))).toMatchObject({
+      name: 'InvalidRange',
+      $metadata: { httpStatusCode: 416 },
+    });
     const part = await s3.send(new GetObjectCommand({ Bucket: B, Key: `range-${tag}`, Range: 'bytes=-3' }));
     expect(await part.Body!.transformToString()).toBe('789');
     expect(part.ContentRange).toBe('bytes 7-9/10');
@@ -127,7 +159,9 @@ describe('a body whose SHA-256 is not the signed x-amz-content-sha256 is XAmzCon
     const s3 = target.s3();
     s3.middlewareStack.add(
       (next) => async (args) => {
-        (args.request as { headers: Record<string, string> }).headers['x-amz-content-sha256'] = createHash('sha256').update('something else').digest('hex');
+        (args.request as { headers: Record<string, string> }).headers['x-amz-content-sha256'] = createHash('sha256')
+          .update('something else')
+          .digest('hex');
         return next(args);
       },
       { step: 'build', name: 'lieAboutThePayload' },
@@ -148,10 +182,14 @@ describe('a body whose SHA-256 is not the signed x-amz-content-sha256 is XAmzCon
     expect((await target.s3().send(new HeadObjectCommand({ Bucket: B, Key }))).ContentLength).toBe(size);
   });
 
-  localTest('UploadPart, 9 MiB (the local server\'s hash thread)', async () => {
+  localTest("UploadPart, 9 MiB (the local server's hash thread)", async () => {
     const s3 = target.s3();
     const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: B, Key: 'payload-lie-part' }));
-    const err = await failure(lying().send(new UploadPartCommand({ Bucket: B, Key: 'payload-lie-part', UploadId, PartNumber: 1, Body: randomBytes(9 * 1024 * 1024) })));
+    const err = await failure(
+      lying().send(
+        new UploadPartCommand({ Bucket: B, Key: 'payload-lie-part', UploadId, PartNumber: 1, Body: randomBytes(9 * 1024 * 1024) }),
+      ),
+    );
     expect(err).toMatchObject({ name: 'XAmzContentSHA256Mismatch', $metadata: { httpStatusCode: 400 } });
     expect((await s3.send(new ListPartsCommand({ Bucket: B, Key: 'payload-lie-part', UploadId }))).Parts ?? []).toEqual([]);
   });
@@ -164,7 +202,10 @@ test('presigned URLs work until they expire, then are AccessDenied', async () =>
   const ok = await fetch(url);
   expect(ok.status).toBe(200);
   expect(await ok.text()).toBe('signed for you');
-  const old = await getSignedUrl(s3, new GetObjectCommand({ Bucket: B, Key: 'presigned.txt' }), { expiresIn: 60, signingDate: new Date(Date.now() - 120_000) });
+  const old = await getSignedUrl(s3, new GetObjectCommand({ Bucket: B, Key: 'presigned.txt' }), {
+    expiresIn: 60,
+    signingDate: new Date(Date.now() - 120_000),
+  });
   const expired = await fetch(old);
   expect(expired.status).toBe(403);
   const text = await expired.text();
@@ -186,7 +227,13 @@ test('a key that is not valid UTF-8 is InvalidURI', async () => {
 // Local only: a plain HTTP/1.1 socket, and the upload gate inside the service.
 localTest('a body shorter than its Content-Length, then a hang-up, stores nothing', async () => {
   const service = target.local!;
-  const res = await raw('PUT', `/${B}/liar.txt`, { 'content-length': '1000', 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' }, Buffer.alloc(100), true);
+  const res = await raw(
+    'PUT',
+    `/${B}/liar.txt`,
+    { 'content-length': '1000', 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' },
+    Buffer.alloc(100),
+    true,
+  );
   expect([0, 400, 403]).toContain(res.status);
   // The server lets the upload go once it sees the hang-up.
   await waitFor(() => service.services.gate.uploadsInFlight === 0, { what: 'the cut-off upload to end' });
@@ -212,7 +259,9 @@ test('a truncated aws-chunked body is IncompleteBody and stores nothing', async 
     { step: 'finalizeRequest', priority: 'low' },
   );
   const { Readable } = await import('node:stream');
-  const err = await failure(s3.send(new PutObjectCommand({ Bucket: B, Key: 'truncated.txt', Body: Readable.from([body]), ContentLength: body.length })));
+  const err = await failure(
+    s3.send(new PutObjectCommand({ Bucket: B, Key: 'truncated.txt', Body: Readable.from([body]), ContentLength: body.length })),
+  );
   expect([err.name, err.message, err.$metadata.httpStatusCode]).toEqual(['IncompleteBody', expect.any(String), 400]);
   expect(await absent(target.s3(), B, 'truncated.txt')).toBe(true);
 });

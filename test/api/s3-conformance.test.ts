@@ -65,7 +65,11 @@ async function pinned(service: TestService, cid: string): Promise<{ pinned: bool
 }
 
 const bytes = (data: SourceData): string | Uint8Array =>
-  typeof data === 'string' ? data : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : new Uint8Array(data);
+  typeof data === 'string'
+    ? data
+    : ArrayBuffer.isView(data)
+      ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
+      : new Uint8Array(data);
 
 /** node:crypto in the shape SignatureV4 wants. */
 class Sha256 {
@@ -88,7 +92,13 @@ class Sha256 {
  */
 async function rawSignedPut(path: string, body: string, expect: string): Promise<{ status: number; interim: boolean }> {
   const url = new URL(target.endpoints.s3);
-  const signer = new SignatureV4({ credentials: target.account, region: target.region, service: 's3', sha256: Sha256, uriEscapePath: false });
+  const signer = new SignatureV4({
+    credentials: target.account,
+    region: target.region,
+    service: 's3',
+    sha256: Sha256,
+    uriEscapePath: false,
+  });
   const signed = await signer.sign({
     method: 'PUT',
     protocol: 'http:',
@@ -102,7 +112,12 @@ async function rawSignedPut(path: string, body: string, expect: string): Promise
     },
     body,
   });
-  const head = [`PUT ${path} HTTP/1.1`, ...Object.entries(signed.headers).map(([k, v]) => `${k}: ${v}`), `Expect:${expect ? ` ${expect}` : ''}`, 'Connection: close'];
+  const head = [
+    `PUT ${path} HTTP/1.1`,
+    ...Object.entries(signed.headers).map(([k, v]) => `${k}: ${v}`),
+    `Expect:${expect ? ` ${expect}` : ''}`,
+    'Connection: close',
+  ];
   return new Promise((resolve, reject) => {
     const socket = connect(Number(url.port), url.hostname);
     let received = '';
@@ -180,13 +195,19 @@ describe.each(s3Doors(() => target))('listings through the $name', (door) => {
   });
 
   test('encoding-type=url applies to Prefix, StartAfter, Delimiter, Marker, NextMarker, KeyMarker and NextKeyMarker too', async () => {
-    const v2 = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'quux ab/', StartAfter: 'quux ab/ ', EncodingType: 'url' }));
+    const v2 = await s3.send(
+      new ListObjectsV2Command({ Bucket: bucket, Prefix: 'quux ab/', StartAfter: 'quux ab/ ', EncodingType: 'url' }),
+    );
     expect([v2.Prefix, v2.StartAfter, v2.Contents!.map((c) => c.Key)]).toEqual(['quux%20ab/', 'quux%20ab/%20', ['quux%20ab/thud']]);
     // After 'foo+1/bar': 'foo/bar/xyzzy', then everything under 'quux ' rolled up; the page ends there.
-    const v1 = await s3.send(new ListObjectsCommand({ Bucket: bucket, Delimiter: ' ', Marker: 'foo+1/bar', MaxKeys: 2, EncodingType: 'url' }));
+    const v1 = await s3.send(
+      new ListObjectsCommand({ Bucket: bucket, Delimiter: ' ', Marker: 'foo+1/bar', MaxKeys: 2, EncodingType: 'url' }),
+    );
     expect(v1).toMatchObject({ Delimiter: '%20', Marker: 'foo%2B1/bar', NextMarker: 'quux%20', IsTruncated: true });
     expect([v1.Contents!.map((c) => c.Key), v1.CommonPrefixes!.map((p) => p.Prefix)]).toEqual([['foo/bar/xyzzy'], ['quux%20']]);
-    const versions = await s3.send(new ListObjectVersionsCommand({ Bucket: bucket, Delimiter: ' ', KeyMarker: 'foo+1/bar', MaxKeys: 2, EncodingType: 'url' }));
+    const versions = await s3.send(
+      new ListObjectVersionsCommand({ Bucket: bucket, Delimiter: ' ', KeyMarker: 'foo+1/bar', MaxKeys: 2, EncodingType: 'url' }),
+    );
     expect(versions).toMatchObject({ Delimiter: '%20', KeyMarker: 'foo%2B1/bar', NextKeyMarker: 'quux%20', IsTruncated: true });
     expect([versions.Versions!.map((v) => v.Key), versions.CommonPrefixes!.map((p) => p.Prefix)]).toEqual([['foo/bar/xyzzy'], ['quux%20']]);
   });
@@ -211,8 +232,8 @@ describe.each(s3Doors(() => target))('listings through the $name', (door) => {
       await s3.send(new ListObjectVersionsCommand({ Bucket: bucket, MaxKeys: 0 })),
     ]) {
       expect(out).toMatchObject({ MaxKeys: 0, IsTruncated: false });
-      expect('Contents' in out ? out.Contents ?? [] : []).toEqual([]);
-      expect('Versions' in out ? out.Versions ?? [] : []).toEqual([]);
+      expect('Contents' in out ? (out.Contents ?? []) : []).toEqual([]);
+      expect('Versions' in out ? (out.Versions ?? []) : []).toEqual([]);
       expect(out.CommonPrefixes ?? []).toEqual([]);
     }
   });
@@ -243,17 +264,27 @@ describe.each(s3Doors(() => target))('buckets through the $name', (door) => {
     expect(again.Location).toBe(`/${bucket}`);
     const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'kept.txt' }));
     expect(await got.Body!.transformToString()).toBe('still here');
-    expect((await s3.send(new GetObjectAclCommand({ Bucket: bucket, Key: 'kept.txt' }))).Grants!.some((g) => g.Grantee?.URI?.endsWith('/AllUsers'))).toBe(true);
+    expect(
+      (await s3.send(new GetObjectAclCommand({ Bucket: bucket, Key: 'kept.txt' }))).Grants!.some((g) =>
+        g.Grantee?.URI?.endsWith('/AllUsers'),
+      ),
+    ).toBe(true);
     expect((await s3.send(new GetBucketAclCommand({ Bucket: bucket }))).Grants).toEqual(acl.Grants);
     expect((await s3.send(new ListBucketsCommand({}))).Buckets!.find((b) => b.Name === bucket)!.CreationDate).toEqual(created);
 
     // Another account's bucket stays taken.
-    expect(await failure(door.client(target.other).send(new CreateBucketCommand({ Bucket: bucket })))).toMatchObject({ name: 'BucketAlreadyExists', $metadata: { httpStatusCode: 409 } });
+    expect(await failure(door.client(target.other).send(new CreateBucketCommand({ Bucket: bucket })))).toMatchObject({
+      name: 'BucketAlreadyExists',
+      $metadata: { httpStatusCode: 409 },
+    });
     // Outside us-east-1, S3 answers the owner 409 BucketAlreadyOwnedByYou.
     await target.whenLocal(async () => {
       const eu = new S3Client({ endpoint: euService!.endpoints.s3, region: 'eu-west-1', forcePathStyle: true, credentials: BOOT });
       await eu.send(new CreateBucketCommand({ Bucket: bucket }));
-      expect(await failure(eu.send(new CreateBucketCommand({ Bucket: bucket })))).toMatchObject({ name: 'BucketAlreadyOwnedByYou', $metadata: { httpStatusCode: 409 } });
+      expect(await failure(eu.send(new CreateBucketCommand({ Bucket: bucket })))).toMatchObject({
+        name: 'BucketAlreadyOwnedByYou',
+        $metadata: { httpStatusCode: 409 },
+      });
     });
   });
 
@@ -261,7 +292,10 @@ describe.each(s3Doors(() => target))('buckets through the $name', (door) => {
     const bucket = `unfinished-${tag}`;
     await s3.send(new CreateBucketCommand({ Bucket: bucket }));
     const uploads: Array<{ key: string; id: string }> = [];
-    for (const [key, sizes] of [['a.bin', [300 * 1024, 1000]], ['b/c.bin', [5000]]] as const) {
+    for (const [key, sizes] of [
+      ['a.bin', [300 * 1024, 1000]],
+      ['b/c.bin', [5000]],
+    ] as const) {
       const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key }));
       for (const [i, size] of sizes.entries()) {
         await s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: i + 1, Body: randomBytes(size) }));
@@ -278,8 +312,13 @@ describe.each(s3Doors(() => target))('buckets through the $name', (door) => {
 
     // With an object in it, the bucket stays, and so do its uploads, untouched.
     await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'object.txt', Body: 'x' }));
-    expect(await failure(s3.send(new DeleteBucketCommand({ Bucket: bucket })))).toMatchObject({ name: 'BucketNotEmpty', $metadata: { httpStatusCode: 409 } });
-    expect((await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }))).Uploads!.map((u) => u.UploadId)).toEqual(uploads.map((u) => u.id));
+    expect(await failure(s3.send(new DeleteBucketCommand({ Bucket: bucket })))).toMatchObject({
+      name: 'BucketNotEmpty',
+      $metadata: { httpStatusCode: 409 },
+    });
+    expect((await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }))).Uploads!.map((u) => u.UploadId)).toEqual(
+      uploads.map((u) => u.id),
+    );
     await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'object.txt' }));
 
     await s3.send(new DeleteBucketCommand({ Bucket: bucket }));
@@ -309,7 +348,14 @@ localTest('DeleteBucket ends more unfinished uploads than one transaction can ho
   const ids = Array.from({ length: 120 }, (_, i) => `upload-${String(i).padStart(3, '0')}`);
   for (const uploadId of ids) {
     await service.services.uploads.create({
-      bucket, key: `k/${uploadId}`, uploadId, initiated: new Date().toISOString(), acl: 'private', ownerId: 'x', contentType: 'binary/octet-stream', metadata: {},
+      bucket,
+      key: `k/${uploadId}`,
+      uploadId,
+      initiated: new Date().toISOString(),
+      acl: 'private',
+      ownerId: 'x',
+      contentType: 'binary/octet-stream',
+      metadata: {},
     });
   }
   await s3.send(new DeleteBucketCommand({ Bucket: bucket }));
@@ -337,14 +383,20 @@ describe.each(s3Doors(() => target))('a retried CompleteMultipartUpload through 
     const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ChecksumAlgorithm: 'CRC32' }));
     const parts: CompletedPart[] = [];
     for (const [i, body] of [randomBytes(70_000), randomBytes(999)].entries()) {
-      const out = await s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: i + 1, Body: body, ChecksumAlgorithm: 'CRC32' }));
+      const out = await s3.send(
+        new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: i + 1, Body: body, ChecksumAlgorithm: 'CRC32' }),
+      );
       parts.push({ PartNumber: i + 1, ETag: out.ETag, ChecksumCRC32: out.ChecksumCRC32 });
     }
-    const complete = (Parts = parts) => s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId, MultipartUpload: { Parts } }));
+    const complete = (Parts = parts) =>
+      s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId, MultipartUpload: { Parts } }));
     return { UploadId: UploadId!, parts, complete };
   }
 
-  const answer = ({ $metadata: _m, ...out }: Awaited<ReturnType<Awaited<ReturnType<typeof upload>>['complete']>>, headers: Record<string, string>) => ({
+  const answer = (
+    { $metadata: _m, ...out }: Awaited<ReturnType<Awaited<ReturnType<typeof upload>>['complete']>>,
+    headers: Record<string, string>,
+  ) => ({
     out,
     headers: Object.fromEntries(Object.entries(headers).filter(([name]) => !['x-amz-request-id', 'date', 'content-length'].includes(name))),
   });
@@ -371,7 +423,7 @@ describe.each(s3Doors(() => target))('a retried CompleteMultipartUpload through 
     expect(await failure(complete())).toMatchObject(gone);
   });
 
-  test('two identical Completes at once both succeed with one answer (the loser answers the winner\'s result)', async () => {
+  test("two identical Completes at once both succeed with one answer (the loser answers the winner's result)", async () => {
     const key = `retried-racing-${tag}.bin`;
     const { complete } = await upload(key);
     const [a, b] = await Promise.all([complete(), complete()]);
@@ -388,7 +440,12 @@ describe.each(s3Doors(() => target))('a retried CompleteMultipartUpload through 
     await complete();
     await complete();
     await service.services.db.doc.send(
-      new UpdateCommand({ TableName: service.services.db.tables.objects, Key: { pk: '#DONE', sk: UploadId }, UpdateExpression: 'SET expiresAt = :past', ExpressionAttributeValues: { ':past': Date.now() - 1 } }),
+      new UpdateCommand({
+        TableName: service.services.db.tables.objects,
+        Key: { pk: '#DONE', sk: UploadId },
+        UpdateExpression: 'SET expiresAt = :past',
+        ExpressionAttributeValues: { ':past': Date.now() - 1 },
+      }),
     );
     expect(await failure(complete())).toMatchObject({ name: 'NoSuchUpload', $metadata: { httpStatusCode: 404 } });
     await collectGarbage(service.services);

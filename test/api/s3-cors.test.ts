@@ -67,7 +67,8 @@ function withBody(s3: S3Client, body: string): S3Client {
       const request = args.request as { headers: Record<string, string>; body: unknown };
       request.body = body;
       request.headers['content-length'] = String(Buffer.byteLength(body));
-      for (const name of Object.keys(request.headers)) if (/^(content-md5|x-amz-checksum-|x-amz-sdk-checksum)/i.test(name)) delete request.headers[name];
+      for (const name of Object.keys(request.headers))
+        if (/^(content-md5|x-amz-checksum-|x-amz-sdk-checksum)/i.test(name)) delete request.headers[name];
       return next(args);
     },
     { step: 'build', priority: 'low' },
@@ -139,18 +140,52 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
         expect(await failure(call())).toMatchObject({ name: 'AccessDenied', $metadata: { httpStatusCode: 403 } });
       }
       expect((await s3.send(new GetBucketCorsCommand({ Bucket: bucket }))).CORSRules).toEqual(RULES);
-      expect(await failure(s3.send(new PutBucketCorsCommand({ Bucket: `nowhere-${tag}`, CORSConfiguration: { CORSRules: RULES } })))).toMatchObject({ name: 'NoSuchBucket', $metadata: { httpStatusCode: 404 } });
-      expect(await failure(s3.send(new HeadBucketCommand({ Bucket: `nowhere-${tag}` })))).toMatchObject({ $metadata: { httpStatusCode: 404 } });
+      expect(
+        await failure(s3.send(new PutBucketCorsCommand({ Bucket: `nowhere-${tag}`, CORSConfiguration: { CORSRules: RULES } }))),
+      ).toMatchObject({ name: 'NoSuchBucket', $metadata: { httpStatusCode: 404 } });
+      expect(await failure(s3.send(new HeadBucketCommand({ Bucket: `nowhere-${tag}` })))).toMatchObject({
+        $metadata: { httpStatusCode: 404 },
+      });
     });
 
     const rule = (r: Partial<CORSRule>): CORSRule[] => [{ AllowedOrigins: ['*'], AllowedMethods: ['GET'], ...r }];
     test.each<[string, string, CORSRule[], string]>([
-      ['an unsupported method', 'InvalidRequest', rule({ AllowedMethods: ['GET', 'PATCH'] }), 'Found unsupported HTTP method in CORS config. Unsupported method is PATCH'],
-      ['a lower-case method', 'InvalidRequest', rule({ AllowedMethods: ['get'] }), 'Found unsupported HTTP method in CORS config. Unsupported method is get'],
-      ['OPTIONS as a method', 'InvalidRequest', rule({ AllowedMethods: ['OPTIONS'] }), 'Found unsupported HTTP method in CORS config. Unsupported method is OPTIONS'],
-      ['an origin with two wildcards', 'InvalidRequest', rule({ AllowedOrigins: ['https://*.example.*'] }), 'AllowedOrigin "https://*.example.*" can not have more than one wildcard.'],
-      ['a header with two wildcards', 'InvalidRequest', rule({ AllowedHeaders: ['x-*-*'] }), 'AllowedHeader "x-*-*" can not have more than one wildcard.'],
-      ['a wildcard ExposeHeader', 'InvalidRequest', rule({ ExposeHeaders: ['*'] }), 'ExposeHeader "*" contains wildcard. We currently do not support wildcard for ExposeHeader.'],
+      [
+        'an unsupported method',
+        'InvalidRequest',
+        rule({ AllowedMethods: ['GET', 'PATCH'] }),
+        'Found unsupported HTTP method in CORS config. Unsupported method is PATCH',
+      ],
+      [
+        'a lower-case method',
+        'InvalidRequest',
+        rule({ AllowedMethods: ['get'] }),
+        'Found unsupported HTTP method in CORS config. Unsupported method is get',
+      ],
+      [
+        'OPTIONS as a method',
+        'InvalidRequest',
+        rule({ AllowedMethods: ['OPTIONS'] }),
+        'Found unsupported HTTP method in CORS config. Unsupported method is OPTIONS',
+      ],
+      [
+        'an origin with two wildcards',
+        'InvalidRequest',
+        rule({ AllowedOrigins: ['https://*.example.*'] }),
+        'AllowedOrigin "https://*.example.*" can not have more than one wildcard.',
+      ],
+      [
+        'a header with two wildcards',
+        'InvalidRequest',
+        rule({ AllowedHeaders: ['x-*-*'] }),
+        'AllowedHeader "x-*-*" can not have more than one wildcard.',
+      ],
+      [
+        'a wildcard ExposeHeader',
+        'InvalidRequest',
+        rule({ ExposeHeaders: ['*'] }),
+        'ExposeHeader "*" contains wildcard. We currently do not support wildcard for ExposeHeader.',
+      ],
       ['an ID over 255 characters', 'InvalidArgument', rule({ ID: 'x'.repeat(256) }), ''],
       ['no rule', 'MalformedXML', [], ''],
       ['101 rules', 'MalformedXML', Array.from({ length: 101 }, () => rule({})[0]!), ''],
@@ -166,7 +201,11 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
     test('exactly 100 rules are accepted', async () => {
       const name = `cors-hundred-${tag}`;
       await s3.send(new CreateBucketCommand({ Bucket: name }));
-      const many = Array.from({ length: 100 }, (_, i): CORSRule => ({ ID: `r${i}`, AllowedOrigins: [`https://${i}.example.com`], AllowedMethods: ['GET'] }));
+      const many = Array.from({ length: 100 }, (_, i): CORSRule => ({
+        ID: `r${i}`,
+        AllowedOrigins: [`https://${i}.example.com`],
+        AllowedMethods: ['GET'],
+      }));
       await s3.send(new PutBucketCorsCommand({ Bucket: name, CORSConfiguration: { CORSRules: many } }));
       expect((await s3.send(new GetBucketCorsCommand({ Bucket: name }))).CORSRules).toEqual(many);
     });
@@ -182,9 +221,14 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
       ['a MaxAgeSeconds that is not a number', doc(`<CORSRule>${ok}<MaxAgeSeconds>soon</MaxAgeSeconds></CORSRule>`)],
       ['a negative MaxAgeSeconds', doc(`<CORSRule>${ok}<MaxAgeSeconds>-1</MaxAgeSeconds></CORSRule>`)],
       ['two IDs in a rule', doc(`<CORSRule><ID>a</ID><ID>b</ID>${ok}</CORSRule>`)],
-      ['an element inside AllowedOrigin', doc('<CORSRule><AllowedOrigin><Host>x</Host></AllowedOrigin><AllowedMethod>GET</AllowedMethod></CORSRule>')],
+      [
+        'an element inside AllowedOrigin',
+        doc('<CORSRule><AllowedOrigin><Host>x</Host></AllowedOrigin><AllowedMethod>GET</AllowedMethod></CORSRule>'),
+      ],
     ])('%s is MalformedXML, and the configuration in place stays', async (_, body) => {
-      const err = await failure(withBody(door.client(), body).send(new PutBucketCorsCommand({ Bucket: bucket, CORSConfiguration: { CORSRules: [] } })));
+      const err = await failure(
+        withBody(door.client(), body).send(new PutBucketCorsCommand({ Bucket: bucket, CORSConfiguration: { CORSRules: [] } })),
+      );
       expect(err).toMatchObject({ name: 'MalformedXML', $metadata: { httpStatusCode: 400 } });
       expect((await s3.send(new GetBucketCorsCommand({ Bucket: bucket }))).CORSRules).toEqual(RULES);
     });
@@ -194,19 +238,31 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
       await s3.send(new CreateBucketCommand({ Bucket: name }));
       const body = `<?xml version="1.0" encoding="UTF-8"?>\n<CORSConfiguration>\n  <CORSRule>\n    <AllowedOrigin>https://a.example</AllowedOrigin>\n    <AllowedMethod>PUT</AllowedMethod>\n    <MaxAgeSeconds>5</MaxAgeSeconds>\n  </CORSRule>\n</CORSConfiguration>\n`;
       await withBody(door.client(), body).send(new PutBucketCorsCommand({ Bucket: name, CORSConfiguration: { CORSRules: [] } }));
-      expect((await s3.send(new GetBucketCorsCommand({ Bucket: name }))).CORSRules).toEqual([{ AllowedOrigins: ['https://a.example'], AllowedMethods: ['PUT'], MaxAgeSeconds: 5 }]);
+      expect((await s3.send(new GetBucketCorsCommand({ Bucket: name }))).CORSRules).toEqual([
+        { AllowedOrigins: ['https://a.example'], AllowedMethods: ['PUT'], MaxAgeSeconds: 5 },
+      ]);
     });
 
     test('a Content-MD5 that does not match the body is BadDigest, a malformed one InvalidDigest; a matching one is accepted', async () => {
       const wrong = createHash('md5').update('something else').digest('base64');
-      expect(await failure(s3.send(new PutBucketCorsCommand({ Bucket: bucket, CORSConfiguration: { CORSRules: [RULES[1]!] }, ContentMD5: wrong })))).toMatchObject({ name: 'BadDigest', $metadata: { httpStatusCode: 400 } });
-      expect(await failure(s3.send(new PutBucketCorsCommand({ Bucket: bucket, CORSConfiguration: { CORSRules: [RULES[1]!] }, ContentMD5: 'not-md5' })))).toMatchObject({ name: 'InvalidDigest', $metadata: { httpStatusCode: 400 } });
+      expect(
+        await failure(
+          s3.send(new PutBucketCorsCommand({ Bucket: bucket, CORSConfiguration: { CORSRules: [RULES[1]!] }, ContentMD5: wrong })),
+        ),
+      ).toMatchObject({ name: 'BadDigest', $metadata: { httpStatusCode: 400 } });
+      expect(
+        await failure(
+          s3.send(new PutBucketCorsCommand({ Bucket: bucket, CORSConfiguration: { CORSRules: [RULES[1]!] }, ContentMD5: 'not-md5' })),
+        ),
+      ).toMatchObject({ name: 'InvalidDigest', $metadata: { httpStatusCode: 400 } });
       expect((await s3.send(new GetBucketCorsCommand({ Bucket: bucket }))).CORSRules).toEqual(RULES);
       const body = doc('<CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod></CORSRule>');
       const name = `cors-md5-${tag}`;
       await s3.send(new CreateBucketCommand({ Bucket: name }));
       const md5 = createHash('md5').update(body).digest('base64');
-      await withHeaders(withBody(door.client(), body), { 'content-md5': md5 }).send(new PutBucketCorsCommand({ Bucket: name, CORSConfiguration: { CORSRules: [] } }));
+      await withHeaders(withBody(door.client(), body), { 'content-md5': md5 }).send(
+        new PutBucketCorsCommand({ Bucket: name, CORSConfiguration: { CORSRules: [] } }),
+      );
       expect((await s3.send(new GetBucketCorsCommand({ Bucket: name }))).CORSRules).toEqual([RULES[1]]);
     });
   });
@@ -216,7 +272,7 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
       await s3.send(new PutBucketCorsCommand({ Bucket: bucket, CORSConfiguration: { CORSRules: RULES } }));
     });
 
-    test('a matching rule answers 200 with the origin, the rule\'s methods, the requested headers, its exposed headers and max age', async () => {
+    test("a matching rule answers 200 with the origin, the rule's methods, the requested headers, its exposed headers and max age", async () => {
       const res = await preflightOf(`/${bucket}/photo.jpg`, APP, 'PUT', 'Content-Type, X-Amz-Date,x-amz-content-sha256');
       expect(res.status).toBe(200);
       expect(corsOf(res)).toEqual({
@@ -253,10 +309,10 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
 
     test.each<[string, string, string, string | undefined]>([
       ['an origin no rule names', 'https://evil.example.net', 'PUT', undefined],
-      ['a method the origin\'s rule does not allow', APP, 'DELETE', undefined],
+      ["a method the origin's rule does not allow", APP, 'DELETE', undefined],
       ['a header no AllowedHeader matches', APP, 'PUT', 'content-type, authorization'],
       ['a wildcard origin that needs a subdomain', 'https://preview.example.com', 'PUT', undefined],
-    ])('%s is 403 AccessForbidden, S3\'s XML, and no CORS headers', async (_, origin, method, headers) => {
+    ])("%s is 403 AccessForbidden, S3's XML, and no CORS headers", async (_, origin, method, headers) => {
       const res = await preflightOf(`/${bucket}/photo.jpg`, origin, method, headers);
       expect(res.status).toBe(403);
       expect(res.headers.get('access-control-allow-origin')).toBeNull();
@@ -291,7 +347,9 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
     test('without Origin, or without (or with a non-CORS) Access-Control-Request-Method, it is 400 BadRequest', async () => {
       const noOrigin = await preflightOf(`/${bucket}/a`, undefined, 'GET');
       expect(noOrigin.status).toBe(400);
-      expect(await noOrigin.text()).toContain('<Code>BadRequest</Code><Message>Insufficient information. Origin request header needed.</Message>');
+      expect(await noOrigin.text()).toContain(
+        '<Code>BadRequest</Code><Message>Insufficient information. Origin request header needed.</Message>',
+      );
       const noMethod = await preflightOf(`/${bucket}/a`, APP, undefined);
       expect(noMethod.status).toBe(400);
       expect(await noMethod.text()).toContain('<Message>Invalid Access-Control-Request-Method: null</Message>');
@@ -337,7 +395,9 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
       expect(anonymous.status).toBe(403);
       expect(anonymous.headers.get('access-control-allow-origin')).toBe(APP);
       expect(await anonymous.text()).toContain('<Code>AccessDenied</Code>');
-      const badSignature = withHeaders(door.client({ accessKeyId: 'CAIRNNOSUCHKEY000001', secretAccessKey: 'x'.repeat(40) }), { origin: APP });
+      const badSignature = withHeaders(door.client({ accessKeyId: 'CAIRNNOSUCHKEY000001', secretAccessKey: 'x'.repeat(40) }), {
+        origin: APP,
+      });
       const denied = await failure(badSignature.send(new GetObjectCommand({ Bucket: bucket, Key: 'hello.txt' })));
       expect(denied.name).toBe('InvalidAccessKeyId');
       expect(denied.$response?.headers['access-control-allow-origin']).toBe(APP);

@@ -102,12 +102,31 @@ describe.each(doors)('through the $name', (door) => {
     const p2 = await s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: 2, Body: 'tail' }));
     expect((await s3.send(new ListPartsCommand({ Bucket: bucket, Key: key, UploadId }))).Parts?.map((p) => p.PartNumber)).toEqual([1, 2]);
     const uploads = await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
-    expect(uploads.Uploads?.map((u) => [u.Key, u.UploadId])).toEqual([[key, UploadId], [other, abortId]]);
-    expect((await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket, KeyMarker: key }))).Uploads?.map((u) => u.Key)).toEqual([other]);
-    expect((await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket, KeyMarker: key, UploadIdMarker: UploadId }))).Uploads?.map((u) => u.Key)).toEqual([other]);
+    expect(uploads.Uploads?.map((u) => [u.Key, u.UploadId])).toEqual([
+      [key, UploadId],
+      [other, abortId],
+    ]);
+    expect((await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket, KeyMarker: key }))).Uploads?.map((u) => u.Key)).toEqual([
+      other,
+    ]);
+    expect(
+      (await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket, KeyMarker: key, UploadIdMarker: UploadId }))).Uploads?.map(
+        (u) => u.Key,
+      ),
+    ).toEqual([other]);
     expect((await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: other }))).Uploads?.map((u) => u.Key)).toEqual([other]);
     await s3.send(
-      new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: p1.ETag }, { PartNumber: 2, ETag: p2.ETag }] } }),
+      new CompleteMultipartUploadCommand({
+        Bucket: bucket,
+        Key: key,
+        UploadId,
+        MultipartUpload: {
+          Parts: [
+            { PartNumber: 1, ETag: p1.ETag },
+            { PartNumber: 2, ETag: p2.ETag },
+          ],
+        },
+      }),
     );
     const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
     expect(Buffer.from(await got.Body!.transformToByteArray()).equals(Buffer.concat([part1, Buffer.from('tail')]))).toBe(true);
@@ -122,7 +141,10 @@ describe.each(doors)('through the $name', (door) => {
     await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'source', Body: 's' }));
     const tooLong = (p: Promise<unknown>) => failure(p).then((err) => [err.name, err.$metadata.httpStatusCode]);
     expect(await tooLong(s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: 'x' })))).toEqual(['KeyTooLongError', 400]);
-    expect(await tooLong(s3.send(new CopyObjectCommand({ Bucket: bucket, Key: key, CopySource: `${bucket}/source` })))).toEqual(['KeyTooLongError', 400]);
+    expect(await tooLong(s3.send(new CopyObjectCommand({ Bucket: bucket, Key: key, CopySource: `${bucket}/source` })))).toEqual([
+      'KeyTooLongError',
+      400,
+    ]);
     expect(await tooLong(s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key })))).toEqual(['KeyTooLongError', 400]);
     expect((await s3.send(new ListObjectsV2Command({ Bucket: bucket }))).Contents?.map((o) => o.Key)).toEqual(['source']);
     expect((await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }))).Uploads ?? []).toEqual([]);
@@ -135,12 +157,25 @@ describe.each(doors)('through the $name', (door) => {
     await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'zz', Body: 'z' }));
     // Every key sorts before or after a marker longer than any key; a bound past the limit still lists.
     expect((await s3.send(new ListObjectsV2Command({ Bucket: bucket, StartAfter: long }))).Contents?.map((o) => o.Key)).toEqual(['zz']);
-    expect((await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket, KeyMarker: long, UploadIdMarker: 'u'.repeat(1100) }))).Uploads ?? []).toEqual([]);
-    const err = await failure(s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'zz', UploadId: 'u'.repeat(1100), PartNumber: 1, Body: 'x' })));
+    expect(
+      (await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket, KeyMarker: long, UploadIdMarker: 'u'.repeat(1100) }))).Uploads ?? [],
+    ).toEqual([]);
+    const err = await failure(
+      s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'zz', UploadId: 'u'.repeat(1100), PartNumber: 1, Body: 'x' })),
+    );
     expect([err.name, err.$metadata.httpStatusCode]).toEqual(['NoSuchUpload', 404]);
     const list = await failure(s3.send(new ListPartsCommand({ Bucket: bucket, Key: 'zz', UploadId: 'u'.repeat(2100) })));
     expect([list.name, list.$metadata.httpStatusCode]).toEqual(['NoSuchUpload', 404]);
-    const complete = await failure(s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: 'zz', UploadId: 'u'.repeat(1100), MultipartUpload: { Parts: [{ PartNumber: 1, ETag: '"x"' }] } })));
+    const complete = await failure(
+      s3.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: bucket,
+          Key: 'zz',
+          UploadId: 'u'.repeat(1100),
+          MultipartUpload: { Parts: [{ PartNumber: 1, ETag: '"x"' }] },
+        }),
+      ),
+    );
     expect([complete.name, complete.$metadata.httpStatusCode]).toEqual(['NoSuchUpload', 404]);
     await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'zz' }));
   });

@@ -86,7 +86,9 @@ async function uploadInParts(s3: S3Client, bucket: string, key: string, parts: B
     }),
   );
   const seen = captureHeaders(s3);
-  const done = await s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId, MultipartUpload: { Parts: completed } }));
+  const done = await s3.send(
+    new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId, MultipartUpload: { Parts: completed } }),
+  );
   return { done, headers: { ...seen.headers }, uploadId: UploadId! };
 }
 
@@ -121,12 +123,18 @@ describe.each(s3Doors(() => target))('multipart uploads through the $name', (doo
     s3 = door.client();
   });
 
-  test('the full flow: two full parts and an odd last part make one object with S3\'s multipart ETag and the whole file\'s CID', async () => {
+  test("the full flow: two full parts and an odd last part make one object with S3's multipart ETag and the whole file's CID", async () => {
     const key = `flow-${tag}/video.bin`;
     const data = randomBytes(2 * FULL_PART + 12345);
     const parts = split(data, [FULL_PART, FULL_PART]);
     const { UploadId } = await s3.send(
-      new CreateMultipartUploadCommand({ Bucket: B, Key: key, ContentType: 'video/mp4', Metadata: { colour: 'green' }, CacheControl: 'max-age=60' }),
+      new CreateMultipartUploadCommand({
+        Bucket: B,
+        Key: key,
+        ContentType: 'video/mp4',
+        Metadata: { colour: 'green' },
+        CacheControl: 'max-age=60',
+      }),
     );
     expect(UploadId).toMatch(/^[0-9A-Za-z]+$/);
     const listed = await s3.send(new ListMultipartUploadsCommand({ Bucket: B, Prefix: `flow-${tag}/` }));
@@ -147,7 +155,12 @@ describe.each(s3Doors(() => target))('multipart uploads through the $name', (doo
 
     const seen = captureHeaders(s3);
     const done = await s3.send(
-      new CompleteMultipartUploadCommand({ Bucket: B, Key: key, UploadId, MultipartUpload: { Parts: etags.map((ETag, i) => ({ ETag, PartNumber: i + 1 })) } }),
+      new CompleteMultipartUploadCommand({
+        Bucket: B,
+        Key: key,
+        UploadId,
+        MultipartUpload: { Parts: etags.map((ETag, i) => ({ ETag, PartNumber: i + 1 })) },
+      }),
     );
     expect(done.ETag).toBe(multipartEtag(parts));
     expect(done.ETag).toMatch(/^"[0-9a-f]{32}-3"$/);
@@ -155,25 +168,40 @@ describe.each(s3Doors(() => target))('multipart uploads through the $name', (doo
     expect(done.Key).toBe(key);
     const { importFile } = await import('../../functions/core/ipfs/import.js');
     const { MemoryBlockstore } = await import('blockstore-core/memory');
-    const whole = await importFile(new MemoryBlockstore(), (async function* () { yield data; })());
+    const whole = await importFile(
+      new MemoryBlockstore(),
+      (async function* () {
+        yield data;
+      })(),
+    );
     expect(seen.headers['x-service-ipfs-hash-v0']).toBe(whole.cid.toString());
     expect(seen.headers['x-service-ipfs-hash']).toBe(whole.cid.toV1().toString());
 
     const head = await s3.send(new HeadObjectCommand({ Bucket: B, Key: key }));
-    expect(head).toMatchObject({ ETag: done.ETag, ContentLength: data.length, ContentType: 'video/mp4', Metadata: { colour: 'green' }, CacheControl: 'max-age=60', PartsCount: 3 });
+    expect(head).toMatchObject({
+      ETag: done.ETag,
+      ContentLength: data.length,
+      ContentType: 'video/mp4',
+      Metadata: { colour: 'green' },
+      CacheControl: 'max-age=60',
+      PartsCount: 3,
+    });
     const got = await s3.send(new GetObjectCommand({ Bucket: B, Key: key }));
     expect(md5(Buffer.from(await got.Body!.transformToByteArray()))).toBe(md5(data));
 
     // The upload is gone, and so are its parts and their references.
     expect((await s3.send(new ListMultipartUploadsCommand({ Bucket: B, Prefix: `flow-${tag}/` }))).Uploads ?? []).toEqual([]);
-    expect(await failure(s3.send(new ListPartsCommand({ Bucket: B, Key: key, UploadId })))).toMatchObject({ name: 'NoSuchUpload', $metadata: { httpStatusCode: 404 } });
+    expect(await failure(s3.send(new ListPartsCommand({ Bucket: B, Key: key, UploadId })))).toMatchObject({
+      name: 'NoSuchUpload',
+      $metadata: { httpStatusCode: 404 },
+    });
     await target.whenLocal(async (service) => {
       expect(await service.services.uploads.allParts(UploadId!)).toEqual([]);
       expect(await service.services.objects.isReferenced(whole.cid.toString())).toBe(true);
     });
   });
 
-  test('the 262145 B vector, in one part and in odd parts, gets Kubo\'s CID', async () => {
+  test("the 262145 B vector, in one part and in odd parts, gets Kubo's CID", async () => {
     const { vector, bytes } = vectorBytes(262145);
     for (const [n, sizes] of [[], [100000, 100001], [1, 262143]].entries()) {
       const parts = split(bytes, sizes);
@@ -186,7 +214,8 @@ describe.each(s3Doors(() => target))('multipart uploads through the $name', (doo
   test('ListParts pages with max-parts and part-number-marker', async () => {
     const key = `pages-${tag}`;
     const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: B, Key: key }));
-    for (const n of [1, 2, 3, 5, 8]) await s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: n, Body: `part ${n}` }));
+    for (const n of [1, 2, 3, 5, 8])
+      await s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: n, Body: `part ${n}` }));
     const pages: number[][] = [];
     let marker: string | undefined;
     for (;;) {
@@ -217,7 +246,9 @@ describe.each(s3Doors(() => target))('multipart uploads through the $name', (doo
     let uploadIdMarker: string | undefined;
     let pages = 0;
     for (;;) {
-      const out = await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket, MaxUploads: 2, KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }));
+      const out = await s3.send(
+        new ListMultipartUploadsCommand({ Bucket: bucket, MaxUploads: 2, KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }),
+      );
       pages++;
       seen.push(...out.Uploads!.map((u) => [u.Key!, u.UploadId!] as [string, string]));
       if (!out.IsTruncated) break;
@@ -259,9 +290,20 @@ describe.each(s3Doors(() => target))('multipart uploads through the $name', (doo
     await s3.send(new AbortMultipartUploadCommand({ Bucket: B, Key: key, UploadId }));
     const gone = { name: 'NoSuchUpload', $metadata: { httpStatusCode: 404 } };
     expect(await failure(s3.send(new ListPartsCommand({ Bucket: B, Key: key, UploadId })))).toMatchObject(gone);
-    expect(await failure(s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: 3, Body: 'late' })))).toMatchObject(gone);
+    expect(await failure(s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: 3, Body: 'late' })))).toMatchObject(
+      gone,
+    );
     expect(
-      await failure(s3.send(new CompleteMultipartUploadCommand({ Bucket: B, Key: key, UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: listed[0]!.ETag }] } }))),
+      await failure(
+        s3.send(
+          new CompleteMultipartUploadCommand({
+            Bucket: B,
+            Key: key,
+            UploadId,
+            MultipartUpload: { Parts: [{ PartNumber: 1, ETag: listed[0]!.ETag }] },
+          }),
+        ),
+      ),
     ).toMatchObject(gone);
     expect(await failure(s3.send(new AbortMultipartUploadCommand({ Bucket: B, Key: key, UploadId })))).toMatchObject(gone);
     expect(await failure(s3.send(new HeadObjectCommand({ Bucket: B, Key: key })))).toMatchObject({ $metadata: { httpStatusCode: 404 } });
@@ -287,13 +329,29 @@ describe.each(s3Doors(() => target))('multipart uploads through the $name', (doo
     expect(list.Parts!.map((p) => [p.PartNumber, p.ETag, p.Size])).toEqual([[1, `"${md5(second)}"`, 2000]]);
     // The first content's ETag no longer names part 1.
     expect(
-      await failure(s3.send(new CompleteMultipartUploadCommand({ Bucket: B, Key: key, UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: `"${md5(first)}"` }] } }))),
+      await failure(
+        s3.send(
+          new CompleteMultipartUploadCommand({
+            Bucket: B,
+            Key: key,
+            UploadId,
+            MultipartUpload: { Parts: [{ PartNumber: 1, ETag: `"${md5(first)}"` }] },
+          }),
+        ),
+      ),
     ).toMatchObject({ name: 'InvalidPart', $metadata: { httpStatusCode: 400 } });
     await target.whenLocal(async (service) => {
       await collectGarbage(service.services);
       expect(await pinned(service, old!.cid)).toEqual({ pinned: false, root: false });
     });
-    await s3.send(new CompleteMultipartUploadCommand({ Bucket: B, Key: key, UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: again.ETag }] } }));
+    await s3.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: B,
+        Key: key,
+        UploadId,
+        MultipartUpload: { Parts: [{ PartNumber: 1, ETag: again.ETag }] },
+      }),
+    );
     const got = await s3.send(new GetObjectCommand({ Bucket: B, Key: key }));
     expect(Buffer.from(await got.Body!.transformToByteArray())).toEqual(second);
   });
@@ -307,9 +365,16 @@ describe.each(s3Doors(() => target))('multipart uploads through the $name', (doo
       const out = await s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: i + 1, Body }));
       parts.push({ PartNumber: i + 1, ETag: out.ETag });
     }
-    const complete = (Parts: CompletedPart[]) => s3.send(new CompleteMultipartUploadCommand({ Bucket: B, Key: key, UploadId, MultipartUpload: { Parts } }));
-    expect(await failure(complete([parts[0]!, { PartNumber: 2, ETag: `"${md5('not two')}"` }, parts[2]!]))).toMatchObject({ name: 'InvalidPart', $metadata: { httpStatusCode: 400 } });
-    expect(await failure(complete([parts[1]!, parts[0]!, parts[2]!]))).toMatchObject({ name: 'InvalidPartOrder', $metadata: { httpStatusCode: 400 } });
+    const complete = (Parts: CompletedPart[]) =>
+      s3.send(new CompleteMultipartUploadCommand({ Bucket: B, Key: key, UploadId, MultipartUpload: { Parts } }));
+    expect(await failure(complete([parts[0]!, { PartNumber: 2, ETag: `"${md5('not two')}"` }, parts[2]!]))).toMatchObject({
+      name: 'InvalidPart',
+      $metadata: { httpStatusCode: 400 },
+    });
+    expect(await failure(complete([parts[1]!, parts[0]!, parts[2]!]))).toMatchObject({
+      name: 'InvalidPartOrder',
+      $metadata: { httpStatusCode: 400 },
+    });
     expect(await failure(complete([parts[0]!, parts[0]!]))).toMatchObject({ name: 'InvalidPartOrder' });
     expect(await failure(complete([parts[0]!, { PartNumber: 4, ETag: parts[0]!.ETag }]))).toMatchObject({ name: 'InvalidPart' });
     expect(await failure(complete([]))).toMatchObject({ name: 'MalformedXML', $metadata: { httpStatusCode: 400 } });
@@ -333,10 +398,17 @@ describe.each(s3Doors(() => target))('multipart uploads through the $name', (doo
       expect([PartNumber, err.name, err.$metadata.httpStatusCode]).toEqual([PartNumber, 'InvalidArgument', 400]);
     }
     await s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: 10000, Body: 'last' }));
-    expect(await failure(s3.send(new ListPartsCommand({ Bucket: B, Key: key, UploadId, MaxParts: -1 })))).toMatchObject({ name: 'InvalidArgument', $metadata: { httpStatusCode: 400 } });
-    expect(await failure(s3.send(new ListMultipartUploadsCommand({ Bucket: B, MaxUploads: -5 })))).toMatchObject({ name: 'InvalidArgument' });
+    expect(await failure(s3.send(new ListPartsCommand({ Bucket: B, Key: key, UploadId, MaxParts: -1 })))).toMatchObject({
+      name: 'InvalidArgument',
+      $metadata: { httpStatusCode: 400 },
+    });
+    expect(await failure(s3.send(new ListMultipartUploadsCommand({ Bucket: B, MaxUploads: -5 })))).toMatchObject({
+      name: 'InvalidArgument',
+    });
     const gone = { name: 'NoSuchUpload', $metadata: { httpStatusCode: 404 } };
-    expect(await failure(s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId: 'nope', PartNumber: 1, Body: 'x' })))).toMatchObject(gone);
+    expect(
+      await failure(s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId: 'nope', PartNumber: 1, Body: 'x' }))),
+    ).toMatchObject(gone);
     // An upload id is only good for its own key.
     expect(await failure(s3.send(new ListPartsCommand({ Bucket: B, Key: `${key}-other`, UploadId })))).toMatchObject(gone);
     expect(await failure(s3.send(new AbortMultipartUploadCommand({ Bucket: B, Key: key, UploadId: 'nope' })))).toMatchObject(gone);
@@ -354,12 +426,33 @@ describe.each(s3Doors(() => target))('multipart uploads through the $name', (doo
       return next(args);
     };
     client.middlewareStack.addRelativeTo(huge as never, { relation: 'after', toMiddleware: 'serializerMiddleware', name: 'huge' });
-    const err = await failure(client.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: 1, Body: 'tiny', ChecksumAlgorithm: undefined })));
+    const err = await failure(
+      client.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: 1, Body: 'tiny', ChecksumAlgorithm: undefined })),
+    );
     expect(err).toMatchObject({ name: 'EntityTooLarge', $metadata: { httpStatusCode: 400 } });
 
-    expect(await failure(s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: 1, Body: 'body', ChecksumCRC32: 'AAAAAA==' })))).toMatchObject({ name: 'BadDigest' });
-    expect(await failure(s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: 1, Body: 'body', ContentMD5: Buffer.from(md5('other'), 'hex').toString('base64') })))).toMatchObject({ name: 'BadDigest' });
-    const sha = await s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: 2, Body: 'body', ChecksumAlgorithm: 'SHA256' }));
+    expect(
+      await failure(
+        s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: 1, Body: 'body', ChecksumCRC32: 'AAAAAA==' })),
+      ),
+    ).toMatchObject({ name: 'BadDigest' });
+    expect(
+      await failure(
+        s3.send(
+          new UploadPartCommand({
+            Bucket: B,
+            Key: key,
+            UploadId,
+            PartNumber: 1,
+            Body: 'body',
+            ContentMD5: Buffer.from(md5('other'), 'hex').toString('base64'),
+          }),
+        ),
+      ),
+    ).toMatchObject({ name: 'BadDigest' });
+    const sha = await s3.send(
+      new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: 2, Body: 'body', ChecksumAlgorithm: 'SHA256' }),
+    );
     expect(sha.ChecksumSHA256).toBe(createHash('sha256').update('body').digest('base64'));
     const list = await s3.send(new ListPartsCommand({ Bucket: B, Key: key, UploadId }));
     expect(list.Parts!.map((p) => [p.PartNumber, p.ChecksumSHA256])).toEqual([[2, sha.ChecksumSHA256]]);
@@ -372,28 +465,67 @@ describe.each(s3Doors(() => target))('multipart uploads through the $name', (doo
     await s3.send(new PutObjectCommand({ Bucket: B, Key: src, Body: source }));
     const key = `copy-dst-${tag}`;
     const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: B, Key: key }));
-    const ranged = await s3.send(new UploadPartCopyCommand({ Bucket: B, Key: key, UploadId, PartNumber: 1, CopySource: `${B}/${src}`, CopySourceRange: 'bytes=0-299999' }));
+    const ranged = await s3.send(
+      new UploadPartCopyCommand({
+        Bucket: B,
+        Key: key,
+        UploadId,
+        PartNumber: 1,
+        CopySource: `${B}/${src}`,
+        CopySourceRange: 'bytes=0-299999',
+      }),
+    );
     expect(ranged.CopyPartResult?.ETag).toBe(`"${md5(source.subarray(0, 300000))}"`);
     const whole = await s3.send(new UploadPartCopyCommand({ Bucket: B, Key: key, UploadId, PartNumber: 2, CopySource: `/${B}/${src}` }));
     expect(whole.CopyPartResult?.ETag).toBe(`"${md5(source)}"`);
 
     for (const range of ['0-10', 'bytes=5', 'bytes=-10', 'bytes=a-b']) {
-      const err = await failure(s3.send(new UploadPartCopyCommand({ Bucket: B, Key: key, UploadId, PartNumber: 3, CopySource: `${B}/${src}`, CopySourceRange: range })));
+      const err = await failure(
+        s3.send(
+          new UploadPartCopyCommand({ Bucket: B, Key: key, UploadId, PartNumber: 3, CopySource: `${B}/${src}`, CopySourceRange: range }),
+        ),
+      );
       expect([range, err.name, err.$metadata.httpStatusCode]).toEqual([range, 'InvalidArgument', 400]);
     }
     for (const range of [`bytes=0-${source.length}`, 'bytes=10-5']) {
-      const err = await failure(s3.send(new UploadPartCopyCommand({ Bucket: B, Key: key, UploadId, PartNumber: 3, CopySource: `${B}/${src}`, CopySourceRange: range })));
+      const err = await failure(
+        s3.send(
+          new UploadPartCopyCommand({ Bucket: B, Key: key, UploadId, PartNumber: 3, CopySource: `${B}/${src}`, CopySourceRange: range }),
+        ),
+      );
       expect([range, err.name, err.$metadata.httpStatusCode]).toEqual([range, 'InvalidRange', 416]);
     }
-    expect(await failure(s3.send(new UploadPartCopyCommand({ Bucket: B, Key: key, UploadId, PartNumber: 3, CopySource: `${B}/missing-${tag}` })))).toMatchObject({ name: 'NoSuchKey' });
-    expect(await failure(s3.send(new UploadPartCopyCommand({ Bucket: B, Key: key, UploadId, PartNumber: 3, CopySource: `${B}/${src}`, CopySourceIfMatch: '"nope"' })))).toMatchObject({ $metadata: { httpStatusCode: 412 } });
+    expect(
+      await failure(
+        s3.send(new UploadPartCopyCommand({ Bucket: B, Key: key, UploadId, PartNumber: 3, CopySource: `${B}/missing-${tag}` })),
+      ),
+    ).toMatchObject({ name: 'NoSuchKey' });
+    expect(
+      await failure(
+        s3.send(
+          new UploadPartCopyCommand({
+            Bucket: B,
+            Key: key,
+            UploadId,
+            PartNumber: 3,
+            CopySource: `${B}/${src}`,
+            CopySourceIfMatch: '"nope"',
+          }),
+        ),
+      ),
+    ).toMatchObject({ $metadata: { httpStatusCode: 412 } });
 
     const done = await s3.send(
       new CompleteMultipartUploadCommand({
         Bucket: B,
         Key: key,
         UploadId,
-        MultipartUpload: { Parts: [{ PartNumber: 1, ETag: ranged.CopyPartResult!.ETag }, { PartNumber: 2, ETag: whole.CopyPartResult!.ETag }] },
+        MultipartUpload: {
+          Parts: [
+            { PartNumber: 1, ETag: ranged.CopyPartResult!.ETag },
+            { PartNumber: 2, ETag: whole.CopyPartResult!.ETag },
+          ],
+        },
       }),
     );
     const expected = Buffer.concat([source.subarray(0, 300000), source]);
@@ -411,15 +543,21 @@ describe.each(s3Doors(() => target))('multipart uploads through the $name', (doo
     };
     for (const type of ['COMPOSITE', 'FULL_OBJECT'] as const) {
       const key = `sums-${tag}-${type}`;
-      const created = await s3.send(new CreateMultipartUploadCommand({ Bucket: B, Key: key, ChecksumAlgorithm: 'CRC32', ChecksumType: type }));
+      const created = await s3.send(
+        new CreateMultipartUploadCommand({ Bucket: B, Key: key, ChecksumAlgorithm: 'CRC32', ChecksumType: type }),
+      );
       expect([created.ChecksumAlgorithm, created.ChecksumType]).toEqual(['CRC32', type]);
       const parts: CompletedPart[] = [];
       for (const [i, Body] of bodies.entries()) {
-        const out = await s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId: created.UploadId, PartNumber: i + 1, Body, ChecksumAlgorithm: 'CRC32' }));
+        const out = await s3.send(
+          new UploadPartCommand({ Bucket: B, Key: key, UploadId: created.UploadId, PartNumber: i + 1, Body, ChecksumAlgorithm: 'CRC32' }),
+        );
         expect(out.ChecksumCRC32).toBe(crc(Body));
         parts.push({ PartNumber: i + 1, ETag: out.ETag, ChecksumCRC32: out.ChecksumCRC32 });
       }
-      const done = await s3.send(new CompleteMultipartUploadCommand({ Bucket: B, Key: key, UploadId: created.UploadId, MultipartUpload: { Parts: parts } }));
+      const done = await s3.send(
+        new CompleteMultipartUploadCommand({ Bucket: B, Key: key, UploadId: created.UploadId, MultipartUpload: { Parts: parts } }),
+      );
       const composite = `${crc(Buffer.concat(bodies.map((b) => Buffer.from(crc(b), 'base64'))))}-2`;
       expect(done.ChecksumCRC32).toBe(type === 'COMPOSITE' ? composite : crc(Buffer.concat(bodies)));
       expect(done.ChecksumType).toBe(type);
@@ -430,21 +568,29 @@ describe.each(s3Doors(() => target))('multipart uploads through the $name', (doo
     // A part checksum in the Complete list that is not the part's is InvalidPart.
     const key = `sums-${tag}-wrong`;
     const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: B, Key: key, ChecksumAlgorithm: 'CRC32' }));
-    const out = await s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: 1, Body: bodies[0], ChecksumAlgorithm: 'CRC32' }));
+    const out = await s3.send(
+      new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: 1, Body: bodies[0], ChecksumAlgorithm: 'CRC32' }),
+    );
     expect(
-      await failure(s3.send(new CompleteMultipartUploadCommand({ Bucket: B, Key: key, UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: out.ETag, ChecksumCRC32: 'AAAAAA==' }] } }))),
+      await failure(
+        s3.send(
+          new CompleteMultipartUploadCommand({
+            Bucket: B,
+            Key: key,
+            UploadId,
+            MultipartUpload: { Parts: [{ PartNumber: 1, ETag: out.ETag, ChecksumCRC32: 'AAAAAA==' }] },
+          }),
+        ),
+      ),
     ).toMatchObject({ name: 'InvalidPart' });
     await s3.send(new AbortMultipartUploadCommand({ Bucket: B, Key: key, UploadId }));
   });
 });
 
-test('the 45613057 B vector (175 leaves, two levels) uploaded in 5 MiB parts and in odd parts gets Kubo\'s CID', async () => {
+test("the 45613057 B vector (175 leaves, two levels) uploaded in 5 MiB parts and in odd parts gets Kubo's CID", async () => {
   const { vector, bytes } = vectorBytes(45613057);
   const s3 = target.s3();
-  for (const [n, sizes] of [
-    Array(8).fill(5 * MiB) as number[],
-    [1, 262143, 7_000_001, 5 * MiB + 3, 9_999_999, 12_345_678],
-  ].entries()) {
+  for (const [n, sizes] of [Array(8).fill(5 * MiB) as number[], [1, 262143, 7_000_001, 5 * MiB + 3, 9_999_999, 12_345_678]].entries()) {
     const parts = split(bytes, sizes);
     const { done, headers } = await uploadInParts(s3, B, `vector/big-${n}`, parts);
     expect([n, headers['x-service-ipfs-hash-v0'], headers['x-service-ipfs-hash']]).toEqual([n, vector.cidV0, vector.cidV1]);
@@ -459,7 +605,10 @@ test('a malformed CompleteMultipartUpload body is MalformedXML', async () => {
   const key = 'malformed';
   const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: B, Key: key }));
   const part = await s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: 1, Body: 'x' }));
-  for (const body of ['<CompleteMultipartUpload><Part><PartNumber>1</PartNumber>', '<CompleteMultipartUpload><Part><PartNumber>one</PartNumber><ETag>"x"</ETag></Part></CompleteMultipartUpload>']) {
+  for (const body of [
+    '<CompleteMultipartUpload><Part><PartNumber>1</PartNumber>',
+    '<CompleteMultipartUpload><Part><PartNumber>one</PartNumber><ETag>"x"</ETag></Part></CompleteMultipartUpload>',
+  ]) {
     const client = target.s3();
     const breakBody = (next: SerializeHandler<object, object>) => (args: SerializeHandlerArguments<object>) => {
       const req = args.request as { body: string; headers: Record<string, string> };
@@ -467,8 +616,21 @@ test('a malformed CompleteMultipartUpload body is MalformedXML', async () => {
       req.headers['content-length'] = String(Buffer.byteLength(body));
       return next(args);
     };
-    client.middlewareStack.addRelativeTo(breakBody as never, { relation: 'after', toMiddleware: 'serializerMiddleware', name: 'breakBody' });
-    const err = await failure(client.send(new CompleteMultipartUploadCommand({ Bucket: B, Key: key, UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: part.ETag }] } })));
+    client.middlewareStack.addRelativeTo(breakBody as never, {
+      relation: 'after',
+      toMiddleware: 'serializerMiddleware',
+      name: 'breakBody',
+    });
+    const err = await failure(
+      client.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: B,
+          Key: key,
+          UploadId,
+          MultipartUpload: { Parts: [{ PartNumber: 1, ETag: part.ETag }] },
+        }),
+      ),
+    );
     expect(err).toMatchObject({ name: 'MalformedXML', $metadata: { httpStatusCode: 400 } });
   }
   await s3.send(new AbortMultipartUploadCommand({ Bucket: B, Key: key, UploadId }));

@@ -46,7 +46,6 @@ afterAll(async () => {
 
 const md5 = (s: string | Buffer) => createHash('md5').update(s).digest('hex');
 
-
 describe.each(s3Doors(() => target))('through the $name', (door) => {
   const { tag } = door;
   let s3: S3Client;
@@ -72,7 +71,10 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
     test('an existing name is a success for its owner (us-east-1) and BucketAlreadyExists for others', async () => {
       expect((await s3.send(new CreateBucketCommand({ Bucket: bucket }))).$metadata.httpStatusCode).toBe(200);
       const other = door.client(target.other);
-      expect(await failure(other.send(new CreateBucketCommand({ Bucket: bucket })))).toMatchObject({ name: 'BucketAlreadyExists', $metadata: { httpStatusCode: 409 } });
+      expect(await failure(other.send(new CreateBucketCommand({ Bucket: bucket })))).toMatchObject({
+        name: 'BucketAlreadyExists',
+        $metadata: { httpStatusCode: 409 },
+      });
       // And the other account cannot see into it.
       expect((await failure(other.send(new HeadBucketCommand({ Bucket: bucket })))).$metadata.httpStatusCode).toBe(403);
     });
@@ -88,12 +90,17 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
       const name = `doomed-${tag}`;
       await s3.send(new CreateBucketCommand({ Bucket: name }));
       await s3.send(new PutObjectCommand({ Bucket: name, Key: 'a.txt', Body: 'a' }));
-      expect(await failure(s3.send(new DeleteBucketCommand({ Bucket: name })))).toMatchObject({ name: 'BucketNotEmpty', $metadata: { httpStatusCode: 409 } });
+      expect(await failure(s3.send(new DeleteBucketCommand({ Bucket: name })))).toMatchObject({
+        name: 'BucketNotEmpty',
+        $metadata: { httpStatusCode: 409 },
+      });
       expect((await s3.send(new HeadObjectCommand({ Bucket: name, Key: 'a.txt' }))).ContentLength).toBe(1);
       await s3.send(new DeleteObjectCommand({ Bucket: name, Key: 'a.txt' }));
       await s3.send(new DeleteBucketCommand({ Bucket: name }));
       expect(await failure(s3.send(new HeadBucketCommand({ Bucket: name })))).toMatchObject({ $metadata: { httpStatusCode: 404 } });
-      expect(await failure(s3.send(new PutObjectCommand({ Bucket: name, Key: 'late.txt', Body: 'x' })))).toMatchObject({ name: 'NoSuchBucket' });
+      expect(await failure(s3.send(new PutObjectCommand({ Bucket: name, Key: 'late.txt', Body: 'x' })))).toMatchObject({
+        name: 'NoSuchBucket',
+      });
     });
 
     test('the default bucket cannot be deleted', async () => {
@@ -106,9 +113,7 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
   describe('listing', () => {
     // A bucket of this run's own: a deployed stack keeps the key a later test adds.
     const bucket = `list-${tag}-${Date.now().toString(36)}`;
-    const keys = [
-      'a.txt', 'b/1.txt', 'b/2.txt', 'b/c/3.txt', 'd e+f.txt', 'docs/x.md', 'docs/y.md', 'z.txt', 'zz/1', 'é.txt',
-    ];
+    const keys = ['a.txt', 'b/1.txt', 'b/2.txt', 'b/c/3.txt', 'd e+f.txt', 'docs/x.md', 'docs/y.md', 'z.txt', 'zz/1', 'é.txt'];
     beforeAll(async () => {
       await s3.send(new CreateBucketCommand({ Bucket: bucket }));
       for (const key of keys) await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: `body of ${key}` }));
@@ -181,7 +186,10 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
       expect(first.IsTruncated).toBe(true);
       expect(first.NextMarker).toBe('b/');
       const second = await s3.send(new ListObjectsCommand({ Bucket: bucket, MaxKeys: 2, Delimiter: '/', Marker: first.NextMarker }));
-      expect([...(second.Contents ?? []).map((c) => c.Key), ...(second.CommonPrefixes ?? []).map((p) => p.Prefix)].sort()).toEqual(['d e+f.txt', 'docs/']);
+      expect([...(second.Contents ?? []).map((c) => c.Key), ...(second.CommonPrefixes ?? []).map((p) => p.Prefix)].sort()).toEqual([
+        'd e+f.txt',
+        'docs/',
+      ]);
       const flat = await s3.send(new ListObjectsCommand({ Bucket: bucket, Marker: 'z.txt' }));
       expect(flat.Contents!.map((c) => c.Key)).toEqual(['zz/1', 'é.txt']);
       expect(flat.Contents![0]!.Owner?.ID).toBeTruthy();
@@ -195,27 +203,33 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
       ]);
     });
 
-    test('the ipfs-hashes extension adds each object\'s CIDs', async () => {
+    test("the ipfs-hashes extension adds each object's CIDs", async () => {
       const seen = captureHeaders(s3);
       await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'zzz-hashed', Body: 'hello world' }));
       expect(seen.headers['x-service-ipfs-hash']).toMatch(/^bafy/);
       const res = await door.fetch(`${target.endpoints.s3}/${bucket}?list-type=2&prefix=zzz-hashed&ipfs-hashes=true`);
       expect(res.status).toBe(403); // anonymous: listing needs the owner
       const signed = door.client();
-      signed.middlewareStack.add((next) => (args) => {
-        (args.request as { query: Record<string, string> }).query['ipfs-hashes'] = 'true';
-        return next(args);
-      }, { step: 'build', name: 'hashes' });
+      signed.middlewareStack.add(
+        (next) => (args) => {
+          (args.request as { query: Record<string, string> }).query['ipfs-hashes'] = 'true';
+          return next(args);
+        },
+        { step: 'build', name: 'hashes' },
+      );
       let body = '';
-      signed.middlewareStack.add((next) => async (args) => {
-        const out = await next(args);
-        const stream = (out.response as { body: NodeJS.ReadableStream }).body;
-        const chunks: Buffer[] = [];
-        for await (const c of stream as AsyncIterable<Buffer>) chunks.push(Buffer.from(c));
-        body = Buffer.concat(chunks).toString();
-        (out.response as { body: unknown }).body = (await import('node:stream')).Readable.from([Buffer.from(body)]);
-        return out;
-      }, { step: 'deserialize', name: 'raw' });
+      signed.middlewareStack.add(
+        (next) => async (args) => {
+          const out = await next(args);
+          const stream = (out.response as { body: NodeJS.ReadableStream }).body;
+          const chunks: Buffer[] = [];
+          for await (const c of stream as AsyncIterable<Buffer>) chunks.push(Buffer.from(c));
+          body = Buffer.concat(chunks).toString();
+          (out.response as { body: unknown }).body = (await import('node:stream')).Readable.from([Buffer.from(body)]);
+          return out;
+        },
+        { step: 'deserialize', name: 'raw' },
+      );
       await signed.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'zzz-hashed' }));
       expect(body).toContain(`<IpfsHash>${seen.headers['x-service-ipfs-hash']}</IpfsHash>`);
       expect(body).toContain('<IpfsHashV0>Qmf412jQZiuVUtdgnB36FXFX7xg5V6KEbSJ4dpQuhkLyfD</IpfsHashV0>');
@@ -238,7 +252,9 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
       );
       expect(verbose.Deleted!.map((d) => d.Key)).toEqual([keys[0], keys[1], 'missing']);
       expect(verbose.Errors ?? []).toEqual([]);
-      const quiet = await s3.send(new DeleteObjectsCommand({ Bucket: B, Delete: { Quiet: true, Objects: [{ Key: keys[2] }, { Key: keys[3] }] } }));
+      const quiet = await s3.send(
+        new DeleteObjectsCommand({ Bucket: B, Delete: { Quiet: true, Objects: [{ Key: keys[2] }, { Key: keys[3] }] } }),
+      );
       expect(quiet.Deleted ?? []).toEqual([]);
       const left = await s3.send(new ListObjectsV2Command({ Bucket: B, Prefix: `batch-${tag}/` }));
       expect(left.KeyCount).toBe(0);
@@ -248,7 +264,9 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
   describe('copying', () => {
     test('CopyObject copies metadata by default and replaces it with REPLACE', async () => {
       const src = `copy-src-${tag}`;
-      await s3.send(new PutObjectCommand({ Bucket: B, Key: src, Body: 'copied bytes', ContentType: 'text/plain', Metadata: { colour: 'blue' } }));
+      await s3.send(
+        new PutObjectCommand({ Bucket: B, Key: src, Body: 'copied bytes', ContentType: 'text/plain', Metadata: { colour: 'blue' } }),
+      );
       const seen = captureHeaders(s3);
       const copied = await s3.send(new CopyObjectCommand({ Bucket: B, Key: `${src}-copy`, CopySource: `${B}/${src}` }));
       expect(copied.CopyObjectResult?.ETag).toBe(`"${md5('copied bytes')}"`);
@@ -256,7 +274,14 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
       const head = await s3.send(new HeadObjectCommand({ Bucket: B, Key: `${src}-copy` }));
       expect(head).toMatchObject({ ContentType: 'text/plain', Metadata: { colour: 'blue' }, ContentLength: 12 });
       await s3.send(
-        new CopyObjectCommand({ Bucket: B, Key: `${src}-replaced`, CopySource: `/${B}/${encodeURIComponent(src)}`, MetadataDirective: 'REPLACE', ContentType: 'text/markdown', Metadata: { shape: 'round' } }),
+        new CopyObjectCommand({
+          Bucket: B,
+          Key: `${src}-replaced`,
+          CopySource: `/${B}/${encodeURIComponent(src)}`,
+          MetadataDirective: 'REPLACE',
+          ContentType: 'text/markdown',
+          Metadata: { shape: 'round' },
+        }),
       );
       const replaced = await s3.send(new GetObjectCommand({ Bucket: B, Key: `${src}-replaced` }));
       expect(replaced.ContentType).toBe('text/markdown');
@@ -267,10 +292,16 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
     test('copying an object onto itself without changes is InvalidRequest; failed source conditions are 412', async () => {
       const key = `self-${tag}`;
       await s3.send(new PutObjectCommand({ Bucket: B, Key: key, Body: 'me' }));
-      expect(await failure(s3.send(new CopyObjectCommand({ Bucket: B, Key: key, CopySource: `${B}/${key}` })))).toMatchObject({ name: 'InvalidRequest' });
-      const err = await failure(s3.send(new CopyObjectCommand({ Bucket: B, Key: `${key}-2`, CopySource: `${B}/${key}`, CopySourceIfMatch: '"nope"' })));
+      expect(await failure(s3.send(new CopyObjectCommand({ Bucket: B, Key: key, CopySource: `${B}/${key}` })))).toMatchObject({
+        name: 'InvalidRequest',
+      });
+      const err = await failure(
+        s3.send(new CopyObjectCommand({ Bucket: B, Key: `${key}-2`, CopySource: `${B}/${key}`, CopySourceIfMatch: '"nope"' })),
+      );
       expect(err.$metadata.httpStatusCode).toBe(412);
-      expect(await failure(s3.send(new CopyObjectCommand({ Bucket: B, Key: `${key}-3`, CopySource: `${B}/missing-${tag}` })))).toMatchObject({ name: 'NoSuchKey' });
+      expect(
+        await failure(s3.send(new CopyObjectCommand({ Bucket: B, Key: `${key}-3`, CopySource: `${B}/missing-${tag}` }))),
+      ).toMatchObject({ name: 'NoSuchKey' });
     });
 
     test("another account's private object cannot be copied", async () => {
@@ -298,20 +329,25 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
       ]);
       await s3.send(new PutObjectAclCommand({ Bucket: B, Key: key, ACL: 'private' }));
       expect((await door.fetch(url)).status).toBe(403);
-      expect(await failure(s3.send(new PutObjectAclCommand({ Bucket: B, Key: `missing-${tag}`, ACL: 'private' })))).toMatchObject({ name: 'NoSuchKey' });
+      expect(await failure(s3.send(new PutObjectAclCommand({ Bucket: B, Key: `missing-${tag}`, ACL: 'private' })))).toMatchObject({
+        name: 'NoSuchKey',
+      });
     });
   });
 
   describe('checksums', () => {
-    test.each(['CRC32', 'CRC32C', 'SHA1', 'SHA256', 'CRC64NVME'] as const)('%s is verified, stored and returned when asked', async (algorithm) => {
-      const key = `sum-${tag}-${algorithm}`;
-      const put = await s3.send(new PutObjectCommand({ Bucket: B, Key: key, Body: 'checksummed body', ChecksumAlgorithm: algorithm }));
-      const field = `Checksum${algorithm}` as const;
-      expect(put[field]).toBeTruthy();
-      const got = await s3.send(new GetObjectCommand({ Bucket: B, Key: key, ChecksumMode: 'ENABLED' }));
-      expect(got[field]).toBe(put[field]);
-      expect(await got.Body!.transformToString()).toBe('checksummed body');
-    });
+    test.each(['CRC32', 'CRC32C', 'SHA1', 'SHA256', 'CRC64NVME'] as const)(
+      '%s is verified, stored and returned when asked',
+      async (algorithm) => {
+        const key = `sum-${tag}-${algorithm}`;
+        const put = await s3.send(new PutObjectCommand({ Bucket: B, Key: key, Body: 'checksummed body', ChecksumAlgorithm: algorithm }));
+        const field = `Checksum${algorithm}` as const;
+        expect(put[field]).toBeTruthy();
+        const got = await s3.send(new GetObjectCommand({ Bucket: B, Key: key, ChecksumMode: 'ENABLED' }));
+        expect(got[field]).toBe(put[field]);
+        expect(await got.Body!.transformToString()).toBe('checksummed body');
+      },
+    );
 
     test('a checksum that does not match is BadDigest and stores nothing', async () => {
       const key = `badsum-${tag}`;
@@ -322,7 +358,11 @@ describe.each(s3Doors(() => target))('through the $name', (door) => {
 
     test('a wrong Content-MD5 is BadDigest', async () => {
       const key = `badmd5-${tag}`;
-      const err = await failure(s3.send(new PutObjectCommand({ Bucket: B, Key: key, Body: 'real body', ContentMD5: Buffer.from(md5('other'), 'hex').toString('base64') })));
+      const err = await failure(
+        s3.send(
+          new PutObjectCommand({ Bucket: B, Key: key, Body: 'real body', ContentMD5: Buffer.from(md5('other'), 'hex').toString('base64') }),
+        ),
+      );
       expect(err.name).toBe('BadDigest');
       expect(await absent(s3, B, key)).toBe(true);
     });
@@ -346,7 +386,9 @@ test('a malformed DeleteObjects body is MalformedXML', async () => {
 test('anonymous callers cannot create buckets or list', async () => {
   expect((await fetch(`${target.endpoints.s3}/anon-bucket`, { method: 'PUT' })).status).toBe(403);
   expect((await fetch(`${target.endpoints.s3}/${B}?list-type=2`)).status).toBe(403);
-  expect(await failure(target.s3().send(new HeadBucketCommand({ Bucket: 'anon-bucket' })))).toMatchObject({ $metadata: { httpStatusCode: 404 } });
+  expect(await failure(target.s3().send(new HeadBucketCommand({ Bucket: 'anon-bucket' })))).toMatchObject({
+    $metadata: { httpStatusCode: 404 },
+  });
 });
 
 test('answers without a body say Content-Length: 0, as S3 does, not an empty chunked body', async () => {
@@ -380,11 +422,14 @@ localTest('virtual-host-style addressing (<bucket>.<CAIRN_BUCKET_ENDPOINT_DOMAIN
   });
   const seen = captureHeaders(vhost);
   const hosts: string[] = [];
-  vhost.middlewareStack.add((next) => (args) => {
-    const req = args.request as { hostname: string; path: string };
-    hosts.push(`${req.hostname}${req.path}`);
-    return next(args);
-  }, { step: 'finalizeRequest' });
+  vhost.middlewareStack.add(
+    (next) => (args) => {
+      const req = args.request as { hostname: string; path: string };
+      hosts.push(`${req.hostname}${req.path}`);
+      return next(args);
+    },
+    { step: 'finalizeRequest' },
+  );
   await vhost.send(new PutObjectCommand({ Bucket: B, Key: 'vhost/hello.txt', Body: 'hello world' }));
   expect(hosts).toEqual(['default-bucket.s3.localhost/vhost/hello.txt']);
   expect(seen.headers['x-service-ipfs-hash-v0']).toBe('Qmf412jQZiuVUtdgnB36FXFX7xg5V6KEbSJ4dpQuhkLyfD');

@@ -82,7 +82,9 @@ localDescribe('the signed host and path', () => {
     await pathStyle.send(new PutObjectCommand({ Bucket: B, Key: 'rest/path-style.txt', Body: 'path' }));
     const seen: APIGatewayProxyEvent[] = [];
     const virtual = client(`https://${DOMAIN}`, { forcePathStyle: false, handler: altered((e) => void seen.push(e)) });
-    expect(await (await virtual.send(new GetObjectCommand({ Bucket: B, Key: 'rest/path-style.txt' }))).Body!.transformToString()).toBe('path');
+    expect(await (await virtual.send(new GetObjectCommand({ Bucket: B, Key: 'rest/path-style.txt' }))).Body!.transformToString()).toBe(
+      'path',
+    );
     expect(header(seen[0]!, 'host')).toBe(`${B}.${DOMAIN}`);
     expect(seen[0]!.path).toBe('/rest/path-style.txt');
     expect(seen[0]!.requestContext.path).toBe('/rest/path-style.txt');
@@ -115,18 +117,26 @@ localDescribe('bodies', () => {
   test('arrive base64-encoded and are stored and served byte for byte, every byte value included', async () => {
     const seen: APIGatewayProxyEvent[] = [];
     const s3 = client(REST_API_ENDPOINT, { handler: altered((e) => void seen.push(e)) });
-    const bytes = Buffer.concat([Buffer.from(Array.from({ length: 256 }, (_, i) => i)), randomBytes(300_000), Buffer.from([0xff, 0xfe, 0x00, 0x0d, 0x0a])]);
+    const bytes = Buffer.concat([
+      Buffer.from(Array.from({ length: 256 }, (_, i) => i)),
+      randomBytes(300_000),
+      Buffer.from([0xff, 0xfe, 0x00, 0x0d, 0x0a]),
+    ]);
     await s3.send(new PutObjectCommand({ Bucket: B, Key: 'rest/binary.bin', Body: bytes, ContentType: 'text/plain; charset=utf-8' }));
     expect(seen[0]!.isBase64Encoded).toBe(true);
     expect(Buffer.from(seen[0]!.body!, 'base64').equals(bytes)).toBe(true);
-    const got = Buffer.from(await (await s3.send(new GetObjectCommand({ Bucket: B, Key: 'rest/binary.bin' }))).Body!.transformToByteArray());
+    const got = Buffer.from(
+      await (await s3.send(new GetObjectCommand({ Bucket: B, Key: 'rest/binary.bin' }))).Body!.transformToByteArray(),
+    );
     expect(createHash('sha256').update(got).digest('hex')).toBe(createHash('sha256').update(bytes).digest('hex'));
   });
 
   test('a download larger than a buffered response (6 MB) streams through', async () => {
     const big = randomBytes(7 * MiB);
     await target.s3().send(new PutObjectCommand({ Bucket: B, Key: 'rest/big.bin', Body: big }));
-    const got = Buffer.from(await (await client(REST_API_ENDPOINT).send(new GetObjectCommand({ Bucket: B, Key: 'rest/big.bin' }))).Body!.transformToByteArray());
+    const got = Buffer.from(
+      await (await client(REST_API_ENDPOINT).send(new GetObjectCommand({ Bucket: B, Key: 'rest/big.bin' }))).Body!.transformToByteArray(),
+    );
     expect(got.equals(big)).toBe(true);
   });
 
@@ -150,7 +160,9 @@ localDescribe('bodies', () => {
     });
     await s3.send(new PutObjectCommand({ Bucket: B, Key: 'rest/no-length.txt', Body: 'measured' }));
     expect(stripped[0]).toBe(true);
-    expect(await (await target.s3().send(new GetObjectCommand({ Bucket: B, Key: 'rest/no-length.txt' }))).Body!.transformToString()).toBe('measured');
+    expect(await (await target.s3().send(new GetObjectCommand({ Bucket: B, Key: 'rest/no-length.txt' }))).Body!.transformToString()).toBe(
+      'measured',
+    );
     const err = await failure(s3.send(new PutObjectCommand({ Bucket: B, Key: 'rest/no-length-big.bin', Body: randomBytes(4 * MiB + 10) })));
     expect([err.name, err.$metadata.httpStatusCode]).toEqual(['EntityTooLarge', 400]);
     expect(await absent(target.s3(), B, 'rest/no-length-big.bin')).toBe(true);
@@ -170,10 +182,15 @@ localDescribe('logs', () => {
     } finally {
       process.stdout.write = write;
     }
-    const records = lines.flatMap((l) => l.split('\n')).filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const records = lines
+      .flatMap((l) => l.split('\n'))
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const invocations = records.filter((r) => r.msg === 'invocation');
     // The path without the stage (the SDK asks for the bucket with a trailing slash).
-    expect(invocations).toEqual([expect.objectContaining({ fn: 's3', requestId: 'test-request', trigger: 'http', method: 'GET', path: `/${B}/`, status: 200 })]);
+    expect(invocations).toEqual([
+      expect.objectContaining({ fn: 's3', requestId: 'test-request', trigger: 'http', method: 'GET', path: `/${B}/`, status: 200 }),
+    ]);
     expect(lines.join('')).not.toContain('secret-prefix-in-query');
   });
 });
@@ -181,7 +198,15 @@ localDescribe('logs', () => {
 localDescribe('public object URLs through their REST API (the gateway function)', () => {
   test('<bucket>.<storagePublicDomain>/<key> serves a public-read object byte for byte and refuses a private one', async () => {
     const bytes = randomBytes(200_000);
-    await target.s3().send(new PutObjectCommand({ Bucket: B, Key: 'rest/public.bin', Body: bytes, ACL: 'public-read', ContentType: 'application/octet-stream' }));
+    await target.s3().send(
+      new PutObjectCommand({
+        Bucket: B,
+        Key: 'rest/public.bin',
+        Body: bytes,
+        ACL: 'public-read',
+        ContentType: 'application/octet-stream',
+      }),
+    );
     await target.s3().send(new PutObjectCommand({ Bucket: B, Key: 'rest/private.txt', Body: 'private' }));
     const get = restFetch(target.gatewayLambda!);
     const open = await get(`https://${B}.${PUBLIC_DOMAIN}/rest/public.bin`);

@@ -85,7 +85,9 @@ describe.each(doors)('S3 slice through the $name', (door) => {
 
 test('an S3 error is S3 XML, not a stack trace', async () => {
   const res = await fetch(`${target.endpoints.s3}/${B}/anything`, {
-    headers: { authorization: `AWS4-HMAC-SHA256 Credential=${target.account.accessKeyId}/20200101/${target.region}/s3/aws4_request, SignedHeaders=host, Signature=${'0'.repeat(64)}` },
+    headers: {
+      authorization: `AWS4-HMAC-SHA256 Credential=${target.account.accessKeyId}/20200101/${target.region}/s3/aws4_request, SignedHeaders=host, Signature=${'0'.repeat(64)}`,
+    },
   });
   const text = await res.text();
   expect(res.headers.get('content-type')).toBe('application/xml');

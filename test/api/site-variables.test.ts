@@ -42,7 +42,9 @@ const newSecret = () => `s3cr3t-${randomBytes(13).toString('base64url').slice(0,
 /** The site's item as the sites table holds it. */
 async function rawSite(siteId: string): Promise<Record<string, unknown>> {
   const service = target.local!;
-  const out = await service.services.db.doc.send(new GetCommand({ TableName: service.config.tables.sites, Key: { pk: `SITE#${siteId}`, sk: 'SITE' }, ConsistentRead: true }));
+  const out = await service.services.db.doc.send(
+    new GetCommand({ TableName: service.config.tables.sites, Key: { pk: `SITE#${siteId}`, sk: 'SITE' }, ConsistentRead: true }),
+  );
   return out.Item!;
 }
 
@@ -51,8 +53,10 @@ describe.each(targetGraphqlDoors(() => target))('site variables through the $nam
   let a: TeamFixture;
   const gql = async (query: string, variables: Record<string, unknown>) => client.gql(a.apiKey, query, variables);
   const create = async (environmentVariables: unknown[], deploySettings: Record<string, unknown> = {}) =>
-    dataOf(await gql(CREATE, { input: { buildSettings: { environmentVariables }, deploySettings: { source: REPO, ...deploySettings } } })).createSite;
-  const setVariables = async (id: string, environmentVariables: unknown[]) => gql(UPDATE, { id, input: { buildSettings: { environmentVariables } } });
+    dataOf(await gql(CREATE, { input: { buildSettings: { environmentVariables }, deploySettings: { source: REPO, ...deploySettings } } }))
+      .createSite;
+  const setVariables = async (id: string, environmentVariables: unknown[]) =>
+    gql(UPDATE, { id, input: { buildSettings: { environmentVariables } } });
 
   beforeAll(async () => {
     client = graphqlClient(door, target.endpoints.graphql);
@@ -63,7 +67,13 @@ describe.each(targetGraphqlDoors(() => target))('site variables through the $nam
     const secret = newSecret();
     const result = await gql(CREATE, {
       input: {
-        buildSettings: { environmentVariables: [{ name: 'PLAIN', value: 'shown' }, { name: 'TOKEN', value: secret, secret: true, scope: 'PRODUCTION' }, { name: 'PREVIEW_ONLY', value: 'p', scope: 'PREVIEWS' }] },
+        buildSettings: {
+          environmentVariables: [
+            { name: 'PLAIN', value: 'shown' },
+            { name: 'TOKEN', value: secret, secret: true, scope: 'PRODUCTION' },
+            { name: 'PREVIEW_ONLY', value: 'p', scope: 'PREVIEWS' },
+          ],
+        },
         deploySettings: { source: REPO },
       },
     });
@@ -79,7 +89,9 @@ describe.each(targetGraphqlDoors(() => target))('site variables through the $nam
     expect(dataOf(read).getSiteById.buildSettings.environmentVariables).toEqual(expected);
     expect(read.text).not.toContain(secret);
     // The service description's query, unchanged: name and value.
-    const described = await gql('query ($id: ID!) { getSiteById(siteId: $id) { buildSettings { environmentVariables { name value } } } }', { id: created.createSite.id });
+    const described = await gql('query ($id: ID!) { getSiteById(siteId: $id) { buildSettings { environmentVariables { name value } } } }', {
+      id: created.createSite.id,
+    });
     expect(dataOf(described).getSiteById.buildSettings.environmentVariables).toEqual([
       { name: 'PLAIN', value: 'shown' },
       { name: 'TOKEN', value: null },
@@ -95,7 +107,10 @@ describe.each(targetGraphqlDoors(() => target))('site variables through the $nam
 
   test('the list read back can be sent again as it is: a secret without a value keeps its sealed one, its secrecy and its scope', async () => {
     const secret = newSecret();
-    const site = await create([{ name: 'TOKEN', value: secret, secret: true, scope: 'PREVIEWS' }, { name: 'A', value: '1' }]);
+    const site = await create([
+      { name: 'TOKEN', value: secret, secret: true, scope: 'PREVIEWS' },
+      { name: 'A', value: '1' },
+    ]);
     const before = await target.local?.services.sites.getById(site.id);
     const sealedBefore = before?.buildSettings.environmentVariables.find((v) => v.name === 'TOKEN')?.sealed;
     // What a client read (value null), sent back with one plain variable changed.
@@ -106,7 +121,11 @@ describe.each(targetGraphqlDoors(() => target))('site variables through the $nam
       { name: 'A', value: '2', secret: false, scope: 'ALL' },
     ]);
     // A client that knows only { name, value } (value left out, or empty as a form sends it) keeps it too.
-    for (const resend of [[{ name: 'TOKEN' }], [{ name: 'TOKEN', value: '' }], [{ name: 'TOKEN', value: null, secret: null, scope: null }]]) {
+    for (const resend of [
+      [{ name: 'TOKEN' }],
+      [{ name: 'TOKEN', value: '' }],
+      [{ name: 'TOKEN', value: null, secret: null, scope: null }],
+    ]) {
       const kept = dataOf(await setVariables(site.id, resend)).updateSite;
       expect(kept.buildSettings.environmentVariables).toEqual([{ name: 'TOKEN', value: null, secret: true, scope: 'PREVIEWS' }]);
     }
@@ -134,51 +153,88 @@ describe.each(targetGraphqlDoors(() => target))('site variables through the $nam
     await target.whenLocal(async () => expect(JSON.stringify(await rawSite(site.id))).not.toMatch(/sealed|s3cr3t-/));
     // Gone from the list, gone: sending it again without a value is a new secret with none.
     const again = await setVariables(site.id, [{ name: 'TOKEN', secret: true }]);
-    expect(onlyError(again).extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'input.buildSettings.environmentVariables[0].value' });
+    expect(onlyError(again).extensions).toMatchObject({
+      code: 'BAD_USER_INPUT',
+      field: 'input.buildSettings.environmentVariables[0].value',
+    });
   });
 
   test('a secret sealed for one name does not carry over to another: a renamed secret needs its value again', async () => {
     const site = await create([{ name: 'OLD_NAME', value: newSecret(), secret: true }]);
     const renamed = await setVariables(site.id, [{ name: 'NEW_NAME', secret: true }]);
-    expect(onlyError(renamed).extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'input.buildSettings.environmentVariables[0].value' });
-    expect(dataOf(await gql(BY_ID, { id: site.id })).getSiteById.buildSettings.environmentVariables).toEqual([{ name: 'OLD_NAME', value: null, secret: true, scope: 'ALL' }]);
+    expect(onlyError(renamed).extensions).toMatchObject({
+      code: 'BAD_USER_INPUT',
+      field: 'input.buildSettings.environmentVariables[0].value',
+    });
+    expect(dataOf(await gql(BY_ID, { id: site.id })).getSiteById.buildSettings.environmentVariables).toEqual([
+      { name: 'OLD_NAME', value: null, secret: true, scope: 'ALL' },
+    ]);
   });
 
   test.each([
     ['a secret with no value', [{ name: 'S', secret: true }], 'input.buildSettings.environmentVariables[0].value'],
     ['a secret with an empty value', [{ name: 'S', value: '', secret: true }], 'input.buildSettings.environmentVariables[0].value'],
-    ['a secret shorter than 4 characters', [{ name: 'S', value: 'abc', secret: true }], 'input.buildSettings.environmentVariables[0].value'],
-    ['a secret with control characters', [{ name: 'S', value: 'abc\u0000def', secret: true }], 'input.buildSettings.environmentVariables[0].value'],
+    [
+      'a secret shorter than 4 characters',
+      [{ name: 'S', value: 'abc', secret: true }],
+      'input.buildSettings.environmentVariables[0].value',
+    ],
+    [
+      'a secret with control characters',
+      [{ name: 'S', value: 'abc\u0000def', secret: true }],
+      'input.buildSettings.environmentVariables[0].value',
+    ],
   ])('creating a site with %s is BAD_USER_INPUT naming the field, and makes no site', async (_, environmentVariables, field) => {
-    const result = await gql(CREATE, { input: { name: `bad-vars-${process.pid}-${randomBytes(3).toString('hex')}`, buildSettings: { environmentVariables }, deploySettings: { source: REPO } } });
+    const result = await gql(CREATE, {
+      input: {
+        name: `bad-vars-${process.pid}-${randomBytes(3).toString('hex')}`,
+        buildSettings: { environmentVariables },
+        deploySettings: { source: REPO },
+      },
+    });
     expect(onlyError(result).extensions).toMatchObject({ code: 'BAD_USER_INPUT', field });
     expect(result.data).toEqual({ createSite: null });
   });
 
   test('an unknown scope or fork setting is BAD_USER_INPUT (400); a null fork setting names its field; a refused update changes nothing', async () => {
-    const unknownScope = await gql(CREATE, { input: { buildSettings: { environmentVariables: [{ name: 'A', value: '1', scope: 'STAGING' }] }, deploySettings: { source: REPO } } });
+    const unknownScope = await gql(CREATE, {
+      input: { buildSettings: { environmentVariables: [{ name: 'A', value: '1', scope: 'STAGING' }] }, deploySettings: { source: REPO } },
+    });
     expect(unknownScope.status).toBe(400);
     expect(onlyError(unknownScope).extensions.code).toBe('BAD_USER_INPUT');
     const unknownFork = await gql(CREATE, { input: { deploySettings: { source: REPO, forkPullRequests: 'BUILT' } } });
     expect(unknownFork.status).toBe(400);
     expect(onlyError(unknownFork).extensions.code).toBe('BAD_USER_INPUT');
-    const site = await create([{ name: 'TOKEN', value: newSecret(), secret: true }, { name: 'A', value: '1' }]);
+    const site = await create([
+      { name: 'TOKEN', value: newSecret(), secret: true },
+      { name: 'A', value: '1' },
+    ]);
     const nullFork = await gql(UPDATE, { id: site.id, input: { deploySettings: { forkPullRequests: null } } });
     expect(onlyError(nullFork).extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'input.deploySettings.forkPullRequests' });
     // One bad variable refuses the whole list: the site keeps the one it had, secret and all.
-    const half = await setVariables(site.id, [{ name: 'A', value: 'changed' }, { name: 'NEW_SECRET', value: 'ab', secret: true }]);
-    expect(onlyError(half).extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'input.buildSettings.environmentVariables[1].value' });
+    const half = await setVariables(site.id, [
+      { name: 'A', value: 'changed' },
+      { name: 'NEW_SECRET', value: 'ab', secret: true },
+    ]);
+    expect(onlyError(half).extensions).toMatchObject({
+      code: 'BAD_USER_INPUT',
+      field: 'input.buildSettings.environmentVariables[1].value',
+    });
     expect(dataOf(await gql(BY_ID, { id: site.id })).getSiteById).toEqual(site);
   });
 
   test('forkPullRequests is NOT_BUILT unless set, and keeps its value when other deploy settings change', async () => {
     const site = await create([]);
     expect(site.deploySettings).toEqual({ prDeployPreviews: false, forkPullRequests: 'NOT_BUILT' });
-    const set = dataOf(await gql(UPDATE, { id: site.id, input: { deploySettings: { prDeployPreviews: true, forkPullRequests: 'BUILT_WITHOUT_SECRETS' } } })).updateSite;
+    const set = dataOf(
+      await gql(UPDATE, { id: site.id, input: { deploySettings: { prDeployPreviews: true, forkPullRequests: 'BUILT_WITHOUT_SECRETS' } } }),
+    ).updateSite;
     expect(set.deploySettings).toEqual({ prDeployPreviews: true, forkPullRequests: 'BUILT_WITHOUT_SECRETS' });
     const other = dataOf(await gql(UPDATE, { id: site.id, input: { deploySettings: { autoPublishing: false } } })).updateSite;
     expect(other.deploySettings.forkPullRequests).toBe('BUILT_WITHOUT_SECRETS');
-    await target.whenLocal(async () => expect((await rawSite(site.id)).deploySettings).toMatchObject({ forkPullRequests: 'BUILT_WITHOUT_SECRETS' }));
+    await target.whenLocal(async () =>
+      expect((await rawSite(site.id)).deploySettings).toMatchObject({ forkPullRequests: 'BUILT_WITHOUT_SECRETS' }),
+    );
   });
 });
 
@@ -195,7 +251,9 @@ localDescribe('what builds get of the site variables', () => {
   });
 
   async function getDeploy(siteId: string, deployId: string) {
-    return dataOf(await gql(`query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { ${DEPLOY} } }`, { s: siteId, d: deployId })).getDeployById;
+    return dataOf(
+      await gql(`query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { ${DEPLOY} } }`, { s: siteId, d: deployId }),
+    ).getDeployById;
   }
 
   /** Polls the deploy until it ended and its log has its last line, failing after `ms`. */
@@ -221,7 +279,13 @@ localDescribe('what builds get of the site variables', () => {
   /** The deploy's item as the deploys table holds it. */
   async function rawDeploy(siteId: string, deployId: string): Promise<Record<string, unknown>> {
     const service = target.local!;
-    const out = await service.services.db.doc.send(new GetCommand({ TableName: service.config.tables.deploys, Key: { pk: `SITE#${siteId}`, sk: `DEPLOY#${deployId}` }, ConsistentRead: true }));
+    const out = await service.services.db.doc.send(
+      new GetCommand({
+        TableName: service.config.tables.deploys,
+        Key: { pk: `SITE#${siteId}`, sk: `DEPLOY#${deployId}` },
+        ConsistentRead: true,
+      }),
+    );
     return out.Item!;
   }
 
@@ -259,7 +323,13 @@ localDescribe('what builds get of the site variables', () => {
     return { ...site, repo, commit };
   }
 
-  const got = (text: string) => Object.fromEntries(text.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+  const got = (text: string) =>
+    Object.fromEntries(
+      text
+        .trim()
+        .split('\n')
+        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+    );
   const threeSecrets = () => ({ SECRET_ALL: newSecret(), SECRET_PROD: newSecret(), SECRET_PREV: newSecret() });
 
   function expectMasked(log: string, secrets: Record<string, string>) {
@@ -288,13 +358,18 @@ localDescribe('what builds get of the site variables', () => {
     });
     expect(deploy.log).toContain('the token is ***, the production one ***\n');
     expect(deploy.log).toContain('split: *** (end)\n');
-    expect(deploy.log).toContain('Build variables: PLAIN_ALL, PLAIN_PROD, SECRET_ALL (secret, masked in this log), SECRET_PROD (secret, masked in this log)');
+    expect(deploy.log).toContain(
+      'Build variables: PLAIN_ALL, PLAIN_PROD, SECRET_ALL (secret, masked in this log), SECRET_PROD (secret, masked in this log)',
+    );
     expectMasked(deploy.log, secrets);
     // The record holds the plain variables and the secrets sealed, never in clear, before and after the build.
     for (const item of [raw, JSON.stringify(await rawDeploy(site.id, deploy.id))]) {
       for (const value of Object.values(secrets)) expect(item).not.toContain(value);
       expect(item).toContain('"PLAIN_ALL":"plain-all"');
-      expect(JSON.parse(item).build.secretEnv).toEqual({ SECRET_ALL: expect.stringMatching(/^v1\./), SECRET_PROD: expect.stringMatching(/^v1\./) });
+      expect(JSON.parse(item).build.secretEnv).toEqual({
+        SECRET_ALL: expect.stringMatching(/^v1\./),
+        SECRET_PROD: expect.stringMatching(/^v1\./),
+      });
     }
     expectMasked((await target.local!.services.deployLogs.read(deployLogKey(site.id, deploy.id)))!, secrets);
   });
@@ -303,7 +378,9 @@ localDescribe('what builds get of the site variables', () => {
     const secrets = threeSecrets();
     const site = await variableSite(secrets);
     await git!.commit(site.repo, { 'README.md': 'a change' }, 'a change', 'feature');
-    const { url } = dataOf(await gql('mutation ($s: ID!) { createBuildHook(siteId: $s, name: "feature", branch: "feature") { url } }', { s: site.id })).createBuildHook;
+    const { url } = dataOf(
+      await gql('mutation ($s: ID!) { createBuildHook(siteId: $s, name: "feature", branch: "feature") { url } }', { s: site.id }),
+    ).createBuildHook;
     const res = await fetch(url, { method: 'POST', body: '{}' });
     expect(res.status).toBeLessThan(300);
     const { deployId } = (await res.json()) as { deployId: string };
@@ -321,14 +398,19 @@ localDescribe('what builds get of the site variables', () => {
     expectMasked(deploy.log, secrets);
   });
 
-  test('a pull request from a fork (BUILT_WITHOUT_SECRETS) gets the preview\'s plain variables and no secret one; retrying it is refused once forks are NOT_BUILT', async () => {
+  test("a pull request from a fork (BUILT_WITHOUT_SECRETS) gets the preview's plain variables and no secret one; retrying it is refused once forks are NOT_BUILT", async () => {
     const secrets = threeSecrets();
     const site = await variableSite(secrets, { prDeployPreviews: true, forkPullRequests: 'BUILT_WITHOUT_SECRETS' });
     const fork = `forker/vars-fork-${process.pid}-${repos}`;
     await git!.commit(fork, { 'README.md': 'the fork' }, 'main');
-    const head = await git!.commit(fork, { 'README.md': 'the fork\'s change' }, 'fork work', 'patch-1');
+    const head = await git!.commit(fork, { 'README.md': "the fork's change" }, 'fork work', 'patch-1');
     const record = (await target.local!.services.sites.getById(site.id))!;
-    const queued = await triggerPreview(target.local!.services, record, { url: git!.repoUrl(fork), branch: 'patch-1', commit: head, pullRequest: { number: 3, title: 'from a fork', fork: true } });
+    const queued = await triggerPreview(target.local!.services, record, {
+      url: git!.repoUrl(fork),
+      branch: 'patch-1',
+      commit: head,
+      pullRequest: { number: 3, title: 'from a fork', fork: true },
+    });
     expect(JSON.stringify(await rawDeploy(site.id, queued.id))).not.toContain('secretEnv');
     const deploy = await ended(site.id, queued.id);
     expect(deploy).toMatchObject({ status: 'DEPLOYED', preview: true, pullRequest: { number: 3, fork: true } });
@@ -340,16 +422,28 @@ localDescribe('what builds get of the site variables', () => {
       SECRET_PROD: 'unset',
       SECRET_PREV: 'unset',
     });
-    expect(deploy.log).toContain('Pull request #3 comes from a fork: built without the site\'s secret variables');
+    expect(deploy.log).toContain("Pull request #3 comes from a fork: built without the site's secret variables");
 
     // The same pull request from the site's own repository gets the preview's secrets.
     const own = await git!.commit(site.repo, { 'README.md': 'own branch' }, 'own work', 'topic');
-    const inside = await triggerPreview(target.local!.services, record, { branch: 'topic', commit: own, pullRequest: { number: 4, title: 'from inside', fork: false } });
+    const inside = await triggerPreview(target.local!.services, record, {
+      branch: 'topic',
+      commit: own,
+      pullRequest: { number: 4, title: 'from inside', fork: false },
+    });
     const insideDone = await ended(site.id, inside.id);
-    expect(got(await fileOf(insideDone.ipfsHash, 'vars.txt'))).toMatchObject({ SECRET_ALL: secrets.SECRET_ALL, SECRET_PREV: secrets.SECRET_PREV, SECRET_PROD: 'unset' });
+    expect(got(await fileOf(insideDone.ipfsHash, 'vars.txt'))).toMatchObject({
+      SECRET_ALL: secrets.SECRET_ALL,
+      SECRET_PREV: secrets.SECRET_PREV,
+      SECRET_PROD: 'unset',
+    });
 
     // Back to NOT_BUILT: the fork's deploy is not built again by a retry either.
-    dataOf(await gql('mutation ($s: ID!) { updateSite(siteId: $s, input: { deploySettings: { forkPullRequests: NOT_BUILT } }) { id } }', { s: site.id }));
+    dataOf(
+      await gql('mutation ($s: ID!) { updateSite(siteId: $s, input: { deploySettings: { forkPullRequests: NOT_BUILT } }) { id } }', {
+        s: site.id,
+      }),
+    );
     const retry = await gql('mutation ($s: ID!, $d: ID!) { retryDeploy(siteId: $s, deployId: $d) { id } }', { s: site.id, d: deploy.id });
     expect(onlyError(retry).extensions).toMatchObject({ code: 'BAD_USER_INPUT' });
     expect(onlyError(retry).message).toMatch(/fork.*NOT_BUILT/);
@@ -360,7 +454,10 @@ localDescribe('what builds get of the site variables', () => {
     const repo = `acme/vars-fail-${process.pid}-${++repos}`;
     await git!.commit(repo, { 'README.md': 'x' }, 'first');
     const input = {
-      buildSettings: { buildCommand: 'echo "connecting with $API_KEY" >&2; exit 4', environmentVariables: [{ name: 'API_KEY', value: secret, secret: true }] },
+      buildSettings: {
+        buildCommand: 'echo "connecting with $API_KEY" >&2; exit 4',
+        environmentVariables: [{ name: 'API_KEY', value: secret, secret: true }],
+      },
       deploySettings: { source: { repository: { type: 'GIT_HOST', url: git!.repoUrl(repo), branch: 'main' } } },
     };
     const site = dataOf(await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id } }', { input })).createSite;

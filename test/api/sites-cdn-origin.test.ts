@@ -56,7 +56,12 @@ async function deploy(siteId: string): Promise<{ id: string; ipfsHash: string; p
   const queued = (await gql('mutation ($s: ID!) { triggerDeploy(siteId: $s) { id } }', { s: siteId })).triggerDeploy;
   const deadline = Date.now() + 30_000;
   for (;;) {
-    const d = (await gql('query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { id status ipfsHash published } }', { s: siteId, d: queued.id })).getDeployById;
+    const d = (
+      await gql('query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { id status ipfsHash published } }', {
+        s: siteId,
+        d: queued.id,
+      })
+    ).getDeployById;
     if (d.status !== 'IN_PROGRESS') {
       expect(d.status).toBe('DEPLOYED');
       return d;
@@ -68,7 +73,11 @@ async function deploy(siteId: string): Promise<{ id: string; ipfsHash: string; p
 
 async function publishedSite(files: Record<string, string>) {
   const cid = await importFiles(files);
-  const site = (await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', { input: { deploySettings: { source: { ipfs: { cid } } } } })).createSite as { id: string; slug: string };
+  const site = (
+    await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', {
+      input: { deploySettings: { source: { ipfs: { cid } } } },
+    })
+  ).createSite as { id: string; slug: string };
   const d = await deploy(site.id);
   expect(d.published).toBe(true);
   return { ...site, root: d.ipfsHash, deployId: d.id };
@@ -119,7 +128,7 @@ const SITE = {
   'index.html': 'home of site one',
   'about/index.html': 'about site one',
   '404.html': 'site one has no such page',
-  '_redirects': '/old /about/ 301\n/go/:id /about/?id=:id 302\n',
+  _redirects: '/old /about/ 301\n/go/:id /about/?id=:id 302\n',
 };
 const OTHER = { 'index.html': 'home of site two', 'secret.txt': 'site two only', 'cached.txt': 'kept until a purge' };
 
@@ -130,7 +139,7 @@ beforeAll(async () => {
 }, 60_000);
 
 describe.each(doors)('CDN origin paths through the $name', ({ get }) => {
-  test('/sites/<siteId>/ serves the published deploy with the site cache headers; the path after the id is the site\'s own', async () => {
+  test("/sites/<siteId>/ serves the published deploy with the site cache headers; the path after the id is the site's own", async () => {
     const root = await get(`/sites/${one.id}/`);
     expect(root.status).toBe(200);
     expect(await root.text()).toBe(SITE['index.html']);
@@ -142,7 +151,7 @@ describe.each(doors)('CDN origin paths through the $name', ({ get }) => {
     expect([missing.status, await missing.text()]).toEqual([404, SITE['404.html']]);
   });
 
-  test('redirects point at the viewer\'s own path (no /sites prefix) and carry the query string', async () => {
+  test("redirects point at the viewer's own path (no /sites prefix) and carry the query string", async () => {
     const slash = await get(`/sites/${one.id}/about?x=1`);
     expect([slash.status, slash.headers.get('location')]).toEqual([301, '/about/?x=1']);
     const rule = await get(`/sites/${one.id}/old?ref=mail`);
@@ -151,7 +160,7 @@ describe.each(doors)('CDN origin paths through the $name', ({ get }) => {
     expect([placeholder.status, placeholder.headers.get('location')]).toEqual([302, '/about/?id=42']);
   });
 
-  test('/previews/<siteId>/<deployLabel>/ serves that DEPLOYED deploy, uncached by the CDN; no other site\'s deploy, none unfinished', async () => {
+  test("/previews/<siteId>/<deployLabel>/ serves that DEPLOYED deploy, uncached by the CDN; no other site's deploy, none unfinished", async () => {
     const preview = await get(`/previews/${one.id}/${one.deployId.toLowerCase()}/`);
     expect(preview.status).toBe(200);
     expect(await preview.text()).toBe(SITE['index.html']);
@@ -161,7 +170,7 @@ describe.each(doors)('CDN origin paths through the $name', ({ get }) => {
     expect((await get(`/previews/${one.id}/0000000000aaaaaaaaaaaa/`)).status).toBe(404);
   });
 
-  test('.., %2e%2e and encoded slashes stop at the site\'s root: another site is never reached', async () => {
+  test(".., %2e%2e and encoded slashes stop at the site's root: another site is never reached", async () => {
     for (const path of [
       `/sites/${one.id}/../../sites/${two.id}/secret.txt`,
       `/sites/${one.id}/%2e%2e/%2E%2E/sites/${two.id}/secret.txt`,
@@ -184,7 +193,11 @@ describe.each(doors)('CDN origin paths through the $name', ({ get }) => {
       expect(res.status).toBe(404);
       expect(await res.text()).toContain('paths are /ipfs/<cid>');
     }
-    const empty = (await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id } }', { input: { deploySettings: { source: { ipfs: { cid: one.root } } } } })).createSite;
+    const empty = (
+      await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id } }', {
+        input: { deploySettings: { source: { ipfs: { cid: one.root } } } },
+      })
+    ).createSite;
     const unpublished = await get(`/sites/${empty.id}/`);
     expect(unpublished.status).toBe(404);
     expect(await unpublished.text()).toContain('no published deploy');
@@ -200,7 +213,19 @@ test('a deploy that did not finish is not served, even with content recorded', a
   const id = newSortableId();
   const now = new Date().toISOString();
   await service.services.deploys.putMany([
-    { id, siteId: one.id, status: 'FAILED', ipfsHash: two.root, createdAt: now, startedAt: now, completedAt: now, totalTime: 1, published: false, autoPublish: false, repository: { commit: null, branch: null } },
+    {
+      id,
+      siteId: one.id,
+      status: 'FAILED',
+      ipfsHash: two.root,
+      createdAt: now,
+      startedAt: now,
+      completedAt: now,
+      totalTime: 1,
+      published: false,
+      autoPublish: false,
+      repository: { commit: null, branch: null },
+    },
   ]);
   for (const door of doors) expect((await door.get(`/previews/${one.id}/${id.toLowerCase()}/secret.txt`)).status).toBe(404);
 });

@@ -14,7 +14,15 @@ import { exporter } from 'ipfs-unixfs-exporter';
 import { startTestService, type TestService } from '../support/service.js';
 import { lambdaFetch, type LambdaFn } from '../support/lambda-door.js';
 import { hostFetch } from '../support/http.js';
-import { dataOf, graphqlDoors, graphqlClient, importGraphqlLambda, newAccount, onlyError, type AccountFixture } from '../support/graphql.js';
+import {
+  dataOf,
+  graphqlDoors,
+  graphqlClient,
+  importGraphqlLambda,
+  newAccount,
+  onlyError,
+  type AccountFixture,
+} from '../support/graphql.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
 import { importDirectory } from '../../functions/core/ipfs/import-directory.js';
 import type { LocalSiteCache } from '../../functions/local/site-cache.js';
@@ -33,7 +41,10 @@ const savedEnv = { ...process.env };
 const CACHE_BYTES = 8 * 1024 * 1024;
 
 beforeAll(async () => {
-  [service, git] = await Promise.all([startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_SITE_CACHE_BYTES: String(CACHE_BYTES) }), startGitServer()]);
+  [service, git] = await Promise.all([
+    startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_SITE_CACHE_BYTES: String(CACHE_BYTES) }),
+    startGitServer(),
+  ]);
   Object.assign(process.env, service.env);
   gatewayLambda = ((await import('../../functions/gateway/handler.js')) as unknown as { handler: LambdaFn }).handler;
   graphqlLambda = await importGraphqlLambda();
@@ -64,7 +75,13 @@ async function importFiles(files: Record<string, string | Buffer>): Promise<stri
 }
 
 async function getDeploy(siteId: string, deployId: string, key = a.apiKey) {
-  return dataOf(await gql('query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { id status ipfsHash published log } }', { s: siteId, d: deployId }, key)).getDeployById;
+  return dataOf(
+    await gql(
+      'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { id status ipfsHash published log } }',
+      { s: siteId, d: deployId },
+      key,
+    ),
+  ).getDeployById;
 }
 
 async function poll<T>(what: string, get: () => Promise<T>, done: (v: T) => boolean, ms = 30_000, every = 50): Promise<T> {
@@ -79,20 +96,36 @@ async function poll<T>(what: string, get: () => Promise<T>, done: (v: T) => bool
 
 async function deploy(siteId: string, key = a.apiKey) {
   const queued = dataOf(await gql('mutation ($s: ID!) { triggerDeploy(siteId: $s) { id } }', { s: siteId }, key)).triggerDeploy;
-  const done = await poll('the deploy', () => getDeploy(siteId, queued.id, key), (d) => d.status !== 'IN_PROGRESS');
+  const done = await poll(
+    'the deploy',
+    () => getDeploy(siteId, queued.id, key),
+    (d) => d.status !== 'IN_PROGRESS',
+  );
   expect(done.status).toBe('DEPLOYED');
   return done as { id: string; ipfsHash: string; published: boolean; log: string };
 }
 
 async function deployCid(siteId: string, cid: string, key = a.apiKey) {
-  const queued = dataOf(await gql('mutation ($s: ID!, $c: String!) { deployCid(siteId: $s, cid: $c) { id } }', { s: siteId, c: cid }, key)).deployCid;
-  return poll('the deploy', () => getDeploy(siteId, queued.id, key), (d) => d.status !== 'IN_PROGRESS');
+  const queued = dataOf(
+    await gql('mutation ($s: ID!, $c: String!) { deployCid(siteId: $s, cid: $c) { id } }', { s: siteId, c: cid }, key),
+  ).deployCid;
+  return poll(
+    'the deploy',
+    () => getDeploy(siteId, queued.id, key),
+    (d) => d.status !== 'IN_PROGRESS',
+  );
 }
 
 /** A site whose source is the CID of `files`, deployed and published. */
 async function publishedSite(files: Record<string, string | Buffer>, key = a.apiKey) {
   const cid = await importFiles(files);
-  const site = dataOf(await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', { input: { deploySettings: { source: { ipfs: { cid } } } } }, key)).createSite as { id: string; slug: string };
+  const site = dataOf(
+    await gql(
+      'mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }',
+      { input: { deploySettings: { source: { ipfs: { cid } } } } },
+      key,
+    ),
+  ).createSite as { id: string; slug: string };
   const d = await deploy(site.id, key);
   expect(d.published).toBe(true);
   return { ...site, root: d.ipfsHash, deployId: d.id };
@@ -123,7 +156,7 @@ const DOCS = {
   'data/blob': PNG,
   'files/a.txt': 'a file in a directory without an index',
   '404.html': '<!doctype html><h1>Custom not found</h1>\n',
-  '_redirects': [
+  _redirects: [
     '# moves',
     '/old-about /about/',
     '/blog/:year/:slug /posts/:year/:slug 302',
@@ -137,7 +170,15 @@ const DOCS = {
     '/index.html /elsewhere 301',
     '/app/* /about/index.html 200',
   ].join('\n'),
-  '_headers': ['/assets/*', '  Cache-Control: public, max-age=31536000, immutable', '  X-Asset: yes', '/*', '  X-Frame-Options: DENY', '  X-Content-Type-Options: sniff-please', '  Connection: close-it'].join('\n'),
+  _headers: [
+    '/assets/*',
+    '  Cache-Control: public, max-age=31536000, immutable',
+    '  X-Asset: yes',
+    '/*',
+    '  X-Frame-Options: DENY',
+    '  X-Content-Type-Options: sniff-please',
+    '  Connection: close-it',
+  ].join('\n'),
 };
 
 let docs: { id: string; slug: string; root: string };
@@ -147,7 +188,8 @@ beforeAll(async () => {
 
 describe.each(doors)('site addresses through the $name', (door) => {
   const { caches } = door;
-  const get = (path: string, init: Init = {}, host = siteHostOf(docs.slug)) => door.fetch(`${service.endpoints.gateway}${path}`, { ...init, headers: { host, ...init.headers } });
+  const get = (path: string, init: Init = {}, host = siteHostOf(docs.slug)) =>
+    door.fetch(`${service.endpoints.gateway}${path}`, { ...init, headers: { host, ...init.headers } });
 
   test('the root serves index.html with the site headers, its CID as ETag and _headers applied', async () => {
     const res = await get('/');
@@ -272,7 +314,11 @@ describe.each(doors)('site addresses through the $name', (door) => {
     expect(unknown.status).toBe(404);
     // Neither "no such site" nor "nothing published" may be kept by a cache: the site may be made or published a moment later.
     expect(unknown.headers.get('cache-control')).toBe('no-store');
-    const empty = dataOf(await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { slug } }', { input: { deploySettings: { source: { ipfs: { cid: docs.root } } } } })).createSite;
+    const empty = dataOf(
+      await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { slug } }', {
+        input: { deploySettings: { source: { ipfs: { cid: docs.root } } } },
+      }),
+    ).createSite;
     const unpublished = await get('/', {}, siteHostOf(empty.slug));
     expect(unpublished.status).toBe(404);
     expect(unpublished.headers.get('content-type')).toBe('text/html; charset=utf-8');
@@ -306,7 +352,9 @@ describe.each(doors)('site addresses through the $name', (door) => {
     const js = await door.fetch(`${gw}/ipfs/${docs.root}/assets/app.js`);
     expect(js.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
     expect(js.headers.get('etag')).toBe(`"${await cidAt(docs.root, 'assets/app.js')}"`);
-    expect(js.headers.get('x-ipfs-roots')).toBe([docs.root, await cidAt(docs.root, 'assets'), await cidAt(docs.root, 'assets/app.js')].join(','));
+    expect(js.headers.get('x-ipfs-roots')).toBe(
+      [docs.root, await cidAt(docs.root, 'assets'), await cidAt(docs.root, 'assets/app.js')].join(','),
+    );
     const filesCid = await cidAt(docs.root, 'files');
     const listing = await door.fetch(`${gw}/ipfs/${docs.root}/files/`);
     expect(listing.status).toBe(200);
@@ -322,10 +370,11 @@ describe.each(doors)('site addresses through the $name', (door) => {
 });
 
 describe('single-page apps, previews and bad rule files', () => {
-  const get = (slug: string, path: string, init: Init = {}) => hostFetch(`${service.endpoints.gateway}${path}`, { ...init, headers: { host: siteHostOf(slug), ...init.headers } });
+  const get = (slug: string, path: string, init: Init = {}) =>
+    hostFetch(`${service.endpoints.gateway}${path}`, { ...init, headers: { host: siteHostOf(slug), ...init.headers } });
 
   test('`/* /index.html 200` serves the app for every route while real files stay themselves', async () => {
-    const app = await publishedSite({ 'index.html': '<div id=app></div>', 'main.js': 'boot()', '_redirects': '/* /index.html 200\n' });
+    const app = await publishedSite({ 'index.html': '<div id=app></div>', 'main.js': 'boot()', _redirects: '/* /index.html 200\n' });
     for (const door of doors) {
       const route = await door.fetch(`${service.endpoints.gateway}/users/42/settings`, { headers: { host: siteHostOf(app.slug) } });
       expect(route.status).toBe(200);
@@ -336,7 +385,12 @@ describe('single-page apps, previews and bad rule files', () => {
   });
 
   test('`/* /404.html 404` answers every missing path with the custom page and status 404; real files stay themselves', async () => {
-    const site = await publishedSite({ 'index.html': 'home', 'docs/a.html': 'a', '404.html': '<p>custom missing</p>', '_redirects': '/* /404.html 404\n' });
+    const site = await publishedSite({
+      'index.html': 'home',
+      'docs/a.html': 'a',
+      '404.html': '<p>custom missing</p>',
+      _redirects: '/* /404.html 404\n',
+    });
     const pageEtag = `"${await cidAt(site.root, '404.html')}"`;
     for (const door of doors) {
       const at = (path: string) => door.fetch(`${service.endpoints.gateway}${path}`, { headers: { host: siteHostOf(site.slug) } });
@@ -354,9 +408,13 @@ describe('single-page apps, previews and bad rule files', () => {
   });
 
   test('a valid 10,000-line _redirects under 64 KiB: a rule near the end applies, a path no rule names gets 404.html', async () => {
-    const rules = [...Array.from({ length: 9_998 }, (_, i) => `/${(i % 1296).toString(36)} /`), '/near/:name /found/:name 302', '/last /'].join('\n');
+    const rules = [
+      ...Array.from({ length: 9_998 }, (_, i) => `/${(i % 1296).toString(36)} /`),
+      '/near/:name /found/:name 302',
+      '/last /',
+    ].join('\n');
     expect(Buffer.byteLength(rules)).toBeLessThan(64 * 1024);
-    const site = await publishedSite({ 'index.html': 'home', '404.html': 'not here', '_redirects': rules });
+    const site = await publishedSite({ 'index.html': 'home', '404.html': 'not here', _redirects: rules });
     for (const door of doors) {
       const at = (path: string) => door.fetch(`${service.endpoints.gateway}${path}`, { headers: { host: siteHostOf(site.slug) } });
       const near = await at('/near/thing?q=1');
@@ -370,7 +428,7 @@ describe('single-page apps, previews and bad rule files', () => {
   });
 
   test('a _redirects that does not parse: existing paths serve, a missing one is 500 naming the line; over 64 KiB likewise', async () => {
-    const bad = await publishedSite({ 'index.html': 'home', '_redirects': '/ok /index.html 200\n/bad /x 999\n' });
+    const bad = await publishedSite({ 'index.html': 'home', _redirects: '/ok /index.html 200\n/bad /x 999\n' });
     for (const door of doors) {
       const at = (path: string) => door.fetch(`${service.endpoints.gateway}${path}`, { headers: { host: siteHostOf(bad.slug) } });
       expect((await at('/')).status).toBe(200);
@@ -378,7 +436,10 @@ describe('single-page apps, previews and bad rule files', () => {
       expect(res.status).toBe(500);
       expect(await res.text()).toContain('_redirects line 2: the status must be one of');
     }
-    const huge = await publishedSite({ 'index.html': 'home', '_redirects': Array.from({ length: 10_000 }, (_, i) => `/old-${i} /new-${i} 301`).join('\n') });
+    const huge = await publishedSite({
+      'index.html': 'home',
+      _redirects: Array.from({ length: 10_000 }, (_, i) => `/old-${i} /new-${i} 301`).join('\n'),
+    });
     for (const door of doors) {
       const over = await door.fetch(`${service.endpoints.gateway}/old-1`, { headers: { host: siteHostOf(huge.slug) } });
       expect(over.status).toBe(500);
@@ -389,8 +450,12 @@ describe('single-page apps, previews and bad rule files', () => {
 
   test('a deploy from git warns in its log about a _redirects that does not parse', async () => {
     const repo = 'acme/bad-redirects';
-    await git.commit(repo, { 'index.html': 'hi', '_redirects': '/a\n' }, 'add a broken rule');
-    const site = dataOf(await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', { input: { deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'main' } } } } })).createSite;
+    await git.commit(repo, { 'index.html': 'hi', _redirects: '/a\n' }, 'add a broken rule');
+    const site = dataOf(
+      await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', {
+        input: { deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'main' } } } },
+      }),
+    ).createSite;
     const d = await deploy(site.id);
     expect(d.log).toMatch(/Warning: _redirects line 1: a rule needs a source path and a target/);
     expect((await get(site.slug, '/')).status).toBe(200);
@@ -398,7 +463,7 @@ describe('single-page apps, previews and bad rule files', () => {
 
   test('a deploy from a CID (deployCid) warns in its log about a _redirects that does not parse, too', async () => {
     const site = await publishedSite({ 'index.html': 'first' });
-    const cid = await importFiles({ 'index.html': 'from a CID', '_redirects': '/fine /index.html 200\n/a /b 302 extra\n' });
+    const cid = await importFiles({ 'index.html': 'from a CID', _redirects: '/fine /index.html 200\n/a /b 302 extra\n' });
     const d = await deployCid(site.id, cid);
     expect(d.status).toBe('DEPLOYED');
     expect(d.log).toMatch(/Warning: _redirects line 2: too many fields/);
@@ -410,22 +475,38 @@ describe('single-page apps, previews and bad rule files', () => {
 
   test('a deploy from git whose _headers holds a value past ASCII, or a cookie for another domain, fails naming the line; the live deploy keeps serving', async () => {
     const repo = 'acme/bad-headers';
-    await git.commit(repo, { 'index.html': 'live', '_headers': '/*\n  X-Fine: yes\n' }, 'good headers');
-    const site = dataOf(await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', { input: { deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'main' } } } } })).createSite;
+    await git.commit(repo, { 'index.html': 'live', _headers: '/*\n  X-Fine: yes\n' }, 'good headers');
+    const site = dataOf(
+      await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', {
+        input: { deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'main' } } } },
+      }),
+    ).createSite;
     await deploy(site.id);
     const cases: Array<[string, RegExp]> = [
       ['/*\n  X-Fine: yes\n  X-Price: 5 €\n', /Failed: _headers line 3: the value of X-Price holds "€"; header values are visible ASCII/],
-      [`# cookies\n/*\n  Set-Cookie: sid=attacker; Path=/; Domain=${service.config.sites.domain}\n`, /Failed: _headers line 3: a cookie set by _headers stays with the site's own address: remove its Domain attribute/],
+      [
+        `# cookies\n/*\n  Set-Cookie: sid=attacker; Path=/; Domain=${service.config.sites.domain}\n`,
+        /Failed: _headers line 3: a cookie set by _headers stays with the site's own address: remove its Domain attribute/,
+      ],
     ];
     for (const [headers, failure] of cases) {
-      await git.commit(repo, { 'index.html': 'never served', '_headers': headers }, 'bad headers');
+      await git.commit(repo, { 'index.html': 'never served', _headers: headers }, 'bad headers');
       const queued = dataOf(await gql('mutation ($s: ID!) { triggerDeploy(siteId: $s) { id } }', { s: site.id })).triggerDeploy;
-      const done = await poll('the deploy', () => getDeploy(site.id, queued.id), (d) => d.status !== 'IN_PROGRESS');
+      const done = await poll(
+        'the deploy',
+        () => getDeploy(site.id, queued.id),
+        (d) => d.status !== 'IN_PROGRESS',
+      );
       expect([done.status, done.published]).toEqual(['FAILED', false]);
       expect(done.log).toMatch(failure);
       for (const door of doors) {
         const res = await door.fetch(`${service.endpoints.gateway}/`, { headers: { host: siteHostOf(site.slug) } });
-        expect([res.status, await res.text(), res.headers.get('x-fine'), res.headers.get('set-cookie')]).toEqual([200, 'live', 'yes', null]);
+        expect([res.status, await res.text(), res.headers.get('x-fine'), res.headers.get('set-cookie')]).toEqual([
+          200,
+          'live',
+          'yes',
+          null,
+        ]);
       }
     }
   });
@@ -440,12 +521,17 @@ describe('single-page apps, previews and bad rule files', () => {
       '  Set-Cookie: own=1; Path=/; Secure',
       '  X-After: 2',
     ].join('\n');
-    const site = await publishedSite({ 'index.html': 'served', '_headers': headers });
+    const site = await publishedSite({ 'index.html': 'served', _headers: headers });
     for (const door of doors) {
       for (const path of ['/', '/missing']) {
         const res = await door.fetch(`${service.endpoints.gateway}${path}`, { headers: { host: siteHostOf(site.slug) } });
         expect(res.status).toBe(path === '/' ? 200 : 404);
-        expect([res.headers.get('x-before'), res.headers.get('x-after'), res.headers.get('x-price'), res.headers.get('x-bell')]).toEqual(['1', '2', null, null]);
+        expect([res.headers.get('x-before'), res.headers.get('x-after'), res.headers.get('x-price'), res.headers.get('x-bell')]).toEqual([
+          '1',
+          '2',
+          null,
+          null,
+        ]);
         // Only the host-only cookie: nothing reaches the other sites under the sites domain.
         expect(res.headers.get('set-cookie')).toBe('own=1; Path=/; Secure');
       }
@@ -460,7 +546,10 @@ describe('single-page apps, previews and bad rule files', () => {
     const big = randomBytes(7 * 1024 * 1024);
     const site = await publishedSite({ 'index.html': 'x', 'big.bin': big });
     const gw = service.endpoints.gateway;
-    for (const [url, headers] of [[`${gw}/big.bin`, { host: siteHostOf(site.slug) }], [`${gw}/ipfs/${site.root}/big.bin`, {}]] as const) {
+    for (const [url, headers] of [
+      [`${gw}/big.bin`, { host: siteHostOf(site.slug) }],
+      [`${gw}/ipfs/${site.root}/big.bin`, {}],
+    ] as const) {
       const res = await lambdaFetch(gatewayLambda)(url, { headers });
       expect(res.status).toBe(200);
       expect(res.headers.get('content-length')).toBe(String(big.length));
@@ -488,9 +577,13 @@ describe('single-page apps, previews and bad rule files', () => {
       expect(preview.headers.get('x-cache')).toBeNull();
       const published = await door.fetch(`${service.endpoints.gateway}/`, { headers: { host: siteHostOf(site.slug) } });
       expect(await published.text()).toBe('first');
-      const old = await door.fetch(`${service.endpoints.gateway}/`, { headers: { host: `${site.deployId.toLowerCase()}--${site.slug}.${service.config.sites.domain}` } });
+      const old = await door.fetch(`${service.endpoints.gateway}/`, {
+        headers: { host: `${site.deployId.toLowerCase()}--${site.slug}.${service.config.sites.domain}` },
+      });
       expect(await old.text()).toBe('first');
-      const unknown = await door.fetch(`${service.endpoints.gateway}/`, { headers: { host: `0000000000aaaaaaaaaaaa--${site.slug}.${service.config.sites.domain}` } });
+      const unknown = await door.fetch(`${service.endpoints.gateway}/`, {
+        headers: { host: `0000000000aaaaaaaaaaaa--${site.slug}.${service.config.sites.domain}` },
+      });
       expect(unknown.status).toBe(404);
       expect(unknown.headers.get('cache-control')).toBe('no-store');
     }
@@ -498,7 +591,8 @@ describe('single-page apps, previews and bad rule files', () => {
 });
 
 describe('the site cache and purgeCache', () => {
-  const get = (slug: string, path: string, init: Init = {}) => hostFetch(`${service.endpoints.gateway}${path}`, { ...init, headers: { host: siteHostOf(slug), ...init.headers } });
+  const get = (slug: string, path: string, init: Init = {}) =>
+    hostFetch(`${service.endpoints.gateway}${path}`, { ...init, headers: { host: siteHostOf(slug), ...init.headers } });
   const purge = (siteId: string, key = a.apiKey) => gql('mutation ($s: String!) { purgeCache(input: { siteId: $s }) }', { s: siteId }, key);
 
   test('a repeated GET is a HIT with the same answer; a range or a 304 is cut from the cached whole', async () => {
@@ -524,7 +618,10 @@ describe('the site cache and purgeCache', () => {
     const head = await get(site.slug, '/', { method: 'HEAD' });
     expect([head.status, head.headers.get('x-cache'), head.headers.get('content-length')]).toEqual([200, 'HIT', '11']);
     const notFound = [await get(site.slug, '/missing'), await get(site.slug, '/missing')];
-    expect(notFound.map((r) => [r.status, r.headers.get('x-cache')])).toEqual([[404, 'MISS'], [404, 'HIT']]);
+    expect(notFound.map((r) => [r.status, r.headers.get('x-cache')])).toEqual([
+      [404, 'MISS'],
+      [404, 'HIT'],
+    ]);
   });
 
   test('a file past the per-entry cap is served whole every time and never cached', async () => {
@@ -538,7 +635,7 @@ describe('the site cache and purgeCache', () => {
     }
   });
 
-  test('purgeCache drops that site\'s entries only; another team\'s site is FORBIDDEN and keeps its entries', async () => {
+  test("purgeCache drops that site's entries only; another team's site is FORBIDDEN and keeps its entries", async () => {
     const [one, two] = [await publishedSite({ 'index.html': 'one' }), await publishedSite({ 'index.html': 'two' })];
     const theirs = await publishedSite({ 'index.html': 'theirs' }, b.apiKey);
     for (const s of [one, two, theirs]) {
@@ -551,15 +648,23 @@ describe('the site cache and purgeCache', () => {
     expect((await get(one.slug, '/')).headers.get('x-cache')).toBe('HIT');
     expect((await get(two.slug, '/')).headers.get('x-cache')).toBe('HIT');
     for (const door of graphqlDoors(() => graphqlLambda)) {
-      const refused = await graphqlClient(door, service.endpoints.graphql).gql(a.apiKey, 'mutation ($s: String!) { purgeCache(input: { siteId: $s }) }', { s: theirs.id });
+      const refused = await graphqlClient(door, service.endpoints.graphql).gql(
+        a.apiKey,
+        'mutation ($s: String!) { purgeCache(input: { siteId: $s }) }',
+        { s: theirs.id },
+      );
       expect(onlyError(refused).extensions.code).toBe('FORBIDDEN');
       expect((await get(theirs.slug, '/')).headers.get('x-cache')).toBe('HIT');
     }
-    const empty = dataOf(await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id } }', { input: { deploySettings: { source: { ipfs: { cid: one.root } } } } })).createSite;
+    const empty = dataOf(
+      await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id } }', {
+        input: { deploySettings: { source: { ipfs: { cid: one.root } } } },
+      }),
+    ).createSite;
     expect(dataOf(await purge(empty.id))).toEqual({ purgeCache: true });
   });
 
-  test("deleting a site drops its cached answers and host entry; other sites keep theirs", async () => {
+  test('deleting a site drops its cached answers and host entry; other sites keep theirs', async () => {
     const cache = service.services.siteCache as LocalSiteCache;
     const [gone, kept] = [await publishedSite({ 'index.html': 'gone', 'a.txt': 'a' }), await publishedSite({ 'index.html': 'kept' })];
     for (const s of [gone, kept]) {
@@ -583,12 +688,22 @@ describe('the site cache and purgeCache', () => {
     await get(site.slug, '/');
     expect((await get(site.slug, '/')).headers.get('x-cache')).toBe('HIT');
     const next = await importFiles({ 'index.html': 'version two' });
-    await gql('mutation ($s: ID!, $input: UpdateSiteInput!) { updateSite(siteId: $s, input: $input) { id } }', { s: site.id, input: { deploySettings: { source: { ipfs: { cid: next } } } } });
+    await gql('mutation ($s: ID!, $input: UpdateSiteInput!) { updateSite(siteId: $s, input: $input) { id } }', {
+      s: site.id,
+      input: { deploySettings: { source: { ipfs: { cid: next } } } },
+    });
     const queued = dataOf(await gql('mutation ($s: ID!) { triggerDeploy(siteId: $s) { id } }', { s: site.id })).triggerDeploy;
-    await poll('publishing', () => getDeploy(site.id, queued.id), (d) => d.published === true, 30_000, 10);
+    await poll(
+      'publishing',
+      () => getDeploy(site.id, queued.id),
+      (d) => d.published === true,
+      30_000,
+      10,
+    );
     const body = async () => (await get(site.slug, '/')).text();
     await poll('the new deploy at the address', body, (t) => t === 'version two', 1000, 10);
-    const lambdaBody = async () => (await lambdaFetch(gatewayLambda)(`${service.endpoints.gateway}/`, { headers: { host: siteHostOf(site.slug) } })).text();
+    const lambdaBody = async () =>
+      (await lambdaFetch(gatewayLambda)(`${service.endpoints.gateway}/`, { headers: { host: siteHostOf(site.slug) } })).text();
     await poll('the new deploy through the Lambda door', lambdaBody, (t) => t === 'version two', 1000, 10);
     expect((await get(site.slug, '/')).headers.get('x-cache')).toBe('HIT');
     // publishDeploy answers once the cache is purged: the very next request sees the rollback.

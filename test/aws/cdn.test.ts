@@ -11,7 +11,12 @@
  * The records are in the embedded DynamoDB.
  */
 import { randomUUID } from 'node:crypto';
-import { CloudFrontClient, CreateInvalidationCommand, TooManyInvalidationsInProgress, type CreateInvalidationCommandInput } from '@aws-sdk/client-cloudfront';
+import {
+  CloudFrontClient,
+  CreateInvalidationCommand,
+  TooManyInvalidationsInProgress,
+  type CreateInvalidationCommandInput,
+} from '@aws-sdk/client-cloudfront';
 import {
   CloudFrontKeyValueStoreClient,
   ConflictException,
@@ -78,9 +83,13 @@ const logger: Logger = createLogger('debug', {}, (line) => logLines.push(JSON.pa
 const half = () => 0.5;
 
 const sent = (): Array<{ body: CdnRetry; delay: number | undefined }> =>
-  sqs.commandCalls(SendMessageCommand).map((c) => ({ body: JSON.parse((c.args[0].input as SendMessageCommandInput).MessageBody!), delay: c.args[0].input.DelaySeconds }));
-const invalidations = () => cloudFront.commandCalls(CreateInvalidationCommand).map((c) => c.args[0].input as CreateInvalidationCommandInput);
-const throttled = () => new TooManyInvalidationsInProgress({ message: 'Your request contains too many invalidations.', $metadata: { httpStatusCode: 400 } });
+  sqs
+    .commandCalls(SendMessageCommand)
+    .map((c) => ({ body: JSON.parse((c.args[0].input as SendMessageCommandInput).MessageBody!), delay: c.args[0].input.DelaySeconds }));
+const invalidations = () =>
+  cloudFront.commandCalls(CreateInvalidationCommand).map((c) => c.args[0].input as CreateInvalidationCommandInput);
+const throttled = () =>
+  new TooManyInvalidationsInProgress({ message: 'Your request contains too many invalidations.', $metadata: { httpStatusCode: 400 } });
 
 beforeEach(() => {
   cloudFront.reset();
@@ -88,7 +97,9 @@ beforeEach(() => {
   sqs.reset();
   logLines = [];
   sqs.on(SendMessageCommand).resolves({ MessageId: randomUUID() });
-  cloudFront.on(CreateInvalidationCommand).callsFake(() => ({ Location: 'x', Invalidation: { Id: `I${randomUUID().slice(0, 8)}`, Status: 'InProgress' } }));
+  cloudFront
+    .on(CreateInvalidationCommand)
+    .callsFake(() => ({ Location: 'x', Invalidation: { Id: `I${randomUUID().slice(0, 8)}`, Status: 'InProgress' } }));
   fakeStore();
 });
 
@@ -119,10 +130,14 @@ describe('CloudFrontPurger', () => {
     await expect(purger().purgeSite(SITE)).resolves.toBeUndefined();
     expect(sqs.commandCalls(SendMessageCommand)[0]!.args[0].input.QueueUrl).toBe(QUEUE_URL);
     expect(sent()).toEqual([{ body: { kind: 'purge', siteId: SITE, attempt: 1 }, delay: cdnRetryDelaySeconds(1, half) }]);
-    expect(logLines.find((l) => l.level === 'warn')).toMatchObject({ msg: expect.stringContaining('put off'), reason: 'TooManyInvalidationsInProgress', attempt: 1 });
+    expect(logLines.find((l) => l.level === 'warn')).toMatchObject({
+      msg: expect.stringContaining('put off'),
+      reason: 'TooManyInvalidationsInProgress',
+      attempt: 1,
+    });
   });
 
-  test('the back-off doubles from 30 s to the queue\'s 900 s cap, with jitter, and stops after about an hour', async () => {
+  test("the back-off doubles from 30 s to the queue's 900 s cap, with jitter, and stops after about an hour", async () => {
     cloudFront.on(CreateInvalidationCommand).rejects(throttled());
     const p = purger();
     for (let attempt = 0; attempt < CDN_RETRY_MAX_ATTEMPTS; attempt++) await p.purgeSite(SITE, { attempt });
@@ -160,7 +175,14 @@ describe('CloudFrontPurger', () => {
 // ---------------------------------------------------------------- the host map
 
 describe('KvsSiteHostMap', () => {
-  const map = () => new KvsSiteHostMap(new CloudFrontKeyValueStoreClient({ region: 'us-east-1' }), KVS_ARN, new SqsDeployQueue(new SQSClient({ region: 'us-east-1' }), QUEUE_URL, {} as never), logger, half);
+  const map = () =>
+    new KvsSiteHostMap(
+      new CloudFrontKeyValueStoreClient({ region: 'us-east-1' }),
+      KVS_ARN,
+      new SqsDeployQueue(new SQSClient({ region: 'us-east-1' }), QUEUE_URL, {} as never),
+      logger,
+      half,
+    );
   const puts = () => kvs.commandCalls(PutKeyCommand).map((c) => c.args[0].input);
   const deletes = () => kvs.commandCalls(DeleteKeyCommand).map((c) => c.args[0].input);
 
@@ -233,9 +255,25 @@ describe('KvsSiteHostMap', () => {
 
 test('queue messages: the old deploy shape, and the two CDN retries; anything else is refused', () => {
   expect(parseQueueMessage(JSON.stringify({ siteId: 's', deployId: 'd' }))).toEqual({ kind: 'deploy', siteId: 's', deployId: 'd' });
-  expect(parseQueueMessage(JSON.stringify({ kind: 'purge', siteId: SITE, attempt: 2 }))).toEqual({ kind: 'purge', siteId: SITE, attempt: 2 });
-  expect(parseQueueMessage(JSON.stringify({ kind: 'site-host', label: 'a', attempt: 0 }))).toEqual({ kind: 'site-host', label: 'a', attempt: 0 });
-  for (const bad of ['nope', '{}', '[]', 'null', JSON.stringify({ kind: 'purge', siteId: SITE }), JSON.stringify({ kind: 'purge', siteId: SITE, attempt: -1 }), JSON.stringify({ kind: 'other', siteId: 's', deployId: 'd' })]) {
+  expect(parseQueueMessage(JSON.stringify({ kind: 'purge', siteId: SITE, attempt: 2 }))).toEqual({
+    kind: 'purge',
+    siteId: SITE,
+    attempt: 2,
+  });
+  expect(parseQueueMessage(JSON.stringify({ kind: 'site-host', label: 'a', attempt: 0 }))).toEqual({
+    kind: 'site-host',
+    label: 'a',
+    attempt: 0,
+  });
+  for (const bad of [
+    'nope',
+    '{}',
+    '[]',
+    'null',
+    JSON.stringify({ kind: 'purge', siteId: SITE }),
+    JSON.stringify({ kind: 'purge', siteId: SITE, attempt: -1 }),
+    JSON.stringify({ kind: 'other', siteId: 's', deployId: 'd' }),
+  ]) {
     expect(parseQueueMessage(bad)).toBeUndefined();
   }
 });
@@ -266,13 +304,31 @@ describe('through the Lambda doors', () => {
   });
 
   const createSite = async (name?: string) =>
-    (await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', { input: { ...(name ? { name } : {}), deploySettings: { source: { ipfs: { cid: 'bafkqaaa' } } } } })).createSite as { id: string; slug: string };
+    (
+      await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', {
+        input: { ...(name ? { name } : {}), deploySettings: { source: { ipfs: { cid: 'bafkqaaa' } } } },
+      })
+    ).createSite as { id: string; slug: string };
   const purgeCache = (siteId: string) => gql('mutation ($s: String!) { purgeCache(input: { siteId: $s }) }', { s: siteId });
   /** A DEPLOYED deploy of the site, published through publishDeploy (which purges), and the calls it made forgotten. */
   const publishOne = async (siteId: string) => {
     const id = newSortableId();
     const now = new Date().toISOString();
-    await aws.deploys.putMany([{ id, siteId, status: 'DEPLOYED', ipfsHash: 'bafkqaaa', createdAt: now, startedAt: now, completedAt: now, totalTime: 1, published: false, autoPublish: false, repository: { commit: null, branch: null } }]);
+    await aws.deploys.putMany([
+      {
+        id,
+        siteId,
+        status: 'DEPLOYED',
+        ipfsHash: 'bafkqaaa',
+        createdAt: now,
+        startedAt: now,
+        completedAt: now,
+        totalTime: 1,
+        published: false,
+        autoPublish: false,
+        repository: { commit: null, branch: null },
+      },
+    ]);
     await gql('mutation ($s: ID!, $d: ID!) { publishDeploy(siteId: $s, deployId: $d) { id } }', { s: siteId, d: id });
     return id;
   };
@@ -289,17 +345,24 @@ describe('through the Lambda doors', () => {
     const site = await createSite();
     expect(store.get(site.slug)).toBe(site.id);
     const renamed = `renamed-${site.slug}`;
-    await gql('mutation ($s: ID!, $input: UpdateSiteInput!) { updateSite(siteId: $s, input: $input) { slug } }', { s: site.id, input: { name: renamed } });
+    await gql('mutation ($s: ID!, $input: UpdateSiteInput!) { updateSite(siteId: $s, input: $input) { slug } }', {
+      s: site.id,
+      input: { name: renamed },
+    });
     expect(store.get(renamed)).toBe(site.id);
     expect(store.has(site.slug)).toBe(false);
     // An update that keeps the slug reads the entry, and writes nothing when it is right.
     kvs.resetHistory();
-    await gql('mutation ($s: ID!, $input: UpdateSiteInput!) { updateSite(siteId: $s, input: $input) { slug } }', { s: site.id, input: { description: 'same name' } });
+    await gql('mutation ($s: ID!, $input: UpdateSiteInput!) { updateSite(siteId: $s, input: $input) { slug } }', {
+      s: site.id,
+      input: { description: 'same name' },
+    });
     expect(kvs.commandCalls(GetKeyCommand)).toHaveLength(1);
     expect(kvs.commandCalls(PutKeyCommand).length + kvs.commandCalls(DeleteKeyCommand).length).toBe(0);
     expect(await gql('mutation ($s: ID!) { deleteSite(siteId: $s) }', { s: site.id })).toEqual({ deleteSite: true });
     expect(store.has(renamed)).toBe(false);
-    for (const c of kvs.commandCalls(PutKeyCommand).concat(kvs.commandCalls(DeleteKeyCommand) as never)) expect(c.args[0].input.IfMatch).toMatch(/^E\d+$/);
+    for (const c of kvs.commandCalls(PutKeyCommand).concat(kvs.commandCalls(DeleteKeyCommand) as never))
+      expect(c.args[0].input.IfMatch).toMatch(/^E\d+$/);
   });
 
   test('the store failing does not fail createSite: the site is kept and the write is put off; the worker does it from the queue', async () => {
@@ -323,22 +386,29 @@ describe('through the Lambda doors', () => {
     await publishOne(site.id);
     cloudFront.resetHistory();
     expect(await purgeCache(site.id)).toEqual({ purgeCache: true });
-    expect(invalidations()).toEqual([{ DistributionId: DISTRIBUTION, InvalidationBatch: { CallerReference: expect.stringMatching(new RegExp(`^${site.id}/`)), Paths: sitePaths(site.id) } }]);
+    expect(invalidations()).toEqual([
+      {
+        DistributionId: DISTRIBUTION,
+        InvalidationBatch: { CallerReference: expect.stringMatching(new RegExp(`^${site.id}/`)), Paths: sitePaths(site.id) },
+      },
+    ]);
   });
 
-  test('purgeCache of another team\'s site is FORBIDDEN and invalidates nothing', async () => {
+  test("purgeCache of another team's site is FORBIDDEN and invalidates nothing", async () => {
     const theirs = await createSite();
     await publishOne(theirs.id);
     cloudFront.resetHistory();
     sqs.resetHistory();
     const other = await newAccount({ services: aws } as TestService, 'cdn-other');
-    const refused = await lambdas.client.gql(other.apiKey, 'mutation ($s: String!) { purgeCache(input: { siteId: $s }) }', { s: theirs.id });
+    const refused = await lambdas.client.gql(other.apiKey, 'mutation ($s: String!) { purgeCache(input: { siteId: $s }) }', {
+      s: theirs.id,
+    });
     expect(onlyError(refused).extensions.code).toBe('FORBIDDEN');
     expect(invalidations()).toEqual([]);
     expect(sent()).toEqual([]);
   });
 
-  test('deleteSite invalidates a published site\'s prefix once; a site that never published, nothing', async () => {
+  test("deleteSite invalidates a published site's prefix once; a site that never published, nothing", async () => {
     const published = await createSite();
     await publishOne(published.id);
     cloudFront.resetHistory();
@@ -354,7 +424,10 @@ describe('through the Lambda doors', () => {
     const site = await createSite();
     await publishOne(site.id);
     cloudFront.reset();
-    cloudFront.on(CreateInvalidationCommand).rejectsOnce(throttled()).resolves({ Invalidation: { Id: 'I2', Status: 'InProgress' } as never });
+    cloudFront
+      .on(CreateInvalidationCommand)
+      .rejectsOnce(throttled())
+      .resolves({ Invalidation: { Id: 'I2', Status: 'InProgress' } as never });
     sqs.resetHistory();
     expect(await purgeCache(site.id)).toEqual({ purgeCache: true });
     const [retry] = sent();
@@ -364,7 +437,10 @@ describe('through the Lambda doors', () => {
     // The worker takes it off the queue: it is throttled again (put off further), then it goes through.
     sqs.resetHistory();
     cloudFront.reset();
-    cloudFront.on(CreateInvalidationCommand).rejectsOnce(throttled()).resolves({ Invalidation: { Id: 'I3', Status: 'InProgress' } as never });
+    cloudFront
+      .on(CreateInvalidationCommand)
+      .rejectsOnce(throttled())
+      .resolves({ Invalidation: { Id: 'I3', Status: 'InProgress' } as never });
     expect(await worker(sqsEvent(JSON.stringify(retry!.body)))).toEqual({ batchItemFailures: [] });
     const [again] = sent();
     expect(again!.body).toEqual({ kind: 'purge', siteId: site.id, attempt: 2 });
@@ -379,7 +455,10 @@ describe('through the Lambda doors', () => {
   test('a site missing from the store (made before the CDN, or its retries given up) is written again by an update or a purgeCache', async () => {
     const site = await createSite();
     store.delete(site.slug);
-    await gql('mutation ($s: ID!, $input: UpdateSiteInput!) { updateSite(siteId: $s, input: $input) { slug } }', { s: site.id, input: { description: 'touch' } });
+    await gql('mutation ($s: ID!, $input: UpdateSiteInput!) { updateSite(siteId: $s, input: $input) { slug } }', {
+      s: site.id,
+      input: { description: 'touch' },
+    });
     expect(store.get(site.slug)).toBe(site.id);
     store.delete(site.slug);
     expect(await purgeCache(site.id)).toEqual({ purgeCache: true });

@@ -88,7 +88,19 @@ beforeEach(() => {
 
 const gql = (query: string, variables: Record<string, unknown> = {}) => client.gql(a.apiKey, query, variables);
 const sqsEvent = (body: unknown): SQSEvent => ({
-  Records: [{ messageId: randomUUID(), receiptHandle: 'r', body: typeof body === 'string' ? body : JSON.stringify(body), attributes: {} as never, messageAttributes: {}, md5OfBody: '', eventSource: 'aws:sqs', eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:cairn-deploys', awsRegion: 'us-east-1' }],
+  Records: [
+    {
+      messageId: randomUUID(),
+      receiptHandle: 'r',
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+      attributes: {} as never,
+      messageAttributes: {},
+      md5OfBody: '',
+      eventSource: 'aws:sqs',
+      eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:cairn-deploys',
+      awsRegion: 'us-east-1',
+    },
+  ],
 });
 
 /** A site of `url` with a token, and a deploy of SHA triggered through the GraphQL Lambda. */
@@ -97,7 +109,9 @@ async function deployed(url: string): Promise<{ siteId: string; deployId: string
   const siteId = dataOf(await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id } }', { input })).createSite.id;
   dataOf(await gql('mutation ($s: ID!, $t: String) { setRepositoryToken(siteId: $s, token: $t) { id } }', { s: siteId, t: TOKEN }));
   sqs.resetHistory();
-  const deployId = dataOf(await gql('mutation ($s: ID!, $c: String) { triggerDeploy(siteId: $s, commit: $c) { id } }', { s: siteId, c: SHA })).triggerDeploy.id;
+  const deployId = dataOf(
+    await gql('mutation ($s: ID!, $c: String) { triggerDeploy(siteId: $s, commit: $c) { id } }', { s: siteId, c: SHA }),
+  ).triggerDeploy.id;
   return { siteId, deployId };
 }
 
@@ -115,7 +129,13 @@ test('triggerDeploy through the GraphQL Lambda records the pending status and qu
     targetUrl: `${aws.config.urls.baseUrl}/#/sites/${siteId}/deploys/${deployId}`,
     description: 'Deploy queued',
   });
-  expect(statusMessages()).toEqual([{ raw: expect.any(String), body: { kind: 'notification', siteId, urlId: commitStatusChannel(deployId), deliveryId: delivery!.id }, delay: 0 }]);
+  expect(statusMessages()).toEqual([
+    {
+      raw: expect.any(String),
+      body: { kind: 'notification', siteId, urlId: commitStatusChannel(deployId), deliveryId: delivery!.id },
+      delay: 0,
+    },
+  ]);
   for (const m of messages()) expect(m.raw).not.toContain(TOKEN);
   expect(delivery!.body).not.toContain(TOKEN);
   expect(api.requests()).toHaveLength(before);
@@ -127,22 +147,40 @@ test('the deploy worker posts a queued status (where private addresses are allow
   const services = { ...aws, config: { ...aws.config, outbound: { private: 'allow' as const } } };
   expect(await takeDeploys({ services } as WorkerOptions, sqsEvent(message!.body))).toEqual({ batchItemFailures: [] });
   const posted = api.requests().at(-1)!;
-  expect(posted).toMatchObject({ api: 'gitlab', path: `/projects/${encodeURIComponent('acme/posted')}/statuses/${SHA}`, body: { state: 'pending', name: 'cairn/deploy', description: 'Deploy queued' } });
+  expect(posted).toMatchObject({
+    api: 'gitlab',
+    path: `/projects/${encodeURIComponent('acme/posted')}/statuses/${SHA}`,
+    body: { state: 'pending', name: 'cairn/deploy', description: 'Deploy queued' },
+  });
   expect(posted.headers['private-token']).toBe(TOKEN);
   expect(await aws.notificationDeliveries.get(message!.body)).toMatchObject({ deployId, status: 'DELIVERED', attempt: 1, statusCode: 201 });
   expect(await aws.notificationDeliveries.listOfUrl(siteId, commitStatusChannel(deployId), 10)).toHaveLength(1);
 });
 
 test.each([
-  ['an http:// API base on loopback', 'https://git.example.org/acme/refused.git', /the GitLab API address http:\/\/127\.0\.0\.1:\d+\/gitlab is refused here \(url must be an https:\/\/ URL\)/],
-  ['an https:// API base in the VPC', 'https://git.example.com/acme/refused.git', /the GitHub API address https:\/\/10\.0\.0\.7\/api\/v3 is refused here \(10\.0\.0\.7 is a private address: outbound requests to private addresses are refused \(CAIRN_OUTBOUND_PRIVATE=allow allows them\)\)/],
-])('the deploy worker refuses %s: nothing sent, nothing retried, the ended deploy\'s log says why', async (_, url, why) => {
+  [
+    'an http:// API base on loopback',
+    'https://git.example.org/acme/refused.git',
+    /the GitLab API address http:\/\/127\.0\.0\.1:\d+\/gitlab is refused here \(url must be an https:\/\/ URL\)/,
+  ],
+  [
+    'an https:// API base in the VPC',
+    'https://git.example.com/acme/refused.git',
+    /the GitHub API address https:\/\/10\.0\.0\.7\/api\/v3 is refused here \(10\.0\.0\.7 is a private address: outbound requests to private addresses are refused \(CAIRN_OUTBOUND_PRIVATE=allow allows them\)\)/,
+  ],
+])("the deploy worker refuses %s: nothing sent, nothing retried, the ended deploy's log says why", async (_, url, why) => {
   const before = api.requests().length;
   const { siteId, deployId } = await deployed(url);
   const [created] = statusMessages();
   sqs.resetHistory();
   expect(await worker(sqsEvent(created!.body))).toEqual({ batchItemFailures: [] });
-  expect(await aws.notificationDeliveries.get(created!.body)).toMatchObject({ status: 'FAILED', attempt: 1, statusCode: null, nextAttemptAt: null, error: expect.stringMatching(why) });
+  expect(await aws.notificationDeliveries.get(created!.body)).toMatchObject({
+    status: 'FAILED',
+    attempt: 1,
+    statusCode: null,
+    nextAttemptAt: null,
+    error: expect.stringMatching(why),
+  });
   expect(statusMessages()).toEqual([]);
   // Still queued: its log is the pipeline's to write, so nothing is added yet.
   expect((await aws.deployLogs.read(deployLogKey(siteId, deployId))) ?? '').not.toMatch(/Commit status not set/);

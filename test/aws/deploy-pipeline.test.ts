@@ -71,9 +71,13 @@ beforeEach(() => {
   sqs.reset();
   codeBuild.reset();
   cloudFront.reset();
-  cloudFront.on(CreateInvalidationCommand).callsFake(() => ({ Invalidation: { Id: `I${randomUUID().slice(0, 8)}`, Status: 'InProgress' } }));
+  cloudFront
+    .on(CreateInvalidationCommand)
+    .callsFake(() => ({ Invalidation: { Id: `I${randomUUID().slice(0, 8)}`, Status: 'InProgress' } }));
   sqs.on(SendMessageCommand).resolves({ MessageId: randomUUID() });
-  codeBuild.on(StartBuildCommand).callsFake((input: StartBuildCommandInput) => ({ build: { id: `${input.projectName}:${randomUUID()}`, logs: { deepLink: DEEP_LINK } } }));
+  codeBuild.on(StartBuildCommand).callsFake((input: StartBuildCommandInput) => ({
+    build: { id: `${input.projectName}:${randomUUID()}`, logs: { deepLink: DEEP_LINK } },
+  }));
   codeBuild.on(StopBuildCommand).resolves({});
 });
 
@@ -81,8 +85,13 @@ let repos = 0;
 async function gitSite(files: Record<string, string>, build: Record<string, unknown> = {}) {
   const repo = `acme/aws-${++repos}`;
   const commit = await git.commit(repo, files, 'the site');
-  const input = { buildSettings: build, deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'main' } } } };
-  const site = (await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id } }', { input })).createSite as { id: string };
+  const input = {
+    buildSettings: build,
+    deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'main' } } },
+  };
+  const site = (await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id } }', { input })).createSite as {
+    id: string;
+  };
   return { site, commit };
 }
 
@@ -90,7 +99,8 @@ async function trigger(siteId: string): Promise<{ id: string; status: string }> 
   return (await gql('mutation ($s: ID!) { triggerDeploy(siteId: $s) { id status } }', { s: siteId })).triggerDeploy;
 }
 
-const invalidations = () => cloudFront.commandCalls(CreateInvalidationCommand).map((c) => c.args[0].input as CreateInvalidationCommandInput);
+const invalidations = () =>
+  cloudFront.commandCalls(CreateInvalidationCommand).map((c) => c.args[0].input as CreateInvalidationCommandInput);
 
 /** What CodeBuild's EventBridge event says when the deploy's build ends. */
 function buildEvent(deploy: Deploy, status: string, phases: Array<Record<string, unknown>> = []) {
@@ -129,8 +139,13 @@ async function logOf(deploy: Deploy): Promise<string> {
 }
 
 /** A site with a build command, triggered through the GraphQL door and taken by the worker from its SQS message: it waits for CodeBuild. */
-async function handedToCodeBuild(build: Record<string, unknown> = {}): Promise<{ deploy: Deploy; start: StartBuildCommandInput; commit: string }> {
-  const { site, commit } = await gitSite({ 'app/src.txt': 'source', 'app/run.sh': 'echo ran' }, { buildCommand: 'echo built-here > dist/x', baseDirectoryPath: 'app', publishDirectoryPath: 'dist', ...build });
+async function handedToCodeBuild(
+  build: Record<string, unknown> = {},
+): Promise<{ deploy: Deploy; start: StartBuildCommandInput; commit: string }> {
+  const { site, commit } = await gitSite(
+    { 'app/src.txt': 'source', 'app/run.sh': 'echo ran' },
+    { buildCommand: 'echo built-here > dist/x', baseDirectoryPath: 'app', publishDirectoryPath: 'dist', ...build },
+  );
   const queued = await trigger(site.id);
   const [send] = sqs.commandCalls(SendMessageCommand);
   const result = await worker(sqsEvent(send!.args[0].input.MessageBody!));
@@ -152,8 +167,11 @@ test('triggerDeploy through the GraphQL Lambda door sends the deploy to SQS, onc
   expect((await aws.deploys.get(site.id, deploy.id))?.phase).toBe('queued');
 });
 
-test('the worker given the SQS message claims the deploy and hands its build to CodeBuild with the site\'s settings, running nothing itself', async () => {
-  const { deploy, start, commit } = await handedToCodeBuild({ dockerImage: 'node:20-slim', environmentVariables: [{ name: 'GREETING', value: 'hi' }] });
+test("the worker given the SQS message claims the deploy and hands its build to CodeBuild with the site's settings, running nothing itself", async () => {
+  const { deploy, start, commit } = await handedToCodeBuild({
+    dockerImage: 'node:20-slim',
+    environmentVariables: [{ name: 'GREETING', value: 'hi' }],
+  });
   expect(start).toMatchObject({
     projectName: PROJECT,
     idempotencyToken: deploy.id,
@@ -161,9 +179,21 @@ test('the worker given the SQS message claims the deploy and hands its build to 
     timeoutInMinutesOverride: 10,
     sourceTypeOverride: 'S3',
     sourceLocationOverride: `${BUCKET}/deploy-builds/${deploy.siteId}/${deploy.id}/source.zip`,
-    artifactsOverride: { type: 'S3', location: BUCKET, path: `deploy-builds/${deploy.siteId}/${deploy.id}`, name: 'publish', packaging: 'NONE' },
+    artifactsOverride: {
+      type: 'S3',
+      location: BUCKET,
+      path: `deploy-builds/${deploy.siteId}/${deploy.id}`,
+      name: 'publish',
+      packaging: 'NONE',
+    },
   });
-  expect(Object.fromEntries(start.environmentVariablesOverride!.map((v) => [v.name, v.value]))).toEqual({ GREETING: 'hi', CI: 'true', CAIRN_DEPLOY_ID: deploy.id, COMMIT_REF: commit, BRANCH: 'main' });
+  expect(Object.fromEntries(start.environmentVariablesOverride!.map((v) => [v.name, v.value]))).toEqual({
+    GREETING: 'hi',
+    CI: 'true',
+    CAIRN_DEPLOY_ID: deploy.id,
+    COMMIT_REF: commit,
+    BRANCH: 'main',
+  });
   const spec = JSON.parse(start.buildspecOverride!);
   expect(spec.phases.build.commands).toEqual([`cd "$CODEBUILD_SRC_DIR"/'app' && sh -c 'echo built-here > dist/x'`]);
   expect(spec.artifacts).toEqual({ files: ['**/*'], 'base-directory': 'app/dist' });
@@ -177,7 +207,11 @@ test('the worker given the SQS message claims the deploy and hands its build to 
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
-  expect(deploy).toMatchObject({ status: 'IN_PROGRESS', phase: 'building', remoteBuild: { id: expect.stringMatching(/^cairn-builds:/), logUrl: DEEP_LINK } });
+  expect(deploy).toMatchObject({
+    status: 'IN_PROGRESS',
+    phase: 'building',
+    remoteBuild: { id: expect.stringMatching(/^cairn-builds:/), logUrl: DEEP_LINK },
+  });
   const log = await logOf(deploy);
   expect(log).toContain('Building with AWS CodeBuild: echo built-here > dist/x');
   expect(log).not.toContain('bubblewrap');
@@ -200,7 +234,10 @@ test('a SUCCEEDED build event makes the worker import what the build uploaded, p
   const parts: Uint8Array[] = [];
   for await (const chunk of (file as any).content()) parts.push(chunk);
   expect(Buffer.concat(parts).toString()).toBe('<h1>built in CodeBuild</h1>');
-  expect((await gql('query ($s: ID!) { getSiteById(siteId: $s) { publishedDeploy { id } } }', { s: deploy.siteId })).getSiteById.publishedDeploy.id).toBe(deploy.id);
+  expect(
+    (await gql('query ($s: ID!) { getSiteById(siteId: $s) { publishedDeploy { id } } }', { s: deploy.siteId })).getSiteById.publishedDeploy
+      .id,
+  ).toBe(deploy.id);
   const log = await logOf(deploy);
   expect(log).toContain(`The build's own log: ${DEEP_LINK}`);
   expect(log).toContain('Imported 2 files');
@@ -212,11 +249,35 @@ test('a SUCCEEDED build event makes the worker import what the build uploaded, p
 });
 
 test.each([
-  ['FAILED in BUILD', 'FAILED', [{ 'phase-type': 'BUILD', 'phase-status': 'FAILED', 'phase-context': ['COMMAND_EXECUTION_ERROR: Error while executing command: sh -c build. Reason: exit status 3'] }], 'FAILED', /^the build command failed \(COMMAND_EXECUTION_ERROR: .*exit status 3\)$/],
-  ['FAILED uploading artifacts', 'FAILED', [{ 'phase-type': 'UPLOAD_ARTIFACTS', 'phase-status': 'FAILED', 'phase-context': ['CLIENT_ERROR: no matching artifact paths found'] }], 'FAILED', /publish directory "app\/dist" does not exist after the build, or is empty/],
-  ['TIMED_OUT', 'TIMED_OUT', [{ 'phase-type': 'BUILD', 'phase-status': 'TIMED_OUT', 'phase-context': ['BUILD_TIMED_OUT'] }], 'FAILED', /^the build ran past the time limit \(10 min\)/],
+  [
+    'FAILED in BUILD',
+    'FAILED',
+    [
+      {
+        'phase-type': 'BUILD',
+        'phase-status': 'FAILED',
+        'phase-context': ['COMMAND_EXECUTION_ERROR: Error while executing command: sh -c build. Reason: exit status 3'],
+      },
+    ],
+    'FAILED',
+    /^the build command failed \(COMMAND_EXECUTION_ERROR: .*exit status 3\)$/,
+  ],
+  [
+    'FAILED uploading artifacts',
+    'FAILED',
+    [{ 'phase-type': 'UPLOAD_ARTIFACTS', 'phase-status': 'FAILED', 'phase-context': ['CLIENT_ERROR: no matching artifact paths found'] }],
+    'FAILED',
+    /publish directory "app\/dist" does not exist after the build, or is empty/,
+  ],
+  [
+    'TIMED_OUT',
+    'TIMED_OUT',
+    [{ 'phase-type': 'BUILD', 'phase-status': 'TIMED_OUT', 'phase-context': ['BUILD_TIMED_OUT'] }],
+    'FAILED',
+    /^the build ran past the time limit \(10 min\)/,
+  ],
   ['STOPPED outside Cairn', 'STOPPED', [], 'FAILED', /stopped in AWS CodeBuild, not through Cairn/],
-])('a build event %s ends the deploy with the reason and the build log\'s link', async (_, status, phases, ended, reason) => {
+])("a build event %s ends the deploy with the reason and the build log's link", async (_, status, phases, ended, reason) => {
   const { deploy } = await handedToCodeBuild();
   await worker(buildEvent(deploy, status, phases));
   const done = (await aws.deploys.get(deploy.siteId, deploy.id))!;
@@ -249,7 +310,8 @@ test('a site without a build command is deployed by the worker alone, without Co
 
 test("a deploy the worker publishes invalidates its site's prefix on CloudFront, each time with its own CallerReference; one it does not publish, nothing", async () => {
   const { site } = await gitSite({ 'public/index.html': 'plain' }, { publishDirectoryPath: 'public' });
-  const published = async () => (await gql('query ($s: ID!) { getSiteById(siteId: $s) { publishedDeploy { id } } }', { s: site.id })).getSiteById.publishedDeploy?.id;
+  const published = async () =>
+    (await gql('query ($s: ID!) { getSiteById(siteId: $s) { publishedDeploy { id } } }', { s: site.id })).getSiteById.publishedDeploy?.id;
   const run = async () => {
     const queued = await trigger(site.id);
     expect(await worker(sqsEvent(JSON.stringify({ siteId: site.id, deployId: queued.id })))).toEqual({ batchItemFailures: [] });
@@ -258,7 +320,13 @@ test("a deploy the worker publishes invalidates its site's prefix on CloudFront,
   };
   const first = await run();
   expect(await published()).toBe(first);
-  const one = { DistributionId: DISTRIBUTION, InvalidationBatch: { CallerReference: expect.stringMatching(new RegExp(`^${site.id}/`)), Paths: { Quantity: 1, Items: [`/sites/${site.id}/*`] } } };
+  const one = {
+    DistributionId: DISTRIBUTION,
+    InvalidationBatch: {
+      CallerReference: expect.stringMatching(new RegExp(`^${site.id}/`)),
+      Paths: { Quantity: 1, Items: [`/sites/${site.id}/*`] },
+    },
+  };
   expect(invalidations()).toEqual([one]);
   const second = await run();
   expect(await published()).toBe(second);
@@ -266,7 +334,10 @@ test("a deploy the worker publishes invalidates its site's prefix on CloudFront,
   expect(new Set(invalidations().map((c) => c.InvalidationBatch!.CallerReference)).size).toBe(2);
 
   // Auto-publishing off: the deploy ends DEPLOYED, the site keeps serving the last one, and nothing is invalidated.
-  await gql('mutation ($s: ID!, $input: UpdateSiteInput!) { updateSite(siteId: $s, input: $input) { id } }', { s: site.id, input: { deploySettings: { autoPublishing: false } } });
+  await gql('mutation ($s: ID!, $input: UpdateSiteInput!) { updateSite(siteId: $s, input: $input) { id } }', {
+    s: site.id,
+    input: { deploySettings: { autoPublishing: false } },
+  });
   cloudFront.resetHistory();
   await run();
   expect(await published()).toBe(second);
@@ -292,18 +363,31 @@ test('the scheduled tick fails a deploy stuck past its time limit and stops its 
 
 test('a secret variable reaches CodeBuild opened, stays sealed in the record, and the failure that quotes it is masked in the reason and the log', async () => {
   const secret = `s3cr3t-${randomUUID()}`;
-  const { deploy, start } = await handedToCodeBuild({ environmentVariables: [{ name: 'API_KEY', value: secret, secret: true }, { name: 'PREVIEW_ONLY', value: 'p', scope: 'PREVIEWS' }] });
+  const { deploy, start } = await handedToCodeBuild({
+    environmentVariables: [
+      { name: 'API_KEY', value: secret, secret: true },
+      { name: 'PREVIEW_ONLY', value: 'p', scope: 'PREVIEWS' },
+    ],
+  });
   const overrides = Object.fromEntries(start.environmentVariablesOverride!.map((v) => [v.name, v.value]));
   expect(overrides.API_KEY).toBe(secret);
   expect(overrides).not.toHaveProperty('PREVIEW_ONLY');
   expect(JSON.stringify(deploy)).not.toContain(secret);
   expect(deploy.build?.secretEnv).toEqual({ API_KEY: expect.any(String) });
   // The end is taken up by the worker from the event, as another Lambda invocation would: it opens the record's sealed copy to mask.
-  const phases = [{ 'phase-type': 'BUILD', 'phase-status': 'FAILED', 'phase-context': [`COMMAND_EXECUTION_ERROR: Error while executing command: curl -H "key: ${secret}". Reason: exit status 22`] }];
+  const phases = [
+    {
+      'phase-type': 'BUILD',
+      'phase-status': 'FAILED',
+      'phase-context': [`COMMAND_EXECUTION_ERROR: Error while executing command: curl -H "key: ${secret}". Reason: exit status 22`],
+    },
+  ];
   await worker(buildEvent(deploy, 'FAILED', phases));
   const done = (await aws.deploys.get(deploy.siteId, deploy.id))!;
   expect(done.status).toBe('FAILED');
-  expect(done.reason).toBe('the build command failed (COMMAND_EXECUTION_ERROR: Error while executing command: curl -H "key: ***". Reason: exit status 22)');
+  expect(done.reason).toBe(
+    'the build command failed (COMMAND_EXECUTION_ERROR: Error while executing command: curl -H "key: ***". Reason: exit status 22)',
+  );
   const log = await logOf(deploy);
   expect(log).toContain('key: ***');
   expect(log).not.toContain(secret);

@@ -42,7 +42,11 @@ import type { FirstAccountProperties } from '../../functions/first-account/handl
 const SECRET_KEY = randomBytes(32).toString('hex');
 const STACK_ID = 'arn:aws:cloudformation:us-east-1:123456789012:stack/Cairn/5b2c6a10-0000-4000-8000-000000000000';
 const SERVICE_TOKEN = 'arn:aws:lambda:us-east-1:123456789012:function:Cairn-FirstAccountProviderframeworkonEvent';
-const ENDPOINTS = { StorageEndpoint: 'https://abc123.execute-api.us-east-1.amazonaws.com/prod', GraphqlUrl: 'https://def456.execute-api.us-east-1.amazonaws.com/graphql', GatewayUrl: 'https://gw.lambda-url.us-east-1.on.aws' };
+const ENDPOINTS = {
+  StorageEndpoint: 'https://abc123.execute-api.us-east-1.amazonaws.com/prod',
+  GraphqlUrl: 'https://def456.execute-api.us-east-1.amazonaws.com/graphql',
+  GatewayUrl: 'https://gw.lambda-url.us-east-1.on.aws',
+};
 
 /** One secret as Secrets Manager keeps it: a current value and versions by client request token. */
 class SecretModel {
@@ -79,7 +83,10 @@ function installSecretsManager() {
     const token = input.ClientRequestToken ?? randomUUID();
     const earlier = model.versions.get(token);
     if (earlier !== undefined && earlier !== input.SecretString) {
-      throw new ResourceExistsException({ message: `A resource with the ID you requested already exists. (version ${token})`, $metadata: {} });
+      throw new ResourceExistsException({
+        message: `A resource with the ID you requested already exists. (version ${token})`,
+        $metadata: {},
+      });
     }
     model.versions.set(token, input.SecretString);
     model.current = input.SecretString;
@@ -143,7 +150,11 @@ afterAll(async () => {
 
 beforeEach(() => installSecretsManager());
 
-const context = { functionName: 'Cairn-FirstAccountHandler', awsRequestId: 'lambda-request', getRemainingTimeInMillis: () => 60_000 } as unknown as Context;
+const context = {
+  functionName: 'Cairn-FirstAccountHandler',
+  awsRequestId: 'lambda-request',
+  getRemainingTimeInMillis: () => 60_000,
+} as unknown as Context;
 
 function event(
   type: 'Create' | 'Update' | 'Delete',
@@ -151,7 +162,12 @@ function event(
   accountName: string,
   physicalResourceId?: string,
 ): CdkCustomResourceEvent<FirstAccountProperties> {
-  const ResourceProperties: FirstAccountProperties = { ServiceToken: SERVICE_TOKEN, SecretArn: secret.arn, AccountName: accountName, ...ENDPOINTS };
+  const ResourceProperties: FirstAccountProperties = {
+    ServiceToken: SERVICE_TOKEN,
+    SecretArn: secret.arn,
+    AccountName: accountName,
+    ...ENDPOINTS,
+  };
   const common = {
     ServiceToken: SERVICE_TOKEN,
     ResponseURL: 'https://cloudformation-custom-resource-response-useast1.s3.amazonaws.com/signed',
@@ -162,7 +178,8 @@ function event(
     ResourceProperties,
   };
   if (type === 'Create') return { ...common, RequestType: 'Create' };
-  if (type === 'Update') return { ...common, RequestType: 'Update', PhysicalResourceId: physicalResourceId!, OldResourceProperties: ResourceProperties };
+  if (type === 'Update')
+    return { ...common, RequestType: 'Update', PhysicalResourceId: physicalResourceId!, OldResourceProperties: ResourceProperties };
   return { ...common, RequestType: 'Delete', PhysicalResourceId: physicalResourceId! };
 }
 
@@ -213,11 +230,20 @@ test('Create makes the first account, its team, bucket, key pair and API key, an
 
   expect(answer).toEqual({
     PhysicalResourceId: 'first-account:default',
-    Data: { AccountName: 'default', DefaultBucket: 'default-bucket', SecretArn: secret.arn, Outcome: 'created', SecretHoldsCredentials: 'true' },
+    Data: {
+      AccountName: 'default',
+      DefaultBucket: 'default-bucket',
+      SecretArn: secret.arn,
+      Outcome: 'created',
+      SecretHoldsCredentials: 'true',
+    },
   });
   expectNoSecretIn(JSON.stringify(answer), stored);
   // One structured line for the request, naming it, with no secret in it.
-  const lines = captured.slice(logStart).split('\n').filter((l) => l.startsWith('{'));
+  const lines = captured
+    .slice(logStart)
+    .split('\n')
+    .filter((l) => l.startsWith('{'));
   expect(lines.map((l) => JSON.parse(l))).toContainEqual(
     expect.objectContaining({ level: 'info', fn: 'first-account', requestType: 'Create', accountName: 'default', secret: secret.arn }),
   );
@@ -240,7 +266,10 @@ test('a second Create and any Update are no-ops: nothing is written again, the a
   expect(storedCredentials(secret)).toEqual(stored);
   expect(again.Data).toMatchObject({ Outcome: 'exists', AccountName: 'second-run', SecretHoldsCredentials: 'true' });
   expect(updated).toEqual({ PhysicalResourceId: 'first-account:second-run', Data: expect.objectContaining({ Outcome: 'exists' }) });
-  expect(renamed).toEqual({ PhysicalResourceId: 'first-account:second-run', Data: expect.objectContaining({ Outcome: 'exists', AccountName: 'second-run' }) });
+  expect(renamed).toEqual({
+    PhysicalResourceId: 'first-account:second-run',
+    Data: expect.objectContaining({ Outcome: 'exists', AccountName: 'second-run' }),
+  });
   expect(await accounts.getAccountByName('another-name')).toBeUndefined();
   expect((await accounts.getAccountByName('second-run'))!.id).toBe(account.id);
   expect((await accounts.list()).filter((a) => a.name === 'second-run')).toHaveLength(1);
@@ -342,7 +371,9 @@ test('a second, different value under the credentials token is refused, never wr
   secret.current = PENDING_VALUE;
   await db.doc.send(new DeleteCommand({ TableName: db.tables.accounts, Key: { pk: 'ACCOUNTNAME#once-only', sk: 'ACCOUNTNAME' } }));
 
-  await expect(handler(event('Update', secret, 'once-only', 'first-account:once-only'), context)).rejects.toThrow(/already holds first-account credentials/);
+  await expect(handler(event('Update', secret, 'once-only', 'first-account:once-only'), context)).rejects.toThrow(
+    /already holds first-account credentials/,
+  );
   expect(secret.versions.get(credentialsVersionToken(secret.arn))).toBe(JSON.stringify(stored));
   expect(secret.puts).toBe(1);
 });
@@ -352,7 +383,10 @@ test('an event without the secret, or of an unknown type, fails with a reason', 
   const noSecret = event('Create', secret, 'default');
   delete (noSecret.ResourceProperties as Partial<FirstAccountProperties>).SecretArn;
   await expect(handler(noSecret, context)).rejects.toThrow(/no SecretArn/);
-  const unknown = { ...event('Create', secret, 'default'), RequestType: 'Replace' } as unknown as CdkCustomResourceEvent<FirstAccountProperties>;
+  const unknown = {
+    ...event('Create', secret, 'default'),
+    RequestType: 'Replace',
+  } as unknown as CdkCustomResourceEvent<FirstAccountProperties>;
   await expect(handler(unknown, context)).rejects.toThrow(/unknown request type Replace/);
   expect(sm.calls()).toHaveLength(0);
 });

@@ -66,10 +66,28 @@ test('a published site and its preview serve from the bucket, reading the sites 
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
-  const site = (await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id } }', { input: { deploySettings: { source: { ipfs: { cid: root } } } } })).createSite as { id: string };
+  const site = (
+    await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id } }', {
+      input: { deploySettings: { source: { ipfs: { cid: root } } } },
+    })
+  ).createSite as { id: string };
   const id = newSortableId();
   const now = new Date().toISOString();
-  await aws.deploys.putMany([{ id, siteId: site.id, status: 'DEPLOYED', ipfsHash: root, createdAt: now, startedAt: now, completedAt: now, totalTime: 1, published: false, autoPublish: false, repository: { commit: null, branch: null } }]);
+  await aws.deploys.putMany([
+    {
+      id,
+      siteId: site.id,
+      status: 'DEPLOYED',
+      ipfsHash: root,
+      createdAt: now,
+      startedAt: now,
+      completedAt: now,
+      totalTime: 1,
+      published: false,
+      autoPublish: false,
+      repository: { commit: null, branch: null },
+    },
+  ]);
   const before = await keys();
   const unpublished = await gateway(`${ORIGIN}/sites/${site.id}/`);
   expect([unpublished.status, unpublished.headers.get('cache-control')]).toEqual([404, 'no-store']);

@@ -61,7 +61,8 @@ beforeAll(async () => {
   delete env.CAIRN_SECRET_KEY;
   lambdas = await startLambdas(env, 'aws-hooks', ['CAIRN_SECRET_KEY']);
   const graphqlLambda = await importGraphqlLambda();
-  hook = (path, headers, body) => lambdaFetch(graphqlLambda, { bodies: 'text' })(`https://api.example.com${path}`, { method: 'POST', headers, body });
+  hook = (path, headers, body) =>
+    lambdaFetch(graphqlLambda, { bodies: 'text' })(`https://api.example.com${path}`, { method: 'POST', headers, body });
 }, 60_000);
 
 afterAll(async () => {
@@ -96,7 +97,8 @@ beforeEach(() => {
 });
 
 const gql = (query: string, variables: Record<string, unknown> = {}) => lambdas.gql(query, variables);
-const messages = () => sqs.commandCalls(SendMessageCommand).map((c) => ({ queue: c.args[0].input.QueueUrl, body: JSON.parse(c.args[0].input.MessageBody!) }));
+const messages = () =>
+  sqs.commandCalls(SendMessageCommand).map((c) => ({ queue: c.args[0].input.QueueUrl, body: JSON.parse(c.args[0].input.MessageBody!) }));
 const encrypts = () => kms.commandCalls(EncryptCommand).map((c) => c.args[0].input);
 const decrypts = () => kms.commandCalls(DecryptCommand).map((c) => c.args[0].input);
 
@@ -111,7 +113,11 @@ function recordedInputs(): string {
     .map((call) => {
       const input = { ...(call.args[0] as any).input };
       if (call.args[0] instanceof EncryptCommand) delete input.Plaintext;
-      return JSON.stringify(input, (_, v) => (v instanceof Uint8Array || (v && v.type === 'Buffer') ? `${Buffer.from(v.data ?? v).toString('utf8')} ${Buffer.from(v.data ?? v).toString('base64')}` : v));
+      return JSON.stringify(input, (_, v) =>
+        v instanceof Uint8Array || (v && v.type === 'Buffer')
+          ? `${Buffer.from(v.data ?? v).toString('utf8')} ${Buffer.from(v.data ?? v).toString('base64')}`
+          : v,
+      );
     })
     .join('\n');
 }
@@ -120,8 +126,14 @@ let repos = 0;
 async function gitSite(files: Record<string, string>, deploy: Record<string, unknown> = {}) {
   const repo = `acme/aws-hooked-${++repos}`;
   const commit = await git.commit(repo, files, 'the site');
-  const input = { buildSettings: { publishDirectoryPath: 'public' }, deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'main' } }, ...deploy } };
-  const site = (await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', { input })).createSite as { id: string; slug: string };
+  const input = {
+    buildSettings: { publishDirectoryPath: 'public' },
+    deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'main' } }, ...deploy },
+  };
+  const site = (await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', { input })).createSite as {
+    id: string;
+    slug: string;
+  };
   return { repo, commit, site };
 }
 
@@ -144,13 +156,17 @@ async function runQueued(siteId: string, deployId: string) {
   return lambdas.aws.deploys.get(siteId, deployId);
 }
 
-test('setting the webhook secret is one KMS Encrypt under the site\'s webhook context; what is stored is the ciphertext', async () => {
+test("setting the webhook secret is one KMS Encrypt under the site's webhook context; what is stored is the ciphertext", async () => {
   const { site } = await gitSite({ 'public/index.html': 'x' });
   kms.resetHistory();
   const secret = await webhookSecret(site.id);
   expect(encrypts()).toEqual([{ KeyId: KEY_ID, Plaintext: Buffer.from(secret), EncryptionContext: { cairn: `site-webhook:${site.id}` } }]);
   expect(decrypts()).toEqual([]);
-  const item = (await lambdas.aws.db.doc.send(new GetCommand({ TableName: lambdas.aws.config.tables.sites, Key: { pk: `SITE#${site.id}`, sk: 'SECRETS' } }))).Item!;
+  const item = (
+    await lambdas.aws.db.doc.send(
+      new GetCommand({ TableName: lambdas.aws.config.tables.sites, Key: { pk: `SITE#${site.id}`, sk: 'SECRETS' } }),
+    )
+  ).Item!;
   expect(item.webhookSecret).toMatch(/^kms\./);
   expect(JSON.stringify(item)).not.toContain(secret);
   expect(recordedInputs()).not.toContain(secret);
@@ -164,18 +180,26 @@ test('a signed push through the GraphQL Lambda opens the secret with KMS Decrypt
   const res = await hook(`/hooks/git/${site.id}`, signed(secret, 'push', body), body);
   expect(res.status).toBe(200);
   const answer = await res.json();
-  expect(answer).toEqual({ ok: true, deployId: expect.any(String), url: expect.stringContaining(`//${answer.deployId.toLowerCase()}--${site.slug}.`) });
+  expect(answer).toEqual({
+    ok: true,
+    deployId: expect.any(String),
+    url: expect.stringContaining(`//${answer.deployId.toLowerCase()}--${site.slug}.`),
+  });
   expect(decrypts()).toEqual([{ CiphertextBlob: expect.any(Uint8Array), EncryptionContext: { cairn: `site-webhook:${site.id}` } }]);
   expect(encrypts()).toEqual([]);
   expect(messages()).toEqual([{ queue: QUEUE_URL, body: { siteId: site.id, deployId: answer.deployId } }]);
-  expect(await lambdas.aws.deploys.get(site.id, answer.deployId)).toMatchObject({ status: 'IN_PROGRESS', phase: 'queued', repository: { commit, branch: 'main' } });
+  expect(await lambdas.aws.deploys.get(site.id, answer.deployId)).toMatchObject({
+    status: 'IN_PROGRESS',
+    phase: 'queued',
+    repository: { commit, branch: 'main' },
+  });
   // The worker given that message deploys that commit and publishes it.
   expect(await runQueued(site.id, answer.deployId)).toMatchObject({ status: 'DEPLOYED', repository: { commit, branch: 'main' } });
   expect((await lambdas.aws.sites.getById(site.id))?.publishedDeployId).toBe(answer.deployId);
   expect(recordedInputs()).not.toContain(secret);
 });
 
-test('a pull-request event sends a preview deploy of the PR\'s head to SQS, which the worker builds and does not publish', async () => {
+test("a pull-request event sends a preview deploy of the PR's head to SQS, which the worker builds and does not publish", async () => {
   const { repo, site } = await gitSite({ 'public/index.html': 'main' }, { prDeployPreviews: true });
   const head = await git.commit(repo, { 'public/index.html': 'feature' }, 'feature work', 'feature');
   const secret = await webhookSecret(site.id);
@@ -194,8 +218,16 @@ test('a pull-request event sends a preview deploy of the PR\'s head to SQS, whic
   expect(res.status).toBe(200);
   const { deployId } = await res.json();
   expect(messages()).toEqual([{ queue: QUEUE_URL, body: { siteId: site.id, deployId } }]);
-  expect(await lambdas.aws.deploys.get(site.id, deployId)).toMatchObject({ preview: true, pullRequest: { number: 5, title: 'A feature', fork: false }, repository: { commit: head, branch: 'feature' } });
-  expect(await runQueued(site.id, deployId)).toMatchObject({ status: 'DEPLOYED', preview: true, repository: { commit: head, branch: 'feature' } });
+  expect(await lambdas.aws.deploys.get(site.id, deployId)).toMatchObject({
+    preview: true,
+    pullRequest: { number: 5, title: 'A feature', fork: false },
+    repository: { commit: head, branch: 'feature' },
+  });
+  expect(await runQueued(site.id, deployId)).toMatchObject({
+    status: 'DEPLOYED',
+    preview: true,
+    repository: { commit: head, branch: 'feature' },
+  });
   expect((await lambdas.aws.sites.getById(site.id))?.publishedDeployId).toBeFalsy();
   expect(recordedInputs()).not.toContain(secret);
 });
@@ -205,7 +237,11 @@ test('a wrong or missing signature, or a wrong GitLab token, is 401 and sends no
   const secret = await webhookSecret(site.id);
   const body = pushEvent('refs/heads/main', commit);
   const { 'x-hub-signature-256': _, ...unsigned } = signed(secret, 'push', body);
-  for (const headers of [signed('not-the-secret', 'push', body), unsigned, { 'content-type': 'application/json', 'x-gitlab-event': 'Push Hook', 'x-gitlab-token': `${secret}x` }]) {
+  for (const headers of [
+    signed('not-the-secret', 'push', body),
+    unsigned,
+    { 'content-type': 'application/json', 'x-gitlab-event': 'Push Hook', 'x-gitlab-token': `${secret}x` },
+  ]) {
     const res = await hook(`/hooks/git/${site.id}`, headers, body);
     expect(res.status).toBe(401);
   }
@@ -219,7 +255,9 @@ test('the repository token is sealed by KMS Encrypt under its own context and op
   git.requireCredentials(repo, 'x-access-token', token);
   kms.resetHistory();
   await gql('mutation ($s: ID!, $t: String) { setRepositoryToken(siteId: $s, token: $t) { id } }', { s: site.id, t: token });
-  expect(encrypts()).toEqual([{ KeyId: KEY_ID, Plaintext: Buffer.from(token), EncryptionContext: { cairn: `site-repository-token:${site.id}` } }]);
+  expect(encrypts()).toEqual([
+    { KeyId: KEY_ID, Plaintext: Buffer.from(token), EncryptionContext: { cairn: `site-repository-token:${site.id}` } },
+  ]);
   const secret = await webhookSecret(site.id);
   kms.resetHistory();
   const body = pushEvent('refs/heads/main', commit);
@@ -228,7 +266,10 @@ test('the repository token is sealed by KMS Encrypt under its own context and op
   expect(decrypts().map((d) => d.EncryptionContext)).toEqual([{ cairn: `site-webhook:${site.id}` }]);
   const done = await runQueued(site.id, deployId);
   expect(done).toMatchObject({ status: 'DEPLOYED', repository: { commit } });
-  expect(decrypts().map((d) => d.EncryptionContext)).toEqual([{ cairn: `site-webhook:${site.id}` }, { cairn: `site-repository-token:${site.id}` }]);
+  expect(decrypts().map((d) => d.EncryptionContext)).toEqual([
+    { cairn: `site-webhook:${site.id}` },
+    { cairn: `site-repository-token:${site.id}` },
+  ]);
   const basic = `Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`;
   expect(git.authorizations().some((x) => x.authorization === basic)).toBe(true);
   const inputs = recordedInputs();
@@ -252,7 +293,8 @@ test('an old push sent again under a new delivery id is built by the worker Lamb
   await gql('mutation ($s: ID!, $t: String) { setRepositoryToken(siteId: $s, token: $t) { id } }', { s: site.id, t: token });
   const secret = await webhookSecret(site.id);
   const oldBody = pushEvent('refs/heads/main', one);
-  const send = async (body: string) => (await (await hook(`/hooks/git/${site.id}`, signed(secret, 'push', body), body)).json()).deployId as string;
+  const send = async (body: string) =>
+    (await (await hook(`/hooks/git/${site.id}`, signed(secret, 'push', body), body)).json()).deployId as string;
   const first = await send(oldBody);
   const live = async () => (await lambdas.aws.sites.getById(site.id))?.publishedDeployId;
   expect(await runMessageOf(site.id, first)).toMatchObject({ status: 'DEPLOYED' });
@@ -293,8 +335,16 @@ test('a pull request from a fork sends nothing to SQS unless the site builds for
   expect((await ignored.json()).ignored).toMatch(/^pull request #6 comes from a fork: fork pull requests are not built for this site/);
   expect(sqs.commandCalls(SendMessageCommand)).toEqual([]);
   expect((await lambdas.aws.deploys.listBySite(site.id, 10)).items).toEqual([]);
-  await gql('mutation ($s: ID!, $i: UpdateSiteInput!) { updateSite(siteId: $s, input: $i) { id } }', { s: site.id, i: { deploySettings: { forkPullRequests: 'BUILT_WITHOUT_SECRETS' } } });
+  await gql('mutation ($s: ID!, $i: UpdateSiteInput!) { updateSite(siteId: $s, input: $i) { id } }', {
+    s: site.id,
+    i: { deploySettings: { forkPullRequests: 'BUILT_WITHOUT_SECRETS' } },
+  });
   const built = await (await hook(`/hooks/git/${site.id}`, signed(secret, 'pull_request', body), body)).json();
-  expect(await runMessageOf(site.id, built.deployId)).toMatchObject({ status: 'DEPLOYED', preview: true, pullRequest: { number: 6, fork: true }, repository: { commit: head } });
+  expect(await runMessageOf(site.id, built.deployId)).toMatchObject({
+    status: 'DEPLOYED',
+    preview: true,
+    pullRequest: { number: 6, fork: true },
+    repository: { commit: head },
+  });
   expect((await lambdas.aws.sites.getById(site.id))?.publishedDeployId).toBeFalsy();
 });

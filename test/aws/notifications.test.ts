@@ -47,7 +47,10 @@ beforeAll(async () => {
   lambdas = await startLambdas(lambdaEnv(service, 'notify-', { CAIRN_LOG_LEVEL: 'warn', CAIRN_OUTBOUND_PRIVATE: 'refuse' }), 'notify');
   ({ aws, worker } = lambdas);
   receiver = createServer((req, res) => {
-    hits.push({ signature: req.headers['x-cairn-signature'] as string | undefined, delivery: req.headers['x-cairn-delivery'] as string | undefined });
+    hits.push({
+      signature: req.headers['x-cairn-signature'] as string | undefined,
+      delivery: req.headers['x-cairn-delivery'] as string | undefined,
+    });
     req.resume();
     res.writeHead(204).end();
   });
@@ -69,9 +72,16 @@ beforeEach(() => {
 const gql = (query: string, variables: Record<string, unknown> = {}) => lambdas.client.gql(lambdas.account.apiKey, query, variables);
 const sqsEvent = (body: unknown) => sqsMessage(JSON.stringify(body));
 const createSite = async () =>
-  dataOf(await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', { input: { deploySettings: { source: { ipfs: { cid: 'bafkqaaa' } } } } })).createSite as { id: string; slug: string };
+  dataOf(
+    await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', {
+      input: { deploySettings: { source: { ipfs: { cid: 'bafkqaaa' } } } },
+    }),
+  ).createSite as { id: string; slug: string };
 const addUrl = (siteId: string, url: string, events?: string[]) =>
-  gql('mutation ($s: ID!, $u: String!, $e: [DeployEvent!]) { addNotificationUrl(siteId: $s, url: $u, events: $e) { notificationUrl { id } secret } }', { s: siteId, u: url, e: events });
+  gql(
+    'mutation ($s: ID!, $u: String!, $e: [DeployEvent!]) { addNotificationUrl(siteId: $s, url: $u, events: $e) { notificationUrl { id } secret } }',
+    { s: siteId, u: url, e: events },
+  );
 
 test('the AWS composition sends notifications through the deploy queue, and refuses private addresses', () => {
   expect(aws.notificationOutbox).toBeInstanceOf(SqsDeployQueue);
@@ -80,8 +90,17 @@ test('the AWS composition sends notifications through the deploy queue, and refu
 });
 
 test('queue messages: a notification names its site, URL and delivery; anything less is refused', () => {
-  expect(parseQueueMessage(JSON.stringify({ kind: 'notification', siteId: 's', urlId: 'u', deliveryId: 'd' }))).toEqual({ kind: 'notification', siteId: 's', urlId: 'u', deliveryId: 'd' });
-  for (const bad of [{ kind: 'notification', siteId: 's', urlId: 'u' }, { kind: 'notification', siteId: 's', deliveryId: 'd' }, { kind: 'notification', siteId: '', urlId: 'u', deliveryId: 'd' }]) {
+  expect(parseQueueMessage(JSON.stringify({ kind: 'notification', siteId: 's', urlId: 'u', deliveryId: 'd' }))).toEqual({
+    kind: 'notification',
+    siteId: 's',
+    urlId: 'u',
+    deliveryId: 'd',
+  });
+  for (const bad of [
+    { kind: 'notification', siteId: 's', urlId: 'u' },
+    { kind: 'notification', siteId: 's', deliveryId: 'd' },
+    { kind: 'notification', siteId: '', urlId: 'u', deliveryId: 'd' },
+  ]) {
     expect(parseQueueMessage(JSON.stringify(bad))).toBeUndefined();
   }
 });
@@ -109,14 +128,18 @@ test('triggerDeploy through the GraphQL Lambda records the CREATED delivery and 
   const deploy = dataOf(await gql('mutation ($s: ID!) { triggerDeploy(siteId: $s) { id } }', { s: site.id })).triggerDeploy;
   const [delivery] = await aws.notificationDeliveries.listOfUrl(site.id, url.id, 10);
   expect(delivery).toMatchObject({ deployId: deploy.id, event: 'CREATED', status: 'PENDING', attempt: 0 });
-  expect(JSON.parse(delivery!.body)).toMatchObject({ event: 'CREATED', deploy: { id: deploy.id, siteId: site.id, status: 'IN_PROGRESS' }, site: { id: site.id, slug: site.slug } });
+  expect(JSON.parse(delivery!.body)).toMatchObject({
+    event: 'CREATED',
+    deploy: { id: deploy.id, siteId: site.id, status: 'IN_PROGRESS' },
+    site: { id: site.id, slug: site.slug },
+  });
   expect(sent()).toEqual([
     { queue: QUEUE_URL, body: { siteId: site.id, deployId: deploy.id }, delay: undefined },
     { queue: QUEUE_URL, body: { kind: 'notification', siteId: site.id, urlId: url.id, deliveryId: delivery!.id }, delay: 0 },
   ]);
 });
 
-test('a deploy the scheduled tick fails for running too long sends FAILED with its log\'s end', async () => {
+test("a deploy the scheduled tick fails for running too long sends FAILED with its log's end", async () => {
   const site = await createSite();
   const url = dataOf(await addUrl(site.id, 'https://8.8.8.8/cairn-hook', ['FAILED'])).addNotificationUrl.notificationUrl;
   const deploy = dataOf(await gql('mutation ($s: ID!) { triggerDeploy(siteId: $s) { id } }', { s: site.id })).triggerDeploy;
@@ -129,7 +152,9 @@ test('a deploy the scheduled tick fails for running too long sends FAILED with i
   const body = JSON.parse(delivery!.body);
   expect(body.deploy).toMatchObject({ id: deploy.id, status: 'FAILED', reason: expect.stringMatching(/^timed out/) });
   expect(body.logTail.at(-1)).toMatch(/Failed: timed out/);
-  expect(notificationMessages()).toEqual([{ queue: QUEUE_URL, body: { kind: 'notification', siteId: site.id, urlId: url.id, deliveryId: delivery!.id }, delay: 0 }]);
+  expect(notificationMessages()).toEqual([
+    { queue: QUEUE_URL, body: { kind: 'notification', siteId: site.id, urlId: url.id, deliveryId: delivery!.id }, delay: 0 },
+  ]);
 });
 
 describe('the deploy worker takes notifications off the queue', () => {
@@ -142,13 +167,24 @@ describe('the deploy worker takes notifications off the queue', () => {
 
   test('an address that turned private is not connected to: the attempt is recorded and put off, doubling, capped at 900 s', async () => {
     const { site, url } = await recordedUrl(`https://127.0.0.1:${receiverPort}/hook`);
-    const delivery = await aws.notificationDeliveries.create({ siteId: site.id, urlId: url.id, deployId: 'd1', event: 'CREATED', body: '{}' });
+    const delivery = await aws.notificationDeliveries.create({
+      siteId: site.id,
+      urlId: url.id,
+      deployId: 'd1',
+      event: 'CREATED',
+      body: '{}',
+    });
     const ref = { siteId: site.id, urlId: url.id, deliveryId: delivery.id };
     const result = await worker(sqsEvent({ kind: 'notification', ...ref }));
     expect(result).toEqual({ batchItemFailures: [] });
     expect(hits).toEqual([]);
     const after = await aws.notificationDeliveries.get(ref);
-    expect(after).toMatchObject({ status: 'PENDING', attempt: 1, statusCode: null, error: expect.stringMatching(/127\.0\.0\.1 is a loopback/) });
+    expect(after).toMatchObject({
+      status: 'PENDING',
+      attempt: 1,
+      statusCode: null,
+      error: expect.stringMatching(/127\.0\.0\.1 is a loopback/),
+    });
     expect(notificationMessages()).toEqual([{ queue: QUEUE_URL, body: { kind: 'notification', ...ref }, delay: 10 }]);
     // The message coming back when due makes the second attempt, put off twice as long.
     await aws.db.doc.send(
@@ -168,7 +204,13 @@ describe('the deploy worker takes notifications off the queue', () => {
 
   test('a message that comes back before its delivery is due is put off again, without an attempt', async () => {
     const { site, url } = await recordedUrl(`https://127.0.0.1:${receiverPort}/early`);
-    const delivery = await aws.notificationDeliveries.create({ siteId: site.id, urlId: url.id, deployId: 'd1', event: 'CREATED', body: '{}' });
+    const delivery = await aws.notificationDeliveries.create({
+      siteId: site.id,
+      urlId: url.id,
+      deployId: 'd1',
+      event: 'CREATED',
+      body: '{}',
+    });
     const ref = { siteId: site.id, urlId: url.id, deliveryId: delivery.id };
     await worker(sqsEvent({ kind: 'notification', ...ref }));
     sqs.resetHistory();
@@ -203,7 +245,13 @@ describe('the deploy worker takes notifications off the queue', () => {
 
   test('a receiver that takes it (where private addresses are allowed) gets it signed; DELIVERED, nothing queued', async () => {
     const { site, url } = await recordedUrl(`http://127.0.0.1:${receiverPort}/ok`);
-    const delivery = await aws.notificationDeliveries.create({ siteId: site.id, urlId: url.id, deployId: 'd1', event: 'CREATED', body: '{"event":"CREATED"}' });
+    const delivery = await aws.notificationDeliveries.create({
+      siteId: site.id,
+      urlId: url.id,
+      deployId: 'd1',
+      event: 'CREATED',
+      body: '{"event":"CREATED"}',
+    });
     const ref = { siteId: site.id, urlId: url.id, deliveryId: delivery.id };
     const services = { ...aws, config: { ...aws.config, outbound: { private: 'allow' as const } } };
     expect(await takeDeploys({ services } as WorkerOptions, sqsEvent({ kind: 'notification', ...ref }))).toEqual({ batchItemFailures: [] });
@@ -214,7 +262,13 @@ describe('the deploy worker takes notifications off the queue', () => {
 
   test('a queue that refuses the retry makes the message fail, so SQS brings it back', async () => {
     const { site, url } = await recordedUrl(`https://127.0.0.1:${receiverPort}/refused`);
-    const delivery = await aws.notificationDeliveries.create({ siteId: site.id, urlId: url.id, deployId: 'd1', event: 'CREATED', body: '{}' });
+    const delivery = await aws.notificationDeliveries.create({
+      siteId: site.id,
+      urlId: url.id,
+      deployId: 'd1',
+      event: 'CREATED',
+      body: '{}',
+    });
     sqs.on(SendMessageCommand).rejects(new Error('SQS is down'));
     const event = sqsEvent({ kind: 'notification', siteId: site.id, urlId: url.id, deliveryId: delivery.id });
     expect(await worker(event)).toEqual({ batchItemFailures: [{ itemIdentifier: event.Records[0]!.messageId }] });

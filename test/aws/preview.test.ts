@@ -87,7 +87,9 @@ async function deployed(files: Record<string, string>): Promise<Deploy> {
   const repo = `acme/preview-${++repos}`;
   await git.commit(repo, files, 'the site');
   const input = { deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(repo), branch: 'main' } } } };
-  const site = (await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id } }', { input })).createSite as { id: string };
+  const site = (await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id } }', { input })).createSite as {
+    id: string;
+  };
   await gql('mutation ($s: ID!) { triggerDeploy(siteId: $s) { id } }', { s: site.id });
   const [send] = sqs.commandCalls(SendMessageCommand);
   expect(await worker(sqsEvent(send!.args[0].input.MessageBody!))).toEqual({ batchItemFailures: [] });
@@ -137,7 +139,10 @@ test('after DEPLOYED the worker invokes the preview function asynchronously; its
   expect(deploy.previewImage ?? null).toBeNull();
 
   const outcome = await preview(payload, lambdaContext());
-  expect(outcome).toEqual({ outcome: 'taken', previewImage: expect.stringMatching(/^https:\/\/gateway\.example\.com\/ipfs\/bafy[a-z2-7]+$/) });
+  expect(outcome).toEqual({
+    outcome: 'taken',
+    previewImage: expect.stringMatching(/^https:\/\/gateway\.example\.com\/ipfs\/bafy[a-z2-7]+$/),
+  });
   const done = (await aws.deploys.get(deploy.siteId, deploy.id))!;
   expect(done.status).toBe('DEPLOYED');
   expect(done.previewImage).toBe(outcome.previewImage);
@@ -146,11 +151,18 @@ test('after DEPLOYED the worker invokes the preview function asynchronously; its
   const picture = decodePng(await bytesOf(cid));
   expect([picture.width, picture.height]).toEqual([1280, 800]);
   expect(picture.pixel(640, 400)).toEqual([255, 0, 0]); // the stylesheet, by its absolute path, from the DAG
-  const got = (await gql('query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { status previewImage } }', { s: deploy.siteId, d: deploy.id })).getDeployById;
+  const got = (
+    await gql('query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { status previewImage } }', {
+      s: deploy.siteId,
+      d: deploy.id,
+    })
+  ).getDeployById;
   expect(got).toEqual({ status: 'DEPLOYED', previewImage: outcome.previewImage });
   const log = await logOf(deploy);
   expect(log).toContain('Published');
-  expect(log.trim().split('\n').at(-1)).toMatch(new RegExp(`Preview image \\(\\d+\\.\\d s, @sparticuz/chromium\\): ${outcome.previewImage}$`));
+  expect(log.trim().split('\n').at(-1)).toMatch(
+    new RegExp(`Preview image \\(\\d+\\.\\d s, @sparticuz/chromium\\): ${outcome.previewImage}$`),
+  );
 
   expect(beacons).toBe(0);
   other.close();
@@ -174,7 +186,10 @@ test('a request for another root, an unknown deploy or no deploy at all takes no
   const { payload } = invoked();
   const other = 'bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku';
   expect(await preview({ ...payload, root: other }, lambdaContext())).toEqual({ outcome: 'skipped', why: 'the deploy has another root' });
-  expect(await preview({ ...payload, deployId: 'nope' }, lambdaContext())).toEqual({ outcome: 'skipped', why: 'no such deploy (deleted meanwhile)' });
+  expect(await preview({ ...payload, deployId: 'nope' }, lambdaContext())).toEqual({
+    outcome: 'skipped',
+    why: 'no such deploy (deleted meanwhile)',
+  });
   expect(await preview({ hello: 'world' }, lambdaContext())).toEqual({ outcome: 'skipped', why: 'not a preview request' });
   expect((await aws.deploys.get(deploy.siteId, deploy.id))?.previewImage ?? null).toBeNull();
 }, 120_000);

@@ -44,7 +44,13 @@ async function loggedIn(account = a): Promise<CliUser> {
 }
 
 const s3With = (accessKeyId: string, secretAccessKey: string) =>
-  new S3Client({ endpoint: service.endpoints.s3, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId, secretAccessKey }, maxAttempts: 1 });
+  new S3Client({
+    endpoint: service.endpoints.s3,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId, secretAccessKey },
+    maxAttempts: 1,
+  });
 
 async function storagePairs(apiKey: string): Promise<Array<{ accessKeyId: string; revokedAt: string | null }>> {
   return dataOf(await gql.gql(apiKey, 'query { getStorageKeyPairs { accessKeyId revokedAt } }')).getStorageKeyPairs;
@@ -68,7 +74,12 @@ describe('login, whoami, logout', () => {
     expect(((await stat(u.configPath)).mode & 0o777).toString(8)).toBe('600');
     expect(((await stat(dirname(u.configPath))).mode & 0o777).toString(8)).toBe('700');
     const stored = JSON.parse(await readFile(u.configPath, 'utf8'));
-    expect(stored).toMatchObject({ apiKey: a.apiKey, apiUrl: service.endpoints.graphql.replace(/\/graphql$/, ''), storageEndpoint: service.endpoints.s3, gatewayUrl: service.endpoints.gateway });
+    expect(stored).toMatchObject({
+      apiKey: a.apiKey,
+      apiUrl: service.endpoints.graphql.replace(/\/graphql$/, ''),
+      storageEndpoint: service.endpoints.s3,
+      gatewayUrl: service.endpoints.gateway,
+    });
     expect(stored.accessKeyId).toBe(out.storage.accessKeyId);
     // The pair is the account's (the API lists it) and the S3 API takes it.
     expect(await storagePairs(a.apiKey)).toContainEqual({ accessKeyId: stored.accessKeyId, revokedAt: null });
@@ -76,7 +87,12 @@ describe('login, whoami, logout', () => {
     expect(buckets.Buckets?.map((x) => x.Name)).toContain(`${a.account.name}-bucket`);
 
     const who = await u.json(['whoami']);
-    expect(who).toMatchObject({ team: { id: a.team.id }, apiKeyFrom: 'config', accessKeyId: stored.accessKeyId, sitesDomain: service.config.sites.domain });
+    expect(who).toMatchObject({
+      team: { id: a.team.id },
+      apiKeyFrom: 'config',
+      accessKeyId: stored.accessKeyId,
+      sitesDomain: service.config.sites.domain,
+    });
     const human = await u.run(['whoami']);
     expect(human.code).toBe(0);
     expect(human.stdout).toContain(a.team.name);
@@ -133,7 +149,9 @@ describe('login, whoami, logout', () => {
     await expect(stat(u.configPath)).rejects.toThrow();
     const pair = (await storagePairs(b.apiKey)).find((p) => p.accessKeyId === first.accessKeyId);
     expect(pair?.revokedAt).toEqual(expect.any(String));
-    await expect(s3With(first.accessKeyId, first.secretAccessKey).send(new ListBucketsCommand({}))).rejects.toMatchObject({ $metadata: { httpStatusCode: 403 } });
+    await expect(s3With(first.accessKeyId, first.secretAccessKey).send(new ListBucketsCommand({}))).rejects.toMatchObject({
+      $metadata: { httpStatusCode: 403 },
+    });
 
     const who = await u.run(['whoami']);
     expect(who.code).toBe(1);
@@ -143,7 +161,13 @@ describe('login, whoami, logout', () => {
 
   test('a storage key pair given to login is checked and kept, and logout leaves it alone', async () => {
     const u = await user();
-    const wrong = await u.run([...loginArgs(service, a.apiKey), '--access-key-id', a.accessKeyId, '--secret-access-key', 'wrong-secret-0000000000000000000000000000']);
+    const wrong = await u.run([
+      ...loginArgs(service, a.apiKey),
+      '--access-key-id',
+      a.accessKeyId,
+      '--secret-access-key',
+      'wrong-secret-0000000000000000000000000000',
+    ]);
     expect(wrong.code).toBe(1);
     expect(oneErrorLine(wrong.stderr)).toMatch(new RegExp(`storage key pair ${a.accessKeyId} was refused`));
     await expect(stat(u.configPath)).rejects.toThrow();
@@ -168,21 +192,45 @@ describe('sites', () => {
     const u = await loggedIn(a);
     const name = `cli-site-${Date.now().toString(36)}`;
     const created = await u.json([
-      'sites', 'create', name,
-      '--repo', 'https://git.example.com/acme/site.git', '--branch', 'live',
-      '--build-command', 'npm run build', '--publish-dir', 'dist', '--env', 'NODE_ENV=production', '--env', 'EMPTY=',
+      'sites',
+      'create',
+      name,
+      '--repo',
+      'https://git.example.com/acme/site.git',
+      '--branch',
+      'live',
+      '--build-command',
+      'npm run build',
+      '--publish-dir',
+      'dist',
+      '--env',
+      'NODE_ENV=production',
+      '--env',
+      'EMPTY=',
       '--no-auto-publish',
     ]);
     expect(created).toMatchObject({
       name,
       slug: name,
       teamId: a.team.id,
-      buildSettings: { buildCommand: 'npm run build', publishDirectoryPath: 'dist', environmentVariables: [{ name: 'NODE_ENV', value: 'production' }, { name: 'EMPTY', value: '' }] },
-      deploySettings: { autoPublishing: false, source: { __typename: 'Repository', url: 'https://git.example.com/acme/site.git', branch: 'live' } },
+      buildSettings: {
+        buildCommand: 'npm run build',
+        publishDirectoryPath: 'dist',
+        environmentVariables: [
+          { name: 'NODE_ENV', value: 'production' },
+          { name: 'EMPTY', value: '' },
+        ],
+      },
+      deploySettings: {
+        autoPublishing: false,
+        source: { __typename: 'Repository', url: 'https://git.example.com/acme/site.git', branch: 'live' },
+      },
     });
     expect(created.url).toBe(`http://${name}.${service.config.sites.domain}/`);
     // What the API itself says.
-    const site = dataOf(await gql.gql(a.apiKey, 'query ($s: ID!) { getSiteById(siteId: $s) { name deploySettings { autoPublishing } } }', { s: created.id })).getSiteById;
+    const site = dataOf(
+      await gql.gql(a.apiKey, 'query ($s: ID!) { getSiteById(siteId: $s) { name deploySettings { autoPublishing } } }', { s: created.id }),
+    ).getSiteById;
     expect(site).toEqual({ name, deploySettings: { autoPublishing: false } });
 
     const dirSite = await u.json(['sites', 'create']);
@@ -191,7 +239,7 @@ describe('sites', () => {
 
     const list = await u.json(['sites', 'list']);
     expect(list.map((s: { id: string }) => s.id)).toEqual(expect.arrayContaining([created.id, dirSite.id]));
-    expect((await u.json(['sites', 'list', '--limit', '1']))).toHaveLength(1);
+    expect(await u.json(['sites', 'list', '--limit', '1'])).toHaveLength(1);
     const human = await u.run(['sites', 'list']);
     expect(human.stdout.split('\n')[0]).toMatch(/^NAME\s+SOURCE\s+PUBLISHED\s+LATEST\s+ID$/);
     expect(human.stdout).toContain(name);
@@ -209,7 +257,9 @@ describe('sites', () => {
     const unconfirmed = await u.run(['sites', 'delete', name]);
     expect(unconfirmed.code).toBe(1);
     expect(oneErrorLine(unconfirmed.stderr)).toMatch(/pass --yes/);
-    expect(dataOf(await gql.gql(a.apiKey, 'query ($s: ID!) { getSiteById(siteId: $s) { id } }', { s: created.id })).getSiteById).not.toBeNull();
+    expect(
+      dataOf(await gql.gql(a.apiKey, 'query ($s: ID!) { getSiteById(siteId: $s) { id } }', { s: created.id })).getSiteById,
+    ).not.toBeNull();
 
     expect(await u.json(['sites', 'delete', name, '--yes'])).toEqual({ deleted: true, id: created.id, name });
     expect(dataOf(await gql.gql(a.apiKey, 'query ($s: ID!) { getSiteById(siteId: $s) { id } }', { s: created.id })).getSiteById).toBeNull();
@@ -220,7 +270,15 @@ describe('sites', () => {
     const bad = await u.run(['sites', 'create', 'Not A Slug']);
     expect(bad.code).toBe(1);
     expect(oneErrorLine(bad.stderr)).toMatch(/BAD_USER_INPUT/);
-    const both = await u.run(['sites', 'create', 'x', '--repo', 'https://example.com/a.git', '--cid', 'bafybeiffndsajwhk3lwjewwdxqntmjm4b5wxaaanokonsggenkbw6slwk4']);
+    const both = await u.run([
+      'sites',
+      'create',
+      'x',
+      '--repo',
+      'https://example.com/a.git',
+      '--cid',
+      'bafybeiffndsajwhk3lwjewwdxqntmjm4b5wxaaanokonsggenkbw6slwk4',
+    ]);
     expect(both.code).toBe(1);
     expect(oneErrorLine(both.stderr)).toBe('cairn: a site has one source: give --repo or --cid, not both');
   });
@@ -247,14 +305,22 @@ describe('the command line itself', () => {
       );
     }
     const { spawnSync } = await import('node:child_process');
-    const npx = spawnSync('npx', ['cairn', '--version'], { cwd: (await import('./cli-runner.js')).ROOT, encoding: 'utf8', env: { ...process.env, CAIRN_CONFIG_DIR: u.home } });
+    const npx = spawnSync('npx', ['cairn', '--version'], {
+      cwd: (await import('./cli-runner.js')).ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, CAIRN_CONFIG_DIR: u.home },
+    });
     expect(npx.status).toBe(0);
     expect(npx.stdout.trim()).toBe(JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')).version);
   });
 
   test('bad usage exits 2 with one line on stderr', async () => {
     const u = await user();
-    for (const args of [['sites', 'show'], ['deploy', 'x', '--bogus'], ['storage', 'nope']]) {
+    for (const args of [
+      ['sites', 'show'],
+      ['deploy', 'x', '--bogus'],
+      ['storage', 'nope'],
+    ]) {
       const result = await u.run(args);
       expect({ args, code: result.code }).toEqual({ args, code: 2 });
       expect(oneErrorLine(result.stderr)).toMatch(/missing required argument|unknown option|unknown command/);

@@ -28,11 +28,17 @@ export interface CliUser {
   env: Record<string, string>;
   run(args: string[], options?: { env?: Record<string, string>; input?: string; cwd?: string; timeoutMs?: number }): Promise<CliResult>;
   /** Starts it without waiting: what it has printed so far, and its end. */
-  start(args: string[], options?: { env?: Record<string, string>; timeoutMs?: number }): { output(): { stdout: string; stderr: string }; done: Promise<CliResult> };
+  start(
+    args: string[],
+    options?: { env?: Record<string, string>; timeoutMs?: number },
+  ): { output(): { stdout: string; stderr: string }; done: Promise<CliResult> };
   /** Runs it and parses stdout as the one JSON value --json prints, failing loudly otherwise. */
   json<T = any>(args: string[], options?: { env?: Record<string, string>; cwd?: string }): Promise<T>;
   /** Runs it in a pseudo-terminal: stdout and stderr are both the terminal, as for a person. */
-  runInTerminal(args: string[], options?: { env?: Record<string, string>; timeoutMs?: number; columns?: number }): Promise<{ code: number | null; output: string }>;
+  runInTerminal(
+    args: string[],
+    options?: { env?: Record<string, string>; timeoutMs?: number; columns?: number },
+  ): Promise<{ code: number | null; output: string }>;
   cleanup(): Promise<void>;
 }
 
@@ -67,12 +73,20 @@ export async function newCliUser(extraEnv: Record<string, string> = {}): Promise
     configPath: join(home, '.config', 'cairn', 'config.json'),
     env,
     async run(args, options = {}) {
-      const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? home, env: { ...env, ...options.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [BIN, ...args], {
+        cwd: options.cwd ?? home,
+        env: { ...env, ...options.env },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
       child.stdin!.end(options.input ?? '');
       return collect(child, options.timeoutMs ?? 90_000, `cairn ${args.join(' ')}`);
     },
     start(args, options = {}) {
-      const child = spawn(process.execPath, [BIN, ...args], { cwd: home, env: { ...env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [BIN, ...args], {
+        cwd: home,
+        env: { ...env, ...options.env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       const seen = { stdout: '', stderr: '' };
       child.stdout!.on('data', (d: Buffer) => (seen.stdout += d.toString()));
       child.stderr!.on('data', (d: Buffer) => (seen.stderr += d.toString()));
@@ -90,7 +104,11 @@ export async function newCliUser(extraEnv: Record<string, string> = {}): Promise
     async runInTerminal(args, options = {}) {
       // `script` gives the command a pseudo-terminal and copies what it draws to our stdout.
       const command = `stty cols ${options.columns ?? 120} rows 40 2>/dev/null; exec ${[process.execPath, BIN, ...args].map(quote).join(' ')}`;
-      const child = spawn('script', ['-q', '-e', '-c', command, '/dev/null'], { cwd: home, env: { ...env, TERM: 'xterm', ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn('script', ['-q', '-e', '-c', command, '/dev/null'], {
+        cwd: home,
+        env: { ...env, TERM: 'xterm', ...options.env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       const result = await collect(child, options.timeoutMs ?? 90_000, `cairn ${args.join(' ')} in a terminal`);
       return { code: result.code, output: result.stdout + result.stderr };
     },

@@ -94,7 +94,9 @@ beforeAll(async () => {
   proxy = await startCountingProxy(service.endpoints.graphql.replace(/\/graphql$/, ''));
   u = await newCliUser();
   // Everything the command line asks of the API goes through the proxy.
-  const login = await u.run(loginArgs(service, a.apiKey).map((arg) => (arg === service.endpoints.graphql.replace(/\/graphql$/, '') ? proxy.url : arg)));
+  const login = await u.run(
+    loginArgs(service, a.apiKey).map((arg) => (arg === service.endpoints.graphql.replace(/\/graphql$/, '') ? proxy.url : arg)),
+  );
   if (login.code !== 0) throw new Error(login.stderr);
 }, 120_000);
 afterAll(async () => {

@@ -19,7 +19,10 @@ let u: CliUser;
 let gql: ReturnType<typeof graphqlClient>;
 
 beforeAll(async () => {
-  [service, git] = await Promise.all([startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_PREVIEW: 'off', CAIRN_BUILD_TIMEOUT: '60' }), startGitServer()]);
+  [service, git] = await Promise.all([
+    startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_PREVIEW: 'off', CAIRN_BUILD_TIMEOUT: '60' }),
+    startGitServer(),
+  ]);
   a = await newAccount(service, 'cli-deploy');
   gql = graphqlClient({ name: 'node:http door', fetch: (url, init) => fetch(url, init as RequestInit) }, service.endpoints.graphql);
   u = await newCliUser();
@@ -33,7 +36,10 @@ afterAll(async () => {
 });
 
 let repos = 0;
-async function gitSite(files: Record<string, string>, build: string[] = []): Promise<{ name: string; id: string; repo: string; commit: string }> {
+async function gitSite(
+  files: Record<string, string>,
+  build: string[] = [],
+): Promise<{ name: string; id: string; repo: string; commit: string }> {
   const repo = `acme/cli-${++repos}`;
   const commit = await git.commit(repo, files, 'first');
   const name = `cli-deploy-${repos}-${Date.now().toString(36)}`;
@@ -61,7 +67,12 @@ test('deploy --watch --json follows a deploy to DEPLOYED, exits 0, and gives add
   expect(result.code).toBe(0);
   expect(result.stderr).toBe('');
   const deploy = JSON.parse(result.stdout);
-  expect(deploy).toMatchObject({ status: 'DEPLOYED', published: true, repository: { commit: site.commit, branch: 'main' }, site: { id: site.id, name: site.name } });
+  expect(deploy).toMatchObject({
+    status: 'DEPLOYED',
+    published: true,
+    repository: { commit: site.commit, branch: 'main' },
+    site: { id: site.id, name: site.name },
+  });
   expect(deploy.ipfsHash).toMatch(/^bafybei/);
   expect(deploy.url).toBe(`http://${deploy.id.toLowerCase()}--${site.name}.${service.config.sites.domain}/`);
   expect(deploy.siteUrl).toBe(`http://${site.name}.${service.config.sites.domain}/`);
@@ -69,7 +80,12 @@ test('deploy --watch --json follows a deploy to DEPLOYED, exits 0, and gives add
   expect(await served(deploy.url)).toEqual({ status: 200, body: '<h1>v1</h1>' });
   expect(await served(deploy.siteUrl)).toEqual({ status: 200, body: '<h1>v1</h1>' });
   // The API agrees.
-  const api = dataOf(await gql.gql(a.apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { status ipfsHash } }', { s: site.id, d: deploy.id })).getDeployById;
+  const api = dataOf(
+    await gql.gql(a.apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { status ipfsHash } }', {
+      s: site.id,
+      d: deploy.id,
+    }),
+  ).getDeployById;
   expect(api).toEqual({ status: 'DEPLOYED', ipfsHash: deploy.ipfsHash });
 
   // --commit builds that commit, not the branch head; people get the log and the address.
@@ -85,7 +101,9 @@ test('deploy --watch --json follows a deploy to DEPLOYED, exits 0, and gives add
   const list = await u.json(['deploys', 'list', site.name]);
   expect(list).toHaveLength(2);
   expect(list[1].id).toBe(deploy.id); // newest first
-  expect(list.every((d: { status: string; repository: { commit: string } }) => d.status === 'DEPLOYED' && d.repository.commit === site.commit)).toBe(true);
+  expect(
+    list.every((d: { status: string; repository: { commit: string } }) => d.status === 'DEPLOYED' && d.repository.commit === site.commit),
+  ).toBe(true);
   const shown = await u.run(['deploys', 'show', site.name, deploy.id, '--log']);
   expect(shown.code).toBe(0);
   expect(shown.stdout).toContain(`CID:       ${deploy.ipfsHash}`);
@@ -108,8 +126,11 @@ test('a deploy that FAILS exits 3 with its reason as one line, after its log', a
 test('without --watch it answers at once; --timeout stops watching (exit 1); a cancel ends the watch with exit 4', async () => {
   const site = await gitSite({ 'index.html': 'slow' }, ['--build-command', 'sleep 50']);
   const deployIds = async (): Promise<Array<{ id: string; status: string; log: string | null }>> =>
-    dataOf(await gql.gql(a.apiKey, 'query ($s: ID!) { getDeploysBySite(siteId: $s, limit: 10) { deploys { id status log } } }', { s: site.id })).getDeploysBySite.deploys;
-  const cancel = (id: string) => gql.gql(a.apiKey, 'mutation ($s: ID!, $d: ID!) { cancelDeploy(siteId: $s, deployId: $d) { id } }', { s: site.id, d: id });
+    dataOf(
+      await gql.gql(a.apiKey, 'query ($s: ID!) { getDeploysBySite(siteId: $s, limit: 10) { deploys { id status log } } }', { s: site.id }),
+    ).getDeploysBySite.deploys;
+  const cancel = (id: string) =>
+    gql.gql(a.apiKey, 'mutation ($s: ID!, $d: ID!) { cancelDeploy(siteId: $s, deployId: $d) { id } }', { s: site.id, d: id });
 
   const first = await u.json(['deploy', site.name]);
   expect(first).toMatchObject({ status: 'IN_PROGRESS', site: { id: site.id } });
@@ -121,9 +142,17 @@ test('without --watch it answers at once; --timeout stops watching (exit 1); a c
 
   // Follow a third one, and cancel it from elsewhere once it builds.
   const watcher = u.start(['deploy', site.name, '--watch', '--interval', '200', '--json']);
-  const third = await waitFor(async () => (await deployIds()).find((d) => d.id !== first.id && d.id !== second), { timeoutMs: 30_000, intervalMs: 100, what: 'the third deploy' });
+  const third = await waitFor(async () => (await deployIds()).find((d) => d.id !== first.id && d.id !== second), {
+    timeoutMs: 30_000,
+    intervalMs: 100,
+    what: 'the third deploy',
+  });
   await Promise.all([cancel(first.id), cancel(second)]);
-  await waitFor(async () => /Building with/.test((await deployIds()).find((d) => d.id === third.id)?.log ?? ''), { timeoutMs: 30_000, intervalMs: 200, what: 'the third build to start' });
+  await waitFor(async () => /Building with/.test((await deployIds()).find((d) => d.id === third.id)?.log ?? ''), {
+    timeoutMs: 30_000,
+    intervalMs: 200,
+    what: 'the third build to start',
+  });
   await cancel(third.id);
   const ended = await watcher.done;
   expect(ended.code).toBe(4);
@@ -149,7 +178,9 @@ test('deploys of a site that is not there, or of another team, are one-line erro
   expect(oneErrorLine(missing.stderr)).toMatch(/no site named "no-such-site-anywhere"/);
   const b = await newAccount(service, 'cli-other');
   const theirs = dataOf(
-    await gql.gql(b.apiKey, 'mutation ($i: CreateSiteInput!) { createSite(input: $i) { id } }', { i: { deploySettings: { source: { ipfs: { cid: null } } } } }),
+    await gql.gql(b.apiKey, 'mutation ($i: CreateSiteInput!) { createSite(input: $i) { id } }', {
+      i: { deploySettings: { source: { ipfs: { cid: null } } } },
+    }),
   ).createSite.id;
   const other = await u.run(['deploys', 'list', theirs]);
   expect(other.code).toBe(1);

@@ -7,7 +7,14 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CreateBucketCommand, GetObjectAclCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import {
+  CreateBucketCommand,
+  GetObjectAclCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
 import { startTestService, type TestService } from '../support/service.js';
 import { newAccount, type AccountFixture } from '../support/graphql.js';
 import { captureHeaders } from '../support/s3-doors.js';
@@ -51,7 +58,11 @@ async function readTree(root: string, prefix = ''): Promise<Record<string, Buffe
 async function headOf(key: string, inBucket = bucket): Promise<{ hash: string; hashV0: string; contentType?: string }> {
   const captured = captureHeaders(s3);
   const head = await s3.send(new HeadObjectCommand({ Bucket: inBucket, Key: key }));
-  return { hash: captured.headers['x-service-ipfs-hash']!, hashV0: captured.headers['x-service-ipfs-hash-v0']!, contentType: head.ContentType };
+  return {
+    hash: captured.headers['x-service-ipfs-hash']!,
+    hashV0: captured.headers['x-service-ipfs-hash-v0']!,
+    contentType: head.ContentType,
+  };
 }
 
 function oneErrorLine(stderr: string): string {
@@ -79,7 +90,11 @@ test('cp -r uploads a folder, printing for each file the CID the S3 API answers;
   const src = join(u.home, 'site');
   await writeTree(src, FILES);
   const uploaded = await u.json(['storage', 'cp', '-r', src, `s3://${bucket}/site`]);
-  expect(uploaded.map((r: { key: string }) => r.key)).toEqual(Object.keys(FILES).map((k) => `site/${k}`).sort());
+  expect(uploaded.map((r: { key: string }) => r.key)).toEqual(
+    Object.keys(FILES)
+      .map((k) => `site/${k}`)
+      .sort(),
+  );
   for (const file of uploaded) {
     const head = await headOf(file.key);
     expect({ key: file.key, hash: file.hash, hashV0: file.hashV0 }).toEqual({ key: file.key, hash: head.hash, hashV0: head.hashV0 });
@@ -101,17 +116,25 @@ test('cp -r uploads a folder, printing for each file the CID the S3 API answers;
   expect(oneLevel.files.map((f: { key: string }) => f.key)).toEqual(['site/empty.txt', 'site/index.html']);
   const human = await u.run(['storage', 'ls', `s3://${bucket}/site/`]);
   expect(human.stdout).toMatch(/PRE {2}site\/assets\//);
-  expect(human.stdout).toMatch(new RegExp(`15 B\\s+${uploaded.find((r: { key: string }) => r.key === 'site/index.html').hash}\\s+site/index.html`));
+  expect(human.stdout).toMatch(
+    new RegExp(`15 B\\s+${uploaded.find((r: { key: string }) => r.key === 'site/index.html').hash}\\s+site/index.html`),
+  );
 
   const url = await u.json(['storage', 'url', `s3://${bucket}/site/index.html`]);
   const index = uploaded.find((r: { key: string }) => r.key === 'site/index.html');
-  expect(url).toMatchObject({ hash: index.hash, hashV0: index.hashV0, publicUrl: `http://${bucket}.${service.config.urls.storagePublicDomain}/site/index.html` });
+  expect(url).toMatchObject({
+    hash: index.hash,
+    hashV0: index.hashV0,
+    publicUrl: `http://${bucket}.${service.config.urls.storagePublicDomain}/site/index.html`,
+  });
   const byCid = await fetch(url.gatewayUrl);
   expect(await byCid.text()).toBe('<h1>hello</h1>\n');
 
   const dest = join(u.home, 'copy');
   const downloaded = await u.json(['storage', 'cp', '-r', `s3://${bucket}/site`, dest]);
-  expect(downloaded.map((r: { key: string; hash: string }) => [r.key, r.hash])).toEqual(uploaded.map((r: { key: string; hash: string }) => [r.key, r.hash]));
+  expect(downloaded.map((r: { key: string; hash: string }) => [r.key, r.hash])).toEqual(
+    uploaded.map((r: { key: string; hash: string }) => [r.key, r.hash]),
+  );
   const copy = await readTree(dest);
   expect(Object.keys(copy).sort()).toEqual(Object.keys(FILES).sort());
   for (const [path, bytes] of Object.entries(FILES)) expect(copy[path]!.equals(bytes)).toBe(true);
@@ -143,7 +166,11 @@ test('one file up with --public (served at its public URL) and down to a folder;
 test('cp between s3:// paths copies in the service: same CIDs, folders with -r, --public and --content-type; a missing source is one line', async () => {
   const other = `${a.account.name}-backup`;
   await s3.send(new CreateBucketCommand({ Bucket: other }));
-  const files: Record<string, Buffer> = { 'r/a.txt': Buffer.from('alpha\n'), 'r/sub/b c.bin': randomBytes(70 * 1024), 'r/sub/ü.txt': Buffer.from('ü\n') };
+  const files: Record<string, Buffer> = {
+    'r/a.txt': Buffer.from('alpha\n'),
+    'r/sub/b c.bin': randomBytes(70 * 1024),
+    'r/sub/ü.txt': Buffer.from('ü\n'),
+  };
   for (const [Key, Body] of Object.entries(files)) await s3.send(new PutObjectCommand({ Bucket: bucket, Key, Body }));
 
   const copied = await u.json(['storage', 'cp', '-r', `s3://${bucket}/r`, `s3://${other}/backup/`]);
@@ -165,12 +192,22 @@ test('cp between s3:// paths copies in the service: same CIDs, folders with -r, 
   expect(acl.Grants?.some((g) => g.Grantee?.URI?.endsWith('/AllUsers'))).toBe(false);
 
   // One file into a folder, public, with a new type; the human line names the copy and its CID.
-  const human = await u.run(['storage', 'cp', `s3://${bucket}/r/a.txt`, `s3://${other}/pub/`, '--public', '--content-type', 'text/markdown']);
+  const human = await u.run([
+    'storage',
+    'cp',
+    `s3://${bucket}/r/a.txt`,
+    `s3://${other}/pub/`,
+    '--public',
+    '--content-type',
+    'text/markdown',
+  ]);
   expect(human.code).toBe(0);
   const head = await headOf('pub/a.txt', other);
   expect(head.contentType).toBe('text/markdown');
   expect(plain(human.stderr + human.stdout)).toContain(`copy: s3://${bucket}/r/a.txt -> s3://${other}/pub/a.txt  ${head.hash}`);
-  const served = await hostFetch(`${service.endpoints.gateway}/pub/a.txt`, { headers: { host: `${other}.${service.config.urls.storagePublicDomain}` } });
+  const served = await hostFetch(`${service.endpoints.gateway}/pub/a.txt`, {
+    headers: { host: `${other}.${service.config.urls.storagePublicDomain}` },
+  });
   expect(await served.text()).toBe('alpha\n');
 
   const missing = await u.run(['storage', 'cp', `s3://${bucket}/r/nope.txt`, `s3://${other}/x`]);

@@ -117,7 +117,12 @@ describe('aws s3 (high-level commands)', () => {
     expect(first.stdout.match(/^upload:/gm)).toHaveLength(5);
 
     const listed = await awsJson<{ Contents: Array<{ Key: string; Size: number; ETag: string }> }>(
-      's3api', 'list-objects-v2', '--bucket', 'default-bucket', '--prefix', 'sync/',
+      's3api',
+      'list-objects-v2',
+      '--bucket',
+      'default-bucket',
+      '--prefix',
+      'sync/',
     );
     const local = await tree(src);
     expect(listed.Contents.map((c) => c.Key).sort()).toEqual([...local.keys()].map((k) => `sync/${k}`).sort());
@@ -151,7 +156,13 @@ describe('aws s3 (high-level commands)', () => {
     const removed = await aws('s3', 'rm', 's3://default-bucket/sync/', '--recursive');
     expect(removed.stdout.match(/^delete:/gm)!.length).toBeGreaterThanOrEqual(3);
     const after = await awsJson<{ Contents?: unknown[]; KeyCount: number }>(
-      's3api', 'list-objects-v2', '--bucket', 'default-bucket', '--prefix', 'sync/', '--no-paginate',
+      's3api',
+      'list-objects-v2',
+      '--bucket',
+      'default-bucket',
+      '--prefix',
+      'sync/',
+      '--no-paginate',
     );
     expect(after.KeyCount).toBe(0);
     expect(after.Contents).toBeUndefined();
@@ -163,28 +174,72 @@ describe('aws s3 (more)', () => {
     const dir = join(ws.dir, 'awkward');
     const files = await awkwardTree(dir);
     await aws('s3', 'sync', dir, 's3://default-bucket/awkward/');
-    const listed = await awsJson<{ Contents: Array<{ Key: string; ETag: string }> }>('s3api', 'list-objects-v2', '--bucket', 'default-bucket', '--prefix', 'awkward/');
+    const listed = await awsJson<{ Contents: Array<{ Key: string; ETag: string }> }>(
+      's3api',
+      'list-objects-v2',
+      '--bucket',
+      'default-bucket',
+      '--prefix',
+      'awkward/',
+    );
     expect(listed.Contents.map((c) => c.Key).sort()).toEqual([...files.keys()].map((n) => `awkward/${n}`).sort());
     for (const c of listed.Contents) expect(c.ETag).toBe(`"${md5(files.get(c.Key.slice('awkward/'.length))!)}"`);
     const back = await ws.file('awkward-back', 'one');
     await aws('s3', 'cp', 's3://default-bucket/awkward/quote"d.txt', back);
     expect(await readFile(back, 'utf8')).toBe('quote"d.txt\n');
     await aws('s3', 'rm', 's3://default-bucket/awkward/', '--recursive');
-    expect((await awsJson<{ KeyCount: number }>('s3api', 'list-objects-v2', '--bucket', 'default-bucket', '--prefix', 'awkward/', '--no-paginate')).KeyCount).toBe(0);
+    expect(
+      (
+        await awsJson<{ KeyCount: number }>(
+          's3api',
+          'list-objects-v2',
+          '--bucket',
+          'default-bucket',
+          '--prefix',
+          'awkward/',
+          '--no-paginate',
+        )
+      ).KeyCount,
+    ).toBe(0);
   });
 
   test('cp from stdin and to stdout, mv, presign, mb and rb --force, canned ACL and stored headers', async () => {
     await aws('s3', 'mb', 's3://cli-more');
     await run(
       DEBIAN_CLIENTS.aws.bin,
-      ['--endpoint-url', service.endpoints.s3, 's3', 'cp', '-', 's3://cli-more/stdin.txt', '--acl', 'public-read', '--cache-control', 'max-age=60', '--content-disposition', 'attachment; filename="x.txt"'],
+      [
+        '--endpoint-url',
+        service.endpoints.s3,
+        's3',
+        'cp',
+        '-',
+        's3://cli-more/stdin.txt',
+        '--acl',
+        'public-read',
+        '--cache-control',
+        'max-age=60',
+        '--content-disposition',
+        'attachment; filename="x.txt"',
+      ],
       { env: ws.env, input: 'from stdin\n' },
     );
     expect((await aws('s3', 'cp', 's3://cli-more/stdin.txt', '-')).stdout).toBe('from stdin\n');
     const head = await awsJson<Record<string, unknown>>('s3api', 'head-object', '--bucket', 'cli-more', '--key', 'stdin.txt');
     expect(head).toMatchObject({ CacheControl: 'max-age=60', ContentDisposition: 'attachment; filename="x.txt"', ContentLength: 11 });
-    const acl = await awsJson<{ Grants: Array<{ Permission: string; Grantee: { URI?: string } }> }>('s3api', 'get-object-acl', '--bucket', 'cli-more', '--key', 'stdin.txt');
-    expect(acl.Grants).toContainEqual(expect.objectContaining({ Permission: 'READ', Grantee: expect.objectContaining({ URI: 'http://acs.amazonaws.com/groups/global/AllUsers' }) }));
+    const acl = await awsJson<{ Grants: Array<{ Permission: string; Grantee: { URI?: string } }> }>(
+      's3api',
+      'get-object-acl',
+      '--bucket',
+      'cli-more',
+      '--key',
+      'stdin.txt',
+    );
+    expect(acl.Grants).toContainEqual(
+      expect.objectContaining({
+        Permission: 'READ',
+        Grantee: expect.objectContaining({ URI: 'http://acs.amazonaws.com/groups/global/AllUsers' }),
+      }),
+    );
 
     await aws('s3', 'mv', 's3://cli-more/stdin.txt', 's3://cli-more/moved.txt');
     expect((await aws('s3', 'ls', 's3://cli-more/')).stdout).toMatch(/^\S+ \S+\s+11 moved\.txt\n$/);
@@ -209,8 +264,21 @@ describe('aws s3api', () => {
     const body = await ws.file('api', 'hello.txt');
     await writeFile(body, bytesOf(hello));
     const { stdout, stderr } = await aws(
-      's3api', 'put-object', '--bucket', bucket, '--key', 'docs/hello.txt', '--body', body,
-      '--content-type', 'text/plain; charset=utf-8', '--metadata', 'owner=cli,purpose=test', '--output', 'json', '--debug',
+      's3api',
+      'put-object',
+      '--bucket',
+      bucket,
+      '--key',
+      'docs/hello.txt',
+      '--body',
+      body,
+      '--content-type',
+      'text/plain; charset=utf-8',
+      '--metadata',
+      'owner=cli,purpose=test',
+      '--output',
+      'json',
+      '--debug',
     );
     expect(JSON.parse(stdout).ETag).toBe(`"${md5(bytesOf(hello))}"`);
     // The CLI prints no custom headers; its debug log shows the raw response.
@@ -238,7 +306,14 @@ describe('aws s3api', () => {
 
   test('copy-object copies bytes and CID; REPLACE sets new metadata', async () => {
     const copied = await awsJson<{ CopyObjectResult: { ETag: string } }>(
-      's3api', 'copy-object', '--bucket', bucket, '--key', 'docs/copy.txt', '--copy-source', `${bucket}/docs/hello.txt`,
+      's3api',
+      'copy-object',
+      '--bucket',
+      bucket,
+      '--key',
+      'docs/copy.txt',
+      '--copy-source',
+      `${bucket}/docs/hello.txt`,
     );
     expect(copied.CopyObjectResult.ETag).toBe(`"${md5(bytesOf(hello))}"`);
     const copy = await headObject(service, bucket, 'docs/copy.txt');
@@ -246,8 +321,20 @@ describe('aws s3api', () => {
     expect(copy.contentType).toBe('text/plain; charset=utf-8');
 
     await aws(
-      's3api', 'copy-object', '--bucket', 'default-bucket', '--key', 'replaced.txt', '--copy-source', `${bucket}/docs/hello.txt`,
-      '--metadata-directive', 'REPLACE', '--content-type', 'application/x-test', '--metadata', 'fresh=yes',
+      's3api',
+      'copy-object',
+      '--bucket',
+      'default-bucket',
+      '--key',
+      'replaced.txt',
+      '--copy-source',
+      `${bucket}/docs/hello.txt`,
+      '--metadata-directive',
+      'REPLACE',
+      '--content-type',
+      'application/x-test',
+      '--metadata',
+      'fresh=yes',
     );
     const replaced = await awsJson<Record<string, unknown>>('s3api', 'head-object', '--bucket', 'default-bucket', '--key', 'replaced.txt');
     expect(replaced).toMatchObject({ ContentType: 'application/x-test', Metadata: { fresh: 'yes' }, ContentLength: 12 });
@@ -262,16 +349,35 @@ describe('aws s3api', () => {
       }),
     );
     const grouped = await awsJson<{ Contents: Array<{ Key: string }>; CommonPrefixes: Array<{ Prefix: string }> }>(
-      's3api', 'list-objects-v2', '--bucket', bucket, '--prefix', 'docs/', '--delimiter', '/',
+      's3api',
+      'list-objects-v2',
+      '--bucket',
+      bucket,
+      '--prefix',
+      'docs/',
+      '--delimiter',
+      '/',
     );
     expect(grouped.CommonPrefixes.map((p) => p.Prefix)).toEqual(['docs/a/', 'docs/b/']);
     expect(grouped.Contents.map((c) => c.Key)).toEqual(['docs/copy.txt', 'docs/hello.txt']);
 
     // --page-size makes the CLI follow continuation tokens, two keys a page.
     const all = await awsJson<{ Contents: Array<{ Key: string; ETag: string }> }>(
-      's3api', 'list-objects-v2', '--bucket', bucket, '--page-size', '2',
+      's3api',
+      'list-objects-v2',
+      '--bucket',
+      bucket,
+      '--page-size',
+      '2',
     );
-    expect(all.Contents.map((c) => c.Key)).toEqual(['docs/a/1.txt', 'docs/a/2.txt', 'docs/b/1.txt', 'docs/copy.txt', 'docs/hello.txt', 'top.txt']);
+    expect(all.Contents.map((c) => c.Key)).toEqual([
+      'docs/a/1.txt',
+      'docs/a/2.txt',
+      'docs/b/1.txt',
+      'docs/copy.txt',
+      'docs/hello.txt',
+      'top.txt',
+    ]);
     expect(all.Contents.find((c) => c.Key === 'top.txt')!.ETag).toBe(`"${md5('top.txt')}"`);
   });
 
@@ -279,13 +385,20 @@ describe('aws s3api', () => {
     await expect(aws('s3api', 'delete-bucket', '--bucket', bucket)).rejects.toThrow(/BucketNotEmpty/);
     const keys = ['docs/a/1.txt', 'docs/a/2.txt', 'docs/b/1.txt', 'docs/copy.txt', 'docs/hello.txt', 'top.txt', 'never-existed'];
     const deleted = await awsJson<{ Deleted: Array<{ Key: string }>; Errors?: unknown[] }>(
-      's3api', 'delete-objects', '--bucket', bucket, '--delete', JSON.stringify({ Objects: keys.map((Key) => ({ Key })) }),
+      's3api',
+      'delete-objects',
+      '--bucket',
+      bucket,
+      '--delete',
+      JSON.stringify({ Objects: keys.map((Key) => ({ Key })) }),
     );
     expect(deleted.Deleted.map((d) => d.Key).sort()).toEqual([...keys].sort());
     expect(deleted.Errors).toBeUndefined();
     const left = await awsJson<{ KeyCount: number }>('s3api', 'list-objects-v2', '--bucket', bucket, '--no-paginate');
     expect(left.KeyCount).toBe(0);
-    await expect(aws('s3api', 'get-object', '--bucket', bucket, '--key', 'top.txt', await ws.file('api', 'x'))).rejects.toThrow(/NoSuchKey/);
+    await expect(aws('s3api', 'get-object', '--bucket', bucket, '--key', 'top.txt', await ws.file('api', 'x'))).rejects.toThrow(
+      /NoSuchKey/,
+    );
 
     await aws('s3api', 'delete-bucket', '--bucket', bucket);
     const buckets = await awsJson<{ Buckets: Array<{ Name: string }> }>('s3api', 'list-buckets');

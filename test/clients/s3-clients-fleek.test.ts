@@ -21,8 +21,21 @@ interface FleekFile {
   data?: Buffer;
 }
 interface FleekStorage {
-  upload(args: { apiKey: string; apiSecret: string; key: string; data: unknown; bucket?: string; httpUploadProgressCallback?: (e: { loaded: number; total: number }) => void }): Promise<Required<Pick<FleekFile, 'hash' | 'hashV0' | 'key' | 'bucket' | 'publicUrl'>>>;
-  streamUpload(args: { apiKey: string; apiSecret: string; key: string; stream: Readable; bucket?: string }): Promise<Required<Pick<FleekFile, 'hash' | 'hashV0' | 'key' | 'bucket' | 'publicUrl'>>>;
+  upload(args: {
+    apiKey: string;
+    apiSecret: string;
+    key: string;
+    data: unknown;
+    bucket?: string;
+    httpUploadProgressCallback?: (e: { loaded: number; total: number }) => void;
+  }): Promise<Required<Pick<FleekFile, 'hash' | 'hashV0' | 'key' | 'bucket' | 'publicUrl'>>>;
+  streamUpload(args: {
+    apiKey: string;
+    apiSecret: string;
+    key: string;
+    stream: Readable;
+    bucket?: string;
+  }): Promise<Required<Pick<FleekFile, 'hash' | 'hashV0' | 'key' | 'bucket' | 'publicUrl'>>>;
   get(args: { apiKey: string; apiSecret: string; key: string; bucket?: string; getOptions?: string[] }): Promise<FleekFile>;
   listFiles(args: { apiKey: string; apiSecret: string; bucket?: string; prefix?: string; getOptions?: string[] }): Promise<FleekFile[]>;
   listBuckets(args: { apiKey: string; apiSecret: string }): Promise<Array<{ name: string }>>;
@@ -63,7 +76,12 @@ test('listBuckets lists the default bucket first', async () => {
 
 test('upload (no bucket: the default one) returns Kubo CIDs as hash and hashV0, and reports progress', async () => {
   const progress: number[] = [];
-  const up = await fleek.upload({ ...auth, key: 'fleek/hello.txt', data: bytesOf(hello), httpUploadProgressCallback: (e) => progress.push(e.loaded) });
+  const up = await fleek.upload({
+    ...auth,
+    key: 'fleek/hello.txt',
+    data: bytesOf(hello),
+    httpUploadProgressCallback: (e) => progress.push(e.loaded),
+  });
   expect(up).toMatchObject({ hash: hello.cidV1, hashV0: hello.cidV0, key: 'fleek/hello.txt', bucket: 'default-bucket' });
   expect(up.publicUrl).toMatch(/\/default-bucket\/fleek\/hello\.txt$/); // the SDK builds Fleek's URL itself
   expect(progress.at(-1)).toBe(12);
@@ -120,7 +138,10 @@ test('getFileFromHash fetches from the gateway by v0 and v1 CID, as text and as 
 });
 
 test('deleteFile deletes; the file is no longer listed or readable', async () => {
-  await expect(fleek.deleteFile({ ...auth, key: 'fleek/string.txt' })).resolves.toEqual({ key: 'fleek/string.txt', bucket: 'default-bucket' });
+  await expect(fleek.deleteFile({ ...auth, key: 'fleek/string.txt' })).resolves.toEqual({
+    key: 'fleek/string.txt',
+    bucket: 'default-bucket',
+  });
   const files = await fleek.listFiles({ ...auth, prefix: 'fleek/' });
   expect(files.map((f) => f.key)).toEqual(['fleek/chunk2.bin', 'fleek/hello.txt']);
   await expect(fleek.get({ ...auth, key: 'fleek/string.txt' })).rejects.toMatchObject({ code: 'NoSuchKey', statusCode: 404 });
@@ -129,14 +150,24 @@ test('deleteFile deletes; the file is no longer listed or readable', async () =>
 test('streamUpload of a stream smaller than its 10 MiB part size (one PutObject) returns Kubo CIDs', async () => {
   const bytes = bytesOf(chunk2);
   // A byte stream: aws-sdk v2's managed upload never reads an object-mode one (Readable.from's default).
-  const stream = Readable.from((function* () { for (let i = 0; i < bytes.length; i += 10_000) yield bytes.subarray(i, i + 10_000); })(), { objectMode: false });
+  const stream = Readable.from(
+    (function* () {
+      for (let i = 0; i < bytes.length; i += 10_000) yield bytes.subarray(i, i + 10_000);
+    })(),
+    { objectMode: false },
+  );
   const up = await fleek.streamUpload({ ...auth, key: 'fleek/streamed-small.bin', stream });
   expect(up).toMatchObject({ hash: chunk2.cidV1, hashV0: chunk2.cidV0, key: 'fleek/streamed-small.bin', bucket: 'default-bucket' });
 });
 
-test('streamUpload of Kubo\'s 45 MiB vector (multipart: 10 MiB parts, 4 at once) returns its CIDs', async () => {
+test("streamUpload of Kubo's 45 MiB vector (multipart: 10 MiB parts, 4 at once) returns its CIDs", async () => {
   const bytes = bytesOf(big);
-  const stream = Readable.from((function* () { for (let i = 0; i < bytes.length; i += 1 << 20) yield bytes.subarray(i, i + (1 << 20)); })(), { objectMode: false });
+  const stream = Readable.from(
+    (function* () {
+      for (let i = 0; i < bytes.length; i += 1 << 20) yield bytes.subarray(i, i + (1 << 20));
+    })(),
+    { objectMode: false },
+  );
   const up = await fleek.streamUpload({ ...auth, key: 'fleek/big.bin', stream, bucket: 'default-bucket' });
   expect(up).toMatchObject({ hash: big.cidV1, hashV0: big.cidV0, key: 'fleek/big.bin', bucket: 'default-bucket' });
   const file = await fleek.get({ ...auth, key: 'fleek/big.bin', getOptions: ['hash'] });

@@ -61,14 +61,24 @@ test('put_object answers the MD5 ETag and Kubo CIDs (headers); get_object and he
   const file = await ws.file('hello.txt');
   await writeFile(file, bytesOf(hello));
   const [put, got, head] = await ok(
-    { call: 'put_object', args: { Bucket: 'default-bucket', Key: 'py/hello.txt', ContentType: 'text/plain', Metadata: { from: 'boto3' } }, body_file: file },
+    {
+      call: 'put_object',
+      args: { Bucket: 'default-bucket', Key: 'py/hello.txt', ContentType: 'text/plain', Metadata: { from: 'boto3' } },
+      body_file: file,
+    },
     { call: 'get_object', args: { Bucket: 'default-bucket', Key: 'py/hello.txt' } },
     { call: 'head_object', args: { Bucket: 'default-bucket', Key: 'py/hello.txt' } },
   );
   expect(put!.ETag).toBe(`"${md5(bytesOf(hello))}"`);
   expect(put!.headers['x-service-ipfs-hash']).toBe(hello.cidV1);
   expect(put!.headers['x-service-ipfs-hash-v0']).toBe(hello.cidV0);
-  expect(got).toMatchObject({ body_text: 'hello world\n', ContentType: 'text/plain', Metadata: { from: 'boto3' }, ETag: put!.ETag, ContentLength: 12 });
+  expect(got).toMatchObject({
+    body_text: 'hello world\n',
+    ContentType: 'text/plain',
+    Metadata: { from: 'boto3' },
+    ETag: put!.ETag,
+    ContentLength: 12,
+  });
   expect(got!.headers['x-service-ipfs-hash']).toBe(hello.cidV1);
   expect(head).toMatchObject({ ContentLength: 12, ETag: put!.ETag, Metadata: { from: 'boto3' } });
   expect(head!.headers['x-service-ipfs-hash-v0']).toBe(hello.cidV0);
@@ -109,7 +119,11 @@ test('listings: paginated list_objects_v2 with prefix and delimiter, list_object
   const puts = keys.map((Key) => ({ call: 'put_object', args: { Bucket: 'default-bucket', Key, Body: Key } }));
   await ok(...puts);
   const [pages, grouped, v1] = await ok(
-    { call: 'paginate', operation: 'list_objects_v2', args: { Bucket: 'default-bucket', Prefix: 'py/list/', PaginationConfig: { PageSize: 2 } } },
+    {
+      call: 'paginate',
+      operation: 'list_objects_v2',
+      args: { Bucket: 'default-bucket', Prefix: 'py/list/', PaginationConfig: { PageSize: 2 } },
+    },
     { call: 'list_objects_v2', args: { Bucket: 'default-bucket', Prefix: 'py/list/', Delimiter: '/' } },
     { call: 'list_objects', args: { Bucket: 'default-bucket', Prefix: 'py/list/', Marker: 'py/list/b/2.txt' } },
   );
@@ -137,7 +151,11 @@ test('ceph/s3-tests listing cases: encoding-type=url (%20 and %2B), max-keys=0, 
   );
   for (const out of [v2!, v1!]) {
     expect((out.Contents as Array<{ Key: string }>).map((c) => c.Key)).toEqual(['py-enc/asdf%2Bb']);
-    expect((out.CommonPrefixes as Array<{ Prefix: string }>).map((p) => p.Prefix)).toEqual(['py-enc/foo%2B1/', 'py-enc/foo/', 'py-enc/quux%20ab/']);
+    expect((out.CommonPrefixes as Array<{ Prefix: string }>).map((p) => p.Prefix)).toEqual([
+      'py-enc/foo%2B1/',
+      'py-enc/foo/',
+      'py-enc/quux%20ab/',
+    ]);
   }
   for (const out of [zero!, zeroV2!]) {
     expect(out.IsTruncated).toBe(false);
@@ -148,13 +166,19 @@ test('ceph/s3-tests listing cases: encoding-type=url (%20 and %2B), max-keys=0, 
 
 test('copy_object, delete_object, delete_objects (quiet), and S3 errors for missing things', async () => {
   const [copy, head, del, missingDel, batch, list, gone, headGone, noBucket] = await boto3(
-    { call: 'copy_object', args: { Bucket: 'default-bucket', Key: 'py/copy.txt', CopySource: { Bucket: 'default-bucket', Key: 'py/hello.txt' } } },
+    {
+      call: 'copy_object',
+      args: { Bucket: 'default-bucket', Key: 'py/copy.txt', CopySource: { Bucket: 'default-bucket', Key: 'py/hello.txt' } },
+    },
     { call: 'head_object', args: { Bucket: 'default-bucket', Key: 'py/copy.txt' } },
     { call: 'delete_object', args: { Bucket: 'default-bucket', Key: 'py/copy.txt' } },
     { call: 'delete_object', args: { Bucket: 'default-bucket', Key: 'py/never-there' } },
     {
       call: 'delete_objects',
-      args: { Bucket: 'default-bucket', Delete: { Quiet: true, Objects: ['a.txt', 'b/1.txt', 'b/2.txt', 'c.txt', 'd.txt'].map((k) => ({ Key: `py/list/${k}` })) } },
+      args: {
+        Bucket: 'default-bucket',
+        Delete: { Quiet: true, Objects: ['a.txt', 'b/1.txt', 'b/2.txt', 'c.txt', 'd.txt'].map((k) => ({ Key: `py/list/${k}` })) },
+      },
     },
     { call: 'list_objects_v2', args: { Bucket: 'default-bucket', Prefix: 'py/list/' } },
     { call: 'get_object', args: { Bucket: 'default-bucket', Key: 'py/copy.txt' } },
@@ -246,7 +270,10 @@ test('upload_file of 17 MiB (multipart, 8 MiB parts): whole-file CID, multipart 
   const bytes = await randomFile(file, 17 * 1024 * 1024);
   const back = await ws.file('big.back');
   await ok(
-    { call: 'upload_file', args: { Bucket: 'default-bucket', Key: 'py/big.bin', Filename: file, ExtraArgs: { ContentType: 'application/x-big' } } },
+    {
+      call: 'upload_file',
+      args: { Bucket: 'default-bucket', Key: 'py/big.bin', Filename: file, ExtraArgs: { ContentType: 'application/x-big' } },
+    },
     { call: 'download_file', args: { Bucket: 'default-bucket', Key: 'py/big.bin', Filename: back } },
   );
   const stored = await headObject(service, 'default-bucket', 'py/big.bin');

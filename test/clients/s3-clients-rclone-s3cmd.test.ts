@@ -75,7 +75,9 @@ describe('rclone', () => {
     await expectChecked('cairn:default-bucket/rc', 3);
 
     const { stdout } = await rclone('lsjson', 'cairn:default-bucket/rc', '-R', '--hash', '--files-only');
-    const listed = (JSON.parse(stdout) as Array<{ Path: string; Size: number; Hashes: { md5: string } }>).sort((a, b) => a.Path.localeCompare(b.Path));
+    const listed = (JSON.parse(stdout) as Array<{ Path: string; Size: number; Hashes: { md5: string } }>).sort((a, b) =>
+      a.Path.localeCompare(b.Path),
+    );
     expect(listed.map((e) => e.Path)).toEqual(['dir/hello.txt', 'dir/two.bin', 'one.bin']);
     for (const e of listed) {
       const bytes = await readFile(join(src(), e.Path));
@@ -91,7 +93,13 @@ describe('rclone', () => {
 
   test('ls and cat show the sizes and bytes', async () => {
     const { stdout } = await rclone('ls', 'cairn:default-bucket/rc');
-    expect(stdout.split('\n').filter(Boolean).map((l) => l.trim()).sort()).toEqual(['12 dir/hello.txt', '300000 dir/two.bin', '5000 one.bin']);
+    expect(
+      stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.trim())
+        .sort(),
+    ).toEqual(['12 dir/hello.txt', '300000 dir/two.bin', '5000 one.bin']);
     const cat = await rclone('cat', 'cairn:default-bucket/rc/dir/hello.txt');
     expect(cat.stdout).toBe('hello world\n');
   });
@@ -145,7 +153,16 @@ describe('rclone', () => {
     // rclone's default cutoff is 200 MiB; a lower one exercises the same multipart path on a small file.
     const big = join(ws.dir, 'rclone-big', 'big.bin');
     const bytes = await randomFile(big, 12 * 1024 * 1024);
-    await rclone('copy', join(ws.dir, 'rclone-big'), 'cairn:default-bucket/rcbig', '--checksum', '--s3-upload-cutoff', '5M', '--s3-chunk-size', '5M');
+    await rclone(
+      'copy',
+      join(ws.dir, 'rclone-big'),
+      'cairn:default-bucket/rcbig',
+      '--checksum',
+      '--s3-upload-cutoff',
+      '5M',
+      '--s3-chunk-size',
+      '5M',
+    );
     const { stderr } = await rclone('check', join(ws.dir, 'rclone-big'), 'cairn:default-bucket/rcbig', '--checksum');
     expect(stderr).toMatch(/0 differences found/);
     expect(stderr).toMatch(/1 matching files/);
@@ -247,7 +264,10 @@ describe('s3cmd', () => {
     await s3cmd('sync', `${dir}/`, 's3://default-bucket/s3cmd-awkward/');
     const ls = await s3cmd('ls', 's3://default-bucket/s3cmd-awkward/');
     const prefix = 's3://default-bucket/s3cmd-awkward/';
-    const names = ls.stdout.split('\n').filter(Boolean).map((l) => l.slice(l.indexOf(prefix) + prefix.length));
+    const names = ls.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.slice(l.indexOf(prefix) + prefix.length));
     expect(names.sort()).toEqual([...files.keys()].sort());
     const back = await ws.file('s3cmd-awkward-back');
     await s3cmd('get', 's3://default-bucket/s3cmd-awkward/quote"d.txt', back);

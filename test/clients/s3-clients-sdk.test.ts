@@ -15,7 +15,14 @@ import { createRequire } from 'node:module';
 import { Readable } from 'node:stream';
 import { crc32 } from 'node:zlib';
 import { randomBytes } from 'node:crypto';
-import { DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -62,7 +69,11 @@ describe('aws-sdk v2', () => {
   }
 
   /** Sends a v2 request, keeping the raw request and response headers. */
-  function send<T>(request: { on: (...a: any[]) => any; promise: () => Promise<T>; httpRequest: { headers: Record<string, string> } }): Promise<Sent<T>> {
+  function send<T>(request: {
+    on: (...a: any[]) => any;
+    promise: () => Promise<T>;
+    httpRequest: { headers: Record<string, string> };
+  }): Promise<Sent<T>> {
     let headers: Record<string, string> = {};
     request.on('httpHeaders', (_status: number, h: Record<string, string>) => {
       headers = h;
@@ -71,7 +82,15 @@ describe('aws-sdk v2', () => {
   }
 
   test('putObject (SigV4, payload hash) answers the MD5 ETag and Kubo CIDs; getObject and headObject agree', async () => {
-    const put = await send(s3.putObject({ Bucket: 'default-bucket', Key: 'v2/hello.txt', Body: bytesOf(hello), ContentType: 'text/plain', Metadata: { via: 'v2' } }));
+    const put = await send(
+      s3.putObject({
+        Bucket: 'default-bucket',
+        Key: 'v2/hello.txt',
+        Body: bytesOf(hello),
+        ContentType: 'text/plain',
+        Metadata: { via: 'v2' },
+      }),
+    );
     expect(put.requestHeaders.Authorization).toMatch(/^AWS4-HMAC-SHA256 /);
     expect(put.data.ETag).toBe(`"${md5(bytesOf(hello))}"`);
     expect(put.headers['x-service-ipfs-hash']).toBe(hello.cidV1);
@@ -96,7 +115,9 @@ describe('aws-sdk v2', () => {
 
     const file = await ws.file('v2', 'file.bin');
     const fromFile = await randomFile(file, (1 << 20) + 1);
-    const streamed = await send(s3.putObject({ Bucket: 'default-bucket', Key: 'v2/file.bin', Body: createReadStream(file), ContentLength: fromFile.length }));
+    const streamed = await send(
+      s3.putObject({ Bucket: 'default-bucket', Key: 'v2/file.bin', Body: createReadStream(file), ContentLength: fromFile.length }),
+    );
     expect(streamed.requestHeaders.Expect).toBe('100-continue');
     expect(streamed.data.ETag).toBe(`"${md5(fromFile)}"`);
 
@@ -129,7 +150,9 @@ describe('aws-sdk v2', () => {
 
     const first = await s3.listObjectsV2({ Bucket: 'default-bucket', Prefix: 'v2/list/', MaxKeys: 2 }).promise();
     expect(first).toMatchObject({ IsTruncated: true, KeyCount: 2 });
-    const second = await s3.listObjectsV2({ Bucket: 'default-bucket', Prefix: 'v2/list/', ContinuationToken: first.NextContinuationToken }).promise();
+    const second = await s3
+      .listObjectsV2({ Bucket: 'default-bucket', Prefix: 'v2/list/', ContinuationToken: first.NextContinuationToken })
+      .promise();
     expect([...first.Contents!, ...second.Contents!].map((c) => c.Key)).toEqual(['v2/list/a', 'v2/list/b/1', 'v2/list/c']);
     expect(second.IsTruncated).toBe(false);
 
@@ -141,16 +164,24 @@ describe('aws-sdk v2', () => {
 
     await s3.deleteObject({ Bucket: 'default-bucket', Key: 'v2/copy.txt' }).promise();
     await s3.deleteObject({ Bucket: 'default-bucket', Key: 'v2/never-there' }).promise();
-    const err = await s3.headObject({ Bucket: 'default-bucket', Key: 'v2/copy.txt' }).promise().catch((e: { statusCode: number; code: string }) => e);
+    const err = await s3
+      .headObject({ Bucket: 'default-bucket', Key: 'v2/copy.txt' })
+      .promise()
+      .catch((e: { statusCode: number; code: string }) => e);
     expect(err).toMatchObject({ statusCode: 404, code: 'NotFound' });
-    const missing = await s3.getObject({ Bucket: 'default-bucket', Key: 'v2/copy.txt' }).promise().catch((e: { statusCode: number; code: string }) => e);
+    const missing = await s3
+      .getObject({ Bucket: 'default-bucket', Key: 'v2/copy.txt' })
+      .promise()
+      .catch((e: { statusCode: number; code: string }) => e);
     expect(missing).toMatchObject({ statusCode: 404, code: 'NoSuchKey' });
   });
 
   test('upload (managed) of a 12 MiB stream: multipart in 5 MiB parts, 4 at once; whole-file CID', async () => {
     const file = await ws.file('v2', 'big.bin');
     const bytes = await randomFile(file, 12 * 1024 * 1024);
-    const done = await s3.upload({ Bucket: 'default-bucket', Key: 'v2/big.bin', Body: createReadStream(file) }, { partSize: 5 * 1024 * 1024, queueSize: 4 }).promise();
+    const done = await s3
+      .upload({ Bucket: 'default-bucket', Key: 'v2/big.bin', Body: createReadStream(file) }, { partSize: 5 * 1024 * 1024, queueSize: 4 })
+      .promise();
     expect(done.ETag).toBe(`"${multipartEtag(bytes, 5 * 1024 * 1024)}"`);
     const head = await send(s3.headObject({ Bucket: 'default-bucket', Key: 'v2/big.bin' }));
     expect(head.data.ContentLength).toBe(bytes.length);
@@ -196,7 +227,7 @@ describe('@aws-sdk/client-s3 v3 with default checksums, streaming a body it cann
   function unknownLength(bytes: Buffer): Readable {
     return Readable.from(
       (function* () {
-        for (let i = 0, n = 1; i < bytes.length; i += n, n = (n * 7 + 12345) % 150_000 + 1) yield bytes.subarray(i, i + n);
+        for (let i = 0, n = 1; i < bytes.length; i += n, n = ((n * 7 + 12345) % 150_000) + 1) yield bytes.subarray(i, i + n);
       })(),
     );
   }
@@ -258,7 +289,13 @@ describe('@aws-sdk/client-s3 v3 with default checksums, streaming a body it cann
     }
     const S3rver = createRequire(import.meta.url)('s3rver') as new (options: object) => S3rver;
     const dir = await mkdtemp(join(tmpdir(), 'cairn-s3rver-'));
-    const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: dir, configureBuckets: [{ name: 'default-bucket' }] });
+    const server = new S3rver({
+      port: 0,
+      address: '127.0.0.1',
+      silent: true,
+      directory: dir,
+      configureBuckets: [{ name: 'default-bucket' }],
+    });
     const { port } = await server.run();
     const other = new S3Client({
       endpoint: `http://127.0.0.1:${port}`,
@@ -286,7 +323,12 @@ describe('@aws-sdk/client-s3 v3 with default checksums, streaming a body it cann
 describe("XML bodies escaped the way Go's encoding/xml does (rclone, minio-go, aws-sdk-go)", () => {
   /** Go writes `"`, `'`, tab, newline and CR in text as character references. */
   const goEscape = (xml: string) =>
-    xml.replace(/&quot;/g, '&#34;').replace(/&apos;/g, '&#39;').replace(/"(?![^<]*>)/g, '&#34;').replace(/'(?![^<]*>)/g, '&#39;').replace(/\t/g, '&#x9;');
+    xml
+      .replace(/&quot;/g, '&#34;')
+      .replace(/&apos;/g, '&#39;')
+      .replace(/"(?![^<]*>)/g, '&#34;')
+      .replace(/'(?![^<]*>)/g, '&#39;')
+      .replace(/\t/g, '&#x9;');
 
   test('DeleteObjects deletes the keys the character references spell', async () => {
     const client = service.s3();
@@ -305,7 +347,9 @@ describe("XML bodies escaped the way Go's encoding/xml does (rclone, minio-go, a
     const keys = ['go/say "hi".txt', "go/it's.txt", 'go/tab\there.txt'];
     try {
       for (const Key of keys) await client.send(new PutObjectCommand({ Bucket: 'default-bucket', Key, Body: Key }));
-      const out = await client.send(new DeleteObjectsCommand({ Bucket: 'default-bucket', Delete: { Objects: keys.map((Key) => ({ Key })) } }));
+      const out = await client.send(
+        new DeleteObjectsCommand({ Bucket: 'default-bucket', Delete: { Objects: keys.map((Key) => ({ Key })) } }),
+      );
       expect(out.Deleted!.map((d) => d.Key).sort()).toEqual([...keys].sort());
       const left = await client.send(new ListObjectsV2Command({ Bucket: 'default-bucket', Prefix: 'go/' }));
       expect(left.KeyCount).toBe(0);

@@ -55,7 +55,8 @@ async function startPageServer(): Promise<{ origin: string; close(): Promise<voi
     logLevel: 'silent',
   });
   const sdk = built.outputFiles[0]!.text;
-  const html = '<!doctype html><title>app</title><link rel="icon" href="data:,"><script type="module">import * as cairn from "/sdk.js"; window.cairn = cairn; window.ready = true;</script>';
+  const html =
+    '<!doctype html><title>app</title><link rel="icon" href="data:,"><script type="module">import * as cairn from "/sdk.js"; window.cairn = cairn; window.ready = true;</script>';
   return listen(
     createServer((req, res) => {
       if (req.url === '/sdk.js') res.writeHead(200, { 'content-type': 'text/javascript' }).end(sdk);
@@ -91,7 +92,16 @@ beforeAll(async () => {
   // launch() gives every run a fresh temporary profile.
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 }, 90_000);
 
@@ -113,7 +123,12 @@ interface Outcome {
 }
 
 /** Opens the app's page and runs upload + get of one file in it, against `endpoint`. */
-async function runApp(endpoint: string, bucket: string, key: string, text: string): Promise<{ outcome: Outcome; consoleErrors: string[]; elsewhere: string[] }> {
+async function runApp(
+  endpoint: string,
+  bucket: string,
+  key: string,
+  text: string,
+): Promise<{ outcome: Outcome; consoleErrors: string[]; elsewhere: string[] }> {
   const context = await browser.newContext();
   const tab = await context.newPage();
   const consoleErrors: string[] = [];
@@ -150,7 +165,15 @@ async function runApp(endpoint: string, bucket: string, key: string, text: strin
           return { ok: false, code: e.code, message: e.message };
         }
       },
-      { endpoint, gatewayUrl: service.endpoints.gateway, publicDomain: service.config.urls.storagePublicDomain, creds: CREDS, bucket, key, text },
+      {
+        endpoint,
+        gatewayUrl: service.endpoints.gateway,
+        publicDomain: service.config.urls.storagePublicDomain,
+        creds: CREDS,
+        bucket,
+        key,
+        text,
+      },
     );
     return { outcome, consoleErrors, elsewhere };
   } finally {
@@ -199,14 +222,18 @@ describe.each([
     ['the rule deleted (DeleteBucketCors)', 'deleted', () => [appRule()], true],
     ['rules for other origins only', 'other', () => [appRule({ AllowedOrigins: ['https://someone-else.example.com'] })], false],
     ['a rule that does not allow PUT', 'noput', () => [appRule({ AllowedMethods: ['GET', 'HEAD'] })], false],
-  ])('with %s the upload fails with a CORS error and stores nothing', async (_, slug, rules, deleted) => {
-    const bucket = await bucketWith(`browser-${slug}-${tag}`, rules(), deleted);
-    const { outcome, consoleErrors } = await runApp(endpoint(), bucket, 'blocked.txt', 'never stored');
-    expect(outcome.ok).toBe(false);
-    expect(outcome.message).toMatch(/Failed to fetch/);
-    expect(consoleErrors.join('\n')).toMatch(/blocked by CORS policy/);
-    expect(await service.services.objects.get(bucket, 'blocked.txt')).toBeUndefined();
-  }, 60_000);
+  ])(
+    'with %s the upload fails with a CORS error and stores nothing',
+    async (_, slug, rules, deleted) => {
+      const bucket = await bucketWith(`browser-${slug}-${tag}`, rules(), deleted);
+      const { outcome, consoleErrors } = await runApp(endpoint(), bucket, 'blocked.txt', 'never stored');
+      expect(outcome.ok).toBe(false);
+      expect(outcome.message).toMatch(/Failed to fetch/);
+      expect(consoleErrors.join('\n')).toMatch(/blocked by CORS policy/);
+      expect(await service.services.objects.get(bucket, 'blocked.txt')).toBeUndefined();
+    },
+    60_000,
+  );
 
   test('with a rule that exposes no header, the upload goes through but the page cannot see the CID', async () => {
     const bucket = await bucketWith(`browser-hidden-${tag}`, [appRule({ ExposeHeaders: [] })]);

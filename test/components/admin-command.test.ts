@@ -66,7 +66,12 @@ let apiKeys: ApiKeyStore;
 beforeAll(async () => {
   embedded = await startEmbeddedDb();
   db = embedded.client(false);
-  env = { DYNAMODB_ENDPOINT: embedded.endpoint, CAIRN_ACCOUNTS_TABLE: db.tables.accounts, CAIRN_SECRET_KEY: SECRET_KEY, AWS_REGION: 'us-east-1' };
+  env = {
+    DYNAMODB_ENDPOINT: embedded.endpoint,
+    CAIRN_ACCOUNTS_TABLE: db.tables.accounts,
+    CAIRN_SECRET_KEY: SECRET_KEY,
+    AWS_REGION: 'us-east-1',
+  };
   storageKeys = new StorageKeyStore(db, await createSealer(loadConfig(env)));
   accounts = new AccountStore(db, storageKeys);
   apiKeys = new ApiKeyStore(db);
@@ -76,7 +81,10 @@ afterAll(async () => {
   await embedded?.close();
 });
 
-async function expectWorkingAccount(name: string, credentials: { accessKeyId: string; secretAccessKey: string; apiKey: string; defaultBucket: string }) {
+async function expectWorkingAccount(
+  name: string,
+  credentials: { accessKeyId: string; secretAccessKey: string; apiKey: string; defaultBucket: string },
+) {
   const account = await accounts.getAccountByName(name);
   expect(account).toBeDefined();
   expect(credentials.defaultBucket).toBe(`${name}-bucket`);
@@ -100,7 +108,15 @@ test('create-account makes a working account and prints its credentials once; li
   const json = await admin(env, 'create-account', 'bob-2', '--json');
   expect(json.code).toBe(0);
   const bob = JSON.parse(json.stdout);
-  expect(Object.keys(bob).sort()).toEqual(['accessKeyId', 'accountId', 'accountName', 'apiKey', 'defaultBucket', 'secretAccessKey', 'teamId']);
+  expect(Object.keys(bob).sort()).toEqual([
+    'accessKeyId',
+    'accountId',
+    'accountName',
+    'apiKey',
+    'defaultBucket',
+    'secretAccessKey',
+    'teamId',
+  ]);
   await expectWorkingAccount('bob-2', bob);
 
   const listed = await admin(env, 'list-accounts');
@@ -130,15 +146,27 @@ test('an existing name, a taken bucket or a bad name is refused with one line, a
   expect((await accounts.getAccountByName('carol'))!.id).toBe(carol!.id);
 
   // "dave-bucket" belongs to another account: the account's one transaction is refused whole.
-  await accounts.createAccount({ name: 'squatter', accessKeyId: 'CAIRNSQUATTER0000001', secretAccessKey: 's'.repeat(40), apiToken: 'cairn_squatter', bucketName: 'dave-bucket' });
+  await accounts.createAccount({
+    name: 'squatter',
+    accessKeyId: 'CAIRNSQUATTER0000001',
+    secretAccessKey: 's'.repeat(40),
+    apiToken: 'cairn_squatter',
+    bucketName: 'dave-bucket',
+  });
   const taken = await admin(env, 'create-account', 'dave');
   expect(taken.code).toBe(1);
-  expect(taken.stderr).toMatch(/^cairn admin: account "dave" conflicts with an existing account name, access key, API token or bucket "dave-bucket"\n$/);
+  expect(taken.stderr).toMatch(
+    /^cairn admin: account "dave" conflicts with an existing account name, access key, API token or bucket "dave-bucket"\n$/,
+  );
   expect(await accounts.getAccountByName('dave')).toBeUndefined();
 
   // (Each child process costs seconds: one bad name here; the rule itself is isValidAccountName's.)
   const bad = await admin(env, 'create-account', 'Dave_1');
-  expect(bad).toEqual({ code: 1, stdout: '', stderr: 'cairn admin: "Dave_1": an account name is 3-42 lowercase letters, digits or hyphens\n' });
+  expect(bad).toEqual({
+    code: 1,
+    stdout: '',
+    stderr: 'cairn admin: "Dave_1": an account name is 3-42 lowercase letters, digits or hyphens\n',
+  });
   expect(await accounts.getAccountByName('Dave_1')).toBeUndefined();
 
   const usage = await admin(env, 'create-account');
@@ -149,7 +177,9 @@ test('an existing name, a taken bucket or a bad name is refused with one line, a
 test('against DynamoDB in AWS it needs the table and the KMS key named, and says so before calling anything', async () => {
   const noTable = await admin({ AWS_REGION: 'us-east-1' }, 'list-accounts');
   expect(noTable).toMatchObject({ code: 1, stdout: '' });
-  expect(noTable.stderr).toBe("cairn admin: CAIRN_ACCOUNTS_TABLE is not set: set it to the stack's AccountsTableName output (or use --local for this machine's data directory)\n");
+  expect(noTable.stderr).toBe(
+    "cairn admin: CAIRN_ACCOUNTS_TABLE is not set: set it to the stack's AccountsTableName output (or use --local for this machine's data directory)\n",
+  );
 
   const noKey = await admin({ AWS_REGION: 'us-east-1', CAIRN_ACCOUNTS_TABLE: 'Cairn-DataAccountsTable-XYZ' }, 'create-account', 'erin');
   expect(noKey.code).toBe(1);
@@ -159,12 +189,16 @@ test('against DynamoDB in AWS it needs the table and the KMS key named, and says
   const { CAIRN_SECRET_KEY: _unused, ...withoutKey } = env;
   const noSealing = await admin(withoutKey, 'create-account', 'erin');
   expect(noSealing.code).toBe(1);
-  expect(noSealing.stderr).toBe('cairn admin: set CAIRN_KMS_KEY_ID or CAIRN_SECRET_KEY to the key the service seals storage secrets with\n');
+  expect(noSealing.stderr).toBe(
+    'cairn admin: set CAIRN_KMS_KEY_ID or CAIRN_SECRET_KEY to the key the service seals storage secrets with\n',
+  );
   expect(await accounts.getAccountByName('erin')).toBeUndefined();
 
   const wrongTable = await admin({ ...env, CAIRN_ACCOUNTS_TABLE: 'no-such-table' }, 'list-accounts');
   expect(wrongTable.code).toBe(1);
-  expect(wrongTable.stderr).toBe(`cairn admin: table no-such-table not found in ${embedded.endpoint}: check CAIRN_ACCOUNTS_TABLE and AWS_REGION\n`);
+  expect(wrongTable.stderr).toBe(
+    `cairn admin: table no-such-table not found in ${embedded.endpoint}: check CAIRN_ACCOUNTS_TABLE and AWS_REGION\n`,
+  );
 }, 120_000);
 
 describe('--local', () => {

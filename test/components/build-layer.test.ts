@@ -47,7 +47,7 @@ async function snapshot(): Promise<string> {
     'dist/old.js': 'old',
     'dist/keep/old2.js': 'old2',
     'filething/inner.txt': 'inner',
-    'dirthing': 'a file that becomes a folder',
+    dirthing: 'a file that becomes a folder',
     'moved/m.txt': 'moved',
     'big.bin': randomBytes(300 * 1024),
   };
@@ -88,9 +88,23 @@ async function treeOf(dir: string): Promise<string[]> {
   return out;
 }
 
-async function run(runner: BwrapRunner, checkout: string, command: string, signal = never): Promise<{ result: BuildResult; output: string }> {
+async function run(
+  runner: BwrapRunner,
+  checkout: string,
+  command: string,
+  signal = never,
+): Promise<{ result: BuildResult; output: string }> {
   let output = '';
-  const result = await runner.run({ deployId: 'd', checkout, directory: '', command, env: {}, timeoutMs: 30_000, signal, onOutput: (t) => (output += t) });
+  const result = await runner.run({
+    deployId: 'd',
+    checkout,
+    directory: '',
+    command,
+    env: {},
+    timeoutMs: 30_000,
+    signal,
+    onOutput: (t) => (output += t),
+  });
   return { result, output };
 }
 
@@ -147,7 +161,16 @@ describe.each(cases)('%s', (_, options) => {
     let ready!: () => void;
     const written = new Promise<void>((r) => (ready = r));
     // Cancelled once the build has written (its output says so).
-    const started = runner.run({ deployId: 'd', checkout, directory: '', command: 'echo changed >> append.txt; echo ready; sleep 30', env: {}, timeoutMs: 30_000, signal: stop.signal, onOutput: (t) => t.includes('ready') && ready() });
+    const started = runner.run({
+      deployId: 'd',
+      checkout,
+      directory: '',
+      command: 'echo changed >> append.txt; echo ready; sleep 30',
+      env: {},
+      timeoutMs: 30_000,
+      signal: stop.signal,
+      onOutput: (t) => t.includes('ready') && ready(),
+    });
     await written;
     stop.abort();
     expect((await started).outcome).toBe('cancelled');
@@ -163,7 +186,11 @@ describe('through the overlay', () => {
     const snap = await snapshot();
     const checkout = join(work, `checkout-${++runs}`);
     await linkTree(snap, checkout, never);
-    const { result, output } = await run(runner, checkout, `awk '$5 == "${checkout}" { print $0 }' /proc/self/mountinfo; ls -d ../*.layer-* 2>/dev/null | wc -l`);
+    const { result, output } = await run(
+      runner,
+      checkout,
+      `awk '$5 == "${checkout}" { print $0 }' /proc/self/mountinfo; ls -d ../*.layer-* 2>/dev/null | wc -l`,
+    );
     expect(await runner.overlayUnavailable()).toBeUndefined();
     expect(result.outcome).toBe('succeeded');
     const lines = output.trim().split('\n');
@@ -182,7 +209,8 @@ describe('through the overlay', () => {
       // As a deploy does: a manifest of the tree (made-up blob ids), the files stamped before the build, the memory of an earlier import.
       const manifest: Record<string, string> = {};
       for (const name of await readdir(snap, { recursive: true })) {
-        if ((await lstat(join(snap, name))).isFile()) manifest[name] = `100644 ${Buffer.from(name).toString('hex').padEnd(40, '0').slice(0, 40)}`;
+        if ((await lstat(join(snap, name))).isFile())
+          manifest[name] = `100644 ${Buffer.from(name).toString('hex').padEnd(40, '0').slice(0, 40)}`;
       }
       const memory = join(work, `dags-${runs}.json`);
       const earlier = await KnownFiles.stamp(snap, manifest, memory);
@@ -231,7 +259,11 @@ describe('through the overlay', () => {
     const snap = await snapshot();
     const checkout = join(work, `checkout-${++runs}`);
     await linkTree(snap, checkout, never);
-    const { result } = await run(runner, checkout, 'mkdir -p private && echo s > private/secret && chmod 700 private && chmod 600 private/secret');
+    const { result } = await run(
+      runner,
+      checkout,
+      'mkdir -p private && echo s > private/secret && chmod 700 private && chmod 600 private/secret',
+    );
     expect(result.outcome).toBe('succeeded');
     expect(await readFile(join(checkout, 'private', 'secret'), 'utf8')).toBe('s\n');
     await chmod(join(checkout, 'private'), 0o755);

@@ -29,14 +29,26 @@ async function tempDir(prefix: string, parent = tmpdir()): Promise<string> {
 
 /** Limits small enough for a test to reach in seconds, generous in what the test does not reach. */
 function limits(overrides: Partial<BuildLimits> = {}): BuildLimits {
-  return { memoryBytes: 512 * MiB, processes: 256, cpuSeconds: 600, diskBytes: 512 * MiB, tmpBytes: 64 * MiB, outputBytes: 16 * MiB, ...overrides };
+  return {
+    memoryBytes: 512 * MiB,
+    processes: 256,
+    cpuSeconds: 600,
+    diskBytes: 512 * MiB,
+    tmpBytes: 64 * MiB,
+    outputBytes: 16 * MiB,
+    ...overrides,
+  };
 }
 
 function runner(options: Partial<BwrapRunnerOptions> = {}): BwrapRunner {
   return new BwrapRunner({ sandbox: 'bwrap', hide: [], ...options });
 }
 
-async function build(r: BwrapRunner, command: string, extra: Partial<BuildRequest> = {}): Promise<{ result: BuildResult; output: string; checkout: string; ms: number }> {
+async function build(
+  r: BwrapRunner,
+  command: string,
+  extra: Partial<BuildRequest> = {},
+): Promise<{ result: BuildResult; output: string; checkout: string; ms: number }> {
   const checkout = extra.checkout ?? (await tempDir('cairn-checkout-', join(ROOT, '.tmp')));
   let output = '';
   const started = Date.now();
@@ -57,7 +69,10 @@ async function build(r: BwrapRunner, command: string, extra: Partial<BuildReques
 /** Whether this machine lets the service make cgroups for builds (root here, as on CI): the limits then hold for the build as a whole. */
 async function cgroupsWritable(): Promise<boolean> {
   const dir = join('/sys/fs/cgroup/pids', `cairn-test-${process.pid}`);
-  return mkdir(dir).then(() => rmdir(dir).then(() => true), () => false);
+  return mkdir(dir).then(
+    () => rmdir(dir).then(() => true),
+    () => false,
+  );
 }
 
 describe('what a build sees', () => {
@@ -93,15 +108,27 @@ describe('what a build sees', () => {
     // Node's own install prefix where Node lives in it (npm's `node` package, node_modules/node: the binary alone).
     const nodeIn = relative(process.cwd(), dirname(dirname(await realpath(process.execPath)))).split(sep)[0];
     const shown = ['.tmp', ...(nodeIn && !nodeIn.startsWith('..') ? [nodeIn] : [])].sort();
-    const listed = output.match(/^service: (.*)$/m)![1]!.trim().split(' ').filter(Boolean).sort();
+    const listed = output
+      .match(/^service: (.*)$/m)![1]!
+      .trim()
+      .split(' ')
+      .filter(Boolean)
+      .sort();
     expect(shown).toEqual(expect.arrayContaining(listed));
     expect(listed).not.toContain('package.json');
-    for (const what of ['shadow', 'bootstrap', 'package', 'root', 'home', 'var', 'rootfs', 'devfs', 'etcfs']) expect(output).toMatch(new RegExp(`^${what}=[1-9]\\d*$`, 'm'));
-    const slash = output.match(/^slash: (.*)$/m)![1]!.trim().split(' ').sort();
+    for (const what of ['shadow', 'bootstrap', 'package', 'root', 'home', 'var', 'rootfs', 'devfs', 'etcfs'])
+      expect(output).toMatch(new RegExp(`^${what}=[1-9]\\d*$`, 'm'));
+    const slash = output
+      .match(/^slash: (.*)$/m)![1]!
+      .trim()
+      .split(' ')
+      .sort();
     // The system, /etc, /dev, /proc, /tmp, and the path down to the checkout; nothing else of this machine's.
     const checkoutTop = ROOT.split('/')[1]!;
     // (A checkout under /tmp shares its top with the sandbox's own /tmp: both sides leave it out.)
-    const system = ['bin', 'dev', 'etc', 'lib', 'lib64', 'proc', 'sbin', 'tmp', 'usr'].filter((n) => n !== 'lib64' || slash.includes('lib64'));
+    const system = ['bin', 'dev', 'etc', 'lib', 'lib64', 'proc', 'sbin', 'tmp', 'usr'].filter(
+      (n) => n !== 'lib64' || slash.includes('lib64'),
+    );
     expect(slash.filter((n) => n !== checkoutTop)).toEqual(system.filter((n) => n !== checkoutTop));
     expect(slash).not.toEqual(expect.arrayContaining(['root']));
     expect(output).toMatch(/^uid=1000 gid=1000 user=build$/m);
@@ -149,7 +176,9 @@ describe('what a build sees', () => {
 
   test('the build log says which mechanism keeps each limit', async () => {
     const { output } = await build(runner({ limits: limits({ memoryBytes: 3 * 1024 ** 3, processes: 512 }) }), 'true');
-    expect(output.split('\n')[0]).toMatch(/^Build limits: memory 3 GiB \((cgroup v[12]|RLIMIT_DATA, per process)\), processes 512 \(.+\), CPU time 600 s \(.+\), disk 512 MiB \(.+\), \/tmp 64 MiB \(tmpfs\), output 16 MiB$/);
+    expect(output.split('\n')[0]).toMatch(
+      /^Build limits: memory 3 GiB \((cgroup v[12]|RLIMIT_DATA, per process)\), processes 512 \(.+\), CPU time 600 s \(.+\), disk 512 MiB \(.+\), \/tmp 64 MiB \(tmpfs\), output 16 MiB$/,
+    );
   });
 });
 
@@ -158,7 +187,9 @@ describe('limits end the build, naming the limit', () => {
     const cgroups = await cgroupsWritable();
     const delay = monitorEventLoopDelay({ resolution: 10 });
     delay.enable();
-    const { result, output, ms } = await build(runner({ limits: limits({ processes: 64 }) }), 'bomb() { bomb | bomb & }; bomb; sleep 30', { timeoutMs: 60_000 });
+    const { result, output, ms } = await build(runner({ limits: limits({ processes: 64 }) }), 'bomb() { bomb | bomb & }; bomb; sleep 30', {
+      timeoutMs: 60_000,
+    });
     delay.disable();
     if (!cgroups) {
       // Without a cgroup the service may still be root, whom RLIMIT_NPROC does not bind: the log says so, and this test has nothing to prove.
@@ -172,26 +203,38 @@ describe('limits end the build, naming the limit', () => {
   });
 
   test('a memory hog: the memory limit', async () => {
-    const { result, output } = await build(runner({ limits: limits({ memoryBytes: 64 * MiB }) }), `node -e 'const a = []; for (;;) a.push(Buffer.alloc(1 << 20, 1))'`);
+    const { result, output } = await build(
+      runner({ limits: limits({ memoryBytes: 64 * MiB }) }),
+      `node -e 'const a = []; for (;;) a.push(Buffer.alloc(1 << 20, 1))'`,
+    );
     if (!output.includes('memory 64 MiB (cgroup')) return expect(result.outcome).toBe('failed'); // RLIMIT_DATA: the allocation fails, Node aborts
     expect(result).toMatchObject({ outcome: 'failed', limit: 'memory limit 64 MiB reached' });
   });
 
   test('filling /tmp: the disk line, naming /tmp and its size', async () => {
-    const { result, ms } = await build(runner({ limits: limits({ tmpBytes: 8 * MiB }) }), 'dd if=/dev/zero of=/tmp/fill bs=1M count=64; sleep 30');
+    const { result, ms } = await build(
+      runner({ limits: limits({ tmpBytes: 8 * MiB }) }),
+      'dd if=/dev/zero of=/tmp/fill bs=1M count=64; sleep 30',
+    );
     expect(result).toMatchObject({ outcome: 'failed', limit: 'disk limit reached: /tmp is full at its 8 MiB' });
     expect(ms).toBeLessThan(10_000);
   });
 
   test('/dev/shm is no way around the /tmp size', async () => {
-    const { result, output } = await build(runner({ limits: limits({ tmpBytes: 8 * MiB }) }), 'dd if=/dev/zero of=/dev/shm/fill bs=1M count=64 2>&1 | tail -1; echo dd=$?; df -k /dev/shm | tail -1');
+    const { result, output } = await build(
+      runner({ limits: limits({ tmpBytes: 8 * MiB }) }),
+      'dd if=/dev/zero of=/dev/shm/fill bs=1M count=64 2>&1 | tail -1; echo dd=$?; df -k /dev/shm | tail -1',
+    );
     expect(result.outcome).toBe('succeeded');
     const size = Number(output.trim().split('\n').at(-1)!.split(/\s+/)[1]);
     expect(size).toBeLessThanOrEqual(8 * 1024);
   });
 
   test('writing the workspace past the disk limit: many files, and one big one', async () => {
-    const many = await build(runner({ limits: limits({ diskBytes: 16 * MiB }) }), 'for i in $(seq 40); do head -c 1048576 /dev/zero > f$i; done; sleep 30');
+    const many = await build(
+      runner({ limits: limits({ diskBytes: 16 * MiB }) }),
+      'for i in $(seq 40); do head -c 1048576 /dev/zero > f$i; done; sleep 30',
+    );
     expect(many.result).toMatchObject({ outcome: 'failed', limit: 'disk limit 16 MiB reached' });
     expect(many.ms).toBeLessThan(15_000);
     const one = await build(runner({ limits: limits({ diskBytes: 16 * MiB }) }), 'head -c 67108864 /dev/zero > big; sleep 30');
@@ -200,12 +243,18 @@ describe('limits end the build, naming the limit', () => {
   });
 
   test('/tmp and the workspace count together', async () => {
-    const { result } = await build(runner({ limits: limits({ diskBytes: 16 * MiB, tmpBytes: 32 * MiB }) }), 'head -c 10485760 /dev/zero > /tmp/a; head -c 10485760 /dev/zero > b; sleep 30');
+    const { result } = await build(
+      runner({ limits: limits({ diskBytes: 16 * MiB, tmpBytes: 32 * MiB }) }),
+      'head -c 10485760 /dev/zero > /tmp/a; head -c 10485760 /dev/zero > b; sleep 30',
+    );
     expect(result).toMatchObject({ outcome: 'failed', limit: 'disk limit 16 MiB reached' });
   });
 
   test('printing past the output limit: the output line, and no more than the limit passed on', async () => {
-    const { result, output } = await build(runner({ limits: limits({ outputBytes: 1 * MiB }) }), 'yes "a line of the build" | head -c 8388608; sleep 30');
+    const { result, output } = await build(
+      runner({ limits: limits({ outputBytes: 1 * MiB }) }),
+      'yes "a line of the build" | head -c 8388608; sleep 30',
+    );
     expect(result).toMatchObject({ outcome: 'failed', limit: 'output limit 1 MiB reached' });
     const printed = output.slice(output.indexOf('\n') + 1); // after the limits line, which is the runner's
     expect(Buffer.byteLength(printed)).toBeLessThanOrEqual(1 * MiB);
@@ -230,7 +279,8 @@ describe('limits end the build, naming the limit', () => {
   test('without the sandbox (CAIRN_BUILD_SANDBOX=none) the limits hold all the same', async () => {
     const r = runner({ sandbox: 'none', limits: limits({ memoryBytes: 64 * MiB, outputBytes: 64 * 1024 }) });
     const hog = await build(r, `node -e 'const a = []; for (;;) a.push(Buffer.alloc(1 << 20, 1))'`);
-    if (hog.output.includes('memory 64 MiB (cgroup')) expect(hog.result).toMatchObject({ outcome: 'failed', limit: 'memory limit 64 MiB reached' });
+    if (hog.output.includes('memory 64 MiB (cgroup'))
+      expect(hog.result).toMatchObject({ outcome: 'failed', limit: 'memory limit 64 MiB reached' });
     const loud = await build(r, 'yes | head -c 1000000; sleep 30');
     expect(loud.result).toMatchObject({ outcome: 'failed', limit: 'output limit 64 KiB reached' });
     expect(loud.ms).toBeLessThan(10_000);
@@ -240,7 +290,9 @@ describe('limits end the build, naming the limit', () => {
     // Not a fork bomb: as root, without a cgroup, nothing but the count holds one back (the log says so).
     const r = runner({ limits: limits({ processes: 64 }), cgroupRoot: join(tmpdir(), 'no-cgroups-here') });
     const { result, output, ms } = await build(r, 'for i in $(seq 100); do sleep 30 & done; wait');
-    expect(output.split('\n')[0]).toMatch(/processes 64 \((RLIMIT_NPROC, counted every second|counted every second, no kernel limit: RLIMIT_NPROC does not bind root)\)/);
+    expect(output.split('\n')[0]).toMatch(
+      /processes 64 \((RLIMIT_NPROC, counted every second|counted every second, no kernel limit: RLIMIT_NPROC does not bind root)\)/,
+    );
     expect(result).toMatchObject({ outcome: 'failed', limit: 'process limit 64 reached' });
     expect(ms).toBeLessThan(10_000);
   });

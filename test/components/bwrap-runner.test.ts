@@ -72,7 +72,11 @@ async function letGo(command: string): Promise<void> {
 
 type Build = Partial<Omit<BuildRequest, 'onOutput'>> & { onOutput?: (text: string, sofar: string) => void };
 
-async function build(runner: BwrapRunner, command: string, extra: Build = {}): Promise<{ result: BuildResult; output: string; checkout: string }> {
+async function build(
+  runner: BwrapRunner,
+  command: string,
+  extra: Build = {},
+): Promise<{ result: BuildResult; output: string; checkout: string }> {
   const checkout = extra.checkout ?? (await tempDir('cairn-checkout-'));
   let output = '';
   const result = await runner.run({
@@ -126,7 +130,12 @@ describe.each(['bwrap', 'none'] as const)('builds with sandbox=%s', (sandbox) =>
       const env = { CI: 'true', CAIRN_DEPLOY_ID: 'd-test', BRANCH: 'main', SITE_VAR: 'a value with spaces' };
       const { result, output } = await build(runner, 'env', { env });
       expect(result.outcome).toBe('succeeded');
-      const seen = Object.fromEntries(output.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+      const seen = Object.fromEntries(
+        output
+          .trim()
+          .split('\n')
+          .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+      );
       // PWD is the shell's own.
       expect(Object.keys(seen).sort()).toEqual([...Object.keys(env), 'HOME', 'PATH', 'PWD'].sort());
       expect(seen).toMatchObject(env);
@@ -403,7 +412,12 @@ describe('the network a build has', () => {
     const targets = [`127.0.0.1:${loopback.port}`, ...(outside ? [`${address}:${outside.port}`] : []), ...extra(loopback.port)];
     const { result, output } = await build(runner, `node connect.cjs ${targets.join(' ')}`, { checkout });
     expect(result).toEqual({ outcome: 'succeeded', exitCode: 0 });
-    const said = Object.fromEntries(output.trim().split('\n').map((l) => [l.slice(0, l.indexOf(' ')), l.slice(l.indexOf(' ') + 1)]));
+    const said = Object.fromEntries(
+      output
+        .trim()
+        .split('\n')
+        .map((l) => [l.slice(0, l.indexOf(' ')), l.slice(l.indexOf(' ') + 1)]),
+    );
     return { said, loopback, address, outside };
   }
 
@@ -445,7 +459,9 @@ describe('the network a build has', () => {
         expect(said[`${address}:${outside.port}`]).toBe(`hello from ${address}`);
         expect(outside.accepted()).toBe(1);
       } else {
-        console.warn('This machine has no non-loopback IPv4 address: a connection out of the sandbox was not tried (tap0 and its route are checked below).');
+        console.warn(
+          'This machine has no non-loopback IPv4 address: a connection out of the sandbox was not tried (tap0 and its route are checked below).',
+        );
       }
       expect(await runner.overlayUnavailable()).toBe(how === 'through an overlay' ? undefined : 'turned off');
     });
@@ -541,13 +557,23 @@ describe('the network a build has', () => {
     const checkout = await tempDir('cairn-checkout-');
     const attempt = build(runner, 'touch ran', { checkout });
     await expect(attempt).rejects.toBeInstanceOf(BuildRefused);
-    await expect(attempt).rejects.toThrow(/slirp4netns \(\/bin\/false\) does not work here \(slirp4netns could not connect the build to the network \(exit 1\)\): slirp4netns needs \/dev\/net\/tun.*CAIRN_BUILD_NETWORK/);
+    await expect(attempt).rejects.toThrow(
+      /slirp4netns \(\/bin\/false\) does not work here \(slirp4netns could not connect the build to the network \(exit 1\)\): slirp4netns needs \/dev\/net\/tun.*CAIRN_BUILD_NETWORK/,
+    );
     expect(existsSync(join(checkout, 'ran'))).toBe(false);
   });
 
   test.each([
-    ["without iproute2's ip: builds are refused, naming the package", '/nonexistent/bin/ip', /ip \(\/nonexistent\/bin\/ip\) was not found.*link-local.*apt-get install iproute2.*CAIRN_BUILD_NETWORK/],
-    ['where the routes cannot be made: builds are refused, the command never run', '/bin/false', /routes could not be made \(cairn: link-local addresses could not be closed to the build\): install iproute2/],
+    [
+      "without iproute2's ip: builds are refused, naming the package",
+      '/nonexistent/bin/ip',
+      /ip \(\/nonexistent\/bin\/ip\) was not found.*link-local.*apt-get install iproute2.*CAIRN_BUILD_NETWORK/,
+    ],
+    [
+      'where the routes cannot be made: builds are refused, the command never run',
+      '/bin/false',
+      /routes could not be made \(cairn: link-local addresses could not be closed to the build\): install iproute2/,
+    ],
   ])('outside %s', async (_what, ipPath, refusal) => {
     const runner = new BwrapRunner({ sandbox: 'bwrap', hide: [], network: 'outside', ipPath });
     const checkout = await tempDir('cairn-checkout-');

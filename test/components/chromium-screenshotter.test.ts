@@ -64,9 +64,12 @@ const near = ([r, g, b]: number[], [R, G, B]: number[]) => Math.abs(r! - R!) + M
 
 test('a picture of the page at the asked size, with its stylesheet and image loaded by absolute path', async () => {
   const served = await site({
-    'index.html': '<!doctype html><link rel="stylesheet" href="/css/site.css"><body><div id="box"></div><img id="pic" src="/img/dot.svg"></body>',
-    'css/site.css': 'html, body { margin: 0; background: rgb(255, 0, 0); } #box { position: absolute; left: 0; top: 0; width: 100px; height: 100px; background: rgb(0, 0, 255); } #pic { position: absolute; right: 0; bottom: 0; width: 100px; height: 100px; }',
-    'img/dot.svg': '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10" fill="rgb(0,255,0)"/></svg>',
+    'index.html':
+      '<!doctype html><link rel="stylesheet" href="/css/site.css"><body><div id="box"></div><img id="pic" src="/img/dot.svg"></body>',
+    'css/site.css':
+      'html, body { margin: 0; background: rgb(255, 0, 0); } #box { position: absolute; left: 0; top: 0; width: 100px; height: 100px; background: rgb(0, 0, 255); } #pic { position: absolute; right: 0; bottom: 0; width: 100px; height: 100px; }',
+    'img/dot.svg':
+      '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10" fill="rgb(0,255,0)"/></svg>',
   });
   const png = await shooter.capture(`${served.origin}/`, { ...SIZE, timeoutMs: 20_000 });
   const picture = decodePng(png);
@@ -77,7 +80,9 @@ test('a picture of the page at the asked size, with its stylesheet and image loa
 });
 
 /** This test process's Chromium processes (descendants of it), with what /proc says of each. */
-async function ourChromiumProcesses(): Promise<Array<{ pid: number; type: string; cmdline: string; uid: number; seccomp: number; pidNs: string; userNs: string }>> {
+async function ourChromiumProcesses(): Promise<
+  Array<{ pid: number; type: string; cmdline: string; uid: number; seccomp: number; pidNs: string; userNs: string }>
+> {
   const parents = new Map<number, number>();
   for (const name of await readdir('/proc')) {
     if (!/^\d+$/.test(name)) continue;
@@ -116,9 +121,15 @@ test("the page's renderer runs in Chromium's sandbox (its own namespaces, a secc
   let imageAsked!: () => void;
   const parsed = new Promise<void>((resolve) => (imageAsked = resolve));
   const slow = createServer((req, res) => {
-    if (req.url === '/') return void res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><body style="background: rgb(0, 0, 255)"><img src="/slow.svg"></body>');
+    if (req.url === '/')
+      return void res
+        .writeHead(200, { 'content-type': 'text/html' })
+        .end('<!doctype html><body style="background: rgb(0, 0, 255)"><img src="/slow.svg"></body>');
     imageAsked();
-    setTimeout(() => res.writeHead(200, { 'content-type': 'image/svg+xml' }).end('<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>'), 3000);
+    setTimeout(
+      () => res.writeHead(200, { 'content-type': 'image/svg+xml' }).end('<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>'),
+      3000,
+    );
   });
   await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
   cleanups.push(() => {
@@ -166,7 +177,10 @@ test('the directory server gives nothing outside the publish directory, through 
   expect(await (await fetch(`${served.origin}/sub/`)).text()).toBe('sub');
   expect((await fetch(`${served.origin}/leak.txt`)).status).toBe(404);
   // fetch() would resolve the .. itself: a raw request sends it as it is.
-  const raw = (path: string) => new Promise<number>((resolve, reject) => get(`${served.origin}${path}`, (res) => resolve(res.resume().statusCode!)).on('error', reject));
+  const raw = (path: string) =>
+    new Promise<number>((resolve, reject) =>
+      get(`${served.origin}${path}`, (res) => resolve(res.resume().statusCode!)).on('error', reject),
+    );
   const outside = `/../${basename(secret)}/secret.txt`;
   expect(join(served.dir, outside)).toBe(join(secret, 'secret.txt'));
   expect(await raw(outside)).toBe(404);
@@ -207,7 +221,9 @@ test('an aborted signal stops the shot', async () => {
 
 test('without Chromium, and after close, a shot fails with a reason', async () => {
   const missing = new ChromiumScreenshotter('/nonexistent/chromium');
-  await expect(missing.capture('http://127.0.0.1:9/', { ...SIZE, timeoutMs: 5000 })).rejects.toThrow(/no Chromium at \/nonexistent\/chromium/);
+  await expect(missing.capture('http://127.0.0.1:9/', { ...SIZE, timeoutMs: 5000 })).rejects.toThrow(
+    /no Chromium at \/nonexistent\/chromium/,
+  );
   const closing = new ChromiumScreenshotter(CHROMIUM);
   await closing.close();
   await expect(closing.capture('http://127.0.0.1:9/', { ...SIZE, timeoutMs: 5000 })).rejects.toThrow(ScreenshotError);

@@ -130,7 +130,7 @@ describe.each([
     expect(await readFile(join(dir, 'index.html'), 'utf8')).toBe('v0');
   });
 
-  test("a commit of another branch is cloned from that branch, and is not found on main", async () => {
+  test('a commit of another branch is cloned from that branch, and is not found on main', async () => {
     const { result, dir } = await clone({ branch: 'feature', commit: feature[0] });
     expect(result).toMatchObject({ commit: feature[0], branch: 'feature', message: 'Feature 0' });
     expect(await readFile(join(dir, 'feature.txt'), 'utf8')).toBe('feature 0');
@@ -189,10 +189,26 @@ describe.each([
       ['the metadata service', 'http://169.254.169.254/acme/site.git', '169.254.169.254 is a link-local address'],
       ['a private address', 'https://10.0.12.7/acme/site.git', '10.0.12.7 is a private address'],
       ['IPv6 loopback', 'http://[::1]:PORT/acme/site.git', '::1 is a loopback address'],
-      ['IPv4-mapped loopback', 'http://[::ffff:127.0.0.1]:PORT/acme/site.git', '::ffff:7f00:1 is an IPv4-mapped form of 127.0.0.1, a loopback address'],
-      ['IPv4-compatible loopback', 'http://[::127.0.0.1]:PORT/acme/site.git', '::7f00:1 is an IPv4-compatible form of 127.0.0.1, a loopback address'],
-      ['IPv4-translated loopback', 'http://[::ffff:0:127.0.0.1]:PORT/acme/site.git', '::ffff:0:7f00:1 is an IPv4-translated form of 127.0.0.1, a loopback address'],
-      ['local-use NAT64 loopback', 'http://[64:ff9b:1::7f00:1]:PORT/acme/site.git', '64:ff9b:1::7f00:1 is a local-use NAT64 form of 127.0.0.1, a loopback address'],
+      [
+        'IPv4-mapped loopback',
+        'http://[::ffff:127.0.0.1]:PORT/acme/site.git',
+        '::ffff:7f00:1 is an IPv4-mapped form of 127.0.0.1, a loopback address',
+      ],
+      [
+        'IPv4-compatible loopback',
+        'http://[::127.0.0.1]:PORT/acme/site.git',
+        '::7f00:1 is an IPv4-compatible form of 127.0.0.1, a loopback address',
+      ],
+      [
+        'IPv4-translated loopback',
+        'http://[::ffff:0:127.0.0.1]:PORT/acme/site.git',
+        '::ffff:0:7f00:1 is an IPv4-translated form of 127.0.0.1, a loopback address',
+      ],
+      [
+        'local-use NAT64 loopback',
+        'http://[64:ff9b:1::7f00:1]:PORT/acme/site.git',
+        '64:ff9b:1::7f00:1 is a local-use NAT64 form of 127.0.0.1, a loopback address',
+      ],
       ['6to4 loopback', 'http://[2002:7f00:1::]:PORT/acme/site.git', '2002:7f00:1:: is a 6to4 form of 127.0.0.1, a loopback address'],
       ['a numeric form of loopback', 'http://2130706433:PORT/acme/site.git', '127.0.0.1 is a loopback address'],
       ['localhost', 'http://localhost:PORT/acme/site.git', 'localhost names this machine, a loopback address'],
@@ -211,7 +227,9 @@ describe.each([
         return ['93.184.216.34', '127.0.0.1'];
       };
       const error = await failure({ url: `http://git.cairn.test:${port()}/acme/site.git`, outbound: refuse, resolver });
-      expect(error.message).toBe(`git.cairn.test:${port()} is not cloned: git.cairn.test resolves to 127.0.0.1, a loopback address: ${RULE}`);
+      expect(error.message).toBe(
+        `git.cairn.test:${port()} is not cloned: git.cairn.test resolves to 127.0.0.1, a loopback address: ${RULE}`,
+      );
       expect(asked).toBe(1);
     });
 
@@ -243,7 +261,9 @@ describe.each([
       try {
         const before = server.requests();
         const error = await failure({ url: `http://${at}/acme/site.git` });
-        expect(error.message).toBe(`${at} answered HTTP 301, a redirect: Cairn does not follow redirects; set the repository URL the host redirects to`);
+        expect(error.message).toBe(
+          `${at} answered HTTP 301, a redirect: Cairn does not follow redirects; set the repository URL the host redirects to`,
+        );
         expect(server.requests()).toBe(before);
       } finally {
         await new Promise<void>((resolve) => redirecting.close(() => resolve()));
@@ -253,7 +273,9 @@ describe.each([
 
   test('a repository that asks for credentials is refused without prompting', async () => {
     const error = await failure({ url: server.repoUrl('acme/private-site') });
-    expect(error.message).toBe("the repository asks for credentials; set the site's repository access token (setRepositoryToken) to clone a private repository");
+    expect(error.message).toBe(
+      "the repository asks for credentials; set the site's repository access token (setRepositoryToken) to clone a private repository",
+    );
   });
 
   describe('a repository that takes HTTP basic credentials', () => {
@@ -271,14 +293,17 @@ describe.each([
       expect(await readFile(join(dir, 'index.html'), 'utf8')).toBe('locked');
       // The token is in no file of the checkout (its .git/config holds the bare URL).
       const files = await readdir(dir, { recursive: true, withFileTypes: true });
-      for (const f of files.filter((e) => e.isFile())) expect(await readFile(join(f.parentPath, f.name), 'utf8').catch(() => '')).not.toContain(TOKEN);
+      for (const f of files.filter((e) => e.isFile()))
+        expect(await readFile(join(f.parentPath, f.name), 'utf8').catch(() => '')).not.toContain(TOKEN);
     });
 
     test('a wrong token fails with "authentication failed", offered once, and the message never holds the token', async () => {
       const before = server.requests();
       const wrong = `${TOKEN}-wrong`;
       const error = await failure({ url: server.repoUrl(repo), credentials: { username: 'x-access-token', password: wrong } });
-      expect(error.message).toBe(`authentication failed: ${new URL(server.url).host} refused the site's repository access token (set a valid one with setRepositoryToken)`);
+      expect(error.message).toBe(
+        `authentication failed: ${new URL(server.url).host} refused the site's repository access token (set a valid one with setRepositoryToken)`,
+      );
       expect(error.message).not.toContain(wrong);
       expect(server.requests() - before).toBe(2); // asked, answered once with the token, refused: no retry loop
       // Without a token the same repository asks for one.
@@ -287,9 +312,19 @@ describe.each([
 
     test('with mirrors, a repository cloned with a token gets a mirror of its own scope, not the unscoped one', async () => {
       const mirrors = { dir: await mkdtemp(join(work, 'mirrors-private-')), keep: 8 };
-      await clone({ url: server.repoUrl(repo), mirrors, credentials: { username: 'x-access-token', password: TOKEN }, mirrorScope: 'site:a' });
+      await clone({
+        url: server.repoUrl(repo),
+        mirrors,
+        credentials: { username: 'x-access-token', password: TOKEN },
+        mirrorScope: 'site:a',
+      });
       expect(await readdir(mirrors.dir)).toHaveLength(1);
-      await clone({ url: server.repoUrl(repo), mirrors, credentials: { username: 'x-access-token', password: TOKEN }, mirrorScope: 'site:b' });
+      await clone({
+        url: server.repoUrl(repo),
+        mirrors,
+        credentials: { username: 'x-access-token', password: TOKEN },
+        mirrorScope: 'site:b',
+      });
       expect(await readdir(mirrors.dir)).toHaveLength(2);
       await failure({ url: server.repoUrl(repo), mirrors });
       expect(await readdir(mirrors.dir)).toHaveLength(3);
@@ -320,7 +355,11 @@ describe.each([
 
   test('a repository with submodules is cloned, with a note that they are not fetched', async () => {
     const withModules = server.repoUrl('acme/themed');
-    await server.commit('acme/themed', { '.gitmodules': '[submodule "theme"]\n\tpath = theme\n\turl = https://example.com/theme.git\n', 'index.html': 'hi' }, 'Add theme');
+    await server.commit(
+      'acme/themed',
+      { '.gitmodules': '[submodule "theme"]\n\tpath = theme\n\turl = https://example.com/theme.git\n', 'index.html': 'hi' },
+      'Add theme',
+    );
     const { lines } = await clone({ url: withModules });
     expect(lines).toContain('Note: this repository has submodules (.gitmodules); Cairn does not fetch them, so their folders are empty');
     const { lines: plain } = await clone();
@@ -421,25 +460,38 @@ describe.each([
       ['bubblewrap, through an overlay', { sandbox: 'bwrap', hide: [] }],
       ['bubblewrap without an overlay', { sandbox: 'bwrap', hide: [], overlay: false }],
       ['no sandbox', { sandbox: 'none', hide: [] }],
-    ] as Array<[string, BwrapRunnerOptions]>)('what a build (%s) changes in its checkout never reaches the next deploy', async (_, options) => {
-      const { url: repoUrl } = await newRepo(3);
-      const first = await clone({ url: repoUrl, mirrors });
-      const p0 = await readFile(join(first.dir, 'pages', 'p0.html'));
-      // Written in place, appended to, made anew, deleted: as builds do.
-      const command = 'echo "built over" > index.html && echo more >> pages/p0.html && echo output > dist.js && rm pages/p1.html && rm -r .git';
-      let output = '';
-      const built = await new BwrapRunner(options).run({ deployId: 'd', checkout: first.dir, directory: '', command, env: {}, timeoutMs: 30_000, signal: new AbortController().signal, onOutput: (t) => (output += t) });
-      expect([built.outcome, output]).toEqual(['succeeded', '']);
-      expect(await readFile(join(first.dir, 'index.html'), 'utf8')).toBe('built over\n');
-      expect((await readdir(join(first.dir, 'pages'))).sort()).toEqual(['p0.html', 'p2.html']);
-      const second = await clone({ url: repoUrl, mirrors });
-      expect(second.lines).toContain('Same files as the last deploy of this branch: 4 kept from it');
-      expect(await readFile(join(second.dir, 'index.html'), 'utf8')).toBe('v1');
-      expect(await files(second.dir)).toEqual(['index.html', 'pages']);
-      expect((await readdir(join(second.dir, 'pages'))).sort()).toEqual(['p0.html', 'p1.html', 'p2.html']);
-      expect(await readFile(join(second.dir, 'pages', 'p0.html'))).toEqual(p0);
-      expect(await history(second.dir)).toEqual([second.result.commit]);
-    });
+    ] as Array<[string, BwrapRunnerOptions]>)(
+      'what a build (%s) changes in its checkout never reaches the next deploy',
+      async (_, options) => {
+        const { url: repoUrl } = await newRepo(3);
+        const first = await clone({ url: repoUrl, mirrors });
+        const p0 = await readFile(join(first.dir, 'pages', 'p0.html'));
+        // Written in place, appended to, made anew, deleted: as builds do.
+        const command =
+          'echo "built over" > index.html && echo more >> pages/p0.html && echo output > dist.js && rm pages/p1.html && rm -r .git';
+        let output = '';
+        const built = await new BwrapRunner(options).run({
+          deployId: 'd',
+          checkout: first.dir,
+          directory: '',
+          command,
+          env: {},
+          timeoutMs: 30_000,
+          signal: new AbortController().signal,
+          onOutput: (t) => (output += t),
+        });
+        expect([built.outcome, output]).toEqual(['succeeded', '']);
+        expect(await readFile(join(first.dir, 'index.html'), 'utf8')).toBe('built over\n');
+        expect((await readdir(join(first.dir, 'pages'))).sort()).toEqual(['p0.html', 'p2.html']);
+        const second = await clone({ url: repoUrl, mirrors });
+        expect(second.lines).toContain('Same files as the last deploy of this branch: 4 kept from it');
+        expect(await readFile(join(second.dir, 'index.html'), 'utf8')).toBe('v1');
+        expect(await files(second.dir)).toEqual(['index.html', 'pages']);
+        expect((await readdir(join(second.dir, 'pages'))).sort()).toEqual(['p0.html', 'p1.html', 'p2.html']);
+        expect(await readFile(join(second.dir, 'pages', 'p0.html'))).toEqual(p0);
+        expect(await history(second.dir)).toEqual([second.result.commit]);
+      },
+    );
 
     test('a new commit writes only what changed and keeps the rest; deleted files are gone', async () => {
       const { repo, url: repoUrl } = await newRepo();
@@ -486,7 +538,10 @@ describe.each([
     test('executables, symlinks and nested folders come out as git has them, with or without a mirror', async () => {
       const repo = `acme/modes-${++repoCount}`;
       await server.commit(repo, { 'build.sh': '#!/bin/sh\necho built\n', 'docs/guide/intro.md': '# Intro' }, 'Files');
-      await server.shell(repo, 'chmod +x build.sh && ln -s docs/guide link && git add -A && git commit -q -m "Modes" && git push -q origin main');
+      await server.shell(
+        repo,
+        'chmod +x build.sh && ln -s docs/guide link && git add -A && git commit -q -m "Modes" && git push -q origin main',
+      );
       for (const options of [{}, { mirrors }, { mirrors }]) {
         const { dir } = await clone({ url: server.repoUrl(repo), ...options });
         expect((await fs.promises.stat(join(dir, 'build.sh'))).mode & 0o777).toBe(0o755);
@@ -496,24 +551,27 @@ describe.each([
       }
     });
 
-    test.each(['..', '.git', '.GIT'])('a tree holding "%s" is refused with one line, and nothing is written outside the checkout', async (name) => {
-      const repo = `acme/hostile-${++repoCount}`;
-      await server.commit(repo, { 'index.html': 'hi' }, 'Start');
-      await server.shell(
-        repo,
-        `b=$(printf 'pwned' | git hash-object -w --stdin) && t=$(printf '100644 blob %s\\t${name}\\n' "$b" | git mktree) && c=$(git commit-tree "$t" -m Hostile) && git push -q -f origin "$c:refs/heads/main"`,
-      );
-      for (const options of [{}, { mirrors }]) {
-        const error = await failure({ url: server.repoUrl(repo), ...options });
-        expect(error.message).toBe(`the commit holds a path no checkout may have: "${name}"`);
-      }
-      expect(await readdir(work)).not.toContain('..');
-      // The branch put right, the kept repository deploys it whole.
-      await server.shell(repo, 'git push -q -f origin main:main');
-      const { dir } = await clone({ url: server.repoUrl(repo), mirrors });
-      expect(await files(dir)).toEqual(['index.html']);
-      expect(await readFile(join(dir, 'index.html'), 'utf8')).toBe('hi');
-    });
+    test.each(['..', '.git', '.GIT'])(
+      'a tree holding "%s" is refused with one line, and nothing is written outside the checkout',
+      async (name) => {
+        const repo = `acme/hostile-${++repoCount}`;
+        await server.commit(repo, { 'index.html': 'hi' }, 'Start');
+        await server.shell(
+          repo,
+          `b=$(printf 'pwned' | git hash-object -w --stdin) && t=$(printf '100644 blob %s\\t${name}\\n' "$b" | git mktree) && c=$(git commit-tree "$t" -m Hostile) && git push -q -f origin "$c:refs/heads/main"`,
+        );
+        for (const options of [{}, { mirrors }]) {
+          const error = await failure({ url: server.repoUrl(repo), ...options });
+          expect(error.message).toBe(`the commit holds a path no checkout may have: "${name}"`);
+        }
+        expect(await readdir(work)).not.toContain('..');
+        // The branch put right, the kept repository deploys it whole.
+        await server.shell(repo, 'git push -q -f origin main:main');
+        const { dir } = await clone({ url: server.repoUrl(repo), mirrors });
+        expect(await files(dir)).toEqual(['index.html']);
+        expect(await readFile(join(dir, 'index.html'), 'utf8')).toBe('hi');
+      },
+    );
 
     test('a kept repository that is damaged is fetched anew, and says so', async () => {
       const { url: repoUrl, head } = await newRepo(2);
@@ -590,7 +648,12 @@ describe("git's command line, and only it", () => {
     const wrapper = join(work, 'git-wrapper.sh');
     await writeFile(wrapper, '#!/bin/sh\nprintf "%s\\n" "$@" >> "$0.args"\nexec git "$@"\n', { mode: 0o755 });
     const before = server.authorizations().length;
-    const { result, dir } = await clone({ url: server.repoUrl(repo), git: wrapper, mirrors: { dir: await mkdtemp(join(work, 'mirrors-cli-')), keep: 4 }, credentials: { username: 'oauth2', password: TOKEN } });
+    const { result, dir } = await clone({
+      url: server.repoUrl(repo),
+      git: wrapper,
+      mirrors: { dir: await mkdtemp(join(work, 'mirrors-cli-')), keep: 4 },
+      credentials: { username: 'oauth2', password: TOKEN },
+    });
     expect(await readFile(join(dir, 'index.html'), 'utf8')).toBe('locked');
     expect(result.message).toBe('locked');
     const args = await readFile(`${wrapper}.args`, 'utf8');
@@ -616,7 +679,9 @@ describe("git's command line, and only it", () => {
     const again = await clone({ url: server.repoUrl(repo), git: wrapper, mirrors });
     expect(again.lines).toContain('Same files as the last deploy of this branch: 1 kept from it');
     expect(await readFile(join(again.dir, 'index.html'), 'utf8')).toBe('same');
-    expect((await readFile(`${wrapper}.args`, 'utf8')).split('\n').filter(Boolean).slice(commandsBefore)).toEqual([expect.stringMatching(/ log -1 /)]);
+    expect((await readFile(`${wrapper}.args`, 'utf8')).split('\n').filter(Boolean).slice(commandsBefore)).toEqual([
+      expect.stringMatching(/ log -1 /),
+    ]);
     expect(server.requests() - requestsBefore).toBeLessThanOrEqual(2);
     // A new head is fetched.
     const next = await server.commit(repo, { 'index.html': 'changed' }, 'Changed');
@@ -638,7 +703,11 @@ describe("git's command line, and only it", () => {
 
   test("a repository's .gitattributes does not change the bytes written: every file is its blob", async () => {
     const attributed = `acme/attributes-${++runs}`;
-    await server.commit(attributed, { '.gitattributes': '* text eol=crlf\n*.txt ident\n', 'page.html': 'line one\nline two\n', 'id.txt': '$Id$\n' }, 'Attributes');
+    await server.commit(
+      attributed,
+      { '.gitattributes': '* text eol=crlf\n*.txt ident\n', 'page.html': 'line one\nline two\n', 'id.txt': '$Id$\n' },
+      'Attributes',
+    );
     for (const mirrors of [undefined, { dir: await mkdtemp(join(work, 'mirrors-attr-')), keep: 4 }]) {
       const { dir } = await clone({ url: server.repoUrl(attributed), ...(mirrors ? { mirrors } : {}) });
       expect(await readFile(join(dir, 'page.html'), 'utf8')).toBe('line one\nline two\n');

@@ -14,7 +14,15 @@ import { CID } from 'multiformats/cid';
 import { sha256 } from 'multiformats/hashes/sha2';
 import { PackedBlockstore } from '../../functions/core/ipfs/local-blockstore.js';
 import { stallsDuring } from '../support/event-loop.js';
-import { CorruptBlockError, DAG_LIMITS, DagLimitError, MissingBlockError, walkDag, type WalkLimits, type WalkOptions } from '../../functions/core/storage/dag-walk.js';
+import {
+  CorruptBlockError,
+  DAG_LIMITS,
+  DagLimitError,
+  MissingBlockError,
+  walkDag,
+  type WalkLimits,
+  type WalkOptions,
+} from '../../functions/core/storage/dag-walk.js';
 
 let work: string;
 let blockstore: PackedBlockstore;
@@ -42,7 +50,9 @@ async function leaf(): Promise<CID> {
 
 /** A dag-pb node linking `children` in order (with data of its own, so that no two nodes are one block), stored unless `store` is false. */
 async function node(children: CID[], store = true): Promise<CID> {
-  const bytes = encodeDagPb(prepare({ Data: new TextEncoder().encode(`node ${++made}`), Links: children.map((Hash, i) => ({ Hash, Name: `${i}`, Tsize: 1 })) }));
+  const bytes = encodeDagPb(
+    prepare({ Data: new TextEncoder().encode(`node ${++made}`), Links: children.map((Hash, i) => ({ Hash, Name: `${i}`, Tsize: 1 })) }),
+  );
   const cid = CID.createV1(0x70, await sha256.digest(bytes));
   if (store) await blockstore.put(cid, bytes);
   return cid;
@@ -90,7 +100,9 @@ test('a missing block fails the walk naming it, or is skipped and told of; an un
   const above = await node([broken]);
   await expect(walked(above)).rejects.toBeInstanceOf(CorruptBlockError);
   const told: string[] = [];
-  expect((await walked(above, { missing: 'skip', onDamage: (cid, what) => told.push(`${what} ${cid}`) })).order).toEqual([above, broken].map(String));
+  expect((await walked(above, { missing: 'skip', onDamage: (cid, what) => told.push(`${what} ${cid}`) })).order).toEqual(
+    [above, broken].map(String),
+  );
   expect(told).toEqual([`undecodable ${broken}`]);
 });
 

@@ -37,10 +37,16 @@ describe.each([
     const euro = '€'.repeat(342); // 342 code units, 1026 bytes
     expect(await refused(db.doc.send(new PutCommand({ TableName: table, Item: { pk: `b-${inProcess}`, sk: fits } })))).toBe('written');
     for (const sk of [over, euro, 'k'.repeat(1025)]) {
-      expect(await refused(db.doc.send(new PutCommand({ TableName: table, Item: { pk: `b-${inProcess}`, sk } })))).toMatch(/^ValidationException: .*range keys has exceeded the size limit of 1024 bytes/);
-      expect(await refused(db.doc.send(new GetCommand({ TableName: table, Key: { pk: `b-${inProcess}`, sk } })))).toMatch(/^ValidationException: /);
+      expect(await refused(db.doc.send(new PutCommand({ TableName: table, Item: { pk: `b-${inProcess}`, sk } })))).toMatch(
+        /^ValidationException: .*range keys has exceeded the size limit of 1024 bytes/,
+      );
+      expect(await refused(db.doc.send(new GetCommand({ TableName: table, Key: { pk: `b-${inProcess}`, sk } })))).toMatch(
+        /^ValidationException: /,
+      );
       expect(
-        await refused(db.doc.send(new TransactWriteCommand({ TransactItems: [{ Put: { TableName: table, Item: { pk: `t-${inProcess}`, sk } } }] }))),
+        await refused(
+          db.doc.send(new TransactWriteCommand({ TransactItems: [{ Put: { TableName: table, Item: { pk: `t-${inProcess}`, sk } } }] })),
+        ),
       ).toMatch(/ValidationException|TransactionCanceled/);
     }
     expect((await db.doc.send(new GetCommand({ TableName: table, Key: { pk: `t-${inProcess}`, sk: 'k' } }))).Item).toBeUndefined();
@@ -49,8 +55,18 @@ describe.each([
   test("a partition key past 2048 bytes, and an index's sort key past 1024, are refused", async () => {
     const db = embedded.client(inProcess);
     const table = db.tables.objects;
-    expect(await refused(db.doc.send(new PutCommand({ TableName: table, Item: { pk: '€'.repeat(683), sk: 'k' } })))).toMatch(/^ValidationException: .*hashkey has exceeded the maximum size limit of2048 bytes/);
-    expect(await refused(db.doc.send(new PutCommand({ TableName: table, Item: { pk: `i-${inProcess}`, sk: 'k', gsi1pk: 'x', gsi1sk: 'é'.repeat(513) } })))).toMatch(/^ValidationException: /);
-    expect(await refused(db.doc.send(new PutCommand({ TableName: table, Item: { pk: `i-${inProcess}`, sk: 'k', gsi1pk: 'x', gsi1sk: 'é'.repeat(512) } })))).toBe('written');
+    expect(await refused(db.doc.send(new PutCommand({ TableName: table, Item: { pk: '€'.repeat(683), sk: 'k' } })))).toMatch(
+      /^ValidationException: .*hashkey has exceeded the maximum size limit of2048 bytes/,
+    );
+    expect(
+      await refused(
+        db.doc.send(new PutCommand({ TableName: table, Item: { pk: `i-${inProcess}`, sk: 'k', gsi1pk: 'x', gsi1sk: 'é'.repeat(513) } })),
+      ),
+    ).toMatch(/^ValidationException: /);
+    expect(
+      await refused(
+        db.doc.send(new PutCommand({ TableName: table, Item: { pk: `i-${inProcess}`, sk: 'k', gsi1pk: 'x', gsi1sk: 'é'.repeat(512) } })),
+      ),
+    ).toBe('written');
   });
 });

@@ -52,7 +52,7 @@ async function has(cid: CID | string): Promise<boolean> {
   return node.blockstore.has(typeof cid === 'string' ? parseCid(cid)! : cid);
 }
 
-test('a block linked twice in one file survives that file\'s deletion while another object uses it, and goes with the last', async () => {
+test("a block linked twice in one file survives that file's deletion while another object uses it, and goes with the last", async () => {
   const two = await put('zeros/two', Buffer.alloc(512 * KiB));
   const one = await put('zeros/one', Buffer.alloc(256 * KiB));
   // The reproduction needs the shape it describes: two's root links one's root twice.

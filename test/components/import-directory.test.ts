@@ -70,7 +70,8 @@ async function exported(blockstore: Blockstore, cid: CID | string): Promise<Map<
   const out = new Map<string, Buffer>();
   const visit = async (entry: UnixFSEntry, path: string) => {
     if (entry.type === 'directory') {
-      for await (const child of entry.entries()) await visit(await exporter(child.cid, blockstore), path ? `${path}/${child.name}` : child.name);
+      for await (const child of entry.entries())
+        await visit(await exporter(child.cid, blockstore), path ? `${path}/${child.name}` : child.name);
     } else if (entry.type === 'file') {
       if (entry.unixfs.type === 'symlink') return;
       const chunks: Uint8Array[] = [];
@@ -87,10 +88,13 @@ async function exported(blockstore: Blockstore, cid: CID | string): Promise<Map<
 /** The directory's CID through ipfs-unixfs-importer with Kubo's options: another route to the same DAG for trees without symlinks. */
 async function importerCid(files: Record<string, string | Uint8Array>): Promise<string> {
   const entries = Object.entries(files).map(([path, content]) =>
-    path.endsWith('/') ? { path: `d/${path.slice(0, -1)}` } : { path: `d/${path}`, content: typeof content === 'string' ? Buffer.from(content) : content },
+    path.endsWith('/')
+      ? { path: `d/${path.slice(0, -1)}` }
+      : { path: `d/${path}`, content: typeof content === 'string' ? Buffer.from(content) : content },
   );
   let cid = '';
-  for await (const e of importer(entries, new MemoryBlockstore(), { ...kuboImportOptions(), wrapWithDirectory: false })) if (e.path === 'd') cid = e.cid.toString();
+  for await (const e of importer(entries, new MemoryBlockstore(), { ...kuboImportOptions(), wrapWithDirectory: false }))
+    if (e.path === 'd') cid = e.cid.toString();
   return cid;
 }
 
@@ -164,14 +168,20 @@ describe('hidden files and empty directories', () => {
     '.asteroids/pallas.txt': 'Hello Pallas\n',
   };
 
-  test("dotfiles are kept as `ipfs add -r --hidden` keeps them (t0040-add-and-cat.sh), .gitignore not obeyed", async () => {
-    expect((await importDirectory(new MemoryBlockstore(), await tree(planets))).cid.toString()).toBe('QmetajtFdmzhWYodAsZoVZSiqpeJDAiaw2NwbM3xcWcpDj');
+  test('dotfiles are kept as `ipfs add -r --hidden` keeps them (t0040-add-and-cat.sh), .gitignore not obeyed', async () => {
+    expect((await importDirectory(new MemoryBlockstore(), await tree(planets))).cid.toString()).toBe(
+      'QmetajtFdmzhWYodAsZoVZSiqpeJDAiaw2NwbM3xcWcpDj',
+    );
     const withIgnore = await importDirectory(new MemoryBlockstore(), await tree({ ...planets, '.gitignore': 'mars.txt\n' }));
     expect(withIgnore.cid.toString()).toBe('QmczhHaXyb3bc9APMxe4MXbr87V5YDLKLaw3DZX3fK7HrK');
   });
 
   test('.well-known is published', async () => {
-    const files = { 'index.html': '<h1>hi</h1>\n', '.well-known/security.txt': 'Contact: mailto:a@example.com\n', '.well-known/.hidden-too': 'x' };
+    const files = {
+      'index.html': '<h1>hi</h1>\n',
+      '.well-known/security.txt': 'Contact: mailto:a@example.com\n',
+      '.well-known/.hidden-too': 'x',
+    };
     const blockstore = new MemoryBlockstore();
     const { cid } = await importDirectory(blockstore, await tree(files));
     expect(cid.toString()).toBe(await importerCid(files));
@@ -197,7 +207,12 @@ describe('hidden files and empty directories', () => {
   });
 
   test('an empty publish directory imports as the empty directory, with nothing counted', async () => {
-    expect(await importDirectory(new MemoryBlockstore(), await tree({}))).toMatchObject({ files: 0, directories: 1, symlinks: 0, bytes: 0 });
+    expect(await importDirectory(new MemoryBlockstore(), await tree({}))).toMatchObject({
+      files: 0,
+      directories: 1,
+      symlinks: 0,
+      bytes: 0,
+    });
     expect((await importDirectory(new MemoryBlockstore(), await tree({}))).cid.toString()).toBe(EMPTY_DIR);
   });
 });
@@ -309,7 +324,8 @@ describe('errors', () => {
 
 describe('the DAG in the node', () => {
   /** Kubo's ChaCha20 reader (see the CID reference): reproducible bytes. */
-  const chacha = (seed: string, n: number) => createCipheriv('chacha20', createHash('sha256').update(seed).digest(), Buffer.alloc(16)).update(Buffer.alloc(n));
+  const chacha = (seed: string, n: number) =>
+    createCipheriv('chacha20', createHash('sha256').update(seed).digest(), Buffer.alloc(16)).update(Buffer.alloc(n));
   const site = {
     'index.html': '<h1>site</h1>\n',
     'assets/big.bin': chacha('big', 3 * 262144 + 12345),
@@ -328,14 +344,20 @@ describe('the DAG in the node', () => {
       const written = new Set<string>();
       const recording = new Proxy(node.blockstore, {
         get(target, prop, receiver) {
-          if (prop === 'put') return (cid: CID, bytes: Uint8Array, options?: object) => (written.add(cid.toString()), target.put(cid, bytes, options));
+          if (prop === 'put')
+            return (cid: CID, bytes: Uint8Array, options?: object) => (written.add(cid.toString()), target.put(cid, bytes, options));
           const value = Reflect.get(target, prop, receiver);
           return typeof value === 'function' ? value.bind(target) : value;
         },
       });
       const result = await importDirectory(recording, dir, { shardingThreshold: 1 });
       expect(await rootType(node.blockstore, result.cid)).toBe('hamt-sharded-directory');
-      expect(result).toMatchObject({ files: 304, directories: 4, symlinks: 1, bytes: Object.values(site).reduce((s, c) => s + Buffer.byteLength(c), 0) });
+      expect(result).toMatchObject({
+        files: 304,
+        directories: 4,
+        symlinks: 1,
+        bytes: Object.values(site).reduce((s, c) => s + Buffer.byteLength(c), 0),
+      });
 
       const walked = new Set<string>();
       for await (const cid of walkDag(node.blockstore, result.cid)) walked.add(cid.toString());

@@ -56,7 +56,14 @@ test('a file of several blocks reads back whole and by range', async () => {
   const file = await openFile(node.blockstore, cid);
   expect(file.size).toBe(bytes.length);
   expect((await readAll(file.stream())).equals(bytes)).toBe(true);
-  for (const [offset, length] of [[0, 1], [262143, 2], [262144, 262144], [300000, 700000], [bytes.length - 5, 5], [10, 0]] as const) {
+  for (const [offset, length] of [
+    [0, 1],
+    [262143, 2],
+    [262144, 262144],
+    [300000, 700000],
+    [bytes.length - 5, 5],
+    [10, 0],
+  ] as const) {
     expect((await readAll(file.stream({ offset, length }))).equals(bytes.subarray(offset, offset + length))).toBe(true);
   }
 });

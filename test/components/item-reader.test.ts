@@ -55,7 +55,11 @@ test('more than 100 keys are split into batches of 100', async () => {
   const { objects } = db.tables;
   const keys = Array.from({ length: 230 }, (_, i) => `many-${i}`);
   for (let i = 0; i < keys.length; i += 25) {
-    await db.doc.send(new BatchWriteCommand({ RequestItems: { [objects]: keys.slice(i, i + 25).map((sk, j) => ({ PutRequest: { Item: { pk: 'b', sk, n: i + j } } })) } }));
+    await db.doc.send(
+      new BatchWriteCommand({
+        RequestItems: { [objects]: keys.slice(i, i + 25).map((sk, j) => ({ PutRequest: { Item: { pk: 'b', sk, n: i + j } } })) },
+      }),
+    );
   }
   calls.length = 0;
   const got = await Promise.all(keys.map((sk) => db.reader.get(objects, { pk: 'b', sk })));
@@ -64,7 +68,10 @@ test('more than 100 keys are split into batches of 100', async () => {
 });
 
 test('a failed batch fails every read in it', async () => {
-  const results = await Promise.allSettled([db.reader.get('no-such-table', { pk: 'a', sk: 'b' }), db.reader.get(db.tables.objects, { pk: 'b', sk: 'one' })]);
+  const results = await Promise.allSettled([
+    db.reader.get('no-such-table', { pk: 'a', sk: 'b' }),
+    db.reader.get(db.tables.objects, { pk: 'b', sk: 'one' }),
+  ]);
   expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
   expect(((results[0] as PromiseRejectedResult).reason as Error).name).toBe('ResourceNotFoundException');
 });

@@ -65,8 +65,14 @@ test.each([
   ['bytes appended', (p: string) => appendFile(p, '!')],
   ['bytes rewritten in place, same size', (p: string) => writeFile(p, 'PAGE')],
   ['its mode changed', (p: string) => chmod(p, 0o755)],
-  ['replaced by another file', async (p: string) => { await writeFile(`${p}.tmp`, 'page'); await rename(`${p}.tmp`, p); }],
-])('a file the build touched (%s) is read again; the CID is a full import\'s', async (_, touch) => {
+  [
+    'replaced by another file',
+    async (p: string) => {
+      await writeFile(`${p}.tmp`, 'page');
+      await rename(`${p}.tmp`, p);
+    },
+  ],
+])("a file the build touched (%s) is read again; the CID is a full import's", async (_, touch) => {
   const files = site();
   const memory = join(work, `dags-touch-${runs}.json`);
   const first = await checkout(files);

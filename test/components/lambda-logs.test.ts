@@ -31,7 +31,10 @@ async function logLines(run: () => Promise<unknown>): Promise<Array<Record<strin
   } finally {
     process.stdout.write = write;
   }
-  return lines.flatMap((l) => l.split('\n')).filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  return lines
+    .flatMap((l) => l.split('\n'))
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l));
 }
 
 test('the gateway Lambda logs with fn: gateway', async () => {

@@ -11,11 +11,16 @@ import { createLogger } from '../../functions/core/logger.js';
 
 const CHUNK = 64 * 1024;
 /** Serves one body from `body()`, reads its first chunk as a client, hangs up, and resolves once the body was let go. */
-async function hangUpAfterFirstChunk(body: (clientGone: Promise<void>, released: () => void) => ReadableStream<Uint8Array>): Promise<boolean> {
+async function hangUpAfterFirstChunk(
+  body: (clientGone: Promise<void>, released: () => void) => ReadableStream<Uint8Array>,
+): Promise<boolean> {
   let released!: () => void;
   const wasReleased = new Promise<boolean>((resolve) => (released = () => resolve(true)));
   let clientGone!: Promise<void>;
-  const server = createNodeServer(async () => new Response(body(clientGone, released), { headers: { 'content-length': String(64 * CHUNK) } }), createLogger('error'));
+  const server = createNodeServer(
+    async () => new Response(body(clientGone, released), { headers: { 'content-length': String(64 * CHUNK) } }),
+    createLogger('error'),
+  );
   // Gone as the server sees it: its socket closed, and the close handlers node:http queued have run.
   clientGone = new Promise<void>((resolve) => server.once('connection', (socket) => socket.once('close', () => setImmediate(resolve))));
   const port = await listen(server, 0, '127.0.0.1');

@@ -135,7 +135,7 @@ test('deletes and reads racing compactions: every live block reads back its byte
       if (i % 3 === 2) continue;
       deleted.add(i);
       work.push(store.delete(blocks[i]!.cid));
-      const survivor = blocks[(i + 2) - ((i + 2) % 3) + 2];
+      const survivor = blocks[i + 2 - ((i + 2) % 3) + 2];
       if (survivor) work.push(read(survivor.cid).then((bytes) => expect(bytes.equals(survivor.bytes)).toBe(true)));
       if (i % 4 === 0) await new Promise((r) => setImmediate(r));
     }

@@ -20,7 +20,11 @@ beforeAll(async () => {
   const s3 = service.s3();
   // Several blocks each, the last one short, every block different; larger
   // than a loopback socket's buffers, so a slow reader's writes queue.
-  for (const [key, size] of [['a.bin', 12 * 1024 * 1024 + 12345], ['b.bin', 8 * 1024 * 1024 + 1], ['c.bin', 5 * BLOCK - 7]] as const) {
+  for (const [key, size] of [
+    ['a.bin', 12 * 1024 * 1024 + 12345],
+    ['b.bin', 8 * 1024 * 1024 + 1],
+    ['c.bin', 5 * BLOCK - 7],
+  ] as const) {
     const bytes = randomBytes(size);
     objects.set(key, bytes);
     await s3.send(new PutObjectCommand({ Bucket: 'default-bucket', Key: key, Body: bytes }));
@@ -118,7 +122,9 @@ test('a client that hangs up mid-download leaves later downloads whole', async (
     ).rejects.toThrow();
   }
   const results = await Promise.all(
-    [...objects.keys()].map(async (k) => (await read((await s3.send(new GetObjectCommand({ Bucket: 'default-bucket', Key: k }))).Body, false)).equals(objects.get(k)!)),
+    [...objects.keys()].map(async (k) =>
+      (await read((await s3.send(new GetObjectCommand({ Bucket: 'default-bucket', Key: k }))).Body, false)).equals(objects.get(k)!),
+    ),
   );
   expect(results).toEqual([true, true, true]);
 }, 60_000);

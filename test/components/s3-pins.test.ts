@@ -82,7 +82,9 @@ test('collection waits for an upload in flight that re-uses the blocks it would 
     return r;
   });
   // The local gate's count of waiting collections is private; the test reads it to know the collection is queued.
-  await waitFor(() => (service.services.gate as unknown as { waitingExclusive: number }).waitingExclusive === 1, { what: 'the collection to wait for the upload' });
+  await waitFor(() => (service.services.gate as unknown as { waitingExclusive: number }).waitingExclusive === 1, {
+    what: 'the collection to wait for the upload',
+  });
   expect(collected).toBe(false); // held back by the upload in flight
   body.end(content.subarray(400 * 1024));
   await upload;
@@ -105,7 +107,11 @@ test('a rejected upload and an abandoned one leave no object and no pin', async 
 
   const abort = new AbortController();
   const body = new PassThrough();
-  const abandoned = service.s3().send(new PutObjectCommand({ Bucket: B, Key: 'failed/abandoned', Body: body, ContentLength: 1024 * 1024 }), { abortSignal: abort.signal });
+  const abandoned = service
+    .s3()
+    .send(new PutObjectCommand({ Bucket: B, Key: 'failed/abandoned', Body: body, ContentLength: 1024 * 1024 }), {
+      abortSignal: abort.signal,
+    });
   body.write(randomBytes(512 * 1024));
   await waitFor(() => service.services.gate.uploadsInFlight === 1, { what: 'the upload to be in flight' });
   abort.abort();
@@ -118,7 +124,12 @@ test('a rejected upload and an abandoned one leave no object and no pin', async 
   const node = await service.services.ipfs();
   const { importFile } = await import('../../functions/core/ipfs/import.js');
   const { MemoryBlockstore } = await import('blockstore-core/memory');
-  const { cid } = await importFile(new MemoryBlockstore(), (async function* () { yield content; })());
+  const { cid } = await importFile(
+    new MemoryBlockstore(),
+    (async function* () {
+      yield content;
+    })(),
+  );
   expect(await isRootPinned(node, cid)).toBe(false);
   expect(await node.blockstore.has(cid)).toBe(false);
 });

@@ -29,13 +29,15 @@ test('a collection is refused while another instance has an upload in flight, an
   // The upload's marker is deleted in the background: the collection runs once it is gone.
   await waitFor(
     () =>
-      collector.withExclusive(async () => (ran = true)).then(
-        () => true,
-        (err: unknown) => {
-          if (err instanceof GateBusyError) return false;
-          throw err;
-        },
-      ),
+      collector
+        .withExclusive(async () => (ran = true))
+        .then(
+          () => true,
+          (err: unknown) => {
+            if (err instanceof GateBusyError) return false;
+            throw err;
+          },
+        ),
     { what: 'the collection to run once the upload ended' },
   );
   expect(ran).toBe(true);

@@ -266,9 +266,13 @@ describe('block bucket and KMS key', () => {
     });
   });
 
-  test('one KMS key for secrets, rotated and retained (the other is the alarm topic\'s own)', () => {
+  test("one KMS key for secrets, rotated and retained (the other is the alarm topic's own)", () => {
     template.resourceCountIs('AWS::KMS::Key', 2);
-    expect(ofType('AWS::KMS::Key').map(([lid]) => lid).sort()).toEqual([id(stack.data.secretsKey), id(stack.monitoring.topicKey)].sort());
+    expect(
+      ofType('AWS::KMS::Key')
+        .map(([lid]) => lid)
+        .sort(),
+    ).toEqual([id(stack.data.secretsKey), id(stack.monitoring.topicKey)].sort());
     const key = resources[id(stack.data.secretsKey)];
     expect(key.Properties.EnableKeyRotation).toBe(true);
     expect(key.DeletionPolicy).toBe('Retain');
@@ -291,7 +295,9 @@ describe('functions', () => {
     const others = ofType('AWS::Lambda::Function')
       .map(([lid]) => lid)
       .filter((lid) => !FUNCTION_NAMES.some((n) => id(fn(n)) === lid));
-    expect(others.sort()).toEqual([id(stack.firstAccount.function), id(stack.firstAccount.provider.node.findChild('framework-onEvent'))].sort());
+    expect(others.sort()).toEqual(
+      [id(stack.firstAccount.function), id(stack.firstAccount.provider.node.findChild('framework-onEvent'))].sort(),
+    );
   });
 
   test.each(FUNCTION_NAMES.map((n) => [n]))('%s: runtime, handler, arch, memory, timeout, logs, env', (name) => {
@@ -374,7 +380,8 @@ describe('least privilege', () => {
     for (const name of FUNCTION_NAMES) {
       for (const s of statements(name)) {
         for (const a of arr<string>(s.Action)) expect(a).not.toMatch(/^(\*|[a-z0-9-]+:\*)$/);
-        if (arr<Json>(s.Resource).includes('*')) expect(arr<string>(s.Action).sort()).toEqual(['xray:PutTelemetryRecords', 'xray:PutTraceSegments']);
+        if (arr<Json>(s.Resource).includes('*'))
+          expect(arr<string>(s.Action).sort()).toEqual(['xray:PutTelemetryRecords', 'xray:PutTraceSegments']);
       }
     }
   });
@@ -397,7 +404,9 @@ describe('least privilege', () => {
     expect(files.some((f) => /^app-[A-Za-z0-9_-]+\.js$/.test(f))).toBe(true);
     expect(files.some((f) => /^app-[A-Za-z0-9_-]+\.css$/.test(f))).toBe(true);
     expect(outputs.WebAppUrl).toBeDefined();
-    const routes = Object.values(resources).filter((r: Json) => r.Type === 'AWS::ApiGatewayV2::Route').map((r: Json) => r.Properties.RouteKey);
+    const routes = Object.values(resources)
+      .filter((r: Json) => r.Type === 'AWS::ApiGatewayV2::Route')
+      .map((r: Json) => r.Properties.RouteKey);
     expect(routes).toEqual(expect.arrayContaining(['GET /', 'GET /app/{proxy+}', 'ANY /imports/{proxy+}']));
   });
 
@@ -432,7 +441,9 @@ describe('least privilege', () => {
     // Its one write: the IPFS node's datastore version record, which its first start on a fresh bucket makes (test/aws/gateway.test.ts).
     const writes = statements('gateway').filter((s) => arr<string>(s.Action).some((x) => S3_WRITE.test(x)));
     expect(writes.map((s) => arr<string>(s.Action))).toEqual([['s3:PutObject']]);
-    expect(writes[0]!.Resource).toEqual({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [id(stack.data.blockBucket), 'Arn'] }, '/datastore/version']] });
+    expect(writes[0]!.Resource).toEqual({
+      'Fn::Join': ['', [{ 'Fn::GetAtt': [id(stack.data.blockBucket), 'Arn'] }, '/datastore/version']],
+    });
   });
 
   test('deploy worker: read/write sites, deploys, objects; bucket read/write; KMS decrypt only (site tokens), no accounts', () => {
@@ -522,11 +533,14 @@ describe('preview images', () => {
     const map = JSON.parse(fs.readFileSync(path.join(dir, 'index.mjs.map'), 'utf8'));
     expect(map.sources.some((s: string) => /node_modules\/(@sparticuz\/chromium|playwright-core)\//.test(s))).toBe(false);
     const closure = packageClosure(PREVIEW_EXTERNAL_PACKAGES);
-    expect(closure).toEqual(expect.arrayContaining(['node_modules/@sparticuz/chromium', 'node_modules/playwright-core', 'node_modules/tar-fs']));
+    expect(closure).toEqual(
+      expect.arrayContaining(['node_modules/@sparticuz/chromium', 'node_modules/playwright-core', 'node_modules/tar-fs']),
+    );
     for (const p of closure) expect(fs.existsSync(path.join(dir, p, 'package.json'))).toBe(true);
     expect(fs.statSync(path.join(dir, 'node_modules/@sparticuz/chromium/bin/chromium.br')).size).toBeGreaterThan(30e6);
     // No other bundle carries them.
-    for (const name of FUNCTION_NAMES.filter((n) => n !== 'preview')) expect(fs.existsSync(path.join(assetDir(name), 'node_modules'))).toBe(false);
+    for (const name of FUNCTION_NAMES.filter((n) => n !== 'preview'))
+      expect(fs.existsSync(path.join(assetDir(name), 'node_modules'))).toBe(false);
   });
 
   test('the preview bundle, outside the repository, resolves @sparticuz/chromium and playwright-core from its own node_modules', () => {
@@ -535,7 +549,11 @@ describe('preview images', () => {
       "Promise.all([import('@sparticuz/chromium'), import('playwright-core')]).then(([c, p]) => {" +
       " if (!Array.isArray(c.default.args) || typeof p.chromium.launch !== 'function') process.exit(1);" +
       " console.log(import.meta.resolve('@sparticuz/chromium')); }, (e) => { console.error(e); process.exit(1); });";
-    const out = execFileSync(process.execPath, ['--input-type=module', '-e', probe], { cwd: dir, env: { PATH: process.env.PATH }, timeout: 30_000 }).toString();
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', probe], {
+      cwd: dir,
+      env: { PATH: process.env.PATH },
+      timeout: 30_000,
+    }).toString();
     expect(out.trim()).toBe(`file://${fs.realpathSync(dir)}/node_modules/@sparticuz/chromium/build/index.js`);
   });
 });
@@ -579,7 +597,7 @@ describe('endpoints', () => {
     });
   });
 
-  test('the HTTP API logs one JSON line per request, by route (a build hook\'s path is its secret), kept a month', () => {
+  test("the HTTP API logs one JSON line per request, by route (a build hook's path is its secret), kept a month", () => {
     const stages = ofType('AWS::ApiGatewayV2::Stage');
     expect(stages).toHaveLength(1);
     const p = stages[0]![1].Properties;
@@ -611,9 +629,17 @@ describe('endpoints', () => {
       expect(methods).toHaveLength(2);
       const proxy = ofType('AWS::ApiGateway::Resource');
       expect(proxy).toHaveLength(1);
-      expect(proxy[0]![1].Properties).toEqual({ ParentId: { 'Fn::GetAtt': [restApiId(), 'RootResourceId'] }, PathPart: '{proxy+}', RestApiId: { Ref: restApiId() } });
-      expect(methods.map(([, m]) => m.Properties.ResourceId).sort((a: Json, b: Json) => JSON.stringify(a).localeCompare(JSON.stringify(b)))).toEqual(
-        [{ 'Fn::GetAtt': [restApiId(), 'RootResourceId'] }, { Ref: proxy[0]![0] }].sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b))),
+      expect(proxy[0]![1].Properties).toEqual({
+        ParentId: { 'Fn::GetAtt': [restApiId(), 'RootResourceId'] },
+        PathPart: '{proxy+}',
+        RestApiId: { Ref: restApiId() },
+      });
+      expect(
+        methods.map(([, m]) => m.Properties.ResourceId).sort((a: Json, b: Json) => JSON.stringify(a).localeCompare(JSON.stringify(b))),
+      ).toEqual(
+        [{ 'Fn::GetAtt': [restApiId(), 'RootResourceId'] }, { Ref: proxy[0]![0] }].sort((a, b) =>
+          JSON.stringify(a).localeCompare(JSON.stringify(b)),
+        ),
       );
       for (const [, m] of methods) {
         expect(m.Properties.HttpMethod).toBe('ANY');
@@ -627,7 +653,15 @@ describe('endpoints', () => {
           Uri: {
             'Fn::Join': [
               '',
-              ['arn:', { Ref: 'AWS::Partition' }, ':apigateway:', { Ref: 'AWS::Region' }, ':lambda:path/2021-11-15/functions/', { 'Fn::GetAtt': [id(fn('s3')), 'Arn'] }, '/response-streaming-invocations'],
+              [
+                'arn:',
+                { Ref: 'AWS::Partition' },
+                ':apigateway:',
+                { Ref: 'AWS::Region' },
+                ':lambda:path/2021-11-15/functions/',
+                { 'Fn::GetAtt': [id(fn('s3')), 'Arn'] },
+                '/response-streaming-invocations',
+              ],
             ],
           },
         });
@@ -642,7 +676,22 @@ describe('endpoints', () => {
         Action: 'lambda:InvokeFunction',
         FunctionName: { 'Fn::GetAtt': [s3Id, 'Arn'] },
         Principal: 'apigateway.amazonaws.com',
-        SourceArn: { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':execute-api:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':', { Ref: restApiId() }, '/*/*/*']] },
+        SourceArn: {
+          'Fn::Join': [
+            '',
+            [
+              'arn:',
+              { Ref: 'AWS::Partition' },
+              ':execute-api:',
+              { Ref: 'AWS::Region' },
+              ':',
+              { Ref: 'AWS::AccountId' },
+              ':',
+              { Ref: restApiId() },
+              '/*/*/*',
+            ],
+          ],
+        },
       });
       expect(ofType('AWS::Lambda::Url').filter(([, u]) => refs(u.Properties.TargetFunctionArn).has(s3Id))).toEqual([]);
     });
@@ -651,12 +700,20 @@ describe('endpoints', () => {
       const p = resources[stageId()].Properties;
       expect(p.StageName).toBe('s3');
       expect(p.TracingEnabled).toBe(true);
-      expect(p.MethodSettings).toEqual([{ DataTraceEnabled: false, HttpMethod: '*', LoggingLevel: 'ERROR', MetricsEnabled: false, ResourcePath: '/*' }]);
+      expect(p.MethodSettings).toEqual([
+        { DataTraceEnabled: false, HttpMethod: '*', LoggingLevel: 'ERROR', MetricsEnabled: false, ResourcePath: '/*' },
+      ]);
       const logGroupId = [...refs(p.AccessLogSetting.DestinationArn)][0]!;
       expect(resources[logGroupId].Type).toBe('AWS::Logs::LogGroup');
       expect(resources[logGroupId].Properties.RetentionInDays).toBe(30);
       const format = JSON.parse(p.AccessLogSetting.Format);
-      expect(format).toMatchObject({ requestId: '$context.requestId', ip: '$context.identity.sourceIp', httpMethod: '$context.httpMethod', path: '$context.path', status: '$context.status' });
+      expect(format).toMatchObject({
+        requestId: '$context.requestId',
+        ip: '$context.identity.sourceIp',
+        httpMethod: '$context.httpMethod',
+        path: '$context.path',
+        status: '$context.status',
+      });
       // Presigned URLs carry their signature in the query string: it is never logged.
       expect(p.AccessLogSetting.Format).not.toMatch(/querystring|requestOverride|\$input/i);
       // Access and execution logs need the account's CloudWatch role, made once.
@@ -664,7 +721,9 @@ describe('endpoints', () => {
     });
 
     test("API Gateway's own refusals are S3 errors: a body over 10 MB is EntityTooLarge (400), throttling SlowDown (503)", () => {
-      const responses = Object.fromEntries(ofType('AWS::ApiGateway::GatewayResponse').map(([, r]) => [r.Properties.ResponseType, r.Properties]));
+      const responses = Object.fromEntries(
+        ofType('AWS::ApiGateway::GatewayResponse').map(([, r]) => [r.Properties.ResponseType, r.Properties]),
+      );
       expect(Object.keys(responses).sort()).toEqual(['ACCESS_DENIED', 'DEFAULT_4XX', 'DEFAULT_5XX', 'REQUEST_TOO_LARGE', 'THROTTLED']);
       const codes: Record<string, [string | undefined, string]> = {
         REQUEST_TOO_LARGE: ['400', 'EntityTooLarge'],
@@ -743,7 +802,7 @@ describe('the first account and the monitoring, wired in', () => {
     expect(Object.keys(outputs)).toEqual(expect.arrayContaining(['FirstAccountSecretArn', 'SecretsKeyId']));
   });
 
-  test('errors and throttles alarms for each of the five functions, the dead-letter queue, and both APIs\' 5xx rates, all to the alarm topic', () => {
+  test("errors and throttles alarms for each of the five functions, the dead-letter queue, and both APIs' 5xx rates, all to the alarm topic", () => {
     const alarms = ofType('AWS::CloudWatch::Alarm').map(([, a]) => a.Properties);
     for (const name of FUNCTION_NAMES) {
       const fnId = id(fn(name));
@@ -754,7 +813,11 @@ describe('the first account and the monitoring, wired in', () => {
     // REST API metrics are published by the API's name.
     expect(metrics).toContain(JSON.stringify({ Name: 'ApiName', Value: resources[id(stack.storageApi.api)].Properties.Name }));
     expect(metrics).toContain(JSON.stringify({ Ref: ofType('AWS::ApiGatewayV2::Api')[0]![0] }));
-    expect(alarms.some((a) => a.MetricName === 'ApproximateNumberOfMessagesVisible' && JSON.stringify(a.Dimensions).includes(id(stack.deployDeadLetters)))).toBe(true);
+    expect(
+      alarms.some(
+        (a) => a.MetricName === 'ApproximateNumberOfMessagesVisible' && JSON.stringify(a.Dimensions).includes(id(stack.deployDeadLetters)),
+      ),
+    ).toBe(true);
     const topicId = id(stack.monitoring.topic);
     for (const a of alarms) expect(a.AlarmActions).toEqual([{ Ref: topicId }]);
     template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
@@ -812,7 +875,9 @@ describe('deploy pipeline', () => {
     for (const q of [queueId(), dlqId()]) {
       template.hasResourceProperties('AWS::SQS::QueuePolicy', {
         Queues: [{ Ref: q }],
-        PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
+        PolicyDocument: {
+          Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]),
+        },
       });
     }
   });
@@ -900,7 +965,14 @@ describe('deploy pipeline', () => {
     const sqsActions = stmts.filter((s) => arr<string>(s.Action).some((a) => a.startsWith('sqs:')));
     for (const s of sqsActions) expect([...refs(s.Resource)]).toEqual([queueId()]);
     expect(new Set(sqsActions.flatMap((s) => arr<string>(s.Action)))).toEqual(
-      new Set(['sqs:ReceiveMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueUrl', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:SendMessage']),
+      new Set([
+        'sqs:ReceiveMessage',
+        'sqs:ChangeMessageVisibility',
+        'sqs:GetQueueUrl',
+        'sqs:DeleteMessage',
+        'sqs:GetQueueAttributes',
+        'sqs:SendMessage',
+      ]),
     );
     const cb = stmts.filter((s) => arr<string>(s.Action).some((a) => a.startsWith('codebuild:')));
     expect(cb).toHaveLength(1);
@@ -985,7 +1057,7 @@ describe('sites CDN', () => {
     expect(config.ViewerCertificate).toBeUndefined();
   });
 
-  test('the cache policy: keyed on the rewritten URI and every query string, no header (the Host stays the origin\'s) or cookie; TTLs from the gateway', () => {
+  test("the cache policy: keyed on the rewritten URI and every query string, no header (the Host stays the origin's) or cookie; TTLs from the gateway", () => {
     const policyId = [...refs(resources[distributionId()].Properties.DistributionConfig.DefaultCacheBehavior.CachePolicyId)][0]!;
     const c = resources[policyId].Properties.CachePolicyConfig;
     expect(c.MinTTL).toBe(0);
@@ -1007,7 +1079,10 @@ describe('sites CDN', () => {
       expect(invalidate).toHaveLength(1);
       expect(arr(invalidate[0].Action)).toEqual(['cloudfront:CreateInvalidation']);
       expect(invalidate[0].Resource).toEqual({
-        'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':cloudfront::', { Ref: 'AWS::AccountId' }, ':distribution/', { Ref: distributionId() }]],
+        'Fn::Join': [
+          '',
+          ['arn:', { Ref: 'AWS::Partition' }, ':cloudfront::', { Ref: 'AWS::AccountId' }, ':distribution/', { Ref: distributionId() }],
+        ],
       });
       const store = cf.filter((s) => s !== invalidate[0]);
       expect(store).toHaveLength(1);
@@ -1032,7 +1107,7 @@ describe('sites CDN', () => {
     }
   });
 
-  test('graphql and the worker are told the distribution, the store and (without a sites domain) the distribution\'s domain', () => {
+  test("graphql and the worker are told the distribution, the store and (without a sites domain) the distribution's domain", () => {
     for (const name of ['graphql', 'deployWorker'] as const) {
       const vars = fnResource(name).Properties.Environment.Variables;
       expect(vars.CAIRN_CDN_DISTRIBUTION_ID).toEqual({ Ref: distributionId() });
@@ -1074,7 +1149,11 @@ describe('sites CDN with a sites domain', () => {
     const { s, json } = synth({ sitesDomain: 'Sites.Example.com.', sitesCertificateArn: CERT });
     const dist = json.Resources[s.getLogicalId(s.siteCdn.distribution.node.defaultChild as CfnElement)].Properties.DistributionConfig;
     expect(dist.Aliases).toEqual(['*.sites.example.com']);
-    expect(dist.ViewerCertificate).toEqual({ AcmCertificateArn: CERT, SslSupportMethod: 'sni-only', MinimumProtocolVersion: 'TLSv1.2_2021' });
+    expect(dist.ViewerCertificate).toEqual({
+      AcmCertificateArn: CERT,
+      SslSupportMethod: 'sni-only',
+      MinimumProtocolVersion: 'TLSv1.2_2021',
+    });
     for (const name of ['graphql', 's3', 'gateway', 'deployWorker'] as const) {
       const vars = json.Resources[s.getLogicalId(s.functions[name].node.defaultChild as CfnElement)].Properties.Environment.Variables;
       expect(vars.CAIRN_SITES_DOMAIN).toBe('sites.example.com');
@@ -1097,13 +1176,7 @@ describe('sites CDN with a sites domain', () => {
 
 describe('outputs', () => {
   test('GraphqlUrl, StorageEndpoint, GatewayUrl, BlockBucketName and each table name', () => {
-    const expected = [
-      'GraphqlUrl',
-      'StorageEndpoint',
-      'GatewayUrl',
-      'BlockBucketName',
-      ...TABLES.map((t) => `${pascal(t.name)}TableName`),
-    ];
+    const expected = ['GraphqlUrl', 'StorageEndpoint', 'GatewayUrl', 'BlockBucketName', ...TABLES.map((t) => `${pascal(t.name)}TableName`)];
     expect(Object.keys(outputs)).toEqual(expect.arrayContaining(expected));
 
     const [[apiId]] = ofType('AWS::ApiGatewayV2::Api');
@@ -1111,7 +1184,19 @@ describe('outputs', () => {
     expect(outputs.BlockBucketName.Value).toEqual({ Ref: id(stack.data.blockBucket) });
     // The S3 API's own address: the stage is part of the path clients sign.
     expect(outputs.StorageEndpoint.Value).toEqual({
-      'Fn::Join': ['', ['https://', { Ref: id(stack.storageApi.api) }, '.execute-api.', { Ref: 'AWS::Region' }, '.', { Ref: 'AWS::URLSuffix' }, '/', { Ref: id(stack.storageApi.stage) }]],
+      'Fn::Join': [
+        '',
+        [
+          'https://',
+          { Ref: id(stack.storageApi.api) },
+          '.execute-api.',
+          { Ref: 'AWS::Region' },
+          '.',
+          { Ref: 'AWS::URLSuffix' },
+          '/',
+          { Ref: id(stack.storageApi.stage) },
+        ],
+      ],
     });
     const urlId = [...refs(outputs.GatewayUrl.Value)][0];
     expect(resources[urlId].Type).toBe('AWS::Lambda::Url');

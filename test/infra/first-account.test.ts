@@ -39,7 +39,11 @@ beforeAll(() => {
   data = new CairnData(stack, 'Data');
   firstAccount = new FirstAccount(stack, 'FirstAccount', {
     data,
-    endpoints: { storageEndpoint: 'https://s3.example.com', graphqlUrl: 'https://api.example.com/graphql', gatewayUrl: 'https://ipfs.example.com' },
+    endpoints: {
+      storageEndpoint: 'https://s3.example.com',
+      graphqlUrl: 'https://api.example.com/graphql',
+      gatewayUrl: 'https://ipfs.example.com',
+    },
   });
   const json = Template.fromStack(stack).toJSON();
   resources = json.Resources;
@@ -59,7 +63,9 @@ const ref = (construct: IConstruct) => ({ Ref: id(construct) });
 const arn = (construct: IConstruct) => ({ 'Fn::GetAtt': [id(construct), 'Arn'] });
 
 function statementsOf(role: IConstruct): Json[] {
-  const policies = Object.values(resources).filter((r) => r.Type === 'AWS::IAM::Policy' && r.Properties.Roles.some((x: Json) => x.Ref === id(role)));
+  const policies = Object.values(resources).filter(
+    (r) => r.Type === 'AWS::IAM::Policy' && r.Properties.Roles.some((x: Json) => x.Ref === id(role)),
+  );
   return policies.flatMap((p) => p.Properties.PolicyDocument.Statement);
 }
 
@@ -77,7 +83,13 @@ test('the secret: encrypted with the stack key, created with the fixed placehold
 
 test('the handler: bundled like the other functions, on arm64 Node 24, told only the accounts table and the key', () => {
   const fn = resources[id(firstAccount.function)];
-  expect(fn.Properties).toMatchObject({ Runtime: 'nodejs24.x', Architectures: ['arm64'], Handler: 'index.handler', Timeout: 60, MemorySize: 256 });
+  expect(fn.Properties).toMatchObject({
+    Runtime: 'nodejs24.x',
+    Architectures: ['arm64'],
+    Handler: 'index.handler',
+    Timeout: 60,
+    MemorySize: 256,
+  });
   expect(fn.Properties.Environment.Variables).toEqual({
     CAIRN_ACCOUNTS_TABLE: ref(data.tables.accounts),
     CAIRN_KMS_KEY_ID: ref(data.secretsKey),
@@ -116,7 +128,9 @@ test("the handler's grants are exactly what making the account takes", () => {
 test('the custom resource: through the provider, with the secret and the endpoints, after its grants, failing in 10 minutes', () => {
   const resource = resources[id(firstAccount.resource)];
   expect(resource.Type).toBe('Custom::CairnFirstAccount');
-  const framework = Object.entries(resources).find(([, r]) => r.Type === 'AWS::Lambda::Function' && r.Properties.Handler === 'framework.onEvent')!;
+  const framework = Object.entries(resources).find(
+    ([, r]) => r.Type === 'AWS::Lambda::Function' && r.Properties.Handler === 'framework.onEvent',
+  )!;
   expect(resource.Properties).toEqual({
     ServiceToken: { 'Fn::GetAtt': [framework[0], 'Arn'] },
     ServiceTimeout: '600',
@@ -129,7 +143,9 @@ test('the custom resource: through the provider, with the secret and the endpoin
   // Its data is left alone on Delete by the handler; the resource itself needs no retention.
   expect(resource.DeletionPolicy).toBe('Delete');
   const role = firstAccount.function.role!;
-  const policy = Object.entries(resources).find(([, r]) => r.Type === 'AWS::IAM::Policy' && r.Properties.Roles.some((x: Json) => x.Ref === id(role)))![0];
+  const policy = Object.entries(resources).find(
+    ([, r]) => r.Type === 'AWS::IAM::Policy' && r.Properties.Roles.some((x: Json) => x.Ref === id(role)),
+  )![0];
   expect(resource.DependsOn).toEqual(expect.arrayContaining([id(role), policy]));
   // The framework function invokes the handler and nothing else.
   const frameworkStatements = statementsOf(firstAccount.provider.node.findAll().find((c) => c.node.id === 'ServiceRole')!);
@@ -162,7 +178,9 @@ test('another name and no endpoints: the properties say only what is known', () 
 test("cdk-nag's AwsSolutions checks find nothing unacknowledged in the construct", () => {
   const report = new AwsSolutionsChecks().validateScope(stack);
   const ours = report.violations.flatMap((v) =>
-    v.violatingResources.filter((r) => r.constructPath?.startsWith(`${stack.stackName}/FirstAccount/`)).map((r) => `${v.ruleName} at ${r.constructPath}`),
+    v.violatingResources
+      .filter((r) => r.constructPath?.startsWith(`${stack.stackName}/FirstAccount/`))
+      .map((r) => `${v.ruleName} at ${r.constructPath}`),
   );
   expect(ours).toEqual([]);
   // The same checks do find what the construct acknowledges: a secret without rotation, unacknowledged.
@@ -193,7 +211,14 @@ test('the bundle loads as ESM and answers a Delete without touching AWS', async 
   const script = `const { handler } = await import(${JSON.stringify(path.join(dir, 'index.mjs'))}); process.stderr.write(JSON.stringify(await handler(${JSON.stringify(event)}, {})));`;
   const { stderr } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
     cwd: dir,
-    env: { PATH: process.env.PATH, AWS_LAMBDA_FUNCTION_NAME: 'first-account', AWS_REGION: 'us-east-1', CAIRN_ACCOUNTS_TABLE: 'accounts', CAIRN_KMS_KEY_ID: 'key-id', CAIRN_LOG_LEVEL: 'silent' },
+    env: {
+      PATH: process.env.PATH,
+      AWS_LAMBDA_FUNCTION_NAME: 'first-account',
+      AWS_REGION: 'us-east-1',
+      CAIRN_ACCOUNTS_TABLE: 'accounts',
+      CAIRN_KMS_KEY_ID: 'key-id',
+      CAIRN_LOG_LEVEL: 'silent',
+    },
   });
   expect(JSON.parse(stderr)).toEqual({ PhysicalResourceId: 'first-account:default' });
 }, 60_000);

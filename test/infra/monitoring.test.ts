@@ -16,7 +16,16 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { TABLES } from '../../functions/core/data/tables.js';
 import { METRICS_NAMESPACE as RUNTIME_NAMESPACE, METRICS_SERVICE as RUNTIME_SERVICE } from '../../functions/core/observability.js';
 import { CairnData } from '../../lib/data.js';
-import { ALARM_EMAIL_CONTEXT, ALARM_TOPIC_OUTPUT, API_5XX_PERCENT, DASHBOARD_OUTPUT, API_MIN_REQUESTS, CairnMonitoring, METRICS_NAMESPACE, METRICS_SERVICE } from '../../lib/monitoring.js';
+import {
+  ALARM_EMAIL_CONTEXT,
+  ALARM_TOPIC_OUTPUT,
+  API_5XX_PERCENT,
+  DASHBOARD_OUTPUT,
+  API_MIN_REQUESTS,
+  CairnMonitoring,
+  METRICS_NAMESPACE,
+  METRICS_SERVICE,
+} from '../../lib/monitoring.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;
@@ -53,7 +62,11 @@ function build(options: { context?: Record<string, unknown>; apis?: boolean; pub
   let restApi: RestApi | undefined;
   if (options.apis !== false) {
     httpApi = new HttpApi(stack, 'Api');
-    httpApi.addRoutes({ path: '/graphql', methods: [HttpMethod.ANY], integration: new HttpLambdaIntegration('Graphql', functions.graphql!) });
+    httpApi.addRoutes({
+      path: '/graphql',
+      methods: [HttpMethod.ANY],
+      integration: new HttpLambdaIntegration('Graphql', functions.graphql!),
+    });
     restApi = new RestApi(stack, 'StorageApi');
     restApi.root.addProxy({ defaultIntegration: new LambdaIntegration(functions.s3!) });
   }
@@ -76,7 +89,9 @@ function build(options: { context?: Record<string, unknown>; apis?: boolean; pub
 }
 
 const idOf = (stack: Stack, construct: { node: { defaultChild?: unknown } } | CfnElement) =>
-  stack.resolve(stack.getLogicalId(('node' in construct && construct.node.defaultChild ? construct.node.defaultChild : construct) as CfnElement)) as string;
+  stack.resolve(
+    stack.getLogicalId(('node' in construct && construct.node.defaultChild ? construct.node.defaultChild : construct) as CfnElement),
+  ) as string;
 
 let f: Fixture;
 beforeAll(() => {
@@ -109,7 +124,12 @@ describe('the alarm topic', () => {
     expect(policy.Properties.Topics).toEqual([{ Ref: topicId }]);
     const statements: Json[] = policy.Properties.PolicyDocument.Statement;
     expect(statements).toContainEqual(
-      expect.objectContaining({ Effect: 'Deny', Action: 'sns:Publish', Condition: { Bool: { 'aws:SecureTransport': 'false' } }, Principal: '*' }),
+      expect.objectContaining({
+        Effect: 'Deny',
+        Action: 'sns:Publish',
+        Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+        Principal: '*',
+      }),
     );
     expect(statements).toContainEqual(
       expect.objectContaining({
@@ -117,7 +137,9 @@ describe('the alarm topic', () => {
         Action: 'sns:Publish',
         Principal: { Service: 'cloudwatch.amazonaws.com' },
         Condition: {
-          ArnLike: { 'aws:SourceArn': { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':cloudwatch:us-east-1:123456789012:alarm:*']] } },
+          ArnLike: {
+            'aws:SourceArn': { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':cloudwatch:us-east-1:123456789012:alarm:*']] },
+          },
           StringEquals: { 'aws:SourceAccount': '123456789012' },
         },
       }),
@@ -127,7 +149,9 @@ describe('the alarm topic', () => {
   test("the topic's ARN and the dashboard's address are stack outputs", () => {
     const outputs = f.template.toJSON().Outputs;
     expect(outputs[ALARM_TOPIC_OUTPUT].Value).toEqual({ Ref: idOf(f.stack, f.monitoring.topic) });
-    expect(outputs[DASHBOARD_OUTPUT].Value).toBe('https://us-east-1.console.aws.amazon.com/cloudwatch/home?region=us-east-1#dashboards/dashboard/MonitoringTest');
+    expect(outputs[DASHBOARD_OUTPUT].Value).toBe(
+      'https://us-east-1.console.aws.amazon.com/cloudwatch/home?region=us-east-1#dashboards/dashboard/MonitoringTest',
+    );
   });
 
   test('the cairn:alarmEmail context address is subscribed by email', () => {
@@ -143,7 +167,9 @@ describe('the alarm topic', () => {
     build({ apis: false }).template.resourceCountIs('AWS::SNS::Subscription', 0);
     const both = build({ apis: false, context: { [ALARM_EMAIL_CONTEXT]: 'ctx@example.com' }, alarmEmail: 'prop@example.com' });
     both.template.hasResourceProperties('AWS::SNS::Subscription', { Endpoint: 'prop@example.com' });
-    expect(() => build({ apis: false, context: { [ALARM_EMAIL_CONTEXT]: 'not an address' } })).toThrow(/cairn:alarmEmail: "not an address" is not an email address/);
+    expect(() => build({ apis: false, context: { [ALARM_EMAIL_CONTEXT]: 'not an address' } })).toThrow(
+      /cairn:alarmEmail: "not an address" is not an email address/,
+    );
   });
 });
 
@@ -203,12 +229,21 @@ describe('alarms', () => {
 
   const rateAlarm = (key: string, prefix: string) => {
     const p = alarmProps(f, key);
-    expect(p).toMatchObject({ ComparisonOperator: 'GreaterThanThreshold', Threshold: API_5XX_PERCENT, EvaluationPeriods: 3, DatapointsToAlarm: 2 });
+    expect(p).toMatchObject({
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: API_5XX_PERCENT,
+      EvaluationPeriods: 3,
+      DatapointsToAlarm: 2,
+    });
     expect(p.MetricName).toBeUndefined();
     const expression = p.Metrics.find((m: Json) => m.Expression !== undefined);
     expect(expression.ReturnData).not.toBe(false);
-    expect(expression.Expression).toBe(`IF(${prefix}Requests >= ${API_MIN_REQUESTS}, 100 * FILL(${prefix}Errors, 0) / ${prefix}Requests, 0)`);
-    const byId = Object.fromEntries(p.Metrics.filter((m: Json) => m.MetricStat).map((m: Json) => [m.Id.replace(prefix, '').toLowerCase(), m.MetricStat]));
+    expect(expression.Expression).toBe(
+      `IF(${prefix}Requests >= ${API_MIN_REQUESTS}, 100 * FILL(${prefix}Errors, 0) / ${prefix}Requests, 0)`,
+    );
+    const byId = Object.fromEntries(
+      p.Metrics.filter((m: Json) => m.MetricStat).map((m: Json) => [m.Id.replace(prefix, '').toLowerCase(), m.MetricStat]),
+    );
     expect(Object.keys(byId).sort()).toEqual(['errors', 'requests']);
     expect(byId.errors).toMatchObject({ Stat: 'Sum', Period: 300 });
     expect(byId.requests).toMatchObject({ Stat: 'Sum', Period: 300 });
@@ -224,15 +259,29 @@ describe('alarms', () => {
 
   test('the S3 REST API: the same rule on 5XXError and Count by API name', () => {
     const byId = rateAlarm('restApi5xx', 'rest');
-    expect(byId.errors.Metric).toMatchObject({ Namespace: 'AWS/ApiGateway', MetricName: '5XXError', Dimensions: [{ Name: 'ApiName', Value: 'StorageApi' }] });
-    expect(byId.requests.Metric).toMatchObject({ Namespace: 'AWS/ApiGateway', MetricName: 'Count', Dimensions: [{ Name: 'ApiName', Value: 'StorageApi' }] });
+    expect(byId.errors.Metric).toMatchObject({
+      Namespace: 'AWS/ApiGateway',
+      MetricName: '5XXError',
+      Dimensions: [{ Name: 'ApiName', Value: 'StorageApi' }],
+    });
+    expect(byId.requests.Metric).toMatchObject({
+      Namespace: 'AWS/ApiGateway',
+      MetricName: 'Count',
+      Dimensions: [{ Name: 'ApiName', Value: 'StorageApi' }],
+    });
   });
 
   test("with custom domains, the public object URLs' REST API: the same rule, one alarm more, its rate on the dashboard", () => {
     const withPublic = build({ publicObjects: true });
     expect(alarmsOf(withPublic)).toHaveLength(alarmsOf(f).length + 1);
     const p = alarmProps(withPublic, 'publicObjectsApi5xx');
-    expect(p).toMatchObject({ ComparisonOperator: 'GreaterThanThreshold', Threshold: API_5XX_PERCENT, EvaluationPeriods: 3, DatapointsToAlarm: 2, AlarmName: 'MonitoringTest-public-objects-api-5xx-rate' });
+    expect(p).toMatchObject({
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: API_5XX_PERCENT,
+      EvaluationPeriods: 3,
+      DatapointsToAlarm: 2,
+      AlarmName: 'MonitoringTest-public-objects-api-5xx-rate',
+    });
     const stats = p.Metrics.filter((m: Json) => m.MetricStat).map((m: Json) => m.MetricStat.Metric);
     expect(stats).toEqual(
       expect.arrayContaining([
@@ -257,7 +306,12 @@ describe('the dashboard', () => {
   function body(fx: Fixture): Json {
     const [dashboard] = Object.values(fx.resources).filter((r: Json) => r.Type === 'AWS::CloudWatch::Dashboard');
     const raw = dashboard.Properties.DashboardBody;
-    const text = typeof raw === 'string' ? raw : raw['Fn::Join'][1].map((part: Json) => (typeof part === 'string' ? part : `TOKEN:${JSON.stringify(part).replace(/"/g, "'")}`)).join('');
+    const text =
+      typeof raw === 'string'
+        ? raw
+        : raw['Fn::Join'][1]
+            .map((part: Json) => (typeof part === 'string' ? part : `TOKEN:${JSON.stringify(part).replace(/"/g, "'")}`))
+            .join('');
     return JSON.parse(text);
   }
   const metricRows = (widget: Json): Json[] => (widget.properties.metrics ?? []) as Json[];
@@ -279,7 +333,11 @@ describe('the dashboard', () => {
         expect(row[4]).toMatchObject({ stat });
       }
     }
-    expect(named('Errors and throttles (sum per 5 minutes)').map((r: Json) => r[1]).sort()).toEqual([...Array(5).fill('Errors'), ...Array(5).fill('Throttles')]);
+    expect(
+      named('Errors and throttles (sum per 5 minutes)')
+        .map((r: Json) => r[1])
+        .sort(),
+    ).toEqual([...Array(5).fill('Errors'), ...Array(5).fill('Throttles')]);
     const coldStarts = named('Cold starts (Powertools, sum per 5 minutes)');
     expect(coldStarts.map((r: Json) => r.slice(0, 2))).toEqual(FUNCTION_NAMES.map(() => [RUNTIME_NAMESPACE, 'ColdStart']));
     expect(coldStarts.map((r: Json) => r[r.indexOf('fn') + 1])).toEqual([...FUNCTION_NAMES]);
@@ -293,10 +351,16 @@ describe('the dashboard', () => {
       ['Latency', 'ApiName', 'p50'],
     ]);
     const errors = named('API 5xx (sum) and 5xx rate (%)');
-    expect(errors.filter((r: Json) => typeof r[0] === 'string').map((r: Json) => r[1])).toEqual(expect.arrayContaining(['5xx', '5XXError']));
+    expect(errors.filter((r: Json) => typeof r[0] === 'string').map((r: Json) => r[1])).toEqual(
+      expect.arrayContaining(['5xx', '5XXError']),
+    );
     expect(errors.filter((r: Json) => r[0]?.expression).map((r: Json) => r[0].label)).toEqual(['GraphQL API 5xx %', 'S3 API 5xx %']);
 
-    expect(named('Deploy dead-letter queue (messages visible)')[0].slice(0, 3)).toEqual(['AWS/SQS', 'ApproximateNumberOfMessagesVisible', 'QueueName']);
+    expect(named('Deploy dead-letter queue (messages visible)')[0].slice(0, 3)).toEqual([
+      'AWS/SQS',
+      'ApproximateNumberOfMessagesVisible',
+      'QueueName',
+    ]);
     const throttles = named('DynamoDB throttled reads and writes (sum per 5 minutes)');
     expect(throttles).toHaveLength(TABLES.length * 2);
     expect(new Set(throttles.map((r: Json) => r[1]))).toEqual(new Set(['ReadThrottleEvents', 'WriteThrottleEvents']));

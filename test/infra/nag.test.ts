@@ -44,7 +44,9 @@ function cairnApp(context: Record<string, unknown> = {}, region?: string): Cairn
 /** Every finding the AwsSolutions pack reports in a stack, as `<rule> at <construct path>`. */
 function findings(stack: Stack): string[] {
   const report = new AwsSolutionsChecks().validateScope(stack);
-  return report.violations.flatMap((v) => v.violatingResources.map((r) => `${v.ruleName} at ${r.constructPath ?? r.resourceLogicalId}`)).sort();
+  return report.violations
+    .flatMap((v) => v.violatingResources.map((r) => `${v.ruleName} at ${r.constructPath ?? r.resourceLogicalId}`))
+    .sort();
 }
 
 describe.each([
@@ -98,21 +100,36 @@ describe('the acknowledgments', () => {
       .filter((s: Json) => [s.Resource].flat().includes('*'));
     expect(starred.length).toBe(roleIds.size);
     // The first account's handler runs once, untraced: no * at all.
-    expect(JSON.stringify(Object.values(resources).filter((r) => r.Type === 'AWS::IAM::Policy' && r.Properties.Roles.some((role: Json) => role.Ref === id(made.stack.firstAccount.function.role!))))).not.toContain('"*"');
+    expect(
+      JSON.stringify(
+        Object.values(resources).filter(
+          (r) =>
+            r.Type === 'AWS::IAM::Policy' &&
+            r.Properties.Roles.some((role: Json) => role.Ref === id(made.stack.firstAccount.function.role!)),
+        ),
+      ),
+    ).not.toContain('"*"');
     for (const s of starred) expect([s.Action].flat().sort()).toEqual(['xray:PutTelemetryRecords', 'xray:PutTraceSegments']);
   });
 
   test('a resource added without care is still reported: an unlogged, TLS-optional bucket', () => {
     const extra = cairnApp();
     new Bucket(extra.stack, 'Careless');
-    expect(findings(extra.stack)).toEqual(expect.arrayContaining([`AwsSolutions-S1 at ${extra.stack.stackName}/Careless/Resource`, `AwsSolutions-S10 at ${extra.stack.stackName}/Careless/Resource`]));
+    expect(findings(extra.stack)).toEqual(
+      expect.arrayContaining([
+        `AwsSolutions-S1 at ${extra.stack.stackName}/Careless/Resource`,
+        `AwsSolutions-S10 at ${extra.stack.stackName}/Careless/Resource`,
+      ]),
+    );
   });
 
   test('a wildcard grant nobody acknowledged is still reported: write access to the bucket for the read-only gateway', () => {
     const extra = cairnApp();
     extra.stack.data.blockBucket.grantWrite(extra.stack.functions.gateway);
     const found = findings(extra.stack);
-    expect(found).toContain(`AwsSolutions-IAM5[Action::s3:DeleteObject*] at ${extra.stack.stackName}/Gateway/Function/ServiceRole/DefaultPolicy/Resource`);
+    expect(found).toContain(
+      `AwsSolutions-IAM5[Action::s3:DeleteObject*] at ${extra.stack.stackName}/Gateway/Function/ServiceRole/DefaultPolicy/Resource`,
+    );
     expect(found.every((f) => f.includes('/Gateway/'))).toBe(true);
   });
 });

@@ -73,7 +73,13 @@ test('without options, domains are left to the runtime and the public gateway de
 
 describe('custom domains', () => {
   const ZONE = { 'cairn:hostedZoneId': 'Z0123456789ABCDEFGHIJ', 'cairn:hostedZoneName': 'example.com' };
-  const ALL = { ...ZONE, 'cairn:bucketEndpointDomain': 's3.example.com', 'cairn:storagePublicDomain': 'storage.example.com', 'cairn:sitesDomain': 'sites.example.com', 'cairn:apiDomain': 'api.example.com' };
+  const ALL = {
+    ...ZONE,
+    'cairn:bucketEndpointDomain': 's3.example.com',
+    'cairn:storagePublicDomain': 'storage.example.com',
+    'cairn:sitesDomain': 'sites.example.com',
+    'cairn:apiDomain': 'api.example.com',
+  };
 
   function app(context: Record<string, unknown>, region?: string) {
     const a = new App({ context: { ...NO_BUNDLING, ...context } });
@@ -81,13 +87,19 @@ describe('custom domains', () => {
     return addCairnStacks(a, region ? { CDK_DEFAULT_REGION: region } : {});
   }
   const of = (s: Stack, c: IConstruct) => s.getLogicalId(c.node.defaultChild as CfnElement);
-  const byType = (json: Json, type: string): Array<[string, Json]> => Object.entries<Json>(json.Resources).filter(([, r]) => r.Type === type);
+  const byType = (json: Json, type: string): Array<[string, Json]> =>
+    Object.entries<Json>(json.Resources).filter(([, r]) => r.Type === type);
 
   test('without a hosted zone: no certificate, custom domain or record; the S3 API on its own address', () => {
     const { stack: s, sitesCertificateStack } = app({ 'cairn:bucketEndpointDomain': 's3.example.com' });
     expect(sitesCertificateStack).toBeUndefined();
     const json = Template.fromStack(s).toJSON();
-    for (const type of ['AWS::CertificateManager::Certificate', 'AWS::ApiGateway::DomainName', 'AWS::ApiGateway::BasePathMapping', 'AWS::Route53::RecordSet']) {
+    for (const type of [
+      'AWS::CertificateManager::Certificate',
+      'AWS::ApiGateway::DomainName',
+      'AWS::ApiGateway::BasePathMapping',
+      'AWS::Route53::RecordSet',
+    ]) {
       expect(byType(json, type)).toEqual([]);
     }
     expect(byType(json, 'AWS::ApiGateway::RestApi')).toHaveLength(1);
@@ -124,14 +136,23 @@ describe('custom domains', () => {
       expect(sites[1].DomainValidationOptions).toEqual([{ DomainName: '*.sites.example.com', HostedZoneId: 'Z0123456789ABCDEFGHIJ' }]);
       const dist = json.Resources[of(s, s.siteCdn.distribution)].Properties.DistributionConfig;
       expect(dist.Aliases).toEqual(['*.sites.example.com']);
-      expect(dist.ViewerCertificate).toEqual({ AcmCertificateArn: { Ref: sites[0] }, SslSupportMethod: 'sni-only', MinimumProtocolVersion: 'TLSv1.2_2021' });
+      expect(dist.ViewerCertificate).toEqual({
+        AcmCertificateArn: { Ref: sites[0] },
+        SslSupportMethod: 'sni-only',
+        MinimumProtocolVersion: 'TLSv1.2_2021',
+      });
     });
 
     test('<bucketEndpointDomain> and its wildcard: regional custom domains (TLS 1.2) mapped with no base path to the S3 API stage, with alias records', () => {
       const [certId] = byType(json, 'AWS::CertificateManager::Certificate').find(([, c]) => c.Properties.DomainName === 's3.example.com')!;
       for (const name of ['s3.example.com', '*.s3.example.com']) {
         const [domainId, domain] = domainNamed(name);
-        expect(domain.Properties).toEqual({ DomainName: name, EndpointConfiguration: { Types: ['REGIONAL'] }, RegionalCertificateArn: { Ref: certId }, SecurityPolicy: 'TLS_1_2' });
+        expect(domain.Properties).toEqual({
+          DomainName: name,
+          EndpointConfiguration: { Types: ['REGIONAL'] },
+          RegionalCertificateArn: { Ref: certId },
+          SecurityPolicy: 'TLS_1_2',
+        });
         const mappings = byType(json, 'AWS::ApiGateway::BasePathMapping').filter(([, m]) => m.Properties.DomainName.Ref === domainId);
         expect(mappings.map(([, m]) => m.Properties)).toEqual([
           { DomainName: { Ref: domainId }, RestApiId: { Ref: of(s, s.storageApi.api) }, Stage: { Ref: of(s, s.storageApi.stage) } },
@@ -142,7 +163,10 @@ describe('custom domains', () => {
             Name: `${name}.`,
             Type: 'A',
             HostedZoneId: 'Z0123456789ABCDEFGHIJ',
-            AliasTarget: { DNSName: { 'Fn::GetAtt': [domainId, 'RegionalDomainName'] }, HostedZoneId: { 'Fn::GetAtt': [domainId, 'RegionalHostedZoneId'] } },
+            AliasTarget: {
+              DNSName: { 'Fn::GetAtt': [domainId, 'RegionalDomainName'] },
+              HostedZoneId: { 'Fn::GetAtt': [domainId, 'RegionalHostedZoneId'] },
+            },
           },
         ]);
       }
@@ -154,7 +178,11 @@ describe('custom domains', () => {
       expect(vars('graphql').CAIRN_STORAGE_ENDPOINT).toBe('https://s3.example.com');
       expect(vars('deployWorker').CAIRN_STORAGE_ENDPOINT).toBe('https://s3.example.com');
       for (const fn of ['graphql', 's3', 'gateway', 'deployWorker'] as const) {
-        expect(vars(fn)).toMatchObject({ CAIRN_BUCKET_ENDPOINT_DOMAIN: 's3.example.com', CAIRN_STORAGE_PUBLIC_DOMAIN: 'storage.example.com', CAIRN_SITES_DOMAIN: 'sites.example.com' });
+        expect(vars(fn)).toMatchObject({
+          CAIRN_BUCKET_ENDPOINT_DOMAIN: 's3.example.com',
+          CAIRN_STORAGE_PUBLIC_DOMAIN: 'storage.example.com',
+          CAIRN_SITES_DOMAIN: 'sites.example.com',
+        });
       }
     });
 
@@ -163,7 +191,11 @@ describe('custom domains', () => {
       expect(apis).toHaveLength(2);
       const publicApi = s.domains!.publicObjectsApi!;
       const apiId = of(s, publicApi.api);
-      expect(json.Resources[apiId].Properties).toMatchObject({ DisableExecuteApiEndpoint: true, BinaryMediaTypes: ['*/*'], EndpointConfiguration: { Types: ['REGIONAL'] } });
+      expect(json.Resources[apiId].Properties).toMatchObject({
+        DisableExecuteApiEndpoint: true,
+        BinaryMediaTypes: ['*/*'],
+        EndpointConfiguration: { Types: ['REGIONAL'] },
+      });
       const methods = byType(json, 'AWS::ApiGateway::Method').filter(([, m]) => m.Properties.RestApiId.Ref === apiId);
       expect(methods).toHaveLength(2);
       const gatewayArn = { 'Fn::GetAtt': [of(s, s.functions.gateway), 'Arn'] };
@@ -173,14 +205,23 @@ describe('custom domains', () => {
         expect(JSON.stringify(m.Properties.Integration.Uri)).toContain('response-streaming-invocations');
       }
       const [domainId] = domainNamed('*.storage.example.com');
-      expect(byType(json, 'AWS::ApiGateway::BasePathMapping').filter(([, m]) => m.Properties.DomainName.Ref === domainId).map(([, m]) => m.Properties)).toEqual([
-        { DomainName: { Ref: domainId }, RestApiId: { Ref: apiId }, Stage: { Ref: of(s, publicApi.stage) } },
-      ]);
-      expect(byType(json, 'AWS::Route53::RecordSet').filter(([, r]) => r.Properties.Name === '*.storage.example.com.').map(([, r]) => r.Properties.Type)).toEqual(['A']);
+      expect(
+        byType(json, 'AWS::ApiGateway::BasePathMapping')
+          .filter(([, m]) => m.Properties.DomainName.Ref === domainId)
+          .map(([, m]) => m.Properties),
+      ).toEqual([{ DomainName: { Ref: domainId }, RestApiId: { Ref: apiId }, Stage: { Ref: of(s, publicApi.stage) } }]);
+      expect(
+        byType(json, 'AWS::Route53::RecordSet')
+          .filter(([, r]) => r.Properties.Name === '*.storage.example.com.')
+          .map(([, r]) => r.Properties.Type),
+      ).toEqual(['A']);
       // Plain-text refusals (not S3 XML), and the account's CloudWatch role made once, by the S3 API.
       expect(byType(json, 'AWS::ApiGateway::GatewayResponse').filter(([, r]) => r.Properties.RestApiId.Ref === apiId)).toEqual([]);
       expect(byType(json, 'AWS::ApiGateway::Account')).toHaveLength(1);
-      const permissions = byType(json, 'AWS::Lambda::Permission').filter(([, p]) => JSON.stringify(p.Properties.FunctionName) === JSON.stringify(gatewayArn) && p.Properties.Principal === 'apigateway.amazonaws.com');
+      const permissions = byType(json, 'AWS::Lambda::Permission').filter(
+        ([, p]) =>
+          JSON.stringify(p.Properties.FunctionName) === JSON.stringify(gatewayArn) && p.Properties.Principal === 'apigateway.amazonaws.com',
+      );
       expect(permissions).toHaveLength(1);
       expect(JSON.stringify(permissions[0]![1].Properties.SourceArn)).toContain(JSON.stringify({ Ref: apiId }));
       // Watched like the S3 API: its 5xx rate alarms to the topic.
@@ -203,12 +244,15 @@ describe('custom domains', () => {
         DomainNameConfigurations: [{ CertificateArn: { Ref: certId }, EndpointType: 'REGIONAL', SecurityPolicy: 'TLS_1_2' }],
       });
       const mappings = byType(json, 'AWS::ApiGatewayV2::ApiMapping').map(([, m]) => m.Properties);
-      expect(mappings).toEqual([expect.objectContaining({ ApiId: { Ref: of(s, s.api) }, DomainName: { Ref: domainId }, Stage: '$default' })]);
+      expect(mappings).toEqual([
+        expect.objectContaining({ ApiId: { Ref: of(s, s.api) }, DomainName: { Ref: domainId }, Stage: '$default' }),
+      ]);
       const records = byType(json, 'AWS::Route53::RecordSet').filter(([, r]) => r.Properties.Name === 'api.example.com.');
       expect(records.map(([, r]) => r.Properties.Type)).toEqual(['A']);
       expect(JSON.stringify(records[0]![1].Properties.AliasTarget)).toContain(domainId);
       expect(s.apiUrl).toBe('https://api.example.com');
-      for (const name of ['graphql', 's3'] as const) expect(json.Resources[of(s, s.functions[name])].Properties.Environment.Variables.CAIRN_BASE_URL).toBe('https://api.example.com');
+      for (const name of ['graphql', 's3'] as const)
+        expect(json.Resources[of(s, s.functions[name])].Properties.Environment.Variables.CAIRN_BASE_URL).toBe('https://api.example.com');
       expect(json.Outputs.GraphqlUrl.Value).toBe('https://api.example.com/graphql');
       expect(json.Outputs.WebAppUrl.Value).toBe('https://api.example.com/');
     });
@@ -220,7 +264,8 @@ describe('custom domains', () => {
     test('*.<sitesDomain>: A and AAAA aliases to the distribution', () => {
       const records = byType(json, 'AWS::Route53::RecordSet').filter(([, r]) => r.Properties.Name === '*.sites.example.com.');
       expect(records.map(([, r]) => r.Properties.Type).sort()).toEqual(['A', 'AAAA']);
-      for (const [, r] of records) expect(r.Properties.AliasTarget.DNSName).toEqual({ 'Fn::GetAtt': [of(s, s.siteCdn.distribution), 'DomainName'] });
+      for (const [, r] of records)
+        expect(r.Properties.AliasTarget.DNSName).toEqual({ 'Fn::GetAtt': [of(s, s.siteCdn.distribution), 'DomainName'] });
     });
   });
 
@@ -230,7 +275,9 @@ describe('custom domains', () => {
     expect(edge!.region).toBe('us-east-1');
     expect(s.region).toBe('eu-west-1');
     const edgeJson = Template.fromStack(edge!).toJSON();
-    expect(byType(edgeJson, 'AWS::CertificateManager::Certificate').map(([, c]) => c.Properties.DomainName)).toEqual(['*.sites.example.com']);
+    expect(byType(edgeJson, 'AWS::CertificateManager::Certificate').map(([, c]) => c.Properties.DomainName)).toEqual([
+      '*.sites.example.com',
+    ]);
     const json = Template.fromStack(s).toJSON();
     expect(byType(json, 'AWS::CertificateManager::Certificate').map(([, c]) => c.Properties.DomainName)).toEqual(['s3.example.com']);
     const viewer = json.Resources[of(s, s.siteCdn.distribution)].Properties.DistributionConfig.ViewerCertificate;
@@ -262,6 +309,13 @@ describe('custom domains', () => {
   test('a stack given the zone and a sites domain but neither a certificate nor a known region is refused', () => {
     const a = new App({ context: NO_BUNDLING });
     apps.push(a);
-    expect(() => new CairnStack(a, 'CairnNoRegion', { hostedZoneId: 'Z0123456789ABCDEFGHIJ', hostedZoneName: 'example.com', sitesDomain: 'sites.example.com' })).toThrow(/us-east-1/);
+    expect(
+      () =>
+        new CairnStack(a, 'CairnNoRegion', {
+          hostedZoneId: 'Z0123456789ABCDEFGHIJ',
+          hostedZoneName: 'example.com',
+          sitesDomain: 'sites.example.com',
+        }),
+    ).toThrow(/us-east-1/);
   });
 });

@@ -51,7 +51,9 @@ test('tsc builds dist/ (ESM + .d.ts); the built package runs in Node by its name
   await mkdir(pkg, { recursive: true });
   await run(join(ROOT, 'node_modules', '.bin', 'tsc'), ['-p', PKG, '--outDir', join(pkg, 'dist')], { cwd: ROOT });
   for (const f of ['index.js', 'index.d.ts', 'node.js', 'node.d.ts']) expect(existsSync(join(pkg, 'dist', f))).toBe(true);
-  expect(await readFile(join(pkg, 'dist', 'node.d.ts'), 'utf8')).toContain('export declare function createStorage(options?: StorageOptions): Storage<Buffer>');
+  expect(await readFile(join(pkg, 'dist', 'node.d.ts'), 'utf8')).toContain(
+    'export declare function createStorage(options?: StorageOptions): Storage<Buffer>',
+  );
   // The package as installed: its package.json beside dist/, its dependencies resolvable (the repository's node_modules).
   await copyFile(join(PKG, 'package.json'), join(pkg, 'package.json'));
   await symlink(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');

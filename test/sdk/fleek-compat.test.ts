@@ -33,7 +33,13 @@ const { apiKey, apiSecret } = CREDS;
 /** Example code as a Fleek user writes it; only `sdk` changes. */
 async function example(sdk: FleekSdk | typeof cairnStorage, tag: string) {
   const uploaded = await sdk.upload({ apiKey, apiSecret, key: 'example/hello.txt', data: Buffer.from('Hello from both SDKs\n') });
-  const inBucket = await sdk.upload({ apiKey, apiSecret, key: 'example/page.html', bucket: 'default-bucket', data: Buffer.from(`<p>${'x'.repeat(300000)}</p>`) });
+  const inBucket = await sdk.upload({
+    apiKey,
+    apiSecret,
+    key: 'example/page.html',
+    bucket: 'default-bucket',
+    data: Buffer.from(`<p>${'x'.repeat(300000)}</p>`),
+  });
   const streamed = await sdk.streamUpload({
     apiKey,
     apiSecret,
@@ -46,7 +52,12 @@ async function example(sdk: FleekSdk | typeof cairnStorage, tag: string) {
   const files = await sdk.listFiles({ apiKey, apiSecret, prefix: 'example/' });
   const bytes = await sdk.getFileFromHash({ hash: uploaded.hash, getFileFromHashOptions: ['buffer'] });
   const deleted = await sdk.deleteFile({ apiKey, apiSecret, key: `example/${tag}-never-existed.txt` });
-  const pick = (r: { hash: string; hashV0: string; key: string; bucket: string }) => ({ hash: r.hash, hashV0: r.hashV0, key: r.key, bucket: r.bucket });
+  const pick = (r: { hash: string; hashV0: string; key: string; bucket: string }) => ({
+    hash: r.hash,
+    hashV0: r.hashV0,
+    key: r.key,
+    bucket: r.bucket,
+  });
   return {
     uploads: [pick(uploaded), pick(inBucket), pick(streamed)],
     buckets,
@@ -57,7 +68,7 @@ async function example(sdk: FleekSdk | typeof cairnStorage, tag: string) {
   };
 }
 
-test('the same example code gives the same results with Fleek\'s SDK and with Cairn\'s', async () => {
+test("the same example code gives the same results with Fleek's SDK and with Cairn's", async () => {
   const withFleek = await example(fleekStorage, 'fleek');
   const withCairn = await example(cairnStorage, 'cairn');
   expect(withCairn).toEqual(withFleek);
@@ -72,7 +83,7 @@ test('the same example code gives the same results with Fleek\'s SDK and with Ca
   expect(withCairn.deleted).toBe('default-bucket');
 }, 120000);
 
-test('where Fleek\'s SDK is known to fail, Cairn\'s does not', async () => {
+test("where Fleek's SDK is known to fail, Cairn's does not", async () => {
   // Fleek's streamUpload crashes the process on a failure (it reads the result after rejecting); Cairn's rejects.
   const failing = new Readable({
     read() {

@@ -18,7 +18,12 @@ import * as dagCbor from '@ipld/dag-cbor';
 import * as cairnStorage from '../../packages/storage-sdk/src/node.js';
 import { CairnStorageError, createStorage, DEFAULTS, ENV, type UploadProgress } from '../../packages/storage-sdk/src/node.js';
 
-const OTHER = { name: 'other', accessKeyId: 'CAIRNSDKOTHER0000001', secretAccessKey: 'sdk-other-secret-01234567890123456789', apiToken: 'cairn_sdk_other_token_012345678' };
+const OTHER = {
+  name: 'other',
+  accessKeyId: 'CAIRNSDKOTHER0000001',
+  secretAccessKey: 'sdk-other-secret-01234567890123456789',
+  apiToken: 'cairn_sdk_other_token_012345678',
+};
 const OTHER_CREDS = { apiKey: OTHER.accessKeyId, apiSecret: OTHER.secretAccessKey };
 
 let service: TestService;
@@ -57,7 +62,7 @@ async function rejection(p: Promise<unknown>): Promise<CairnStorageError> {
 const publicDomain = () => service.config.urls.storagePublicDomain;
 
 describe('upload', () => {
-  test('returns both CIDs (Kubo\'s), the public URL, key and bucket, for every kind of data', async () => {
+  test("returns both CIDs (Kubo's), the public URL, key and bucket, for every kind of data", async () => {
     const bytes = Buffer.from('hello from the Cairn SDK\n');
     const expected = await kubo(bytes);
     const kinds: Array<[string, unknown]> = [
@@ -85,7 +90,13 @@ describe('upload', () => {
 
   test('passes ContentType through, uploads public-read by default (private on request), into a named bucket', async () => {
     await s3.send(new CreateBucketCommand({ Bucket: 'sdk-second' }));
-    const r = await storage.upload({ ...CREDS, key: 'page.html', bucket: 'sdk-second', data: '<h1>hi</h1>', ContentType: 'text/html; charset=utf-8' });
+    const r = await storage.upload({
+      ...CREDS,
+      key: 'page.html',
+      bucket: 'sdk-second',
+      data: '<h1>hi</h1>',
+      ContentType: 'text/html; charset=utf-8',
+    });
     expect(r.bucket).toBe('sdk-second');
     expect(r.publicUrl).toBe(`http://sdk-second.${publicDomain()}/page.html`);
     const head = await s3.send(new HeadObjectCommand({ Bucket: 'sdk-second', Key: 'page.html' }));
@@ -166,7 +177,10 @@ describe('get', () => {
     try {
       await viaProxy.get({ ...CREDS, key, bucket: 'default-bucket', getOptions: ['hash'] });
       await viaProxy.get({ ...CREDS, key, bucket: 'default-bucket', getOptions: ['data', 'hash'] });
-      expect(proxy.requests.map((r) => r.split('?')[0])).toEqual([`HEAD /default-bucket/dir/get%20me.txt`, `GET /default-bucket/dir/get%20me.txt`]);
+      expect(proxy.requests.map((r) => r.split('?')[0])).toEqual([
+        `HEAD /default-bucket/dir/get%20me.txt`,
+        `GET /default-bucket/dir/get%20me.txt`,
+      ]);
     } finally {
       viaProxy.destroy();
       await proxy.close();
@@ -190,12 +204,15 @@ describe('deleteFile', () => {
     expect(await storage.deleteFile({ ...CREDS, key: 'to-delete.txt' })).toEqual({ key: 'to-delete.txt', bucket: 'default-bucket' });
     expect((await rejection(storage.get({ ...CREDS, key: 'to-delete.txt' }))).code).toBe('NoSuchKey');
     expect(await storage.deleteFile({ ...CREDS, key: 'to-delete.txt' })).toEqual({ key: 'to-delete.txt', bucket: 'default-bucket' });
-    expect(await storage.deleteFile({ ...CREDS, key: 'never-was', bucket: 'sdk-second' })).toEqual({ key: 'never-was', bucket: 'sdk-second' });
+    expect(await storage.deleteFile({ ...CREDS, key: 'never-was', bucket: 'sdk-second' })).toEqual({
+      key: 'never-was',
+      bucket: 'sdk-second',
+    });
   });
 });
 
 describe('listBuckets', () => {
-  test('lists the account\'s buckets as { name }, the default bucket first', async () => {
+  test("lists the account's buckets as { name }, the default bucket first", async () => {
     const buckets = await storage.listBuckets(CREDS);
     expect(buckets[0]).toEqual({ name: 'default-bucket' });
     expect(buckets).toContainEqual({ name: 'sdk-second' });
@@ -248,7 +265,9 @@ describe('listFiles', () => {
 
   test('from a server without the listing extension, hashes come from one HEAD per file', async () => {
     const proxy = await startProxy(service.endpoints.s3, undefined, (method, url) =>
-      method === 'GET' && url.searchParams.get('list-type') === '2' ? (xml) => xml.replace(/<IpfsHash(V0)?>[^<]*<\/IpfsHash(V0)?>/g, '') : undefined,
+      method === 'GET' && url.searchParams.get('list-type') === '2'
+        ? (xml) => xml.replace(/<IpfsHash(V0)?>[^<]*<\/IpfsHash(V0)?>/g, '')
+        : undefined,
     );
     const viaProxy = createStorage(optionsFor(service, { endpoint: proxy.url }));
     try {
@@ -316,7 +335,11 @@ describe('getFileFromHash', () => {
     const content = Buffer.alloc(700000);
     for (let i = 0; i < content.length; i++) content[i] = (i * 7 + (i >> 9)) & 0xff;
     const rawCid = CID.createV1(0x55, await sha256.digest(content)).toString();
-    const { cid: rawLeaves } = await importBytes(content, new BlackHoleBlockstore(), { ...kuboImportOptions(), cidVersion: 1, rawLeaves: true });
+    const { cid: rawLeaves } = await importBytes(content, new BlackHoleBlockstore(), {
+      ...kuboImportOptions(),
+      cidVersion: 1,
+      rawLeaves: true,
+    });
     const gateway = await startGatewayServing(content);
     const viaGateway = createStorage(optionsFor(service, { gatewayUrl: gateway.url }));
     try {
@@ -327,7 +350,9 @@ describe('getFileFromHash', () => {
       expect((await rejection(viaGateway.getFileFromHash({ hash: tampered }))).code).toBe('CidMismatch');
       const cbor = CID.createV1(dagCbor.code, await sha256.digest(dagCbor.encode({ a: 1 }))).toString();
       expect((await rejection(viaGateway.getFileFromHash({ hash: cbor }))).code).toBe('UnverifiableCid');
-      expect((await viaGateway.getFileFromHash({ hash: cbor, verify: false, getFileFromHashOptions: ['buffer'] })).length).toBe(content.length);
+      expect((await viaGateway.getFileFromHash({ hash: cbor, verify: false, getFileFromHashOptions: ['buffer'] })).length).toBe(
+        content.length,
+      );
     } finally {
       viaGateway.destroy();
       await gateway.close();
@@ -393,16 +418,33 @@ describe('configuration', () => {
     process.env[ENV.gatewayUrl] = service.endpoints.gateway;
     process.env[ENV.publicDomain] = 'files.example.test';
     const fromEnv = createStorage();
-    expect(fromEnv.options).toMatchObject({ endpoint: service.endpoints.s3, gatewayUrl: service.endpoints.gateway, publicDomain: 'files.example.test' });
+    expect(fromEnv.options).toMatchObject({
+      endpoint: service.endpoints.s3,
+      gatewayUrl: service.endpoints.gateway,
+      publicDomain: 'files.example.test',
+    });
     const r = await fromEnv.upload({ ...CREDS, key: 'env.txt', data: 'env' });
     expect(r.publicUrl).toBe('http://default-bucket.files.example.test/env.txt');
     fromEnv.destroy();
     // Explicit options win over the environment; Fleek-style gateway URLs ending in /ipfs are accepted.
-    const explicit = createStorage({ endpoint: 'https://s3.example.test/', gatewayUrl: 'https://gw.example.test/ipfs', publicDomain: 'pub.example.test', partSize: 1048576, concurrency: 2 });
-    expect(explicit.options).toEqual({ endpoint: 'https://s3.example.test', gatewayUrl: 'https://gw.example.test', publicDomain: 'pub.example.test', partSize: 1048576, concurrency: 2, region: 'us-east-1' });
+    const explicit = createStorage({
+      endpoint: 'https://s3.example.test/',
+      gatewayUrl: 'https://gw.example.test/ipfs',
+      publicDomain: 'pub.example.test',
+      partSize: 1048576,
+      concurrency: 2,
+    });
+    expect(explicit.options).toEqual({
+      endpoint: 'https://s3.example.test',
+      gatewayUrl: 'https://gw.example.test',
+      publicDomain: 'pub.example.test',
+      partSize: 1048576,
+      concurrency: 2,
+      region: 'us-east-1',
+    });
   });
 
-  test('the plain functions (Fleek\'s call shape) use a default storage configured from the environment', async () => {
+  test("the plain functions (Fleek's call shape) use a default storage configured from the environment", async () => {
     process.env[ENV.endpoint] = service.endpoints.s3;
     process.env[ENV.gatewayUrl] = service.endpoints.gateway;
     process.env[ENV.publicDomain] = service.config.urls.storagePublicDomain;
@@ -415,7 +457,9 @@ describe('configuration', () => {
     expect(await fleekStorage.deleteFile({ ...CREDS, key: 'plain.txt' })).toEqual({ key: 'plain.txt', bucket: 'default-bucket' });
     expect(cairnStorage.default.upload).toBe(cairnStorage.upload);
     cairnStorage.configure(optionsFor(service, { publicDomain: 'configured.example.test' }));
-    expect((await cairnStorage.upload({ ...CREDS, key: 'configured.txt', data: 'c' })).publicUrl).toBe('http://default-bucket.configured.example.test/configured.txt');
+    expect((await cairnStorage.upload({ ...CREDS, key: 'configured.txt', data: 'c' })).publicUrl).toBe(
+      'http://default-bucket.configured.example.test/configured.txt',
+    );
   });
 });
 
@@ -429,7 +473,10 @@ describe('errors', () => {
       [() => storage.upload({ ...CREDS, key: 'k', data: 42 } as never), /^data must be/],
       [() => storage.upload({ ...CREDS, key: 'k', data: 'x', bucket: 7 } as never), /^bucket must be/],
       [() => storage.upload({ ...CREDS, key: 'k', data: 'x', ContentType: 3 } as never), /^ContentType must be/],
-      [() => storage.upload({ ...CREDS, key: 'k', data: 'x', httpUploadProgressCallback: 'no' } as never), /^httpUploadProgressCallback must be a function$/],
+      [
+        () => storage.upload({ ...CREDS, key: 'k', data: 'x', httpUploadProgressCallback: 'no' } as never),
+        /^httpUploadProgressCallback must be a function$/,
+      ],
       [() => storage.upload({ ...CREDS, key: 'k'.repeat(1025), data: 'x' }), /^key must be at most 1024 bytes/],
       [() => storage.streamUpload({ ...CREDS, key: 'k' } as never), /^stream is required$/],
       [() => storage.streamUpload({ ...CREDS, key: 'k', stream: 'not a stream' } as never), /^stream must be/],
@@ -442,7 +489,10 @@ describe('errors', () => {
       [() => storage.listBuckets({} as never), /^apiKey is required$/],
       [() => storage.getFileFromHash({} as never), /^hash is required$/],
       [() => storage.getFileFromHash({ hash: 'not-a-cid' }), /^hash is not a valid CID/],
-      [() => storage.getFileFromHash({ hash: 'bafkqaaa', getFileFromHashOptions: ['stream'] } as never), /^getFileFromHashOptions: "stream" is not one of/],
+      [
+        () => storage.getFileFromHash({ hash: 'bafkqaaa', getFileFromHashOptions: ['stream'] } as never),
+        /^getFileFromHashOptions: "stream" is not one of/,
+      ],
       [() => cairnStorage.upload(undefined as never), /^apiKey is required$/],
     ];
     for (const [call, message] of cases) {
@@ -457,11 +507,13 @@ describe('errors', () => {
     expect(() => createStorage({ endpoint: 'not a url' })).toThrow(/^endpoint must be an absolute http\(s\) URL/);
   });
 
-  test('server errors keep S3\'s code and status', async () => {
+  test("server errors keep S3's code and status", async () => {
     const wrongSecret = await rejection(storage.listBuckets({ apiKey: CREDS.apiKey, apiSecret: 'wrong-secret-000000000000000000000000' }));
     expect([wrongSecret.code, wrongSecret.status, wrongSecret.name]).toEqual(['SignatureDoesNotMatch', 403, 'CairnStorageError']);
     expect(wrongSecret).toBeInstanceOf(Error);
-    const unknownKey = await rejection(storage.upload({ apiKey: 'CAIRNNOSUCHKEY000000', apiSecret: 'whatever-secret-0000000000000000000000', key: 'k', data: 'x' }));
+    const unknownKey = await rejection(
+      storage.upload({ apiKey: 'CAIRNNOSUCHKEY000000', apiSecret: 'whatever-secret-0000000000000000000000', key: 'k', data: 'x' }),
+    );
     expect([unknownKey.code, unknownKey.status]).toEqual(['InvalidAccessKeyId', 403]);
     const otherAccountsBucket = await rejection(storage.upload({ ...OTHER_CREDS, key: 'k', data: 'x', bucket: 'default-bucket' }));
     expect([otherAccountsBucket.code, otherAccountsBucket.status]).toEqual(['AccessDenied', 403]);
@@ -482,4 +534,3 @@ describe('errors', () => {
     }
   });
 });
-

@@ -5,7 +5,13 @@
  * (the source breaking, the server refusing a part, the server going away)
  * that abort the multipart upload and reject without crashing the process.
  */
-import { AbortMultipartUploadCommand, HeadObjectCommand, ListMultipartUploadsCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import {
+  AbortMultipartUploadCommand,
+  HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
 import { randomBytes } from 'node:crypto';
 import { importBytes } from 'ipfs-unixfs-importer';
 import { BlackHoleBlockstore } from 'blockstore-core/black-hole';
@@ -77,7 +83,9 @@ async function exists(client: S3Client, key: string): Promise<boolean> {
 }
 
 test('the service refuses a single request over 4 MiB, as the Lambda route does', async () => {
-  const err = await s3.send(new PutObjectCommand({ Bucket: 'default-bucket', Key: 'too-big.bin', Body: randomBytes(4 * MiB + 1) })).catch((e: Error) => e);
+  const err = await s3
+    .send(new PutObjectCommand({ Bucket: 'default-bucket', Key: 'too-big.bin', Body: randomBytes(4 * MiB + 1) }))
+    .catch((e: Error) => e);
   expect((err as Error).name).toBe('EntityTooLarge');
 });
 
@@ -91,7 +99,12 @@ test('a 200 MiB stream of unknown length, in 4 MiB parts, with memory bounded we
     const size = 200 * MiB;
     const events: UploadProgress[] = [];
     const { result, rss, arrayBuffers, liveArrayBuffers } = await peakMemoryGrowth(() =>
-      storage.streamUpload({ ...CREDS, key: 'big/200MiB.bin', stream: generatedStream('two hundred', size), httpUploadProgressCallback: (e) => events.push(e) }),
+      storage.streamUpload({
+        ...CREDS,
+        key: 'big/200MiB.bin',
+        stream: generatedStream('two hundred', size),
+        httpUploadProgressCallback: (e) => events.push(e),
+      }),
     );
     console.log(
       `200 MiB streamUpload: peak growth of the test process: rss ${(rss / MiB).toFixed(1)} MiB, arrayBuffers ${(arrayBuffers / MiB).toFixed(1)} MiB, live after a collection ${(liveArrayBuffers / MiB).toFixed(1)} MiB`,
@@ -137,7 +150,13 @@ test('a web ReadableStream, with configured part size and concurrency; a short s
         else controller.enqueue(new Uint8Array(next.value));
       },
     });
-    const result = await storage.streamUpload({ ...CREDS, key: 'web.bin', bucket: 'default-bucket', stream, ContentType: 'application/x-test' });
+    const result = await storage.streamUpload({
+      ...CREDS,
+      key: 'web.bin',
+      bucket: 'default-bucket',
+      stream,
+      ContentType: 'application/x-test',
+    });
     expect(result).toMatchObject(await expectedCids('web', size));
     const parts = proxy.requests.filter((r) => r.startsWith('PUT ') && r.includes('partNumber='));
     expect(parts).toHaveLength(6);
@@ -146,7 +165,12 @@ test('a web ReadableStream, with configured part size and concurrency; a short s
     expect((await s3.send(new HeadObjectCommand({ Bucket: 'default-bucket', Key: 'web.bin' }))).ContentType).toBe('application/x-test');
 
     proxy.requests.length = 0;
-    const small = await storage.streamUpload({ ...CREDS, key: 'small.txt', bucket: 'default-bucket', stream: new Blob(['just this']).stream() });
+    const small = await storage.streamUpload({
+      ...CREDS,
+      key: 'small.txt',
+      bucket: 'default-bucket',
+      stream: new Blob(['just this']).stream(),
+    });
     expect(small).toMatchObject(await kubo(Buffer.from('just this')));
     expect(proxy.requests.map((r) => r.split('?')[0])).toEqual(['PUT /default-bucket/small.txt']);
   } finally {
@@ -175,7 +199,9 @@ test('upload of data larger than a part goes multipart, so any size passes the 4
 test('a source that breaks mid-upload: the upload is aborted and the promise rejects', async () => {
   const storage = createStorage(optionsFor(service, { partSize: 1 * MiB }));
   try {
-    const err = await rejection(storage.streamUpload({ ...CREDS, key: 'broken-source.bin', stream: generatedStream('broken', 20 * MiB, { failAfter: 5 * MiB }) }));
+    const err = await rejection(
+      storage.streamUpload({ ...CREDS, key: 'broken-source.bin', stream: generatedStream('broken', 20 * MiB, { failAfter: 5 * MiB }) }),
+    );
     expect(err.code).toBe('SourceStreamError');
     expect(err.message).toContain('the source broke');
     expect(err.uploadId).toEqual(expect.any(String));
@@ -187,9 +213,11 @@ test('a source that breaks mid-upload: the upload is aborted and the promise rej
   }
 });
 
-test('the server refusing a part: the parts in flight stop, the upload is aborted, the promise rejects with the server\'s code', async () => {
+test("the server refusing a part: the parts in flight stop, the upload is aborted, the promise rejects with the server's code", async () => {
   const proxy = await startProxy(service.endpoints.s3, (method, url) =>
-    method === 'PUT' && url.searchParams.get('partNumber') === '3' ? { status: 403, code: 'AccessDenied', message: 'no more parts today' } : undefined,
+    method === 'PUT' && url.searchParams.get('partNumber') === '3'
+      ? { status: 403, code: 'AccessDenied', message: 'no more parts today' }
+      : undefined,
   );
   const storage = createStorage(optionsFor(service, { endpoint: proxy.url, partSize: 1 * MiB, concurrency: 2 }));
   try {
@@ -211,7 +239,12 @@ test('the server refusing a part: the parts in flight stop, the upload is aborte
 
 test('the server killed mid-upload: the promise rejects (no crash), with the upload id to abort once it is back', async () => {
   let server = await startChildService({ env: QUIET_LAMBDA_LIMITED, captureLog: true });
-  const storage = createStorage({ endpoint: server.endpoints.s3, gatewayUrl: server.endpoints.gateway, partSize: 1 * MiB, clientConfig: { maxAttempts: 2 } });
+  const storage = createStorage({
+    endpoint: server.endpoints.s3,
+    gatewayUrl: server.endpoints.gateway,
+    partSize: 1 * MiB,
+    clientConfig: { maxAttempts: 2 },
+  });
   let client: S3Client | undefined;
   try {
     let killing: Promise<void> | undefined;

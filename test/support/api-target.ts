@@ -67,7 +67,12 @@ export const localDescribe = REMOTE ? describe.skip : describe;
 export const INTROSPECTION = !REMOTE || env.CAIRN_TEST_GRAPHQL_INTROSPECTION === 'true';
 
 /** The second account of the local service. */
-const OTHER = { name: 'other', accessKeyId: 'CAIRNOTHERKEY0000001', secretAccessKey: 'other-secret-0123456789012345678901234', apiToken: 'cairn_other_token_0123456789' };
+const OTHER = {
+  name: 'other',
+  accessKeyId: 'CAIRNOTHERKEY0000001',
+  secretAccessKey: 'other-secret-0123456789012345678901234',
+  apiToken: 'cairn_other_token_0123456789',
+};
 
 function required(name: string): string {
   const value = env[name];
@@ -75,7 +80,12 @@ function required(name: string): string {
   return value;
 }
 
-function client(endpoint: string, region: string, credentials: { accessKeyId: string; secretAccessKey: string }, extra: Partial<S3ClientConfig>): S3Client {
+function client(
+  endpoint: string,
+  region: string,
+  credentials: { accessKeyId: string; secretAccessKey: string },
+  extra: Partial<S3ClientConfig>,
+): S3Client {
   return new S3Client({ endpoint, region, forcePathStyle: true, credentials, ...extra });
 }
 
@@ -131,7 +141,12 @@ export async function apiTarget(localEnv: Record<string, string> = {}): Promise<
     domains: { storagePublic: service.config.urls.storagePublicDomain, bucketEndpoint: service.config.urls.bucketEndpointDomain },
     region: service.config.region,
     account,
-    other: { accessKeyId: OTHER.accessKeyId, secretAccessKey: OTHER.secretAccessKey, bucket: `${OTHER.name}-bucket`, apiKey: OTHER.apiToken },
+    other: {
+      accessKeyId: OTHER.accessKeyId,
+      secretAccessKey: OTHER.secretAccessKey,
+      bucket: `${OTHER.name}-bucket`,
+      apiKey: OTHER.apiToken,
+    },
     s3: (credentials = account, extra = {}) => client(service.endpoints.s3, service.config.region, credentials, extra),
     local: service,
     s3Lambda,

@@ -58,7 +58,8 @@ export function npmStartArgs(): { nodeArgs: string[]; script: string } {
   const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start ?? '';
   const words = start.trim().split(/\s+/);
   const script = words.at(-1)!;
-  if (words[0] !== 'node' || !script.endsWith('.ts')) throw new Error(`package.json's start script is not "node <flags> <script>.ts": ${start}`);
+  if (words[0] !== 'node' || !script.endsWith('.ts'))
+    throw new Error(`package.json's start script is not "node <flags> <script>.ts": ${start}`);
   return { nodeArgs: words.slice(1, -1), script };
 }
 
@@ -132,7 +133,10 @@ export async function stopChild(child: ChildProcess): Promise<void> {
  * that set AWS_LAMBDA_FUNCTION_NAME for a Lambda door must not turn the
  * child into a Lambda). process.execPath is Node 24 under npm's scripts.
  */
-export function spawnService(env: Record<string, string>, opts: { nodeArgs?: string[]; stdout?: 'pipe' | 'inherit' | 'ignore' } = {}): ChildProcess {
+export function spawnService(
+  env: Record<string, string>,
+  opts: { nodeArgs?: string[]; stdout?: 'pipe' | 'inherit' | 'ignore' } = {},
+): ChildProcess {
   const start = npmStartArgs();
   const inherited: Record<string, string> = {};
   for (const name of ['PATH', 'HOME', 'TMPDIR']) if (process.env[name] !== undefined) inherited[name] = process.env[name]!;
@@ -179,7 +183,11 @@ async function launch(env: Record<string, string>, opts: ChildServiceOptions, ow
     throw err;
   }
   const local = (port: string) => `http://127.0.0.1:${port}`;
-  const endpoints = { s3: local(env.CAIRN_S3_PORT!), gateway: local(env.CAIRN_GATEWAY_PORT!), graphql: `${local(env.CAIRN_API_PORT!)}/graphql` };
+  const endpoints = {
+    s3: local(env.CAIRN_S3_PORT!),
+    gateway: local(env.CAIRN_GATEWAY_PORT!),
+    graphql: `${local(env.CAIRN_API_PORT!)}/graphql`,
+  };
   const credentials = { accessKeyId: env.CAIRN_BOOTSTRAP_ACCESS_KEY!, secretAccessKey: env.CAIRN_BOOTSTRAP_SECRET_KEY! };
   const ended = () => child.exitCode !== null || child.signalCode !== null;
   return {

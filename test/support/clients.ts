@@ -35,9 +35,7 @@ const PATH = '/usr/local/bin:/usr/bin:/bin';
 
 function missing(client: DebianClient, why: string): Error {
   const { pkg } = DEBIAN_CLIENTS[client];
-  return new Error(
-    `${why}: install the Debian package ${pkg} (apt-get install -y --no-install-recommends ${pkg}); .ci/run installs it`,
-  );
+  return new Error(`${why}: install the Debian package ${pkg} (apt-get install -y --no-install-recommends ${pkg}); .ci/run installs it`);
 }
 
 /** Fails (never skips) when a client is not installed, naming the package to install. */
@@ -182,7 +180,12 @@ export async function headObject(service: TestService, bucket: string, key: stri
 /** S3's multipart ETag for these bytes uploaded in parts of `partSize`: md5 of the part md5s, dash, part count. */
 export function multipartEtag(bytes: Uint8Array, partSize: number): string {
   const digests: Buffer[] = [];
-  for (let i = 0; i < bytes.length; i += partSize) digests.push(createHash('md5').update(bytes.subarray(i, i + partSize)).digest());
+  for (let i = 0; i < bytes.length; i += partSize)
+    digests.push(
+      createHash('md5')
+        .update(bytes.subarray(i, i + partSize))
+        .digest(),
+    );
   return `${createHash('md5').update(Buffer.concat(digests)).digest('hex')}-${digests.length}`;
 }
 

@@ -24,7 +24,10 @@ export async function startEmbeddedDb(): Promise<EmbeddedDb> {
   const dynamo = await startEmbeddedDynamo(helper, dir);
   const clients: Database[] = [];
   const client = (inProcess: boolean) => {
-    const db = createDatabase(loadConfig({ DYNAMODB_ENDPOINT: dynamo.endpoint, CAIRN_DATA_DIR: dir }), inProcess ? dynamo.transport : undefined);
+    const db = createDatabase(
+      loadConfig({ DYNAMODB_ENDPOINT: dynamo.endpoint, CAIRN_DATA_DIR: dir }),
+      inProcess ? dynamo.transport : undefined,
+    );
     clients.push(db);
     return db;
   };

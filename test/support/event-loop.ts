@@ -72,7 +72,8 @@ export async function stallsDuring<T>(work: () => Promise<T>): Promise<Stalls<T>
   await new Promise((resolve) => setImmediate(resolve));
   pauses.push(...observer.takeRecords());
   observer.disconnect();
-  const paused = (from: number, to: number) => pauses.reduce((sum, p) => sum + Math.max(0, Math.min(to, p.startTime + p.duration) - Math.max(from, p.startTime)), 0);
+  const paused = (from: number, to: number) =>
+    pauses.reduce((sum, p) => sum + Math.max(0, Math.min(to, p.startTime + p.duration) - Math.max(from, p.startTime)), 0);
   return {
     result,
     wallMs: Math.max(...gaps.map((g) => g.to - g.from)),

@@ -52,7 +52,15 @@ export async function startGitHostApi(): Promise<GitHostApi> {
         // recorded as it came
       }
       if (!m) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"message":"Not Found"}');
-      const request: StatusRequest = { api: m[1] as 'github' | 'gitlab', method: req.method ?? '', path: m[2]!, headers: req.headers, raw, body, at: Date.now() };
+      const request: StatusRequest = {
+        api: m[1] as 'github' | 'gitlab',
+        method: req.method ?? '',
+        path: m[2]!,
+        headers: req.headers,
+        raw,
+        body,
+        at: Date.now(),
+      };
       seen.push(request);
       const answer = plan(request) ?? { status: 201, body: { id: seen.length, state: body.state, context: body.context ?? body.name } };
       if (answer === 'hang') return;

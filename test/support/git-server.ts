@@ -143,7 +143,10 @@ export async function startGitServer(): Promise<GitServer> {
     async commit(repo, files, message, branch = 'main') {
       const checkout = await ensureRepo(repo);
       const branches = await git(checkout, 'branch', '--list', branch);
-      const hasCommits = await git(checkout, 'rev-parse', '--verify', '--quiet', 'HEAD').then(() => true, () => false);
+      const hasCommits = await git(checkout, 'rev-parse', '--verify', '--quiet', 'HEAD').then(
+        () => true,
+        () => false,
+      );
       if (!hasCommits) await git(checkout, 'checkout', '--quiet', '-B', branch);
       else if (branches) await git(checkout, 'checkout', '--quiet', branch);
       else await git(checkout, 'checkout', '--quiet', '-b', branch);

@@ -12,7 +12,10 @@ import { lambdaFetch, type LambdaFn } from './lambda-door.js';
 import { REMOTE, type ApiTarget, type Account as TargetAccount } from './api-target.js';
 import type { TestService } from './service.js';
 
-export type Fetch = (url: string, init?: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array }) => Promise<Response>;
+export type Fetch = (
+  url: string,
+  init?: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array },
+) => Promise<Response>;
 
 export interface Door {
   name: string;
@@ -106,7 +109,8 @@ export interface TeamFixture {
 
 /** The account's hosting API key, failing loudly when a deployed target has none set. */
 export function apiKeyOf(account: TargetAccount): string {
-  if (!account.apiKey) throw new Error('CAIRN_TEST_API_KEY and CAIRN_TEST_OTHER_API_KEY must be set for the GraphQL suites against a deployed stack');
+  if (!account.apiKey)
+    throw new Error('CAIRN_TEST_API_KEY and CAIRN_TEST_OTHER_API_KEY must be set for the GraphQL suites against a deployed stack');
   return account.apiKey;
 }
 
@@ -118,8 +122,14 @@ let teams = 0;
  */
 export async function newTeam(client: ReturnType<typeof graphqlClient>, account: TargetAccount, prefix = 'team'): Promise<TeamFixture> {
   const name = `${prefix}-${process.pid}-${Date.now().toString(36)}-${++teams}`;
-  const created = dataOf(await client.gql(apiKeyOf(account), 'mutation ($n: String!) { createTeam(name: $n) { team { id name } apiKey { key } } }', { n: name })).createTeam;
-  const members = dataOf(await client.gql(created.apiKey.key, 'query ($t: ID!) { getMembersByTeam(teamId: $t) { accountId accountName } }', { t: created.team.id })).getMembersByTeam;
+  const created = dataOf(
+    await client.gql(apiKeyOf(account), 'mutation ($n: String!) { createTeam(name: $n) { team { id name } apiKey { key } } }', { n: name }),
+  ).createTeam;
+  const members = dataOf(
+    await client.gql(created.apiKey.key, 'query ($t: ID!) { getMembersByTeam(teamId: $t) { accountId accountName } }', {
+      t: created.team.id,
+    }),
+  ).getMembersByTeam;
   if (members.length !== 1) throw new Error(`a new team should have its maker as its one member, got ${JSON.stringify(members)}`);
   return { account: { id: members[0].accountId, name: members[0].accountName }, team: created.team, apiKey: created.apiKey.key };
 }
@@ -130,7 +140,13 @@ export async function newAccount(service: TestService, prefix = 'acct'): Promise
   const name = `${prefix}-${process.pid}-${++accounts}`.toLowerCase();
   const credentials = { accessKeyId: newAccessKeyId(), secretAccessKey: newSecretAccessKey(), apiToken: newApiToken() };
   const { account, team } = await service.services.accounts.createAccount({ name, ...credentials });
-  return { account, team, apiKey: credentials.apiToken, accessKeyId: credentials.accessKeyId, secretAccessKey: credentials.secretAccessKey };
+  return {
+    account,
+    team,
+    apiKey: credentials.apiToken,
+    accessKeyId: credentials.accessKeyId,
+    secretAccessKey: credentials.secretAccessKey,
+  };
 }
 
 /** `count` finished deploys of a site, one second apart, oldest first, written in batches. */

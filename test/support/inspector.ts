@@ -19,7 +19,9 @@ export async function connectInspector(port: number): Promise<Inspector> {
   let url: string | undefined;
   await waitFor(
     async () => {
-      const list = (await fetch(`http://127.0.0.1:${port}/json/list`).then((r) => r.json()).catch(() => [])) as { webSocketDebuggerUrl?: string }[];
+      const list = (await fetch(`http://127.0.0.1:${port}/json/list`)
+        .then((r) => r.json())
+        .catch(() => [])) as { webSocketDebuggerUrl?: string }[];
       url = list[0]?.webSocketDebuggerUrl;
       return url !== undefined;
     },
@@ -54,7 +56,10 @@ export async function connectInspector(port: number): Promise<Inspector> {
       return usage.usedSize;
     },
     async evaluate<T>(expression: string) {
-      const out = (await call('Runtime.evaluate', { expression, returnByValue: true })) as { result: { value: T }; exceptionDetails?: { text: string } };
+      const out = (await call('Runtime.evaluate', { expression, returnByValue: true })) as {
+        result: { value: T };
+        exceptionDetails?: { text: string };
+      };
       if (out.exceptionDetails) throw new Error(`${expression}: ${out.exceptionDetails.text}`);
       return out.result.value;
     },

@@ -22,7 +22,10 @@ interface SmithyRequest {
 }
 import { Readable } from 'node:stream';
 
-export type LambdaFn = (event: APIGatewayProxyEventV2 | APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyStructuredResultV2 | unknown>;
+export type LambdaFn = (
+  event: APIGatewayProxyEventV2 | APIGatewayProxyEvent,
+  context: Context,
+) => Promise<APIGatewayProxyStructuredResultV2 | unknown>;
 
 const context = { awsRequestId: 'test-request', functionName: 'test', getRemainingTimeInMillis: () => 30000 } as unknown as Context;
 
@@ -33,7 +36,13 @@ const context = { awsRequestId: 'test-request', functionName: 'test', getRemaini
  */
 export type BodyEncoding = 'base64' | 'text';
 
-export function v2Event(method: string, url: URL | string, headers: Record<string, string>, body?: Uint8Array, encoding: BodyEncoding = 'base64'): APIGatewayProxyEventV2 {
+export function v2Event(
+  method: string,
+  url: URL | string,
+  headers: Record<string, string>,
+  body?: Uint8Array,
+  encoding: BodyEncoding = 'base64',
+): APIGatewayProxyEventV2 {
   const u = typeof url === 'string' ? new URL(url) : url;
   const lower: Record<string, string> = {};
   for (const [k, v] of Object.entries(headers)) lower[k.toLowerCase()] = v;
@@ -77,9 +86,15 @@ function toResponse(result: LambdaResult): Response {
 
 /** fetch() through a Lambda handler; bodies base64-encoded unless `options.bodies` says 'text'. */
 export function lambdaFetch(handler: LambdaFn, options: { bodies?: BodyEncoding } = {}) {
-  return async (url: string, init: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array } = {}): Promise<Response> => {
+  return async (
+    url: string,
+    init: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array } = {},
+  ): Promise<Response> => {
     const body = typeof init.body === 'string' ? Buffer.from(init.body) : init.body;
-    const result = (await handler(v2Event(init.method ?? 'GET', url, init.headers ?? {}, body, options.bodies), context)) as APIGatewayProxyStructuredResultV2;
+    const result = (await handler(
+      v2Event(init.method ?? 'GET', url, init.headers ?? {}, body, options.bodies),
+      context,
+    )) as APIGatewayProxyStructuredResultV2;
     return toResponse(result);
   };
 }
@@ -139,7 +154,14 @@ function decodeLoose(text: string): string {
  * and `requestContext.path` keeps; on any other host (a custom domain mapped
  * with an empty base path) the two are the same.
  */
-export function restEvent(method: string, host: string, sentPath: string, rawQuery: string, headers: Record<string, string>, body?: Uint8Array): APIGatewayProxyEvent {
+export function restEvent(
+  method: string,
+  host: string,
+  sentPath: string,
+  rawQuery: string,
+  headers: Record<string, string>,
+  body?: Uint8Array,
+): APIGatewayProxyEvent {
   const hostname = host.replace(/:\d+$/, '');
   let stage = REST_STAGE;
   let path = sentPath || '/';
@@ -206,7 +228,10 @@ export function restEvent(method: string, host: string, sentPath: string, rawQue
 
 /** fetch() through a Lambda handler as the REST API invokes it: the URL is what the client sent (and signed). */
 export function restFetch(handler: LambdaFn) {
-  return async (url: string, init: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array } = {}): Promise<Response> => {
+  return async (
+    url: string,
+    init: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array } = {},
+  ): Promise<Response> => {
     const body = typeof init.body === 'string' ? Buffer.from(init.body) : init.body;
     // The path and query as written, not as WHATWG URL parsing would normalise them.
     const m = /^[a-z]+:\/\/([^/?#]+)([^?#]*)(?:\?([^#]*))?/i.exec(url);

@@ -21,7 +21,7 @@ export function decodePng(bytes: Uint8Array): Picture {
   let height = 0;
   let channels = 0;
   const data: Buffer[] = [];
-  for (let at = 8; at < buf.length; ) {
+  for (let at = 8; at < buf.length;) {
     const length = buf.readUInt32BE(at);
     const type = buf.toString('latin1', at + 4, at + 8);
     const body = buf.subarray(at + 8, at + 8 + length);
@@ -29,7 +29,8 @@ export function decodePng(bytes: Uint8Array): Picture {
       width = body.readUInt32BE(0);
       height = body.readUInt32BE(4);
       const [depth, colour, , , interlace] = body.subarray(8, 13);
-      if (depth !== 8 || interlace !== 0 || (colour !== 2 && colour !== 6)) throw new Error(`unsupported PNG (depth ${depth}, colour type ${colour}, interlace ${interlace})`);
+      if (depth !== 8 || interlace !== 0 || (colour !== 2 && colour !== 6))
+        throw new Error(`unsupported PNG (depth ${depth}, colour type ${colour}, interlace ${interlace})`);
       channels = colour === 6 ? 4 : 3;
     } else if (type === 'IDAT') {
       data.push(body);

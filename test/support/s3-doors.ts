@@ -34,7 +34,8 @@ export function s3Doors(target: () => ApiTarget): S3Door[] {
     return new S3Client({ endpoint: t.endpoints.s3, region: t.region, forcePathStyle: true, credentials: creds ?? t.account, ...extra });
   };
   const plain: Fetch = (url, init) => fetch(url, init as RequestInit);
-  if (REMOTE) return [{ name: 'deployed endpoint', lambda: false, tag: 'd', client: (creds, extra = {}) => client(creds, extra), fetch: plain }];
+  if (REMOTE)
+    return [{ name: 'deployed endpoint', lambda: false, tag: 'd', client: (creds, extra = {}) => client(creds, extra), fetch: plain }];
   return [
     { name: 'node:http door', lambda: false, tag: 'n', client: (creds, extra = {}) => client(creds, extra), fetch: plain },
     {
@@ -48,7 +49,8 @@ export function s3Doors(target: () => ApiTarget): S3Door[] {
       name: 'REST API door',
       lambda: true,
       tag: 'r',
-      client: (creds, extra = {}) => client(creds, { endpoint: REST_API_ENDPOINT, requestHandler: restRequestHandler(target().s3Lambda!) as never, ...extra }),
+      client: (creds, extra = {}) =>
+        client(creds, { endpoint: REST_API_ENDPOINT, requestHandler: restRequestHandler(target().s3Lambda!) as never, ...extra }),
       fetch: (url, init) => restFetch(target().s3Lambda!)(url, init),
     },
   ];

@@ -164,7 +164,12 @@ export function generatedStream(seed: string, size: number, options: { failAfter
 /** The CIDs Kubo gives generatedChunks(seed, size), computed with the server's own import options. */
 export async function expectedCids(seed: string, size: number): Promise<{ hash: string; hashV0: string }> {
   let root;
-  for await (const entry of importer([{ content: generatedChunks(seed, size, 1024 * 1024) }], new BlackHoleBlockstore(), kuboImportOptions())) root = entry.cid;
+  for await (const entry of importer(
+    [{ content: generatedChunks(seed, size, 1024 * 1024) }],
+    new BlackHoleBlockstore(),
+    kuboImportOptions(),
+  ))
+    root = entry.cid;
   return { hash: cidV1(root!), hashV0: cidV0(root!) };
 }
 
@@ -218,7 +223,9 @@ function fullGc(): () => void {
  * peak of what a full collection leaves, sampled every 400 ms: the memory
  * the work actually holds.
  */
-export async function peakMemoryGrowth<T>(work: () => Promise<T>): Promise<{ result: T; rss: number; arrayBuffers: number; liveArrayBuffers: number }> {
+export async function peakMemoryGrowth<T>(
+  work: () => Promise<T>,
+): Promise<{ result: T; rss: number; arrayBuffers: number; liveArrayBuffers: number }> {
   const gc = fullGc();
   gc();
   const start = process.memoryUsage();

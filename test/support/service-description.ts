@@ -5,13 +5,28 @@
  */
 export const OBJECTS: Record<string, Record<string, string>> = {
   Site: {
-    id: 'ID!', createdBy: 'ID!', createdAt: 'DateTime!', updatedAt: 'DateTime', teamId: 'ID!', team: 'Team!', name: 'String!',
-    description: 'String', slug: 'String!', platform: 'SitePlatform', buildSettings: 'BuildSettings!', deploySettings: 'DeploySettings!',
-    publishedDeploy: 'Deploy', latestDeploy: 'Deploy', altCanisterId: 'String',
+    id: 'ID!',
+    createdBy: 'ID!',
+    createdAt: 'DateTime!',
+    updatedAt: 'DateTime',
+    teamId: 'ID!',
+    team: 'Team!',
+    name: 'String!',
+    description: 'String',
+    slug: 'String!',
+    platform: 'SitePlatform',
+    buildSettings: 'BuildSettings!',
+    deploySettings: 'DeploySettings!',
+    publishedDeploy: 'Deploy',
+    latestDeploy: 'Deploy',
+    altCanisterId: 'String',
   },
   Team: { id: 'ID!', name: 'String!' },
   BuildSettings: {
-    buildCommand: 'String', baseDirectoryPath: 'String', publishDirectoryPath: 'String', dockerImage: 'String',
+    buildCommand: 'String',
+    baseDirectoryPath: 'String',
+    publishDirectoryPath: 'String',
+    dockerImage: 'String',
     environmentVariables: '[EnvironmentVariable!]!',
   },
   EnvironmentVariable: { name: 'String!', value: 'String' },
@@ -19,8 +34,17 @@ export const OBJECTS: Record<string, Record<string, string>> = {
   Repository: { type: 'RepositoryType!', url: 'String!', branch: 'String!' },
   IpfsSource: { cid: 'String' },
   Deploy: {
-    id: 'ID!', startedAt: 'DateTime', completedAt: 'DateTime', status: 'DeployStatus!', ipfsHash: 'String', previewImage: 'String',
-    totalTime: 'Int', log: 'String', published: 'Boolean!', repository: 'DeployRepository!', autoPublish: 'Boolean!',
+    id: 'ID!',
+    startedAt: 'DateTime',
+    completedAt: 'DateTime',
+    status: 'DeployStatus!',
+    ipfsHash: 'String',
+    previewImage: 'String',
+    totalTime: 'Int',
+    log: 'String',
+    published: 'Boolean!',
+    repository: 'DeployRepository!',
+    autoPublish: 'Boolean!',
   },
   DeployRepository: { commit: 'String', branch: 'String', owner: 'String', name: 'String', message: 'String' },
   SiteConnection: { sites: '[Site!]!', nextToken: 'String' },
@@ -29,7 +53,14 @@ export const OBJECTS: Record<string, Record<string, string>> = {
 
 /** Fields Cairn adds to the described types (issue 22: previews, hooks, private repositories). */
 export const ADDED_FIELDS: Record<string, Record<string, string>> = {
-  Site: { webhookUrl: 'String!', webhookSecretSet: 'Boolean!', repositoryTokenSet: 'Boolean!', repositoryUsername: 'String', buildHooks: '[BuildHook!]!', notificationUrls: '[NotificationUrl!]!' },
+  Site: {
+    webhookUrl: 'String!',
+    webhookSecretSet: 'Boolean!',
+    repositoryTokenSet: 'Boolean!',
+    repositoryUsername: 'String',
+    buildHooks: '[BuildHook!]!',
+    notificationUrls: '[NotificationUrl!]!',
+  },
   Deploy: { preview: 'Boolean!', pullRequest: 'PullRequest', phase: 'DeployPhase', url: 'String!' },
   // Issue 29: variables with scopes and secrecy; forks' pull requests.
   EnvironmentVariable: { secret: 'Boolean!', scope: 'VariableScope!' },
@@ -37,7 +68,10 @@ export const ADDED_FIELDS: Record<string, Record<string, string>> = {
 };
 
 /** A described type's fields with Cairn's additions. */
-export const fieldsWithAdditions = (name: string, fields: Record<string, string>): Record<string, string> => ({ ...fields, ...(ADDED_FIELDS[name] ?? {}) });
+export const fieldsWithAdditions = (name: string, fields: Record<string, string>): Record<string, string> => ({
+  ...fields,
+  ...(ADDED_FIELDS[name] ?? {}),
+});
 
 export const UNIONS: Record<string, string[]> = { SiteSource: ['IpfsSource', 'Repository'] };
 

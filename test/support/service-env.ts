@@ -61,4 +61,3 @@ export async function serviceEnv(dataDir: string, extra: Record<string, string> 
     ...extra,
   };
 }
-

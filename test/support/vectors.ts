@@ -27,6 +27,8 @@ export function bytesOf(v: Vector): Buffer {
   if (text) return Buffer.from(JSON.parse(text[1]!) as string);
   const chacha = /createHash\('sha256'\)\.update\((".*?")\)/.exec(v.generator);
   if (!chacha) throw new Error(`unknown generator for ${v.name}`);
-  const key = createHash('sha256').update(JSON.parse(chacha[1]!) as string).digest();
+  const key = createHash('sha256')
+    .update(JSON.parse(chacha[1]!) as string)
+    .digest();
   return createCipheriv('chacha20', key, Buffer.alloc(16)).update(Buffer.alloc(v.size));
 }

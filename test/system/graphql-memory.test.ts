@@ -91,7 +91,9 @@ function startProber(urls: string[]) {
   const child = spawn(process.execPath, ['-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  const done = new Promise<number[]>((resolve, reject) => child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as number[]) : reject(new Error(`the prober exited ${code}`)))));
+  const done = new Promise<number[]>((resolve, reject) =>
+    child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as number[]) : reject(new Error(`the prober exited ${code}`)))),
+  );
   return { stop: () => (child.stdin.end(), done) };
 }
 
@@ -122,7 +124,11 @@ async function seed(dir: string): Promise<{ siteId: string; deployIds: string[] 
     const site = created.data.createSite;
     const deploys = await seedDeploys(local, site.id, DEPLOYS);
     for (const [i, d] of deploys.entries()) await local.services.deployLogs.write(deployLogKey(site.id, d.id), logOf(i));
-    await local.services.sites.update(site.id, site.teamId, (s) => ({ ...s, publishedDeployId: deploys[0]!.id, latestDeployId: deploys[1]!.id }));
+    await local.services.sites.update(site.id, site.teamId, (s) => ({
+      ...s,
+      publishedDeployId: deploys[0]!.id,
+      latestDeployId: deploys[1]!.id,
+    }));
     return { siteId: site.id, deployIds: deploys.map((d) => d.id) };
   } finally {
     await local.close();
@@ -138,13 +144,23 @@ test(`${CLIENTS} clients sending the largest GraphQL answers and the issue's att
   const pid = service.pid;
   const endpoint = service.endpoints.graphql;
   const gql = async (query: string) => {
-    const res = await fetch(endpoint, { method: 'POST', headers: { 'content-type': 'application/json', authorization: BOOT.apiToken }, body: JSON.stringify({ query }) });
-    return { status: res.status, body: (await res.json()) as { data?: any; errors?: Array<{ message: string; extensions: { code: string } }> } };
+    const res = await fetch(endpoint, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: BOOT.apiToken },
+      body: JSON.stringify({ query }),
+    });
+    return {
+      status: res.status,
+      body: (await res.json()) as { data?: any; errors?: Array<{ message: string; extensions: { code: string } }> },
+    };
   };
 
   const attack = `{ ${Array.from({ length: 20 }, (_, i) => `d${i}: getDeploysBySite(siteId: "${siteId}", limit: 100) { deploys { log } }`).join(' ')} }`;
   const page = `{ getDeploysBySite(siteId: "${siteId}", limit: 10) { deploys { id log } } }`;
-  const four = `{ ${deployIds.slice(0, 4).map((d, i) => `d${i}: getDeployById(siteId: "${siteId}", deployId: "${d}") { id log }`).join(' ')} }`;
+  const four = `{ ${deployIds
+    .slice(0, 4)
+    .map((d, i) => `d${i}: getDeployById(siteId: "${siteId}", deployId: "${d}") { id log }`)
+    .join(' ')} }`;
   const site = `{ getSiteById(siteId: "${siteId}") { publishedDeploy { id log } latestDeploy { id log } } }`;
   const logs = new Map(deployIds.map((d, i) => [d, logOf(i)]));
 
@@ -156,10 +172,16 @@ test(`${CLIENTS} clients sending the largest GraphQL answers and the issue's att
   const outcomes: Record<string, number> = {};
   const note = (what: string) => (outcomes[what] = (outcomes[what] ?? 0) + 1);
   // The server's own event loop, measured inside it (10 ms resolution).
-  const measureLoop = () => inspector.evaluate("globalThis.loopDelay = process.getBuiltinModule('node:perf_hooks').monitorEventLoopDelay({ resolution: 10 }); loopDelay.enable(); true");
+  const measureLoop = () =>
+    inspector.evaluate(
+      "globalThis.loopDelay = process.getBuiltinModule('node:perf_hooks').monitorEventLoopDelay({ resolution: 10 }); loopDelay.enable(); true",
+    );
   const loopDelays = () =>
-    inspector.evaluate<{ p50: number; p99: number; max: number }>('loopDelay.disable(), { p50: loopDelay.percentile(50) / 1e6, p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 }');
-  const say = (l: { p50: number; p99: number; max: number }) => `p50 ${l.p50.toFixed(0)} ms, p99 ${l.p99.toFixed(0)} ms, max ${l.max.toFixed(0)} ms`;
+    inspector.evaluate<{ p50: number; p99: number; max: number }>(
+      'loopDelay.disable(), { p50: loopDelay.percentile(50) / 1e6, p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 }',
+    );
+  const say = (l: { p50: number; p99: number; max: number }) =>
+    `p50 ${l.p50.toFixed(0)} ms, p99 ${l.p99.toFixed(0)} ms, max ${l.max.toFixed(0)} ms`;
   // A control window: the same probes and measure with no GraphQL requests, for what the machine alone does.
   const calmBefore = calm();
   await measureLoop();
@@ -189,7 +211,10 @@ test(`${CLIENTS} clients sending the largest GraphQL answers and the issue's att
         expect(status).toBe(400);
         expect(body.data).toBeUndefined();
         expect(body.errors).toEqual([
-          expect.objectContaining({ message: expect.stringContaining('exceeds the limit of 64 MiB'), extensions: expect.objectContaining({ code: 'GRAPHQL_VALIDATION_FAILED' }) }),
+          expect.objectContaining({
+            message: expect.stringContaining('exceeds the limit of 64 MiB'),
+            extensions: expect.objectContaining({ code: 'GRAPHQL_VALIDATION_FAILED' }),
+          }),
         ]);
         note('attack refused by its estimate');
       } else if (kind === 1) {
@@ -197,7 +222,12 @@ test(`${CLIENTS} clients sending the largest GraphQL answers and the issue's att
         if (busy(status, body)) continue;
         expect(status).toBe(400);
         expect(body.data).toBeUndefined();
-        expect(body.errors).toEqual([expect.objectContaining({ message: expect.stringContaining('larger than the limit of 16 MiB'), extensions: expect.objectContaining({ code: 'RESPONSE_TOO_LARGE' }) })]);
+        expect(body.errors).toEqual([
+          expect.objectContaining({
+            message: expect.stringContaining('larger than the limit of 16 MiB'),
+            extensions: expect.objectContaining({ code: 'RESPONSE_TOO_LARGE' }),
+          }),
+        ]);
         note('page of logs refused as read');
       } else if (kind === 2) {
         const { status, body } = await gql(four);
@@ -209,7 +239,8 @@ test(`${CLIENTS} clients sending the largest GraphQL answers and the issue's att
         const { status, body } = await gql(site);
         if (busy(status, body)) continue;
         expect(status).toBe(200);
-        for (const d of [body.data.getSiteById.publishedDeploy, body.data.getSiteById.latestDeploy]) expect(d.log === logs.get(d.id)).toBe(true);
+        for (const d of [body.data.getSiteById.publishedDeploy, body.data.getSiteById.latestDeploy])
+          expect(d.log === logs.get(d.id)).toBe(true);
         note("a site's two logs given");
       }
     }
@@ -243,5 +274,10 @@ test(`${CLIENTS} clients sending the largest GraphQL answers and the issue's att
     expect(loop.p99).toBeLessThan(LOOP_DELAY_P99_LIMIT_MS);
   } else process.stderr.write('graphql memory: the machine is oversubscribed: the timing bounds were not judged\n');
   expect(service.child.exitCode).toBeNull();
-  expect(service.log().split('\n').filter((l) => l.includes('"level":"error"'))).toEqual([]);
+  expect(
+    service
+      .log()
+      .split('\n')
+      .filter((l) => l.includes('"level":"error"')),
+  ).toEqual([]);
 }, 300_000);

@@ -93,9 +93,19 @@ describe('persistence', () => {
   test('without bootstrap credentials they are generated once, and the file adds more accounts', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'cairn-gen-'));
     const file = join(dir, 'accounts.json');
-    const extra = { name: 'second', accessKeyId: 'CAIRNSECONDKEY000001', secretAccessKey: 'second-secret-0123456789012345678901234', apiToken: 'cairn_second_token' };
+    const extra = {
+      name: 'second',
+      accessKeyId: 'CAIRNSECONDKEY000001',
+      secretAccessKey: 'second-secret-0123456789012345678901234',
+      apiToken: 'cairn_second_token',
+    };
     await writeFile(file, JSON.stringify([extra]));
-    const env = { CAIRN_BOOTSTRAP_ACCESS_KEY: '', CAIRN_BOOTSTRAP_SECRET_KEY: '', CAIRN_BOOTSTRAP_API_TOKEN: '', CAIRN_BOOTSTRAP_FILE: file };
+    const env = {
+      CAIRN_BOOTSTRAP_ACCESS_KEY: '',
+      CAIRN_BOOTSTRAP_SECRET_KEY: '',
+      CAIRN_BOOTSTRAP_API_TOKEN: '',
+      CAIRN_BOOTSTRAP_FILE: file,
+    };
     const service = await startTestService(env, join(dir, 'data'));
     try {
       const generated = service.bootstrap.generated!;
@@ -106,7 +116,9 @@ describe('persistence', () => {
       expect((await own(generated).send(new ListBucketsCommand({}))).Buckets?.map((b) => b.Name)).toEqual(['default-bucket']);
       expect((await own(extra).send(new ListBucketsCommand({}))).Buckets?.map((b) => b.Name)).toEqual(['second-bucket']);
       // The other account's bucket is out of reach.
-      const err = await own(extra).send(new GetObjectCommand({ Bucket: 'default-bucket', Key: 'x' })).catch((e: Error) => e);
+      const err = await own(extra)
+        .send(new GetObjectCommand({ Bucket: 'default-bucket', Key: 'x' }))
+        .catch((e: Error) => e);
       expect((err as Error).name).toBe('AccessDenied');
     } finally {
       await service.close();

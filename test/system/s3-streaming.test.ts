@@ -52,7 +52,13 @@ test('a 1 GiB object streams in and out with the server under 300 MiB peak RSS',
   const body = generated(GIB);
   const started = Date.now();
   const put = await s3.send(
-    new PutObjectCommand({ Bucket: 'default-bucket', Key: 'one-gib.bin', Body: body.stream, ContentLength: GIB, ContentType: 'application/octet-stream' }),
+    new PutObjectCommand({
+      Bucket: 'default-bucket',
+      Key: 'one-gib.bin',
+      Body: body.stream,
+      ContentLength: GIB,
+      ContentType: 'application/octet-stream',
+    }),
   );
   const putMs = Date.now() - started;
   const peakAfterPut = service.peakRssMiB();
@@ -71,7 +77,9 @@ test('a 1 GiB object streams in and out with the server under 300 MiB peak RSS',
   expect(md5.digest('hex')).toBe(body.md5());
 
   const peak = service.peakRssMiB();
-  process.stderr.write(`1 GiB: PUT ${putMs} ms, GET ${getMs} ms, server peak RSS ${peakAfterPut.toFixed(0)} MiB after the PUT, ${peak.toFixed(0)} MiB after the GET\n`);
+  process.stderr.write(
+    `1 GiB: PUT ${putMs} ms, GET ${getMs} ms, server peak RSS ${peakAfterPut.toFixed(0)} MiB after the PUT, ${peak.toFixed(0)} MiB after the GET\n`,
+  );
   expect(peak).toBeLessThan(LIMIT_MIB);
   s3.destroy();
 }, 180_000);

@@ -160,7 +160,8 @@ async function client(id: number, s3: S3Client, until: number, model: Model, cou
       await s3.send(new PutObjectCommand({ Bucket: name, Key: 'a', Body: body }));
       await s3.send(new PutObjectCommand({ Bucket: name, Key: 'b', Body: body }));
       const refused = await s3.send(new DeleteBucketCommand({ Bucket: name })).catch((e: Error) => e);
-      if (!(refused instanceof Error) || refused.name !== 'BucketNotEmpty') throw new Error(`deleting a non-empty bucket gave ${String(refused)}`);
+      if (!(refused instanceof Error) || refused.name !== 'BucketNotEmpty')
+        throw new Error(`deleting a non-empty bucket gave ${String(refused)}`);
       await s3.send(new DeleteObjectCommand({ Bucket: name, Key: 'a' }));
       await s3.send(new DeleteObjectCommand({ Bucket: name, Key: 'b' }));
       await s3.send(new DeleteBucketCommand({ Bucket: name }));
@@ -180,67 +181,83 @@ afterAll(async () => {
   await service?.stop();
 });
 
-test(`${CLIENTS} clients for ${SECONDS} s with collection every second: nothing acknowledged is lost and the server stays up`, async () => {
-  const inspectorPort = await freePort();
-  service = await startChildService({ env: { CAIRN_GC_INTERVAL: '1', CAIRN_LOG_LEVEL: 'warn' }, captureLog: true, nodeArgs: [`--inspect=127.0.0.1:${inspectorPort}`] });
-  const inspector = await connectInspector(inspectorPort);
-  const pid = service.pid;
-  const model: Model = { buckets: new Map() };
-  const counts: Record<string, number> = {};
-  const until = Date.now() + SECONDS * 1000;
-  const samples: number[] = [];
-  const sampler = setInterval(() => samples.push(rssMiB(pid)), 2000);
-  // The live heap once the server is warm (caches filled, every kind of request seen).
-  let warm = 0;
-  const warmed = new Promise<void>((resolve) =>
-    setTimeout(() => {
-      inspector
-        .liveHeapBytes()
-        .then((bytes) => (warm = bytes))
-        .finally(resolve);
-    }, (SECONDS * 1000) / 4),
-  );
-  try {
-    await Promise.all(Array.from({ length: CLIENTS }, (_, i) => client(i, service.s3(), until, model, counts)));
-  } finally {
-    clearInterval(sampler);
-  }
-  await warmed;
-  // Let the last deletions be collected too. Time is what is waited for: the
-  // server collects every second and says nothing outside when it does, so
-  // 2.5 s spans at least one whole collection begun after the last delete.
-  await new Promise((r) => setTimeout(r, 2500));
-
-  const s3 = service.s3();
-  for (const [bucket, objects] of model.buckets) {
-    const listed = await s3.send(new ListObjectsV2Command({ Bucket: bucket }));
-    expect((listed.Contents ?? []).map((o) => o.Key).sort()).toEqual([...objects.keys()].sort());
-    for (const [key, digest] of objects) {
-      const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
-      expect(`${bucket}/${key} ${md5(await got.Body!.transformToByteArray())}`).toBe(`${bucket}/${key} ${digest}`);
+test(
+  `${CLIENTS} clients for ${SECONDS} s with collection every second: nothing acknowledged is lost and the server stays up`,
+  async () => {
+    const inspectorPort = await freePort();
+    service = await startChildService({
+      env: { CAIRN_GC_INTERVAL: '1', CAIRN_LOG_LEVEL: 'warn' },
+      captureLog: true,
+      nodeArgs: [`--inspect=127.0.0.1:${inspectorPort}`],
+    });
+    const inspector = await connectInspector(inspectorPort);
+    const pid = service.pid;
+    const model: Model = { buckets: new Map() };
+    const counts: Record<string, number> = {};
+    const until = Date.now() + SECONDS * 1000;
+    const samples: number[] = [];
+    const sampler = setInterval(() => samples.push(rssMiB(pid)), 2000);
+    // The live heap once the server is warm (caches filled, every kind of request seen).
+    let warm = 0;
+    const warmed = new Promise<void>((resolve) =>
+      setTimeout(
+        () => {
+          inspector
+            .liveHeapBytes()
+            .then((bytes) => (warm = bytes))
+            .finally(resolve);
+        },
+        (SECONDS * 1000) / 4,
+      ),
+    );
+    try {
+      await Promise.all(Array.from({ length: CLIENTS }, (_, i) => client(i, service.s3(), until, model, counts)));
+    } finally {
+      clearInterval(sampler);
     }
-  }
-  expect(service.child.exitCode).toBeNull();
-  expect(service.child.pid).toBe(pid);
-  const errors = service.log().split('\n').filter((l) => l.includes('"level":"error"'));
-  expect(errors).toEqual([]);
-  const rss = service.peakRssMiB();
-  process.stderr.write(`soak: ${JSON.stringify(counts)}; peak RSS ${rss.toFixed(0)} MiB\n`);
-  process.stderr.write(`soak: RSS every 2 s ${samples.map((v) => v.toFixed(0)).join(' ')}\n`);
-  expect(rss).toBeLessThan(RSS_LIMIT_MIB);
-  const end = await inspector.liveHeapBytes();
-  inspector.close();
-  process.stderr.write(`soak: live heap after a full collection ${(warm / MiB).toFixed(1)} MiB warm, ${(end / MiB).toFixed(1)} MiB at the end\n`);
-  expect(warm).toBeGreaterThan(0);
-  expect((end - warm) / MiB).toBeLessThanOrEqual(LIVE_HEAP_GROWTH_LIMIT_MIB);
-  expect(counts.put).toBeGreaterThan(SECONDS); // the workload really ran
+    await warmed;
+    // Let the last deletions be collected too. Time is what is waited for: the
+    // server collects every second and says nothing outside when it does, so
+    // 2.5 s spans at least one whole collection begun after the last delete.
+    await new Promise((r) => setTimeout(r, 2500));
 
-  await service.stop({ keepData: true });
-  const env = await serviceEnv(service.dataDir);
-  const fsck = await promisify(execFile)(process.execPath, ['--import', 'tsx', join(ROOT, 'bin/fsck.ts'), '--dry-run'], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-  });
-  expect(fsck.stdout).toContain('Every object is whole.');
-  expect(fsck.stdout).toContain('0 stale block references would be dropped');
-}, (SECONDS + 240) * 1000);
+    const s3 = service.s3();
+    for (const [bucket, objects] of model.buckets) {
+      const listed = await s3.send(new ListObjectsV2Command({ Bucket: bucket }));
+      expect((listed.Contents ?? []).map((o) => o.Key).sort()).toEqual([...objects.keys()].sort());
+      for (const [key, digest] of objects) {
+        const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+        expect(`${bucket}/${key} ${md5(await got.Body!.transformToByteArray())}`).toBe(`${bucket}/${key} ${digest}`);
+      }
+    }
+    expect(service.child.exitCode).toBeNull();
+    expect(service.child.pid).toBe(pid);
+    const errors = service
+      .log()
+      .split('\n')
+      .filter((l) => l.includes('"level":"error"'));
+    expect(errors).toEqual([]);
+    const rss = service.peakRssMiB();
+    process.stderr.write(`soak: ${JSON.stringify(counts)}; peak RSS ${rss.toFixed(0)} MiB\n`);
+    process.stderr.write(`soak: RSS every 2 s ${samples.map((v) => v.toFixed(0)).join(' ')}\n`);
+    expect(rss).toBeLessThan(RSS_LIMIT_MIB);
+    const end = await inspector.liveHeapBytes();
+    inspector.close();
+    process.stderr.write(
+      `soak: live heap after a full collection ${(warm / MiB).toFixed(1)} MiB warm, ${(end / MiB).toFixed(1)} MiB at the end\n`,
+    );
+    expect(warm).toBeGreaterThan(0);
+    expect((end - warm) / MiB).toBeLessThanOrEqual(LIVE_HEAP_GROWTH_LIMIT_MIB);
+    expect(counts.put).toBeGreaterThan(SECONDS); // the workload really ran
+
+    await service.stop({ keepData: true });
+    const env = await serviceEnv(service.dataDir);
+    const fsck = await promisify(execFile)(process.execPath, ['--import', 'tsx', join(ROOT, 'bin/fsck.ts'), '--dry-run'], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+    });
+    expect(fsck.stdout).toContain('Every object is whole.');
+    expect(fsck.stdout).toContain('0 stale block references would be dropped');
+  },
+  (SECONDS + 240) * 1000,
+);

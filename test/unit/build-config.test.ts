@@ -2,9 +2,16 @@
 import { ConfigError, loadConfig } from '../../functions/core/config.js';
 
 /** A CodeBuild small instance's limits (config.build.limits). */
-const LIMITS = { memoryBytes: 3 * 1024 ** 3, processes: 512, cpuSeconds: 1800, diskBytes: 10 * 1024 ** 3, tmpBytes: 1024 ** 3, outputBytes: 64 * 1024 ** 2 };
+const LIMITS = {
+  memoryBytes: 3 * 1024 ** 3,
+  processes: 512,
+  cpuSeconds: 1800,
+  diskBytes: 10 * 1024 ** 3,
+  tmpBytes: 1024 ** 3,
+  outputBytes: 64 * 1024 ** 2,
+};
 
-test('builds default to bubblewrap, 15 minutes, one at a time, no network, a small instance\'s limits', () => {
+test("builds default to bubblewrap, 15 minutes, one at a time, no network, a small instance's limits", () => {
   expect(loadConfig({}).build).toEqual({ sandbox: 'bwrap', timeoutMs: 900_000, concurrency: 1, network: 'none', limits: LIMITS });
 });
 

@@ -53,7 +53,10 @@ async function readAll(bytes: Uint8Array | AsyncIterable<Uint8Array>): Promise<{
 
 test('a CAR in small chunks gives its root and every block, verified, in order (identity and CIDv0 dag-pb included)', async () => {
   const leaf = await raw('a leaf');
-  const inline = { cid: CID.createV1(0x55, identity.digest(new TextEncoder().encode('inline'))), bytes: new TextEncoder().encode('inline') };
+  const inline = {
+    cid: CID.createV1(0x55, identity.digest(new TextEncoder().encode('inline'))),
+    bytes: new TextEncoder().encode('inline'),
+  };
   const nodeBytes = encodeDagPb(prepare({ Links: [{ Hash: leaf.cid, Name: 'leaf', Tsize: leaf.bytes.length }] }));
   const node = { cid: CID.createV0(await sha256.digest(nodeBytes)), bytes: nodeBytes };
   const { root, blocks } = await readAll(await carOf([node.cid], [node, leaf, inline]));

@@ -8,7 +8,11 @@ test('unset (the local server): no distribution, no host map', () => {
 });
 
 test('the distribution id and the KeyValueStore ARN as the stack gives them', () => {
-  const c = loadConfig({ CAIRN_CDN_DISTRIBUTION_ID: 'E2QWRUHEXAMPLE', CAIRN_SITE_HOSTS_KVS_ARN: KVS_ARN, CAIRN_SITES_DOMAIN: 'd111111abcdef8.cloudfront.net' });
+  const c = loadConfig({
+    CAIRN_CDN_DISTRIBUTION_ID: 'E2QWRUHEXAMPLE',
+    CAIRN_SITE_HOSTS_KVS_ARN: KVS_ARN,
+    CAIRN_SITES_DOMAIN: 'd111111abcdef8.cloudfront.net',
+  });
   expect(c.cdn).toEqual({ distributionId: 'E2QWRUHEXAMPLE', siteHostsKvsArn: KVS_ARN });
   expect(c.sites.domain).toBe('d111111abcdef8.cloudfront.net');
 });

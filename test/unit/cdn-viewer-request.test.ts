@@ -36,7 +36,10 @@ let app: App;
 
 beforeAll(async () => {
   app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-  const stack = new CairnStack(app, 'CairnCdn', { sitesDomain: 'sites.example.com', sitesCertificateArn: 'arn:aws:acm:us-east-1:123456789012:certificate/abc' });
+  const stack = new CairnStack(app, 'CairnCdn', {
+    sitesDomain: 'sites.example.com',
+    sitesCertificateArn: 'arn:aws:acm:us-east-1:123456789012:certificate/abc',
+  });
   const fns = Object.values<Json>(Template.fromStack(stack).toJSON().Resources).filter((r) => r.Type === 'AWS::CloudFront::Function');
   expect(fns).toHaveLength(1);
   code = fns[0].Properties.FunctionCode;
@@ -64,7 +67,12 @@ beforeEach(() => {
 function event(host: string | undefined, uri: string, querystring: Json = {}): Json {
   return {
     version: '1.0',
-    context: { distributionDomainName: 'd111111abcdef8.cloudfront.net', distributionId: 'EDFDVBD6EXAMPLE', eventType: 'viewer-request', requestId: 'r' },
+    context: {
+      distributionDomainName: 'd111111abcdef8.cloudfront.net',
+      distributionId: 'EDFDVBD6EXAMPLE',
+      eventType: 'viewer-request',
+      requestId: 'r',
+    },
     viewer: { ip: '198.51.100.11' },
     request: { method: 'GET', uri, querystring, headers: host === undefined ? {} : { host: { value: host } }, cookies: {} },
   };
@@ -156,6 +164,9 @@ test.each([
   expect(out.uri).toBeUndefined();
 });
 
-test.each([['/...'], ['/a..b/c'], ['/.well-known/security.txt'], ['/%2e%2e%2e'], ['/.hidden']])('dots inside a name (%s) are a path like any other', async (uri) => {
-  expect((await handler(event('hidden-waterfall-6189.sites.example.com', uri))).uri).toBe(`/sites/${SITE}${uri}`);
-});
+test.each([['/...'], ['/a..b/c'], ['/.well-known/security.txt'], ['/%2e%2e%2e'], ['/.hidden']])(
+  'dots inside a name (%s) are a path like any other',
+  async (uri) => {
+    expect((await handler(event('hidden-waterfall-6189.sites.example.com', uri))).uri).toBe(`/sites/${SITE}${uri}`);
+  },
+);

@@ -10,7 +10,19 @@ import { checkTypes } from '../../functions/local/embedded-dynamo/check-types.js
 const require = createRequire(import.meta.url);
 const dynalite = require('dynalite/validations') as { checkTypes: (data: unknown, types: unknown) => unknown };
 
-const OPERATIONS = ['batchGetItem', 'batchWriteItem', 'createTable', 'deleteItem', 'getItem', 'putItem', 'query', 'scan', 'updateItem', 'updateTable', 'tagResource'];
+const OPERATIONS = [
+  'batchGetItem',
+  'batchWriteItem',
+  'createTable',
+  'deleteItem',
+  'getItem',
+  'putItem',
+  'query',
+  'scan',
+  'updateItem',
+  'updateTable',
+  'tagResource',
+];
 const types = Object.fromEntries(OPERATIONS.map((op) => [op, (require(`dynalite/validations/${op}`) as { types: unknown }).types]));
 
 const item = {
@@ -28,12 +40,64 @@ const item = {
 };
 
 const requests: Array<[string, Record<string, unknown>]> = [
-  ['putItem', { TableName: 'objects', Item: item, ConditionExpression: 'attribute_not_exists(pk)', ReturnValues: 'ALL_OLD', ReturnValuesOnConditionCheckFailure: 'ALL_OLD', Unknown: 1 }],
-  ['getItem', { TableName: 'accounts', Key: { pk: { S: 'AKEY#K' }, sk: { S: 'AKEY' } }, ConsistentRead: true, ProjectionExpression: '#p', ExpressionAttributeNames: { '#p': 'pk' } }],
-  ['deleteItem', { TableName: 'a', Key: { pk: { S: 'x' } }, ConditionExpression: 'a < :v', ExpressionAttributeValues: { ':v': { N: '1' } }, Expected: { a: { Exists: false } } }],
-  ['updateItem', { TableName: 'a', Key: { pk: { S: 'x' } }, UpdateExpression: 'SET n = n + :one', ExpressionAttributeValues: { ':one': { N: '1' } }, AttributeUpdates: { z: { Action: 'PUT', Value: { S: 'z' } } } }],
-  ['query', { TableName: 'objects', IndexName: 'gsi1', KeyConditionExpression: 'gsi1pk = :p', ExpressionAttributeValues: { ':p': { S: 'CID#x' } }, Limit: 7.9, ScanIndexForward: 'no', ExclusiveStartKey: { pk: { S: 'a' } }, Select: 'ALL_ATTRIBUTES' }],
-  ['scan', { TableName: 't', Segment: 1, TotalSegments: 2, ScanFilter: { a: { ComparisonOperator: 'EQ', AttributeValueList: [{ S: 'x' }] } } }],
+  [
+    'putItem',
+    {
+      TableName: 'objects',
+      Item: item,
+      ConditionExpression: 'attribute_not_exists(pk)',
+      ReturnValues: 'ALL_OLD',
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      Unknown: 1,
+    },
+  ],
+  [
+    'getItem',
+    {
+      TableName: 'accounts',
+      Key: { pk: { S: 'AKEY#K' }, sk: { S: 'AKEY' } },
+      ConsistentRead: true,
+      ProjectionExpression: '#p',
+      ExpressionAttributeNames: { '#p': 'pk' },
+    },
+  ],
+  [
+    'deleteItem',
+    {
+      TableName: 'a',
+      Key: { pk: { S: 'x' } },
+      ConditionExpression: 'a < :v',
+      ExpressionAttributeValues: { ':v': { N: '1' } },
+      Expected: { a: { Exists: false } },
+    },
+  ],
+  [
+    'updateItem',
+    {
+      TableName: 'a',
+      Key: { pk: { S: 'x' } },
+      UpdateExpression: 'SET n = n + :one',
+      ExpressionAttributeValues: { ':one': { N: '1' } },
+      AttributeUpdates: { z: { Action: 'PUT', Value: { S: 'z' } } },
+    },
+  ],
+  [
+    'query',
+    {
+      TableName: 'objects',
+      IndexName: 'gsi1',
+      KeyConditionExpression: 'gsi1pk = :p',
+      ExpressionAttributeValues: { ':p': { S: 'CID#x' } },
+      Limit: 7.9,
+      ScanIndexForward: 'no',
+      ExclusiveStartKey: { pk: { S: 'a' } },
+      Select: 'ALL_ATTRIBUTES',
+    },
+  ],
+  [
+    'scan',
+    { TableName: 't', Segment: 1, TotalSegments: 2, ScanFilter: { a: { ComparisonOperator: 'EQ', AttributeValueList: [{ S: 'x' }] } } },
+  ],
   ['batchGetItem', { RequestItems: { t: { Keys: [{ pk: { S: 'a' } }, { pk: { S: 'b' } }], ConsistentRead: 'TRUE' } } }],
   ['batchWriteItem', { RequestItems: { t: [{ PutRequest: { Item: item } }, { DeleteRequest: { Key: { pk: { S: 'x' } } } }] } }],
   [
@@ -42,7 +106,9 @@ const requests: Array<[string, Record<string, unknown>]> = [
       TableName: 't',
       AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
       KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-      GlobalSecondaryIndexes: [{ IndexName: 'g', KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }], Projection: { ProjectionType: 'ALL' } }],
+      GlobalSecondaryIndexes: [
+        { IndexName: 'g', KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }], Projection: { ProjectionType: 'ALL' } },
+      ],
       ProvisionedThroughput: { ReadCapacityUnits: 1, WriteCapacityUnits: 1 },
       BillingMode: 'PAY_PER_REQUEST',
     },
@@ -79,7 +145,33 @@ test('thousands of requests with one value swapped for a wrong one: the same ans
     seed = (seed * 1103515245 + 12345) % 2 ** 31;
     return seed % n;
   };
-  const wrong: unknown[] = [true, false, 0, 1, 1.5, -2, 'str', 'yes', 'NO', '0', '', 'AAAA', 'AAA=', 'AA', '@@@@', [], [1], ['a'], [{ S: 'x' }], {}, { S: 'x' }, { N: 1 }, { M: [] }, { L: {} }, null];
+  const wrong: unknown[] = [
+    true,
+    false,
+    0,
+    1,
+    1.5,
+    -2,
+    'str',
+    'yes',
+    'NO',
+    '0',
+    '',
+    'AAAA',
+    'AAA=',
+    'AA',
+    '@@@@',
+    [],
+    [1],
+    ['a'],
+    [{ S: 'x' }],
+    {},
+    { S: 'x' },
+    { N: 1 },
+    { M: [] },
+    { L: {} },
+    null,
+  ];
   const paths = (value: unknown, at: Array<string | number> = []): Array<Array<string | number>> => {
     if (value === null || typeof value !== 'object') return [at];
     const keys = Array.isArray(value) ? value.map((_, i) => i) : Object.keys(value);

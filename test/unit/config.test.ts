@@ -27,9 +27,13 @@ describe('configuration', () => {
     expect(loadConfig({ CAIRN_BUILD_NETWORK: 'OUTSIDE', CAIRN_BUILD_SANDBOX: 'bwrap' }).build.network).toBe('outside');
     // A plain child process has this machine's whole network: refused at start-up, in one line, rather than not kept.
     expect(() => loadConfig({ CAIRN_BUILD_NETWORK: 'outside', CAIRN_BUILD_SANDBOX: 'none' })).toThrow(ConfigError);
-    expect(() => loadConfig({ CAIRN_BUILD_NETWORK: 'outside', CAIRN_BUILD_SANDBOX: 'none' })).toThrow(/^CAIRN_BUILD_NETWORK: "outside" needs the bubblewrap sandbox[^\n]*$/);
+    expect(() => loadConfig({ CAIRN_BUILD_NETWORK: 'outside', CAIRN_BUILD_SANDBOX: 'none' })).toThrow(
+      /^CAIRN_BUILD_NETWORK: "outside" needs the bubblewrap sandbox[^\n]*$/,
+    );
     expect(loadConfig({ CAIRN_BUILD_NETWORK: 'host', CAIRN_BUILD_SANDBOX: 'none' }).build.network).toBe('host');
-    expect(() => loadConfig({ CAIRN_BUILD_NETWORK: 'slirp' })).toThrow(/^CAIRN_BUILD_NETWORK: must be "none", "outside" or "host", got "slirp"$/);
+    expect(() => loadConfig({ CAIRN_BUILD_NETWORK: 'slirp' })).toThrow(
+      /^CAIRN_BUILD_NETWORK: must be "none", "outside" or "host", got "slirp"$/,
+    );
   });
 
   test('the local site cache holds 256 MiB unless CAIRN_SITE_CACHE_BYTES says otherwise', () => {
@@ -46,8 +50,22 @@ describe('configuration', () => {
       tmpBytes: 1024 ** 3,
       outputBytes: 64 * 1024 ** 2,
     });
-    const set = loadConfig({ CAIRN_BUILD_MEMORY: '512MiB', CAIRN_BUILD_DISK: '2G', CAIRN_BUILD_TMP: '65536', CAIRN_BUILD_OUTPUT: '64k', CAIRN_BUILD_PROCESSES: '64', CAIRN_BUILD_CPU_SECONDS: '30' }).build.limits;
-    expect(set).toEqual({ memoryBytes: 512 * 1024 ** 2, diskBytes: 2 * 1024 ** 3, tmpBytes: 65536, outputBytes: 64 * 1024, processes: 64, cpuSeconds: 30 });
+    const set = loadConfig({
+      CAIRN_BUILD_MEMORY: '512MiB',
+      CAIRN_BUILD_DISK: '2G',
+      CAIRN_BUILD_TMP: '65536',
+      CAIRN_BUILD_OUTPUT: '64k',
+      CAIRN_BUILD_PROCESSES: '64',
+      CAIRN_BUILD_CPU_SECONDS: '30',
+    }).build.limits;
+    expect(set).toEqual({
+      memoryBytes: 512 * 1024 ** 2,
+      diskBytes: 2 * 1024 ** 3,
+      tmpBytes: 65536,
+      outputBytes: 64 * 1024,
+      processes: 64,
+      cpuSeconds: 30,
+    });
     expect(() => loadConfig({ CAIRN_BUILD_MEMORY: '3 TB' })).toThrow(/^CAIRN_BUILD_MEMORY: must be a size/);
     expect(() => loadConfig({ CAIRN_BUILD_PROCESSES: '0' })).toThrow(/^CAIRN_BUILD_PROCESSES: /);
   });
@@ -67,7 +85,10 @@ describe('configuration', () => {
     });
 
     test('adds hosts (with a port, any case, trailing slashes dropped) and replaces a default one it names', () => {
-      const apis = loadConfig({ CAIRN_GIT_HOST_APIS: ' GHE.example.com=github@https://ghe.example.com/api/v3/ , git.example.org:8443=GitLab@http://10.0.0.5:8080/api/v4,github.com=github@https://proxy.example.net' }).gitHostApis;
+      const apis = loadConfig({
+        CAIRN_GIT_HOST_APIS:
+          ' GHE.example.com=github@https://ghe.example.com/api/v3/ , git.example.org:8443=GitLab@http://10.0.0.5:8080/api/v4,github.com=github@https://proxy.example.net',
+      }).gitHostApis;
       expect(apis).toEqual({
         'github.com': { kind: 'github', baseUrl: 'https://proxy.example.net' },
         'gitlab.com': { kind: 'gitlab', baseUrl: 'https://gitlab.com/api/v4' },
@@ -77,14 +98,30 @@ describe('configuration', () => {
     });
 
     test.each([
-      ['no API kind', 'git.example.com=https://git.example.com/api', /"git\.example\.com=https:\/\/git\.example\.com\/api" must be host\[:port\]=github\|gitlab@<API base URL>/],
+      [
+        'no API kind',
+        'git.example.com=https://git.example.com/api',
+        /"git\.example\.com=https:\/\/git\.example\.com\/api" must be host\[:port\]=github\|gitlab@<API base URL>/,
+      ],
       ['an unknown kind', 'git.example.com=gitea@https://git.example.com/api', /must be host\[:port\]=github\|gitlab@/],
-      ['a host that is a URL', 'https://git.example.com=github@https://git.example.com/api', /must be host\[:port\]=github\|gitlab@|is not a host name/],
+      [
+        'a host that is a URL',
+        'https://git.example.com=github@https://git.example.com/api',
+        /must be host\[:port\]=github\|gitlab@|is not a host name/,
+      ],
       ['a bad host', 'git..example.com=github@https://x.example.com', /"git\.\.example\.com" is not a host name/],
-      ['a host named twice', 'a.example.com=github@https://a.example.com,A.example.com=gitlab@https://b.example.com', /a\.example\.com is named twice/],
+      [
+        'a host named twice',
+        'a.example.com=github@https://a.example.com,A.example.com=gitlab@https://b.example.com',
+        /a\.example\.com is named twice/,
+      ],
       ['a base that is no URL', 'a.example.com=github@api', /the API base URL of a\.example\.com is not an absolute URL/],
       ['a base that is not http(s)', 'a.example.com=github@ftp://a.example.com', /must be an http\(s\) URL/],
-      ['credentials in the base', 'a.example.com=github@https://bot:secret@a.example.com/api', /must carry no credentials, query or fragment/],
+      [
+        'credentials in the base',
+        'a.example.com=github@https://bot:secret@a.example.com/api',
+        /must carry no credentials, query or fragment/,
+      ],
       ['a query in the base', 'a.example.com=gitlab@https://a.example.com/api?x=1', /must carry no credentials, query or fragment/],
     ])('%s is refused in one line naming the variable', (_, value, why) => {
       let error: Error | undefined;

@@ -28,9 +28,18 @@ const REPLACED: Record<string, { sha256: string; recheck: string }> = {
     recheck:
       "engine.ts: the cached store.getTable, the write sets and synchronous reads over store.db's get/put/del/batch, and the direct reads and puts (createKey, validateKey, updateIndexes, checkConditional, validateItem)",
   },
-  'db/conditionParser.js': { sha256: '021488e54f1fb77f7594b8e0fd50b95317954100d85000e8a53904b90ce39973', recheck: 'expression-cache.ts (memoizes parse)' },
-  'db/updateParser.js': { sha256: '25aea6af6b231ee8cf25621ba715eff8261285b4bf6151b0641df4c73fbf6cde', recheck: 'expression-cache.ts (memoizes parse)' },
-  'db/projectionParser.js': { sha256: '5b9c33d8aa2aaa47aa29c7b63d9fd103944c647901b985a78d823422a8285518', recheck: 'expression-cache.ts (memoizes parse)' },
+  'db/conditionParser.js': {
+    sha256: '021488e54f1fb77f7594b8e0fd50b95317954100d85000e8a53904b90ce39973',
+    recheck: 'expression-cache.ts (memoizes parse)',
+  },
+  'db/updateParser.js': {
+    sha256: '25aea6af6b231ee8cf25621ba715eff8261285b4bf6151b0641df4c73fbf6cde',
+    recheck: 'expression-cache.ts (memoizes parse)',
+  },
+  'db/projectionParser.js': {
+    sha256: '5b9c33d8aa2aaa47aa29c7b63d9fd103944c647901b985a78d823422a8285518',
+    recheck: 'expression-cache.ts (memoizes parse)',
+  },
 };
 
 /** The operations engine.ts runs through dynalite's actions and validations (its OPERATIONS). */
@@ -61,8 +70,11 @@ test(`the installed dynalite is the pinned ${PINNED}, and package.json pins it e
 });
 
 test.each(Object.entries(REPLACED))('%s is the source the patches were written against', async (file, { sha256, recheck }) => {
-  const actual = createHash('sha256').update(await readFile(join(root, file))).digest('hex');
-  if (actual !== sha256) throw new Error(`dynalite's ${file} changed (sha256 ${actual}): check ${recheck} against it, then pin the new hash here`);
+  const actual = createHash('sha256')
+    .update(await readFile(join(root, file)))
+    .digest('hex');
+  if (actual !== sha256)
+    throw new Error(`dynalite's ${file} changed (sha256 ${actual}): check ${recheck} against it, then pin the new hash here`);
 });
 
 test('dynalite/validations: checkTypes, checkValidations and validateAttributeValue, reached through the exports', () => {
@@ -99,7 +111,14 @@ test.each(['conditionParser', 'updateParser', 'projectionParser'])('dynalite/db/
 test("dynalite/db: the functions engine.ts calls, and a store's getTable, getItemDb and LevelDB methods", async () => {
   const db = require('dynalite/db');
   // validateKey and createKey take an optional key schema, which engine.ts leaves out.
-  const arities: Record<string, number> = { create: 1, validateKey: 3, validateItem: 2, createKey: 3, updateIndexes: 5, checkConditional: 2 };
+  const arities: Record<string, number> = {
+    create: 1,
+    validateKey: 3,
+    validateItem: 2,
+    createKey: 3,
+    updateIndexes: 5,
+    checkConditional: 2,
+  };
   for (const [name, arity] of Object.entries(arities)) expect([name, typeof db[name], db[name].length]).toEqual([name, 'function', arity]);
 
   const dir = await mkdtemp(join(tmpdir(), 'cairn-dynalite-'));
@@ -111,11 +130,14 @@ test("dynalite/db: the functions engine.ts calls, and a store's getTable, getIte
     const level = store.db;
     await level.open();
     expect(level.status).toBe('open');
-    for (const method of ['get', 'getSync', 'put', 'del', 'batch', 'close']) expect([method, typeof level[method]]).toEqual([method, 'function']);
+    for (const method of ['get', 'getSync', 'put', 'del', 'batch', 'close'])
+      expect([method, typeof level[method]]).toEqual([method, 'function']);
     // engine.ts's write sets and reads call these with callbacks, and its synchronous read reads back the JSON value.
     await new Promise<void>((resolve, reject) => level.put('k', { a: 1 }, (err: unknown) => (err ? reject(err) : resolve())));
     expect(level.getSync('k')).toEqual({ a: 1 });
-    await new Promise<void>((resolve, reject) => level.batch([{ type: 'del', key: 'k' }], (err: unknown) => (err ? reject(err) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      level.batch([{ type: 'del', key: 'k' }], (err: unknown) => (err ? reject(err) : resolve())),
+    );
     expect(level.getSync('k')).toBeUndefined();
   } finally {
     await new Promise<void>((resolve) => store.db.close(() => resolve()));

@@ -29,11 +29,18 @@ test.each(layouts)('%s: whole file and ranges', async (_name, options) => {
   for (const size of [0, 1, 100, 5000, 33_333]) {
     const bytes = randomBytes(size);
     let cid;
-    for await (const entry of importer([{ content: bytes }], store, { ...options, chunker: fixedSize({ chunkSize: 100 }) })) cid = entry.cid;
+    for await (const entry of importer([{ content: bytes }], store, { ...options, chunker: fixedSize({ chunkSize: 100 }) }))
+      cid = entry.cid;
     const file = await openFile(store, cid!);
     expect(file.size).toBe(size);
     expect((await readAll(file.stream())).equals(bytes)).toBe(true);
-    for (const [offset, length] of [[0, 1], [99, 2], [150, 1000], [size - 7, 7], [3, 0]]) {
+    for (const [offset, length] of [
+      [0, 1],
+      [99, 2],
+      [150, 1000],
+      [size - 7, 7],
+      [3, 0],
+    ]) {
       if (offset < 0 || offset >= size) continue;
       const got = await readAll(file.stream({ offset, length }));
       expect(got.equals(bytes.subarray(offset, offset + length))).toBe(true);
@@ -67,7 +74,13 @@ test('lent chunks: every block read into pooled memory, each chunk given back an
   });
   const bytes = randomBytes(20_000);
   let cid;
-  for await (const entry of importer([{ content: bytes }], store, { cidVersion: 0, rawLeaves: false, layout: balanced({ maxChildrenPerNode: 3 }), chunker: fixedSize({ chunkSize: 100 }) })) cid = entry.cid;
+  for await (const entry of importer([{ content: bytes }], store, {
+    cidVersion: 0,
+    rawLeaves: false,
+    layout: balanced({ maxChildrenPerNode: 3 }),
+    chunker: fixedSize({ chunkSize: 100 }),
+  }))
+    cid = entry.cid;
   const file = await openFile(pooled, cid!);
   for (const range of [undefined, { offset: 250, length: 12_345 }]) {
     const lent = lentChunks(file.stream(range))!;

@@ -28,7 +28,10 @@ function setup(get: (signal?: AbortSignal) => never) {
     },
   } as unknown as Blockstore;
   const services = {
-    config: { urls: { storagePublicDomain: 'storage.localhost', bucketEndpointDomain: 's3.localhost' }, sites: { domain: 'sites.localhost' } },
+    config: {
+      urls: { storagePublicDomain: 'storage.localhost', bucketEndpointDomain: 's3.localhost' },
+      sites: { domain: 'sites.localhost' },
+    },
     ipfs: async () => ({ blockstore }),
     logger,
   } as unknown as Services;
@@ -36,7 +39,14 @@ function setup(get: (signal?: AbortSignal) => never) {
 }
 
 function request(signal: AbortSignal): HttpRequest {
-  return { method: 'GET', rawPath: `/ipfs/${CID_TEXT}/index.html`, rawQuery: '', headers: new Headers({ host: 'localhost' }), body: null, signal };
+  return {
+    method: 'GET',
+    rawPath: `/ipfs/${CID_TEXT}/index.html`,
+    rawQuery: '',
+    headers: new Headers({ host: 'localhost' }),
+    body: null,
+    signal,
+  };
 }
 
 test('a read that fails because the client hung up is logged at debug only', async () => {

@@ -38,7 +38,9 @@ describe('DateTime', () => {
     'May 1, 2024',
     '',
   ])('refuses %p as BAD_USER_INPUT', (value) => {
-    expect(() => parseDateTime(value)).toThrow(expect.objectContaining({ extensions: expect.objectContaining({ code: 'BAD_USER_INPUT' }) }));
+    expect(() => parseDateTime(value)).toThrow(
+      expect.objectContaining({ extensions: expect.objectContaining({ code: 'BAD_USER_INPUT' }) }),
+    );
   });
 
   test('refuses non-strings', () => {
@@ -53,7 +55,10 @@ describe('page sizes and tokens', () => {
     expect(pageSize(1)).toBe(1);
     expect(pageSize(100)).toBe(100);
     expect(pageSize(5000)).toBe(100);
-    for (const bad of [0, -1]) expect(() => pageSize(bad)).toThrow(expect.objectContaining({ extensions: expect.objectContaining({ code: 'BAD_USER_INPUT', field: 'limit' }) }));
+    for (const bad of [0, -1])
+      expect(() => pageSize(bad)).toThrow(
+        expect.objectContaining({ extensions: expect.objectContaining({ code: 'BAD_USER_INPUT', field: 'limit' }) }),
+      );
   });
 
   const tokens = new PageTokens(randomBytes(32));
@@ -67,7 +72,7 @@ describe('page sizes and tokens', () => {
     expect(() => tokens.read({ query: 'getSitesByTeam', args: { siteId: 'site-1' } }, token)).toThrow(/another listing/);
   });
 
-  test('any change to a token, or another key\'s token, is refused', () => {
+  test("any change to a token, or another key's token, is refused", () => {
     const token = tokens.issue(listing, 'deploy-42');
     const [payload, mac] = token.split('.') as [string, string];
     const forged = Buffer.from(JSON.stringify({ q: listing.query, a: listing.args, p: 'deploy-99' })).toString('base64url');
@@ -84,7 +89,9 @@ describe('page sizes and tokens', () => {
       'x'.repeat(5000),
       new PageTokens(randomBytes(32)).issue(listing, 'deploy-42'),
     ]) {
-      expect(() => tokens.read(listing, bad)).toThrow(expect.objectContaining({ extensions: expect.objectContaining({ code: 'BAD_USER_INPUT', field: 'nextToken' }) }));
+      expect(() => tokens.read(listing, bad)).toThrow(
+        expect.objectContaining({ extensions: expect.objectContaining({ code: 'BAD_USER_INPUT', field: 'nextToken' }) }),
+      );
     }
   });
 });
@@ -100,7 +107,7 @@ describe('limits', () => {
     expect(check('{ getCurrentTeam { ...A } } fragment A on Team { ...B } fragment B on Team { ...A }').length).toBeGreaterThan(0);
   });
 
-  test("a page multiplies the cost of what is under it (a page of 100 deploys like this costs 811)", () => {
+  test('a page multiplies the cost of what is under it (a page of 100 deploys like this costs 811)', () => {
     const deep = 'deploys { id status repository { commit branch owner name message } }';
     expect(check(`{ getDeploysBySite(siteId: "x", limit: 100) { ${deep} } }`)).toEqual([]);
     const many = Array.from({ length: 13 }, (_, i) => `d${i}: getDeploysBySite(siteId: "x", limit: 100) { ${deep} }`).join(' ');
@@ -115,8 +122,13 @@ describe('configuration', () => {
     expect(loadConfig({}).graphql).toEqual({ introspection: true, playground: true, playgroundDir: undefined });
     expect(loadConfig({ AWS_LAMBDA_FUNCTION_NAME: 'graphql' }).graphql.introspection).toBe(false);
     expect(loadConfig({ AWS_LAMBDA_FUNCTION_NAME: 'graphql', CAIRN_GRAPHQL_INTROSPECTION: 'true' }).graphql.introspection).toBe(true);
-    expect(loadConfig({ CAIRN_GRAPHQL_INTROSPECTION: 'false', CAIRN_GRAPHQL_PLAYGROUND: '0' }).graphql).toMatchObject({ introspection: false, playground: false });
-    expect(() => loadConfig({ CAIRN_GRAPHQL_INTROSPECTION: 'maybe' })).toThrow('CAIRN_GRAPHQL_INTROSPECTION: must be true or false, got "maybe"');
+    expect(loadConfig({ CAIRN_GRAPHQL_INTROSPECTION: 'false', CAIRN_GRAPHQL_PLAYGROUND: '0' }).graphql).toMatchObject({
+      introspection: false,
+      playground: false,
+    });
+    expect(() => loadConfig({ CAIRN_GRAPHQL_INTROSPECTION: 'maybe' })).toThrow(
+      'CAIRN_GRAPHQL_INTROSPECTION: must be true or false, got "maybe"',
+    );
   });
 });
 
@@ -138,19 +150,27 @@ describe('answer bytes, estimated before anything runs', () => {
   const check = (query: string) => validate(schema, parse(query), [...specifiedRules, ...limitRules]).map((e) => e.message);
   const estimate = (query: string) => {
     const document = parse(query);
-    return estimateAnswerBytes(schema, document, document.definitions.find((d): d is OperationDefinitionNode => d.kind === 'OperationDefinition')!);
+    return estimateAnswerBytes(
+      schema,
+      document,
+      document.definitions.find((d): d is OperationDefinitionNode => d.kind === 'OperationDefinition')!,
+    );
   };
   const SUMMARY = 'id status startedAt completedAt totalTime ipfsHash published repository { commit branch owner name message }';
 
   test("the issue's attack, 20 aliases of a page of 100 deploys' logs, is refused naming the limit; its cost alone passes", () => {
     const attack = `{ ${Array.from({ length: 20 }, (_, i) => `d${i}: getDeploysBySite(siteId: "x", limit: 100) { deploys { log } }`).join(' ')} }`;
     expect(estimate(attack)).toBe(20 * 100 * MAX_LOG_BYTES);
-    expect(check(attack)).toEqual(['Estimated answer size 8000 MiB exceeds the limit of 64 MiB: a deploy\'s log counts as 4 MiB (its largest size) for every deploy it may be asked of, so ask for logs a few deploys at a time']);
+    expect(check(attack)).toEqual([
+      "Estimated answer size 8000 MiB exceeds the limit of 64 MiB: a deploy's log counts as 4 MiB (its largest size) for every deploy it may be asked of, so ask for logs a few deploys at a time",
+    ]);
     const errors = validate(schema, parse(attack), [...specifiedRules, ...limitRules]);
-    expect(errors[0]!.extensions).toEqual({ limit: { what: 'Answer bytes', actual: 20 * 100 * MAX_LOG_BYTES, max: LIMITS.estimatedAnswerBytes } });
+    expect(errors[0]!.extensions).toEqual({
+      limit: { what: 'Answer bytes', actual: 20 * 100 * MAX_LOG_BYTES, max: LIMITS.estimatedAnswerBytes },
+    });
   });
 
-  test('what the web app and the CLI ask for passes: pages without logs, one log, a site with its two deploys\' logs, 10 deploys with logs', () => {
+  test("what the web app and the CLI ask for passes: pages without logs, one log, a site with its two deploys' logs, 10 deploys with logs", () => {
     expect(estimate(`{ getDeploysBySite(siteId: "x") { deploys { ${SUMMARY} } } }`)).toBe(0);
     expect(estimate(`query ($l: Int) { getDeploysBySite(siteId: "x", limit: $l) { deploys { ${SUMMARY} } nextToken } }`)).toBe(0);
     expect(estimate(`{ getDeployById(siteId: "x", deployId: "y") { ${SUMMARY} log } }`)).toBe(MAX_LOG_BYTES);
@@ -160,19 +180,23 @@ describe('answer bytes, estimated before anything runs', () => {
       '{ getSiteById(siteId: "x") { publishedDeploy { log } latestDeploy { log } } }',
       '{ getDeploysBySite(siteId: "x", limit: 10) { deploys { id status log } } }',
       `{ getSitesByTeam(teamId: "t", limit: 100) { sites { id latestDeploy { ${SUMMARY} } publishedDeploy { ${SUMMARY} } } } }`,
-    ]) expect(check(query)).toEqual([]);
+    ])
+      expect(check(query)).toEqual([]);
   });
 
-  test('lists multiply the log: the default page of 20, a variable limit (100), a page of sites\' deploys; fragments count where spread', () => {
+  test("lists multiply the log: the default page of 20, a variable limit (100), a page of sites' deploys; fragments count where spread", () => {
     expect(estimate('{ getDeploysBySite(siteId: "x") { deploys { log } } }')).toBe(20 * MAX_LOG_BYTES);
-    expect(check('{ getDeploysBySite(siteId: "x") { deploys { log } } }')).toEqual([expect.stringContaining('Estimated answer size 80 MiB')]);
-    expect(estimate('query ($n: Int) { getDeploysBySite(siteId: "x", limit: $n) { deploys { log } } }')).toBe(100 * MAX_LOG_BYTES);
-    expect(estimate('{ getSitesByTeam(teamId: "t", limit: 50) { sites { latestDeploy { log } } } }')).toBe(50 * MAX_LOG_BYTES);
-    const spread = '{ a: getDeployById(siteId: "x", deployId: "y") { ...L } b: getSiteById(siteId: "x") { latestDeploy { ...L } } } fragment L on Deploy { log log2: log }';
-    expect(estimate(spread)).toBe(4 * MAX_LOG_BYTES);
-    expect(check('{ getDeploysBySite(siteId: "x", limit: 4) { deploys { ...L } } } fragment L on Deploy { a: log b: log c: log d: log e: log }')).toEqual([
+    expect(check('{ getDeploysBySite(siteId: "x") { deploys { log } } }')).toEqual([
       expect.stringContaining('Estimated answer size 80 MiB'),
     ]);
+    expect(estimate('query ($n: Int) { getDeploysBySite(siteId: "x", limit: $n) { deploys { log } } }')).toBe(100 * MAX_LOG_BYTES);
+    expect(estimate('{ getSitesByTeam(teamId: "t", limit: 50) { sites { latestDeploy { log } } } }')).toBe(50 * MAX_LOG_BYTES);
+    const spread =
+      '{ a: getDeployById(siteId: "x", deployId: "y") { ...L } b: getSiteById(siteId: "x") { latestDeploy { ...L } } } fragment L on Deploy { log log2: log }';
+    expect(estimate(spread)).toBe(4 * MAX_LOG_BYTES);
+    expect(
+      check('{ getDeploysBySite(siteId: "x", limit: 4) { deploys { ...L } } } fragment L on Deploy { a: log b: log c: log d: log e: log }'),
+    ).toEqual([expect.stringContaining('Estimated answer size 80 MiB')]);
   });
 });
 
@@ -228,9 +252,13 @@ describe("an answer's byte account", () => {
     expect(local.answer.budget).toBe(16 * 1024 * 1024);
     expect(aws.answer.budget).toBe(MAX_LOG_BYTES);
     aws.answer.charge(MAX_LOG_BYTES);
-    expect(() => aws.answer.charge(1)).toThrow(expect.objectContaining({ extensions: expect.objectContaining({ code: 'RESPONSE_TOO_LARGE' }) }));
+    expect(() => aws.answer.charge(1)).toThrow(
+      expect.objectContaining({ extensions: expect.objectContaining({ code: 'RESPONSE_TOO_LARGE' }) }),
+    );
     // A door's own budget (tests) still wins.
-    expect((await contextFor({ config: loadConfig({ AWS_LAMBDA_FUNCTION_NAME: 'x' }) } as Services, undefined, { budget: 10 })).answer.budget).toBe(10);
+    expect(
+      (await contextFor({ config: loadConfig({ AWS_LAMBDA_FUNCTION_NAME: 'x' }) } as Services, undefined, { budget: 10 })).answer.budget,
+    ).toBe(10);
   });
 
   test('charges up to the budget, then refuses that value and every later one with RESPONSE_TOO_LARGE', async () => {
@@ -238,9 +266,15 @@ describe("an answer's byte account", () => {
     const answer = new AnswerAccount({ budget: 100, gate });
     expect(await answer.reserve(100)).toBe(true);
     answer.charge(60);
-    expect(() => answer.charge(41)).toThrow(expect.objectContaining({ extensions: expect.objectContaining({ code: 'RESPONSE_TOO_LARGE', limit: { what: 'Answer bytes', actual: 101, max: 100 } }) }));
+    expect(() => answer.charge(41)).toThrow(
+      expect.objectContaining({
+        extensions: expect.objectContaining({ code: 'RESPONSE_TOO_LARGE', limit: { what: 'Answer bytes', actual: 101, max: 100 } }),
+      }),
+    );
     expect(answer.failure?.status).toBe(400);
-    expect(() => answer.charge(1)).toThrow(expect.objectContaining({ extensions: expect.objectContaining({ code: 'RESPONSE_TOO_LARGE' }) }));
+    expect(() => answer.charge(1)).toThrow(
+      expect.objectContaining({ extensions: expect.objectContaining({ code: 'RESPONSE_TOO_LARGE' }) }),
+    );
     answer.settle();
     expect(gate.inUse).toBe(60);
     answer.release();
@@ -254,7 +288,9 @@ describe("an answer's byte account", () => {
     answer.charge(30);
     expect(gate.inUse).toBe(30);
     expect(gate.tryAcquire(65)).toBe(true);
-    expect(() => answer.charge(10)).toThrow(expect.objectContaining({ extensions: expect.objectContaining({ code: 'SERVICE_UNAVAILABLE' }) }));
+    expect(() => answer.charge(10)).toThrow(
+      expect.objectContaining({ extensions: expect.objectContaining({ code: 'SERVICE_UNAVAILABLE' }) }),
+    );
     expect(answer.failure?.status).toBe(503);
     answer.release();
     expect(gate.inUse).toBe(65);
@@ -277,8 +313,22 @@ describe("an answer's byte account", () => {
       Buffer.from(' the end'),
     ]);
     expect(await answer.reserve(30 * 1024 * 1024)).toBe(true);
-    const data = { data: { a: { log: answer.deliver(values[0]!), id: 'a' }, b: [{ log: answer.deliver(values[1]!) }, { log: answer.deliver(values[2]!) }], c: 'cairn-large-value:not-ours:0', d: answer.deliver(bytes) } };
-    const expected = JSON.stringify({ data: { a: { log: values[0], id: 'a' }, b: [{ log: values[1] }, { log: values[2] }], c: 'cairn-large-value:not-ours:0', d: bytes.toString('utf8') } });
+    const data = {
+      data: {
+        a: { log: answer.deliver(values[0]!), id: 'a' },
+        b: [{ log: answer.deliver(values[1]!) }, { log: answer.deliver(values[2]!) }],
+        c: 'cairn-large-value:not-ours:0',
+        d: answer.deliver(bytes),
+      },
+    };
+    const expected = JSON.stringify({
+      data: {
+        a: { log: values[0], id: 'a' },
+        b: [{ log: values[1] }, { log: values[2] }],
+        c: 'cairn-large-value:not-ours:0',
+        d: bytes.toString('utf8'),
+      },
+    });
     answer.settle();
     const { text, pieces } = await read(answer.body(JSON.stringify(data)));
     expect(text).toBe(expected);
@@ -313,7 +363,9 @@ describe("an answer's byte account", () => {
       if (done) break;
       bytes += value.byteLength;
     }
-    process.stderr.write(`answer pieces: ${(bytes / 1048576).toFixed(1)} MiB; slowest piece ${slowest.toFixed(1)} ms of CPU, the whole answer at once ${wholeMs.toFixed(0)} ms\n`);
+    process.stderr.write(
+      `answer pieces: ${(bytes / 1048576).toFixed(1)} MiB; slowest piece ${slowest.toFixed(1)} ms of CPU, the whole answer at once ${wholeMs.toFixed(0)} ms\n`,
+    );
     expect(bytes).toBeGreaterThan(16 * 1024 * 1024);
     // Relative, not in milliseconds: CPU time too stretches on a shared, loaded machine (idle here, about 2 ms against 100).
     expect(slowest).toBeLessThan(wholeMs / 10);
@@ -324,7 +376,9 @@ describe("an answer's byte account", () => {
     const answer = new AnswerAccount({ gate, stream: true });
     expect(await answer.reserve(MAX_LOG_BYTES)).toBe(true);
     answer.charge(MAX_LOG_BYTES);
-    const body = answer.body(JSON.stringify({ data: { log: answer.deliver(Buffer.alloc(MAX_LOG_BYTES, 'y')) } })) as ReadableStream<Uint8Array>;
+    const body = answer.body(
+      JSON.stringify({ data: { log: answer.deliver(Buffer.alloc(MAX_LOG_BYTES, 'y')) } }),
+    ) as ReadableStream<Uint8Array>;
     const reader = body.getReader();
     await reader.read();
     expect(gate.inUse).toBe(MAX_LOG_BYTES);
@@ -350,9 +404,11 @@ describe("an answer's byte account", () => {
       const seen: number[] = [];
       expect((await store.readAdmitted('s/d', (bytes) => void seen.push(bytes)))?.toString()).toBe('é'.repeat(1000));
       expect(seen).toEqual([2000]);
-      await expect(store.readAdmitted('s/d', () => {
-        throw new Error('too big');
-      })).rejects.toThrow('too big');
+      await expect(
+        store.readAdmitted('s/d', () => {
+          throw new Error('too big');
+        }),
+      ).rejects.toThrow('too big');
       expect(await store.readAdmitted('s/none', () => seen.push(-1))).toBeUndefined();
       expect(seen).toEqual([2000]);
       // A log replaced while read is read whole as it was when opened (writers rename a new file over it).

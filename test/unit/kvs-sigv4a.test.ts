@@ -27,7 +27,9 @@ test('requests to the store are signed with SigV4a for region set *', async () =
   expect(seen).toHaveLength(1);
   const [request] = seen;
   expect(request!.hostname).toBe('123456789012.cloudfront-kvs.global.api.aws');
-  expect(request!.headers.authorization).toMatch(/^AWS4-ECDSA-P256-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/cloudfront-keyvaluestore\/aws4_request, /);
+  expect(request!.headers.authorization).toMatch(
+    /^AWS4-ECDSA-P256-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/cloudfront-keyvaluestore\/aws4_request, /,
+  );
   expect(request!.headers['x-amz-region-set']).toBe('*');
   expect(request!.headers['x-amz-security-token']).toBe('token');
 });

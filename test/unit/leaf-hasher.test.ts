@@ -17,7 +17,14 @@ import { createDigest, DIGESTS, type DigestName } from '../../functions/core/has
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { inlineLeafHasher, ownHashThread, RemoteHashing, type FromHashThread, type LeafHasher, type ToHashThread } from '../../functions/core/hashing/leaf-hasher.js';
+import {
+  inlineLeafHasher,
+  ownHashThread,
+  RemoteHashing,
+  type FromHashThread,
+  type LeafHasher,
+  type ToHashThread,
+} from '../../functions/core/hashing/leaf-hasher.js';
 import { startEmbeddedDynamo, type EmbeddedDynamo } from '../../functions/local/embedded-dynamo/database.js';
 import { startHelperThread, type HelperThread } from '../../functions/local/helper.js';
 
@@ -60,16 +67,19 @@ const ways: Array<[string, (names: DigestName[]) => LeafHasher]> = [
 ];
 
 describe.each(ways)('%s', (_way, make) => {
-  test.each([0, 1, 4095, 4096, 4097, 3 * 4096 + 5, 40_000])('%i bytes: the importer\'s root, and MD5 and CRC32 of the whole file', async (size) => {
-    const bytes = randomBytes(size);
-    const hasher = make(['md5', 'crc32']);
-    const dag = await buildFileDag(new MemoryBlockstore(), pieces(bytes, 777), { chunkSize: 4096, maxChildren: 3, leaves: hasher });
-    const [digests, tables] = await Promise.all([hasher.finish(), embedded.execute('ListTables', {})]);
-    expect(tables.status).toBe(200);
-    expect(dag.cid.toString()).toBe(await referenceCid(bytes, 4096, 3));
-    expect(hex(digests.md5)).toBe(createHash('md5').update(bytes).digest('hex'));
-    expect(Buffer.from(digests.crc32!).readUInt32BE()).toBe(crc32(bytes));
-  });
+  test.each([0, 1, 4095, 4096, 4097, 3 * 4096 + 5, 40_000])(
+    "%i bytes: the importer's root, and MD5 and CRC32 of the whole file",
+    async (size) => {
+      const bytes = randomBytes(size);
+      const hasher = make(['md5', 'crc32']);
+      const dag = await buildFileDag(new MemoryBlockstore(), pieces(bytes, 777), { chunkSize: 4096, maxChildren: 3, leaves: hasher });
+      const [digests, tables] = await Promise.all([hasher.finish(), embedded.execute('ListTables', {})]);
+      expect(tables.status).toBe(200);
+      expect(dag.cid.toString()).toBe(await referenceCid(bytes, 4096, 3));
+      expect(hex(digests.md5)).toBe(createHash('md5').update(bytes).digest('hex'));
+      expect(Buffer.from(digests.crc32!).readUInt32BE()).toBe(crc32(bytes));
+    },
+  );
 
   test('every digest it offers matches the one-shot computation', async () => {
     const bytes = randomBytes(100_003);

@@ -19,7 +19,16 @@ function page(): XmlNode {
     StorageClass: 'STANDARD',
     Owner: { ID: 'owner', DisplayName: 'owner' },
   }));
-  return { Name: 'bucket', Prefix: '', MaxKeys: 1000, KeyCount: 1000, IsTruncated: true, Contents: contents, CommonPrefixes: [{ Prefix: 'a/' }, { Prefix: 'b/' }], EncodingType: undefined };
+  return {
+    Name: 'bucket',
+    Prefix: '',
+    MaxKeys: 1000,
+    KeyCount: 1000,
+    IsTruncated: true,
+    Contents: contents,
+    CommonPrefixes: [{ Prefix: 'a/' }, { Prefix: 'b/' }],
+    EncodingType: undefined,
+  };
 }
 
 test('the document rendered in slices is the one xmlResponse renders, with its status and type', async () => {
@@ -31,7 +40,9 @@ test('the document rendered in slices is the one xmlResponse renders, with its s
   const text = await sliced.text();
   expect(text).toBe(await whole.text());
   expect(text.length).toBeGreaterThan(1000 * 1024 * 4);
-  expect(await (await xmlResponseInSlices('ListPartsResult', { Bucket: 'b', Part: [] })).text()).toBe(xmlDocument('ListPartsResult', { Bucket: 'b', Part: [] }));
+  expect(await (await xmlResponseInSlices('ListPartsResult', { Bucket: 'b', Part: [] })).text()).toBe(
+    xmlDocument('ListPartsResult', { Bucket: 'b', Part: [] }),
+  );
 });
 
 test('three 1,000-key pages of long keys render without a 50 ms gap of the event loop', async () => {

@@ -63,7 +63,9 @@ test.each([
 });
 
 test('in AWS a name that resolves to loopback, private or metadata addresses is refused, even one of several', async () => {
-  expect(await refusedWith('https://hooks.example.com/x', resolvesTo('127.0.0.1'))).toMatch(/hooks\.example\.com resolves to 127\.0\.0\.1, a loopback address: outbound requests to private addresses are refused/);
+  expect(await refusedWith('https://hooks.example.com/x', resolvesTo('127.0.0.1'))).toMatch(
+    /hooks\.example\.com resolves to 127\.0\.0\.1, a loopback address: outbound requests to private addresses are refused/,
+  );
   expect(await refusedWith('https://hooks.example.com/x', resolvesTo('64:ff9b::7f00:1'))).toMatch(/NAT64 form of 127\.0\.0\.1/);
   expect(await refusedWith('https://hooks.example.com/x', resolvesTo('93.184.216.34', '10.1.2.3'))).toMatch(/10\.1\.2\.3/);
   expect(await refusedWith('https://hooks.example.com/x', resolvesTo('2606:2800:220:1::1', 'fd00:ec2::254'))).toMatch(/fd00:ec2::254/);
@@ -106,7 +108,9 @@ test.each([
     expect((err as Error).message).toMatch(why);
     expect((err as Error).message).not.toMatch(/s3cr3t|tok3n/);
   }
-  await expect(checkNotificationUrl(`https://example.com/${'a'.repeat(2048 - 'https://example.com/'.length)}`, aws, publicResolver)).resolves.toBeInstanceOf(URL);
+  await expect(
+    checkNotificationUrl(`https://example.com/${'a'.repeat(2048 - 'https://example.com/'.length)}`, aws, publicResolver),
+  ).resolves.toBeInstanceOf(URL);
 });
 
 describe('at delivery time', () => {
@@ -129,7 +133,12 @@ describe('at delivery time', () => {
       return ['127.0.0.1'];
     };
     const refused = await postNotification(`https://receiver.test:${port}/`, '{}', {}, { outbound: aws, resolver });
-    expect(refused).toEqual({ error: expect.stringMatching(/^receiver\.test resolves to 127\.0\.0\.1, a loopback address: outbound requests to private addresses are refused/), refused: true });
+    expect(refused).toEqual({
+      error: expect.stringMatching(
+        /^receiver\.test resolves to 127\.0\.0\.1, a loopback address: outbound requests to private addresses are refused/,
+      ),
+      refused: true,
+    });
     expect(asked).toBe(1);
     expect(connections).toBe(0);
   });
@@ -137,17 +146,28 @@ describe('at delivery time', () => {
   test('the connection goes to the address checked, not to what the name resolves to at connect time', async () => {
     connections = 0;
     // receiver.test resolves nowhere (.test is reserved): only the checked address can have been connected to.
-    expect(await postNotification(`http://receiver.test:${port}/`, '{}', {}, { outbound: local, resolver: async () => ['127.0.0.1'] })).toEqual({ statusCode: 200 });
+    expect(
+      await postNotification(`http://receiver.test:${port}/`, '{}', {}, { outbound: local, resolver: async () => ['127.0.0.1'] }),
+    ).toEqual({ statusCode: 200 });
     expect(connections).toBe(1);
   });
 
   test('an address literal is refused without connecting, in any IPv4-in-IPv6 form; allowed, the same URL is delivered', async () => {
     connections = 0;
-    for (const host of ['127.0.0.1', '[::ffff:127.0.0.1]', '[::127.0.0.1]', '[::ffff:0:127.0.0.1]', '[64:ff9b:1::7f00:1]', '[2002:7f00:1::]']) {
+    for (const host of [
+      '127.0.0.1',
+      '[::ffff:127.0.0.1]',
+      '[::127.0.0.1]',
+      '[::ffff:0:127.0.0.1]',
+      '[64:ff9b:1::7f00:1]',
+      '[2002:7f00:1::]',
+    ]) {
       const refused = await postNotification(`https://${host}:${port}/`, '{}', {}, { outbound: aws });
       expect(refused.statusCode).toBeUndefined();
       expect(refused.refused).toBe(true);
-      expect(refused.error).toMatch(/127\.0\.0\.1, a loopback address: outbound requests to private addresses are refused|^127\.0\.0\.1 is a loopback/);
+      expect(refused.error).toMatch(
+        /127\.0\.0\.1, a loopback address: outbound requests to private addresses are refused|^127\.0\.0\.1 is a loopback/,
+      );
     }
     expect(connections).toBe(0);
     expect(await postNotification(`http://127.0.0.1:${port}/`, '{}', {}, { outbound: local })).toEqual({ statusCode: 200 });
@@ -185,7 +205,10 @@ describe('signatures', () => {
     expect(verifyNotification(secret, header, body.replace('d1', 'd2'), { now })).toEqual({ ok: false, reason: 'mismatch' });
     expect(verifyNotification('whsec_other', header, body, { now })).toEqual({ ok: false, reason: 'mismatch' });
     // Moving t to pass the window breaks the HMAC, which covers it.
-    expect(verifyNotification(secret, header.replace(`t=${now}`, `t=${now + 1000}`), body, { now: now + 1000 })).toEqual({ ok: false, reason: 'mismatch' });
+    expect(verifyNotification(secret, header.replace(`t=${now}`, `t=${now + 1000}`), body, { now: now + 1000 })).toEqual({
+      ok: false,
+      reason: 'mismatch',
+    });
     for (const bad of [undefined, '', 'sha256=abc', `t=${now}`, `t=x,sha256=${'0'.repeat(64)}`, header.slice(0, -1)]) {
       expect(verifyNotification(secret, bad, body, { now })).toEqual({ ok: false, reason: 'malformed' });
     }

@@ -82,7 +82,12 @@ const SECRET_QUERY = 'X-Amz-Signature=query-secret-9b2c';
 const SECRET_HEADER = 'Bearer header-secret-41d0';
 
 function httpEvent(): APIGatewayProxyEventV2 {
-  const event = v2Event('POST', `https://api.example.com/graphql?${SECRET_QUERY}`, { authorization: SECRET_HEADER }, new TextEncoder().encode(SECRET_BODY));
+  const event = v2Event(
+    'POST',
+    `https://api.example.com/graphql?${SECRET_QUERY}`,
+    { authorization: SECRET_HEADER },
+    new TextEncoder().encode(SECRET_BODY),
+  );
   return event;
 }
 
@@ -130,7 +135,13 @@ describe('a buffered middy handler', () => {
     const one = await stdoutOf(() => handler(httpEvent(), first));
     const two = await stdoutOf(() => handler(httpEvent(), second));
     const resolving = (lines: Line[]) => lines.find((l) => l.msg === 'resolving');
-    expect(resolving(one.lines)).toMatchObject({ level: 'info', fn: 'graphql', component: 'resolvers', path: '/graphql', requestId: first.awsRequestId });
+    expect(resolving(one.lines)).toMatchObject({
+      level: 'info',
+      fn: 'graphql',
+      component: 'resolvers',
+      path: '/graphql',
+      requestId: first.awsRequestId,
+    });
     expect(resolving(two.lines)).toMatchObject({ requestId: second.awsRequestId, coldStart: false });
     // A field Powertools reserves is renamed, not dropped, and no warning about it is logged.
     expect(two.lines.find((l) => l.msg === 'something to say')).toMatchObject({ level: 'warn', message_: 'kept under another name' });
@@ -204,7 +215,14 @@ describe('invocations other than HTTP', () => {
     const context = lambdaContext();
     const { lines } = await stdoutOf(() => handler({ Records: [record('m1'), record('m2')] } as unknown as SQSEvent, context));
     expect(invocationLines(lines)).toEqual([
-      expect.objectContaining({ level: 'info', requestId: context.awsRequestId, trigger: 'aws:sqs', records: 2, outcome: 'ok', failures: 1 }),
+      expect.objectContaining({
+        level: 'info',
+        requestId: context.awsRequestId,
+        trigger: 'aws:sqs',
+        records: 2,
+        outcome: 'ok',
+        failures: 1,
+      }),
     ]);
     expect(JSON.stringify(lines)).not.toContain('deployId');
   });
@@ -214,18 +232,32 @@ describe('invocations other than HTTP', () => {
     const { lines, error } = await stdoutOf(() => handler({ fail: true }, context));
     expect(error).toBeInstanceOf(TypeError);
     expect(invocationLines(lines)).toEqual([
-      expect.objectContaining({ level: 'error', requestId: context.awsRequestId, outcome: 'error', error: { name: 'TypeError', message: 'bad tick' } }),
+      expect.objectContaining({
+        level: 'error',
+        requestId: context.awsRequestId,
+        outcome: 'error',
+        error: { name: 'TypeError', message: 'bad tick' },
+      }),
     ]);
   });
 
   test('events are described by their shape', () => {
-    expect(describeEvent({ 'detail-type': 'CodeBuild Build State Change', source: 'aws.codebuild', detail: { 'build-status': 'FAILED' } })).toEqual({
+    expect(
+      describeEvent({ 'detail-type': 'CodeBuild Build State Change', source: 'aws.codebuild', detail: { 'build-status': 'FAILED' } }),
+    ).toEqual({
       trigger: 'eventbridge',
       source: 'aws.codebuild',
       detailType: 'CodeBuild Build State Change',
     });
     // API Gateway REST (payload 1.0): the path without its query parameters.
-    expect(describeEvent({ httpMethod: 'GET', path: '/bucket/key.txt', queryStringParameters: { 'X-Amz-Signature': 'abc' }, requestContext: { requestId: 'r-1' } })).toEqual({
+    expect(
+      describeEvent({
+        httpMethod: 'GET',
+        path: '/bucket/key.txt',
+        queryStringParameters: { 'X-Amz-Signature': 'abc' },
+        requestContext: { requestId: 'r-1' },
+      }),
+    ).toEqual({
       trigger: 'http',
       method: 'GET',
       path: '/bucket/key.txt',
@@ -261,7 +293,9 @@ describe("the project's streaming Lambda door", () => {
   test('a 5xx answer is a warning line', async () => {
     const obs = createObservability('gateway', { logLevel: 'info' });
     const handler = observe(
-      lambdaHttpHandler(async () => ({ handler: async () => new Response('down', { status: 503 }), logger: obs.logger }), { streaming: false }),
+      lambdaHttpHandler(async () => ({ handler: async () => new Response('down', { status: 503 }), logger: obs.logger }), {
+        streaming: false,
+      }),
       obs,
     );
     const { lines } = await stdoutOf(() => handler(v2Event('GET', 'https://gw.example.com/ipfs/x', {}), lambdaContext()));

@@ -9,7 +9,15 @@
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { classify, describe as describeAddress } from '../../functions/core/net/addresses.js';
-import { checkAddress, curlResolve, OutboundRefused, pinnedLookup, REFUSAL_RULE, resolveOutbound, type Resolver } from '../../functions/core/net/outbound.js';
+import {
+  checkAddress,
+  curlResolve,
+  OutboundRefused,
+  pinnedLookup,
+  REFUSAL_RULE,
+  resolveOutbound,
+  type Resolver,
+} from '../../functions/core/net/outbound.js';
 import { loadConfig, outboundRules } from '../../functions/core/config.js';
 
 const refuse = { private: 'refuse' } as const;
@@ -102,7 +110,11 @@ describe('classify', () => {
   ])('%s, the %s form of %s, is %s', (address, form, ipv4, kind) => {
     const c = classify(address);
     expect(c).toMatchObject({ public: false, kind, carries: { form, ipv4 } });
-    expect(() => checkAddress(address, refuse)).toThrow(new RegExp(`${form} form of ${ipv4.replace(/\./g, '\\.')}, an? ${kind.replace(/[()]/g, '\\$&')} address: ${REFUSAL_RULE.replace(/[()]/g, '\\$&')}`));
+    expect(() => checkAddress(address, refuse)).toThrow(
+      new RegExp(
+        `${form} form of ${ipv4.replace(/\./g, '\\.')}, an? ${kind.replace(/[()]/g, '\\$&')} address: ${REFUSAL_RULE.replace(/[()]/g, '\\$&')}`,
+      ),
+    );
   });
 
   test('a form carrying a public IPv4 address is public, except local-use NAT64 and Teredo, which never are', () => {
@@ -113,7 +125,7 @@ describe('classify', () => {
     expect(classify('2001:0:4136:e378:8000:63bf:f7f7:f7f7')).toMatchObject({ public: false, kind: 'Teredo tunnel' });
   });
 
-  test('what is not an IP address in Node\'s reading is never public (numeric forms only a resolver would turn into one)', () => {
+  test("what is not an IP address in Node's reading is never public (numeric forms only a resolver would turn into one)", () => {
     for (const input of ['0x7f.1', '2130706433', '0177.0.0.1', 'localhost', '', '1.2.3', '::ffff:1.2.3.4.5']) {
       expect(classify(input)).toMatchObject({ public: false, kind: 'not an IP address' });
     }
@@ -122,7 +134,9 @@ describe('classify', () => {
   test('messages name the address, what it is and the rule', () => {
     expect(() => checkAddress('127.0.0.1', refuse)).toThrow(`127.0.0.1 is a loopback address: ${REFUSAL_RULE}`);
     expect(REFUSAL_RULE).toBe('outbound requests to private addresses are refused (CAIRN_OUTBOUND_PRIVATE=allow allows them)');
-    expect(describeAddress(classify('[::ffff:0:127.0.0.1]'))).toBe('::ffff:0:7f00:1 is an IPv4-translated form of 127.0.0.1, a loopback address');
+    expect(describeAddress(classify('[::ffff:0:127.0.0.1]'))).toBe(
+      '::ffff:0:7f00:1 is an IPv4-translated form of 127.0.0.1, a loopback address',
+    );
   });
 });
 
@@ -131,8 +145,15 @@ describe('resolveOutbound', () => {
     const never: Resolver = async () => {
       throw new Error('resolved');
     };
-    await expect(resolveOutbound('https://8.8.8.8/x', refuse, never)).resolves.toEqual({ host: '8.8.8.8', port: 443, literal: true, addresses: [{ address: '8.8.8.8', family: 4 }] });
-    await expect(resolveOutbound('http://[::ffff:127.0.0.1]:8080/x', refuse, never)).rejects.toThrow(/::ffff:7f00:1 is an IPv4-mapped form of 127\.0\.0\.1, a loopback address/);
+    await expect(resolveOutbound('https://8.8.8.8/x', refuse, never)).resolves.toEqual({
+      host: '8.8.8.8',
+      port: 443,
+      literal: true,
+      addresses: [{ address: '8.8.8.8', family: 4 }],
+    });
+    await expect(resolveOutbound('http://[::ffff:127.0.0.1]:8080/x', refuse, never)).rejects.toThrow(
+      /::ffff:7f00:1 is an IPv4-mapped form of 127\.0\.0\.1, a loopback address/,
+    );
     // The URL parser's normal form: 0177.0.0.1 and 2130706433 are 127.0.0.1 by then.
     await expect(resolveOutbound('http://0177.0.0.1/x', refuse, never)).rejects.toThrow(/^127\.0\.0\.1 is a loopback/);
     await expect(resolveOutbound('http://2130706433/x', refuse, never)).rejects.toThrow(/^127\.0\.0\.1 is a loopback/);
@@ -145,10 +166,16 @@ describe('resolveOutbound', () => {
       calls++;
       return ['93.184.216.34', '10.1.2.3', '127.0.0.1'];
     };
-    await expect(resolveOutbound('https://git.example.com/a/b', refuse, counting)).rejects.toThrow(`git.example.com resolves to 10.1.2.3, a private address: ${REFUSAL_RULE}`);
+    await expect(resolveOutbound('https://git.example.com/a/b', refuse, counting)).rejects.toThrow(
+      `git.example.com resolves to 10.1.2.3, a private address: ${REFUSAL_RULE}`,
+    );
     expect(calls).toBe(1);
-    await expect(resolveOutbound('https://h.example/x', refuse, resolvesTo('2606:4700::1', 'fd00:ec2::254'))).rejects.toThrow(/h\.example resolves to fd00:ec2::254, a unique-local \(private\) address/);
-    await expect(resolveOutbound('https://h.example/x', refuse, resolvesTo('::ffff:169.254.169.254'))).rejects.toThrow(/resolves to ::ffff:a9fe:a9fe, an IPv4-mapped form of 169\.254\.169\.254, a link-local address/);
+    await expect(resolveOutbound('https://h.example/x', refuse, resolvesTo('2606:4700::1', 'fd00:ec2::254'))).rejects.toThrow(
+      /h\.example resolves to fd00:ec2::254, a unique-local \(private\) address/,
+    );
+    await expect(resolveOutbound('https://h.example/x', refuse, resolvesTo('::ffff:169.254.169.254'))).rejects.toThrow(
+      /resolves to ::ffff:a9fe:a9fe, an IPv4-mapped form of 169\.254\.169\.254, a link-local address/,
+    );
     await expect(resolveOutbound('https://h.example/x', refuse, resolvesTo('not-an-address'))).rejects.toThrow(OutboundRefused);
     await expect(resolveOutbound('https://h.example:8443/x', refuse, resolvesTo('93.184.216.34', '2606:4700::1'))).resolves.toEqual({
       host: 'h.example',
@@ -162,18 +189,31 @@ describe('resolveOutbound', () => {
   });
 
   test('where private addresses are allowed a name is still resolved once, and pinned', async () => {
-    await expect(resolveOutbound('http://git.test:81/a/b', allow, resolvesTo('127.0.0.1'))).resolves.toEqual({ host: 'git.test', port: 81, literal: false, addresses: [{ address: '127.0.0.1', family: 4 }] });
+    await expect(resolveOutbound('http://git.test:81/a/b', allow, resolvesTo('127.0.0.1'))).resolves.toEqual({
+      host: 'git.test',
+      port: 81,
+      literal: false,
+      addresses: [{ address: '127.0.0.1', family: 4 }],
+    });
   });
 
   test('names of this machine (localhost and its subdomains) are refused without asking anyone, whatever a resolver would say', async () => {
-    await expect(resolveOutbound('http://localhost:8080/x', refuse, resolvesTo('93.184.216.34'))).rejects.toThrow(`localhost names this machine, a loopback address: ${REFUSAL_RULE}`);
-    await expect(resolveOutbound('http://api.LOCALHOST./x', refuse, resolvesTo('93.184.216.34'))).rejects.toThrow(/api\.localhost\. names this machine/);
-    await expect(resolveOutbound('http://localhost.example.com/x', refuse, resolvesTo('93.184.216.34'))).resolves.toMatchObject({ literal: false });
+    await expect(resolveOutbound('http://localhost:8080/x', refuse, resolvesTo('93.184.216.34'))).rejects.toThrow(
+      `localhost names this machine, a loopback address: ${REFUSAL_RULE}`,
+    );
+    await expect(resolveOutbound('http://api.LOCALHOST./x', refuse, resolvesTo('93.184.216.34'))).rejects.toThrow(
+      /api\.localhost\. names this machine/,
+    );
+    await expect(resolveOutbound('http://localhost.example.com/x', refuse, resolvesTo('93.184.216.34'))).resolves.toMatchObject({
+      literal: false,
+    });
   });
 
   test("the system resolver's answer is checked too: this machine's own name leads to a loopback or private address", async () => {
     const { hostname } = await import('node:os');
-    await expect(resolveOutbound(`http://${hostname()}/x`, refuse)).rejects.toThrow(new RegExp(`^${hostname()} resolves to \\S+, an? [^:]+ address: ${REFUSAL_RULE.replace(/[()]/g, '\\$&')}`));
+    await expect(resolveOutbound(`http://${hostname()}/x`, refuse)).rejects.toThrow(
+      new RegExp(`^${hostname()} resolves to \\S+, an? [^:]+ address: ${REFUSAL_RULE.replace(/[()]/g, '\\$&')}`),
+    );
   });
 
   test("a name that does not resolve fails with the resolver's error, not a refusal", async () => {
@@ -218,8 +258,12 @@ describe('pinning', () => {
   });
 
   test("git's resolve list: host, port and every checked address, IPv6 in brackets; none for a literal", async () => {
-    expect(curlResolve(await resolveOutbound('https://git.example.com/a/b', refuse, resolvesTo('93.184.216.34', '2606:4700::1')))).toBe('git.example.com:443:93.184.216.34,[2606:4700::1]');
-    expect(curlResolve(await resolveOutbound('http://git.example.com:8080/a/b', refuse, resolvesTo('93.184.216.34')))).toBe('git.example.com:8080:93.184.216.34');
+    expect(curlResolve(await resolveOutbound('https://git.example.com/a/b', refuse, resolvesTo('93.184.216.34', '2606:4700::1')))).toBe(
+      'git.example.com:443:93.184.216.34,[2606:4700::1]',
+    );
+    expect(curlResolve(await resolveOutbound('http://git.example.com:8080/a/b', refuse, resolvesTo('93.184.216.34')))).toBe(
+      'git.example.com:8080:93.184.216.34',
+    );
     expect(curlResolve(await resolveOutbound('https://8.8.8.8/a/b', refuse))).toBeUndefined();
   });
 });
@@ -232,7 +276,7 @@ describe('config', () => {
     expect(() => loadConfig({ CAIRN_OUTBOUND_PRIVATE: 'sometimes' })).toThrow(/^CAIRN_OUTBOUND_PRIVATE: /);
   });
 
-  test('the notifications\' old variable still says it where the new one is unset (deprecated), now for every request', () => {
+  test("the notifications' old variable still says it where the new one is unset (deprecated), now for every request", () => {
     expect(outboundRules({ CAIRN_NOTIFICATION_PRIVATE_ADDRESSES: 'true' })).toEqual(allow);
     expect(outboundRules({ CAIRN_NOTIFICATION_PRIVATE_ADDRESSES: 'off' })).toEqual(refuse);
     expect(outboundRules({ CAIRN_NOTIFICATION_PRIVATE_ADDRESSES: 'true', CAIRN_OUTBOUND_PRIVATE: 'refuse' })).toEqual(refuse);

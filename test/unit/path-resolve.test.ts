@@ -28,7 +28,11 @@ afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
 });
 
-async function importTree(name: string, files: Record<string, string>, options: { shardingThreshold?: number; links?: Record<string, string> } = {}) {
+async function importTree(
+  name: string,
+  files: Record<string, string>,
+  options: { shardingThreshold?: number; links?: Record<string, string> } = {},
+) {
   const dir = join(scratch, name);
   await mkdir(dir, { recursive: true });
   for (const [path, body] of Object.entries(files)) {
@@ -37,7 +41,11 @@ async function importTree(name: string, files: Record<string, string>, options: 
   }
   for (const [path, target] of Object.entries(options.links ?? {})) await symlink(target, join(dir, path));
   const blockstore = new MemoryBlockstore();
-  const { cid } = await importDirectory(blockstore, dir, options.shardingThreshold === undefined ? {} : { shardingThreshold: options.shardingThreshold });
+  const { cid } = await importDirectory(
+    blockstore,
+    dir,
+    options.shardingThreshold === undefined ? {} : { shardingThreshold: options.shardingThreshold },
+  );
   return { blockstore, root: cid };
 }
 
@@ -84,7 +92,7 @@ describe('a plain directory', () => {
     tree = await importTree('plain', BODIES, { links: { 'link-to-a': 'a.txt', 'link-to-about': 'about' } });
   });
 
-  test('every file, nested or not, resolves to the exporter\'s CID with one root per segment, and reads back', async () => {
+  test("every file, nested or not, resolves to the exporter's CID with one root per segment, and reads back", async () => {
     for (const [path, body] of Object.entries(BODIES)) {
       const segments = path.split('/');
       const found = await resolvePath(tree.blockstore, tree.root, segments);
@@ -117,7 +125,16 @@ describe('a plain directory', () => {
   });
 
   test('a missing name, a name under a file and a name past the end are undefined, as the exporter has them', async () => {
-    for (const segments of [['nope'], ['about', 'nope.html'], ['a.txt', 'x'], ['about', 'index.html', 'x'], ['z', 'deep', 'deeper', 'file.css', 'more'], ['A.TXT'], ['a.tx'], ['a.txt ']]) {
+    for (const segments of [
+      ['nope'],
+      ['about', 'nope.html'],
+      ['a.txt', 'x'],
+      ['about', 'index.html', 'x'],
+      ['z', 'deep', 'deeper', 'file.css', 'more'],
+      ['A.TXT'],
+      ['a.tx'],
+      ['a.txt '],
+    ]) {
       expect(await resolvePath(tree.blockstore, tree.root, segments)).toBeUndefined();
       expect(await exporterRoots(tree.blockstore, tree.root, segments)).toBeUndefined();
     }
@@ -179,7 +196,11 @@ describe('a HAMT-sharded directory (import-directory with a 1-byte threshold)', 
   const names = Array.from({ length: 400 }, (_, i) => `entry-${i}-${'x'.repeat(i % 17)}.txt`);
   let tree: Awaited<ReturnType<typeof importTree>>;
   beforeAll(async () => {
-    tree = await importTree('hamt', { ...Object.fromEntries(names.map((n, i) => [n, `entry ${i}`])), 'sub/inner/page.html': 'inner page', 'sub/x.txt': 'x' }, { shardingThreshold: 1 });
+    tree = await importTree(
+      'hamt',
+      { ...Object.fromEntries(names.map((n, i) => [n, `entry ${i}`])), 'sub/inner/page.html': 'inner page', 'sub/x.txt': 'x' },
+      { shardingThreshold: 1 },
+    );
   });
 
   test('it is sharded, with sub-shards', async () => {
@@ -189,7 +210,7 @@ describe('a HAMT-sharded directory (import-directory with a 1-byte threshold)', 
     expect(root!.entry.dagPb!.view.starts.length).toBeLessThan(names.length);
   });
 
-  test('every name resolves as the exporter resolves it, roots without the shards, and the blocks read are the exporter\'s', async () => {
+  test("every name resolves as the exporter resolves it, roots without the shards, and the blocks read are the exporter's", async () => {
     for (const name of names) {
       const { store, reads } = counting(tree.blockstore);
       const found = await resolvePath(store, tree.root, [name]);
@@ -207,7 +228,9 @@ describe('a HAMT-sharded directory (import-directory with a 1-byte threshold)', 
     expect(await text(tree.blockstore, found!.entry)).toBe('inner page');
     const sub = await resolvePath(tree.blockstore, tree.root, ['sub']);
     expect(sub!.entry.dagPb?.unixfs.type).toBe(5);
-    expect((await resolveUnder(tree.blockstore, sub!, ['x.txt']))?.roots.map(String)).toEqual(await exporterRoots(tree.blockstore, tree.root, ['sub', 'x.txt']));
+    expect((await resolveUnder(tree.blockstore, sub!, ['x.txt']))?.roots.map(String)).toEqual(
+      await exporterRoots(tree.blockstore, tree.root, ['sub', 'x.txt']),
+    );
   });
 
   test('missing names are undefined, a name sharing a slot with another included', async () => {
@@ -219,7 +242,9 @@ describe('a HAMT-sharded directory (import-directory with a 1-byte threshold)', 
   });
 
   test('a missing shard block is thrown', async () => {
-    const { blockstore, root } = await importTree('hamt-damaged', Object.fromEntries(names.map((n, i) => [n, `entry ${i}`])), { shardingThreshold: 1 });
+    const { blockstore, root } = await importTree('hamt-damaged', Object.fromEntries(names.map((n, i) => [n, `entry ${i}`])), {
+      shardingThreshold: 1,
+    });
     const { store, reads } = counting(blockstore);
     await resolvePath(store, root, [names[0]!]);
     expect(reads.length).toBeGreaterThan(2); // root, at least one sub-shard, the entry
@@ -253,7 +278,12 @@ describe('blocks that are not directories', () => {
     };
     const leaf = await put(pbNode(new UnixFS({ type: 'file', data: new TextEncoder().encode('leaf') }).marshal(), []));
     const names = Array.from({ length: 40 }, (_, i) => `n${String(i).padStart(2, '0')}`).reverse();
-    const dir = await put(pbNode(new UnixFS({ type: 'directory' }).marshal(), names.map((name) => ({ name, cid: leaf }))));
+    const dir = await put(
+      pbNode(
+        new UnixFS({ type: 'directory' }).marshal(),
+        names.map((name) => ({ name, cid: leaf })),
+      ),
+    );
     for (const name of names) expect((await resolvePath(blockstore, dir, [name]))?.entry.cid.toString()).toBe(leaf.toString());
     expect(await resolvePath(blockstore, dir, ['n40'])).toBeUndefined();
     const bare = await put(pbNode(undefined, [{ name: 'a', cid: leaf }]));

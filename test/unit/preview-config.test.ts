@@ -1,7 +1,7 @@
 /** CAIRN_PREVIEW, CAIRN_CHROMIUM_PATH, CAIRN_PREVIEW_TIMEOUT: defaults, and a ConfigError naming the variable for a bad value. */
 import { ConfigError, loadConfig } from '../../functions/core/config.js';
 
-test('preview images are on locally with Debian\'s Chromium and 30 s a shot, and off in AWS', () => {
+test("preview images are on locally with Debian's Chromium and 30 s a shot, and off in AWS", () => {
   expect(loadConfig({}).preview).toEqual({ enabled: true, chromiumPath: '/usr/bin/chromium', timeoutMs: 30_000 });
   expect(loadConfig({ AWS_LAMBDA_FUNCTION_NAME: 'f' }).preview.enabled).toBe(false);
 });

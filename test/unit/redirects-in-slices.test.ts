@@ -24,7 +24,9 @@ test('a bad line deep in the file is refused naming it, as the synchronous parse
   lines[8_000] = '/only-a-source';
   const bad = lines.join('\n');
   const line = 8_001;
-  await expect(parseRedirectsInSlices(bad)).rejects.toThrow(new SiteFileError('_redirects', line, 'a rule needs a source path and a target', '/only-a-source'));
+  await expect(parseRedirectsInSlices(bad)).rejects.toThrow(
+    new SiteFileError('_redirects', line, 'a rule needs a source path and a target', '/only-a-source'),
+  );
   expect(() => parseRedirects(bad)).toThrow(`_redirects line ${line}: a rule needs a source path`);
   await expect(parseRedirectsInSlices('#'.repeat(64 * 1024 + 1))).rejects.toThrow(/at most 65536/);
 });

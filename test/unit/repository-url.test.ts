@@ -18,11 +18,17 @@ test.each([
   ['file:///srv/git/acme/site.git', 'Cairn clones over https:// (or http://) only, not file:// ("file:///srv/git/acme/site.git")'],
   ['ssh://git@github.com/acme/site.git', 'Cairn clones over https:// (or http://) only, not ssh:// ("ssh://git@github.com/acme/site.git")'],
   ['git://github.com/acme/site.git', 'Cairn clones over https:// (or http://) only, not git:// ("git://github.com/acme/site.git")'],
-  ['git@github.com:acme/site.git', '"git@github.com:acme/site.git" is an SSH address; Cairn clones over https:// only (use the repository\'s HTTPS clone URL)'],
+  [
+    'git@github.com:acme/site.git',
+    '"git@github.com:acme/site.git" is an SSH address; Cairn clones over https:// only (use the repository\'s HTTPS clone URL)',
+  ],
   ['github.com/acme/site', '"github.com/acme/site" is not a URL; a repository URL looks like https://host/owner/name'],
   ['https://github.com/acme', '"https://github.com/acme" names no repository; a repository URL looks like https://host/owner/name'],
   ['https://github.com/', '"https://github.com/" names no repository; a repository URL looks like https://host/owner/name'],
-  ['https://github.com/acme/.git', '"https://github.com/acme/.git" names no repository; a repository URL looks like https://host/owner/name'],
+  [
+    'https://github.com/acme/.git',
+    '"https://github.com/acme/.git" names no repository; a repository URL looks like https://host/owner/name',
+  ],
   ['https://user:token@github.com/acme/site.git', 'a repository URL must not carry credentials; Cairn clones public repositories only'],
   ['https://github.com/acme/site.git?ref=main', 'a repository URL has no query or fragment ("https://github.com/acme/site.git?ref=main")'],
 ])('%s is refused', (input, message) => {

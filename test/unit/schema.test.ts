@@ -2,16 +2,36 @@
  * schema.graphql holds the service description's types, enums and
  * operations exactly, and Cairn's additions in the same style.
  */
-import { buildSchema, isEnumType, isInputObjectType, isObjectType, isScalarType, isUnionType, type GraphQLField, type GraphQLInputField } from 'graphql';
+import {
+  buildSchema,
+  isEnumType,
+  isInputObjectType,
+  isObjectType,
+  isScalarType,
+  isUnionType,
+  type GraphQLField,
+  type GraphQLInputField,
+} from 'graphql';
 import { loadTypeDefs } from '../../functions/graphql/schema.js';
-import { ADDED_MUTATIONS, ADDED_QUERIES, ENUMS, fieldsWithAdditions, INPUTS, MUTATIONS, OBJECTS, QUERIES, SCALARS, UNIONS } from '../support/service-description.js';
+import {
+  ADDED_MUTATIONS,
+  ADDED_QUERIES,
+  ENUMS,
+  fieldsWithAdditions,
+  INPUTS,
+  MUTATIONS,
+  OBJECTS,
+  QUERIES,
+  SCALARS,
+  UNIONS,
+} from '../support/service-description.js';
 
 const schema = buildSchema(loadTypeDefs());
 
 const fieldsOf = (fields: Record<string, GraphQLField<unknown, unknown> | GraphQLInputField>) =>
   Object.fromEntries(Object.entries(fields).map(([n, f]) => [n, String(f.type)]));
 
-test.each(Object.entries(OBJECTS))('type %s has exactly the described fields (and Cairn\'s listed additions)', (name, fields) => {
+test.each(Object.entries(OBJECTS))("type %s has exactly the described fields (and Cairn's listed additions)", (name, fields) => {
   const type = schema.getType(name);
   expect(isObjectType(type)).toBe(true);
   if (isObjectType(type)) expect(fieldsOf(type.getFields())).toEqual(fieldsWithAdditions(name, fields));

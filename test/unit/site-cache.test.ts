@@ -43,7 +43,7 @@ describe('LocalSiteCache', () => {
     expect(new LocalSiteCache(256 * 1024 * 1024).maxEntryBytes).toBe(4 * 1024 * 1024);
   });
 
-  test("purging a site drops its answers and host entries only, and counts the purge", async () => {
+  test('purging a site drops its answers and host entries only, and counts the purge', async () => {
     const cache = new LocalSiteCache(1024 * 1024);
     cache.setResponse('a', 'a/1', answer(10));
     cache.setResponse('a', 'a/2', answer(10));

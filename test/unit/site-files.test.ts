@@ -29,7 +29,9 @@ describe('_redirects', () => {
   });
 
   test('placeholders and the splat fill the target; the first matching rule wins; the query is carried to a redirect', () => {
-    const rules = parseRedirects('/blog/:year/:slug /posts/:year-:slug 301\n/docs/* /manual/:splat 302\n/docs/* /never 301\n/* /index.html 200\n');
+    const rules = parseRedirects(
+      '/blog/:year/:slug /posts/:year-:slug 301\n/docs/* /manual/:splat 302\n/docs/* /never 301\n/* /index.html 200\n',
+    );
     expect(matchRedirect(rules, '/blog/2024/hello', 'a=1')).toMatchObject({ location: '/posts/2024-hello?a=1', rule: { status: 301 } });
     expect(matchRedirect(rules, '/docs/a/b c', '')).toMatchObject({ location: '/manual/a/b%20c', rule: { line: 2 } });
     expect(matchRedirect(rules, '/docs', '')).toMatchObject({ location: '/manual/', rule: { line: 2 } });
@@ -85,7 +87,8 @@ describe('_redirects', () => {
       const { cid } = await importDirectory(store, dir);
       let reads = 0;
       const counted = new Proxy(store, {
-        get: (target, name, receiver) => (name === 'get' ? (...args: Parameters<Blockstore['get']>) => (reads++, target.get(...args)) : Reflect.get(target, name, receiver)),
+        get: (target, name, receiver) =>
+          name === 'get' ? (...args: Parameters<Blockstore['get']>) => (reads++, target.get(...args)) : Reflect.get(target, name, receiver),
       }) as Blockstore;
       const first = await siteRules(counted, cid);
       expect(reads).toBeGreaterThan(0);
@@ -106,12 +109,28 @@ describe('_redirects', () => {
 });
 
 describe('_headers', () => {
-  const file = ['# site headers', '/*', '  X-Frame-Options: DENY', '  X-Shared: one', '/assets/*', '  Cache-Control: public, max-age=31536000, immutable', '  X-Shared: two', '/blog/:slug', '  X-Blog: yes', '  Content-Length: 1', '  Transfer-Encoding: chunked'].join('\n');
+  const file = [
+    '# site headers',
+    '/*',
+    '  X-Frame-Options: DENY',
+    '  X-Shared: one',
+    '/assets/*',
+    '  Cache-Control: public, max-age=31536000, immutable',
+    '  X-Shared: two',
+    '/blog/:slug',
+    '  X-Blog: yes',
+    '  Content-Length: 1',
+    '  Transfer-Encoding: chunked',
+  ].join('\n');
 
   test('every block whose path matches applies; a name set twice is joined; protected headers are dropped with a warning', () => {
     const { rules, warnings } = parseHeaders(file);
     expect(headersFor(rules, '/')).toEqual({ 'x-frame-options': 'DENY', 'x-shared': 'one' });
-    expect(headersFor(rules, '/assets/app.js')).toEqual({ 'x-frame-options': 'DENY', 'x-shared': 'one, two', 'cache-control': 'public, max-age=31536000, immutable' });
+    expect(headersFor(rules, '/assets/app.js')).toEqual({
+      'x-frame-options': 'DENY',
+      'x-shared': 'one, two',
+      'cache-control': 'public, max-age=31536000, immutable',
+    });
     expect(headersFor(rules, '/blog/post')).toMatchObject({ 'x-blog': 'yes' });
     expect(headersFor(rules, '/blog/post/deeper')).not.toHaveProperty('x-blog');
     expect(warnings).toHaveLength(2);
@@ -145,11 +164,19 @@ describe('_headers', () => {
   });
 
   const unsafe: Array<[string, string, RegExp]> = [
-    ['  X-Price: 5 €', 'a value past ASCII (Node refuses it: a 500 on every matching request)', /line 3: the value of X-Price holds "€"; header values are visible ASCII/],
-    ['  X-Name: café', 'a Latin-1 letter (it would be sent as one byte, not as the file\'s UTF-8)', /line 3: the value of X-Name holds "é"/],
+    [
+      '  X-Price: 5 €',
+      'a value past ASCII (Node refuses it: a 500 on every matching request)',
+      /line 3: the value of X-Price holds "€"; header values are visible ASCII/,
+    ],
+    ['  X-Name: café', "a Latin-1 letter (it would be sent as one byte, not as the file's UTF-8)", /line 3: the value of X-Name holds "é"/],
     ['  X-Bell: a\u0007b', 'a control character', /line 3: the value of X-Bell holds the control character U\+0007/],
     ['  Bad Name: x', 'a name with a space', /line 3: "Bad Name" is not a valid header name/],
-    ['  Set-Cookie: s=1; Path=/; Domain=sites.example', 'a cookie for the whole sites domain', /line 3: a cookie set by _headers stays with the site's own address: remove its Domain attribute/],
+    [
+      '  Set-Cookie: s=1; Path=/; Domain=sites.example',
+      'a cookie for the whole sites domain',
+      /line 3: a cookie set by _headers stays with the site's own address: remove its Domain attribute/,
+    ],
     ['  set-cookie: s=1;domain=.other.example;Secure', 'the same, spelt otherwise', /line 3: a cookie set by _headers/],
     ['  Set-Cookie: s=1; Secure; DOMAIN = x', 'the same, with spaces round "="', /line 3: a cookie set by _headers/],
   ];
@@ -185,7 +212,19 @@ describe('_headers', () => {
   });
 
   test('headersFor leaves out a header that cannot be sent, whatever made the rule', () => {
-    const rules = [{ line: 1, path: '/*', pattern: /^\/.*$/, headers: [['x-ok', 'yes'], ['x-bad', 'a\r\nInjected: 1'], ['x-euro', '€'], ['set-cookie', 'a=1; Domain=sites.example']] as Array<[string, string]> }];
+    const rules = [
+      {
+        line: 1,
+        path: '/*',
+        pattern: /^\/.*$/,
+        headers: [
+          ['x-ok', 'yes'],
+          ['x-bad', 'a\r\nInjected: 1'],
+          ['x-euro', '€'],
+          ['set-cookie', 'a=1; Domain=sites.example'],
+        ] as Array<[string, string]>,
+      },
+    ];
     expect(headersFor(rules, '/')).toEqual({ 'x-ok': 'yes' });
   });
 

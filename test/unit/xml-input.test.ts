@@ -19,7 +19,9 @@ test('decimal and hexadecimal character references decode', () => {
 
 test('a CompleteMultipartUpload ETag as Go escapes it is the plain quoted ETag', () => {
   const doc = parseXmlBody(
-    Buffer.from('<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>&#34;6c72d2482f383d920a08d5e0f2cbee87&#34;</ETag></Part></CompleteMultipartUpload>'),
+    Buffer.from(
+      '<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>&#34;6c72d2482f383d920a08d5e0f2cbee87&#34;</ETag></Part></CompleteMultipartUpload>',
+    ),
     'CompleteMultipartUpload',
     ['Part'],
   );

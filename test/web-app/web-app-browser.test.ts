@@ -54,15 +54,32 @@ const gql = async (key: string, query: string, variables: Record<string, unknown
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (or set CAIRN_CHROMIUM to a Chromium)`);
-  [service, git] = await Promise.all([startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_BUILD_TIMEOUT: '60', CAIRN_MAX_REQUEST_BODY: String(MAX_PUT) }), startGitServer()]);
+  [service, git] = await Promise.all([
+    startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_BUILD_TIMEOUT: '60', CAIRN_MAX_REQUEST_BODY: String(MAX_PUT) }),
+    startGitServer(),
+  ]);
   apiKey = newApiToken();
-  await service.services.accounts.createAccount({ name: 'acme', accessKeyId: newAccessKeyId(), secretAccessKey: newSecretAccessKey(), apiToken: apiKey });
+  await service.services.accounts.createAccount({
+    name: 'acme',
+    accessKeyId: newAccessKeyId(),
+    secretAccessKey: newSecretAccessKey(),
+    apiToken: apiKey,
+  });
   client = graphqlClient({ name: 'node:http door', fetch: (url, init) => fetch(url, init as RequestInit) }, service.endpoints.graphql);
   origin = new URL(service.endpoints.graphql).origin;
   await mkdir(SHOTS, { recursive: true });
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
@@ -142,7 +159,8 @@ async function checkAccessibility(target: Page = page): Promise<void> {
       const ratio = (a + 0.05) / (b + 0.05);
       const size = parseFloat(s.fontSize);
       const large = size >= 24 || (size >= 18.66 && Number(s.fontWeight) >= 700);
-      if (ratio < (large ? 3 : 4.5)) out.push(`contrast ${ratio.toFixed(2)} for "${el.textContent!.trim().slice(0, 40)}" (${s.color} on rgb(${bg.join(',')}))`);
+      if (ratio < (large ? 3 : 4.5))
+        out.push(`contrast ${ratio.toFixed(2)} for "${el.textContent!.trim().slice(0, 40)}" (${s.color} on rgb(${bg.join(',')}))`);
     }
     return out;
   });
@@ -195,7 +213,9 @@ test('a wrong key is refused with a clear message; the right one signs in, and t
   expect401 = true;
   await input.fill('cairn_not_a_real_key');
   await input.press('Enter');
-  await expect(page.getByRole('alert').textContent()).resolves.toContain('This API key was not accepted: it is wrong, or it has been revoked.');
+  await expect(page.getByRole('alert').textContent()).resolves.toContain(
+    'This API key was not accepted: it is wrong, or it has been revoked.',
+  );
   expect401 = false;
   await shot('sign-in-wrong-key-desktop');
   await input.fill(apiKey);
@@ -232,7 +252,14 @@ test('the keyboard reaches everything: a skip link first, then the navigation; a
 });
 
 test('create a site from a git repository, with a build command and an environment variable whose value is hidden', async () => {
-  await git.commit(REPO, { 'site/index.html': indexHtml('v1'), 'site/style.css': 'body { font-family: sans-serif; background: #fef3c7; margin: 40px; } h1 { color: #92400e; }' }, 'First version of the docs');
+  await git.commit(
+    REPO,
+    {
+      'site/index.html': indexHtml('v1'),
+      'site/style.css': 'body { font-family: sans-serif; background: #fef3c7; margin: 40px; } h1 { color: #92400e; }',
+    },
+    'First version of the docs',
+  );
   await go('#/sites');
   await page.getByRole('link', { name: 'New site' }).click();
   await page.getByRole('heading', { name: 'New site', level: 1 }).waitFor();
@@ -257,11 +284,21 @@ test('create a site from a git repository, with a build command and an environme
   await page.getByRole('button', { name: 'Create site' }).click();
   await page.getByRole('heading', { name: SLUG, level: 1 }).waitFor();
   siteId = decodeURIComponent(new URL(page.url()).hash.split('/')[2]!);
-  const site = dataOf(await gql(apiKey, 'query ($s: ID!) { getSiteById(siteId: $s) { slug description buildSettings { buildCommand publishDirectoryPath environmentVariables { name value } } deploySettings { source { ... on Repository { url branch } } } } }', { s: siteId })).getSiteById;
+  const site = dataOf(
+    await gql(
+      apiKey,
+      'query ($s: ID!) { getSiteById(siteId: $s) { slug description buildSettings { buildCommand publishDirectoryPath environmentVariables { name value } } deploySettings { source { ... on Repository { url branch } } } } }',
+      { s: siteId },
+    ),
+  ).getSiteById;
   expect(site).toEqual({
     slug: SLUG,
     description: 'The Acme handbook',
-    buildSettings: { buildCommand: BUILD, publishDirectoryPath: 'site', environmentVariables: [{ name: 'GREETING', value: 'hello-secret' }] },
+    buildSettings: {
+      buildCommand: BUILD,
+      publishDirectoryPath: 'site',
+      environmentVariables: [{ name: 'GREETING', value: 'hello-secret' }],
+    },
     deploySettings: { source: { url: git.repoUrl(REPO), branch: 'main' } },
   });
   await page.getByText('No deploys yet').waitFor();
@@ -285,9 +322,15 @@ test('trigger a deploy: the list updates by itself, the deploy page follows the 
   await page.getByRole('heading', { name: /^Deploy / }).waitFor();
   const log = page.getByTestId('deploy-log');
   // Live: the log grows while the deploy runs, and its panel stays scrolled to the end.
-  await page.waitForFunction(() => /building step [5-9]/.test(document.querySelector('[data-testid=deploy-log]')?.textContent ?? ''), undefined, { timeout: 60_000 });
+  await page.waitForFunction(
+    () => /building step [5-9]/.test(document.querySelector('[data-testid=deploy-log]')?.textContent ?? ''),
+    undefined,
+    { timeout: 60_000 },
+  );
   const early = (await log.textContent())!.length;
-  await page.waitForFunction((n) => (document.querySelector('[data-testid=deploy-log]')?.textContent ?? '').length > n + 200, early, { timeout: 30_000 });
+  await page.waitForFunction((n) => (document.querySelector('[data-testid=deploy-log]')?.textContent ?? '').length > n + 200, early, {
+    timeout: 30_000,
+  });
   expect(await page.getByTestId('deploy-status').textContent()).toBe('IN_PROGRESS');
   // The badge says which phase the deploy is in.
   await expect(page.locator('.page-header .badge').textContent()).resolves.toBe('Building');
@@ -296,12 +339,25 @@ test('trigger a deploy: the list updates by itself, the deploy page follows the 
     return el.scrollHeight > el.clientHeight && el.scrollHeight - el.scrollTop - el.clientHeight < 30;
   });
   await shot('deploy-running-desktop');
-  await page.waitForFunction(() => document.querySelector('[data-testid=deploy-status]')?.textContent === 'DEPLOYED', undefined, { timeout: 60_000 });
-  await page.waitForFunction(() => (document.querySelector('[data-testid=deploy-log]')?.textContent ?? '').includes('Published'), undefined, { timeout: 30_000 });
-  const deploy = dataOf(await gql(apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { status ipfsHash published previewImage } }', { s: siteId, d: firstDeploy })).getDeployById;
+  await page.waitForFunction(() => document.querySelector('[data-testid=deploy-status]')?.textContent === 'DEPLOYED', undefined, {
+    timeout: 60_000,
+  });
+  await page.waitForFunction(
+    () => (document.querySelector('[data-testid=deploy-log]')?.textContent ?? '').includes('Published'),
+    undefined,
+    { timeout: 30_000 },
+  );
+  const deploy = dataOf(
+    await gql(apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { status ipfsHash published previewImage } }', {
+      s: siteId,
+      d: firstDeploy,
+    }),
+  ).getDeployById;
   expect(deploy).toMatchObject({ status: 'DEPLOYED', published: true });
   await expect(page.locator('.cid code').textContent()).resolves.toBe(deploy.ipfsHash);
-  expect(await page.getByRole('link', { name: /Open on the gateway/ }).getAttribute('href')).toBe(`${service.endpoints.gateway}/ipfs/${deploy.ipfsHash}/`);
+  expect(await page.getByRole('link', { name: /Open on the gateway/ }).getAttribute('href')).toBe(
+    `${service.endpoints.gateway}/ipfs/${deploy.ipfsHash}/`,
+  );
   // The preview picture is taken after the deploy; the page keeps asking until it has it.
   const preview = page.locator('img.preview');
   await preview.waitFor({ timeout: 90_000 });
@@ -334,7 +390,11 @@ test("the site's address serves the deploy; a second deploy replaces it, a rollb
   secondDeploy = (await rows.first().getAttribute('data-deploy'))!;
   expect(secondDeploy).not.toBe(firstDeploy);
   // The list follows the deploy on its own until it ends.
-  await page.waitForFunction((id) => document.querySelector(`li[data-deploy="${id}"]`)?.getAttribute('data-status') === 'DEPLOYED', secondDeploy, { timeout: 90_000 });
+  await page.waitForFunction(
+    (id) => document.querySelector(`li[data-deploy="${id}"]`)?.getAttribute('data-status') === 'DEPLOYED',
+    secondDeploy,
+    { timeout: 90_000 },
+  );
   await page.locator(`li[data-deploy="${secondDeploy}"] .tag-published`).waitFor({ timeout: 30_000 });
   expect((await siteFetch(SLUG)).body).toContain('Acme docs v2');
   await checkAccessibility();
@@ -343,7 +403,9 @@ test("the site's address serves the deploy; a second deploy replaces it, a rollb
   await page.getByRole('button', { name: `Roll back to deploy ${firstDeploy.slice(-8)}` }).click();
   expect(await notice(/Rolled back/)).toBe(`Rolled back: deploy ${firstDeploy.slice(-8)} is published.`);
   await page.locator(`li[data-deploy="${firstDeploy}"] .tag-published`).waitFor();
-  const site = dataOf(await gql(apiKey, 'query ($s: ID!) { getSiteById(siteId: $s) { publishedDeploy { id } } }', { s: siteId })).getSiteById;
+  const site = dataOf(
+    await gql(apiKey, 'query ($s: ID!) { getSiteById(siteId: $s) { publishedDeploy { id } } }', { s: siteId }),
+  ).getSiteById;
   expect(site.publishedDeploy.id).toBe(firstDeploy);
   expect((await siteFetch(SLUG)).body).toContain('Acme docs v1');
 }, 180_000);
@@ -364,13 +426,31 @@ test('retry a deploy, then cancel the new one: each says what came of it, and th
   await page.waitForFunction((id) => document.querySelector('li.deploy-row')?.getAttribute('data-deploy')?.endsWith(id), retried);
   const retriedId = (await row.getAttribute('data-deploy'))!;
   expect(await row.getAttribute('data-status')).toBe('IN_PROGRESS');
-  const again = dataOf(await gql(apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { repository { commit } } }', { s: siteId, d: retriedId })).getDeployById;
-  const first = dataOf(await gql(apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { repository { commit } } }', { s: siteId, d: firstDeploy })).getDeployById;
+  const again = dataOf(
+    await gql(apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { repository { commit } } }', {
+      s: siteId,
+      d: retriedId,
+    }),
+  ).getDeployById;
+  const first = dataOf(
+    await gql(apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { repository { commit } } }', {
+      s: siteId,
+      d: firstDeploy,
+    }),
+  ).getDeployById;
   expect(again.repository.commit).toBe(first.repository.commit);
   await row.getByRole('button', { name: `Cancel deploy ${retried}` }).click();
   await notice(new RegExp(`^Deploy ${retried} is (cancelled|being cancelled)`));
-  await page.waitForFunction((id) => document.querySelector(`li[data-deploy="${id}"]`)?.getAttribute('data-status') === 'CANCELLED', retriedId, { timeout: 30_000 });
-  expect(dataOf(await gql(apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { status } }', { s: siteId, d: retriedId })).getDeployById.status).toBe('CANCELLED');
+  await page.waitForFunction(
+    (id) => document.querySelector(`li[data-deploy="${id}"]`)?.getAttribute('data-status') === 'CANCELLED',
+    retriedId,
+    { timeout: 30_000 },
+  );
+  expect(
+    dataOf(
+      await gql(apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { status } }', { s: siteId, d: retriedId }),
+    ).getDeployById.status,
+  ).toBe('CANCELLED');
   // The rollback still stands.
   expect((await siteFetch(SLUG)).body).toContain('Acme docs v1');
   await checkAccessibility();
@@ -391,11 +471,24 @@ test("edit the site's settings: the form starts from what the site has, and savi
   await checkAccessibility();
   await page.getByRole('button', { name: 'Save settings' }).click();
   await page.getByRole('heading', { name: SLUG, level: 1 }).waitFor();
-  const site = dataOf(await gql(apiKey, 'query ($s: ID!) { getSiteById(siteId: $s) { slug description buildSettings { buildCommand publishDirectoryPath environmentVariables { name value } } } }', { s: siteId })).getSiteById;
+  const site = dataOf(
+    await gql(
+      apiKey,
+      'query ($s: ID!) { getSiteById(siteId: $s) { slug description buildSettings { buildCommand publishDirectoryPath environmentVariables { name value } } } }',
+      { s: siteId },
+    ),
+  ).getSiteById;
   expect(site).toEqual({
     slug: SLUG,
     description: 'The Acme handbook, second edition',
-    buildSettings: { buildCommand: BUILD, publishDirectoryPath: 'site', environmentVariables: [{ name: 'GREETING', value: 'hello-secret' }, { name: 'NODE_ENV', value: 'production' }] },
+    buildSettings: {
+      buildCommand: BUILD,
+      publishDirectoryPath: 'site',
+      environmentVariables: [
+        { name: 'GREETING', value: 'hello-secret' },
+        { name: 'NODE_ENV', value: 'production' },
+      ],
+    },
   });
   await expect(page.locator('.facts').first().textContent()).resolves.toContain('The Acme handbook, second edition');
 });
@@ -407,7 +500,13 @@ test('a secret variable: typed blind with its scope, shown only as "secret (set)
     return (await service.services.sites.openVariables(siteId, { API_TOKEN: token.sealed! })).API_TOKEN;
   };
   const variables = async () =>
-    dataOf(await gql(apiKey, 'query ($s: ID!) { getSiteById(siteId: $s) { buildSettings { environmentVariables { name value secret scope } } } }', { s: siteId })).getSiteById.buildSettings.environmentVariables;
+    dataOf(
+      await gql(
+        apiKey,
+        'query ($s: ID!) { getSiteById(siteId: $s) { buildSettings { environmentVariables { name value secret scope } } } }',
+        { s: siteId },
+      ),
+    ).getSiteById.buildSettings.environmentVariables;
   const edit = async () => {
     await page.getByRole('link', { name: 'Edit settings' }).click();
     await page.getByRole('heading', { name: `Settings of ${SLUG}`, level: 1 }).waitFor();
@@ -490,7 +589,8 @@ test('create an API key: shown once with a copy button, it works; revoke it: it 
   await checkAccessibility();
   await shot('team-new-key-desktop');
 
-  const byName = (name: string) => page.locator('tr').filter({ has: page.locator('td[data-label="Name"]', { hasText: new RegExp(`^${name}$`) }) });
+  const byName = (name: string) =>
+    page.locator('tr').filter({ has: page.locator('td[data-label="Name"]', { hasText: new RegExp(`^${name}$`) }) });
   const row = byName('ci');
   await expect(row.locator('td[data-label="Status"]').textContent()).resolves.toBe('Active');
   await row.getByRole('button', { name: 'Revoke' }).click();
@@ -506,10 +606,18 @@ test('create an API key: shown once with a copy button, it works; revoke it: it 
 
 test("members: an owner adds one by account name, changes roles and removes them; the API's refusals are the notice; a member sees no controls", async () => {
   const betaKey = newApiToken();
-  await service.services.accounts.createAccount({ name: 'beta', accessKeyId: newAccessKeyId(), secretAccessKey: newSecretAccessKey(), apiToken: betaKey });
+  await service.services.accounts.createAccount({
+    name: 'beta',
+    accessKeyId: newAccessKeyId(),
+    secretAccessKey: newSecretAccessKey(),
+    apiToken: betaKey,
+  });
   const teamId = dataOf(await gql(apiKey, '{ getCurrentTeam { id } }')).getCurrentTeam.id as string;
   const members = async () =>
-    (dataOf(await gql(apiKey, 'query ($t: ID!) { getMembersByTeam(teamId: $t) { accountName role } }', { t: teamId })).getMembersByTeam as Array<{ accountName: string; role: string }>)
+    (
+      dataOf(await gql(apiKey, 'query ($t: ID!) { getMembersByTeam(teamId: $t) { accountName role } }', { t: teamId }))
+        .getMembersByTeam as Array<{ accountName: string; role: string }>
+    )
       .map((m) => `${m.accountName}:${m.role}`)
       .sort();
   await go('#/team');
@@ -542,7 +650,8 @@ test("members: an owner adds one by account name, changes roles and removes them
   expect(await members()).toEqual(['acme:OWNER', 'beta:MEMBER']);
 
   // beta, a member, in a tab signed in with its key for this team: the list, without the owners' controls.
-  const betaHere = dataOf(await gql(betaKey, 'mutation ($t: ID!) { createApiKey(teamId: $t, name: "beta here") { key } }', { t: teamId })).createApiKey.key as string;
+  const betaHere = dataOf(await gql(betaKey, 'mutation ($t: ID!) { createApiKey(teamId: $t, name: "beta here") { key } }', { t: teamId }))
+    .createApiKey.key as string;
   await page.evaluate((k) => sessionStorage.setItem('cairn.apiKey', k), betaHere);
   await page.reload();
   await page.locator('tr[data-member="beta"] .tag-current').waitFor();
@@ -597,7 +706,10 @@ test('storage: a key pair made here, a bucket, uploads with progress (one multip
   expect(await page.locator('li[data-upload="big.bin"] progress').evaluate((p: HTMLProgressElement) => p.value === p.max)).toBe(true);
 
   const s3 = service.s3({ accessKeyId, secretAccessKey });
-  for (const [key, bytes] of [['hello.txt', small], ['big.bin', big]] as const) {
+  for (const [key, bytes] of [
+    ['hello.txt', small],
+    ['big.bin', big],
+  ] as const) {
     const row = page.locator(`li.file-row[data-key="${key}"]`);
     await row.waitFor();
     const head = await s3.send(new HeadObjectCommand({ Bucket: 'acme-files', Key: key }));
@@ -611,7 +723,11 @@ test('storage: a key pair made here, a bucket, uploads with progress (one multip
     expect(publicUrl).toBe(`http://acme-files.${service.config.urls.storagePublicDomain}/${key}`);
     const got = await hostFetch(`${service.endpoints.gateway}/${key}`, { headers: { host: new URL(publicUrl).host } });
     expect(got.status).toBe(200);
-    expect(createHash('sha256').update(Buffer.from(await got.arrayBuffer())).digest('hex')).toBe(createHash('sha256').update(bytes).digest('hex'));
+    expect(
+      createHash('sha256')
+        .update(Buffer.from(await got.arrayBuffer()))
+        .digest('hex'),
+    ).toBe(createHash('sha256').update(bytes).digest('hex'));
   }
   await checkAccessibility();
   await shot('bucket-uploaded-desktop');
@@ -651,7 +767,12 @@ const hooksSiteState = async () =>
 async function deployEnded(deployId: string): Promise<{ status: string; repository: { commit: string } }> {
   const deadline = Date.now() + 60_000;
   for (;;) {
-    const d = dataOf(await gql(apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { status repository { commit } } }', { s: hooksSite, d: deployId })).getDeployById;
+    const d = dataOf(
+      await gql(apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { status repository { commit } } }', {
+        s: hooksSite,
+        d: deployId,
+      }),
+    ).getDeployById;
     if (d.status !== 'IN_PROGRESS') return d;
     if (Date.now() > deadline) throw new Error(`deploy ${deployId} is still in progress`);
     await new Promise((r) => setTimeout(r, 200));
@@ -668,8 +789,16 @@ async function fitsPhone(name: string): Promise<void> {
 }
 
 test('git & notifications: a webhook secret shown once with its URL takes a signed GitHub push, which starts a deploy; rotated, the old one is refused; deleted, the URL is gone', async () => {
-  const commit = await git.commit(HOOKS_REPO, { 'site/index.html': '<!doctype html><html><head><title>Hooks</title></head><body><h1>Hooks v1</h1></body></html>' }, 'Hooks v1');
-  const input = { name: HOOKS_SLUG, buildSettings: { publishDirectoryPath: 'site' }, deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(HOOKS_REPO), branch: 'main' } } } };
+  const commit = await git.commit(
+    HOOKS_REPO,
+    { 'site/index.html': '<!doctype html><html><head><title>Hooks</title></head><body><h1>Hooks v1</h1></body></html>' },
+    'Hooks v1',
+  );
+  const input = {
+    name: HOOKS_SLUG,
+    buildSettings: { publishDirectoryPath: 'site' },
+    deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(HOOKS_REPO), branch: 'main' } } },
+  };
   hooksSite = dataOf(await gql(apiKey, 'mutation ($i: CreateSiteInput!) { createSite(input: $i) { id } }', { i: input })).createSite.id;
   await go(`#/sites/${hooksSite}`);
   await page.getByRole('heading', { name: HOOKS_SLUG, level: 1 }).waitFor();
@@ -681,9 +810,23 @@ test('git & notifications: a webhook secret shown once with its URL takes a sign
   await checkAccessibility();
 
   const push = async (url: string, secret: string) => {
-    const body = JSON.stringify({ ref: 'refs/heads/main', after: commit, deleted: false, repository: { full_name: HOOKS_REPO, clone_url: git.repoUrl(HOOKS_REPO) } });
+    const body = JSON.stringify({
+      ref: 'refs/heads/main',
+      after: commit,
+      deleted: false,
+      repository: { full_name: HOOKS_REPO, clone_url: git.repoUrl(HOOKS_REPO) },
+    });
     const signature = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
-    return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': signature }, body });
+    return fetch(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-github-event': 'push',
+        'x-github-delivery': randomUUID(),
+        'x-hub-signature-256': signature,
+      },
+      body,
+    });
   };
   await page.getByRole('button', { name: 'Create webhook secret' }).click();
   await notice(/Secret made/);
@@ -818,7 +961,14 @@ test('git & notifications: a repository token is set (never shown again) and a p
   git.requireCredentials(HOOKS_REPO, 'x-access-token', token);
   const deploy = dataOf(await gql(apiKey, 'mutation ($s: ID!) { triggerDeploy(siteId: $s) { id } }', { s: hooksSite })).triggerDeploy;
   expect((await deployEnded(deploy.id)).status).toBe('DEPLOYED');
-  expect(git.authorizations().some((a) => a.path.startsWith(`/${HOOKS_REPO}`) && a.authorization === `Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`)).toBe(true);
+  expect(
+    git
+      .authorizations()
+      .some(
+        (a) =>
+          a.path.startsWith(`/${HOOKS_REPO}`) && a.authorization === `Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`,
+      ),
+  ).toBe(true);
   await page.reload();
   await page.getByTestId('token-status').waitFor();
   expect(await page.content()).not.toContain(token);
@@ -830,7 +980,9 @@ test('git & notifications: a repository token is set (never shown again) and a p
   expect((await hooksSiteState()).repositoryTokenSet).toBe(false);
 
   // Previews and auto-publishing live in the site's settings: the page says how they are and links there.
-  expect(await page.locator('[aria-labelledby="settings-title"] p').textContent()).toBe("Pull-request previews are off; auto-publishing is on. Change them in the site's settings.");
+  expect(await page.locator('[aria-labelledby="settings-title"] p').textContent()).toBe(
+    "Pull-request previews are off; auto-publishing is on. Change them in the site's settings.",
+  );
   await page.getByRole('link', { name: "Change them in the site's settings" }).click();
   await page.getByRole('heading', { name: `Settings of ${HOOKS_SLUG}`, level: 1 }).waitFor();
   await page.getByLabel(/^Build a preview of each pull request/).check();
@@ -870,7 +1022,9 @@ test('every page at 1280 px and at 375 px: no sideways scrolling, labels and con
 
 test('long lists load on demand: older deploys ten at a time, files past the first 200', async () => {
   const made = dataOf(
-    await gql(apiKey, 'mutation ($i: CreateSiteInput!) { createSite(input: $i) { id } }', { i: { name: 'acme-history', deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(REPO), branch: 'main' } } } } }),
+    await gql(apiKey, 'mutation ($i: CreateSiteInput!) { createSite(input: $i) { id } }', {
+      i: { name: 'acme-history', deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(REPO), branch: 'main' } } } },
+    }),
   ).createSite;
   const seeded = await seedDeploys(service, made.id, 23);
   await go(`#/sites/${made.id}`);
@@ -887,7 +1041,10 @@ test('long lists load on demand: older deploys ten at a time, files past the fir
   await page.getByRole('button', { name: 'Older deploys' }).waitFor({ state: 'detached' });
 
   // The storage test left this tab with a key pair; 201 files in one folder make two pages of the listing.
-  const keys = JSON.parse((await page.evaluate(() => sessionStorage.getItem('cairn.storageKeys')))!) as { accessKeyId: string; secretAccessKey: string };
+  const keys = JSON.parse((await page.evaluate(() => sessionStorage.getItem('cairn.storageKeys')))!) as {
+    accessKeyId: string;
+    secretAccessKey: string;
+  };
   const s3 = service.s3(keys);
   const names = Array.from({ length: 201 }, (_, i) => `many/f${String(i).padStart(3, '0')}.txt`);
   for (let i = 0; i < names.length; i += 20) {
@@ -903,7 +1060,9 @@ test('long lists load on demand: older deploys ten at a time, files past the fir
 
 test('delete a site: asked twice, then gone from the service and the list', async () => {
   const made = dataOf(
-    await gql(apiKey, 'mutation ($i: CreateSiteInput!) { createSite(input: $i) { id } }', { i: { name: 'acme-old', deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(REPO), branch: 'main' } } } } }),
+    await gql(apiKey, 'mutation ($i: CreateSiteInput!) { createSite(input: $i) { id } }', {
+      i: { name: 'acme-old', deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(REPO), branch: 'main' } } } },
+    }),
   ).createSite;
   await go(`#/sites/${made.id}`);
   await page.getByRole('heading', { name: 'acme-old', level: 1 }).waitFor();
@@ -920,18 +1079,25 @@ test('sign out forgets the keys; a key revoked under a signed-in tab ends its se
   await go('#/sites');
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.getByLabel('API key').waitFor();
-  expect(await page.evaluate(() => [sessionStorage.getItem('cairn.apiKey'), sessionStorage.getItem('cairn.storageKeys')])).toEqual([null, null]);
+  expect(await page.evaluate(() => [sessionStorage.getItem('cairn.apiKey'), sessionStorage.getItem('cairn.storageKeys')])).toEqual([
+    null,
+    null,
+  ]);
   await page.setViewportSize({ width: 375, height: 812 });
   await shot('sign-in-phone');
   await page.setViewportSize({ width: 1280, height: 860 });
 
   // A second key, signed in with, then revoked by someone else.
   const team = dataOf(await gql(apiKey, '{ getCurrentTeam { id } }')).getCurrentTeam;
-  const made = dataOf(await gql(apiKey, 'mutation ($t: ID!) { createApiKey(teamId: $t, name: "laptop") { key apiKey { id } } }', { t: team.id })).createApiKey;
+  const made = dataOf(
+    await gql(apiKey, 'mutation ($t: ID!) { createApiKey(teamId: $t, name: "laptop") { key apiKey { id } } }', { t: team.id }),
+  ).createApiKey;
   await page.getByLabel('API key').fill(made.key);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('heading', { name: 'Sites', level: 1 }).waitFor();
-  dataOf(await gql(apiKey, 'mutation ($t: ID!, $k: ID!) { revokeApiKey(teamId: $t, apiKeyId: $k) { id } }', { t: team.id, k: made.apiKey.id }));
+  dataOf(
+    await gql(apiKey, 'mutation ($t: ID!, $k: ID!) { revokeApiKey(teamId: $t, apiKeyId: $k) { id } }', { t: team.id, k: made.apiKey.id }),
+  );
   expect401 = true;
   await nav('Team');
   await page.getByText('Your API key is no longer accepted (it was revoked or deleted). Sign in with another one.').waitFor();

@@ -91,7 +91,7 @@ afterAll(async () => {
   await service?.close();
 });
 
-test('the bundle leaves the app\'s build and esbuild out', () => {
+test("the bundle leaves the app's build and esbuild out", () => {
   expect(inputs).toContain('functions/web-app/serve.ts');
   expect(inputs.filter((i) => i.includes('web-app/build') || i.includes('node_modules/esbuild') || i.includes('web-app/ui/'))).toEqual([]);
 });

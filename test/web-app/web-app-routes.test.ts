@@ -49,7 +49,8 @@ const assetPaths = (html: string) => [...html.matchAll(/(?:src|href)="(\/app\/as
 
 test('the route takes / and /app/... only: /graphql, /hooks/ and the rest stay with the API', () => {
   for (const path of ['/', '/app/', '/app/config.json', '/app/assets/app-ABC.js']) expect(isWebAppPath(path)).toBe(true);
-  for (const path of ['/graphql', '/graphql/', '/hooks/git/x', '/imports/x', '/app', '/application', '/index.html', '//']) expect(isWebAppPath(path)).toBe(false);
+  for (const path of ['/graphql', '/graphql/', '/hooks/git/x', '/imports/x', '/app', '/application', '/index.html', '//'])
+    expect(isWebAppPath(path)).toBe(false);
 });
 
 test("the app's hash routes read back what they write, a site's git & notifications page among them", () => {
@@ -70,7 +71,7 @@ test("the app's hash routes read back what they write, a site's git & notificati
 });
 
 describe.each(doors)('through the $name', ({ get }) => {
-  test('GET / is the page: no-cache, a strict CSP naming only the service\'s own origins, and hashed files that exist', async () => {
+  test("GET / is the page: no-cache, a strict CSP naming only the service's own origins, and hashed files that exist", async () => {
     const res = await get('/', { headers: { accept: 'text/html', 'accept-encoding': 'identity' } });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
@@ -143,7 +144,14 @@ describe.each(doors)('through the $name', ({ get }) => {
   });
 
   test('other paths are 404 and other methods 405, in plain text; the API is untouched', async () => {
-    for (const path of ['/app/', '/app/assets/', '/app/assets/nope-12345678.js', '/app/assets/../index.html', '/app/index.html', '/app/assets/a/b.js']) {
+    for (const path of [
+      '/app/',
+      '/app/assets/',
+      '/app/assets/nope-12345678.js',
+      '/app/assets/../index.html',
+      '/app/index.html',
+      '/app/assets/a/b.js',
+    ]) {
       const res = await get(path);
       expect(res.status).toBe(404);
       expect(res.headers.get('content-type')).toBe('text/plain; charset=utf-8');
@@ -204,22 +212,27 @@ describe('the build the CDK stack runs', () => {
   });
 });
 
-describe('the S3 endpoint lets the app\'s origin in', () => {
+describe("the S3 endpoint lets the app's origin in", () => {
   const app = () => webAppOrigins(target.local!.config)[0]!;
   const other = 'https://elsewhere.example.com';
-  const s3 = (path: string, init: { method?: string; headers?: Record<string, string> }) => hostFetch(`${target.endpoints.s3}${path}`, init);
-  const s3Lambda = (path: string, init: { method?: string; headers?: Record<string, string> }) => lambdaFetch(target.s3Lambda!)(`${target.endpoints.s3}${path}`, init);
+  const s3 = (path: string, init: { method?: string; headers?: Record<string, string> }) =>
+    hostFetch(`${target.endpoints.s3}${path}`, init);
+  const s3Lambda = (path: string, init: { method?: string; headers?: Record<string, string> }) =>
+    lambdaFetch(target.s3Lambda!)(`${target.endpoints.s3}${path}`, init);
 
   beforeAll(async () => {
     const client = target.s3();
     await client.send(new CreateBucketCommand({ Bucket: 'app-cors-bare' }));
     await client.send(new CreateBucketCommand({ Bucket: 'app-cors-ruled' }));
     await client.send(
-      new PutBucketCorsCommand({ Bucket: 'app-cors-ruled', CORSConfiguration: { CORSRules: [{ AllowedOrigins: [other], AllowedMethods: ['GET'], MaxAgeSeconds: 60 }] } }),
+      new PutBucketCorsCommand({
+        Bucket: 'app-cors-ruled',
+        CORSConfiguration: { CORSRules: [{ AllowedOrigins: [other], AllowedMethods: ['GET'], MaxAgeSeconds: 60 }] },
+      }),
     );
   });
 
-  test('the app origins are the API\'s base URL, with its other loopback names', () => {
+  test("the app origins are the API's base URL, with its other loopback names", () => {
     const port = new URL(target.endpoints.graphql).port;
     expect(webAppOrigins(target.local!.config)).toEqual([`http://127.0.0.1:${port}`, `http://localhost:${port}`, `http://[::1]:${port}`]);
   });
@@ -227,32 +240,48 @@ describe('the S3 endpoint lets the app\'s origin in', () => {
   test.each([
     ['node:http door', s3],
     ['Lambda door', s3Lambda],
-  ])('through the %s: preflights from the app pass on the root (ListBuckets), a bucket without CORS and objects; other origins do not', async (_name, send) => {
-    for (const path of ['/', '/app-cors-bare', '/app-cors-bare/some/file.txt?uploads', '/app-cors-ruled/x.txt', '/no-such-bucket/x']) {
-      const res = await send(path, {
+  ])(
+    'through the %s: preflights from the app pass on the root (ListBuckets), a bucket without CORS and objects; other origins do not',
+    async (_name, send) => {
+      for (const path of ['/', '/app-cors-bare', '/app-cors-bare/some/file.txt?uploads', '/app-cors-ruled/x.txt', '/no-such-bucket/x']) {
+        const res = await send(path, {
+          method: 'OPTIONS',
+          headers: {
+            origin: app(),
+            'access-control-request-method': 'PUT',
+            'access-control-request-headers': 'authorization,x-amz-date,x-amz-content-sha256,x-amz-acl,content-type',
+          },
+        });
+        expect(res.status).toBe(200);
+        expect(res.headers.get('access-control-allow-origin')).toBe(app());
+        expect(res.headers.get('access-control-allow-methods')).toBe('GET, PUT, POST, DELETE, HEAD');
+        expect(res.headers.get('access-control-allow-headers')).toBe(
+          'authorization, x-amz-date, x-amz-content-sha256, x-amz-acl, content-type',
+        );
+        expect(res.headers.get('access-control-expose-headers')).toContain('x-service-ipfs-hash');
+        expect(res.headers.get('access-control-expose-headers')).toContain('ETag');
+        expect(res.headers.get('vary')).toContain('Origin');
+      }
+      // Another origin: the root and a bucket without rules refuse; the ruled bucket applies its own rule.
+      const root = await send('/', { method: 'OPTIONS', headers: { origin: other, 'access-control-request-method': 'GET' } });
+      expect(root.status).toBe(403);
+      expect(await root.text()).toContain('<Code>AccessForbidden</Code>');
+      expect(
+        (await send('/app-cors-bare/x', { method: 'OPTIONS', headers: { origin: other, 'access-control-request-method': 'GET' } })).status,
+      ).toBe(403);
+      const ruled = await send('/app-cors-ruled/x', {
         method: 'OPTIONS',
-        headers: { origin: app(), 'access-control-request-method': 'PUT', 'access-control-request-headers': 'authorization,x-amz-date,x-amz-content-sha256,x-amz-acl,content-type' },
+        headers: { origin: other, 'access-control-request-method': 'GET' },
       });
-      expect(res.status).toBe(200);
-      expect(res.headers.get('access-control-allow-origin')).toBe(app());
-      expect(res.headers.get('access-control-allow-methods')).toBe('GET, PUT, POST, DELETE, HEAD');
-      expect(res.headers.get('access-control-allow-headers')).toBe('authorization, x-amz-date, x-amz-content-sha256, x-amz-acl, content-type');
-      expect(res.headers.get('access-control-expose-headers')).toContain('x-service-ipfs-hash');
-      expect(res.headers.get('access-control-expose-headers')).toContain('ETag');
-      expect(res.headers.get('vary')).toContain('Origin');
-    }
-    // Another origin: the root and a bucket without rules refuse; the ruled bucket applies its own rule.
-    const root = await send('/', { method: 'OPTIONS', headers: { origin: other, 'access-control-request-method': 'GET' } });
-    expect(root.status).toBe(403);
-    expect(await root.text()).toContain('<Code>AccessForbidden</Code>');
-    expect((await send('/app-cors-bare/x', { method: 'OPTIONS', headers: { origin: other, 'access-control-request-method': 'GET' } })).status).toBe(403);
-    const ruled = await send('/app-cors-ruled/x', { method: 'OPTIONS', headers: { origin: other, 'access-control-request-method': 'GET' } });
-    expect(ruled.status).toBe(200);
-    expect(ruled.headers.get('access-control-max-age')).toBe('60');
-    expect((await send('/app-cors-ruled/x', { method: 'OPTIONS', headers: { origin: other, 'access-control-request-method': 'PUT' } })).status).toBe(403);
-    // A preflight still needs its Origin.
-    expect((await send('/', { method: 'OPTIONS', headers: { 'access-control-request-method': 'GET' } })).status).toBe(400);
-  });
+      expect(ruled.status).toBe(200);
+      expect(ruled.headers.get('access-control-max-age')).toBe('60');
+      expect(
+        (await send('/app-cors-ruled/x', { method: 'OPTIONS', headers: { origin: other, 'access-control-request-method': 'PUT' } })).status,
+      ).toBe(403);
+      // A preflight still needs its Origin.
+      expect((await send('/', { method: 'OPTIONS', headers: { 'access-control-request-method': 'GET' } })).status).toBe(400);
+    },
+  );
 
   test('actual answers to the app carry its CORS headers (ListBuckets, errors too); other origins get none where no rule allows them', async () => {
     const client = target.s3();
@@ -298,7 +327,11 @@ describe("the app's SigV4 signer (WebCrypto) against the real S3 endpoint", () =
   test('a PUT of an awkward key with UNSIGNED-PAYLOAD and an ACL header, then a signed listing with query parameters', async () => {
     const key = 'web app/a b+c(1)*!~ü.txt';
     const put = url(`/default-bucket/${encodeKey(key)}`);
-    const res = await fetch(put, { method: 'PUT', headers: await signed('PUT', put, { 'content-type': 'text/plain', 'x-amz-acl': 'public-read' }, UNSIGNED_PAYLOAD), body: 'signed in a browser' });
+    const res = await fetch(put, {
+      method: 'PUT',
+      headers: await signed('PUT', put, { 'content-type': 'text/plain', 'x-amz-acl': 'public-read' }, UNSIGNED_PAYLOAD),
+      body: 'signed in a browser',
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('x-service-ipfs-hash')).toMatch(/^bafy/);
     const list = url(`/default-bucket?list-type=2&prefix=${encodeRfc3986('web app/')}&delimiter=%2F&ipfs-hashes=true`);
@@ -323,7 +356,11 @@ describe("the app's SigV4 signer (WebCrypto) against the real S3 endpoint", () =
     expect(sent.status).toBe(200);
     const body = `<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>${sent.headers.get('etag')}</ETag></Part></CompleteMultipartUpload>`;
     const complete = url(`/default-bucket/${encodeKey(key)}?uploadId=${encodeRfc3986(uploadId)}`);
-    const done = await fetch(complete, { method: 'POST', headers: await signed('POST', complete, { 'content-type': 'application/xml' }, await sha256Hex(body)), body });
+    const done = await fetch(complete, {
+      method: 'POST',
+      headers: await signed('POST', complete, { 'content-type': 'application/xml' }, await sha256Hex(body)),
+      body,
+    });
     expect(done.status).toBe(200);
     expect(await done.text()).toContain('<CompleteMultipartUploadResult');
   });
@@ -331,20 +368,32 @@ describe("the app's SigV4 signer (WebCrypto) against the real S3 endpoint", () =
   test("the app's S3 URLs: path style, every key character encoded once, and an endpoint's own path (an API stage) kept", () => {
     expect(s3Url('http://127.0.0.1:4001').href).toBe('http://127.0.0.1:4001/');
     expect(s3Url('http://127.0.0.1:4001/', 'b', 'a b/c+d(1).txt').href).toBe('http://127.0.0.1:4001/b/a%20b/c%2Bd%281%29.txt');
-    expect(s3Url('https://abc.execute-api.us-east-1.amazonaws.com/s3', 'b', 'k', { uploads: '' }).href).toBe('https://abc.execute-api.us-east-1.amazonaws.com/s3/b/k?uploads');
+    expect(s3Url('https://abc.execute-api.us-east-1.amazonaws.com/s3', 'b', 'k', { uploads: '' }).href).toBe(
+      'https://abc.execute-api.us-east-1.amazonaws.com/s3/b/k?uploads',
+    );
     expect(s3Url('https://abc.execute-api.us-east-1.amazonaws.com/s3/').href).toBe('https://abc.execute-api.us-east-1.amazonaws.com/s3/');
-    expect(s3Url('http://h', 'b', undefined, { 'list-type': '2', prefix: 'a b/', 'continuation-token': 'x+y=' }).search).toBe('?list-type=2&prefix=a%20b%2F&continuation-token=x%2By%3D');
+    expect(s3Url('http://h', 'b', undefined, { 'list-type': '2', prefix: 'a b/', 'continuation-token': 'x+y=' }).search).toBe(
+      '?list-type=2&prefix=a%20b%2F&continuation-token=x%2By%3D',
+    );
   });
 
   test('a wrong secret, a header changed after signing and a body that is not the one signed are refused', async () => {
     const u = url('/default-bucket/web-app/refused.txt');
-    const wrong = await fetch(u, { method: 'PUT', headers: await signed('PUT', u, {}, UNSIGNED_PAYLOAD, { ...creds(), secretAccessKey: 'not-the-secret' }), body: 'x' });
+    const wrong = await fetch(u, {
+      method: 'PUT',
+      headers: await signed('PUT', u, {}, UNSIGNED_PAYLOAD, { ...creds(), secretAccessKey: 'not-the-secret' }),
+      body: 'x',
+    });
     expect(wrong.status).toBe(403);
     expect(await wrong.text()).toContain('<Code>SignatureDoesNotMatch</Code>');
     const headers = await signed('PUT', u, { 'x-amz-acl': 'private' }, UNSIGNED_PAYLOAD);
     const tampered = await fetch(u, { method: 'PUT', headers: { ...headers, 'x-amz-acl': 'public-read' }, body: 'x' });
     expect(tampered.status).toBe(403);
-    const bodyHash = await fetch(u, { method: 'PUT', headers: await signed('PUT', u, {}, await sha256Hex('the signed body')), body: 'another body' });
+    const bodyHash = await fetch(u, {
+      method: 'PUT',
+      headers: await signed('PUT', u, {}, await sha256Hex('the signed body')),
+      body: 'another body',
+    });
     expect(bodyHash.status).toBe(400);
     expect(await bodyHash.text()).toContain('<Code>XAmzContentSHA256Mismatch</Code>');
     const head = await fetch(u, { method: 'HEAD', headers: await signed('HEAD', u, {}, await sha256Hex('')) });

@@ -110,8 +110,14 @@ export class AccountStore {
    */
   async list(): Promise<Account[]> {
     const accounts: Account[] = [];
-    const items = scanEach(this.db, { TableName: this.table, FilterExpression: 'sk = :account', ExpressionAttributeValues: { ':account': 'ACCOUNT' }, ConsistentRead: true });
-    for await (const { id, name, defaultBucket, defaultTeamId, createdAt } of items) accounts.push({ id, name, defaultBucket, defaultTeamId, createdAt } as Account);
+    const items = scanEach(this.db, {
+      TableName: this.table,
+      FilterExpression: 'sk = :account',
+      ExpressionAttributeValues: { ':account': 'ACCOUNT' },
+      ConsistentRead: true,
+    });
+    for await (const { id, name, defaultBucket, defaultTeamId, createdAt } of items)
+      accounts.push({ id, name, defaultBucket, defaultTeamId, createdAt } as Account);
     return accounts.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 }

@@ -93,7 +93,9 @@ export class ApiKeyStore {
     const apiKey = newApiKeyRecord(key, { teamId, createdBy, createdAt: this.now().toISOString(), name: name ?? null });
     await this.db.doc.send(
       new TransactWriteCommand({
-        TransactItems: apiKeyItems(apiKey, key).map((Item) => ({ Put: { TableName: this.table, Item, ConditionExpression: 'attribute_not_exists(pk)' } })),
+        TransactItems: apiKeyItems(apiKey, key).map((Item) => ({
+          Put: { TableName: this.table, Item, ConditionExpression: 'attribute_not_exists(pk)' },
+        })),
       }),
     );
     return { apiKey, key };
@@ -107,7 +109,9 @@ export class ApiKeyStore {
       ExpressionAttributeValues: { ':team': `TEAM#${teamId}`, ':apikey': 'APIKEY#' },
       ConsistentRead: true,
     });
-    return items.map(apiKeyFromItem).sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
+    return items
+      .map(apiKeyFromItem)
+      .sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
   }
 
   async get(teamId: string, apiKeyId: string): Promise<StoredApiKey | undefined> {

@@ -43,7 +43,10 @@ export interface CorsRule {
 
 export class BucketExistsError extends Error {
   override name = 'BucketExistsError';
-  constructor(readonly bucket: string, readonly ownedByCaller: boolean) {
+  constructor(
+    readonly bucket: string,
+    readonly ownedByCaller: boolean,
+  ) {
     super(`bucket "${bucket}" already exists`);
   }
 }
@@ -174,7 +177,9 @@ export class BucketStore {
           TableName: this.table,
           Key: { pk: `BUCKET#${name}`, sk: 'BUCKET' },
           ConditionExpression: 'attribute_exists(pk)',
-          ...(rules ? { UpdateExpression: 'SET cors = :cors', ExpressionAttributeValues: { ':cors': rules } } : { UpdateExpression: 'REMOVE cors' }),
+          ...(rules
+            ? { UpdateExpression: 'SET cors = :cors', ExpressionAttributeValues: { ':cors': rules } }
+            : { UpdateExpression: 'REMOVE cors' }),
         }),
       );
     } catch (err) {
@@ -194,7 +199,11 @@ export class BucketStore {
    * the bucket as it was, when it is not empty. A mark left by a crash
    * expires after DELETE_MARK_TTL_MS.
    */
-  async deleteIfEmpty(name: string, isEmpty: () => Promise<boolean>, alsoDelete: () => Promise<TransactItem[]> = async () => []): Promise<boolean> {
+  async deleteIfEmpty(
+    name: string,
+    isEmpty: () => Promise<boolean>,
+    alsoDelete: () => Promise<TransactItem[]> = async () => [],
+  ): Promise<boolean> {
     this.cache.delete(name);
     const key = { pk: `BUCKET#${name}`, sk: 'BUCKET' };
     const now = Date.now();
@@ -217,9 +226,17 @@ export class BucketStore {
       }
     } finally {
       if (!deleted) {
-        await this.db.doc.send(
-          new UpdateCommand({ TableName: this.table, Key: key, UpdateExpression: 'REMOVE deleting', ConditionExpression: 'deleting = :now', ExpressionAttributeValues: { ':now': now } }),
-        ).catch(() => {});
+        await this.db.doc
+          .send(
+            new UpdateCommand({
+              TableName: this.table,
+              Key: key,
+              UpdateExpression: 'REMOVE deleting',
+              ConditionExpression: 'deleting = :now',
+              ExpressionAttributeValues: { ':now': now },
+            }),
+          )
+          .catch(() => {});
       }
     }
     return deleted;

@@ -15,7 +15,15 @@
  * the deploy is deleted with its site. Its preview image, taken after it
  * ended, is referenced the same way under a holder of its own.
  */
-import { BatchGetCommand, BatchWriteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchGetCommand,
+  BatchWriteCommand,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { newSortableId } from '../ids.js';
 import type { Database } from './dynamo.js';
 import { candidateItem, cidReference } from './objects.js';
@@ -195,7 +203,13 @@ export class DeployStore {
           UpdateExpression: 'SET phase = :cloning, startedAt = :now, gsi1pk = :running',
           ConditionExpression: 'phase = :queued AND #status = :inProgress',
           ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':cloning': 'cloning', ':now': this.now().toISOString(), ':running': 'RUNNING', ':queued': 'queued', ':inProgress': 'IN_PROGRESS' },
+          ExpressionAttributeValues: {
+            ':cloning': 'cloning',
+            ':now': this.now().toISOString(),
+            ':running': 'RUNNING',
+            ':queued': 'queued',
+            ':inProgress': 'IN_PROGRESS',
+          },
           ReturnValues: 'ALL_NEW',
         }),
       );
@@ -258,7 +272,11 @@ export class DeployStore {
    * list. A DEPLOYED end writes the deploy's CID reference in the same
    * transaction. Undefined when it had already ended.
    */
-  async finish(siteId: string, deployId: string, end: DeployEnd & { publish?: boolean; publishOver?: string }): Promise<(Deploy & { publishedNow?: boolean }) | undefined> {
+  async finish(
+    siteId: string,
+    deployId: string,
+    end: DeployEnd & { publish?: boolean; publishOver?: string },
+  ): Promise<(Deploy & { publishedNow?: boolean }) | undefined> {
     const current = await this.get(siteId, deployId);
     if (!current || current.status !== 'IN_PROGRESS') return undefined;
     const now = this.now();
@@ -304,9 +322,13 @@ export class DeployStore {
           Key: { pk: `SITE#${siteId}`, sk: 'SITE' },
           UpdateExpression: 'SET publishedDeployId = :id, version = if_not_exists(version, :zero) + :one',
           ...(over !== undefined
-            ? { ConditionExpression: 'publishedDeployId = :over', ExpressionAttributeValues: { ':id': deployId, ':zero': 0, ':one': 1, ':over': over } }
+            ? {
+                ConditionExpression: 'publishedDeployId = :over',
+                ExpressionAttributeValues: { ':id': deployId, ':zero': 0, ':one': 1, ':over': over },
+              }
             : {
-                ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(publishedDeployId) OR attribute_type(publishedDeployId, :nullType) OR publishedDeployId <= :id)',
+                ConditionExpression:
+                  'attribute_exists(pk) AND (attribute_not_exists(publishedDeployId) OR attribute_type(publishedDeployId, :nullType) OR publishedDeployId <= :id)',
                 ExpressionAttributeValues: { ':id': deployId, ':zero': 0, ':one': 1, ':nullType': 'NULL' },
               }),
         },
@@ -389,9 +411,7 @@ export class DeployStore {
   }
 
   async get(siteId: string, deployId: string): Promise<Deploy | undefined> {
-    const out = await this.db.doc.send(
-      new GetCommand({ TableName: this.table, Key: key(siteId, deployId), ConsistentRead: true }),
-    );
+    const out = await this.db.doc.send(new GetCommand({ TableName: this.table, Key: key(siteId, deployId), ConsistentRead: true }));
     return out.Item ? fromItem(out.Item) : undefined;
   }
 
@@ -472,7 +492,8 @@ export class DeployStore {
     await this.batchWrite(items.map((item) => ({ DeleteRequest: { Key: { pk: item.pk, sk: item.sk } } })));
     for (const item of items) {
       const deployId = (item.sk as string).slice('DEPLOY#'.length);
-      if (item.status === 'DEPLOYED' && typeof item.ipfsHash === 'string') await this.release(referenceCidOf(item.ipfsHash), deployHolder(siteId, deployId));
+      if (item.status === 'DEPLOYED' && typeof item.ipfsHash === 'string')
+        await this.release(referenceCidOf(item.ipfsHash), deployHolder(siteId, deployId));
       if (typeof item.previewCid === 'string') await this.release(item.previewCid, previewHolder(siteId, deployId));
     }
     return items.length;

@@ -52,7 +52,13 @@ export function createDatabase(config: Config, transport?: InProcessTransport): 
     ...(transport
       ? {
           requestHandler: transport.requestHandler,
-          httpAuthSchemes: [{ schemeId: 'smithy.api#noAuth', identityProvider: () => async () => ({}), signer: { sign: async (request: unknown) => request } }],
+          httpAuthSchemes: [
+            {
+              schemeId: 'smithy.api#noAuth',
+              identityProvider: () => async () => ({}),
+              signer: { sign: async (request: unknown) => request },
+            },
+          ],
           httpAuthSchemeProvider: () => [{ schemeId: 'smithy.api#noAuth' }],
         }
       : {}),

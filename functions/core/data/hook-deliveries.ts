@@ -49,7 +49,11 @@ export class HookDeliveryStore {
       await this.db.doc.send(
         new PutCommand({
           TableName: this.table,
-          Item: { ...this.key(siteId, deliveryId), receivedAt: this.now().toISOString(), [DELIVERY_TTL_ATTRIBUTE]: nowSeconds + DELIVERY_TTL_SECONDS },
+          Item: {
+            ...this.key(siteId, deliveryId),
+            receivedAt: this.now().toISOString(),
+            [DELIVERY_TTL_ATTRIBUTE]: nowSeconds + DELIVERY_TTL_SECONDS,
+          },
           ConditionExpression: 'attribute_not_exists(pk) OR #ttl < :now',
           ExpressionAttributeNames: { '#ttl': DELIVERY_TTL_ATTRIBUTE },
           ExpressionAttributeValues: { ':now': nowSeconds },
@@ -58,7 +62,9 @@ export class HookDeliveryStore {
       return { claimed: true };
     } catch (err) {
       if ((err as Error).name !== 'ConditionalCheckFailedException') throw err;
-      const out = await this.db.doc.send(new GetCommand({ TableName: this.table, Key: this.key(siteId, deliveryId), ConsistentRead: true }));
+      const out = await this.db.doc.send(
+        new GetCommand({ TableName: this.table, Key: this.key(siteId, deliveryId), ConsistentRead: true }),
+      );
       const item = out.Item ?? {};
       const previous: DeliveryOutcome = {};
       if (typeof item.deployId === 'string') previous.deployId = item.deployId;

@@ -69,7 +69,15 @@ export class NotificationDeliveryStore {
   async create(init: { siteId: string; urlId: string; deployId: string; event: DeployEvent; body: string }): Promise<NotificationDelivery> {
     const now = this.now();
     const id = newSortableId(now.getTime());
-    const delivery: NotificationDelivery = { id, ...init, status: 'PENDING', attempt: 0, createdAt: now.toISOString(), at: now.toISOString(), nextAttemptAt: now.toISOString() };
+    const delivery: NotificationDelivery = {
+      id,
+      ...init,
+      status: 'PENDING',
+      attempt: 0,
+      createdAt: now.toISOString(),
+      at: now.toISOString(),
+      nextAttemptAt: now.toISOString(),
+    };
     await this.db.doc.send(
       new PutCommand({
         TableName: this.table,

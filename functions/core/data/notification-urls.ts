@@ -50,7 +50,13 @@ export class NotificationUrlStore {
     const id = newSortableId(this.now().getTime());
     const record: NotificationUrl = { id, siteId, url: init.url, events: init.events, createdAt: this.now().toISOString() };
     const secret = await this.sealer.seal(init.secret, secretContext(siteId, id));
-    await this.db.doc.send(new PutCommand({ TableName: this.table, Item: { ...this.key(siteId, id), ...record, secret }, ConditionExpression: 'attribute_not_exists(pk)' }));
+    await this.db.doc.send(
+      new PutCommand({
+        TableName: this.table,
+        Item: { ...this.key(siteId, id), ...record, secret },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      }),
+    );
     return record;
   }
 
@@ -80,7 +86,11 @@ export class NotificationUrlStore {
 
   /** False when the site has no such URL. */
   async remove(siteId: string, id: string): Promise<boolean> {
-    return writtenIf(this.db.doc.send(new DeleteCommand({ TableName: this.table, Key: this.key(siteId, id), ConditionExpression: 'attribute_exists(pk)' })));
+    return writtenIf(
+      this.db.doc.send(
+        new DeleteCommand({ TableName: this.table, Key: this.key(siteId, id), ConditionExpression: 'attribute_exists(pk)' }),
+      ),
+    );
   }
 
   async deleteAllOfSite(siteId: string): Promise<void> {

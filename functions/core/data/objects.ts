@@ -69,7 +69,6 @@ export interface ObjectRecord {
   damaged?: string;
 }
 
-
 /**
  * More writes that must commit in the same transaction as an object record
  * (CompleteMultipartUpload ends its upload with them), and the error to
@@ -210,7 +209,9 @@ export class ObjectStore {
         if (reasons.slice(at + 1, at + 1 + extra.length).some((r) => r?.Code === 'ConditionalCheckFailed')) throw also!.failed();
         if (attempt >= MAX_WRITE_ATTEMPTS || reasons[at]?.Code !== 'ConditionalCheckFailed') throw err;
         const current = reasons[at]?.Item;
-        old = current ? (unmarshall(current as Record<string, AttributeValue>) as Record<string, unknown>) : await this.getItem(record.bucket, record.key);
+        old = current
+          ? (unmarshall(current as Record<string, AttributeValue>) as Record<string, unknown>)
+          : await this.getItem(record.bucket, record.key);
       }
     }
   }
@@ -342,9 +343,7 @@ export class ObjectStore {
 
   /** Adds a collection candidate (a CID imported but maybe never referenced, e.g. a failed upload). */
   async addCandidate(cid: string): Promise<void> {
-    await this.db.doc.send(
-      new TransactWriteCommand({ TransactItems: [{ Put: { TableName: this.table, Item: candidateItem(cid) } }] }),
-    );
+    await this.db.doc.send(new TransactWriteCommand({ TransactItems: [{ Put: { TableName: this.table, Item: candidateItem(cid) } }] }));
   }
 
   /** Up to `limit` collection candidates, oldest CIDs first by name. */
@@ -409,7 +408,12 @@ export class ObjectStore {
 
   /** The candidates collection set aside. */
   async quarantined(): Promise<Array<{ cid: string; reason: string; at: string }>> {
-    const items = await queryAll(this.db, { TableName: this.table, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': '#GCQ' }, ConsistentRead: true });
+    const items = await queryAll(this.db, {
+      TableName: this.table,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': '#GCQ' },
+      ConsistentRead: true,
+    });
     return items.map((i) => ({ cid: i.sk as string, reason: i.reason as string, at: i.at as string }));
   }
 
@@ -464,8 +468,6 @@ export class ObjectStore {
     if (filter.includes(':ref')) values[':ref'] = '#REF#';
     return scanEach(this.db, { TableName: this.table, FilterExpression: filter, ExpressionAttributeValues: values, ConsistentRead: true });
   }
-
-
 
   /** Whether the bucket holds any object. */
   async hasObjects(bucket: string): Promise<boolean> {

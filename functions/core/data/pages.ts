@@ -38,7 +38,10 @@ export async function queryAll(db: Database, input: Omit<QueryCommandInput, 'Exc
 }
 
 /** Every item of a query, a page read at a time (the caller may write to the partition meanwhile: DynamoDB resumes after the last key read). */
-export async function* queryEach(db: Database, input: Omit<QueryCommandInput, 'ExclusiveStartKey'>): AsyncGenerator<Record<string, unknown>> {
+export async function* queryEach(
+  db: Database,
+  input: Omit<QueryCommandInput, 'ExclusiveStartKey'>,
+): AsyncGenerator<Record<string, unknown>> {
   let exclusiveStartKey: Record<string, unknown> | undefined;
   do {
     const out = await db.doc.send(new QueryCommand({ ...input, ExclusiveStartKey: exclusiveStartKey }));

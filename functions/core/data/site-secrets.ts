@@ -50,7 +50,9 @@ export class SiteSecretStore {
   }
 
   private async secretsItem(siteId: string): Promise<Record<string, unknown> | undefined> {
-    const out = await this.db.doc.send(new GetCommand({ TableName: this.table, Key: { pk: `SITE#${siteId}`, sk: SECRETS_SK }, ConsistentRead: true }));
+    const out = await this.db.doc.send(
+      new GetCommand({ TableName: this.table, Key: { pk: `SITE#${siteId}`, sk: SECRETS_SK }, ConsistentRead: true }),
+    );
     return out.Item;
   }
 
@@ -66,7 +68,10 @@ export class SiteSecretStore {
 
   /** Sets (or replaces) the webhook secret. */
   async setWebhookSecret(siteId: string, secret: string): Promise<void> {
-    await this.setAttributes(siteId, { webhookSecret: await this.sealer.seal(secret, webhookContext(siteId)), webhookSecretAt: this.now().toISOString() });
+    await this.setAttributes(siteId, {
+      webhookSecret: await this.sealer.seal(secret, webhookContext(siteId)),
+      webhookSecretAt: this.now().toISOString(),
+    });
   }
 
   async webhookSecret(siteId: string): Promise<string | undefined> {
@@ -93,7 +98,10 @@ export class SiteSecretStore {
   async repositoryCredentials(siteId: string): Promise<RepositoryCredentials | undefined> {
     const item = await this.secretsItem(siteId);
     if (typeof item?.repositoryToken !== 'string') return undefined;
-    return { username: (item.repositoryUsername as string | undefined) ?? 'x-access-token', token: await this.sealer.open(item.repositoryToken, tokenContext(siteId)) };
+    return {
+      username: (item.repositoryUsername as string | undefined) ?? 'x-access-token',
+      token: await this.sealer.open(item.repositoryToken, tokenContext(siteId)),
+    };
   }
 
   private async setAttributes(siteId: string, values: Record<string, string>): Promise<void> {
@@ -122,13 +130,31 @@ export class SiteSecretStore {
 
   /** A new build hook; `token` (what its URL carries) is known only to the caller from here on. */
   async createBuildHook(siteId: string, init: { name: string; branch: string | null; token: string }): Promise<BuildHook> {
-    const hook: BuildHook = { id: newSortableId(this.now().getTime()), siteId, name: init.name, branch: init.branch, createdAt: this.now().toISOString() };
+    const hook: BuildHook = {
+      id: newSortableId(this.now().getTime()),
+      siteId,
+      name: init.name,
+      branch: init.branch,
+      createdAt: this.now().toISOString(),
+    };
     const digest = tokenDigest(init.token);
     await this.db.doc.send(
       new TransactWriteCommand({
         TransactItems: [
-          { Put: { TableName: this.table, Item: { pk: `SITE#${siteId}`, sk: `BUILDHOOK#${hook.id}`, ...hook, tokenDigest: digest }, ConditionExpression: 'attribute_not_exists(pk)' } },
-          { Put: { TableName: this.table, Item: { pk: `BUILDHOOK#${hook.id}`, sk: 'BUILDHOOK', ...hook, tokenDigest: digest }, ConditionExpression: 'attribute_not_exists(pk)' } },
+          {
+            Put: {
+              TableName: this.table,
+              Item: { pk: `SITE#${siteId}`, sk: `BUILDHOOK#${hook.id}`, ...hook, tokenDigest: digest },
+              ConditionExpression: 'attribute_not_exists(pk)',
+            },
+          },
+          {
+            Put: {
+              TableName: this.table,
+              Item: { pk: `BUILDHOOK#${hook.id}`, sk: 'BUILDHOOK', ...hook, tokenDigest: digest },
+              ConditionExpression: 'attribute_not_exists(pk)',
+            },
+          },
         ],
       }),
     );
@@ -137,7 +163,9 @@ export class SiteSecretStore {
 
   /** The hook when `token` is its token; undefined for an unknown hook or a wrong token alike. */
   async buildHookFor(hookId: string, token: string): Promise<BuildHook | undefined> {
-    const out = await this.db.doc.send(new GetCommand({ TableName: this.table, Key: { pk: `BUILDHOOK#${hookId}`, sk: 'BUILDHOOK' }, ConsistentRead: true }));
+    const out = await this.db.doc.send(
+      new GetCommand({ TableName: this.table, Key: { pk: `BUILDHOOK#${hookId}`, sk: 'BUILDHOOK' }, ConsistentRead: true }),
+    );
     const item = out.Item;
     if (!item || typeof item.tokenDigest !== 'string') return undefined;
     const expected = Buffer.from(item.tokenDigest, 'hex');
@@ -162,8 +190,21 @@ export class SiteSecretStore {
       this.db.doc.send(
         new TransactWriteCommand({
           TransactItems: [
-            { Delete: { TableName: this.table, Key: { pk: `SITE#${siteId}`, sk: `BUILDHOOK#${hookId}` }, ConditionExpression: 'attribute_exists(pk)' } },
-            { Delete: { TableName: this.table, Key: { pk: `BUILDHOOK#${hookId}`, sk: 'BUILDHOOK' }, ConditionExpression: 'siteId = :site', ExpressionAttributeValues: { ':site': siteId } } },
+            {
+              Delete: {
+                TableName: this.table,
+                Key: { pk: `SITE#${siteId}`, sk: `BUILDHOOK#${hookId}` },
+                ConditionExpression: 'attribute_exists(pk)',
+              },
+            },
+            {
+              Delete: {
+                TableName: this.table,
+                Key: { pk: `BUILDHOOK#${hookId}`, sk: 'BUILDHOOK' },
+                ConditionExpression: 'siteId = :site',
+                ExpressionAttributeValues: { ':site': siteId },
+              },
+            },
           ],
         }),
       ),

@@ -53,9 +53,7 @@ export interface BuildSettings {
   environmentVariables: EnvironmentVariable[];
 }
 
-export type SiteSource =
-  | { kind: 'repository'; type: 'GIT_HOST'; url: string; branch: string }
-  | { kind: 'ipfs'; cid?: string | null };
+export type SiteSource = { kind: 'repository'; type: 'GIT_HOST'; url: string; branch: string } | { kind: 'ipfs'; cid?: string | null };
 
 /** Whether pull requests from forks are built (as previews without the site's secrets) or not at all. */
 export type ForkPullRequests = 'NOT_BUILT' | 'BUILT_WITHOUT_SECRETS';
@@ -90,8 +88,42 @@ export interface Site {
 
 export type NewSite = Omit<Site, 'id' | 'createdAt' | 'slug' | 'name'> & { name?: string; slug?: string };
 
-const ADJECTIVES = ['hidden', 'quiet', 'bold', 'amber', 'silent', 'rapid', 'misty', 'lucky', 'gentle', 'brave', 'crimson', 'golden', 'frosty', 'wild', 'calm', 'bright'];
-const NOUNS = ['waterfall', 'meadow', 'river', 'canyon', 'forest', 'harbor', 'summit', 'glacier', 'island', 'valley', 'prairie', 'lagoon', 'ridge', 'cairn', 'delta', 'grove'];
+const ADJECTIVES = [
+  'hidden',
+  'quiet',
+  'bold',
+  'amber',
+  'silent',
+  'rapid',
+  'misty',
+  'lucky',
+  'gentle',
+  'brave',
+  'crimson',
+  'golden',
+  'frosty',
+  'wild',
+  'calm',
+  'bright',
+];
+const NOUNS = [
+  'waterfall',
+  'meadow',
+  'river',
+  'canyon',
+  'forest',
+  'harbor',
+  'summit',
+  'glacier',
+  'island',
+  'valley',
+  'prairie',
+  'lagoon',
+  'ridge',
+  'cairn',
+  'delta',
+  'grove',
+];
 
 /** A slug is a DNS label: lowercase letters, digits and inner hyphens, at most 63 characters. */
 export const SLUG_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -136,7 +168,8 @@ export class SiteStore {
       variables.map(async (v): Promise<EnvironmentVariable> => {
         if (!v.secret) return v;
         const { value, sealed, ...rest } = v;
-        if (typeof value === 'string' && value !== '') return { ...rest, sealed: await this.sealer.seal(value, variableContext(site.id, v.name)) };
+        if (typeof value === 'string' && value !== '')
+          return { ...rest, sealed: await this.sealer.seal(value, variableContext(site.id, v.name)) };
         if (!sealed) throw new Error(`the secret variable ${v.name} has neither a value nor a sealed one`);
         return { ...rest, sealed };
       }),
@@ -149,7 +182,9 @@ export class SiteStore {
    * name → value. Each opens only under its own site and name.
    */
   async openVariables(siteId: string, sealed: Record<string, string>): Promise<Record<string, string>> {
-    const entries = await Promise.all(Object.entries(sealed).map(async ([name, blob]) => [name, await this.sealer.open(blob, variableContext(siteId, name))] as const));
+    const entries = await Promise.all(
+      Object.entries(sealed).map(async ([name, blob]) => [name, await this.sealer.open(blob, variableContext(siteId, name))] as const),
+    );
     return Object.fromEntries(entries);
   }
 
@@ -316,7 +351,13 @@ export class SiteStore {
     return this.setPointer(siteId, 'publishedDeployId', deployId, condition, options.onlyIfNewer ? { ':nullType': 'NULL' } : {});
   }
 
-  private async setPointer(siteId: string, field: 'latestDeployId' | 'publishedDeployId', deployId: string, condition: string, values: Record<string, unknown> = {}): Promise<boolean> {
+  private async setPointer(
+    siteId: string,
+    field: 'latestDeployId' | 'publishedDeployId',
+    deployId: string,
+    condition: string,
+    values: Record<string, unknown> = {},
+  ): Promise<boolean> {
     return writtenIf(
       this.db.doc.send(
         new UpdateCommand({

@@ -77,7 +77,11 @@ export class StorageKeyStore {
       const secretAccessKey = newSecretAccessKey();
       try {
         await this.db.doc.send(
-          new PutCommand({ TableName: this.table, Item: await this.item(keyPair, secretAccessKey), ConditionExpression: 'attribute_not_exists(pk)' }),
+          new PutCommand({
+            TableName: this.table,
+            Item: await this.item(keyPair, secretAccessKey),
+            ConditionExpression: 'attribute_not_exists(pk)',
+          }),
         );
         return { keyPair, secretAccessKey };
       } catch (err) {

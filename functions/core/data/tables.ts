@@ -24,18 +24,19 @@ export const TABLES: readonly TableSpec[] = [
   {
     name: 'accounts',
     indexes: ['gsi1'],
-    description:
-      'Accounts, teams and members, storage key pairs, hosting API keys and buckets; gsi1 lists an owner\'s children.',
+    description: "Accounts, teams and members, storage key pairs, hosting API keys and buckets; gsi1 lists an owner's children.",
   },
   {
     name: 'sites',
     indexes: ['gsi1', 'gsi2'],
-    description: 'Sites by id, their sealed secrets and build hooks; gsi1 finds a site by slug, gsi2 lists a team\'s sites in creation order.',
+    description:
+      "Sites by id, their sealed secrets and build hooks; gsi1 finds a site by slug, gsi2 lists a team's sites in creation order.",
   },
   {
     name: 'deploys',
     indexes: ['gsi1'],
-    description: 'Deploys under their site, newest last by id, and the webhook deliveries taken (expiring); gsi1 is the sparse queue of deploys waiting for a worker.',
+    description:
+      'Deploys under their site, newest last by id, and the webhook deliveries taken (expiring); gsi1 is the sparse queue of deploys waiting for a worker.',
     ttlAttribute: 'expiresAt',
   },
   {

@@ -70,12 +70,17 @@ export class TeamStore {
   }
 
   /** Creates a team owned by `owner`, with a first API key for it (returned once), in one transaction. */
-  async create(name: string, owner: { accountId: string; accountName?: string }): Promise<{ team: Team; apiKey: ApiKeyRecord; key: string }> {
+  async create(
+    name: string,
+    owner: { accountId: string; accountName?: string },
+  ): Promise<{ team: Team; apiKey: ApiKeyRecord; key: string }> {
     const createdAt = this.now().toISOString();
     const team: Team = { id: newId(), name, createdAt };
     const key = newApiToken();
     const apiKey = newApiKeyRecord(key, { teamId: team.id, createdBy: owner.accountId, createdAt, name: 'first key' });
-    const put = (Item: Record<string, unknown>) => ({ Put: { TableName: this.table, Item, ConditionExpression: 'attribute_not_exists(pk)' } });
+    const put = (Item: Record<string, unknown>) => ({
+      Put: { TableName: this.table, Item, ConditionExpression: 'attribute_not_exists(pk)' },
+    });
     await this.db.doc.send(
       new TransactWriteCommand({
         TransactItems: [
@@ -138,14 +143,21 @@ export class TeamStore {
             { Put: { TableName: this.table, Item: memberItem(member), ConditionExpression: 'attribute_not_exists(pk)' } },
             role === 'OWNER'
               ? { Update: this.ownerCountChange(teamId, +1) }
-              : { ConditionCheck: { TableName: this.table, Key: { pk: `TEAM#${teamId}`, sk: 'TEAM' }, ConditionExpression: 'attribute_exists(pk)' } },
+              : {
+                  ConditionCheck: {
+                    TableName: this.table,
+                    Key: { pk: `TEAM#${teamId}`, sk: 'TEAM' },
+                    ConditionExpression: 'attribute_exists(pk)',
+                  },
+                },
           ],
         }),
       );
       return member;
     } catch (err) {
       if (!(err instanceof TransactionCanceledException)) throw err;
-      if (err.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed') throw new ConflictError(`"${account.name}" is a member of the team already`);
+      if (err.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed')
+        throw new ConflictError(`"${account.name}" is a member of the team already`);
       return undefined;
     }
   }

@@ -51,21 +51,20 @@ import { withoutKeys } from './tables.js';
 
 export type ChecksumType = 'COMPOSITE' | 'FULL_OBJECT';
 
-export interface UploadRecord
-  extends Pick<
-    ObjectRecord,
-    | 'bucket'
-    | 'key'
-    | 'acl'
-    | 'ownerId'
-    | 'contentType'
-    | 'cacheControl'
-    | 'contentDisposition'
-    | 'contentEncoding'
-    | 'contentLanguage'
-    | 'expires'
-    | 'metadata'
-  > {
+export interface UploadRecord extends Pick<
+  ObjectRecord,
+  | 'bucket'
+  | 'key'
+  | 'acl'
+  | 'ownerId'
+  | 'contentType'
+  | 'cacheControl'
+  | 'contentDisposition'
+  | 'contentEncoding'
+  | 'contentLanguage'
+  | 'expires'
+  | 'metadata'
+> {
   uploadId: string;
   /** ISO time of CreateMultipartUpload. */
   initiated: string;
@@ -151,7 +150,10 @@ const uploadKey = (bucket: string, key: string, uploadId: string) => ({
  * or after `value`, whatever was cut from their keys: `value` itself when
  * it fits whole in the room a key has, else cut to it (see the header).
  */
-const lowerBound = (value: string): SortKeyBound => ({ op: '>=', value: Buffer.byteLength(value) <= KEY_ROOM ? value : cutToBytes(value, KEY_ROOM) });
+const lowerBound = (value: string): SortKeyBound => ({
+  op: '>=',
+  value: Buffer.byteLength(value) <= KEY_ROOM ? value : cutToBytes(value, KEY_ROOM),
+});
 const partNumberKey = (n: number) => String(n).padStart(5, '0');
 const partKey = (uploadId: string, n: number) => ({ pk: `#PARTS#${uploadId}`, sk: partNumberKey(n) });
 const partHolder = (uploadId: string, n: number) => `#PART#${uploadId}#${partNumberKey(n)}`;
@@ -185,7 +187,13 @@ export class UploadStore {
       await this.db.doc.send(
         new TransactWriteCommand({
           TransactItems: [
-            { ConditionCheck: { TableName: this.db.tables.accounts, Key: { pk: `BUCKET#${upload.bucket}`, sk: 'BUCKET' }, ...bucketWritableCondition() } },
+            {
+              ConditionCheck: {
+                TableName: this.db.tables.accounts,
+                Key: { pk: `BUCKET#${upload.bucket}`, sk: 'BUCKET' },
+                ...bucketWritableCondition(),
+              },
+            },
             {
               Put: {
                 TableName: this.table,
@@ -206,7 +214,9 @@ export class UploadStore {
 
   async get(bucket: string, key: string, uploadId: string): Promise<UploadRecord | undefined> {
     if (namesNoUpload(uploadId)) return undefined;
-    const out = await this.db.doc.send(new GetCommand({ TableName: this.table, Key: uploadKey(bucket, key, uploadId), ConsistentRead: true }));
+    const out = await this.db.doc.send(
+      new GetCommand({ TableName: this.table, Key: uploadKey(bucket, key, uploadId), ConsistentRead: true }),
+    );
     return out.Item ? uploadFrom(out.Item) : undefined;
   }
 
@@ -224,7 +234,13 @@ export class UploadStore {
       const old = got.Item;
       // References before the record and removed after it (see ObjectStore.write).
       const items: TransactItem[] = [
-        { ConditionCheck: { TableName: this.table, Key: uploadKey(upload.bucket, upload.key, uploadId), ConditionExpression: 'attribute_exists(pk)' } },
+        {
+          ConditionCheck: {
+            TableName: this.table,
+            Key: uploadKey(upload.bucket, upload.key, uploadId),
+            ConditionExpression: 'attribute_exists(pk)',
+          },
+        },
       ];
       if (!old || old.cid !== part.cid) items.push({ Put: { TableName: this.table, Item: cidReference(part.cid, holder) } });
       items.push({
@@ -327,7 +343,11 @@ export class UploadStore {
     let before: (upload: UploadRecord) => boolean = () => false;
     if (q.keyMarker !== undefined && q.keyMarker !== '') {
       const marker = q.keyMarker;
-      const rolledUp = q.delimiter && marker.startsWith(prefix) && marker.endsWith(q.delimiter) && marker.indexOf(q.delimiter, prefix.length) === marker.length - q.delimiter.length;
+      const rolledUp =
+        q.delimiter &&
+        marker.startsWith(prefix) &&
+        marker.endsWith(q.delimiter) &&
+        marker.indexOf(q.delimiter, prefix.length) === marker.length - q.delimiter.length;
       let bound: string;
       if (rolledUp) {
         bound = prefixSuccessor(marker) ?? '\u{10ffff}';
@@ -408,9 +428,17 @@ export class UploadStore {
    */
   endItems(upload: Pick<UploadRecord, 'bucket' | 'key' | 'uploadId'>, completion?: CompletionRecord): TransactItem[] {
     return [
-      { Delete: { TableName: this.table, Key: uploadKey(upload.bucket, upload.key, upload.uploadId), ConditionExpression: 'attribute_exists(pk)' } },
+      {
+        Delete: {
+          TableName: this.table,
+          Key: uploadKey(upload.bucket, upload.key, upload.uploadId),
+          ConditionExpression: 'attribute_exists(pk)',
+        },
+      },
       { Put: { TableName: this.table, Item: { pk: CLEANUP, sk: upload.uploadId, at: new Date().toISOString() } } },
-      ...(completion ? [{ Put: { TableName: this.table, Item: { ...stripUndefined(completion), pk: DONE, sk: completion.uploadId } } }] : []),
+      ...(completion
+        ? [{ Put: { TableName: this.table, Item: { ...stripUndefined(completion), pk: DONE, sk: completion.uploadId } } }]
+        : []),
     ];
   }
 
@@ -425,7 +453,12 @@ export class UploadStore {
   /** Drops expired completion records (run by garbage collection). Returns how many. */
   async dropExpiredCompletions(now = Date.now()): Promise<number> {
     let dropped = 0;
-    for await (const item of queryEach(this.db, { TableName: this.table, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': DONE }, ProjectionExpression: 'sk, expiresAt' })) {
+    for await (const item of queryEach(this.db, {
+      TableName: this.table,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': DONE },
+      ProjectionExpression: 'sk, expiresAt',
+    })) {
       if ((item.expiresAt as number) > now) continue;
       await this.db.doc.send(new DeleteCommand({ TableName: this.table, Key: { pk: DONE, sk: item.sk } }));
       dropped++;
@@ -499,7 +532,12 @@ export class UploadStore {
   /** Finishes the cleanups of uploads that ended at least `olderThanMs` ago (a process died during one). */
   async resumeCleanups(olderThanMs: number, now = Date.now()): Promise<number> {
     let resumed = 0;
-    for await (const item of queryEach(this.db, { TableName: this.table, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': CLEANUP }, ConsistentRead: true })) {
+    for await (const item of queryEach(this.db, {
+      TableName: this.table,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': CLEANUP },
+      ConsistentRead: true,
+    })) {
       if (Date.parse(item.at as string) > now - olderThanMs) continue;
       await this.cleanup(item.sk as string);
       resumed++;

@@ -15,7 +15,10 @@ export function hashJobs(reply: HashReply): (m: ToHashThread) => void {
   const jobs = new Map<number, Array<[DigestName, Digest]>>();
   return (m) => {
     if ('start' in m) {
-      jobs.set(m.job, m.start.map((name) => [name, createDigest(name)]));
+      jobs.set(
+        m.job,
+        m.start.map((name) => [name, createDigest(name)]),
+      );
       return;
     }
     if ('abort' in m) {

@@ -6,4 +6,7 @@ import { parentPort } from 'node:worker_threads';
 import { hashJobs } from './hash-jobs.js';
 
 const port = parentPort!;
-port.on('message', hashJobs((m, transfer = []) => port.postMessage(m, transfer)));
+port.on(
+  'message',
+  hashJobs((m, transfer = []) => port.postMessage(m, transfer)),
+);

@@ -70,9 +70,7 @@ export type ToHashThread =
   | { job: number; finish: true }
   | { job: number; abort: true };
 export type FromHashThread =
-  | { job: number; block: Uint8Array }
-  | { job: number; digests: Partial<Record<DigestName, Uint8Array>> }
-  | { job: number; failed: string };
+  { job: number; block: Uint8Array } | { job: number; digests: Partial<Record<DigestName, Uint8Array>> } | { job: number; failed: string };
 
 interface Job {
   waiting: Array<{ resolve: (value: any) => void; reject: (err: Error) => void }>;
@@ -136,7 +134,10 @@ export class RemoteHashing {
         const digest = sha256(block);
         // Transfer the block's memory when it is the block's alone (leaves are); copy otherwise.
         const own = block.byteOffset === 0 && block.byteLength === block.buffer.byteLength && block.buffer instanceof ArrayBuffer;
-        return ask<Uint8Array>({ job: id, block, offset, length }, own ? [block.buffer as ArrayBuffer] : []).then((back) => ({ sha256: digest, block: back }));
+        return ask<Uint8Array>({ job: id, block, offset, length }, own ? [block.buffer as ArrayBuffer] : []).then((back) => ({
+          sha256: digest,
+          block: back,
+        }));
       },
       finish: async () => {
         try {
@@ -159,7 +160,9 @@ const YOUNG_GENERATION_MB = 4;
 
 /** A thread of its own that only hashes (hash-thread.ts); it does not keep the process alive. */
 export function ownHashThread(): HashChannel {
-  const worker = new Worker(new URL('./hash-thread.mjs', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
+  const worker = new Worker(new URL('./hash-thread.mjs', import.meta.url), {
+    resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
+  });
   let down: ((err: Error) => void) | undefined;
   const channel: HashChannel = {
     post: (m, transfer) => worker.postMessage(m, transfer),

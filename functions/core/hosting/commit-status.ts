@@ -78,7 +78,11 @@ export type NoStatus = { none: true; note?: string };
  * repository than the site's (the site's changed since) gets none; a pull
  * request from a fork gets the site's (its base) repository's.
  */
-export async function statusTargetOf(services: Pick<Services, 'config' | 'siteSecrets'>, site: Site, deploy: Deploy): Promise<StatusTarget | NoStatus> {
+export async function statusTargetOf(
+  services: Pick<Services, 'config' | 'siteSecrets'>,
+  site: Site,
+  deploy: Deploy,
+): Promise<StatusTarget | NoStatus> {
   const source = site.deploySettings.source;
   if (deploy.source?.kind !== 'git' || source.kind !== 'repository') return { none: true };
   if (deploy.source.url !== source.url && !deploy.pullRequest?.fork) return { none: true };
@@ -92,12 +96,18 @@ export async function siteStatusTarget(services: Pick<Services, 'config' | 'site
   const target = apiOf(services.config.gitHostApis, source.url);
   if (!target) return { none: true };
   if (!(await services.siteSecrets.status(site.id)).repositoryToken) {
-    return { none: true, note: `No commit status on ${target.host}: the site has no repository access token (setRepositoryToken; one that may write commit statuses shows each deploy on its commit and pull request)` };
+    return {
+      none: true,
+      note: `No commit status on ${target.host}: the site has no repository access token (setRepositoryToken; one that may write commit statuses shows each deploy on its commit and pull request)`,
+    };
   }
   return { repository: source.url, api: target.api, hostName: HOST_NAMES[target.api.kind], owner: target.owner, name: target.name };
 }
 
-function apiOf(apis: Record<string, GitHostApi>, repositoryUrl: string): { api: GitHostApi; host: string; owner: string; name: string } | undefined {
+function apiOf(
+  apis: Record<string, GitHostApi>,
+  repositoryUrl: string,
+): { api: GitHostApi; host: string; owner: string; name: string } | undefined {
   let parsed: ReturnType<typeof parseRepositoryUrl>;
   try {
     parsed = parseRepositoryUrl(repositoryUrl);
@@ -130,7 +140,14 @@ export interface StatusAddresses {
  * before that or when it failed. `lastLogLine` says why a deploy failed or
  * was cancelled.
  */
-export function commitStatusOf(event: CommitStatusEvent, deploy: Deploy, repository: string, sha: string, at: StatusAddresses, lastLogLine?: string): CommitStatus {
+export function commitStatusOf(
+  event: CommitStatusEvent,
+  deploy: Deploy,
+  repository: string,
+  sha: string,
+  at: StatusAddresses,
+  lastLogLine?: string,
+): CommitStatus {
   const context = deploy.preview ? 'cairn/deploy-preview' : 'cairn/deploy';
   const base = { kind: 'commit-status' as const, repository, sha, context };
   const why = (fallback: string) => clip((lastLogLine ?? '').replace(/^\d{4}-\d{2}-\d{2}T[\d:.]+Z\s+/, '').trim() || fallback);
@@ -165,7 +182,11 @@ export function parseCommitStatus(body: string): CommitStatus | undefined {
 }
 
 /** The one request that posts a status: the token in its header only. */
-export function commitStatusRequest(target: StatusTarget, status: CommitStatus, token: string): { url: string; headers: Record<string, string>; body: string } {
+export function commitStatusRequest(
+  target: StatusTarget,
+  status: CommitStatus,
+  token: string,
+): { url: string; headers: Record<string, string>; body: string } {
   const { api } = target;
   const state = STATES[api.kind][status.state];
   const common = { 'content-type': 'application/json', 'user-agent': 'Cairn-Commit-Status/1' };
@@ -200,7 +221,8 @@ export function statusAnswerOf(
   const code = result.statusCode;
   if (code === undefined) {
     const error = result.error ?? 'no answer';
-    if (result.refused) return { refused: `Commit status not set: the ${host} API address ${target.api.baseUrl} is refused here (${error})` };
+    if (result.refused)
+      return { refused: `Commit status not set: the ${host} API address ${target.api.baseUrl} is refused here (${error})` };
     return { retry: error };
   }
   if (code >= 200 && code < 300) return { posted: true };
@@ -233,7 +255,12 @@ function messageOf(answer: string | undefined, token: string): string {
  * and would write over the line. (A refused status is refused again at the
  * deploy's end, which writes it then.) Never throws.
  */
-export async function noteRefusal(services: Pick<Services, 'deploys' | 'deployLogs' | 'logger'>, siteId: string, deployId: string, line: string): Promise<void> {
+export async function noteRefusal(
+  services: Pick<Services, 'deploys' | 'deployLogs' | 'logger'>,
+  siteId: string,
+  deployId: string,
+  line: string,
+): Promise<void> {
   try {
     const deploy = await services.deploys.get(siteId, deployId);
     if (!deploy || deploy.status === 'IN_PROGRESS') return;

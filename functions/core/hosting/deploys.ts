@@ -96,7 +96,10 @@ function buildOf(site: Site, kind: DeployKind): DeployBuild {
 
 function refuseAltPlatform(site: Site): void {
   if (site.platform === 'alt') {
-    throw new DeployRequestError('The site is on the alternative platform (the Internet Computer), which this service cannot deploy to; set its platform to IPFS to deploy it here.', 'siteId');
+    throw new DeployRequestError(
+      'The site is on the alternative platform (the Internet Computer), which this service cannot deploy to; set its platform to IPFS to deploy it here.',
+      'siteId',
+    );
   }
 }
 
@@ -104,8 +107,10 @@ function sourceOf(site: Site, commit: string | undefined): DeploySource {
   refuseAltPlatform(site);
   const source = site.deploySettings.source;
   if (source.kind === 'ipfs') {
-    if (!source.cid) throw new DeployRequestError("The site's source is IPFS but names no CID; set deploySettings.source.ipfs.cid first.", 'siteId');
-    if (commit !== undefined) throw new DeployRequestError('The site deploys a CID, not a repository: a commit means nothing here.', 'commit');
+    if (!source.cid)
+      throw new DeployRequestError("The site's source is IPFS but names no CID; set deploySettings.source.ipfs.cid first.", 'siteId');
+    if (commit !== undefined)
+      throw new DeployRequestError('The site deploys a CID, not a repository: a commit means nothing here.', 'commit');
     return { kind: 'ipfs', cid: source.cid };
   }
   if (commit !== undefined && !COMMIT_PREFIX.test(commit)) {
@@ -179,13 +184,20 @@ export async function deployCid(services: Services, site: Site, text: string): P
   try {
     missing = await missingUnder(await services.ipfs(), cid);
   } catch (err) {
-    if (err instanceof UnsupportedCodecError) throw new DeployRequestError(`The DAG of ${text.trim()} links to ${err.cid}, whose codec this service does not store.`, 'cid');
+    if (err instanceof UnsupportedCodecError)
+      throw new DeployRequestError(`The DAG of ${text.trim()} links to ${err.cid}, whose codec this service does not store.`, 'cid');
     if (err instanceof DagLimitError) throw new DeployRequestError(`${dagLimitMessage(err).replace(/^t/, 'T')}.`, 'cid');
     throw err;
   }
   if (missing.missing > 0) {
-    const what = missing.first && missing.first.equals(cid) ? 'its root block is not here' : `${missing.missing === 1 ? 'a block is' : `${missing.missing} blocks are`} missing, ${missing.first} first`;
-    throw new DeployRequestError(`The DAG of ${text.trim()} is not complete on this service (${what}): import it first with POST /imports/car.`, 'cid');
+    const what =
+      missing.first && missing.first.equals(cid)
+        ? 'its root block is not here'
+        : `${missing.missing === 1 ? 'a block is' : `${missing.missing} blocks are`} missing, ${missing.first} first`;
+    throw new DeployRequestError(
+      `The DAG of ${text.trim()} is not complete on this service (${what}): import it first with POST /imports/car.`,
+      'cid',
+    );
   }
   return enqueue(services, site, { source: { kind: 'ipfs', cid: cid.toV1().toString() }, repository: { ...NO_REPOSITORY } });
 }
@@ -202,8 +214,10 @@ export async function triggerPreview(
   init: { url?: string; branch: string; commit?: string | null; pullRequest?: DeployPullRequest },
 ): Promise<Deploy> {
   const siteSource = sourceOf(site, undefined);
-  if (siteSource.kind !== 'git') throw new DeployRequestError('The site deploys a CID, not a repository: there is no branch to preview.', 'siteId');
-  if (init.commit != null && !COMMIT_PREFIX.test(init.commit)) throw new DeployRequestError('commit must be a commit hash: 7 to 40 lowercase hexadecimal digits.', 'commit');
+  if (siteSource.kind !== 'git')
+    throw new DeployRequestError('The site deploys a CID, not a repository: there is no branch to preview.', 'siteId');
+  if (init.commit != null && !COMMIT_PREFIX.test(init.commit))
+    throw new DeployRequestError('commit must be a commit hash: 7 to 40 lowercase hexadecimal digits.', 'commit');
   const source: DeploySource = { kind: 'git', url: init.url ?? siteSource.url, branch: init.branch, commit: init.commit ?? null };
   const repository = { commit: source.commit ?? null, branch: init.branch, ...ownerAndName(source.url), message: null };
   return enqueue(services, site, { source, repository, preview: true, ...(init.pullRequest ? { pullRequest: init.pullRequest } : {}) });
@@ -218,7 +232,8 @@ async function existing(services: Services, site: Site, deployId: string): Promi
 /** A new deploy of the same commit (or CID) with the site's current settings; the old one stays as it was. */
 export async function retryDeploy(services: Services, site: Site, deployId: string): Promise<Deploy> {
   const old = await existing(services, site, deployId);
-  if (old.status === 'IN_PROGRESS') throw new DeployRequestError(`Deploy ${deployId} is still in progress; cancel it first or wait for it to end.`, 'deployId');
+  if (old.status === 'IN_PROGRESS')
+    throw new DeployRequestError(`Deploy ${deployId} is still in progress; cancel it first or wait for it to end.`, 'deployId');
   // Another's code, built again: only while the site still builds forks' pull requests (without secrets, as any fork's).
   if (old.pullRequest?.fork && (site.deploySettings.forkPullRequests ?? 'NOT_BUILT') === 'NOT_BUILT') {
     throw new DeployRequestError(
@@ -231,7 +246,12 @@ export async function retryDeploy(services: Services, site: Site, deployId: stri
   if (old.source?.kind === 'ipfs') source = old.source;
   else if (old.source?.kind === 'git') {
     const commit = old.repository?.commit ?? old.source.commit ?? null;
-    source = { kind: 'git', url: old.source.url, branch: old.source.branch, commit: commit && FULL_COMMIT.test(commit) ? commit : (old.source.commit ?? null) };
+    source = {
+      kind: 'git',
+      url: old.source.url,
+      branch: old.source.branch,
+      commit: commit && FULL_COMMIT.test(commit) ? commit : (old.source.commit ?? null),
+    };
   } else {
     source = sourceOf(site, old.repository?.commit ?? undefined);
   }
@@ -239,16 +259,29 @@ export async function retryDeploy(services: Services, site: Site, deployId: stri
     source.kind === 'git'
       ? { commit: source.commit ?? null, branch: source.branch, ...ownerAndName(source.url), message: null }
       : { commit: null, branch: null, owner: null, name: null, message: null };
-  return enqueue(services, site, { source, repository, retryOf: old.id, preview: old.preview ?? undefined, ...(old.pullRequest ? { pullRequest: old.pullRequest } : {}) });
+  return enqueue(services, site, {
+    source,
+    repository,
+    retryOf: old.id,
+    preview: old.preview ?? undefined,
+    ...(old.pullRequest ? { pullRequest: old.pullRequest } : {}),
+  });
 }
 
 export async function cancelDeploy(services: Services, site: Site, deployId: string): Promise<Deploy> {
   const deploy = await existing(services, site, deployId);
-  if (deploy.status !== 'IN_PROGRESS') throw new DeployRequestError(`Deploy ${deployId} has already ended (${deploy.status}); only a deploy in progress can be cancelled.`, 'deployId');
+  if (deploy.status !== 'IN_PROGRESS')
+    throw new DeployRequestError(
+      `Deploy ${deployId} has already ended (${deploy.status}); only a deploy in progress can be cancelled.`,
+      'deployId',
+    );
   const now = await services.deploys.requestCancel(site.id, deployId, 'cancelled by request');
   if (!now) {
     const ended = await existing(services, site, deployId);
-    throw new DeployRequestError(`Deploy ${deployId} has already ended (${ended.status}); only a deploy in progress can be cancelled.`, 'deployId');
+    throw new DeployRequestError(
+      `Deploy ${deployId} has already ended (${ended.status}); only a deploy in progress can be cancelled.`,
+      'deployId',
+    );
   }
   if (now.status === 'CANCELLED') {
     await endLog(services, now, 'Cancelled: cancelled by request');
@@ -307,7 +340,12 @@ async function dropCached(services: Services, siteId: string): Promise<void> {
 }
 
 /** Points the site at the deploy and purges its cache, so its address serves the deploy at once. Whether it is now published. */
-export async function publishToSite(services: Services, siteId: string, deployId: string, options: { onlyIfNewer: boolean }): Promise<boolean> {
+export async function publishToSite(
+  services: Services,
+  siteId: string,
+  deployId: string,
+  options: { onlyIfNewer: boolean },
+): Promise<boolean> {
   const published = await services.sites.publishDeploy(siteId, deployId, options);
   if (published) await purgeSite(services, siteId);
   return published;
@@ -316,7 +354,8 @@ export async function publishToSite(services: Services, siteId: string, deployId
 /** Publishes any DEPLOYED deploy of the site (a rollback, or publishing with auto-publishing off). */
 export async function publishDeploy(services: Services, site: Site, deployId: string): Promise<Deploy> {
   const deploy = await existing(services, site, deployId);
-  if (deploy.status !== 'DEPLOYED') throw new DeployRequestError(`Deploy ${deployId} is ${deploy.status}; only a DEPLOYED deploy can be published.`, 'deployId');
+  if (deploy.status !== 'DEPLOYED')
+    throw new DeployRequestError(`Deploy ${deployId} is ${deploy.status}; only a DEPLOYED deploy can be published.`, 'deployId');
   if (deploy.preview) throw new DeployRequestError(`Deploy ${deployId} is a pull-request preview; previews are not published.`, 'deployId');
   if (!(await publishToSite(services, site.id, deployId, { onlyIfNewer: false }))) throw new DeployNotFoundError();
   await notifyDeploy(services, 'PUBLISHED', { ...deploy, published: true });

@@ -56,10 +56,14 @@ export const buildHookUrl = (baseUrl: string, hookId: string, token: string): st
   `${baseUrl.replace(/\/+$/, '')}/hooks/build/${encodeURIComponent(hookId)}?token=${encodeURIComponent(token)}`;
 
 /** The URL a git host posts a site's events to. */
-export const gitHookUrl = (baseUrl: string, siteId: string): string => `${baseUrl.replace(/\/+$/, '')}/hooks/git/${encodeURIComponent(siteId)}`;
+export const gitHookUrl = (baseUrl: string, siteId: string): string =>
+  `${baseUrl.replace(/\/+$/, '')}/hooks/git/${encodeURIComponent(siteId)}`;
 
 function json(status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers } });
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers },
+  });
 }
 
 const refuse = (status: number, error: string, headers?: Record<string, string>) => json(status, { ok: false, error }, headers);
@@ -129,7 +133,12 @@ async function gitEvent(services: Services, req: HttpRequest, siteId: string): P
   const body = await readCapped(req, MAX_HOOK_BODY_BYTES);
   if (body === undefined) return tooLarge();
   if (!verify(host, req.headers, body, secret)) {
-    return refuse(401, host === 'gitlab' ? 'X-Gitlab-Token is missing or does not match the site\'s webhook secret' : 'X-Hub-Signature-256 is missing or does not match the body signed with the site\'s webhook secret');
+    return refuse(
+      401,
+      host === 'gitlab'
+        ? "X-Gitlab-Token is missing or does not match the site's webhook secret"
+        : "X-Hub-Signature-256 is missing or does not match the body signed with the site's webhook secret",
+    );
   }
   const text = eventText(host, req.headers.get('content-type'), body);
   if (text instanceof Response) return text;
@@ -144,16 +153,24 @@ async function gitEvent(services: Services, req: HttpRequest, siteId: string): P
   const action = host === 'gitlab' ? gitlabAction(site, name, event as GitlabEvent) : githubAction(site, name, event as GithubEvent);
   if ('error' in action) return refuse(400, action.error);
 
-  const deliveryId = (host === 'gitlab' ? (req.headers.get('x-gitlab-event-uuid') ?? req.headers.get('idempotency-key')) : req.headers.get('x-github-delivery'))?.trim();
+  const deliveryId = (
+    host === 'gitlab'
+      ? (req.headers.get('x-gitlab-event-uuid') ?? req.headers.get('idempotency-key'))
+      : req.headers.get('x-github-delivery')
+  )?.trim();
   if (deliveryId !== undefined && deliveryId !== '' && deliveryId.length <= 200) {
     const claim = await services.hookDeliveries.claim(site.id, deliveryId);
     if (!claim.claimed) {
       const why = `delivery ${deliveryId} was already handled`;
-      return claim.previous.deployId ? deployed(services, site, claim.previous.deployId, { ignored: why, alreadyHandled: true }) : ignored(why, { alreadyHandled: true });
+      return claim.previous.deployId
+        ? deployed(services, site, claim.previous.deployId, { ignored: why, alreadyHandled: true })
+        : ignored(why, { alreadyHandled: true });
     }
     try {
       const answer = await act(services, site, action);
-      await services.hookDeliveries.record(site.id, deliveryId, answer).catch((err: unknown) => services.logger.warn('could not record what a delivery did', { siteId: site.id, deliveryId, err }));
+      await services.hookDeliveries
+        .record(site.id, deliveryId, answer)
+        .catch((err: unknown) => services.logger.warn('could not record what a delivery did', { siteId: site.id, deliveryId, err }));
       return answerOf(services, site, answer);
     } catch (err) {
       // Nothing was done: a redelivery may act.
@@ -193,7 +210,11 @@ type Action =
   | { deploy: { commit: string } }
   | { preview: { url?: string; branch: string; commit: string; pullRequest: DeployPullRequest } };
 
-async function act(services: Services, site: Site, action: Exclude<Action, { error: string }>): Promise<{ deployId?: string; ignored?: string }> {
+async function act(
+  services: Services,
+  site: Site,
+  action: Exclude<Action, { error: string }>,
+): Promise<{ deployId?: string; ignored?: string }> {
   let deploy: Deploy;
   if ('ignored' in action) return { ignored: action.ignored };
   if ('deploy' in action) deploy = await triggerDeploy(services, site, action.deploy.commit);
@@ -216,11 +237,13 @@ function pushAction(site: Site, ref: unknown, after: unknown, deleted: boolean):
   const branch = siteBranch(site);
   if (typeof branch !== 'string') return branch;
   if (typeof ref !== 'string') return { error: 'the push event has no ref' };
-  if (ref.startsWith('refs/tags/')) return { ignored: `a tag push (${ref.slice('refs/tags/'.length)}): only pushes to branch ${branch} deploy` };
+  if (ref.startsWith('refs/tags/'))
+    return { ignored: `a tag push (${ref.slice('refs/tags/'.length)}): only pushes to branch ${branch} deploy` };
   if (!ref.startsWith('refs/heads/')) return { ignored: `a push to ${ref}, not to a branch` };
   const pushed = ref.slice('refs/heads/'.length);
   if (pushed !== branch) return { ignored: `a push to branch ${pushed}: this site deploys branch ${branch}` };
-  if (deleted || (typeof after === 'string' && ZERO_COMMIT.test(after))) return { ignored: `branch ${pushed} was deleted: nothing to deploy` };
+  if (deleted || (typeof after === 'string' && ZERO_COMMIT.test(after)))
+    return { ignored: `branch ${pushed} was deleted: nothing to deploy` };
   if (typeof after !== 'string' || !FULL_COMMIT.test(after.toLowerCase())) return { error: 'the push event names no commit (after)' };
   return { deploy: { commit: after.toLowerCase() } };
 }
@@ -248,14 +271,19 @@ interface GithubEvent {
 function githubAction(site: Site, event: string | null, body: GithubEvent): Action {
   if (event === 'ping') return { ignored: 'ping: the webhook is set up' };
   if (event === 'push') return pushAction(site, body.ref, body.after, body.deleted === true);
-  if (event !== 'pull_request') return { ignored: `${event ? `the ${event} event` : 'an event without X-GitHub-Event'} is not acted on (only push and pull_request are)` };
+  if (event !== 'pull_request')
+    return {
+      ignored: `${event ? `the ${event} event` : 'an event without X-GitHub-Event'} is not acted on (only push and pull_request are)`,
+    };
   const pr = body.pull_request;
   if (!pr || typeof pr !== 'object') return { error: 'the pull_request event has no pull_request' };
   const number = typeof pr.number === 'number' ? pr.number : typeof body.number === 'number' ? body.number : undefined;
   if (number === undefined) return { error: 'the pull_request event has no number' };
   const action = String(body.action ?? '');
-  if (!['opened', 'reopened', 'synchronize'].includes(action)) return { ignored: `pull request #${number} ${action || 'changed'}: only opened, reopened and synchronize build a preview` };
-  const fork = !!pr.head?.repo && !!pr.base?.repo && (pr.head.repo.id ?? pr.head.repo.full_name) !== (pr.base.repo.id ?? pr.base.repo.full_name);
+  if (!['opened', 'reopened', 'synchronize'].includes(action))
+    return { ignored: `pull request #${number} ${action || 'changed'}: only opened, reopened and synchronize build a preview` };
+  const fork =
+    !!pr.head?.repo && !!pr.base?.repo && (pr.head.repo.id ?? pr.head.repo.full_name) !== (pr.base.repo.id ?? pr.base.repo.full_name);
   return previewAction(site, {
     number,
     title: pr.title,
@@ -290,19 +318,29 @@ interface GitlabEvent {
 
 function gitlabAction(site: Site, event: string | null, body: GitlabEvent): Action {
   if (event === 'Push Hook' || body.object_kind === 'push') {
-    return pushAction(site, body.ref, body.after, body.checkout_sha === null && typeof body.after === 'string' && ZERO_COMMIT.test(body.after));
+    return pushAction(
+      site,
+      body.ref,
+      body.after,
+      body.checkout_sha === null && typeof body.after === 'string' && ZERO_COMMIT.test(body.after),
+    );
   }
   if (event === 'Tag Push Hook' || body.object_kind === 'tag_push') {
     const ref = typeof body.ref === 'string' ? body.ref : 'refs/tags/?';
     return pushAction(site, ref.startsWith('refs/tags/') ? ref : `refs/tags/${ref}`, body.after, false);
   }
-  if (event !== 'Merge Request Hook' && body.object_kind !== 'merge_request') return { ignored: `${event ? `the ${event} event` : 'an event without X-Gitlab-Event'} is not acted on (only Push Hook and Merge Request Hook are)` };
+  if (event !== 'Merge Request Hook' && body.object_kind !== 'merge_request')
+    return {
+      ignored: `${event ? `the ${event} event` : 'an event without X-Gitlab-Event'} is not acted on (only Push Hook and Merge Request Hook are)`,
+    };
   const mr = body.object_attributes;
   if (!mr || typeof mr !== 'object' || typeof mr.iid !== 'number') return { error: 'the merge request event has no object_attributes.iid' };
   const action = String(mr.action ?? '');
   if (action === 'update' && !mr.oldrev) return { ignored: `merge request !${mr.iid} updated without new commits: nothing to build` };
-  if (!['open', 'reopen', 'update'].includes(action)) return { ignored: `merge request !${mr.iid} ${action || 'changed'}: only open, reopen and update with new commits build a preview` };
-  const fork = typeof mr.source_project_id === 'number' && typeof mr.target_project_id === 'number' && mr.source_project_id !== mr.target_project_id;
+  if (!['open', 'reopen', 'update'].includes(action))
+    return { ignored: `merge request !${mr.iid} ${action || 'changed'}: only open, reopen and update with new commits build a preview` };
+  const fork =
+    typeof mr.source_project_id === 'number' && typeof mr.target_project_id === 'number' && mr.source_project_id !== mr.target_project_id;
   return previewAction(site, {
     number: mr.iid,
     title: mr.title,
@@ -317,18 +355,32 @@ function gitlabAction(site: Site, event: string | null, body: GitlabEvent): Acti
 
 function previewAction(
   site: Site,
-  pr: { number: number; title?: string; url?: string; base?: string; head?: string; sha?: string; headRepoUrl?: string | null; fork: boolean },
+  pr: {
+    number: number;
+    title?: string;
+    url?: string;
+    base?: string;
+    head?: string;
+    sha?: string;
+    headRepoUrl?: string | null;
+    fork: boolean;
+  },
 ): Action {
   const branch = siteBranch(site);
   if (typeof branch !== 'string') return branch;
-  if (pr.base !== branch) return { ignored: `pull request #${pr.number} is against branch ${pr.base ?? '?'}: this site deploys branch ${branch}` };
-  if (!site.deploySettings.prDeployPreviews) return { ignored: `pull request #${pr.number}: pull-request previews are off for this site (deploySettings.prDeployPreviews)` };
+  if (pr.base !== branch)
+    return { ignored: `pull request #${pr.number} is against branch ${pr.base ?? '?'}: this site deploys branch ${branch}` };
+  if (!site.deploySettings.prDeployPreviews)
+    return { ignored: `pull request #${pr.number}: pull-request previews are off for this site (deploySettings.prDeployPreviews)` };
   if (pr.fork && (site.deploySettings.forkPullRequests ?? 'NOT_BUILT') !== 'BUILT_WITHOUT_SECRETS') {
     // A fork's code is a stranger's: not run on the site's account unless the site asks (and then without its secrets).
-    return { ignored: `pull request #${pr.number} comes from a fork: fork pull requests are not built for this site (deploySettings.forkPullRequests is NOT_BUILT; BUILT_WITHOUT_SECRETS builds them without the site's secret variables)` };
+    return {
+      ignored: `pull request #${pr.number} comes from a fork: fork pull requests are not built for this site (deploySettings.forkPullRequests is NOT_BUILT; BUILT_WITHOUT_SECRETS builds them without the site's secret variables)`,
+    };
   }
   if (typeof pr.head !== 'string' || pr.head === '') return { error: `pull request #${pr.number} names no head branch` };
-  if (typeof pr.sha !== 'string' || !FULL_COMMIT.test(pr.sha.toLowerCase())) return { error: `pull request #${pr.number} names no head commit` };
+  if (typeof pr.sha !== 'string' || !FULL_COMMIT.test(pr.sha.toLowerCase()))
+    return { error: `pull request #${pr.number} names no head commit` };
   if (pr.fork && (typeof pr.headRepoUrl !== 'string' || !/^https?:\/\//.test(pr.headRepoUrl))) {
     return { ignored: `pull request #${pr.number} comes from a fork that is gone or has no http(s) clone URL` };
   }
@@ -345,6 +397,9 @@ async function buildHook(services: Services, req: HttpRequest, hookId: string): 
   if (!site) return notFound();
   const branch = siteBranch(site);
   if (typeof branch !== 'string') return deployed(services, site, (await triggerDeploy(services, site)).id);
-  const deploy = hook.branch === null || hook.branch === branch ? await triggerDeploy(services, site) : await triggerPreview(services, site, { branch: hook.branch });
+  const deploy =
+    hook.branch === null || hook.branch === branch
+      ? await triggerDeploy(services, site)
+      : await triggerPreview(services, site, { branch: hook.branch });
   return deployed(services, site, deploy.id);
 }

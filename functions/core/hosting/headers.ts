@@ -96,7 +96,10 @@ export function unsendableHeader(name: string, value: string): string | undefine
     return `the value of ${name} holds ${describeChar(value)}; header values are visible ASCII (RFC 9110): percent-encode other characters`;
   }
   if (name.toLowerCase() === 'set-cookie') {
-    const attributes = value.split(';').slice(1).map((a) => a.trim().split('=')[0]!.trim().toLowerCase());
+    const attributes = value
+      .split(';')
+      .slice(1)
+      .map((a) => a.trim().split('=')[0]!.trim().toLowerCase());
     if (attributes.includes('domain')) {
       return "a cookie set by _headers stays with the site's own address: remove its Domain attribute (a cookie without one is sent only to the host that set it)";
     }
@@ -131,13 +134,15 @@ export function parseHeaders(text: string, options: { publish?: boolean } = {}):
       throw options.publish ? new UnsafeHeaderLine(line, reason, trimmed) : new SiteFileError('_headers', line, reason, trimmed);
     };
     if (!/^\s/.test(raw)) {
-      if (!trimmed.startsWith('/')) fail('a rule starts with a path starting with "/" (rules for other domains are not supported); header lines are indented');
+      if (!trimmed.startsWith('/'))
+        fail('a rule starts with a path starting with "/" (rules for other domains are not supported); header lines are indented');
       if (/\s/.test(trimmed)) fail('a path line holds one path and nothing else');
       // Each "*" becomes ".*", and every request tries every rule: with two or
       // more, a path such as /*a*a*a*a*b backtracks polynomially in the request
       // path's length (40 characters took 7 s), blocking every site. One "*"
       // keeps a match linear in the path and the pattern.
-      if (trimmed.indexOf('*') !== trimmed.lastIndexOf('*')) fail('a path holds at most one "*" (more would make every request slow to match)');
+      if (trimmed.indexOf('*') !== trimmed.lastIndexOf('*'))
+        fail('a path holds at most one "*" (more would make every request slow to match)');
       const { pattern } = compilePathPattern(trimmed, { splatAnywhere: true, optionalSlash: false });
       current = { line, path: trimmed, pattern, headers: [] };
       rules.push(current);

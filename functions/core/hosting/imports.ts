@@ -38,7 +38,10 @@ const CAR_TYPE = 'application/vnd.ipld.car';
 export const isImportPath = (rawPath: string): boolean => rawPath.startsWith('/imports/');
 
 function json(status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers } });
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers },
+  });
 }
 
 const refuse = (status: number, error: string, headers?: Record<string, string>) => json(status, { ok: false, error }, headers);
@@ -56,7 +59,10 @@ class BodyUnreadable extends Error {
 /** The caller's key from `Authorization: <key>` or `Bearer <key>`, as the GraphQL door reads it (graphql/context.ts). */
 function apiKeyFrom(header: string | null): string | undefined {
   if (!header) return undefined;
-  const key = header.trim().replace(/^Bearer\s+/i, '').trim();
+  const key = header
+    .trim()
+    .replace(/^Bearer\s+/i, '')
+    .trim();
   return key || undefined;
 }
 
@@ -81,7 +87,10 @@ export async function handleImport(services: Services, req: HttpRequest): Promis
     const caller = key ? await services.apiKeys.caller(key) : undefined;
     if (!caller) {
       await drop(req);
-      return refuse(401, key ? 'The API key is not valid (unknown or revoked)' : 'An API key is required: send it in the Authorization header');
+      return refuse(
+        401,
+        key ? 'The API key is not valid (unknown or revoked)' : 'An API key is required: send it in the Authorization header',
+      );
     }
     const siteId = queryParams(req.rawQuery).get('siteId');
     if (siteId !== undefined) {
@@ -100,7 +109,8 @@ export async function handleImport(services: Services, req: HttpRequest): Promis
     if (err instanceof CarImportError) return refuse(400, err.message);
     if (err instanceof BodyTooLarge) return refuse(413, err.message, { connection: 'close' });
     if (err instanceof BodyUnreadable) return refuse(400, err.message);
-    if (err instanceof GateBusyError) return refuse(503, 'garbage collection is running; try again in a few seconds', { 'retry-after': '5' });
+    if (err instanceof GateBusyError)
+      return refuse(503, 'garbage collection is running; try again in a few seconds', { 'retry-after': '5' });
     services.logger.error('an import request failed', { path: req.rawPath, err });
     return refuse(500, 'internal error; nothing of this request was kept, so it can be sent again');
   }
@@ -108,10 +118,16 @@ export async function handleImport(services: Services, req: HttpRequest): Promis
 
 async function answerHave(services: Services, req: HttpRequest): Promise<Response> {
   const declared = Number(req.headers.get('content-length') ?? 0);
-  const body = declared > MAX_HAVE_BODY_BYTES ? undefined : await readCappedBody(req.body, MAX_HAVE_BODY_BYTES).catch(() => {
-    throw new BodyUnreadable('the request body could not be read to its end');
-  });
-  if (body === undefined) return refuse(413, `the body is larger than ${MAX_HAVE_BODY_BYTES} bytes; ask about at most ${MAX_HAVE_CIDS} CIDs at a time`, { connection: 'close' });
+  const body =
+    declared > MAX_HAVE_BODY_BYTES
+      ? undefined
+      : await readCappedBody(req.body, MAX_HAVE_BODY_BYTES).catch(() => {
+          throw new BodyUnreadable('the request body could not be read to its end');
+        });
+  if (body === undefined)
+    return refuse(413, `the body is larger than ${MAX_HAVE_BODY_BYTES} bytes; ask about at most ${MAX_HAVE_CIDS} CIDs at a time`, {
+      connection: 'close',
+    });
   let parsed: unknown;
   try {
     parsed = JSON.parse(body.toString('utf8'));
@@ -119,7 +135,8 @@ async function answerHave(services: Services, req: HttpRequest): Promise<Respons
     return refuse(400, 'the body is not JSON: send {"cids": ["<cid>", ...]}');
   }
   const cids = (parsed as { cids?: unknown } | null)?.cids;
-  if (!parsed || typeof parsed !== 'object' || !Array.isArray(cids)) return refuse(400, 'the body must be a JSON object with "cids", an array of CID strings');
+  if (!parsed || typeof parsed !== 'object' || !Array.isArray(cids))
+    return refuse(400, 'the body must be a JSON object with "cids", an array of CID strings');
   if (cids.length > MAX_HAVE_CIDS) return refuse(400, `"cids" holds ${cids.length} CIDs; ask about at most ${MAX_HAVE_CIDS} at a time`);
   // 10,000 CIDs to parse and look up, most of them answered without I/O (the
   // local store's index is read synchronously): in slices, and with as few
@@ -160,7 +177,13 @@ async function answerCar(services: Services, req: HttpRequest): Promise<Response
   if (declared > limit) return refuse(413, tooLarge, { connection: 'close' });
   if (!req.body) return refuse(400, 'the body is empty: send a CARv1');
   const result = await importCar(services, cappedChunks(req.body, limit, tooLarge), { signal: req.signal });
-  services.logger.info('CAR imported', { root: result.root.toString(), blocks: result.blocks, bytes: result.bytes, complete: result.complete, missing: result.missing });
+  services.logger.info('CAR imported', {
+    root: result.root.toString(),
+    blocks: result.blocks,
+    bytes: result.bytes,
+    complete: result.complete,
+    missing: result.missing,
+  });
   return json(200, {
     ok: true,
     root: result.root.toString(),

@@ -24,7 +24,8 @@ export class NotificationUrlError extends Error {
 /** The URL's shape: throws NotificationUrlError saying what is wrong (never echoing credentials). */
 export function checkUrlShape(raw: string, rules: OutboundRules): URL {
   if (typeof raw !== 'string' || raw.length === 0) throw new NotificationUrlError('url must not be empty');
-  if (raw.length > MAX_NOTIFICATION_URL_LENGTH) throw new NotificationUrlError(`url must be at most ${MAX_NOTIFICATION_URL_LENGTH} characters`);
+  if (raw.length > MAX_NOTIFICATION_URL_LENGTH)
+    throw new NotificationUrlError(`url must be at most ${MAX_NOTIFICATION_URL_LENGTH} characters`);
   if (/[\s\x00-\x1f\x7f]/.test(raw)) throw new NotificationUrlError('url must not contain spaces or control characters');
   let url: URL;
   try {
@@ -35,8 +36,10 @@ export function checkUrlShape(raw: string, rules: OutboundRules): URL {
   // Plain http is for a receiver on this machine or its network: where those are refused, so is it.
   const allowHttp = rules.private === 'allow';
   const schemes = allowHttp ? ['https:', 'http:'] : ['https:'];
-  if (!schemes.includes(url.protocol)) throw new NotificationUrlError(allowHttp ? 'url must be an http:// or https:// URL' : 'url must be an https:// URL');
-  if (url.username !== '' || url.password !== '') throw new NotificationUrlError('url must not carry credentials (user:password@); the signature authenticates each delivery');
+  if (!schemes.includes(url.protocol))
+    throw new NotificationUrlError(allowHttp ? 'url must be an http:// or https:// URL' : 'url must be an https:// URL');
+  if (url.username !== '' || url.password !== '')
+    throw new NotificationUrlError('url must not carry credentials (user:password@); the signature authenticates each delivery');
   if (url.hostname === '') throw new NotificationUrlError('url names no host');
   return url;
 }

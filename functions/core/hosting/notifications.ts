@@ -80,13 +80,23 @@ export interface NotificationPayload {
  * these are written: notifications, the GraphQL Deploy and the git hooks'
  * answers all take them from here.
  */
-export function siteAddresses(services: Pick<Services, 'config'>, site: Pick<Site, 'slug'>, deployId: string): { site: string; deploy: string } {
+export function siteAddresses(
+  services: Pick<Services, 'config'>,
+  site: Pick<Site, 'slug'>,
+  deployId: string,
+): { site: string; deploy: string } {
   const scheme = new URL(services.config.urls.gatewayUrl).protocol;
   const domain = services.config.sites.domain;
   return { site: `${scheme}//${site.slug}.${domain}`, deploy: `${scheme}//${deployId.toLowerCase()}--${site.slug}.${domain}` };
 }
 
-export function notificationPayload(services: Services, event: DeployEvent, site: Site, deploy: Deploy, logTail?: string[]): NotificationPayload {
+export function notificationPayload(
+  services: Services,
+  event: DeployEvent,
+  site: Site,
+  deploy: Deploy,
+  logTail?: string[],
+): NotificationPayload {
   const at = siteAddresses(services, site, deploy.id);
   return {
     event,
@@ -126,7 +136,12 @@ async function logTailOf(services: Services, deploy: Deploy): Promise<string[]> 
  * to the outbox. Never throws (a failure is logged): the deploy goes on
  * whatever happens here.
  */
-export async function notifyDeploy(services: Services, event: DeployEvent, deploy: Deploy | undefined, options: { commitStatus?: boolean } = {}): Promise<void> {
+export async function notifyDeploy(
+  services: Services,
+  event: DeployEvent,
+  deploy: Deploy | undefined,
+  options: { commitStatus?: boolean } = {},
+): Promise<void> {
   if (!deploy) return;
   try {
     const urls = (await services.notificationUrls.list(deploy.siteId)).filter((u) => u.events.includes(event));
@@ -170,7 +185,13 @@ async function recordStatus(services: Services, event: CommitStatusEvent, site: 
   const lastLine = ended ? (await logTailOf(services, deploy)).at(-1) : undefined;
   const status = commitStatusOf(event, deploy, target.repository, sha, { ...at, app }, lastLine);
   // The record's event is a notification's: a cancel is kept as the unsuccessful end it is (the body says cancelled).
-  await recordDelivery(services, { siteId: site.id, urlId: commitStatusChannel(deploy.id), deployId: deploy.id, event: event === 'CANCELLED' ? 'FAILED' : event, body: JSON.stringify(status) });
+  await recordDelivery(services, {
+    siteId: site.id,
+    urlId: commitStatusChannel(deploy.id),
+    deployId: deploy.id,
+    event: event === 'CANCELLED' ? 'FAILED' : event,
+    body: JSON.stringify(status),
+  });
 }
 
 /** A delivery recorded PENDING, and handed to the outbox. */
@@ -277,7 +298,10 @@ export async function postNotification(
         },
       );
       req.on('error', (err: NodeJS.ErrnoException) =>
-        done({ error: (err.code && !err.message.includes(err.code) ? `${err.code}: ${err.message}` : err.message).slice(0, 300), ...(err instanceof OutboundRefused ? { refused: true } : {}) }),
+        done({
+          error: (err.code && !err.message.includes(err.code) ? `${err.code}: ${err.message}` : err.message).slice(0, 300),
+          ...(err instanceof OutboundRefused ? { refused: true } : {}),
+        }),
       );
       req.end(body);
     };
@@ -323,7 +347,11 @@ async function attemptNotification(services: Services, delivery: NotificationDel
     { outbound: services.config.outbound, signal },
   );
   const delivered = is2xx(result.statusCode);
-  return { delivered, statusCode: result.statusCode, error: delivered ? undefined : (result.error ?? `the receiver answered ${result.statusCode}`) };
+  return {
+    delivered,
+    statusCode: result.statusCode,
+    error: delivered ? undefined : (result.error ?? `the receiver answered ${result.statusCode}`),
+  };
 }
 
 /**
@@ -336,14 +364,20 @@ async function attemptCommitStatus(services: Services, delivery: NotificationDel
   const status = parseCommitStatus(delivery.body);
   if (!status) return { delivered: false, error: 'not a commit status', final: true };
   const [newest] = await services.notificationDeliveries.listOfUrl(delivery.siteId, delivery.urlId, 1);
-  if (newest && newest.id !== delivery.id) return { delivered: false, error: 'a newer status of the deploy was recorded: this one is not sent', final: true };
+  if (newest && newest.id !== delivery.id)
+    return { delivered: false, error: 'a newer status of the deploy was recorded: this one is not sent', final: true };
   const site = await services.sites.getById(delivery.siteId);
   const target = site ? await siteStatusTarget(services, site) : undefined;
-  if (!target || 'none' in target || target.repository !== status.repository) return { delivered: false, error: "the site's repository or its API changed: not sent", final: true };
+  if (!target || 'none' in target || target.repository !== status.repository)
+    return { delivered: false, error: "the site's repository or its API changed: not sent", final: true };
   const credentials = await services.siteSecrets.repositoryCredentials(delivery.siteId);
   if (!credentials) return { delivered: false, error: 'the site has no repository access token any more: not sent', final: true };
   const request = commitStatusRequest(target, status, credentials.token);
-  const result = await postNotification(request.url, request.body, request.headers, { outbound: services.config.outbound, signal, answerBytes: 4096 });
+  const result = await postNotification(request.url, request.body, request.headers, {
+    outbound: services.config.outbound,
+    signal,
+    answerBytes: 4096,
+  });
   const answer = statusAnswerOf(target, result, credentials.token);
   if ('posted' in answer) return { delivered: true, statusCode: result.statusCode };
   if ('retry' in answer) return { delivered: false, statusCode: result.statusCode, error: answer.retry };
@@ -355,7 +389,11 @@ async function attemptCommitStatus(services: Services, delivery: NotificationDel
  * outbox with their delay. Throws only when the record cannot be read or
  * written (the caller tries the whole attempt again).
  */
-export async function sendNotification(services: Services, ref: DeliveryRef, options: { signal?: AbortSignal } = {}): Promise<NotificationDelivery | undefined> {
+export async function sendNotification(
+  services: Services,
+  ref: DeliveryRef,
+  options: { signal?: AbortSignal } = {},
+): Promise<NotificationDelivery | undefined> {
   const { notificationDeliveries: deliveries, config, logger } = services;
   const delivery = await deliveries.get(ref);
   if (!delivery || delivery.status !== 'PENDING') return delivery;
@@ -366,7 +404,9 @@ export async function sendNotification(services: Services, ref: DeliveryRef, opt
     return delivery;
   }
   const commitStatus = isCommitStatusChannel(ref.urlId);
-  const result = commitStatus ? await attemptCommitStatus(services, delivery, options.signal) : await attemptNotification(services, delivery, options.signal);
+  const result = commitStatus
+    ? await attemptCommitStatus(services, delivery, options.signal)
+    : await attemptNotification(services, delivery, options.signal);
   const { delivered, error } = result;
   let retryAt: Date | null = null;
   if (!delivered && result.final) {
@@ -374,7 +414,8 @@ export async function sendNotification(services: Services, ref: DeliveryRef, opt
   } else if (!delivered && !options.signal?.aborted) {
     const now = Date.now();
     const giveUpAt = Date.parse(delivery.createdAt) + config.notifications.retryForSeconds * 1000;
-    if (now < giveUpAt) retryAt = new Date(Math.min(giveUpAt, now + retryDelaySeconds(config.notifications.retryBaseSeconds, delivery.attempt + 1) * 1000));
+    if (now < giveUpAt)
+      retryAt = new Date(Math.min(giveUpAt, now + retryDelaySeconds(config.notifications.retryBaseSeconds, delivery.attempt + 1) * 1000));
   } else if (!delivered) {
     // Stopped mid-attempt (the local server shutting down): due again at once when it starts.
     retryAt = new Date();
@@ -385,7 +426,9 @@ export async function sendNotification(services: Services, ref: DeliveryRef, opt
     logger.warn('a commit status was refused by the git host; not tried again', { ...ref, deployId: delivery.deployId, error });
     await noteRefusal(services, delivery.siteId, delivery.deployId, result.refusal);
   } else if (recorded.status === 'FAILED' && !result.final) {
-    const what = commitStatus ? 'a commit status was given up: its git host did not take it for an hour' : 'a deploy notification was given up: its URL did not take it for an hour';
+    const what = commitStatus
+      ? 'a commit status was given up: its git host did not take it for an hour'
+      : 'a deploy notification was given up: its URL did not take it for an hour';
     logger.warn(what, { ...ref, deployId: delivery.deployId, event: delivery.event, attempts: recorded.attempt, error });
   }
   if (recorded.status === 'PENDING' && retryAt && !options.signal?.aborted) {

@@ -34,13 +34,21 @@ export class SiteFileError extends Error {
     readonly reason: string,
     readonly text?: string,
   ) {
-    super(line === undefined ? `${file}: ${reason}` : `${file} line ${line}: ${reason}${text === undefined ? '' : ` (${JSON.stringify(text.slice(0, 200))})`}`);
+    super(
+      line === undefined
+        ? `${file}: ${reason}`
+        : `${file} line ${line}: ${reason}${text === undefined ? '' : ` (${JSON.stringify(text.slice(0, 200))})`}`,
+    );
   }
 }
 
 export function checkSize(file: SiteFileError['file'], bytes: number): void {
   if (bytes > MAX_RULES_FILE_BYTES) {
-    throw new SiteFileError(file, undefined, `the file is ${bytes} bytes; at most ${MAX_RULES_FILE_BYTES} (64 KiB) are read, so none of its rules apply`);
+    throw new SiteFileError(
+      file,
+      undefined,
+      `the file is ${bytes} bytes; at most ${MAX_RULES_FILE_BYTES} (64 KiB) are read, so none of its rules apply`,
+    );
   }
 }
 
@@ -50,7 +58,10 @@ const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  * A path pattern as a regular expression: `:name` segments and a final
  * `*`. Shared with `_headers`, whose `*` may also stand mid-path.
  */
-export function compilePathPattern(from: string, options: { splatAnywhere: boolean; optionalSlash: boolean }): { pattern: RegExp; names: string[] } {
+export function compilePathPattern(
+  from: string,
+  options: { splatAnywhere: boolean; optionalSlash: boolean },
+): { pattern: RegExp; names: string[] } {
   const names: string[] = [];
   let source = '';
   const segments = from.split('/').slice(1);
@@ -74,7 +85,10 @@ export function compilePathPattern(from: string, options: { splatAnywhere: boole
     source += '/' + escapeRegExp(segment);
   });
   if (source === '') source = '/';
-  return { pattern: new RegExp(`^${source}${options.optionalSlash && !source.endsWith('/') && !source.endsWith(')?') ? '/?' : ''}$`), names };
+  return {
+    pattern: new RegExp(`^${source}${options.optionalSlash && !source.endsWith('/') && !source.endsWith(')?') ? '/?' : ''}$`),
+    names,
+  };
 }
 
 /**
@@ -124,7 +138,8 @@ function parseRule(raw: string, line: number): RedirectRule | undefined {
   if (fields.length > 3) fail('too many fields: a rule is "from to [status]" (conditions and query matching are not supported)');
   const [from, to, statusText] = fields as [string, string, string | undefined];
   if (!from.startsWith('/')) fail('the source must be a path starting with "/" (rules for other domains are not supported)');
-  if (from.slice(0, -1).includes('*') || (from.endsWith('*') && !from.endsWith('/*'))) fail('"*" may only be the last segment of the source ("/path/*")');
+  if (from.slice(0, -1).includes('*') || (from.endsWith('*') && !from.endsWith('/*')))
+    fail('"*" may only be the last segment of the source ("/path/*")');
   if (!to.startsWith('/') && !/^https?:\/\//i.test(to)) fail('the target must be a path starting with "/" or an http(s) URL');
   let status: RedirectStatus = 301;
   if (statusText !== undefined) {

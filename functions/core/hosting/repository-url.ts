@@ -29,7 +29,9 @@ export class RepositoryUrlError extends Error {
 export function parseRepositoryUrl(input: string): RepositoryUrl {
   const value = input.trim();
   if (/^[^\s/:@]+@[^\s/:]+:/.test(value)) {
-    throw new RepositoryUrlError(`"${clip(value)}" is an SSH address; Cairn clones over https:// only (use the repository's HTTPS clone URL)`);
+    throw new RepositoryUrlError(
+      `"${clip(value)}" is an SSH address; Cairn clones over https:// only (use the repository's HTTPS clone URL)`,
+    );
   }
   let url: URL;
   try {
@@ -49,7 +51,10 @@ export function parseRepositoryUrl(input: string): RepositoryUrl {
     throw new RepositoryUrlError(`a repository URL has no query or fragment ("${clip(value)}")`);
   }
   const path = url.pathname.replace(/\/+$/, '');
-  const segments = path.split('/').filter((s) => s !== '').map(decode);
+  const segments = path
+    .split('/')
+    .filter((s) => s !== '')
+    .map(decode);
   const last = segments.pop()?.replace(/\.git$/, '');
   if (!last || segments.length === 0) {
     throw new RepositoryUrlError(`"${clip(value)}" names no repository; a repository URL looks like https://host/owner/name`);

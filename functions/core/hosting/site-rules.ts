@@ -42,12 +42,18 @@ async function attempt<T>(parse: () => T | Promise<T>): Promise<T | SiteFileErro
 }
 
 async function load(blockstore: Blockstore, root: CID): Promise<SiteRules> {
-  const read = (name: SiteFileError['file']) => readRootFile(blockstore, root, name).catch((err: unknown) => (err instanceof SiteFileError ? err : Promise.reject(err)));
+  const read = (name: SiteFileError['file']) =>
+    readRootFile(blockstore, root, name).catch((err: unknown) => (err instanceof SiteFileError ? err : Promise.reject(err)));
   const [redirects, headers] = await Promise.all([read('_redirects'), read('_headers')]);
   if (redirects === undefined && headers === undefined) return NO_RULES;
   return {
     // A 10,000-rule `_redirects` is parsed in slices: the gateway serves others meanwhile.
-    redirects: redirects === undefined ? [] : redirects instanceof SiteFileError ? redirects : await attempt(() => parseRedirectsInSlices(redirects)),
+    redirects:
+      redirects === undefined
+        ? []
+        : redirects instanceof SiteFileError
+          ? redirects
+          : await attempt(() => parseRedirectsInSlices(redirects)),
     headers: headers === undefined ? [] : headers instanceof SiteFileError ? headers : await attempt(() => parseHeaders(headers).rules),
   };
 }

@@ -73,7 +73,25 @@ export function sniffType(head: Uint8Array): string {
   let text = Buffer.from(head.subarray(0, SNIFF_BYTES)).toString('latin1');
   if (text.startsWith('\xef\xbb\xbf')) text = text.slice(3);
   const lead = text.trimStart().toLowerCase();
-  for (const tag of ['<!doctype html', '<html', '<head', '<body', '<script', '<iframe', '<h1', '<div', '<font', '<table', '<a', '<style', '<title', '<b', '<br', '<p', '<!--']) {
+  for (const tag of [
+    '<!doctype html',
+    '<html',
+    '<head',
+    '<body',
+    '<script',
+    '<iframe',
+    '<h1',
+    '<div',
+    '<font',
+    '<table',
+    '<a',
+    '<style',
+    '<title',
+    '<b',
+    '<br',
+    '<p',
+    '<!--',
+  ]) {
     if (lead.startsWith(tag) && /[ >]/.test(lead.charAt(tag.length))) return 'text/html; charset=utf-8';
   }
   if (lead.startsWith('<?xml')) return lead.includes('<svg') ? 'image/svg+xml' : 'text/xml; charset=utf-8';

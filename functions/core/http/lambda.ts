@@ -6,7 +6,13 @@
  * api-gateway-rest.ts.
  */
 import middy from '@middy/core';
-import type { APIGatewayProxyEvent, APIGatewayProxyEventV2, APIGatewayProxyResult, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type {
+  APIGatewayProxyEvent,
+  APIGatewayProxyEventV2,
+  APIGatewayProxyResult,
+  APIGatewayProxyStructuredResultV2,
+  Context,
+} from 'aws-lambda';
 import type { Logger } from '../logger.js';
 import { isRestApiEvent, restToHttpRequest, toRestResult, toRestStreamingResult } from './api-gateway-rest.js';
 import type { HttpHandler, HttpRequest } from './types.js';

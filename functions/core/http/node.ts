@@ -124,7 +124,11 @@ export async function writeResponse(res: ServerResponse, response: Response, met
  * `give`, each chunk is handed to it once written (the write's callback),
  * never before; a chunk whose write failed is not.
  */
-async function pump(res: ServerResponse, next: () => Promise<{ done?: boolean; value?: Uint8Array }>, give?: (chunk: Uint8Array) => void): Promise<void> {
+async function pump(
+  res: ServerResponse,
+  next: () => Promise<{ done?: boolean; value?: Uint8Array }>,
+  give?: (chunk: Uint8Array) => void,
+): Promise<void> {
   try {
     for (;;) {
       const { done, value } = await next();

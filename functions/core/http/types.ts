@@ -62,9 +62,7 @@ export function httpRequest(
     rawQuery: q < 0 ? '' : target.slice(q + 1),
     headers: new Headers(init.headers),
     body:
-      body === null || body instanceof ReadableStream
-        ? body
-        : new Response(typeof body === 'string' ? body : new Uint8Array(body)).body,
+      body === null || body instanceof ReadableStream ? body : new Response(typeof body === 'string' ? body : new Uint8Array(body)).body,
     signal: new AbortController().signal,
   };
 }

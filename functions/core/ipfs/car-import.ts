@@ -72,10 +72,12 @@ export function rootProblem(cid: CID): string | undefined {
 
 /** Checks one block against its CID; throws CarImportError naming it. */
 export async function verifyBlock(cid: CID, bytes: Uint8Array): Promise<void> {
-  if (cid.code !== DAG_PB && cid.code !== RAW) throw new CarImportError(`block ${cid} has codec ${hex(cid.code)}; this service stores dag-pb and raw blocks only`);
+  if (cid.code !== DAG_PB && cid.code !== RAW)
+    throw new CarImportError(`block ${cid} has codec ${hex(cid.code)}; this service stores dag-pb and raw blocks only`);
   const { code, digest } = cid.multihash;
   if (code === SHA2_256) {
-    if (digest.length !== 32 || !equals((await sha256.digest(bytes)).digest, digest)) throw new CarImportError(`block ${cid} does not match its content`);
+    if (digest.length !== 32 || !equals((await sha256.digest(bytes)).digest, digest))
+      throw new CarImportError(`block ${cid} does not match its content`);
   } else if (code === IDENTITY) {
     if (!equals(digest, bytes)) throw new CarImportError(`block ${cid} does not match its content`);
   } else {
@@ -107,8 +109,10 @@ export async function readVerifiedCar(source: AsyncIterable<Uint8Array>): Promis
   const reader = {
     upTo: (length: number) => base.upTo(length),
     exactly(length: number, seek?: boolean) {
-      if (!Number.isSafeInteger(length) || length < 0) throw new CarImportError('the body is not a valid CAR (a section length is malformed)');
-      if (length > MAX_BLOCK_BYTES) throw new CarImportError(`the CAR has a section of ${length} bytes or more; a block may be at most 2 MiB`);
+      if (!Number.isSafeInteger(length) || length < 0)
+        throw new CarImportError('the body is not a valid CAR (a section length is malformed)');
+      if (length > MAX_BLOCK_BYTES)
+        throw new CarImportError(`the CAR has a section of ${length} bytes or more; a block may be at most 2 MiB`);
       return base.exactly(length, seek);
     },
     seek: (length: number) => base.seek(length),

@@ -184,7 +184,11 @@ export async function buildFileDag(blockstore: Blockstore, content: AsyncIterabl
     const block = parentBlock(children);
     const cid = cidV0Of(block);
     await put(cid, block);
-    await addNode(level + 1, { cid, fileSize: children.reduce((s, c) => s + c.fileSize, 0), tsize: children.reduce((s, c) => s + c.tsize, block.length) });
+    await addNode(level + 1, {
+      cid,
+      fileSize: children.reduce((s, c) => s + c.fileSize, 0),
+      tsize: children.reduce((s, c) => s + c.tsize, block.length),
+    });
   };
   // Leaves are hashed ahead, in order, and written and linked in the same order.
   const hasher = options.leaves ?? inlineLeafHasher();

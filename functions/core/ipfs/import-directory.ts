@@ -166,7 +166,11 @@ function nameHash(nameBytes: Uint8Array): Uint8Array {
   return digest.subarray(0, 8);
 }
 
-export async function importDirectory(blockstore: Blockstore, dir: string, options: ImportDirectoryOptions = {}): Promise<ImportedDirectory> {
+export async function importDirectory(
+  blockstore: Blockstore,
+  dir: string,
+  options: ImportDirectoryOptions = {},
+): Promise<ImportedDirectory> {
   const threshold = options.shardingThreshold ?? KUBO_SHARDING_THRESHOLD;
   // The first failure stops the rest of the walk.
   const stop = new AbortController();
@@ -280,7 +284,12 @@ export async function importDirectory(blockstore: Blockstore, dir: string, optio
     }
     // go-bitfield's Bytes() leaves out the leading zero bytes.
     const first = bitfield.findIndex((b) => b !== 0);
-    const data = new UnixFS({ type: 'hamt-sharded-directory', data: bitfield.subarray(first), fanout: BigInt(SHARD_FANOUT), hashType: MURMUR3_64 }).marshal();
+    const data = new UnixFS({
+      type: 'hamt-sharded-directory',
+      data: bitfield.subarray(first),
+      fanout: BigInt(SHARD_FANOUT),
+      hashType: MURMUR3_64,
+    }).marshal();
     return put(node(data, links));
   };
 
@@ -290,9 +299,18 @@ export async function importDirectory(blockstore: Blockstore, dir: string, optio
     const entries = await settle(dirents.map((d) => importEntry(path, d)));
     counts.directories++;
     const estimate = entries.reduce((sum, e) => sum + e.nameBytes.length + e.cid.bytes.length, 0);
-    if (estimate > threshold) return buildShard(entries.map((e) => ({ ...e, hash: nameHash(e.nameBytes) })), 0);
+    if (estimate > threshold)
+      return buildShard(
+        entries.map((e) => ({ ...e, hash: nameHash(e.nameBytes) })),
+        0,
+      );
     entries.sort(byNameBytes);
-    return put(node(new UnixFS({ type: 'directory' }).marshal(), entries.map((e) => ({ Name: e.name, Hash: e.cid, Tsize: e.tsize }))));
+    return put(
+      node(
+        new UnixFS({ type: 'directory' }).marshal(),
+        entries.map((e) => ({ Name: e.name, Hash: e.cid, Tsize: e.tsize })),
+      ),
+    );
   };
 
   const { cid } = await importDir(root);

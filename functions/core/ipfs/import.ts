@@ -20,6 +20,10 @@ export interface ImportedFile {
  * prints. `leaves` also computes digests over the file's bytes (file-dag.ts). Blocks stay unpinned until `pinRoot` (storage/pins.ts). Memory stays at a few blocks
  * whatever the file's size.
  */
-export async function importFile(blockstore: Blockstore, content: AsyncIterable<Uint8Array>, options: { leaves?: LeafHasher } = {}): Promise<ImportedFile> {
+export async function importFile(
+  blockstore: Blockstore,
+  content: AsyncIterable<Uint8Array>,
+  options: { leaves?: LeafHasher } = {},
+): Promise<ImportedFile> {
   return buildFileDag(blockstore, content, { chunkSize: KUBO_CHUNK_SIZE, maxChildren: KUBO_MAX_CHILDREN, leaves: options.leaves });
 }

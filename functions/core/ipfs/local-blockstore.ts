@@ -81,7 +81,11 @@ export class PackedBlockstore extends BaseBlockstore {
   async open(): Promise<void> {
     if (this.small) return;
     const { ClassicLevel } = await import('classic-level');
-    const db = new ClassicLevel<string, Uint8Array>(this.options.smallBlocks, { keyEncoding: 'utf8', valueEncoding: 'view', ...LEVEL_MEMORY });
+    const db = new ClassicLevel<string, Uint8Array>(this.options.smallBlocks, {
+      keyEncoding: 'utf8',
+      valueEncoding: 'view',
+      ...LEVEL_MEMORY,
+    });
     await db.open();
     groupCommits(db as unknown as GroupCommitLevel);
     const packs = new PackStore(this.options.packs, db as unknown as PackIndexDb, this.options.packBytes);
@@ -136,7 +140,11 @@ export class PackedBlockstore extends BaseBlockstore {
     const name = this.nameOf(key);
     if (bytes.length <= SMALL_BLOCK) {
       // LevelDB copies the bytes before put() resolves (releasesBytesOnPut holds).
-      await this.writingSmall.once(name, () => this.smallGet(name) !== undefined, () => small.put(name, bytes));
+      await this.writingSmall.once(
+        name,
+        () => this.smallGet(name) !== undefined,
+        () => small.put(name, bytes),
+      );
     } else {
       await packs.put(name, key.multihash.bytes, bytes);
     }

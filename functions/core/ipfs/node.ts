@@ -34,7 +34,9 @@ class PinNotFoundError extends Error {
   }
 }
 
-async function stores(config: Config): Promise<{ blockstore: Blockstore; datastore: Datastore; written?: () => Promise<void>; close?: () => Promise<void> }> {
+async function stores(
+  config: Config,
+): Promise<{ blockstore: Blockstore; datastore: Datastore; written?: () => Promise<void>; close?: () => Promise<void> }> {
   if (config.blockBucket) {
     const { S3 } = await import('@aws-sdk/client-s3');
     const { S3Blockstore } = await import('blockstore-s3');
@@ -60,7 +62,8 @@ async function stores(config: Config): Promise<{ blockstore: Blockstore; datasto
         try {
           return await super.get(key, options);
         } catch (err) {
-          if ((err as Error).name === 'GetFailedError' && /^(NoSuchKey|NotFound)\b/.test((err as Error).message)) throw new PinNotFoundError((err as Error).message);
+          if ((err as Error).name === 'GetFailedError' && /^(NoSuchKey|NotFound)\b/.test((err as Error).message))
+            throw new PinNotFoundError((err as Error).message);
           throw err;
         }
       }

@@ -197,7 +197,11 @@ export class PackStore {
   /** Stores a block unless it is stored (or being stored) already; resolves once it is on disk and indexed. */
   put(name: string, multihash: Uint8Array, bytes: Uint8Array): Promise<void> {
     const key = PACK_KEY_PREFIX + name;
-    return this.writing.once(key, () => this.has(name), () => this.append({ key, multihash, bytes }));
+    return this.writing.once(
+      key,
+      () => this.has(name),
+      () => this.append({ key, multihash, bytes }),
+    );
   }
 
   /** `length` bytes from `start` of the block (all of it by default), into a buffer from `allocate`; undefined if it is not here. */
@@ -274,9 +278,12 @@ export class PackStore {
     }
     if (counts.live * 2 < counts.size && !this.compactions.has(pack)) {
       this.compactions.add(pack);
-      this.compacting = this.compacting.then(() => this.compact(pack)).catch(() => {
-        // Left as it is: a later delete or start tries again.
-      }).finally(() => this.compactions.delete(pack));
+      this.compacting = this.compacting
+        .then(() => this.compact(pack))
+        .catch(() => {
+          // Left as it is: a later delete or start tries again.
+        })
+        .finally(() => this.compactions.delete(pack));
     }
   }
 
@@ -299,7 +306,9 @@ export class PackStore {
     } else {
       if (!this.packs.has(pack)) throw new PackGoneError(`pack ${pack} is gone`);
       const fd = new Promise<number>((resolve, reject) =>
-        fs.open(join(this.dir, packName(pack)), 'r', (err, fd) => (err ? reject(err.code === 'ENOENT' ? new PackGoneError(`pack ${pack} is gone`) : err) : resolve(fd))),
+        fs.open(join(this.dir, packName(pack)), 'r', (err, fd) =>
+          err ? reject(err.code === 'ENOENT' ? new PackGoneError(`pack ${pack} is gone`) : err) : resolve(fd),
+        ),
       );
       handle = { fd, users: 0, gone: false };
       fd.catch(() => this.handles.get(pack) === handle && this.handles.delete(pack));

@@ -18,7 +18,18 @@ import { exporter, walkPath, type UnixFSEntry } from 'ipfs-unixfs-exporter';
 import type { Blockstore } from 'interface-blockstore';
 import type { CID } from 'multiformats/cid';
 import { readBlock } from '../storage/dag-walk.js';
-import { compareBytes, decodeUnixfs, findLink, linkCid, linkName, MalformedBlockError, UnixfsType, viewDagPb, type DagPbView, type UnixfsData } from './unixfs-file.js';
+import {
+  compareBytes,
+  decodeUnixfs,
+  findLink,
+  linkCid,
+  linkName,
+  MalformedBlockError,
+  UnixfsType,
+  viewDagPb,
+  type DagPbView,
+  type UnixfsData,
+} from './unixfs-file.js';
 export interface ContentPath {
   /** Decoded segments, none empty, `.` or `..`. */
   segments: string[];
@@ -167,7 +178,13 @@ function shardLink(view: DagPbView, prefix: Uint8Array): number {
  * way is one block read. Undefined for a name that is not there; 'other'
  * for a HAMT of another hash or fanout, left to the exporter.
  */
-async function findInShard(blockstore: Blockstore, view: DagPbView, unixfs: UnixfsData, name: Uint8Array, signal?: AbortSignal): Promise<CID | undefined | 'other'> {
+async function findInShard(
+  blockstore: Blockstore,
+  view: DagPbView,
+  unixfs: UnixfsData,
+  name: Uint8Array,
+  signal?: AbortSignal,
+): Promise<CID | undefined | 'other'> {
   const fanout = unixfs.fanout ?? 0;
   if (unixfs.hashType !== MURMUR3_64 || fanout < 2 || fanout > 4096 || (fanout & (fanout - 1)) !== 0) return 'other';
   const bits = Math.log2(fanout);
@@ -182,7 +199,8 @@ async function findInShard(blockstore: Blockstore, view: DagPbView, unixfs: Unix
     const at = shardLink(view, prefix);
     if (at < 0) return undefined;
     const linkNameBytes = linkName(view, at);
-    if (linkNameBytes.length > padLength) return compareBytes(linkNameBytes.subarray(padLength), name) === 0 ? linkCid(view, at) : undefined;
+    if (linkNameBytes.length > padLength)
+      return compareBytes(linkNameBytes.subarray(padLength), name) === 0 ? linkCid(view, at) : undefined;
     // The slot's shard, one level down.
     const shard = linkCid(view, at);
     if (shard.code !== DAG_PB) throw new MalformedBlockError(`${shard}: a HAMT shard of codec 0x${shard.code.toString(16)}`);
@@ -198,9 +216,15 @@ async function findInShard(blockstore: Blockstore, view: DagPbView, unixfs: Unix
  * such path. A block that is missing is not a missing path: its error is
  * thrown (the caller's 404 for an unknown root, 500 for a damaged site).
  */
-export async function resolvePath(blockstore: Blockstore, root: CID, segments: readonly string[], signal?: AbortSignal): Promise<Resolved | undefined> {
+export async function resolvePath(
+  blockstore: Blockstore,
+  root: CID,
+  segments: readonly string[],
+  signal?: AbortSignal,
+): Promise<Resolved | undefined> {
   if (segments.length === 0) return { entry: await readEntry(blockstore, root, signal), roots: [root] };
-  if (root.code !== DAG_PB) return root.code === RAW || root.code === IDENTITY ? undefined : exporterWalk(blockstore, root, segments, [root], signal);
+  if (root.code !== DAG_PB)
+    return root.code === RAW || root.code === IDENTITY ? undefined : exporterWalk(blockstore, root, segments, [root], signal);
   return resolveBelow(blockstore, { cid: root, view: viewDagPb(await blockOf(blockstore, root, signal)) }, segments, [root], signal);
 }
 
@@ -209,15 +233,29 @@ export async function resolvePath(blockstore: Blockstore, root: CID, segments: r
  * directory's index.html), its block not read again. Its roots are `dir`'s
  * followed by the segments'.
  */
-export async function resolveUnder(blockstore: Blockstore, dir: Resolved, segments: readonly string[], signal?: AbortSignal): Promise<Resolved | undefined> {
+export async function resolveUnder(
+  blockstore: Blockstore,
+  dir: Resolved,
+  segments: readonly string[],
+  signal?: AbortSignal,
+): Promise<Resolved | undefined> {
   const { entry } = dir;
-  if (!entry.dagPb) return resolvePath(blockstore, entry.cid, segments, signal).then((r) => r && { entry: r.entry, roots: [...dir.roots, ...r.roots.slice(1)] });
+  if (!entry.dagPb)
+    return resolvePath(blockstore, entry.cid, segments, signal).then(
+      (r) => r && { entry: r.entry, roots: [...dir.roots, ...r.roots.slice(1)] },
+    );
   if (segments.length === 0) return dir;
   return resolveBelow(blockstore, { cid: entry.cid, view: entry.dagPb.view }, segments, [...dir.roots], signal);
 }
 
 /** The walk from a dag-pb node already read; `roots` ends with its CID and is extended in place. */
-async function resolveBelow(blockstore: Blockstore, at: { cid: CID; view: DagPbView }, segments: readonly string[], roots: CID[], signal?: AbortSignal): Promise<Resolved | undefined> {
+async function resolveBelow(
+  blockstore: Blockstore,
+  at: { cid: CID; view: DagPbView },
+  segments: readonly string[],
+  roots: CID[],
+  signal?: AbortSignal,
+): Promise<Resolved | undefined> {
   let { cid, view } = at;
   for (let i = 0; ; i++) {
     if (i === segments.length) return { entry: dagPbEntry(cid, view), roots };
@@ -254,7 +292,13 @@ async function resolveBelow(blockstore: Blockstore, at: { cid: CID; view: DagPbV
  * node on the way, a HAMT of another hash), from `from` (the last of
  * `roots`) down `segments`.
  */
-async function exporterWalk(blockstore: Blockstore, from: CID, segments: readonly string[], roots: CID[], signal?: AbortSignal): Promise<Resolved | undefined> {
+async function exporterWalk(
+  blockstore: Blockstore,
+  from: CID,
+  segments: readonly string[],
+  roots: CID[],
+  signal?: AbortSignal,
+): Promise<Resolved | undefined> {
   // walkPath splits on `/` unless escaped; a segment cannot hold one, but may hold a `\` before the split point.
   if (segments.some((s) => s.includes('\\'))) return undefined;
   let last: { cid: CID; roots: CID[] } | undefined;

@@ -34,10 +34,12 @@ const IDENTITY = 0x00;
 
 /** The root of a file as resolved, in the shape the walk reads; NotAFileError for anything else. */
 function rootNode(entry: PathEntry): FileNode {
-  if (entry.type !== 'file' && entry.type !== 'raw' && entry.type !== 'identity') throw new NotAFileError(`${entry.cid} is a ${entry.type}`);
+  if (entry.type !== 'file' && entry.type !== 'raw' && entry.type !== 'identity')
+    throw new NotAFileError(`${entry.cid} is a ${entry.type}`);
   if (entry.bytes) return { data: entry.bytes, links: [] };
   const node = entry.dagPb;
-  if (!node || node.unixfs.type === UnixfsType.directory || node.unixfs.type === UnixfsType.hamtShard) throw new NotAFileError(`${entry.cid} is not a file`);
+  if (!node || node.unixfs.type === UnixfsType.directory || node.unixfs.type === UnixfsType.hamtShard)
+    throw new NotAFileError(`${entry.cid} is not a file`);
   const sizes = node.unixfs.blockSizes;
   const count = node.view.starts.length;
   if (count !== sizes.length) throw new MalformedBlockError(`${entry.cid}: links and block sizes differ`);

@@ -14,7 +14,9 @@ export class S3LogStore implements LogStore {
 
   async write(key: string, text: string): Promise<void> {
     const { PutObjectCommand } = await import('@aws-sdk/client-s3');
-    await this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.key(key), Body: text, ContentType: 'text/plain; charset=utf-8' }));
+    await this.s3.send(
+      new PutObjectCommand({ Bucket: this.bucket, Key: this.key(key), Body: text, ContentType: 'text/plain; charset=utf-8' }),
+    );
   }
 
   async read(key: string): Promise<string | undefined> {

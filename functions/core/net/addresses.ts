@@ -119,7 +119,9 @@ function classifyIpv6(ip: ipaddr.IPv6): AddressClass {
       return carrying('IPv4-translated', ipv4At(ip, 6));
     case 'rfc6052':
       // 64:ff9b::/96 carries its IPv4 address in its last 32 bits; the local-use /48 is this network's own translator.
-      return ip.parts[2] === 0 ? carrying('NAT64', ipv4At(ip, 6)) : carrying('local-use NAT64', ipv4At(ip, 6), 'local-use NAT64 (not globally reachable)');
+      return ip.parts[2] === 0
+        ? carrying('NAT64', ipv4At(ip, 6))
+        : carrying('local-use NAT64', ipv4At(ip, 6), 'local-use NAT64 (not globally reachable)');
     case '6to4':
       return carrying('6to4', ipv4At(ip, 1));
     case 'teredo': {
@@ -142,7 +144,9 @@ function classifyIpv6(ip: ipaddr.IPv6): AddressClass {
 export function describe(c: AddressClass): string {
   if (c.kind === NOT_AN_ADDRESS) return `${c.address} is not an IP address`;
   const kind = `${article(c.kind)} ${c.kind} address`;
-  return c.carries ? `${c.address} is ${article(c.carries.form)} ${c.carries.form} form of ${c.carries.ipv4}, ${kind}` : `${c.address} is ${kind}`;
+  return c.carries
+    ? `${c.address} is ${article(c.carries.form)} ${c.carries.form} form of ${c.carries.ipv4}, ${kind}`
+    : `${c.address} is ${kind}`;
 }
 
 function article(word: string): string {

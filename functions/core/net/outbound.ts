@@ -48,7 +48,9 @@ export type Resolver = (host: string) => Promise<string[]>;
 
 /** The system's resolver (getaddrinfo: /etc/hosts, then DNS), as node:http would use it. */
 export const systemResolver: Resolver = (host) =>
-  new Promise((resolve, reject) => dnsLookup(host, { all: true, verbatim: true }, (err, addresses) => (err ? reject(err) : resolve(addresses.map((a) => a.address)))));
+  new Promise((resolve, reject) =>
+    dnsLookup(host, { all: true, verbatim: true }, (err, addresses) => (err ? reject(err) : resolve(addresses.map((a) => a.address)))),
+  );
 
 /** Where a request may connect: the URL's host and port, and the addresses checked for it. */
 export interface OutboundTarget {
@@ -67,7 +69,9 @@ export function checkAddress(address: string, rules: OutboundRules, name?: strin
   const c = classify(address);
   if (c.public) return;
   const what = describe(c);
-  throw new OutboundRefused(name === undefined ? `${what}: ${REFUSAL_RULE}` : `${name} resolves to ${what.replace(/^\S+ is /, `${c.address}, `)}: ${REFUSAL_RULE}`);
+  throw new OutboundRefused(
+    name === undefined ? `${what}: ${REFUSAL_RULE}` : `${name} resolves to ${what.replace(/^\S+ is /, `${c.address}, `)}: ${REFUSAL_RULE}`,
+  );
 }
 
 /** Names for this machine (RFC 6761 section 6.3): what one resolves to may not even be asked of DNS. */
@@ -78,7 +82,11 @@ const LOCALHOST = /(^|\.)localhost\.?$/i;
  * may connect to. Throws OutboundRefused, or the resolver's error (its
  * `code`, ENOTFOUND or EAI_AGAIN, says the name did not resolve).
  */
-export async function resolveOutbound(target: URL | string, rules: OutboundRules, resolver: Resolver = systemResolver): Promise<OutboundTarget> {
+export async function resolveOutbound(
+  target: URL | string,
+  rules: OutboundRules,
+  resolver: Resolver = systemResolver,
+): Promise<OutboundTarget> {
   const url = typeof target === 'string' ? new URL(target) : target;
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   const port = url.port !== '' ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
@@ -109,11 +117,17 @@ export async function resolveOutbound(target: URL | string, rules: OutboundRules
  * A lookup of another name (which only a redirect could bring) fails.
  */
 export function pinnedLookup(target: OutboundTarget): LookupFunction {
-  return ((hostname: string, options: { all?: boolean; family?: number | string }, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void) => {
+  return ((
+    hostname: string,
+    options: { all?: boolean; family?: number | string },
+    callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
+  ) => {
     const all = options.all === true;
     const bare = hostname.replace(/^\[(.*)\]$/, '$1');
     if (bare.toLowerCase() !== target.host.toLowerCase()) {
-      const err: NodeJS.ErrnoException = new OutboundRefused(`${bare} was not checked against the outbound address policy: not connected to`);
+      const err: NodeJS.ErrnoException = new OutboundRefused(
+        `${bare} was not checked against the outbound address policy: not connected to`,
+      );
       return callback(err, all ? [] : '', 0);
     }
     const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : Number(options.family ?? 0);
@@ -136,4 +150,3 @@ export function curlResolve(target: OutboundTarget): string | undefined {
   const addresses = target.addresses.map((a) => (a.family === 6 ? `[${a.address}]` : a.address));
   return `${target.host}:${target.port}:${addresses.join(',')}`;
 }
-

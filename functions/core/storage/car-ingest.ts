@@ -72,7 +72,11 @@ export function dagLimitMessage(err: DagLimitError): string {
 }
 
 /** Imports one CAR; throws CarImportError for a CAR refused (nothing of it kept), or the source's own error. */
-export async function importCar(services: Services, source: AsyncIterable<Uint8Array>, options: { signal?: AbortSignal } = {}): Promise<CarImportResult> {
+export async function importCar(
+  services: Services,
+  source: AsyncIterable<Uint8Array>,
+  options: { signal?: AbortSignal } = {},
+): Promise<CarImportResult> {
   const release = await services.gate.enterShared();
   try {
     const node = await services.ipfs();
@@ -83,7 +87,13 @@ export async function importCar(services: Services, source: AsyncIterable<Uint8A
   }
 }
 
-async function ingest(services: Services, node: IpfsNode, root: CID, blocks: AsyncIterable<{ cid: CID; bytes: Uint8Array }>, signal?: AbortSignal): Promise<CarImportResult> {
+async function ingest(
+  services: Services,
+  node: IpfsNode,
+  root: CID,
+  blocks: AsyncIterable<{ cid: CID; bytes: Uint8Array }>,
+  signal?: AbortSignal,
+): Promise<CarImportResult> {
   const tag = uniqueToken();
   const pins = importPinsOf(services);
   let remembered: CID[] = [];
@@ -111,7 +121,10 @@ async function ingest(services: Services, node: IpfsNode, root: CID, blocks: Asy
     try {
       found = await missingUnder(node, root, signal);
     } catch (err) {
-      if (err instanceof UnsupportedCodecError) throw new CarImportError(`the DAG links to ${err.cid}, whose codec 0x${err.cid.code.toString(16)} this service does not store (dag-pb and raw only)`);
+      if (err instanceof UnsupportedCodecError)
+        throw new CarImportError(
+          `the DAG links to ${err.cid}, whose codec 0x${err.cid.code.toString(16)} this service does not store (dag-pb and raw only)`,
+        );
       if (err instanceof DagLimitError) throw new CarImportError(dagLimitMessage(err));
       throw err;
     }
@@ -141,12 +154,22 @@ async function ingest(services: Services, node: IpfsNode, root: CID, blocks: Asy
 }
 
 /** A request refused half-way keeps nothing: its blocks are loose, its holds let go, a pin nobody recorded a candidate. */
-async function forget(services: Services, node: IpfsNode, root: CID, remembered: CID[], tag: string, pinnedUnrecorded: boolean): Promise<void> {
+async function forget(
+  services: Services,
+  node: IpfsNode,
+  root: CID,
+  remembered: CID[],
+  tag: string,
+  pinnedUnrecorded: boolean,
+): Promise<void> {
   try {
     await markLoose(node, remembered);
     await releaseHolds(node, root, { tag });
     if (pinnedUnrecorded) await services.objects.addCandidate(referenceCidOf(root.toString()));
   } catch (err) {
-    services.logger.warn('could not let go of what a refused CAR import stored; the integrity check finds it', { root: root.toString(), err });
+    services.logger.warn('could not let go of what a refused CAR import stored; the integrity check finds it', {
+      root: root.toString(),
+      err,
+    });
   }
 }

@@ -107,7 +107,9 @@ export class DagLimitError extends Error {
     readonly limit: keyof WalkLimits,
     readonly max: number,
   ) {
-    super(`the DAG of ${root} ${limit === 'maxDepth' ? `is deeper than ${max} levels` : limit === 'maxBlocks' ? `has more than ${max} blocks` : `has more than ${max} links`}`);
+    super(
+      `the DAG of ${root} ${limit === 'maxDepth' ? `is deeper than ${max} levels` : limit === 'maxBlocks' ? `has more than ${max} blocks` : `has more than ${max} links`}`,
+    );
   }
 }
 

@@ -34,9 +34,7 @@ export class DynamoUploadGate implements UploadGate {
   }
 
   private async lockHeld(): Promise<boolean> {
-    const out = await this.db.doc.send(
-      new GetCommand({ TableName: this.table, Key: { pk: '#GCLOCK', sk: 'LOCK' }, ConsistentRead: true }),
-    );
+    const out = await this.db.doc.send(new GetCommand({ TableName: this.table, Key: { pk: '#GCLOCK', sk: 'LOCK' }, ConsistentRead: true }));
     return out.Item !== undefined && (out.Item.expiresAt as number) > Date.now();
   }
 
@@ -92,14 +90,16 @@ export class DynamoUploadGate implements UploadGate {
       if ((inflight.Items?.length ?? 0) > 0 || inflight.LastEvaluatedKey) throw new GateBusyError('uploads are in flight');
       return await fn();
     } finally {
-      await this.db.doc.send(
-        new DeleteCommand({
-          TableName: this.table,
-          Key: { pk: '#GCLOCK', sk: 'LOCK' },
-          ConditionExpression: 'holder = :h',
-          ExpressionAttributeValues: { ':h': holder },
-        }),
-      ).catch(() => {});
+      await this.db.doc
+        .send(
+          new DeleteCommand({
+            TableName: this.table,
+            Key: { pk: '#GCLOCK', sk: 'LOCK' },
+            ConditionExpression: 'holder = :h',
+            ExpressionAttributeValues: { ':h': holder },
+          }),
+        )
+        .catch(() => {});
     }
   }
 

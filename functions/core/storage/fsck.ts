@@ -65,7 +65,12 @@ export interface IntegrityReport {
 }
 
 /** What is wrong with the DAG under `root`, if anything: the first missing or corrupt block. */
-async function verifyDag(node: IpfsNode, root: CID, blocks: Map<string, string | undefined>, report: IntegrityReport): Promise<string | undefined> {
+async function verifyDag(
+  node: IpfsNode,
+  root: CID,
+  blocks: Map<string, string | undefined>,
+  report: IntegrityReport,
+): Promise<string | undefined> {
   let problem: string | undefined;
   const missing: CID[] = [];
   const onDamage = (cid: CID, damage: 'missing' | 'undecodable') => damage === 'missing' && missing.push(cid);
@@ -107,7 +112,8 @@ export async function ensureIndexed(services: Services, node: IpfsNode): Promise
   if (await node.datastore.has(INDEX_MARKER)) return;
   for (const cid of (await services.objects.referencedCids()).keys()) {
     const missing = await pinRoot(node, cidOf(cid), { tolerateMissing: true });
-    if (missing.length) services.logger.error('a referenced DAG has missing blocks; run npm run fsck', { cid, missing: missing.map(String) });
+    if (missing.length)
+      services.logger.error('a referenced DAG has missing blocks; run npm run fsck', { cid, missing: missing.map(String) });
   }
   await node.datastore.put(INDEX_MARKER, new Uint8Array(0));
   await node.pinsWritten?.();

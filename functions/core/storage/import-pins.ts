@@ -87,7 +87,13 @@ export class ImportPins {
    * has pinned it first.
    */
   async record(root: CID, complete: boolean): Promise<ImportPinRecord> {
-    const record: ImportPinRecord = { root: root.toV1().toString(), ref: referenceCidOf(root.toString()), expiresAt: this.now() + this.pinSeconds * 1000, complete, at: uniqueToken() };
+    const record: ImportPinRecord = {
+      root: root.toV1().toString(),
+      ref: referenceCidOf(root.toString()),
+      expiresAt: this.now() + this.pinSeconds * 1000,
+      complete,
+      at: uniqueToken(),
+    };
     await this.db.doc.send(
       new TransactWriteCommand({
         TransactItems: [
@@ -167,7 +173,13 @@ export class ImportPins {
 }
 
 function recordOf(item: Record<string, unknown>): ImportPinRecord {
-  return { root: item.root as string, ref: item.ref as string, expiresAt: Number(item.expiresAt), complete: item.complete === true, at: item.at as string };
+  return {
+    root: item.root as string,
+    ref: item.ref as string,
+    expiresAt: Number(item.expiresAt),
+    complete: item.complete === true,
+    at: item.at as string,
+  };
 }
 
 /** Runs datastore writes with at most IN_FLIGHT pending; `drain` waits for the rest and fails if one failed. */
@@ -178,13 +190,15 @@ export function writeWindow(max = IN_FLIGHT) {
     async add(write: () => unknown): Promise<void> {
       if (failure) throw failure.err;
       while (inFlight.size >= max) await Promise.race(inFlight);
-      const p: Promise<void> = Promise.resolve().then(write).then(
-        () => void inFlight.delete(p),
-        (err: unknown) => {
-          inFlight.delete(p);
-          failure ??= { err };
-        },
-      );
+      const p: Promise<void> = Promise.resolve()
+        .then(write)
+        .then(
+          () => void inFlight.delete(p),
+          (err: unknown) => {
+            inFlight.delete(p);
+            failure ??= { err };
+          },
+        );
       inFlight.add(p);
     },
     async drain(): Promise<void> {
@@ -236,7 +250,11 @@ export async function holdBlocks(node: IpfsNode, root: CID, blocks: Iterable<CID
  * says it is the DAG's own, pinned), then its records go. Returns how many
  * holds went.
  */
-export async function releaseHolds(node: IpfsNode, root: CID, options: { tag?: string; keep?: (block: CID) => Promise<boolean> } = {}): Promise<number> {
+export async function releaseHolds(
+  node: IpfsNode,
+  root: CID,
+  options: { tag?: string; keep?: (block: CID) => Promise<boolean> } = {},
+): Promise<number> {
   const { datastore } = node;
   const tag = options.tag === undefined ? undefined : new TextEncoder().encode(options.tag);
   const writes = writeWindow();

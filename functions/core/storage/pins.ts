@@ -66,13 +66,15 @@ function writeQueue() {
     async add(write: () => unknown): Promise<void> {
       if (failure !== undefined) throw failure;
       while (inFlight.size >= WRITES_IN_FLIGHT) await Promise.race(inFlight);
-      const p: Promise<void> = Promise.resolve().then(write).then(
-        () => void inFlight.delete(p),
-        (err: unknown) => {
-          inFlight.delete(p);
-          failure ??= err;
-        },
-      );
+      const p: Promise<void> = Promise.resolve()
+        .then(write)
+        .then(
+          () => void inFlight.delete(p),
+          (err: unknown) => {
+            inFlight.delete(p);
+            failure ??= err;
+          },
+        );
       inFlight.add(p);
     },
     async drain(): Promise<void> {

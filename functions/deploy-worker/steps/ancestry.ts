@@ -40,7 +40,14 @@ import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as cli from './git-cli.js';
 import { outboundRules } from '../../core/config.js';
-import { curlResolve, pinnedLookup, resolveOutbound, type OutboundRules, type OutboundTarget, type Resolver } from '../../core/net/outbound.js';
+import {
+  curlResolve,
+  pinnedLookup,
+  resolveOutbound,
+  type OutboundRules,
+  type OutboundTarget,
+  type Resolver,
+} from '../../core/net/outbound.js';
 import type { Services } from '../../core/services.js';
 import type { Deploy } from '../../core/data/deploys.js';
 
@@ -144,7 +151,12 @@ export async function compareCommits(request: AncestryRequest): Promise<Ancestry
   let received = 0;
   /** Where every request connects: set once the host passed the policy, before any request. */
   let target: OutboundTarget | undefined;
-  const transfer = countedHttp(signal, () => cap - received, (n) => (received += n), () => target);
+  const transfer = countedHttp(
+    signal,
+    () => cap - received,
+    (n) => (received += n),
+    () => target,
+  );
   const onAuth = () => (request.credentials ? { ...request.credentials } : { cancel: true });
   let depth = 2;
   try {
@@ -164,7 +176,16 @@ export async function compareCommits(request: AncestryRequest): Promise<Ancestry
           filter: 'tree:0',
         });
       } else {
-        const remote = { fs, http: transfer, gitdir, url, ref: branch, singleBranch: true, onAuth, onAuthFailure: () => ({ cancel: true }) };
+        const remote = {
+          fs,
+          http: transfer,
+          gitdir,
+          url,
+          ref: branch,
+          singleBranch: true,
+          onAuth,
+          onAuthFailure: () => ({ cancel: true }),
+        };
         if (round === 0) await git.clone({ ...remote, dir, depth, noTags: true, noCheckout: true });
         else await git.fetch({ ...remote, depth: depth / 2, relative: true, tags: false });
       }
@@ -178,8 +199,10 @@ export async function compareCommits(request: AncestryRequest): Promise<Ancestry
   } catch (err) {
     if (err instanceof AncestryUnknown) throw err;
     if (signal.aborted) throw signal.reason;
-    if (err instanceof cli.FetchTooLarge || received > cap) throw new AncestryUnknown(`the branch's history is larger than ${Math.round(cap / 1024 / 1024)} MB`);
-    const said = err instanceof cli.GitCommandError ? err.stderr.trim().split('\n').at(-1) : err instanceof Error ? err.message : String(err);
+    if (err instanceof cli.FetchTooLarge || received > cap)
+      throw new AncestryUnknown(`the branch's history is larger than ${Math.round(cap / 1024 / 1024)} MB`);
+    const said =
+      err instanceof cli.GitCommandError ? err.stderr.trim().split('\n').at(-1) : err instanceof Error ? err.message : String(err);
     const secret = request.credentials?.password;
     const line = (said ?? 'the fetch failed').replace(/\s+/g, ' ').slice(0, 200);
     throw new AncestryUnknown(`the branch's history could not be fetched: ${secret ? line.split(secret).join('[token]') : line}`);
@@ -189,7 +212,9 @@ export async function compareCommits(request: AncestryRequest): Promise<Ancestry
 /** The history git fetched: `rev-list --parents` shows a shallow edge's commits without parents; the shallow file names them. */
 async function historyWithGit(gitBin: string, gitdir: string, branch: string, signal: AbortSignal): Promise<History> {
   const shallow = await shallowCommits(gitdir);
-  const out = (await cli.git(gitBin, ['rev-list', '--parents', `refs/remotes/origin/${branch}`, '--'], { gitdir, signal })).toString('latin1');
+  const out = (await cli.git(gitBin, ['rev-list', '--parents', `refs/remotes/origin/${branch}`, '--'], { gitdir, signal })).toString(
+    'latin1',
+  );
   const parents = new Map<string, string[] | null>();
   for (const line of out.split('\n')) {
     if (line === '') continue;
@@ -227,11 +252,21 @@ async function historyWithIsomorphicGit(gitdir: string, branch: string): Promise
 
 async function shallowCommits(gitdir: string): Promise<Set<string>> {
   const text = await readFile(join(gitdir, 'shallow'), 'utf8').catch(() => '');
-  return new Set(text.split('\n').map((l) => l.trim()).filter((l) => /^[0-9a-f]{40}$/.test(l)));
+  return new Set(
+    text
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => /^[0-9a-f]{40}$/.test(l)),
+  );
 }
 
 /** isomorphic-git's HTTP client under the deploy's signal, its bodies counted against the cap, connecting only where `pinned()` was checked. */
-function countedHttp(signal: AbortSignal, remaining: () => number, count: (bytes: number) => void, pinned: () => OutboundTarget | undefined): HttpClient {
+function countedHttp(
+  signal: AbortSignal,
+  remaining: () => number,
+  count: (bytes: number) => void,
+  pinned: () => OutboundTarget | undefined,
+): HttpClient {
   async function* counted(body: AsyncIterableIterator<Uint8Array>): AsyncIterableIterator<Uint8Array> {
     for await (const chunk of body) {
       signal.throwIfAborted();
@@ -246,7 +281,12 @@ function countedHttp(signal: AbortSignal, remaining: () => number, count: (bytes
       const target = pinned();
       if (!target) throw new Error('the repository host was not checked against the outbound address policy');
       // No agent: a kept-alive socket of another request was connected where that request's check said.
-      const res = await nodeHttp.request({ ...req, signal, agent: false, fetchOptions: { followRedirects: false, lookup: pinnedLookup(target) } });
+      const res = await nodeHttp.request({
+        ...req,
+        signal,
+        agent: false,
+        fetchOptions: { followRedirects: false, lookup: pinnedLookup(target) },
+      });
       return res.body ? { ...res, body: counted(res.body) } : res;
     },
   };
@@ -290,7 +330,15 @@ export async function publicationOf(
   if (!site || !publishedId || publishedId === deploy.id) return asBefore;
   const live = await services.deploys.get(site.id, publishedId);
   const liveCommit = live?.repository?.commit;
-  if (!live || live.source?.kind !== 'git' || live.source.url !== source.url || live.source.branch !== source.branch || !liveCommit || !FULL_COMMIT.test(liveCommit)) return asBefore;
+  if (
+    !live ||
+    live.source?.kind !== 'git' ||
+    live.source.url !== source.url ||
+    live.source.branch !== source.branch ||
+    !liveCommit ||
+    !FULL_COMMIT.test(liveCommit)
+  )
+    return asBefore;
   const own = site.deploySettings.source;
   // The site's token goes only to the site's own repository, as for the clone.
   const token = own.kind === 'repository' && own.url === source.url ? await services.siteSecrets.repositoryCredentials(site.id) : undefined;
@@ -310,17 +358,24 @@ export async function publicationOf(
   } catch (err) {
     if (!(err instanceof AncestryUnknown)) throw err;
     // Not publishing would keep a legitimate push off the site whenever its host falters; a replay cannot make it falter.
-    context.log(`Could not tell whether ${short(commit)} is older than ${short(liveCommit)}, the live deploy's commit (${err.message}): it goes live unless a deploy created after it is live`);
+    context.log(
+      `Could not tell whether ${short(commit)} is older than ${short(liveCommit)}, the live deploy's commit (${err.message}): it goes live unless a deploy created after it is live`,
+    );
     return asBefore;
   }
   switch (relation) {
     case 'older':
-      return { publish: false, line: `Not published: ${short(commit)} is older than the published ${short(liveCommit)}; publishDeploy it to roll back` };
+      return {
+        publish: false,
+        line: `Not published: ${short(commit)} is older than the published ${short(liveCommit)}; publishDeploy it to roll back`,
+      };
     case 'newer':
       context.log(`${short(commit)} comes after ${short(liveCommit)}, the live deploy's commit, in branch ${source.branch}`);
       return { publish: true, over: live.id };
     case 'off-branch':
-      context.log(`Branch ${source.branch} no longer holds ${short(liveCommit)}, the live deploy's commit (it was force-pushed): ${short(commit)} is not a rollback`);
+      context.log(
+        `Branch ${source.branch} no longer holds ${short(liveCommit)}, the live deploy's commit (it was force-pushed): ${short(commit)} is not a rollback`,
+      );
       return asBefore;
     case 'diverged':
       context.log(`Neither ${short(commit)} nor ${short(liveCommit)}, the live deploy's commit, is in the other's history`);

@@ -88,8 +88,21 @@ export function overlayArgv(layer: BuildLayer, checkout: string, argv: string[],
   if ([checkout, layer.upper, layer.work].some((p) => UNSAFE_IN_OPTIONS.test(p))) return undefined;
   const options = `lowerdir=${checkout},upperdir=${layer.upper},workdir=${layer.work},userxattr`;
   return [
-    tools.unshare, '--user', '--map-root-user', ...(net ? ['--net'] : []), '--mount', '--propagation', 'private', '--',
-    '/bin/sh', '-c', '"$1" -t overlay cairn-build -o "$2" "$3" && shift 3 && exec "$@"', 'cairn-overlay', tools.mount, options, checkout,
+    tools.unshare,
+    '--user',
+    '--map-root-user',
+    ...(net ? ['--net'] : []),
+    '--mount',
+    '--propagation',
+    'private',
+    '--',
+    '/bin/sh',
+    '-c',
+    '"$1" -t overlay cairn-build -o "$2" "$3" && shift 3 && exec "$@"',
+    'cairn-overlay',
+    tools.mount,
+    options,
+    checkout,
     ...argv,
   ];
 }
@@ -158,7 +171,12 @@ export async function applyLayer(layer: BuildLayer, checkout: string): Promise<v
  * looks inside it (GNU find: one process however many folders a build made).
  */
 async function openRestricted(dir: string): Promise<Array<[string, number]>> {
-  const { code, stdout, stderr } = await collect('find', ['.', '-mindepth', '1', '-type', 'd', '!', '-perm', '-u=rwx', '-printf', '%m %P\\0', '-exec', 'chmod', 'u+rwx', '{}', ';'], '', dir);
+  const { code, stdout, stderr } = await collect(
+    'find',
+    ['.', '-mindepth', '1', '-type', 'd', '!', '-perm', '-u=rwx', '-printf', '%m %P\\0', '-exec', 'chmod', 'u+rwx', '{}', ';'],
+    '',
+    dir,
+  );
   if (code !== 0) throw new Error(`find could not list the build layer (${stderr.trim() || `exit ${code}`})`);
   return stdout
     .toString('utf8')
@@ -179,11 +197,25 @@ async function openRestricted(dir: string): Promise<Array<[string, number]>> {
 export async function opaqueDirs(upper: string, dirs: string[]): Promise<Set<string>> {
   const opaque = new Set<string>();
   if (dirs.length === 0) return opaque;
-  const args = ['--format=posix', '--xattrs', '--xattrs-include=user.overlay.opaque', '--xattrs-include=trusted.overlay.opaque', '--no-recursion', '-C', upper, '--null', '--verbatim-files-from', '-T', '-', '-cf', '-'];
+  const args = [
+    '--format=posix',
+    '--xattrs',
+    '--xattrs-include=user.overlay.opaque',
+    '--xattrs-include=trusted.overlay.opaque',
+    '--no-recursion',
+    '-C',
+    upper,
+    '--null',
+    '--verbatim-files-from',
+    '-T',
+    '-',
+    '-cf',
+    '-',
+  ];
   const { code, stdout, stderr } = await collect('tar', args, dirs.map((d) => `./${d}\0`).join(''));
   if (code !== 0) throw new Error(`tar could not read the build layer's attributes (${stderr.trim() || `exit ${code}`})`);
   let extended: Record<string, string> = {};
-  for (let at = 0; at + 512 <= stdout.length; ) {
+  for (let at = 0; at + 512 <= stdout.length;) {
     const header = stdout.subarray(at, at + 512);
     if (header.every((b) => b === 0)) break;
     const field = (from: number, length: number) => {
@@ -213,7 +245,7 @@ export async function opaqueDirs(upper: string, dirs: string[]): Promise<Set<str
 /** A pax extended header's records: `<length> <key>=<value>\n`, the length counting the whole record. */
 function paxRecords(data: Buffer): Record<string, string> {
   const records: Record<string, string> = {};
-  for (let at = 0; at < data.length; ) {
+  for (let at = 0; at < data.length;) {
     const space = data.indexOf(0x20, at);
     if (space < 0) break;
     const length = Number.parseInt(data.subarray(at, space).toString('latin1'), 10);
@@ -226,9 +258,18 @@ function paxRecords(data: Buffer): Record<string, string> {
   return records;
 }
 
-function collect(file: string, args: string[], input: string, cwd?: string): Promise<{ code: number | null; stdout: Buffer; stderr: string }> {
+function collect(
+  file: string,
+  args: string[],
+  input: string,
+  cwd?: string,
+): Promise<{ code: number | null; stdout: Buffer; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(file, args, { cwd, stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' } });
+    const child = spawn(file, args, {
+      cwd,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' },
+    });
     const out: Buffer[] = [];
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => out.push(d));
@@ -256,9 +297,30 @@ export async function overlayUnavailable(dir: string, bwrap: string, tools: Over
     const lower = join(scratch, 'lower');
     await mkdir(join(lower, 'again'), { recursive: true });
     await mkdir(join(lower, 'kept'));
-    await Promise.all([writeFile(join(lower, 'gone'), 'gone'), writeFile(join(lower, 'again', 'old'), 'old'), writeFile(join(lower, 'kept', 'file'), 'before')]);
+    await Promise.all([
+      writeFile(join(lower, 'gone'), 'gone'),
+      writeFile(join(lower, 'again', 'old'), 'old'),
+      writeFile(join(lower, 'kept', 'file'), 'before'),
+    ]);
     layer = await makeLayer(lower);
-    const sandbox = [bwrap, '--ro-bind', '/', '/', '--bind', lower, lower, '--unshare-all', ...asServiceUser(), '--die-with-parent', '--chdir', lower, '--', '/bin/sh', '-c', 'rm gone && rm -r again && mkdir again && echo new > again/new && echo after > kept/file'];
+    const sandbox = [
+      bwrap,
+      '--ro-bind',
+      '/',
+      '/',
+      '--bind',
+      lower,
+      lower,
+      '--unshare-all',
+      ...asServiceUser(),
+      '--die-with-parent',
+      '--chdir',
+      lower,
+      '--',
+      '/bin/sh',
+      '-c',
+      'rm gone && rm -r again && mkdir again && echo new > again/new && echo after > kept/file',
+    ];
     const argv = overlayArgv(layer, lower, sandbox, tools);
     if (!argv) return `its path holds a character overlayfs options cannot carry (${dir})`;
     const { code, stderr } = await collect(argv[0]!, argv.slice(1), '');
@@ -267,8 +329,12 @@ export async function overlayUnavailable(dir: string, bwrap: string, tools: Over
     await applyLayer(layer, lower);
     const again = (await readdir(join(lower, 'again'))).sort().join(',');
     const kept = await readFile(join(lower, 'kept', 'file'), 'utf8');
-    const gone = await lstat(join(lower, 'gone')).then(() => true, () => false);
-    if (again !== 'new' || kept !== 'after\n' || gone) return `the build's layer did not read back as written (${again}; ${kept.trim()}; ${gone ? 'a deleted file remained' : ''})`;
+    const gone = await lstat(join(lower, 'gone')).then(
+      () => true,
+      () => false,
+    );
+    if (again !== 'new' || kept !== 'after\n' || gone)
+      return `the build's layer did not read back as written (${again}; ${kept.trim()}; ${gone ? 'a deleted file remained' : ''})`;
     return undefined;
   } catch (err) {
     return (err as Error).message;

@@ -27,7 +27,21 @@
  */
 import * as git from 'isomorphic-git';
 import fs from 'node:fs';
-import { copyFile, link, mkdir, readdir, readFile, readlink, realpath, rename, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import {
+  copyFile,
+  link,
+  mkdir,
+  readdir,
+  readFile,
+  readlink,
+  realpath,
+  rename,
+  rm,
+  stat,
+  symlink,
+  utimes,
+  writeFile,
+} from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { execFile } from 'node:child_process';
@@ -81,12 +95,21 @@ const MODES: Record<string, 'file' | 'executable' | 'symlink' | 'tree' | 'submod
 
 /** What git itself refuses to check out (it would write outside the tree, or over the repository). */
 function checkName(name: string, parent: string): void {
-  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\\') || name.includes('\0') || name.toLowerCase() === '.git') {
+  if (
+    name === '' ||
+    name === '.' ||
+    name === '..' ||
+    name.includes('/') ||
+    name.includes('\\') ||
+    name.includes('\0') ||
+    name.toLowerCase() === '.git'
+  ) {
     throw new UnsafeTreeError(`the commit holds a path no checkout may have: "${(parent ? `${parent}/` : '') + name}"`);
   }
 }
 
-const unknownMode = (path: string, mode: string) => new UnsafeTreeError(`the commit holds "${path}" with a mode git does not write (${mode})`);
+const unknownMode = (path: string, mode: string) =>
+  new UnsafeTreeError(`the commit holds "${path}" with a mode git does not write (${mode})`);
 
 /** Files and symlinks of a manifest (what a checkout writes as files). */
 const isBlob = (id: string) => {
@@ -169,7 +192,10 @@ export async function treeManifest(gitBin: string, gitdir: string, tree: string,
 }
 
 /** The tree written by git's command line into `workTree` (whole: it is empty or missing), after its manifest's checks. */
-export async function writeTreeWithGit(gitBin: string, options: { gitdir: string; workTree: string; index: string; tree: string; signal: AbortSignal }): Promise<TreeManifest> {
+export async function writeTreeWithGit(
+  gitBin: string,
+  options: { gitdir: string; workTree: string; index: string; tree: string; signal: AbortSignal },
+): Promise<TreeManifest> {
   const manifest = await treeManifest(gitBin, options.gitdir, options.tree, options.signal);
   await checkoutTree(gitBin, options);
   return manifest;
@@ -315,7 +341,11 @@ export class Mirror {
   }
 
   private async dropSnapshot(): Promise<void> {
-    await Promise.all([rm(this.snapshot, { recursive: true, force: true }), rm(`${this.snapshot}.next`, { recursive: true, force: true }), rm(this.indexFile, { force: true })]);
+    await Promise.all([
+      rm(this.snapshot, { recursive: true, force: true }),
+      rm(`${this.snapshot}.next`, { recursive: true, force: true }),
+      rm(this.indexFile, { force: true }),
+    ]);
   }
 
   /**
@@ -372,7 +402,8 @@ export class Mirror {
           await checkoutTree(gitBin, { ...options, from: last.tree });
           return await listing;
         } catch (err) {
-          if (signal.aborted || err instanceof UnsafeTreeError || (err instanceof GitCommandError && err.stderr.includes('invalid path'))) throw err;
+          if (signal.aborted || err instanceof UnsafeTreeError || (err instanceof GitCommandError && err.stderr.includes('invalid path')))
+            throw err;
           // The index or the files do not match what it says (a snapshot written without git, or damaged): written whole below.
         }
       }
@@ -385,7 +416,11 @@ export class Mirror {
   }
 
   /** The tree written by Cairn beside the last one, linking what is unchanged from it; then it takes the last one's place. */
-  private async writeWithNode(tree: string, last: { tree: string; manifest: TreeManifest } | undefined, signal: AbortSignal): Promise<TreeManifest> {
+  private async writeWithNode(
+    tree: string,
+    last: { tree: string; manifest: TreeManifest } | undefined,
+    signal: AbortSignal,
+  ): Promise<TreeManifest> {
     const next = `${this.snapshot}.next`;
     await Promise.all([rm(next, { recursive: true, force: true }), rm(this.indexFile, { force: true })]);
     const reuse = last && (await exists(this.snapshot)) ? { dir: this.snapshot, manifest: last.manifest } : undefined;
@@ -398,7 +433,8 @@ export class Mirror {
   private async lastTree(): Promise<{ tree: string; manifest: TreeManifest } | undefined> {
     try {
       const parsed = JSON.parse(await readFile(this.manifestFile, 'utf8')) as { tree?: unknown; manifest?: unknown };
-      if (typeof parsed.tree === 'string' && parsed.manifest && typeof parsed.manifest === 'object') return parsed as { tree: string; manifest: TreeManifest };
+      if (typeof parsed.tree === 'string' && parsed.manifest && typeof parsed.manifest === 'object')
+        return parsed as { tree: string; manifest: TreeManifest };
     } catch {
       // none yet, or torn: written anew
     }
@@ -456,7 +492,12 @@ export async function withMirror<T>(mirrors: SourceMirrors, url: string, branch:
 async function evict(mirrors: SourceMirrors): Promise<void> {
   const names = await readdir(mirrors.dir).catch(() => [] as string[]);
   if (names.length <= mirrors.keep) return;
-  const dated = await Promise.all(names.map(async (name) => ({ dir: join(mirrors.dir, name), used: (await stat(join(mirrors.dir, name)).catch(() => undefined))?.mtimeMs ?? 0 })));
+  const dated = await Promise.all(
+    names.map(async (name) => ({
+      dir: join(mirrors.dir, name),
+      used: (await stat(join(mirrors.dir, name)).catch(() => undefined))?.mtimeMs ?? 0,
+    })),
+  );
   dated.sort((a, b) => b.used - a.used);
   for (const { dir } of dated.slice(mirrors.keep)) {
     if (!held.has(dir)) await rm(dir, { recursive: true, force: true });

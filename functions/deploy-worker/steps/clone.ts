@@ -44,7 +44,15 @@ import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { parseRepositoryUrl, RepositoryUrlError, type RepositoryUrl } from '../../core/hosting/repository-url.js';
 import { outboundRules } from '../../core/config.js';
-import { curlResolve, OutboundRefused, pinnedLookup, resolveOutbound, type OutboundRules, type OutboundTarget, type Resolver } from '../../core/net/outbound.js';
+import {
+  curlResolve,
+  OutboundRefused,
+  pinnedLookup,
+  resolveOutbound,
+  type OutboundRules,
+  type OutboundTarget,
+  type Resolver,
+} from '../../core/net/outbound.js';
 import { linkTree, UnsafeTreeError, withMirror, writeTree, writeTreeWithGit, type SourceMirrors } from './checkout.js';
 import type { KnownFiles } from './known-files.js';
 import * as cli from './git-cli.js';
@@ -119,7 +127,8 @@ export async function cloneRepository(request: CloneRequest): Promise<ClonedComm
   try {
     signal.throwIfAborted();
     const credentials = request.credentials;
-    if (credentials && /[\0-\x1f\x7f]/.test(credentials.username + credentials.password)) throw new CloneError(credentialsRefused(request, repo));
+    if (credentials && /[\0-\x1f\x7f]/.test(credentials.username + credentials.password))
+      throw new CloneError(credentialsRefused(request, repo));
     await rm(dir, { recursive: true, force: true });
     await mkdir(dir, { recursive: true });
     log(`Cloning ${repo.cloneUrl} (branch ${branch}${wanted ? `, commit ${wanted}` : ''})`);
@@ -135,12 +144,29 @@ export async function cloneRepository(request: CloneRequest): Promise<ClonedComm
           // The branch as kept against the branch as the host has it (one request or two, in this process): a branch
           // deployed again unchanged needs no fetch, and no git process to learn so.
           const kept = await keptHead(gitdir, branch);
-          const advertised = kept && (await git.listServerRefs({ http: transfer.http, url: repo.cloneUrl, prefix: `refs/heads/${branch}`, protocolVersion: 2, onAuth, onAuthFailure: () => ({ cancel: true }) }));
+          const advertised =
+            kept &&
+            (await git.listServerRefs({
+              http: transfer.http,
+              url: repo.cloneUrl,
+              prefix: `refs/heads/${branch}`,
+              protocolVersion: 2,
+              onAuth,
+              onAuthFailure: () => ({ cancel: true }),
+            }));
           if (kept && advertised && advertised.some((r) => r.ref === `refs/heads/${branch}` && r.oid === kept)) return kept;
         }
         const fetch = async (depth: cli.FetchOptions['depth']) => {
           try {
-            byGit.received += await cli.fetchBranch(gitBin, { gitdir, branch, signal, credentials, resolve, depth, remaining: cap - received() });
+            byGit.received += await cli.fetchBranch(gitBin, {
+              gitdir,
+              branch,
+              signal,
+              credentials,
+              resolve,
+              depth,
+              remaining: cap - received(),
+            });
           } catch (err) {
             if (err instanceof cli.FetchTooLarge) byGit.tooLarge = true;
             throw err;
@@ -173,7 +199,14 @@ export async function cloneRepository(request: CloneRequest): Promise<ClonedComm
       else await git.fetch({ ...remote, depth: 1, tags: false });
       const head = await git.resolveRef({ fs, gitdir, ref: `refs/remotes/origin/${branch}` });
       if (wanted === undefined) return head;
-      return deepenUntilFound(wanted, request, gitdir, repo, (prefix) => findCommit(gitdir, prefix), (depth) => git.fetch({ ...remote, depth, relative: true, tags: false }));
+      return deepenUntilFound(
+        wanted,
+        request,
+        gitdir,
+        repo,
+        (prefix) => findCommit(gitdir, prefix),
+        (depth) => git.fetch({ ...remote, depth, relative: true, tags: false }),
+      );
     };
     const commitOf = async (gitdir: string, oid: string): Promise<{ tree: string; message: string }> => {
       if (gitBin) return commits.get(oid) ?? cli.readCommit(gitBin, gitdir, oid, signal);
@@ -187,32 +220,38 @@ export async function cloneRepository(request: CloneRequest): Promise<ClonedComm
     let known: KnownFiles | undefined;
     const mirrors = request.mirrors;
     if (mirrors) {
-      ({ oid, message, known } = await withMirror(mirrors, request.mirrorScope ? `${request.mirrorScope}\n${repo.cloneUrl}` : repo.cloneUrl, branch, async (mirror) => {
-        const attempt = async (fresh: boolean) => {
-          const fetched = await fetchInto(mirror.gitdir, fresh);
-          fetchedLine();
-          const commit = await commitOf(mirror.gitdir, fetched);
-          const written = await mirror.checkout(commit.tree, dir, signal, gitBin);
-          if (written.unchanged) log(`Same files as the last deploy of this branch: ${written.reused} kept from it`);
-          else if (written.reused > 0) log(`${written.reused} files unchanged since the last deploy of this branch, ${written.written} written`);
-          // The build sees the repository too (its shallow history), as a checkout has it; without the attributes that keep git from converting what it writes.
-          await linkTree(mirror.gitdir, join(dir, '.git'), signal, { count: false });
-          await rm(join(dir, '.git', cli.ATTRIBUTES_FILE), { force: true });
-          return { oid: fetched, message: commit.message, known: written.known };
-        };
-        if (!(await mirror.hasObjects())) return attempt(true);
-        try {
-          return await attempt(false);
-        } catch (err) {
-          if (!isLocalFault(err, request)) throw err;
-          // What was kept is at fault, not the host: start again from nothing.
-          log('The kept copy of this repository could not be used; fetching it anew');
-          await mirror.reset();
-          await rm(dir, { recursive: true, force: true });
-          await mkdir(dir, { recursive: true });
-          return attempt(true);
-        }
-      }));
+      ({ oid, message, known } = await withMirror(
+        mirrors,
+        request.mirrorScope ? `${request.mirrorScope}\n${repo.cloneUrl}` : repo.cloneUrl,
+        branch,
+        async (mirror) => {
+          const attempt = async (fresh: boolean) => {
+            const fetched = await fetchInto(mirror.gitdir, fresh);
+            fetchedLine();
+            const commit = await commitOf(mirror.gitdir, fetched);
+            const written = await mirror.checkout(commit.tree, dir, signal, gitBin);
+            if (written.unchanged) log(`Same files as the last deploy of this branch: ${written.reused} kept from it`);
+            else if (written.reused > 0)
+              log(`${written.reused} files unchanged since the last deploy of this branch, ${written.written} written`);
+            // The build sees the repository too (its shallow history), as a checkout has it; without the attributes that keep git from converting what it writes.
+            await linkTree(mirror.gitdir, join(dir, '.git'), signal, { count: false });
+            await rm(join(dir, '.git', cli.ATTRIBUTES_FILE), { force: true });
+            return { oid: fetched, message: commit.message, known: written.known };
+          };
+          if (!(await mirror.hasObjects())) return attempt(true);
+          try {
+            return await attempt(false);
+          } catch (err) {
+            if (!isLocalFault(err, request)) throw err;
+            // What was kept is at fault, not the host: start again from nothing.
+            log('The kept copy of this repository could not be used; fetching it anew');
+            await mirror.reset();
+            await rm(dir, { recursive: true, force: true });
+            await mkdir(dir, { recursive: true });
+            return attempt(true);
+          }
+        },
+      ));
     } else {
       const gitdir = join(dir, '.git');
       oid = await fetchInto(gitdir, true);
@@ -251,7 +290,13 @@ function isLocalFault(err: unknown, { signal, branch }: CloneRequest): boolean {
   if (err instanceof cli.FetchTooLarge) return false;
   if (err instanceof cli.GitCommandError) return gitFailure(err) === undefined;
   const { Errors } = git;
-  if (err instanceof Errors.HttpError || err instanceof Errors.UserCanceledError || err instanceof Errors.SmartHttpError || err instanceof Errors.UnsafeFilepathError) return false;
+  if (
+    err instanceof Errors.HttpError ||
+    err instanceof Errors.UserCanceledError ||
+    err instanceof Errors.SmartHttpError ||
+    err instanceof Errors.UnsafeFilepathError
+  )
+    return false;
   if (err instanceof Errors.NotFoundError && [branch, `refs/heads/${branch}`].includes(err.data.what)) return false;
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   return !(code && (code in UNREACHABLE || code === 'ECONNRESET'));
@@ -367,7 +412,12 @@ function guardedHttp(signal: AbortSignal, maxBytes: number, pinned: () => Outbou
       const target = pinned();
       if (!target) throw new Error('the repository host was not checked against the outbound address policy');
       // No shared agent: a kept-alive socket was connected where another clone's check said, not this one's.
-      const res = await nodeHttp.request({ ...req, signal, agent: false, fetchOptions: { followRedirects: false, lookup: pinnedLookup(target) } });
+      const res = await nodeHttp.request({
+        ...req,
+        signal,
+        agent: false,
+        fetchOptions: { followRedirects: false, lookup: pinnedLookup(target) },
+      });
       return res.body ? { ...res, body: guarded(res.body) } : res;
     },
   };
@@ -403,8 +453,10 @@ function explain(err: unknown, at: { request: CloneRequest; repo: RepositoryUrl;
   if (err instanceof CloneError) return err;
   if (err instanceof OutboundRefused) return new CloneError(`${repo.host} is not cloned: ${err.message}`);
   if (err instanceof UnsafeTreeError) return new CloneError(err.message);
-  if (err instanceof git.Errors.UnsafeFilepathError) return new CloneError(`the commit holds a path no checkout may have: "${err.data.filepath}"`);
-  if (err instanceof cli.GitCommandError) return gitFailure(err, at) ?? new CloneError(`clone failed: ${lastSaid(err.stderr) || err.message}`);
+  if (err instanceof git.Errors.UnsafeFilepathError)
+    return new CloneError(`the commit holds a path no checkout may have: "${err.data.filepath}"`);
+  if (err instanceof cli.GitCommandError)
+    return gitFailure(err, at) ?? new CloneError(`clone failed: ${lastSaid(err.stderr) || err.message}`);
   const credentials = credentialsRefused(request, repo);
   if (err instanceof git.Errors.UserCanceledError) return new CloneError(credentials);
   if (err instanceof git.Errors.HttpError) {
@@ -440,7 +492,10 @@ function credentialsRefused(request: CloneRequest, repo: RepositoryUrl): string 
 
 /** git's last `fatal:` or `error:` line (what it stopped on), without the prefix. */
 function lastSaid(stderr: string): string {
-  const lines = stderr.split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines = stderr
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   const said = lines.filter((l) => /^(fatal|error):/.test(l)).at(-1) ?? lines.at(-1) ?? '';
   return said.replace(/^(fatal|error):\s*/, '').replace(/\s+/g, ' ');
 }
@@ -462,10 +517,12 @@ function gitFailure(err: cli.GitCommandError, at?: { request: CloneRequest; repo
   if (/could not read (Username|Password)|terminal prompts disabled|Authentication failed/.test(said)) return credentials();
   const status = /The requested URL returned error: (\d{3})/.exec(said);
   if (status?.[1] === '401' || status?.[1] === '403') return credentials();
-  if (/repository '.*' not found/.test(said) || status?.[1] === '404') return new CloneError(`no repository at ${repo?.cloneUrl ?? 'the URL'} (HTTP 404)`);
+  if (/repository '.*' not found/.test(said) || status?.[1] === '404')
+    return new CloneError(`no repository at ${repo?.cloneUrl ?? 'the URL'} (HTTP 404)`);
   if (status?.[1]?.startsWith('3') && repo) return new CloneError(redirected(repo, status[1]));
   if (status) return new CloneError(`${host} answered HTTP ${status[1]}`);
-  if (/couldn't find remote ref/.test(said)) return new CloneError(`branch ${request?.branch ?? ''} not found in ${repo?.cloneUrl ?? 'the repository'}`);
+  if (/couldn't find remote ref/.test(said))
+    return new CloneError(`branch ${request?.branch ?? ''} not found in ${repo?.cloneUrl ?? 'the repository'}`);
   const unreachable = /timed out|Timeout was reached/i.test(said)
     ? 'connection timed out'
     : /Could not resolve host/.test(said)
@@ -478,10 +535,16 @@ function gitFailure(err: cli.GitCommandError, at?: { request: CloneRequest; repo
             ? 'connection refused'
             : undefined;
   if (unreachable && /unable to access/.test(said)) return new CloneError(`could not reach ${host} (${unreachable})`);
-  if (/Empty reply from server|Connection reset|Recv failure|transfer closed|early EOF|unexpected disconnect|the remote end hung up/.test(said)) {
+  if (
+    /Empty reply from server|Connection reset|Recv failure|transfer closed|early EOF|unexpected disconnect|the remote end hung up/.test(
+      said,
+    )
+  ) {
     return new CloneError(`${host} closed the connection during the clone`);
   }
-  if (/unable to access|not valid: is this a git repository|invalid server response|protocol error|bad line length|expected flush/.test(said)) {
+  if (
+    /unable to access|not valid: is this a git repository|invalid server response|protocol error|bad line length|expected flush/.test(said)
+  ) {
     return new CloneError(`${repo?.cloneUrl ?? 'the host'} did not answer as a git repository does`);
   }
   return undefined;

@@ -145,7 +145,8 @@ export function git(gitBin: string, args: string[], options: RunOptions): Promis
     ...SETTINGS,
     ...(options.credentials ? ['-c', `credential.helper=${HELPER}`] : []),
     ...(options.resolve ? ['-c', `http.curloptResolve=${options.resolve}`] : []),
-    '--git-dir', options.gitdir,
+    '--git-dir',
+    options.gitdir,
     ...(options.workTree ? ['--work-tree', options.workTree] : []),
     ...args,
   ];
@@ -171,9 +172,12 @@ export function git(gitBin: string, args: string[], options: RunOptions): Promis
           if (watching || stopped) return;
           watching = true;
           Promise.resolve(options.watch!())
-            .then((stop) => {
-              if (stop) kill();
-            }, () => undefined)
+            .then(
+              (stop) => {
+                if (stop) kill();
+              },
+              () => undefined,
+            )
             .finally(() => (watching = false));
         }, 100)
       : undefined;
@@ -264,19 +268,33 @@ export async function fetchBranch(gitBin: string, options: FetchOptions): Promis
   const inFlight = async () => {
     let bytes = 0;
     for (const name of await readdir(packs).catch(() => [] as string[])) {
-      if (name.startsWith('tmp_pack_') || (name.endsWith('.pack') && !before.has(name))) bytes += (await stat(join(packs, name)).catch(() => undefined))?.size ?? 0;
+      if (name.startsWith('tmp_pack_') || (name.endsWith('.pack') && !before.has(name)))
+        bytes += (await stat(join(packs, name)).catch(() => undefined))?.size ?? 0;
     }
     return bytes;
   };
   const depth = 'depth' in options.depth ? `--depth=${options.depth.depth}` : `--deepen=${options.depth.deepen}`;
   try {
-    await git(gitBin, ['fetch', '--quiet', '--no-tags', '--no-write-fetch-head', depth, ...(options.filter ? [`--filter=${options.filter}`] : []), 'origin', `+refs/heads/${branch}:refs/remotes/origin/${branch}`], {
-      gitdir,
-      signal,
-      credentials: options.credentials,
-      resolve: options.resolve,
-      watch: async () => (overCap = (await inFlight()) > options.remaining),
-    });
+    await git(
+      gitBin,
+      [
+        'fetch',
+        '--quiet',
+        '--no-tags',
+        '--no-write-fetch-head',
+        depth,
+        ...(options.filter ? [`--filter=${options.filter}`] : []),
+        'origin',
+        `+refs/heads/${branch}:refs/remotes/origin/${branch}`,
+      ],
+      {
+        gitdir,
+        signal,
+        credentials: options.credentials,
+        resolve: options.resolve,
+        watch: async () => (overCap = (await inFlight()) > options.remaining),
+      },
+    );
   } catch (err) {
     if (overCap && !signal.aborted) {
       await removeNewPacks(packs, before);
@@ -300,7 +318,12 @@ async function removeNewPacks(packs: string, before: Set<string>): Promise<void>
 }
 
 /** A commit's id, tree and message, by id or ref. */
-export async function readCommit(gitBin: string, gitdir: string, rev: string, signal: AbortSignal): Promise<{ oid: string; tree: string; message: string }> {
+export async function readCommit(
+  gitBin: string,
+  gitdir: string,
+  rev: string,
+  signal: AbortSignal,
+): Promise<{ oid: string; tree: string; message: string }> {
   const out = (await git(gitBin, ['log', '-1', '--no-walk', '--format=%H%x00%T%x00%B', rev, '--'], { gitdir, signal })).toString('utf8');
   const [oid, tree, message] = out.split('\0');
   if (!oid || !tree) throw new Error(`git log printed no commit for ${rev}`);
@@ -313,12 +336,23 @@ export async function readCommit(gitBin: string, gitdir: string, rev: string, si
  * short prefix can match a file of the fetched commits before the commit
  * itself arrives). Several objects: `ambiguous`.
  */
-export async function findCommit(gitBin: string, gitdir: string, prefix: string, signal: AbortSignal): Promise<string | 'ambiguous' | undefined> {
+export async function findCommit(
+  gitBin: string,
+  gitdir: string,
+  prefix: string,
+  signal: AbortSignal,
+): Promise<string | 'ambiguous' | undefined> {
   if (prefix.length === 40) {
-    const type = await git(gitBin, ['cat-file', '-t', prefix], { gitdir, signal }).then((b) => b.toString().trim(), () => undefined);
+    const type = await git(gitBin, ['cat-file', '-t', prefix], { gitdir, signal }).then(
+      (b) => b.toString().trim(),
+      () => undefined,
+    );
     return type === 'commit' ? prefix : undefined;
   }
-  const matches = (await git(gitBin, ['rev-parse', `--disambiguate=${prefix}`], { gitdir, signal }).catch(() => Buffer.alloc(0))).toString().split('\n').filter(Boolean);
+  const matches = (await git(gitBin, ['rev-parse', `--disambiguate=${prefix}`], { gitdir, signal }).catch(() => Buffer.alloc(0)))
+    .toString()
+    .split('\n')
+    .filter(Boolean);
   if (matches.length > 1) return 'ambiguous';
   if (matches.length === 0) return undefined;
   const type = (await git(gitBin, ['cat-file', '-t', matches[0]!], { gitdir, signal })).toString().trim();
@@ -326,7 +360,12 @@ export async function findCommit(gitBin: string, gitdir: string, prefix: string,
 }
 
 /** Every entry of a tree, recursively, folders included: [mode, type, object id, path]. */
-export async function listTree(gitBin: string, gitdir: string, tree: string, signal: AbortSignal): Promise<Array<[mode: string, type: string, oid: string, path: string]>> {
+export async function listTree(
+  gitBin: string,
+  gitdir: string,
+  tree: string,
+  signal: AbortSignal,
+): Promise<Array<[mode: string, type: string, oid: string, path: string]>> {
   const out = await git(gitBin, ['ls-tree', '-r', '-t', '-z', '--full-tree', tree], { gitdir, signal });
   const entries: Array<[string, string, string, string]> = [];
   let at = 0;
@@ -348,7 +387,10 @@ export async function listTree(gitBin: string, gitdir: string, tree: string, sig
  * a changed file and creates it anew, never writing into the old one, so a
  * hard link to the old file keeps the old bytes).
  */
-export async function checkoutTree(gitBin: string, options: { gitdir: string; workTree: string; index: string; tree: string; from?: string; signal: AbortSignal }): Promise<void> {
+export async function checkoutTree(
+  gitBin: string,
+  options: { gitdir: string; workTree: string; index: string; tree: string; from?: string; signal: AbortSignal },
+): Promise<void> {
   const { gitdir, workTree, index, tree, from, signal } = options;
   await mkdir(workTree, { recursive: true });
   const args = from ? ['read-tree', '-m', '-u', from, tree] : ['read-tree', '--reset', '-u', tree];

@@ -78,7 +78,8 @@ export class KnownFiles {
     try {
       const saved = JSON.parse(await readFile(file, 'utf8')) as Record<string, Remembered>;
       for (const [oid, entry] of Object.entries(saved)) {
-        if (Array.isArray(entry) && typeof entry[0] === 'string' && typeof entry[1] === 'number' && typeof entry[2] === 'number') dags.set(oid, entry);
+        if (Array.isArray(entry) && typeof entry[0] === 'string' && typeof entry[1] === 'number' && typeof entry[2] === 'number')
+          dags.set(oid, entry);
       }
     } catch {
       // nothing remembered yet (or a torn file): everything is read

@@ -65,7 +65,12 @@ export async function takePreview(services: Services, request: PreviewRequest): 
     const served = await content.serve();
     let png: Uint8Array;
     try {
-      png = await request.screenshotter.capture(`${served.origin}/`, { width: PREVIEW_WIDTH, height: PREVIEW_HEIGHT, timeoutMs: request.timeoutMs, signal: request.signal });
+      png = await request.screenshotter.capture(`${served.origin}/`, {
+        width: PREVIEW_WIDTH,
+        height: PREVIEW_HEIGHT,
+        timeoutMs: request.timeoutMs,
+        signal: request.signal,
+      });
     } finally {
       await served.close();
     }
@@ -93,9 +98,12 @@ async function store(services: Services, request: PreviewRequest, png: Uint8Arra
   const release = await services.gate.enterShared();
   try {
     const node = await services.ipfs();
-    const { cid } = await importFile(node.blockstore, (async function* () {
-      yield png;
-    })());
+    const { cid } = await importFile(
+      node.blockstore,
+      (async function* () {
+        yield png;
+      })(),
+    );
     unreferenced = referenceCidOf(cid.toString());
     await pinRoot(node, cid, { signal: request.signal });
     const url = `${services.config.urls.gatewayUrl}/ipfs/${cid.toV1().toString()}`;
@@ -107,7 +115,9 @@ async function store(services: Services, request: PreviewRequest, png: Uint8Arra
     // Imported but not referenced: collection may take it (and will, unless something else holds it).
     if (unreferenced !== undefined) {
       const cid = unreferenced;
-      await services.objects.addCandidate(cid).catch((err: unknown) => services.logger.warn('could not record a collection candidate', { cid, err }));
+      await services.objects
+        .addCandidate(cid)
+        .catch((err: unknown) => services.logger.warn('could not record a collection candidate', { cid, err }));
     }
   }
 }

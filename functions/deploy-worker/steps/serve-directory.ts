@@ -71,7 +71,9 @@ export async function serveDirectory(dir: string): Promise<ServedDirectory> {
         if (!file) return void res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
         res.writeHead(200, { 'content-type': TYPES[extname(file).toLowerCase()] ?? 'application/octet-stream' });
         if (req.method === 'HEAD') return void res.end();
-        createReadStream(file).on('error', () => res.destroy()).pipe(res);
+        createReadStream(file)
+          .on('error', () => res.destroy())
+          .pipe(res);
       },
       () => res.writeHead(500).end(),
     );

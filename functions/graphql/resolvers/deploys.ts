@@ -5,7 +5,16 @@
  * and purgeCache, which empties the cache in front of the site's address.
  */
 import type { Deploy } from '../../core/data/deploys.js';
-import { cancelDeploy, deployCid, DeployNotFoundError, DeployRequestError, publishDeploy, purgeSite, retryDeploy, triggerDeploy } from '../../core/hosting/deploys.js';
+import {
+  cancelDeploy,
+  deployCid,
+  DeployNotFoundError,
+  DeployRequestError,
+  publishDeploy,
+  purgeSite,
+  retryDeploy,
+  triggerDeploy,
+} from '../../core/hosting/deploys.js';
 import { siteAddresses } from '../../core/hosting/notifications.js';
 import { deployLogKey } from '../../core/ports/log-store.js';
 import type { GraphqlContext } from '../context.js';
@@ -30,14 +39,21 @@ export const deployResolvers = {
       const [site, deploy] = await Promise.all([ctx.loaders.site(args.siteId), ctx.services.deploys.get(args.siteId, args.deployId)]);
       return ownSite(ctx, site) ? (deploy ?? null) : null;
     },
-    getDeploysBySite: async (_: unknown, args: { siteId: string; limit?: number | null; nextToken?: string | null }, ctx: GraphqlContext) => {
+    getDeploysBySite: async (
+      _: unknown,
+      args: { siteId: string; limit?: number | null; nextToken?: string | null },
+      ctx: GraphqlContext,
+    ) => {
       const limit = pageSize(args.limit);
       const tokens = await ctx.loaders.pageTokens();
       const listing = { query: 'getDeploysBySite', args: { siteId: args.siteId } };
       const after = tokens.read(listing, args.nextToken);
       // The site and the page are read side by side (one round trip, not two);
       // the page is thrown away unread when the site is not the caller's.
-      const [site, page] = await Promise.all([ctx.services.sites.getById(args.siteId), ctx.services.deploys.listBySite(args.siteId, limit, after)]);
+      const [site, page] = await Promise.all([
+        ctx.services.sites.getById(args.siteId),
+        ctx.services.deploys.listBySite(args.siteId, limit, after),
+      ]);
       if (!ownSite(ctx, site)) return null;
       const last = page.items[page.items.length - 1];
       return { deploys: page.items, nextToken: page.more && last ? tokens.issue(listing, last.id) : null };
@@ -75,7 +91,8 @@ export const deployResolvers = {
   Deploy: {
     repository: (deploy: Deploy) => deploy.repository ?? {},
     // The site says which deploy is published: exactly one at a time, with no second record to keep in step.
-    published: async (deploy: Deploy, _: unknown, ctx: GraphqlContext) => (await ctx.loaders.site(deploy.siteId))?.publishedDeployId === deploy.id,
+    published: async (deploy: Deploy, _: unknown, ctx: GraphqlContext) =>
+      (await ctx.loaders.site(deploy.siteId))?.publishedDeployId === deploy.id,
     autoPublish: (deploy: Deploy) => deploy.autoPublish === true,
     url: async (deploy: Deploy, _: unknown, ctx: GraphqlContext) => {
       const site = await ctx.loaders.site(deploy.siteId);

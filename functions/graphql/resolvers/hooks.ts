@@ -54,7 +54,11 @@ export const hookResolvers = {
       await ctx.services.siteSecrets.clearWebhookSecret(site.id);
       return true;
     },
-    setRepositoryToken: async (_: unknown, args: { siteId: string; token?: string | null; username?: string | null }, ctx: GraphqlContext) => {
+    setRepositoryToken: async (
+      _: unknown,
+      args: { siteId: string; token?: string | null; username?: string | null },
+      ctx: GraphqlContext,
+    ) => {
       const site = await requireSite(ctx, args.siteId, 'set its repository token');
       if (args.token === null || args.token === undefined) {
         await ctx.services.siteSecrets.clearRepositoryToken(site.id);
@@ -65,7 +69,8 @@ export const hookResolvers = {
         throw badInput(`token must be 1 to ${MAX_TOKEN_LENGTH} characters without spaces or control characters (null clears it)`, 'token');
       }
       const username = args.username ?? defaultRepositoryUsername(site);
-      if (username === '' || username.length > 200 || /[:\s\x00-\x1f\x7f]/.test(username)) throw badInput('username must be 1 to 200 characters without a colon, spaces or control characters', 'username');
+      if (username === '' || username.length > 200 || /[:\s\x00-\x1f\x7f]/.test(username))
+        throw badInput('username must be 1 to 200 characters without a colon, spaces or control characters', 'username');
       await ctx.services.siteSecrets.setRepositoryToken(site.id, { token: args.token, username });
       return site;
     },
@@ -75,7 +80,8 @@ export const hookResolvers = {
       if (name === '' || name.length > MAX_NAME_LENGTH) throw badInput(`name must be 1 to ${MAX_NAME_LENGTH} characters`, 'name');
       const branch = args.branch ?? null;
       if (branch !== null && !BRANCH.test(branch)) throw badInput('branch is not a valid branch name', 'branch');
-      if (site.deploySettings.source.kind !== 'repository' && branch !== null) throw badInput('the site deploys a CID, not a repository: a build hook of it takes no branch', 'branch');
+      if (site.deploySettings.source.kind !== 'repository' && branch !== null)
+        throw badInput('the site deploys a CID, not a repository: a build hook of it takes no branch', 'branch');
       // 192 random bits: the URL is the credential.
       const token = randomBytes(24).toString('base64url');
       const buildHook = await ctx.services.siteSecrets.createBuildHook(site.id, { name, branch, token });
@@ -92,7 +98,8 @@ export const hookResolvers = {
     webhookSecretSet: async (site: Site, _: unknown, ctx: GraphqlContext) => (await secretStatus(ctx, site.id)).webhookSecret,
     repositoryTokenSet: async (site: Site, _: unknown, ctx: GraphqlContext) => (await secretStatus(ctx, site.id)).repositoryToken,
     repositoryUsername: async (site: Site, _: unknown, ctx: GraphqlContext) => (await secretStatus(ctx, site.id)).repositoryUsername,
-    buildHooks: async (site: Site, _: unknown, ctx: GraphqlContext): Promise<BuildHook[]> => ctx.services.siteSecrets.listBuildHooks(site.id),
+    buildHooks: async (site: Site, _: unknown, ctx: GraphqlContext): Promise<BuildHook[]> =>
+      ctx.services.siteSecrets.listBuildHooks(site.id),
   },
   Deploy: {
     preview: (deploy: Deploy) => deploy.preview === true,

@@ -13,7 +13,14 @@ import { teamResolvers } from './teams.js';
 export const resolvers = {
   DateTime,
   Query: { ...siteResolvers.Query, ...deployResolvers.Query, ...teamResolvers.Query, ...keyResolvers.Query },
-  Mutation: { ...siteResolvers.Mutation, ...deployResolvers.Mutation, ...teamResolvers.Mutation, ...keyResolvers.Mutation, ...hookResolvers.Mutation, ...notificationResolvers.Mutation },
+  Mutation: {
+    ...siteResolvers.Mutation,
+    ...deployResolvers.Mutation,
+    ...teamResolvers.Mutation,
+    ...keyResolvers.Mutation,
+    ...hookResolvers.Mutation,
+    ...notificationResolvers.Mutation,
+  },
   Site: { ...siteResolvers.Site, ...hookResolvers.Site, ...notificationResolvers.Site },
   NotificationUrl: notificationResolvers.NotificationUrl,
   BuildSettings: siteResolvers.BuildSettings,

@@ -30,7 +30,8 @@ export const keyResolvers = {
       const role = await requireTeamRole(ctx, args.teamId, 'ANY', 'revoke API keys');
       const key = await ctx.services.apiKeys.get(args.teamId, args.apiKeyId);
       if (!key) throw notFound('API key');
-      if (role !== 'OWNER' && key.createdBy !== callerOf(ctx).accountId) throw forbidden("Only the team's owners can revoke other members' API keys");
+      if (role !== 'OWNER' && key.createdBy !== callerOf(ctx).accountId)
+        throw forbidden("Only the team's owners can revoke other members' API keys");
       const revoked = await ctx.services.apiKeys.revoke(args.teamId, args.apiKeyId);
       if (!revoked) throw notFound('API key');
       return revoked;

@@ -31,9 +31,14 @@ export const notificationResolvers = {
         throw err;
       }
       const existing = await ctx.services.notificationUrls.list(site.id);
-      if (existing.length >= MAX_NOTIFICATION_URLS) throw badInput(`a site has at most ${MAX_NOTIFICATION_URLS} notification URLs; remove one first`, 'url');
+      if (existing.length >= MAX_NOTIFICATION_URLS)
+        throw badInput(`a site has at most ${MAX_NOTIFICATION_URLS} notification URLs; remove one first`, 'url');
       const secret = `whsec_${randomBytes(32).toString('base64url')}`;
-      const notificationUrl = await ctx.services.notificationUrls.add(site.id, { url: args.url, events: DEPLOY_EVENTS.filter((e) => events.includes(e)), secret });
+      const notificationUrl = await ctx.services.notificationUrls.add(site.id, {
+        url: args.url,
+        events: DEPLOY_EVENTS.filter((e) => events.includes(e)),
+        secret,
+      });
       return { notificationUrl, secret };
     },
     removeNotificationUrl: async (_: unknown, args: { siteId: string; notificationUrlId: string }, ctx: GraphqlContext) => {
@@ -43,7 +48,8 @@ export const notificationResolvers = {
     },
   },
   Site: {
-    notificationUrls: (site: Site, _: unknown, ctx: GraphqlContext): Promise<NotificationUrl[]> => ctx.services.notificationUrls.list(site.id),
+    notificationUrls: (site: Site, _: unknown, ctx: GraphqlContext): Promise<NotificationUrl[]> =>
+      ctx.services.notificationUrls.list(site.id),
   },
   NotificationUrl: {
     lastDeliveries: (url: NotificationUrl, args: { limit?: number | null }, ctx: GraphqlContext) => {

@@ -16,8 +16,10 @@ interface PageArgs {
 
 export const siteResolvers = {
   Query: {
-    getSiteById: async (_: unknown, args: { siteId: string }, ctx: GraphqlContext) => ownSite(ctx, await ctx.services.sites.getById(args.siteId)),
-    getSiteBySlug: async (_: unknown, args: { slug: string }, ctx: GraphqlContext) => ownSite(ctx, await ctx.services.sites.getBySlug(args.slug)),
+    getSiteById: async (_: unknown, args: { siteId: string }, ctx: GraphqlContext) =>
+      ownSite(ctx, await ctx.services.sites.getById(args.siteId)),
+    getSiteBySlug: async (_: unknown, args: { slug: string }, ctx: GraphqlContext) =>
+      ownSite(ctx, await ctx.services.sites.getBySlug(args.slug)),
     getSitesByTeam: async (_: unknown, args: { teamId: string } & PageArgs, ctx: GraphqlContext) => {
       const limit = pageSize(args.limit);
       if (!isOwnTeam(ctx, args.teamId)) return null;
@@ -59,13 +61,13 @@ export const siteResolvers = {
       // The site and its slug went together; its deploys are unreachable now and go after.
       // Should that fail, the site is still deleted: say so, and leave the rest to the log.
       await ctx.services.deploys.deleteAllOfSite(site.id).catch((err: unknown) => {
-        ctx.services.logger.error('deleting a deleted site\'s deploys failed', { err, siteId: site.id });
+        ctx.services.logger.error("deleting a deleted site's deploys failed", { err, siteId: site.id });
       });
       await ctx.services.siteSecrets.deleteAllOfSite(site.id).catch((err: unknown) => {
-        ctx.services.logger.error('deleting a deleted site\'s secrets and build hooks failed', { err, siteId: site.id });
+        ctx.services.logger.error("deleting a deleted site's secrets and build hooks failed", { err, siteId: site.id });
       });
       await ctx.services.notificationUrls.deleteAllOfSite(site.id).catch((err: unknown) => {
-        ctx.services.logger.error('deleting a deleted site\'s notification URLs failed', { err, siteId: site.id });
+        ctx.services.logger.error("deleting a deleted site's notification URLs failed", { err, siteId: site.id });
       });
       return true;
     },

@@ -166,17 +166,29 @@ function checkType(val: any, spec: TypeSpec): any {
       expectContainer(val, true, PARAMETERIZED_CAST);
       return (val as unknown[]).map((child) => checkType(child, children));
     case 'ParameterizedMap':
-      expectContainer(val, false, PARAMETERIZED_CAST, () => 'Unrecognized collection type java.util.Map<java.lang.String, com.amazonaws.dynamodb.v20120810.AttributeValue>');
+      expectContainer(
+        val,
+        false,
+        PARAMETERIZED_CAST,
+        () => 'Unrecognized collection type java.util.Map<java.lang.String, com.amazonaws.dynamodb.v20120810.AttributeValue>',
+      );
       return mapValues(val, children);
     case 'Map':
-      expectContainer(val, false, 'Unexpected field type', () =>
-        `Unrecognized collection type java.util.Map<java.lang.String, ${subtype!.includes('.') ? subtype : `com.amazonaws.dynamodb.v20120810.${subtype}`}>`,
+      expectContainer(
+        val,
+        false,
+        'Unexpected field type',
+        () =>
+          `Unrecognized collection type java.util.Map<java.lang.String, ${subtype!.includes('.') ? subtype : `com.amazonaws.dynamodb.v20120810.${subtype}`}>`,
       );
       return mapValues(val, children);
     case 'ValueStruct':
     case 'FieldStruct':
-      expectContainer(val, false, type === 'ValueStruct' ? 'Unexpected value type in payload' : 'Unexpected field type', () =>
-        `Unrecognized collection type class com.amazonaws.dynamodb.v20120810.${subtype}`,
+      expectContainer(
+        val,
+        false,
+        type === 'ValueStruct' ? 'Unexpected value type in payload' : 'Unexpected field type',
+        () => `Unrecognized collection type class com.amazonaws.dynamodb.v20120810.${subtype}`,
       );
       return checkTypes(val, children);
     default:
@@ -185,10 +197,13 @@ function checkType(val: any, spec: TypeSpec): any {
 }
 
 /** dynalite's errors for a value of the wrong kind where a scalar of `type` belongs. */
-const numberWhere = (val: number, type: string) => typeError(`${val % 1 === 0 ? 'NUMBER_VALUE' : 'DECIMAL_VALUE'} cannot be converted to ${type}`);
+const numberWhere = (val: number, type: string) =>
+  typeError(`${val % 1 === 0 ? 'NUMBER_VALUE' : 'DECIMAL_VALUE'} cannot be converted to ${type}`);
 const booleanWhere = (val: boolean, type: string) => typeError(`${val ? 'TRUE_VALUE' : 'FALSE_VALUE'} cannot be converted to ${type}`);
 const containerWhereScalar = (val: object, type: string) =>
-  typeError(Array.isArray(val) ? `Unrecognized collection type class java.lang.${type}` : 'Start of structure or map found where not expected');
+  typeError(
+    Array.isArray(val) ? `Unrecognized collection type class java.lang.${type}` : 'Start of structure or map found where not expected',
+  );
 
 /**
  * A list (`wantArray`) or a map or structure: a scalar fails with `scalar`;

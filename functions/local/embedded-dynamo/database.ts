@@ -64,13 +64,22 @@ export async function startEmbeddedDynamo(helper: HelperThread, dataDir: string,
       async handle(request: { headers: Record<string, string>; body?: unknown }) {
         const target = String(request.headers['x-amz-target'] ?? request.headers['X-Amz-Target'] ?? '');
         const body = request.body;
-        const text = body instanceof Uint8Array ? Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8') : typeof body === 'string' ? body : '{}';
+        const text =
+          body instanceof Uint8Array
+            ? Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8')
+            : typeof body === 'string'
+              ? body
+              : '{}';
         const answer = await call(target.split('.')[1] ?? '', text);
         const bytes = Buffer.from(answer.body);
         return {
           response: {
             statusCode: answer.status,
-            headers: { 'content-type': 'application/x-amz-json-1.0', 'content-length': String(bytes.length), 'x-amzn-requestid': 'embedded' },
+            headers: {
+              'content-type': 'application/x-amz-json-1.0',
+              'content-length': String(bytes.length),
+              'x-amzn-requestid': 'embedded',
+            },
             body: bytes,
           },
         };
@@ -101,5 +110,11 @@ export async function startEmbeddedDynamo(helper: HelperThread, dataDir: string,
 }
 
 function errorAnswer(why: string): { status: number; body: string } {
-  return { status: 500, body: JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#InternalServerError', message: `the embedded DynamoDB is down: ${why}` }) };
+  return {
+    status: 500,
+    body: JSON.stringify({
+      __type: 'com.amazonaws.dynamodb.v20120810#InternalServerError',
+      message: `the embedded DynamoDB is down: ${why}`,
+    }),
+  };
 }

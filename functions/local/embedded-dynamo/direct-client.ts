@@ -106,7 +106,10 @@ const metadata = (status: number) => ({ httpStatusCode: status, requestId: 'embe
 /** The exception the SDK's deserializer would throw for this error answer. */
 export function engineError(status: number, json: Record<string, unknown>): Error {
   const { __type, message, Message, ...fields } = json;
-  const name = String(__type ?? '').split('#').pop() || 'UnknownError';
+  const name =
+    String(__type ?? '')
+      .split('#')
+      .pop() || 'UnknownError';
   const opts = { ...fields, $metadata: metadata(status), message: String(message ?? Message ?? name) };
   const Exception = EXCEPTIONS.get(name);
   if (Exception) return new Exception(opts);
@@ -128,7 +131,10 @@ export function sendDirectly(doc: { send: (...args: any[]) => Promise<any> }, ca
     // A replacer or reviver runs for every value, several times the cost of
     // the plain call (20 ms a page of 1000 listed objects): only with binary values.
     const answer = await call(operation, holdsBinary(input) ? JSON.stringify(input, encodeBinary) : JSON.stringify(input));
-    const json = (answerHoldsBinary(answer.body) ? JSON.parse(answer.body, decodeBinary) : JSON.parse(answer.body)) as Record<string, unknown>;
+    const json = (answerHoldsBinary(answer.body) ? JSON.parse(answer.body, decodeBinary) : JSON.parse(answer.body)) as Record<
+      string,
+      unknown
+    >;
     if (answer.status !== 200) throw engineError(answer.status, json);
     const output = walk(json, (v) => unmarshall(v, unmarshalling), command.outputKeyNodes) as Record<string, unknown>;
     output.$metadata = metadata(200);

@@ -33,7 +33,12 @@ export async function serveEngineJob(port: MessagePort, { dataDir, host }: { dat
       }
       served.execute(op, body).then(
         (out) => answer({ id, status: out.status, body: JSON.stringify(out.json) }),
-        (err: Error) => answer({ id, status: 500, body: JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#InternalServerError', message: err.message }) }),
+        (err: Error) =>
+          answer({
+            id,
+            status: 500,
+            body: JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#InternalServerError', message: err.message }),
+          }),
       );
     };
     post({ ready: served.endpoint });

@@ -77,7 +77,20 @@ const OPERATIONS = [
   'UpdateItem',
   'UpdateTable',
 ] as const;
-const ITEM_OPERATIONS = new Set(['BatchGetItem', 'BatchWriteItem', 'DeleteItem', 'GetItem', 'PutItem', 'Query', 'Scan', 'UpdateItem', 'DescribeTable', 'DescribeTimeToLive', 'ListTables', 'ListTagsOfResource']);
+const ITEM_OPERATIONS = new Set([
+  'BatchGetItem',
+  'BatchWriteItem',
+  'DeleteItem',
+  'GetItem',
+  'PutItem',
+  'Query',
+  'Scan',
+  'UpdateItem',
+  'DescribeTable',
+  'DescribeTimeToLive',
+  'ListTables',
+  'ListTagsOfResource',
+]);
 const SINGLE_WRITES = new Set(['PutItem', 'UpdateItem', 'DeleteItem']);
 
 const lowerFirst = (s: string) => s[0]!.toLowerCase() + s.slice(1);
@@ -133,7 +146,12 @@ function validateMapsWithoutDeoptLoop(validations: { validateAttributeValue: (va
   const validate = (value: unknown): string | undefined => {
     const map = (value as Json | null)?.M;
     // A member named __proto__ gives the checked map another prototype, whose keys dynalite's for-in also sees.
-    if (map === null || typeof map !== 'object' || Object.getPrototypeOf(map) !== Object.prototype || Object.keys(value as Json).length !== 1) {
+    if (
+      map === null ||
+      typeof map !== 'object' ||
+      Object.getPrototypeOf(map) !== Object.prototype ||
+      Object.keys(value as Json).length !== 1
+    ) {
       return original(value);
     }
     for (const name of Object.keys(map)) {
@@ -161,18 +179,31 @@ function validateKeyBytes(db: any): void {
       const text = (values[AttributeName] as Json | undefined)?.S;
       if (typeof text !== 'string' || text.length * 3 <= 1024) continue; // at most 3 bytes a UTF-16 code unit
       const bytes = Buffer.byteLength(text);
-      if (KeyType === 'HASH' && bytes > 2048) return db.validationError('One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of2048 bytes');
-      if (KeyType === 'RANGE' && bytes > 1024) return db.validationError('One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of 1024 bytes');
+      if (KeyType === 'HASH' && bytes > 2048)
+        return db.validationError(
+          'One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of2048 bytes',
+        );
+      if (KeyType === 'RANGE' && bytes > 1024)
+        return db.validationError(
+          'One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of 1024 bytes',
+        );
     }
     return undefined;
   };
   const validateItem = db.validateItem;
   db.validateItem = (item: Json, table: Json) => {
-    const indexes = [...((table.GlobalSecondaryIndexes as Json[] | undefined) ?? []), ...((table.LocalSecondaryIndexes as Json[] | undefined) ?? [])];
-    return validateItem(item, table) ?? [table.KeySchema as KeySchema, ...indexes.map((i) => i.KeySchema as KeySchema)].map((schema) => tooLong(schema, item)).find(Boolean);
+    const indexes = [
+      ...((table.GlobalSecondaryIndexes as Json[] | undefined) ?? []),
+      ...((table.LocalSecondaryIndexes as Json[] | undefined) ?? []),
+    ];
+    return (
+      validateItem(item, table) ??
+      [table.KeySchema as KeySchema, ...indexes.map((i) => i.KeySchema as KeySchema)].map((schema) => tooLong(schema, item)).find(Boolean)
+    );
   };
   const validateKey = db.validateKey;
-  db.validateKey = (key: Json, table: Json, keySchema?: KeySchema) => validateKey(key, table, keySchema) ?? tooLong(keySchema ?? (table.KeySchema as KeySchema), key);
+  db.validateKey = (key: Json, table: Json, keySchema?: KeySchema) =>
+    validateKey(key, table, keySchema) ?? tooLong(keySchema ?? (table.KeySchema as KeySchema), key);
 }
 
 /** The engine itself, on the calling thread. */
@@ -205,9 +236,14 @@ export async function openEmbeddedDynamo(dataDir: string): Promise<EmbeddedEngin
   // iterator when it ends or is destroyed, and every stream an action
   // opened is destroyed when the action answers.
   const actionStreams = new AsyncLocalStorage<Set<Readable>>();
-  for (const [method, kind] of [['createKeyStream', 'keys'], ['createValueStream', 'values']] as const) {
+  for (const [method, kind] of [
+    ['createKeyStream', 'keys'],
+    ['createValueStream', 'values'],
+  ] as const) {
     (level as unknown as Record<string, unknown>)[method] = (options: object) => {
-      const iterator = (level as unknown as Record<string, (o: object) => { next(): Promise<unknown>; close(): Promise<void> }>)[kind]!(options);
+      const iterator = (level as unknown as Record<string, (o: object) => { next(): Promise<unknown>; close(): Promise<void> }>)[kind]!(
+        options,
+      );
       const close = () => void iterator.close().catch(() => {});
       const stream = new Readable({
         objectMode: true,
@@ -294,7 +330,8 @@ export async function openEmbeddedDynamo(dataDir: string): Promise<EmbeddedEngin
     if (cached) return setImmediate(callback, null, cached);
     readTable(name, check, (err: unknown, table?: Json) => {
       const settled =
-        table?.TableStatus === 'ACTIVE' && ![...(table.GlobalSecondaryIndexes ?? [])].some((i: Json) => i.IndexStatus && i.IndexStatus !== 'ACTIVE');
+        table?.TableStatus === 'ACTIVE' &&
+        ![...(table.GlobalSecondaryIndexes ?? [])].some((i: Json) => i.IndexStatus && i.IndexStatus !== 'ACTIVE');
       if (!err && settled && tableChanges === 0) tables.set(name, table!);
       callback(err, table);
     });
@@ -363,9 +400,11 @@ export async function openEmbeddedDynamo(dataDir: string): Promise<EmbeddedEngin
       const invalid = db.validateKey(key, def);
       if (invalid) return { error: errorOutcome(invalid) };
       const item = await new Promise<Json | undefined>((resolve, reject) =>
-        store.getItemDb(table).get(db.createKey(key, def), (err: any, value?: Json) =>
-          err && err.name !== 'NotFoundError' ? reject(err) : resolve(err ? undefined : value),
-        ),
+        store
+          .getItemDb(table)
+          .get(db.createKey(key, def), (err: any, value?: Json) =>
+            err && err.name !== 'NotFoundError' ? reject(err) : resolve(err ? undefined : value),
+          ),
       );
       return { item };
     },
@@ -373,7 +412,9 @@ export async function openEmbeddedDynamo(dataDir: string): Promise<EmbeddedEngin
       const found = await tableOf(table, true);
       if ('error' in found) return found.error;
       const { def } = found;
-      await new Promise<void>((resolve, reject) => db.updateIndexes(store, def, existing, item, (err: unknown) => (err ? reject(err) : resolve())));
+      await new Promise<void>((resolve, reject) =>
+        db.updateIndexes(store, def, existing, item, (err: unknown) => (err ? reject(err) : resolve())),
+      );
       await new Promise<void>((resolve, reject) =>
         store.getItemDb(table).put(db.createKey(item, def), item, (err: unknown) => (err ? reject(err) : resolve())),
       );

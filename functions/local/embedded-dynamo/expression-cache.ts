@@ -41,7 +41,8 @@ const MAX_ENTRIES = 1000;
 const VALUE_DEPENDENT = /\bbetween\b|\battribute_type\b/i;
 const TYPES = ['S', 'N', 'B', 'NULL', 'BOOL', 'SS', 'NS', 'BS', 'L', 'M'];
 
-const typeOf = (value: unknown) => (value && typeof value === 'object' ? (TYPES.find((t) => (value as Json)[t] != null) ?? '?') : typeof value);
+const typeOf = (value: unknown) =>
+  value && typeof value === 'object' ? (TYPES.find((t) => (value as Json)[t] != null) ?? '?') : typeof value;
 
 /** Copies the tree, swapping each parse-time value object for this request's. */
 function rebuild(node: unknown, swap: Map<object, Json>): unknown {

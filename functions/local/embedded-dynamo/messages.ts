@@ -23,4 +23,3 @@ export function perTurn<T>(send: (items: T[]) => void): (item: T) => void {
     }
   };
 }
-

@@ -46,7 +46,10 @@ export interface Engine {
   atomically(fn: () => Promise<Outcome>): Promise<Outcome>;
 }
 
-const validation = (message: string): Outcome => ({ status: 400, json: { __type: 'com.amazon.coral.validate#ValidationException', message } });
+const validation = (message: string): Outcome => ({
+  status: 400,
+  json: { __type: 'com.amazon.coral.validate#ValidationException', message },
+});
 
 const notFound = (): Outcome => ({
   status: 400,
@@ -68,10 +71,12 @@ async function plan(engine: Engine, entries: Json[]): Promise<{ steps: Step[] } 
   const steps: Step[] = [];
   for (const entry of entries) {
     const kinds = Object.keys(entry ?? {}).filter((k) => k in OPERATION) as Kind[];
-    if (kinds.length !== 1) return { error: validation('Each TransactItem must hold exactly one of Put, Update, Delete and ConditionCheck') };
+    if (kinds.length !== 1)
+      return { error: validation('Each TransactItem must hold exactly one of Put, Update, Delete and ConditionCheck') };
     const kind = kinds[0]!;
     const spec = entry[kind] as Json;
-    if (kind === 'ConditionCheck' && !spec?.ConditionExpression) return { error: validation('ConditionCheck requires a ConditionExpression') };
+    if (kind === 'ConditionCheck' && !spec?.ConditionExpression)
+      return { error: validation('ConditionCheck requires a ConditionExpression') };
     const checked = engine.validate(OPERATION[kind], spec ?? {});
     if ('error' in checked) return checked;
     const table = checked.data.TableName as string;

@@ -74,7 +74,8 @@ async function repeatedCompletion(ctx: S3Context, uploadId: string, requested?: 
   if (!done) throw errors.noSuchUpload(uploadId);
   if (partsDigest(requested ?? (await readCompleteBody(ctx))) !== done.partsDigest) throw errors.noSuchUpload(uploadId);
   const record = await services.objects.get(bucket, key);
-  if (!record || record.cid !== done.cid || record.etag !== done.etag || record.lastModified !== done.lastModified) throw errors.noSuchUpload(uploadId);
+  if (!record || record.cid !== done.cid || record.etag !== done.etag || record.lastModified !== done.lastModified)
+    throw errors.noSuchUpload(uploadId);
   return completeResult(ctx, record, { algorithm: done.checksumAlgorithm, type: done.checksumType });
 }
 
@@ -97,7 +98,9 @@ export async function completeMultipartUpload(ctx: S3Context): Promise<Response>
     }
     return part;
   });
-  const etag = `${createHash('md5').update(Buffer.concat(parts.map((p) => Buffer.from(p.etag, 'hex')))).digest('hex')}-${parts.length}`;
+  const etag = `${createHash('md5')
+    .update(Buffer.concat(parts.map((p) => Buffer.from(p.etag, 'hex'))))
+    .digest('hex')}-${parts.length}`;
   const checksum = await multipartChecksum(req.headers, upload, parts);
 
   const completing = ingest(
@@ -151,7 +154,10 @@ export async function completeMultipartUpload(ctx: S3Context): Promise<Response>
       // The object, the end of its upload and the record of its completion
       // commit together: a concurrent Complete or Abort makes this one
       // NoSuchUpload and changes nothing.
-      await putRecord(services, record, { items: services.uploads.endItems(upload, completion), failed: () => errors.noSuchUpload(uploadId) });
+      await putRecord(services, record, {
+        items: services.uploads.endItems(upload, completion),
+        failed: () => errors.noSuchUpload(uploadId),
+      });
       return record;
     },
   );

@@ -24,9 +24,10 @@ export async function listParts(ctx: S3Context): Promise<Response> {
   const marker = integerParam(ctx, 'part-number-marker', 0);
   const { encode, type } = encoding(ctx.s3.query);
   const upload = await loadUpload(ctx);
-  const { parts, truncated } = maxParts === 0
-    ? { parts: [], truncated: (await ctx.services.uploads.parts(upload.uploadId, marker, 1)).parts.length > 0 }
-    : await ctx.services.uploads.parts(upload.uploadId, Math.min(marker, MAX_PART_NUMBER), maxParts);
+  const { parts, truncated } =
+    maxParts === 0
+      ? { parts: [], truncated: (await ctx.services.uploads.parts(upload.uploadId, marker, 1)).parts.length > 0 }
+      : await ctx.services.uploads.parts(upload.uploadId, Math.min(marker, MAX_PART_NUMBER), maxParts);
   const who = await owner(ctx, upload.ownerId);
   return xmlResponseInSlices('ListPartsResult', {
     Bucket: upload.bucket,
@@ -71,11 +72,12 @@ export async function listMultipartUploads(ctx: S3Context): Promise<Response> {
   const owners = new Map<string, { ID: string; DisplayName: string }>();
   for (const u of uploads) if (!owners.has(u.ownerId)) owners.set(u.ownerId, await owner(ctx, u.ownerId));
   const last = page.entries.at(-1);
-  const next = page.truncated && last
-    ? last.kind === 'upload'
-      ? { key: last.upload.key, uploadId: last.upload.uploadId }
-      : { key: last.prefix, uploadId: '' }
-    : undefined;
+  const next =
+    page.truncated && last
+      ? last.kind === 'upload'
+        ? { key: last.upload.key, uploadId: last.upload.uploadId }
+        : { key: last.prefix, uploadId: '' }
+      : undefined;
   return xmlResponseInSlices('ListMultipartUploadsResult', {
     Bucket: ctx.bucket!.name,
     KeyMarker: encode(keyMarker),

@@ -34,7 +34,9 @@ function partChecksum(plan: ChecksumPlan | undefined, upload: UploadRecord): Che
   const required = upload.checksumAlgorithm as ChecksumAlgorithm | undefined;
   if (!required) return plan;
   if (plan && plan.algorithm !== required) {
-    throw errors.invalidRequest(`Checksum Type mismatch occurred, expected checksum Type: ${required}, actual checksum Type: ${plan.algorithm}`);
+    throw errors.invalidRequest(
+      `Checksum Type mismatch occurred, expected checksum Type: ${required}, actual checksum Type: ${plan.algorithm}`,
+    );
   }
   return plan ?? computedChecksum(required);
 }
@@ -46,11 +48,15 @@ async function storePart(
   partNumber: number,
   options: Omit<Parameters<typeof ingest>[1], 'signal' | 'maxSize'>,
 ): Promise<PartRecord> {
-  return ingest(ctx.services, { ...options, signal: ctx.req.signal, maxSize: MAX_PART_SIZE }, async ({ cid, size, md5, checksums }: Ingested) => {
-    const part: PartRecord = { partNumber, cid, size, etag: md5, lastModified: ctx.now.toISOString(), checksums };
-    await ctx.services.uploads.putPart(upload, part).catch(mapNoSuchUpload(upload.uploadId));
-    return part;
-  });
+  return ingest(
+    ctx.services,
+    { ...options, signal: ctx.req.signal, maxSize: MAX_PART_SIZE },
+    async ({ cid, size, md5, checksums }: Ingested) => {
+      const part: PartRecord = { partNumber, cid, size, etag: md5, lastModified: ctx.now.toISOString(), checksums };
+      await ctx.services.uploads.putPart(upload, part).catch(mapNoSuchUpload(upload.uploadId));
+      return part;
+    },
+  );
 }
 
 export async function uploadPart(ctx: S3Context): Promise<Response> {

@@ -50,7 +50,12 @@ export async function cleanupParts(ctx: S3Context, uploadId: string): Promise<vo
 }
 
 /** The bytes of a stored file as an async iterable (read inside the upload gate). */
-export async function* fileBytes(node: IpfsNode, cid: string, signal: AbortSignal, range?: { offset: number; length: number }): AsyncGenerator<Uint8Array> {
+export async function* fileBytes(
+  node: IpfsNode,
+  cid: string,
+  signal: AbortSignal,
+  range?: { offset: number; length: number },
+): AsyncGenerator<Uint8Array> {
   const file = await openFile(node.blockstore, CID.parse(cid), signal);
   const reader = file.stream(range).getReader();
   let done = false;

@@ -40,10 +40,12 @@ function decodeLoose(text: string): string {
 }
 
 export function canonicalUri(rawPath: string): string {
-  return rawPath
-    .split('/')
-    .map((segment) => uriEncode(decodeLoose(segment), false))
-    .join('/') || '/';
+  return (
+    rawPath
+      .split('/')
+      .map((segment) => uriEncode(decodeLoose(segment), false))
+      .join('/') || '/'
+  );
 }
 
 /** Sorted, encoded query pairs; `omit` drops a parameter (the presigned signature itself). */
@@ -83,14 +85,7 @@ export function canonicalRequest(
 ): string | undefined {
   const canonical = canonicalHeaders(headers, signedHeaders);
   if (canonical === undefined) return undefined;
-  return [
-    method,
-    canonicalUri(rawPath),
-    canonicalQuery(rawQuery, omitQuery),
-    canonical,
-    signedHeaders.join(';'),
-    payloadHash,
-  ].join('\n');
+  return [method, canonicalUri(rawPath), canonicalQuery(rawQuery, omitQuery), canonical, signedHeaders.join(';'), payloadHash].join('\n');
 }
 
 const keyCache = new Map<string, KeyObject>();
@@ -126,5 +121,8 @@ export function parseAmzDate(text: string): Date | undefined {
 }
 
 export function formatAmzDate(d: Date): string {
-  return d.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+  return d
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
 }

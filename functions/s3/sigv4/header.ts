@@ -5,16 +5,7 @@
 import type { KeyObject } from 'node:crypto';
 import { errors, S3Error } from '../errors.js';
 import type { HttpRequest } from '../../core/http/types.js';
-import {
-  ALGORITHM,
-  canonicalRequest,
-  formatAmzDate,
-  hmac,
-  parseAmzDate,
-  signaturesEqual,
-  signingKey,
-  stringToSign,
-} from './canonical.js';
+import { ALGORITHM, canonicalRequest, formatAmzDate, hmac, parseAmzDate, signaturesEqual, signingKey, stringToSign } from './canonical.js';
 
 export interface Credential {
   accessKeyId: string;
@@ -65,9 +56,14 @@ export function parseCredential(text: string): Credential {
  */
 export function checkHeaderRegion(credential: Credential, region: string): void {
   if (credential.region !== region) {
-    throw new S3Error('AuthorizationHeaderMalformed', 400, `The authorization header is malformed; the region '${credential.region}' is wrong; expecting '${region}'`, {
-      Region: region,
-    });
+    throw new S3Error(
+      'AuthorizationHeaderMalformed',
+      400,
+      `The authorization header is malformed; the region '${credential.region}' is wrong; expecting '${region}'`,
+      {
+        Region: region,
+      },
+    );
   }
 }
 
@@ -116,12 +112,7 @@ export function requestTime(req: HttpRequest, now: Date): { date: Date; amzDate:
  * Checks a header-signed request against the secret; throws the S3 error a
  * real S3 gives, or returns the context for chunk signatures.
  */
-export function verifyHeaderSignature(
-  req: HttpRequest,
-  auth: ParsedAuthorization,
-  secret: string,
-  now: Date,
-): SigningContext {
+export function verifyHeaderSignature(req: HttpRequest, auth: ParsedAuthorization, secret: string, now: Date): SigningContext {
   if (!auth.signedHeaders.includes('host')) {
     throw errors.authorizationHeaderMalformed('SignedHeaders must include host');
   }

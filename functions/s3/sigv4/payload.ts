@@ -9,9 +9,7 @@ import type { SigningContext } from './header.js';
 import { decodeAwsChunked } from './streaming.js';
 
 export type PayloadMode =
-  | { kind: 'sha256'; hash: string }
-  | { kind: 'unsigned' }
-  | { kind: 'chunked'; signing?: SigningContext; trailer: boolean };
+  { kind: 'sha256'; hash: string } | { kind: 'unsigned' } | { kind: 'chunked'; signing?: SigningContext; trailer: boolean };
 
 export function payloadMode(req: HttpRequest, signing: SigningContext | undefined): PayloadMode {
   const declared = req.headers.get('x-amz-content-sha256');
@@ -25,7 +23,11 @@ export function payloadMode(req: HttpRequest, signing: SigningContext | undefine
       return { kind: 'chunked', signing, trailer: true };
   }
   if (!/^[0-9a-fA-F]{64}$/.test(declared)) {
-    throw errors.invalidArgument('x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-* or a SHA256 value', 'x-amz-content-sha256', declared);
+    throw errors.invalidArgument(
+      'x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-* or a SHA256 value',
+      'x-amz-content-sha256',
+      declared,
+    );
   }
   return { kind: 'sha256', hash: declared.toLowerCase() };
 }

@@ -36,7 +36,8 @@ export function parsePresign(query: Map<string, string>): ParsedPresign {
   };
   const amzDate = need('X-Amz-Date');
   const date = parseAmzDate(amzDate);
-  if (!date) throw new S3Error('AuthorizationQueryParametersError', 400, 'X-Amz-Date must be in the ISO8601 Long Format "yyyyMMdd\'T\'HHmmss\'Z\'"');
+  if (!date)
+    throw new S3Error('AuthorizationQueryParametersError', 400, "X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"");
   const expiresText = need('X-Amz-Expires');
   if (!/^-?\d+$/.test(expiresText)) throw new S3Error('AuthorizationQueryParametersError', 400, 'X-Amz-Expires should be a number');
   const expires = Number(expiresText);
@@ -52,7 +53,9 @@ export function parsePresign(query: Map<string, string>): ParsedPresign {
     amzDate,
     date,
     expires,
-    signedHeaders: need('X-Amz-SignedHeaders').split(';').map((h) => h.toLowerCase()),
+    signedHeaders: need('X-Amz-SignedHeaders')
+      .split(';')
+      .map((h) => h.toLowerCase()),
     signature,
   };
 }
@@ -84,7 +87,15 @@ export function verifyPresigned(req: HttpRequest, p: ParsedPresign, secret: stri
     throw errors.authorizationHeaderMalformed('the credential date does not match X-Amz-Date');
   }
   const payloadHash = new URLSearchParams(req.rawQuery).get('X-Amz-Content-Sha256') ?? 'UNSIGNED-PAYLOAD';
-  const canonical = canonicalRequest(req.method, req.signedPath ?? req.rawPath, req.rawQuery, req.headers, p.signedHeaders, payloadHash, 'X-Amz-Signature');
+  const canonical = canonicalRequest(
+    req.method,
+    req.signedPath ?? req.rawPath,
+    req.rawQuery,
+    req.headers,
+    p.signedHeaders,
+    payloadHash,
+    'X-Amz-Signature',
+  );
   if (canonical === undefined) throw errors.signatureDoesNotMatch();
   const { date, region, service } = p.credential;
   const scope = `${date}/${region}/${service}/aws4_request`;

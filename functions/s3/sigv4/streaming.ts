@@ -107,14 +107,7 @@ export async function* decodeAwsChunked(
       yield piece;
     }
     if (signing && hash) {
-      const toSign = [
-        'AWS4-HMAC-SHA256-PAYLOAD',
-        signing.amzDate,
-        signing.scope,
-        previous,
-        EMPTY_SHA256,
-        hash.digest('hex'),
-      ].join('\n');
+      const toSign = ['AWS4-HMAC-SHA256-PAYLOAD', signing.amzDate, signing.scope, previous, EMPTY_SHA256, hash.digest('hex')].join('\n');
       const expected = hmac(signing.key, toSign).toString('hex');
       if (!signaturesEqual(expected, claimed!)) throw errors.signatureDoesNotMatch();
       previous = expected;

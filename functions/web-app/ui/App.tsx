@@ -61,7 +61,10 @@ export function App() {
         const code = (err as { code?: string }).code;
         if (code === 'UNAUTHENTICATED') {
           session.clear();
-          setState({ kind: 'signed-out', notice: 'Your API key is no longer accepted (it was revoked or deleted). Sign in with another one.' });
+          setState({
+            kind: 'signed-out',
+            notice: 'Your API key is no longer accepted (it was revoked or deleted). Sign in with another one.',
+          });
         } else setState({ kind: 'broken', message: `The service could not be reached: ${messageOf(err)}` });
       }
     })();
@@ -73,7 +76,9 @@ export function App() {
   const context = useMemo<AppContextValue | null>(() => {
     if (state.kind !== 'signed-in' || !config) return null;
     return {
-      api: createApi(config.graphqlPath, state.apiKey, () => signOut('Your API key is no longer accepted (it was revoked or deleted). Sign in with another one.')),
+      api: createApi(config.graphqlPath, state.apiKey, () =>
+        signOut('Your API key is no longer accepted (it was revoked or deleted). Sign in with another one.'),
+      ),
       config,
       team: state.team,
       apiKey: state.apiKey,
@@ -146,7 +151,15 @@ function Shell() {
 }
 
 function section(route: Route): 'sites' | 'storage' | 'team' | null {
-  if (route.name === 'sites' || route.name === 'new-site' || route.name === 'site' || route.name === 'site-settings' || route.name === 'site-integrations' || route.name === 'deploy') return 'sites';
+  if (
+    route.name === 'sites' ||
+    route.name === 'new-site' ||
+    route.name === 'site' ||
+    route.name === 'site-settings' ||
+    route.name === 'site-integrations' ||
+    route.name === 'deploy'
+  )
+    return 'sites';
   if (route.name === 'storage' || route.name === 'bucket') return 'storage';
   if (route.name === 'team') return 'team';
   return null;
@@ -155,7 +168,11 @@ function section(route: Route): 'sites' | 'storage' | 'team' | null {
 function Header({ current }: { current: 'sites' | 'storage' | 'team' | null }) {
   const app = useApp();
   const link = (name: 'sites' | 'storage' | 'team', label: string) => (
-    <a href={href({ name })} className={`nav-link${current === name ? ' active' : ''}`} aria-current={current === name ? 'page' : undefined}>
+    <a
+      href={href({ name })}
+      className={`nav-link${current === name ? ' active' : ''}`}
+      aria-current={current === name ? 'page' : undefined}
+    >
       {label}
     </a>
   );

@@ -28,7 +28,11 @@ function apiErrorOf(error: CombinedError): ApiError {
   const first = error.graphQLErrors[0];
   if (first) {
     const ext = (first.extensions ?? {}) as { code?: unknown; field?: unknown };
-    return new ApiError(first.message, typeof ext.code === 'string' ? ext.code : 'INTERNAL_SERVER_ERROR', typeof ext.field === 'string' ? ext.field : undefined);
+    return new ApiError(
+      first.message,
+      typeof ext.code === 'string' ? ext.code : 'INTERNAL_SERVER_ERROR',
+      typeof ext.field === 'string' ? ext.field : undefined,
+    );
   }
   return new ApiError('The service could not be reached. Check your connection and try again.', 'NETWORK_ERROR');
 }

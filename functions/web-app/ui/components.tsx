@@ -23,7 +23,11 @@ export const PHASE_TEXT: Record<DeployPhase, string> = {
 export function StatusBadge({ status, phase }: { status: DeployStatus; phase?: DeployPhase | null }) {
   const text = status === 'IN_PROGRESS' && phase ? PHASE_TEXT[phase] : STATUS_TEXT[status];
   return (
-    <span className={`badge badge-${status.toLowerCase().replace('_', '-')}`} data-status={status} title={status === 'IN_PROGRESS' ? 'In progress' : undefined}>
+    <span
+      className={`badge badge-${status.toLowerCase().replace('_', '-')}`}
+      data-status={status}
+      title={status === 'IN_PROGRESS' ? 'In progress' : undefined}
+    >
       {status === 'IN_PROGRESS' ? <span className="pulse" aria-hidden="true" /> : null}
       {text}
     </span>
@@ -35,7 +39,17 @@ export function StatusBadge({ status, phase }: { status: DeployStatus; phase?: D
  * takes focus, so keyboard and screen reader users start reading there; on
  * a fresh load focus stays where the browser puts it (the skip link first).
  */
-export function PageHeader({ title, subtitle, actions, back }: { title: ReactNode; subtitle?: ReactNode; actions?: ReactNode; back?: { href: string; label: string } }) {
+export function PageHeader({
+  title,
+  subtitle,
+  actions,
+  back,
+}: {
+  title: ReactNode;
+  subtitle?: ReactNode;
+  actions?: ReactNode;
+  back?: { href: string; label: string };
+}) {
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => {
     if (hasNavigated()) heading.current?.focus({ preventScroll: true });
@@ -83,7 +97,15 @@ export function ErrorNotice({ children, retry }: { children: ReactNode; retry?: 
 }
 
 /** What came of the last action (a live region, so it is read out when it changes). */
-export function ActionNotice({ result, pending, onDismiss }: { result: ActionResult | null; pending?: string | null; onDismiss?: () => void }) {
+export function ActionNotice({
+  result,
+  pending,
+  onDismiss,
+}: {
+  result: ActionResult | null;
+  pending?: string | null;
+  onDismiss?: () => void;
+}) {
   return (
     <div className="action-notice" aria-live="polite" role="status">
       {pending ? (
@@ -144,9 +166,7 @@ export function ShownOnce({ label, value, children }: { label: string; value: st
   const id = `secret-${label.replace(/\W+/g, '-').toLowerCase()}`;
   return (
     <div className="shown-once">
-      <label htmlFor={id}>
-        {label}
-      </label>
+      <label htmlFor={id}>{label}</label>
       <div className="copy-row">
         <input id={id} className="mono" readOnly value={value} onFocus={(e) => e.currentTarget.select()} spellCheck={false} />
         <CopyButton text={value} />

@@ -30,7 +30,10 @@ export function DeployActions({
     await actions.run(
       `Cancelling deploy ${id}`,
       () => api.mutate<{ cancelDeploy: DeploySummary }>(CANCEL_DEPLOY, { siteId, deployId: deploy.id }),
-      (r) => (r.cancelDeploy.status === 'CANCELLED' ? `Deploy ${id} is cancelled.` : `Deploy ${id} is being cancelled: it stops as soon as its build is stopped.`),
+      (r) =>
+        r.cancelDeploy.status === 'CANCELLED'
+          ? `Deploy ${id} is cancelled.`
+          : `Deploy ${id} is being cancelled: it stops as soon as its build is stopped.`,
     );
     onChanged();
   };
@@ -56,16 +59,34 @@ export function DeployActions({
   return (
     <div className="deploy-actions">
       {deploy.status === 'IN_PROGRESS' ? (
-        <button type="button" className="button button-small" disabled={busy} onClick={() => void cancel()} aria-label={`Cancel deploy ${id}`}>
+        <button
+          type="button"
+          className="button button-small"
+          disabled={busy}
+          onClick={() => void cancel()}
+          aria-label={`Cancel deploy ${id}`}
+        >
           Cancel
         </button>
       ) : (
-        <button type="button" className="button button-small" disabled={busy} onClick={() => void retry()} aria-label={`Retry deploy ${id}`}>
+        <button
+          type="button"
+          className="button button-small"
+          disabled={busy}
+          onClick={() => void retry()}
+          aria-label={`Retry deploy ${id}`}
+        >
           Retry
         </button>
       )}
       {deploy.status === 'DEPLOYED' && !deploy.published && !deploy.preview ? (
-        <button type="button" className="button button-small button-primary-outline" disabled={busy} onClick={() => void publish()} aria-label={`${rollback ? 'Roll back to' : 'Publish'} deploy ${id}`}>
+        <button
+          type="button"
+          className="button button-small button-primary-outline"
+          disabled={busy}
+          onClick={() => void publish()}
+          aria-label={`${rollback ? 'Roll back to' : 'Publish'} deploy ${id}`}
+        >
           {rollback ? 'Roll back to this' : 'Publish'}
         </button>
       ) : null}

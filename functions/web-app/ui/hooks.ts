@@ -99,7 +99,7 @@ export function useActions(): Actions {
     },
     [],
   );
-  const run = useCallback(async <T,>(label: string, action: () => Promise<T>, success: (value: T) => string) => {
+  const run = useCallback(async <T>(label: string, action: () => Promise<T>, success: (value: T) => string) => {
     setPending(label);
     setResult(null);
     try {

@@ -40,8 +40,10 @@ export function parseHash(hash: string): Route {
   if (head === 'sites' && parts[0] === 'new' && parts.length === 1) return { name: 'new-site' };
   if (head === 'sites' && parts.length === 1 && parts[0]) return { name: 'site', siteId: parts[0] };
   if (head === 'sites' && parts.length === 2 && parts[1] === 'settings' && parts[0]) return { name: 'site-settings', siteId: parts[0] };
-  if (head === 'sites' && parts.length === 2 && parts[1] === 'integrations' && parts[0]) return { name: 'site-integrations', siteId: parts[0] };
-  if (head === 'sites' && parts.length === 3 && parts[1] === 'deploys' && parts[0] && parts[2]) return { name: 'deploy', siteId: parts[0], deployId: parts[2] };
+  if (head === 'sites' && parts.length === 2 && parts[1] === 'integrations' && parts[0])
+    return { name: 'site-integrations', siteId: parts[0] };
+  if (head === 'sites' && parts.length === 3 && parts[1] === 'deploys' && parts[0] && parts[2])
+    return { name: 'deploy', siteId: parts[0], deployId: parts[2] };
   if (head === 'team' && parts.length === 0) return { name: 'team' };
   if (head === 'storage' && parts.length === 0) return { name: 'storage' };
   // The prefix keeps its slashes: everything after the bucket is the "folder" shown.

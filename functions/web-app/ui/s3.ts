@@ -74,7 +74,7 @@ function errorOf(status: number, body: string): S3RequestError {
 
 const unreachable = () =>
   new S3RequestError(
-    'The storage endpoint could not be reached (the network, or the endpoint refused this page\'s origin).',
+    "The storage endpoint could not be reached (the network, or the endpoint refused this page's origin).",
     'NetworkError',
     0,
   );
@@ -86,7 +86,14 @@ interface Sent {
 }
 
 /** Sends one request with XMLHttpRequest (for upload progress and aborting). */
-function send(method: string, url: URL, headers: Record<string, string>, body: Blob | string | null, onProgress?: (loaded: number) => void, signal?: AbortSignal): Promise<Sent> {
+function send(
+  method: string,
+  url: URL,
+  headers: Record<string, string>,
+  body: Blob | string | null,
+  onProgress?: (loaded: number) => void,
+  signal?: AbortSignal,
+): Promise<Sent> {
   return new Promise((resolve, reject) => {
     const x = new XMLHttpRequest();
     x.open(method, url.href);
@@ -143,7 +150,10 @@ export class StorageClient {
 
   async listBuckets(): Promise<BucketInfo[]> {
     const doc = xml((await this.call('GET', this.url())).text);
-    return Array.from(doc.getElementsByTagName('Bucket')).map((b) => ({ name: childText(b, 'Name') ?? '', createdAt: childText(b, 'CreationDate') ?? '' }));
+    return Array.from(doc.getElementsByTagName('Bucket')).map((b) => ({
+      name: childText(b, 'Name') ?? '',
+      createdAt: childText(b, 'CreationDate') ?? '',
+    }));
   }
 
   async createBucket(name: string): Promise<void> {
@@ -192,7 +202,14 @@ export class StorageClient {
     if (options.publicRead) headers['x-amz-acl'] = 'public-read';
     if (file.size <= this.maxPutBytes) {
       const url = this.url(bucket, key);
-      const signed = await signRequest({ method: 'PUT', url, headers, payloadHash: UNSIGNED_PAYLOAD, region: this.region, credentials: this.credentials });
+      const signed = await signRequest({
+        method: 'PUT',
+        url,
+        headers,
+        payloadHash: UNSIGNED_PAYLOAD,
+        region: this.region,
+        credentials: this.credentials,
+      });
       const sent = await send('PUT', url, signed, file, options.onProgress, options.signal);
       if (sent.status < 200 || sent.status >= 300) throw errorOf(sent.status, sent.text);
       options.onProgress?.(file.size);
@@ -209,7 +226,8 @@ export class StorageClient {
     options: { onProgress?: (sent: number) => void; signal?: AbortSignal },
   ): Promise<Uploaded> {
     const partSize = Math.max(Math.min(this.maxPutBytes, 16 * 1024 * 1024), Math.ceil(file.size / 10_000));
-    if (partSize > this.maxPutBytes) throw new S3RequestError('The file is too large for this endpoint: it needs more than 10,000 parts.', 'EntityTooLarge', 0);
+    if (partSize > this.maxPutBytes)
+      throw new S3RequestError('The file is too large for this endpoint: it needs more than 10,000 parts.', 'EntityTooLarge', 0);
     const created = xml((await this.call('POST', this.url(bucket, key, { uploads: '' }), null, headers)).text);
     const uploadId = childText(created.documentElement, 'UploadId');
     if (!uploadId) throw new S3RequestError('The storage endpoint did not start the multipart upload.', 'NoUploadId', 0);
@@ -217,15 +235,36 @@ export class StorageClient {
     try {
       for (let start = 0, part = 1; start < file.size; start += partSize, part++) {
         const url = this.url(bucket, key, { partNumber: String(part), uploadId });
-        const signed = await signRequest({ method: 'PUT', url, headers: {}, payloadHash: UNSIGNED_PAYLOAD, region: this.region, credentials: this.credentials });
-        const sent = await send('PUT', url, signed, file.slice(start, start + partSize), (n) => options.onProgress?.(start + n), options.signal);
+        const signed = await signRequest({
+          method: 'PUT',
+          url,
+          headers: {},
+          payloadHash: UNSIGNED_PAYLOAD,
+          region: this.region,
+          credentials: this.credentials,
+        });
+        const sent = await send(
+          'PUT',
+          url,
+          signed,
+          file.slice(start, start + partSize),
+          (n) => options.onProgress?.(start + n),
+          options.signal,
+        );
         if (sent.status < 200 || sent.status >= 300) throw errorOf(sent.status, sent.text);
         const etag = sent.header('etag');
-        if (!etag) throw new S3RequestError('The storage endpoint does not expose ETag to this page, so parts cannot be completed.', 'NoETag', 0);
+        if (!etag)
+          throw new S3RequestError('The storage endpoint does not expose ETag to this page, so parts cannot be completed.', 'NoETag', 0);
         etags.push(etag);
       }
       const body =
-        '<CompleteMultipartUpload>' + etags.map((etag, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${etag.replace(/&/g, '&amp;').replace(/</g, '&lt;')}</ETag></Part>`).join('') + '</CompleteMultipartUpload>';
+        '<CompleteMultipartUpload>' +
+        etags
+          .map(
+            (etag, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${etag.replace(/&/g, '&amp;').replace(/</g, '&lt;')}</ETag></Part>`,
+          )
+          .join('') +
+        '</CompleteMultipartUpload>';
       const done = await this.call('POST', this.url(bucket, key, { uploadId }), body, { 'content-type': 'application/xml' });
       // CompleteMultipartUpload can answer 200 with an error inside.
       const root = xml(done.text).documentElement;

@@ -51,7 +51,10 @@ export interface SignRequest {
 /** The headers to send with the request: the given ones plus x-amz-date, x-amz-content-sha256 and Authorization. */
 export async function signRequest(req: SignRequest): Promise<Record<string, string>> {
   const now = req.now ?? new Date();
-  const amzDate = now.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+  const amzDate = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
   const day = amzDate.slice(0, 8);
   const headers: Record<string, string> = { ...req.headers, 'x-amz-date': amzDate, 'x-amz-content-sha256': req.payloadHash };
   const signed: Record<string, string> = { host: req.url.host };

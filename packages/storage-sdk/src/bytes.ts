@@ -44,7 +44,13 @@ export function isAsyncIterable(value: unknown): value is AsyncIterable<unknown>
 function isBlob(value: unknown): value is Blob {
   if (typeof Blob !== 'undefined' && value instanceof Blob) return true;
   const b = value as Blob | null;
-  return typeof b === 'object' && b !== null && typeof b.size === 'number' && typeof b.stream === 'function' && typeof b.arrayBuffer === 'function';
+  return (
+    typeof b === 'object' &&
+    b !== null &&
+    typeof b.size === 'number' &&
+    typeof b.stream === 'function' &&
+    typeof b.arrayBuffer === 'function'
+  );
 }
 
 /** A chunk from a stream as bytes (Node streams with an encoding set give strings). */

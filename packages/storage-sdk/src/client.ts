@@ -37,8 +37,14 @@ type RawHandler = (args: HandlerArgs) => Promise<HandlerResult>;
 
 /** The part of a command's middleware stack the SDK uses, without the per-command generics. */
 export interface RawStack {
-  add(middleware: (next: RawHandler) => RawHandler, options: { step: 'build' | 'deserialize'; priority?: 'high' | 'normal' | 'low'; name?: string }): void;
-  addRelativeTo(middleware: (next: RawHandler) => RawHandler, options: { relation: 'before' | 'after'; toMiddleware: string; name?: string }): void;
+  add(
+    middleware: (next: RawHandler) => RawHandler,
+    options: { step: 'build' | 'deserialize'; priority?: 'high' | 'normal' | 'low'; name?: string },
+  ): void;
+  addRelativeTo(
+    middleware: (next: RawHandler) => RawHandler,
+    options: { relation: 'before' | 'after'; toMiddleware: string; name?: string },
+  ): void;
 }
 
 export function stackOf(command: { middlewareStack: unknown }): RawStack {

@@ -27,7 +27,9 @@ export interface StorageFunctions<Data extends Uint8Array> {
   upload(params: UploadParams): Promise<UploadResult>;
   streamUpload(params: StreamUploadParams): Promise<UploadResult>;
   deleteFile(params: DeleteFileParams): Promise<DeleteFileResult>;
-  listFiles<O extends ListFilesOption = 'key' | 'bucket' | 'publicUrl'>(params: ListFilesParams<O>): Promise<Array<Pick<FileInfo<Data>, O>>>;
+  listFiles<O extends ListFilesOption = 'key' | 'bucket' | 'publicUrl'>(
+    params: ListFilesParams<O>,
+  ): Promise<Array<Pick<FileInfo<Data>, O>>>;
   listBuckets(params: ListBucketsParams): Promise<BucketEntry[]>;
   getFileFromHash<O extends GetFileFromHashOption = never>(params: GetFileFromHashParams<O>): Promise<[O] extends [never] ? string : Data>;
   /** Sets the default storage's options (endpoints, part size, ...) for the plain functions; before this they come from the environment. */

@@ -52,7 +52,17 @@ export function invalidArgument(message: string): CairnStorageError {
   return new CairnStorageError(message, { code: 'InvalidArgument', status: 400 });
 }
 
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_SOCKET']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_SOCKET',
+]);
 
 /** Names the v3 client gives HEAD failures, which carry no body and so no S3 code. */
 const HEAD_CODES: Record<number, string> = { 400: 'BadRequest', 403: 'AccessDenied', 404: 'NoSuchKey' };
@@ -82,7 +92,10 @@ function systemCode(err: unknown, depth = 0): string | undefined {
     const found = systemCode(inner, depth + 1);
     if (found) return found;
   }
-  const inMessage = typeof e.message === 'string' ? /\b(E(?:CONNREFUSED|CONNRESET|PIPE|TIMEDOUT|NOTFOUND|AI_AGAIN|HOSTUNREACH|NETUNREACH))\b/.exec(e.message) : null;
+  const inMessage =
+    typeof e.message === 'string'
+      ? /\b(E(?:CONNREFUSED|CONNRESET|PIPE|TIMEDOUT|NOTFOUND|AI_AGAIN|HOSTUNREACH|NETUNREACH))\b/.exec(e.message)
+      : null;
   return inMessage?.[1] ?? (typeof e.code === 'string' ? e.code : undefined);
 }
 
@@ -102,17 +115,34 @@ export function toStorageError(err: unknown, operation: string, extra: Partial<C
     if (/^(Unknown(Error)?|NotFound|Forbidden|BadRequest|\d+)$/.test(message)) message = `the server answered ${status}`;
     let code = e.Code ?? e.name ?? 'UnknownError';
     // HEAD answers have no body: the client names them after the status ("NotFound", "403").
-    if (code === 'NotFound' || code === 'Forbidden' || code === 'BadRequest' || /^\d+$/.test(code) || code === 'Unknown' || code === 'UnknownError') {
+    if (
+      code === 'NotFound' ||
+      code === 'Forbidden' ||
+      code === 'BadRequest' ||
+      /^\d+$/.test(code) ||
+      code === 'Unknown' ||
+      code === 'UnknownError'
+    ) {
       code = HEAD_CODES[status] ?? (status >= 500 ? 'InternalError' : `Http${status}`);
     }
-    return new CairnStorageError(`${operation}: ${code}: ${message}`, { code, status, requestId: e.$metadata?.requestId, cause: err, ...extra });
+    return new CairnStorageError(`${operation}: ${code}: ${message}`, {
+      code,
+      status,
+      requestId: e.$metadata?.requestId,
+      cause: err,
+      ...extra,
+    });
   }
   if (e.name === 'AbortError') {
     return new CairnStorageError(`${operation}: aborted`, { code: 'Aborted', cause: err, ...extra });
   }
   const sysCode = systemCode(err);
   if ((sysCode && NETWORK_CODES.has(sysCode)) || e.name === 'TimeoutError' || (e.name === 'TypeError' && /fetch/i.test(message))) {
-    return new CairnStorageError(`${operation}: the server could not be reached (${sysCode ?? message})`, { code: 'NetworkError', cause: err, ...extra });
+    return new CairnStorageError(`${operation}: the server could not be reached (${sysCode ?? message})`, {
+      code: 'NetworkError',
+      cause: err,
+      ...extra,
+    });
   }
   return new CairnStorageError(`${operation}: ${message}`, { code: sysCode ?? 'UnknownError', cause: err, ...extra });
 }

@@ -56,7 +56,8 @@ export function resolveOptions(options: StorageOptions = {}): ResolvedOptions {
   // Fleek's config gives the gateway with its /ipfs path; the SDK adds /ipfs/<hash> itself.
   const gatewayUrl = url('gatewayUrl', options.gatewayUrl ?? env(ENV.gatewayUrl) ?? DEFAULTS.gatewayUrl).replace(/\/ipfs$/, '');
   const publicDomain = (options.publicDomain ?? env(ENV.publicDomain) ?? DEFAULTS.publicDomain).replace(/^\.+|\/+$/g, '');
-  if (!publicDomain || /[/\s]/.test(publicDomain)) throw invalidArgument(`publicDomain must be a host name (with an optional port), got "${publicDomain}"`);
+  if (!publicDomain || /[/\s]/.test(publicDomain))
+    throw invalidArgument(`publicDomain must be a host name (with an optional port), got "${publicDomain}"`);
   return {
     endpoint,
     gatewayUrl,

@@ -56,11 +56,18 @@ function checkKey(params: Record<string, unknown>): string {
   return key;
 }
 
-function checkOptions<T extends string>(name: string, given: unknown, allowed: readonly T[], fallback: readonly T[], allowEmpty = false): T[] {
+function checkOptions<T extends string>(
+  name: string,
+  given: unknown,
+  allowed: readonly T[],
+  fallback: readonly T[],
+  allowEmpty = false,
+): T[] {
   if (given === undefined || given === null) return [...fallback];
   if (!Array.isArray(given)) throw invalidArgument(`${name} must be an array of ${allowed.map((a) => `'${a}'`).join(', ')}`);
   for (const item of given) {
-    if (!allowed.includes(item as T)) throw invalidArgument(`${name}: "${String(item)}" is not one of ${allowed.map((a) => `'${a}'`).join(', ')}`);
+    if (!allowed.includes(item as T))
+      throw invalidArgument(`${name}: "${String(item)}" is not one of ${allowed.map((a) => `'${a}'`).join(', ')}`);
   }
   if (!allowEmpty && given.length === 0) throw invalidArgument(`${name} must not be empty`);
   return [...new Set(given as T[])];
@@ -99,7 +106,10 @@ async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) 
   return out;
 }
 
-export function createCoreStorage<Data extends Uint8Array = Uint8Array>(storageOptions: StorageOptions = {}, platform: Platform = {}): Storage<Data> {
+export function createCoreStorage<Data extends Uint8Array = Uint8Array>(
+  storageOptions: StorageOptions = {},
+  platform: Platform = {},
+): Storage<Data> {
   const options = Object.freeze(resolveOptions(storageOptions));
   const clients = new Map<string, ClientEntry>();
   const scheme = new URL(options.gatewayUrl).protocol;
@@ -138,7 +148,8 @@ export function createCoreStorage<Data extends Uint8Array = Uint8Array>(storageO
         throw toStorageError(err, 'finding the default bucket (ListBuckets)');
       }
       const first = out.Buckets?.[0]?.Name;
-      if (!first) throw new CairnStorageError('the account has no bucket: create one or pass bucket', { code: 'NoDefaultBucket', status: 404 });
+      if (!first)
+        throw new CairnStorageError('the account has no bucket: create one or pass bucket', { code: 'NoDefaultBucket', status: 404 });
       return first;
     })();
     const pending = entry.defaultBucket;
@@ -200,7 +211,8 @@ export function createCoreStorage<Data extends Uint8Array = Uint8Array>(storageO
       }
       if (wantsHash) {
         const hash = headers?.[HASH_HEADER];
-        if (!hash) throw new CairnStorageError(`${operation}: the server answered no ${HASH_HEADER} header`, { code: 'MissingHash', status: 200 });
+        if (!hash)
+          throw new CairnStorageError(`${operation}: the server answered no ${HASH_HEADER} header`, { code: 'MissingHash', status: 200 });
         file.hash = hash;
         file.hashV0 = headers?.[HASH_V0_HEADER] ?? CID.parse(hash).toV0().toString();
       }
@@ -226,7 +238,8 @@ export function createCoreStorage<Data extends Uint8Array = Uint8Array>(storageO
       const entry = client(p);
       const key = checkKey(p);
       if (p.stream === undefined || p.stream === null) throw invalidArgument('stream is required');
-      if (!isUploadStream(p.stream)) throw invalidArgument('stream must be a Node Readable, a web ReadableStream or an async iterable of bytes');
+      if (!isUploadStream(p.stream))
+        throw invalidArgument('stream must be a Node Readable, a web ReadableStream or an async iterable of bytes');
       const t = target(entry, p, '', key);
       t.bucket = await bucketOf(entry, p);
       const hashes = await uploadStream(t, p.stream);
@@ -333,16 +346,22 @@ export function createCoreStorage<Data extends Uint8Array = Uint8Array>(storageO
       if (verify) {
         const verdict = await verifyBytes(cid, bytes);
         if (verdict === 'mismatch') {
-          throw new CairnStorageError(`${operation}: the ${bytes.byteLength} bytes the gateway (${options.gatewayUrl}) returned do not hash to ${hash}`, {
-            code: 'CidMismatch',
-            status,
-          });
+          throw new CairnStorageError(
+            `${operation}: the ${bytes.byteLength} bytes the gateway (${options.gatewayUrl}) returned do not hash to ${hash}`,
+            {
+              code: 'CidMismatch',
+              status,
+            },
+          );
         }
         if (verdict === 'unverifiable') {
-          throw new CairnStorageError(`${operation}: this SDK cannot check content of this CID's codec or hash; pass verify: false to accept it unchecked`, {
-            code: 'UnverifiableCid',
-            status,
-          });
+          throw new CairnStorageError(
+            `${operation}: this SDK cannot check content of this CID's codec or hash; pass verify: false to accept it unchecked`,
+            {
+              code: 'UnverifiableCid',
+              status,
+            },
+          );
         }
       }
       if (hashOptions.includes('buffer')) return outputBytes<Data>(bytes) as never;

@@ -59,13 +59,7 @@ export type Acl = 'public-read' | 'private';
 
 /** Anything a file's bytes can come from. Streams (Node Readable, web ReadableStream, async iterables) are uploaded like streamUpload. */
 export type UploadData =
-  | string
-  | Uint8Array
-  | ArrayBuffer
-  | ArrayBufferView
-  | Blob
-  | ReadableStream<Uint8Array>
-  | AsyncIterable<Uint8Array | string>;
+  string | Uint8Array | ArrayBuffer | ArrayBufferView | Blob | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array | string>;
 
 /** A Node Readable, a web ReadableStream, or any async iterable of byte chunks. */
 export type UploadStream = ReadableStream<Uint8Array> | AsyncIterable<Uint8Array | string>;

@@ -106,7 +106,10 @@ function hashesFrom(output: object, etag: string | undefined, operation: string)
     }
   }
   if (!hash) {
-    throw new CairnStorageError(`${operation}: the server answered no ${HASH_HEADER} header (is the endpoint a Cairn server?)`, { code: 'MissingHash', status: 200 });
+    throw new CairnStorageError(`${operation}: the server answered no ${HASH_HEADER} header (is the endpoint a Cairn server?)`, {
+      code: 'MissingHash',
+      status: 200,
+    });
   }
   if (!hashV0) {
     try {
@@ -202,7 +205,12 @@ function closeSource(parts: AsyncIterator<Part> | Iterator<Part>, origin: unknow
   }
 }
 
-async function putParts(target: PutTarget, parts: AsyncIterator<Part> | Iterator<Part>, origin: unknown, total: number | undefined): Promise<Hashes> {
+async function putParts(
+  target: PutTarget,
+  parts: AsyncIterator<Part> | Iterator<Part>,
+  origin: unknown,
+  total: number | undefined,
+): Promise<Hashes> {
   const { s3, bucket, key } = target;
   const progress = new Progress(target.onProgress, total);
   progress.start();
@@ -262,7 +270,14 @@ async function putParts(target: PutTarget, parts: AsyncIterator<Part> | Iterator
     const n = ++partNumber;
     const length = part.bytes.byteLength;
     size += length;
-    const command = new UploadPartCommand({ Bucket: bucket, Key: key, UploadId: uploadId, PartNumber: n, Body: part.bytes, ContentLength: length });
+    const command = new UploadPartCommand({
+      Bucket: bucket,
+      Key: key,
+      UploadId: uploadId,
+      PartNumber: n,
+      Body: part.bytes,
+      ContentLength: length,
+    });
     target.platform.trackBody?.(command, (sent) => progress.sent(n, sent));
     const task = (async () => {
       try {
@@ -290,7 +305,9 @@ async function putParts(target: PutTarget, parts: AsyncIterator<Part> | Iterator
   try {
     let created;
     try {
-      created = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ContentType: target.ContentType, ACL: target.ACL }));
+      created = await s3.send(
+        new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ContentType: target.ContentType, ACL: target.ACL }),
+      );
     } catch (err) {
       throw toStorageError(err, operation);
     }
@@ -321,7 +338,9 @@ async function putParts(target: PutTarget, parts: AsyncIterator<Part> | Iterator
     completed.sort((a, b) => a.PartNumber! - b.PartNumber!);
     let output;
     try {
-      output = await s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: completed } }));
+      output = await s3.send(
+        new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: completed } }),
+      );
     } catch (err) {
       throw toStorageError(err, operation);
     }

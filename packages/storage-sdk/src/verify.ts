@@ -43,7 +43,13 @@ const OTHER_PROFILES: Array<() => ImporterOptions> = [
   // `ipfs add --cid-version=1`: raw leaves, same chunks and width.
   () => ({ ...kuboImportOptions(), cidVersion: 1, rawLeaves: true }),
   // unixfs-v1-2025 (Kubo's newer profile, @helia/unixfs defaults): 1 MiB chunks, 1024 links.
-  () => ({ ...kuboImportOptions(), cidVersion: 1, rawLeaves: true, chunker: fixedSize({ chunkSize: 1048576 }), layout: balanced({ maxChildrenPerNode: 1024 }) }),
+  () => ({
+    ...kuboImportOptions(),
+    cidVersion: 1,
+    rawLeaves: true,
+    chunker: fixedSize({ chunkSize: 1048576 }),
+    layout: balanced({ maxChildrenPerNode: 1024 }),
+  }),
 ];
 
 export type Verdict = 'match' | 'mismatch' | 'unverifiable';

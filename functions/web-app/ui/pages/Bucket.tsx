@@ -2,7 +2,18 @@
 import { useRef, useState, type FormEvent } from 'react';
 import { messageOf } from '../api.js';
 import { gatewayLink, useApp } from '../app-context.js';
-import { ActionNotice, ConfirmButton, CopyButton, EmptyState, ErrorNotice, ExternalLink, Loading, MoreButton, PageHeader, TimeAgo } from '../components.js';
+import {
+  ActionNotice,
+  ConfirmButton,
+  CopyButton,
+  EmptyState,
+  ErrorNotice,
+  ExternalLink,
+  Loading,
+  MoreButton,
+  PageHeader,
+  TimeAgo,
+} from '../components.js';
 import { formatAgo, formatBytes } from '../format.js';
 import { useActions, useLoad, useMore, useTitle } from '../hooks.js';
 import { href } from '../router.js';
@@ -26,7 +37,11 @@ export function Bucket({ bucket, prefix }: { bucket: string; prefix: string }) {
   const back = { href: href({ name: 'storage' }), label: 'Storage' };
   return (
     <>
-      <PageHeader title={prefix ? prefix.replace(/\/$/, '').split('/').pop() : bucket} back={back} subtitle={prefix ? <Breadcrumbs bucket={bucket} prefix={prefix} /> : 'Bucket'} />
+      <PageHeader
+        title={prefix ? prefix.replace(/\/$/, '').split('/').pop() : bucket}
+        back={back}
+        subtitle={prefix ? <Breadcrumbs bucket={bucket} prefix={prefix} /> : 'Bucket'}
+      />
       {storage ? <Files bucket={bucket} prefix={prefix} /> : <StorageKeysForm />}
     </>
   );
@@ -40,7 +55,11 @@ function Breadcrumbs({ bucket, prefix }: { bucket: string; prefix: string }) {
       {parts.map((part, i) => (
         <span key={i}>
           {' / '}
-          {i === parts.length - 1 ? <span aria-current="page">{part}</span> : <a href={href({ name: 'bucket', bucket, prefix: `${parts.slice(0, i + 1).join('/')}/` })}>{part}</a>}
+          {i === parts.length - 1 ? (
+            <span aria-current="page">{part}</span>
+          ) : (
+            <a href={href({ name: 'bucket', bucket, prefix: `${parts.slice(0, i + 1).join('/')}/` })}>{part}</a>
+          )}
         </span>
       ))}
     </nav>
@@ -59,7 +78,11 @@ function Files({ bucket, prefix }: { bucket: string; prefix: string }) {
     const token = listing.data?.nextToken;
     if (!token) return;
     const next = await storage.listObjects(bucket, folder, token);
-    listing.setData((prev): Listing => ({ objects: [...(prev?.objects ?? []), ...next.objects], prefixes: [...(prev?.prefixes ?? []), ...next.prefixes], nextToken: next.nextToken }));
+    listing.setData((prev): Listing => ({
+      objects: [...(prev?.objects ?? []), ...next.objects],
+      prefixes: [...(prev?.prefixes ?? []), ...next.prefixes],
+      nextToken: next.nextToken,
+    }));
   });
   const fileInput = useRef<HTMLInputElement>(null);
   const nextUpload = useRef(1);
@@ -78,7 +101,10 @@ function Files({ bucket, prefix }: { bucket: string; prefix: string }) {
     for (const [i, file] of files.entries()) {
       const id = started[i]!.id;
       try {
-        const result = await storage.upload(bucket, `${folder}${file.name}`, file, { publicRead, onProgress: (sent) => update(id, { sent }) });
+        const result = await storage.upload(bucket, `${folder}${file.name}`, file, {
+          publicRead,
+          onProgress: (sent) => update(id, { sent }),
+        });
         update(id, { state: 'done', sent: file.size, cid: result.cid });
       } catch (err) {
         update(id, { state: 'failed', message: messageOf(err) });
@@ -88,7 +114,11 @@ function Files({ bucket, prefix }: { bucket: string; prefix: string }) {
   };
 
   const remove = async (key: string) => {
-    await actions.run(`Deleting ${key}`, () => storage.deleteObject(bucket, key), () => `${key} deleted.`);
+    await actions.run(
+      `Deleting ${key}`,
+      () => storage.deleteObject(bucket, key),
+      () => `${key} deleted.`,
+    );
     void listing.reload(true);
   };
   const togglePublic = async (key: string, makePublic: boolean) => {
@@ -118,7 +148,10 @@ function Files({ bucket, prefix }: { bucket: string; prefix: string }) {
             Upload
           </button>
         </form>
-        <p className="hint">Whatever the setting, a file's content can be fetched by anyone who knows its CID from the gateway: do not store secrets unencrypted.</p>
+        <p className="hint">
+          Whatever the setting, a file's content can be fetched by anyone who knows its CID from the gateway: do not store secrets
+          unencrypted.
+        </p>
         {uploads.length ? (
           <ul className="uploads" aria-label="Uploads">
             {uploads.map((u) => (
@@ -126,11 +159,19 @@ function Files({ bucket, prefix }: { bucket: string; prefix: string }) {
                 <div className="upload-line">
                   <span className="upload-name">{u.name}</span>
                   <span className="muted">
-                    {u.state === 'uploading' ? `${formatBytes(u.sent)} of ${formatBytes(u.size)}` : u.state === 'done' ? `Uploaded, ${formatBytes(u.size)}` : 'Failed'}
+                    {u.state === 'uploading'
+                      ? `${formatBytes(u.sent)} of ${formatBytes(u.size)}`
+                      : u.state === 'done'
+                        ? `Uploaded, ${formatBytes(u.size)}`
+                        : 'Failed'}
                   </span>
                 </div>
                 <progress max={u.size || 1} value={u.state === 'done' ? u.size || 1 : u.sent} aria-label={`Upload of ${u.name}`} />
-                {u.message ? <p className="notice notice-error" role="alert">{u.message}</p> : null}
+                {u.message ? (
+                  <p className="notice notice-error" role="alert">
+                    {u.message}
+                  </p>
+                ) : null}
               </li>
             ))}
           </ul>
@@ -147,7 +188,9 @@ function Files({ bucket, prefix }: { bucket: string; prefix: string }) {
         <ActionNotice result={actions.result} pending={actions.pending} onDismiss={actions.clear} />
         {listing.loading && !data ? <Loading label="Listing files…" /> : null}
         {listing.error ? <ErrorNotice retry={() => void listing.reload()}>Could not list the files: {listing.error}</ErrorNotice> : null}
-        {data && data.objects.length === 0 && data.prefixes.length === 0 ? <EmptyState title={folder ? 'This folder is empty.' : 'This bucket is empty.'}>Upload files above.</EmptyState> : null}
+        {data && data.objects.length === 0 && data.prefixes.length === 0 ? (
+          <EmptyState title={folder ? 'This folder is empty.' : 'This bucket is empty.'}>Upload files above.</EmptyState>
+        ) : null}
         {data && (data.objects.length || data.prefixes.length) ? (
           <ul className="file-list">
             {data.prefixes.map((p) => (
@@ -179,15 +222,32 @@ function Files({ bucket, prefix }: { bucket: string; prefix: string }) {
                   <ExternalLink href={publicUrl(o.key)} className="public-url">
                     Public URL
                   </ExternalLink>
-                  {o.cid ? <ExternalLink href={gatewayLink(config.gatewayUrl, o.cid).replace(/\/$/, '')}>On the gateway</ExternalLink> : null}
+                  {o.cid ? (
+                    <ExternalLink href={gatewayLink(config.gatewayUrl, o.cid).replace(/\/$/, '')}>On the gateway</ExternalLink>
+                  ) : null}
                   <span className="file-actions">
-                    <button type="button" className="button button-small" disabled={actions.pending !== null} onClick={() => void togglePublic(o.key, true)}>
+                    <button
+                      type="button"
+                      className="button button-small"
+                      disabled={actions.pending !== null}
+                      onClick={() => void togglePublic(o.key, true)}
+                    >
                       Make public
                     </button>
-                    <button type="button" className="button button-small" disabled={actions.pending !== null} onClick={() => void togglePublic(o.key, false)}>
+                    <button
+                      type="button"
+                      className="button button-small"
+                      disabled={actions.pending !== null}
+                      onClick={() => void togglePublic(o.key, false)}
+                    >
                       Make private
                     </button>
-                    <ConfirmButton label="Delete" confirmLabel="Delete file" disabled={actions.pending !== null} onConfirm={() => void remove(o.key)} />
+                    <ConfirmButton
+                      label="Delete"
+                      confirmLabel="Delete file"
+                      disabled={actions.pending !== null}
+                      onConfirm={() => void remove(o.key)}
+                    />
                   </span>
                 </div>
               </li>

@@ -26,7 +26,12 @@ export function BuildHooks({ site, onChanged }: SectionProps) {
     setMade(null);
     const r = await actions.run(
       `Creating the build hook ${hookName}`,
-      () => api.mutate<{ createBuildHook: { url: string } }>(CREATE_BUILD_HOOK, { siteId: site.id, name: hookName, branch: branch.trim() || null }),
+      () =>
+        api.mutate<{ createBuildHook: { url: string } }>(CREATE_BUILD_HOOK, {
+          siteId: site.id,
+          name: hookName,
+          branch: branch.trim() || null,
+        }),
       () => `Build hook "${hookName}" made. Copy its URL now: it is not shown again.`,
     );
     if (r) {
@@ -38,24 +43,46 @@ export function BuildHooks({ site, onChanged }: SectionProps) {
   };
   const remove = async (hook: BuildHook) => {
     setMade(null);
-    const done = await actions.run(`Deleting ${hook.name}`, () => api.mutate(DELETE_BUILD_HOOK, { siteId: site.id, buildHookId: hook.id }), () => `Build hook "${hook.name}" deleted: its URL answers 404 from now on.`);
+    const done = await actions.run(
+      `Deleting ${hook.name}`,
+      () => api.mutate(DELETE_BUILD_HOOK, { siteId: site.id, buildHookId: hook.id }),
+      () => `Build hook "${hook.name}" deleted: its URL answers 404 from now on.`,
+    );
     if (done) onChanged();
   };
 
   return (
     <section className="card" aria-labelledby="hooks-title">
       <h2 id="hooks-title">Build hooks</h2>
-      <p className="muted">A POST to a build hook's URL deploys the head of its branch. The URL is the credential: it is shown once, when the hook is made.</p>
+      <p className="muted">
+        A POST to a build hook's URL deploys the head of its branch. The URL is the credential: it is shown once, when the hook is made.
+      </p>
       <form className="form" onSubmit={(e) => void create(e)}>
         <div className="field-row">
           <div className="field grow">
             <label htmlFor="hook-name">Hook name</label>
-            <input id="hook-name" value={name} onChange={(e) => setName(e.currentTarget.value)} placeholder="e.g. CMS publish" autoComplete="off" required />
+            <input
+              id="hook-name"
+              value={name}
+              onChange={(e) => setName(e.currentTarget.value)}
+              placeholder="e.g. CMS publish"
+              autoComplete="off"
+              required
+            />
           </div>
           {siteBranch ? (
             <div className="field">
               <label htmlFor="hook-branch">Branch (optional)</label>
-              <input id="hook-branch" className="mono" value={branch} onChange={(e) => setBranch(e.currentTarget.value)} placeholder={siteBranch} autoComplete="off" spellCheck={false} aria-describedby="hook-branch-hint" />
+              <input
+                id="hook-branch"
+                className="mono"
+                value={branch}
+                onChange={(e) => setBranch(e.currentTarget.value)}
+                placeholder={siteBranch}
+                autoComplete="off"
+                spellCheck={false}
+                aria-describedby="hook-branch-hint"
+              />
               <p id="hook-branch-hint" className="hint">
                 Empty: the site's branch. Another branch deploys as a preview, never published.
               </p>
@@ -95,7 +122,21 @@ export function BuildHooks({ site, onChanged }: SectionProps) {
             {site.buildHooks.map((hook) => (
               <tr key={hook.id} data-hook={hook.name}>
                 <td data-label="Name">{hook.name}</td>
-                <td data-label="Branch">{hook.branch ? <code>{hook.branch}</code> : <span className="muted">the site's{siteBranch ? <> (<code>{siteBranch}</code>)</> : null}</span>}</td>
+                <td data-label="Branch">
+                  {hook.branch ? (
+                    <code>{hook.branch}</code>
+                  ) : (
+                    <span className="muted">
+                      the site's
+                      {siteBranch ? (
+                        <>
+                          {' '}
+                          (<code>{siteBranch}</code>)
+                        </>
+                      ) : null}
+                    </span>
+                  )}
+                </td>
                 <td data-label="Created">
                   <TimeAgo iso={hook.createdAt} formatted={formatAgo(hook.createdAt)} />
                 </td>

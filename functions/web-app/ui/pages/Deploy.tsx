@@ -1,7 +1,18 @@
 /** One deploy: its status, times, commit, CID with gateway links, preview image, and its log following live. */
 import { useLayoutEffect, useRef, useState } from 'react';
 import { gatewayLink, siteUrl, useApp } from '../app-context.js';
-import { ActionNotice, CopyButton, PHASE_TEXT, EmptyState, ErrorNotice, ExternalLink, Loading, Mono, PageHeader, StatusBadge } from '../components.js';
+import {
+  ActionNotice,
+  CopyButton,
+  PHASE_TEXT,
+  EmptyState,
+  ErrorNotice,
+  ExternalLink,
+  Loading,
+  Mono,
+  PageHeader,
+  StatusBadge,
+} from '../components.js';
 import { DeployActions } from '../deploy-actions.js';
 import { formatDuration, formatTime, shortId } from '../format.js';
 import { useActions, useLoad, usePolling, useTitle } from '../hooks.js';
@@ -14,16 +25,23 @@ const PREVIEW_WAIT_MS = 90_000;
 export function Deploy({ siteId, deployId }: { siteId: string; deployId: string }) {
   const { api, config } = useApp();
   const site = useLoad(async () => (await api.query<{ getSiteById: Site | null }>(SITE, { siteId })).getSiteById, [siteId]);
-  const deploy = useLoad(async () => (await api.query<{ getDeployById: DeployData | null }>(DEPLOY, { siteId, deployId })).getDeployById, [siteId, deployId]);
+  const deploy = useLoad(
+    async () => (await api.query<{ getDeployById: DeployData | null }>(DEPLOY, { siteId, deployId })).getDeployById,
+    [siteId, deployId],
+  );
   const actions = useActions();
   useTitle(`Deploy ${shortId(deployId)}`);
 
   const d = deploy.data;
   // A deploy that ended a short while ago may still get its picture.
-  const waitingForPreview = d?.status === 'DEPLOYED' && !d.previewImage && !!d.completedAt && Date.now() - Date.parse(d.completedAt) < PREVIEW_WAIT_MS;
-  usePolling(async () => {
-    await deploy.reload(true);
-  }, d?.status === 'IN_PROGRESS' ? 1000 : waitingForPreview ? 3000 : null);
+  const waitingForPreview =
+    d?.status === 'DEPLOYED' && !d.previewImage && !!d.completedAt && Date.now() - Date.parse(d.completedAt) < PREVIEW_WAIT_MS;
+  usePolling(
+    async () => {
+      await deploy.reload(true);
+    },
+    d?.status === 'IN_PROGRESS' ? 1000 : waitingForPreview ? 3000 : null,
+  );
 
   if (deploy.loading && !d) return <Loading label="Loading the deploy…" />;
   if (deploy.error && !d) return <ErrorNotice retry={() => void deploy.reload()}>Could not load the deploy: {deploy.error}</ErrorNotice>;
@@ -58,10 +76,26 @@ export function Deploy({ siteId, deployId }: { siteId: string; deployId: string 
             {d.preview ? <span className="tag">Preview</span> : null}
           </span>
         }
-        actions={s ? <DeployActions api={api} siteId={siteId} deploy={d} publishedId={s.publishedDeploy?.id ?? null} actions={actions} onChanged={onChanged} openNew /> : null}
+        actions={
+          s ? (
+            <DeployActions
+              api={api}
+              siteId={siteId}
+              deploy={d}
+              publishedId={s.publishedDeploy?.id ?? null}
+              actions={actions}
+              onChanged={onChanged}
+              openNew
+            />
+          ) : null
+        }
       />
       <ActionNotice result={actions.result} pending={actions.pending} onDismiss={actions.clear} />
-      {deploy.error ? <p className="notice notice-error" role="status">Could not refresh the deploy ({deploy.error}); trying again.</p> : null}
+      {deploy.error ? (
+        <p className="notice notice-error" role="status">
+          Could not refresh the deploy ({deploy.error}); trying again.
+        </p>
+      ) : null}
       <div className="deploy-layout">
         <section className="card" aria-labelledby="details-title">
           <h2 id="details-title">Details</h2>
@@ -83,14 +117,26 @@ export function Deploy({ siteId, deployId }: { siteId: string; deployId: string 
                 <dd>
                   {repo.commit ? <Mono>{repo.commit}</Mono> : <span className="muted">the branch's latest</span>}
                   {repo.message ? <div className="commit-message">{repo.message}</div> : null}
-                  {repo.branch ? <div className="muted">{[repo.owner, repo.name].filter(Boolean).join('/')} · {repo.branch}</div> : null}
+                  {repo.branch ? (
+                    <div className="muted">
+                      {[repo.owner, repo.name].filter(Boolean).join('/')} · {repo.branch}
+                    </div>
+                  ) : null}
                 </dd>
               </>
             ) : null}
             {d.pullRequest ? (
               <>
                 <dt>Pull request</dt>
-                <dd>{d.pullRequest.url ? <ExternalLink href={d.pullRequest.url}>#{d.pullRequest.number} {d.pullRequest.title ?? ''}</ExternalLink> : `#${d.pullRequest.number}`}</dd>
+                <dd>
+                  {d.pullRequest.url ? (
+                    <ExternalLink href={d.pullRequest.url}>
+                      #{d.pullRequest.number} {d.pullRequest.title ?? ''}
+                    </ExternalLink>
+                  ) : (
+                    `#${d.pullRequest.number}`
+                  )}
+                </dd>
               </>
             ) : null}
             <dt>IPFS hash</dt>
@@ -103,8 +149,12 @@ export function Deploy({ siteId, deployId }: { siteId: string; deployId: string 
                   </div>
                   <div className="links">
                     <ExternalLink href={gatewayLink(config.gatewayUrl, d.ipfsHash)}>Open on the gateway</ExternalLink>
-                    {config.publicGatewayUrl !== config.gatewayUrl ? <ExternalLink href={gatewayLink(config.publicGatewayUrl, d.ipfsHash)}>Public gateway</ExternalLink> : null}
-                    {s && d.status === 'DEPLOYED' ? <ExternalLink href={siteUrl(config, s.slug, d.id)}>This deploy's address</ExternalLink> : null}
+                    {config.publicGatewayUrl !== config.gatewayUrl ? (
+                      <ExternalLink href={gatewayLink(config.publicGatewayUrl, d.ipfsHash)}>Public gateway</ExternalLink>
+                    ) : null}
+                    {s && d.status === 'DEPLOYED' ? (
+                      <ExternalLink href={siteUrl(config, s.slug, d.id)}>This deploy's address</ExternalLink>
+                    ) : null}
                   </div>
                 </div>
               ) : (
@@ -121,7 +171,9 @@ export function Deploy({ siteId, deployId }: { siteId: string; deployId: string 
               <span className="visually-hidden"> (opens in a new tab)</span>
             </a>
           ) : (
-            <div className="preview preview-placeholder">{d.status === 'IN_PROGRESS' ? 'After the deploy' : waitingForPreview ? 'Taking a picture…' : 'No preview image'}</div>
+            <div className="preview preview-placeholder">
+              {d.status === 'IN_PROGRESS' ? 'After the deploy' : waitingForPreview ? 'Taking a picture…' : 'No preview image'}
+            </div>
           )}
         </section>
       </div>
@@ -149,7 +201,12 @@ function LogPanel({ log, live }: { log: string; live: boolean }) {
     <section className="card log-card" aria-labelledby="log-title">
       <div className="section-header">
         <h2 id="log-title">
-          Log {live ? <span className="live" aria-label="live">● live</span> : null}
+          Log{' '}
+          {live ? (
+            <span className="live" aria-label="live">
+              ● live
+            </span>
+          ) : null}
         </h2>
         <div className="toolbar">
           <span className="muted">{lines} lines</span>
@@ -159,7 +216,16 @@ function LogPanel({ log, live }: { log: string; live: boolean }) {
           </label>
         </div>
       </div>
-      <pre ref={box} className="log" tabIndex={0} role="log" aria-live="off" aria-label="Deploy log" onScroll={onScroll} data-testid="deploy-log">
+      <pre
+        ref={box}
+        className="log"
+        tabIndex={0}
+        role="log"
+        aria-live="off"
+        aria-label="Deploy log"
+        onScroll={onScroll}
+        data-testid="deploy-log"
+      >
         {log || (live ? 'Waiting for the first lines…' : 'No log.')}
       </pre>
     </section>

@@ -68,7 +68,11 @@ export function EditSite({ siteId }: { siteId: string }) {
   const s = site.data;
   return (
     <>
-      <PageHeader title={`Settings of ${s.name}`} back={back} subtitle="Changes apply to the next deploy. A new name is also the new address, at once." />
+      <PageHeader
+        title={`Settings of ${s.name}`}
+        back={back}
+        subtitle="Changes apply to the next deploy. A new name is also the new address, at once."
+      />
       <SiteForm
         initial={s}
         submitLabel="Save settings"
@@ -138,18 +142,26 @@ function SiteForm({
 
   const submit = async (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
-    if (name && !SLUG.test(name)) return fail('The name is its address: lowercase letters, digits and inner hyphens, at most 63 characters.', 'name');
-    if (kind === 'git' && !/^https?:\/\/\S+$/.test(url.trim())) return fail('Give the repository as an https:// (or http://) clone URL.', 'url');
+    if (name && !SLUG.test(name))
+      return fail('The name is its address: lowercase letters, digits and inner hyphens, at most 63 characters.', 'name');
+    if (kind === 'git' && !/^https?:\/\/\S+$/.test(url.trim()))
+      return fail('Give the repository as an https:// (or http://) clone URL.', 'url');
     if (kind === 'git' && !branch.trim()) return fail('Give the branch to deploy.', 'branch');
     if (kind === 'ipfs' && !cid.trim()) return fail('Give the CID of the content to publish.', 'cid');
     const bad = env.find((row) => !ENV_NAME.test(row.name));
-    if (bad) return fail(`"${bad.name}" is not a variable name: letters, digits and underscores, not starting with a digit.`, 'environmentVariables');
+    if (bad)
+      return fail(
+        `"${bad.name}" is not a variable name: letters, digits and underscores, not starting with a digit.`,
+        'environmentVariables',
+      );
     // A secret already set keeps its value when none is typed, but only under its own name.
     const keeps = (row: EnvRow) => row.secret && row.storedSecret === row.name && row.value === '';
     const unset = env.find((row) => row.secret && !keeps(row) && row.value.length < SECRET_MIN);
     if (unset) {
       return fail(
-        unset.storedSecret ? `The secret ${unset.name} was renamed: type its value again (at least ${SECRET_MIN} characters).` : `The secret ${unset.name || 'variable'} needs a value of at least ${SECRET_MIN} characters.`,
+        unset.storedSecret
+          ? `The secret ${unset.name} was renamed: type its value again (at least ${SECRET_MIN} characters).`
+          : `The secret ${unset.name || 'variable'} needs a value of at least ${SECRET_MIN} characters.`,
         'environmentVariables',
       );
     }
@@ -164,13 +176,18 @@ function SiteForm({
         baseDirectoryPath: optional(baseDirectory),
         publishDirectoryPath: optional(publishDirectory),
         // A secret left empty is sent without a value: the site keeps the one it has (the API never gives it back).
-        environmentVariables: env.map((row) => (keeps(row) ? { name: row.name, secret: true, scope: row.scope } : { name: row.name, value: row.value, secret: row.secret, scope: row.scope })),
+        environmentVariables: env.map((row) =>
+          keeps(row)
+            ? { name: row.name, secret: true, scope: row.scope }
+            : { name: row.name, value: row.value, secret: row.secret, scope: row.scope },
+        ),
       },
       deploySettings: {
         autoPublishing,
         prDeployPreviews: previews,
         forkPullRequests: forks ? 'BUILT_WITHOUT_SECRETS' : 'NOT_BUILT',
-        source: kind === 'git' ? { repository: { type: 'GIT_HOST', url: url.trim(), branch: branch.trim() } } : { ipfs: { cid: cid.trim() } },
+        source:
+          kind === 'git' ? { repository: { type: 'GIT_HOST', url: url.trim(), branch: branch.trim() } } : { ipfs: { cid: cid.trim() } },
       },
     };
     // A site always has a name: editing, an empty one keeps the current name.
@@ -196,9 +213,19 @@ function SiteForm({
           <h2>Site</h2>
           <div className="field">
             <label htmlFor="site-name">Name</label>
-            <input id="site-name" value={name} onChange={(e) => setName(e.currentTarget.value)} autoComplete="off" spellCheck={false} aria-describedby="site-name-hint" aria-invalid={invalid('name')} />
+            <input
+              id="site-name"
+              value={name}
+              onChange={(e) => setName(e.currentTarget.value)}
+              autoComplete="off"
+              spellCheck={false}
+              aria-describedby="site-name-hint"
+              aria-invalid={invalid('name')}
+            />
             <p id="site-name-hint" className="hint">
-              {editing ? 'Also its address: a new name moves the site at once, and the old address stops answering.' : 'Also its address. Lowercase letters, digits and hyphens. Leave it empty for a generated one.'}
+              {editing
+                ? 'Also its address: a new name moves the site at once, and the old address stops answering.'
+                : 'Also its address. Lowercase letters, digits and hyphens. Leave it empty for a generated one.'}
             </p>
           </div>
           <div className="field">
@@ -223,17 +250,47 @@ function SiteForm({
             <div className="field-row">
               <div className="field grow">
                 <label htmlFor="repo-url">Repository URL</label>
-                <input id="repo-url" type="url" inputMode="url" value={url} onChange={(e) => setUrl(e.currentTarget.value)} placeholder="https://github.com/acme/site.git" spellCheck={false} autoComplete="off" required aria-invalid={invalid('url')} />
+                <input
+                  id="repo-url"
+                  type="url"
+                  inputMode="url"
+                  value={url}
+                  onChange={(e) => setUrl(e.currentTarget.value)}
+                  placeholder="https://github.com/acme/site.git"
+                  spellCheck={false}
+                  autoComplete="off"
+                  required
+                  aria-invalid={invalid('url')}
+                />
               </div>
               <div className="field">
                 <label htmlFor="repo-branch">Branch</label>
-                <input id="repo-branch" value={branch} onChange={(e) => setBranch(e.currentTarget.value)} spellCheck={false} autoComplete="off" required aria-invalid={invalid('branch')} />
+                <input
+                  id="repo-branch"
+                  value={branch}
+                  onChange={(e) => setBranch(e.currentTarget.value)}
+                  spellCheck={false}
+                  autoComplete="off"
+                  required
+                  aria-invalid={invalid('branch')}
+                />
               </div>
             </div>
           ) : (
             <div className="field">
               <label htmlFor="source-cid">CID</label>
-              <input id="source-cid" className="mono" value={cid} onChange={(e) => setCid(e.currentTarget.value)} spellCheck={false} autoComplete="off" placeholder="bafybei…" required aria-invalid={invalid('cid')} aria-describedby="source-cid-hint" />
+              <input
+                id="source-cid"
+                className="mono"
+                value={cid}
+                onChange={(e) => setCid(e.currentTarget.value)}
+                spellCheck={false}
+                autoComplete="off"
+                placeholder="bafybei…"
+                required
+                aria-invalid={invalid('cid')}
+                aria-describedby="source-cid-hint"
+              />
               <p id="source-cid-hint" className="hint">
                 A file or directory this service holds (upload it on the Storage page).
               </p>
@@ -245,7 +302,16 @@ function SiteForm({
           <legend>Build settings</legend>
           <div className="field">
             <label htmlFor="build-command">Build command (optional)</label>
-            <input id="build-command" className="mono" value={buildCommand} onChange={(e) => setBuildCommand(e.currentTarget.value)} placeholder="npm run build" spellCheck={false} autoComplete="off" aria-describedby="build-command-hint" />
+            <input
+              id="build-command"
+              className="mono"
+              value={buildCommand}
+              onChange={(e) => setBuildCommand(e.currentTarget.value)}
+              placeholder="npm run build"
+              spellCheck={false}
+              autoComplete="off"
+              aria-describedby="build-command-hint"
+            />
             <p id="build-command-hint" className="hint">
               Run with <code>sh -c</code>. Without one, the publish directory is published as it is.
             </p>
@@ -253,11 +319,27 @@ function SiteForm({
           <div className="field-row">
             <div className="field grow">
               <label htmlFor="base-dir">Base directory</label>
-              <input id="base-dir" className="mono" value={baseDirectory} onChange={(e) => setBaseDirectory(e.currentTarget.value)} placeholder="(repository root)" spellCheck={false} autoComplete="off" />
+              <input
+                id="base-dir"
+                className="mono"
+                value={baseDirectory}
+                onChange={(e) => setBaseDirectory(e.currentTarget.value)}
+                placeholder="(repository root)"
+                spellCheck={false}
+                autoComplete="off"
+              />
             </div>
             <div className="field grow">
               <label htmlFor="publish-dir">Publish directory</label>
-              <input id="publish-dir" className="mono" value={publishDirectory} onChange={(e) => setPublishDirectory(e.currentTarget.value)} placeholder="(base directory)" spellCheck={false} autoComplete="off" />
+              <input
+                id="publish-dir"
+                className="mono"
+                value={publishDirectory}
+                onChange={(e) => setPublishDirectory(e.currentTarget.value)}
+                placeholder="(base directory)"
+                spellCheck={false}
+                autoComplete="off"
+              />
             </div>
           </div>
           <div className="env" role="group" aria-labelledby="env-title">
@@ -294,7 +376,12 @@ function SiteForm({
                     </span>
                     <p className="env-secret-set">
                       <span className="muted">secret (set)</span>{' '}
-                      <button type="button" className="button button-small" aria-label={`Replace ${row.name}`} onClick={() => setEnv((rows) => rows.map((r) => (r.id === row.id ? { ...r, replacing: true, value: '' } : r)))}>
+                      <button
+                        type="button"
+                        className="button button-small"
+                        aria-label={`Replace ${row.name}`}
+                        onClick={() => setEnv((rows) => rows.map((r) => (r.id === row.id ? { ...r, replacing: true, value: '' } : r)))}
+                      >
                         Replace
                       </button>
                     </p>
@@ -342,18 +429,33 @@ function SiteForm({
                     onChange={(e) => {
                       const v = e.currentTarget.checked;
                       // Unmarking a secret already set drops its value (it is never shown): a plain value is typed anew.
-                      setEnv((rows) => rows.map((r) => (r.id === row.id ? { ...r, secret: v, ...(v ? {} : { storedSecret: undefined, replacing: false }) } : r)));
+                      setEnv((rows) =>
+                        rows.map((r) =>
+                          r.id === row.id ? { ...r, secret: v, ...(v ? {} : { storedSecret: undefined, replacing: false }) } : r,
+                        ),
+                      );
                     }}
                   />
                   Secret {i + 1}
                 </label>
-                <button type="button" className="button button-small env-remove" onClick={() => setEnv((rows) => rows.filter((r) => r.id !== row.id))} aria-label={`Remove variable ${row.name || i + 1}`}>
+                <button
+                  type="button"
+                  className="button button-small env-remove"
+                  onClick={() => setEnv((rows) => rows.filter((r) => r.id !== row.id))}
+                  aria-label={`Remove variable ${row.name || i + 1}`}
+                >
                   Remove
                 </button>
               </div>
             ))}
-            <p className="hint">A secret's value is never shown again, is masked as *** in deploy logs, and is not given to pull requests from forks.</p>
-            <button type="button" className="button button-small" onClick={() => setEnv((rows) => [...rows, { id: nextRow.current++, name: '', value: '', secret: false, scope: 'ALL' }])}>
+            <p className="hint">
+              A secret's value is never shown again, is masked as *** in deploy logs, and is not given to pull requests from forks.
+            </p>
+            <button
+              type="button"
+              className="button button-small"
+              onClick={() => setEnv((rows) => [...rows, { id: nextRow.current++, name: '', value: '', secret: false, scope: 'ALL' }])}
+            >
               Add a variable
             </button>
           </div>

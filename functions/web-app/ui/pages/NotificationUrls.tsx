@@ -4,7 +4,13 @@ import { useApp } from '../app-context.js';
 import { ActionNotice, ConfirmButton, EmptyState, Mono, ShownOnce, TimeAgo } from '../components.js';
 import { formatAgo } from '../format.js';
 import { useActions } from '../hooks.js';
-import { ADD_NOTIFICATION_URL, REMOVE_NOTIFICATION_URL, type DeployEvent, type NotificationDelivery, type NotificationUrl } from '../queries.js';
+import {
+  ADD_NOTIFICATION_URL,
+  REMOVE_NOTIFICATION_URL,
+  type DeployEvent,
+  type NotificationDelivery,
+  type NotificationUrl,
+} from '../queries.js';
 import type { SectionProps } from './SiteIntegrations.js';
 
 const EVENTS: Array<[DeployEvent, string]> = [
@@ -35,7 +41,12 @@ export function NotificationUrls({ site, onChanged }: SectionProps) {
     const chosen = events.size === EVENTS.length ? null : EVENTS.map(([e]) => e).filter((e) => events.has(e));
     const r = await actions.run(
       'Adding the URL',
-      () => api.mutate<{ addNotificationUrl: { secret: string; notificationUrl: { url: string } } }>(ADD_NOTIFICATION_URL, { siteId: site.id, url: target, events: chosen }),
+      () =>
+        api.mutate<{ addNotificationUrl: { secret: string; notificationUrl: { url: string } } }>(ADD_NOTIFICATION_URL, {
+          siteId: site.id,
+          url: target,
+          events: chosen,
+        }),
       () => 'URL added. Copy its signing secret now: it is not shown again.',
     );
     if (r) {
@@ -47,7 +58,11 @@ export function NotificationUrls({ site, onChanged }: SectionProps) {
   };
   const remove = async (n: NotificationUrl) => {
     setMade(null);
-    const done = await actions.run(`Removing ${n.url}`, () => api.mutate(REMOVE_NOTIFICATION_URL, { siteId: site.id, notificationUrlId: n.id }), () => `${n.url} removed: nothing more is sent to it.`);
+    const done = await actions.run(
+      `Removing ${n.url}`,
+      () => api.mutate(REMOVE_NOTIFICATION_URL, { siteId: site.id, notificationUrlId: n.id }),
+      () => `${n.url} removed: nothing more is sent to it.`,
+    );
     if (done) onChanged();
   };
   const toggle = (e: DeployEvent, on: boolean) =>
@@ -66,11 +81,24 @@ export function NotificationUrls({ site, onChanged }: SectionProps) {
           Refresh deliveries
         </button>
       </div>
-      <p className="muted">Each deploy event is posted to these URLs as signed JSON, and tried again for an hour while the receiver does not answer 2xx.</p>
+      <p className="muted">
+        Each deploy event is posted to these URLs as signed JSON, and tried again for an hour while the receiver does not answer 2xx.
+      </p>
       <form className="form" onSubmit={(e) => void add(e)}>
         <div className="field">
           <label htmlFor="notify-url">URL</label>
-          <input id="notify-url" type="url" inputMode="url" className="mono" value={url} onChange={(e) => setUrl(e.currentTarget.value)} placeholder="https://example.com/cairn-events" autoComplete="off" spellCheck={false} required />
+          <input
+            id="notify-url"
+            type="url"
+            inputMode="url"
+            className="mono"
+            value={url}
+            onChange={(e) => setUrl(e.currentTarget.value)}
+            placeholder="https://example.com/cairn-events"
+            autoComplete="off"
+            spellCheck={false}
+            required
+          />
         </div>
         <fieldset className="events">
           <legend>Events</legend>
@@ -92,8 +120,9 @@ export function NotificationUrls({ site, onChanged }: SectionProps) {
       {made ? (
         <ShownOnce label={`Signing secret of ${made.url}`} value={made.secret}>
           <p className="hint">
-            Shown only now. Each delivery carries <code>X-Cairn-Signature: t=&lt;unix seconds&gt;,sha256=&lt;hex&gt;</code>: check that the hex is the HMAC-SHA256 of <code>&lt;t&gt;.&lt;raw body&gt;</code> keyed
-            with this secret, and that <code>t</code> is within five minutes of now.
+            Shown only now. Each delivery carries <code>X-Cairn-Signature: t=&lt;unix seconds&gt;,sha256=&lt;hex&gt;</code>: check that the
+            hex is the HMAC-SHA256 of <code>&lt;t&gt;.&lt;raw body&gt;</code> keyed with this secret, and that <code>t</code> is within five
+            minutes of now.
           </p>
         </ShownOnce>
       ) : null}
@@ -143,7 +172,8 @@ function Deliveries({ deliveries }: { deliveries: NotificationDelivery[] }) {
             <td data-label="Event">{EVENT_TEXT[d.event]}</td>
             <td data-label="Result">
               <span>
-                <span className={`tag tag-delivery-${d.status.toLowerCase()}`}>{DELIVERY_TEXT[d.status]}</span> {d.statusCode !== null ? `HTTP ${d.statusCode}` : (d.error ?? '')}
+                <span className={`tag tag-delivery-${d.status.toLowerCase()}`}>{DELIVERY_TEXT[d.status]}</span>{' '}
+                {d.statusCode !== null ? `HTTP ${d.statusCode}` : (d.error ?? '')}
               </span>
             </td>
             <td data-label="Attempts">{d.attempt}</td>

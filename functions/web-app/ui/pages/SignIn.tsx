@@ -4,7 +4,15 @@ import { ApiError, createApi, messageOf } from '../api.js';
 import { CURRENT_TEAM, type Team } from '../queries.js';
 import { useTitle } from '../hooks.js';
 
-export function SignIn({ graphqlPath, notice, onSignedIn }: { graphqlPath: string; notice?: string; onSignedIn(key: string, team: Team): void }) {
+export function SignIn({
+  graphqlPath,
+  notice,
+  onSignedIn,
+}: {
+  graphqlPath: string;
+  notice?: string;
+  onSignedIn(key: string, team: Team): void;
+}) {
   useTitle('Sign in');
   const [key, setKey] = useState('');
   const [shown, setShown] = useState(false);
@@ -42,7 +50,9 @@ export function SignIn({ graphqlPath, notice, onSignedIn }: { graphqlPath: strin
           Cairn
         </div>
         <h1>Sign in</h1>
-        <p className="muted">Sign in with an API key of your team. It stays in this browser tab only, and is forgotten when you sign out or close the tab.</p>
+        <p className="muted">
+          Sign in with an API key of your team. It stays in this browser tab only, and is forgotten when you sign out or close the tab.
+        </p>
         {notice ? (
           <p className="notice notice-info" role="status">
             {notice}

@@ -1,11 +1,34 @@
 /** One site: its address, settings and deploys (newest first, paged), and what can be done with them. */
 import { useState, type FormEvent } from 'react';
 import { siteUrl, useApp } from '../app-context.js';
-import { ActionNotice, ConfirmButton, EmptyState, ErrorNotice, ExternalLink, Loading, Mono, MoreButton, PageHeader, siteNotReady, StatusBadge, TimeAgo } from '../components.js';
+import {
+  ActionNotice,
+  ConfirmButton,
+  EmptyState,
+  ErrorNotice,
+  ExternalLink,
+  Loading,
+  Mono,
+  MoreButton,
+  PageHeader,
+  siteNotReady,
+  StatusBadge,
+  TimeAgo,
+} from '../components.js';
 import { DeployActions } from '../deploy-actions.js';
 import { formatAgo, formatDuration, shortId } from '../format.js';
 import { useActions, useLoad, useMore, usePolling, useTitle } from '../hooks.js';
-import { DELETE_SITE, DEPLOY_SUMMARY_QUERY, DEPLOYS, PURGE_CACHE, SITE, TRIGGER_DEPLOY, type DeploySummary, type EnvironmentVariable, type Site as SiteData } from '../queries.js';
+import {
+  DELETE_SITE,
+  DEPLOY_SUMMARY_QUERY,
+  DEPLOYS,
+  PURGE_CACHE,
+  SITE,
+  TRIGGER_DEPLOY,
+  type DeploySummary,
+  type EnvironmentVariable,
+  type Site as SiteData,
+} from '../queries.js';
 import { href, navigate } from '../router.js';
 
 const PAGE = 10;
@@ -18,13 +41,17 @@ interface DeployPage {
 export function Site({ siteId }: { siteId: string }) {
   const { api, config } = useApp();
   const site = useLoad(async () => (await api.query<{ getSiteById: SiteData | null }>(SITE, { siteId })).getSiteById, [siteId]);
-  const deploys = useLoad(async () => (await api.query<{ getDeploysBySite: DeployPage | null }>(DEPLOYS, { siteId, limit: PAGE })).getDeploysBySite, [siteId]);
+  const deploys = useLoad(
+    async () => (await api.query<{ getDeploysBySite: DeployPage | null }>(DEPLOYS, { siteId, limit: PAGE })).getDeploysBySite,
+    [siteId],
+  );
   const actions = useActions();
   const [commit, setCommit] = useState('');
   const more = useMore(async () => {
     const token = deploys.data?.nextToken;
     if (!token) return;
-    const next = (await api.query<{ getDeploysBySite: DeployPage | null }>(DEPLOYS, { siteId, limit: PAGE, nextToken: token })).getDeploysBySite;
+    const next = (await api.query<{ getDeploysBySite: DeployPage | null }>(DEPLOYS, { siteId, limit: PAGE, nextToken: token }))
+      .getDeploysBySite;
     deploys.setData((prev) => ({ deploys: [...(prev?.deploys ?? []), ...(next?.deploys ?? [])], nextToken: next?.nextToken ?? null }));
   });
   const [refreshError, setRefreshError] = useState<string | null>(null);
@@ -48,7 +75,13 @@ export function Site({ siteId }: { siteId: string }) {
     const wasRunning = list.filter((d) => d.status === 'IN_PROGRESS').map((d) => d.id);
     // Deploys in progress further down the list are asked for one by one.
     const further = wasRunning.filter((id) => !latest.deploys.some((d) => d.id === id));
-    const extra = (await Promise.all(further.map((deployId) => api.query<{ getDeployById: DeploySummary | null }>(DEPLOY_SUMMARY_QUERY, { siteId, deployId }).catch(() => null))))
+    const extra = (
+      await Promise.all(
+        further.map((deployId) =>
+          api.query<{ getDeployById: DeploySummary | null }>(DEPLOY_SUMMARY_QUERY, { siteId, deployId }).catch(() => null),
+        ),
+      )
+    )
       .map((r) => r?.getDeployById)
       .filter((d): d is DeploySummary => !!d);
     const updates = [...latest.deploys, ...extra];
@@ -88,10 +121,18 @@ export function Site({ siteId }: { siteId: string }) {
     afterAction();
   };
   const purge = async () => {
-    await actions.run('Purging the cache', () => api.mutate(PURGE_CACHE, { siteId: s.id }), () => 'The cache was purged: the next visits get the published deploy fresh.');
+    await actions.run(
+      'Purging the cache',
+      () => api.mutate(PURGE_CACHE, { siteId: s.id }),
+      () => 'The cache was purged: the next visits get the published deploy fresh.',
+    );
   };
   const remove = async () => {
-    const gone = await actions.run(`Deleting ${s.name}`, () => api.mutate<{ deleteSite: boolean }>(DELETE_SITE, { siteId: s.id }), () => `${s.name} was deleted.`);
+    const gone = await actions.run(
+      `Deleting ${s.name}`,
+      () => api.mutate<{ deleteSite: boolean }>(DELETE_SITE, { siteId: s.id }),
+      () => `${s.name} was deleted.`,
+    );
     if (gone?.deleteSite) navigate({ name: 'sites' });
   };
 
@@ -100,7 +141,13 @@ export function Site({ siteId }: { siteId: string }) {
       <PageHeader
         title={s.name}
         back={{ href: href({ name: 'sites' }), label: 'Sites' }}
-        subtitle={published ? <ExternalLink href={address}>{address}</ExternalLink> : <span className="muted">Not published yet: its address will be {address}</span>}
+        subtitle={
+          published ? (
+            <ExternalLink href={address}>{address}</ExternalLink>
+          ) : (
+            <span className="muted">Not published yet: its address will be {address}</span>
+          )
+        }
         actions={
           <>
             <a className="button" href={href({ name: 'site-settings', siteId: s.id })}>
@@ -109,7 +156,13 @@ export function Site({ siteId }: { siteId: string }) {
             <a className="button" href={href({ name: 'site-integrations', siteId: s.id })}>
               Git &amp; notifications
             </a>
-            <ConfirmButton small={false} label="Delete site" confirmLabel="Delete the site and its deploys" disabled={actions.pending !== null} onConfirm={() => void remove()} />
+            <ConfirmButton
+              small={false}
+              label="Delete site"
+              confirmLabel="Delete the site and its deploys"
+              disabled={actions.pending !== null}
+              onConfirm={() => void remove()}
+            />
           </>
         }
       />
@@ -119,7 +172,11 @@ export function Site({ siteId }: { siteId: string }) {
             <h2>Published</h2>
             {published ? (
               <>
-                {published.previewImage ? <img className="preview" src={published.previewImage} alt={`Preview of ${s.name}`} /> : <div className="preview preview-placeholder">No preview image</div>}
+                {published.previewImage ? (
+                  <img className="preview" src={published.previewImage} alt={`Preview of ${s.name}`} />
+                ) : (
+                  <div className="preview preview-placeholder">No preview image</div>
+                )}
                 <p className="caption">
                   Deploy <a href={href({ name: 'deploy', siteId: s.id, deployId: published.id })}>{shortId(published.id)}</a>
                   {published.repository.commit ? (
@@ -132,7 +189,11 @@ export function Site({ siteId }: { siteId: string }) {
                 </p>
               </>
             ) : (
-              <div className="preview preview-placeholder">{s.deploySettings.autoPublishing ? 'Nothing published yet: a successful deploy is published at once.' : 'Nothing published yet: publish a successful deploy.'}</div>
+              <div className="preview preview-placeholder">
+                {s.deploySettings.autoPublishing
+                  ? 'Nothing published yet: a successful deploy is published at once.'
+                  : 'Nothing published yet: publish a successful deploy.'}
+              </div>
             )}
           </div>
           <div className="site-overview-facts">
@@ -177,7 +238,15 @@ export function Site({ siteId }: { siteId: string }) {
                     <label htmlFor="deploy-commit" className="visually-hidden">
                       Commit to deploy (optional; the branch's latest when empty)
                     </label>
-                    <input id="deploy-commit" className="mono commit-input" placeholder="commit (optional)" value={commit} onChange={(e) => setCommit(e.currentTarget.value)} spellCheck={false} autoComplete="off" />
+                    <input
+                      id="deploy-commit"
+                      className="mono commit-input"
+                      placeholder="commit (optional)"
+                      value={commit}
+                      onChange={(e) => setCommit(e.currentTarget.value)}
+                      spellCheck={false}
+                      autoComplete="off"
+                    />
                   </>
                 ) : null}
                 <button type="submit" className="button button-primary" disabled={actions.pending !== null}>
@@ -191,16 +260,28 @@ export function Site({ siteId }: { siteId: string }) {
           </div>
           <ActionNotice result={actions.result} pending={actions.pending} onDismiss={actions.clear} />
           {deploys.loading && !deploys.data ? <Loading label="Loading deploys…" /> : null}
-          {deploys.error ? <ErrorNotice retry={() => void deploys.reload()}>Could not load the deploys: {deploys.error}</ErrorNotice> : null}
-          {refreshError && !deploys.error ? <p className="notice notice-error" role="status">Could not refresh the deploys ({refreshError}); trying again.</p> : null}
-          {deploys.data && list.length === 0 ? <EmptyState title="No deploys yet">Trigger the first one: it builds the branch's latest commit.</EmptyState> : null}
+          {deploys.error ? (
+            <ErrorNotice retry={() => void deploys.reload()}>Could not load the deploys: {deploys.error}</ErrorNotice>
+          ) : null}
+          {refreshError && !deploys.error ? (
+            <p className="notice notice-error" role="status">
+              Could not refresh the deploys ({refreshError}); trying again.
+            </p>
+          ) : null}
+          {deploys.data && list.length === 0 ? (
+            <EmptyState title="No deploys yet">Trigger the first one: it builds the branch's latest commit.</EmptyState>
+          ) : null}
           {list.length ? (
             <ol className="deploy-list" aria-label="Deploys, newest first">
               {list.map((d) => (
                 <li key={d.id} className="deploy-row" data-deploy={d.id} data-status={d.status}>
                   <div className="deploy-main">
                     <StatusBadge status={d.status} phase={d.phase} />
-                    <a className="deploy-id" href={href({ name: 'deploy', siteId: s.id, deployId: d.id })} aria-label={`Deploy ${shortId(d.id)}`}>
+                    <a
+                      className="deploy-id"
+                      href={href({ name: 'deploy', siteId: s.id, deployId: d.id })}
+                      aria-label={`Deploy ${shortId(d.id)}`}
+                    >
                       {shortId(d.id)}
                     </a>
                     {d.published ? <span className="tag tag-published">Published</span> : null}
@@ -209,14 +290,25 @@ export function Site({ siteId }: { siteId: string }) {
                   <div className="deploy-meta">
                     <span className="deploy-commit">
                       {d.repository.commit ? <code title={d.repository.commit}>{d.repository.commit.slice(0, 7)}</code> : null}
-                      {d.repository.message ? <span className="commit-message">{d.repository.message}</span> : d.repository.branch ? <span className="muted">{d.repository.branch}</span> : null}
+                      {d.repository.message ? (
+                        <span className="commit-message">{d.repository.message}</span>
+                      ) : d.repository.branch ? (
+                        <span className="muted">{d.repository.branch}</span>
+                      ) : null}
                     </span>
                     <span className="muted">
                       <TimeAgo iso={d.startedAt} formatted={formatAgo(d.startedAt)} />
                       {d.totalTime !== null ? ` · ${formatDuration(d.totalTime)}` : ''}
                     </span>
                   </div>
-                  <DeployActions api={api} siteId={s.id} deploy={d} publishedId={published?.id ?? null} actions={actions} onChanged={afterAction} />
+                  <DeployActions
+                    api={api}
+                    siteId={s.id}
+                    deploy={d}
+                    publishedId={published?.id ?? null}
+                    actions={actions}
+                    onChanged={afterAction}
+                  />
                 </li>
               ))}
             </ol>
@@ -228,7 +320,11 @@ export function Site({ siteId }: { siteId: string }) {
   );
 }
 
-const SCOPE_NOTE: Record<EnvironmentVariable['scope'], string> = { ALL: '', PRODUCTION: ' (production only)', PREVIEWS: ' (previews only)' };
+const SCOPE_NOTE: Record<EnvironmentVariable['scope'], string> = {
+  ALL: '',
+  PRODUCTION: ' (production only)',
+  PREVIEWS: ' (previews only)',
+};
 
 function EnvList({ vars }: { vars: EnvironmentVariable[] }) {
   const [shown, setShown] = useState(false);
@@ -245,7 +341,15 @@ function EnvList({ vars }: { vars: EnvironmentVariable[] }) {
           <div key={v.name} className="fact">
             <dt>{v.name}</dt>
             <dd>
-              {v.secret ? <span className="muted">secret (set)</span> : v.value === null ? <span className="muted">(not readable)</span> : shown ? v.value : '••••••••'}
+              {v.secret ? (
+                <span className="muted">secret (set)</span>
+              ) : v.value === null ? (
+                <span className="muted">(not readable)</span>
+              ) : shown ? (
+                v.value
+              ) : (
+                '••••••••'
+              )}
               {SCOPE_NOTE[v.scope] ? <span className="muted">{SCOPE_NOTE[v.scope]}</span> : null}
             </dd>
           </div>

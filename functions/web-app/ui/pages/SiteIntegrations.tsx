@@ -10,7 +10,13 @@ import { useState, type FormEvent } from 'react';
 import { useApp } from '../app-context.js';
 import { ActionNotice, ConfirmButton, CopyButton, Mono, PageHeader, ShownOnce, siteNotReady } from '../components.js';
 import { useActions, useLoad, usePolling, useTitle } from '../hooks.js';
-import { CREATE_WEBHOOK_SECRET, DELETE_WEBHOOK_SECRET, SET_REPOSITORY_TOKEN, SITE_INTEGRATIONS, type SiteIntegrations as SiteData } from '../queries.js';
+import {
+  CREATE_WEBHOOK_SECRET,
+  DELETE_WEBHOOK_SECRET,
+  SET_REPOSITORY_TOKEN,
+  SITE_INTEGRATIONS,
+  type SiteIntegrations as SiteData,
+} from '../queries.js';
 import { href } from '../router.js';
 import { BuildHooks } from './BuildHooks.js';
 import { NotificationUrls } from './NotificationUrls.js';
@@ -23,7 +29,10 @@ export interface SectionProps {
 
 export function SiteIntegrations({ siteId }: { siteId: string }) {
   const { api } = useApp();
-  const site = useLoad(async () => (await api.query<{ getSiteById: SiteData | null }>(SITE_INTEGRATIONS, { siteId })).getSiteById, [siteId]);
+  const site = useLoad(
+    async () => (await api.query<{ getSiteById: SiteData | null }>(SITE_INTEGRATIONS, { siteId })).getSiteById,
+    [siteId],
+  );
   useTitle(site.data ? `Git & notifications of ${site.data.name}` : 'Git & notifications');
   // A delivery being retried is followed until it is settled.
   const pending = !!site.data?.notificationUrls.some((n) => n.lastDeliveries.some((d) => d.status === 'PENDING'));
@@ -39,14 +48,25 @@ export function SiteIntegrations({ siteId }: { siteId: string }) {
       <PageHeader
         title="Git & notifications"
         back={{ href: href({ name: 'site', siteId: s.id }), label: s.name }}
-        subtitle={git ? 'What deploys the site from outside, and where its deploys are reported.' : 'Build hooks that deploy the site, and where its deploys are reported.'}
+        subtitle={
+          git
+            ? 'What deploys the site from outside, and where its deploys are reported.'
+            : 'Build hooks that deploy the site, and where its deploys are reported.'
+        }
       />
       <div className="stack">
         <section className="card" aria-labelledby="settings-title">
           <h2 id="settings-title">Deploy settings</h2>
           <p>
-            {git ? <>Pull-request previews are <strong>{s.deploySettings.prDeployPreviews ? 'on' : 'off'}</strong>; a</> : 'A'}uto-publishing is{' '}
-            <strong>{s.deploySettings.autoPublishing ? 'on' : 'off'}</strong>. <a href={href({ name: 'site-settings', siteId: s.id })}>Change them in the site's settings</a>.
+            {git ? (
+              <>
+                Pull-request previews are <strong>{s.deploySettings.prDeployPreviews ? 'on' : 'off'}</strong>; a
+              </>
+            ) : (
+              'A'
+            )}
+            uto-publishing is <strong>{s.deploySettings.autoPublishing ? 'on' : 'off'}</strong>.{' '}
+            <a href={href({ name: 'site-settings', siteId: s.id })}>Change them in the site's settings</a>.
           </p>
         </section>
         {git ? (
@@ -76,14 +96,19 @@ function Webhook({ site, onChanged }: SectionProps) {
     const r = await actions.run(
       site.webhookSecretSet ? 'Replacing the webhook secret' : 'Creating the webhook secret',
       () => api.mutate<{ createWebhookSecret: { secret: string; url: string } }>(CREATE_WEBHOOK_SECRET, { siteId: site.id }),
-      () => `${site.webhookSecretSet ? 'New secret made: the old one no longer works.' : 'Secret made.'} Copy it to the git host now: it is not shown again.`,
+      () =>
+        `${site.webhookSecretSet ? 'New secret made: the old one no longer works.' : 'Secret made.'} Copy it to the git host now: it is not shown again.`,
     );
     if (r) setMade(r.createWebhookSecret);
     onChanged();
   };
   const remove = async () => {
     setMade(null);
-    await actions.run('Deleting the webhook secret', () => api.mutate(DELETE_WEBHOOK_SECRET, { siteId: site.id }), () => 'The secret is deleted: the webhook URL answers 404 from now on.');
+    await actions.run(
+      'Deleting the webhook secret',
+      () => api.mutate(DELETE_WEBHOOK_SECRET, { siteId: site.id }),
+      () => 'The secret is deleted: the webhook URL answers 404 from now on.',
+    );
     onChanged();
   };
 
@@ -91,9 +116,14 @@ function Webhook({ site, onChanged }: SectionProps) {
     <section className="card" aria-labelledby="webhook-title">
       <h2 id="webhook-title">Webhook</h2>
       <p className="muted">
-        The git host posts pushes and pull requests here: a push to <code>{branch}</code> deploys it; a pull request builds a preview when previews are on.
+        The git host posts pushes and pull requests here: a push to <code>{branch}</code> deploys it; a pull request builds a preview when
+        previews are on.
       </p>
-      <p data-testid="webhook-status">{site.webhookSecretSet ? 'A secret is set: events signed with it are taken.' : 'No secret yet: the webhook URL answers 404 until one is made.'}</p>
+      <p data-testid="webhook-status">
+        {site.webhookSecretSet
+          ? 'A secret is set: events signed with it are taken.'
+          : 'No secret yet: the webhook URL answers 404 until one is made.'}
+      </p>
       <div className="copy-row webhook-url">
         <span className="muted">Webhook URL</span>
         <Mono>{site.webhookUrl}</Mono>
@@ -102,8 +132,20 @@ function Webhook({ site, onChanged }: SectionProps) {
       <div className="toolbar section-actions">
         {site.webhookSecretSet ? (
           <>
-            <ConfirmButton small={false} label="Rotate secret" confirmLabel="Replace the secret" disabled={busy} onConfirm={() => void create()} />
-            <ConfirmButton small={false} label="Delete secret" confirmLabel="Delete the secret" disabled={busy} onConfirm={() => void remove()} />
+            <ConfirmButton
+              small={false}
+              label="Rotate secret"
+              confirmLabel="Replace the secret"
+              disabled={busy}
+              onConfirm={() => void create()}
+            />
+            <ConfirmButton
+              small={false}
+              label="Delete secret"
+              confirmLabel="Delete the secret"
+              disabled={busy}
+              onConfirm={() => void remove()}
+            />
           </>
         ) : (
           <button type="button" className="button button-primary" disabled={busy} onClick={() => void create()}>
@@ -186,14 +228,20 @@ function RepositoryToken({ site, onChanged }: SectionProps) {
     onChanged();
   };
   const clear = async () => {
-    await actions.run('Clearing the token', () => api.mutate(SET_REPOSITORY_TOKEN, { siteId: site.id, token: null }), () => 'The token is cleared: the repository is cloned without credentials.');
+    await actions.run(
+      'Clearing the token',
+      () => api.mutate(SET_REPOSITORY_TOKEN, { siteId: site.id, token: null }),
+      () => 'The token is cleared: the repository is cloned without credentials.',
+    );
     onChanged();
   };
 
   return (
     <section className="card" aria-labelledby="token-title">
       <h2 id="token-title">Repository access token</h2>
-      <p className="muted">For a private repository: the clone sends it as HTTP basic credentials. It can be set or cleared here, never read back.</p>
+      <p className="muted">
+        For a private repository: the clone sends it as HTTP basic credentials. It can be set or cleared here, never read back.
+      </p>
       <p data-testid="token-status">
         {site.repositoryTokenSet ? (
           <>
@@ -207,14 +255,32 @@ function RepositoryToken({ site, onChanged }: SectionProps) {
         <div className="field-row">
           <div className="field grow">
             <label htmlFor="repo-token">{site.repositoryTokenSet ? 'New token' : 'Token'}</label>
-            <input id="repo-token" type="password" className="mono" value={token} onChange={(e) => setToken(e.currentTarget.value)} autoComplete="off" spellCheck={false} required aria-describedby="repo-token-hint" />
+            <input
+              id="repo-token"
+              type="password"
+              className="mono"
+              value={token}
+              onChange={(e) => setToken(e.currentTarget.value)}
+              autoComplete="off"
+              spellCheck={false}
+              required
+              aria-describedby="repo-token-hint"
+            />
             <p id="repo-token-hint" className="hint">
-              GitHub: a fine-grained token that reads the repository's contents. GitLab: a project access token with <code>read_repository</code>.
+              GitHub: a fine-grained token that reads the repository's contents. GitLab: a project access token with{' '}
+              <code>read_repository</code>.
             </p>
           </div>
           <div className="field">
             <label htmlFor="repo-username">User name (optional)</label>
-            <input id="repo-username" value={username} onChange={(e) => setUsername(e.currentTarget.value)} autoComplete="off" spellCheck={false} aria-describedby="repo-username-hint" />
+            <input
+              id="repo-username"
+              value={username}
+              onChange={(e) => setUsername(e.currentTarget.value)}
+              autoComplete="off"
+              spellCheck={false}
+              aria-describedby="repo-username-hint"
+            />
             <p id="repo-username-hint" className="hint">
               Empty: <code>oauth2</code> on GitLab, <code>x-access-token</code> elsewhere.
             </p>
@@ -224,7 +290,15 @@ function RepositoryToken({ site, onChanged }: SectionProps) {
           <button type="submit" className="button button-primary" disabled={busy}>
             {site.repositoryTokenSet ? 'Replace token' : 'Set token'}
           </button>
-          {site.repositoryTokenSet ? <ConfirmButton small={false} label="Clear token" confirmLabel="Clear the token" disabled={busy} onConfirm={() => void clear()} /> : null}
+          {site.repositoryTokenSet ? (
+            <ConfirmButton
+              small={false}
+              label="Clear token"
+              confirmLabel="Clear the token"
+              disabled={busy}
+              onConfirm={() => void clear()}
+            />
+          ) : null}
         </div>
       </form>
       <ActionNotice result={actions.result} pending={actions.pending} onDismiss={actions.clear} />

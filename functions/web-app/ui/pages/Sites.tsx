@@ -16,27 +16,34 @@ export function Sites() {
   useTitle('Sites');
   const { api, team, config } = useApp();
   const [more, setMore] = useState<{ busy: boolean; error?: string }>({ busy: false });
-  const loaded = useLoad(async () => (await api.query<{ getSitesByTeam: SitesPage }>(SITES, { teamId: team.id })).getSitesByTeam, [team.id]);
+  const loaded = useLoad(
+    async () => (await api.query<{ getSitesByTeam: SitesPage }>(SITES, { teamId: team.id })).getSitesByTeam,
+    [team.id],
+  );
   const sites = loaded.data?.sites ?? [];
   const building = sites.some((s) => s.latestDeploy?.status === 'IN_PROGRESS');
 
   // While a site builds the list refreshes itself (the first page; later pages keep what they showed).
-  usePolling(async () => {
-    const first = (await api.query<{ getSitesByTeam: SitesPage }>(SITES, { teamId: team.id })).getSitesByTeam;
-    loaded.setData((prev) => {
-      if (!prev) return first;
-      const fresh = new Map(first.sites.map((s) => [s.id, s]));
-      const kept = prev.sites.map((s) => fresh.get(s.id) ?? s);
-      const added = first.sites.filter((s) => !prev.sites.some((p) => p.id === s.id));
-      return { sites: [...kept, ...added], nextToken: prev.nextToken };
-    });
-  }, building ? 3000 : null);
+  usePolling(
+    async () => {
+      const first = (await api.query<{ getSitesByTeam: SitesPage }>(SITES, { teamId: team.id })).getSitesByTeam;
+      loaded.setData((prev) => {
+        if (!prev) return first;
+        const fresh = new Map(first.sites.map((s) => [s.id, s]));
+        const kept = prev.sites.map((s) => fresh.get(s.id) ?? s);
+        const added = first.sites.filter((s) => !prev.sites.some((p) => p.id === s.id));
+        return { sites: [...kept, ...added], nextToken: prev.nextToken };
+      });
+    },
+    building ? 3000 : null,
+  );
 
   const loadMore = async () => {
     if (!loaded.data?.nextToken) return;
     setMore({ busy: true });
     try {
-      const next = (await api.query<{ getSitesByTeam: SitesPage }>(SITES, { teamId: team.id, nextToken: loaded.data.nextToken })).getSitesByTeam;
+      const next = (await api.query<{ getSitesByTeam: SitesPage }>(SITES, { teamId: team.id, nextToken: loaded.data.nextToken }))
+        .getSitesByTeam;
       loaded.setData((prev) => ({ sites: [...(prev?.sites ?? []), ...next.sites], nextToken: next.nextToken }));
       setMore({ busy: false });
     } catch (err) {
@@ -91,16 +98,28 @@ function SiteCard({ site, address }: { site: SiteSummary; address: string }) {
   return (
     <li className="site-card" data-site={site.slug}>
       <a className="site-card-preview" href={href({ name: 'site', siteId: site.id })} tabIndex={-1} aria-hidden="true">
-        {preview ? <img src={preview} alt="" loading="lazy" /> : <span className="preview-placeholder">{site.publishedDeploy ? 'No preview image' : 'Not published yet'}</span>}
+        {preview ? (
+          <img src={preview} alt="" loading="lazy" />
+        ) : (
+          <span className="preview-placeholder">{site.publishedDeploy ? 'No preview image' : 'Not published yet'}</span>
+        )}
       </a>
       <div className="site-card-body">
         <h2 className="site-card-title">
           <a href={href({ name: 'site', siteId: site.id })}>{site.name}</a>
         </h2>
         <p className="site-card-address">
-          {site.publishedDeploy ? <ExternalLink href={address}>{address.replace(/^https?:\/\//, '').replace(/\/$/, '')}</ExternalLink> : <span className="muted">Not published yet</span>}
+          {site.publishedDeploy ? (
+            <ExternalLink href={address}>{address.replace(/^https?:\/\//, '').replace(/\/$/, '')}</ExternalLink>
+          ) : (
+            <span className="muted">Not published yet</span>
+          )}
         </p>
-        <p className="site-card-source muted">{source.__typename === 'Repository' ? `${source.url?.replace(/^https?:\/\//, '')} · ${source.branch}` : `IPFS ${source.cid ?? ''}`}</p>
+        <p className="site-card-source muted">
+          {source.__typename === 'Repository'
+            ? `${source.url?.replace(/^https?:\/\//, '')} · ${source.branch}`
+            : `IPFS ${source.cid ?? ''}`}
+        </p>
         <div className="site-card-deploy">
           {latest ? (
             <>

@@ -52,15 +52,19 @@ export function StorageKeysForm() {
       () => api.mutate<{ createStorageKeyPair: { secretAccessKey: string; keyPair: { accessKeyId: string } } }>(CREATE_STORAGE_KEY),
       () => 'A new storage key pair was made for your account.',
     );
-    if (result) setMade({ accessKeyId: result.createStorageKeyPair.keyPair.accessKeyId, secretAccessKey: result.createStorageKeyPair.secretAccessKey });
+    if (result)
+      setMade({
+        accessKeyId: result.createStorageKeyPair.keyPair.accessKeyId,
+        secretAccessKey: result.createStorageKeyPair.secretAccessKey,
+      });
   };
 
   return (
     <section className="card narrow" aria-labelledby="keys-needed">
       <h2 id="keys-needed">Storage key pair</h2>
       <p>
-        Files are read and written through the S3-compatible API at <code>{config.storageEndpoint}</code>, with a storage key pair of your account, as any S3 tool does. Its secret stays in this tab
-        (session storage) and signs the requests here; it is never sent.
+        Files are read and written through the S3-compatible API at <code>{config.storageEndpoint}</code>, with a storage key pair of your
+        account, as any S3 tool does. Its secret stays in this tab (session storage) and signs the requests here; it is never sent.
       </p>
       {made ? (
         <div className="shown-once-group">
@@ -77,11 +81,26 @@ export function StorageKeysForm() {
           <form className="form" onSubmit={use} noValidate>
             <div className="field">
               <label htmlFor="access-key-id">Access key id</label>
-              <input id="access-key-id" className="mono" value={accessKeyId} onChange={(e) => setAccessKeyId(e.currentTarget.value)} autoComplete="off" spellCheck={false} />
+              <input
+                id="access-key-id"
+                className="mono"
+                value={accessKeyId}
+                onChange={(e) => setAccessKeyId(e.currentTarget.value)}
+                autoComplete="off"
+                spellCheck={false}
+              />
             </div>
             <div className="field">
               <label htmlFor="secret-access-key">Secret access key</label>
-              <input id="secret-access-key" className="mono" type="password" value={secret} onChange={(e) => setSecret(e.currentTarget.value)} autoComplete="off" spellCheck={false} />
+              <input
+                id="secret-access-key"
+                className="mono"
+                type="password"
+                value={secret}
+                onChange={(e) => setSecret(e.currentTarget.value)}
+                autoComplete="off"
+                spellCheck={false}
+              />
             </div>
             {error ? (
               <p className="notice notice-error" role="alert">
@@ -117,14 +136,22 @@ function Buckets({ storage }: { storage: StorageClient }) {
     event.preventDefault();
     const n = name.trim();
     if (!n) return;
-    const ok = await actions.run(`Creating bucket ${n}`, () => storage.createBucket(n).then(() => true), () => `Bucket ${n} created.`);
+    const ok = await actions.run(
+      `Creating bucket ${n}`,
+      () => storage.createBucket(n).then(() => true),
+      () => `Bucket ${n} created.`,
+    );
     if (ok) {
       setName('');
       void buckets.reload(true);
     }
   };
   const remove = async (bucket: string) => {
-    await actions.run(`Deleting bucket ${bucket}`, () => storage.deleteBucket(bucket), () => `Bucket ${bucket} deleted.`);
+    await actions.run(
+      `Deleting bucket ${bucket}`,
+      () => storage.deleteBucket(bucket),
+      () => `Bucket ${bucket} deleted.`,
+    );
     void buckets.reload(true);
   };
   const list = buckets.data ?? [];
@@ -137,7 +164,15 @@ function Buckets({ storage }: { storage: StorageClient }) {
             <label htmlFor="bucket-name" className="visually-hidden">
               New bucket's name
             </label>
-            <input id="bucket-name" className="mono" value={name} onChange={(e) => setName(e.currentTarget.value)} placeholder="new-bucket-name" autoComplete="off" spellCheck={false} />
+            <input
+              id="bucket-name"
+              className="mono"
+              value={name}
+              onChange={(e) => setName(e.currentTarget.value)}
+              placeholder="new-bucket-name"
+              autoComplete="off"
+              spellCheck={false}
+            />
             <button type="submit" className="button button-primary" disabled={actions.pending !== null}>
               Create bucket
             </button>
@@ -146,7 +181,9 @@ function Buckets({ storage }: { storage: StorageClient }) {
         <ActionNotice result={actions.result} pending={actions.pending} onDismiss={actions.clear} />
         {buckets.loading && !buckets.data ? <Loading label="Loading buckets…" /> : null}
         {buckets.error ? <ErrorNotice retry={() => void buckets.reload()}>Could not list the buckets: {buckets.error}</ErrorNotice> : null}
-        {buckets.data && list.length === 0 ? <EmptyState title="No buckets yet">Create one above; names are 3 to 63 lowercase letters, digits, dots and hyphens.</EmptyState> : null}
+        {buckets.data && list.length === 0 ? (
+          <EmptyState title="No buckets yet">Create one above; names are 3 to 63 lowercase letters, digits, dots and hyphens.</EmptyState>
+        ) : null}
         {list.length ? (
           <ul className="bucket-list">
             {list.map((b) => (
@@ -157,7 +194,12 @@ function Buckets({ storage }: { storage: StorageClient }) {
                 <span className="muted">
                   created <TimeAgo iso={b.createdAt} formatted={formatAgo(b.createdAt)} />
                 </span>
-                <ConfirmButton label="Delete" confirmLabel="Delete bucket" disabled={actions.pending !== null} onConfirm={() => void remove(b.name)} />
+                <ConfirmButton
+                  label="Delete"
+                  confirmLabel="Delete bucket"
+                  disabled={actions.pending !== null}
+                  onConfirm={() => void remove(b.name)}
+                />
               </li>
             ))}
           </ul>
@@ -175,4 +217,3 @@ function Buckets({ storage }: { storage: StorageClient }) {
     </div>
   );
 }
-

@@ -4,7 +4,16 @@ import { useApp } from '../app-context.js';
 import { ActionNotice, ConfirmButton, EmptyState, ErrorNotice, Loading, Mono, PageHeader, ShownOnce, TimeAgo } from '../components.js';
 import { formatAgo } from '../format.js';
 import { useActions, useLoad, useTitle } from '../hooks.js';
-import { CREATE_API_KEY, CREATE_STORAGE_KEY, REVOKE_API_KEY, REVOKE_STORAGE_KEY, TEAM, type ApiKey, type Member, type StorageKeyPair } from '../queries.js';
+import {
+  CREATE_API_KEY,
+  CREATE_STORAGE_KEY,
+  REVOKE_API_KEY,
+  REVOKE_STORAGE_KEY,
+  TEAM,
+  type ApiKey,
+  type Member,
+  type StorageKeyPair,
+} from '../queries.js';
 import { href } from '../router.js';
 import { Members } from './TeamMembers.js';
 
@@ -48,7 +57,11 @@ export function Team() {
   };
   const revokeKey = async (k: ApiKey) => {
     const current = isCurrent(k);
-    const done = await keyActions.run(`Revoking ${k.name ?? k.keyPrefix ?? 'the key'}`, () => api.mutate(REVOKE_API_KEY, { teamId: team.id, apiKeyId: k.id }), () => `The key ${k.name ? `"${k.name}"` : k.keyPrefix ?? ''} is revoked: it no longer works.`);
+    const done = await keyActions.run(
+      `Revoking ${k.name ?? k.keyPrefix ?? 'the key'}`,
+      () => api.mutate(REVOKE_API_KEY, { teamId: team.id, apiKeyId: k.id }),
+      () => `The key ${k.name ? `"${k.name}"` : (k.keyPrefix ?? '')} is revoked: it no longer works.`,
+    );
     if (done && current) return signOut('You revoked the API key this browser was signed in with.');
     setNewKey(null);
     void data.reload(true);
@@ -61,12 +74,19 @@ export function Team() {
       () => 'Storage key pair created. Copy the secret now: it is not shown again.',
     );
     if (made) {
-      setNewPair({ accessKeyId: made.createStorageKeyPair.keyPair.accessKeyId, secretAccessKey: made.createStorageKeyPair.secretAccessKey });
+      setNewPair({
+        accessKeyId: made.createStorageKeyPair.keyPair.accessKeyId,
+        secretAccessKey: made.createStorageKeyPair.secretAccessKey,
+      });
       void data.reload(true);
     }
   };
   const revokePair = async (p: StorageKeyPair) => {
-    const done = await pairActions.run(`Revoking ${p.accessKeyId}`, () => api.mutate(REVOKE_STORAGE_KEY, { accessKeyId: p.accessKeyId }), () => `The key pair ${p.accessKeyId} is revoked.`);
+    const done = await pairActions.run(
+      `Revoking ${p.accessKeyId}`,
+      () => api.mutate(REVOKE_STORAGE_KEY, { accessKeyId: p.accessKeyId }),
+      () => `The key pair ${p.accessKeyId} is revoked.`,
+    );
     if (done && storageKeys?.accessKeyId === p.accessKeyId) setStorageKeys(null);
     setNewPair(null);
     void data.reload(true);
@@ -83,10 +103,19 @@ export function Team() {
 
           <section className="card" aria-labelledby="keys-title">
             <h2 id="keys-title">API keys</h2>
-            <p className="muted">Keys for the GraphQL API and this app. A key acts with the rights of the member who made it. Owners revoke any key, members their own.</p>
+            <p className="muted">
+              Keys for the GraphQL API and this app. A key acts with the rights of the member who made it. Owners revoke any key, members
+              their own.
+            </p>
             <form className="inline-form" onSubmit={(e) => void createKey(e)}>
               <label htmlFor="key-name">New key's name</label>
-              <input id="key-name" value={keyName} onChange={(e) => setKeyName(e.currentTarget.value)} placeholder="e.g. CI deploys" autoComplete="off" />
+              <input
+                id="key-name"
+                value={keyName}
+                onChange={(e) => setKeyName(e.currentTarget.value)}
+                placeholder="e.g. CI deploys"
+                autoComplete="off"
+              />
               <button type="submit" className="button button-primary" disabled={keyActions.pending !== null}>
                 Create API key
               </button>
@@ -94,7 +123,9 @@ export function Team() {
             <ActionNotice result={keyActions.result} pending={keyActions.pending} onDismiss={keyActions.clear} />
             {newKey ? (
               <ShownOnce label={`New API key${newKey.name ? ` "${newKey.name}"` : ''}`} value={newKey.key}>
-                <p className="hint">This is the only time the key is shown. Keep it somewhere safe; anyone with it acts as you in this team.</p>
+                <p className="hint">
+                  This is the only time the key is shown. Keep it somewhere safe; anyone with it acts as you in this team.
+                </p>
               </ShownOnce>
             ) : null}
             {keys.length === 0 ? (
@@ -120,7 +151,12 @@ export function Team() {
                       </td>
                       <td data-label="Name">{k.name ?? <span className="muted">—</span>}</td>
                       <td data-label="Made by">{memberName(k.createdBy)}</td>
-                      <CredentialCells createdAt={k.createdAt} revokedAt={k.revokedAt} busy={keyActions.pending !== null} onRevoke={() => void revokeKey(k)} />
+                      <CredentialCells
+                        createdAt={k.createdAt}
+                        revokedAt={k.revokedAt}
+                        busy={keyActions.pending !== null}
+                        onRevoke={() => void revokeKey(k)}
+                      />
                     </tr>
                   ))}
                 </tbody>
@@ -131,9 +167,15 @@ export function Team() {
           <section className="card" aria-labelledby="pairs-title">
             <h2 id="pairs-title">Storage key pairs</h2>
             <p className="muted">
-              Your account's access keys for the S3-compatible API (any S3 tool, and the <a href={href({ name: 'storage' })}>Storage</a> page of this app).
+              Your account's access keys for the S3-compatible API (any S3 tool, and the <a href={href({ name: 'storage' })}>Storage</a>{' '}
+              page of this app).
             </p>
-            <button type="button" className="button button-primary" disabled={pairActions.pending !== null} onClick={() => void createPair()}>
+            <button
+              type="button"
+              className="button button-primary"
+              disabled={pairActions.pending !== null}
+              onClick={() => void createPair()}
+            >
               Create storage key pair
             </button>
             <ActionNotice result={pairActions.result} pending={pairActions.pending} onDismiss={pairActions.clear} />
@@ -143,8 +185,15 @@ export function Team() {
                 <ShownOnce label="Secret access key" value={newPair.secretAccessKey}>
                   <p className="hint">The secret is shown only now. Copy it to your S3 tool's configuration.</p>
                 </ShownOnce>
-                <button type="button" className="button" onClick={() => setStorageKeys(newPair)} disabled={storageKeys?.accessKeyId === newPair.accessKeyId}>
-                  {storageKeys?.accessKeyId === newPair.accessKeyId ? 'In use on the Storage page' : 'Use it on the Storage page in this tab'}
+                <button
+                  type="button"
+                  className="button"
+                  onClick={() => setStorageKeys(newPair)}
+                  disabled={storageKeys?.accessKeyId === newPair.accessKeyId}
+                >
+                  {storageKeys?.accessKeyId === newPair.accessKeyId
+                    ? 'In use on the Storage page'
+                    : 'Use it on the Storage page in this tab'}
                 </button>
               </div>
             ) : null}
@@ -167,7 +216,12 @@ export function Team() {
                           {storageKeys?.accessKeyId === p.accessKeyId ? <span className="tag tag-current">this browser</span> : null}
                         </span>
                       </td>
-                      <CredentialCells createdAt={p.createdAt} revokedAt={p.revokedAt} busy={pairActions.pending !== null} onRevoke={() => void revokePair(p)} />
+                      <CredentialCells
+                        createdAt={p.createdAt}
+                        revokedAt={p.revokedAt}
+                        busy={pairActions.pending !== null}
+                        onRevoke={() => void revokePair(p)}
+                      />
                     </tr>
                   ))}
                 </tbody>
@@ -201,8 +255,16 @@ function CredentialCells(props: { createdAt: string; revokedAt?: string | null; 
       <td data-label="Created">
         <TimeAgo iso={createdAt} formatted={formatAgo(createdAt)} />
       </td>
-      <td data-label="Status">{revokedAt ? <span className="tag tag-revoked">Revoked {formatAgo(revokedAt)}</span> : <span className="tag tag-active">Active</span>}</td>
-      <td className="actions">{revokedAt ? null : <ConfirmButton label="Revoke" confirmLabel="Revoke now" disabled={busy} onConfirm={onRevoke} />}</td>
+      <td data-label="Status">
+        {revokedAt ? (
+          <span className="tag tag-revoked">Revoked {formatAgo(revokedAt)}</span>
+        ) : (
+          <span className="tag tag-active">Active</span>
+        )}
+      </td>
+      <td className="actions">
+        {revokedAt ? null : <ConfirmButton label="Revoke" confirmLabel="Revoke now" disabled={busy} onConfirm={onRevoke} />}
+      </td>
     </>
   );
 }

@@ -38,7 +38,11 @@ export function Members({ members, me, onChanged }: { members: Member[]; me: str
     }
   };
   const changeRole = async (m: Member, next: Role) => {
-    const done = await actions.run(`Making ${m.accountName} ${asRole(next)}`, () => api.mutate(UPDATE_MEMBER, { teamId: team.id, accountId: m.accountId, role: next }), () => `${m.accountName} is now ${asRole(next)}.`);
+    const done = await actions.run(
+      `Making ${m.accountName} ${asRole(next)}`,
+      () => api.mutate(UPDATE_MEMBER, { teamId: team.id, accountId: m.accountId, role: next }),
+      () => `${m.accountName} is now ${asRole(next)}.`,
+    );
     if (done) onChanged();
   };
   const remove = async (m: Member) => {
@@ -59,7 +63,14 @@ export function Members({ members, me, onChanged }: { members: Member[]; me: str
       {owner ? (
         <form className="inline-form" onSubmit={(e) => void add(e)}>
           <label htmlFor="member-name">Account name</label>
-          <input id="member-name" value={name} onChange={(e) => setName(e.currentTarget.value)} autoComplete="off" spellCheck={false} required />
+          <input
+            id="member-name"
+            value={name}
+            onChange={(e) => setName(e.currentTarget.value)}
+            autoComplete="off"
+            spellCheck={false}
+            required
+          />
           <label htmlFor="member-role">Role</label>
           <select id="member-role" value={role} onChange={(e) => setRole(e.currentTarget.value as Role)}>
             <option value="MEMBER">Member</option>
@@ -107,7 +118,12 @@ export function Members({ members, me, onChanged }: { members: Member[]; me: str
                       <button type="button" className="button button-small" disabled={busy} onClick={() => void changeRole(m, other)}>
                         Make {other === 'OWNER' ? 'owner' : 'member'}
                       </button>
-                      <ConfirmButton label="Remove" confirmLabel={m.accountId === me ? 'Leave the team' : `Remove ${m.accountName}`} disabled={busy} onConfirm={() => void remove(m)} />
+                      <ConfirmButton
+                        label="Remove"
+                        confirmLabel={m.accountId === me ? 'Leave the team' : `Remove ${m.accountName}`}
+                        disabled={busy}
+                        onConfirm={() => void remove(m)}
+                      />
                     </span>
                   </td>
                 ) : null}
