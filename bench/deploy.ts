@@ -100,7 +100,7 @@ interface DeployFigures {
 
 function figuresOf(logText: string, triggeredAt: number, seenAt: number, load = 0): DeployFigures {
   const lines = logText.split('\n').flatMap((l) => {
-    const m = /^(\d{4}-\d\d-\d\dT[\d:.]+Z)  (.*)$/.exec(l);
+    const m = /^(\d{4}-\d\d-\d\dT[\d:.]+Z) {2}(.*)$/.exec(l);
     return m ? [{ at: Date.parse(m[1]!), text: m[2]! }] : [];
   });
   const at = (re: RegExp) => {

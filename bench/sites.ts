@@ -381,7 +381,7 @@ async function main(): Promise<void> {
     serverPids.push(hitServer.pid, missServer.pid, http.child.pid!);
 
     // Every file, right, from every server (the first request of each path fills Cairn HIT's cache).
-    let began = Date.now();
+    const began = Date.now();
     await check(hit, published, (first) => (first ? 'MISS' : 'HIT'));
     await check(miss, published, () => 'MISS');
     await check(peerTarget, published);

@@ -61,7 +61,7 @@ function climbs(uri) {
     return true;
   }
   if (path.indexOf('\u0000') >= 0) return true;
-  const segments = path.split(/[\/\\]/);
+  const segments = path.split(/[/\\]/);
   for (let i = 0; i < segments.length; i++) {
     if (segments[i] === '.' || segments[i] === '..') return true;
   }

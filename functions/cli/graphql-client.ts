@@ -34,7 +34,7 @@ export class GraphqlClient {
     this.endpoint = `${apiUrl}/graphql`;
   }
 
-  async request<T = Record<string, any>>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
+  async request<T = Record<string, unknown>>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
     let response: Response;
     try {
       response = await fetch(this.endpoint, {

@@ -54,10 +54,10 @@ type LevelOp = { type: 'put'; key: string; value: unknown } | { type: 'del'; key
 
 /** The part of classic-level that groupCommits changes. */
 export interface GroupCommitLevel {
-  put(key: string, value: any, options?: object): Promise<void>;
+  put(key: string, value: unknown, options?: object): Promise<void>;
   del(key: string, options?: object): Promise<void>;
   batch(ops: LevelOp[]): Promise<void>;
-  getSync(key: string, options?: object): any;
+  getSync(key: string, options?: object): unknown;
 }
 
 /**

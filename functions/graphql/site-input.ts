@@ -76,9 +76,9 @@ export const LIMITS = {
 } as const;
 
 // Control characters other than tab and newline have no place in these settings.
-// eslint-disable-next-line no-control-regex
+
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f]/;
-// eslint-disable-next-line no-control-regex
+
 const LINE_CONTROL = /[\u0000-\u001f\u007f]/;
 
 function text(value: string, field: string, max: number, { multiline = false } = {}): string {

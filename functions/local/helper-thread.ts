@@ -10,8 +10,8 @@ import { hashJobs } from '../core/hashing/hash-jobs.js';
 import { serveEngineJob } from './embedded-dynamo/engine-job.js';
 import type { HelperJob, StartJob } from './helper.js';
 
-const JOBS: Record<HelperJob, (port: MessagePort, data: any) => void> = {
-  'embedded-dynamo': (port, data: { dataDir: string; host: string }) => void serveEngineJob(port, data),
+const JOBS: Record<HelperJob, (port: MessagePort, data: unknown) => void> = {
+  'embedded-dynamo': (port, data) => void serveEngineJob(port, data as { dataDir: string; host: string }),
   hashing: (port) =>
     void port.on(
       'message',

@@ -121,5 +121,3 @@ export async function getBucketVersioning(_ctx: S3Context): Promise<Response> {
   // Never enabled: S3 answers an empty configuration for a bucket that never had versioning.
   return xmlResponse('VersioningConfiguration', {});
 }
-
-const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);

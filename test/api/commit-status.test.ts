@@ -24,8 +24,6 @@ import { siteAddresses } from '../../functions/core/hosting/notifications.js';
 import { commitStatusChannel } from '../../functions/core/hosting/commit-status.js';
 import { triggerPreview } from '../../functions/core/hosting/deploys.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
-
 let service: TestService;
 let github: GitServer;
 let gitlab: GitServer;

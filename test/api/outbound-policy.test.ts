@@ -28,8 +28,6 @@ import { startGitServer, type GitServer } from '../support/git-server.js';
 import { startGitHostApi, type GitHostApi } from '../support/git-host-api.js';
 import { waitFor } from '../support/wait.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
-
 const RULE = 'outbound requests to private addresses are refused (CAIRN_OUTBOUND_PRIVATE=allow allows them)';
 
 let service: TestService;

@@ -41,8 +41,6 @@ import { CDN_RETRY_MAX_ATTEMPTS, cdnRetryDelaySeconds } from '../../functions/co
 import { SqsDeployQueue, parseQueueMessage } from '../../functions/core/hosting/sqs-deploy-queue.js';
 import type { CdnRetry } from '../../functions/core/ports/site-cache.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
-
 const DISTRIBUTION = 'E2QWRUHEXAMPLE';
 const KVS_ARN = 'arn:aws:cloudfront::123456789012:key-value-store/a1b2c3d4-5678-90ab-cdef-EXAMPLE11111';
 const SITE = '0d9e7a4c-1f2b-4c3d-8e5f-6a7b8c9d0e1f';

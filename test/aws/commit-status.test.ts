@@ -24,8 +24,6 @@ import { deployLogKey } from '../../functions/core/ports/log-store.js';
 import { commitStatusChannel } from '../../functions/core/hosting/commit-status.js';
 import { runScheduledTick, takeDeploys, type WorkerOptions } from '../../functions/deploy-worker/worker.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
-
 const QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/cairn-deploys';
 const sqs = mockClient(SQSClient);
 const TOKEN = `glpat-${'K4v'.repeat(8)}${process.pid}`;

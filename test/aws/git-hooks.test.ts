@@ -28,8 +28,6 @@ import { lambdaFetch } from '../support/lambda-door.js';
 import { lambdaEnv, QUEUE_URL, sqsEvent, startLambdas, type AwsLambdas } from '../support/aws-mocks.js';
 import { aesSealer } from '../../functions/core/auth/secrets.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
-
 const KEY_ID = 'arn:aws:kms:us-east-1:123456789012:key/0b5a7c1e-6f2d-4c83-9e41-2f7d8a9b0c11';
 const BUCKET = 'cairn-hooks-bucket';
 

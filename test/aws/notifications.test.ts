@@ -22,8 +22,6 @@ import { parseQueueMessage, SqsDeployQueue } from '../../functions/core/hosting/
 import { retryDelaySeconds } from '../../functions/core/hosting/notifications.js';
 import { runScheduledTick, takeDeploys, type WorkerOptions } from '../../functions/deploy-worker/worker.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
-
 const sqs = mockClient(SQSClient);
 
 const sent = () =>

@@ -16,6 +16,7 @@ async function hangUpAfterFirstChunk(
 ): Promise<boolean> {
   let released!: () => void;
   const wasReleased = new Promise<boolean>((resolve) => (released = () => resolve(true)));
+  // eslint-disable-next-line prefer-const -- assigned below, once the server it waits on exists
   let clientGone!: Promise<void>;
   const server = createNodeServer(
     async () => new Response(body(clientGone, released), { headers: { 'content-length': String(64 * CHUNK) } }),

@@ -21,7 +21,6 @@ import { PROJECT_ROOT, REQUIRE_BANNER, packageClosure } from '../../lib/function
 import { PREVIEW_EXTERNAL_PACKAGES } from '../../lib/preview.js';
 import { VIEWER_REQUEST_CODE_PATH } from '../../lib/site-cdn.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;
 
 let app: App;

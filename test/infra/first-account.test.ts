@@ -20,7 +20,6 @@ import { FIRST_ACCOUNT_SECRET_OUTPUT, FirstAccount, SECRETS_KEY_OUTPUT } from '.
 import { PROJECT_ROOT } from '../../lib/functions.js';
 import { PENDING_VALUE } from '../../functions/first-account/secret-value.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;
 
 const cdkContext = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'cdk.json'), 'utf8')).context;

@@ -27,7 +27,6 @@ import {
   METRICS_SERVICE,
 } from '../../lib/monitoring.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;
 
 const FUNCTION_NAMES = ['graphql', 's3', 'gateway', 'deployWorker', 'preview'] as const;

@@ -15,7 +15,6 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { addCairnStacks, type CairnApp } from '../../lib/app.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;
 
 // The bundles are covered by cairn-stack.test.ts; the rules read the template.

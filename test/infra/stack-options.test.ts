@@ -11,7 +11,6 @@ import type { IConstruct } from 'constructs';
 import { addCairnStacks } from '../../lib/app.js';
 import { CairnStack } from '../../lib/cairn-stack.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;
 
 // The bundles are covered by cairn-stack.test.ts; skip bundling here.

@@ -17,8 +17,6 @@ import { loadConfig } from '../../functions/core/config.js';
 import { createServices, type Services } from '../../functions/core/services.js';
 import { ensureTables } from '../../functions/core/data/dynamo.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
-
 export const QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/cairn-deploys';
 
 /**

@@ -11,7 +11,6 @@ import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { CairnStack } from '../../lib/cairn-stack.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;
 
 const SITE = '0d9e7a4c-1f2b-4c3d-8e5f-6a7b8c9d0e1f';

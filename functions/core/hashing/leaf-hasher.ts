@@ -73,7 +73,7 @@ export type FromHashThread =
   { job: number; block: Uint8Array } | { job: number; digests: Partial<Record<DigestName, Uint8Array>> } | { job: number; failed: string };
 
 interface Job {
-  waiting: Array<{ resolve: (value: any) => void; reject: (err: Error) => void }>;
+  waiting: Array<{ resolve: (value: unknown) => void; reject: (err: Error) => void }>;
 }
 
 /** A thread that serves hash jobs (hash-jobs.ts): how to post to it, and its answers and failure. */
@@ -125,7 +125,7 @@ export class RemoteHashing {
     const ask = <T>(m: ToHashThread, transfer?: ArrayBuffer[]) =>
       new Promise<T>((resolve, reject) => {
         if (this.dead) return reject(this.dead);
-        job.waiting.push({ resolve, reject });
+        job.waiting.push({ resolve: resolve as (value: unknown) => void, reject });
         post(m, transfer);
       });
     if (!this.dead) post({ job: id, start: [...names] });

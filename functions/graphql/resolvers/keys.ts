@@ -19,7 +19,7 @@ export const keyResolvers = {
   Mutation: {
     createApiKey: async (_: unknown, args: { teamId: string; name?: string | null }, ctx: GraphqlContext) => {
       const name = args.name?.trim() || null;
-      // eslint-disable-next-line no-control-regex
+
       if (name && (name.length > KEY_NAME_MAX || /[\u0000-\u001f\u007f]/.test(name))) {
         throw badInput(`name must be at most ${KEY_NAME_MAX} characters, without control characters`, 'name');
       }

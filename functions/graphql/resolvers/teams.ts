@@ -8,7 +8,7 @@ const TEAM_NAME_MAX = 100;
 
 function teamName(value: string): string {
   const name = value.trim();
-  // eslint-disable-next-line no-control-regex
+
   if (name === '' || name.length > TEAM_NAME_MAX || /[\u0000-\u001f\u007f]/.test(name)) {
     throw badInput(`name must be 1 to ${TEAM_NAME_MAX} characters, without control characters`, 'name');
   }

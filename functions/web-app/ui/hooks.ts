@@ -44,7 +44,7 @@ export function useLoad<T>(load: () => Promise<T>, deps: readonly unknown[]): Lo
     return () => {
       mounted.current = false;
     };
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // deps are the caller's own list (as with useEffect)
   }, deps);
 
   return { data, error, loading, reload, setData: (update) => setData((prev) => update(prev)) };
