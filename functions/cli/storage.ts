@@ -13,6 +13,7 @@ import { pipeline } from 'node:stream/promises';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { Command } from 'commander';
 import { typeFromName } from '../core/http/content-type.js';
+import { eachLimit } from '../core/task-limit.js';
 import { CairnStorageError, toStorageError } from '../../packages/storage-sdk/src/errors.js';
 import type { Settings } from './config-store.js';
 import type { Context } from './context.js';
@@ -90,24 +91,6 @@ function storageFailure(err: unknown, operation: string): CliError {
   if (err instanceof CliError) return err;
   const e = err instanceof CairnStorageError ? err : toStorageError(err, operation);
   return new CliError(e.message);
-}
-
-/** Runs `fn` over items, at most `limit` at once, in order of start; the first failure is thrown after the others settle. */
-async function eachLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  let failure: unknown;
-  const worker = async () => {
-    while (next < items.length && failure === undefined) {
-      const item = items[next++]!;
-      try {
-        await fn(item);
-      } catch (err) {
-        failure ??= err;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  if (failure !== undefined) throw failure;
 }
 
 interface Listed {
