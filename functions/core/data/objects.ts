@@ -32,7 +32,7 @@ import { DeleteCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from
 import { TransactionCanceledException, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { uniqueToken } from '../ids.js';
-import { withoutKeys, writtenIf } from './tables.js';
+import { stripUndefined, withoutKeys, writtenIf } from './tables.js';
 import { queryAll, queryEach, scanEach } from './pages.js';
 import { bucketWritableCondition, type CannedAcl } from './buckets.js';
 import type { Database, TransactItem } from './dynamo.js';
@@ -580,10 +580,6 @@ export function cidReference(cid: string, holder: string): { pk: string; sk: str
 /** The item making a CID a collection candidate (re-putting it refreshes `at`). */
 export function candidateItem(cid: string) {
   return { pk: '#GC', sk: cid, at: `${new Date().toISOString()}#${uniqueToken()}` };
-}
-
-function stripUndefined<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
 }
 
 function fromItem(item: Record<string, unknown>): ObjectRecord {
