@@ -18,7 +18,7 @@
 import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { newSortableId } from '../ids.js';
 import type { Database } from './dynamo.js';
-import { candidateItem, cidReference } from './objects.js';
+import { candidateItem, cidReference } from './object-references.js';
 import { queryAll, queryPage, type Page } from './pages.js';
 import { stripUndefined, withoutKeys, writtenIf } from './tables.js';
 import { untilNoneLeft, type RetryPolicy } from '../retry.js';

@@ -35,9 +35,8 @@ import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { uniqueToken } from '../ids.js';
 import type { Database } from './dynamo.js';
 import { bucketWritableCondition } from './buckets.js';
+import { candidateItem, cidReference } from './object-references.js';
 import {
-  candidateItem,
-  cidReference,
   compareKeys,
   cutToBytes,
   MAX_SORT_KEY_BYTES,
