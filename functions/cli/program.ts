@@ -10,7 +10,7 @@ import { registerDeploys } from './deploys.js';
 import { registerLogin } from './login.js';
 import { CliError, EXIT, oneLine, type Streams } from './output.js';
 import { registerSites } from './sites.js';
-import { registerStorage } from './storage.js';
+import { registerStorage } from './storage/index.js';
 
 function version(): string {
   try {

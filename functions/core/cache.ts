@@ -1,36 +1,17 @@
 /**
  * A small time-bounded cache for hot, rarely-changing lookups (an access
  * key's secret, a bucket's owner) that every S3 request makes. Entries live
- * `ttlMs`; the oldest go first past `max` entries. Writers in the same
- * process invalidate what they change; other processes see a change within
- * `ttlMs`.
+ * `ttlMs`; past `max` entries the least recently used go first. Writers in
+ * the same process invalidate what they change; other processes see a
+ * change within `ttlMs`. The bookkeeping is lru-cache's (as the site and
+ * rules caches use); this adds the read-through the stores want.
  */
-export class TtlCache<K, V> {
-  private readonly entries = new Map<K, { value: V; expires: number }>();
+import { LRUCache } from 'lru-cache';
 
-  constructor(
-    private readonly ttlMs: number,
-    private readonly max = 10_000,
-  ) {}
-
-  get(key: K): V | undefined {
-    const hit = this.entries.get(key);
-    if (!hit) return undefined;
-    if (hit.expires <= Date.now()) {
-      this.entries.delete(key);
-      return undefined;
-    }
-    return hit.value;
-  }
-
-  set(key: K, value: V): void {
-    this.entries.delete(key);
-    if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value as K);
-    this.entries.set(key, { value, expires: Date.now() + this.ttlMs });
-  }
-
-  delete(key: K): void {
-    this.entries.delete(key);
+export class TtlCache<K extends NonNullable<unknown>, V extends NonNullable<unknown>> extends LRUCache<K, V> {
+  constructor(ttlMs: number, max = 10_000) {
+    // An entry past its time is never answered (not even once, stale).
+    super({ max, ttl: ttlMs, allowStale: false, updateAgeOnGet: false });
   }
 
   /** The cached value, or `load()`'s (cached when defined). */

@@ -32,6 +32,7 @@ import { startTestService, type TestService } from '../support/service.js';
 import { apiTarget, localDescribe, localTest, type ApiTarget } from '../support/api-target.js';
 import { captureHeaders, s3Doors, failure } from '../support/s3-doors.js';
 import { collectGarbage } from '../../functions/core/storage/collect.js';
+import { ObjectReferences } from '../../functions/core/data/object-references.js';
 import { isRootPinned } from '../../functions/core/storage/pins.js';
 
 interface Vector {
@@ -197,7 +198,7 @@ describe.each(s3Doors(() => target))('multipart uploads through the $name', (doo
     });
     await target.whenLocal(async (service) => {
       expect(await service.services.uploads.allParts(UploadId!)).toEqual([]);
-      expect(await service.services.objects.isReferenced(whole.cid.toString())).toBe(true);
+      expect(await new ObjectReferences(service.services.db).isReferenced(whole.cid.toString())).toBe(true);
     });
   });
 

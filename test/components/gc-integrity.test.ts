@@ -12,6 +12,7 @@ import type { CID } from 'multiformats/cid';
 import { startTestService, type TestService } from '../support/service.js';
 import { captureHeaders } from '../support/s3-doors.js';
 import { collectGarbage } from '../../functions/core/storage/collect.js';
+import { ObjectReferences } from '../../functions/core/data/object-references.js';
 import { parseCid } from '../../functions/core/ipfs/cid.js';
 import { isRootPinned } from '../../functions/core/storage/pins.js';
 
@@ -105,10 +106,10 @@ test('a candidate whose DAG lost a block is set aside, and the rest of the pass 
   expect(result.quarantined).toBe(1);
   expect(await has(fine)).toBe(false); // collected in the same pass
   expect(await has(broken)).toBe(true); // left whole for the integrity check
-  const aside = await service.services.objects.quarantined();
+  const aside = await new ObjectReferences(service.services.db).quarantined();
   expect(aside.map((q) => q.cid)).toContain(broken.toString());
   expect(aside.find((q) => q.cid === broken.toString())!.reason).toContain(lost);
-  expect((await service.services.objects.candidates(100)).map((c) => c.cid)).not.toContain(broken.toString());
+  expect((await new ObjectReferences(service.services.db).candidates(100)).map((c) => c.cid)).not.toContain(broken.toString());
 });
 
 test('an unpin cut short (root marked REMOVING, some blocks already gone) is finished by the next collection', async () => {

@@ -11,6 +11,7 @@ import { startTestService, type TestService } from '../support/service.js';
 import { captureHeaders } from '../support/s3-doors.js';
 import { waitFor } from '../support/wait.js';
 import { collectGarbage } from '../../functions/core/storage/collect.js';
+import { ObjectReferences } from '../../functions/core/data/object-references.js';
 import { isRootPinned, listRoots } from '../../functions/core/storage/pins.js';
 import { parseCid } from '../../functions/core/ipfs/cid.js';
 import type { CID } from 'multiformats/cid';
@@ -145,6 +146,7 @@ test('racing overwrites of one key: each is answered, the last record stands, an
   for (const [i, cid] of cids.entries()) {
     expect(await present(cid)).toEqual(i === winner ? { pinned: true, root: true } : { pinned: false, root: false });
   }
-  expect(await service.services.objects.isReferenced(cids[winner]!.toString())).toBe(true);
-  for (const [i, cid] of cids.entries()) if (i !== winner) expect(await service.services.objects.isReferenced(cid.toString())).toBe(false);
+  expect(await new ObjectReferences(service.services.db).isReferenced(cids[winner]!.toString())).toBe(true);
+  for (const [i, cid] of cids.entries())
+    if (i !== winner) expect(await new ObjectReferences(service.services.db).isReferenced(cid.toString())).toBe(false);
 });

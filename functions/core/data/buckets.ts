@@ -16,6 +16,7 @@ import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { Database } from './dynamo.js';
 import type { TransactItem } from './dynamo.js';
 import { TtlCache } from '../cache.js';
+import { retry, type RetryPolicy } from '../retry.js';
 
 /** S3's canned ACLs, on buckets and objects alike. */
 export type CannedAcl = 'private' | 'public-read' | 'public-read-write' | 'authenticated-read';
@@ -140,29 +141,30 @@ export class BucketStore {
   /** Sets the bucket's canned ACL; false if there is no such bucket. Concurrent calls all succeed, the last one wins. */
   async setAcl(name: string, acl: CannedAcl): Promise<boolean> {
     this.cache.delete(name);
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.db.doc.send(
-          new UpdateCommand({
-            TableName: this.table,
-            Key: { pk: `BUCKET#${name}`, sk: 'BUCKET' },
-            UpdateExpression: 'SET acl = :acl',
-            ConditionExpression: 'attribute_exists(pk)',
-            ExpressionAttributeValues: { ':acl': acl },
-          }),
-        );
+    // On DynamoDB a plain write to an item that an object write's
+    // transaction is condition-checking fails with TransactionConflictException,
+    // and the SDK does not retry it; setting an ACL is idempotent, so it is tried again.
+    return retry(
+      async () => {
+        try {
+          await this.db.doc.send(
+            new UpdateCommand({
+              TableName: this.table,
+              Key: { pk: `BUCKET#${name}`, sk: 'BUCKET' },
+              UpdateExpression: 'SET acl = :acl',
+              ConditionExpression: 'attribute_exists(pk)',
+              ExpressionAttributeValues: { ':acl': acl },
+            }),
+          );
+        } catch (err) {
+          if ((err as Error).name === 'ConditionalCheckFailedException') return false;
+          throw err;
+        }
         this.cache.delete(name);
         return true;
-      } catch (err) {
-        const code = (err as Error).name;
-        if (code === 'ConditionalCheckFailedException') return false;
-        // On DynamoDB a plain write to an item that an object write's
-        // transaction is condition-checking fails with this, and the SDK does
-        // not retry it; setting an ACL is idempotent, so it is tried again.
-        if (code !== 'TransactionConflictException' || attempt >= SET_ACL_ATTEMPTS) throw err;
-        await new Promise((resolve) => setTimeout(resolve, 10 * attempt));
-      }
-    }
+      },
+      { ...SET_ACL_RETRY, retryable: (err) => (err as Error).name === 'TransactionConflictException' },
+    );
   }
 
   /**
@@ -243,7 +245,8 @@ export class BucketStore {
   }
 }
 
-const SET_ACL_ATTEMPTS = 8;
+/** Setting an ACL that met a transaction: eight tries, 10 ms more of a pause each time. */
+const SET_ACL_RETRY: RetryPolicy = { attempts: 8, baseMs: 10, growth: 'linear' };
 
 /** How long a deletion mark blocks writes if its deleter died. */
 export const DELETE_MARK_TTL_MS = 60_000;

@@ -15,21 +15,21 @@
  * the deploy is deleted with its site. Its preview image, taken after it
  * ended, is referenced the same way under a holder of its own.
  */
-import {
-  BatchGetCommand,
-  BatchWriteCommand,
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  TransactWriteCommand,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { newSortableId } from '../ids.js';
 import type { Database } from './dynamo.js';
-import { candidateItem, cidReference } from './objects.js';
+import { candidateItem, cidReference } from './object-references.js';
 import { queryAll, queryPage, type Page } from './pages.js';
-import { withoutKeys, writtenIf } from './tables.js';
+import { stripUndefined, withoutKeys, writtenIf } from './tables.js';
+import { untilNoneLeft, type RetryPolicy } from '../retry.js';
 import { CID } from 'multiformats/cid';
+
+/**
+ * DynamoDB hands back unprocessed batch items under load: they are sent
+ * again after a short, growing pause (50 ms doubling to 1 s), ten rounds in
+ * all (about 5.5 s of pauses), then the write fails rather than spin.
+ */
+const UNPROCESSED_RETRY: RetryPolicy = { attempts: 10, baseMs: 50, maxMs: 1000 };
 
 export type DeployStatus = 'IN_PROGRESS' | 'DEPLOYED' | 'FAILED' | 'CANCELLED';
 
@@ -448,21 +448,16 @@ export class DeployStore {
     return found.length === 1 ? found[0] : undefined;
   }
 
-  /** Several deploys by key in as few round trips as DynamoDB allows (100 keys each); missing ones are absent. */
+  /**
+   * Several deploys by key, in key order; missing ones are absent. The
+   * database's batch reader coalesces them into BatchGetItem calls of 100
+   * keys (and retries what DynamoDB leaves unprocessed, within bounds).
+   */
   async getMany(keys: ReadonlyArray<{ siteId: string; deployId: string }>): Promise<Deploy[]> {
-    const found: Deploy[] = [];
-    for (let i = 0; i < keys.length; i += 100) {
-      let request: Record<string, { Keys: Record<string, unknown>[] }> | undefined = {
-        [this.table]: { Keys: keys.slice(i, i + 100).map((k) => ({ pk: `SITE#${k.siteId}`, sk: `DEPLOY#${k.deployId}` })) },
-      };
-      for (let attempt = 0; request && Object.keys(request).length; attempt++) {
-        if (attempt > 0) await backoff(attempt);
-        const out = await this.db.doc.send(new BatchGetCommand({ RequestItems: request }));
-        found.push(...(out.Responses?.[this.table] ?? []).map(fromItem));
-        request = out.UnprocessedKeys as typeof request;
-      }
-    }
-    return found;
+    const items = await Promise.all(
+      keys.map((k) => this.db.reader.get(this.table, { pk: `SITE#${k.siteId}`, sk: `DEPLOY#${k.deployId}` })),
+    );
+    return items.filter((item) => item !== undefined).map(fromItem);
   }
 
   /**
@@ -513,12 +508,15 @@ export class DeployStore {
 
   private async batchWrite(requests: Array<Record<string, unknown>>): Promise<void> {
     for (let i = 0; i < requests.length; i += 25) {
-      let pending: Record<string, unknown[]> | undefined = { [this.table]: requests.slice(i, i + 25) };
-      for (let attempt = 0; pending && Object.keys(pending).length; attempt++) {
-        if (attempt > 0) await backoff(attempt);
-        const out = await this.db.doc.send(new BatchWriteCommand({ RequestItems: pending as never }));
-        pending = out.UnprocessedItems as typeof pending;
-      }
+      await untilNoneLeft(
+        { [this.table]: requests.slice(i, i + 25) } as Record<string, unknown[]>,
+        async (pending) => {
+          const out = await this.db.doc.send(new BatchWriteCommand({ RequestItems: pending as never }));
+          const left = out.UnprocessedItems ?? {};
+          return Object.keys(left).length ? (left as typeof pending) : undefined;
+        },
+        { ...UNPROCESSED_RETRY, what: `writing ${Math.min(25, requests.length - i)} deploys` },
+      );
     }
   }
 
@@ -565,15 +563,6 @@ export function referenceCidOf(cid: string): string {
   return parsed.code === 0x70 && parsed.version === 1 ? parsed.toV0().toString() : parsed.toString();
 }
 
-function stripUndefined<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
-}
-
 function fromItem(item: Record<string, unknown>): Deploy {
   return withoutKeys<Deploy>(item);
-}
-
-/** DynamoDB hands back unprocessed batch items under load; retry them after a short, growing pause. */
-function backoff(attempt: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.min(1000, 25 * 2 ** attempt)));
 }

@@ -17,6 +17,7 @@ import type { marshallOptions as MarshallOptions } from '@aws-sdk/util-dynamodb'
 import type { Config } from '../config.js';
 import { TABLES, indexKeys } from './tables.js';
 import { ItemReader } from './item-reader.js';
+import { pauseBefore, sleep, type Pauses } from '../retry.js';
 
 export interface Database {
   client: DynamoDBClient;
@@ -112,14 +113,17 @@ export async function ensureTables(db: Database): Promise<void> {
   for (const spec of TABLES) await untilActive(db, db.tables[spec.name]);
 }
 
+/** Looks at a new table's state 5 ms apart, doubling to 1 s (bounded by the caller's deadline, not a count). */
+const ACTIVE_POLL: Pauses = { baseMs: 5, maxMs: 1000 };
+
 async function untilActive(db: Database, name: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  for (let wait = 5; ; wait = Math.min(wait * 2, 1000)) {
+  for (let look = 1; ; look++) {
     const { Table } = await db.client.send(new DescribeTableCommand({ TableName: name }));
     const indexesReady = (Table?.GlobalSecondaryIndexes ?? []).every((i) => i.IndexStatus === 'ACTIVE');
     if (Table?.TableStatus === 'ACTIVE' && indexesReady) return;
     if (Date.now() > deadline) throw new Error(`table ${name} is still ${Table?.TableStatus} after ${timeoutMs / 1000} s`);
-    await new Promise((r) => setTimeout(r, wait));
+    await sleep(pauseBefore(look, ACTIVE_POLL));
   }
 }
 

@@ -9,6 +9,7 @@
  */
 import { BatchGetCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { untilNoneLeft, type RetryPolicy } from '../retry.js';
 
 type Item = Record<string, unknown>;
 type Key = { pk: string; sk: string };
@@ -21,8 +22,8 @@ interface Wanted {
 
 /** DynamoDB's limit on keys per BatchGetItem. */
 const BATCH_LIMIT = 100;
-/** Rounds of UnprocessedKeys (throttling) before giving up. */
-const MAX_ROUNDS = 8;
+/** BatchGetItem rounds while DynamoDB hands back UnprocessedKeys (throttling), and the pauses between them, before giving up. */
+const UNPROCESSED_RETRY: RetryPolicy = { attempts: 9, baseMs: 10 };
 
 const idOf = (table: string, key: Key) => `${table}\0${key.pk}\0${key.sk}`;
 
@@ -71,18 +72,20 @@ export class ItemReader {
       if (out.Item) found.set(idOf(table, key), out.Item);
       return found;
     }
-    let request: Record<string, { Keys: Key[]; ConsistentRead: true }> = {};
+    const request: Record<string, { Keys: Key[]; ConsistentRead: true }> = {};
     for (const { table, key } of part) (request[table] ??= { Keys: [], ConsistentRead: true }).Keys.push(key);
-    for (let round = 0; ; round++) {
-      const out = await this.doc.send(new BatchGetCommand({ RequestItems: request }));
-      for (const [table, items] of Object.entries(out.Responses ?? {})) {
-        for (const item of items) found.set(idOf(table, { pk: String(item.pk), sk: String(item.sk) }), item);
-      }
-      const left = out.UnprocessedKeys ?? {};
-      if (Object.keys(left).length === 0) return found;
-      if (round >= MAX_ROUNDS) throw new Error('DynamoDB left keys unprocessed after repeated BatchGetItem calls');
-      await new Promise((r) => setTimeout(r, 10 * 2 ** round));
-      request = left as typeof request;
-    }
+    await untilNoneLeft(
+      request,
+      async (pending) => {
+        const out = await this.doc.send(new BatchGetCommand({ RequestItems: pending }));
+        for (const [table, items] of Object.entries(out.Responses ?? {})) {
+          for (const item of items) found.set(idOf(table, { pk: String(item.pk), sk: String(item.sk) }), item);
+        }
+        const left = out.UnprocessedKeys ?? {};
+        return Object.keys(left).length ? (left as typeof pending) : undefined;
+      },
+      { ...UNPROCESSED_RETRY, what: 'a batch read' },
+    );
+    return found;
   }
 }

@@ -6,8 +6,10 @@
  *
  *   <bucket> / <key>              the object record          gsi1: CID#<cidV0> / <holder>
  *   #REF#<cidV0> / <holder>        "this object references this CID"
- *   #GC / <cidV0>                  a CID that lost a reference: a collection candidate
- *   #GCQ / <cidV0>                 a candidate collection could not collect, set aside for the integrity check
+ *
+ * The reference items, the collection candidates beside them and what
+ * reads them back (collection, the integrity check) are in
+ * object-references.ts.
  *
  * The holder is `<bucket>/<key>`, or `#OBJ#<bucket>/<SHA-256 of the key>`
  * when that is past the 1024 bytes DynamoDB allows a sort key (an index's
@@ -28,12 +30,13 @@
  * so a CID is referenced exactly while some record names it.
  */
 import { createHash } from 'node:crypto';
-import { DeleteCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { uniqueToken } from '../ids.js';
-import { withoutKeys, writtenIf } from './tables.js';
-import { queryAll, queryEach, scanEach } from './pages.js';
+import { stripUndefined, withoutKeys, writtenIf } from './tables.js';
+import { queryEach, scanEach } from './pages.js';
+import { candidateItem, cidReference } from './object-references.js';
 import { bucketWritableCondition, type CannedAcl } from './buckets.js';
 import type { Database, TransactItem } from './dynamo.js';
 
@@ -326,107 +329,9 @@ export class ObjectStore {
     return item ? fromItem(item) : undefined;
   }
 
-  /** Whether any object references the CID (strongly consistent). */
-  async isReferenced(cid: string): Promise<boolean> {
-    const out = await this.db.doc.send(
-      new QueryCommand({
-        TableName: this.table,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': `#REF#${cid}` },
-        Limit: 1,
-        ConsistentRead: true,
-        ProjectionExpression: 'pk',
-      }),
-    );
-    return (out.Items?.length ?? 0) > 0;
-  }
-
   /** Adds a collection candidate (a CID imported but maybe never referenced, e.g. a failed upload). */
   async addCandidate(cid: string): Promise<void> {
     await this.db.doc.send(new TransactWriteCommand({ TransactItems: [{ Put: { TableName: this.table, Item: candidateItem(cid) } }] }));
-  }
-
-  /** Up to `limit` collection candidates, oldest CIDs first by name. */
-  async candidates(limit: number): Promise<Array<{ cid: string; at: string }>> {
-    const out = await this.db.doc.send(
-      new QueryCommand({
-        TableName: this.table,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': '#GC' },
-        Limit: limit,
-        ConsistentRead: true,
-      }),
-    );
-    return (out.Items ?? []).map((i) => ({ cid: i.sk as string, at: i.at as string }));
-  }
-
-  /** Removes a candidate unless it was re-added since `at`. */
-  async dropCandidate(cid: string, at: string): Promise<void> {
-    await this.db.doc
-      .send(
-        new DeleteCommand({
-          TableName: this.table,
-          Key: { pk: '#GC', sk: cid },
-          ConditionExpression: '#at = :at',
-          ExpressionAttributeNames: { '#at': 'at' },
-          ExpressionAttributeValues: { ':at': at },
-        }),
-      )
-      .catch((err: Error) => {
-        if (err.name !== 'ConditionalCheckFailedException') throw err;
-      });
-  }
-
-  /**
-   * Sets a candidate aside: collection could not collect it (a block of its
-   * DAG is missing or unreadable), and trying again every pass would only
-   * fail again. The integrity check looks at it once the storage is repaired.
-   */
-  async quarantineCandidate(cid: string, at: string, reason: string): Promise<void> {
-    try {
-      await this.db.doc.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            { Put: { TableName: this.table, Item: { pk: '#GCQ', sk: cid, reason, at: new Date().toISOString() } } },
-            {
-              Delete: {
-                TableName: this.table,
-                Key: { pk: '#GC', sk: cid },
-                ConditionExpression: '#at = :at',
-                ExpressionAttributeNames: { '#at': 'at' },
-                ExpressionAttributeValues: { ':at': at },
-              },
-            },
-          ],
-        }),
-      );
-    } catch (err) {
-      // Re-added since it was read: it stays a candidate, and is tried again.
-      if (!(err instanceof TransactionCanceledException)) throw err;
-    }
-  }
-
-  /** The candidates collection set aside. */
-  async quarantined(): Promise<Array<{ cid: string; reason: string; at: string }>> {
-    const items = await queryAll(this.db, {
-      TableName: this.table,
-      KeyConditionExpression: 'pk = :pk',
-      ExpressionAttributeValues: { ':pk': '#GCQ' },
-      ConsistentRead: true,
-    });
-    return items.map((i) => ({ cid: i.sk as string, reason: i.reason as string, at: i.at as string }));
-  }
-
-  /** Makes a set-aside candidate a candidate again. */
-  async requeueQuarantined(cid: string): Promise<void> {
-    await this.db.doc.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          { Put: { TableName: this.table, Item: candidateItem(cid) } },
-          { Delete: { TableName: this.table, Key: { pk: '#GCQ', sk: cid } } },
-        ],
-      }),
-    );
   }
 
   /**
@@ -449,24 +354,13 @@ export class ObjectStore {
 
   /** Every object record of every bucket (a full scan: the integrity check's). */
   async *allRecords(): AsyncGenerator<ObjectRecord> {
-    for await (const item of this.scan('NOT begins_with(pk, :hash)')) yield fromItem(item);
-  }
-
-  /** Every CID some object or multipart part references, with how many holders (a full scan). */
-  async referencedCids(): Promise<Map<string, number>> {
-    const out = new Map<string, number>();
-    for await (const item of this.scan('begins_with(pk, :ref)')) {
-      const cid = (item.pk as string).slice('#REF#'.length);
-      out.set(cid, (out.get(cid) ?? 0) + 1);
-    }
-    return out;
-  }
-
-  private scan(filter: string): AsyncGenerator<Record<string, unknown>> {
-    const values: Record<string, string> = {};
-    if (filter.includes(':hash')) values[':hash'] = '#';
-    if (filter.includes(':ref')) values[':ref'] = '#REF#';
-    return scanEach(this.db, { TableName: this.table, FilterExpression: filter, ExpressionAttributeValues: values, ConsistentRead: true });
+    for await (const item of scanEach(this.db, {
+      TableName: this.table,
+      FilterExpression: 'NOT begins_with(pk, :hash)',
+      ExpressionAttributeValues: { ':hash': '#' },
+      ConsistentRead: true,
+    }))
+      yield fromItem(item);
   }
 
   /** Whether the bucket holds any object. */
@@ -566,24 +460,6 @@ export class ObjectStore {
 
 function refKey(cid: string, bucket: string, key: string) {
   return cidReference(cid, objectHolder(bucket, key));
-}
-
-/**
- * The key of the item saying "`holder` references this CID". Objects hold
- * theirs as `<bucket>/<key>` (objectHolder); other holders (multipart parts)
- * use names starting with '#', which bucket names cannot.
- */
-export function cidReference(cid: string, holder: string): { pk: string; sk: string } {
-  return { pk: `#REF#${cid}`, sk: holder };
-}
-
-/** The item making a CID a collection candidate (re-putting it refreshes `at`). */
-export function candidateItem(cid: string) {
-  return { pk: '#GC', sk: cid, at: `${new Date().toISOString()}#${uniqueToken()}` };
-}
-
-function stripUndefined<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
 }
 
 function fromItem(item: Record<string, unknown>): ObjectRecord {

@@ -59,6 +59,11 @@ export function withoutKeys<T>(item: Record<string, unknown>): T {
   return Object.fromEntries(Object.entries(item).filter(([name]) => !KEY_NAMES.has(name))) as T;
 }
 
+/** A record without its undefined fields, as an item is written (an absent attribute, not a null one). */
+export function stripUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}
+
 /**
  * Makes a conditional write (one item or a transaction): true when it was
  * made, false when its condition did not hold. Anything else is thrown.

@@ -35,9 +35,8 @@ import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { uniqueToken } from '../ids.js';
 import type { Database } from './dynamo.js';
 import { bucketWritableCondition } from './buckets.js';
+import { candidateItem, cidReference } from './object-references.js';
 import {
-  candidateItem,
-  cidReference,
   compareKeys,
   cutToBytes,
   MAX_SORT_KEY_BYTES,
@@ -47,7 +46,8 @@ import {
   type SortKeyBound,
   type TransactItem,
 } from './objects.js';
-import { withoutKeys } from './tables.js';
+import { stripUndefined, withoutKeys } from './tables.js';
+import { retry, type RetryPolicy } from '../retry.js';
 
 export type ChecksumType = 'COMPOSITE' | 'FULL_OBJECT';
 
@@ -158,10 +158,6 @@ const partNumberKey = (n: number) => String(n).padStart(5, '0');
 const partKey = (uploadId: string, n: number) => ({ pk: `#PARTS#${uploadId}`, sk: partNumberKey(n) });
 const partHolder = (uploadId: string, n: number) => `#PART#${uploadId}#${partNumberKey(n)}`;
 
-function stripUndefined<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
-}
-
 function uploadFrom(item: Record<string, unknown>): UploadRecord {
   const rest = withoutKeys<UploadRecord>(item);
   return { ...rest, metadata: rest.metadata ?? {} };
@@ -172,7 +168,8 @@ function partFrom(item: Record<string, unknown>): PartRecord {
   return rest;
 }
 
-const pause = (attempt: number) => new Promise((r) => setTimeout(r, Math.random() * 10 * 2 ** Math.min(attempt, 6)));
+/** Transactions that collided with another: nine tries, pauses drawn below 10 ms doubling to 640 ms (writers that met do not meet again in step). */
+const CONFLICT_RETRY: RetryPolicy = { attempts: 9, baseMs: 10, maxMs: 640, jitter: 'full' };
 
 export class UploadStore {
   constructor(private readonly db: Database) {}
@@ -229,44 +226,47 @@ export class UploadStore {
     const { uploadId } = upload;
     const key = partKey(uploadId, part.partNumber);
     const holder = partHolder(uploadId, part.partNumber);
-    for (let attempt = 0; ; attempt++) {
-      const got = await this.db.doc.send(new GetCommand({ TableName: this.table, Key: key, ConsistentRead: true }));
-      const old = got.Item;
-      // References before the record and removed after it (see ObjectStore.write).
-      const items: TransactItem[] = [
-        {
-          ConditionCheck: {
-            TableName: this.table,
-            Key: uploadKey(upload.bucket, upload.key, uploadId),
-            ConditionExpression: 'attribute_exists(pk)',
+    // The part changed under us, or a concurrent transaction touched the upload: again, from the read.
+    return retry(
+      async () => {
+        const got = await this.db.doc.send(new GetCommand({ TableName: this.table, Key: key, ConsistentRead: true }));
+        const old = got.Item;
+        // References before the record and removed after it (see ObjectStore.write).
+        const items: TransactItem[] = [
+          {
+            ConditionCheck: {
+              TableName: this.table,
+              Key: uploadKey(upload.bucket, upload.key, uploadId),
+              ConditionExpression: 'attribute_exists(pk)',
+            },
           },
-        },
-      ];
-      if (!old || old.cid !== part.cid) items.push({ Put: { TableName: this.table, Item: cidReference(part.cid, holder) } });
-      items.push({
-        Put: {
-          TableName: this.table,
-          Item: { ...stripUndefined(part), ...key, version: uniqueToken() },
-          ...(old
-            ? { ConditionExpression: 'version = :v', ExpressionAttributeValues: { ':v': old.version } }
-            : { ConditionExpression: 'attribute_not_exists(pk)' }),
-        },
-      });
-      if (old && old.cid !== part.cid) {
-        items.push({ Put: { TableName: this.table, Item: candidateItem(old.cid as string) } });
-        items.push({ Delete: { TableName: this.table, Key: cidReference(old.cid as string, holder) } });
-      }
-      try {
-        await this.db.doc.send(new TransactWriteCommand({ TransactItems: items }));
-        return old ? partFrom(old) : undefined;
-      } catch (err) {
-        if (!(err instanceof TransactionCanceledException)) throw err;
-        if (err.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed') throw new NoSuchUploadError(uploadId);
-        if (attempt >= 8) throw err;
-        // The part changed under us, or a concurrent transaction touched the upload: again.
-        await pause(attempt);
-      }
-    }
+        ];
+        if (!old || old.cid !== part.cid) items.push({ Put: { TableName: this.table, Item: cidReference(part.cid, holder) } });
+        items.push({
+          Put: {
+            TableName: this.table,
+            Item: { ...stripUndefined(part), ...key, version: uniqueToken() },
+            ...(old
+              ? { ConditionExpression: 'version = :v', ExpressionAttributeValues: { ':v': old.version } }
+              : { ConditionExpression: 'attribute_not_exists(pk)' }),
+          },
+        });
+        if (old && old.cid !== part.cid) {
+          items.push({ Put: { TableName: this.table, Item: candidateItem(old.cid as string) } });
+          items.push({ Delete: { TableName: this.table, Key: cidReference(old.cid as string, holder) } });
+        }
+        try {
+          await this.db.doc.send(new TransactWriteCommand({ TransactItems: items }));
+          return old ? partFrom(old) : undefined;
+        } catch (err) {
+          if (err instanceof TransactionCanceledException && err.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed') {
+            throw new NoSuchUploadError(uploadId);
+          }
+          throw err;
+        }
+      },
+      { ...CONFLICT_RETRY, retryable: (err) => err instanceof TransactionCanceledException },
+    );
   }
 
   /** Parts in number order, after `after`; `truncated` when more follow. */
@@ -517,16 +517,11 @@ export class UploadStore {
     for (const part of parts) {
       items.push({ Delete: { TableName: this.table, Key: cidReference(part.cid, partHolder(uploadId, part.partNumber)) } });
     }
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.db.doc.send(new TransactWriteCommand({ TransactItems: items }));
-        return;
-      } catch (err) {
-        // Only conflicts with concurrent transactions cancel these writes (they carry no conditions).
-        if (!(err instanceof TransactionCanceledException) || attempt >= 8) throw err;
-        await pause(attempt);
-      }
-    }
+    // Only conflicts with concurrent transactions cancel these writes (they carry no conditions).
+    await retry(() => this.db.doc.send(new TransactWriteCommand({ TransactItems: items })), {
+      ...CONFLICT_RETRY,
+      retryable: (err) => err instanceof TransactionCanceledException,
+    });
   }
 
   /** Finishes the cleanups of uploads that ended at least `olderThanMs` ago (a process died during one). */

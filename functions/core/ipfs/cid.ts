@@ -3,28 +3,9 @@
  * (the unixfs-v0-2015 profile); the vectors in test/fixtures/cid-vectors.json pin them down.
  */
 import { CID } from 'multiformats/cid';
-import { fixedSize } from 'ipfs-unixfs-importer/chunker';
-import { balanced } from 'ipfs-unixfs-importer/layout';
-import type { ImporterOptions } from 'ipfs-unixfs-importer';
 
-export const KUBO_CHUNK_SIZE = 262144;
-export const KUBO_MAX_CHILDREN = 174;
-
-/** Importer options that reproduce `ipfs add` (CIDv0, dag-pb leaves, 256 KiB chunks, 174 links). */
-export function kuboImportOptions(): ImporterOptions {
-  return {
-    cidVersion: 0,
-    rawLeaves: false,
-    leafType: 'file',
-    reduceSingleLeafToSelf: true,
-    chunker: fixedSize({ chunkSize: KUBO_CHUNK_SIZE }),
-    layout: balanced({ maxChildrenPerNode: KUBO_MAX_CHILDREN }),
-    shardSplitThresholdBytes: 262144,
-    shardSplitStrategy: 'links-bytes',
-    shardFanoutBits: 8,
-    wrapWithDirectory: false,
-  };
-}
+// The options themselves are defined once, in the SDK (which must build on its own), and used by both.
+export { KUBO_CHUNK_SIZE, KUBO_MAX_CHILDREN, kuboImportOptions } from '../../../packages/storage-sdk/src/kubo-profile.js';
 
 /** The CIDv1 the service reports: the v0 converted (same DAG), in base32. */
 export function cidV1(cid: CID | string): string {

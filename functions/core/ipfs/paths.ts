@@ -14,6 +14,7 @@
  * `blockstore.get`, in path order: the trustless gateway records them so.
  */
 import { murmur3128 } from '@multiformats/murmur3';
+import { unixfs } from '@helia/unixfs';
 import { exporter, walkPath, type UnixFSEntry } from 'ipfs-unixfs-exporter';
 import type { Blockstore } from 'interface-blockstore';
 import type { CID } from 'multiformats/cid';
@@ -329,13 +330,17 @@ export interface ListedEntry {
 /** Children resolved at once for a listing: each is one block read. */
 const LISTING_PARALLEL = 16;
 
-/** A directory's entries (a sharded one's too), sorted by name, with their types and file sizes. */
+/**
+ * A directory's entries (a sharded one's too), sorted by name, with their
+ * types and file sizes. Listings are not a measured hot path, so the
+ * children are named by @helia/unixfs's `ls` (the product's UnixFS
+ * library); each child is typed by the exporter, which also types what
+ * `stat` refuses (an identity CID, a dag-cbor node).
+ */
 export async function listDirectory(blockstore: Blockstore, entry: PathEntry, signal?: AbortSignal): Promise<ListedEntry[]> {
   if (entry.type !== 'directory') return [];
-  const dir = await exporter(entry.cid, blockstore, { signal });
-  if (dir.type !== 'directory') return [];
   const links: Array<{ name: string; cid: CID }> = [];
-  for await (const child of dir.entries({ signal })) links.push({ name: child.name, cid: child.cid });
+  for await (const child of unixfs({ blockstore }).ls(entry.cid, { signal })) links.push({ name: child.name, cid: child.cid });
   const out: ListedEntry[] = [];
   for (let i = 0; i < links.length; i += LISTING_PARALLEL) {
     const batch = links.slice(i, i + LISTING_PARALLEL);

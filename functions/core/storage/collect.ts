@@ -16,6 +16,7 @@
  * set aside (quarantined, see the integrity check, fsck.ts); the pass goes on.
  */
 import type { Services } from '../services.js';
+import { ObjectReferences } from '../data/object-references.js';
 import { cidOf } from '../ipfs/cid.js';
 import { GateBusyError } from './gate.js';
 import { unpinAndCollect } from './pins.js';
@@ -53,7 +54,8 @@ export async function collectGarbage(services: Services, batch = 200): Promise<C
 }
 
 async function collectBatches(services: Services, batch: number, result: CollectionResult): Promise<void> {
-  const { objects, logger } = services;
+  const { logger } = services;
+  const references = new ObjectReferences(services.db);
   // Ended multipart uploads whose parts were never removed: removing them
   // now makes their CIDs candidates for this very collection.
   await services.uploads.resumeCleanups(STALE_CLEANUP_MS).catch((err: unknown) => {
@@ -64,7 +66,7 @@ async function collectBatches(services: Services, batch: number, result: Collect
   });
   await collectImports(services, result);
   for (;;) {
-    const candidates = await objects.candidates(batch);
+    const candidates = await references.candidates(batch);
     if (!candidates.length) break;
     const node = await services.ipfs();
     await services.gate.withExclusive(async () => {
@@ -72,15 +74,15 @@ async function collectBatches(services: Services, batch: number, result: Collect
       for (const { cid, at } of candidates) {
         result.examined++;
         try {
-          if (!(await objects.isReferenced(cid))) {
+          if (!(await references.isReferenced(cid))) {
             result.blocksDeleted += await unpinAndCollect(node, cidOf(cid));
             result.unpinned++;
           }
-          await objects.dropCandidate(cid, at);
+          await references.dropCandidate(cid, at);
         } catch (err) {
           result.quarantined++;
           logger.error('could not collect a candidate; set aside until the integrity check (npm run fsck)', { cid, err });
-          await objects.quarantineCandidate(cid, at, (err as Error)?.message ?? String(err)).catch((qerr: unknown) => {
+          await references.quarantineCandidate(cid, at, (err as Error)?.message ?? String(err)).catch((qerr: unknown) => {
             logger.error('could not set the candidate aside; it is tried again next time', { cid, err: qerr });
           });
         }

@@ -22,6 +22,7 @@ import { sha256 } from 'multiformats/hashes/sha2';
 import { equals } from 'uint8arrays/equals';
 import type { CID } from 'multiformats/cid';
 import type { Services } from '../services.js';
+import { ObjectReferences } from '../data/object-references.js';
 import type { IpfsNode } from '../ipfs/node.js';
 import { cidOf } from '../ipfs/cid.js';
 import { blockKey, readBlock, walkDag } from './dag-walk.js';
@@ -110,7 +111,7 @@ async function verifyBlock(node: IpfsNode, cid: CID): Promise<string | undefined
  */
 export async function ensureIndexed(services: Services, node: IpfsNode): Promise<void> {
   if (await node.datastore.has(INDEX_MARKER)) return;
-  for (const cid of (await services.objects.referencedCids()).keys()) {
+  for (const cid of (await new ObjectReferences(services.db).referencedCids()).keys()) {
     const missing = await pinRoot(node, cidOf(cid), { tolerateMissing: true });
     if (missing.length)
       services.logger.error('a referenced DAG has missing blocks; run npm run fsck', { cid, missing: missing.map(String) });
@@ -136,8 +137,9 @@ export async function checkIntegrity(services: Services, options: { repair: bool
   };
   const node = await services.ipfs();
   const { datastore } = node;
+  const references = new ObjectReferences(services.db);
   await services.gate.withExclusive(async () => {
-    const referenced = await services.objects.referencedCids();
+    const referenced = await references.referencedCids();
     report.cids = referenced.size;
     const blocks = new Map<string, string | undefined>();
     const problems = new Map<string, string | undefined>();
@@ -187,9 +189,9 @@ export async function checkIntegrity(services: Services, options: { repair: bool
         if (repair) await datastore.delete(new Key(key.toString()));
       }
     }
-    for (const { cid } of await services.objects.quarantined()) {
+    for (const { cid } of await references.quarantined()) {
       report.requeued++;
-      if (repair) await services.objects.requeueQuarantined(cid);
+      if (repair) await references.requeueQuarantined(cid);
     }
     if (!repair) return;
     await datastore.put(INDEX_MARKER, new Uint8Array(0));

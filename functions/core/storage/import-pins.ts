@@ -37,7 +37,7 @@ import { base32 } from 'multiformats/bases/base32';
 import { CID } from 'multiformats/cid';
 import * as Digest from 'multiformats/hashes/digest';
 import type { Database } from '../data/dynamo.js';
-import { candidateItem, cidReference } from '../data/objects.js';
+import { candidateItem, cidReference } from '../data/object-references.js';
 import { referenceCidOf } from '../data/deploys.js';
 import { uniqueToken } from '../ids.js';
 import type { IpfsNode } from '../ipfs/node.js';

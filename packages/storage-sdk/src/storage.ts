@@ -5,6 +5,7 @@
  */
 import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListBucketsCommand, type S3Client } from '@aws-sdk/client-s3';
 import { CID } from 'multiformats/cid';
+import pLimit from 'p-limit';
 import { createS3Client, HASH_HEADER, HASH_V0_HEADER, headersOf, listPage, type Platform } from './client.js';
 import { CairnStorageError, invalidArgument, toStorageError } from './errors.js';
 import { isUploadStream, outputBytes, prepareData } from './bytes.js';
@@ -93,17 +94,9 @@ function params(p: unknown, method: string): Record<string, unknown> {
 }
 
 /** Runs `fn` over items with at most `limit` at once, keeping order. */
-async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
+function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const run = pLimit(limit);
+  return Promise.all(items.map((item) => run(() => fn(item))));
 }
 
 export function createCoreStorage<Data extends Uint8Array = Uint8Array>(

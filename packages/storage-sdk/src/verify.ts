@@ -5,9 +5,8 @@
  *
  * Cairn imports every file with Kubo's `ipfs add` defaults, so that profile
  * is tried first; the two other profiles Kubo and Helia users commonly
- * produce are tried only when it does not match. This mirrors the server's
- * functions/core/ipfs/cid.ts `kuboImportOptions` (the SDK must not import
- * server code).
+ * produce are tried only when it does not match. The Kubo profile is the
+ * same definition the server imports (./kubo-profile.ts).
  */
 import { CID } from 'multiformats/cid';
 import { sha256 } from 'multiformats/hashes/sha2';
@@ -17,27 +16,10 @@ import { importBytes, type ImporterOptions } from 'ipfs-unixfs-importer';
 import { fixedSize } from 'ipfs-unixfs-importer/chunker';
 import { balanced } from 'ipfs-unixfs-importer/layout';
 import { BlackHoleBlockstore } from 'blockstore-core/black-hole';
+import { kuboImportOptions } from './kubo-profile.js';
 
 const RAW = 0x55;
 const DAG_PB = 0x70;
-
-export const KUBO_CHUNK_SIZE = 262144;
-
-/** `ipfs add` with Kubo's defaults (the unixfs-v0-2015 profile): what Cairn's server computes. */
-export function kuboImportOptions(): ImporterOptions {
-  return {
-    cidVersion: 0,
-    rawLeaves: false,
-    leafType: 'file',
-    reduceSingleLeafToSelf: true,
-    chunker: fixedSize({ chunkSize: KUBO_CHUNK_SIZE }),
-    layout: balanced({ maxChildrenPerNode: 174 }),
-    shardSplitThresholdBytes: 262144,
-    shardSplitStrategy: 'links-bytes',
-    shardFanoutBits: 8,
-    wrapWithDirectory: false,
-  };
-}
 
 const OTHER_PROFILES: Array<() => ImporterOptions> = [
   // `ipfs add --cid-version=1`: raw leaves, same chunks and width.

@@ -1,9 +1,9 @@
 /**
- * `cairn storage ls|cp|rm|url`: files in the team's buckets through the
- * S3-compatible API, with the storage SDK (packages/storage-sdk) and its
- * S3 client (which reads the CIDs the service answers each object with).
- * Remote paths are `s3://<bucket>/<key>`; every file sent or fetched is
- * printed with its CID.
+ * The transfers behind `cairn storage cp`: uploads (local files through the
+ * SDK, several at once), downloads (streamed to a temporary file beside the
+ * target, renamed when whole) and copies between remote paths (CopyObject,
+ * so no bytes travel through this machine), each with its progress bar and
+ * each file printed with its CID.
  */
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
@@ -11,178 +11,18 @@ import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { S3Client } from '@aws-sdk/client-s3';
-import type { Command } from 'commander';
-import { typeFromName } from '../core/http/content-type.js';
-import { CairnStorageError, toStorageError } from '../../packages/storage-sdk/src/errors.js';
-import type { Settings } from './config-store.js';
-import type { Context } from './context.js';
-import { CliError, formatBytes, formatTime, table } from './output.js';
-import type { Progress } from './progress.js';
-import { positiveInt } from './sites.js';
-
-interface Remote {
-  bucket: string;
-  key: string;
-}
-
-/** `s3://bucket/key`; where only a remote path makes sense, `bucket/key` too. */
-function parseRemote(text: string, bareAllowed: boolean): Remote | undefined {
-  const m = /^s3:\/\/([^/]+)\/?(.*)$/.exec(text) ?? (bareAllowed ? /^([^/]+)\/?(.*)$/.exec(text) : null);
-  if (!m) return undefined;
-  return { bucket: m[1]!, key: m[2]! };
-}
-
-function needRemote(text: string): Remote {
-  const remote = parseRemote(text, true);
-  if (!remote) throw new CliError(`"${text}" is not a remote path: s3://<bucket>/<key>`);
-  return remote;
-}
-
-const show = (r: Remote) => `s3://${r.bucket}/${r.key}`;
+import { typeFromName } from '../../core/http/content-type.js';
+import { eachLimit } from '../../core/task-limit.js';
+import type { Context } from '../context.js';
+import { CliError, formatBytes } from '../output.js';
+import type { Progress } from '../progress.js';
+import { positiveInt } from '../sites.js';
+import { listAll, show, storageFailure, storageOf, type Remote, type Sdk } from './client.js';
 
 /** The type the gateway would give the file by its name; anything else is stored without one (the service answers application/octet-stream). */
 export const contentTypeOf = (path: string): string | undefined => typeFromName(basename(path));
 
-/** The SDK and the S3 client, loaded when a storage command runs (they take a while to load, and the other commands need neither). */
-async function loadSdk() {
-  const [node, client, s3] = await Promise.all([
-    import('../../packages/storage-sdk/src/node.js'),
-    import('../../packages/storage-sdk/src/client.js'),
-    import('@aws-sdk/client-s3'),
-  ]);
-  return {
-    createStorage: node.createStorage,
-    ...client,
-    GetObjectCommand: s3.GetObjectCommand,
-    CopyObjectCommand: s3.CopyObjectCommand,
-    HeadObjectCommand: s3.HeadObjectCommand,
-  };
-}
-
-type Sdk = Awaited<ReturnType<typeof loadSdk>>;
-
-async function storageOf(settings: Settings) {
-  if (!settings.accessKeyId || !settings.secretAccessKey) {
-    throw new CliError('no storage key pair: run cairn login (it makes one), or set CAIRN_ACCESS_KEY_ID and CAIRN_SECRET_ACCESS_KEY');
-  }
-  const sdk = await loadSdk();
-  const storage = sdk.createStorage({
-    endpoint: settings.storageEndpoint,
-    gatewayUrl: settings.gatewayUrl,
-    publicDomain: settings.storagePublicDomain,
-    apiKey: settings.accessKeyId,
-    apiSecret: settings.secretAccessKey,
-  });
-  const s3 = sdk.createS3Client(storage.options, { apiKey: settings.accessKeyId, apiSecret: settings.secretAccessKey });
-  return {
-    sdk,
-    storage,
-    s3,
-    destroy() {
-      storage.destroy();
-      s3.destroy();
-    },
-  };
-}
-
-/** A storage failure as the one line the user sees. */
-function storageFailure(err: unknown, operation: string): CliError {
-  if (err instanceof CliError) return err;
-  const e = err instanceof CairnStorageError ? err : toStorageError(err, operation);
-  return new CliError(e.message);
-}
-
-/** Runs `fn` over items, at most `limit` at once, in order of start; the first failure is thrown after the others settle. */
-async function eachLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  let failure: unknown;
-  const worker = async () => {
-    while (next < items.length && failure === undefined) {
-      const item = items[next++]!;
-      try {
-        await fn(item);
-      } catch (err) {
-        failure ??= err;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  if (failure !== undefined) throw failure;
-}
-
-interface Listed {
-  key: string;
-  size: number;
-  lastModified: string | null;
-  hash: string | null;
-  hashV0: string | null;
-}
-
-/** Every object under `prefix` (one level with `delimiter`), with its CIDs from Cairn's listing extension. */
-async function listAll(
-  sdk: Sdk,
-  s3: S3Client,
-  bucket: string,
-  prefix: string,
-  delimiter?: string,
-): Promise<{ files: Listed[]; directories: string[] }> {
-  const files: Listed[] = [];
-  const directories: string[] = [];
-  let token: string | undefined;
-  try {
-    do {
-      const page = await sdk.listPage(
-        s3,
-        { Bucket: bucket, Prefix: prefix || undefined, Delimiter: delimiter, ContinuationToken: token },
-        true,
-      );
-      (page.output.Contents ?? []).forEach((c, i) =>
-        files.push({
-          key: c.Key!,
-          size: c.Size ?? 0,
-          lastModified: c.LastModified?.toISOString() ?? null,
-          hash: page.hashes?.[i]?.hash ?? null,
-          hashV0: page.hashes?.[i]?.hashV0 ?? null,
-        }),
-      );
-      for (const p of page.output.CommonPrefixes ?? []) if (p.Prefix) directories.push(p.Prefix);
-      token = page.output.IsTruncated ? page.output.NextContinuationToken : undefined;
-    } while (token);
-  } catch (err) {
-    throw storageFailure(err, `listing s3://${bucket}/${prefix}`);
-  }
-  return { files, directories };
-}
-
-async function ls(path: string | undefined, options: { recursive?: boolean }, ctx: Context): Promise<void> {
-  const client = await storageOf(await ctx.settings());
-  try {
-    if (path === undefined) {
-      const buckets = await client.storage.listBuckets({}).catch((err: unknown) => {
-        throw storageFailure(err, 'listing buckets');
-      });
-      ctx.out.result(buckets, () => buckets.map((b) => b.name));
-      return;
-    }
-    const remote = needRemote(path);
-    const { files, directories } = await listAll(client.sdk, client.s3, remote.bucket, remote.key, options.recursive ? undefined : '/');
-    ctx.out.result({ bucket: remote.bucket, prefix: remote.key, directories, files }, () => [
-      ...directories.map((d) => `${'PRE'.padStart(30)}  ${d}`),
-      ...(files.length
-        ? table(
-            ['MODIFIED', 'SIZE', 'CID', 'KEY'],
-            files.map((f) => [formatTime(f.lastModified), formatBytes(f.size), f.hash ?? '-', f.key]),
-          ).slice(1) // as aws s3 ls: no header
-        : directories.length
-          ? []
-          : [`Nothing under ${show(remote)}`]),
-    ]);
-  } finally {
-    client.destroy();
-  }
-}
-
-interface CopyOptions {
+export interface CopyOptions {
   recursive?: boolean;
   public?: boolean;
   contentType?: string;
@@ -244,7 +84,7 @@ function transferBar(progress: Progress, total: number, files: number) {
   };
 }
 
-async function upload(sources: string, destination: Remote, options: CopyOptions, ctx: Context): Promise<void> {
+export async function upload(sources: string, destination: Remote, options: CopyOptions, ctx: Context): Promise<void> {
   const source = resolve(sources);
   const st = await stat(source).catch(() => undefined);
   if (!st) throw new CliError(`${sources}: no such file or folder`);
@@ -350,7 +190,7 @@ async function fetchObject(
   return { size, hash: headers[sdk.HASH_HEADER] ?? null, hashV0: headers[sdk.HASH_V0_HEADER] ?? null };
 }
 
-async function download(source: Remote, destination: string, options: CopyOptions, ctx: Context): Promise<void> {
+export async function download(source: Remote, destination: string, options: CopyOptions, ctx: Context): Promise<void> {
   const toStdout = destination === '-';
   if (toStdout && (options.recursive || ctx.out.json)) throw new CliError('"-" (stdout) takes one file, without -r or --json');
   const concurrency = options.concurrency === undefined ? 4 : positiveInt(options.concurrency, '--concurrency');
@@ -411,7 +251,7 @@ async function download(source: Remote, destination: string, options: CopyOption
  * s3:// to s3://: each object copied by the service (CopyObject), so no
  * bytes travel through this machine: the copy is the same CID.
  */
-async function copyRemote(source: Remote, destination: Remote, options: CopyOptions, ctx: Context): Promise<void> {
+export async function copyRemote(source: Remote, destination: Remote, options: CopyOptions, ctx: Context): Promise<void> {
   const concurrency = options.concurrency === undefined ? 4 : positiveInt(options.concurrency, '--concurrency');
   const intoFolder = destination.key === '' || destination.key.endsWith('/');
   const client = await storageOf(await ctx.settings());
@@ -489,108 +329,4 @@ async function copyRemote(source: Remote, destination: Remote, options: CopyOpti
     () =>
       `${results.length} file${results.length === 1 ? '' : 's'} copied (${formatBytes(results.reduce((s, r) => s + r.size, 0))}), by the service: no bytes went through this machine.`,
   );
-}
-
-async function cp(source: string, destination: string, options: CopyOptions, ctx: Context): Promise<void> {
-  const from = parseRemote(source, false);
-  const to = parseRemote(destination, false);
-  if (!from && !to) throw new CliError('one side must be a remote path: s3://<bucket>/<key>');
-  if (from && to) return copyRemote(from, to, options, ctx);
-  if (to) return upload(source, to, options, ctx);
-  return download(from!, destination, options, ctx);
-}
-
-async function rmCommand(path: string, options: { recursive?: boolean }, ctx: Context): Promise<void> {
-  const remote = needRemote(path);
-  const client = await storageOf(await ctx.settings());
-  try {
-    let keys: string[];
-    if (options.recursive) {
-      const prefix = remote.key === '' || remote.key.endsWith('/') ? remote.key : `${remote.key}/`;
-      keys = (await listAll(client.sdk, client.s3, remote.bucket, prefix)).files.map((f) => f.key);
-      if (keys.length === 0) throw new CliError(`nothing under s3://${remote.bucket}/${prefix}`);
-    } else {
-      if (remote.key === '') throw new CliError(`${show(remote)} names a bucket: add -r to remove everything in it`);
-      // S3 deletes a missing key without a word; a typo deserves one.
-      await client.storage.get({ bucket: remote.bucket, key: remote.key, getOptions: ['hash'] }).catch((err: unknown) => {
-        if (err instanceof CairnStorageError && err.code === 'NoSuchKey') throw new CliError(`${show(remote)} does not exist`);
-        throw storageFailure(err, `removing ${show(remote)}`);
-      });
-      keys = [remote.key];
-    }
-    const progress = ctx.progress();
-    await eachLimit(keys, 8, async (key) => {
-      await client.storage.deleteFile({ bucket: remote.bucket, key }).catch((err: unknown) => {
-        throw storageFailure(err, `removing s3://${remote.bucket}/${key}`);
-      });
-      progress.line(`delete: s3://${remote.bucket}/${key}`);
-    });
-    ctx.out.result({ bucket: remote.bucket, deleted: keys }, () => `${keys.length} file${keys.length === 1 ? '' : 's'} removed.`);
-  } finally {
-    client.destroy();
-  }
-}
-
-async function url(path: string, ctx: Context): Promise<void> {
-  const remote = needRemote(path);
-  const settings = await ctx.settings();
-  const client = await storageOf(settings);
-  try {
-    const file = await client.storage
-      .get({ bucket: remote.bucket, key: remote.key, getOptions: ['hash', 'hashV0', 'publicUrl'] })
-      .catch((err: unknown) => {
-        if (err instanceof CairnStorageError && err.code === 'NoSuchKey') throw new CliError(`${show(remote)} does not exist`);
-        throw storageFailure(err, `reading ${show(remote)}`);
-      });
-    const gatewayUrl = `${settings.gatewayUrl}/ipfs/${file.hash}`;
-    ctx.out.result(
-      { bucket: remote.bucket, key: remote.key, hash: file.hash, hashV0: file.hashV0, publicUrl: file.publicUrl, gatewayUrl },
-      () => [
-        `Public URL:  ${file.publicUrl}  (served when the file is public-read)`,
-        `Gateway URL: ${gatewayUrl}`,
-        `CID:         ${file.hash} (v0 ${file.hashV0})`,
-      ],
-    );
-  } finally {
-    client.destroy();
-  }
-}
-
-export function registerStorage(program: Command, context: (command: Command) => Context): void {
-  const storage = program.command('storage').description('files in your buckets (the S3-compatible API), with their CIDs');
-
-  storage
-    .command('ls [path]')
-    .description('your buckets, or the files under s3://<bucket>/<prefix> with their sizes and CIDs')
-    .option('-r, --recursive', 'everything under the prefix, not one level')
-    .addHelpText('after', '\nExamples:\n  cairn storage ls\n  cairn storage ls s3://default-bucket/site/ -r')
-    .action(async (path: string | undefined, options: { recursive?: boolean }, command: Command) => ls(path, options, context(command)));
-
-  storage
-    .command('cp <source> <destination>')
-    .description(
-      'upload (local -> s3://), download (s3:// -> local, or - for stdout) or copy (s3:// -> s3://, by the service); prints each CID',
-    )
-    .option('-r, --recursive', 'copy a folder and everything in it')
-    .option('--public', 'uploads are public-read (served at their public URL); default private')
-    .option('--content-type <type>', "uploads' Content-Type (default: from each file's extension)")
-    .option('--concurrency <n>', 'files at once (default 4)')
-    .addHelpText(
-      'after',
-      '\nExamples:\n  cairn storage cp ./photo.jpg s3://default-bucket/photos/\n  cairn storage cp -r ./public s3://default-bucket/site --public\n  cairn storage cp -r s3://default-bucket/site ./site-copy\n  cairn storage cp -r s3://default-bucket/site s3://backup-bucket/site',
-    )
-    .action(async (source: string, destination: string, options: CopyOptions, command: Command) =>
-      cp(source, destination, options, context(command)),
-    );
-
-  storage
-    .command('rm <path>')
-    .description('remove a file (or, with -r, everything under a prefix)')
-    .option('-r, --recursive', 'everything under the prefix')
-    .action(async (path: string, options: { recursive?: boolean }, command: Command) => rmCommand(path, options, context(command)));
-
-  storage
-    .command('url <path>')
-    .description("a file's public URL, its gateway URL and its CIDs")
-    .action(async (path: string, _options: unknown, command: Command) => url(path, context(command)));
 }
