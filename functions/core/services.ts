@@ -22,15 +22,16 @@ import { HookDeliveryStore } from './data/hook-deliveries.js';
 import { NotificationUrlStore } from './data/notification-urls.js';
 import { NotificationDeliveryStore } from './data/notification-deliveries.js';
 import { recordOnlyOutbox, type NotificationOutbox } from './ports/notifications.js';
-import { createSealer } from './auth/secrets.js';
+import { createSealer } from '../aws/kms-sealer.js';
 import { createIpfsNode, type IpfsNode } from './ipfs/node.js';
-import { LocalUploadGate, type UploadGate } from './storage/gate.js';
-import { DynamoUploadGate } from './storage/dynamo-gate.js';
+import type { UploadGate } from './ports/upload-gate.js';
+import { LocalUploadGate } from '../local/upload-gate.js';
+import { DynamoUploadGate } from '../aws/dynamo-gate.js';
 import type { DigestName } from './hashing/digests.js';
 import type { LogStore } from './ports/log-store.js';
 import { pollingQueue, type DeployQueue } from './ports/deploy-queue.js';
 import { noCdn, noSiteHostMap, type CdnPurger, type CdnRetries, type SiteCache, type SiteHostMap } from './ports/site-cache.js';
-import { FileLogStore } from './logs/file-log-store.js';
+import { FileLogStore } from '../local/file-log-store.js';
 import { inlineLeafHasher, ownHashThread, RemoteHashing, type HashChannel, type LeafHasher } from './hashing/leaf-hasher.js';
 
 export interface Services {
@@ -152,7 +153,10 @@ export async function createServices(
     deployQueue: sqsQueue ?? pollingQueue,
     cdn: await createCdnPurger(config, cdnRetries, logger),
     siteHosts: await createSiteHostMap(config, cdnRetries, logger),
-    ipfs: () => (node ??= createIpfsNode(config)),
+    ipfs: () =>
+      (node ??= config.blockBucket
+        ? import('../aws/s3-ipfs-stores.js').then((m) => m.createS3IpfsNode(config.blockBucket!, config.region))
+        : createIpfsNode(config)),
     // Many Lambda instances upload at once in AWS; locally one process owns the data.
     gate: config.runtime === 'aws' ? new DynamoUploadGate(db, logger) : new LocalUploadGate(),
     // A Lambda instance serves one request at a time: nothing to overlap with.
@@ -176,7 +180,7 @@ async function createSqsQueue(config: Config): Promise<(DeployQueue & CdnRetries
   if (!config.deployQueueUrl) return undefined;
   const { SQSClient } = await import('@aws-sdk/client-sqs');
   const { CodeBuildClient } = await import('@aws-sdk/client-codebuild');
-  const { SqsDeployQueue } = await import('./hosting/sqs-deploy-queue.js');
+  const { SqsDeployQueue } = await import('../aws/sqs-deploy-queue.js');
   return new SqsDeployQueue(
     new SQSClient({ region: config.region }),
     config.deployQueueUrl,
@@ -197,7 +201,7 @@ function noRetries(logger: Logger): CdnRetries {
 async function createCdnPurger(config: Config, retries: CdnRetries, logger: Logger): Promise<CdnPurger> {
   if (!config.cdn.distributionId) return noCdn;
   const { CloudFrontClient } = await import('@aws-sdk/client-cloudfront');
-  const { CloudFrontPurger } = await import('./hosting/cloudfront-purger.js');
+  const { CloudFrontPurger } = await import('../aws/cloudfront-purger.js');
   return new CloudFrontPurger(
     new CloudFrontClient({ region: config.region }),
     config.cdn.distributionId,
@@ -210,7 +214,7 @@ async function createCdnPurger(config: Config, retries: CdnRetries, logger: Logg
 async function createSiteHostMap(config: Config, retries: CdnRetries, logger: Logger): Promise<SiteHostMap> {
   if (!config.cdn.siteHostsKvsArn) return noSiteHostMap;
   const { CloudFrontKeyValueStoreClient } = await import('@aws-sdk/client-cloudfront-keyvaluestore');
-  const { KvsSiteHostMap } = await import('./hosting/kvs-site-hosts.js');
+  const { KvsSiteHostMap } = await import('../aws/kvs-site-hosts.js');
   return new KvsSiteHostMap(
     new CloudFrontKeyValueStoreClient({ region: config.region }),
     config.cdn.siteHostsKvsArn,
@@ -223,7 +227,7 @@ async function createSiteHostMap(config: Config, retries: CdnRetries, logger: Lo
 async function createLogStore(config: Config): Promise<LogStore> {
   if (config.blockBucket) {
     const { S3Client } = await import('@aws-sdk/client-s3');
-    const { S3LogStore } = await import('./logs/s3-log-store.js');
+    const { S3LogStore } = await import('../aws/s3-log-store.js');
     return new S3LogStore(new S3Client({ region: config.region }), config.blockBucket);
   }
   return new FileLogStore(join(config.dataDir, 'deploy-logs'));

@@ -9,7 +9,7 @@ import type { SQSEvent } from 'aws-lambda';
 import { loadConfig } from '../core/config.js';
 import { createObservability, observe } from '../core/observability.js';
 import { createServices, type Services } from '../core/services.js';
-import { isCodeBuildStateChange } from './codebuild-runner.js';
+import { isCodeBuildStateChange } from '../aws/codebuild-runner.js';
 import { awsPipeline, buildEnded, runScheduledTick, takeDeploys, type WorkerOptions } from './worker.js';
 import { mirrorsIdle } from './steps/checkout.js';
 

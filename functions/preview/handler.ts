@@ -22,7 +22,7 @@ import { loadConfig } from '../core/config.js';
 import { createObservability, observe } from '../core/observability.js';
 import { createServices, type Services } from '../core/services.js';
 import { ChromiumScreenshotter, installedChromium, type ChromiumBuild } from './chromium.js';
-import { sparticuzChromium } from './lambda-chromium.js';
+import { sparticuzChromium } from '../aws/lambda-chromium.js';
 import { previewDeploy, previewInputOf, type PreviewOutcome } from './preview-deploy.js';
 
 /** Time kept back from the invocation's own limit to give the shot up, close the browser and write the log. */

@@ -21,7 +21,7 @@ import { readCappedBody } from '../http/capped-body.js';
 import { parseCid } from '../ipfs/cid.js';
 import { CarImportError } from '../ipfs/car-import.js';
 import { importCar } from '../storage/car-ingest.js';
-import { GateBusyError } from '../storage/gate.js';
+import { GateBusyError } from '../ports/upload-gate.js';
 import { workSlices } from '../work-slices.js';
 
 /** The most CIDs one `have` asks about. */
