@@ -24,7 +24,8 @@ import { createDatabase } from '../functions/core/data/dynamo.js';
 import { AccountStore, type Account } from '../functions/core/data/accounts.js';
 import { StorageKeyStore } from '../functions/core/data/storage-keys.js';
 import { ConflictError } from '../functions/core/data/errors.js';
-import { createSealer, type SecretSealer } from '../functions/core/auth/secrets.js';
+import type { SecretSealer } from '../functions/core/auth/secrets.js';
+import { createSealer } from '../functions/aws/kms-sealer.js';
 import { isValidAccountName, withNewCredentials } from '../functions/core/bootstrap.js';
 
 /** A failure to report as one line. */

@@ -18,6 +18,9 @@ function pick(alphabet: string, n: number): string {
 
 export const newId = (): string => randomUUID();
 
+/** Site ids are newId's UUIDs; nothing else is looked up by id (site hosts, CDN paths). */
+export const SITE_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 /**
  * Tokens that must differ from every other one minted anywhere (request
  * ids, a record's write version), not be unguessable: 64 random bits drawn

@@ -9,7 +9,8 @@ import type { SQSEvent } from 'aws-lambda';
 import { loadConfig } from '../core/config.js';
 import { createObservability, observe } from '../core/observability.js';
 import { createServices, type Services } from '../core/services.js';
-import { isCodeBuildStateChange } from './codebuild-runner.js';
+import { awsAdapters } from '../aws/adapters.js';
+import { isCodeBuildStateChange } from '../aws/codebuild-runner.js';
 import { awsPipeline, buildEnded, runScheduledTick, takeDeploys, type WorkerOptions } from './worker.js';
 import { mirrorsIdle } from './steps/checkout.js';
 
@@ -18,7 +19,9 @@ const observability = createObservability('deploy-worker');
 let ready: Promise<{ services: Services; pipeline: WorkerOptions }> | undefined;
 
 async function start() {
-  const services = await createServices(loadConfig(), observability.logger);
+  const config = loadConfig();
+  const logger = observability.logger;
+  const services = await createServices(config, await awsAdapters(config, logger), { logger });
   return { services, pipeline: await awsPipeline(services) };
 }
 

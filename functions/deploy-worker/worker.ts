@@ -26,13 +26,13 @@ import type { Services } from '../core/services.js';
 import type { Deploy } from '../core/data/deploys.js';
 import { deployLogKey } from '../core/ports/log-store.js';
 import { BuildRefused, type BuildRunner, type DetachedBuildRunner } from '../core/ports/build-runner.js';
-import { parseQueueMessage } from '../core/hosting/sqs-deploy-queue.js';
+import { parseQueueMessage } from '../aws/sqs-deploy-queue.js';
 import { retryCdnChange } from '../core/hosting/site-host-map.js';
 import { notifyDeploy, sendNotification } from '../core/hosting/notifications.js';
 import { collectGarbage, type CollectionResult } from '../core/storage/collect.js';
 import type { PreviewTaker } from '../core/ports/screenshotter.js';
 import { resumeDeploy, runDeploy, type PipelineOptions } from './pipeline.js';
-import { buildEndOf, type CodeBuildStateChange } from './codebuild-runner.js';
+import { buildEndOf, type CodeBuildStateChange } from '../aws/codebuild-runner.js';
 import { DeployLog } from './deploy-log.js';
 import { KEPT_REPOSITORIES, runningLimitMs } from './limits.js';
 
@@ -57,7 +57,7 @@ export async function awsPipeline(services: Services): Promise<WorkerOptions> {
   if (config.build.codeBuildProject && config.blockBucket) {
     const { CodeBuildClient } = await import('@aws-sdk/client-codebuild');
     const { S3Client } = await import('@aws-sdk/client-s3');
-    const { CodeBuildRunner } = await import('./codebuild-runner.js');
+    const { CodeBuildRunner } = await import('../aws/codebuild-runner.js');
     runner = new CodeBuildRunner(
       new CodeBuildClient({ region: config.region }),
       new S3Client({ region: config.region }),
@@ -68,7 +68,7 @@ export async function awsPipeline(services: Services): Promise<WorkerOptions> {
   let previews: PreviewTaker | undefined;
   if (config.preview.enabled && config.preview.functionName) {
     const { LambdaClient } = await import('@aws-sdk/client-lambda');
-    const { LambdaPreviewTaker } = await import('../preview/lambda-preview-taker.js');
+    const { LambdaPreviewTaker } = await import('../aws/lambda-preview-taker.js');
     previews = new LambdaPreviewTaker(new LambdaClient({ region: config.region }), config.preview.functionName);
   } else if (config.preview.enabled) {
     services.logger.warn('CAIRN_PREVIEW is on but CAIRN_PREVIEW_FUNCTION is unset: no preview images');

@@ -21,8 +21,20 @@
 import { isValidAccountName, withNewCredentials } from '../core/bootstrap.js';
 import type { AccountStore } from '../core/data/accounts.js';
 import type { Logger } from '../core/logger.js';
-import type { FirstAccountSecretStore } from './secrets-manager.js';
-import type { FirstAccountSecret } from './secret-value.js';
+import type { FirstAccountSecret, SecretContent } from './secret-value.js';
+
+/** Where the first account's credentials are kept (functions/aws/secrets-manager.ts: the stack's secret). */
+export interface FirstAccountSecretStore {
+  /** Which secret: its ARN, for logs and answers (never its value). */
+  readonly id: string;
+  read(): Promise<SecretContent>;
+  /**
+   * Makes `value` the secret's current value. The version's token is derived
+   * from the secret, so the same call again is a no-op and a different value
+   * is refused by Secrets Manager itself: written once, never overwritten.
+   */
+  write(value: FirstAccountSecret): Promise<void>;
+}
 
 export interface FirstAccountRequest {
   accountName: string;

@@ -19,9 +19,9 @@ import { createLogger, type Logger } from '../core/logger.js';
 import { createDatabase } from '../core/data/dynamo.js';
 import { AccountStore } from '../core/data/accounts.js';
 import { StorageKeyStore } from '../core/data/storage-keys.js';
-import { createSealer } from '../core/auth/secrets.js';
+import { createSealer } from '../aws/kms-sealer.js';
 import { ensureFirstAccount } from './first-account.js';
-import { secretsManagerStore } from './secrets-manager.js';
+import { secretsManagerStore } from '../aws/secrets-manager.js';
 
 /** The custom resource's properties (lib/first-account.ts sets them). */
 export interface FirstAccountProperties {

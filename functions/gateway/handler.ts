@@ -3,6 +3,7 @@ import { loadConfig } from '../core/config.js';
 import { lambdaHttpHandler } from '../core/http/lambda.js';
 import { createObservability, observe } from '../core/observability.js';
 import { createServices } from '../core/services.js';
+import { awsAdapters } from '../aws/adapters.js';
 import { createGatewayHandler } from './app.js';
 
 const observability = createObservability('gateway');
@@ -11,7 +12,8 @@ export const handler = observe(
   lambdaHttpHandler(async () => {
     const config = loadConfig();
     // Every line this function logs, the services' included, names it (fn) and its request.
-    const services = await createServices(config, observability.logger);
+    const logger = observability.logger;
+    const services = await createServices(config, await awsAdapters(config, logger), { logger });
     return { handler: createGatewayHandler(services, services.logger), logger: services.logger };
   }),
   observability,

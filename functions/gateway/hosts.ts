@@ -5,7 +5,8 @@
  * a proxy in front may listen on another port than the one configured.
  */
 import type { Config } from '../core/config.js';
-import { SITE_ID_PATTERN, type SiteAddress } from '../core/hosting/site-hosts.js';
+import { SITE_ID_PATTERN } from '../core/ids.js';
+import type { SiteAddress } from '../core/hosting/site-hosts.js';
 
 export interface BucketHost {
   bucket: string;

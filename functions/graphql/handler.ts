@@ -12,6 +12,7 @@ import { loadConfig } from '../core/config.js';
 import { toHttpRequest, toLambdaResult } from '../core/http/lambda.js';
 import { createObservability, observe } from '../core/observability.js';
 import { createServices, type Services } from '../core/services.js';
+import { awsAdapters } from '../aws/adapters.js';
 import { sideRouteFor } from './routes.js';
 import { bodyTooLarge, contextFor, createApolloServer, createPlayground, MAX_BODY_BYTES, readJsonBody } from './server.js';
 
@@ -26,7 +27,10 @@ const observability = createObservability('graphql');
 let door: Door | undefined;
 /** One set of services per container, for Apollo's context and the hooks alike. */
 let containerServices: Promise<Services> | undefined;
-const servicesOf = (config: ReturnType<typeof loadConfig>) => (containerServices ??= createServices(config, observability.logger));
+const servicesOf = (config: ReturnType<typeof loadConfig>) =>
+  (containerServices ??= awsAdapters(config, observability.logger).then((adapters) =>
+    createServices(config, adapters, { logger: observability.logger }),
+  ));
 
 /** Built on the first request of a container, so a configuration error shows in that request's log. */
 function buildDoor(): Door {

@@ -7,8 +7,8 @@
  */
 import type { HttpRequest } from '../core/http/types.js';
 import type { Services } from '../core/services.js';
-import { handleHook, isHookPath } from '../core/hosting/git-hooks.js';
-import { handleImport, isImportPath } from '../core/hosting/imports.js';
+import { handleHook, isHookPath } from './hooks-http.js';
+import { handleImport, isImportPath } from './imports-http.js';
 import { handleWebApp, isWebAppPath } from '../web-app/serve.js';
 
 export interface SideRoute {

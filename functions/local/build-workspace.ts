@@ -17,7 +17,7 @@
  */
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { removeTree } from '../deploy-worker/steps/build-layer.js';
+import { removeTree } from './build-layer.js';
 import type { Logger } from '../core/logger.js';
 
 /** Removes every entry of the workspace (see above); returns how many there were. A failure is logged, never thrown: the service starts all the same. */

@@ -58,7 +58,7 @@ import {
   removeLayer,
   separateFiles,
   type OverlayTools,
-} from '../deploy-worker/steps/build-layer.js';
+} from './build-layer.js';
 import { BLOCK_FD, closeLinkLocal, connectOutside, INFO_FD, OUTSIDE_NAMESPACES, ROUTES_FAILED } from './outside-network.js';
 import { BUILD_GID, BUILD_HOST, BUILD_UID, rootArgs, writeBuildEtc, type BuildEtc } from './build-root.js';
 import {

@@ -24,29 +24,34 @@ export class LocalDeployQueue implements DeployQueue {
     (err) => this.logger.error('the deploy queue could not look for work; it looks again shortly', { err }),
   );
 
+  /** Set by start: the services are built with this queue in them, so it gets them after. */
+  private pipeline?: PipelineOptions;
+
   constructor(
-    private readonly pipeline: PipelineOptions,
     private readonly concurrency: number,
     private readonly logger: Logger,
   ) {}
 
-  async start(): Promise<void> {
-    const { deploys } = this.pipeline.services;
+  /** Ends what a previous process left running, then takes queued deploys through `pipeline`. */
+  async start(pipeline: PipelineOptions): Promise<void> {
+    this.pipeline = pipeline;
+    const { deploys } = pipeline.services;
     for (const deploy of await deploys.listRunning()) {
       const ended = await deploys.finish(deploy.siteId, deploy.id, { status: 'FAILED', reason: 'interrupted by a restart of the service' });
       if (ended) {
-        const log = await DeployLog.continued(this.pipeline.services.deployLogs, deployLogKey(deploy.siteId, deploy.id), this.logger);
+        const log = await DeployLog.continued(pipeline.services.deployLogs, deployLogKey(deploy.siteId, deploy.id), this.logger);
         log.line('Failed: interrupted by a restart of the service');
         await log.close();
         // The log's last line first, then the team is told (recorded only: never fails the start).
-        await notifyDeploy(this.pipeline.services, 'FAILED', ended);
+        await notifyDeploy(pipeline.services, 'FAILED', ended);
       }
     }
     this.poller.start(POLL_MS);
   }
 
   async enqueued(): Promise<void> {
-    this.poller.wake();
+    // Before start the deploy waits in the table; start's first look finds it.
+    if (this.pipeline) this.poller.wake();
   }
 
   async cancelled(deploy: Deploy): Promise<void> {
@@ -54,7 +59,9 @@ export class LocalDeployQueue implements DeployQueue {
   }
 
   private async pump(): Promise<void> {
-    const { deploys } = this.pipeline.services;
+    const pipeline = this.pipeline;
+    if (!pipeline) return;
+    const { deploys } = pipeline.services;
     // Cancels asked through another process reach a running build here.
     for (const [id, run] of this.running) {
       const deploy = await deploys.get(run.siteId, id);
@@ -71,7 +78,7 @@ export class LocalDeployQueue implements DeployQueue {
       const claimed = await deploys.claim(queued.siteId, queued.id);
       if (!claimed) continue;
       const controller = new AbortController();
-      const done = runDeploy(this.pipeline, claimed, controller.signal)
+      const done = runDeploy(pipeline, claimed, controller.signal)
         .catch((err: unknown) => this.logger.error('a deploy ended on an unexpected error', { deployId: claimed.id, err }))
         .finally(() => {
           this.running.delete(claimed.id);

@@ -29,27 +29,30 @@ export class LocalNotificationOutbox implements NotificationOutbox {
     (err) => this.logger.error('the notification outbox could not look for deliveries; it looks again shortly', { err }),
   );
 
-  constructor(
-    private readonly services: Services,
-    private readonly logger: Logger,
-  ) {}
+  /** Set by start: the services are built with this outbox in them, so it gets them after. */
+  private services?: Services;
 
-  start(): void {
+  constructor(private readonly logger: Logger) {}
+
+  start(services: Services): void {
+    this.services = services;
     this.poller.start(POLL_MS);
   }
 
   async queued(): Promise<void> {
-    this.poller.wake();
+    // Before start the delivery waits in the table; start's first look finds it.
+    if (this.services) this.poller.wake();
   }
 
   private async pump(): Promise<void> {
-    if (this.inFlight.size >= CONCURRENCY) return;
-    for (const delivery of await this.services.notificationDeliveries.due(new Date(), 50)) {
+    const services = this.services;
+    if (!services || this.inFlight.size >= CONCURRENCY) return;
+    for (const delivery of await services.notificationDeliveries.due(new Date(), 50)) {
       if (this.poller.isStopped || this.inFlight.size >= CONCURRENCY) break;
       // The URL's older delivery goes first; this one is looked at again when it is done.
       if (this.inFlight.has(delivery.urlId)) continue;
       const ref = refOf(delivery);
-      const sending = sendNotification(this.services, ref, { signal: this.controller.signal })
+      const sending = sendNotification(services, ref, { signal: this.controller.signal })
         .catch((err: unknown) => this.logger.error('a deploy notification attempt failed; tried again at the next look', { ...ref, err }))
         .finally(() => {
           this.inFlight.delete(delivery.urlId);

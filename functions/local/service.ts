@@ -15,6 +15,7 @@ import { startEmbeddedDynamo, type EmbeddedDynamo } from './embedded-dynamo/data
 import { startHelperThread, type HelperThread } from './helper.js';
 import type { FromHashThread, ToHashThread } from '../core/hashing/leaf-hasher.js';
 import { createServices, type Services } from '../core/services.js';
+import { localAdapters, type LocalParts } from './adapters.js';
 import { bootstrapAccounts, type BootstrapResult } from '../core/bootstrap.js';
 import { createS3Handler } from '../s3/app.js';
 import { createGatewayHandler } from '../gateway/app.js';
@@ -73,9 +74,10 @@ export interface LocalStorage {
 /**
  * The data directory opened for this process: the embedded DynamoDB (unless
  * DYNAMODB_ENDPOINT is set), the tables and the IPFS node. The server runs
- * on it, and so do offline tools (the integrity check).
+ * on it, with its own worker, outbox and cache as `parts`; offline tools
+ * (the integrity check) give none.
  */
-export async function openLocalStorage(config: Config, logger: Logger): Promise<LocalStorage> {
+export async function openLocalStorage(config: Config, logger: Logger, parts: Omit<LocalParts, 'hashing'> = {}): Promise<LocalStorage> {
   await checkDataDir(config.dataDir);
   let embedded: EmbeddedDynamo | undefined;
   let helper: HelperThread | undefined;
@@ -101,9 +103,9 @@ export async function openLocalStorage(config: Config, logger: Logger): Promise<
     await helper?.close();
   };
   try {
-    // Without the embedded database the process hashes on a thread of its own, started only if needed (services.ts).
+    // Without the embedded database the process hashes on a thread of its own, started only if needed (adapters.ts).
     const hashing = helper?.start<ToHashThread, FromHashThread>('hashing');
-    services = await createServices(cfg, logger, { dynamo: embedded?.transport, hashing });
+    services = await createServices(cfg, await localAdapters(cfg, { ...parts, hashing }), { logger, dynamo: embedded?.transport });
     await ensureTables(services.db);
     await services.ipfs();
     return { config: cfg, services, embedded, close };
@@ -114,7 +116,11 @@ export async function openLocalStorage(config: Config, logger: Logger): Promise<
 }
 
 export async function startLocalService(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<LocalService> {
-  const storage = await openLocalStorage(config, logger);
+  // Built before the services, which hold them, and started once the data directory is this process's.
+  const deploys = new LocalDeployQueue(config.build.concurrency, logger.child({ fn: 'deploys' }));
+  const notifications = new LocalNotificationOutbox(logger.child({ fn: 'notifications' }));
+  const siteCache = new LocalSiteCache(config.sites.cacheBytes);
+  const storage = await openLocalStorage(config, logger, { deployQueue: deploys, notificationOutbox: notifications, siteCache });
   const { config: cfg, services } = storage;
   const servers: Server[] = [];
   const screenshotter = cfg.preview.enabled ? new ChromiumScreenshotter(cfg.preview.chromiumPath) : undefined;
@@ -127,25 +133,6 @@ export async function startLocalService(config: Config, logger: Logger = createL
     workspace: join(cfg.dataDir, 'builds'),
     limits: cfg.build.limits,
   });
-  const deploys = new LocalDeployQueue(
-    {
-      services,
-      runner,
-      // Inside the data directory: the sandbox hides the rest of it from the build.
-      workspace: join(cfg.dataDir, 'builds'),
-      sources: {
-        dir: join(cfg.dataDir, 'sources'),
-        keep: KEPT_REPOSITORIES.local,
-        onBackgroundError: (err) => logger.warn('a kept repository could not be brought up to date; it starts afresh', { err }),
-      },
-      buildTimeoutMs: cfg.build.timeoutMs,
-      screenshotter,
-      previewTimeoutMs: cfg.preview.timeoutMs,
-    },
-    cfg.build.concurrency,
-    logger.child({ fn: 'deploys' }),
-  );
-  const notifications = new LocalNotificationOutbox(services, logger.child({ fn: 'notifications' }));
   let collector: NodeJS.Timeout | undefined;
   let collecting: Promise<unknown> = Promise.resolve();
   const stop = async () => {
@@ -169,13 +156,21 @@ export async function startLocalService(config: Config, logger: Logger = createL
   };
   try {
     const bootstrap = await bootstrapAccounts(services);
-    services.deployQueue = deploys;
-    services.notificationOutbox = notifications;
-    const siteCache = new LocalSiteCache(cfg.sites.cacheBytes);
-    services.siteCache = siteCache;
-    services.cdn = siteCache;
-    await deploys.start();
-    notifications.start();
+    await deploys.start({
+      services,
+      runner,
+      // Inside the data directory: the sandbox hides the rest of it from the build.
+      workspace: join(cfg.dataDir, 'builds'),
+      sources: {
+        dir: join(cfg.dataDir, 'sources'),
+        keep: KEPT_REPOSITORIES.local,
+        onBackgroundError: (err) => logger.warn('a kept repository could not be brought up to date; it starts afresh', { err }),
+      },
+      buildTimeoutMs: cfg.build.timeoutMs,
+      screenshotter,
+      previewTimeoutMs: cfg.preview.timeoutMs,
+    });
+    notifications.start(services);
     const { host, ports } = cfg;
     servers.push(await serve('graphql', 'CAIRN_API_PORT', createGraphqlHandler(services), ports.api, host, logger));
     servers.push(await serve('s3', 'CAIRN_S3_PORT', createS3Handler(services), ports.s3, host, logger));

@@ -21,8 +21,9 @@ import type { Context } from 'aws-lambda';
 import { loadConfig } from '../core/config.js';
 import { createObservability, observe } from '../core/observability.js';
 import { createServices, type Services } from '../core/services.js';
+import { awsAdapters } from '../aws/adapters.js';
 import { ChromiumScreenshotter, installedChromium, type ChromiumBuild } from './chromium.js';
-import { sparticuzChromium } from './lambda-chromium.js';
+import { sparticuzChromium } from '../aws/lambda-chromium.js';
 import { previewDeploy, previewInputOf, type PreviewOutcome } from './preview-deploy.js';
 
 /** Time kept back from the invocation's own limit to give the shot up, close the browser and write the log. */
@@ -33,7 +34,9 @@ const observability = createObservability('preview');
 let ready: Promise<{ services: Services; build: ChromiumBuild }> | undefined;
 
 async function start() {
-  const services = await createServices(loadConfig(), observability.logger);
+  const config = loadConfig();
+  const logger = observability.logger;
+  const services = await createServices(config, await awsAdapters(config, logger), { logger });
   const { preview } = services.config;
   return {
     services,

@@ -22,7 +22,7 @@ import { isValidBucketName } from './names.js';
 import type { S3Request } from './router.js';
 import { escapeXml, S3_NS } from './xml.js';
 import { parseXmlBody, readSmallBody } from './xml-input.js';
-import { webAppOrigins } from '../web-app/app-config.js';
+import { webAppOrigins } from '../core/web-app-origins.js';
 
 /** The methods a rule may allow (S3 refuses any other, OPTIONS and PATCH included). */
 const CORS_METHODS: ReadonlySet<string> = new Set(['GET', 'PUT', 'POST', 'DELETE', 'HEAD']);

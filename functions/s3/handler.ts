@@ -8,6 +8,7 @@ import { loadConfig } from '../core/config.js';
 import { lambdaHttpHandler } from '../core/http/lambda.js';
 import { createObservability, observe } from '../core/observability.js';
 import { createServices } from '../core/services.js';
+import { awsAdapters } from '../aws/adapters.js';
 import { createS3Handler } from './app.js';
 
 const observability = createObservability('s3');
@@ -16,7 +17,8 @@ export const handler = observe(
   lambdaHttpHandler(async () => {
     const config = loadConfig();
     // Every line this function logs, createS3Handler's included, names it (fn) and its request.
-    const services = await createServices(config, observability.logger);
+    const logger = observability.logger;
+    const services = await createServices(config, await awsAdapters(config, logger), { logger });
     return { handler: createS3Handler(services), logger: services.logger };
   }),
   observability,

@@ -35,10 +35,10 @@ import { lambdaEnv, QUEUE_URL, sqsEvent, startLambdas, type AwsLambdas } from '.
 import type { Services } from '../../functions/core/services.js';
 import { createLogger, type Logger } from '../../functions/core/logger.js';
 import { newSortableId } from '../../functions/core/ids.js';
-import { CloudFrontPurger } from '../../functions/core/hosting/cloudfront-purger.js';
-import { KvsSiteHostMap } from '../../functions/core/hosting/kvs-site-hosts.js';
+import { CloudFrontPurger } from '../../functions/aws/cloudfront-purger.js';
+import { KvsSiteHostMap } from '../../functions/aws/kvs-site-hosts.js';
 import { CDN_RETRY_MAX_ATTEMPTS, cdnRetryDelaySeconds } from '../../functions/core/hosting/cdn-retry.js';
-import { SqsDeployQueue, parseQueueMessage } from '../../functions/core/hosting/sqs-deploy-queue.js';
+import { SqsDeployQueue, parseQueueMessage } from '../../functions/aws/sqs-deploy-queue.js';
 import type { CdnRetry } from '../../functions/core/ports/site-cache.js';
 
 const DISTRIBUTION = 'E2QWRUHEXAMPLE';

@@ -27,7 +27,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import type { CdkCustomResourceEvent, Context } from 'aws-lambda';
 import { startEmbeddedDb, type EmbeddedDb } from '../support/embedded-db.js';
 import { loadConfig } from '../../functions/core/config.js';
-import { createSealer } from '../../functions/core/auth/secrets.js';
+import { createSealer } from '../../functions/aws/kms-sealer.js';
 import type { Database } from '../../functions/core/data/dynamo.js';
 import { AccountStore } from '../../functions/core/data/accounts.js';
 import { StorageKeyStore } from '../../functions/core/data/storage-keys.js';
@@ -36,7 +36,7 @@ import { TeamStore } from '../../functions/core/data/teams.js';
 import { BucketStore } from '../../functions/core/data/buckets.js';
 import { withNewCredentials } from '../../functions/core/bootstrap.js';
 import { PENDING_VALUE, type FirstAccountSecret } from '../../functions/first-account/secret-value.js';
-import { credentialsVersionToken } from '../../functions/first-account/secrets-manager.js';
+import { credentialsVersionToken } from '../../functions/aws/secrets-manager.js';
 import type { FirstAccountProperties } from '../../functions/first-account/handler.js';
 
 const SECRET_KEY = randomBytes(32).toString('hex');

@@ -18,7 +18,7 @@ import { dataOf, onlyError } from '../support/graphql.js';
 import { lambdaEnv, QUEUE_URL, sqsEvent as sqsMessage, startLambdas, type AwsLambdas } from '../support/aws-mocks.js';
 import type { Services } from '../../functions/core/services.js';
 import { NotificationDeliveryStore } from '../../functions/core/data/notification-deliveries.js';
-import { parseQueueMessage, SqsDeployQueue } from '../../functions/core/hosting/sqs-deploy-queue.js';
+import { parseQueueMessage, SqsDeployQueue } from '../../functions/aws/sqs-deploy-queue.js';
 import { retryDelaySeconds } from '../../functions/core/hosting/notifications.js';
 import { runScheduledTick, takeDeploys, type WorkerOptions } from '../../functions/deploy-worker/worker.js';
 

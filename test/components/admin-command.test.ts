@@ -18,7 +18,7 @@ import { ROOT } from '../support/child-service.js';
 import { startEmbeddedDb, type EmbeddedDb } from '../support/embedded-db.js';
 import { serviceEnv, startTestService } from '../support/service.js';
 import { loadConfig } from '../../functions/core/config.js';
-import { createSealer } from '../../functions/core/auth/secrets.js';
+import { createSealer } from '../../functions/aws/kms-sealer.js';
 import type { Database } from '../../functions/core/data/dynamo.js';
 import { AccountStore } from '../../functions/core/data/accounts.js';
 import { StorageKeyStore } from '../../functions/core/data/storage-keys.js';

@@ -8,8 +8,8 @@ import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FileLogStore } from '../../functions/core/logs/file-log-store.js';
-import { S3LogStore } from '../../functions/core/logs/s3-log-store.js';
+import { FileLogStore } from '../../functions/local/file-log-store.js';
+import { S3LogStore } from '../../functions/aws/s3-log-store.js';
 import type { LogStore } from '../../functions/core/ports/log-store.js';
 import { startTestService, type TestService } from '../support/service.js';
 

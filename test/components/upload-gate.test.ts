@@ -3,8 +3,8 @@
  * tables stand for two Lambda instances. A collection never runs while an
  * upload is in flight, and an upload waits for a running collection.
  */
-import { DynamoUploadGate } from '../../functions/core/storage/dynamo-gate.js';
-import { GateBusyError } from '../../functions/core/storage/gate.js';
+import { DynamoUploadGate } from '../../functions/aws/dynamo-gate.js';
+import { GateBusyError } from '../../functions/core/ports/upload-gate.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { waitFor } from '../support/wait.js';
 

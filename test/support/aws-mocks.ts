@@ -15,6 +15,8 @@ import { dataOf, graphqlClient, importGraphqlLambda, newAccount, type AccountFix
 import { lambdaFetch } from './lambda-door.js';
 import { loadConfig } from '../../functions/core/config.js';
 import { createServices, type Services } from '../../functions/core/services.js';
+import { awsAdapters } from '../../functions/aws/adapters.js';
+import { createLogger } from '../../functions/core/logger.js';
 import { ensureTables } from '../../functions/core/data/dynamo.js';
 
 export const QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/cairn-deploys';
@@ -43,6 +45,13 @@ export function lambdaEnv(service: TestService, tablePrefix: string, extra: Reco
   };
 }
 
+/** The services a Lambda handler builds from `env`, composed the same way (functions/aws/adapters.ts). */
+export async function lambdaServices(env: Record<string, string>): Promise<Services> {
+  const config = loadConfig(env);
+  const logger = createLogger(config.logLevel);
+  return createServices(config, await awsAdapters(config, logger), { logger });
+}
+
 export interface AwsLambdas {
   /** The services a handler builds from that environment (its tables made). */
   aws: Services;
@@ -67,7 +76,7 @@ export async function startLambdas(env: Record<string, string>, accountPrefix: s
   const saved = { ...process.env };
   for (const name of ['AWS_PROFILE', ...unset]) delete process.env[name];
   Object.assign(process.env, env);
-  const aws = await createServices(loadConfig(env));
+  const aws = await lambdaServices(env);
   await ensureTables(aws.db);
   const account = await newAccount({ services: aws } as TestService, accountPrefix);
   const client = graphqlClient({ name: 'Lambda door', fetch: lambdaFetch(await importGraphqlLambda()) }, 'https://api.example.com/graphql');

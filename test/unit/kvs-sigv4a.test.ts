@@ -6,7 +6,7 @@
  * AWS4-ECDSA-P256-SHA256 for every region, at the account's KVS endpoint.
  */
 import { CloudFrontKeyValueStoreClient, DescribeKeyValueStoreCommand } from '@aws-sdk/client-cloudfront-keyvaluestore';
-import '../../functions/core/hosting/kvs-site-hosts.js';
+import '../../functions/aws/kvs-site-hosts.js';
 
 const KVS_ARN = 'arn:aws:cloudfront::123456789012:key-value-store/a1b2c3d4-5678-90ab-cdef-EXAMPLE11111';
 

@@ -20,7 +20,7 @@ import { lambdaFetch } from '../support/lambda-door.js';
 import { httpRequest } from '../../functions/core/http/types.js';
 import { buildWebApp } from '../../functions/web-app/build.js';
 import { isWebAppPath, WebApp, webAppSource } from '../../functions/web-app/serve.js';
-import { webAppOrigins } from '../../functions/web-app/app-config.js';
+import { webAppOrigins } from '../../functions/core/web-app-origins.js';
 import { BOOT } from '../support/service.js';
 import { encodeKey, encodeRfc3986, sha256Hex, signRequest, UNSIGNED_PAYLOAD } from '../../functions/web-app/ui/sigv4.js';
 import { s3Url } from '../../functions/web-app/ui/s3.js';

@@ -1,7 +1,7 @@
 /**
  * Seals secrets at rest. Storage secrets must be recoverable (SigV4 signs
  * with the secret itself), so they are encrypted, not hashed: AES-256-GCM
- * with a configured key locally, KMS in AWS.
+ * with a configured key locally, KMS in AWS (functions/aws/kms-sealer.ts).
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -34,39 +34,6 @@ export function aesSealer(key: Buffer): SecretSealer {
   };
 }
 
-/** KMS Encrypt/Decrypt (secrets are tiny); decrypted values are cached per container. */
-export async function kmsSealer(keyId: string, region: string): Promise<SecretSealer> {
-  const { KMSClient, EncryptCommand, DecryptCommand } = await import('@aws-sdk/client-kms');
-  const kms = new KMSClient({ region });
-  const cache = new Map<string, string>();
-  return {
-    async seal(plaintext, context) {
-      const out = await kms.send(
-        new EncryptCommand({
-          KeyId: keyId,
-          Plaintext: Buffer.from(plaintext),
-          EncryptionContext: { cairn: context },
-        }),
-      );
-      return `kms.${Buffer.from(out.CiphertextBlob!).toString('base64')}`;
-    },
-    async open(sealed, context) {
-      const hit = cache.get(sealed);
-      if (hit !== undefined) return hit;
-      if (!sealed.startsWith('kms.')) throw new Error('unknown sealed secret format');
-      const out = await kms.send(
-        new DecryptCommand({
-          CiphertextBlob: Buffer.from(sealed.slice(4), 'base64'),
-          EncryptionContext: { cairn: context },
-        }),
-      );
-      const plain = Buffer.from(out.Plaintext!).toString('utf8');
-      cache.set(sealed, plain);
-      return plain;
-    },
-  };
-}
-
 /** The configured key, else one generated once and kept (mode 0600) under the data directory. */
 async function localKey(config: Config): Promise<Buffer> {
   if (config.secretKey) return config.secretKey;
@@ -84,7 +51,7 @@ async function localKey(config: Config): Promise<Buffer> {
   return key;
 }
 
-export async function createSealer(config: Config): Promise<SecretSealer> {
-  if (config.kmsKeyId && !config.secretKey) return kmsSealer(config.kmsKeyId, config.region);
+/** AES-256-GCM with the configured key, or the one kept under the data directory. */
+export async function localSealer(config: Config): Promise<SecretSealer> {
   return aesSealer(await localKey(config));
 }

@@ -32,24 +32,21 @@
  * JSON: `{ ok: true, deployId, url }` when a deploy was queued (`url` its own
  * address, where a preview is seen), `{ ok: true, ignored: "<why>" }` when
  * the event asks for nothing, `{ ok: false, error }` otherwise.
+ *
+ * The HTTP side (paths, methods, reading the body, statuses) is the API
+ * door's, functions/graphql/hooks-http.ts; here events are taken as plain
+ * values (a site id, the headers as a record, the body's bytes) and what
+ * was done comes back as a HookOutcome.
  */
-import { readCappedBody } from '../http/capped-body.js';
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { Services } from '../services.js';
 import type { Site } from '../data/sites.js';
 import type { Deploy, DeployPullRequest } from '../data/deploys.js';
-import { queryParams, type HttpRequest } from '../http/types.js';
 import { DeployRequestError, triggerDeploy, triggerPreview } from './deploys.js';
 import { siteAddresses } from './notifications.js';
 
 /** The largest event body taken: GitHub caps its payloads at 25 MB, but a push event past 1 MiB is one with thousands of commits listed. */
 export const MAX_HOOK_BODY_BYTES = 1024 * 1024;
-
-const GIT_HOOK_PATH = /^\/hooks\/git\/([^/]+)\/?$/;
-const BUILD_HOOK_PATH = /^\/hooks\/build\/([^/]+)\/?$/;
-
-/** Whether the path is one of the hooks (the GraphQL doors hand those here). */
-export const isHookPath = (rawPath: string): boolean => rawPath.startsWith('/hooks/');
 
 /** The secret URL of a build hook, shown once when it is made. */
 export const buildHookUrl = (baseUrl: string, hookId: string, token: string): string =>
@@ -59,46 +56,40 @@ export const buildHookUrl = (baseUrl: string, hookId: string, token: string): st
 export const gitHookUrl = (baseUrl: string, siteId: string): string =>
   `${baseUrl.replace(/\/+$/, '')}/hooks/git/${encodeURIComponent(siteId)}`;
 
-function json(status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers },
-  });
-}
+/** An event's headers, by lowercase name. */
+export type HookHeaders = Readonly<Record<string, string | undefined>>;
 
-const refuse = (status: number, error: string, headers?: Record<string, string>) => json(status, { ok: false, error }, headers);
-const ignored = (why: string, extra: Record<string, unknown> = {}) => json(200, { ok: true, ignored: why, ...extra });
-const notFound = () => refuse(404, 'no such hook');
-/** The answer for a deploy started (or started before, by the same delivery): its id and its own address. */
-const deployed = (services: Services, site: Site, deployId: string, extra: Record<string, unknown> = {}) =>
-  json(200, { ok: true, ...extra, deployId, url: siteAddresses(services, site, deployId).deploy });
-const tooLarge = () => refuse(413, `the event body is larger than ${MAX_HOOK_BODY_BYTES} bytes`, { connection: 'close' });
+/** What a hook did, for the door to answer with. */
+export type HookOutcome =
+  /** A deploy was queued (or was before, by the same delivery): its id and its own address. */
+  | { kind: 'deployed'; deployId: string; url: string; ignored?: string; alreadyHandled?: true }
+  | { kind: 'ignored'; why: string; alreadyHandled?: true }
+  /** `not-found`: no such site, hook, or a site without a webhook secret (the same answer for all). */
+  | { kind: 'refused'; reason: 'not-found' | 'unauthorized' | 'invalid' | 'unsupported-type'; error: string };
 
-/** Answers a request under /hooks/. */
-export async function handleHook(services: Services, req: HttpRequest): Promise<Response> {
-  const git = GIT_HOOK_PATH.exec(req.rawPath);
-  const build = BUILD_HOOK_PATH.exec(req.rawPath);
-  if (!git && !build) return notFound();
-  if (req.method.toUpperCase() !== 'POST') {
-    await req.body?.cancel().catch(() => {});
-    return refuse(405, 'hooks take POST only', { allow: 'POST' });
-  }
-  try {
-    if (git) return await gitEvent(services, req, decodeURIComponent(git[1]!));
-    return await buildHook(services, req, decodeURIComponent(build![1]!));
-  } catch (err) {
-    if (err instanceof DeployRequestError) return refuse(422, err.message);
-    services.logger.error('a hook request failed', { path: req.rawPath.replace(/\?.*$/, ''), err });
-    return refuse(500, 'internal error; the git host may deliver the event again');
-  }
-}
-
-/** The body, or undefined once it passes the limit (read no further: the answer closes the connection). */
-async function readCapped(req: HttpRequest, limit: number): Promise<Buffer | undefined> {
-  const declared = Number(req.headers.get('content-length') ?? 0);
-  if (declared > limit) return undefined;
-  return readCappedBody(req.body, limit);
-}
+const refused = (reason: Extract<HookOutcome, { kind: 'refused' }>['reason'], error: string): HookOutcome => ({
+  kind: 'refused',
+  reason,
+  error,
+});
+const notFound = () => refused('not-found', 'no such hook');
+const ignored = (why: string, alreadyHandled?: true): HookOutcome => ({
+  kind: 'ignored',
+  why,
+  ...(alreadyHandled ? { alreadyHandled } : {}),
+});
+/** The outcome of a deploy started (or started before, by the same delivery). */
+const deployed = (
+  services: Services,
+  site: Site,
+  deployId: string,
+  extra: { ignored?: string; alreadyHandled?: true } = {},
+): HookOutcome => ({
+  kind: 'deployed',
+  ...extra,
+  deployId,
+  url: siteAddresses(services, site, deployId).deploy,
+});
 
 /** Constant-time equality of two strings of any lengths (compared as SHA-256 digests). */
 function sameSecret(a: string, b: string): boolean {
@@ -109,54 +100,63 @@ function sameSecret(a: string, b: string): boolean {
 
 type Host = 'github' | 'gitlab';
 
-function verify(host: Host, headers: Headers, body: Buffer, secret: string): boolean {
+function verify(host: Host, headers: HookHeaders, body: Buffer, secret: string): boolean {
   if (host === 'gitlab') {
-    const token = headers.get('x-gitlab-token');
-    return token !== null && sameSecret(token, secret);
+    const token = headers['x-gitlab-token'];
+    return token !== undefined && sameSecret(token, secret);
   }
-  const signature = headers.get('x-hub-signature-256');
-  if (signature === null) return false;
+  const signature = headers['x-hub-signature-256'];
+  if (signature === undefined) return false;
   const expected = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
   const given = Buffer.from(signature.trim().toLowerCase());
   const wanted = Buffer.from(expected);
   return given.length === wanted.length && timingSafeEqual(given, wanted);
 }
 
-async function gitEvent(services: Services, req: HttpRequest, siteId: string): Promise<Response> {
+/** A site that takes git events, and its webhook secret. */
+export interface GitHookTarget {
+  site: Site;
+  secret: string;
+}
+
+/** The site `siteId` names when it takes git events (it exists and has a webhook secret); undefined otherwise, before any body is read. */
+export async function gitHookTarget(services: Services, siteId: string): Promise<GitHookTarget | undefined> {
   const site = /^[0-9A-Za-z-]{1,64}$/.test(siteId) ? await services.sites.getById(siteId) : undefined;
   const secret = site ? await services.siteSecrets.webhookSecret(site.id) : undefined;
-  if (!site || secret === undefined) {
-    await req.body?.cancel().catch(() => {});
-    return notFound();
-  }
-  const host: Host = req.headers.has('x-gitlab-event') || req.headers.has('x-gitlab-token') ? 'gitlab' : 'github';
-  const body = await readCapped(req, MAX_HOOK_BODY_BYTES);
-  if (body === undefined) return tooLarge();
-  if (!verify(host, req.headers, body, secret)) {
-    return refuse(
-      401,
+  return site && secret !== undefined ? { site, secret } : undefined;
+}
+
+/**
+ * A git host's event for `target`: checked against its secret, parsed,
+ * claimed by its delivery id, and acted on. Throws DeployRequestError when
+ * the site cannot deploy what the event asks for.
+ */
+export async function receiveGitEvent(services: Services, target: GitHookTarget, headers: HookHeaders, body: Buffer): Promise<HookOutcome> {
+  const { site, secret } = target;
+  const host: Host = headers['x-gitlab-event'] !== undefined || headers['x-gitlab-token'] !== undefined ? 'gitlab' : 'github';
+  if (!verify(host, headers, body, secret)) {
+    return refused(
+      'unauthorized',
       host === 'gitlab'
         ? "X-Gitlab-Token is missing or does not match the site's webhook secret"
         : "X-Hub-Signature-256 is missing or does not match the body signed with the site's webhook secret",
     );
   }
-  const text = eventText(host, req.headers.get('content-type'), body);
-  if (text instanceof Response) return text;
+  const text = eventText(host, headers['content-type'], body);
+  if (typeof text !== 'string') return text;
   let event: unknown;
   try {
     event = JSON.parse(text);
   } catch {
-    return refuse(400, 'the event body is not JSON');
+    return refused('invalid', 'the event body is not JSON');
   }
-  if (!event || typeof event !== 'object') return refuse(400, 'the event body is not a JSON object');
-  const name = host === 'gitlab' ? req.headers.get('x-gitlab-event') : req.headers.get('x-github-event');
+  if (!event || typeof event !== 'object') return refused('invalid', 'the event body is not a JSON object');
+  const name = (host === 'gitlab' ? headers['x-gitlab-event'] : headers['x-github-event']) ?? null;
   const action = host === 'gitlab' ? gitlabAction(site, name, event as GitlabEvent) : githubAction(site, name, event as GithubEvent);
-  if ('error' in action) return refuse(400, action.error);
+  if ('error' in action) return refused('invalid', action.error);
 
   const deliveryId = (
-    host === 'gitlab'
-      ? (req.headers.get('x-gitlab-event-uuid') ?? req.headers.get('idempotency-key'))
-      : req.headers.get('x-github-delivery')
+    host === 'gitlab' ? (headers['x-gitlab-event-uuid'] ?? headers['idempotency-key']) : headers['x-github-delivery']
   )?.trim();
   if (deliveryId !== undefined && deliveryId !== '' && deliveryId.length <= 200) {
     const claim = await services.hookDeliveries.claim(site.id, deliveryId);
@@ -164,7 +164,7 @@ async function gitEvent(services: Services, req: HttpRequest, siteId: string): P
       const why = `delivery ${deliveryId} was already handled`;
       return claim.previous.deployId
         ? deployed(services, site, claim.previous.deployId, { ignored: why, alreadyHandled: true })
-        : ignored(why, { alreadyHandled: true });
+        : ignored(why, true);
     }
     try {
       const answer = await act(services, site, action);
@@ -192,15 +192,15 @@ const FORM = 'application/x-www-form-urlencoded';
  * field, GitHub's default ("application/x-www-form-urlencoded"). Anything
  * else is 415, naming what is taken.
  */
-function eventText(host: Host, contentType: string | null, body: Buffer): string | Response {
+function eventText(host: Host, contentType: string | undefined, body: Buffer): string | HookOutcome {
   const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
   if (type === '' || type === 'application/json') return body.toString('utf8');
   if (type === FORM && host === 'github') {
     const payload = new URLSearchParams(body.toString('utf8')).get('payload');
-    return payload ?? refuse(400, `the ${FORM} event has no payload field`);
+    return payload ?? refused('invalid', `the ${FORM} event has no payload field`);
   }
   const taken = host === 'github' ? `application/json or ${FORM}` : 'application/json';
-  return refuse(415, `the content type ${type} is not taken: send the event as ${taken}`);
+  return refused('unsupported-type', `the content type ${type} is not taken: send the event as ${taken}`);
 }
 
 /** What an event asks for. */
@@ -388,9 +388,8 @@ function previewAction(
   return { preview: { ...(pr.fork ? { url: pr.headRepoUrl! } : {}), branch: pr.head, commit: pr.sha.toLowerCase(), pullRequest } };
 }
 
-async function buildHook(services: Services, req: HttpRequest, hookId: string): Promise<Response> {
-  await req.body?.cancel().catch(() => {});
-  const token = queryParams(req.rawQuery).get('token') ?? '';
+/** A build hook called with `token`: deploys the head of the site's branch, or previews the hook's own branch. */
+export async function runBuildHook(services: Services, hookId: string, token: string): Promise<HookOutcome> {
   const hook = /^[0-9A-Za-z]{1,64}$/.test(hookId) && token !== '' ? await services.siteSecrets.buildHookFor(hookId, token) : undefined;
   if (!hook) return notFound();
   const site = await services.sites.getById(hook.siteId);

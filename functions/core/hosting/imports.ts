@@ -1,218 +1,51 @@
 /**
- * The CAR import endpoint, on the API port beside /graphql (both doors
- * route `/imports/` here, functions/graphql/routes.ts). It lets a client
- * that builds a site's DAG itself (`cairn deploy --dir`) send it, then
- * deploy it with the `deployCid` mutation:
- *
- *   POST /imports/have   {"cids": [...]}  -> {"ok": true, "missing": [...]}: the CIDs whose blocks are not here
- *   POST /imports/car    a CARv1 (Content-Type application/vnd.ipld.car), one root
- *                        -> {"ok": true, "root", "blocks", "bytes", "complete", ["missing"], "expiresAt"}
- *
- * Both take the hosting API key as GraphQL does (`Authorization: <key>` or
- * `Bearer <key>`), and optionally `?siteId=<id>`, which must then be a site
- * of the key's team. Every answer is JSON; a refusal is
- * `{"ok": false, "error": "<one sentence>"}` with its 4xx status. What a
- * CAR becomes (verified blocks, the import pin) is storage/car-ingest.ts.
+ * What the CAR import endpoint (functions/graphql/imports-http.ts) asks of
+ * the core, in plain values: whether a key may import (for a site, when it
+ * names one), and which of a list of CIDs have no block here. What a CAR
+ * becomes is storage/car-ingest.ts.
  */
+import type { CID } from 'multiformats/cid';
 import type { Services } from '../services.js';
-import type { HttpRequest } from '../http/types.js';
-import { queryParams } from '../http/types.js';
-import { readCappedBody } from '../http/capped-body.js';
-import { parseCid } from '../ipfs/cid.js';
-import { CarImportError } from '../ipfs/car-import.js';
-import { importCar } from '../storage/car-ingest.js';
-import { GateBusyError } from '../storage/gate.js';
 import { workSlices } from '../work-slices.js';
 
-/** The most CIDs one `have` asks about. */
-export const MAX_HAVE_CIDS = 10_000;
-/** The largest `have` body: 10,000 CIDs of a hundred characters and more, with room to spare. */
-export const MAX_HAVE_BODY_BYTES = 2 * 1024 * 1024;
 /** Blockstore lookups in flight at once for one `have` (each a round trip where the blockstore is S3). */
 const LOOKUPS = 32;
 
-const HAVE_PATH = /^\/imports\/have\/?$/;
-const CAR_PATH = /^\/imports\/car\/?$/;
-const CAR_TYPE = 'application/vnd.ipld.car';
+export type ImportAccess = 'allowed' | 'no-key' | 'bad-key' | 'no-site' | 'other-team';
 
-export const isImportPath = (rawPath: string): boolean => rawPath.startsWith('/imports/');
-
-function json(status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers },
-  });
+/** Whether `apiKey` may import, and for `siteId` when one is given (a site of the key's team). */
+export async function importAccess(services: Services, apiKey: string | undefined, siteId: string | undefined): Promise<ImportAccess> {
+  const caller = apiKey ? await services.apiKeys.caller(apiKey) : undefined;
+  if (!caller) return apiKey ? 'bad-key' : 'no-key';
+  if (siteId === undefined) return 'allowed';
+  const site = /^[0-9A-Za-z-]{1,64}$/.test(siteId) ? await services.sites.getById(siteId) : undefined;
+  if (!site) return 'no-site';
+  return site.teamId === caller.teamId ? 'allowed' : 'other-team';
 }
 
-const refuse = (status: number, error: string, headers?: Record<string, string>) => json(status, { ok: false, error }, headers);
-
-/** The body is past its limit: the answer says so and the rest is never read (the connection closes after it). */
-class BodyTooLarge extends Error {
-  override name = 'BodyTooLarge';
-}
-
-/** The body could not be read to its end (the client went away, or the stream broke). */
-class BodyUnreadable extends Error {
-  override name = 'BodyUnreadable';
-}
-
-/** The caller's key from `Authorization: <key>` or `Bearer <key>`, as the GraphQL door reads it (graphql/context.ts). */
-function apiKeyFrom(header: string | null): string | undefined {
-  if (!header) return undefined;
-  const key = header
-    .trim()
-    .replace(/^Bearer\s+/i, '')
-    .trim();
-  return key || undefined;
-}
-
-async function drop(req: HttpRequest): Promise<void> {
-  await req.body?.cancel().catch(() => {});
-}
-
-/** Answers a request under /imports/. */
-export async function handleImport(services: Services, req: HttpRequest): Promise<Response> {
-  const have = HAVE_PATH.test(req.rawPath);
-  const car = CAR_PATH.test(req.rawPath);
-  if (!have && !car) {
-    await drop(req);
-    return refuse(404, 'no such import endpoint: POST /imports/have or POST /imports/car');
-  }
-  if (req.method.toUpperCase() !== 'POST') {
-    await drop(req);
-    return refuse(405, `${req.rawPath.replace(/\/$/, '')} takes POST only`, { allow: 'POST' });
-  }
-  try {
-    const key = apiKeyFrom(req.headers.get('authorization'));
-    const caller = key ? await services.apiKeys.caller(key) : undefined;
-    if (!caller) {
-      await drop(req);
-      return refuse(
-        401,
-        key ? 'The API key is not valid (unknown or revoked)' : 'An API key is required: send it in the Authorization header',
-      );
-    }
-    const siteId = queryParams(req.rawQuery).get('siteId');
-    if (siteId !== undefined) {
-      const site = /^[0-9A-Za-z-]{1,64}$/.test(siteId) ? await services.sites.getById(siteId) : undefined;
-      if (!site) {
-        await drop(req);
-        return refuse(404, 'site not found');
-      }
-      if (site.teamId !== caller.teamId) {
-        await drop(req);
-        return refuse(403, 'The site belongs to another team; this API key cannot import content for it');
-      }
-    }
-    return have ? await answerHave(services, req) : await answerCar(services, req);
-  } catch (err) {
-    if (err instanceof CarImportError) return refuse(400, err.message);
-    if (err instanceof BodyTooLarge) return refuse(413, err.message, { connection: 'close' });
-    if (err instanceof BodyUnreadable) return refuse(400, err.message);
-    if (err instanceof GateBusyError)
-      return refuse(503, 'garbage collection is running; try again in a few seconds', { 'retry-after': '5' });
-    services.logger.error('an import request failed', { path: req.rawPath, err });
-    return refuse(500, 'internal error; nothing of this request was kept, so it can be sent again');
-  }
-}
-
-async function answerHave(services: Services, req: HttpRequest): Promise<Response> {
-  const declared = Number(req.headers.get('content-length') ?? 0);
-  const body =
-    declared > MAX_HAVE_BODY_BYTES
-      ? undefined
-      : await readCappedBody(req.body, MAX_HAVE_BODY_BYTES).catch(() => {
-          throw new BodyUnreadable('the request body could not be read to its end');
-        });
-  if (body === undefined)
-    return refuse(413, `the body is larger than ${MAX_HAVE_BODY_BYTES} bytes; ask about at most ${MAX_HAVE_CIDS} CIDs at a time`, {
-      connection: 'close',
-    });
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body.toString('utf8'));
-  } catch {
-    return refuse(400, 'the body is not JSON: send {"cids": ["<cid>", ...]}');
-  }
-  const cids = (parsed as { cids?: unknown } | null)?.cids;
-  if (!parsed || typeof parsed !== 'object' || !Array.isArray(cids))
-    return refuse(400, 'the body must be a JSON object with "cids", an array of CID strings');
-  if (cids.length > MAX_HAVE_CIDS) return refuse(400, `"cids" holds ${cids.length} CIDs; ask about at most ${MAX_HAVE_CIDS} at a time`);
-  // 10,000 CIDs to parse and look up, most of them answered without I/O (the
-  // local store's index is read synchronously): in slices, and with as few
-  // promises as will do (each costs more than the lookup it waits for).
-  const pause = workSlices();
-  const parsedCids = [];
-  for (const [i, text] of cids.entries()) {
-    const cid = typeof text === 'string' ? parseCid(text) : undefined;
-    if (!cid) return refuse(400, `cids[${i}] is not a CID: ${JSON.stringify(text)?.slice(0, 120)}`);
-    parsedCids.push(cid);
-    const turn = pause();
-    if (turn) await turn;
-  }
+/**
+ * The indexes in `cids` of those whose block is not here; stops (rejecting)
+ * once `signal` aborts. `pause` is the caller's, when the work on the same
+ * request started before (parsing the CIDs): one slice budget for both.
+ */
+export async function missingBlocks(
+  services: Services,
+  cids: readonly CID[],
+  { signal, pause = workSlices() }: { signal?: AbortSignal; pause?: () => Promise<void> | undefined } = {},
+): Promise<number[]> {
   const node = await services.ipfs();
+  const missing: number[] = [];
   // LOOKUPS at a time, side by side (round trips where the blockstore is S3).
-  const held: boolean[] = [];
-  for (let start = 0; start < parsedCids.length; start += LOOKUPS) {
-    req.signal?.throwIfAborted();
-    const batch = parsedCids.slice(start, start + LOOKUPS);
+  for (let start = 0; start < cids.length; start += LOOKUPS) {
+    signal?.throwIfAborted();
+    const batch = cids.slice(start, start + LOOKUPS);
     // An identity CID holds its block in itself: never missing.
     const found = await Promise.all(batch.map((cid) => (cid.multihash.code === 0x00 ? true : node.blockstore.has(cid))));
-    found.forEach((has, j) => (held[start + j] = has));
+    found.forEach((has, j) => {
+      if (!has) missing.push(start + j);
+    });
     const turn = pause();
     if (turn) await turn;
   }
-  return json(200, { ok: true, missing: (cids as string[]).filter((_, i) => !held[i]) });
-}
-
-async function answerCar(services: Services, req: HttpRequest): Promise<Response> {
-  const type = (req.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
-  if (type !== CAR_TYPE) {
-    await drop(req);
-    return refuse(400, `the body must be a CARv1 sent with Content-Type: ${CAR_TYPE}`);
-  }
-  const limit = services.config.imports.maxBytes;
-  const tooLarge = `the CAR is larger than the limit of ${limit} bytes (CAIRN_MAX_IMPORT_BYTES); send it as several CARs`;
-  const declared = Number(req.headers.get('content-length') ?? 0);
-  if (declared > limit) return refuse(413, tooLarge, { connection: 'close' });
-  if (!req.body) return refuse(400, 'the body is empty: send a CARv1');
-  const result = await importCar(services, cappedChunks(req.body, limit, tooLarge), { signal: req.signal });
-  services.logger.info('CAR imported', {
-    root: result.root.toString(),
-    blocks: result.blocks,
-    bytes: result.bytes,
-    complete: result.complete,
-    missing: result.missing,
-  });
-  return json(200, {
-    ok: true,
-    root: result.root.toString(),
-    blocks: result.blocks,
-    bytes: result.bytes,
-    complete: result.complete,
-    ...(result.complete ? {} : { missing: result.missing }),
-    expiresAt: new Date(result.expiresAt).toISOString(),
-  });
-}
-
-/** The body's chunks, failing with BodyTooLarge once they pass `limit` (reading no further: the stream is released, not drained). */
-async function* cappedChunks(stream: ReadableStream<Uint8Array>, limit: number, tooLarge: string): AsyncGenerator<Uint8Array> {
-  const reader = stream.getReader();
-  let size = 0;
-  try {
-    for (;;) {
-      let next: ReadableStreamReadResult<Uint8Array>;
-      try {
-        next = await reader.read();
-      } catch {
-        throw new BodyUnreadable('the request body could not be read to its end');
-      }
-      if (next.done) return;
-      size += next.value.byteLength;
-      if (size > limit) throw new BodyTooLarge(tooLarge);
-      yield next.value;
-    }
-  } finally {
-    reader.releaseLock();
-  }
+  return missing;
 }

@@ -12,6 +12,7 @@
 import { CID } from 'multiformats/cid';
 import type { Services } from '../services.js';
 import type { Site } from '../data/sites.js';
+import { SITE_ID_PATTERN } from '../ids.js';
 
 /** A site address by its host's slug, or by the site's id (a path the CDN rewrote); `deployLabel` is a deploy's id as a host gives it (lowercased). */
 export type SiteAddress = { slug: string; deployLabel?: string } | { siteId: string; deployLabel?: string };
@@ -20,9 +21,6 @@ export type SiteTarget =
   | { kind: 'unknown' }
   | { kind: 'unpublished'; siteId: string }
   | { kind: 'deploy'; siteId: string; deployId: string; root: CID; preview: boolean };
-
-/** Site ids are UUIDs (functions/core/ids.ts); nothing else is looked up by id. */
-export const SITE_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 async function siteAt(services: Services, address: SiteAddress): Promise<Site | undefined> {
   if ('siteId' in address) return SITE_ID_PATTERN.test(address.siteId) ? services.sites.getById(address.siteId) : undefined;

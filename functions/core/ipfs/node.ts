@@ -1,14 +1,14 @@
 /**
  * The embedded Helia node: locally blocks in files (small ones in LevelDB,
  * see local-blockstore.ts) and a LevelDB datastore (pin records, storage/pins.ts)
- * under the data directory, an S3 bucket in AWS. It runs without libp2p
+ * under the data directory, an S3 bucket in AWS (functions/aws/s3-ipfs-stores.ts). It runs without libp2p
  * networking (Helia "light"): it stores, pins and serves blocks; content is
  * reachable by CID through Cairn's gateway.
  */
 import { join, resolve } from 'node:path';
 import { createHeliaLight, type Helia } from 'helia';
 import type { Blockstore } from 'interface-blockstore';
-import type { Datastore, Key, KeyQuery } from 'interface-datastore';
+import type { Datastore, Key } from 'interface-datastore';
 import type { Config } from '../config.js';
 import { groupCommits, type GroupCommitLevel } from '../group-commit.js';
 
@@ -24,7 +24,7 @@ export interface IpfsNode {
 }
 
 /** What Helia's stores throw for a missing key (it checks the name). Helia asks for absent records on every pin, so no stack is captured. */
-class PinNotFoundError extends Error {
+export class PinNotFoundError extends Error {
   override name = 'NotFoundError';
   constructor(message: string) {
     const limit = Error.stackTraceLimit;
@@ -34,45 +34,17 @@ class PinNotFoundError extends Error {
   }
 }
 
-async function stores(
-  config: Config,
-): Promise<{ blockstore: Blockstore; datastore: Datastore; written?: () => Promise<void>; close?: () => Promise<void> }> {
-  if (config.blockBucket) {
-    const { S3 } = await import('@aws-sdk/client-s3');
-    const { S3Blockstore } = await import('blockstore-s3');
-    const { S3Datastore } = await import('datastore-s3');
-    const s3 = new S3({ region: config.region });
-    // datastore-s3 knows a missing key by `statusCode` 404, which SDK v3
-    // errors no longer carry: it reports GetFailedError("NoSuchKey: ..."),
-    // and pinning, which asks for absent records, failed on it. It also
-    // takes a listing without `Contents` (S3's answer when nothing has the
-    // prefix) for an error, "Not found": a query that matches nothing
-    // yields nothing here.
-    class S3PinDatastore extends S3Datastore {
-      override async *_allKeys(q: KeyQuery, options?: { signal?: AbortSignal }): AsyncGenerator<Key> {
-        try {
-          yield* super._allKeys(q, options);
-        } catch (err) {
-          if ((err as Error).name === 'GetFailedError' && /\bNot found$/.test((err as Error).message)) return;
-          throw err;
-        }
-      }
+/** What a node keeps its blocks and records in: the data directory here, a bucket in AWS (functions/aws/s3-ipfs-stores.ts). */
+export interface IpfsStores {
+  blockstore: Blockstore;
+  datastore: Datastore;
+  /** Resolves once every record written so far is durable (absent where each write is). */
+  written?: () => Promise<void>;
+  close?: () => Promise<void>;
+}
 
-      override async get(key: Key, options?: { signal?: AbortSignal }): Promise<Uint8Array> {
-        try {
-          return await super.get(key, options);
-        } catch (err) {
-          if ((err as Error).name === 'GetFailedError' && /^(NoSuchKey|NotFound)\b/.test((err as Error).message))
-            throw new PinNotFoundError((err as Error).message);
-          throw err;
-        }
-      }
-    }
-    return {
-      blockstore: new S3Blockstore(s3, config.blockBucket, { createIfMissing: false }),
-      datastore: new S3PinDatastore(s3, config.blockBucket, { path: 'datastore', createIfMissing: false }),
-    };
-  }
+/** The data directory's stores: blocks in LevelDB and pack files, pin records in LevelDB. */
+async function localStores(config: Config): Promise<IpfsStores> {
   const { PackedBlockstore, LEVEL_MEMORY } = await import('./local-blockstore.js');
   const { LevelDatastore } = await import('datastore-level');
   // Pin records are small and written on every upload: a LevelDB write
@@ -156,8 +128,9 @@ async function stores(
   };
 }
 
-async function openNode(config: Config): Promise<IpfsNode> {
-  const { blockstore, datastore, written, close } = await stores(config);
+/** A started Helia node on `stores`; stopping it closes them. */
+export async function openIpfsNode(stores: IpfsStores): Promise<IpfsNode> {
+  const { blockstore, datastore, written, close } = stores;
   const helia = createHeliaLight({ blockstore, datastore });
   await helia.start();
   return {
@@ -175,12 +148,12 @@ async function openNode(config: Config): Promise<IpfsNode> {
 /** Local nodes by data directory: LevelDB admits one opener, so services in one process share the node. */
 const local = new Map<string, { node: Promise<IpfsNode>; users: number }>();
 
+/** The node on the data directory's stores, shared by every caller in this process until the last one stops it. */
 export async function createIpfsNode(config: Config): Promise<IpfsNode> {
-  if (config.blockBucket) return openNode(config);
   const dir = resolve(config.dataDir);
   let entry = local.get(dir);
   if (!entry) {
-    const opening = { node: openNode(config), users: 0 };
+    const opening = { node: localStores(config).then(openIpfsNode), users: 0 };
     opening.node.catch(() => local.delete(dir));
     local.set(dir, (entry = opening));
   }

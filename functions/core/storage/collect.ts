@@ -18,7 +18,7 @@
 import type { Services } from '../services.js';
 import { ObjectReferences } from '../data/object-references.js';
 import { cidOf } from '../ipfs/cid.js';
-import { GateBusyError } from './gate.js';
+import { GateBusyError } from '../ports/upload-gate.js';
 import { unpinAndCollect } from './pins.js';
 import { ensureIndexed } from './fsck.js';
 import { anyLoose, collectLoose, releaseHolds } from './import-pins.js';

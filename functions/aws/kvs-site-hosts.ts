@@ -28,10 +28,10 @@ import {
   PutKeyCommand,
   type CloudFrontKeyValueStoreClient,
 } from '@aws-sdk/client-cloudfront-keyvaluestore';
-import type { Logger } from '../logger.js';
-import type { CdnAttempt, CdnRetries, SiteHostMap } from '../ports/site-cache.js';
-import { SLUG_PATTERN } from '../data/sites.js';
-import { putOff } from './cdn-retry.js';
+import type { Logger } from '../core/logger.js';
+import type { CdnAttempt, CdnRetries, SiteHostMap } from '../core/ports/site-cache.js';
+import { SLUG_PATTERN } from '../core/data/sites.js';
+import { putOff } from '../core/hosting/cdn-retry.js';
 
 /** Writers racing on one store are few (the API and the worker); past this many refusals in a row the change is put off. */
 const CONFLICT_RETRIES = 5;

@@ -7,7 +7,7 @@
  * is imported only here, when a picture is taken.
  */
 import { ScreenshotError } from '../core/ports/screenshotter.js';
-import type { ChromiumBuild } from './chromium.js';
+import type { ChromiumBuild } from '../preview/chromium.js';
 
 /**
  * Flags of its list a picture does not need, and which would weaken the

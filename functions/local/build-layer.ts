@@ -35,7 +35,7 @@ import { randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
 import { chmod, copyFile, lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { taskLimit } from '../../core/task-limit.js';
+import { taskLimit } from '../core/task-limit.js';
 
 /** A build's upper layer and overlayfs's work directory, beside the checkout (the same file system: applying it is renames). */
 export interface BuildLayer {

@@ -14,10 +14,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { CreateInvalidationCommand, type CloudFrontClient } from '@aws-sdk/client-cloudfront';
-import type { Logger } from '../logger.js';
-import type { CdnAttempt, CdnPurger, CdnRetries } from '../ports/site-cache.js';
-import { SITE_ID_PATTERN } from './site-hosts.js';
-import { putOff } from './cdn-retry.js';
+import type { Logger } from '../core/logger.js';
+import type { CdnAttempt, CdnPurger, CdnRetries } from '../core/ports/site-cache.js';
+import { SITE_ID_PATTERN } from '../core/ids.js';
+import { putOff } from '../core/hosting/cdn-retry.js';
 
 /** What the CDN keeps of a site: every answer under its rewritten prefix. */
 export const sitePurgePath = (siteId: string): string => `/sites/${siteId}/*`;

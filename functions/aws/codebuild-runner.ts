@@ -29,9 +29,9 @@ import type {
   DetachedBuildRunner,
   StartedBuild,
 } from '../core/ports/build-runner.js';
-import { zipDirectory, ZipTooLarge } from './zip.js';
-import { codeBuildTimeoutMinutes, DEFAULT_BUILD_IMAGE, DEPLOY_BUILDS_PREFIX } from './limits.js';
-import { DeployFailure } from './pipeline.js';
+import { zipDirectory, ZipTooLarge } from '../deploy-worker/zip.js';
+import { codeBuildTimeoutMinutes, DEFAULT_BUILD_IMAGE, DEPLOY_BUILDS_PREFIX } from '../deploy-worker/limits.js';
+import { DeployFailure } from '../deploy-worker/pipeline.js';
 
 /** Where a deploy's build files live in the bucket. */
 export const buildPrefix = (b: DeployOfBuild) => `${DEPLOY_BUILDS_PREFIX}${b.siteId}/${b.deployId}/`;

@@ -1,7 +1,8 @@
 /**
- * The first account's secret in AWS Secrets Manager: read its value, and
- * write the credentials into it once. The stack creates the secret (with
- * its KMS key and the placeholder); this only reads and puts values.
+ * The first account's secret in AWS Secrets Manager (the custom resource's
+ * FirstAccountSecretStore): read its value, and write the credentials into
+ * it once. The stack creates the secret (with its KMS key and the
+ * placeholder); this only reads and puts values.
  */
 import { createHash } from 'node:crypto';
 import {
@@ -10,19 +11,8 @@ import {
   ResourceExistsException,
   type SecretsManagerClient,
 } from '@aws-sdk/client-secrets-manager';
-import { readSecretContent, type FirstAccountSecret, type SecretContent } from './secret-value.js';
-
-export interface FirstAccountSecretStore {
-  /** Which secret: its ARN, for logs and answers (never its value). */
-  readonly id: string;
-  read(): Promise<SecretContent>;
-  /**
-   * Makes `value` the secret's current value. The version's token is derived
-   * from the secret, so the same call again is a no-op and a different value
-   * is refused by Secrets Manager itself: written once, never overwritten.
-   */
-  write(value: FirstAccountSecret): Promise<void>;
-}
+import { readSecretContent } from '../first-account/secret-value.js';
+import type { FirstAccountSecretStore } from '../first-account/first-account.js';
 
 /** The one version token the credentials are ever written with (32 to 64 characters). */
 export function credentialsVersionToken(secretId: string): string {

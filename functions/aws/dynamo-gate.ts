@@ -11,9 +11,9 @@
  */
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { randomBytes } from 'node:crypto';
-import type { Database } from '../data/dynamo.js';
-import type { Logger } from '../logger.js';
-import { GateBusyError, type UploadGate } from './gate.js';
+import type { Database } from '../core/data/dynamo.js';
+import type { Logger } from '../core/logger.js';
+import { GateBusyError, type UploadGate } from '../core/ports/upload-gate.js';
 
 /** An upload counts as in flight for at most this long (Lambda's 15-minute limit). */
 const UPLOAD_TTL_MS = 15 * 60 * 1000;

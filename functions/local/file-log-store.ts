@@ -5,7 +5,7 @@
  */
 import { mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { LogStore } from '../ports/log-store.js';
+import type { LogStore } from '../core/ports/log-store.js';
 
 let temporaries = 0;
 

@@ -1,6 +1,6 @@
 /** Deploy logs in AWS: objects `deploy-logs/<site>/<deploy>.log` in the stack's block bucket. */
 import type { S3Client } from '@aws-sdk/client-s3';
-import type { LogStore } from '../ports/log-store.js';
+import type { LogStore } from '../core/ports/log-store.js';
 
 export class S3LogStore implements LogStore {
   constructor(

@@ -19,12 +19,12 @@
  */
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { CodeBuildClient } from '@aws-sdk/client-codebuild';
-import type { Deploy } from '../data/deploys.js';
-import type { DeployQueue } from '../ports/deploy-queue.js';
-import type { CdnRetries, CdnRetry } from '../ports/site-cache.js';
-import type { NotificationOutbox } from '../ports/notifications.js';
-import type { DeliveryRef } from '../data/notification-deliveries.js';
-import { SQS_MAX_DELAY_SECONDS } from './cdn-retry.js';
+import type { Deploy } from '../core/data/deploys.js';
+import type { DeployQueue } from '../core/ports/deploy-queue.js';
+import type { CdnRetries, CdnRetry } from '../core/ports/site-cache.js';
+import type { NotificationOutbox } from '../core/ports/notifications.js';
+import type { DeliveryRef } from '../core/data/notification-deliveries.js';
+import { SQS_MAX_DELAY_SECONDS } from '../core/hosting/cdn-retry.js';
 
 /** The body of a deploy queue message (no `kind`: the shape messages had before the queue carried anything else). */
 export interface DeployMessage {

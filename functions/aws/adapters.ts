@@ -1,0 +1,128 @@
+/**
+ * The adapters of a Lambda function, from the configuration the stack gave
+ * it: SQS for the deploy queue (which also carries CDN changes put off and
+ * deploy notifications), CloudFront for purges, its KeyValueStore for the
+ * site host map, S3 for deploy logs and blocks, KMS for sealing, DynamoDB
+ * for the upload gate (many instances upload at once). Each is imported
+ * only when the configuration names its resource, so a function loads the
+ * SDK clients it uses and no others.
+ *
+ * Where a resource is not named, the adapter is the one that needs none:
+ * a queue of the deploys table alone, no CDN, and (configuredStores) the
+ * data directory for logs and blocks, which is how the test/aws suites run
+ * the handlers on this machine.
+ */
+import { join } from 'node:path';
+import type { Config } from '../core/config.js';
+import type { Logger } from '../core/logger.js';
+import type { Adapters } from '../core/services.js';
+import type { SecretSealer } from '../core/auth/secrets.js';
+import { createIpfsNode, type IpfsNode } from '../core/ipfs/node.js';
+import type { LogStore } from '../core/ports/log-store.js';
+import { pollingQueue, type DeployQueue } from '../core/ports/deploy-queue.js';
+import { recordOnlyOutbox, type NotificationOutbox } from '../core/ports/notifications.js';
+import { noCdn, noSiteHostMap, type CdnPurger, type CdnRetries, type SiteHostMap } from '../core/ports/site-cache.js';
+import { inlineLeafHasher } from '../core/hashing/leaf-hasher.js';
+import { FileLogStore } from '../local/file-log-store.js';
+import { createSealer } from './kms-sealer.js';
+import { DynamoUploadGate } from './dynamo-gate.js';
+
+/** Where the service's data is kept, wherever it runs: what the configuration names (a KMS key, a block bucket), the data directory otherwise. */
+export interface DataStores {
+  sealer: SecretSealer;
+  openIpfs(): Promise<IpfsNode>;
+  deployLogs: LogStore;
+}
+
+/**
+ * The sealer, the IPFS node's stores and the deploy logs as the
+ * configuration places them. The local server takes these too: given a
+ * block bucket or a KMS key, it keeps its data there as a Lambda does.
+ */
+export async function configuredStores(config: Config): Promise<DataStores> {
+  const { blockBucket, region } = config;
+  return {
+    sealer: await createSealer(config),
+    openIpfs: blockBucket
+      ? async () => (await import('./s3-ipfs-stores.js')).createS3IpfsNode(blockBucket, region)
+      : () => createIpfsNode(config),
+    deployLogs: await createLogStore(config),
+  };
+}
+
+export async function awsAdapters(config: Config, logger: Logger): Promise<Adapters> {
+  const sqsQueue = await createSqsQueue(config);
+  const cdnRetries = sqsQueue ?? noRetries(logger);
+  return {
+    ...(await configuredStores(config)),
+    deployQueue: sqsQueue ?? pollingQueue,
+    notificationOutbox: sqsQueue ?? recordOnlyOutbox,
+    cdn: await createCdnPurger(config, cdnRetries, logger),
+    siteHosts: await createSiteHostMap(config, cdnRetries, logger),
+    // Many Lambda instances upload at once: the gate lives in DynamoDB.
+    gate: (db) => new DynamoUploadGate(db, logger),
+    // A Lambda instance serves one request at a time: nothing to overlap hashing with.
+    leafHasher: (digests) => inlineLeafHasher(digests),
+  };
+}
+
+/**
+ * SQS when the stack gave a queue (the deploy queue, which also carries CDN
+ * changes put off); otherwise the deploys table alone is the queue.
+ */
+async function createSqsQueue(config: Config): Promise<(DeployQueue & CdnRetries & NotificationOutbox) | undefined> {
+  if (!config.deployQueueUrl) return undefined;
+  const { SQSClient } = await import('@aws-sdk/client-sqs');
+  const { CodeBuildClient } = await import('@aws-sdk/client-codebuild');
+  const { SqsDeployQueue } = await import('./sqs-deploy-queue.js');
+  return new SqsDeployQueue(
+    new SQSClient({ region: config.region }),
+    config.deployQueueUrl,
+    new CodeBuildClient({ region: config.region }),
+  );
+}
+
+/** Without a queue a CDN change that failed cannot be put off: it is logged and left to the next change. */
+function noRetries(logger: Logger): CdnRetries {
+  return {
+    later: async (retry) => {
+      logger.error('a CDN change failed and there is no queue to try it again from (CAIRN_DEPLOY_QUEUE_URL is unset)', { ...retry });
+    },
+  };
+}
+
+/** CloudFront invalidations when the stack gave a distribution; otherwise nothing. */
+async function createCdnPurger(config: Config, retries: CdnRetries, logger: Logger): Promise<CdnPurger> {
+  if (!config.cdn.distributionId) return noCdn;
+  const { CloudFrontClient } = await import('@aws-sdk/client-cloudfront');
+  const { CloudFrontPurger } = await import('./cloudfront-purger.js');
+  return new CloudFrontPurger(
+    new CloudFrontClient({ region: config.region }),
+    config.cdn.distributionId,
+    retries,
+    logger.child({ cdn: 'cloudfront' }),
+  );
+}
+
+/** The distribution's KeyValueStore when the stack gave one; otherwise no map (the gateway reads the Host itself). */
+async function createSiteHostMap(config: Config, retries: CdnRetries, logger: Logger): Promise<SiteHostMap> {
+  if (!config.cdn.siteHostsKvsArn) return noSiteHostMap;
+  const { CloudFrontKeyValueStoreClient } = await import('@aws-sdk/client-cloudfront-keyvaluestore');
+  const { KvsSiteHostMap } = await import('./kvs-site-hosts.js');
+  return new KvsSiteHostMap(
+    new CloudFrontKeyValueStoreClient({ region: config.region }),
+    config.cdn.siteHostsKvsArn,
+    retries,
+    logger.child({ cdn: 'kvs' }),
+  );
+}
+
+/** The stack's bucket in AWS, files under the data directory otherwise. */
+async function createLogStore(config: Config): Promise<LogStore> {
+  if (config.blockBucket) {
+    const { S3Client } = await import('@aws-sdk/client-s3');
+    const { S3LogStore } = await import('./s3-log-store.js');
+    return new S3LogStore(new S3Client({ region: config.region }), config.blockBucket);
+  }
+  return new FileLogStore(join(config.dataDir, 'deploy-logs'));
+}
