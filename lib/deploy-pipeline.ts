@@ -187,6 +187,9 @@ function addBuildProject(stack: Stack, data: CairnData, buildTimeoutSeconds: num
   );
 
   const ref = nagRef(project);
+  // Each part as CDK writes it: a token while unknown, a literal once known (a
+  // stack with a region, under cdk.json's enablePartitionLiterals, has `arn:aws:`).
+  const partition = Token.isUnresolved(stack.partition) ? '<AWS::Partition>' : stack.partition;
   const region = Token.isUnresolved(stack.region) ? '<AWS::Region>' : stack.region;
   const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
   const acknowledge = (id: string, reason: string) => Validations.of(project).acknowledge({ id, reason });
@@ -203,11 +206,11 @@ function addBuildProject(stack: Stack, data: CairnData, buildTimeoutSeconds: num
     "A build reads and writes its own deploy's files under the build files' prefix of the block bucket, and nothing else of it",
   );
   acknowledge(
-    `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:codebuild:${region}:${account}:report-group/<${ref}>-*]`,
+    `AwsSolutions-IAM5[Resource::arn:${partition}:codebuild:${region}:${account}:report-group/<${ref}>-*]`,
     "CodeBuild's default grant: report groups of this project only",
   );
   acknowledge(
-    `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:${region}:${account}:log-group:/aws/codebuild/<${ref}>:*]`,
+    `AwsSolutions-IAM5[Resource::arn:${partition}:logs:${region}:${account}:log-group:/aws/codebuild/<${ref}>:*]`,
     "CodeBuild's default grant: the log streams of this project's default log group only",
   );
   return project;
