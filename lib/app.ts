@@ -17,6 +17,8 @@
  *                                  us-east-1 for *.<sitesDomain>
  *   cairn:alarmEmail             an address subscribed to the alarm topic (read
  *                                  by lib/monitoring.ts)
+ *   cairn:deployConcurrency      deploys at once (default 2, at least 2)
+ *   cairn:buildTimeoutSeconds    seconds a site's build may run (default 900)
  *   cairn:region                 the stack's region, when the sites' certificate
  *                                  must be made (hosted zone and sitesDomain):
  *                                  default the CLI's (AWS_REGION, the profile's)
@@ -46,6 +48,12 @@ export function addCairnStacks(app: App, processEnv: NodeJS.ProcessEnv = process
     const value: unknown = app.node.tryGetContext(`cairn:${key}`);
     if (value === undefined || value === null || value === '') return undefined;
     return String(value);
+  };
+
+  const wholeNumber = (key: string): number | undefined => {
+    const value = context(key);
+    if (value !== undefined && !/^\d+$/.test(value)) throw new Error(`cairn:${key} must be a whole number, got "${value}"`);
+    return value === undefined ? undefined : Number(value);
   };
 
   const logLevel = context('logLevel');
@@ -91,6 +99,8 @@ export function addCairnStacks(app: App, processEnv: NodeJS.ProcessEnv = process
     hostedZoneId: hostedZone?.hostedZoneId,
     hostedZoneName: hostedZone?.zoneName,
     logLevel: logLevel as CairnLogLevel | undefined,
+    deployConcurrency: wholeNumber('deployConcurrency'),
+    buildTimeoutSeconds: wholeNumber('buildTimeoutSeconds'),
   });
   return { stack, sitesCertificateStack };
 }

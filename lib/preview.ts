@@ -16,6 +16,7 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Construct } from 'constructs';
 import type { CairnData } from './data.js';
 import { CairnFunction } from './functions.js';
+import { acknowledgeBucketGrant, acknowledgeTableGrants } from './grant-acknowledgements.js';
 
 /** Left out of the bundle and copied with their dependencies (lib/functions.ts). */
 export const PREVIEW_EXTERNAL_PACKAGES = ['@sparticuz/chromium', 'playwright-core'];
@@ -55,6 +56,8 @@ export class DeployPreviews extends Construct {
     tables.deploys.grantReadWriteData(this.function);
     tables.objects.grantReadWriteData(this.function);
     blockBucket.grantReadWrite(this.function);
+    acknowledgeTableGrants(this.function, [tables.sites, tables.deploys, tables.objects]);
+    acknowledgeBucketGrant(this.function, blockBucket, 'readWrite');
 
     this.function.grantInvoke(props.deployWorker);
     props.deployWorker.addEnvironment('CAIRN_PREVIEW', 'on');

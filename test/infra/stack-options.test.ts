@@ -109,6 +109,19 @@ describe('custom domains', () => {
     expect(json.Resources[of(s, s.functions.s3)].Properties.Environment.Variables.CAIRN_BUCKET_ENDPOINT_DOMAIN).toBe('s3.example.com');
   });
 
+  test('cairn:deployConcurrency and cairn:buildTimeoutSeconds size the worker, its queue and the build project', () => {
+    const { stack: s } = app({ 'cairn:deployConcurrency': '5', 'cairn:buildTimeoutSeconds': '3600' });
+    const json = Template.fromStack(s).toJSON();
+    const worker = json.Resources[of(s, s.functions.deployWorker)].Properties;
+    expect(worker.ReservedConcurrentExecutions).toBe(7);
+    expect(worker.Environment.Variables.CAIRN_BUILD_TIMEOUT).toBe('3600');
+    const [[, mapping]] = byType(json, 'AWS::Lambda::EventSourceMapping');
+    expect(mapping.Properties.ScalingConfig).toEqual({ MaximumConcurrency: 5 });
+    expect(json.Resources[of(s, s.buildProject)].Properties.TimeoutInMinutes).toBe(60);
+    expect(() => app({ 'cairn:deployConcurrency': 'four' })).toThrow('cairn:deployConcurrency must be a whole number, got "four"');
+    expect(() => app({ 'cairn:buildTimeoutSeconds': '-1' })).toThrow('cairn:buildTimeoutSeconds must be a whole number, got "-1"');
+  });
+
   describe('with a hosted zone, the stack in us-east-1', () => {
     let s: CairnStack;
     let json: Json;

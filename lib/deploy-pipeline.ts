@@ -1,0 +1,217 @@
+/**
+ * The deploy pipeline in AWS: an SQS queue (with a dead-letter queue) in
+ * front of the deploy worker, a CodeBuild project for site builds with a
+ * rule that hands their ends to the worker, the schedule of the worker's
+ * tick, and the preview function the worker invokes when a deploy ends
+ * DEPLOYED (lib/preview.ts). The API may enqueue deploys and stop builds.
+ *
+ * Made in the stack's own scope, not in a construct of their own: their
+ * logical ids stay those of the stacks already deployed (a new id would
+ * replace the queues, dropping the messages in them, and the project).
+ */
+import { Duration, Size, type Stack, Token, Validations } from 'aws-cdk-lib';
+import { BuildSpec, ComputeType, LinuxBuildImage, Project } from 'aws-cdk-lib/aws-codebuild';
+import { Rule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Schedule, ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
+import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import {
+  BUILD_QUEUED_TIMEOUT_MINUTES,
+  codeBuildTimeoutMinutes,
+  DEFAULT_BUILD_IMAGE,
+  DEPLOY_BUILDS_PREFIX,
+  WORKER_TIMEOUT_MINUTES,
+} from '../functions/deploy-worker/limits.js';
+import type { CairnData } from './data.js';
+import { CairnFunction } from './functions.js';
+import { acknowledgeBucketGrant, acknowledgeTableGrants, acknowledgeWildcard, nagRef } from './grant-acknowledgements.js';
+import { DeployPreviews } from './preview.js';
+
+export interface DeployPipelineProps {
+  readonly data: CairnData;
+  /** The functions' common environment (lib/stack-options.ts). */
+  readonly environment: Record<string, string>;
+  /** The GraphQL function: triggerDeploy enqueues, cancelDeploy stops a build. */
+  readonly api: NodejsFunction;
+  /** How many deploys run at once: the worker's SQS concurrency (at least 2). @default 2 */
+  readonly concurrency?: number;
+  /** Seconds a site's build may run. @default 900 */
+  readonly buildTimeoutSeconds?: number;
+}
+
+export interface DeployPipeline {
+  readonly worker: NodejsFunction;
+  readonly queue: Queue;
+  readonly deadLetters: Queue;
+  readonly buildProject: Project;
+  readonly buildEnded: Rule;
+  readonly schedule: Schedule;
+  readonly previews: DeployPreviews;
+}
+
+export function addDeployPipeline(stack: Stack, props: DeployPipelineProps): DeployPipeline {
+  const { tables, blockBucket, secretsKey } = props.data;
+  const { api } = props;
+  const concurrency = Math.max(2, Math.floor(props.concurrency ?? 2));
+  const buildTimeoutSeconds = Math.max(1, Math.floor(props.buildTimeoutSeconds ?? 900));
+  const worker = new CairnFunction(stack, 'DeployWorker', {
+    name: 'deploy-worker',
+    tracing: true,
+    description: 'Cairn: deploy worker (SQS deploys, CodeBuild ends, a tick every minute)',
+    memorySize: 2048,
+    timeout: Duration.minutes(WORKER_TIMEOUT_MINUTES),
+    // Checkouts and publish directories live under /tmp while a deploy runs.
+    ephemeralStorageSize: Size.gibibytes(4),
+    // Room beside the queue's own ceiling for the tick and CodeBuild's events.
+    reservedConcurrentExecutions: concurrency + 2,
+    environment: { ...props.environment, CAIRN_BUILD_TIMEOUT: String(buildTimeoutSeconds) },
+  }).function;
+
+  // Deploys: SQS in front of the worker. A message is at most a claim
+  // request, so redelivery is harmless; one that keeps failing before
+  // its deploy could be ended lands in the dead-letter queue.
+  const deadLetters = new Queue(stack, 'DeployDeadLetters', {
+    retentionPeriod: Duration.days(14),
+    encryption: QueueEncryption.SQS_MANAGED,
+    enforceSSL: true,
+  });
+  const queue = new Queue(stack, 'DeployQueue', {
+    // Six times the worker's timeout, as Lambda asks for SQS sources.
+    visibilityTimeout: Duration.minutes(6 * WORKER_TIMEOUT_MINUTES),
+    retentionPeriod: Duration.days(4),
+    encryption: QueueEncryption.SQS_MANAGED,
+    enforceSSL: true,
+    deadLetterQueue: { queue: deadLetters, maxReceiveCount: 3 },
+  });
+  worker.addEventSource(new SqsEventSource(queue, { batchSize: 1, reportBatchItemFailures: true, maxConcurrency: concurrency }));
+
+  const buildProject = addBuildProject(stack, props.data, buildTimeoutSeconds);
+  const buildEnded = new Rule(stack, 'BuildEnded', {
+    description: 'Cairn: a site build ended; the deploy worker takes its deploy up',
+    eventPattern: {
+      source: ['aws.codebuild'],
+      detailType: ['CodeBuild Build State Change'],
+      detail: {
+        'project-name': [buildProject.projectName],
+        'build-status': ['SUCCEEDED', 'FAILED', 'FAULT', 'STOPPED', 'TIMED_OUT'],
+      },
+    },
+    // Throttled by the reserved concurrency, an event is retried; the tick ends a deploy whose event never came.
+    targets: [new LambdaFunction(worker, { retryAttempts: 20, maxEventAge: Duration.hours(2) })],
+  });
+
+  // Preview images: the worker asks, the preview function takes them (lib/preview.ts).
+  const previews = new DeployPreviews(stack, 'Previews', { data: props.data, environment: props.environment, deployWorker: worker });
+
+  // Least privilege: what the pipeline's steps use.
+  tables.sites.grantReadWriteData(worker);
+  // Opens a site's repository access token when its deploy clones (never seals anything).
+  secretsKey.grantDecrypt(worker);
+  tables.deploys.grantReadWriteData(worker);
+  tables.objects.grantReadWriteData(worker);
+  blockBucket.grantReadWrite(worker);
+
+  // triggerDeploy sends; cancelDeploy stops a build. The worker consumes
+  // (granted with its event source), sends lost messages again, and runs builds.
+  queue.grantSendMessages(api);
+  queue.grantSendMessages(worker);
+  api.addToRolePolicy(new PolicyStatement({ actions: ['codebuild:StopBuild'], resources: [buildProject.projectArn] }));
+  worker.addToRolePolicy(
+    new PolicyStatement({
+      actions: ['codebuild:StartBuild', 'codebuild:StopBuild', 'codebuild:BatchGetBuilds'],
+      resources: [buildProject.projectArn],
+    }),
+  );
+  for (const fn of [api, worker]) fn.addEnvironment('CAIRN_DEPLOY_QUEUE_URL', queue.queueUrl);
+  worker.addEnvironment('CAIRN_BUILD_PROJECT', buildProject.projectName);
+
+  acknowledgeTableGrants(worker, [tables.sites, tables.deploys, tables.objects]);
+  acknowledgeBucketGrant(worker, blockBucket, 'readWrite');
+  acknowledgeWildcard(
+    worker,
+    `Resource::<${nagRef(previews.function)}.Arn>:*`,
+    'The worker may invoke the preview function (any of its versions) and no other function',
+  );
+
+  const schedule = new Schedule(stack, 'DeployWorkerSchedule', {
+    description: 'Cairn: run the deploy worker every minute',
+    schedule: ScheduleExpression.rate(Duration.minutes(1)),
+    // A missed run is simply picked up by the next one.
+    target: new LambdaInvoke(worker, { retryAttempts: 0, maxEventAge: Duration.minutes(1) }),
+  });
+  // The schedule's role, which the scheduler target makes beside it at the stack's root.
+  for (const role of stack.node.children.filter((c) => c.node.id.startsWith('SchedulerRoleForTarget-'))) {
+    acknowledgeWildcard(
+      role,
+      `Resource::<${nagRef(worker)}.Arn>:*`,
+      'EventBridge Scheduler may invoke the deploy worker (any of its versions) and nothing else',
+    );
+  }
+  return { worker, queue, deadLetters, buildProject, buildEnded, schedule, previews };
+}
+
+/**
+ * Builds: one CodeBuild project whose every build brings its own image,
+ * environment, buildspec, source and artifacts (the worker's StartBuild
+ * overrides); the project holds only the defaults and the role.
+ */
+function addBuildProject(stack: Stack, data: CairnData, buildTimeoutSeconds: number): Project {
+  const { blockBucket } = data;
+  const buildLogs = new LogGroup(stack, 'BuildLogs', { retention: RetentionDays.ONE_MONTH });
+  const project = new Project(stack, 'Builds', {
+    description: 'Cairn: site builds (each started by the deploy worker with its own settings)',
+    buildSpec: BuildSpec.fromObject({
+      version: '0.2',
+      phases: { build: { commands: ['echo "builds are started by the Cairn deploy worker with their own buildspec" && exit 1'] } },
+    }),
+    environment: { buildImage: LinuxBuildImage.fromDockerRegistry(DEFAULT_BUILD_IMAGE), computeType: ComputeType.SMALL },
+    timeout: Duration.minutes(codeBuildTimeoutMinutes(buildTimeoutSeconds * 1000)),
+    queuedTimeout: Duration.minutes(BUILD_QUEUED_TIMEOUT_MINUTES),
+    logging: { cloudWatch: { logGroup: buildLogs } },
+  });
+  // A build reads its checkout and writes its publish directory under the
+  // build files' prefix, and nothing else of the bucket.
+  project.addToRolePolicy(
+    new PolicyStatement({
+      actions: ['s3:GetObject', 's3:GetObjectVersion', 's3:PutObject'],
+      resources: [blockBucket.arnForObjects(`${DEPLOY_BUILDS_PREFIX}*`)],
+    }),
+  );
+  project.addToRolePolicy(
+    new PolicyStatement({ actions: ['s3:GetBucketAcl', 's3:GetBucketLocation'], resources: [blockBucket.bucketArn] }),
+  );
+
+  const ref = nagRef(project);
+  // Each part as CDK writes it: a token while unknown, a literal once known (a
+  // stack with a region, under cdk.json's enablePartitionLiterals, has `arn:aws:`).
+  const partition = Token.isUnresolved(stack.partition) ? '<AWS::Partition>' : stack.partition;
+  const region = Token.isUnresolved(stack.region) ? '<AWS::Region>' : stack.region;
+  const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
+  const acknowledge = (id: string, reason: string) => Validations.of(project).acknowledge({ id, reason });
+  acknowledge(
+    'AwsSolutions-CB4',
+    'The project keeps nothing of its own to encrypt: a build reads its checkout from and writes its publish directory to the block bucket (S3-managed encryption, TLS only), and logs to CloudWatch Logs; a customer managed key would add $1 a month and protect nothing more',
+  );
+  acknowledge(
+    'AwsSolutions-CB5',
+    "A site's build runs in the image its settings name (dockerImage), as on Netlify; the default is the public Node image (node:slim), which builds need and CodeBuild's curated images do not carry at the same versions",
+  );
+  acknowledge(
+    `AwsSolutions-IAM5[Resource::<${nagRef(blockBucket)}.Arn>/${DEPLOY_BUILDS_PREFIX}*]`,
+    "A build reads and writes its own deploy's files under the build files' prefix of the block bucket, and nothing else of it",
+  );
+  acknowledge(
+    `AwsSolutions-IAM5[Resource::arn:${partition}:codebuild:${region}:${account}:report-group/<${ref}>-*]`,
+    "CodeBuild's default grant: report groups of this project only",
+  );
+  acknowledge(
+    `AwsSolutions-IAM5[Resource::arn:${partition}:logs:${region}:${account}:log-group:/aws/codebuild/<${ref}>:*]`,
+    "CodeBuild's default grant: the log streams of this project's default log group only",
+  );
+  return project;
+}
