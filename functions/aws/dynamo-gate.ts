@@ -14,13 +14,12 @@ import { randomBytes } from 'node:crypto';
 import type { Database } from '../core/data/dynamo.js';
 import type { Logger } from '../core/logger.js';
 import { GateBusyError, type UploadGate } from '../core/ports/upload-gate.js';
+import { sleep } from '../core/retry.js';
 
 /** An upload counts as in flight for at most this long (Lambda's 15-minute limit). */
 const UPLOAD_TTL_MS = 15 * 60 * 1000;
 /** A collection holds the lock for at most this long. */
 const LOCK_TTL_MS = 5 * 60 * 1000;
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class DynamoUploadGate implements UploadGate {
   constructor(

@@ -14,6 +14,7 @@ import { ApiError, type GraphqlClient } from './graphql-client.js';
 import { CliError, EXIT, formatBytes, formatDuration, formatTime, table } from './output.js';
 import type { Progress } from './progress.js';
 import { deployUrl, findSite, ipfsUrl, positiveInt, siteUrl, type Site } from './sites.js';
+import { sleep } from '../core/retry.js';
 
 export interface Deploy {
   id: string;
@@ -137,7 +138,7 @@ async function watchDeploy(reader: DeployReader, site: Site, started: Deploy, pr
       const settled = logAtEnd === log || Date.now() - endedAt > END_GRACE_MS;
       logAtEnd = log;
       if (!settled) {
-        await new Promise((r) => setTimeout(r, Math.min(options.intervalMs, 500)));
+        await sleep(Math.min(options.intervalMs, 500));
         continue;
       }
     }
@@ -174,7 +175,7 @@ async function watchDeploy(reader: DeployReader, site: Site, started: Deploy, pr
         `deploy ${deploy.id} is still ${deploy.status} after --timeout; it goes on (cairn deploys show ${site.name} ${deploy.id})`,
       );
     }
-    await new Promise((r) => setTimeout(r, options.intervalMs));
+    await sleep(options.intervalMs);
   }
   progress.stop();
   return deploy;

@@ -46,6 +46,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join, relative } from 'node:path';
 import type { BuildLimits } from '../core/config.js';
+import { sleep } from '../core/retry.js';
 
 export type { BuildLimits };
 
@@ -304,7 +305,7 @@ export class BuildCgroup {
           (err: NodeJS.ErrnoException) => err.code === 'ENOENT',
         );
         if (gone || tries >= 50) break;
-        await new Promise((r) => setTimeout(r, 100));
+        await sleep(100);
       }
     }
   }
