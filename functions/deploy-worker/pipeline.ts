@@ -27,7 +27,7 @@ import { cidOf } from '../core/ipfs/cid.js';
 import { pinRoot } from '../core/storage/pins.js';
 import { MissingBlockError, walkDag } from '../core/storage/dag-walk.js';
 import { DeployLog } from './deploy-log.js';
-import { cloneRepository, CloneError, type ClonedCommit } from './steps/clone.js';
+import { cloneRepository, CloneError, type ClonedCommit } from './steps/clone/index.js';
 import { publicationOf, type Publication } from './steps/ancestry.js';
 import type { SourceMirrors } from './steps/checkout.js';
 import type { KnownFiles } from './steps/known-files.js';

@@ -15,7 +15,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CloneError, cloneRepository, type CloneRequest } from '../../functions/deploy-worker/steps/clone.js';
+import { CloneError, cloneRepository, type CloneRequest } from '../../functions/deploy-worker/steps/clone/index.js';
 import { copyTree, copyTreeInNode, linkTree, linkTreeInNode, mirrorsIdle } from '../../functions/deploy-worker/steps/checkout.js';
 import { BwrapRunner, type BwrapRunnerOptions } from '../../functions/local/bwrap-runner.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';

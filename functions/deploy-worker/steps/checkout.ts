@@ -4,7 +4,7 @@
  *
  * A mirror (one per repository URL and branch, under the deploy worker's
  * sources directory; one per site too for a repository cloned with a
- * site's access token, see clone.ts) keeps the git objects between deploys,
+ * site's access token, see clone/index.ts) keeps the git objects between deploys,
  * so a deploy fetches only what is new, and a snapshot of the last tree
  * written, with a manifest of the blob and tree ids at each path.
  *
@@ -48,7 +48,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { taskLimit } from '../../core/task-limit.js';
 import { KnownFiles } from './known-files.js';
-import { checkoutTree, GitCommandError, listTree } from './git-cli.js';
+import { checkoutTree, GitCommandError, listTree } from './clone/git-cli.js';
 
 const run = promisify(execFile);
 
