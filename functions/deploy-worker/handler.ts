@@ -11,7 +11,7 @@ import { createObservability, observe } from '../core/observability.js';
 import { createServices, type Services } from '../core/services.js';
 import { isCodeBuildStateChange } from './codebuild-runner.js';
 import { awsPipeline, buildEnded, runScheduledTick, takeDeploys, type WorkerOptions } from './worker.js';
-import { mirrorsIdle } from './steps/checkout.js';
+import { mirrorsIdle } from './steps/checkout/mirrors.js';
 
 const observability = createObservability('deploy-worker');
 

@@ -13,8 +13,8 @@ import { dirname, join } from 'node:path';
 import { ROOT } from '../support/child-service.js';
 import { BwrapRunner, type BwrapRunnerOptions } from '../../functions/local/bwrap-runner.js';
 import type { BuildResult } from '../../functions/core/ports/build-runner.js';
-import { copyTree, linkTree } from '../../functions/deploy-worker/steps/checkout.js';
-import { KnownFiles } from '../../functions/deploy-worker/steps/known-files.js';
+import { copyTree, linkTree } from '../../functions/deploy-worker/steps/checkout/trees.js';
+import { KnownFiles } from '../../functions/deploy-worker/steps/checkout/known-files.js';
 import { PackedBlockstore } from '../../functions/core/ipfs/local-blockstore.js';
 import { importDirectory } from '../../functions/core/ipfs/import-directory.js';
 

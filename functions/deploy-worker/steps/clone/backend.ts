@@ -38,7 +38,7 @@ export interface FetchRequest {
 }
 
 export interface GitBackend {
-  /** git's binary when this backend is git's command line: trees are then written with it too (checkout.ts). */
+  /** git's binary when this backend is git's command line: trees are then written with it too (checkout/trees.ts, checkout/mirrors.ts). */
   readonly commandLine: string | undefined;
   /**
    * The branch's head as `gitdir` last fetched it, when the host still

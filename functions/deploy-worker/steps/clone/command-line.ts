@@ -12,7 +12,7 @@ import { curlResolve } from '../../../core/net/outbound.js';
 import type { FetchRequest, GitBackend, TransferOptions } from './backend.js';
 import { guardedHttp, type GuardedHttp } from './http.js';
 import * as cli from './git-cli.js';
-import { writeTreeWithGit } from '../checkout.js';
+import { writeTreeWithGit } from '../checkout/trees.js';
 
 export class CommandLineGit implements GitBackend {
   private readonly transfer: GuardedHttp;

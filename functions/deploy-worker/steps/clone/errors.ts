@@ -8,7 +8,7 @@
 import * as git from 'isomorphic-git';
 import type { RepositoryUrl } from '../../../core/hosting/repository-url.js';
 import { OutboundRefused } from '../../../core/net/outbound.js';
-import { UnsafeTreeError } from '../checkout.js';
+import { UnsafeTreeError } from '../checkout/trees.js';
 import { FetchTooLarge, GitCommandError } from './git-cli.js';
 
 /** Why a clone failed, in one line the deploy log can end with. */

@@ -1,7 +1,7 @@
 /**
  * git's own commands, where the machine has one: the clone step's fetches
  * (through command-line.ts, the backend over them), and the trees written
- * into a checkout or a kept repository's snapshot (checkout.ts). For a
+ * into a checkout or a kept repository's snapshot (checkout/trees.ts). For a
  * 2,000-file, 37 MB site, isomorphic-git's fetch and pack indexing took
  * 2.8-3.9 s inside the service (JavaScript inflate and SHA-1 on the
  * service's own event loop) and its tree writing 1.35 s; git did the same

@@ -17,12 +17,12 @@
  * measured as they arrive, git-cli.ts; isomorphic-git's responses as they
  * are read, http.ts).
  *
- * The commit's files are written by checkout.ts. With mirrors (the deploy
+ * The commit's files are written by checkout/trees.ts. With mirrors (the deploy
  * worker keeps one per repository and branch), the objects are fetched into
  * the mirror, only what is new comes over the network, the tree is written
  * into the mirror's snapshot (only what changed since the last deploy of the
  * branch), and the checkout gets the snapshot's files and the repository
- * (`.git`, shallow, HEAD at the commit) as hard links: see checkout.ts for
+ * (`.git`, shallow, HEAD at the commit) as hard links: see checkout/mirrors.ts for
  * why a build cannot write through them.
  *
  * Submodules are not fetched; the deploy log says so when a repository has them.
@@ -44,8 +44,9 @@ import { join } from 'node:path';
 import { parseRepositoryUrl, RepositoryUrlError, type RepositoryUrl } from '../../../core/hosting/repository-url.js';
 import { outboundRules } from '../../../core/config.js';
 import { resolveOutbound, type OutboundRules, type OutboundTarget, type Resolver } from '../../../core/net/outbound.js';
-import { linkTree, withMirror, type SourceMirrors } from '../checkout.js';
-import type { KnownFiles } from '../known-files.js';
+import { linkTree } from '../checkout/trees.js';
+import { withMirror, type SourceMirrors } from '../checkout/mirrors.js';
+import type { KnownFiles } from '../checkout/known-files.js';
 import type { GitBackend, TransferOptions } from './backend.js';
 import { CommandLineGit } from './command-line.js';
 import { IsomorphicGit } from './isomorphic.js';

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import { dirname } from 'node:path';
 import type { FetchRequest, GitBackend, TransferOptions } from './backend.js';
 import { guardedHttp, type GuardedHttp } from './http.js';
-import { writeTree } from '../checkout.js';
+import { writeTree } from '../checkout/trees.js';
 
 export class IsomorphicGit implements GitBackend {
   readonly commandLine = undefined;
