@@ -26,7 +26,7 @@ import { BuildRefused, isDetached, type BuildRunner, type DetachedBuildEnd, type
 import { cidOf } from '../core/ipfs/cid.js';
 import { pinRoot } from '../core/storage/pins.js';
 import { MissingBlockError, walkDag } from '../core/storage/dag-walk.js';
-import { DeployLog } from './deploy-log.js';
+import { DeployLog } from '../core/logs/deploy-log.js';
 import { cloneRepository, CloneError, type ClonedCommit } from './steps/clone/index.js';
 import { publicationOf, type Publication } from './steps/ancestry.js';
 import type { SourceMirrors } from './steps/checkout/mirrors.js';

@@ -33,7 +33,7 @@ import { collectGarbage, type CollectionResult } from '../core/storage/collect.j
 import type { PreviewTaker } from '../core/ports/screenshotter.js';
 import { resumeDeploy, runDeploy, type PipelineOptions } from './pipeline.js';
 import { buildEndOf, type CodeBuildStateChange } from './codebuild-runner.js';
-import { DeployLog } from './deploy-log.js';
+import { DeployLog } from '../core/logs/deploy-log.js';
 import { askForPreview } from './steps/announce.js';
 import { KEPT_REPOSITORIES, runningLimitMs } from './limits.js';
 

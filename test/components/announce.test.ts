@@ -8,7 +8,7 @@
 import { startTestService, type TestService } from '../support/service.js';
 import { newAccount } from '../support/graphql.js';
 import { announce } from '../../functions/deploy-worker/steps/announce.js';
-import { DeployLog } from '../../functions/deploy-worker/deploy-log.js';
+import { DeployLog } from '../../functions/core/logs/deploy-log.js';
 import { deployLogKey } from '../../functions/core/ports/log-store.js';
 import type { Site } from '../../functions/core/data/sites.js';
 

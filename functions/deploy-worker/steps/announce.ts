@@ -19,8 +19,8 @@ import { deployLogKey } from '../../core/ports/log-store.js';
 import type { PreviewTaker, Screenshotter } from '../../core/ports/screenshotter.js';
 import { purgeSite } from '../../core/hosting/deploys.js';
 import { notifyDeploy, recordCommitStatus } from '../../core/hosting/notifications.js';
-import { DeployLog } from '../deploy-log.js';
-import { takePreview } from './preview.js';
+import { DeployLog } from '../../core/logs/deploy-log.js';
+import { takePreview } from '../../preview/take-preview.js';
 import { deployContent } from '../../preview/deploy-content.js';
 
 export interface Announcement {
