@@ -129,7 +129,7 @@ export interface Config {
     /** The KeyValueStore mapping each site's host label (its slug) to its id, read by the distribution's viewer-request function. */
     siteHostsKvsArn?: string;
   };
-  /** Preview images of deploys (functions/deploy-worker/steps/preview.ts). */
+  /** Preview images of deploys (functions/preview/take-preview.ts). */
   preview: {
     /**
      * On locally unless CAIRN_PREVIEW=off. Off in AWS unless CAIRN_PREVIEW=on
@@ -453,7 +453,7 @@ function buildNetwork(env: Env, sandbox: 'bwrap' | 'none'): 'none' | 'outside' |
 
 /**
  * config.outbound from an environment (exported for a caller handed no
- * config: the clone step, functions/deploy-worker/steps/clone.ts).
+ * config: the clone step, functions/deploy-worker/steps/clone/).
  * CAIRN_NOTIFICATION_PRIVATE_ADDRESSES, the notifications' own rule before
  * every outbound request had one, is still read where
  * CAIRN_OUTBOUND_PRIVATE is unset (deprecated): true allows, false

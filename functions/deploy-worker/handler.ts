@@ -12,7 +12,7 @@ import { createServices, type Services } from '../core/services.js';
 import { awsAdapters } from '../aws/adapters.js';
 import { isCodeBuildStateChange } from '../aws/codebuild-runner.js';
 import { awsPipeline, buildEnded, runScheduledTick, takeDeploys, type WorkerOptions } from './worker.js';
-import { mirrorsIdle } from './steps/checkout.js';
+import { mirrorsIdle } from './steps/checkout/mirrors.js';
 
 const observability = createObservability('deploy-worker');
 

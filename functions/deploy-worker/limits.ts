@@ -34,7 +34,7 @@ export function runningLimitMs(buildTimeoutMs: number, remote: boolean): number 
 export const DEFAULT_BUILD_IMAGE = 'node:slim';
 
 /**
- * Repositories the worker keeps between deploys (steps/checkout.ts): on one
+ * Repositories the worker keeps between deploys (steps/checkout/mirrors.ts): on one
  * machine, in its data directory; in a Lambda instance, in its /tmp beside
  * the checkouts, where a warm instance reuses them.
  */

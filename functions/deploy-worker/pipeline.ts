@@ -26,20 +26,18 @@ import { BuildRefused, isDetached, type BuildRunner, type DetachedBuildEnd, type
 import { cidOf } from '../core/ipfs/cid.js';
 import { pinRoot } from '../core/storage/pins.js';
 import { MissingBlockError, walkDag } from '../core/storage/dag-walk.js';
-import { DeployLog } from './deploy-log.js';
-import { cloneRepository, CloneError, type ClonedCommit } from './steps/clone.js';
+import { DeployLog } from '../core/logs/deploy-log.js';
+import { cloneRepository, CloneError, type ClonedCommit } from './steps/clone/index.js';
 import { publicationOf, type Publication } from './steps/ancestry.js';
-import type { SourceMirrors } from './steps/checkout.js';
-import type { KnownFiles } from './steps/known-files.js';
+import type { SourceMirrors } from './steps/checkout/mirrors.js';
+import type { KnownFiles } from './steps/checkout/known-files.js';
 import { importDirectory, PublishDirectoryError } from '../core/ipfs/import-directory.js';
 import type { Screenshotter } from '../core/ports/screenshotter.js';
-import { takePreview } from './steps/preview.js';
-import { purgeSite } from '../core/hosting/deploys.js';
+import { announce } from './steps/announce.js';
 import { notifyDeploy, recordCommitStatus } from '../core/hosting/notifications.js';
 import { statusTargetOf } from '../core/hosting/commit-status.js';
 import { checkSiteFiles, siteRules } from '../core/hosting/site-rules.js';
 import { SiteFileError } from '../core/hosting/redirects.js';
-import { deployContent } from '../preview/deploy-content.js';
 
 export interface PipelineOptions {
   services: Services;
@@ -271,7 +269,7 @@ class DeployTurn {
     return result.cid;
   }
 
-  /** Pins the root, ends the deploy DEPLOYED and publishes it if it should be. */
+  /** Pins the root, ends the deploy DEPLOYED and publishes it if it should be; then announces it (steps/announce.ts). */
   async publish(imported: CID): Promise<Deploy | undefined> {
     let root = imported;
     const { services, deploy: claimed, log } = this;
@@ -335,54 +333,19 @@ class DeployTurn {
       await log.close();
       return undefined;
     }
-    if (published) {
-      // The site's address serves the new deploy from the next request on.
-      if (done.publishedNow) await purgeSite(services, claimed.siteId);
-      log.line(
-        done.publishedNow ? 'Published: the site now serves this deploy' : 'Not published: a newer deploy of the site is already published',
-      );
-    } else {
-      log.line(
-        claimed.preview
-          ? 'A preview: not published'
-          : (publication.line ?? 'Auto-publishing is off: not published (publishDeploy publishes it)'),
-      );
-    }
-    // After DEPLOYED, and before the workspace goes: the picture is of the
-    // built directory. The log so far is written first, for readers of a
-    // DEPLOYED deploy (who look for its publication line) while the
-    // notifications are recorded and the picture is taken.
-    await log.flush();
-    // The commit status waits for the log's last write: its sender may add a line to the ended deploy's log.
-    await notifyDeploy(services, 'SUCCEEDED', done, { commitStatus: false });
-    if (done.publishedNow) await notifyDeploy(services, 'PUBLISHED', done, { commitStatus: false });
-    let previewImage: string | undefined;
     const { screenshotter } = this.options;
-    if (screenshotter && this.publishDir) {
-      const request = {
-        siteId: claimed.siteId,
-        deployId: claimed.id,
-        publish: this.publishDir,
+    return announce(services, {
+      deploy: done,
+      published,
+      notPublished: publication.line,
+      log,
+      preview: screenshotter && {
         screenshotter,
+        publishDir: this.publishDir,
+        timeoutMs: this.options.previewTimeoutMs ?? PREVIEW_TIMEOUT_MS,
         signal: this.signal,
-        log: (l: string) => log.line(l),
-      };
-      previewImage = await takePreview(services, { ...request, timeoutMs: this.options.previewTimeoutMs ?? PREVIEW_TIMEOUT_MS });
-    } else if (screenshotter && done.ipfsHash) {
-      // Content deployed by CID: its DAG is served for the picture, with the site's own rules.
-      const request = {
-        siteId: claimed.siteId,
-        deployId: claimed.id,
-        publish: deployContent(services, claimed.siteId, claimed.id, done.ipfsHash),
-        screenshotter,
-        signal: this.signal,
-        log: (l: string) => log.line(l),
-      };
-      previewImage = await takePreview(services, { ...request, timeoutMs: this.options.previewTimeoutMs ?? PREVIEW_TIMEOUT_MS });
-    }
-    await log.close();
-    await recordCommitStatus(services, done.publishedNow ? 'PUBLISHED' : 'SUCCEEDED', done);
-    return previewImage ? { ...done, previewImage } : done;
+      },
+    });
   }
 
   /** Ends the deploy on what stopped the turn: CANCELLED on a cancel, FAILED with the reason otherwise. */

@@ -33,7 +33,8 @@ import { collectGarbage, type CollectionResult } from '../core/storage/collect.j
 import type { PreviewTaker } from '../core/ports/screenshotter.js';
 import { resumeDeploy, runDeploy, type PipelineOptions } from './pipeline.js';
 import { buildEndOf, type CodeBuildStateChange } from '../aws/codebuild-runner.js';
-import { DeployLog } from './deploy-log.js';
+import { DeployLog } from '../core/logs/deploy-log.js';
+import { askForPreview } from './steps/announce.js';
 import { KEPT_REPOSITORIES, runningLimitMs } from './limits.js';
 
 /** Without a CodeBuild project (a misconfigured stack) a build command fails its deploy with this. */
@@ -126,7 +127,7 @@ export async function takeDeploys(pipeline: WorkerOptions, event: SQSEvent): Pro
         services.logger.info('deploy no longer queued; nothing to do', { ...message });
         continue;
       }
-      await askForPreview(pipeline, await runDeploy(pipeline, claimed, new AbortController().signal));
+      await askForPreview(pipeline.services, pipeline.previews, await runDeploy(pipeline, claimed, new AbortController().signal));
     } catch (err) {
       services.logger.error('a deploy message could not be handled', { ...message, err });
       batchItemFailures.push({ itemIdentifier: record.messageId });
@@ -149,28 +150,8 @@ export async function buildEnded(pipeline: WorkerOptions, event: CodeBuildStateC
   const deploy = await services.deploys.get(ended.siteId, ended.deployId);
   if (!deploy || deploy.status !== 'IN_PROGRESS') return undefined;
   const done = await resumeDeploy(pipeline, deploy, ended.end);
-  await askForPreview(pipeline, done);
+  await askForPreview(services, pipeline.previews, done);
   return done;
-}
-
-/**
- * Asks for the picture of a run's deploy if it ended DEPLOYED (a run handed
- * to CodeBuild has not ended yet). Never throws: a request that could not be
- * made leaves previewImage null, says so at the end of the deploy's log, and
- * the deploy is DEPLOYED all the same.
- */
-export async function askForPreview(pipeline: WorkerOptions, deploy: Deploy | undefined): Promise<void> {
-  const { services, previews } = pipeline;
-  if (!previews || deploy?.status !== 'DEPLOYED' || !deploy.ipfsHash) return;
-  const of = { siteId: deploy.siteId, deployId: deploy.id };
-  try {
-    await previews.deployed({ ...of, root: deploy.ipfsHash });
-  } catch (err) {
-    services.logger.warn('could not ask for a preview image', { ...of, previews: previews.name, err });
-    const log = await DeployLog.continued(services.deployLogs, deployLogKey(deploy.siteId, deploy.id), services.logger);
-    log.line('No preview image: it could not be asked for (the service log has the details)');
-    await log.close();
-  }
 }
 
 export interface TickResult {

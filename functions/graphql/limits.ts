@@ -36,7 +36,7 @@ import {
   type SelectionSetNode,
   type ValidationRule,
 } from 'graphql';
-import { MAX_LOG_BYTES } from '../deploy-worker/deploy-log.js';
+import { MAX_LOG_BYTES } from '../core/logs/deploy-log.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from './pagination.js';
 
 const MiB = 1024 * 1024;

@@ -32,10 +32,10 @@
  * network of the build's own, so `outside` is refused there.
  *
  * A checkout's files may be hard links to the kept snapshot of the
- * repository (deploy-worker/steps/checkout.ts), which no build may write
+ * repository (deploy-worker/steps/checkout/), which no build may write
  * into. The sandbox shows the build its checkout through an overlay: what
  * it writes lands in a layer of its own, applied to the checkout when it
- * ends (deploy-worker/steps/build-layer.ts). Where this machine cannot
+ * ends (local/build-layer.ts). Where this machine cannot
  * mount one (checked once, beside the first checkout), and in `none` mode,
  * the shared files are copied before the build instead.
  */

@@ -10,7 +10,7 @@ import type { Deploy } from '../core/data/deploys.js';
 import type { DeployQueue } from '../core/ports/deploy-queue.js';
 import type { Logger } from '../core/logger.js';
 import { runDeploy, type PipelineOptions } from '../deploy-worker/pipeline.js';
-import { DeployLog } from '../deploy-worker/deploy-log.js';
+import { DeployLog } from '../core/logs/deploy-log.js';
 import { deployLogKey } from '../core/ports/log-store.js';
 import { notifyDeploy } from '../core/hosting/notifications.js';
 import { Poller } from './poller.js';

@@ -28,7 +28,7 @@ import { ChromiumScreenshotter } from './chromium-screenshotter.js';
 import { LocalSiteCache } from './site-cache.js';
 import { LocalNotificationOutbox } from './notification-outbox.js';
 import { KEPT_REPOSITORIES } from '../deploy-worker/limits.js';
-import { mirrorsIdle } from '../deploy-worker/steps/checkout.js';
+import { mirrorsIdle } from '../deploy-worker/steps/checkout/mirrors.js';
 
 export interface LocalService {
   config: Config;

@@ -15,8 +15,8 @@ import { resolvePath } from '../core/ipfs/paths.js';
 import { isNotFound } from '../core/ipfs/read.js';
 import { serveSite } from '../gateway/sites.js';
 import { textResponse } from '../gateway/responses.js';
-import type { PreviewContent } from '../deploy-worker/steps/preview.js';
-import type { ServedDirectory } from '../deploy-worker/steps/serve-directory.js';
+import type { PreviewContent } from './take-preview.js';
+import type { ServedDirectory } from './serve-directory.js';
 
 const FILE_TYPES = new Set(['file', 'raw', 'identity']);
 

@@ -7,7 +7,7 @@
  * Screenshotter inside the worker: Chromium needs x86_64 (@sparticuz/chromium
  * has no ARM build), memory and a 64 MB package the worker has no use for,
  * and a deploy must not wait on its picture. What runs here is still the
- * pipeline's one preview step (steps/preview.ts: serve, shoot, store, set
+ * pipeline's one preview step (take-preview.ts: serve, shoot, store, set
  * previewImage); only its content differs, the deploy's DAG from the
  * blockstore (deploy-content.ts) instead of a publish directory on disk.
  *

@@ -1,6 +1,6 @@
 /**
  * The preview function's work for one deploy: check the request against
- * the deploy's record, then run the preview step (steps/preview.ts, the same
+ * the deploy's record, then run the preview step (take-preview.ts, the same
  * code the pipeline runs on one machine) on the deploy's DAG, its lines
  * going on at the end of the deploy's log.
  *
@@ -11,8 +11,8 @@ import type { Services } from '../core/services.js';
 import { parseCid } from '../core/ipfs/cid.js';
 import { deployLogKey } from '../core/ports/log-store.js';
 import type { PreviewInput, Screenshotter } from '../core/ports/screenshotter.js';
-import { DeployLog } from '../deploy-worker/deploy-log.js';
-import { takePreview } from '../deploy-worker/steps/preview.js';
+import { DeployLog } from '../core/logs/deploy-log.js';
+import { takePreview } from './take-preview.js';
 import { deployContent } from './deploy-content.js';
 
 const ID = /^[0-9A-Za-z-]{1,64}$/;

@@ -17,7 +17,7 @@ import {
 } from 'graphql';
 import { newSortableId } from '../../functions/core/ids.js';
 import { deployLogKey } from '../../functions/core/ports/log-store.js';
-import { MAX_LOG_BYTES } from '../../functions/deploy-worker/deploy-log.js';
+import { MAX_LOG_BYTES } from '../../functions/core/logs/deploy-log.js';
 import { answerGate } from '../../functions/graphql/answer.js';
 import { LIMITS } from '../../functions/graphql/limits.js';
 import { apiTarget, INTROSPECTION, localTest, REMOTE, type ApiTarget } from '../support/api-target.js';

@@ -2,7 +2,7 @@
  * The gateway as it runs in AWS, through its Lambda door: blocks in the
  * stack's bucket (a bucket on Cairn's own S3 endpoint) and its own tables
  * in the embedded DynamoDB. What it touches there is what its IAM grants
- * must allow (lib/cairn-stack.ts, asserted in test/infra/cairn-stack.test.ts):
+ * must allow (lib/gateway.ts, asserted in test/infra/cairn-stack.test.ts):
  * a site reads the sites and deploys tables; in the bucket it reads, and
  * its IPFS node's first start on a fresh bucket writes one object,
  * `datastore/version` (Helia records its datastore's version), nothing else.

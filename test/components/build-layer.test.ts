@@ -1,6 +1,6 @@
 /**
  * A build on this machine against a checkout whose files are hard links
- * to a kept snapshot (steps/checkout.ts), with the real bubblewrap runner:
+ * to a kept snapshot (steps/checkout/), with the real bubblewrap runner:
  * through the overlay (steps/build-layer.ts), through copies where there is
  * none (overlay off, and sandbox=none). Whatever the build does, the
  * snapshot keeps its bytes and modes, the checkout ends exactly as the same
@@ -13,8 +13,8 @@ import { dirname, join } from 'node:path';
 import { ROOT } from '../support/child-service.js';
 import { BwrapRunner, type BwrapRunnerOptions } from '../../functions/local/bwrap-runner.js';
 import type { BuildResult } from '../../functions/core/ports/build-runner.js';
-import { copyTree, linkTree } from '../../functions/deploy-worker/steps/checkout.js';
-import { KnownFiles } from '../../functions/deploy-worker/steps/known-files.js';
+import { copyTree, linkTree } from '../../functions/deploy-worker/steps/checkout/trees.js';
+import { KnownFiles } from '../../functions/deploy-worker/steps/checkout/known-files.js';
 import { PackedBlockstore } from '../../functions/core/ipfs/local-blockstore.js';
 import { importDirectory } from '../../functions/core/ipfs/import-directory.js';
 

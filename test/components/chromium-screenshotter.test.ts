@@ -13,7 +13,7 @@ import { basename, join } from 'node:path';
 import { ChromiumScreenshotter } from '../../functions/local/chromium-screenshotter.js';
 import { PREVIEW_UID } from '../../functions/preview/chromium.js';
 import { ScreenshotError } from '../../functions/core/ports/screenshotter.js';
-import { serveDirectory, type ServedDirectory } from '../../functions/deploy-worker/steps/serve-directory.js';
+import { serveDirectory, type ServedDirectory } from '../../functions/preview/serve-directory.js';
 import { decodePng } from '../support/png.js';
 
 const CHROMIUM = process.env.CAIRN_CHROMIUM ?? '/usr/bin/chromium';

@@ -1,5 +1,5 @@
 /**
- * Files a deploy need not read again (steps/known-files.ts) with the real
+ * Files a deploy need not read again (steps/checkout/known-files.ts) with the real
  * local blockstore and importDirectory: a file still exactly as git wrote
  * it is taken as imported before; any change to it (bytes, mode, a
  * replacement) or a missing block makes it read again, and the directory's
@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { PackedBlockstore } from '../../functions/core/ipfs/local-blockstore.js';
 import { importDirectory } from '../../functions/core/ipfs/import-directory.js';
-import { KnownFiles } from '../../functions/deploy-worker/steps/known-files.js';
-import type { TreeManifest } from '../../functions/deploy-worker/steps/checkout.js';
+import { KnownFiles } from '../../functions/deploy-worker/steps/checkout/known-files.js';
+import type { TreeManifest } from '../../functions/deploy-worker/steps/checkout/trees.js';
 
 let work: string;
 let blockstore: PackedBlockstore;

@@ -34,7 +34,7 @@ export async function startTestService(extraEnv: Record<string, string> = {}, da
   const dir = dataDir ?? (await mkdtemp(join(tmpdir(), 'cairn-test-')));
   const env = await serviceEnv(dir, extraEnv);
   // As the local server's config is read from its process's environment, so is the rule a deploy's clone follows
-  // where the pipeline hands it none (functions/deploy-worker/steps/clone.ts): the two must agree here too.
+  // where the pipeline hands it none (functions/deploy-worker/steps/clone/): the two must agree here too.
   process.env.CAIRN_OUTBOUND_PRIVATE = env.CAIRN_OUTBOUND_PRIVATE;
   const service = await startLocalService(loadConfig(env));
   return {

@@ -22,7 +22,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deployLogKey } from '../../functions/core/ports/log-store.js';
-import { MAX_LOG_BYTES } from '../../functions/deploy-worker/deploy-log.js';
+import { MAX_LOG_BYTES } from '../../functions/core/logs/deploy-log.js';
 import { startChildService, type ChildService } from '../support/child-service.js';
 import { seedDeploys } from '../support/graphql.js';
 import { connectInspector } from '../support/inspector.js';

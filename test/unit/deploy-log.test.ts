@@ -1,7 +1,7 @@
 /** A deploy's log: written as it grows, and past 4 MiB its head and latest tail with a marker between. */
 import { createLogger } from '../../functions/core/logger.js';
 import type { LogStore } from '../../functions/core/ports/log-store.js';
-import { DeployLog, MAX_LOG_BYTES } from '../../functions/deploy-worker/deploy-log.js';
+import { DeployLog, MAX_LOG_BYTES } from '../../functions/core/logs/deploy-log.js';
 
 function memoryStore() {
   const logs = new Map<string, string>();

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { buildSchema, parse, validate, specifiedRules, type OperationDefinitionNode } from 'graphql';
 import { loadConfig } from '../../functions/core/config.js';
 import { FileLogStore } from '../../functions/local/file-log-store.js';
-import { MAX_LOG_BYTES } from '../../functions/deploy-worker/deploy-log.js';
+import { MAX_LOG_BYTES } from '../../functions/core/logs/deploy-log.js';
 import { AnswerAccount, ByteGate } from '../../functions/graphql/answer.js';
 import { contextFor } from '../../functions/graphql/context.js';
 import type { Services } from '../../functions/core/services.js';

@@ -93,7 +93,7 @@ export interface LambdaDoorOptions {
    * integration in STREAM mode): bodies up to Lambda's streaming limit
    * instead of 6 MB, and memory that does not grow with the body. Needs the
    * Lambda runtime's `awslambda` global. Default: true (the S3 API and the
-   * gateway stream; see lib/cairn-stack.ts).
+   * gateway stream; see lib/gateway.ts).
    */
   streaming?: boolean;
 }

@@ -7,7 +7,7 @@
 export interface BuildRequest {
   /** For the runner's own bookkeeping and logs. */
   deployId: string;
-  /** The checkout on this machine: the only place the build may write. Its files may be hard links to the kept snapshot (steps/checkout.ts): a runner must not let a command write through them. */
+  /** The checkout on this machine: the only place the build may write. Its files may be hard links to the kept snapshot (steps/checkout/): a runner must not let a command write through them. */
   checkout: string;
   /** Where the command runs, relative to the checkout (the site's baseDirectoryPath, '' for the root). */
   directory: string;
@@ -56,7 +56,7 @@ export class BuildRefused extends Error {
 
 /**
  * A runner whose builds run on another machine and end later (AWS
- * CodeBuild, functions/deploy-worker/codebuild-runner.ts): the pipeline
+ * CodeBuild, functions/aws/codebuild-runner.ts): the pipeline
  * hands it the checkout, records the build on the deploy and ends its turn;
  * the build's end arrives as an event, and resumeDeploy takes the deploy up
  * from the publish directory the build left.

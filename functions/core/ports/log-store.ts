@@ -1,7 +1,7 @@
 /**
  * Where deploy logs live: outside DynamoDB items (400 KB at most), as one
  * text per deploy, rewritten whole as it grows (a log is at most
- * MAX_LOG_BYTES, see deploy-worker/deploy-log.ts). Files under the data
+ * MAX_LOG_BYTES, see core/logs/deploy-log.ts). Files under the data
  * directory on one machine (functions/local/file-log-store.ts), objects in
  * the stack's bucket in AWS.
  */

@@ -3,7 +3,7 @@
  * loop (functions/local/notification-outbox.ts) is woken and finds it in
  * the deliveries table; in AWS a message goes to the deploy queue, delayed
  * by the delivery's back-off, and the deploy worker sends it
- * (hosting/sqs-deploy-queue.ts). Either way nothing is sent from the code
+ * (aws/sqs-deploy-queue.ts). Either way nothing is sent from the code
  * that recorded the event (a GraphQL request, a deploy's pipeline): only
  * recorded and handed on, so a slow receiver never slows anything else.
  */

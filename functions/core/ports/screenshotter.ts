@@ -4,13 +4,13 @@
  * Screenshotter takes a picture of a web page: headless Chromium through
  * playwright-core, Debian's on one machine, @sparticuz/chromium's in the
  * preview Lambda (functions/preview/chromium.ts has both). Whoever holds
- * one calls the preview step (functions/deploy-worker/steps/preview.ts),
+ * one calls the preview step (functions/preview/take-preview.ts),
  * the one code path that serves the deploy's content, takes the picture,
  * stores it and sets previewImage.
  *
  * PreviewTaker is for a worker that holds no browser (the deploy worker in
  * AWS): it asks for the picture of a deploy that ended DEPLOYED and does not
- * wait for it (functions/preview/lambda-preview-taker.ts invokes the preview
+ * wait for it (functions/aws/lambda-preview-taker.ts invokes the preview
  * Lambda asynchronously).
  */
 

@@ -4,9 +4,9 @@
  * by the gateway, the API and the deploy worker of the one process. In AWS
  * the cache is a CloudFront distribution in front of the gateway, which the
  * gateway never consults; only its purger is called (CreateInvalidation,
- * functions/core/hosting/cloudfront-purger.ts), and its map of site hosts
+ * functions/aws/cloudfront-purger.ts), and its map of site hosts
  * to site ids is kept current (a CloudFront KeyValueStore,
- * functions/core/hosting/kvs-site-hosts.ts).
+ * functions/aws/kvs-site-hosts.ts).
  */
 import type { CID } from 'multiformats/cid';
 

@@ -12,7 +12,8 @@
  * commits are wanted: git's command line asks for none of the trees and
  * files (`--filter=tree:0`, which GitHub and GitLab honour; a host that
  * does not sends them anyway, and the answer is the same). isomorphic-git
- * (Lambda) cannot filter and gets each commit's files too.
+ * (Lambda) cannot filter and gets each commit's files too. Either is the
+ * clone step's git backend (clone/backend.ts), chosen the same way.
  *
  * The history arrives as the clone's does: two commits deep, then twice as
  * deep each round, until the question is settled, so the usual push (whose
@@ -32,22 +33,13 @@
  * request of the fetch connects to the checked addresses only, following
  * no redirect.
  */
-import * as git from 'isomorphic-git';
-import nodeHttp from 'isomorphic-git/http/node';
-import type { GitHttpRequest, GitHttpResponse, HttpClient } from 'isomorphic-git';
-import fs from 'node:fs';
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import * as cli from './git-cli.js';
 import { outboundRules } from '../../core/config.js';
-import {
-  curlResolve,
-  pinnedLookup,
-  resolveOutbound,
-  type OutboundRules,
-  type OutboundTarget,
-  type Resolver,
-} from '../../core/net/outbound.js';
+import { resolveOutbound, type OutboundRules, type Resolver } from '../../core/net/outbound.js';
+import { openTransfer } from './clone/index.js';
+import type { GitBackend } from './clone/backend.js';
+import { GitCommandError } from './clone/git-cli.js';
 import type { Services } from '../../core/services.js';
 import type { Deploy } from '../../core/data/deploys.js';
 
@@ -144,52 +136,20 @@ export async function compareCommits(request: AncestryRequest): Promise<Ancestry
   const { url, branch, commit, published, dir, signal } = request;
   if (commit === published) return 'same';
   const cap = request.maxBytes ?? DEFAULT_MAX_HISTORY_BYTES;
-  const gitBin = request.git === false ? undefined : (request.git ?? (await cli.findGit()));
   const gitdir = join(dir, 'history.git');
   await rm(gitdir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
-  let received = 0;
-  /** Where every request connects: set once the host passed the policy, before any request. */
-  let target: OutboundTarget | undefined;
-  const transfer = countedHttp(
-    signal,
-    () => cap - received,
-    (n) => (received += n),
-    () => target,
-  );
-  const onAuth = () => (request.credentials ? { ...request.credentials } : { cancel: true });
+  /** Opened once the host passed the policy, before any request. */
+  let backend: GitBackend | undefined;
   let depth = 2;
   try {
-    target = await resolveOutbound(url, request.outbound ?? outboundRules(process.env), request.resolver);
-    const resolve = curlResolve(target);
+    const target = await resolveOutbound(url, request.outbound ?? outboundRules(process.env), request.resolver);
+    const git = await openTransfer(request.git, { url, branch, signal, credentials: request.credentials, maxBytes: cap, target });
+    backend = git;
     for (let round = 0; ; round++) {
-      if (gitBin) {
-        if (round === 0) await cli.initRepository(gitBin, gitdir, url, branch, signal);
-        received += await cli.fetchBranch(gitBin, {
-          gitdir,
-          branch,
-          signal,
-          credentials: request.credentials,
-          resolve,
-          depth: round === 0 ? { depth } : { deepen: depth / 2 },
-          remaining: cap - received,
-          filter: 'tree:0',
-        });
-      } else {
-        const remote = {
-          fs,
-          http: transfer,
-          gitdir,
-          url,
-          ref: branch,
-          singleBranch: true,
-          onAuth,
-          onAuthFailure: () => ({ cancel: true }),
-        };
-        if (round === 0) await git.clone({ ...remote, dir, depth, noTags: true, noCheckout: true });
-        else await git.fetch({ ...remote, depth: depth / 2, relative: true, tags: false });
-      }
-      const history = gitBin ? await historyWithGit(gitBin, gitdir, branch, signal) : await historyWithIsomorphicGit(gitdir, branch);
+      await git.fetch(gitdir, { fresh: round === 0, depth: round === 0 ? { depth } : { deepen: depth / 2 }, commitsOnly: true });
+      const shallow = await shallowCommits(gitdir);
+      const history: History = { parents: await git.parents(gitdir, shallow), complete: shallow.size === 0 };
       const answer = judge(history, commit, published);
       if (answer !== 'more') return answer;
       // A history already whole that cannot answer would not answer deeper either (judge settles every whole history).
@@ -199,55 +159,12 @@ export async function compareCommits(request: AncestryRequest): Promise<Ancestry
   } catch (err) {
     if (err instanceof AncestryUnknown) throw err;
     if (signal.aborted) throw signal.reason;
-    if (err instanceof cli.FetchTooLarge || received > cap)
-      throw new AncestryUnknown(`the branch's history is larger than ${Math.round(cap / 1024 / 1024)} MB`);
-    const said =
-      err instanceof cli.GitCommandError ? err.stderr.trim().split('\n').at(-1) : err instanceof Error ? err.message : String(err);
+    if (backend?.tooLarge()) throw new AncestryUnknown(`the branch's history is larger than ${Math.round(cap / 1024 / 1024)} MB`);
+    const said = err instanceof GitCommandError ? err.stderr.trim().split('\n').at(-1) : err instanceof Error ? err.message : String(err);
     const secret = request.credentials?.password;
     const line = (said ?? 'the fetch failed').replace(/\s+/g, ' ').slice(0, 200);
     throw new AncestryUnknown(`the branch's history could not be fetched: ${secret ? line.split(secret).join('[token]') : line}`);
   }
-}
-
-/** The history git fetched: `rev-list --parents` shows a shallow edge's commits without parents; the shallow file names them. */
-async function historyWithGit(gitBin: string, gitdir: string, branch: string, signal: AbortSignal): Promise<History> {
-  const shallow = await shallowCommits(gitdir);
-  const out = (await cli.git(gitBin, ['rev-list', '--parents', `refs/remotes/origin/${branch}`, '--'], { gitdir, signal })).toString(
-    'latin1',
-  );
-  const parents = new Map<string, string[] | null>();
-  for (const line of out.split('\n')) {
-    if (line === '') continue;
-    const [oid, ...rest] = line.split(' ');
-    parents.set(oid!, shallow.has(oid!) ? null : rest);
-  }
-  return { parents, complete: shallow.size === 0 };
-}
-
-/** The history isomorphic-git fetched, walked from the branch's head (iteratively); a parent that is not here is the shallow edge. */
-async function historyWithIsomorphicGit(gitdir: string, branch: string): Promise<History> {
-  const shallow = await shallowCommits(gitdir);
-  const parents = new Map<string, string[] | null>();
-  const head = await git.resolveRef({ fs, gitdir, ref: `refs/remotes/origin/${branch}` });
-  const stack = [head];
-  while (stack.length > 0) {
-    const oid = stack.pop()!;
-    if (parents.has(oid)) continue;
-    if (shallow.has(oid)) {
-      parents.set(oid, null);
-      continue;
-    }
-    let read: string[];
-    try {
-      read = (await git.readCommit({ fs, gitdir, oid })).commit.parent;
-    } catch (err) {
-      if (!(err instanceof git.Errors.NotFoundError)) throw err;
-      continue; // beyond the edge
-    }
-    parents.set(oid, read);
-    stack.push(...read);
-  }
-  return { parents, complete: shallow.size === 0 };
 }
 
 async function shallowCommits(gitdir: string): Promise<Set<string>> {
@@ -258,38 +175,6 @@ async function shallowCommits(gitdir: string): Promise<Set<string>> {
       .map((l) => l.trim())
       .filter((l) => /^[0-9a-f]{40}$/.test(l)),
   );
-}
-
-/** isomorphic-git's HTTP client under the deploy's signal, its bodies counted against the cap, connecting only where `pinned()` was checked. */
-function countedHttp(
-  signal: AbortSignal,
-  remaining: () => number,
-  count: (bytes: number) => void,
-  pinned: () => OutboundTarget | undefined,
-): HttpClient {
-  async function* counted(body: AsyncIterableIterator<Uint8Array>): AsyncIterableIterator<Uint8Array> {
-    for await (const chunk of body) {
-      signal.throwIfAborted();
-      count(chunk.byteLength);
-      if (remaining() < 0) throw new Error('the history passed its byte cap');
-      yield chunk;
-    }
-  }
-  return {
-    async request(req: GitHttpRequest): Promise<GitHttpResponse> {
-      signal.throwIfAborted();
-      const target = pinned();
-      if (!target) throw new Error('the repository host was not checked against the outbound address policy');
-      // No agent: a kept-alive socket of another request was connected where that request's check said.
-      const res = await nodeHttp.request({
-        ...req,
-        signal,
-        agent: false,
-        fetchOptions: { followRedirects: false, lookup: pinnedLookup(target) },
-      });
-      return res.body ? { ...res, body: counted(res.body) } : res;
-    },
-  };
 }
 
 /**

@@ -7,16 +7,20 @@
  * The one code path for every environment: the content is served on
  * 127.0.0.1 for the shot, either the publish directory still on disk (the
  * pipeline on one machine) or the deploy's DAG from the blockstore (the
- * preview Lambda, functions/preview/deploy-content.ts); either way it is
+ * preview Lambda, deploy-content.ts); either way it is
  * pictured, stored and recorded here.
+ *
+ * Everything of the preview lives in this folder, and imports run one way:
+ * the deploy pipeline calls in (deploy-worker/steps/announce.ts), nothing
+ * here imports the pipeline (the deploy's log is core/logs/deploy-log.ts).
  */
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Services } from '../../core/services.js';
-import { referenceCidOf } from '../../core/data/deploys.js';
-import { importFile } from '../../core/ipfs/import.js';
-import { pinRoot } from '../../core/storage/pins.js';
-import { ScreenshotError, type Screenshotter } from '../../core/ports/screenshotter.js';
+import type { Services } from '../core/services.js';
+import { referenceCidOf } from '../core/data/deploys.js';
+import { importFile } from '../core/ipfs/import.js';
+import { pinRoot } from '../core/storage/pins.js';
+import { ScreenshotError, type Screenshotter } from '../core/ports/screenshotter.js';
 import { serveDirectory, type ServedDirectory } from './serve-directory.js';
 
 export const PREVIEW_WIDTH = 1280;

@@ -1,11 +1,12 @@
 /**
- * git's own command line, where the machine has one: the clone step's
- * fetches, and the trees written into a kept repository's snapshot. For a
+ * git's own commands, where the machine has one: the clone step's fetches
+ * (through command-line.ts, the backend over them), and the trees written
+ * into a checkout or a kept repository's snapshot (checkout/trees.ts). For a
  * 2,000-file, 37 MB site, isomorphic-git's fetch and pack indexing took
  * 2.8-3.9 s inside the service (JavaScript inflate and SHA-1 on the
  * service's own event loop) and its tree writing 1.35 s; git did the same
  * in 1.2 s and 0.3-0.7 s, in processes of its own. isomorphic-git stays for
- * Lambda, which has no git binary (clone.ts chooses).
+ * Lambda, which has no git binary (isomorphic.ts; index.ts chooses).
  *
  * Every command runs with an environment of its own: no system or user git
  * configuration (a helper, a proxy or an `insteadOf` of the service user's
@@ -75,7 +76,7 @@ const SETTINGS = [
   'fetch.unpackLimit=1',
   'transfer.unpackLimit=1',
   'fetch.writeCommitGraph=false',
-  // A kept repository damaged by a crash is fetched anew (clone.ts): waiting for the disk on every file buys nothing.
+  // A kept repository damaged by a crash is fetched anew (index.ts): waiting for the disk on every file buys nothing.
   'core.fsync=none',
   'core.autocrlf=false',
   'core.symlinks=true',

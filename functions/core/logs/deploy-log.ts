@@ -13,8 +13,8 @@
  * start of a secret waits for the next one (or for the next line of the
  * log's own, or its end).
  */
-import type { LogStore } from '../core/ports/log-store.js';
-import type { Logger } from '../core/logger.js';
+import type { LogStore } from '../ports/log-store.js';
+import type { Logger } from '../logger.js';
 
 export const MAX_LOG_BYTES = 4 * 1024 * 1024;
 const HEAD_BYTES = MAX_LOG_BYTES / 2;

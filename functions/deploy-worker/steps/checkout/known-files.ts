@@ -1,6 +1,6 @@
 /**
  * Files a deploy need not read again. A checkout's files come from git
- * blobs; the mirror (checkout.ts) remembers the UnixFS DAG each blob was
+ * blobs; the mirror (mirrors.ts) remembers the UnixFS DAG each blob was
  * imported as. Right after the checkout is made (its files hard links to
  * the mirror's snapshot), before the build runs, every file of the tree is
  * stamped (inode, size, modification and change times, to the nanosecond).
@@ -24,7 +24,7 @@ import { lstat, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Blockstore } from 'interface-blockstore';
 import { CID } from 'multiformats/cid';
-import type { TreeManifest } from './checkout.js';
+import type { TreeManifest } from './trees.js';
 
 export interface FileDag {
   cid: CID;
