@@ -26,6 +26,8 @@ import { inlineLeafHasher } from '../core/hashing/leaf-hasher.js';
 import { FileLogStore } from '../local/file-log-store.js';
 import { createSealer } from './kms-sealer.js';
 import { DynamoUploadGate } from './dynamo-gate.js';
+import { BuildRefused, type BuildRunner, type DetachedBuildRunner } from '../core/ports/build-runner.js';
+import type { PreviewTaker } from '../core/ports/screenshotter.js';
 
 /** Where the service's data is kept, wherever it runs: what the configuration names (a KMS key, a block bucket), the data directory otherwise. */
 export interface DataStores {
@@ -125,4 +127,38 @@ async function createLogStore(config: Config): Promise<LogStore> {
     return new S3LogStore(new S3Client({ region: config.region }), config.blockBucket);
   }
   return new FileLogStore(join(config.dataDir, 'deploy-logs'));
+}
+
+/** Without a CodeBuild project (a misconfigured stack) a build command fails its deploy with this. */
+const noBuilds: BuildRunner = {
+  name: 'no build runner',
+  run: async () => {
+    throw new BuildRefused('builds are not set up here (CAIRN_BUILD_PROJECT is unset): only sites without a build command deploy');
+  },
+};
+
+/** The deploy worker's build runner: CodeBuild when the stack gave a project (builds run detached), otherwise one that refuses builds. */
+export async function awsBuildRunner(config: Config): Promise<BuildRunner | DetachedBuildRunner> {
+  if (!config.build.codeBuildProject || !config.blockBucket) return noBuilds;
+  const { CodeBuildClient } = await import('@aws-sdk/client-codebuild');
+  const { S3Client } = await import('@aws-sdk/client-s3');
+  const { CodeBuildRunner } = await import('./codebuild-runner.js');
+  return new CodeBuildRunner(
+    new CodeBuildClient({ region: config.region }),
+    new S3Client({ region: config.region }),
+    config.blockBucket,
+    config.build.codeBuildProject,
+  );
+}
+
+/** The preview function, when previews are on and the stack named it; none otherwise (no preview images). */
+export async function awsPreviewTaker(config: Config, logger: Logger): Promise<PreviewTaker | undefined> {
+  if (!config.preview.enabled) return undefined;
+  if (!config.preview.functionName) {
+    logger.warn('CAIRN_PREVIEW is on but CAIRN_PREVIEW_FUNCTION is unset: no preview images');
+    return undefined;
+  }
+  const { LambdaClient } = await import('@aws-sdk/client-lambda');
+  const { LambdaPreviewTaker } = await import('./lambda-preview-taker.js');
+  return new LambdaPreviewTaker(new LambdaClient({ region: config.region }), config.preview.functionName);
 }

@@ -25,7 +25,6 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { Services } from '../core/services.js';
 import type { Deploy } from '../core/data/deploys.js';
 import { deployLogKey } from '../core/ports/log-store.js';
-import { BuildRefused, type BuildRunner, type DetachedBuildRunner } from '../core/ports/build-runner.js';
 import { parseQueueMessage } from '../aws/sqs-deploy-queue.js';
 import { retryCdnChange } from '../core/hosting/site-host-map.js';
 import { notifyDeploy, sendNotification } from '../core/hosting/notifications.js';
@@ -36,14 +35,7 @@ import { buildEndOf, type CodeBuildStateChange } from '../aws/codebuild-runner.j
 import { DeployLog } from '../core/logs/deploy-log.js';
 import { askForPreview } from './steps/announce.js';
 import { KEPT_REPOSITORIES, runningLimitMs } from './limits.js';
-
-/** Without a CodeBuild project (a misconfigured stack) a build command fails its deploy with this. */
-const noBuilds: BuildRunner = {
-  name: 'no build runner',
-  run: async () => {
-    throw new BuildRefused('builds are not set up here (CAIRN_BUILD_PROJECT is unset): only sites without a build command deploy');
-  },
-};
+import { awsBuildRunner, awsPreviewTaker } from '../aws/adapters.js';
 
 /** The pipeline's options, and what the worker does after a run. */
 export interface WorkerOptions extends PipelineOptions {
@@ -54,26 +46,8 @@ export interface WorkerOptions extends PipelineOptions {
 /** The pipeline as it runs in AWS: builds in CodeBuild, checkouts under /tmp, pictures by the preview Lambda. */
 export async function awsPipeline(services: Services): Promise<WorkerOptions> {
   const { config } = services;
-  let runner: BuildRunner | DetachedBuildRunner = noBuilds;
-  if (config.build.codeBuildProject && config.blockBucket) {
-    const { CodeBuildClient } = await import('@aws-sdk/client-codebuild');
-    const { S3Client } = await import('@aws-sdk/client-s3');
-    const { CodeBuildRunner } = await import('../aws/codebuild-runner.js');
-    runner = new CodeBuildRunner(
-      new CodeBuildClient({ region: config.region }),
-      new S3Client({ region: config.region }),
-      config.blockBucket,
-      config.build.codeBuildProject,
-    );
-  }
-  let previews: PreviewTaker | undefined;
-  if (config.preview.enabled && config.preview.functionName) {
-    const { LambdaClient } = await import('@aws-sdk/client-lambda');
-    const { LambdaPreviewTaker } = await import('../aws/lambda-preview-taker.js');
-    previews = new LambdaPreviewTaker(new LambdaClient({ region: config.region }), config.preview.functionName);
-  } else if (config.preview.enabled) {
-    services.logger.warn('CAIRN_PREVIEW is on but CAIRN_PREVIEW_FUNCTION is unset: no preview images');
-  }
+  const runner = await awsBuildRunner(config);
+  const previews = await awsPreviewTaker(config, services.logger);
   return {
     services,
     runner,
