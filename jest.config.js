@@ -31,11 +31,17 @@ export default {
   // The Lambda runtime's awslambda global, which streaming handlers need at load time.
   setupFiles: ['<rootDir>/test/support/lambda-runtime.ts'],
   testTimeout: 60000,
-  // One worker process (the default on two cores) instead of running in
-  // Jest's own process, restarted after any test file that leaves it over
-  // 1 GB: each ESM test file leaves modules behind, and across the whole
-  // suite Jest's process grew to a 3.6 GB heap, thrashed in full
-  // collections (seconds each, timing tests out) and died out of memory.
-  maxWorkers: 1,
+  // Worker processes, never Jest's own process, each restarted after any
+  // test file that leaves it over 1 GB: each ESM test file leaves modules
+  // behind, and across the whole suite Jest's process grew to a 3.6 GB
+  // heap, thrashed in full collections (seconds each, timing tests out)
+  // and died out of memory. Two workers on two cores: most suites spend
+  // their time waiting on a child (a service, git, a build, Chromium), and
+  // two at once take well under the machine's memory. Suites that measure
+  // the machine (memory peaks, event-loop holds) measure only their own
+  // process, so a neighbour does not change what they see.
+  maxWorkers: 2,
   workerIdleMemoryLimit: '1GB',
+  // Slowest first (the seconds are kept in the file): see there why.
+  testSequencer: '<rootDir>/test/support/sequencer.mjs',
 };

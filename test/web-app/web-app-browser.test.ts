@@ -470,7 +470,7 @@ test("edit the site's settings: the form starts from what the site has, and savi
   await page.getByLabel('Value 2').fill('production');
   await checkAccessibility();
   await page.getByRole('button', { name: 'Save settings' }).click();
-  await page.getByRole('heading', { name: SLUG, level: 1 }).waitFor();
+  await page.getByRole('heading', { name: SLUG, level: 1, exact: true }).waitFor();
   const site = dataOf(
     await gql(
       apiKey,
@@ -513,7 +513,10 @@ test('a secret variable: typed blind with its scope, shown only as "secret (set)
   };
   const save = async () => {
     await page.getByRole('button', { name: 'Save settings' }).click();
-    await page.getByRole('heading', { name: SLUG, level: 1 }).waitFor();
+    // Exactly the site page's heading, where the page goes once the save is answered: the
+    // settings page's own heading, "Settings of <slug>", holds the name too, and a wait for
+    // that one ended at once, before the save (seen on a loaded machine).
+    await page.getByRole('heading', { name: SLUG, level: 1, exact: true }).waitFor();
   };
   await edit();
   await page.getByRole('button', { name: 'Add a variable' }).click();
@@ -987,7 +990,7 @@ test('git & notifications: a repository token is set (never shown again) and a p
   await page.getByRole('heading', { name: `Settings of ${HOOKS_SLUG}`, level: 1 }).waitFor();
   await page.getByLabel(/^Build a preview of each pull request/).check();
   await page.getByRole('button', { name: 'Save settings' }).click();
-  await page.getByRole('heading', { name: HOOKS_SLUG, level: 1 }).waitFor();
+  await page.getByRole('heading', { name: HOOKS_SLUG, level: 1, exact: true }).waitFor();
   expect((await hooksSiteState()).deploySettings.prDeployPreviews).toBe(true);
   await go(`#/sites/${hooksSite}/integrations`);
   await page.getByText('Pull-request previews are on').waitFor();
