@@ -107,6 +107,9 @@ export type CollectionServices = Pick<Services, 'config' | 'db' | 'gate' | 'ipfs
 /** The integrity check (npm run fsck): every object's DAG read back, the pin index rebuilt. */
 export type IntegrityServices = Pick<Services, 'db' | 'gate' | 'ipfs' | 'logger' | 'objects'>;
 
+/** What a site's change reaches outside the database: the CDN's cache and its map of site hosts (core/hosting). */
+export type SiteEdgeServices = Pick<Services, 'cdn' | 'logger' | 'siteHosts' | 'sites'>;
+
 /** The S3-compatible door: keys to authenticate, buckets and objects, multipart uploads, the block store. */
 export type StorageServices = Pick<
   Services,
