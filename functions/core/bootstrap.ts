@@ -55,7 +55,7 @@ async function readBootstrapFile(path: string): Promise<BootstrapAccount[]> {
   });
 }
 
-export async function bootstrapAccounts(services: Services): Promise<BootstrapResult> {
+export async function bootstrapAccounts(services: Pick<Services, 'accounts' | 'config'>): Promise<BootstrapResult> {
   const { config, accounts } = services;
   const result: BootstrapResult = { created: [] };
   if (!(await accounts.getAccountByName(DEFAULT_ACCOUNT))) {

@@ -86,6 +86,39 @@ export interface Services {
   close(): Promise<void>;
 }
 
+/*
+ * The narrow views. A function declares the members it reads, not the whole
+ * set: its signature then says what it touches, a test or a tool builds only
+ * that, and a door cannot start leaning on a store it was never meant to
+ * use without the type saying so. A full Services satisfies every one of
+ * them, so each entry point still composes once and passes what it built.
+ * The GraphQL door reads nearly every member and keeps the full set.
+ */
+
+/** Writes an object's bytes: hashed and imported under the shared gate, its record committed (functions/s3/store.ts). */
+export type ObjectWriteServices = Pick<Services, 'gate' | 'ipfs' | 'leafHasher' | 'logger' | 'objects'>;
+
+/** Imports a CAR under the shared gate, pinning its root for a while (core/storage/car-ingest.ts). */
+export type CarImportServices = Pick<Services, 'config' | 'db' | 'gate' | 'ipfs' | 'logger' | 'objects'>;
+
+/** Garbage collection: import pins, finished uploads, then unreferenced blocks under the exclusive gate. */
+export type CollectionServices = Pick<Services, 'config' | 'db' | 'gate' | 'ipfs' | 'logger' | 'uploads'>;
+
+/** The integrity check (npm run fsck): every object's DAG read back, the pin index rebuilt. */
+export type IntegrityServices = Pick<Services, 'db' | 'gate' | 'ipfs' | 'logger' | 'objects'>;
+
+/** What a site's change reaches outside the database: the CDN's cache and its map of site hosts (core/hosting). */
+export type SiteEdgeServices = Pick<Services, 'cdn' | 'logger' | 'siteHosts' | 'sites'>;
+
+/** The S3-compatible door: keys to authenticate, buckets and objects, multipart uploads, the block store. */
+export type StorageServices = Pick<
+  Services,
+  'config' | 'logger' | 'storageKeys' | 'accounts' | 'buckets' | 'objects' | 'uploads' | 'ipfs' | 'gate' | 'leafHasher'
+>;
+
+/** The gateway: public objects, /ipfs/ content, and sites by host (their published deploys, the site cache). */
+export type GatewayServices = Pick<Services, 'config' | 'logger' | 'sites' | 'deploys' | 'siteCache' | 'objects' | 'ipfs'>;
+
 /**
  * What an entry point chooses for what differs between one machine and
  * AWS: one adapter per port, built before the services.

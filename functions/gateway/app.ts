@@ -18,7 +18,7 @@
  */
 import type { HttpHandler } from '../core/http/types.js';
 import type { Logger } from '../core/logger.js';
-import type { Services } from '../core/services.js';
+import type { GatewayServices } from '../core/services.js';
 import { isNotFound, NotAFileError } from '../core/ipfs/read.js';
 import { bucketHost, siteHost, siteOriginPath } from './hosts.js';
 import { ipfsPath, serveCid } from './ipfs.js';
@@ -26,7 +26,7 @@ import { serveObject } from './objects.js';
 import { serveSite } from './sites.js';
 import { textResponse } from './responses.js';
 
-export function createGatewayHandler(services: Services, logger: Logger = services.logger.child({ fn: 'gateway' })): HttpHandler {
+export function createGatewayHandler(services: GatewayServices, logger: Logger = services.logger.child({ fn: 'gateway' })): HttpHandler {
   const { urls, sites } = services.config;
   const answer: HttpHandler = async (req) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return textResponse(405, 'Method Not Allowed\n', { allow: 'GET, HEAD' });

@@ -31,7 +31,11 @@ export function ipfsPath(rawPath: string): IpfsPath | undefined {
 
 const IMMUTABLE = 'public, max-age=29030400, immutable';
 
-export async function serveCid(services: Services, req: HttpRequest, { cidText, rest }: IpfsPath): Promise<Response> {
+export async function serveCid(
+  services: Pick<Services, 'ipfs' | 'logger' | 'objects'>,
+  req: HttpRequest,
+  { cidText, rest }: IpfsPath,
+): Promise<Response> {
   let decoded: string;
   try {
     decoded = decodeURIComponent(cidText);

@@ -18,7 +18,7 @@ const MAX_KEY_BYTES = 1024;
 
 const notFound = () => textResponse(404, 'Not Found\n');
 
-export async function serveObject(services: Services, req: HttpRequest, host: BucketHost): Promise<Response> {
+export async function serveObject(services: Pick<Services, 'ipfs' | 'objects'>, req: HttpRequest, host: BucketHost): Promise<Response> {
   if (!BUCKET_NAME.test(host.bucket)) return notFound();
   let key: string;
   try {

@@ -11,7 +11,7 @@
 import type { Blockstore } from 'interface-blockstore';
 import type { CID } from 'multiformats/cid';
 import type { HttpRequest } from '../core/http/types.js';
-import type { Services } from '../core/services.js';
+import type { GatewayServices } from '../core/services.js';
 import { BadPathError, contentPath, encodePath, resolvePath, type ContentPath, type PathEntry } from '../core/ipfs/paths.js';
 import { resolveSite } from '../core/hosting/site-hosts.js';
 import { siteRules } from '../core/hosting/site-rules.js';
@@ -131,7 +131,11 @@ async function answerPath(
   return htmlAnswer(404, headers, 'Not Found', 'This site has no page at this address.');
 }
 
-export async function serveSite(services: Services, req: HttpRequest, address: SiteHost): Promise<Response> {
+export async function serveSite(
+  services: Pick<GatewayServices, 'deploys' | 'ipfs' | 'siteCache' | 'sites'>,
+  req: HttpRequest,
+  address: SiteHost,
+): Promise<Response> {
   let path: ContentPath;
   try {
     path = contentPath(req.rawPath);

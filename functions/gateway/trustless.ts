@@ -173,7 +173,7 @@ export interface TrustlessTarget {
 }
 
 export async function serveTrustless(
-  services: Services,
+  services: Pick<Services, 'ipfs' | 'logger'>,
   req: HttpRequest,
   format: TrustlessFormat,
   target: TrustlessTarget,
@@ -182,7 +182,7 @@ export async function serveTrustless(
 }
 
 async function serveRawBlock(
-  services: Services,
+  services: Pick<Services, 'ipfs' | 'logger'>,
   req: HttpRequest,
   format: TrustlessFormat,
   { cid, segments, headers }: TrustlessTarget,
@@ -438,7 +438,7 @@ function carStream(
 const CAN_WALK = new Set([DAG_PB, RAW]);
 
 async function serveCar(
-  services: Services,
+  services: Pick<Services, 'ipfs' | 'logger'>,
   req: HttpRequest,
   format: TrustlessFormat,
   { cid, segments, headers }: TrustlessTarget,

@@ -5,7 +5,7 @@
 import { newRequestId } from '../core/ids.js';
 import type { HttpHandler, HttpRequest } from '../core/http/types.js';
 import type { Config } from '../core/config.js';
-import type { Services } from '../core/services.js';
+import type { StorageServices } from '../core/services.js';
 import { authenticate } from './auth.js';
 import { createBucket, deleteBucket, getBucketLocation, getBucketVersioning, headBucket, listBuckets } from './buckets.js';
 import { listObjects, listObjectsV2, listObjectVersions } from './list.js';
@@ -97,7 +97,7 @@ async function authorise(ctx: S3Context): Promise<void> {
   if (!allowed) throw errors.accessDenied();
 }
 
-export function createS3Handler(services: Services, now: () => Date = () => new Date()): HttpHandler {
+export function createS3Handler(services: StorageServices, now: () => Date = () => new Date()): HttpHandler {
   const { logger, config } = services;
   return async (req) => {
     const requestId = newRequestId();

@@ -1,5 +1,5 @@
 /** What every S3 operation handler receives. */
-import type { Services } from '../core/services.js';
+import type { StorageServices } from '../core/services.js';
 import type { HttpRequest } from '../core/http/types.js';
 import type { Authenticated } from './auth.js';
 import type { S3Request } from './router.js';
@@ -8,7 +8,7 @@ import type { ObjectRecord } from '../core/data/objects.js';
 import { cidV1 } from '../core/ipfs/cid.js';
 
 export interface S3Context {
-  services: Services;
+  services: StorageServices;
   req: HttpRequest;
   s3: S3Request;
   auth: Authenticated;

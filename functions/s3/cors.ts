@@ -216,7 +216,7 @@ function appHeaders(origin: string): Record<string, string> {
 }
 
 /** An OPTIONS preflight on a bucket or object path, or on the service root (ListBuckets; the web app only). */
-export async function preflight(services: Services, req: HttpRequest, s3: S3Request): Promise<Response> {
+export async function preflight(services: Pick<Services, 'buckets' | 'config'>, req: HttpRequest, s3: S3Request): Promise<Response> {
   const origin = req.headers.get('origin');
   if (!origin) throw new S3Error('BadRequest', 400, 'Insufficient information. Origin request header needed.');
   const method = req.headers.get('access-control-request-method');
@@ -255,7 +255,7 @@ export async function preflight(services: Services, req: HttpRequest, s3: S3Requ
  * an Origin (browsers'), so other clients pay nothing.
  */
 export async function addCorsHeaders(
-  services: Services,
+  services: Pick<Services, 'buckets' | 'config' | 'logger'>,
   req: HttpRequest,
   s3: S3Request,
   known: Bucket | undefined,

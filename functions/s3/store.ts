@@ -11,7 +11,7 @@ import { NoSuchBucketError, type CommitAlso, type ObjectRecord } from '../core/d
 import { cidText } from '../core/ipfs/cid.js';
 import { importFile } from '../core/ipfs/import.js';
 import { pinRoot } from '../core/storage/pins.js';
-import type { Services } from '../core/services.js';
+import type { ObjectWriteServices, Services } from '../core/services.js';
 import { errors, S3Error } from './errors.js';
 import type { ChecksumPlan } from './checksums.js';
 import type { DigestName } from '../core/hashing/digests.js';
@@ -49,7 +49,11 @@ export interface IngestOptions {
  * Imports, verifies and pins the content, then runs `commit`, which must
  * durably reference the CID (one transaction). Returns what `commit` returns.
  */
-export async function ingest<T>(services: Services, options: IngestOptions, commit: (ingested: Ingested) => Promise<T>): Promise<T> {
+export async function ingest<T>(
+  services: ObjectWriteServices,
+  options: IngestOptions,
+  commit: (ingested: Ingested) => Promise<T>,
+): Promise<T> {
   const release = await services.gate.enterShared();
   let imported: string | undefined;
   const { checksum, maxSize } = options;
@@ -93,7 +97,11 @@ export async function ingest<T>(services: Services, options: IngestOptions, comm
 }
 
 /** Commits an object record (with the extra writes in `also`), mapping a vanished bucket to NoSuchBucket. */
-export async function putRecord(services: Services, record: ObjectRecord, also?: CommitAlso): Promise<ObjectRecord | undefined> {
+export async function putRecord(
+  services: Pick<Services, 'objects'>,
+  record: ObjectRecord,
+  also?: CommitAlso,
+): Promise<ObjectRecord | undefined> {
   return services.objects.put(record, also).catch((err: unknown) => {
     if (err instanceof NoSuchBucketError) throw errors.noSuchBucket(err.bucket);
     throw err;
@@ -102,7 +110,7 @@ export async function putRecord(services: Services, record: ObjectRecord, also?:
 
 /** Imports, verifies, pins and commits the record `build` makes. Returns the committed record. */
 export async function storeObject(
-  services: Services,
+  services: ObjectWriteServices,
   options: IngestOptions,
   build: (ingested: Ingested) => ObjectRecord,
 ): Promise<{ record: ObjectRecord; replaced?: ObjectRecord }> {
@@ -115,7 +123,7 @@ export async function storeObject(
 
 /** Commits a record for content already stored and referenced (CopyObject): no import, same gate. */
 export async function commitExisting(
-  services: Services,
+  services: Pick<Services, 'gate' | 'objects'>,
   read: () => Promise<ObjectRecord>,
   build: (source: ObjectRecord) => ObjectRecord,
 ): Promise<{ record: ObjectRecord; source: ObjectRecord }> {

@@ -194,7 +194,7 @@ function serveFile(file: Asset, requestHeaders: Headers, extra: Record<string, s
 /** One app per process: the files are the same for every service a process runs. */
 let shared: WebApp | undefined;
 
-export async function handleWebApp(services: Services, req: HttpRequest): Promise<Response> {
+export async function handleWebApp(services: Pick<Services, 'config' | 'logger'>, req: HttpRequest): Promise<Response> {
   shared ??= new WebApp(webAppSource(), services.logger);
   return shared.respond(services.config, req);
 }

@@ -4,7 +4,7 @@
  * publish one. Each records the change in the deploys table and tells the
  * deploy queue; the pipeline (functions/deploy-worker) does the work.
  */
-import type { Services } from '../services.js';
+import type { Services, SiteEdgeServices } from '../services.js';
 import type { Deploy, DeployBuild, DeployPullRequest, DeploySource, NewDeploy } from '../data/deploys.js';
 import type { Site } from '../data/sites.js';
 import type { CID } from 'multiformats/cid';
@@ -48,7 +48,7 @@ export class DeployNotFoundError extends Error {
 const FULL_COMMIT = /^[0-9a-f]{40}$/;
 
 /** A line at the end of a deploy that never ran (cancelled while queued): its log says why. */
-async function endLog(services: Services, deploy: Deploy, text: string): Promise<void> {
+async function endLog(services: Pick<Services, 'deployLogs' | 'logger'>, deploy: Deploy, text: string): Promise<void> {
   const key = deployLogKey(deploy.siteId, deploy.id);
   try {
     const before = (await services.deployLogs.read(key)) ?? '';
@@ -223,7 +223,7 @@ export async function triggerPreview(
   return enqueue(services, site, { source, repository, preview: true, ...(init.pullRequest ? { pullRequest: init.pullRequest } : {}) });
 }
 
-async function existing(services: Services, site: Site, deployId: string): Promise<Deploy> {
+async function existing(services: Pick<Services, 'deploys'>, site: Site, deployId: string): Promise<Deploy> {
   const deploy = await services.deploys.get(site.id, deployId);
   if (!deploy) throw new DeployNotFoundError();
   return deploy;
@@ -309,7 +309,7 @@ export async function cancelDeploy(services: Services, site: Site, deployId: str
  * CloudFront's 15 slots). The site is read consistently, so a publish that
  * has just happened is seen; a site that cannot be read is purged anyway.
  */
-export async function purgeSite(services: Services, siteId: string): Promise<void> {
+export async function purgeSite(services: SiteEdgeServices, siteId: string): Promise<void> {
   let site: Site | undefined | 'unread';
   try {
     site = await services.sites.getById(siteId);
@@ -327,11 +327,11 @@ export async function purgeSite(services: Services, siteId: string): Promise<voi
  * its entries, in AWS one invalidation of its prefix), since nobody can ask
  * for those answers any more. Nothing to drop if it never published.
  */
-export async function purgeDeletedSite(services: Services, site: Site): Promise<void> {
+export async function purgeDeletedSite(services: Pick<Services, 'cdn' | 'logger'>, site: Site): Promise<void> {
   if (site.publishedDeployId) await dropCached(services, site.id);
 }
 
-async function dropCached(services: Services, siteId: string): Promise<void> {
+async function dropCached(services: Pick<Services, 'cdn' | 'logger'>, siteId: string): Promise<void> {
   try {
     await services.cdn.purgeSite(siteId);
   } catch (err) {
@@ -341,7 +341,7 @@ async function dropCached(services: Services, siteId: string): Promise<void> {
 
 /** Points the site at the deploy and purges its cache, so its address serves the deploy at once. Whether it is now published. */
 export async function publishToSite(
-  services: Services,
+  services: SiteEdgeServices,
   siteId: string,
   deployId: string,
   options: { onlyIfNewer: boolean },

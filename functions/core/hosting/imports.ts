@@ -14,7 +14,11 @@ const LOOKUPS = 32;
 export type ImportAccess = 'allowed' | 'no-key' | 'bad-key' | 'no-site' | 'other-team';
 
 /** Whether `apiKey` may import, and for `siteId` when one is given (a site of the key's team). */
-export async function importAccess(services: Services, apiKey: string | undefined, siteId: string | undefined): Promise<ImportAccess> {
+export async function importAccess(
+  services: Pick<Services, 'apiKeys' | 'sites'>,
+  apiKey: string | undefined,
+  siteId: string | undefined,
+): Promise<ImportAccess> {
   const caller = apiKey ? await services.apiKeys.caller(apiKey) : undefined;
   if (!caller) return apiKey ? 'bad-key' : 'no-key';
   if (siteId === undefined) return 'allowed';
@@ -29,7 +33,7 @@ export async function importAccess(services: Services, apiKey: string | undefine
  * request started before (parsing the CIDs): one slice budget for both.
  */
 export async function missingBlocks(
-  services: Services,
+  services: Pick<Services, 'ipfs'>,
   cids: readonly CID[],
   { signal, pause = workSlices() }: { signal?: AbortSignal; pause?: () => Promise<void> | undefined } = {},
 ): Promise<number[]> {

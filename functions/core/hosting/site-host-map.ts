@@ -11,15 +11,15 @@
  * its entry again (a read, and a write only if the entry is wrong): a
  * purgeCache is what to tell a user whose site host answers 404.
  */
-import type { Services } from '../services.js';
+import type { Services, SiteEdgeServices } from '../services.js';
 import type { CdnAttempt, CdnRetry } from '../ports/site-cache.js';
 
 /** The id of the site whose slug `label` is now, read consistently. */
-async function siteIdAt(services: Services, label: string): Promise<string | undefined> {
+async function siteIdAt(services: Pick<Services, 'sites'>, label: string): Promise<string | undefined> {
   return (await services.sites.getBySlug(label))?.id;
 }
 
-function reconcile(services: Services, label: string, options?: CdnAttempt): Promise<void> {
+function reconcile(services: Pick<Services, 'siteHosts' | 'sites'>, label: string, options?: CdnAttempt): Promise<void> {
   return services.siteHosts.reconcile(label, () => siteIdAt(services, label), options);
 }
 
@@ -29,7 +29,10 @@ function reconcile(services: Services, label: string, options?: CdnAttempt): Pro
  * the change off itself; should even that fail, it is logged, and the
  * site's next change writes the entry again.
  */
-export async function syncSiteHosts(services: Services, ...labels: Array<string | undefined>): Promise<void> {
+export async function syncSiteHosts(
+  services: Pick<Services, 'logger' | 'siteHosts' | 'sites'>,
+  ...labels: Array<string | undefined>
+): Promise<void> {
   for (const label of new Set(labels.filter((l): l is string => !!l))) {
     await reconcile(services, label).catch((err: unknown) => {
       services.logger.error('could not update the CDN host map nor put the update off', { label, err });
@@ -38,7 +41,7 @@ export async function syncSiteHosts(services: Services, ...labels: Array<string 
 }
 
 /** A CDN change put off earlier, tried again (the deploy worker); rejects when it could not even be put off again. */
-export async function retryCdnChange(services: Services, retry: CdnRetry): Promise<void> {
+export async function retryCdnChange(services: SiteEdgeServices, retry: CdnRetry): Promise<void> {
   if (retry.kind === 'purge') await services.cdn.purgeSite(retry.siteId, { attempt: retry.attempt });
   else await reconcile(services, retry.label, { attempt: retry.attempt });
 }

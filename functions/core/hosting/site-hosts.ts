@@ -22,12 +22,12 @@ export type SiteTarget =
   | { kind: 'unpublished'; siteId: string }
   | { kind: 'deploy'; siteId: string; deployId: string; root: CID; preview: boolean };
 
-async function siteAt(services: Services, address: SiteAddress): Promise<Site | undefined> {
+async function siteAt(services: Pick<Services, 'sites'>, address: SiteAddress): Promise<Site | undefined> {
   if ('siteId' in address) return SITE_ID_PATTERN.test(address.siteId) ? services.sites.getById(address.siteId) : undefined;
   return services.sites.getBySlug(address.slug);
 }
 
-export async function resolveSite(services: Services, address: SiteAddress): Promise<SiteTarget> {
+export async function resolveSite(services: Pick<Services, 'deploys' | 'siteCache' | 'sites'>, address: SiteAddress): Promise<SiteTarget> {
   if (address.deployLabel !== undefined) {
     const site = await siteAt(services, address);
     if (!site) return { kind: 'unknown' };

@@ -13,7 +13,7 @@
  * blocks are marked loose for collection, and what it held is let go.
  */
 import type { CID } from 'multiformats/cid';
-import type { Services } from '../services.js';
+import type { CarImportServices, Services } from '../services.js';
 import type { IpfsNode } from '../ipfs/node.js';
 import { CarImportError, readVerifiedCar } from '../ipfs/car-import.js';
 import { referenceCidOf } from '../data/deploys.js';
@@ -43,7 +43,7 @@ export interface CarImportResult {
 }
 
 /** The import pins of this service. */
-export const importPinsOf = (services: Services) => new ImportPins(services.db, services.config.imports.pinSeconds);
+export const importPinsOf = (services: Pick<Services, 'config' | 'db'>) => new ImportPins(services.db, services.config.imports.pinSeconds);
 
 /**
  * How many blocks under `root` are known to be missing, and the first of
@@ -73,7 +73,7 @@ export function dagLimitMessage(err: DagLimitError): string {
 
 /** Imports one CAR; throws CarImportError for a CAR refused (nothing of it kept), or the source's own error. */
 export async function importCar(
-  services: Services,
+  services: CarImportServices,
   source: AsyncIterable<Uint8Array>,
   options: { signal?: AbortSignal } = {},
 ): Promise<CarImportResult> {
@@ -88,7 +88,7 @@ export async function importCar(
 }
 
 async function ingest(
-  services: Services,
+  services: CarImportServices,
   node: IpfsNode,
   root: CID,
   blocks: AsyncIterable<{ cid: CID; bytes: Uint8Array }>,
@@ -155,7 +155,7 @@ async function ingest(
 
 /** A request refused half-way keeps nothing: its blocks are loose, its holds let go, a pin nobody recorded a candidate. */
 async function forget(
-  services: Services,
+  services: Pick<Services, 'logger' | 'objects'>,
   node: IpfsNode,
   root: CID,
   remembered: CID[],

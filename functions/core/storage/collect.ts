@@ -15,7 +15,7 @@
  * read fails) is logged with its CID and
  * set aside (quarantined, see the integrity check, fsck.ts); the pass goes on.
  */
-import type { Services } from '../services.js';
+import type { CollectionServices } from '../services.js';
 import { ObjectReferences } from '../data/object-references.js';
 import { cidOf } from '../ipfs/cid.js';
 import { GateBusyError } from '../ports/upload-gate.js';
@@ -42,7 +42,7 @@ const STALE_CLEANUP_MS = 10 * 60_000;
  * (uploads in flight in other processes), it stops and says so: the next
  * run picks up where this one stopped.
  */
-export async function collectGarbage(services: Services, batch = 200): Promise<CollectionResult> {
+export async function collectGarbage(services: CollectionServices, batch = 200): Promise<CollectionResult> {
   const result: CollectionResult = { examined: 0, unpinned: 0, blocksDeleted: 0, quarantined: 0, importPinsExpired: 0 };
   try {
     await collectBatches(services, batch, result);
@@ -53,7 +53,7 @@ export async function collectGarbage(services: Services, batch = 200): Promise<C
   return result;
 }
 
-async function collectBatches(services: Services, batch: number, result: CollectionResult): Promise<void> {
+async function collectBatches(services: CollectionServices, batch: number, result: CollectionResult): Promise<void> {
   const { logger } = services;
   const references = new ObjectReferences(services.db);
   // Ended multipart uploads whose parts were never removed: removing them
@@ -98,7 +98,7 @@ async function collectBatches(services: Services, batch: number, result: Collect
  * candidate for the loop that follows) and deletes the loose blocks nothing
  * references or holds, with the gate held exclusively.
  */
-async function collectImports(services: Services, result: CollectionResult): Promise<void> {
+async function collectImports(services: CollectionServices, result: CollectionResult): Promise<void> {
   const pins = importPinsOf(services);
   const node = await services.ipfs();
   if (!(await anyLoose(node)) && !(await pins.expired(1)).length) return;

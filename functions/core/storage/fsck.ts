@@ -21,7 +21,7 @@ import { Key } from 'interface-datastore';
 import { sha256 } from 'multiformats/hashes/sha2';
 import { equals } from 'uint8arrays/equals';
 import type { CID } from 'multiformats/cid';
-import type { Services } from '../services.js';
+import type { IntegrityServices, Services } from '../services.js';
 import { ObjectReferences } from '../data/object-references.js';
 import type { IpfsNode } from '../ipfs/node.js';
 import { cidOf } from '../ipfs/cid.js';
@@ -109,7 +109,7 @@ async function verifyBlock(node: IpfsNode, cid: CID): Promise<string | undefined
  * collecting there would take blocks that objects still use. Run under the
  * gate held exclusively; cheap once done (one record says so).
  */
-export async function ensureIndexed(services: Services, node: IpfsNode): Promise<void> {
+export async function ensureIndexed(services: Pick<Services, 'db' | 'logger'>, node: IpfsNode): Promise<void> {
   if (await node.datastore.has(INDEX_MARKER)) return;
   for (const cid of (await new ObjectReferences(services.db).referencedCids()).keys()) {
     const missing = await pinRoot(node, cidOf(cid), { tolerateMissing: true });
@@ -120,7 +120,7 @@ export async function ensureIndexed(services: Services, node: IpfsNode): Promise
   await node.pinsWritten?.();
 }
 
-export async function checkIntegrity(services: Services, options: { repair: boolean }): Promise<IntegrityReport> {
+export async function checkIntegrity(services: IntegrityServices, options: { repair: boolean }): Promise<IntegrityReport> {
   const report: IntegrityReport = {
     objects: 0,
     cids: 0,
