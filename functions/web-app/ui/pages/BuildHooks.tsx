@@ -5,7 +5,7 @@ import { ActionNotice, ConfirmButton, EmptyState, ShownOnce, TimeAgo } from '../
 import { formatAgo } from '../format.js';
 import { useActions } from '../hooks.js';
 import { CREATE_BUILD_HOOK, DELETE_BUILD_HOOK, type BuildHook } from '../queries.js';
-import type { SectionProps } from './SiteIntegrations.js';
+import type { SectionProps } from './section-props.js';
 
 /** A shell line that triggers the hook; single quotes keep the shell off the URL's `?` and `&`. */
 export const curlLine = (url: string): string => `curl -X POST '${url.replace(/'/g, `'\\''`)}'`;

@@ -11,7 +11,7 @@ import {
   type NotificationDelivery,
   type NotificationUrl,
 } from '../queries.js';
-import type { SectionProps } from './SiteIntegrations.js';
+import type { SectionProps } from './section-props.js';
 
 const EVENTS: Array<[DeployEvent, string]> = [
   ['CREATED', 'Created'],

@@ -20,12 +20,7 @@ import {
 import { href } from '../router.js';
 import { BuildHooks } from './BuildHooks.js';
 import { NotificationUrls } from './NotificationUrls.js';
-
-/** What each section of the page is given: the site as loaded, and a quiet reload for after a change. */
-export interface SectionProps {
-  site: SiteData;
-  onChanged(): void;
-}
+import type { SectionProps } from './section-props.js';
 
 export function SiteIntegrations({ siteId }: { siteId: string }) {
   const { api } = useApp();
