@@ -15,7 +15,7 @@ import Sequencer from '@jest/test-sequencer';
 
 /** Seconds per file in a full run; update them when a suite's time moves a lot. */
 const SECONDS = {
-  'test/api/git-hooks.test.ts': 145,
+  'test/api/git-hooks.test.ts': 78,
   'test/system/storage-soak.test.ts': 75,
   'test/components/clone.test.ts': 101,
   'test/api/deploys.test.ts': 78,
