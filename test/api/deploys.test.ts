@@ -19,7 +19,6 @@ import { dataOf, graphqlClient, newAccount, onlyError, type AccountFixture } fro
 import { startGitServer, type GitServer } from '../support/git-server.js';
 import { collectGarbage } from '../../functions/core/storage/collect.js';
 import { isRootPinned } from '../../functions/core/storage/pins.js';
-import { decodePng } from '../support/png.js';
 
 let service: TestService;
 let git: GitServer;
@@ -123,59 +122,6 @@ test('a site without a build command deploys its publish directory, goes live, a
     await gql('query ($s: ID!) { getSiteById(siteId: $s) { publishedDeploy { id } latestDeploy { id } } }', { s: site.id }),
   ).getSiteById;
   expect(got).toEqual({ publishedDeploy: { id: deploy.id }, latestDeploy: { id: deploy.id } });
-});
-
-test('a deployed site gets a preview image: a 1280×800 picture of its index page, pinned, served by the gateway, kept until the site goes', async () => {
-  const { repo } = await newRepo({
-    // Its load outlasts the worker's 2 s poll, which must leave a deploy that ended DEPLOYED to take its picture.
-    'site/index.html':
-      '<!doctype html><link rel="stylesheet" href="/style.css"><body><h1>hello</h1><script>for (const t = Date.now(); Date.now() - t < 2500;);</script></body>',
-    'site/style.css': 'html, body { margin: 0; background: rgb(255, 0, 0); } h1 { display: none; }',
-  });
-  const site = await gitSite(repo, { publishDirectoryPath: 'site' });
-  const queued = await trigger(site.id);
-  const deploy = await waitFor(site.id, queued.id, (d) => d.status !== 'IN_PROGRESS' && /preview image/i.test(d.log ?? ''));
-  expect(deploy.status).toBe('DEPLOYED');
-  const { previewImage } = dataOf(
-    await gql('query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { previewImage } }', { s: site.id, d: deploy.id }),
-  ).getDeployById;
-  const prefix = `${service.config.urls.gatewayUrl}/ipfs/`;
-  expect(previewImage).toMatch(new RegExp(`^${prefix.replace(/[.]/g, '\\.')}bafy[a-z2-7]+$`));
-  expect(deploy.log).toContain(`Preview image (`);
-  expect(deploy.log).toContain(previewImage);
-  const cid = CID.parse(previewImage.slice(prefix.length));
-  const node = await service.services.ipfs();
-  expect(await isRootPinned(node, cid)).toBe(true);
-  const response = await fetch(previewImage);
-  expect(response.status).toBe(200);
-  const picture = decodePng(new Uint8Array(await response.arrayBuffer()));
-  expect([picture.width, picture.height]).toEqual([1280, 800]);
-  expect(picture.pixel(640, 400)).toEqual([255, 0, 0]); // the site's stylesheet, loaded by its absolute path
-
-  // A candidate (as when another holder of the same CID lets go): the deploy's reference keeps it.
-  await service.services.objects.addCandidate(cid.toV0().toString());
-  await collectGarbage(service.services);
-  expect(await node.blockstore.has(cid)).toBe(true);
-  dataOf(await gql('mutation ($s: ID!) { deleteSite(siteId: $s) }', { s: site.id }));
-  await collectGarbage(service.services);
-  expect(await node.blockstore.has(cid)).toBe(false);
-  expect(await isRootPinned(node, cid)).toBe(false);
-});
-
-test('a publish directory without index.html deploys all the same, with no preview image and a log line saying why', async () => {
-  const { repo } = await newRepo({ 'about.html': '<h1>no index</h1>' });
-  const site = await gitSite(repo);
-  const deploy = await waitFor(
-    site.id,
-    (await trigger(site.id)).id,
-    (d) => d.status !== 'IN_PROGRESS' && /preview image/i.test(d.log ?? ''),
-  );
-  expect(deploy.status).toBe('DEPLOYED');
-  expect(lastLine(deploy.log)).toMatch(/No preview image: the publish directory has no index\.html$/);
-  const got = dataOf(
-    await gql('query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { status previewImage } }', { s: site.id, d: deploy.id }),
-  ).getDeployById;
-  expect(got).toEqual({ status: 'DEPLOYED', previewImage: null });
 });
 
 test("a build runs in the sandbox with the site's variables and CI's, and none of the service's own environment", async () => {

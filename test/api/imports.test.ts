@@ -43,7 +43,7 @@ const MAX_IMPORT = 8 * 1024 * 1024;
 const scratch: string[] = [];
 
 beforeAll(async () => {
-  service = await startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_MAX_IMPORT_BYTES: String(MAX_IMPORT) });
+  service = await startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_MAX_IMPORT_BYTES: String(MAX_IMPORT), CAIRN_PREVIEW: 'on' });
   Object.assign(process.env, service.env);
   graphqlLambda = await importGraphqlLambda();
   [a, b] = await Promise.all([newAccount(service, 'importer'), newAccount(service, 'outsider')]);

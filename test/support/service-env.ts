@@ -45,7 +45,10 @@ export async function freePort(): Promise<number> {
  * The environment of a test service (in this process or a child): its data
  * directory, three free ports, the BOOT account, warnings only, and private
  * outbound addresses allowed (the tests' git servers and notification
- * receivers listen on 127.0.0.1); `extra` wins.
+ * receivers listen on 127.0.0.1), and no preview pictures: each deploy's
+ * picture is a Chromium page load beside the next test's work (a third of
+ * deploys.test.ts's time), so the suites that check pictures ask for them
+ * with CAIRN_PREVIEW=on; `extra` wins.
  */
 export async function serviceEnv(dataDir: string, extra: Record<string, string> = {}): Promise<Record<string, string>> {
   return {
@@ -58,6 +61,7 @@ export async function serviceEnv(dataDir: string, extra: Record<string, string> 
     CAIRN_BOOTSTRAP_API_TOKEN: BOOT.apiToken,
     CAIRN_LOG_LEVEL: 'warn',
     CAIRN_OUTBOUND_PRIVATE: 'allow',
+    CAIRN_PREVIEW: 'off',
     ...extra,
   };
 }

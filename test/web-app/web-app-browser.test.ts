@@ -55,7 +55,7 @@ const gql = async (key: string, query: string, variables: Record<string, unknown
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (or set CAIRN_CHROMIUM to a Chromium)`);
   [service, git] = await Promise.all([
-    startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_BUILD_TIMEOUT: '60', CAIRN_MAX_REQUEST_BODY: String(MAX_PUT) }),
+    startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_BUILD_TIMEOUT: '60', CAIRN_MAX_REQUEST_BODY: String(MAX_PUT), CAIRN_PREVIEW: 'on' }),
     startGitServer(),
   ]);
   apiKey = newApiToken();

@@ -1,0 +1,3 @@
+test('probe', async () => {
+  expect(1).toBe(1);
+});

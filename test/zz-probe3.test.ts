@@ -1,0 +1,4 @@
+import { startTestService } from './support/service.js';
+test('probe', async () => {
+  expect(typeof startTestService).toBe('function');
+});
