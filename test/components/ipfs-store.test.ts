@@ -146,3 +146,23 @@ test('pinRoot resolves only once the pin records are on disk: a failed write fai
   await pinRoot(node, cid);
   expect(await isRootPinned(node, cid)).toBe(true);
 });
+
+test("Helia over the node's stores is started when first asked for, once, and reads what Cairn imported", async () => {
+  const bytes = randomBytes(3 * 262144 + 5);
+  const { cid } = await importFile(node.blockstore, pieces(bytes));
+  const helia = await node.helia();
+  expect(await node.helia()).toBe(helia);
+  // Helia's own block layer, over the same blockstore: the root block is there, byte for byte.
+  // A block comes as pieces, read in one piece or several.
+  const bytesOf = async (got: AsyncIterable<Uint8Array> | Iterable<Uint8Array>) => {
+    const parts: Uint8Array[] = [];
+    for await (const part of got) parts.push(part);
+    return Buffer.concat(parts);
+  };
+  expect((await bytesOf(await helia.blockstore.get(cid))).equals(await bytesOf(await node.blockstore.get(cid)))).toBe(true);
+  // And its own pins over the same datastore (Cairn keeps its own index beside them: storage/pins.ts).
+  for await (const _ of helia.pins.add(cid));
+  expect(await helia.pins.isPinned(cid)).toBe(true);
+  for await (const _ of helia.pins.rm(cid));
+  expect(await helia.pins.isPinned(cid)).toBe(false);
+});

@@ -4,16 +4,25 @@
  * under the data directory, an S3 bucket in AWS (functions/aws/s3-ipfs-stores.ts). It runs without libp2p
  * networking (Helia "light"): it stores, pins and serves blocks; content is
  * reachable by CID through Cairn's gateway.
+ *
+ * Cairn's own paths use the node's stores directly (imports write blocks,
+ * storage/pins.ts keeps the pin index, @helia/unixfs reads them), so the
+ * Helia instance over the same stores is made when something first asks
+ * for Helia's own API, not at start: `helia`'s entry point loads libp2p
+ * with it (865 modules, where the rest of the service is about 500), which
+ * every process, every Lambda cold start and every test suite paid for an
+ * object nothing called.
  */
 import { join, resolve } from 'node:path';
-import { createHeliaLight, type Helia } from 'helia';
+import type { Helia } from 'helia';
 import type { Blockstore } from 'interface-blockstore';
 import type { Datastore, Key } from 'interface-datastore';
 import type { Config } from '../config.js';
 import { groupCommits, type GroupCommitLevel } from '../group-commit.js';
 
 export interface IpfsNode {
-  helia: Helia;
+  /** Helia over this node's stores, started on the first call (see above); stopped with the node. */
+  helia(): Promise<Helia>;
   /** The raw blockstore: imports write here directly (Helia's own layer checks has() per put). */
   blockstore: Blockstore;
   /** Where Cairn's pin records live (storage/pins.ts), beside Helia's own. */
@@ -128,18 +137,29 @@ async function localStores(config: Config): Promise<IpfsStores> {
   };
 }
 
-/** A started Helia node on `stores`; stopping it closes them. */
+/** A node on `stores`; stopping it stops its Helia, if one was asked for, and closes them. */
 export async function openIpfsNode(stores: IpfsStores): Promise<IpfsNode> {
   const { blockstore, datastore, written, close } = stores;
-  const helia = createHeliaLight({ blockstore, datastore });
-  await helia.start();
+  let helia: Promise<Helia> | undefined;
+  const startHelia = async (): Promise<Helia> => {
+    const { createHeliaLight } = await import('helia');
+    const started = createHeliaLight({ blockstore, datastore });
+    await started.start();
+    return started;
+  };
   return {
-    helia,
+    helia: () => {
+      helia ??= startHelia();
+      // A start that failed is tried again by the next caller.
+      helia.catch(() => (helia = undefined));
+      return helia;
+    },
     blockstore,
     datastore,
     pinsWritten: written,
     stop: async () => {
-      await helia.stop();
+      const started = await helia?.catch(() => undefined);
+      await started?.stop();
       await close?.();
     },
   };
@@ -168,7 +188,7 @@ export async function createIpfsNode(config: Config): Promise<IpfsNode> {
   }
   let stopped = false;
   return {
-    helia: node.helia,
+    helia: () => node.helia(),
     blockstore: node.blockstore,
     datastore: node.datastore,
     pinsWritten: node.pinsWritten,
