@@ -1,3 +1,0 @@
-test('probe', async () => {
-  expect(1).toBe(1);
-});
