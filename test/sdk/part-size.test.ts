@@ -147,6 +147,36 @@ localDescribe('the SDK keeps its parts within the limit by itself', () => {
     }
   });
 
+  test("a server that does not say its limit is asked once; the caller's part size stands", async () => {
+    const { lambda, seen } = door();
+    // The same handler with the header taken off its answers: an S3 server that is not Cairn, or an older Cairn.
+    const silent: LambdaFn = async (event, context) => {
+      const result = (await lambda.handler(event, context)) as {
+        headers?: Record<string, unknown>;
+        multiValueHeaders?: Record<string, unknown>;
+      };
+      for (const headers of [result.headers, result.multiValueHeaders])
+        for (const name of Object.keys(headers ?? {})) if (name.toLowerCase() === 'x-cairn-max-request-body') delete headers![name];
+      return result;
+    };
+    const storage = createStorage({
+      endpoint: REST_API_ENDPOINT,
+      gatewayUrl: target.endpoints.gateway,
+      partSize: 2 * MiB,
+      clientConfig: { requestHandler: restRequestHandler(silent) as never, maxAttempts: 1 },
+    });
+    try {
+      for (const key of ['limits/silent-1.bin', 'limits/silent-2.bin']) {
+        await storage.upload({ ...CREDS, bucket: B, key, data: bytesOf(key, 5 * MiB) });
+      }
+      expect(seen.filter((s) => s.op === 'HeadBucket')).toHaveLength(1);
+      const parts = seen.filter((s) => s.op.startsWith('UploadPart')).map((s) => s.bodyBytes);
+      expect(parts.sort((a, b) => b - a)).toEqual([2 * MiB, 2 * MiB, 2 * MiB, 2 * MiB, MiB, MiB]);
+    } finally {
+      storage.destroy();
+    }
+  });
+
   test('on the node:http server (no Lambda) the caller keeps its 8 MiB parts', async () => {
     const storage = createStorage({ endpoint: target.endpoints.s3, gatewayUrl: target.endpoints.gateway, partSize: 8 * MiB });
     try {

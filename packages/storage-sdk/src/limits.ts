@@ -25,6 +25,8 @@ export const MAX_PARTS = 10000;
 
 /** Body limits seen per client, from any answer (successes and S3 errors alike). */
 const seenLimits = new WeakMap<S3Client, number>();
+/** Clients that asked once: a server that did not say is not asked again (any later answer still teaches). */
+const asked = new WeakSet<S3Client>();
 
 /** Reads the limit off a response's headers, if the server sent one. */
 export function noteLimit(s3: S3Client, headers: Record<string, string | undefined> | undefined): void {
@@ -46,7 +48,8 @@ export function limitSeen(s3: S3Client): number | undefined {
  */
 export async function endpointLimit(s3: S3Client, bucket: string): Promise<number | undefined> {
   const seen = limitSeen(s3);
-  if (seen !== undefined) return seen;
+  if (seen !== undefined || asked.has(s3)) return seen;
+  asked.add(s3);
   // Whatever the answer, the client's middleware has read its headers; a failure here is the upload's to report.
   await s3.send(new HeadBucketCommand({ Bucket: bucket })).catch(() => undefined);
   return limitSeen(s3);
