@@ -1,7 +1,7 @@
 /**
  * `cairn storage cp` against the S3 API's door in AWS: the S3 Lambda
  * handler behind an HTTP port as API Gateway REST invokes it, held to
- * Lambda's 6 MB invocation (test/support/lambda-limits.ts). The CLI is
+ * Lambda's 6 MB invocation (test/support/s3-door-limits.ts). The CLI is
  * told nothing about where the endpoint runs; it asks the endpoint its
  * limit and uploads a file larger than the 4 MiB the function takes per
  * request in parts that fit, and the object is whole, with the CID Kubo
@@ -11,7 +11,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { apiTarget, localDescribe, type ApiTarget } from '../support/api-target.js';
-import { LAMBDA_MAX_EVENT_BYTES, limitedLambda, startRestFront, type LimitedLambda, type RestFront } from '../support/lambda-limits.js';
+import { LAMBDA_MAX_EVENT_BYTES, limitedLambda, startRestFront, type LimitedLambda, type RestFront } from '../support/s3-door-limits.js';
 import { expectedCids, generatedChunks, MiB } from '../support/sdk.js';
 import { loginArgs, newCliUser, type CliUser } from './cli-runner.js';
 

@@ -11,7 +11,7 @@ import { HeadBucketCommand, HeadObjectCommand, PutObjectCommand, S3Client } from
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { apiTarget, localDescribe, type ApiTarget } from '../support/api-target.js';
 import { REST_API_ENDPOINT, restRequestHandler, type LambdaFn } from '../support/lambda-door.js';
-import { LAMBDA_MAX_EVENT_BYTES, limitedLambda, type LimitedLambda } from '../support/lambda-limits.js';
+import { LAMBDA_MAX_EVENT_BYTES, limitedLambda, type LimitedLambda } from '../support/s3-door-limits.js';
 import { absent, captureHeaders, failure } from '../support/s3-doors.js';
 import { CREDS, expectedCids, generatedChunks, generatedStream, MiB } from '../support/sdk.js';
 import { createStorage, type CairnStorageError } from '../../packages/storage-sdk/src/node.js';
