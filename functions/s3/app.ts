@@ -62,19 +62,40 @@ const OPERATIONS: Partial<Record<S3Op, OperationHandler>> = {
 /** Operations whose body is object data, bounded by `storage.maxRequestBody`. */
 const DATA_BODY_OPS: ReadonlySet<S3Op> = new Set(['PutObject', 'UploadPart']);
 
-function checkBodySize(req: HttpRequest, op: S3Op, config: Config): void {
-  if (!DATA_BODY_OPS.has(op)) return;
+/**
+ * Every answer says how large a body one request may carry here, so that a
+ * client can size its parts before it sends any (Cairn's SDK and CLI read
+ * it: packages/storage-sdk/src/limits.ts). Behind Lambda that is what an
+ * invocation carries, far below S3's 5 GiB.
+ */
+export const MAX_REQUEST_BODY_HEADER = 'x-cairn-max-request-body';
+
+/**
+ * EntityTooLarge for a body over `storage.maxRequestBody`, naming the client
+ * setting that fixes it: the multipart part size (the "chunk size" of most
+ * clients). S3 answers EntityTooLarge with 400 Bad Request
+ * (https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html).
+ */
+export function bodyTooLarge(config: Config, proposed: number): S3Error {
   const max = config.storage.maxRequestBody;
-  const declared = Number(req.headers.get('x-amz-decoded-content-length') ?? req.headers.get('content-length') ?? '0');
-  if (!(declared > max)) return;
   const advice =
     config.runtime === 'aws'
-      ? `This endpoint runs on AWS Lambda and takes at most ${max} bytes per request. Upload larger objects with a multipart upload in parts of at most ${max} bytes (Cairn's SDK does this), or use a Cairn server that is not behind Lambda.`
-      : `A single PUT takes at most ${max} bytes. Upload larger objects with a multipart upload.`;
-  throw new S3Error('EntityTooLarge', 400, `Your proposed upload exceeds the maximum allowed size. ${advice}`, {
-    ProposedSize: String(declared),
+      ? `This endpoint runs on AWS Lambda and takes at most ${max} bytes per request. ` +
+        `Upload larger objects as multipart uploads with a part size (your client's multipart chunk size) of at most ${max} bytes. ` +
+        "Cairn's CLI and SDK size their parts to this endpoint by themselves; the AWS CLI, boto3, rclone, s3cmd, lib-storage and mc " +
+        `never send parts under 5 MiB, so through this endpoint they upload objects of at most ${max} bytes (docs/aws-s3-clients.md).`
+      : `This server takes at most ${max} bytes per request (CAIRN_MAX_REQUEST_BODY). ` +
+        `Upload larger objects as multipart uploads with a part size (your client's multipart chunk size) of at most ${max} bytes.`;
+  return new S3Error('EntityTooLarge', 400, `Your proposed upload exceeds the maximum allowed size. ${advice}`, {
+    ProposedSize: String(proposed),
     MaxSizeAllowed: String(max),
   });
+}
+
+function checkBodySize(req: HttpRequest, op: S3Op, config: Config): void {
+  if (!DATA_BODY_OPS.has(op)) return;
+  const declared = Number(req.headers.get('x-amz-decoded-content-length') ?? req.headers.get('content-length') ?? '0');
+  if (declared > config.storage.maxRequestBody) throw bodyTooLarge(config, declared);
 }
 
 async function authorise(ctx: S3Context): Promise<void> {
@@ -129,6 +150,7 @@ export function createS3Handler(services: StorageServices, now: () => Date = () 
     if (s3 && ACCESS[s3.op] !== 'none') await addCorsHeaders(services, req, s3, ctx?.bucket, response);
     response.headers.set('x-amz-request-id', requestId);
     response.headers.set('server', 'Cairn');
+    response.headers.set(MAX_REQUEST_BODY_HEADER, String(config.storage.maxRequestBody));
     logger.debug('s3 request', { op: s3?.op, status: response.status, requestId });
     return response;
   };

@@ -6,6 +6,7 @@
  * v3 deserializer drops).
  */
 import { ListObjectsV2Command, S3Client, type ListObjectsV2CommandInput, type ListObjectsV2CommandOutput } from '@aws-sdk/client-s3';
+import { noteLimit } from './limits.js';
 import type { Credentials, ResolvedOptions, StorageOptions } from './types.js';
 
 export const HASH_HEADER = 'x-service-ipfs-hash';
@@ -75,6 +76,15 @@ export function createS3Client(options: ResolvedOptions, credentials: Credential
       return result;
     },
     { step: 'deserialize', priority: 'high', name: 'cairnResponseHeaders' },
+  );
+  // Inside the deserializer, once per attempt: sees every raw answer, errors included, for the endpoint's body limit.
+  s3.middlewareStack.add(
+    (next) => async (args) => {
+      const result = await next(args);
+      noteLimit(s3, (result.response as RawResponse | undefined)?.headers);
+      return result;
+    },
+    { step: 'deserialize', priority: 'low', name: 'cairnBodyLimit' },
   );
   return s3;
 }

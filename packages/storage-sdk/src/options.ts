@@ -11,7 +11,7 @@ export const DEFAULTS = {
   endpoint: 'http://127.0.0.1:4001',
   gatewayUrl: 'http://127.0.0.1:4002',
   publicDomain: 'storage.localhost:4002',
-  /** Cairn's Lambda object route takes request bodies up to 4 MiB. */
+  /** What Cairn's Lambda object route takes per request; any endpoint's advertised limit caps it anyway (limits.ts). */
   partSize: 4 * MiB,
   concurrency: 4,
   region: 'us-east-1',

@@ -9,6 +9,7 @@ import pLimit from 'p-limit';
 import { createS3Client, HASH_HEADER, HASH_V0_HEADER, headersOf, listPage, type Platform } from './client.js';
 import { CairnStorageError, invalidArgument, toStorageError } from './errors.js';
 import { isUploadStream, outputBytes, prepareData } from './bytes.js';
+import { choosePartSize, endpointLimit, limitSeen } from './limits.js';
 import { resolveOptions } from './options.js';
 import { uploadBytes, uploadStream, type PutTarget } from './uploads.js';
 import { verifyBytes } from './verify.js';
@@ -153,6 +154,16 @@ export function createCoreStorage<Data extends Uint8Array = Uint8Array>(
     return pending;
   }
 
+  /** The endpoint's body limit as last seen by any of this storage's clients. */
+  let knownLimit: number | undefined;
+
+  /** The part size for one upload to `bucket`: options.partSize within what the endpoint takes per request (limits.ts). */
+  async function partSizeFor(entry: ClientEntry, bucket: string, total: number | undefined, key: string): Promise<number> {
+    const limit = limitSeen(entry.s3) ?? knownLimit ?? (await endpointLimit(entry.s3, bucket));
+    if (limit !== undefined) knownLimit = limit;
+    return choosePartSize(options.partSize, limit, total, `upload of "${key}"`);
+  }
+
   function publicUrl(bucket: string, key: string): string {
     return `${scheme}//${bucket}.${options.publicDomain}/${key.split('/').map(encodeURIComponent).join('/')}`;
   }
@@ -222,6 +233,7 @@ export function createCoreStorage<Data extends Uint8Array = Uint8Array>(
       const data = prepareData(p.data as never);
       const t = target(entry, p, '', key);
       t.bucket = await bucketOf(entry, p);
+      t.partSize = await partSizeFor(entry, t.bucket, data.kind === 'bytes' ? data.bytes.byteLength : data.total, key);
       const hashes = data.kind === 'bytes' ? await uploadBytes(t, data.bytes) : await uploadStream(t, data.stream, data.total);
       return { ...hashes, publicUrl: publicUrl(t.bucket, key), key, bucket: t.bucket };
     },
@@ -235,6 +247,7 @@ export function createCoreStorage<Data extends Uint8Array = Uint8Array>(
         throw invalidArgument('stream must be a Node Readable, a web ReadableStream or an async iterable of bytes');
       const t = target(entry, p, '', key);
       t.bucket = await bucketOf(entry, p);
+      t.partSize = await partSizeFor(entry, t.bucket, undefined, key);
       const hashes = await uploadStream(t, p.stream);
       return { ...hashes, publicUrl: publicUrl(t.bucket, key), key, bucket: t.bucket };
     },

@@ -22,7 +22,11 @@ export interface StorageOptions {
   gatewayUrl?: string;
   /** Public URLs are <gateway scheme>://<bucket>.<publicDomain>/<key>. Default: env CAIRN_STORAGE_PUBLIC_DOMAIN, else storage.localhost:4002. */
   publicDomain?: string;
-  /** Multipart part size in bytes. Default 4 MiB, the most one request to Cairn's Lambda object route carries. */
+  /**
+   * Preferred multipart part size in bytes. Default 4 MiB. An upload never uses parts larger than
+   * the endpoint takes in one request (Cairn's says so in x-cairn-max-request-body: 4 MiB behind
+   * AWS Lambda), and raises them for a file of known size that would need more than 10,000.
+   */
   partSize?: number;
   /** Parts uploaded at once. Default 4. At most (concurrency + 1) parts are held in memory. */
   concurrency?: number;

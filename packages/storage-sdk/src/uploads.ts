@@ -19,10 +19,8 @@ import { CID } from 'multiformats/cid';
 import { HASH_HEADER, HASH_V0_HEADER, headersOf, type Platform } from './client.js';
 import { CairnStorageError, toStorageError } from './errors.js';
 import { streamChunks } from './bytes.js';
+import { MAX_PARTS } from './limits.js';
 import type { Acl, ProgressCallback, UploadStream } from './types.js';
-
-/** S3's limit on parts per upload. */
-export const MAX_PARTS = 10000;
 
 export interface PutTarget {
   s3: S3Client;
