@@ -272,10 +272,19 @@ localDescribe('the Lambda object route', () => {
   const lambdaDoor = doors.find((d) => d.lambda);
   test('refuses a body past what Lambda carries with EntityTooLarge and says to use multipart', async () => {
     const s3 = lambdaDoor!.client();
-    const big = randomBytes(5 * 1024 * 1024);
+    // Past the function's 4 MiB, still inside Lambda's 6 MB event as base64 (5.67 MiB).
+    const big = randomBytes(4.25 * 1024 * 1024);
     const err = await failure(s3.send(new PutObjectCommand({ Bucket: B, Key: 'too-big.bin', Body: big })));
     expect(err).toMatchObject({ name: 'EntityTooLarge', $metadata: { httpStatusCode: 400 } });
     expect(err.message).toMatch(/multipart/);
+    expect(await absent(s3, B, 'too-big.bin')).toBe(true);
+    // 5 MiB is 6.67 MiB as base64: Lambda refuses the event before the
+    // function runs, and the Function URL answers Lambda's 413, not S3 XML.
+    const refused = await s3.send(new PutObjectCommand({ Bucket: B, Key: 'too-big.bin', Body: randomBytes(5 * 1024 * 1024) })).then(
+      () => 'stored',
+      (e: { $response?: { statusCode?: number } }) => e.$response?.statusCode,
+    );
+    expect(refused).toBe(413);
     expect(await absent(s3, B, 'too-big.bin')).toBe(true);
     // The node:http door (a long-lived server) takes it.
     await nodeDoor!.client().send(new PutObjectCommand({ Bucket: B, Key: 'too-big.bin', Body: big }));

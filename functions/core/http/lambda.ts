@@ -4,7 +4,21 @@
  * back into a streamed response (or a buffered structured result), wrapped in
  * middy. API Gateway REST API events (payload 1.0) take the same door through
  * api-gateway-rest.ts.
+ *
+ * Two things Lambda's Node.js runtime does that this door answers for
+ * (aws-lambda-nodejs-runtime-interface-client, src/HttpResponseStream.js and
+ * src/ResponseStream.js; the tests' stand-in, test/support/lambda-runtime.ts,
+ * behaves the same):
+ * - `HttpResponseStream.from` sends the status and headers (the prelude) on
+ *   the response stream's first write, not when it is called. A body that
+ *   writes nothing (a zero-byte object, an empty page) would reach the
+ *   client as a bare 200 without its headers, so the body always makes one
+ *   write.
+ * - The runtime loads the module once per container and keeps it; what the
+ *   first request builds (config, clients, services) is kept with it. A
+ *   build that failed is not: the next request builds again.
  */
+import { Readable } from 'node:stream';
 import middy from '@middy/core';
 import type {
   APIGatewayProxyEvent,
@@ -13,8 +27,8 @@ import type {
   APIGatewayProxyStructuredResultV2,
   Context,
 } from 'aws-lambda';
-import type { Logger } from '../logger.js';
-import { isRestApiEvent, restToHttpRequest, toRestResult, toRestStreamingResult } from './api-gateway-rest.js';
+import { createLogger, type Logger } from '../logger.js';
+import { isRestApiEvent, restToHttpRequest, toRestResult, toRestStreamingResult, type RestStreamingResult } from './api-gateway-rest.js';
 import type { HttpHandler, HttpRequest } from './types.js';
 
 export function toHttpRequest(event: APIGatewayProxyEventV2): HttpRequest {
@@ -87,6 +101,43 @@ export function toStreamingResult(response: Response, method: string): Streaming
   return { statusCode: response.status, headers, ...(cookies.length ? { cookies } : {}), body };
 }
 
+/**
+ * A streamed body as middy pipes it into Lambda's response stream, making
+ * at least one write: the runtime sends the prelude (status, headers) from
+ * inside the stream's first `write` call (`_onBeforeFirstWrite`,
+ * aws-lambda-nodejs-runtime-interface-client src/ResponseStream.js), and
+ * an empty web stream makes none (Node drops empty chunks of a byte
+ * stream), so without one the status and headers would never go out. One
+ * chunk is pulled ahead at a time, as a byte stream would be.
+ */
+export function atLeastOneWrite(body: ReadableStream<Uint8Array> | string): Readable {
+  async function* chunks(): AsyncGenerator<Uint8Array | string> {
+    let wrote = false;
+    if (typeof body === 'string') {
+      if (body.length) yield body;
+      wrote = body.length > 0;
+    } else {
+      const reader = body.getReader();
+      let ended = false;
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          if (!value.length) continue;
+          wrote = true;
+          yield value;
+        }
+        ended = true;
+      } finally {
+        // Lambda's stream went away first (a cut, a timeout): the source stops too.
+        if (!ended) await reader.cancel().catch(() => undefined);
+      }
+    }
+    if (!wrote) yield new Uint8Array(0);
+  }
+  return Readable.from(chunks(), { objectMode: true, highWaterMark: 1 });
+}
+
 export interface LambdaDoorOptions {
   /**
    * Stream the response (Function URL in RESPONSE_STREAM mode, REST API
@@ -96,30 +147,53 @@ export interface LambdaDoorOptions {
    * gateway stream; see lib/gateway.ts).
    */
   streaming?: boolean;
+  /** Where a failed build is logged (it has no services, so no logger of its own). Default: a JSON logger on stdout. */
+  logger?: Logger;
 }
+
+const INTERNAL_ERROR = { statusCode: 500, headers: { 'content-type': 'text/plain' }, body: 'Internal Server Error' };
 
 /**
  * A Lambda handler for an HttpHandler built lazily once per container (cold
- * start), so configuration errors surface on the first request's log.
+ * start), so configuration errors surface on the first request's log. A
+ * build that fails is logged, that request answers 500, and the next
+ * request builds again: a rejected promise kept for the container's life
+ * would fail every request until Lambda recycled it, long after a
+ * passing cause (a throttled secret read, a table not yet ready) was gone.
  */
 export function lambdaHttpHandler(
   build: () => Promise<{ handler: HttpHandler; logger: Logger }>,
   options: LambdaDoorOptions = {},
 ): LambdaHttpHandler {
   const streaming = options.streaming ?? true;
+  const initLogger = options.logger ?? createLogger();
   let built: Promise<{ handler: HttpHandler; logger: Logger }> | undefined;
+  const answer = (result: StreamingResult | RestStreamingResult | APIGatewayProxyStructuredResultV2 | APIGatewayProxyResult) =>
+    streaming && typeof result.body !== 'undefined'
+      ? { ...result, body: atLeastOneWrite(result.body as ReadableStream<Uint8Array> | string) }
+      : result;
   const base = async (event: APIGatewayProxyEventV2 | APIGatewayProxyEvent, context: Context) => {
-    built ??= build();
-    const { handler, logger } = await built;
+    const attempt = (built ??= build());
+    let door: { handler: HttpHandler; logger: Logger };
+    try {
+      door = await attempt;
+    } catch (err) {
+      // Only the attempt that failed is dropped: a request that came in
+      // meanwhile may already have started the next one.
+      if (built === attempt) built = undefined;
+      initLogger.error('initialisation failed; the next request tries again', { err, requestId: context.awsRequestId });
+      return answer(INTERNAL_ERROR);
+    }
+    const { handler, logger } = door;
     const rest = isRestApiEvent(event);
     const request = rest ? restToHttpRequest(event) : toHttpRequest(event);
     try {
       const response = await handler(request);
-      if (rest) return streaming ? toRestStreamingResult(response, request.method) : await toRestResult(response, request.method);
-      return streaming ? toStreamingResult(response, request.method) : await toLambdaResult(response, request.method);
+      if (rest) return answer(streaming ? toRestStreamingResult(response, request.method) : await toRestResult(response, request.method));
+      return answer(streaming ? toStreamingResult(response, request.method) : await toLambdaResult(response, request.method));
     } catch (err) {
       logger.error('unhandled error in handler', { err, requestId: context.awsRequestId });
-      return { statusCode: 500, headers: { 'content-type': 'text/plain' }, body: 'Internal Server Error' };
+      return answer(INTERNAL_ERROR);
     }
   };
   return middy(base, { streamifyResponse: streaming }) as unknown as LambdaHttpHandler;
