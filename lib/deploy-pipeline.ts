@@ -40,6 +40,12 @@ export interface DeployPipelineProps {
   readonly api: NodejsFunction;
   /** How many deploys run at once: the worker's SQS concurrency (at least 2). @default 2 */
   readonly concurrency?: number;
+  /**
+   * Concurrent executions reserved for the worker: at least `concurrency` + 2
+   * (lib/stack-options.ts says what it takes of the account).
+   * @default - none: the account's unreserved pool
+   */
+  readonly reservedConcurrency?: number;
   /** Seconds a site's build may run. @default 900 */
   readonly buildTimeoutSeconds?: number;
 }
@@ -59,6 +65,14 @@ export function addDeployPipeline(stack: Stack, props: DeployPipelineProps): Dep
   const { api } = props;
   const concurrency = Math.max(2, Math.floor(props.concurrency ?? 2));
   const buildTimeoutSeconds = Math.max(1, Math.floor(props.buildTimeoutSeconds ?? 900));
+  const reserved = props.reservedConcurrency;
+  // Below the queue's ceiling plus the tick and a build's end event, the
+  // worker would throttle itself; refused here rather than at deploy time.
+  if (reserved !== undefined && (!Number.isInteger(reserved) || reserved < concurrency + 2)) {
+    throw new Error(
+      `cairn:workerConcurrency (the deploy worker's reserved concurrency) must be a whole number of at least ${concurrency + 2}: cairn:deployConcurrency (${concurrency}) plus the minute's tick and a build's end event; got ${reserved}`,
+    );
+  }
   const worker = new CairnFunction(stack, 'DeployWorker', {
     name: 'deploy-worker',
     tracing: true,
@@ -67,8 +81,11 @@ export function addDeployPipeline(stack: Stack, props: DeployPipelineProps): Dep
     timeout: Duration.minutes(WORKER_TIMEOUT_MINUTES),
     // Checkouts and publish directories live under /tmp while a deploy runs.
     ephemeralStorageSize: Size.gibibytes(4),
-    // Room beside the queue's own ceiling for the tick and CodeBuild's events.
-    reservedConcurrentExecutions: concurrency + 2,
+    // None unless asked for: a reservation must leave the account 100
+    // unreserved executions, which a new account's quota (as low as 10) cannot
+    // (https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html).
+    // The queue's maxConcurrency already bounds the deploys at once.
+    reservedConcurrentExecutions: reserved,
     environment: { ...props.environment, CAIRN_BUILD_TIMEOUT: String(buildTimeoutSeconds) },
   }).function;
 
@@ -101,7 +118,7 @@ export function addDeployPipeline(stack: Stack, props: DeployPipelineProps): Dep
         'build-status': ['SUCCEEDED', 'FAILED', 'FAULT', 'STOPPED', 'TIMED_OUT'],
       },
     },
-    // Throttled by the reserved concurrency, an event is retried; the tick ends a deploy whose event never came.
+    // Throttled (by the account's concurrency, or a reserved one), an event is retried; the tick ends a deploy whose event never came.
     targets: [new LambdaFunction(worker, { retryAttempts: 20, maxEventAge: Duration.hours(2) })],
   });
 

@@ -113,13 +113,39 @@ describe('custom domains', () => {
     const { stack: s } = app({ 'cairn:deployConcurrency': '5', 'cairn:buildTimeoutSeconds': '3600' });
     const json = Template.fromStack(s).toJSON();
     const worker = json.Resources[of(s, s.functions.deployWorker)].Properties;
-    expect(worker.ReservedConcurrentExecutions).toBe(7);
+    // The queue bounds the deploys; nothing is reserved unless asked for.
+    expect(worker.ReservedConcurrentExecutions).toBeUndefined();
     expect(worker.Environment.Variables.CAIRN_BUILD_TIMEOUT).toBe('3600');
     const [[, mapping]] = byType(json, 'AWS::Lambda::EventSourceMapping');
     expect(mapping.Properties.ScalingConfig).toEqual({ MaximumConcurrency: 5 });
     expect(json.Resources[of(s, s.buildProject)].Properties.TimeoutInMinutes).toBe(60);
     expect(() => app({ 'cairn:deployConcurrency': 'four' })).toThrow('cairn:deployConcurrency must be a whole number, got "four"');
     expect(() => app({ 'cairn:buildTimeoutSeconds': '-1' })).toThrow('cairn:buildTimeoutSeconds must be a whole number, got "-1"');
+  });
+
+  test('cairn:workerConcurrency reserves the deploy worker that much concurrency, and no other function any', () => {
+    const { stack: s } = app({ 'cairn:deployConcurrency': '3', 'cairn:workerConcurrency': '5' });
+    const json = Template.fromStack(s).toJSON();
+    expect(json.Resources[of(s, s.functions.deployWorker)].Properties.ReservedConcurrentExecutions).toBe(5);
+    const reserving = byType(json, 'AWS::Lambda::Function').filter(([, f]) => f.Properties.ReservedConcurrentExecutions !== undefined);
+    expect(reserving.map(([id]) => id)).toEqual([of(s, s.functions.deployWorker)]);
+  });
+
+  test.each([
+    [{ 'cairn:workerConcurrency': 'ten' }, 'cairn:workerConcurrency must be a whole number, got "ten"'],
+    [{ 'cairn:workerConcurrency': '-4' }, 'cairn:workerConcurrency must be a whole number, got "-4"'],
+    // Below the queue's deploys plus the tick and a build's end event, the worker would throttle itself.
+    [{ 'cairn:workerConcurrency': '3' }, 'must be a whole number of at least 4: cairn:deployConcurrency (2) plus'],
+    [{ 'cairn:workerConcurrency': '0' }, 'must be a whole number of at least 4'],
+    [{ 'cairn:deployConcurrency': '5', 'cairn:workerConcurrency': '6' }, 'at least 7: cairn:deployConcurrency (5)'],
+  ])('a bad cairn:workerConcurrency stops synthesis: %j', (context, message) => {
+    expect(() => app(context)).toThrow(message);
+  });
+
+  test('a reservation given as a prop is checked the same way', () => {
+    const a = new App({ context: NO_BUNDLING });
+    apps.push(a);
+    expect(() => new CairnStack(a, 'CairnHalf', { workerConcurrency: 4.5 })).toThrow('got 4.5');
   });
 
   describe('with a hosted zone, the stack in us-east-1', () => {
