@@ -282,8 +282,9 @@ describe('block bucket and KMS key', () => {
 
 const EXPECTED: Record<FunctionName, { dir: string; memory: number; timeout: number }> = {
   graphql: { dir: 'graphql', memory: 512, timeout: 29 },
-  s3: { dir: 's3', memory: 1024, timeout: 60 },
-  gateway: { dir: 'gateway', memory: 1024, timeout: 60 },
+  // Lambda's longest: a streamed download lasts as long as its function may run.
+  s3: { dir: 's3', memory: 1024, timeout: 900 },
+  gateway: { dir: 'gateway', memory: 1024, timeout: 900 },
   deployWorker: { dir: 'deploy-worker', memory: 2048, timeout: 900 },
   preview: { dir: 'preview', memory: 1600, timeout: 60 },
 };
@@ -623,9 +624,9 @@ describe('endpoints', () => {
       expect(p.MinimumCompressionSize).toBeUndefined();
     });
 
-    test('ANY on / and on /{proxy+}, no authorizer (the function checks SigV4), each a Lambda proxy integration in STREAM mode', () => {
+    test('ANY and HEAD on / and on /{proxy+}, no authorizer (the function checks SigV4): ANY streamed for 15 minutes, HEAD buffered', () => {
       const methods = ofType('AWS::ApiGateway::Method');
-      expect(methods).toHaveLength(2);
+      expect(methods).toHaveLength(4);
       const proxy = ofType('AWS::ApiGateway::Resource');
       expect(proxy).toHaveLength(1);
       expect(proxy[0]![1].Properties).toEqual({
@@ -633,37 +634,47 @@ describe('endpoints', () => {
         PathPart: '{proxy+}',
         RestApiId: { Ref: restApiId() },
       });
-      expect(
-        methods.map(([, m]) => m.Properties.ResourceId).sort((a: Json, b: Json) => JSON.stringify(a).localeCompare(JSON.stringify(b))),
-      ).toEqual(
-        [{ 'Fn::GetAtt': [restApiId(), 'RootResourceId'] }, { Ref: proxy[0]![0] }].sort((a, b) =>
-          JSON.stringify(a).localeCompare(JSON.stringify(b)),
-        ),
-      );
+      const key = (m: Json) => `${JSON.stringify(m.Properties.ResourceId)} ${m.Properties.HttpMethod}`;
+      const root = JSON.stringify({ 'Fn::GetAtt': [restApiId(), 'RootResourceId'] });
+      const proxyRef = JSON.stringify({ Ref: proxy[0]![0] });
+      expect(methods.map(([, m]) => key(m)).sort()).toEqual([`${root} ANY`, `${root} HEAD`, `${proxyRef} ANY`, `${proxyRef} HEAD`].sort());
+      const uri = (api: string, action: string) => ({
+        'Fn::Join': [
+          '',
+          [
+            'arn:',
+            { Ref: 'AWS::Partition' },
+            ':apigateway:',
+            { Ref: 'AWS::Region' },
+            `:lambda:path/${api}/functions/`,
+            { 'Fn::GetAtt': [id(fn('s3')), 'Arn'] },
+            `/${action}`,
+          ],
+        ],
+      });
       for (const [, m] of methods) {
-        expect(m.Properties.HttpMethod).toBe('ANY');
         expect(m.Properties.AuthorizationType).toBe('NONE');
-        expect(m.Properties.Integration).toEqual({
-          Type: 'AWS_PROXY',
-          IntegrationHttpMethod: 'POST',
-          ResponseTransferMode: 'STREAM',
-          // A response may take as long to begin as the function may run.
-          TimeoutInMillis: EXPECTED.s3.timeout * 1000,
-          Uri: {
-            'Fn::Join': [
-              '',
-              [
-                'arn:',
-                { Ref: 'AWS::Partition' },
-                ':apigateway:',
-                { Ref: 'AWS::Region' },
-                ':lambda:path/2021-11-15/functions/',
-                { 'Fn::GetAtt': [id(fn('s3')), 'Arn'] },
-                '/response-streaming-invocations',
-              ],
-            ],
-          },
-        });
+        if (m.Properties.HttpMethod === 'ANY') {
+          expect(m.Properties.Integration).toEqual({
+            Type: 'AWS_PROXY',
+            IntegrationHttpMethod: 'POST',
+            ResponseTransferMode: 'STREAM',
+            // A streamed response may run as long as the function: 15 minutes, streaming's longest.
+            TimeoutInMillis: 900_000,
+            Uri: uri('2021-11-15', 'response-streaming-invocations'),
+          });
+          expect(m.Properties.Integration.TimeoutInMillis).toBe(EXPECTED.s3.timeout * 1000);
+        } else {
+          // HEAD through Invoke, buffered: API Gateway answers the function's
+          // status and headers (Content-Length, the object's size) without a body.
+          expect(m.Properties.Integration).toMatchObject({
+            Type: 'AWS_PROXY',
+            IntegrationHttpMethod: 'POST',
+            TimeoutInMillis: 29_000,
+            Uri: uri('2015-03-31', 'invocations'),
+          });
+          expect(m.Properties.Integration.ResponseTransferMode ?? 'BUFFERED').toBe('BUFFERED');
+        }
       }
     });
 

@@ -235,13 +235,24 @@ describe('custom domains', () => {
         EndpointConfiguration: { Types: ['REGIONAL'] },
       });
       const methods = byType(json, 'AWS::ApiGateway::Method').filter(([, m]) => m.Properties.RestApiId.Ref === apiId);
-      expect(methods).toHaveLength(2);
+      expect(methods.map(([, m]) => m.Properties.HttpMethod).sort()).toEqual(['ANY', 'ANY', 'HEAD', 'HEAD']);
       const gatewayArn = { 'Fn::GetAtt': [of(s, s.functions.gateway), 'Arn'] };
       for (const [, m] of methods) {
-        expect(m.Properties.Integration).toMatchObject({ Type: 'AWS_PROXY', ResponseTransferMode: 'STREAM' });
-        expect(JSON.stringify(m.Properties.Integration.Uri)).toContain(JSON.stringify(gatewayArn));
-        expect(JSON.stringify(m.Properties.Integration.Uri)).toContain('response-streaming-invocations');
+        const uri = JSON.stringify(m.Properties.Integration.Uri);
+        expect(uri).toContain(JSON.stringify(gatewayArn));
+        if (m.Properties.HttpMethod === 'ANY') {
+          // Streamed for as long as the gateway may run (15 minutes).
+          expect(m.Properties.Integration).toMatchObject({ Type: 'AWS_PROXY', ResponseTransferMode: 'STREAM', TimeoutInMillis: 900_000 });
+          expect(uri).toContain('response-streaming-invocations');
+        } else {
+          // HEAD buffered, through Invoke: its headers, Content-Length included, reach the client.
+          expect(m.Properties.Integration).toMatchObject({ Type: 'AWS_PROXY', TimeoutInMillis: 29_000 });
+          expect(m.Properties.Integration.ResponseTransferMode ?? 'BUFFERED').toBe('BUFFERED');
+          expect(uri).toContain('/2015-03-31/functions/');
+          expect(uri).not.toContain('response-streaming-invocations');
+        }
       }
+      expect(json.Resources[of(s, s.functions.gateway)].Properties.Timeout).toBe(900);
       const [domainId] = domainNamed('*.storage.example.com');
       expect(
         byType(json, 'AWS::ApiGateway::BasePathMapping')
