@@ -172,6 +172,28 @@ export function addDeployPipeline(stack: Stack, props: DeployPipelineProps): Dep
   return { worker, queue, deadLetters, buildProject, buildEnded, schedule, previews };
 }
 
+/** Where ECR Public mirrors Docker Hub's official images (https://gallery.ecr.aws/docker/library/node). */
+export const ECR_PUBLIC_DOCKER_LIBRARY = 'public.ecr.aws/docker/library/';
+
+/**
+ * An image from Docker Hub's official library (`node:slim`) as ECR Public
+ * serves it, same repository and tag. CodeBuild pulls a Docker Hub image
+ * anonymously, Docker Hub limits anonymous pulls per source address
+ * (https://docs.docker.com/docker-hub/usage/), and builds pull from
+ * addresses many AWS accounts share; ECR Public's mirror of the official
+ * images is pulled from within AWS. A reference to another registry, or to
+ * a Docker Hub image with an owner (which ECR Public does not mirror), is
+ * kept.
+ */
+export function ecrPublicImage(ref: string): string {
+  let name = ref.replace(/^(?:docker\.io|index\.docker\.io|registry-1\.docker\.io)\//, '');
+  const first = name.split('/')[0]!;
+  if (name.includes('/') && (first.includes('.') || first.includes(':') || first === 'localhost')) return name;
+  if (name.startsWith('library/')) name = name.slice('library/'.length);
+  // Only official images (no owner) are in ECR Public's Docker library.
+  return name.includes('/') ? ref : `${ECR_PUBLIC_DOCKER_LIBRARY}${name}`;
+}
+
 /**
  * Builds: one CodeBuild project whose every build brings its own image,
  * environment, buildspec, source and artifacts (the worker's StartBuild
@@ -186,7 +208,7 @@ function addBuildProject(stack: Stack, data: CairnData, buildTimeoutSeconds: num
       version: '0.2',
       phases: { build: { commands: ['echo "builds are started by the Cairn deploy worker with their own buildspec" && exit 1'] } },
     }),
-    environment: { buildImage: LinuxBuildImage.fromDockerRegistry(DEFAULT_BUILD_IMAGE), computeType: ComputeType.SMALL },
+    environment: { buildImage: LinuxBuildImage.fromDockerRegistry(ecrPublicImage(DEFAULT_BUILD_IMAGE)), computeType: ComputeType.SMALL },
     timeout: Duration.minutes(codeBuildTimeoutMinutes(buildTimeoutSeconds * 1000)),
     queuedTimeout: Duration.minutes(BUILD_QUEUED_TIMEOUT_MINUTES),
     logging: { cloudWatch: { logGroup: buildLogs } },
@@ -216,7 +238,7 @@ function addBuildProject(stack: Stack, data: CairnData, buildTimeoutSeconds: num
   );
   acknowledge(
     'AwsSolutions-CB5',
-    "A site's build runs in the image its settings name (dockerImage), as on Netlify; the default is the public Node image (node:slim), which builds need and CodeBuild's curated images do not carry at the same versions",
+    "A site's build runs in the image its settings name (dockerImage), as on Netlify; the default is the public Node image (node:slim, from ECR Public), which builds need and CodeBuild's curated images do not carry at the same versions",
   );
   acknowledge(
     `AwsSolutions-IAM5[Resource::<${nagRef(blockBucket)}.Arn>/${DEPLOY_BUILDS_PREFIX}*]`,

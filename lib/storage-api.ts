@@ -159,8 +159,12 @@ export class StreamingRestApi extends Construct {
       endpointConfiguration: { types: [EndpointType.REGIONAL] },
       binaryMediaTypes: ['*/*'],
       disableExecuteApiEndpoint: props.disableExecuteApiEndpoint ?? false,
+      // The role and API Gateway's account settings that point at it are one
+      // per account and region, shared by every REST API there: kept when the
+      // stack goes (CDK's default), so another API's logging does not lose
+      // its role. docs/aws.md says how to remove them.
       cloudWatchRole: props.logsRoleFrom === undefined,
-      ...(props.logsRoleFrom === undefined ? { cloudWatchRoleRemovalPolicy: RemovalPolicy.DESTROY } : {}),
+      ...(props.logsRoleFrom === undefined ? { cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN } : {}),
       defaultIntegration: integration,
       deployOptions: {
         stageName: props.stageName,

@@ -16,7 +16,9 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IConstruct } from 'constructs';
 import { TABLES, indexKeys, type TableName } from '../../functions/core/data/tables.js';
 import { CairnStack, tableEnvVar, type CairnFunctions } from '../../lib/cairn-stack.js';
+import { DEFAULT_BUILD_IMAGE } from '../../functions/deploy-worker/limits.js';
 import { pascal } from '../../lib/data.js';
+import { ecrPublicImage } from '../../lib/deploy-pipeline.js';
 import { PROJECT_ROOT, REQUIRE_BANNER, packageClosure } from '../../lib/functions.js';
 import { PREVIEW_EXTERNAL_PACKAGES } from '../../lib/preview.js';
 import { VIEWER_REQUEST_CODE_PATH } from '../../lib/site-cdn.js';
@@ -730,6 +732,19 @@ describe('endpoints', () => {
       template.resourceCountIs('AWS::ApiGateway::Account', 1);
     });
 
+    test("the account's CloudWatch role and API Gateway's account settings outlive the stack (one per account and region, CDK's default)", () => {
+      const [[accountId, account], ...others] = ofType('AWS::ApiGateway::Account');
+      expect(others).toEqual([]);
+      const roleId = [...refs(account.Properties.CloudWatchRoleArn)][0]!;
+      const role = resources[roleId];
+      expect(role.Type).toBe('AWS::IAM::Role');
+      expect(JSON.stringify(role.Properties.ManagedPolicyArns)).toContain('AmazonAPIGatewayPushToCloudWatchLogs');
+      for (const r of [role, resources[accountId]]) {
+        expect(r.DeletionPolicy).toBe('Retain');
+        expect(r.UpdateReplacePolicy).toBe('Retain');
+      }
+    });
+
     test("API Gateway's own refusals are S3 errors: a body over 10 MB is EntityTooLarge (400), throttling SlowDown (503)", () => {
       const responses = Object.fromEntries(
         ofType('AWS::ApiGateway::GatewayResponse').map(([, r]) => [r.Properties.ResponseType, r.Properties]),
@@ -909,16 +924,34 @@ describe('deploy pipeline', () => {
     expect(reserving).toEqual([]);
   });
 
-  test('one CodeBuild project: no source or artifacts of its own, node:slim by default, queued and build timeouts, its own logs', () => {
+  test('one CodeBuild project: no source or artifacts of its own, node:slim from ECR Public by default, queued and build timeouts, its own logs', () => {
     template.resourceCountIs('AWS::CodeBuild::Project', 1);
     const p = resources[projectId()].Properties;
     expect(p.Source.Type).toBe('NO_SOURCE');
     expect(p.Artifacts.Type).toBe('NO_ARTIFACTS');
-    expect(p.Environment.Image).toBe('node:slim');
+    // Docker Hub's official image, same tag, from ECR Public: no anonymous Docker Hub pull limit.
+    expect(DEFAULT_BUILD_IMAGE).toBe('node:slim');
+    expect(p.Environment.Image).toBe('public.ecr.aws/docker/library/node:slim');
+    expect(p.Environment.ImagePullCredentialsType ?? 'SERVICE_ROLE').not.toBe('CODEBUILD');
     expect(p.Environment.Type).toBe('LINUX_CONTAINER');
     expect(p.TimeoutInMinutes).toBe(15);
     expect(p.QueuedTimeoutInMinutes).toBe(60);
     expect(resources[p.LogsConfig.CloudWatchLogs.GroupName.Ref].Properties.RetentionInDays).toBe(30);
+  });
+
+  test.each([
+    ['node:slim', 'public.ecr.aws/docker/library/node:slim'],
+    ['node:22-bookworm', 'public.ecr.aws/docker/library/node:22-bookworm'],
+    ['library/node:22', 'public.ecr.aws/docker/library/node:22'],
+    ['docker.io/library/node:22', 'public.ecr.aws/docker/library/node:22'],
+    ['python@sha256:' + 'a'.repeat(64), 'public.ecr.aws/docker/library/python@sha256:' + 'a'.repeat(64)],
+    // Another registry, or an owner's image ECR Public does not mirror, stays as given.
+    ['public.ecr.aws/docker/library/node:20', 'public.ecr.aws/docker/library/node:20'],
+    ['ghcr.io/acme/builder:1', 'ghcr.io/acme/builder:1'],
+    ['localhost:5000/node:20', 'localhost:5000/node:20'],
+    ['acme/builder:1', 'acme/builder:1'],
+  ])('the build image %s is pulled as %s', (given, pulled) => {
+    expect(ecrPublicImage(given)).toBe(pulled);
   });
 
   test("the project's role reaches only the build files' prefix of the bucket (and its logs)", () => {
