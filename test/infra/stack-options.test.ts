@@ -5,11 +5,13 @@
  * (lib/domains.ts), with and without a region of us-east-1.
  */
 import * as fs from 'node:fs';
-import { App, type CfnElement, type Stack } from 'aws-cdk-lib';
+import { App, type CfnElement, Duration, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
+import { Code, Function as LambdaFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { addCairnStacks } from '../../lib/app.js';
 import { CairnStack } from '../../lib/cairn-stack.js';
+import { STREAMING_TIMEOUT, StreamingRestApi } from '../../lib/storage-api.js';
 
 type Json = any;
 
@@ -367,4 +369,36 @@ describe('custom domains', () => {
         }),
     ).toThrow(/us-east-1/);
   });
+});
+
+test('a streamed REST integration waits at most 15 minutes, streaming and Lambda both stop there', () => {
+  const a = new App({ context: NO_BUNDLING });
+  apps.push(a);
+  const st = new Stack(a, 'Streaming');
+  const handler = new LambdaFunction(st, 'Handler', {
+    runtime: Runtime.NODEJS_24_X,
+    handler: 'index.handler',
+    code: Code.fromInline('export const handler = async () => ({});'),
+  });
+  const props = {
+    handler,
+    restApiName: 'streaming',
+    description: 'test',
+    stageName: 'test',
+    errorShape: 'text' as const,
+    authorization: 'test',
+  };
+  expect(() => new StreamingRestApi(st, 'TooLong', { ...props, integrationTimeout: Duration.minutes(16) })).toThrow('at most 15 minutes');
+  const api = new StreamingRestApi(st, 'Longest', { ...props, integrationTimeout: STREAMING_TIMEOUT });
+  const methods = Object.values<Json>(Template.fromStack(st).toJSON().Resources).filter(
+    (r) =>
+      r.Type === 'AWS::ApiGateway::Method' &&
+      JSON.stringify(r.Properties.RestApiId).includes(st.getLogicalId(api.api.node.defaultChild as CfnElement)),
+  );
+  expect(methods.map((m) => [m.Properties.HttpMethod, m.Properties.Integration.TimeoutInMillis]).sort()).toEqual([
+    ['ANY', 900_000],
+    ['ANY', 900_000],
+    ['HEAD', 29_000],
+    ['HEAD', 29_000],
+  ]);
 });
