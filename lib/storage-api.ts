@@ -27,8 +27,10 @@
  *   is the combination for which API Gateway documents "returns the HTTP
  *   headers and status code but not the response body"
  *   (https://docs.aws.amazon.com/apigateway/latest/developerguide/response-transfer-mode-lambda.html);
- *   in STREAM mode a Content-Length announces a body API Gateway then waits
- *   for. An explicit method takes precedence over ANY, which "catches any
+ *   for a streamed answer whose Content-Length announces a body that never
+ *   comes, AWS documents nothing (and users of streamed Function URLs report
+ *   the size arriving as x-amzn-remapped-content-length). An explicit method
+ *   takes precedence over ANY, which "catches any
  *   HTTP method that wasn't explicitly declared"
  *   (https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-swagger-extensions-any-method.html).
  * - Binary media types `*` + `/` + `*`: every request body reaches the
