@@ -18,6 +18,9 @@
  *   cairn:alarmEmail             an address subscribed to the alarm topic (read
  *                                  by lib/monitoring.ts)
  *   cairn:deployConcurrency      deploys at once (default 2, at least 2)
+ *   cairn:workerConcurrency      concurrency reserved for the deploy worker
+ *                                  (default none; needs an account quota of
+ *                                  at least it + 100)
  *   cairn:buildTimeoutSeconds    seconds a site's build may run (default 900)
  *   cairn:region                 the stack's region, when the sites' certificate
  *                                  must be made (hosted zone and sitesDomain):
@@ -100,6 +103,7 @@ export function addCairnStacks(app: App, processEnv: NodeJS.ProcessEnv = process
     hostedZoneName: hostedZone?.zoneName,
     logLevel: logLevel as CairnLogLevel | undefined,
     deployConcurrency: wholeNumber('deployConcurrency'),
+    workerConcurrency: wholeNumber('workerConcurrency'),
     buildTimeoutSeconds: wholeNumber('buildTimeoutSeconds'),
   });
   return { stack, sitesCertificateStack };

@@ -111,6 +111,7 @@ export class CairnStack extends Stack {
       environment,
       api: graphql,
       concurrency: props.deployConcurrency,
+      reservedConcurrency: props.workerConcurrency,
       buildTimeoutSeconds: props.buildTimeoutSeconds,
     });
     const deployWorker = deploys.worker;

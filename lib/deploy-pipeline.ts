@@ -40,6 +40,12 @@ export interface DeployPipelineProps {
   readonly api: NodejsFunction;
   /** How many deploys run at once: the worker's SQS concurrency (at least 2). @default 2 */
   readonly concurrency?: number;
+  /**
+   * Concurrent executions reserved for the worker: at least `concurrency` + 2
+   * (lib/stack-options.ts says what it takes of the account).
+   * @default - none: the account's unreserved pool
+   */
+  readonly reservedConcurrency?: number;
   /** Seconds a site's build may run. @default 900 */
   readonly buildTimeoutSeconds?: number;
 }
@@ -59,6 +65,14 @@ export function addDeployPipeline(stack: Stack, props: DeployPipelineProps): Dep
   const { api } = props;
   const concurrency = Math.max(2, Math.floor(props.concurrency ?? 2));
   const buildTimeoutSeconds = Math.max(1, Math.floor(props.buildTimeoutSeconds ?? 900));
+  const reserved = props.reservedConcurrency;
+  // Below the queue's ceiling plus the tick and a build's end event, the
+  // worker would throttle itself; refused here rather than at deploy time.
+  if (reserved !== undefined && (!Number.isInteger(reserved) || reserved < concurrency + 2)) {
+    throw new Error(
+      `cairn:workerConcurrency (the deploy worker's reserved concurrency) must be a whole number of at least ${concurrency + 2}: cairn:deployConcurrency (${concurrency}) plus the minute's tick and a build's end event; got ${reserved}`,
+    );
+  }
   const worker = new CairnFunction(stack, 'DeployWorker', {
     name: 'deploy-worker',
     tracing: true,
@@ -67,8 +81,11 @@ export function addDeployPipeline(stack: Stack, props: DeployPipelineProps): Dep
     timeout: Duration.minutes(WORKER_TIMEOUT_MINUTES),
     // Checkouts and publish directories live under /tmp while a deploy runs.
     ephemeralStorageSize: Size.gibibytes(4),
-    // Room beside the queue's own ceiling for the tick and CodeBuild's events.
-    reservedConcurrentExecutions: concurrency + 2,
+    // None unless asked for: a reservation must leave the account 100
+    // unreserved executions, which a new account's quota (as low as 10) cannot
+    // (https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html).
+    // The queue's maxConcurrency already bounds the deploys at once.
+    reservedConcurrentExecutions: reserved,
     environment: { ...props.environment, CAIRN_BUILD_TIMEOUT: String(buildTimeoutSeconds) },
   }).function;
 
@@ -101,7 +118,7 @@ export function addDeployPipeline(stack: Stack, props: DeployPipelineProps): Dep
         'build-status': ['SUCCEEDED', 'FAILED', 'FAULT', 'STOPPED', 'TIMED_OUT'],
       },
     },
-    // Throttled by the reserved concurrency, an event is retried; the tick ends a deploy whose event never came.
+    // Throttled (by the account's concurrency, or a reserved one), an event is retried; the tick ends a deploy whose event never came.
     targets: [new LambdaFunction(worker, { retryAttempts: 20, maxEventAge: Duration.hours(2) })],
   });
 
@@ -155,6 +172,28 @@ export function addDeployPipeline(stack: Stack, props: DeployPipelineProps): Dep
   return { worker, queue, deadLetters, buildProject, buildEnded, schedule, previews };
 }
 
+/** Where ECR Public mirrors Docker Hub's official images (https://gallery.ecr.aws/docker/library/node). */
+export const ECR_PUBLIC_DOCKER_LIBRARY = 'public.ecr.aws/docker/library/';
+
+/**
+ * An image from Docker Hub's official library (`node:slim`) as ECR Public
+ * serves it, same repository and tag. CodeBuild pulls a Docker Hub image
+ * anonymously, Docker Hub limits anonymous pulls per source address
+ * (https://docs.docker.com/docker-hub/usage/), and builds pull from
+ * addresses many AWS accounts share; ECR Public's mirror of the official
+ * images is pulled from within AWS. A reference to another registry, or to
+ * a Docker Hub image with an owner (which ECR Public does not mirror), is
+ * kept.
+ */
+export function ecrPublicImage(ref: string): string {
+  let name = ref.replace(/^(?:docker\.io|index\.docker\.io|registry-1\.docker\.io)\//, '');
+  const first = name.split('/')[0]!;
+  if (name.includes('/') && (first.includes('.') || first.includes(':') || first === 'localhost')) return name;
+  if (name.startsWith('library/')) name = name.slice('library/'.length);
+  // Only official images (no owner) are in ECR Public's Docker library.
+  return name.includes('/') ? ref : `${ECR_PUBLIC_DOCKER_LIBRARY}${name}`;
+}
+
 /**
  * Builds: one CodeBuild project whose every build brings its own image,
  * environment, buildspec, source and artifacts (the worker's StartBuild
@@ -169,7 +208,7 @@ function addBuildProject(stack: Stack, data: CairnData, buildTimeoutSeconds: num
       version: '0.2',
       phases: { build: { commands: ['echo "builds are started by the Cairn deploy worker with their own buildspec" && exit 1'] } },
     }),
-    environment: { buildImage: LinuxBuildImage.fromDockerRegistry(DEFAULT_BUILD_IMAGE), computeType: ComputeType.SMALL },
+    environment: { buildImage: LinuxBuildImage.fromDockerRegistry(ecrPublicImage(DEFAULT_BUILD_IMAGE)), computeType: ComputeType.SMALL },
     timeout: Duration.minutes(codeBuildTimeoutMinutes(buildTimeoutSeconds * 1000)),
     queuedTimeout: Duration.minutes(BUILD_QUEUED_TIMEOUT_MINUTES),
     logging: { cloudWatch: { logGroup: buildLogs } },
@@ -199,7 +238,7 @@ function addBuildProject(stack: Stack, data: CairnData, buildTimeoutSeconds: num
   );
   acknowledge(
     'AwsSolutions-CB5',
-    "A site's build runs in the image its settings name (dockerImage), as on Netlify; the default is the public Node image (node:slim), which builds need and CodeBuild's curated images do not carry at the same versions",
+    "A site's build runs in the image its settings name (dockerImage), as on Netlify; the default is the public Node image (node:slim, from ECR Public), which builds need and CodeBuild's curated images do not carry at the same versions",
   );
   acknowledge(
     `AwsSolutions-IAM5[Resource::<${nagRef(blockBucket)}.Arn>/${DEPLOY_BUILDS_PREFIX}*]`,

@@ -11,7 +11,7 @@
  * logical ids stay those of the stacks already deployed (a new id would
  * replace the distribution and the Function URL).
  */
-import { Duration, type Stack } from 'aws-cdk-lib';
+import type { Duration, Stack } from 'aws-cdk-lib';
 import type { aws_certificatemanager as acmRefs } from 'aws-cdk-lib/interfaces';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { type FunctionUrl, FunctionUrlAuthType, InvokeMode } from 'aws-cdk-lib/aws-lambda';
@@ -21,6 +21,7 @@ import { type CairnDomains, inZone, sitesCertificate } from './domains.js';
 import { CairnFunction } from './functions.js';
 import { acknowledgeBucketGrant, acknowledgeTableGrants } from './grant-acknowledgements.js';
 import { SiteCdn } from './site-cdn.js';
+import { STREAMING_TIMEOUT } from './storage-api.js';
 
 /** Helia's datastore version record: the node's datastore is under `datastore/` in the bucket (functions/core/ipfs/node.ts). */
 const IPFS_DATASTORE_VERSION_KEY = 'datastore/version';
@@ -42,7 +43,10 @@ export interface Gateway {
 /** The gateway function (`Gateway`), its read-only grants and its Function URL. */
 export function addGateway(stack: Stack, props: GatewayProps): Gateway {
   const { tables, blockBucket } = props.data;
-  const timeout = Duration.seconds(60);
+  // A streamed answer lasts as long as the function may run, through the
+  // Function URL as through the public objects' REST API (lib/storage-api.ts):
+  // Lambda's longest, 15 minutes.
+  const timeout = STREAMING_TIMEOUT;
   const gateway = new CairnFunction(stack, 'Gateway', {
     name: 'gateway',
     tracing: true,

@@ -8,12 +8,12 @@
  * logical ids stay those of the stacks already deployed (a new id would
  * replace the API, and with it the endpoint clients were given).
  */
-import { Duration, type Stack } from 'aws-cdk-lib';
+import type { Stack } from 'aws-cdk-lib';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { CairnData } from './data.js';
 import { CairnFunction } from './functions.js';
 import { acknowledgeBucketGrant, acknowledgeTableGrants } from './grant-acknowledgements.js';
-import { REST_MAX_REQUEST_BODY, STORAGE_API_STAGE, StreamingRestApi } from './storage-api.js';
+import { REST_MAX_REQUEST_BODY, STORAGE_API_STAGE, STREAMING_TIMEOUT, StreamingRestApi } from './storage-api.js';
 
 export interface S3EndpointProps {
   readonly data: CairnData;
@@ -28,7 +28,8 @@ export interface S3Endpoint {
 
 export function addS3Endpoint(stack: Stack, props: S3EndpointProps): S3Endpoint {
   const { tables, blockBucket, secretsKey } = props.data;
-  const timeout = Duration.seconds(60);
+  // A GET streams for as long as the function runs (lib/storage-api.ts).
+  const timeout = STREAMING_TIMEOUT;
   const s3 = new CairnFunction(stack, 'S3', {
     name: 's3',
     tracing: true,

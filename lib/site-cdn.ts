@@ -135,7 +135,11 @@ export class SiteCdn extends Construct {
     this.distribution = new Distribution(this, 'Distribution', {
       comment: 'Cairn: sites',
       defaultBehavior: {
-        // The gateway's own timeout; CloudFront's longest without a quota increase.
+        // How long CloudFront waits for the origin to answer: its longest
+        // without a quota increase. No response completion timeout, so
+        // CloudFront puts no ceiling on a whole response
+        // (https://docs.aws.amazon.com/cloudfront/latest/APIReference/API_Origin.html):
+        // the gateway's own timeout (15 minutes) bounds a streamed file.
         origin: new FunctionUrlOrigin(props.gatewayUrl, { readTimeout: Duration.seconds(60) }),
         viewerProtocolPolicy: ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
         allowedMethods: AllowedMethods.ALLOW_GET_HEAD,

@@ -78,6 +78,19 @@ export interface CairnStackProps extends StackProps {
    */
   readonly deployConcurrency?: number;
   /**
+   * Concurrent executions reserved for the deploy worker (its
+   * ReservedConcurrentExecutions), at least `deployConcurrency` + 2: the
+   * queue's deploys, the minute's tick and a build's end event. Reserving
+   * takes the account's unreserved pool, which Lambda never lets fall
+   * below 100 ("You can reserve up to the Unreserved account concurrency
+   * value that is shown, minus 100":
+   * https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html),
+   * so it needs a "Concurrent executions" quota of at least this + 100; a
+   * new account's quota can be 10, where any reservation fails the deploy.
+   * @default - none: the worker shares the account's unreserved pool
+   */
+  readonly workerConcurrency?: number;
+  /**
    * Seconds a site's build may run (CAIRN_BUILD_TIMEOUT); CodeBuild takes
    * whole minutes from 5 to 480.
    * @default 900

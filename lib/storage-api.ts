@@ -8,7 +8,31 @@
  *   `responseTransferMode: STREAM` (InvokeWithResponseStream): downloads are
  *   not held to the 10 MB buffered response limit or the 29 s timeout; the
  *   function answers with the prelude API Gateway REST expects
- *   (functions/core/http/api-gateway-rest.ts).
+ *   (functions/core/http/api-gateway-rest.ts). The integration waits up to
+ *   15 minutes, streaming's longest ("Response streaming maximum duration
+ *   is 15 minutes", "you can configure the integration timeout up to 15
+ *   minutes": https://docs.aws.amazon.com/apigateway/latest/developerguide/response-transfer-mode.html,
+ *   https://docs.aws.amazon.com/apigateway/latest/developerguide/response-streaming-http.html),
+ *   and the function may run as long, Lambda's longest timeout, which bounds
+ *   the whole stream. What else bounds a download: after its first 10 MB
+ *   API Gateway streams at most 2 MB/s, after its first 6 MB Lambda does too
+ *   (https://docs.aws.amazon.com/lambda/latest/dg/configuration-response-streaming.html),
+ *   a streamed response holds at most 200 MB (same page), and a stream that
+ *   sends nothing for 5 minutes is closed (regional endpoints). Larger
+ *   objects are read in ranges.
+ * - `/` and `/{proxy+}`, method HEAD, the same function through a buffered
+ *   Lambda proxy integration (Lambda's Invoke): a HEAD's answer is its
+ *   headers, and the object's size is its Content-Length. For a function
+ *   that writes the streaming format, a buffered integration through Invoke
+ *   is the combination for which API Gateway documents "returns the HTTP
+ *   headers and status code but not the response body"
+ *   (https://docs.aws.amazon.com/apigateway/latest/developerguide/response-transfer-mode-lambda.html);
+ *   for a streamed answer whose Content-Length announces a body that never
+ *   comes, AWS documents nothing (and users of streamed Function URLs report
+ *   the size arriving as x-amzn-remapped-content-length). An explicit method
+ *   takes precedence over ANY, which "catches any
+ *   HTTP method that wasn't explicitly declared"
+ *   (https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-swagger-extensions-any-method.html).
  * - Binary media types `*` + `/` + `*`: every request body reaches the
  *   function base64-encoded and byte for byte, whatever its Content-Type.
  * - Request bodies: API Gateway takes at most 10 MB, but a Lambda
@@ -50,6 +74,19 @@ export const LAMBDA_MAX_EVENT_BYTES = 6 * 1024 * 1024;
  */
 export const REST_MAX_REQUEST_BODY = 4 * 1024 * 1024;
 
+/**
+ * How long a streamed response may run: Lambda's longest function timeout
+ * (https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html)
+ * and API Gateway's longest streamed response (above). The S3 and gateway
+ * functions' timeout and their REST integrations' wait.
+ */
+export const STREAMING_TIMEOUT = Duration.minutes(15);
+/**
+ * The buffered HEAD integration's wait: API Gateway's default ceiling for a
+ * buffered integration (https://docs.aws.amazon.com/apigateway/latest/developerguide/limits.html).
+ */
+export const HEAD_INTEGRATION_TIMEOUT = Duration.seconds(29);
+
 /** The stage of the S3 API: clients of the execute-api address sign `/<stage>/<bucket>/<key>`. */
 export const STORAGE_API_STAGE = 's3';
 
@@ -62,7 +99,7 @@ export interface StreamingRestApiProps {
   readonly restApiName: string;
   readonly description: string;
   readonly stageName: string;
-  /** How long a response may take to begin (streamed responses may take up to 15 minutes). */
+  /** How long a streamed response may run, at most STREAMING_TIMEOUT: the function's own timeout. */
   readonly integrationTimeout: Duration;
   readonly errorShape: GatewayErrorShape;
   /**
@@ -104,6 +141,12 @@ export class StreamingRestApi extends Construct {
 
     this.accessLogs = new LogGroup(this, 'AccessLogs', { retention: RetentionDays.ONE_MONTH, removalPolicy: RemovalPolicy.DESTROY });
 
+    if (!props.integrationTimeout.isUnresolved() && props.integrationTimeout.toSeconds() > STREAMING_TIMEOUT.toSeconds()) {
+      throw new Error(
+        `a streamed integration waits at most ${STREAMING_TIMEOUT.toMinutes()} minutes, got ${props.integrationTimeout.toHumanString()}`,
+      );
+    }
+
     const integration = new LambdaIntegration(props.handler, {
       proxy: true,
       responseTransferMode: ResponseTransferMode.STREAM,
@@ -118,8 +161,12 @@ export class StreamingRestApi extends Construct {
       endpointConfiguration: { types: [EndpointType.REGIONAL] },
       binaryMediaTypes: ['*/*'],
       disableExecuteApiEndpoint: props.disableExecuteApiEndpoint ?? false,
+      // The role and API Gateway's account settings that point at it are one
+      // per account and region, shared by every REST API there: kept when the
+      // stack goes (CDK's default), so another API's logging does not lose
+      // its role. docs/aws.md says how to remove them.
       cloudWatchRole: props.logsRoleFrom === undefined,
-      ...(props.logsRoleFrom === undefined ? { cloudWatchRoleRemovalPolicy: RemovalPolicy.DESTROY } : {}),
+      ...(props.logsRoleFrom === undefined ? { cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN } : {}),
       defaultIntegration: integration,
       deployOptions: {
         stageName: props.stageName,
@@ -182,9 +229,19 @@ export class StreamingRestApi extends Construct {
       });
     }
 
-    // Every path and method, the root included, goes to the function.
-    this.api.root.addMethod('ANY');
-    this.api.root.addResource('{proxy+}').addMethod('ANY');
+    // Every path and method, the root included, goes to the function:
+    // streamed, but for HEAD, whose Content-Length must reach the client.
+    const head = new LambdaIntegration(props.handler, {
+      proxy: true,
+      responseTransferMode: ResponseTransferMode.BUFFERED,
+      timeout: HEAD_INTEGRATION_TIMEOUT,
+      scopePermissionToMethod: false,
+    });
+    const proxy = this.api.root.addResource('{proxy+}');
+    for (const resource of [this.api.root, proxy]) {
+      resource.addMethod('ANY');
+      resource.addMethod('HEAD', head);
+    }
 
     if (props.errorShape === 's3') {
       const xml = (code: string, message: string) => ({

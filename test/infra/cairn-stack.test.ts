@@ -16,7 +16,9 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IConstruct } from 'constructs';
 import { TABLES, indexKeys, type TableName } from '../../functions/core/data/tables.js';
 import { CairnStack, tableEnvVar, type CairnFunctions } from '../../lib/cairn-stack.js';
+import { DEFAULT_BUILD_IMAGE } from '../../functions/deploy-worker/limits.js';
 import { pascal } from '../../lib/data.js';
+import { ecrPublicImage } from '../../lib/deploy-pipeline.js';
 import { PROJECT_ROOT, REQUIRE_BANNER, packageClosure } from '../../lib/functions.js';
 import { PREVIEW_EXTERNAL_PACKAGES } from '../../lib/preview.js';
 import { VIEWER_REQUEST_CODE_PATH } from '../../lib/site-cdn.js';
@@ -282,8 +284,9 @@ describe('block bucket and KMS key', () => {
 
 const EXPECTED: Record<FunctionName, { dir: string; memory: number; timeout: number }> = {
   graphql: { dir: 'graphql', memory: 512, timeout: 29 },
-  s3: { dir: 's3', memory: 1024, timeout: 60 },
-  gateway: { dir: 'gateway', memory: 1024, timeout: 60 },
+  // Lambda's longest: a streamed download lasts as long as its function may run.
+  s3: { dir: 's3', memory: 1024, timeout: 900 },
+  gateway: { dir: 'gateway', memory: 1024, timeout: 900 },
   deployWorker: { dir: 'deploy-worker', memory: 2048, timeout: 900 },
   preview: { dir: 'preview', memory: 1600, timeout: 60 },
 };
@@ -623,9 +626,9 @@ describe('endpoints', () => {
       expect(p.MinimumCompressionSize).toBeUndefined();
     });
 
-    test('ANY on / and on /{proxy+}, no authorizer (the function checks SigV4), each a Lambda proxy integration in STREAM mode', () => {
+    test('ANY and HEAD on / and on /{proxy+}, no authorizer (the function checks SigV4): ANY streamed for 15 minutes, HEAD buffered', () => {
       const methods = ofType('AWS::ApiGateway::Method');
-      expect(methods).toHaveLength(2);
+      expect(methods).toHaveLength(4);
       const proxy = ofType('AWS::ApiGateway::Resource');
       expect(proxy).toHaveLength(1);
       expect(proxy[0]![1].Properties).toEqual({
@@ -633,37 +636,47 @@ describe('endpoints', () => {
         PathPart: '{proxy+}',
         RestApiId: { Ref: restApiId() },
       });
-      expect(
-        methods.map(([, m]) => m.Properties.ResourceId).sort((a: Json, b: Json) => JSON.stringify(a).localeCompare(JSON.stringify(b))),
-      ).toEqual(
-        [{ 'Fn::GetAtt': [restApiId(), 'RootResourceId'] }, { Ref: proxy[0]![0] }].sort((a, b) =>
-          JSON.stringify(a).localeCompare(JSON.stringify(b)),
-        ),
-      );
+      const key = (m: Json) => `${JSON.stringify(m.Properties.ResourceId)} ${m.Properties.HttpMethod}`;
+      const root = JSON.stringify({ 'Fn::GetAtt': [restApiId(), 'RootResourceId'] });
+      const proxyRef = JSON.stringify({ Ref: proxy[0]![0] });
+      expect(methods.map(([, m]) => key(m)).sort()).toEqual([`${root} ANY`, `${root} HEAD`, `${proxyRef} ANY`, `${proxyRef} HEAD`].sort());
+      const uri = (api: string, action: string) => ({
+        'Fn::Join': [
+          '',
+          [
+            'arn:',
+            { Ref: 'AWS::Partition' },
+            ':apigateway:',
+            { Ref: 'AWS::Region' },
+            `:lambda:path/${api}/functions/`,
+            { 'Fn::GetAtt': [id(fn('s3')), 'Arn'] },
+            `/${action}`,
+          ],
+        ],
+      });
       for (const [, m] of methods) {
-        expect(m.Properties.HttpMethod).toBe('ANY');
         expect(m.Properties.AuthorizationType).toBe('NONE');
-        expect(m.Properties.Integration).toEqual({
-          Type: 'AWS_PROXY',
-          IntegrationHttpMethod: 'POST',
-          ResponseTransferMode: 'STREAM',
-          // A response may take as long to begin as the function may run.
-          TimeoutInMillis: EXPECTED.s3.timeout * 1000,
-          Uri: {
-            'Fn::Join': [
-              '',
-              [
-                'arn:',
-                { Ref: 'AWS::Partition' },
-                ':apigateway:',
-                { Ref: 'AWS::Region' },
-                ':lambda:path/2021-11-15/functions/',
-                { 'Fn::GetAtt': [id(fn('s3')), 'Arn'] },
-                '/response-streaming-invocations',
-              ],
-            ],
-          },
-        });
+        if (m.Properties.HttpMethod === 'ANY') {
+          expect(m.Properties.Integration).toEqual({
+            Type: 'AWS_PROXY',
+            IntegrationHttpMethod: 'POST',
+            ResponseTransferMode: 'STREAM',
+            // A streamed response may run as long as the function: 15 minutes, streaming's longest.
+            TimeoutInMillis: 900_000,
+            Uri: uri('2021-11-15', 'response-streaming-invocations'),
+          });
+          expect(m.Properties.Integration.TimeoutInMillis).toBe(EXPECTED.s3.timeout * 1000);
+        } else {
+          // HEAD through Invoke, buffered: API Gateway answers the function's
+          // status and headers (Content-Length, the object's size) without a body.
+          expect(m.Properties.Integration).toMatchObject({
+            Type: 'AWS_PROXY',
+            IntegrationHttpMethod: 'POST',
+            TimeoutInMillis: 29_000,
+            Uri: uri('2015-03-31', 'invocations'),
+          });
+          expect(m.Properties.Integration.ResponseTransferMode ?? 'BUFFERED').toBe('BUFFERED');
+        }
       }
     });
 
@@ -717,6 +730,19 @@ describe('endpoints', () => {
       expect(p.AccessLogSetting.Format).not.toMatch(/querystring|requestOverride|\$input/i);
       // Access and execution logs need the account's CloudWatch role, made once.
       template.resourceCountIs('AWS::ApiGateway::Account', 1);
+    });
+
+    test("the account's CloudWatch role and API Gateway's account settings outlive the stack (one per account and region, CDK's default)", () => {
+      const [[accountId, account], ...others] = ofType('AWS::ApiGateway::Account');
+      expect(others).toEqual([]);
+      const roleId = [...refs(account.Properties.CloudWatchRoleArn)][0]!;
+      const role = resources[roleId];
+      expect(role.Type).toBe('AWS::IAM::Role');
+      expect(JSON.stringify(role.Properties.ManagedPolicyArns)).toContain('AmazonAPIGatewayPushToCloudWatchLogs');
+      for (const r of [role, resources[accountId]]) {
+        expect(r.DeletionPolicy).toBe('Retain');
+        expect(r.UpdateReplacePolicy).toBe('Retain');
+      }
     });
 
     test("API Gateway's own refusals are S3 errors: a body over 10 MB is EntityTooLarge (400), throttling SlowDown (503)", () => {
@@ -881,7 +907,7 @@ describe('deploy pipeline', () => {
     }
   });
 
-  test('the worker takes the queue one message at a time, reports batch failures, and has reserved concurrency', () => {
+  test('the worker takes the queue one message at a time, reports batch failures; no function reserves concurrency (a new account could not deploy)', () => {
     const [[, mapping], ...more] = ofType('AWS::Lambda::EventSourceMapping');
     expect(more).toHaveLength(0);
     expect(mapping.Properties).toMatchObject({
@@ -892,20 +918,40 @@ describe('deploy pipeline', () => {
       ScalingConfig: { MaximumConcurrency: 2 },
     });
     const worker = fnResource('deployWorker').Properties;
-    expect(worker.ReservedConcurrentExecutions).toBe(4);
     expect(worker.EphemeralStorage).toEqual({ Size: 4096 });
+    // Lambda keeps 100 executions unreserved; a new account's quota can be 10.
+    const reserving = ofType('AWS::Lambda::Function').filter(([, f]) => f.Properties.ReservedConcurrentExecutions !== undefined);
+    expect(reserving).toEqual([]);
   });
 
-  test('one CodeBuild project: no source or artifacts of its own, node:slim by default, queued and build timeouts, its own logs', () => {
+  test('one CodeBuild project: no source or artifacts of its own, node:slim from ECR Public by default, queued and build timeouts, its own logs', () => {
     template.resourceCountIs('AWS::CodeBuild::Project', 1);
     const p = resources[projectId()].Properties;
     expect(p.Source.Type).toBe('NO_SOURCE');
     expect(p.Artifacts.Type).toBe('NO_ARTIFACTS');
-    expect(p.Environment.Image).toBe('node:slim');
+    // Docker Hub's official image, same tag, from ECR Public: no anonymous Docker Hub pull limit.
+    expect(DEFAULT_BUILD_IMAGE).toBe('node:slim');
+    expect(p.Environment.Image).toBe('public.ecr.aws/docker/library/node:slim');
+    expect(p.Environment.ImagePullCredentialsType ?? 'SERVICE_ROLE').not.toBe('CODEBUILD');
     expect(p.Environment.Type).toBe('LINUX_CONTAINER');
     expect(p.TimeoutInMinutes).toBe(15);
     expect(p.QueuedTimeoutInMinutes).toBe(60);
     expect(resources[p.LogsConfig.CloudWatchLogs.GroupName.Ref].Properties.RetentionInDays).toBe(30);
+  });
+
+  test.each([
+    ['node:slim', 'public.ecr.aws/docker/library/node:slim'],
+    ['node:22-bookworm', 'public.ecr.aws/docker/library/node:22-bookworm'],
+    ['library/node:22', 'public.ecr.aws/docker/library/node:22'],
+    ['docker.io/library/node:22', 'public.ecr.aws/docker/library/node:22'],
+    ['python@sha256:' + 'a'.repeat(64), 'public.ecr.aws/docker/library/python@sha256:' + 'a'.repeat(64)],
+    // Another registry, or an owner's image ECR Public does not mirror, stays as given.
+    ['public.ecr.aws/docker/library/node:20', 'public.ecr.aws/docker/library/node:20'],
+    ['ghcr.io/acme/builder:1', 'ghcr.io/acme/builder:1'],
+    ['localhost:5000/node:20', 'localhost:5000/node:20'],
+    ['acme/builder:1', 'acme/builder:1'],
+  ])('the build image %s is pulled as %s', (given, pulled) => {
+    expect(ecrPublicImage(given)).toBe(pulled);
   });
 
   test("the project's role reaches only the build files' prefix of the bucket (and its logs)", () => {

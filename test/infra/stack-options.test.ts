@@ -5,11 +5,13 @@
  * (lib/domains.ts), with and without a region of us-east-1.
  */
 import * as fs from 'node:fs';
-import { App, type CfnElement, type Stack } from 'aws-cdk-lib';
+import { App, type CfnElement, Duration, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
+import { Code, Function as LambdaFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { addCairnStacks } from '../../lib/app.js';
 import { CairnStack } from '../../lib/cairn-stack.js';
+import { STREAMING_TIMEOUT, StreamingRestApi } from '../../lib/storage-api.js';
 
 type Json = any;
 
@@ -113,13 +115,39 @@ describe('custom domains', () => {
     const { stack: s } = app({ 'cairn:deployConcurrency': '5', 'cairn:buildTimeoutSeconds': '3600' });
     const json = Template.fromStack(s).toJSON();
     const worker = json.Resources[of(s, s.functions.deployWorker)].Properties;
-    expect(worker.ReservedConcurrentExecutions).toBe(7);
+    // The queue bounds the deploys; nothing is reserved unless asked for.
+    expect(worker.ReservedConcurrentExecutions).toBeUndefined();
     expect(worker.Environment.Variables.CAIRN_BUILD_TIMEOUT).toBe('3600');
     const [[, mapping]] = byType(json, 'AWS::Lambda::EventSourceMapping');
     expect(mapping.Properties.ScalingConfig).toEqual({ MaximumConcurrency: 5 });
     expect(json.Resources[of(s, s.buildProject)].Properties.TimeoutInMinutes).toBe(60);
     expect(() => app({ 'cairn:deployConcurrency': 'four' })).toThrow('cairn:deployConcurrency must be a whole number, got "four"');
     expect(() => app({ 'cairn:buildTimeoutSeconds': '-1' })).toThrow('cairn:buildTimeoutSeconds must be a whole number, got "-1"');
+  });
+
+  test('cairn:workerConcurrency reserves the deploy worker that much concurrency, and no other function any', () => {
+    const { stack: s } = app({ 'cairn:deployConcurrency': '3', 'cairn:workerConcurrency': '5' });
+    const json = Template.fromStack(s).toJSON();
+    expect(json.Resources[of(s, s.functions.deployWorker)].Properties.ReservedConcurrentExecutions).toBe(5);
+    const reserving = byType(json, 'AWS::Lambda::Function').filter(([, f]) => f.Properties.ReservedConcurrentExecutions !== undefined);
+    expect(reserving.map(([id]) => id)).toEqual([of(s, s.functions.deployWorker)]);
+  });
+
+  test.each([
+    [{ 'cairn:workerConcurrency': 'ten' }, 'cairn:workerConcurrency must be a whole number, got "ten"'],
+    [{ 'cairn:workerConcurrency': '-4' }, 'cairn:workerConcurrency must be a whole number, got "-4"'],
+    // Below the queue's deploys plus the tick and a build's end event, the worker would throttle itself.
+    [{ 'cairn:workerConcurrency': '3' }, 'must be a whole number of at least 4: cairn:deployConcurrency (2) plus'],
+    [{ 'cairn:workerConcurrency': '0' }, 'must be a whole number of at least 4'],
+    [{ 'cairn:deployConcurrency': '5', 'cairn:workerConcurrency': '6' }, 'at least 7: cairn:deployConcurrency (5)'],
+  ])('a bad cairn:workerConcurrency stops synthesis: %j', (context, message) => {
+    expect(() => app(context)).toThrow(message);
+  });
+
+  test('a reservation given as a prop is checked the same way', () => {
+    const a = new App({ context: NO_BUNDLING });
+    apps.push(a);
+    expect(() => new CairnStack(a, 'CairnHalf', { workerConcurrency: 4.5 })).toThrow('got 4.5');
   });
 
   describe('with a hosted zone, the stack in us-east-1', () => {
@@ -209,13 +237,24 @@ describe('custom domains', () => {
         EndpointConfiguration: { Types: ['REGIONAL'] },
       });
       const methods = byType(json, 'AWS::ApiGateway::Method').filter(([, m]) => m.Properties.RestApiId.Ref === apiId);
-      expect(methods).toHaveLength(2);
+      expect(methods.map(([, m]) => m.Properties.HttpMethod).sort()).toEqual(['ANY', 'ANY', 'HEAD', 'HEAD']);
       const gatewayArn = { 'Fn::GetAtt': [of(s, s.functions.gateway), 'Arn'] };
       for (const [, m] of methods) {
-        expect(m.Properties.Integration).toMatchObject({ Type: 'AWS_PROXY', ResponseTransferMode: 'STREAM' });
-        expect(JSON.stringify(m.Properties.Integration.Uri)).toContain(JSON.stringify(gatewayArn));
-        expect(JSON.stringify(m.Properties.Integration.Uri)).toContain('response-streaming-invocations');
+        const uri = JSON.stringify(m.Properties.Integration.Uri);
+        expect(uri).toContain(JSON.stringify(gatewayArn));
+        if (m.Properties.HttpMethod === 'ANY') {
+          // Streamed for as long as the gateway may run (15 minutes).
+          expect(m.Properties.Integration).toMatchObject({ Type: 'AWS_PROXY', ResponseTransferMode: 'STREAM', TimeoutInMillis: 900_000 });
+          expect(uri).toContain('response-streaming-invocations');
+        } else {
+          // HEAD buffered, through Invoke: its headers, Content-Length included, reach the client.
+          expect(m.Properties.Integration).toMatchObject({ Type: 'AWS_PROXY', TimeoutInMillis: 29_000 });
+          expect(m.Properties.Integration.ResponseTransferMode ?? 'BUFFERED').toBe('BUFFERED');
+          expect(uri).toContain('/2015-03-31/functions/');
+          expect(uri).not.toContain('response-streaming-invocations');
+        }
       }
+      expect(json.Resources[of(s, s.functions.gateway)].Properties.Timeout).toBe(900);
       const [domainId] = domainNamed('*.storage.example.com');
       expect(
         byType(json, 'AWS::ApiGateway::BasePathMapping')
@@ -330,4 +369,36 @@ describe('custom domains', () => {
         }),
     ).toThrow(/us-east-1/);
   });
+});
+
+test('a streamed REST integration waits at most 15 minutes, streaming and Lambda both stop there', () => {
+  const a = new App({ context: NO_BUNDLING });
+  apps.push(a);
+  const st = new Stack(a, 'Streaming');
+  const handler = new LambdaFunction(st, 'Handler', {
+    runtime: Runtime.NODEJS_24_X,
+    handler: 'index.handler',
+    code: Code.fromInline('export const handler = async () => ({});'),
+  });
+  const props = {
+    handler,
+    restApiName: 'streaming',
+    description: 'test',
+    stageName: 'test',
+    errorShape: 'text' as const,
+    authorization: 'test',
+  };
+  expect(() => new StreamingRestApi(st, 'TooLong', { ...props, integrationTimeout: Duration.minutes(16) })).toThrow('at most 15 minutes');
+  const api = new StreamingRestApi(st, 'Longest', { ...props, integrationTimeout: STREAMING_TIMEOUT });
+  const methods = Object.values<Json>(Template.fromStack(st).toJSON().Resources).filter(
+    (r) =>
+      r.Type === 'AWS::ApiGateway::Method' &&
+      JSON.stringify(r.Properties.RestApiId).includes(st.getLogicalId(api.api.node.defaultChild as CfnElement)),
+  );
+  expect(methods.map((m) => [m.Properties.HttpMethod, m.Properties.Integration.TimeoutInMillis]).sort()).toEqual([
+    ['ANY', 900_000],
+    ['ANY', 900_000],
+    ['HEAD', 29_000],
+    ['HEAD', 29_000],
+  ]);
 });
