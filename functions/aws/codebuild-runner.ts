@@ -30,7 +30,7 @@ import type {
   StartedBuild,
 } from '../core/ports/build-runner.js';
 import { zipDirectory, ZipTooLarge } from '../deploy-worker/zip.js';
-import { codeBuildTimeoutMinutes, DEFAULT_BUILD_IMAGE, DEPLOY_BUILDS_PREFIX } from '../deploy-worker/limits.js';
+import { codeBuildTimeoutMinutes, DEFAULT_BUILD_IMAGE, DEPLOY_BUILDS_PREFIX, ecrPublicImage } from '../deploy-worker/limits.js';
 import { DeployFailure } from '../deploy-worker/pipeline.js';
 
 /** Where a deploy's build files live in the bucket. */
@@ -38,8 +38,10 @@ export const buildPrefix = (b: DeployOfBuild) => `${DEPLOY_BUILDS_PREFIX}${b.sit
 
 /**
  * An image reference CodeBuild can pull: `[registry/]repository[:tag][@digest]`
- * (Docker Hub when there is no registry). A site's setting in another form
- * (a URL, spaces) is refused with the deploy rather than by CodeBuild.
+ * (Docker Hub when there is no registry), with Docker Hub's official images
+ * taken from ECR Public's mirror of them (ecrPublicImage: Docker Hub limits
+ * CodeBuild's anonymous pulls). A site's setting in another form (a URL,
+ * spaces) is refused with the deploy rather than by CodeBuild.
  */
 export function registryImage(image: string | undefined): string {
   const ref = image?.trim() || DEFAULT_BUILD_IMAGE;
@@ -52,7 +54,7 @@ export function registryImage(image: string | undefined): string {
       `the build image "${ref}" is not an image reference a registry serves (like "node:20-slim" or "public.ecr.aws/docker/library/node:20")`,
     );
   }
-  return ref;
+  return ecrPublicImage(ref);
 }
 
 /** A word for sh, quoted so nothing in it is expanded. */

@@ -30,8 +30,30 @@ export function runningLimitMs(buildTimeoutMs: number, remote: boolean): number 
   return build + 2 * WORKER_TIMEOUT_MINUTES * 60_000;
 }
 
-/** The image a site's build runs in when its settings name none (CodeBuild pulls it from Docker Hub). */
+/** The image a site's build runs in when its settings name none (pulled from ECR Public: ecrPublicImage). */
 export const DEFAULT_BUILD_IMAGE = 'node:slim';
+
+/** Where ECR Public mirrors Docker Hub's official images (https://gallery.ecr.aws/docker/library/node). */
+export const ECR_PUBLIC_DOCKER_LIBRARY = 'public.ecr.aws/docker/library/';
+
+/**
+ * An image from Docker Hub's official library (`node:slim`) as ECR Public
+ * serves it, same repository and tag. CodeBuild pulls a Docker Hub image
+ * anonymously, Docker Hub limits anonymous pulls per source address
+ * (https://docs.docker.com/docker-hub/usage/), and builds pull from
+ * addresses many AWS accounts share; ECR Public's mirror of the official
+ * images is pulled from within AWS. A reference to another registry, or to
+ * a Docker Hub image with an owner (which ECR Public does not mirror), is
+ * kept.
+ */
+export function ecrPublicImage(ref: string): string {
+  let name = ref.replace(/^(?:docker\.io|index\.docker\.io|registry-1\.docker\.io)\//, '');
+  const first = name.split('/')[0]!;
+  if (name.includes('/') && (first.includes('.') || first.includes(':') || first === 'localhost')) return name;
+  if (name.startsWith('library/')) name = name.slice('library/'.length);
+  // Only official images (no owner) are in ECR Public's Docker library.
+  return name.includes('/') ? ref : `${ECR_PUBLIC_DOCKER_LIBRARY}${name}`;
+}
 
 /**
  * Repositories the worker keeps between deploys (steps/checkout/mirrors.ts): on one

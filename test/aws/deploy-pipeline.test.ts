@@ -175,7 +175,7 @@ test("the worker given the SQS message claims the deploy and hands its build to 
   expect(start).toMatchObject({
     projectName: PROJECT,
     idempotencyToken: deploy.id,
-    imageOverride: 'node:20-slim',
+    imageOverride: 'public.ecr.aws/docker/library/node:20-slim', // Docker Hub's official image, from ECR Public's mirror
     timeoutInMinutesOverride: 10,
     sourceTypeOverride: 'S3',
     sourceLocationOverride: `${BUCKET}/deploy-builds/${deploy.siteId}/${deploy.id}/source.zip`,

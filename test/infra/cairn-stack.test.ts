@@ -18,7 +18,7 @@ import { TABLES, indexKeys, type TableName } from '../../functions/core/data/tab
 import { CairnStack, tableEnvVar, type CairnFunctions } from '../../lib/cairn-stack.js';
 import { DEFAULT_BUILD_IMAGE } from '../../functions/deploy-worker/limits.js';
 import { pascal } from '../../lib/data.js';
-import { ecrPublicImage } from '../../lib/deploy-pipeline.js';
+import { ecrPublicImage } from '../../functions/deploy-worker/limits.js';
 import { PROJECT_ROOT, REQUIRE_BANNER, packageClosure } from '../../lib/functions.js';
 import { PREVIEW_EXTERNAL_PACKAGES } from '../../lib/preview.js';
 import { VIEWER_REQUEST_CODE_PATH } from '../../lib/site-cdn.js';
