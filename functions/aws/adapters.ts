@@ -98,30 +98,52 @@ function noRetries(logger: Logger): CdnRetries {
   };
 }
 
-/** CloudFront invalidations when the stack gave a distribution; otherwise nothing. */
-async function createCdnPurger(config: Config, retries: CdnRetries, logger: Logger): Promise<CdnPurger> {
-  if (!config.cdn.distributionId) return noCdn;
-  const { CloudFrontClient } = await import('@aws-sdk/client-cloudfront');
-  const { CloudFrontPurger } = await import('./cloudfront-purger.js');
-  return new CloudFrontPurger(
-    new CloudFrontClient({ region: config.region }),
-    config.cdn.distributionId,
-    retries,
-    logger.child({ cdn: 'cloudfront' }),
-  );
+/**
+ * Built on its first use, so a function that never calls the service never
+ * loads its client (CloudFront's alone is about 220 KB of bundled code,
+ * read from its chunk when the import runs); a load that failed is tried
+ * again by the next call.
+ */
+function onFirstUse<T>(build: () => Promise<T>): () => Promise<T> {
+  let built: Promise<T> | undefined;
+  return () =>
+    (built ??= build().catch((err: unknown) => {
+      built = undefined;
+      throw err;
+    }));
 }
 
-/** The distribution's KeyValueStore when the stack gave one; otherwise no map (the gateway reads the Host itself). */
+/** CloudFront invalidations when the stack gave a distribution (the client loaded with the first purge); otherwise nothing. */
+async function createCdnPurger(config: Config, retries: CdnRetries, logger: Logger): Promise<CdnPurger> {
+  const distributionId = config.cdn.distributionId;
+  if (!distributionId) return noCdn;
+  const purger = onFirstUse(async () => {
+    const { CloudFrontClient } = await import('@aws-sdk/client-cloudfront');
+    const { CloudFrontPurger } = await import('./cloudfront-purger.js');
+    return new CloudFrontPurger(
+      new CloudFrontClient({ region: config.region }),
+      distributionId,
+      retries,
+      logger.child({ cdn: 'cloudfront' }),
+    );
+  });
+  return { purgeSite: async (siteId, options) => (await purger()).purgeSite(siteId, options) };
+}
+
+/**
+ * The distribution's KeyValueStore when the stack gave one (the client
+ * loaded with the first change); otherwise no map (the gateway reads the
+ * Host itself).
+ */
 async function createSiteHostMap(config: Config, retries: CdnRetries, logger: Logger): Promise<SiteHostMap> {
-  if (!config.cdn.siteHostsKvsArn) return noSiteHostMap;
-  const { CloudFrontKeyValueStoreClient } = await import('@aws-sdk/client-cloudfront-keyvaluestore');
-  const { KvsSiteHostMap } = await import('./kvs-site-hosts.js');
-  return new KvsSiteHostMap(
-    new CloudFrontKeyValueStoreClient({ region: config.region }),
-    config.cdn.siteHostsKvsArn,
-    retries,
-    logger.child({ cdn: 'kvs' }),
-  );
+  const kvsArn = config.cdn.siteHostsKvsArn;
+  if (!kvsArn) return noSiteHostMap;
+  const map = onFirstUse(async () => {
+    const { CloudFrontKeyValueStoreClient } = await import('@aws-sdk/client-cloudfront-keyvaluestore');
+    const { KvsSiteHostMap } = await import('./kvs-site-hosts.js');
+    return new KvsSiteHostMap(new CloudFrontKeyValueStoreClient({ region: config.region }), kvsArn, retries, logger.child({ cdn: 'kvs' }));
+  });
+  return { reconcile: async (label, siteIdNow, options) => (await map()).reconcile(label, siteIdNow, options) };
 }
 
 /** The stack's bucket in AWS, files under the data directory otherwise. */
