@@ -89,7 +89,6 @@ export class FirstAccount extends Construct {
         CAIRN_ACCOUNTS_TABLE: tables.accounts.tableName,
         CAIRN_KMS_KEY_ID: secretsKey.keyId,
         CAIRN_LOG_LEVEL: props.logLevel ?? 'info',
-        NODE_OPTIONS: '--enable-source-maps',
       },
     }).function;
 

@@ -4,13 +4,34 @@
  * asked, X-Ray active tracing (Powertools' Tracer records the handler and
  * its AWS calls: functions/core/observability.ts). The handler files live
  * under functions/<name>/handler.ts and export `handler`.
+ *
+ * The bundle is built for a short cold start (issue 31; `npm run
+ * bench:cold` measures it). Lambda's Node.js runtime imports the handler
+ * module during the function's initialization, so what that module pulls
+ * in is compiled before the first request can be served
+ * (https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html#runtimes-lifecycle-ib):
+ *
+ * - Code splitting: what a handler imports dynamically (the AWS clients
+ *   functions/aws/adapters.ts loads when its resource is configured or
+ *   first used, Apollo's usage reporting, rare paths) becomes a chunk of
+ *   its own under chunks/, read only when that import runs. NodejsFunction's
+ *   own bundling writes one file (`--outfile`), where esbuild cannot split,
+ *   so the asset is bundled here (function-bundle.mjs) and handed to
+ *   NodejsFunction as `code`.
+ * - No source maps at start-up: the maps are written beside the files
+ *   (linked, without the sources' text) but NODE_OPTIONS does not carry
+ *   --enable-source-maps, which makes Node read and parse every map when
+ *   the module loads (7-11 MB, about 100 ms per function measured on Node
+ *   24). functions/aws/source-mapped-stacks.ts reads a map only when a
+ *   stack trace is first formatted.
  */
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Duration, type Size, Validations } from 'aws-cdk-lib';
-import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, OutputFormat, SourceMapMode, type ICommandHooks } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { AssetHashType, DockerImage, Duration, type Size, Validations } from 'aws-cdk-lib';
+import { Architecture, Code, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 
@@ -37,6 +58,57 @@ export const LOCAL_ONLY_MODULES = ['dynalite', 'datastore-level', 'level', 'clas
  */
 export const REQUIRE_BANNER =
   "import { createRequire as __cairnCreateRequire } from 'node:module'; const require = __cairnCreateRequire(import.meta.url);";
+
+/**
+ * CommonJS dependencies that require one of these get its ES module build
+ * (function-bundle.mjs): @as-integrations/aws-lambda requires
+ * @apollo/server, whose CommonJS build would put a second Apollo in the
+ * GraphQL bundle, with its usage-reporting protobuf (about 700 KB of
+ * source) loaded at start-up; the ES module build imports that plugin only
+ * when usage reporting is configured (APOLLO_KEY), which Cairn never does.
+ */
+export const CJS_AS_ESM = ['@apollo/server'];
+
+/** Where a function's dynamically imported code goes inside its bundle. */
+export const CHUNK_DIR = 'chunks';
+
+/** The esbuild options of a function's bundle (function-bundle.mjs adds its plugin). */
+export function bundleOptions(entry: string, outdir: string, external: readonly string[]): Record<string, unknown> {
+  return {
+    entryPoints: { index: entry },
+    outdir,
+    absWorkingDir: PROJECT_ROOT,
+    tsconfig: path.join(PROJECT_ROOT, 'tsconfig.json'),
+    bundle: true,
+    splitting: true,
+    chunkNames: `${CHUNK_DIR}/[name]-[hash]`,
+    outExtension: { '.js': '.mjs' },
+    format: 'esm',
+    platform: 'node',
+    target: BUNDLE_TARGET,
+    mainFields: ['module', 'main'],
+    minify: true,
+    // Linked maps, read only when a stack trace is formatted (source-mapped-stacks.ts); the sources' text stays out of the package.
+    sourcemap: 'linked',
+    sourcesContent: false,
+    banner: { js: REQUIRE_BANNER },
+    external: [...external],
+  };
+}
+
+/**
+ * Bundles one function into `outdir` (synchronously: the asset's local
+ * bundling is); `metafile`, a path outside the bundle, gets esbuild's
+ * account of what each output file holds and imports.
+ */
+export function bundleFunction(entry: string, outdir: string, external: readonly string[], metafile?: string): void {
+  const script = path.join(PROJECT_ROOT, 'lib', 'function-bundle.mjs');
+  const job = { options: bundleOptions(entry, outdir, external), cjsAsEsm: CJS_AS_ESM, metafile };
+  execFileSync(process.execPath, [script, JSON.stringify(job)], {
+    cwd: PROJECT_ROOT,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+}
 
 /** Where the GraphQL function finds the schema inside its package. */
 export const LAMBDA_SCHEMA_PATH = '/var/task/schema.graphql';
@@ -141,24 +213,37 @@ export class CairnFunction extends Construct {
     const extraFiles = props.extraFiles ?? [];
     const externalPackages = props.externalPackages ?? [];
     const copiedPackages = externalPackages.length ? packageClosure(externalPackages) : [];
-    const commandHooks: ICommandHooks | undefined =
-      extraFiles.length === 0 && copiedPackages.length === 0
-        ? undefined
-        : {
-            beforeBundling: () => [],
-            beforeInstall: () => [],
-            afterBundling: (inputDir: string, outputDir: string) => [
-              ...extraFileCommands(extraFiles, inputDir, outputDir),
-              ...packageCopyCommands(copiedPackages, inputDir, outputDir),
-            ],
-          };
+    const entry = path.join(PROJECT_ROOT, 'functions', props.name, 'handler.ts');
+    const external = [...LOCAL_ONLY_MODULES, ...externalPackages];
+    const code = Code.fromAsset(PROJECT_ROOT, {
+      // The bundle's own hash, as NodejsFunction's: an unchanged bundle is not uploaded again.
+      assetHashType: AssetHashType.OUTPUT,
+      bundling: {
+        // What tells this bundle from the other functions' in the synthesis's cache of bundled
+        // assets, whose key holds the source path and these options, not the local bundler's code.
+        environment: {
+          CAIRN_BUNDLE: JSON.stringify({ entry: path.relative(PROJECT_ROOT, entry), external, extraFiles, copiedPackages, CJS_AS_ESM }),
+        },
+        // Never pulled: bundling is local (esbuild is a dependency of this checkout), and a failure is an error, not a fallback.
+        image: DockerImage.fromRegistry('public.ecr.aws/docker/library/node:24-slim'),
+        local: {
+          tryBundle: (outputDir: string) => {
+            bundleFunction(entry, outputDir, external);
+            const copies = [
+              ...extraFileCommands(extraFiles, PROJECT_ROOT, outputDir),
+              ...packageCopyCommands(copiedPackages, PROJECT_ROOT, outputDir),
+            ];
+            if (copies.length) execFileSync('bash', ['-c', copies.join(' && ')], { stdio: 'inherit' });
+            return true;
+          },
+        },
+      },
+    });
 
     this.function = new NodejsFunction(this, 'Function', {
       description: props.description,
-      entry: path.join(PROJECT_ROOT, 'functions', props.name, 'handler.ts'),
-      handler: 'handler',
-      projectRoot: PROJECT_ROOT,
-      depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
+      code,
+      handler: 'index.handler',
       runtime: RUNTIME,
       architecture: props.architecture ?? Architecture.ARM_64,
       memorySize: props.memorySize,
@@ -168,18 +253,6 @@ export class CairnFunction extends Construct {
       environment: props.environment,
       logGroup: this.logGroup,
       tracing: props.tracing ? Tracing.ACTIVE : undefined,
-      bundling: {
-        format: OutputFormat.ESM,
-        mainFields: ['module', 'main'],
-        banner: REQUIRE_BANNER,
-        target: BUNDLE_TARGET,
-        minify: true,
-        sourceMap: true,
-        sourceMapMode: SourceMapMode.DEFAULT,
-        bundleAwsSDK: true,
-        externalModules: [...LOCAL_ONLY_MODULES, ...externalPackages],
-        commandHooks,
-      },
     });
 
     // cdk-nag: what every function's role holds by construction.

@@ -174,7 +174,6 @@ export function functionEnvironment(data: CairnData, options: StackOptions, logL
     CAIRN_BLOCK_BUCKET: data.blockBucket.bucketName,
     CAIRN_KMS_KEY_ID: data.secretsKey.keyId,
     CAIRN_LOG_LEVEL: logLevel ?? 'info',
-    NODE_OPTIONS: '--enable-source-maps',
     ...options.variables,
   };
 }

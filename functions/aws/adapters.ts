@@ -7,6 +7,12 @@
  * only when the configuration names its resource, so a function loads the
  * SDK clients it uses and no others.
  *
+ * The IPFS node's code (Helia, the file blockstore) is imported when the
+ * node is first opened, which the GraphQL function never does, and the
+ * data directory's stores only when no bucket is named: a function's
+ * bundle puts what is imported here in chunks of its own, read when the
+ * import runs (lib/functions.ts).
+ *
  * Where a resource is not named, the adapter is the one that needs none:
  * a queue of the deploys table alone, no CDN, and (configuredStores) the
  * data directory for logs and blocks, which is how the test/aws suites run
@@ -17,13 +23,12 @@ import type { Config } from '../core/config.js';
 import type { Logger } from '../core/logger.js';
 import type { Adapters } from '../core/services.js';
 import type { SecretSealer } from '../core/auth/secrets.js';
-import { createIpfsNode, type IpfsNode } from '../core/ipfs/node.js';
+import type { IpfsNode } from '../core/ipfs/node.js';
 import type { LogStore } from '../core/ports/log-store.js';
 import { pollingQueue, type DeployQueue } from '../core/ports/deploy-queue.js';
 import { recordOnlyOutbox, type NotificationOutbox } from '../core/ports/notifications.js';
 import { noCdn, noSiteHostMap, type CdnPurger, type CdnRetries, type SiteHostMap } from '../core/ports/site-cache.js';
 import { inlineLeafHasher } from '../core/hashing/leaf-hasher.js';
-import { FileLogStore } from '../local/file-log-store.js';
 import { createSealer } from './kms-sealer.js';
 import { DynamoUploadGate } from './dynamo-gate.js';
 import { BuildRefused, type BuildRunner, type DetachedBuildRunner } from '../core/ports/build-runner.js';
@@ -47,7 +52,7 @@ export async function configuredStores(config: Config): Promise<DataStores> {
     sealer: await createSealer(config),
     openIpfs: blockBucket
       ? async () => (await import('./s3-ipfs-stores.js')).createS3IpfsNode(blockBucket, region)
-      : () => createIpfsNode(config),
+      : async () => (await import('../core/ipfs/node.js')).createIpfsNode(config),
     deployLogs: await createLogStore(config),
   };
 }
@@ -93,30 +98,52 @@ function noRetries(logger: Logger): CdnRetries {
   };
 }
 
-/** CloudFront invalidations when the stack gave a distribution; otherwise nothing. */
-async function createCdnPurger(config: Config, retries: CdnRetries, logger: Logger): Promise<CdnPurger> {
-  if (!config.cdn.distributionId) return noCdn;
-  const { CloudFrontClient } = await import('@aws-sdk/client-cloudfront');
-  const { CloudFrontPurger } = await import('./cloudfront-purger.js');
-  return new CloudFrontPurger(
-    new CloudFrontClient({ region: config.region }),
-    config.cdn.distributionId,
-    retries,
-    logger.child({ cdn: 'cloudfront' }),
-  );
+/**
+ * Built on its first use, so a function that never calls the service never
+ * loads its client (CloudFront's alone is about 220 KB of bundled code,
+ * read from its chunk when the import runs); a load that failed is tried
+ * again by the next call.
+ */
+function onFirstUse<T>(build: () => Promise<T>): () => Promise<T> {
+  let built: Promise<T> | undefined;
+  return () =>
+    (built ??= build().catch((err: unknown) => {
+      built = undefined;
+      throw err;
+    }));
 }
 
-/** The distribution's KeyValueStore when the stack gave one; otherwise no map (the gateway reads the Host itself). */
+/** CloudFront invalidations when the stack gave a distribution (the client loaded with the first purge); otherwise nothing. */
+async function createCdnPurger(config: Config, retries: CdnRetries, logger: Logger): Promise<CdnPurger> {
+  const distributionId = config.cdn.distributionId;
+  if (!distributionId) return noCdn;
+  const purger = onFirstUse(async () => {
+    const { CloudFrontClient } = await import('@aws-sdk/client-cloudfront');
+    const { CloudFrontPurger } = await import('./cloudfront-purger.js');
+    return new CloudFrontPurger(
+      new CloudFrontClient({ region: config.region }),
+      distributionId,
+      retries,
+      logger.child({ cdn: 'cloudfront' }),
+    );
+  });
+  return { purgeSite: async (siteId, options) => (await purger()).purgeSite(siteId, options) };
+}
+
+/**
+ * The distribution's KeyValueStore when the stack gave one (the client
+ * loaded with the first change); otherwise no map (the gateway reads the
+ * Host itself).
+ */
 async function createSiteHostMap(config: Config, retries: CdnRetries, logger: Logger): Promise<SiteHostMap> {
-  if (!config.cdn.siteHostsKvsArn) return noSiteHostMap;
-  const { CloudFrontKeyValueStoreClient } = await import('@aws-sdk/client-cloudfront-keyvaluestore');
-  const { KvsSiteHostMap } = await import('./kvs-site-hosts.js');
-  return new KvsSiteHostMap(
-    new CloudFrontKeyValueStoreClient({ region: config.region }),
-    config.cdn.siteHostsKvsArn,
-    retries,
-    logger.child({ cdn: 'kvs' }),
-  );
+  const kvsArn = config.cdn.siteHostsKvsArn;
+  if (!kvsArn) return noSiteHostMap;
+  const map = onFirstUse(async () => {
+    const { CloudFrontKeyValueStoreClient } = await import('@aws-sdk/client-cloudfront-keyvaluestore');
+    const { KvsSiteHostMap } = await import('./kvs-site-hosts.js');
+    return new KvsSiteHostMap(new CloudFrontKeyValueStoreClient({ region: config.region }), kvsArn, retries, logger.child({ cdn: 'kvs' }));
+  });
+  return { reconcile: async (label, siteIdNow, options) => (await map()).reconcile(label, siteIdNow, options) };
 }
 
 /** The stack's bucket in AWS, files under the data directory otherwise. */
@@ -126,6 +153,7 @@ async function createLogStore(config: Config): Promise<LogStore> {
     const { S3LogStore } = await import('./s3-log-store.js');
     return new S3LogStore(new S3Client({ region: config.region }), config.blockBucket);
   }
+  const { FileLogStore } = await import('../local/file-log-store.js');
   return new FileLogStore(join(config.dataDir, 'deploy-logs'));
 }
 

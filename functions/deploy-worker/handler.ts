@@ -4,6 +4,7 @@
  * tick, told apart by their shape (worker.ts). Deploys that end DEPLOYED
  * are handed to the preview function when the stack has one.
  */
+import { sourceMappedStacks } from '../aws/source-mapped-stacks.js';
 import middy from '@middy/core';
 import type { SQSEvent } from 'aws-lambda';
 import { loadConfig } from '../core/config.js';
@@ -13,6 +14,9 @@ import { awsAdapters } from '../aws/adapters.js';
 import { isCodeBuildStateChange } from '../aws/codebuild-runner.js';
 import { awsPipeline, buildEnded, runScheduledTick, takeDeploys, type WorkerOptions } from './worker.js';
 import { mirrorsIdle } from './steps/checkout/mirrors.js';
+
+// Stack traces in the sources' lines, the map read only when one is printed (lib/functions.ts says why).
+sourceMappedStacks();
 
 const observability = createObservability('deploy-worker');
 

@@ -11,6 +11,7 @@
  * holds names only: the provider framework logs what this returns, and the
  * credentials are only ever in the secret.
  */
+import { sourceMappedStacks } from '../aws/source-mapped-stacks.js';
 import middy from '@middy/core';
 import type { CdkCustomResourceEvent, CdkCustomResourceResponse } from 'aws-lambda';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
@@ -22,6 +23,9 @@ import { StorageKeyStore } from '../core/data/storage-keys.js';
 import { createSealer } from '../aws/kms-sealer.js';
 import { ensureFirstAccount } from './first-account.js';
 import { secretsManagerStore } from '../aws/secrets-manager.js';
+
+// Stack traces in the sources' lines, the map read only when one is printed (lib/functions.ts says why).
+sourceMappedStacks();
 
 /** The custom resource's properties (lib/first-account.ts sets them). */
 export interface FirstAccountProperties {

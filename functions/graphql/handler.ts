@@ -5,6 +5,7 @@
  * routes of the same HTTP API (hooks, imports, the web app; routes.ts) go
  * by path to the same handlers the local door mounts.
  */
+import { sourceMappedStacks } from '../aws/source-mapped-stacks.js';
 import middy from '@middy/core';
 import { handlers, startServerAndCreateLambdaHandler } from '@as-integrations/aws-lambda';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
@@ -15,6 +16,9 @@ import { createServices, type Services } from '../core/services.js';
 import { awsAdapters } from '../aws/adapters.js';
 import { sideRouteFor } from './routes.js';
 import { bodyTooLarge, contextFor, createApolloServer, createPlayground, MAX_BODY_BYTES, readJsonBody } from './server.js';
+
+// Stack traces in the sources' lines, the map read only when one is printed (lib/functions.ts says why).
+sourceMappedStacks();
 
 // The integration is CommonJS and types against Apollo's CJS build; at run
 // time it only calls public methods, which the ESM instance has too.

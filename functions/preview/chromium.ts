@@ -17,7 +17,7 @@ import { rmSync } from 'node:fs';
 import { access, chmod, constants, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser, type BrowserContext } from 'playwright-core';
+import type { Browser, BrowserContext } from 'playwright-core';
 import { ScreenshotError, type CaptureOptions, type Screenshotter } from '../core/ports/screenshotter.js';
 
 /** How long a browser may take to start and open a page, before the page's own time limit starts. */
@@ -164,6 +164,9 @@ export class ChromiumScreenshotter implements Screenshotter {
     const launching = (async () => {
       const executablePath = await this.build.executablePath();
       try {
+        // Loaded with the first browser, not with the module: playwright-core takes about
+        // 380 ms to import, which the preview function's cold start need not wait for.
+        const { chromium } = await import('playwright-core');
         // launch() gives the browser a fresh temporary profile, removed when it closes.
         return await chromium.launch({
           executablePath,

@@ -16,6 +16,7 @@
  * frozen instance must not keep a browser whose connection may not survive
  * the thaw; the unpacked binary stays in /tmp for the next one.
  */
+import { sourceMappedStacks } from '../aws/source-mapped-stacks.js';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import { loadConfig } from '../core/config.js';
@@ -25,6 +26,9 @@ import { awsAdapters } from '../aws/adapters.js';
 import { ChromiumScreenshotter, installedChromium, type ChromiumBuild } from './chromium.js';
 import { sparticuzChromium } from '../aws/lambda-chromium.js';
 import { previewDeploy, previewInputOf, type PreviewOutcome } from './preview-deploy.js';
+
+// Stack traces in the sources' lines, the map read only when one is printed (lib/functions.ts says why).
+sourceMappedStacks();
 
 /** Time kept back from the invocation's own limit to give the shot up, close the browser and write the log. */
 const WIND_DOWN_MS = 8000;

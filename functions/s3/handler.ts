@@ -4,12 +4,16 @@
  * events, with the observability stack (Powertools logs with the request
  * id, the cold-start metric, the handler's trace, one line per invocation).
  */
+import { sourceMappedStacks } from '../aws/source-mapped-stacks.js';
 import { loadConfig } from '../core/config.js';
 import { lambdaHttpHandler } from '../core/http/lambda.js';
 import { createObservability, observe } from '../core/observability.js';
 import { createServices } from '../core/services.js';
 import { awsAdapters } from '../aws/adapters.js';
 import { createS3Handler } from './app.js';
+
+// Stack traces in the sources' lines, the map read only when one is printed (lib/functions.ts says why).
+sourceMappedStacks();
 
 const observability = createObservability('s3');
 

@@ -39,7 +39,7 @@ import { CloudFrontPurger } from '../../functions/aws/cloudfront-purger.js';
 import { KvsSiteHostMap } from '../../functions/aws/kvs-site-hosts.js';
 import { CDN_RETRY_MAX_ATTEMPTS, cdnRetryDelaySeconds } from '../../functions/core/hosting/cdn-retry.js';
 import { SqsDeployQueue, parseQueueMessage } from '../../functions/aws/sqs-deploy-queue.js';
-import type { CdnRetry } from '../../functions/core/ports/site-cache.js';
+import { noCdn, noSiteHostMap, type CdnRetry } from '../../functions/core/ports/site-cache.js';
 
 const DISTRIBUTION = 'E2QWRUHEXAMPLE';
 const KVS_ARN = 'arn:aws:cloudfront::123456789012:key-value-store/a1b2c3d4-5678-90ab-cdef-EXAMPLE11111';
@@ -333,8 +333,9 @@ describe('through the Lambda doors', () => {
   const sitePaths = (siteId: string) => ({ Quantity: 1, Items: [`/sites/${siteId}/*`] });
 
   test('the AWS composition picks CloudFront and the KeyValueStore; the local one neither', () => {
-    expect(aws.cdn).toBeInstanceOf(CloudFrontPurger);
-    expect(aws.siteHosts).toBeInstanceOf(KvsSiteHostMap);
+    // Each loads its client at its first use (functions/aws/adapters.ts); the tests below see them reach CloudFront and the store.
+    expect(aws.cdn).not.toBe(noCdn);
+    expect(aws.siteHosts).not.toBe(noSiteHostMap);
     expect(service.services.cdn.constructor.name).toBe('LocalSiteCache');
     expect(service.services.siteHosts).not.toBeInstanceOf(KvsSiteHostMap);
   });

@@ -180,6 +180,18 @@ function assetDir(name: FunctionName): string {
   return dir;
 }
 
+/** A bundle's own files (index.mjs and the chunks it imports when needed, not the packages copied beside it). */
+function bundleFiles(dir: string): string[] {
+  const chunks = path.join(dir, 'chunks');
+  const inChunks = fs.existsSync(chunks) ? fs.readdirSync(chunks).map((f) => path.join(chunks, f)) : [];
+  return [path.join(dir, 'index.mjs'), ...inChunks.filter((f) => f.endsWith('.mjs'))];
+}
+
+/** Every source file a bundle's maps name. */
+function bundleSources(dir: string): string[] {
+  return bundleFiles(dir).flatMap((f) => JSON.parse(fs.readFileSync(`${f}.map`, 'utf8')).sources as string[]);
+}
+
 // ---------------------------------------------------------------- data
 
 describe('tables', () => {
@@ -321,21 +333,22 @@ describe('functions', () => {
     expect(vars.CAIRN_BLOCK_BUCKET).toEqual(outputs.BlockBucketName.Value);
     expect(vars.CAIRN_KMS_KEY_ID).toEqual({ Ref: id(stack.data.secretsKey) });
     expect(vars.CAIRN_LOG_LEVEL).toBe('info');
-    expect(vars.NODE_OPTIONS).toBe('--enable-source-maps');
+    // No --enable-source-maps: Node would parse every map at start-up (functions/aws/source-mapped-stacks.ts reads them on demand).
+    expect(vars.NODE_OPTIONS).toBeUndefined();
   });
 
   test.each(FUNCTION_NAMES.map((n) => [n]))('%s: the bundle is ESM from its own entry, with the require banner', (name) => {
     const dir = assetDir(name);
     const code = fs.readFileSync(path.join(dir, 'index.mjs'), 'utf8');
     expect(code.startsWith(REQUIRE_BANNER)).toBe(true);
-    const map = JSON.parse(fs.readFileSync(path.join(dir, 'index.mjs.map'), 'utf8'));
+    const sources = bundleSources(dir);
     const own = `functions/${EXPECTED[name].dir}/handler.ts`;
-    expect(map.sources.some((s: string) => s.endsWith(own))).toBe(true);
+    expect(sources.some((s: string) => s.endsWith(own))).toBe(true);
     for (const other of FUNCTION_NAMES.filter((n) => n !== name)) {
-      expect(map.sources.some((s: string) => s.endsWith(`functions/${EXPECTED[other].dir}/handler.ts`))).toBe(false);
+      expect(sources.some((s: string) => s.endsWith(`functions/${EXPECTED[other].dir}/handler.ts`))).toBe(false);
     }
     // Local-only packages never end up in a bundle.
-    expect(map.sources.some((s: string) => /node_modules\/(dynalite|level|classic-level)\//.test(s))).toBe(false);
+    expect(sources.some((s: string) => /node_modules\/(dynalite|level|classic-level)\//.test(s))).toBe(false);
     expect(fs.existsSync(path.join(dir, 'schema.graphql'))).toBe(name === 'graphql');
   });
 
@@ -348,7 +361,7 @@ describe('functions', () => {
     for (const name of FUNCTION_NAMES) {
       const dir = assetDir(name);
       try {
-        execFileSync(process.execPath, ['--enable-source-maps', '-e', probe, path.join(dir, 'index.mjs')], {
+        execFileSync(process.execPath, ['-e', probe, path.join(dir, 'index.mjs')], {
           cwd: dir,
           env: {
             PATH: process.env.PATH,
@@ -532,8 +545,7 @@ describe('preview images', () => {
 
   test('@sparticuz/chromium and playwright-core are left out of the bundle and copied beside it with their dependencies', () => {
     const dir = assetDir('preview');
-    const map = JSON.parse(fs.readFileSync(path.join(dir, 'index.mjs.map'), 'utf8'));
-    expect(map.sources.some((s: string) => /node_modules\/(@sparticuz\/chromium|playwright-core)\//.test(s))).toBe(false);
+    expect(bundleSources(dir).some((s: string) => /node_modules\/(@sparticuz\/chromium|playwright-core)\//.test(s))).toBe(false);
     const closure = packageClosure(PREVIEW_EXTERNAL_PACKAGES);
     expect(closure).toEqual(
       expect.arrayContaining(['node_modules/@sparticuz/chromium', 'node_modules/playwright-core', 'node_modules/tar-fs']),
@@ -1163,7 +1175,10 @@ describe('sites CDN', () => {
 
   test('the graphql and worker bundles carry the SigV4a signer the KeyValueStore API needs', () => {
     for (const name of ['graphql', 'deployWorker'] as const) {
-      const code = fs.readFileSync(path.join(assetDir(name), 'index.mjs'), 'utf8');
+      // In a chunk of its own: the KeyValueStore client is imported when the stack names a store (functions/aws/adapters.ts).
+      const code = bundleFiles(assetDir(name))
+        .map((f) => fs.readFileSync(f, 'utf8'))
+        .join('\n');
       expect(code).toContain('AWS4-ECDSA-P256-SHA256');
       expect(code).toContain('cloudfront-kvs');
     }

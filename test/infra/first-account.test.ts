@@ -93,7 +93,6 @@ test('the handler: bundled like the other functions, on arm64 Node 24, told only
     CAIRN_ACCOUNTS_TABLE: ref(data.tables.accounts),
     CAIRN_KMS_KEY_ID: ref(data.secretsKey),
     CAIRN_LOG_LEVEL: 'info',
-    NODE_OPTIONS: '--enable-source-maps',
   });
   const logGroup = resources[fn.Properties.LoggingConfig.LogGroup.Ref];
   expect(logGroup).toMatchObject({ Type: 'AWS::Logs::LogGroup', Properties: { RetentionInDays: 30 } });

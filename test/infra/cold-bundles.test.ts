@@ -1,0 +1,197 @@
+/**
+ * What a function's bundle loads at start-up (lib/functions.ts): the handler
+ * module and the chunks it imports statically hold only what the function
+ * uses on every request; AWS clients of rare paths, Apollo's usage
+ * reporting and playwright-core come in chunks read when their import runs.
+ * And a stack trace thrown in a bundle names the sources' files and lines
+ * although no map is read at start-up (functions/aws/source-mapped-stacks.ts).
+ *
+ * The bundles are built here with the stack's own bundler (bundleFunction),
+ * esbuild's metafile telling which file imports which, statically or not;
+ * `npm run bench:cold` times them.
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { bundleFunction, CHUNK_DIR, LOCAL_ONLY_MODULES, PROJECT_ROOT } from '../../lib/functions.js';
+import { PREVIEW_EXTERNAL_PACKAGES } from '../../lib/preview.js';
+
+interface Metafile {
+  outputs: Record<
+    string,
+    { bytes: number; inputs: Record<string, unknown>; imports: Array<{ path: string; kind: string; external?: boolean }> }
+  >;
+}
+
+interface Built {
+  dir: string;
+  meta: Metafile;
+  /** The output files read when index.mjs is imported (index.mjs and its static imports, transitively). */
+  atStart: string[];
+}
+
+const work = fs.mkdtempSync(path.join(tmpdir(), 'cairn-cold-bundles-'));
+afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
+
+function build(entry: string, external: readonly string[]): Built {
+  const dir = fs.mkdtempSync(path.join(work, 'bundle-'));
+  const metafile = path.join(work, `${path.basename(dir)}.meta.json`);
+  bundleFunction(entry, dir, external, metafile);
+  const meta = JSON.parse(fs.readFileSync(metafile, 'utf8')) as Metafile;
+  const index = path.relative(PROJECT_ROOT, path.join(dir, 'index.mjs'));
+  const atStart = new Set<string>();
+  const visit = (file: string) => {
+    if (atStart.has(file)) return;
+    atStart.add(file);
+    for (const i of meta.outputs[file]!.imports) if (i.kind === 'import-statement' && !i.external) visit(i.path);
+  };
+  visit(index);
+  return { dir, meta, atStart: [...atStart] };
+}
+
+const handlerOf = (name: string) => path.join(PROJECT_ROOT, 'functions', name, 'handler.ts');
+
+/** The packages (or, outside node_modules, the files) whose code the given output files hold. */
+function packagesIn(meta: Metafile, files: readonly string[]): Set<string> {
+  const found = new Set<string>();
+  for (const file of files) {
+    for (const input of Object.keys(meta.outputs[file]!.inputs)) {
+      const at = input.lastIndexOf('node_modules/');
+      if (at < 0) {
+        found.add(input);
+        continue;
+      }
+      const parts = input.slice(at + 'node_modules/'.length).split('/');
+      found.add(parts[0]!.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0]!);
+    }
+  }
+  return found;
+}
+
+const allOutputs = (b: Built) => Object.keys(b.meta.outputs).filter((f) => f.endsWith('.mjs'));
+
+/** AWS clients no function calls on every request: each is loaded when its adapter is built or used. */
+const RARE_CLIENTS = [
+  '@aws-sdk/client-cloudfront',
+  '@aws-sdk/client-cloudfront-keyvaluestore',
+  '@aws-sdk/client-codebuild',
+  '@aws-sdk/client-sqs',
+  '@aws-sdk/client-lambda',
+];
+
+describe('what a bundle loads at start-up', () => {
+  let graphql: Built;
+  let s3: Built;
+  let preview: Built;
+
+  beforeAll(() => {
+    graphql = build(handlerOf('graphql'), LOCAL_ONLY_MODULES);
+    s3 = build(handlerOf('s3'), LOCAL_ONLY_MODULES);
+    preview = build(handlerOf('preview'), [...LOCAL_ONLY_MODULES, ...PREVIEW_EXTERNAL_PACKAGES]);
+  }, 300_000);
+
+  test('graphql: one Apollo (its ES module build), its usage-reporting protobuf and the IPFS node out of the start-up files', () => {
+    const atStart = packagesIn(graphql.meta, graphql.atStart);
+    const inBundle = packagesIn(graphql.meta, allOutputs(graphql));
+    expect(atStart).toContain('@apollo/server');
+    expect(atStart).toContain('graphql');
+    expect(atStart).toContain('@aws-sdk/client-dynamodb');
+    // @as-integrations/aws-lambda requires @apollo/server: it gets the same ES module build.
+    const apolloBuilds = Object.values(graphql.meta.outputs).flatMap((o) =>
+      Object.keys(o.inputs).filter((i) => /node_modules\/@apollo\/server\/dist\/(cjs|esm)\/ApolloServer\.js$/.test(i)),
+    );
+    expect(apolloBuilds).toEqual([expect.stringContaining('/dist/esm/')]);
+    expect(atStart).not.toContain('@apollo/usage-reporting-protobuf');
+    for (const ipfs of ['helia', 'blockstore-fs', '@helia/unixfs']) expect(atStart).not.toContain(ipfs);
+    for (const client of RARE_CLIENTS) expect(atStart).not.toContain(client);
+    // Still in the bundle, for when they are used.
+    expect(inBundle).toContain('@aws-sdk/client-cloudfront');
+    expect(inBundle).toContain('@aws-sdk/client-sqs');
+  });
+
+  test('s3: no CloudFront, CodeBuild, SQS or Lambda client among the start-up files', () => {
+    const atStart = packagesIn(s3.meta, s3.atStart);
+    expect(atStart).toContain('@aws-sdk/client-dynamodb');
+    for (const client of RARE_CLIENTS) expect(atStart).not.toContain(client);
+    expect(atStart).not.toContain('@apollo/server');
+  });
+
+  test('preview: playwright-core imported when the first browser starts, not with the handler module', () => {
+    const staticImports = preview.atStart.flatMap((f) => preview.meta.outputs[f]!.imports.filter((i) => i.kind === 'import-statement'));
+    expect(staticImports.map((i) => i.path)).not.toContain('playwright-core');
+    const dynamicImports = allOutputs(preview).flatMap((f) => preview.meta.outputs[f]!.imports.filter((i) => i.kind === 'dynamic-import'));
+    expect(dynamicImports.map((i) => i.path)).toContain('playwright-core');
+  });
+
+  test('chunks live under chunks/, each with its map beside it and no map read at start-up', () => {
+    const files = fs.readdirSync(path.join(s3.dir, CHUNK_DIR));
+    expect(files.some((f) => f.endsWith('.mjs'))).toBe(true);
+    for (const f of files.filter((n) => n.endsWith('.mjs'))) expect(files).toContain(`${f}.map`);
+    const map = JSON.parse(fs.readFileSync(path.join(s3.dir, 'index.mjs.map'), 'utf8'));
+    // The sources' text stays out of the package: the lines are enough to read a trace.
+    expect(map.sourcesContent).toBeUndefined();
+  });
+});
+
+describe('stack traces of a bundle', () => {
+  let dir: string;
+
+  beforeAll(() => {
+    const src = fs.mkdtempSync(path.join(work, 'src-'));
+    const stacks = path.join(PROJECT_ROOT, 'functions', 'aws', 'source-mapped-stacks.ts');
+    fs.writeFileSync(
+      path.join(src, 'entry.ts'),
+      [
+        `import { sourceMappedStacks } from ${JSON.stringify(stacks)};`,
+        'sourceMappedStacks();',
+        'export async function handler(): Promise<string> {',
+        "  const { failDeep } = await import('./deep.js');",
+        '  try {',
+        '    failDeep();',
+        "    return 'no error';",
+        '  } catch (err) {',
+        '    return (err as Error).stack ?? "";',
+        '  }',
+        '}',
+      ].join('\n'),
+    );
+    // The throw is on line 3 of deep.ts.
+    fs.writeFileSync(
+      path.join(src, 'deep.ts'),
+      ['export function failDeep(): never {', '  const why = "a deep failure";', '  throw new Error(why);', '}'].join('\n'),
+    );
+    dir = build(path.join(src, 'entry.ts'), []).dir;
+  }, 120_000);
+
+  const stackOf = (env: Record<string, string>, flags: string[] = []) =>
+    execFileSync(
+      process.execPath,
+      [
+        ...flags,
+        '--input-type=module',
+        '-e',
+        `const m = await import(${JSON.stringify(path.join(dir, 'index.mjs'))}); console.log(await m.handler());`,
+      ],
+      { cwd: dir, env: { PATH: process.env.PATH, ...env }, timeout: 30_000 },
+    ).toString();
+
+  test("in Lambda (LAMBDA_TASK_ROOT names the bundle) a frame names the source's file and line", () => {
+    const stack = stackOf({ LAMBDA_TASK_ROOT: dir });
+    expect(stack).toMatch(/^Error: a deep failure\n/);
+    expect(stack).toMatch(/at failDeep \(.*deep\.ts:3:\d+\)/);
+    expect(stack).toMatch(/entry\.ts:6:\d+/);
+    expect(stack).not.toMatch(/\.mjs:\d+:\d+/);
+  });
+
+  test('outside Lambda nothing is installed: V8 names the bundle files', () => {
+    const stack = stackOf({});
+    expect(stack).toMatch(/chunks\/deep-[A-Z0-9]+\.mjs:\d+:\d+/);
+    expect(stack).not.toMatch(/deep\.ts/);
+  });
+
+  test('with --enable-source-maps Node maps the frames itself and the formatter stays out', () => {
+    const stack = stackOf({ LAMBDA_TASK_ROOT: dir }, ['--enable-source-maps']);
+    expect(stack).toMatch(/deep\.ts:3:\d+/);
+  });
+});
