@@ -11,6 +11,7 @@ import { loadConfig } from '../core/config.js';
 import { createObservability, observe } from '../core/observability.js';
 import { createServices, type Services } from '../core/services.js';
 import { awsAdapters } from '../aws/adapters.js';
+import { onceUntilFailure } from '../core/once-until-failure.js';
 import { isCodeBuildStateChange } from '../aws/codebuild-runner.js';
 import { awsPipeline, buildEnded, runScheduledTick, takeDeploys, type WorkerOptions } from './worker.js';
 import { mirrorsIdle } from './steps/checkout/mirrors.js';
@@ -20,22 +21,20 @@ sourceMappedStacks();
 
 const observability = createObservability('deploy-worker');
 
-let ready: Promise<{ services: Services; pipeline: WorkerOptions }> | undefined;
-
-async function start() {
+/** The container's services and pipeline, built on its first event; built again after a failure (see onceUntilFailure). */
+const ready = onceUntilFailure(async (): Promise<{ services: Services; pipeline: WorkerOptions }> => {
   const config = loadConfig();
   const logger = observability.logger;
   const services = await createServices(config, await awsAdapters(config, logger), { logger });
   return { services, pipeline: await awsPipeline(services) };
-}
+});
 
 const isSqsEvent = (event: unknown): event is SQSEvent =>
   Array.isArray((event as SQSEvent | null)?.Records) && (event as SQSEvent).Records.every((r) => r.eventSource === 'aws:sqs');
 
 export const handler = observe(
   middy(async (event: unknown) => {
-    ready ??= start();
-    const { services, pipeline } = await ready;
+    const { services, pipeline } = await ready();
     if (isSqsEvent(event)) {
       const answer = await takeDeploys(pipeline, event);
       // Kept repositories still in use are let go before Lambda freezes the instance.
