@@ -14,6 +14,7 @@ import { toHttpRequest, toLambdaResult } from '../core/http/lambda.js';
 import { createObservability, observe } from '../core/observability.js';
 import { createServices, type Services } from '../core/services.js';
 import { awsAdapters } from '../aws/adapters.js';
+import { onceUntilFailure } from '../core/once-until-failure.js';
 import { sideRouteFor } from './routes.js';
 import { bodyTooLarge, contextFor, createApolloServer, createPlayground, MAX_BODY_BYTES, readJsonBody } from './server.js';
 
@@ -29,17 +30,16 @@ type Door = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGate
 const observability = createObservability('graphql');
 
 let door: Door | undefined;
-/** One set of services per container, for Apollo's context and the hooks alike. */
-let containerServices: Promise<Services> | undefined;
-const servicesOf = (config: ReturnType<typeof loadConfig>) =>
-  (containerServices ??= awsAdapters(config, observability.logger).then((adapters) =>
-    createServices(config, adapters, { logger: observability.logger }),
-  ));
+/** One set of services per container, for Apollo's context and the hooks alike; built again after a failure (see onceUntilFailure). */
+const containerServices = onceUntilFailure(async (): Promise<Services> => {
+  const config = loadConfig();
+  return createServices(config, await awsAdapters(config, observability.logger), { logger: observability.logger });
+});
 
 /** Built on the first request of a container, so a configuration error shows in that request's log. */
 function buildDoor(): Door {
   const config = loadConfig();
-  const getServices = () => servicesOf(config);
+  const getServices = containerServices;
   const playground = createPlayground(config.graphql);
   const apollo = startServerAndCreateLambdaHandler(
     createApolloServer(config.graphql) as unknown as CjsApolloServer,
@@ -76,14 +76,42 @@ function buildDoor(): Door {
   return apollo;
 }
 
+/**
+ * Lambda's largest buffered response: "Invocation payload (request and
+ * response): 6 MB each" (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html);
+ * the Runtime API counts the result as the JSON it is sent as ("Exceeded
+ * maximum allowed payload size (6291556 bytes)"), and API Gateway then
+ * answers a bare 500. The answer budget (LIMITS.lambdaAnswerBytes) counts
+ * the values as read; escaping can take a log past the payload (a control
+ * character is six bytes in JSON, and the answer is a string inside the
+ * result's JSON, escaped again), so the finished result is measured too.
+ */
+const LAMBDA_RESPONSE_PAYLOAD_BYTES = 6 * 1024 * 1024;
+
+/** The result as sent, or RESPONSE_TOO_LARGE (400, in GraphQL's error shape) when the payload would be over Lambda's limit. */
+function withinPayload(result: APIGatewayProxyStructuredResultV2): APIGatewayProxyStructuredResultV2 {
+  // A character of the body is at most 7 bytes of the payload (a control character, escaped twice): a short body cannot be over.
+  if ((result.body?.length ?? 0) * 7 < LAMBDA_RESPONSE_PAYLOAD_BYTES - 64 * 1024) return result;
+  const bytes = Buffer.byteLength(JSON.stringify(result));
+  if (bytes <= LAMBDA_RESPONSE_PAYLOAD_BYTES) return result;
+  const limit = { what: 'Answer bytes', actual: bytes, max: LAMBDA_RESPONSE_PAYLOAD_BYTES };
+  const message = `The answer is ${bytes} bytes once encoded, over Lambda's response payload of ${LAMBDA_RESPONSE_PAYLOAD_BYTES} bytes (logs with many control characters grow most): ask for fewer deploy logs at a time`;
+  observability.logger.warn('answer over the Lambda response payload', { limit });
+  return {
+    statusCode: 400,
+    headers: { 'content-type': 'application/json; charset=utf-8' },
+    body: JSON.stringify({ errors: [{ message, extensions: { code: 'RESPONSE_TOO_LARGE', limit } }] }),
+  };
+}
+
 export const handler = observe(
   middy(async (event: APIGatewayProxyEventV2, context: Context) => {
     const side = sideRouteFor(event.rawPath ?? '');
     if (side) {
-      const services = await servicesOf(loadConfig());
+      const services = await containerServices();
       return toLambdaResult(await side.handle(services, toHttpRequest(event)), event.requestContext.http.method);
     }
-    return (door ??= buildDoor())(event, context);
+    return withinPayload(await (door ??= buildDoor())(event, context));
   }),
   observability,
 );

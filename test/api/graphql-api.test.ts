@@ -582,18 +582,41 @@ describe.each(targetGraphqlDoors(() => target))('GraphQL API through the $name',
     // A literal page size: a variable one counts as 100 logs in the estimate.
     const page = (n: number) => `query ($s: ID!) { getDeploysBySite(siteId: $s, limit: ${n}) { deploys { id log } } }`;
 
-    localTest('a log of the largest size, with control characters and text beyond ASCII, reads back exactly', async () => {
-      const line = 'npm \u001b[32mok\u001b[0m "done" \\ é 😀\t\r\n';
-      const log = line.repeat(Math.floor(MAX_LOG_BYTES / Buffer.byteLength(line)));
+    const oneLog = (site: { id: string }, id: string) =>
+      client.gql(a.apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { id log } }', { s: site.id, d: id });
+    const largest = (line: string) => line.repeat(Math.floor(MAX_LOG_BYTES / Buffer.byteLength(line)));
+
+    localTest('a log of the largest size, of text beyond ASCII with quotes and tabs, reads back exactly', async () => {
+      const log = largest('npm ok "done" \\ é 😀\tbuilt in 3 s\n');
       const { site, ids } = await withLogs([log]);
-      const result = await client.gql(a.apiKey, 'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { id log } }', {
-        s: site.id,
-        d: ids[0],
-      });
+      const result = await oneLog(site, ids[0]!);
       expect(result.status).toBe(200);
       expect(dataOf(result).getDeployById.log === log).toBe(true);
       expect(answerGate.inUse).toBe(0);
     });
+
+    localTest(
+      door.name.startsWith('node')
+        ? 'a log of the largest size, dense with control characters, reads back exactly'
+        : "a log of the largest size, dense with control characters, is over Lambda's 6 MB payload once escaped: RESPONSE_TOO_LARGE (400), not a bare 500",
+      async () => {
+        const log = largest('\u001b[32mok\u001b[0m\r\n');
+        const { site, ids } = await withLogs([log]);
+        const result = await oneLog(site, ids[0]!);
+        if (door.name.startsWith('node')) {
+          expect(result.status).toBe(200);
+          expect(dataOf(result).getDeployById.log === log).toBe(true);
+        } else {
+          expect(result.status).toBe(400);
+          expect(result.data).toBeUndefined();
+          expect(onlyError(result)).toMatchObject({
+            message: expect.stringContaining('ask for fewer deploy logs at a time'),
+            extensions: { code: 'RESPONSE_TOO_LARGE', limit: { what: 'Answer bytes', max: 6 * 1024 * 1024 } },
+          });
+        }
+        expect(answerGate.inUse).toBe(0);
+      },
+    );
 
     // The door's budget: 16 MiB here, one log at its largest in AWS (Lambda's 6 MB response payload; limits.ts).
     const budget = door.name.startsWith('node') ? LIMITS.answerBytes : LIMITS.lambdaAnswerBytes;
