@@ -35,12 +35,13 @@ export default {
   // test file that leaves it over 1 GB: each ESM test file leaves modules
   // behind, and across the whole suite Jest's process grew to a 3.6 GB
   // heap, thrashed in full collections (seconds each, timing tests out)
-  // and died out of memory. One worker on two cores: two were measured
-  // (1,397 s of Jest time against 1,852 s), but the suites are CPU-bound,
-  // each ran about 1.55 times slower beside a neighbour, and a check that
-  // bounds the CPU a piece of work holds the event loop for (bounded-work)
-  // then failed one full run in two. Set CAIRN_TEST_WORKERS=2 to try two.
-  maxWorkers: Number(process.env.CAIRN_TEST_WORKERS ?? 1),
+  // and died out of memory. Two workers on two cores: the suites are
+  // CPU-bound (each about 1.55 times slower beside a neighbour), so two
+  // gain a quarter, not half (docs/testing.md has the figures); the checks
+  // that bound the CPU a piece of work holds the event loop for measure
+  // again before they fail (test/support/event-loop.ts). CAIRN_TEST_WORKERS
+  // sets another count (1 to debug one suite's timing).
+  maxWorkers: Number(process.env.CAIRN_TEST_WORKERS ?? 2),
   workerIdleMemoryLimit: '1GB',
   // Slowest first (the seconds are kept in the file): see there why.
   testSequencer: '<rootDir>/test/support/sequencer.mjs',
