@@ -16,6 +16,7 @@ import middy from '@middy/core';
 import type { CdkCustomResourceEvent, CdkCustomResourceResponse } from 'aws-lambda';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { loadConfig, type Config } from '../core/config.js';
+import { onceUntilFailure } from '../core/once-until-failure.js';
 import { createLogger, type Logger } from '../core/logger.js';
 import { createDatabase } from '../core/data/dynamo.js';
 import { AccountStore } from '../core/data/accounts.js';
@@ -56,9 +57,8 @@ interface Ready {
   secrets: SecretsManagerClient;
 }
 
-let ready: Promise<Ready> | undefined;
-
-async function start(): Promise<Ready> {
+/** Built on the first event; built again after a failure (see onceUntilFailure). */
+const ready = onceUntilFailure(async (): Promise<Ready> => {
   const config = loadConfig();
   if (config.runtime === 'aws' && !config.kmsKeyId && !config.secretKey) {
     throw new Error("CAIRN_KMS_KEY_ID is not set: storage secrets must be sealed with the stack's key");
@@ -71,17 +71,13 @@ async function start(): Promise<Ready> {
     accounts,
     secrets: new SecretsManagerClient({ region: config.region }),
   };
-}
+});
 
 export const handler = middy(
   async (
     event: CdkCustomResourceEvent<FirstAccountProperties>,
   ): Promise<CdkCustomResourceResponse<FirstAccountData> | CdkCustomResourceResponse> => {
-    ready ??= start().catch((err: unknown) => {
-      ready = undefined;
-      throw err;
-    });
-    const { config, logger, accounts, secrets } = await ready;
+    const { config, logger, accounts, secrets } = await ready();
     const props = event.ResourceProperties ?? ({} as FirstAccountProperties);
     const log = logger.child({ requestType: event.RequestType, requestId: event.RequestId, logicalId: event.LogicalResourceId });
 

@@ -22,6 +22,7 @@ import type { Context } from 'aws-lambda';
 import { loadConfig } from '../core/config.js';
 import { createObservability, observe } from '../core/observability.js';
 import { createServices, type Services } from '../core/services.js';
+import { onceUntilFailure } from '../core/once-until-failure.js';
 import { awsAdapters } from '../aws/adapters.js';
 import { ChromiumScreenshotter, installedChromium, type ChromiumBuild } from './chromium.js';
 import { sparticuzChromium } from '../aws/lambda-chromium.js';
@@ -35,9 +36,8 @@ const WIND_DOWN_MS = 8000;
 
 const observability = createObservability('preview');
 
-let ready: Promise<{ services: Services; build: ChromiumBuild }> | undefined;
-
-async function start() {
+/** The container's services and browser, built on its first event; built again after a failure (see onceUntilFailure). */
+const ready = onceUntilFailure(async (): Promise<{ services: Services; build: ChromiumBuild }> => {
   const config = loadConfig();
   const logger = observability.logger;
   const services = await createServices(config, await awsAdapters(config, logger), { logger });
@@ -49,15 +49,11 @@ async function start() {
         ? installedChromium(preview.chromiumPath, { sandbox: services.config.runtime === 'local' })
         : await sparticuzChromium(),
   };
-}
+});
 
 export const handler = observe(
   middy(async (event: unknown, context?: Partial<Pick<Context, 'getRemainingTimeInMillis'>>): Promise<PreviewOutcome> => {
-    ready ??= start().catch((err: unknown) => {
-      ready = undefined;
-      throw err;
-    });
-    const { services, build } = await ready;
+    const { services, build } = await ready();
     const input = previewInputOf(event);
     if (!input) {
       services.logger.warn('a preview request that names no deploy; dropped');

@@ -30,6 +30,7 @@ import type {
 import { createLogger, type Logger } from '../logger.js';
 import { isRestApiEvent, restToHttpRequest, toRestResult, toRestStreamingResult, type RestStreamingResult } from './api-gateway-rest.js';
 import type { HttpHandler, HttpRequest } from './types.js';
+import { onceUntilFailure } from '../once-until-failure.js';
 
 export function toHttpRequest(event: APIGatewayProxyEventV2): HttpRequest {
   const headers = new Headers();
@@ -167,20 +168,16 @@ export function lambdaHttpHandler(
 ): LambdaHttpHandler {
   const streaming = options.streaming ?? true;
   const initLogger = options.logger ?? createLogger();
-  let built: Promise<{ handler: HttpHandler; logger: Logger }> | undefined;
+  const built = onceUntilFailure(build);
   const answer = (result: StreamingResult | RestStreamingResult | APIGatewayProxyStructuredResultV2 | APIGatewayProxyResult) =>
     streaming && typeof result.body !== 'undefined'
       ? { ...result, body: atLeastOneWrite(result.body as ReadableStream<Uint8Array> | string) }
       : result;
   const base = async (event: APIGatewayProxyEventV2 | APIGatewayProxyEvent, context: Context) => {
-    const attempt = (built ??= build());
     let door: { handler: HttpHandler; logger: Logger };
     try {
-      door = await attempt;
+      door = await built();
     } catch (err) {
-      // Only the attempt that failed is dropped: a request that came in
-      // meanwhile may already have started the next one.
-      if (built === attempt) built = undefined;
       initLogger.error('initialisation failed; the next request tries again', { err, requestId: context.awsRequestId });
       return answer(INTERNAL_ERROR);
     }
