@@ -29,11 +29,19 @@ const seenLimits = new WeakMap<S3Client, number>();
 const asked = new WeakSet<S3Client>();
 
 /** Reads the limit off a response's headers, if the server sent one. */
+/**
+ * The least limit taken from a server: below it the header is ignored and
+ * parts keep their size (a server that truly takes less refuses them, and
+ * says so). A hostile or broken endpoint saying "1" would otherwise turn a
+ * stream into one request per byte.
+ */
+export const MIN_HONOURED_LIMIT = 1024 * 1024;
+
 export function noteLimit(s3: S3Client, headers: Record<string, string | undefined> | undefined): void {
   const raw = headers?.[MAX_REQUEST_BODY_HEADER];
   if (raw === undefined || !/^\d+$/.test(raw.trim())) return;
   const value = Number(raw.trim());
-  if (value >= 1 && Number.isSafeInteger(value)) seenLimits.set(s3, value);
+  if (value >= MIN_HONOURED_LIMIT && Number.isSafeInteger(value)) seenLimits.set(s3, value);
 }
 
 export function limitSeen(s3: S3Client): number | undefined {
