@@ -2,60 +2,30 @@
  * The adapters of a Lambda function, from the configuration the stack gave
  * it: SQS for the deploy queue (which also carries CDN changes put off and
  * deploy notifications), CloudFront for purges, its KeyValueStore for the
- * site host map, S3 for deploy logs and blocks, KMS for sealing, DynamoDB
- * for the upload gate (many instances upload at once). Each is imported
- * only when the configuration names its resource, so a function loads the
- * SDK clients it uses and no others.
- *
- * The IPFS node's code (Helia, the file blockstore) is imported when the
- * node is first opened, which the GraphQL function never does, and the
- * data directory's stores only when no bucket is named: a function's
+ * site host map, DynamoDB for the upload gate (many instances upload at
+ * once). Each is imported only when the configuration names its resource,
+ * so a function loads the SDK clients it uses and no others; a function's
  * bundle puts what is imported here in chunks of its own, read when the
  * import runs (lib/functions.ts).
  *
  * Where a resource is not named, the adapter is the one that needs none:
- * a queue of the deploys table alone, no CDN, and (configuredStores) the
- * data directory for logs and blocks, which is how the test/aws suites run
- * the handlers on this machine.
+ * a queue of the deploys table alone, no CDN. Where the data is kept (S3
+ * for blocks and deploy logs, KMS for sealing, or the data directory, which
+ * is how the test/aws suites run the handlers on this machine) is the
+ * configuration's choice the local server makes alike: configuredStores
+ * (functions/adapters/stores.ts).
  */
-import { join } from 'node:path';
 import type { Config } from '../core/config.js';
 import type { Logger } from '../core/logger.js';
 import type { Adapters } from '../core/services.js';
-import type { SecretSealer } from '../core/auth/secrets.js';
-import type { IpfsNode } from '../core/ipfs/node.js';
-import type { LogStore } from '../core/ports/log-store.js';
 import { pollingQueue, type DeployQueue } from '../core/ports/deploy-queue.js';
 import { recordOnlyOutbox, type NotificationOutbox } from '../core/ports/notifications.js';
 import { noCdn, noSiteHostMap, type CdnPurger, type CdnRetries, type SiteHostMap } from '../core/ports/site-cache.js';
 import { inlineLeafHasher } from '../core/hashing/leaf-hasher.js';
-import { createSealer } from './kms-sealer.js';
+import { configuredStores } from '../adapters/stores.js';
 import { DynamoUploadGate } from './dynamo-gate.js';
 import { BuildRefused, type BuildRunner, type DetachedBuildRunner } from '../core/ports/build-runner.js';
 import type { PreviewTaker } from '../core/ports/screenshotter.js';
-
-/** Where the service's data is kept, wherever it runs: what the configuration names (a KMS key, a block bucket), the data directory otherwise. */
-export interface DataStores {
-  sealer: SecretSealer;
-  openIpfs(): Promise<IpfsNode>;
-  deployLogs: LogStore;
-}
-
-/**
- * The sealer, the IPFS node's stores and the deploy logs as the
- * configuration places them. The local server takes these too: given a
- * block bucket or a KMS key, it keeps its data there as a Lambda does.
- */
-export async function configuredStores(config: Config): Promise<DataStores> {
-  const { blockBucket, region } = config;
-  return {
-    sealer: await createSealer(config),
-    openIpfs: blockBucket
-      ? async () => (await import('./s3-ipfs-stores.js')).createS3IpfsNode(blockBucket, region)
-      : async () => (await import('../core/ipfs/node.js')).createIpfsNode(config),
-    deployLogs: await createLogStore(config),
-  };
-}
 
 export async function awsAdapters(config: Config, logger: Logger): Promise<Adapters> {
   const sqsQueue = await createSqsQueue(config);
@@ -144,17 +114,6 @@ async function createSiteHostMap(config: Config, retries: CdnRetries, logger: Lo
     return new KvsSiteHostMap(new CloudFrontKeyValueStoreClient({ region: config.region }), kvsArn, retries, logger.child({ cdn: 'kvs' }));
   });
   return { reconcile: async (label, siteIdNow, options) => (await map()).reconcile(label, siteIdNow, options) };
-}
-
-/** The stack's bucket in AWS, files under the data directory otherwise. */
-async function createLogStore(config: Config): Promise<LogStore> {
-  if (config.blockBucket) {
-    const { S3Client } = await import('@aws-sdk/client-s3');
-    const { S3LogStore } = await import('./s3-log-store.js');
-    return new S3LogStore(new S3Client({ region: config.region }), config.blockBucket);
-  }
-  const { FileLogStore } = await import('../local/file-log-store.js');
-  return new FileLogStore(join(config.dataDir, 'deploy-logs'));
 }
 
 /** Without a CodeBuild project (a misconfigured stack) a build command fails its deploy with this. */

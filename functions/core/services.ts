@@ -92,7 +92,13 @@ export interface Services {
  * that, and a door cannot start leaning on a store it was never meant to
  * use without the type saying so. A full Services satisfies every one of
  * them, so each entry point still composes once and passes what it built.
- * The GraphQL door reads nearly every member and keeps the full set.
+ * The views shared across doors are here; the others are named beside the
+ * code that reads them: NotifyServices and NotificationSendServices
+ * (core/hosting/notifications.ts), DeployRequestServices (deploys.ts),
+ * GitHookServices (git-hooks.ts), PipelineServices, AnnounceServices,
+ * WorkerServices and TickServices (functions/deploy-worker), the preview's
+ * (functions/preview), GraphqlServices and the side routes'
+ * (functions/graphql).
  */
 
 /** Writes an object's bytes: hashed and imported under the shared gate, its record committed (functions/s3/store.ts). */

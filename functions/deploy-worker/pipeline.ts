@@ -33,14 +33,22 @@ import type { SourceMirrors } from './steps/checkout/mirrors.js';
 import type { KnownFiles } from './steps/checkout/known-files.js';
 import { importDirectory, PublishDirectoryError } from '../core/ipfs/import-directory.js';
 import type { Screenshotter } from '../core/ports/screenshotter.js';
-import { announce } from './steps/announce.js';
+import { announce, type AnnounceServices } from './steps/announce.js';
 import { notifyDeploy, recordCommitStatus } from '../core/hosting/notifications.js';
 import { statusTargetOf } from '../core/hosting/commit-status.js';
 import { checkSiteFiles, siteRules } from '../core/hosting/site-rules.js';
 import { SiteFileError } from '../core/hosting/redirects.js';
 
+/**
+ * What a deploy's run reads and writes itself (its record and log, the
+ * site's secrets, the blocks under the upload gate), besides what
+ * announcing it does (the CDN, notifications, the picture).
+ */
+export type PipelineServices = AnnounceServices &
+  Pick<Services, 'config' | 'deployLogs' | 'deploys' | 'gate' | 'ipfs' | 'logger' | 'objects' | 'siteSecrets' | 'sites'>;
+
 export interface PipelineOptions {
-  services: Services;
+  services: PipelineServices;
   /** Builds here and waits (bubblewrap), or hands builds to another machine (CodeBuild). */
   runner: BuildRunner | DetachedBuildRunner;
   /** Where checkouts are made (each deploy gets its own directory, removed afterwards). */
@@ -76,7 +84,7 @@ export const timedOutReason = (timeoutMs: number) =>
  * deployed by CID (a directory's are checked on disk, checkSiteFiles): one
  * line per file that stops its rules. A root that is no directory has none.
  */
-async function siteFileWarnings(services: Services, root: CID): Promise<string[]> {
+async function siteFileWarnings(services: Pick<Services, 'ipfs' | 'logger'>, root: CID): Promise<string[]> {
   let rules: Awaited<ReturnType<typeof siteRules>>;
   try {
     rules = await siteRules((await services.ipfs()).blockstore, root);
@@ -137,7 +145,7 @@ const buildEnv = (
  */
 class DeployTurn {
   readonly log: DeployLog;
-  readonly services: Services;
+  readonly services: PipelineServices;
   repository: DeployRepository;
   phase: DeployPhase;
   phaseStarted: number;
@@ -507,7 +515,7 @@ export async function runDeploy(options: PipelineOptions, claimed: Deploy, signa
  * deploy runs, so the deploy record never holds it.
  */
 async function repositoryCredentials(
-  services: Services,
+  services: Pick<Services, 'siteSecrets'>,
   deploy: Deploy,
   site: Site | undefined,
   url: string,
@@ -532,7 +540,11 @@ async function repositoryCredentials(
  * change that (a host with a known API, a site without a token): one line
  * for its log. Never fails the deploy.
  */
-async function commitStatusNote(services: Services, deploy: Deploy, site: Site | undefined): Promise<string | undefined> {
+async function commitStatusNote(
+  services: Pick<Services, 'config' | 'logger' | 'siteSecrets'>,
+  deploy: Deploy,
+  site: Site | undefined,
+): Promise<string | undefined> {
   try {
     const target = site ? await statusTargetOf(services, site, deploy) : undefined;
     return target && 'none' in target ? target.note : undefined;

@@ -22,29 +22,33 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import type { Services } from '../core/services.js';
+import type { CollectionServices, Services, SiteEdgeServices } from '../core/services.js';
 import type { Deploy } from '../core/data/deploys.js';
 import { deployLogKey } from '../core/ports/log-store.js';
 import { parseQueueMessage } from '../aws/sqs-deploy-queue.js';
 import { retryCdnChange } from '../core/hosting/site-host-map.js';
-import { notifyDeploy, sendNotification } from '../core/hosting/notifications.js';
+import { notifyDeploy, sendNotification, type NotificationSendServices, type NotifyServices } from '../core/hosting/notifications.js';
 import { collectGarbage, type CollectionResult } from '../core/storage/collect.js';
 import type { PreviewTaker } from '../core/ports/screenshotter.js';
-import { resumeDeploy, runDeploy, type PipelineOptions } from './pipeline.js';
+import { resumeDeploy, runDeploy, type PipelineOptions, type PipelineServices } from './pipeline.js';
 import { buildEndOf, type CodeBuildStateChange } from '../aws/codebuild-runner.js';
 import { DeployLog } from '../core/logs/deploy-log.js';
 import { askForPreview } from './steps/announce.js';
 import { KEPT_REPOSITORIES, runningLimitMs } from './limits.js';
 import { awsBuildRunner, awsPreviewTaker } from '../aws/adapters.js';
 
+/** What the worker's messages reach: the pipeline, a notification's delivery, a CDN change put off. */
+export type WorkerServices = PipelineServices & NotificationSendServices & SiteEdgeServices;
+
 /** The pipeline's options, and what the worker does after a run. */
 export interface WorkerOptions extends PipelineOptions {
+  services: WorkerServices;
   /** Asked for the picture of each deploy that ended DEPLOYED; none: no preview images. */
   previews?: PreviewTaker;
 }
 
 /** The pipeline as it runs in AWS: builds in CodeBuild, checkouts under /tmp, pictures by the preview Lambda. */
-export async function awsPipeline(services: Services): Promise<WorkerOptions> {
+export async function awsPipeline(services: WorkerServices): Promise<WorkerOptions> {
   const { config } = services;
   const runner = await awsBuildRunner(config);
   const previews = await awsPreviewTaker(config, services.logger);
@@ -140,7 +144,12 @@ export interface TickResult {
 /** A queued deploy this old has surely lost its message (the worker takes one within seconds). */
 const LOST_MESSAGE_MS = 5 * 60_000;
 
-export async function runScheduledTick(services: Services, batch = 10, now = new Date()): Promise<TickResult> {
+/** What the minute's tick reads and writes: queued and running deploys, the queue, a stuck deploy's log and notifications, collection. */
+export type TickServices = CollectionServices &
+  NotifyServices &
+  Pick<Services, 'config' | 'deployLogs' | 'deployQueue' | 'deploys' | 'logger'>;
+
+export async function runScheduledTick(services: TickServices, batch = 10, now = new Date()): Promise<TickResult> {
   const log = services.logger.child({ fn: 'deploy-worker' });
   const timedOut = await endStuckDeploys(services, now);
   const queued = await services.deploys.listQueued(batch);
@@ -164,7 +173,10 @@ export async function runScheduledTick(services: Services, batch = 10, now = new
  * CodeBuild build stopped: the Lambda that moved them was stopped, or the
  * build's event never came.
  */
-async function endStuckDeploys(services: Services, now: Date): Promise<string[]> {
+async function endStuckDeploys(
+  services: NotifyServices & Pick<Services, 'config' | 'deployLogs' | 'deployQueue' | 'deploys' | 'logger'>,
+  now: Date,
+): Promise<string[]> {
   const ended: string[] = [];
   for (const deploy of await services.deploys.listRunning()) {
     const limit = runningLimitMs(services.config.build.timeoutMs, !!deploy.remoteBuild);

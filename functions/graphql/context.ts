@@ -16,8 +16,38 @@ import { graphqlError } from './errors.js';
 import { PageTokens } from './pagination.js';
 import { LIMITS } from './limits.js';
 
+/**
+ * What the resolvers and the request's loaders read and write: the caller's
+ * key and the stores of teams, accounts, keys, sites, their secrets and
+ * notification URLs, deploys and their logs; the page-token key; and what
+ * the core's deploy requests (the deploy queue, notifications, the blocks a
+ * deployCid checks) and a site's change at the edge (the CDN and its host
+ * map) need. No S3 store (buckets, objects, uploads), no upload gate.
+ */
+export type GraphqlServices = Pick<
+  Services,
+  | 'accounts'
+  | 'apiKeys'
+  | 'cdn'
+  | 'config'
+  | 'deployLogs'
+  | 'deployQueue'
+  | 'deploys'
+  | 'ipfs'
+  | 'logger'
+  | 'notificationDeliveries'
+  | 'notificationOutbox'
+  | 'notificationUrls'
+  | 'signingKeys'
+  | 'siteHosts'
+  | 'siteSecrets'
+  | 'sites'
+  | 'storageKeys'
+  | 'teams'
+>;
+
 export interface GraphqlContext {
-  services: Services;
+  services: GraphqlServices;
   /** Who the API key speaks for; absent when there is no valid key (only introspection runs then). */
   caller?: ApiKeyCaller;
   /** Why there is no caller. */
@@ -44,7 +74,7 @@ export function answerBudget(services: Pick<Services, 'config'>): number {
 
 /** `answer`: how the door sends large values (the node:http door streams them) and, for tests, another budget or gate. */
 export async function contextFor(
-  services: Services,
+  services: GraphqlServices,
   authorization: string | null | undefined,
   answer: AnswerOptions = {},
 ): Promise<GraphqlContext> {
@@ -136,7 +166,7 @@ export class Loaders {
   private readonly members: ((key: string) => Promise<TeamMember | undefined>) & { forget(key: string): void };
   private tokens?: Promise<PageTokens>;
 
-  constructor(private readonly services: Services) {
+  constructor(private readonly services: Pick<Services, 'accounts' | 'deploys' | 'signingKeys' | 'sites' | 'teams'>) {
     const deployId = (k: { siteId: string; deployId: string }) => `${k.siteId}/${k.deployId}`;
     this.deploy = new BatchLoader(deployId, async (keys) => {
       const deploys = await services.deploys.getMany(keys);
@@ -172,7 +202,7 @@ export class Loaders {
 }
 
 const signers = new WeakMap<Buffer, PageTokens>();
-async function pageTokensFor(services: Services): Promise<PageTokens> {
+async function pageTokensFor(services: Pick<Services, 'signingKeys'>): Promise<PageTokens> {
   const key = await services.signingKeys.get('page-token');
   let signer = signers.get(key);
   if (!signer) signers.set(key, (signer = new PageTokens(key)));

@@ -12,13 +12,13 @@
  */
 import { readCappedBody } from '../core/http/capped-body.js';
 import { queryParams, type HttpRequest } from '../core/http/types.js';
-import type { Services } from '../core/services.js';
 import { DeployRequestError } from '../core/hosting/deploys.js';
 import {
   gitHookTarget,
   MAX_HOOK_BODY_BYTES,
   receiveGitEvent,
   runBuildHook,
+  type GitHookServices,
   type HookHeaders,
   type HookOutcome,
 } from '../core/hosting/git-hooks.js';
@@ -63,7 +63,7 @@ async function readCapped(req: HttpRequest, limit: number): Promise<Buffer | und
 }
 
 /** Answers a request under /hooks/. */
-export async function handleHook(services: Services, req: HttpRequest): Promise<Response> {
+export async function handleHook(services: GitHookServices, req: HttpRequest): Promise<Response> {
   const git = GIT_HOOK_PATH.exec(req.rawPath);
   const build = BUILD_HOOK_PATH.exec(req.rawPath);
   if (!git && !build) return notFound();

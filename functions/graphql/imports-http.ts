@@ -18,7 +18,7 @@
  * CAR becomes (verified blocks, the import pin) core/storage/car-ingest.ts,
  * both called with plain values.
  */
-import type { Services } from '../core/services.js';
+import type { CarImportServices, Services } from '../core/services.js';
 import type { HttpRequest } from '../core/http/types.js';
 import { queryParams } from '../core/http/types.js';
 import { readCappedBody } from '../core/http/capped-body.js';
@@ -81,7 +81,10 @@ async function drop(req: HttpRequest): Promise<void> {
 }
 
 /** Answers a request under /imports/. */
-export async function handleImport(services: Services, req: HttpRequest): Promise<Response> {
+/** What the import endpoint reads and writes: the key and its team's site (who may import), and the CAR's blocks and import pin. */
+export type ImportServices = CarImportServices & Pick<Services, 'apiKeys' | 'sites'>;
+
+export async function handleImport(services: ImportServices, req: HttpRequest): Promise<Response> {
   const have = HAVE_PATH.test(req.rawPath);
   const car = CAR_PATH.test(req.rawPath);
   if (!have && !car) {
@@ -111,7 +114,7 @@ export async function handleImport(services: Services, req: HttpRequest): Promis
   }
 }
 
-async function answerHave(services: Services, req: HttpRequest): Promise<Response> {
+async function answerHave(services: Pick<Services, 'ipfs'>, req: HttpRequest): Promise<Response> {
   const declared = Number(req.headers.get('content-length') ?? 0);
   const body =
     declared > MAX_HAVE_BODY_BYTES
@@ -149,7 +152,7 @@ async function answerHave(services: Services, req: HttpRequest): Promise<Respons
   return json(200, { ok: true, missing: (cids as string[]).filter((_, i) => missing.has(i)) });
 }
 
-async function answerCar(services: Services, req: HttpRequest): Promise<Response> {
+async function answerCar(services: CarImportServices, req: HttpRequest): Promise<Response> {
   const type = (req.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
   if (type !== CAR_TYPE) {
     await drop(req);

@@ -7,13 +7,17 @@
  */
 import type { HttpRequest } from '../core/http/types.js';
 import type { Services } from '../core/services.js';
+import type { GitHookServices } from '../core/hosting/git-hooks.js';
 import { handleHook, isHookPath } from './hooks-http.js';
-import { handleImport, isImportPath } from './imports-http.js';
+import { handleImport, isImportPath, type ImportServices } from './imports-http.js';
 import { handleWebApp, isWebAppPath } from '../web-app/serve.js';
+
+/** What the side routes read and write together: the hooks', the imports' and the web app's (its configuration). */
+export type SideRouteServices = GitHookServices & ImportServices & Pick<Services, 'config' | 'logger'>;
 
 export interface SideRoute {
   matches(rawPath: string): boolean;
-  handle(services: Services, req: HttpRequest): Promise<Response>;
+  handle(services: SideRouteServices, req: HttpRequest): Promise<Response>;
 }
 
 export const SIDE_ROUTES: readonly SideRoute[] = [

@@ -14,14 +14,13 @@ import {
 import { Kind, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode } from 'graphql';
 import type { Config } from '../core/config.js';
 import type { HttpHandler } from '../core/http/types.js';
-import type { Services } from '../core/services.js';
-import { contextFor, type GraphqlContext } from './context.js';
+import { contextFor, type GraphqlContext, type GraphqlServices } from './context.js';
 import { busy } from './answer.js';
 import { estimateAnswerBytes, LIMITS, limitRules } from './limits.js';
 import { Playground } from './playground.js';
 import { resolvers } from './resolvers/index.js';
 import { loadTypeDefs } from './schema.js';
-import { sideRouteFor } from './routes.js';
+import { sideRouteFor, type SideRouteServices } from './routes.js';
 
 export { apiKeyFrom, contextFor } from './context.js';
 
@@ -204,7 +203,7 @@ async function readBody(stream: ReadableStream<Uint8Array> | null): Promise<stri
 
 /** The local door's GraphQL handler at `/graphql`, with the side routes (hooks, imports, the web app) beside it. */
 export function createGraphqlHandler(
-  services: Services,
+  services: GraphqlServices & SideRouteServices,
   server = createApolloServer(services.config.graphql),
   playground = createPlayground(services.config.graphql),
 ): HttpHandler {

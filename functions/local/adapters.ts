@@ -5,8 +5,8 @@
  * loop and site cache), given by the server; an offline tool (fsck, admin)
  * gives none and gets the ones that only record (the deploys and
  * deliveries tables are the queues) and no cache to purge. Data goes where
- * the configuration puts it (configuredStores): the data directory unless
- * a block bucket or a KMS key is named.
+ * the configuration puts it (configuredStores, functions/adapters/stores.ts):
+ * the data directory unless a block bucket or a KMS key is named.
  */
 import type { Config } from '../core/config.js';
 import type { Adapters } from '../core/services.js';
@@ -14,7 +14,7 @@ import { pollingQueue, type DeployQueue } from '../core/ports/deploy-queue.js';
 import { recordOnlyOutbox, type NotificationOutbox } from '../core/ports/notifications.js';
 import { noCdn, noSiteHostMap, type SiteCache } from '../core/ports/site-cache.js';
 import { inlineLeafHasher, ownHashThread, RemoteHashing, type HashChannel } from '../core/hashing/leaf-hasher.js';
-import { configuredStores } from '../aws/adapters.js';
+import { configuredStores } from '../adapters/stores.js';
 import { LocalUploadGate } from './upload-gate.js';
 
 /** What the local server runs itself, built before its services and started with them. */

@@ -11,10 +11,9 @@
  * down: every failure is caught, logged, and tried again at the next look.
  */
 import { Poller } from './poller.js';
-import type { Services } from '../core/services.js';
 import type { Logger } from '../core/logger.js';
 import type { NotificationOutbox } from '../core/ports/notifications.js';
-import { refOf, sendNotification } from '../core/hosting/notifications.js';
+import { refOf, sendNotification, type NotificationSendServices } from '../core/hosting/notifications.js';
 
 const POLL_MS = 1000;
 /** Deliveries in flight at once (each to a different URL). */
@@ -30,11 +29,11 @@ export class LocalNotificationOutbox implements NotificationOutbox {
   );
 
   /** Set by start: the services are built with this outbox in them, so it gets them after. */
-  private services?: Services;
+  private services?: NotificationSendServices;
 
   constructor(private readonly logger: Logger) {}
 
-  start(services: Services): void {
+  start(services: NotificationSendServices): void {
     this.services = services;
     this.poller.start(POLL_MS);
   }

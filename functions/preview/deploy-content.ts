@@ -20,8 +20,11 @@ import type { ServedDirectory } from './serve-directory.js';
 
 const FILE_TYPES = new Set(['file', 'raw', 'identity']);
 
+/** What serving a deploy's DAG reads: the blocks, and what the gateway's site serving reads (the site, its deploys, its cache). */
+export type DeployContentServices = Pick<Services, 'deploys' | 'ipfs' | 'logger' | 'siteCache' | 'sites'>;
+
 /** One DEPLOYED deploy of a site, `root` its DAG. */
-export function deployContent(services: Services, siteId: string, deployId: string, root: string): PreviewContent {
+export function deployContent(services: DeployContentServices, siteId: string, deployId: string, root: string): PreviewContent {
   return {
     async missingIndex() {
       const node = await services.ipfs();

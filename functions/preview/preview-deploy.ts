@@ -12,8 +12,8 @@ import { parseCid } from '../core/ipfs/cid.js';
 import { deployLogKey } from '../core/ports/log-store.js';
 import type { PreviewInput, Screenshotter } from '../core/ports/screenshotter.js';
 import { DeployLog } from '../core/logs/deploy-log.js';
-import { takePreview } from './take-preview.js';
-import { deployContent } from './deploy-content.js';
+import { takePreview, type PreviewServices } from './take-preview.js';
+import { deployContent, type DeployContentServices } from './deploy-content.js';
 
 const ID = /^[0-9A-Za-z-]{1,64}$/;
 
@@ -29,8 +29,11 @@ export function previewInputOf(event: unknown): PreviewInput | undefined {
 
 export type PreviewOutcome = { outcome: 'taken'; previewImage: string } | { outcome: 'none' } | { outcome: 'skipped'; why: string };
 
+/** What the preview function reads and writes for one deploy: its record and log, and what taking and serving the picture need. */
+export type PreviewDeployServices = PreviewServices & DeployContentServices & Pick<Services, 'deployLogs'>;
+
 export async function previewDeploy(
-  services: Services,
+  services: PreviewDeployServices,
   screenshotter: Screenshotter,
   input: PreviewInput,
   signal: AbortSignal,

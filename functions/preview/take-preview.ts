@@ -55,8 +55,11 @@ export interface PreviewRequest {
   log(line: string): void;
 }
 
+/** What taking a picture reads and writes: the picture imported and pinned under the upload gate, the deploy referencing it. */
+export type PreviewServices = Pick<Services, 'config' | 'deploys' | 'gate' | 'ipfs' | 'logger' | 'objects'>;
+
 /** Takes, stores and records the picture; returns its URL, or undefined (and logs why). Never throws. */
-export async function takePreview(services: Services, request: PreviewRequest): Promise<string | undefined> {
+export async function takePreview(services: PreviewServices, request: PreviewRequest): Promise<string | undefined> {
   const { log } = request;
   try {
     const content = typeof request.publish === 'string' ? directoryContent(request.publish) : request.publish;
@@ -97,7 +100,7 @@ export async function takePreview(services: Services, request: PreviewRequest): 
 }
 
 /** Imports and pins the picture and has the deploy reference it, under the upload gate as the site's own root is. */
-async function store(services: Services, request: PreviewRequest, png: Uint8Array): Promise<string | undefined> {
+async function store(services: PreviewServices, request: PreviewRequest, png: Uint8Array): Promise<string | undefined> {
   let unreferenced: string | undefined;
   const release = await services.gate.enterShared();
   try {

@@ -143,7 +143,9 @@ test('the deploy worker posts a queued status (where private addresses are allow
   const { siteId, deployId } = await deployed('https://git.example.org/acme/posted.git');
   const [message] = statusMessages();
   const services = { ...aws, config: { ...aws.config, outbound: { private: 'allow' as const } } };
-  expect(await takeDeploys({ services } as WorkerOptions, sqsEvent(message!.body))).toEqual({ batchItemFailures: [] });
+  expect(await takeDeploys({ services } as Partial<WorkerOptions> as WorkerOptions, sqsEvent(message!.body))).toEqual({
+    batchItemFailures: [],
+  });
   const posted = api.requests().at(-1)!;
   expect(posted).toMatchObject({
     api: 'gitlab',

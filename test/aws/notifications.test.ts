@@ -252,7 +252,9 @@ describe('the deploy worker takes notifications off the queue', () => {
     });
     const ref = { siteId: site.id, urlId: url.id, deliveryId: delivery.id };
     const services = { ...aws, config: { ...aws.config, outbound: { private: 'allow' as const } } };
-    expect(await takeDeploys({ services } as WorkerOptions, sqsEvent({ kind: 'notification', ...ref }))).toEqual({ batchItemFailures: [] });
+    expect(await takeDeploys({ services } as Partial<WorkerOptions> as WorkerOptions, sqsEvent({ kind: 'notification', ...ref }))).toEqual({
+      batchItemFailures: [],
+    });
     expect(hits.at(-1)).toEqual({ signature: expect.stringMatching(/^t=\d+,sha256=[0-9a-f]{64}$/), delivery: delivery.id });
     expect(await aws.notificationDeliveries.get(ref)).toMatchObject({ status: 'DELIVERED', attempt: 1, statusCode: 204 });
     expect(notificationMessages()).toEqual([]);

@@ -11,7 +11,7 @@ import type { CID } from 'multiformats/cid';
 import { parseRepositoryUrl } from './repository-url.js';
 import { deployLogKey } from '../ports/log-store.js';
 import { syncSiteHosts } from './site-host-map.js';
-import { notifyDeploy, recordCommitStatus } from './notifications.js';
+import { notifyDeploy, recordCommitStatus, type NotifyServices, type StatusRecordServices } from './notifications.js';
 import { parseCid } from '../ipfs/cid.js';
 import { rootProblem } from '../ipfs/car-import.js';
 import { dagLimitMessage, missingUnder } from '../storage/car-ingest.js';
@@ -46,6 +46,13 @@ export class DeployNotFoundError extends Error {
 }
 
 const FULL_COMMIT = /^[0-9a-f]{40}$/;
+
+/**
+ * What a deploy request reads and writes besides the site it is given: the
+ * deploys table and the queue that is told, the log of a deploy it ends,
+ * and the notifications and commit statuses each change records.
+ */
+export type DeployRequestServices = NotifyServices & Pick<Services, 'deployQueue' | 'deploys'>;
 
 /** A line at the end of a deploy that never ran (cancelled while queued): its log says why. */
 async function endLog(services: Pick<Services, 'deployLogs' | 'logger'>, deploy: Deploy, text: string): Promise<void> {
@@ -119,7 +126,11 @@ function sourceOf(site: Site, commit: string | undefined): DeploySource {
   return { kind: 'git', url: source.url, branch: source.branch, commit: commit ?? null };
 }
 
-async function enqueue(services: Services, site: Site, init: Omit<NewDeploy, 'siteId' | 'autoPublish' | 'build'>): Promise<Deploy> {
+async function enqueue(
+  services: DeployRequestServices,
+  site: Site,
+  init: Omit<NewDeploy, 'siteId' | 'autoPublish' | 'build'>,
+): Promise<Deploy> {
   const deploy = await services.deploys.enqueue({
     siteId: site.id,
     autoPublish: site.deploySettings.autoPublishing,
@@ -140,7 +151,7 @@ async function enqueue(services: Services, site: Site, init: Omit<NewDeploy, 'si
  * Older deploys of the same branch still waiting are skipped: only the
  * newest commit is worth building (a running one finishes).
  */
-async function supersede(services: Services, deploy: Deploy): Promise<void> {
+async function supersede(services: StatusRecordServices & Pick<Services, 'deploys'>, deploy: Deploy): Promise<void> {
   if (deploy.source?.kind !== 'git') return;
   const branch = deploy.source.branch;
   for (const older of await services.deploys.listQueuedOfSite(deploy.siteId)) {
@@ -155,7 +166,7 @@ async function supersede(services: Services, deploy: Deploy): Promise<void> {
   }
 }
 
-export async function triggerDeploy(services: Services, site: Site, commit?: string | null): Promise<Deploy> {
+export async function triggerDeploy(services: DeployRequestServices, site: Site, commit?: string | null): Promise<Deploy> {
   const source = sourceOf(site, commit ?? undefined);
   const repository =
     source.kind === 'git'
@@ -174,7 +185,7 @@ const NO_REPOSITORY = { commit: null, branch: null, owner: null, name: null, mes
  * does; the CID is checked here too, so a caller learns at once that the
  * import is not finished.
  */
-export async function deployCid(services: Services, site: Site, text: string): Promise<Deploy> {
+export async function deployCid(services: DeployRequestServices & Pick<Services, 'ipfs'>, site: Site, text: string): Promise<Deploy> {
   refuseAltPlatform(site);
   const cid = parseCid(text.trim());
   if (!cid) throw new DeployRequestError('cid must be a CID: a CIDv0 (Qm...) or a CIDv1 (bafy...).', 'cid');
@@ -209,7 +220,7 @@ export async function deployCid(services: Services, site: Site, text: string): P
  * reachable at its own deploy address only.
  */
 export async function triggerPreview(
-  services: Services,
+  services: DeployRequestServices,
   site: Site,
   init: { url?: string; branch: string; commit?: string | null; pullRequest?: DeployPullRequest },
 ): Promise<Deploy> {
@@ -230,7 +241,7 @@ async function existing(services: Pick<Services, 'deploys'>, site: Site, deployI
 }
 
 /** A new deploy of the same commit (or CID) with the site's current settings; the old one stays as it was. */
-export async function retryDeploy(services: Services, site: Site, deployId: string): Promise<Deploy> {
+export async function retryDeploy(services: DeployRequestServices, site: Site, deployId: string): Promise<Deploy> {
   const old = await existing(services, site, deployId);
   if (old.status === 'IN_PROGRESS')
     throw new DeployRequestError(`Deploy ${deployId} is still in progress; cancel it first or wait for it to end.`, 'deployId');
@@ -268,7 +279,11 @@ export async function retryDeploy(services: Services, site: Site, deployId: stri
   });
 }
 
-export async function cancelDeploy(services: Services, site: Site, deployId: string): Promise<Deploy> {
+export async function cancelDeploy(
+  services: StatusRecordServices & Pick<Services, 'deployQueue' | 'deploys'>,
+  site: Site,
+  deployId: string,
+): Promise<Deploy> {
   const deploy = await existing(services, site, deployId);
   if (deploy.status !== 'IN_PROGRESS')
     throw new DeployRequestError(
@@ -352,7 +367,11 @@ export async function publishToSite(
 }
 
 /** Publishes any DEPLOYED deploy of the site (a rollback, or publishing with auto-publishing off). */
-export async function publishDeploy(services: Services, site: Site, deployId: string): Promise<Deploy> {
+export async function publishDeploy(
+  services: NotifyServices & SiteEdgeServices & Pick<Services, 'deploys'>,
+  site: Site,
+  deployId: string,
+): Promise<Deploy> {
   const deploy = await existing(services, site, deployId);
   if (deploy.status !== 'DEPLOYED')
     throw new DeployRequestError(`Deploy ${deployId} is ${deploy.status}; only a DEPLOYED deploy can be published.`, 'deployId');

@@ -42,7 +42,7 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { Services } from '../services.js';
 import type { Site } from '../data/sites.js';
 import type { Deploy, DeployPullRequest } from '../data/deploys.js';
-import { DeployRequestError, triggerDeploy, triggerPreview } from './deploys.js';
+import { DeployRequestError, triggerDeploy, triggerPreview, type DeployRequestServices } from './deploys.js';
 import { siteAddresses } from './notifications.js';
 
 /** The largest event body taken: GitHub caps its payloads at 25 MB, but a push event past 1 MiB is one with thousands of commits listed. */
@@ -80,7 +80,7 @@ const ignored = (why: string, alreadyHandled?: true): HookOutcome => ({
 });
 /** The outcome of a deploy started (or started before, by the same delivery). */
 const deployed = (
-  services: Services,
+  services: Pick<Services, 'config'>,
   site: Site,
   deployId: string,
   extra: { ignored?: string; alreadyHandled?: true } = {},
@@ -119,8 +119,11 @@ export interface GitHookTarget {
   secret: string;
 }
 
+/** What a git event reads and writes: the deliveries already taken, and what a deploy request does. */
+export type GitHookServices = DeployRequestServices & Pick<Services, 'hookDeliveries'>;
+
 /** The site `siteId` names when it takes git events (it exists and has a webhook secret); undefined otherwise, before any body is read. */
-export async function gitHookTarget(services: Services, siteId: string): Promise<GitHookTarget | undefined> {
+export async function gitHookTarget(services: Pick<Services, 'siteSecrets' | 'sites'>, siteId: string): Promise<GitHookTarget | undefined> {
   const site = /^[0-9A-Za-z-]{1,64}$/.test(siteId) ? await services.sites.getById(siteId) : undefined;
   const secret = site ? await services.siteSecrets.webhookSecret(site.id) : undefined;
   return site && secret !== undefined ? { site, secret } : undefined;
@@ -131,7 +134,12 @@ export async function gitHookTarget(services: Services, siteId: string): Promise
  * claimed by its delivery id, and acted on. Throws DeployRequestError when
  * the site cannot deploy what the event asks for.
  */
-export async function receiveGitEvent(services: Services, target: GitHookTarget, headers: HookHeaders, body: Buffer): Promise<HookOutcome> {
+export async function receiveGitEvent(
+  services: GitHookServices,
+  target: GitHookTarget,
+  headers: HookHeaders,
+  body: Buffer,
+): Promise<HookOutcome> {
   const { site, secret } = target;
   const host: Host = headers['x-gitlab-event'] !== undefined || headers['x-gitlab-token'] !== undefined ? 'gitlab' : 'github';
   if (!verify(host, headers, body, secret)) {
@@ -181,7 +189,7 @@ export async function receiveGitEvent(services: Services, target: GitHookTarget,
   return answerOf(services, site, await act(services, site, action));
 }
 
-const answerOf = (services: Services, site: Site, outcome: { deployId?: string; ignored?: string }) =>
+const answerOf = (services: Pick<Services, 'config'>, site: Site, outcome: { deployId?: string; ignored?: string }) =>
   outcome.deployId ? deployed(services, site, outcome.deployId) : ignored(outcome.ignored ?? 'nothing to do');
 
 const FORM = 'application/x-www-form-urlencoded';
@@ -211,7 +219,7 @@ type Action =
   | { preview: { url?: string; branch: string; commit: string; pullRequest: DeployPullRequest } };
 
 async function act(
-  services: Services,
+  services: DeployRequestServices,
   site: Site,
   action: Exclude<Action, { error: string }>,
 ): Promise<{ deployId?: string; ignored?: string }> {
@@ -389,7 +397,7 @@ function previewAction(
 }
 
 /** A build hook called with `token`: deploys the head of the site's branch, or previews the hook's own branch. */
-export async function runBuildHook(services: Services, hookId: string, token: string): Promise<HookOutcome> {
+export async function runBuildHook(services: DeployRequestServices, hookId: string, token: string): Promise<HookOutcome> {
   const hook = /^[0-9A-Za-z]{1,64}$/.test(hookId) && token !== '' ? await services.siteSecrets.buildHookFor(hookId, token) : undefined;
   if (!hook) return notFound();
   const site = await services.sites.getById(hook.siteId);

@@ -91,7 +91,7 @@ export function siteAddresses(
 }
 
 export function notificationPayload(
-  services: Services,
+  services: Pick<Services, 'config'>,
   event: DeployEvent,
   site: Site,
   deploy: Deploy,
@@ -122,12 +122,26 @@ export function notificationPayload(
   };
 }
 
-async function logTailOf(services: Services, deploy: Deploy): Promise<string[]> {
+async function logTailOf(services: Pick<Services, 'deployLogs'>, deploy: Deploy): Promise<string[]> {
   const text = (await services.deployLogs.read(deployLogKey(deploy.siteId, deploy.id))) ?? '';
   const lines = text.split('\n');
   if (lines[lines.length - 1] === '') lines.pop();
   return lines.slice(-LOG_TAIL_LINES).map((l) => (l.length > MAX_LOG_LINE ? `${l.slice(0, MAX_LOG_LINE)}…` : l));
 }
+
+/**
+/**
+ * What recording a commit status reads and writes: the site and its token
+ * (whether its git host takes statuses), the deploy's log (the last line of
+ * an end), and the delivery handed to the outbox.
+ */
+export type StatusRecordServices = Pick<
+  Services,
+  'config' | 'deployLogs' | 'logger' | 'notificationDeliveries' | 'notificationOutbox' | 'siteSecrets' | 'sites'
+>;
+
+/** What recording a deploy's notifications reads and writes: the site's notification URLs besides what a commit status needs. */
+export type NotifyServices = StatusRecordServices & Pick<Services, 'notificationUrls'>;
 
 /**
  * Records the event's delivery to each of the site's URLs that wants it,
@@ -137,7 +151,7 @@ async function logTailOf(services: Services, deploy: Deploy): Promise<string[]> 
  * whatever happens here.
  */
 export async function notifyDeploy(
-  services: Services,
+  services: NotifyServices,
   event: DeployEvent,
   deploy: Deploy | undefined,
   options: { commitStatus?: boolean } = {},
@@ -164,7 +178,11 @@ export async function notifyDeploy(
  * a cancel, which notifies no URL, and for a status recorded after the
  * deploy's log is closed). Never throws.
  */
-export async function recordCommitStatus(services: Services, event: CommitStatusEvent, deploy: Deploy | undefined): Promise<void> {
+export async function recordCommitStatus(
+  services: StatusRecordServices,
+  event: CommitStatusEvent,
+  deploy: Deploy | undefined,
+): Promise<void> {
   if (!deploy) return;
   try {
     const site = await services.sites.getById(deploy.siteId);
@@ -174,7 +192,12 @@ export async function recordCommitStatus(services: Services, event: CommitStatus
   }
 }
 
-async function recordStatus(services: Services, event: CommitStatusEvent, site: Site, deploy: Deploy): Promise<void> {
+async function recordStatus(
+  services: Omit<StatusRecordServices, 'sites'>,
+  event: CommitStatusEvent,
+  site: Site,
+  deploy: Deploy,
+): Promise<void> {
   const sha = commitOf(deploy);
   if (!sha) return;
   const target = await statusTargetOf(services, site, deploy);
@@ -195,7 +218,10 @@ async function recordStatus(services: Services, event: CommitStatusEvent, site: 
 }
 
 /** A delivery recorded PENDING, and handed to the outbox. */
-async function recordDelivery(services: Services, init: Parameters<Services['notificationDeliveries']['create']>[0]): Promise<void> {
+async function recordDelivery(
+  services: Pick<Services, 'logger' | 'notificationDeliveries' | 'notificationOutbox'>,
+  init: Parameters<Services['notificationDeliveries']['create']>[0],
+): Promise<void> {
   const delivery = await services.notificationDeliveries.create(init);
   await services.notificationOutbox.queued(refOf(delivery), 0).catch((err: unknown) => {
     // The record is the outbox: the local loop finds it; in AWS it is lost unless sent again (logged).
@@ -330,7 +356,11 @@ interface Attempt {
 const is2xx = (code: number | undefined) => code !== undefined && code >= 200 && code < 300;
 
 /** A notification: the JSON POST to its URL, signed with the URL's secret. */
-async function attemptNotification(services: Services, delivery: NotificationDelivery, signal: AbortSignal | undefined): Promise<Attempt> {
+async function attemptNotification(
+  services: Pick<Services, 'config' | 'notificationUrls'>,
+  delivery: NotificationDelivery,
+  signal: AbortSignal | undefined,
+): Promise<Attempt> {
   const target = await services.notificationUrls.withSecret(delivery.siteId, delivery.urlId);
   if (!target) return { delivered: false, error: 'the notification URL was removed', final: true };
   const t = Math.floor(Date.now() / 1000);
@@ -360,7 +390,11 @@ async function attemptNotification(services: Services, delivery: NotificationDel
  * was recorded meanwhile, or when the site no longer names the repository
  * (or has no token any more).
  */
-async function attemptCommitStatus(services: Services, delivery: NotificationDelivery, signal: AbortSignal | undefined): Promise<Attempt> {
+async function attemptCommitStatus(
+  services: Pick<Services, 'config' | 'notificationDeliveries' | 'siteSecrets' | 'sites'>,
+  delivery: NotificationDelivery,
+  signal: AbortSignal | undefined,
+): Promise<Attempt> {
   const status = parseCommitStatus(delivery.body);
   if (!status) return { delivered: false, error: 'not a commit status', final: true };
   const [newest] = await services.notificationDeliveries.listOfUrl(delivery.siteId, delivery.urlId, 1);
@@ -385,12 +419,31 @@ async function attemptCommitStatus(services: Services, delivery: NotificationDel
 }
 
 /**
+ * What sending a delivery reads and writes: the delivery and its URL (or,
+ * for a commit status, the site, its token and the newest status of the
+ * deploy), the outbox for a retry, and the deploy's record and log for a
+ * status the git host refused.
+ */
+export type NotificationSendServices = Pick<
+  Services,
+  | 'config'
+  | 'deployLogs'
+  | 'deploys'
+  | 'logger'
+  | 'notificationDeliveries'
+  | 'notificationOutbox'
+  | 'notificationUrls'
+  | 'siteSecrets'
+  | 'sites'
+>;
+
+/**
  * One attempt of a delivery, recorded. Retries are handed back to the
  * outbox with their delay. Throws only when the record cannot be read or
  * written (the caller tries the whole attempt again).
  */
 export async function sendNotification(
-  services: Services,
+  services: NotificationSendServices,
   ref: DeliveryRef,
   options: { signal?: AbortSignal } = {},
 ): Promise<NotificationDelivery | undefined> {

@@ -202,7 +202,7 @@ const short = (commit: string) => commit.slice(0, 7);
  * one is published as before (unless a deploy created after it is).
  */
 export async function publicationOf(
-  services: Services,
+  services: Pick<Services, 'config' | 'deploys' | 'siteSecrets' | 'sites'>,
   deploy: Deploy,
   commit: string | null | undefined,
   context: { dir: string; signal: AbortSignal; log(line: string): void; git?: string | false },

@@ -13,15 +13,15 @@
  * wrong (the service log, or a line of the deploy's) and the deploy stays
  * DEPLOYED. Only a failure to write the deploy's own log is the caller's.
  */
-import type { Services } from '../../core/services.js';
+import type { Services, SiteEdgeServices } from '../../core/services.js';
 import type { Deploy } from '../../core/data/deploys.js';
 import { deployLogKey } from '../../core/ports/log-store.js';
 import type { PreviewTaker, Screenshotter } from '../../core/ports/screenshotter.js';
 import { purgeSite } from '../../core/hosting/deploys.js';
-import { notifyDeploy, recordCommitStatus } from '../../core/hosting/notifications.js';
+import { notifyDeploy, recordCommitStatus, type NotifyServices } from '../../core/hosting/notifications.js';
 import { DeployLog } from '../../core/logs/deploy-log.js';
-import { takePreview } from '../../preview/take-preview.js';
-import { deployContent } from '../../preview/deploy-content.js';
+import { takePreview, type PreviewServices } from '../../preview/take-preview.js';
+import { deployContent, type DeployContentServices } from '../../preview/deploy-content.js';
 
 export interface Announcement {
   /** The deploy as it ended DEPLOYED, and whether that put it live (DeployStore.finish). */
@@ -35,8 +35,11 @@ export interface Announcement {
   preview?: { screenshotter: Screenshotter; publishDir?: string; timeoutMs: number; signal: AbortSignal };
 }
 
+/** What announcing reads and writes: the CDN purged, notifications and the commit status recorded, the picture taken. */
+export type AnnounceServices = NotifyServices & SiteEdgeServices & PreviewServices & DeployContentServices;
+
 /** Announces the deploy (see above); returns it with its preview image when one was taken. Closes the log. */
-export async function announce(services: Services, announcement: Announcement): Promise<Deploy> {
+export async function announce(services: AnnounceServices, announcement: Announcement): Promise<Deploy> {
   const { deploy: done, log } = announcement;
   if (announcement.published) {
     // The site's address serves the new deploy from the next request on.
@@ -86,7 +89,11 @@ export async function announce(services: Services, announcement: Announcement): 
  * made leaves previewImage null, says so at the end of the deploy's log, and
  * the deploy is DEPLOYED all the same.
  */
-export async function askForPreview(services: Services, previews: PreviewTaker | undefined, deploy: Deploy | undefined): Promise<void> {
+export async function askForPreview(
+  services: Pick<Services, 'deployLogs' | 'logger'>,
+  previews: PreviewTaker | undefined,
+  deploy: Deploy | undefined,
+): Promise<void> {
   if (!previews || deploy?.status !== 'DEPLOYED' || !deploy.ipfsHash) return;
   const of = { siteId: deploy.siteId, deployId: deploy.id };
   try {
