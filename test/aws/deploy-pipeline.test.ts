@@ -372,8 +372,8 @@ test("a deploy the worker publishes invalidates its site's prefix on CloudFront,
   expect(invalidations()).toEqual([]);
 });
 
-test('the scheduled tick fails a deploy stuck past its time limit and stops its build', async () => {
-  const { deploy } = await handedToCodeBuild();
+test("the scheduled tick fails a deploy stuck past its time limit and stops its build; the build's late event removes its secret and files", async () => {
+  const { deploy } = await handedToCodeBuild({ environmentVariables: [{ name: 'TOKEN', value: `tick-${randomUUID()}`, secret: true }] });
   const early = await runScheduledTick(aws, 10, new Date(Date.now() + 60 * 60_000));
   expect(early.timedOut).not.toContain(deploy.id);
   // 10 min of build + 60 queued + two 15-minute worker turns.
@@ -384,9 +384,14 @@ test('the scheduled tick fails a deploy stuck past its time limit and stops its 
   expect(done.reason).toMatch(/^timed out/);
   expect(codeBuild.commandCalls(StopBuildCommand).map((c) => c.args[0].input.id)).toContain(deploy.remoteBuild!.id);
   expect((await logOf(deploy)).trim().split('\n').at(-1)).toMatch(/Failed: timed out/);
-  // Its late event changes nothing.
+  // The build was stopped by the queue's own client, not the runner: the secret is still there.
+  expect(secretOf(deploy.id)).toBeDefined();
+  expect(await keysUnder(`deploy-builds/${deploy.siteId}/${deploy.id}/`)).not.toEqual([]);
+  // Its late event changes nothing of the deploy, and removes what the build was given.
   await worker(buildEvent(deploy, 'STOPPED'));
   expect((await aws.deploys.get(deploy.siteId, deploy.id))?.status).toBe('FAILED');
+  expect(secretOf(deploy.id)).toBeUndefined();
+  expect(await keysUnder(`deploy-builds/${deploy.siteId}/${deploy.id}/`)).toEqual([]);
 });
 
 test("a secret variable reaches CodeBuild through the deploy's Secrets Manager secret, never in StartBuild, stays sealed in the record, and the failure that quotes it is masked", async () => {
