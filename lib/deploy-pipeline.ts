@@ -9,7 +9,7 @@
  * logical ids stay those of the stacks already deployed (a new id would
  * replace the queues, dropping the messages in them, and the project).
  */
-import { Duration, Size, type Stack, Token, Validations } from 'aws-cdk-lib';
+import { ArnFormat, Duration, Size, type Stack, Token, Validations } from 'aws-cdk-lib';
 import { BuildSpec, ComputeType, LinuxBuildImage, Project } from 'aws-cdk-lib/aws-codebuild';
 import { Rule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
@@ -28,6 +28,7 @@ import {
   DEPLOY_BUILDS_PREFIX,
   WORKER_TIMEOUT_MINUTES,
 } from '../functions/deploy-worker/limits.js';
+import { buildSecretsPrefix } from '../functions/aws/build-secrets.js';
 import type { CairnData } from './data.js';
 import { CairnFunction } from './functions.js';
 import { acknowledgeBucketGrant, acknowledgeTableGrants, acknowledgeWildcard, nagRef } from './grant-acknowledgements.js';
@@ -145,6 +146,20 @@ export function addDeployPipeline(stack: Stack, props: DeployPipelineProps): Dep
       resources: [buildProject.projectArn],
     }),
   );
+  // A build's secret variables: the worker writes each deploy's secret before
+  // StartBuild and deletes it when the build ends (functions/aws/build-secrets.ts),
+  // under this project's prefix and nowhere else; the project's role reads them.
+  worker.addToRolePolicy(
+    new PolicyStatement({
+      actions: ['secretsmanager:CreateSecret', 'secretsmanager:PutSecretValue', 'secretsmanager:DeleteSecret'],
+      resources: [buildSecretsArn(stack, buildProject)],
+    }),
+  );
+  acknowledgeWildcard(
+    worker,
+    buildSecretsFinding(stack, buildProject),
+    "The worker creates, updates and deletes the secrets of this stack's builds (one per deploy, named by its id) under their prefix, and no other secret",
+  );
   for (const fn of [api, worker]) fn.addEnvironment('CAIRN_DEPLOY_QUEUE_URL', queue.queueUrl);
   worker.addEnvironment('CAIRN_BUILD_PROJECT', buildProject.projectName);
 
@@ -203,6 +218,16 @@ function addBuildProject(stack: Stack, data: CairnData, buildTimeoutSeconds: num
   project.addToRolePolicy(
     new PolicyStatement({ actions: ['s3:GetBucketAcl', 's3:GetBucketLocation'], resources: [blockBucket.bucketArn] }),
   );
+  // A build's secret variables, which CodeBuild reads with the project's role
+  // ("the build project's service role must allow the
+  // secretsmanager:GetSecretValue action",
+  // https://docs.aws.amazon.com/codebuild/latest/userguide/create-project-cli.html).
+  // The secrets are encrypted with Secrets Manager's AWS managed key, which the
+  // role may use through Secrets Manager without a kms:Decrypt of its own
+  // (https://docs.aws.amazon.com/secretsmanager/latest/userguide/security-encryption.html).
+  project.addToRolePolicy(
+    new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [buildSecretsArn(stack, project)] }),
+  );
 
   const ref = nagRef(project);
   // Each part as CDK writes it: a token while unknown, a literal once known (a
@@ -224,6 +249,10 @@ function addBuildProject(stack: Stack, data: CairnData, buildTimeoutSeconds: num
     "A build reads and writes its own deploy's files under the build files' prefix of the block bucket, and nothing else of it",
   );
   acknowledge(
+    `AwsSolutions-IAM5[${buildSecretsFinding(stack, project)}]`,
+    "A build reads its own deploy's secret variables, under the prefix of this project's build secrets, and no other secret",
+  );
+  acknowledge(
     `AwsSolutions-IAM5[Resource::arn:${partition}:codebuild:${region}:${account}:report-group/<${ref}>-*]`,
     "CodeBuild's default grant: report groups of this project only",
   );
@@ -232,4 +261,22 @@ function addBuildProject(stack: Stack, data: CairnData, buildTimeoutSeconds: num
     "CodeBuild's default grant: the log streams of this project's default log group only",
   );
   return project;
+}
+
+/** Every secret of the project's builds (`cairn/<project>/builds/*`; Secrets Manager adds six characters of its own to each ARN). */
+function buildSecretsArn(stack: Stack, project: Project): string {
+  return stack.formatArn({
+    service: 'secretsmanager',
+    resource: 'secret',
+    resourceName: `${buildSecretsPrefix(project.projectName)}*`,
+    arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+  });
+}
+
+/** That resource as cdk-nag names it in an IAM5 finding. */
+function buildSecretsFinding(stack: Stack, project: Project): string {
+  const partition = Token.isUnresolved(stack.partition) ? '<AWS::Partition>' : stack.partition;
+  const region = Token.isUnresolved(stack.region) ? '<AWS::Region>' : stack.region;
+  const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
+  return `Resource::arn:${partition}:secretsmanager:${region}:${account}:secret:${buildSecretsPrefix(`<${nagRef(project)}>`)}*`;
 }

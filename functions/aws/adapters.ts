@@ -130,11 +130,14 @@ export async function awsBuildRunner(config: Config): Promise<BuildRunner | Deta
   const { CodeBuildClient } = await import('@aws-sdk/client-codebuild');
   const { S3Client } = await import('@aws-sdk/client-s3');
   const { CodeBuildRunner } = await import('./codebuild-runner.js');
+  const { BuildSecrets } = await import('./build-secrets.js');
   return new CodeBuildRunner(
     new CodeBuildClient({ region: config.region }),
     new S3Client({ region: config.region }),
     config.blockBucket,
     config.build.codeBuildProject,
+    // Its Secrets Manager client is loaded with the first build that has secret variables.
+    new BuildSecrets(config.region, config.build.codeBuildProject),
   );
 }
 

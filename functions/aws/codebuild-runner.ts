@@ -14,6 +14,12 @@
  *
  * The project (one per stack, lib/) carries only defaults; every build
  * brings its image, environment, timeout, buildspec, source and artifacts.
+ *
+ * The site's secret variables never travel in StartBuild: they go into the
+ * deploy's Secrets Manager secret just before it, and the build is given
+ * references CodeBuild resolves inside the build (build-secrets.ts). The
+ * secret goes when StartBuild fails, when the build is stopped here, and
+ * with the build's files (discard) when the build's end is taken up.
  */
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, rm, stat } from 'node:fs/promises';
@@ -21,7 +27,7 @@ import { dirname, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
-import type { CodeBuildClient } from '@aws-sdk/client-codebuild';
+import type { CodeBuildClient, EnvironmentVariable } from '@aws-sdk/client-codebuild';
 import type {
   DeployOfBuild,
   DetachedBuildEnd,
@@ -32,6 +38,7 @@ import type {
 import { zipDirectory, ZipTooLarge } from '../deploy-worker/zip.js';
 import { codeBuildTimeoutMinutes, DEFAULT_BUILD_IMAGE, DEPLOY_BUILDS_PREFIX, ecrPublicImage } from '../deploy-worker/limits.js';
 import { DeployFailure } from '../deploy-worker/pipeline.js';
+import { BuildSecretsTooLarge, type BuildSecrets } from './build-secrets.js';
 
 /** Where a deploy's build files live in the bucket. */
 export const buildPrefix = (b: DeployOfBuild) => `${DEPLOY_BUILDS_PREFIX}${b.siteId}/${b.deployId}/`;
@@ -83,6 +90,7 @@ export class CodeBuildRunner implements DetachedBuildRunner {
     private readonly s3: S3Client,
     private readonly bucket: string,
     private readonly project: string,
+    private readonly secrets: BuildSecrets,
   ) {}
 
   async start(request: DetachedBuildRequest): Promise<StartedBuild> {
@@ -107,27 +115,39 @@ export class CodeBuildRunner implements DetachedBuildRunner {
       await rm(zip, { force: true });
     }
     const { StartBuildCommand } = await import('@aws-sdk/client-codebuild');
+    // Written last, just before StartBuild: nothing between them can fail and leave the secret behind.
+    const secretNames = new Set(request.secretNames);
+    const secretValues = Object.fromEntries(Object.entries(request.env).filter(([name]) => secretNames.has(name)));
+    const references = new Map<string, EnvironmentVariable>();
+    if (Object.keys(secretValues).length) {
+      const written = await this.secrets.write(request.deployId, secretValues).catch((err: unknown) => {
+        throw err instanceof BuildSecretsTooLarge ? new DeployFailure(err.message) : err;
+      });
+      for (const v of written) references.set(v.name!, v);
+    }
     let out;
     try {
       out = await this.codeBuild.send(
         new StartBuildCommand({
           projectName: this.project,
-          // A repeated message for the same deploy starts no second build.
+          // A repeated message for the same deploy starts no second build (the
+          // secret's references are the same each time, as the token asks).
           idempotencyToken: request.deployId,
           sourceTypeOverride: 'S3',
           sourceLocationOverride: `${this.bucket}/${prefix}source.zip`,
           imageOverride: image,
-          // The site's secret variables travel here opened, as PLAINTEXT, which
-          // CodeBuild shows in its console and BatchGetBuilds ("PLAINTEXT environment
-          // variables can be displayed in plain text using the AWS CodeBuild console
-          // and the AWS CLI",
-          // https://docs.aws.amazon.com/codebuild/latest/APIReference/API_EnvironmentVariable.html);
-          // its own CloudWatch log holds what the build prints as printed. Both are
-          // the stack's operators' view (who hold the KMS key that seals the secrets
-          // anyway); a site's team sees Cairn's deploy log, which links to
-          // CodeBuild's log without copying it, and masks the secrets in its own
-          // lines and in the failure's reason (pipeline.ts, deploy-log.ts).
-          environmentVariablesOverride: Object.entries(request.env).map(([name, value]) => ({ name, value, type: 'PLAINTEXT' })),
+          // Plain variables travel as PLAINTEXT, which CodeBuild shows in its
+          // console and BatchGetBuilds; secret ones as SECRETS_MANAGER
+          // references, resolved inside the build, so neither shows their
+          // values (https://docs.aws.amazon.com/codebuild/latest/APIReference/API_EnvironmentVariable.html).
+          // CodeBuild's own CloudWatch log holds what the build prints as
+          // printed: the stack's operators' view. A site's team sees Cairn's
+          // deploy log, which links to CodeBuild's log without copying it, and
+          // masks the secrets in its own lines and in the failure's reason
+          // (pipeline.ts, deploy-log.ts).
+          environmentVariablesOverride: Object.entries(request.env).map(
+            ([name, value]) => references.get(name) ?? { name, value, type: 'PLAINTEXT' },
+          ),
           timeoutInMinutesOverride: codeBuildTimeoutMinutes(request.timeoutMs),
           buildspecOverride: buildspec(request.directory, request.command, request.publishDirectory),
           artifactsOverride: {
@@ -141,6 +161,15 @@ export class CodeBuildRunner implements DetachedBuildRunner {
         }),
       );
     } catch (err) {
+      // No build will read the secret: it goes now, or the failure says where it was left.
+      if (references.size) {
+        await this.secrets.remove(request.deployId).catch((removal: unknown) => {
+          throw new Error(
+            `CodeBuild did not start the build (${(err as Error).message}), and its secret variables could not be removed from Secrets Manager: ${(removal as Error).message}`,
+            { cause: removal },
+          );
+        });
+      }
       // The account's limits and a refused image are the site's to hear about; anything else is ours.
       const name = (err as Error).name;
       if (name === 'AccountLimitExceededException' || name === 'InvalidInputException')
@@ -175,12 +204,19 @@ export class CodeBuildRunner implements DetachedBuildRunner {
     } while (token);
   }
 
+  /** Stops the build and removes the secret its variables refer to (a stopped build reads nothing more). */
   async stop(buildId: string): Promise<void> {
     const { StopBuildCommand } = await import('@aws-sdk/client-codebuild');
-    await this.codeBuild.send(new StopBuildCommand({ id: buildId }));
+    const out = await this.codeBuild.send(new StopBuildCommand({ id: buildId }));
+    await this.secrets.removeReferenced(out.build?.environment?.environmentVariables ?? []);
   }
 
+  /** Removes the deploy's secret and its build files: both are tried, whichever fails. */
   async discard(of: DeployOfBuild): Promise<void> {
+    await Promise.all([this.secrets.remove(of.deployId), this.removeFiles(of)]);
+  }
+
+  private async removeFiles(of: DeployOfBuild): Promise<void> {
     const { ListObjectsV2Command, DeleteObjectsCommand } = await import('@aws-sdk/client-s3');
     let token: string | undefined;
     do {

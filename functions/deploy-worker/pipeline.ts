@@ -478,6 +478,7 @@ export async function runDeploy(options: PipelineOptions, claimed: Deploy, signa
             directory: relative(real, base),
             siteId: claimed.siteId,
             publishDirectory: relative(real, publishBefore),
+            secretNames: Object.keys(secrets),
           });
         }
         const result = await runner.run({ ...request, signal, onOutput: (text) => log.output(text) });

@@ -30,6 +30,7 @@ import { retryCdnChange } from '../core/hosting/site-host-map.js';
 import { notifyDeploy, sendNotification, type NotificationSendServices, type NotifyServices } from '../core/hosting/notifications.js';
 import { collectGarbage, type CollectionResult } from '../core/storage/collect.js';
 import type { PreviewTaker } from '../core/ports/screenshotter.js';
+import { isDetached } from '../core/ports/build-runner.js';
 import { resumeDeploy, runDeploy, type PipelineOptions, type PipelineServices } from './pipeline.js';
 import { buildEndOf, type CodeBuildStateChange } from '../aws/codebuild-runner.js';
 import { DeployLog } from '../core/logs/deploy-log.js';
@@ -126,7 +127,14 @@ export async function buildEnded(pipeline: WorkerOptions, event: CodeBuildStateC
     return undefined;
   }
   const deploy = await services.deploys.get(ended.siteId, ended.deployId);
-  if (!deploy || deploy.status !== 'IN_PROGRESS') return undefined;
+  if (!deploy || deploy.status !== 'IN_PROGRESS') {
+    // Its deploy ended without it (timed out by the tick, cancelled as it started): its secret and files go now.
+    if (isDetached(pipeline.runner))
+      await pipeline.runner
+        .discard({ siteId: ended.siteId, deployId: ended.deployId })
+        .catch((err: unknown) => services.logger.warn("could not remove a build's secret and files", { deployId: ended.deployId, err }));
+    return undefined;
+  }
   const done = await resumeDeploy(pipeline, deploy, ended.end);
   await askForPreview(services, pipeline.previews, done);
   return done;

@@ -6,10 +6,21 @@
  * endpoint (so blocks, deploy logs and the build files are real objects).
  * What CodeBuild would do between StartBuild and its state-change event
  * (unzip, build, upload the publish directory) is played by the test.
+ * Secrets Manager's stand-in keeps its secrets, so a test sees what a build
+ * was given and what is left after it.
  */
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { CodeBuildClient, StartBuildCommand, StopBuildCommand, type StartBuildCommandInput } from '@aws-sdk/client-codebuild';
+import {
+  AccountLimitExceededException,
+  CodeBuildClient,
+  StartBuildCommand,
+  StopBuildCommand,
+  type EnvironmentVariable,
+  type StartBuildCommandInput,
+  type StopBuildCommandInput,
+} from '@aws-sdk/client-codebuild';
+import { CreateSecretCommand, DeleteSecretCommand, PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { CloudFrontClient, CreateInvalidationCommand, type CreateInvalidationCommandInput } from '@aws-sdk/client-cloudfront';
 import { mockClient } from 'aws-sdk-client-mock';
 import { exporter } from 'ipfs-unixfs-exporter';
@@ -20,10 +31,13 @@ import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { startTestService, BOOT, type TestService } from '../support/service.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
-import { lambdaEnv, QUEUE_URL, sqsEvent, startLambdas, type AwsLambdas } from '../support/aws-mocks.js';
+import { lambdaEnv, QUEUE_URL, secretsManagerStandIn, sqsEvent, startLambdas, type AwsLambdas } from '../support/aws-mocks.js';
 import type { Services } from '../../functions/core/services.js';
 import type { Deploy } from '../../functions/core/data/deploys.js';
 import { runScheduledTick } from '../../functions/deploy-worker/worker.js';
+import { CodeBuildRunner } from '../../functions/aws/codebuild-runner.js';
+import { BuildSecrets } from '../../functions/aws/build-secrets.js';
+import { newSortableId } from '../../functions/core/ids.js';
 
 const PROJECT = 'cairn-builds';
 const BUCKET = 'cairn-stack-bucket';
@@ -34,6 +48,12 @@ const DISTRIBUTION = 'E2QWRUHEXAMPLE';
 const sqs = mockClient(SQSClient);
 const codeBuild = mockClient(CodeBuildClient);
 const cloudFront = mockClient(CloudFrontClient);
+const secretsManager = secretsManagerStandIn();
+
+/** The deploy's secret, by the name the worker gives it. */
+const secretOf = (deployId: string) => secretsManager.secrets.get(`cairn/${PROJECT}/builds/${deployId}`);
+/** The builds started, by id: their variables, and the secrets Secrets Manager held when StartBuild was called. */
+const started = new Map<string, { variables: EnvironmentVariable[]; secretsThen: Map<string, string> }>();
 
 let service: TestService;
 let git: GitServer;
@@ -75,10 +95,18 @@ beforeEach(() => {
     .on(CreateInvalidationCommand)
     .callsFake(() => ({ Invalidation: { Id: `I${randomUUID().slice(0, 8)}`, Status: 'InProgress' } }));
   sqs.on(SendMessageCommand).resolves({ MessageId: randomUUID() });
-  codeBuild.on(StartBuildCommand).callsFake((input: StartBuildCommandInput) => ({
-    build: { id: `${input.projectName}:${randomUUID()}`, logs: { deepLink: DEEP_LINK } },
+  secretsManager.reset();
+  started.clear();
+  codeBuild.on(StartBuildCommand).callsFake((input: StartBuildCommandInput) => {
+    const id = `${input.projectName}:${randomUUID()}`;
+    const secretsThen = new Map([...secretsManager.secrets].map(([name, secret]) => [name, secret.value]));
+    started.set(id, { variables: input.environmentVariablesOverride ?? [], secretsThen });
+    return { build: { id, logs: { deepLink: DEEP_LINK } } };
+  });
+  // StopBuild answers with the build, its variables included, as CodeBuild does.
+  codeBuild.on(StopBuildCommand).callsFake((input: StopBuildCommandInput) => ({
+    build: { id: input.id, buildStatus: 'STOPPED', environment: { environmentVariables: started.get(input.id!)?.variables ?? [] } },
   }));
-  codeBuild.on(StopBuildCommand).resolves({});
 });
 
 let repos = 0;
@@ -344,8 +372,8 @@ test("a deploy the worker publishes invalidates its site's prefix on CloudFront,
   expect(invalidations()).toEqual([]);
 });
 
-test('the scheduled tick fails a deploy stuck past its time limit and stops its build', async () => {
-  const { deploy } = await handedToCodeBuild();
+test("the scheduled tick fails a deploy stuck past its time limit and stops its build; the build's late event removes its secret and files", async () => {
+  const { deploy } = await handedToCodeBuild({ environmentVariables: [{ name: 'TOKEN', value: `tick-${randomUUID()}`, secret: true }] });
   const early = await runScheduledTick(aws, 10, new Date(Date.now() + 60 * 60_000));
   expect(early.timedOut).not.toContain(deploy.id);
   // 10 min of build + 60 queued + two 15-minute worker turns.
@@ -356,22 +384,44 @@ test('the scheduled tick fails a deploy stuck past its time limit and stops its 
   expect(done.reason).toMatch(/^timed out/);
   expect(codeBuild.commandCalls(StopBuildCommand).map((c) => c.args[0].input.id)).toContain(deploy.remoteBuild!.id);
   expect((await logOf(deploy)).trim().split('\n').at(-1)).toMatch(/Failed: timed out/);
-  // Its late event changes nothing.
+  // The build was stopped by the queue's own client, not the runner: the secret is still there.
+  expect(secretOf(deploy.id)).toBeDefined();
+  expect(await keysUnder(`deploy-builds/${deploy.siteId}/${deploy.id}/`)).not.toEqual([]);
+  // Its late event changes nothing of the deploy, and removes what the build was given.
   await worker(buildEvent(deploy, 'STOPPED'));
   expect((await aws.deploys.get(deploy.siteId, deploy.id))?.status).toBe('FAILED');
+  expect(secretOf(deploy.id)).toBeUndefined();
+  expect(await keysUnder(`deploy-builds/${deploy.siteId}/${deploy.id}/`)).toEqual([]);
 });
 
-test('a secret variable reaches CodeBuild opened, stays sealed in the record, and the failure that quotes it is masked in the reason and the log', async () => {
+test("a secret variable reaches CodeBuild through the deploy's Secrets Manager secret, never in StartBuild, stays sealed in the record, and the failure that quotes it is masked", async () => {
   const secret = `s3cr3t-${randomUUID()}`;
   const { deploy, start } = await handedToCodeBuild({
     environmentVariables: [
       { name: 'API_KEY', value: secret, secret: true },
+      { name: 'GREETING', value: 'hi' },
       { name: 'PREVIEW_ONLY', value: 'p', scope: 'PREVIEWS' },
     ],
   });
-  const overrides = Object.fromEntries(start.environmentVariablesOverride!.map((v) => [v.name, v.value]));
-  expect(overrides.API_KEY).toBe(secret);
-  expect(overrides).not.toHaveProperty('PREVIEW_ONLY');
+  // Nothing of the value in the request CodeBuild keeps and shows (its console, BatchGetBuilds).
+  expect(JSON.stringify(start)).not.toContain(secret);
+  const secretId = `cairn/${PROJECT}/builds/${deploy.id}`;
+  expect(start.environmentVariablesOverride).toEqual([
+    { name: 'GREETING', value: 'hi', type: 'PLAINTEXT' },
+    { name: 'API_KEY', value: `${secretId}:API_KEY`, type: 'SECRETS_MANAGER' },
+    { name: 'CI', value: 'true', type: 'PLAINTEXT' },
+    { name: 'CAIRN_DEPLOY_ID', value: deploy.id, type: 'PLAINTEXT' },
+    { name: 'COMMIT_REF', value: expect.any(String), type: 'PLAINTEXT' },
+    { name: 'BRANCH', value: 'main', type: 'PLAINTEXT' },
+  ]);
+  // The secret held the value when the build was started, under the key its reference names.
+  const [build] = [...started.values()];
+  expect(JSON.parse(build!.secretsThen.get(secretId)!)).toEqual({ API_KEY: secret });
+  const created = secretsManager.client.commandCalls(CreateSecretCommand);
+  expect(created).toHaveLength(1);
+  expect(created[0]!.args[0].input).toMatchObject({ Name: secretId, ClientRequestToken: `cairn-build-${deploy.id}` });
+  // No key of the stack's: Secrets Manager's own, which the project's role uses through it.
+  expect(created[0]!.args[0].input).not.toHaveProperty('KmsKeyId');
   expect(JSON.stringify(deploy)).not.toContain(secret);
   expect(deploy.build?.secretEnv).toEqual({ API_KEY: expect.any(String) });
   // The end is taken up by the worker from the event, as another Lambda invocation would: it opens the record's sealed copy to mask.
@@ -391,4 +441,130 @@ test('a secret variable reaches CodeBuild opened, stays sealed in the record, an
   const log = await logOf(deploy);
   expect(log).toContain('key: ***');
   expect(log).not.toContain(secret);
+  // Gone with the build, at once: no recovery window.
+  expect(secretOf(deploy.id)).toBeUndefined();
+  expect(secretsManager.client.commandCalls(DeleteSecretCommand).map((c) => c.args[0].input)).toContainEqual({
+    SecretId: secretId,
+    ForceDeleteWithoutRecovery: true,
+  });
+});
+
+/** A site with one secret variable, handed to CodeBuild: its deploy's secret is there. */
+async function handedWithSecret() {
+  const handed = await handedToCodeBuild({ environmentVariables: [{ name: 'API_KEY', value: `s3cr3t-${randomUUID()}`, secret: true }] });
+  expect(secretOf(handed.deploy.id)).toBeDefined();
+  return handed;
+}
+
+test.each([
+  ['SUCCEEDED', 'DEPLOYED'],
+  ['TIMED_OUT', 'FAILED'],
+  ['FAULT', 'FAILED'],
+])("the deploy's secret is removed when its build ends %s", async (status, ended) => {
+  const { deploy } = await handedWithSecret();
+  await bucket.send(
+    new PutObjectCommand({ Bucket: BUCKET, Key: `deploy-builds/${deploy.siteId}/${deploy.id}/publish/index.html`, Body: 'x' }),
+  );
+  await worker(buildEvent(deploy, status));
+  expect((await aws.deploys.get(deploy.siteId, deploy.id))?.status).toBe(ended);
+  expect(secretOf(deploy.id)).toBeUndefined();
+});
+
+test("cancelDeploy stops the build; its STOPPED event ends the deploy CANCELLED and removes the deploy's secret", async () => {
+  const { deploy } = await handedWithSecret();
+  await gql('mutation ($s: ID!, $d: ID!) { cancelDeploy(siteId: $s, deployId: $d) { id status } }', { s: deploy.siteId, d: deploy.id });
+  await worker(buildEvent(deploy, 'STOPPED'));
+  expect((await aws.deploys.get(deploy.siteId, deploy.id))?.status).toBe('CANCELLED');
+  expect(secretOf(deploy.id)).toBeUndefined();
+});
+
+test.each([
+  [
+    'CodeBuild refuses it (an account limit)',
+    () => new AccountLimitExceededException({ message: 'Cannot have more than 1 builds in queue', $metadata: {} }),
+    /^CodeBuild did not start the build: Cannot have more than 1 builds in queue$/,
+  ],
+  ['the call fails', () => Object.assign(new Error('connect ETIMEDOUT'), { name: 'TimeoutError' }), /an internal error stopped the deploy/],
+])('when StartBuild fails (%s) the deploy fails and its secret, written just before, is removed', async (_, error, reason) => {
+  codeBuild.on(StartBuildCommand).rejects(error());
+  const { site } = await gitSite(
+    { 'app/src.txt': 'source' },
+    {
+      buildCommand: 'true',
+      baseDirectoryPath: 'app',
+      environmentVariables: [{ name: 'API_KEY', value: `s3cr3t-${randomUUID()}`, secret: true }],
+    },
+  );
+  const queued = await trigger(site.id);
+  await worker(sqsEvent(JSON.stringify({ siteId: site.id, deployId: queued.id })));
+  const done = (await aws.deploys.get(site.id, queued.id))!;
+  expect(done.status).toBe('FAILED');
+  expect(done.reason).toMatch(reason);
+  expect(secretsManager.client.commandCalls(CreateSecretCommand)).toHaveLength(1);
+  expect(secretsManager.secrets.size).toBe(0);
+});
+
+test('secret variables beyond what one secret holds fail the deploy with the reason; nothing is written or started', async () => {
+  const big = Array.from({ length: 5 }, (_, i) => ({ name: `CERT_${i}`, value: `${i}`.repeat(15_000), secret: true }));
+  const { site } = await gitSite(
+    { 'app/src.txt': 'source' },
+    { buildCommand: 'true', baseDirectoryPath: 'app', environmentVariables: big },
+  );
+  const queued = await trigger(site.id);
+  await worker(sqsEvent(JSON.stringify({ siteId: site.id, deployId: queued.id })));
+  const done = (await aws.deploys.get(site.id, queued.id))!;
+  expect(done.status).toBe('FAILED');
+  expect(done.reason).toMatch(
+    /^the site's secret variables come to 74 KiB, more than the 64 KiB a CodeBuild build can be given as secrets/,
+  );
+  expect(secretsManager.client.commandCalls(CreateSecretCommand)).toHaveLength(0);
+  expect(codeBuild.commandCalls(StartBuildCommand)).toHaveLength(0);
+});
+
+describe('the runner started twice for one deploy (a repeated message, a retried turn)', () => {
+  let checkout: string;
+  beforeAll(async () => {
+    checkout = await mkdtemp(join(tmpdir(), 'cairn-checkout-'));
+    await writeFile(join(checkout, 'index.html'), 'x');
+  });
+  afterAll(() => rm(checkout, { recursive: true, force: true }));
+
+  const runner = () =>
+    new CodeBuildRunner(new CodeBuildClient({ region: 'us-east-1' }), bucket, BUCKET, PROJECT, new BuildSecrets('us-east-1', PROJECT));
+  const request = (deployId: string) => ({
+    deployId,
+    siteId: 'site-1',
+    checkout,
+    directory: '',
+    command: 'true',
+    publishDirectory: '',
+    timeoutMs: 600_000,
+    env: { API_KEY: 'the-secret-value', CI: 'true' },
+    secretNames: ['API_KEY'],
+  });
+
+  test('finds its secret there and writes no second one or second version; both StartBuild requests are the same', async () => {
+    const deployId = newSortableId();
+    await runner().start(request(deployId));
+    await runner().start(request(deployId));
+    const starts = codeBuild.commandCalls(StartBuildCommand).map((c) => c.args[0].input);
+    expect(starts).toHaveLength(2);
+    expect(starts[1]).toEqual(starts[0]);
+    expect(starts[0]!.idempotencyToken).toBe(deployId);
+    expect(secretsManager.secrets.size).toBe(1);
+    expect([...secretOf(deployId)!.versions.keys()]).toEqual([`cairn-build-${deployId}`]);
+    expect(JSON.parse(secretOf(deployId)!.value)).toEqual({ API_KEY: 'the-secret-value' });
+    expect(secretsManager.client.commandCalls(PutSecretValueCommand)).toHaveLength(1);
+    expect(secretsManager.client.commandCalls(DeleteSecretCommand)).toHaveLength(0);
+  });
+
+  test('stopping the build removes the secret its variables refer to; removing it again (discard) is no error', async () => {
+    const deployId = newSortableId();
+    const build = await runner().start(request(deployId));
+    await runner().stop(build.id);
+    expect(codeBuild.commandCalls(StopBuildCommand).map((c) => c.args[0].input)).toEqual([{ id: build.id }]);
+    expect(secretOf(deployId)).toBeUndefined();
+    await runner().discard({ siteId: 'site-1', deployId });
+    expect(await keysUnder(`deploy-builds/site-1/${deployId}/`)).toEqual([]);
+  });
 });

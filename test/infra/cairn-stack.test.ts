@@ -979,11 +979,50 @@ describe('deploy pipeline', () => {
     expect([...arr<string>(bucket.Action)].sort()).toEqual(['s3:GetBucketAcl', 's3:GetBucketLocation']);
     expect(bucket.Resource).toEqual({ 'Fn::GetAtt': [bucketId, 'Arn'] });
     for (const s of stmts) {
-      for (const a of arr<string>(s.Action)) expect(a).toMatch(/^(s3|logs|codebuild):/);
+      for (const a of arr<string>(s.Action)) expect(a).toMatch(/^(s3|logs|codebuild|secretsmanager):/);
       expect(JSON.stringify(s.Resource)).not.toContain(id(stack.data.tables.deploys));
       expect(JSON.stringify(s.Resource)).not.toContain(id(stack.data.secretsKey));
     }
     expect(stmts.flatMap((s) => arr<string>(s.Action))).not.toContain('s3:DeleteObject');
+  });
+
+  /** Every secret of this stack's builds: `cairn/<project>/builds/*` (and Secrets Manager's six characters). */
+  const buildSecrets = () => ({
+    'Fn::Join': [
+      '',
+      [
+        'arn:',
+        { Ref: 'AWS::Partition' },
+        ':secretsmanager:',
+        { Ref: 'AWS::Region' },
+        ':',
+        { Ref: 'AWS::AccountId' },
+        ':secret:cairn/',
+        { Ref: projectId() },
+        '/builds/*',
+      ],
+    ],
+  });
+  const secretsStatements = (stmts: Json[]) => stmts.filter((s) => arr<string>(s.Action).some((a) => a.startsWith('secretsmanager:')));
+
+  test("the project's role reads the secrets of this stack's builds and no other secret, with no KMS permission of its own", () => {
+    const roleId = [...refs(resources[projectId()].Properties.ServiceRole)][0]!;
+    const stmts = roleStatements(roleId);
+    expect(secretsStatements(stmts)).toEqual([{ Effect: 'Allow', Action: 'secretsmanager:GetSecretValue', Resource: buildSecrets() }]);
+    // Secrets Manager's AWS managed key is used through Secrets Manager: no kms:Decrypt here.
+    expect(stmts.flatMap((s) => arr<string>(s.Action)).filter((a) => a.startsWith('kms:'))).toEqual([]);
+  });
+
+  test("the worker creates, updates and deletes the secrets of this stack's builds, and reads none; no other function touches them", () => {
+    const stmts = secretsStatements(statements('deployWorker'));
+    expect(stmts).toHaveLength(1);
+    expect([...arr<string>(stmts[0].Action)].sort()).toEqual([
+      'secretsmanager:CreateSecret',
+      'secretsmanager:DeleteSecret',
+      'secretsmanager:PutSecretValue',
+    ]);
+    expect(stmts[0].Resource).toEqual(buildSecrets());
+    for (const name of ['graphql', 's3', 'gateway', 'preview'] as const) expect(secretsStatements(statements(name))).toEqual([]);
   });
 
   test('build files expire from the bucket after a week if no worker removed them', () => {

@@ -5,11 +5,26 @@
  * built on it: the services a handler builds, an account, the GraphQL
  * Lambda door and the deploy worker's handler. The AWS services themselves
  * (SQS, CodeBuild, CloudFront, Lambda) are aws-sdk-client-mock stand-ins,
- * each suite mocking the clients it records.
+ * each suite mocking the clients it records; Secrets Manager's keeps its
+ * secrets, so a suite sees what is left in it (secretsManagerStandIn).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import type { SQSEvent } from 'aws-lambda';
+import {
+  CreateSecretCommand,
+  DeleteSecretCommand,
+  GetSecretValueCommand,
+  PutSecretValueCommand,
+  ResourceExistsException,
+  ResourceNotFoundException,
+  SecretsManagerClient,
+  type CreateSecretCommandInput,
+  type DeleteSecretCommandInput,
+  type GetSecretValueCommandInput,
+  type PutSecretValueCommandInput,
+} from '@aws-sdk/client-secrets-manager';
+import { mockClient } from 'aws-sdk-client-mock';
 import type { TestService } from './service.js';
 import { dataOf, graphqlClient, importGraphqlLambda, newAccount, type AccountFixture } from './graphql.js';
 import { lambdaFetch } from './lambda-door.js';
@@ -110,5 +125,73 @@ export function sqsEvent(body: string): SQSEvent {
         awsRegion: 'us-east-1',
       },
     ],
+  };
+}
+
+/** One secret of the Secrets Manager stand-in: its current value and the version tokens it was written with. */
+export interface StoodInSecret {
+  value: string;
+  versions: Map<string, string>;
+}
+
+/**
+ * Secrets Manager for the suites that write secrets: an aws-sdk-client-mock
+ * of the client answering as the service does for what Cairn calls
+ * (https://docs.aws.amazon.com/secretsmanager/latest/apireference/):
+ * CreateSecret refuses a name in use (ResourceExistsException);
+ * PutSecretValue with a token already used ignores the same value and
+ * refuses another; DeleteSecret with ForceDeleteWithoutRecovery removes the
+ * secret at once and answers for one already gone too; GetSecretValue reads
+ * the current value. `secrets` is the service's state by name.
+ */
+export function secretsManagerStandIn(): { client: ReturnType<typeof mockClient>; secrets: Map<string, StoodInSecret>; reset(): void } {
+  const client = mockClient(SecretsManagerClient);
+  const secrets = new Map<string, StoodInSecret>();
+  const arn = (name: string) => `arn:aws:secretsmanager:us-east-1:123456789012:secret:${name}-AbCdEf`;
+  const wire = () => {
+    client.on(CreateSecretCommand).callsFake((input: CreateSecretCommandInput) => {
+      const name = input.Name!;
+      if (secrets.has(name)) {
+        throw new ResourceExistsException({ message: `The operation failed because the secret ${name} already exists.`, $metadata: {} });
+      }
+      const token = input.ClientRequestToken ?? randomUUID();
+      secrets.set(name, { value: input.SecretString!, versions: new Map([[token, input.SecretString!]]) });
+      return { ARN: arn(name), Name: name, VersionId: token };
+    });
+    client.on(PutSecretValueCommand).callsFake((input: PutSecretValueCommandInput) => {
+      const secret = secrets.get(input.SecretId!);
+      if (!secret) throw new ResourceNotFoundException({ message: "Secrets Manager can't find the specified secret.", $metadata: {} });
+      const token = input.ClientRequestToken ?? randomUUID();
+      const had = secret.versions.get(token);
+      if (had !== undefined && had !== input.SecretString) {
+        throw new ResourceExistsException({
+          message: `A version with the token ${token} already exists with another value.`,
+          $metadata: {},
+        });
+      }
+      secret.versions.set(token, input.SecretString!);
+      secret.value = input.SecretString!;
+      return { ARN: arn(input.SecretId!), Name: input.SecretId, VersionId: token };
+    });
+    client.on(DeleteSecretCommand).callsFake((input: DeleteSecretCommandInput) => {
+      if (!input.ForceDeleteWithoutRecovery) throw new Error('the stand-in deletes only with ForceDeleteWithoutRecovery');
+      secrets.delete(input.SecretId!);
+      return { ARN: arn(input.SecretId!), Name: input.SecretId, DeletionDate: new Date() };
+    });
+    client.on(GetSecretValueCommand).callsFake((input: GetSecretValueCommandInput) => {
+      const secret = secrets.get(input.SecretId!);
+      if (!secret) throw new ResourceNotFoundException({ message: "Secrets Manager can't find the specified secret.", $metadata: {} });
+      return { ARN: arn(input.SecretId!), Name: input.SecretId, SecretString: secret.value };
+    });
+  };
+  wire();
+  return {
+    client,
+    secrets,
+    reset() {
+      client.reset();
+      secrets.clear();
+      wire();
+    },
   };
 }

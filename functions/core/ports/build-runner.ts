@@ -81,6 +81,8 @@ export interface DeployOfBuild {
 export interface DetachedBuildRequest extends Omit<BuildRequest, 'signal' | 'onOutput'>, DeployOfBuild {
   /** The publish directory, relative to the checkout ('' for the root): what the build hands back. */
   publishDirectory: string;
+  /** The names in `env` of the site's secret variables: a runner elsewhere must not send their values where others can read them. */
+  secretNames: readonly string[];
 }
 
 export interface StartedBuild {
