@@ -1,4 +1,42 @@
 /** Jest runs the TypeScript sources as native ESM (Helia and its deps are ESM-only). */
+
+/**
+ * The long suites: `npm run test:full` (CAIRN_TEST_SET=full), which CI
+ * runs, holds them; the everyday `npm test` leaves them out, and takes the
+ * API suites through one door (test/support/test-set.ts). Each is long by
+ * what it is for, not by accident: endurance and scale (a two-minute soak,
+ * 200 MiB and 1 GiB streams, hostile imports and GraphQL under attack, a
+ * crash mid-write), the real clients from Debian's packages (the AWS CLI,
+ * boto3, rclone, s3cmd: a Python start per command), a real browser
+ * (Chromium), and real bundling (esbuild over every Lambda handler and the
+ * web app). Seconds each, two workers, a full run on two cores: 1,212 s
+ * for everything; these suites held 697 s of the suites' summed time.
+ */
+const LONG_SUITES = [
+  'test/system/storage-soak.test.ts',
+  'test/sdk/stream-upload.test.ts',
+  'test/system/s3-streaming.test.ts',
+  'test/system/s3-crash.test.ts',
+  'test/system/graphql-memory.test.ts',
+  'test/api/bounded-work.test.ts',
+  'test/clients/s3-clients-cli.test.ts',
+  'test/clients/s3-clients-python.test.ts',
+  'test/clients/s3-clients-rclone-s3cmd.test.ts',
+  'test/web-app/web-app-browser.test.ts',
+  'test/clients/s3-cors-browser.test.ts',
+  'test/components/chromium-screenshotter.test.ts',
+  'test/api/graphql-playground.test.ts',
+  'test/infra/cold-bundles.test.ts',
+  'test/web-app/web-app-bundle.test.ts',
+];
+
+/** The long suites this run leaves out: none in a full run, nor one named on the command line (`npm test -- storage-soak`). */
+function leftOut() {
+  if (process.env.CAIRN_TEST_SET === 'full') return [];
+  const named = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));
+  return LONG_SUITES.filter((path) => !named.some((name) => path.includes(name.replace(/^\.\//, ''))));
+}
+
 export default {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
@@ -28,6 +66,7 @@ export default {
         'gateway-graphql-worker',
       ].map((name) => `<rootDir>/test/api/${name}.test.ts`)
     : ['<rootDir>/test/**/*.test.ts'],
+  testPathIgnorePatterns: ['/node_modules/', ...leftOut().map((path) => `<rootDir>/${path}`)],
   // The Lambda runtime's awslambda global, which streaming handlers need at load time.
   setupFiles: ['<rootDir>/test/support/lambda-runtime.ts'],
   testTimeout: 60000,

@@ -26,6 +26,7 @@ import { isRootPinned } from '../../functions/core/storage/pins.js';
 import { collectGarbage } from '../../functions/core/storage/collect.js';
 import { importPinsOf } from '../../functions/core/storage/car-ingest.js';
 import { DAG_LIMITS } from '../../functions/core/storage/dag-walk.js';
+import { doorsFor } from '../support/test-set.js';
 
 let service: TestService;
 let a: AccountFixture;
@@ -82,7 +83,7 @@ async function carOf(root: CID, blocks: Block[]): Promise<Uint8Array> {
 const depthRefusal = (root: CID) =>
   `the DAG of ${root} is deeper than ${DAG_LIMITS.maxDepth} levels; this service takes DAGs of at most ${DAG_LIMITS.maxDepth} levels, ${DAG_LIMITS.maxBlocks} blocks and ${DAG_LIMITS.maxLinks} links`;
 
-describe.each(DOORS)('through the $name', (door) => {
+describe.each(doorsFor(DOORS))('through the $name', (door) => {
   let send: Fetch;
   const url = (path: string) => `${service.config.urls.baseUrl}${path}`;
   const missingOf = async (cids: string[]): Promise<string[]> => {

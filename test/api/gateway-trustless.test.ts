@@ -24,6 +24,7 @@ import { lambdaFetch } from '../support/lambda-door.js';
 import { hostFetch } from '../support/http.js';
 import { importDirectory } from '../../functions/core/ipfs/import-directory.js';
 import { blockKey, readBlock, walkDag } from '../../functions/core/storage/dag-walk.js';
+import { doorsFor } from '../support/test-set.js';
 
 const CAR_TYPE = 'application/vnd.ipld.car; version=1; order=dfs; dups=n';
 const CHUNK = 262144;
@@ -157,7 +158,7 @@ const doors: Array<{ name: string; fetch: Fetch }> = [
   { name: 'Lambda door', fetch: (url, init) => lambdaFetch(target.gatewayLambda!)(url, init) },
 ];
 
-localDescribe.each(doors)('trustless gateway formats through the $name', ({ fetch }) => {
+localDescribe.each(doorsFor(doors))('trustless gateway formats through the $name', ({ fetch }) => {
   const get = (path: string, init: Init = {}) => fetch(`${target.endpoints.gateway}${path}`, init);
   const car = async (path: string, init: Init = {}) => {
     const res = await get(path, init);

@@ -18,6 +18,7 @@ import { lambdaFetch, type BodyEncoding, type LambdaFn } from '../support/lambda
 import { startGitServer, type GitServer } from '../support/git-server.js';
 import { hostFetch } from '../support/http.js';
 import { exporter } from 'ipfs-unixfs-exporter';
+import { doorsFor } from '../support/test-set.js';
 
 let service: TestService;
 let git: GitServer;
@@ -280,7 +281,7 @@ function pullRequestEvent(
   });
 }
 
-describe.each(DOORS)('GitHub-style events through the $name', (door) => {
+describe.each(doorsFor(DOORS))('GitHub-style events through the $name', (door) => {
   const post = door.post;
 
   test("a signed push to the site's branch deploys exactly the pushed commit, publishes it, and the site's address serves it", async () => {
@@ -1035,7 +1036,7 @@ describe.each(DEPLOYING_DOORS)('pushes never move a site backwards, through the 
   });
 });
 
-describe.each(BUILDING_DOORS)('build hooks through the $name', (door) => {
+describe.each(doorsFor(BUILDING_DOORS))('build hooks through the $name', (door) => {
   test('a build hook URL deploys the branch head on POST; a wrong token is 404, GET is 405, a deleted hook is 404', async () => {
     const post = door.post;
     const repo = newRepoName();

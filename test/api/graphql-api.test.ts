@@ -33,6 +33,7 @@ import {
   type TeamFixture,
 } from '../support/graphql.js';
 import { ENUMS, fieldsWithAdditions, INPUTS, MUTATIONS, OBJECTS, QUERIES, UNIONS } from '../support/service-description.js';
+import { doorsFor } from '../support/test-set.js';
 
 let target: ApiTarget;
 const savedEnv = { ...process.env };
@@ -59,7 +60,7 @@ const BY_SLUG = `query ($slug: String!) { getSiteBySlug(slug: $slug) { ...SiteFi
 const REPO = { repository: { type: 'GIT_HOST', url: 'https://git.example.com/team/docs.git', branch: 'main' } };
 const CID_V1 = 'bafybeihykld7uyxzogax6vgyvag42y7464eywpf55gxi5qpoisibh3c5wa';
 
-describe.each(targetGraphqlDoors(() => target))('GraphQL API through the $name', (door) => {
+describe.each(doorsFor(targetGraphqlDoors(() => target)))('GraphQL API through the $name', (door) => {
   let endpoint: string;
   let client: ReturnType<typeof graphqlClient>;
   let a: TeamFixture;

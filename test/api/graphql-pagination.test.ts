@@ -9,6 +9,7 @@ import type { Deploy } from '../../functions/core/data/deploys.js';
 import { newSortableId } from '../../functions/core/ids.js';
 import { apiTarget, localTest, type ApiTarget } from '../support/api-target.js';
 import { dataOf, graphqlClient, newTeam, onlyError, seedDeploys, targetGraphqlDoors, type TeamFixture } from '../support/graphql.js';
+import { doorsFor } from '../support/test-set.js';
 
 let target: ApiTarget;
 const savedEnv = { ...process.env };
@@ -50,7 +51,7 @@ afterAll(async () => {
   await target?.close();
 });
 
-describe.each(doors)('pagination through the $name', (door) => {
+describe.each(doorsFor(doors))('pagination through the $name', (door) => {
   let client: ReturnType<typeof graphqlClient>;
   beforeAll(() => {
     client = graphqlClient(door, target.endpoints.graphql);

@@ -20,6 +20,7 @@ import { BUNDLE_TARGET, extraFileCommands, LOCAL_ONLY_MODULES, PROJECT_ROOT, REQ
 import { PLAYGROUND_ASSETS, PLAYGROUND_BUNDLE_DIR } from '../../functions/graphql/playground-assets.js';
 import { apiTarget, localDescribe, type ApiTarget } from '../support/api-target.js';
 import { graphqlClient, newTeam, targetGraphqlDoors, type Door, type TeamFixture } from '../support/graphql.js';
+import { doorsFor } from '../support/test-set.js';
 
 const CHROMIUM = process.env.CAIRN_CHROMIUM ?? '/usr/bin/chromium';
 
@@ -40,7 +41,7 @@ afterAll(async () => {
 
 const assetUrls = (html: string) => [...html.matchAll(/(?:src|href)="(\?asset=[^"]+)"/g)].map((m) => m[1]!.replace(/&amp;/g, '&'));
 
-describe.each(doors)('the playground through the $name', (door: Door) => {
+describe.each(doorsFor(doors))('the playground through the $name', (door: Door) => {
   const endpoint = () => target.endpoints.graphql;
 
   test("a browser's GET /graphql is the playground page, with a strict CSP and only this service's own files", async () => {

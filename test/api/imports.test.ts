@@ -33,6 +33,7 @@ import { readBlock, walkDag } from '../../functions/core/storage/dag-walk.js';
 import { isRootPinned } from '../../functions/core/storage/pins.js';
 import { collectGarbage } from '../../functions/core/storage/collect.js';
 import { importPinsOf } from '../../functions/core/storage/car-ingest.js';
+import { doorsFor } from '../support/test-set.js';
 
 let service: TestService;
 let a: AccountFixture;
@@ -125,7 +126,7 @@ async function rawBlock(bytes: Uint8Array = randomBytes(1000)): Promise<Block> {
   return { cid: CID.createV1(0x55, await sha256.digest(bytes)), bytes };
 }
 
-describe.each(DOORS)('through the $name', (door) => {
+describe.each(doorsFor(DOORS))('through the $name', (door) => {
   let send: Fetch;
   let gqlClient: ReturnType<typeof graphqlClient>;
   beforeAll(() => {

@@ -27,6 +27,7 @@ import type { LambdaFn } from '../support/lambda-door.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
 import { startGitHostApi, type GitHostApi } from '../support/git-host-api.js';
 import { waitFor } from '../support/wait.js';
+import { doorsFor } from '../support/test-set.js';
 
 const RULE = 'outbound requests to private addresses are refused (CAIRN_OUTBOUND_PRIVATE=allow allows them)';
 
@@ -71,7 +72,7 @@ test('the service refuses private addresses', () => {
   expect(service.config.outbound).toEqual({ private: 'refuse' });
 });
 
-describe.each(graphqlDoors(() => graphqlLambda))('through the $name', (door) => {
+describe.each(doorsFor(graphqlDoors(() => graphqlLambda)))('through the $name', (door) => {
   const client = () => graphqlClient(door, service.endpoints.graphql);
   const gql = (query: string, variables: Record<string, unknown> = {}) => client().gql(a.apiKey, query, variables);
   let repos = 0;

@@ -18,6 +18,7 @@ import { request } from 'node:http';
 import { apiTarget, localDescribe, localTest, REMOTE, type ApiTarget } from '../support/api-target.js';
 import { absent, s3Doors, failure } from '../support/s3-doors.js';
 import { waitFor } from '../support/wait.js';
+import { doorsFor } from '../support/test-set.js';
 
 let target: ApiTarget;
 const savedEnv = { ...process.env };
@@ -60,7 +61,7 @@ function raw(
 
 const doors = s3Doors(() => target);
 
-describe.each(doors)('through the $name', (door) => {
+describe.each(doorsFor(doors))('through the $name', (door) => {
   const { tag } = door;
 
   test('a request signed 20 minutes off the server clock is RequestTimeTooSkewed', async () => {

@@ -38,6 +38,7 @@ import { BOOT, startTestService, type TestService } from '../support/service.js'
 import { apiTarget, localDescribe, localTest, REMOTE, type ApiTarget } from '../support/api-target.js';
 import { captureHeaders, failure, s3Doors } from '../support/s3-doors.js';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { doorsFor } from '../support/test-set.js';
 
 let target: ApiTarget;
 /** The account's own bucket. */
@@ -168,7 +169,7 @@ localDescribe('Expect headers on the local door', () => {
   });
 });
 
-describe.each(s3Doors(() => target))('listings through the $name', (door) => {
+describe.each(doorsFor(s3Doors(() => target)))('listings through the $name', (door) => {
   const { tag } = door;
   const bucket = `listing-${tag}`;
   // ceph/s3-tests' test_bucket_list(v2)_encoding_basic keys, and a few more.
@@ -245,7 +246,7 @@ describe.each(s3Doors(() => target))('listings through the $name', (door) => {
   });
 });
 
-describe.each(s3Doors(() => target))('buckets through the $name', (door) => {
+describe.each(doorsFor(s3Doors(() => target)))('buckets through the $name', (door) => {
   const { tag } = door;
   let s3: S3Client;
   beforeAll(() => {
@@ -363,7 +364,7 @@ localTest('DeleteBucket ends more unfinished uploads than one transaction can ho
   expect(await service.services.uploads.resumeCleanups(0)).toBe(0);
 });
 
-describe.each(s3Doors(() => target))('a retried CompleteMultipartUpload through the $name', (door) => {
+describe.each(doorsFor(s3Doors(() => target)))('a retried CompleteMultipartUpload through the $name', (door) => {
   const { tag } = door;
   let bucket: string;
   let s3: S3Client;

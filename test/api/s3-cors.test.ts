@@ -21,6 +21,7 @@ import { createHash } from 'node:crypto';
 import { apiTarget, type ApiTarget } from '../support/api-target.js';
 import { hostFetch } from '../support/http.js';
 import { captureHeaders, failure, s3Doors } from '../support/s3-doors.js';
+import { doorsFor } from '../support/test-set.js';
 
 let target: ApiTarget;
 const savedEnv = { ...process.env };
@@ -76,7 +77,7 @@ function withBody(s3: S3Client, body: string): S3Client {
   return s3;
 }
 
-describe.each(s3Doors(() => target))('through the $name', (door) => {
+describe.each(doorsFor(s3Doors(() => target)))('through the $name', (door) => {
   const { tag } = door;
   const bucket = `cors-${tag}`;
   const bare = `cors-bare-${tag}`;

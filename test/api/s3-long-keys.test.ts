@@ -25,6 +25,7 @@ import {
 import { randomBytes } from 'node:crypto';
 import { apiTarget, type ApiTarget } from '../support/api-target.js';
 import { absent, failure, s3Doors } from '../support/s3-doors.js';
+import { doorsFor } from '../support/test-set.js';
 
 let target: ApiTarget;
 const savedEnv = { ...process.env };
@@ -52,7 +53,7 @@ const bucketOf = (tag: string) => `long-keys-${tag}-${randomBytes(4).toString('h
 
 const doors = s3Doors(() => target);
 
-describe.each(doors)('through the $name', (door) => {
+describe.each(doorsFor(doors))('through the $name', (door) => {
   const { tag } = door;
   let bucket: string;
 

@@ -34,6 +34,7 @@ import { captureHeaders, s3Doors, failure } from '../support/s3-doors.js';
 import { collectGarbage } from '../../functions/core/storage/collect.js';
 import { ObjectReferences } from '../../functions/core/data/object-references.js';
 import { isRootPinned } from '../../functions/core/storage/pins.js';
+import { doorsFor } from '../support/test-set.js';
 
 interface Vector {
   name: string;
@@ -115,7 +116,7 @@ async function pinned(service: TestService, cid: string): Promise<{ pinned: bool
   return { pinned: await isRootPinned(node, parsed), root: await node.blockstore.has(parsed) };
 }
 
-describe.each(s3Doors(() => target))('multipart uploads through the $name', (door) => {
+describe.each(doorsFor(s3Doors(() => target)))('multipart uploads through the $name', (door) => {
   const { tag } = door;
   /** The largest part the door takes: S3's 5 MiB minimum, or the 4 MiB a Lambda request carries (Cairn takes smaller parts). */
   const FULL_PART = door.lambda ? 4 * MiB : 5 * MiB;

@@ -7,6 +7,7 @@ import { Readable } from 'node:stream';
 import { readFileSync } from 'node:fs';
 import { apiTarget, type ApiTarget } from '../support/api-target.js';
 import { absent, captureHeaders, s3Doors } from '../support/s3-doors.js';
+import { doorsFor } from '../support/test-set.js';
 
 const vectors = JSON.parse(readFileSync(new URL('../fixtures/cid-vectors.json', import.meta.url), 'utf8')) as Array<{
   name: string;
@@ -33,7 +34,7 @@ afterAll(async () => {
 
 const doors = s3Doors(() => target);
 
-describe.each(doors)('S3 slice through the $name', (door) => {
+describe.each(doorsFor(doors))('S3 slice through the $name', (door) => {
   test('PutObject answers the CIDs Kubo gives and GetObject returns the bytes', async () => {
     const s3 = door.client();
     const seen = captureHeaders(s3);

@@ -16,6 +16,7 @@ import { dataOf, graphqlClient, newTeam, onlyError, targetGraphqlDoors, type Tea
 import { startGitServer, type GitServer } from '../support/git-server.js';
 import { triggerPreview } from '../../functions/core/hosting/deploys.js';
 import { deployLogKey } from '../../functions/core/ports/log-store.js';
+import { doorsFor } from '../support/test-set.js';
 
 let target: ApiTarget;
 let git: GitServer | undefined;
@@ -48,7 +49,7 @@ async function rawSite(siteId: string): Promise<Record<string, unknown>> {
   return out.Item!;
 }
 
-describe.each(targetGraphqlDoors(() => target))('site variables through the $name', (door) => {
+describe.each(doorsFor(targetGraphqlDoors(() => target)))('site variables through the $name', (door) => {
   let client: ReturnType<typeof graphqlClient>;
   let a: TeamFixture;
   const gql = async (query: string, variables: Record<string, unknown>) => client.gql(a.apiKey, query, variables);

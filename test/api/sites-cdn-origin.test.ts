@@ -16,6 +16,7 @@ import { request } from 'node:http';
 import { dataOf, graphqlClient, newAccount, type AccountFixture } from '../support/graphql.js';
 import { importDirectory } from '../../functions/core/ipfs/import-directory.js';
 import { newSortableId } from '../../functions/core/ids.js';
+import { doorsFor } from '../support/test-set.js';
 
 let service: TestService;
 let gatewayLambda: LambdaFn;
@@ -138,7 +139,7 @@ beforeAll(async () => {
   [one, two] = [await publishedSite(SITE), await publishedSite(OTHER)];
 }, 60_000);
 
-describe.each(doors)('CDN origin paths through the $name', ({ get }) => {
+describe.each(doorsFor(doors))('CDN origin paths through the $name', ({ get }) => {
   test("/sites/<siteId>/ serves the published deploy with the site cache headers; the path after the id is the site's own", async () => {
     const root = await get(`/sites/${one.id}/`);
     expect(root.status).toBe(200);

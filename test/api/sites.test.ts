@@ -26,6 +26,7 @@ import {
 import { startGitServer, type GitServer } from '../support/git-server.js';
 import { importDirectory } from '../../functions/core/ipfs/import-directory.js';
 import type { LocalSiteCache } from '../../functions/local/site-cache.js';
+import { doorsFor } from '../support/test-set.js';
 
 let service: TestService;
 let git: GitServer;
@@ -186,7 +187,7 @@ beforeAll(async () => {
   docs = await publishedSite(DOCS);
 });
 
-describe.each(doors)('site addresses through the $name', (door) => {
+describe.each(doorsFor(doors))('site addresses through the $name', (door) => {
   const { caches } = door;
   const get = (path: string, init: Init = {}, host = siteHostOf(docs.slug)) =>
     door.fetch(`${service.endpoints.gateway}${path}`, { ...init, headers: { host, ...init.headers } });
@@ -647,7 +648,7 @@ describe('the site cache and purgeCache', () => {
     expect([after.headers.get('x-cache'), await after.text()]).toEqual(['MISS', 'one']);
     expect((await get(one.slug, '/')).headers.get('x-cache')).toBe('HIT');
     expect((await get(two.slug, '/')).headers.get('x-cache')).toBe('HIT');
-    for (const door of graphqlDoors(() => graphqlLambda)) {
+    for (const door of doorsFor(graphqlDoors(() => graphqlLambda))) {
       const refused = await graphqlClient(door, service.endpoints.graphql).gql(
         a.apiKey,
         'mutation ($s: String!) { purgeCache(input: { siteId: $s }) }',
