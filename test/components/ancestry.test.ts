@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AncestryUnknown, compareCommits, judge, type History } from '../../functions/deploy-worker/steps/ancestry.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
+import { variantsFor } from '../support/test-set.js';
 
 let server: GitServer;
 let work: string;
@@ -101,10 +102,12 @@ test('judge: the answers a history gives, and "more" wherever a shallow edge hid
   expect(judge(history(long, true), 'c0', 'c199999')).toBe('older');
 });
 
-describe.each([
-  ["git's command line", undefined],
-  ['isomorphic-git alone', false as const],
-])('compareCommits with %s', (_name, tool) => {
+describe.each(
+  variantsFor([
+    ["git's command line", undefined],
+    ['isomorphic-git alone', false as const],
+  ]),
+)('compareCommits with %s', (_name, tool) => {
   const compare = (commit: string, published: string, extra: Partial<Parameters<typeof compareCommits>[0]> = {}) =>
     compareCommits({
       url: server.repoUrl('acme/line'),

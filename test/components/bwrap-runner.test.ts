@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { ROOT } from '../support/child-service.js';
 import { BwrapRunner, type BwrapRunnerOptions } from '../../functions/local/bwrap-runner.js';
 import { BuildRefused, type BuildRequest, type BuildResult } from '../../functions/core/ports/build-runner.js';
+import { variantsFor } from '../support/test-set.js';
 
 const made: string[] = [];
 const markers: string[] = [];
@@ -96,7 +97,7 @@ async function build(
   return { result, output, checkout };
 }
 
-describe.each(['bwrap', 'none'] as const)('builds with sandbox=%s', (sandbox) => {
+describe.each(variantsFor(['bwrap', 'none'] as const))('builds with sandbox=%s', (sandbox) => {
   const runner = new BwrapRunner({ sandbox, hide: [] });
 
   test('the command runs in the base directory and may write there', async () => {

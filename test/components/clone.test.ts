@@ -21,6 +21,7 @@ import { mirrorsIdle } from '../../functions/deploy-worker/steps/checkout/mirror
 import { BwrapRunner, type BwrapRunnerOptions } from '../../functions/local/bwrap-runner.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
 import type { Resolver } from '../../functions/core/net/outbound.js';
+import { variantsFor } from '../support/test-set.js';
 
 let server: GitServer;
 let work: string;
@@ -89,10 +90,12 @@ async function history(dir: string): Promise<string[]> {
   return (await git.log({ fs, dir })).map((entry) => entry.oid);
 }
 
-describe.each([
-  ["git's command line", undefined],
-  ['isomorphic-git alone (Lambda: no git binary)', false],
-] as const)('with %s', (_, using) => {
+describe.each(
+  variantsFor([
+    ["git's command line", undefined],
+    ['isomorphic-git alone (Lambda: no git binary)', false],
+  ] as const),
+)('with %s', (_, using) => {
   beforeAll(() => {
     tool = using;
   });

@@ -2,8 +2,8 @@
  * Which tests a run holds. `npm test`, the everyday run (at most ten
  * minutes on two cores), runs every suite but the long ones (jest.config.js
  * lists them: the soak, the big streams, the browsers, the real clients,
- * the bundling) and takes each API suite through one door, the node:http
- * server; `npm run test:full` (CAIRN_TEST_SET=full), which CI runs, holds
+ * the bundling), takes each API suite through one door, the node:http
+ * server, and a component with two ways of working through its first; `npm run test:full` (CAIRN_TEST_SET=full), which CI runs, holds
  * every suite and takes every API suite through every door.
  *
  * Where a door is reached is the one thing doors differ in: each door's
@@ -20,3 +20,11 @@ export const FULL_RUN = process.env.CAIRN_TEST_SET === 'full';
 export function doorsFor<T>(doors: readonly T[]): T[] {
   return FULL_RUN ? [...doors] : doors.slice(0, 1);
 }
+
+/**
+ * The same for the second way of doing one thing: git's own commands and
+ * isomorphic-git (what a Lambda worker, which has no git binary, clones
+ * with), a build in bubblewrap and one without a sandbox. The first is
+ * what the local service uses; the full run takes every one.
+ */
+export const variantsFor = doorsFor;
