@@ -5,40 +5,37 @@
  * "Invocation payload (request and response)"), and API Gateway REST hands
  * a binary body over base64-encoded in that event
  * (https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-payload-encodings.html),
- * so a part's raw bytes count four thirds. An event over the limit never
- * reaches the function; API Gateway answers a 5xx, which the stack's
- * DEFAULT_5XX gateway response turns into S3's InternalError (lib/storage-api.ts).
+ * so a part's raw bytes count four thirds. The door's stand-in refuses an
+ * event over the limit before the function runs, as Lambda does
+ * (lambda-door.ts, LAMBDA_LIMITS in lambda-runtime.ts: the one place the
+ * limit is kept).
  *
- * `limitedLambda` wraps the S3 handler so; `startRestFront` puts it behind a
- * real HTTP port as API Gateway REST would (REST events, custom-domain
- * addressing: no stage), for clients in other processes (the CLI).
+ * `recordedLambda` notes the size of every event that reaches the S3
+ * handler, so a test can tell how close to the limit a client's parts came;
+ * `startRestFront` puts the handler behind a real HTTP port as API Gateway
+ * REST would (REST events, custom-domain addressing: no stage), for clients
+ * in other processes (the CLI).
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { restFetch, type LambdaFn } from './lambda-door.js';
+import { LAMBDA_LIMITS } from './lambda-runtime.js';
 
 /** The largest event one synchronous invocation carries. */
-export const LAMBDA_MAX_EVENT_BYTES = 6 * 1024 * 1024;
+export const LAMBDA_MAX_EVENT_BYTES = LAMBDA_LIMITS.requestBytes;
 
-export interface LimitedLambda {
+export interface RecordedLambda {
   handler: LambdaFn;
-  /** Every invocation's event size in bytes, the refused ones included. */
+  /** The size in bytes of every event that reached the handler. */
   events: number[];
-  /** Events Lambda would have refused. */
-  refused(): number;
 }
 
-export function limitedLambda(inner: LambdaFn): LimitedLambda {
+export function recordedLambda(inner: LambdaFn): RecordedLambda {
   const events: number[] = [];
   const handler: LambdaFn = async (event, context) => {
-    const size = Buffer.byteLength(JSON.stringify(event));
-    events.push(size);
-    if (size > LAMBDA_MAX_EVENT_BYTES) {
-      const body = `<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code><Message>We encountered an internal error. Please try again.</Message></Error>`;
-      return { statusCode: 500, headers: { 'content-type': 'application/xml' }, body };
-    }
+    events.push(Buffer.byteLength(JSON.stringify(event)));
     return inner(event, context);
   };
-  return { handler, events, refused: () => events.filter((n) => n > LAMBDA_MAX_EVENT_BYTES).length };
+  return { handler, events };
 }
 
 export interface RestFront {
