@@ -1,10 +1,10 @@
 /**
- * Which tests a run holds. `npm test`, the everyday run (at most ten
- * minutes on two cores), runs every suite but the long ones (jest.config.js
- * lists them: the soak, the big streams, the browsers, the real clients,
- * the bundling), takes each API suite through one door, the node:http
- * server, and a component with two ways of working through its first; `npm run test:full` (CAIRN_TEST_SET=full), which CI runs, holds
- * every suite and takes every API suite through every door.
+ * Which tests a run holds. `npm test`, the everyday run, runs every suite
+ * but the long ones (jest.config.js lists them: the soak, the big streams,
+ * the browsers, the real clients, the bundling), takes each API suite
+ * through one door, the node:http server, and a component with two ways
+ * of working through its first; `npm run test:full` (CAIRN_TEST_SET=full),
+ * which CI runs, holds every suite and takes every door and way.
  *
  * Where a door is reached is the one thing doors differ in: each door's
  * own translation (events of both payload versions, base64 bodies, the
