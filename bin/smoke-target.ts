@@ -36,7 +36,10 @@ export interface SmokeTarget {
 }
 
 /**
- * The stack outputs read, by output key (the CfnOutput's logical id):
+ * The stack outputs read, by output key: DescribeStacks lists each output
+ * as OutputKey, the output's logical id in the template
+ * (https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_Output.html,
+ * https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/outputs-section-structure.html):
  * test/system/smoke.test.ts checks each against a synthesized template, so
  * a renamed output fails there, not on a team's first day.
  */

@@ -291,7 +291,8 @@ async function s3RoundTrip(
   const data = randomBytes(size);
   const hash = sha256(data);
   await writeFile(file, data);
-  // Minutes, not seconds: 50 MiB through a Lambda door streams at about 2 MB/s after its first 6 MB.
+  // Minutes, not seconds: 50 MiB through a Lambda door streams at about 2 MB/s after its first 6 MB
+  // (https://docs.aws.amazon.com/lambda/latest/dg/configuration-response-streaming.html).
   const timeoutMs = Math.max(60 * SECOND, (size / MiB) * 6 * SECOND);
   const t0 = Date.now();
   const put = await awsCli(target, home, ['s3', 'cp', '--only-show-errors', file, `s3://${bucket}/${key}`], timeoutMs);
