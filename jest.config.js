@@ -18,6 +18,7 @@ const LONG_SUITES = [
   'test/system/s3-streaming.test.ts',
   'test/system/s3-crash.test.ts',
   'test/system/graphql-memory.test.ts',
+  'test/system/smoke.test.ts',
   'test/api/bounded-work.test.ts',
   'test/clients/s3-clients-cli.test.ts',
   'test/clients/s3-clients-python.test.ts',
