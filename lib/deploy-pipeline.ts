@@ -9,7 +9,7 @@
  * logical ids stay those of the stacks already deployed (a new id would
  * replace the queues, dropping the messages in them, and the project).
  */
-import { ArnFormat, Duration, Size, type Stack, Token, Validations } from 'aws-cdk-lib';
+import { ArnFormat, Duration, RemovalPolicy, Size, type Stack, Token, Validations } from 'aws-cdk-lib';
 import { BuildSpec, ComputeType, LinuxBuildImage, Project } from 'aws-cdk-lib/aws-codebuild';
 import { Rule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
@@ -18,6 +18,7 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Schedule, ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import {
@@ -58,6 +59,8 @@ export interface DeployPipeline {
   readonly deadLetters: Queue;
   readonly buildProject: Project;
   readonly buildEnded: Rule;
+  /** The key that names each deploy's secret of build variables: the worker reads it, nothing else does. */
+  readonly buildSecretNamesKey: Secret;
   readonly schedule: Schedule;
   readonly previews: DeployPreviews;
 }
@@ -158,8 +161,12 @@ export function addDeployPipeline(stack: Stack, props: DeployPipelineProps): Dep
   acknowledgeWildcard(
     worker,
     buildSecretsFinding(stack, buildProject),
-    "The worker creates, updates and deletes the secrets of this stack's builds (one per deploy, named by its id) under their prefix, and no other secret",
+    "The worker creates, updates and deletes the secrets of this stack's builds (one per deploy, named by its id and a keyed hash of it) under their prefix, and no other secret",
   );
+  const buildSecretNamesKey = addBuildSecretNamesKey(stack);
+  // Read, and nothing else: the worker never changes or removes it.
+  worker.addToRolePolicy(new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [buildSecretNamesKey.secretArn] }));
+  worker.addEnvironment('CAIRN_BUILD_SECRET_NAMES_KEY_ARN', buildSecretNamesKey.secretArn);
   for (const fn of [api, worker]) fn.addEnvironment('CAIRN_DEPLOY_QUEUE_URL', queue.queueUrl);
   worker.addEnvironment('CAIRN_BUILD_PROJECT', buildProject.projectName);
 
@@ -185,7 +192,33 @@ export function addDeployPipeline(stack: Stack, props: DeployPipelineProps): Dep
       'EventBridge Scheduler may invoke the deploy worker (any of its versions) and nothing else',
     );
   }
-  return { worker, queue, deadLetters, buildProject, buildEnded, schedule, previews };
+  return { worker, queue, deadLetters, buildProject, buildEnded, buildSecretNamesKey, schedule, previews };
+}
+
+/**
+ * The key that makes each build secret's name unguessable
+ * (functions/aws/build-secrets.ts): a build runs with the project role's
+ * credentials, which read every name under the builds' prefix, so a name
+ * must carry a part no build can make. Named by CloudFormation (after its
+ * logical id, no `/` in it), so never under that prefix; encrypted with
+ * Secrets Manager's AWS managed key, usable only by who is granted the
+ * secret (https://docs.aws.amazon.com/secretsmanager/latest/userguide/security-encryption.html),
+ * and only the worker is. 64 letters and digits: about 380 bits.
+ */
+function addBuildSecretNamesKey(stack: Stack): Secret {
+  const key = new Secret(stack, 'BuildSecretNamesKey', {
+    description: "Cairn: the key naming each deploy's secret of build variables (read by the deploy worker only; no user data)",
+    generateSecretString: { passwordLength: 64, excludePunctuation: true },
+    // It holds no user data: a stack deleted (or a first deploy rolled back)
+    // leaves no build to name, and a new stack makes a key of its own.
+    removalPolicy: RemovalPolicy.DESTROY,
+  });
+  Validations.of(key).acknowledge({
+    id: 'AwsSolutions-SMG4',
+    reason:
+      'The key is used only to name the secrets of builds (a keyed hash of the deploy id), never to protect data; rotating it would change the names of the secrets of builds in flight, which the worker could then no longer find to remove',
+  });
+  return key;
 }
 
 /**

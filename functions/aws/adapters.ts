@@ -136,8 +136,8 @@ export async function awsBuildRunner(config: Config): Promise<BuildRunner | Deta
     new S3Client({ region: config.region }),
     config.blockBucket,
     config.build.codeBuildProject,
-    // Its Secrets Manager client is loaded with the first build that has secret variables.
-    new BuildSecrets(config.region, config.build.codeBuildProject),
+    // Its Secrets Manager client is loaded, and the key naming the secrets read, with the first build that has secret variables.
+    new BuildSecrets(config.region, config.build.codeBuildProject, config.build.secretNamesKeyArn),
   );
 }
 

@@ -211,9 +211,13 @@ export class CodeBuildRunner implements DetachedBuildRunner {
     await this.secrets.removeReferenced(out.build?.environment?.environmentVariables ?? []);
   }
 
-  /** Removes the deploy's secret and its build files: both are tried, whichever fails. */
+  /**
+   * Removes the deploy's secret and its build files: both are tried, whichever
+   * fails. A build known to have had no secret variables has no secret, and
+   * its removal reads no key.
+   */
   async discard(of: DeployOfBuild): Promise<void> {
-    await Promise.all([this.secrets.remove(of.deployId), this.removeFiles(of)]);
+    await Promise.all([of.hadSecrets === false ? undefined : this.secrets.remove(of.deployId), this.removeFiles(of)]);
   }
 
   private async removeFiles(of: DeployOfBuild): Promise<void> {

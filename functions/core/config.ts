@@ -99,6 +99,8 @@ export interface Config {
     network: 'none' | 'outside' | 'host';
     /** In AWS: the CodeBuild project build commands run in (Lambda has no sandbox for them). */
     codeBuildProject?: string;
+    /** In AWS: the secret holding the key that names each deploy's secret of build variables (functions/aws/build-secrets.ts). */
+    secretNamesKeyArn?: string;
     /**
      * What one build may use on this machine (functions/local/bwrap-runner.ts),
      * sized like a CodeBuild small instance (3 GB, 2 vCPUs) and the service's
@@ -331,6 +333,7 @@ export function loadConfig(env: Env = process.env): Config {
       concurrency: positive(env, 'CAIRN_BUILD_CONCURRENCY', 1, 'builds'),
       network: buildNetwork(env, buildSandbox(env)),
       codeBuildProject: opt(env, 'CAIRN_BUILD_PROJECT'),
+      secretNamesKeyArn: secretArn(env, 'CAIRN_BUILD_SECRET_NAMES_KEY_ARN'),
       limits: {
         memoryBytes: size(env, 'CAIRN_BUILD_MEMORY', 3 * 1024 ** 3),
         processes: positive(env, 'CAIRN_BUILD_PROCESSES', 512, 'processes'),
@@ -428,6 +431,17 @@ function kvsArn(env: Env): string | undefined {
     throw new ConfigError(
       'CAIRN_SITE_HOSTS_KVS_ARN',
       `must be a CloudFront KeyValueStore ARN (arn:aws:cloudfront::<account>:key-value-store/<id>), got "${raw}"`,
+    );
+  }
+  return raw;
+}
+
+function secretArn(env: Env, name: string): string | undefined {
+  const raw = opt(env, name);
+  if (raw !== undefined && !/^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+$/.test(raw)) {
+    throw new ConfigError(
+      name,
+      `must be a Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>), got "${raw}"`,
     );
   }
   return raw;

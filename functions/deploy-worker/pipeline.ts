@@ -619,7 +619,7 @@ export async function resumeDeploy(options: PipelineOptions, deploy: Deploy, end
   } finally {
     await turn.end();
     await runner
-      .discard(of)
+      .discard({ ...of, hadSecrets: Object.keys(build.secretEnv ?? {}).length > 0 })
       .catch((err: unknown) => services.logger.warn("could not remove a build's files", { deployId: deploy.id, err }));
   }
 }

@@ -131,7 +131,11 @@ export async function buildEnded(pipeline: WorkerOptions, event: CodeBuildStateC
     // Its deploy ended without it (timed out by the tick, cancelled as it started): its secret and files go now.
     if (isDetached(pipeline.runner))
       await pipeline.runner
-        .discard({ siteId: ended.siteId, deployId: ended.deployId })
+        .discard({
+          siteId: ended.siteId,
+          deployId: ended.deployId,
+          hadSecrets: deploy && Object.keys(deploy.build?.secretEnv ?? {}).length > 0,
+        })
         .catch((err: unknown) => services.logger.warn("could not remove a build's secret and files", { deployId: ended.deployId, err }));
     return undefined;
   }

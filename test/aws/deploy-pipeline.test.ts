@@ -20,11 +20,11 @@ import {
   type StartBuildCommandInput,
   type StopBuildCommandInput,
 } from '@aws-sdk/client-codebuild';
-import { CreateSecretCommand, DeleteSecretCommand, PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
+import { CreateSecretCommand, DeleteSecretCommand, GetSecretValueCommand, PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { CloudFrontClient, CreateInvalidationCommand, type CreateInvalidationCommandInput } from '@aws-sdk/client-cloudfront';
 import { mockClient } from 'aws-sdk-client-mock';
 import { exporter } from 'ipfs-unixfs-exporter';
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,10 +48,22 @@ const DISTRIBUTION = 'E2QWRUHEXAMPLE';
 const sqs = mockClient(SQSClient);
 const codeBuild = mockClient(CodeBuildClient);
 const cloudFront = mockClient(CloudFrontClient);
-const secretsManager = secretsManagerStandIn();
+/** The stack's key naming build secrets, as the worker is told of it, and another stack's. */
+const KEY_ARN = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:BuildSecretNamesKey1A2B3C4D-AbCdEf';
+const KEY = 'k'.repeat(20) + randomUUID().replace(/-/g, '');
+const OTHER_KEY_ARN = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:BuildSecretNamesKey5E6F7A8B-GhIjKl';
+const OTHER_KEY = 'o'.repeat(20) + randomUUID().replace(/-/g, '');
+const secretsManager = secretsManagerStandIn({ [KEY_ARN]: KEY, [OTHER_KEY_ARN]: OTHER_KEY });
 
+/** The name a deploy's secret must have with `key`: the deploy id, a hyphen, 32 characters of base64url(HMAC-SHA256(key, deploy id)). */
+const secretNameOf = (deployId: string, key = KEY) =>
+  `cairn/${PROJECT}/builds/${deployId}-${createHmac('sha256', key).update(deployId).digest('base64url').slice(0, 32)}`;
 /** The deploy's secret, by the name the worker gives it. */
-const secretOf = (deployId: string) => secretsManager.secrets.get(`cairn/${PROJECT}/builds/${deployId}`);
+const secretOf = (deployId: string) => secretsManager.secrets.get(secretNameOf(deployId));
+/** The reads of the key's secret since the last reset. */
+const keyReads = () => secretsManager.client.commandCalls(GetSecretValueCommand).filter((c) => c.args[0].input.SecretId === KEY_ARN);
+/** The secrets deleted since the last reset, by name. */
+const deleted = () => secretsManager.client.commandCalls(DeleteSecretCommand).map((c) => c.args[0].input.SecretId);
 /** The builds started, by id: their variables, and the secrets Secrets Manager held when StartBuild was called. */
 const started = new Map<string, { variables: EnvironmentVariable[]; secretsThen: Map<string, string> }>();
 
@@ -74,6 +86,7 @@ beforeAll(async () => {
     AWS_ENDPOINT_URL_S3: service.endpoints.s3,
     CAIRN_BLOCK_BUCKET: BUCKET,
     CAIRN_BUILD_PROJECT: PROJECT,
+    CAIRN_BUILD_SECRET_NAMES_KEY_ARN: KEY_ARN,
     CAIRN_BUILD_TIMEOUT: '600',
     CAIRN_CDN_DISTRIBUTION_ID: DISTRIBUTION,
   });
@@ -391,6 +404,7 @@ test("the scheduled tick fails a deploy stuck past its time limit and stops its 
   await worker(buildEvent(deploy, 'STOPPED'));
   expect((await aws.deploys.get(deploy.siteId, deploy.id))?.status).toBe('FAILED');
   expect(secretOf(deploy.id)).toBeUndefined();
+  expect(deleted()).toEqual([secretNameOf(deploy.id)]);
   expect(await keysUnder(`deploy-builds/${deploy.siteId}/${deploy.id}/`)).toEqual([]);
 });
 
@@ -405,7 +419,10 @@ test("a secret variable reaches CodeBuild through the deploy's Secrets Manager s
   });
   // Nothing of the value in the request CodeBuild keeps and shows (its console, BatchGetBuilds).
   expect(JSON.stringify(start)).not.toContain(secret);
-  const secretId = `cairn/${PROJECT}/builds/${deploy.id}`;
+  // Named by the deploy id and 32 characters only the holder of the stack's key can make: no build can guess another deploy's.
+  const secretId = secretNameOf(deploy.id);
+  expect(secretId).toMatch(new RegExp(`^cairn/${PROJECT}/builds/${deploy.id}-[A-Za-z0-9_-]{32}$`));
+  expect(secretId).not.toBe(`cairn/${PROJECT}/builds/${deploy.id}`);
   expect(start.environmentVariablesOverride).toEqual([
     { name: 'GREETING', value: 'hi', type: 'PLAINTEXT' },
     { name: 'API_KEY', value: `${secretId}:API_KEY`, type: 'SECRETS_MANAGER' },
@@ -468,6 +485,18 @@ test.each([
   await worker(buildEvent(deploy, status));
   expect((await aws.deploys.get(deploy.siteId, deploy.id))?.status).toBe(ended);
   expect(secretOf(deploy.id)).toBeUndefined();
+  expect(deleted()).toEqual([secretNameOf(deploy.id)]);
+});
+
+test('a build without secret variables touches no secret and never reads the key, from its start to its end', async () => {
+  const { deploy } = await handedToCodeBuild({ environmentVariables: [{ name: 'GREETING', value: 'hi' }] });
+  await bucket.send(
+    new PutObjectCommand({ Bucket: BUCKET, Key: `deploy-builds/${deploy.siteId}/${deploy.id}/publish/index.html`, Body: 'x' }),
+  );
+  await worker(buildEvent(deploy, 'SUCCEEDED'));
+  expect((await aws.deploys.get(deploy.siteId, deploy.id))?.status).toBe('DEPLOYED');
+  // Not even a deletion: removing a secret would need its name, and so the key.
+  expect(secretsManager.client.calls()).toEqual([]);
 });
 
 test("cancelDeploy stops the build; its STOPPED event ends the deploy CANCELLED and removes the deploy's secret", async () => {
@@ -476,6 +505,7 @@ test("cancelDeploy stops the build; its STOPPED event ends the deploy CANCELLED 
   await worker(buildEvent(deploy, 'STOPPED'));
   expect((await aws.deploys.get(deploy.siteId, deploy.id))?.status).toBe('CANCELLED');
   expect(secretOf(deploy.id)).toBeUndefined();
+  expect(deleted()).toEqual([secretNameOf(deploy.id)]);
 });
 
 test.each([
@@ -500,7 +530,9 @@ test.each([
   const done = (await aws.deploys.get(site.id, queued.id))!;
   expect(done.status).toBe('FAILED');
   expect(done.reason).toMatch(reason);
-  expect(secretsManager.client.commandCalls(CreateSecretCommand)).toHaveLength(1);
+  const created = secretsManager.client.commandCalls(CreateSecretCommand).map((c) => c.args[0].input.Name);
+  expect(created).toEqual([secretNameOf(queued.id)]);
+  expect(deleted()).toEqual(created);
   expect(secretsManager.secrets.size).toBe(0);
 });
 
@@ -529,8 +561,15 @@ describe('the runner started twice for one deploy (a repeated message, a retried
   });
   afterAll(() => rm(checkout, { recursive: true, force: true }));
 
-  const runner = () =>
-    new CodeBuildRunner(new CodeBuildClient({ region: 'us-east-1' }), bucket, BUCKET, PROJECT, new BuildSecrets('us-east-1', PROJECT));
+  /** A runner as one worker container builds it: its own client, its own read of the key. */
+  const runner = (keyArn = KEY_ARN) =>
+    new CodeBuildRunner(
+      new CodeBuildClient({ region: 'us-east-1' }),
+      bucket,
+      BUCKET,
+      PROJECT,
+      new BuildSecrets('us-east-1', PROJECT, keyArn),
+    );
   const request = (deployId: string) => ({
     deployId,
     siteId: 'site-1',
@@ -552,6 +591,7 @@ describe('the runner started twice for one deploy (a repeated message, a retried
     expect(starts[1]).toEqual(starts[0]);
     expect(starts[0]!.idempotencyToken).toBe(deployId);
     expect(secretsManager.secrets.size).toBe(1);
+    expect([...secretsManager.secrets.keys()]).toEqual([secretNameOf(deployId)]);
     expect([...secretOf(deployId)!.versions.keys()]).toEqual([`cairn-build-${deployId}`]);
     expect(JSON.parse(secretOf(deployId)!.value)).toEqual({ API_KEY: 'the-secret-value' });
     expect(secretsManager.client.commandCalls(PutSecretValueCommand)).toHaveLength(1);
@@ -566,5 +606,58 @@ describe('the runner started twice for one deploy (a repeated message, a retried
     expect(secretOf(deployId)).toBeUndefined();
     await runner().discard({ siteId: 'site-1', deployId });
     expect(await keysUnder(`deploy-builds/site-1/${deployId}/`)).toEqual([]);
+    expect(deleted()).toEqual([secretNameOf(deployId), secretNameOf(deployId)]);
+  });
+
+  test('two workers with different keys name the same deploy differently; each finds its own name again', async () => {
+    const deployId = newSortableId();
+    const ours = await runner().start(request(deployId));
+    const theirs = await runner(OTHER_KEY_ARN).start(request(deployId));
+    expect([...secretsManager.secrets.keys()].sort()).toEqual([secretNameOf(deployId), secretNameOf(deployId, OTHER_KEY)].sort());
+    expect(secretNameOf(deployId)).not.toBe(secretNameOf(deployId, OTHER_KEY));
+    const referenced = (id: string) => started.get(id)!.variables.find((v) => v.name === 'API_KEY')!.value;
+    expect(referenced(ours.id)).toBe(`${secretNameOf(deployId)}:API_KEY`);
+    expect(referenced(theirs.id)).toBe(`${secretNameOf(deployId, OTHER_KEY)}:API_KEY`);
+    await runner(OTHER_KEY_ARN).discard({ siteId: 'site-1', deployId, hadSecrets: true });
+    expect([...secretsManager.secrets.keys()]).toEqual([secretNameOf(deployId)]);
+  });
+
+  test("one worker reads the key's secret once for several builds; a failed read is tried again by the next build", async () => {
+    const one = runner();
+    // The first read of the key fails (a timeout); the next ones answer as the service does (beforeEach wires the stand-in again).
+    let reads = 0;
+    secretsManager.client.on(GetSecretValueCommand).callsFake((input: { SecretId?: string }) => {
+      if (input.SecretId !== KEY_ARN) throw new Error(`unexpected read of ${input.SecretId}`);
+      if (reads++ === 0) throw Object.assign(new Error('connect ETIMEDOUT'), { name: 'TimeoutError' });
+      return { ARN: KEY_ARN, SecretString: KEY };
+    });
+    const first = newSortableId();
+    await expect(one.start(request(first))).rejects.toThrow(/ETIMEDOUT/);
+    expect(codeBuild.commandCalls(StartBuildCommand)).toHaveLength(0);
+    expect(secretsManager.secrets.size).toBe(0);
+    const ids = [newSortableId(), newSortableId(), newSortableId()];
+    for (const id of ids) await one.start(request(id));
+    for (const id of ids) await one.discard({ siteId: 'site-1', deployId: id, hadSecrets: true });
+    expect(keyReads()).toHaveLength(2);
+    expect(deleted()).toEqual(ids.map((id) => secretNameOf(id)));
+    expect(secretsManager.secrets.size).toBe(0);
+  });
+
+  test('a build without secret variables, started and discarded, never reads the key', async () => {
+    const one = runner();
+    const deployId = newSortableId();
+    await one.start({ ...request(deployId), env: { CI: 'true' }, secretNames: [] });
+    await one.discard({ siteId: 'site-1', deployId, hadSecrets: false });
+    expect(secretsManager.client.calls()).toEqual([]);
+    expect(codeBuild.commandCalls(StartBuildCommand)[0]!.args[0].input.environmentVariablesOverride).toEqual([
+      { name: 'CI', value: 'true', type: 'PLAINTEXT' },
+    ]);
+  });
+
+  test('without the key (CAIRN_BUILD_SECRET_NAMES_KEY_ARN unset) a build with secret variables is not started, and no secret is written', async () => {
+    const deployId = newSortableId();
+    await expect(runner('').start(request(deployId))).rejects.toThrow(/CAIRN_BUILD_SECRET_NAMES_KEY_ARN is unset/);
+    expect(codeBuild.commandCalls(StartBuildCommand)).toHaveLength(0);
+    expect(secretsManager.client.commandCalls(CreateSecretCommand)).toHaveLength(0);
   });
 });

@@ -1014,7 +1014,8 @@ describe('deploy pipeline', () => {
   });
 
   test("the worker creates, updates and deletes the secrets of this stack's builds, and reads none; no other function touches them", () => {
-    const stmts = secretsStatements(statements('deployWorker'));
+    // Its other secrets statement reads the key naming them (below).
+    const stmts = secretsStatements(statements('deployWorker')).filter((st) => !refs(st.Resource).has(namesKeyId()));
     expect(stmts).toHaveLength(1);
     expect([...arr<string>(stmts[0].Action)].sort()).toEqual([
       'secretsmanager:CreateSecret',
@@ -1023,6 +1024,68 @@ describe('deploy pipeline', () => {
     ]);
     expect(stmts[0].Resource).toEqual(buildSecrets());
     for (const name of ['graphql', 's3', 'gateway', 'preview'] as const) expect(secretsStatements(statements(name))).toEqual([]);
+  });
+
+  /** The stack's secret holding the key that names build secrets. */
+  const namesKeyId = () => id(stack.node.findChild('BuildSecretNamesKey'));
+  /** Every statement of every policy in the template (role policies, inline or attached), with the roles it applies to. */
+  const everyStatement = (): Array<{ roles: string[]; statement: Json }> => [
+    ...ofType('AWS::IAM::Policy').flatMap(([, p]) =>
+      arr(p.Properties.PolicyDocument.Statement).map((statement: Json) => ({
+        roles: arr<Json>(p.Properties.Roles).map((r) => r.Ref),
+        statement,
+      })),
+    ),
+    ...ofType('AWS::IAM::Role').flatMap(([roleId, r]) =>
+      arr<Json>(r.Properties.Policies).flatMap((p) =>
+        arr(p.PolicyDocument.Statement).map((statement: Json) => ({ roles: [roleId], statement })),
+      ),
+    ),
+  ];
+
+  test('a secret of its own holds a random key naming build secrets, outside their prefix, deleted with the stack', () => {
+    const key = resources[namesKeyId()];
+    expect(key.Type).toBe('AWS::SecretsManager::Secret');
+    // 64 letters and digits (no punctuation): about 380 bits.
+    expect(key.Properties.GenerateSecretString).toEqual({ PasswordLength: 64, ExcludePunctuation: true });
+    // No Name: CloudFormation names it after its logical id, which holds no `/`, so it is never under `cairn/<project>/builds/`.
+    expect(key.Properties.Name).toBeUndefined();
+    expect(namesKeyId()).toMatch(/^[A-Za-z0-9]+$/);
+    // Secrets Manager's own key: only those granted the secret read it.
+    expect(key.Properties.KmsKeyId).toBeUndefined();
+    // No user data: not among what a deleted stack or a failed first deploy leaves behind.
+    expect(key.DeletionPolicy).toBe('Delete');
+    expect(key.UpdateReplacePolicy).toBe('Delete');
+    template.resourceCountIs('AWS::SecretsManager::RotationSchedule', 0);
+    template.resourceCountIs('AWS::SecretsManager::ResourcePolicy', 0);
+    // Only the first account's secret is kept (lib/first-account.ts).
+    expect(
+      ofType('AWS::SecretsManager::Secret')
+        .filter(([, r]) => r.DeletionPolicy === 'Retain')
+        .map(([lid]) => lid),
+    ).toEqual([id(stack.firstAccount.secret)]);
+  });
+
+  test("only the worker may read the key's secret, and do nothing else with it; the worker alone is told its ARN", () => {
+    const naming = everyStatement().filter(({ statement }) => refs(statement.Resource).has(namesKeyId()));
+    expect(naming).toEqual([
+      {
+        roles: [id(fn('deployWorker').role!)],
+        statement: { Effect: 'Allow', Action: 'secretsmanager:GetSecretValue', Resource: { Ref: namesKeyId() } },
+      },
+    ]);
+    expect(fnResource('deployWorker').Properties.Environment.Variables.CAIRN_BUILD_SECRET_NAMES_KEY_ARN).toEqual({ Ref: namesKeyId() });
+    for (const name of ['graphql', 's3', 'gateway', 'preview'] as const) {
+      expect(JSON.stringify(fnResource(name).Properties.Environment.Variables)).not.toContain(namesKeyId());
+    }
+  });
+
+  test("the project's role has no statement naming the key's secret: its secrets grant is the builds' prefix alone", () => {
+    const roleId = [...refs(resources[projectId()].Properties.ServiceRole)][0]!;
+    const stmts = roleStatements(roleId);
+    for (const s of stmts) expect(refs(s.Resource).has(namesKeyId())).toBe(false);
+    expect(secretsStatements(stmts).map((s) => s.Resource)).toEqual([buildSecrets()]);
+    expect(resources[roleId].Properties.Policies).toBeUndefined();
   });
 
   test('build files expire from the bucket after a week if no worker removed them', () => {

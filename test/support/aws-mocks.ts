@@ -142,9 +142,15 @@ export interface StoodInSecret {
  * PutSecretValue with a token already used ignores the same value and
  * refuses another; DeleteSecret with ForceDeleteWithoutRecovery removes the
  * secret at once and answers for one already gone too; GetSecretValue reads
- * the current value. `secrets` is the service's state by name.
+ * the current value. `secrets` is the service's state by name. `stackSecrets`
+ * are the stack's own secrets by ARN (the key naming build secrets), which
+ * GetSecretValue also reads and a reset keeps.
  */
-export function secretsManagerStandIn(): { client: ReturnType<typeof mockClient>; secrets: Map<string, StoodInSecret>; reset(): void } {
+export function secretsManagerStandIn(stackSecrets: Record<string, string> = {}): {
+  client: ReturnType<typeof mockClient>;
+  secrets: Map<string, StoodInSecret>;
+  reset(): void;
+} {
   const client = mockClient(SecretsManagerClient);
   const secrets = new Map<string, StoodInSecret>();
   const arn = (name: string) => `arn:aws:secretsmanager:us-east-1:123456789012:secret:${name}-AbCdEf`;
@@ -179,6 +185,8 @@ export function secretsManagerStandIn(): { client: ReturnType<typeof mockClient>
       return { ARN: arn(input.SecretId!), Name: input.SecretId, DeletionDate: new Date() };
     });
     client.on(GetSecretValueCommand).callsFake((input: GetSecretValueCommandInput) => {
+      const own = stackSecrets[input.SecretId!];
+      if (own !== undefined) return { ARN: input.SecretId, Name: input.SecretId!.split(':').at(-1), SecretString: own };
       const secret = secrets.get(input.SecretId!);
       if (!secret) throw new ResourceNotFoundException({ message: "Secrets Manager can't find the specified secret.", $metadata: {} });
       return { ARN: arn(input.SecretId!), Name: input.SecretId, SecretString: secret.value };

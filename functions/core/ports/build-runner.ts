@@ -76,6 +76,8 @@ export interface DetachedBuildRunner {
 export interface DeployOfBuild {
   siteId: string;
   deployId: string;
+  /** Whether the build was given secret variables (the deploy record says); unknown is taken as yes. */
+  hadSecrets?: boolean;
 }
 
 export interface DetachedBuildRequest extends Omit<BuildRequest, 'signal' | 'onOutput'>, DeployOfBuild {
