@@ -23,6 +23,7 @@ import { recordOnlyOutbox, type NotificationOutbox } from '../core/ports/notific
 import { noCdn, noSiteHostMap, type CdnPurger, type CdnRetries, type SiteHostMap } from '../core/ports/site-cache.js';
 import { inlineLeafHasher } from '../core/hashing/leaf-hasher.js';
 import { configuredStores } from '../adapters/stores.js';
+import { onceUntilFailure } from '../core/once-until-failure.js';
 import { DynamoUploadGate } from './dynamo-gate.js';
 import { BuildRefused, type BuildRunner, type DetachedBuildRunner } from '../core/ports/build-runner.js';
 import type { PreviewTaker } from '../core/ports/screenshotter.js';
@@ -68,26 +69,12 @@ function noRetries(logger: Logger): CdnRetries {
   };
 }
 
-/**
- * Built on its first use, so a function that never calls the service never
- * loads its client (CloudFront's alone is about 220 KB of bundled code,
- * read from its chunk when the import runs); a load that failed is tried
- * again by the next call.
- */
-function onFirstUse<T>(build: () => Promise<T>): () => Promise<T> {
-  let built: Promise<T> | undefined;
-  return () =>
-    (built ??= build().catch((err: unknown) => {
-      built = undefined;
-      throw err;
-    }));
-}
-
 /** CloudFront invalidations when the stack gave a distribution (the client loaded with the first purge); otherwise nothing. */
 async function createCdnPurger(config: Config, retries: CdnRetries, logger: Logger): Promise<CdnPurger> {
   const distributionId = config.cdn.distributionId;
   if (!distributionId) return noCdn;
-  const purger = onFirstUse(async () => {
+  // Built on its first use: a function that never purges never loads CloudFront's client (about 220 KB of bundled code).
+  const purger = onceUntilFailure(async () => {
     const { CloudFrontClient } = await import('@aws-sdk/client-cloudfront');
     const { CloudFrontPurger } = await import('./cloudfront-purger.js');
     return new CloudFrontPurger(
@@ -108,7 +95,7 @@ async function createCdnPurger(config: Config, retries: CdnRetries, logger: Logg
 async function createSiteHostMap(config: Config, retries: CdnRetries, logger: Logger): Promise<SiteHostMap> {
   const kvsArn = config.cdn.siteHostsKvsArn;
   if (!kvsArn) return noSiteHostMap;
-  const map = onFirstUse(async () => {
+  const map = onceUntilFailure(async () => {
     const { CloudFrontKeyValueStoreClient } = await import('@aws-sdk/client-cloudfront-keyvaluestore');
     const { KvsSiteHostMap } = await import('./kvs-site-hosts.js');
     return new KvsSiteHostMap(new CloudFrontKeyValueStoreClient({ region: config.region }), kvsArn, retries, logger.child({ cdn: 'kvs' }));

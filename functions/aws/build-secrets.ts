@@ -101,6 +101,7 @@
 import { createHmac } from 'node:crypto';
 import type { EnvironmentVariable } from '@aws-sdk/client-codebuild';
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { onceUntilFailure } from '../core/once-until-failure.js';
 
 /** Where the build secrets of the stack whose CodeBuild project is `project` live (the stack's grants cover this prefix). */
 export const buildSecretsPrefix = (project: string) => `cairn/${project}/builds/`;
@@ -121,9 +122,6 @@ export class BuildSecretsTooLarge extends Error {
 }
 
 export class BuildSecrets {
-  private client?: Promise<SecretsManagerClient>;
-  private namesKey?: Promise<string>;
-
   /** `namesKeyArn`: the stack's secret holding the key that names the builds' secrets (CAIRN_BUILD_SECRET_NAMES_KEY_ARN). */
   constructor(
     private readonly region: string,
@@ -131,46 +129,33 @@ export class BuildSecrets {
     private readonly namesKeyArn: string | undefined,
   ) {}
 
-  /** The client, loaded with the first build that has secrets (the worker's start-up does not carry it). */
-  private secretsManager(): Promise<SecretsManagerClient> {
-    // A load that failed is tried again by the next build.
-    this.client ??= import('@aws-sdk/client-secrets-manager').then(
-      (m) => new m.SecretsManagerClient({ region: this.region }),
-      (err: unknown) => {
-        this.client = undefined;
-        throw err;
-      },
-    );
-    return this.client;
-  }
+  /** The client, loaded with the first build that has secrets (the worker's start-up does not carry it); a load that failed is tried again by the next build. */
+  private readonly secretsManager = onceUntilFailure(async (): Promise<SecretsManagerClient> => {
+    const { SecretsManagerClient } = await import('@aws-sdk/client-secrets-manager');
+    return new SecretsManagerClient({ region: this.region });
+  });
 
   /**
    * The key naming the secrets, read once per container with the first
    * build that has secret variables (a read that failed is tried again by
    * the next). Never a name without it: that name is one a build could guess.
    */
-  private key(): Promise<string> {
-    this.namesKey ??= (async () => {
-      if (!this.namesKeyArn) {
-        throw new Error(
-          "CAIRN_BUILD_SECRET_NAMES_KEY_ARN is unset: a build's secret variables cannot be given to CodeBuild without the key that names their secret",
-        );
-      }
-      const { GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
-      const out = await (await this.secretsManager()).send(new GetSecretValueCommand({ SecretId: this.namesKeyArn }));
-      const key = out.SecretString ?? '';
-      if (key.length < NAMES_KEY_MIN_LENGTH) {
-        throw new Error(
-          `the secret ${this.namesKeyArn} holds ${key.length} characters, fewer than the ${NAMES_KEY_MIN_LENGTH} of a key naming build secrets`,
-        );
-      }
-      return key;
-    })().catch((err: unknown) => {
-      this.namesKey = undefined;
-      throw err;
-    });
-    return this.namesKey;
-  }
+  private readonly key = onceUntilFailure(async (): Promise<string> => {
+    if (!this.namesKeyArn) {
+      throw new Error(
+        "CAIRN_BUILD_SECRET_NAMES_KEY_ARN is unset: a build's secret variables cannot be given to CodeBuild without the key that names their secret",
+      );
+    }
+    const { GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
+    const out = await (await this.secretsManager()).send(new GetSecretValueCommand({ SecretId: this.namesKeyArn }));
+    const key = out.SecretString ?? '';
+    if (key.length < NAMES_KEY_MIN_LENGTH) {
+      throw new Error(
+        `the secret ${this.namesKeyArn} holds ${key.length} characters, fewer than the ${NAMES_KEY_MIN_LENGTH} of a key naming build secrets`,
+      );
+    }
+    return key;
+  });
 
   /** The name of the deploy's secret (reads the key the first time). */
   async secretId(deployId: string): Promise<string> {
