@@ -281,11 +281,19 @@ export async function invokeThrough(
     if (!rec) throw new Error('a streaming handler answered without the runtime stand-in');
     return streamedResponse(front, method, rec);
   }
+  // The event travels from the front through Lambda's service to the
+  // function's runtime, which reads it from the Runtime API and parses it
+  // (https://docs.aws.amazon.com/lambda/latest/dg/runtimes-api.html, "Next
+  // invocation"): the front's work and the runtime's are separate turns, as
+  // here, so a test timing the function's event loop sees only the runtime's.
+  await new Promise((resolve) => setImmediate(resolve));
   // As the runtime hands it over: parsed from the JSON Lambda was sent.
   const { result, failed } = await callBuffered(handler, JSON.parse(payload), context);
   if (failed) return frontFailure(front, 'function-error');
   const out = JSON.stringify(result ?? null);
   if (Buffer.byteLength(out) > lambdaLimits().bufferedResponseBytes) return frontFailure(front, 'function-error');
+  // Posted back to the Runtime API ("Invocation response"); the front reads it in a turn of its own.
+  await new Promise((resolve) => setImmediate(resolve));
   return bufferedResponse(method, JSON.parse(out) as LambdaResult);
 }
 
