@@ -16,7 +16,7 @@
  * on this host. The path after the prefix is the site's own, decoded as on
  * a site host, so `..` stops at the site's root and never reaches another.
  */
-import type { HttpHandler } from '../core/http/types.js';
+import type { HttpHandler, HttpRequest } from '../core/http/types.js';
 import type { Logger } from '../core/logger.js';
 import type { GatewayServices } from '../core/services.js';
 import { isNotFound, NotAFileError } from '../core/ipfs/read.js';
@@ -26,14 +26,39 @@ import { serveObject } from './objects.js';
 import { serveSite } from './sites.js';
 import { textResponse } from './responses.js';
 
+/**
+ * Content by CID is public, so any web page may read it: `/ipfs/` answers
+ * every origin, as IPFS gateways do (boxo's gateway.AddAccessControlHeaders,
+ * which Kubo's gateway serves by default), and answers a preflight itself.
+ * Headers a page needs beyond the CORS-safelisted ones are exposed: the
+ * length and range of a partial answer, the ETag a verifying client
+ * compares with the CID, and the path and roots the gateway resolved. No
+ * credentials are involved, so `*` is the whole answer. On AWS the Function
+ * URL has no CORS configuration of its own (lib/gateway.ts), so these
+ * headers and the answer to OPTIONS are the function's
+ * (https://docs.aws.amazon.com/lambda/latest/dg/urls-configuration.html#urls-cors).
+ */
+const PATH_GATEWAY_CORS: Readonly<Record<string, string>> = {
+  'access-control-allow-origin': '*',
+  'access-control-allow-methods': 'GET, HEAD, OPTIONS',
+  'access-control-allow-headers': 'Content-Type, Range, User-Agent, X-Requested-With',
+  'access-control-expose-headers': 'Content-Length, Content-Range, ETag, X-Chunked-Output, X-Ipfs-Path, X-Ipfs-Roots, X-Stream-Output',
+};
+
 export function createGatewayHandler(services: GatewayServices, logger: Logger = services.logger.child({ fn: 'gateway' })): HttpHandler {
   const { urls, sites } = services.config;
-  const answer: HttpHandler = async (req) => {
-    if (req.method !== 'GET' && req.method !== 'HEAD') return textResponse(405, 'Method Not Allowed\n', { allow: 'GET, HEAD' });
+  /** Where a request goes: at most one of the four is set. */
+  const routeOf = (req: HttpRequest) => {
     const host = bucketHost(req.headers.get('host'), urls);
     const site = host ? undefined : siteHost(req.headers.get('host'), sites.domain);
     const origin = host || site ? undefined : siteOriginPath(req.rawPath);
     const content = host || site || origin ? undefined : ipfsPath(req.rawPath);
+    return { host, site, origin, content };
+  };
+  const answer = async (req: HttpRequest, { host, site, origin, content }: ReturnType<typeof routeOf>): Promise<Response> => {
+    if (content && req.method === 'OPTIONS') return new Response(null, { status: 200, headers: { allow: 'GET, HEAD, OPTIONS' } });
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return textResponse(405, 'Method Not Allowed\n', { allow: content ? 'GET, HEAD, OPTIONS' : 'GET, HEAD' });
     try {
       if (host) return await serveObject(services, req, host);
       if (site) return await serveSite(services, req, site);
@@ -64,7 +89,10 @@ export function createGatewayHandler(services: GatewayServices, logger: Logger =
     }
   };
   return async (req) => {
-    const response = await answer(req);
+    const route = routeOf(req);
+    const response = await answer(req, route);
+    // Every answer under /ipfs/, errors too: a page can then tell a 404 from a network failure.
+    if (route.content) for (const [name, value] of Object.entries(PATH_GATEWAY_CORS)) response.headers.set(name, value);
     logger.debug('gateway request', { method: req.method, path: req.rawPath, status: response.status });
     return response;
   };

@@ -2,7 +2,7 @@
  * The gateway's public URLs, through both doors: `<bucket>.<storage public
  * domain>/<key>` and `<bucket>.<bucket endpoint domain>/<key>` (chosen by the
  * Host header) serve public-read objects and refuse private ones; `/ipfs/<cid>`
- * serves any content by CID. Against a deployed stack the public names are
+ * serves any content by CID, to pages of any origin (CORS). Against a deployed stack the public names are
  * sent as Host (and TLS server name) to CAIRN_TEST_GATEWAY_URL, which must
  * answer for them, as the stack's gateway domain does.
  */
@@ -209,5 +209,40 @@ describe.each(doors)('gateway public URLs through the $name', ({ fetch }) => {
     const cached = await fetch(`${gateway}/ipfs/${cid}`, { headers: { 'if-none-match': `"${cid}"` } });
     expect(cached.status).toBe(304);
     expect(cached.headers.get('cache-control')).toContain('immutable');
+  });
+
+  test('/ipfs/ answers pages of any origin: a preflight, and CORS headers on every answer, errors too', async () => {
+    const gateway = target.endpoints.gateway;
+    const cid = cids['data/big.bin']!;
+    const origin = { origin: 'https://app.example' };
+    const preflight = await fetch(`${gateway}/ipfs/${cid}`, {
+      method: 'OPTIONS',
+      headers: { ...origin, 'access-control-request-method': 'GET', 'access-control-request-headers': 'range' },
+    });
+    expect(preflight.status).toBe(200);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('*');
+    expect(preflight.headers.get('access-control-allow-methods')).toBe('GET, HEAD, OPTIONS');
+    expect(preflight.headers.get('access-control-allow-headers')?.split(', ')).toContain('Range');
+    const answers = {
+      206: await fetch(`${gateway}/ipfs/${cid}`, { headers: { ...origin, range: 'bytes=0-9' } }),
+      304: await fetch(`${gateway}/ipfs/${cid}`, { headers: { ...origin, 'if-none-match': `"${cid}"` } }),
+      400: await fetch(`${gateway}/ipfs/not-a-cid`, { headers: origin }),
+      404: await fetch(`${gateway}/ipfs/bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy`, { headers: origin }),
+      405: await fetch(`${gateway}/ipfs/${cid}`, { method: 'DELETE', headers: origin }),
+    };
+    for (const [status, res] of Object.entries(answers)) {
+      expect([status, res.status]).toEqual([status, Number(status)]);
+      expect([status, res.headers.get('access-control-allow-origin')]).toEqual([status, '*']);
+    }
+    // A page reads what it needs of a partial answer only if the headers are exposed.
+    const exposed = answers[206].headers.get('access-control-expose-headers')!.toLowerCase().split(', ');
+    expect(exposed).toEqual(expect.arrayContaining(['content-range', 'content-length', 'etag', 'x-ipfs-path', 'x-ipfs-roots']));
+    expect(answers[206].headers.get('content-range')).toBe(`bytes 0-9/${BIG.length}`);
+    expect(answers[405].headers.get('allow')).toBe('GET, HEAD, OPTIONS');
+    // Public object URLs are not content by CID: they do not answer every origin.
+    const object = await get(publicHost(), '/site/index.html', { headers: origin });
+    expect(object.status).toBe(200);
+    expect(object.headers.get('access-control-allow-origin')).toBeNull();
+    expect((await get(publicHost(), '/site/index.html', { method: 'OPTIONS', headers: origin })).status).toBe(405);
   });
 });

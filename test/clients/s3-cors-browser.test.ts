@@ -12,7 +12,14 @@ import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CreateBucketCommand, DeleteBucketCorsCommand, PutBucketCorsCommand, type CORSRule, type S3Client } from '@aws-sdk/client-s3';
+import {
+  CreateBucketCommand,
+  DeleteBucketCorsCommand,
+  PutBucketCorsCommand,
+  PutObjectCommand,
+  type CORSRule,
+  type S3Client,
+} from '@aws-sdk/client-s3';
 import { chromium, type Browser } from 'playwright-core';
 import { cidForms } from '../../functions/core/ipfs/cid.js';
 import { lambdaFetch, type LambdaFn } from '../support/lambda-door.js';
@@ -29,6 +36,7 @@ let service: TestService;
 let browser: Browser;
 let page: { origin: string; close(): Promise<void> };
 let bridge: { origin: string; close(): Promise<void> };
+let gatewayBridge: { origin: string; close(): Promise<void> };
 const savedEnv = { ...process.env };
 
 async function listen(server: Server): Promise<{ origin: string; close(): Promise<void> }> {
@@ -88,7 +96,11 @@ beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (or set CAIRN_CHROMIUM to a Chromium)`);
   target = await apiTarget();
   service = target.local!;
-  [page, bridge] = await Promise.all([startPageServer(), startLambdaBridge(target.s3Lambda!)]);
+  [page, bridge, gatewayBridge] = await Promise.all([
+    startPageServer(),
+    startLambdaBridge(target.s3Lambda!),
+    startLambdaBridge(target.gatewayLambda!),
+  ]);
   // launch() gives every run a fresh temporary profile.
   browser = await chromium.launch({
     executablePath: CHROMIUM,
@@ -107,7 +119,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await Promise.all([page?.close(), bridge?.close()]);
+  await Promise.all([page?.close(), bridge?.close(), gatewayBridge?.close()]);
   process.env = savedEnv;
   await target?.close();
 });
@@ -240,5 +252,41 @@ describe.each([
     const { outcome } = await runApp(endpoint(), bucket, 'hidden.txt', 'stored, CID unseen');
     expect(outcome).toMatchObject({ ok: false, code: 'MissingHash' });
     expect(await service.services.objects.get(bucket, 'hidden.txt')).toBeDefined();
+  }, 60_000);
+});
+
+describe.each([
+  { name: 'node:http door', tag: 'n', gateway: () => service.endpoints.gateway },
+  { name: 'Lambda door', tag: 'l', gateway: () => gatewayBridge.origin },
+])('a page on another origin reads content by CID from the gateway, through the $name', ({ tag, gateway }) => {
+  test('a ranged read with a header that needs a preflight: the bytes, Content-Range and the ETag', async () => {
+    const s3 = nodeDoor!.client();
+    const bucket = `browser-cid-${tag}`;
+    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'private.txt', Body: 'content by CID is public', ACL: 'private' }));
+    const { v0 } = cidForms((await service.services.objects.get(bucket, 'private.txt'))!.cid);
+    const context = await browser.newContext();
+    const tab = await context.newPage();
+    const consoleErrors: string[] = [];
+    tab.on('console', (msg) => {
+      if (msg.type() === 'error') consoleErrors.push(msg.text());
+    });
+    try {
+      await tab.goto(`${page.origin}/`);
+      const url = `${gateway()}/ipfs/${v0}`;
+      const outcome = await tab.evaluate(async (url) => {
+        try {
+          // X-Requested-With is not CORS-safelisted: the browser asks the gateway first (OPTIONS).
+          const res = await fetch(url, { headers: { range: 'bytes=8-13', 'x-requested-with': 'cairn-test' } });
+          return { status: res.status, text: await res.text(), range: res.headers.get('content-range'), etag: res.headers.get('etag') };
+        } catch (err) {
+          return { error: String(err) };
+        }
+      }, url);
+      expect(outcome).toEqual({ status: 206, text: 'by CID', range: 'bytes 8-13/24', etag: `"${v0}"` });
+      expect(consoleErrors).toEqual([]);
+    } finally {
+      await context.close();
+    }
   }, 60_000);
 });
