@@ -2,7 +2,8 @@
  * The trustless gateway's response types on `/ipfs/<cid>[/path]`, as the
  * IPFS HTTP gateway specs (trustless-gateway, path-gateway) define them:
  * a raw block (`?format=raw`, `Accept: application/vnd.ipld.raw`), bytes a
- * client checks against the CID it asked for, and a CARv1 stream
+ * client checks against the CID it asked for (or, with a path, the block
+ * the path reaches), and a CARv1 stream
  * (`?format=car`, `Accept: application/vnd.ipld.car`) of the blocks that
  * prove the path, then the blocks of `dag-scope` (block, entity, all) or of
  * `entity-bytes` at its end, depth first, each block once. The CAR is
@@ -185,13 +186,26 @@ async function serveRawBlock(
   services: Pick<Services, 'ipfs' | 'logger'>,
   req: HttpRequest,
   format: TrustlessFormat,
-  { cid, segments, headers }: TrustlessTarget,
+  { cid: root, segments, headers }: TrustlessTarget,
 ): Promise<Response> {
+  // With a path, the answer is the block the path reaches (path-gateway
+  // spec, "format" request query parameter: the response type applies to
+  // the content path's terminal element); X-Ipfs-Roots names every block on
+  // the way, so a client can ask for them too and verify the path.
+  let cid = root;
+  let roots = [root];
   if (segments.length > 0) {
-    return textResponse(
-      400,
-      `Bad Request: a raw block is asked for by its CID alone (/ipfs/<cid>?format=raw), not by a path; ask for format=car to have a path's blocks\n`,
-    );
+    const node = await services.ipfs();
+    let found: Resolved | undefined;
+    try {
+      found = await resolvePath(node.blockstore, root, segments, req.signal);
+    } catch (err) {
+      if (isNotFound(err)) return textResponse(404, 'Not Found: this gateway holds no content with that CID\n');
+      throw err;
+    }
+    if (!found) return textResponse(404, 'Not Found: no such path under that CID\n');
+    cid = found.entry.cid;
+    roots = found.roots;
   }
   let bytes: Uint8Array;
   if (cid.multihash.code === IDENTITY) {
@@ -216,7 +230,7 @@ async function serveRawBlock(
       etag,
       'x-content-type-options': 'nosniff',
       'content-disposition': attachment(filename || `${text}.bin`),
-      'x-ipfs-roots': text,
+      'x-ipfs-roots': rootsHeader(roots),
       ...(format.negotiated ? { 'content-location': formatUrl(req, 'raw') } : {}),
     },
     validators: { etag },

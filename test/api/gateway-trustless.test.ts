@@ -312,7 +312,7 @@ localDescribe.each(doorsFor(doors))('trustless gateway formats through the $name
     }
   });
 
-  test('a raw block is the bytes as stored, which hash to the CID; a path is 400', async () => {
+  test('a raw block is the bytes as stored, which hash to the CID; by a path, the block it reaches', async () => {
     const bs = await blockstore();
     for (const cid of [object, (await dagOf(object))[2]!, tree]) {
       const res = await get(`/ipfs/${cid}?format=raw`);
@@ -336,9 +336,25 @@ localDescribe.each(doorsFor(doors))('trustless gateway formats through the $name
     const named = await get(`/ipfs/${object}?format=raw&filename=bl%C3%B6ck.bin`);
     expect(named.headers.get('content-disposition')).toBe(`attachment; filename="bl_ck.bin"; filename*=UTF-8''bl%C3%B6ck.bin`);
     await named.arrayBuffer();
-    const withPath = await get(`/ipfs/${tree}/sub?format=raw`);
-    expect(withPath.status).toBe(400);
-    expect(await withPath.text()).toContain('format=car');
+    // With a path, the block the path reaches ("format": the response type of the
+    // content path's terminal element), the blocks on the way named in X-Ipfs-Roots.
+    for (const [path, terminal, roots] of [
+      [`${tree}/sub`, sub, [tree, sub]],
+      [`${tree}/sub/file.bin`, file, [tree, sub, file]],
+    ] as const) {
+      const res = await get(`/ipfs/${path}?format=raw`);
+      expect(res.status).toBe(200);
+      expect(Buffer.from(await res.arrayBuffer()).equals(Buffer.from(await readBlock(bs, terminal)))).toBe(true);
+      expect(res.headers.get('etag')).toBe(`"${terminal}.raw"`);
+      expect(res.headers.get('x-ipfs-roots')).toBe(roots.join(','));
+      expect(res.headers.get('x-ipfs-path')).toBe(`/ipfs/${path}`);
+    }
+    const byAccept = await get(`/ipfs/${tree}/sub`, { headers: { accept: 'application/vnd.ipld.raw' } });
+    expect(byAccept.headers.get('etag')).toBe(`"${sub}.raw"`);
+    await byAccept.arrayBuffer();
+    const nowhere = await get(`/ipfs/${tree}/sub/missing.txt?format=raw`);
+    expect(nowhere.status).toBe(404);
+    await nowhere.arrayBuffer();
     // The spec's probe: the empty identity CID is an empty block and an empty CAR.
     const probe = await get('/ipfs/bafkqaaa?format=raw');
     expect(probe.status).toBe(200);
