@@ -11,9 +11,10 @@ import type { HttpRequest } from '../core/http/types.js';
 import type { Services } from '../core/services.js';
 import { parseCid } from '../core/ipfs/cid.js';
 import { BadPathError, contentPath, encodePath, resolvePath } from '../core/ipfs/paths.js';
-import { textResponse } from './responses.js';
+import { checkPreconditions } from '../core/http/conditional.js';
+import { notModifiedHeaders, textResponse } from './responses.js';
 import { negotiateFormat, serveTrustless } from './trustless.js';
-import { fileAnswer, indexOf, isFile, listingAnswer, rootsHeader, sendAnswer } from './unixfs.js';
+import { fileAnswer, indexOf, isFile, listingAnswer, listingEtag, rootsHeader, sendAnswer } from './unixfs.js';
 
 const IPFS_PATH = /^\/ipfs\/([^/?#]+)(\/.*)?$/;
 
@@ -30,6 +31,12 @@ export function ipfsPath(rawPath: string): IpfsPath | undefined {
 }
 
 const IMMUTABLE = 'public, max-age=29030400, immutable';
+const LISTING_CACHE = 'public, max-age=604800, stale-while-revalidate=2678400';
+const IDENTITY = 0x00;
+
+/** Whether the request's Cache-Control says `only-if-cached`. */
+const onlyIfCached = (req: HttpRequest) =>
+  (req.headers.get('cache-control') ?? '').split(',').some((d) => d.trim().toLowerCase() === 'only-if-cached');
 
 export async function serveCid(
   services: Pick<Services, 'ipfs' | 'logger' | 'objects'>,
@@ -53,6 +60,11 @@ export async function serveCid(
   }
   const format = negotiateFormat(req);
   if (format.kind === 'refused') return format.response;
+  // "only-if-cached": answer only from what this node holds, 412 otherwise
+  // (path-gateway spec, Cache-Control request header). Nothing here is
+  // fetched from a network, so that is whether the root block is here.
+  if (onlyIfCached(req) && cid.multihash.code !== IDENTITY && !(await (await services.ipfs()).blockstore.has(cid)))
+    return textResponse(412, 'Precondition Failed: Cache-Control only-if-cached, and this gateway holds no content with that CID\n');
   const common = { 'cache-control': IMMUTABLE, 'x-ipfs-path': req.rawPath, vary: 'Accept' };
   if (format.kind !== 'deserialized') return serveTrustless(services, req, format, { cid, segments: path.segments, headers: common });
   const node = await services.ipfs();
@@ -75,7 +87,22 @@ export async function serveCid(
   const dirPath = `/ipfs/${cidText}${encodePath(path.segments, true)}`;
   if (!path.trailingSlash)
     return new Response(null, { status: 301, headers: { location: `${dirPath}${req.rawQuery ? `?${req.rawQuery}` : ''}`, ...headers } });
+  // A directory's own CID is its ETag (path-gateway spec, ETag response
+  // header): the answer is what the directory holds, whether that is its
+  // index.html or a listing, so a client that has the directory's CID asks
+  // If-None-Match with it and gets a 304 either way.
+  const dirTag = `"${found.entry.cid.toString()}"`;
   const index = await indexOf(node.blockstore, found, req.signal);
-  if (index) return sendAnswer(req, await fileAnswer(node.blockstore, index.entry, { name: 'index.html', headers, signal: req.signal }));
-  return sendAnswer(req, await listingAnswer(node.blockstore, found, dirPath, headers, req.signal));
+  if (index)
+    return sendAnswer(
+      req,
+      await fileAnswer(node.blockstore, index.entry, { name: 'index.html', headers: { ...headers, etag: dirTag }, signal: req.signal }),
+    );
+  // A generated listing is this gateway's HTML, which may change with the
+  // gateway: cached a week and revalidated, never immutable (the spec's
+  // conformance tests: none, or exactly this). Its ETag names the template.
+  const listingHeaders = { ...headers, 'cache-control': LISTING_CACHE };
+  if (checkPreconditions(req.headers, { etag: dirTag }).status === 304)
+    return new Response(null, { status: 304, headers: notModifiedHeaders({ ...listingHeaders, etag: listingEtag(found.entry.cid) }) });
+  return sendAnswer(req, await listingAnswer(node.blockstore, found, dirPath, listingHeaders, req.signal));
 }

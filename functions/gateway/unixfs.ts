@@ -118,12 +118,11 @@ export async function listingAnswer(
   });
   const title = escapeHtml(decodeURIComponent(requestPath));
   const html = `<!doctype html>\n<html><head><meta charset="utf-8"><title>Index of ${title}</title></head><body>\n<h1>Index of ${title}</h1>\n<p><code>${dir.entry.cid.toString()}</code></p>\n<table>\n<tr><th>Name</th><th>Size</th><th>CID</th></tr>\n${rows.join('\n')}\n</table>\n</body></html>\n`;
-  return bytesAnswer(
-    200,
-    { ...headers, 'content-type': 'text/html; charset=utf-8', etag: `"DirIndex-${LISTING_HASH}_CID-${dir.entry.cid.toString()}"` },
-    html,
-  );
+  return bytesAnswer(200, { ...headers, 'content-type': 'text/html; charset=utf-8', etag: listingEtag(dir.entry.cid) }, html);
 }
 
 /** Names the listing's template in its ETag, so a new template is not answered 304 with the old page. */
 const LISTING_HASH = createHash('sha256').update(listingAnswer.toString()).digest('hex').slice(0, 16);
+
+/** The ETag of the generated listing of the directory `cid`. */
+export const listingEtag = (cid: CID): string => `"DirIndex-${LISTING_HASH}_CID-${cid.toString()}"`;

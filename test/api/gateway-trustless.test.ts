@@ -424,6 +424,104 @@ localDescribe.each(doorsFor(doors))('trustless gateway formats through the $name
     expect(page.headers.get('vary')).toBe('Accept');
   });
 
+  // The path gateway spec's ETag, Cache-Control and If-None-Match, as the IPFS
+  // gateway conformance tests (TestGatewayCache) check them.
+  test('a directory is named by its own CID: its index.html and its listing answer 304 to it; listings are not immutable', async () => {
+    const index = await cidAt(tree, 'index.html');
+    const page = await get(`/ipfs/${tree}/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('etag')).toBe(`"${tree}"`);
+    expect(page.headers.get('cache-control')).toBe('public, max-age=29030400, immutable');
+    expect(await page.text()).toContain('<');
+    for (const tag of [`"${tree}"`, `W/"${tree}"`]) {
+      const res = await get(`/ipfs/${tree}/`, { headers: { 'if-none-match': tag } });
+      expect([tag, res.status]).toEqual([tag, 304]);
+      expect(res.headers.get('etag')).toBe(`"${tree}"`);
+    }
+    // The file by its own path keeps its own CID.
+    const file = await get(`/ipfs/${tree}/index.html`);
+    expect(file.headers.get('etag')).toBe(`"${index}"`);
+    await file.arrayBuffer();
+    expect((await get(`/ipfs/${tree}/index.html`, { headers: { 'if-none-match': '"fakeEtag1", "fakeEtag2", *' } })).status).toBe(304);
+    expect((await get(`/ipfs/${tree}/index.html`, { headers: { 'if-none-match': `"fakeEtag1", W/"${index}"` } })).status).toBe(304);
+
+    // A listing: this gateway's HTML, which may change with it.
+    const listing = await get(`/ipfs/${tree}/sub/`);
+    expect(listing.status).toBe(200);
+    expect(listing.headers.get('cache-control')).toBe('public, max-age=604800, stale-while-revalidate=2678400');
+    const listingTag = listing.headers.get('etag')!;
+    expect(listingTag).toMatch(new RegExp(`^"DirIndex-[0-9a-f]+_CID-${sub}"$`));
+    expect(listing.headers.get('x-ipfs-roots')).toBe([tree, sub].join(','));
+    expect(await listing.text()).toContain('note.txt');
+    for (const tag of [listingTag, `W/${listingTag}`, `W/"${sub}"`, `"${sub}"`]) {
+      const res = await get(`/ipfs/${tree}/sub/`, { headers: { 'if-none-match': tag } });
+      expect([tag, res.status]).toEqual([tag, 304]);
+      expect([tag, res.headers.get('etag')]).toEqual([tag, listingTag]);
+      expect(res.headers.get('cache-control')).toBe('public, max-age=604800, stale-while-revalidate=2678400');
+    }
+    expect((await get(`/ipfs/${tree}/sub/`, { headers: { 'if-none-match': `"${tree}"` } })).status).toBe(200);
+  });
+
+  test('several ranges are one 206 multipart/byteranges, parts in the order asked; too many or too much is the whole file', async () => {
+    const path = `/ipfs/${object}`;
+    const res = await get(path, { headers: { range: 'bytes=6-16,0-4,-3' } });
+    expect(res.status).toBe(206);
+    const type = res.headers.get('content-type')!;
+    const boundary = /^multipart\/byteranges; boundary=(\S+)$/.exec(type)?.[1];
+    expect(boundary).toBeDefined();
+    const body = Buffer.from(await res.arrayBuffer());
+    expect(res.headers.get('content-length')).toBe(String(body.length));
+    // RFC 9110 section 14.6: each part a boundary, its headers, a blank line, its bytes; then the closing boundary.
+    const text = body.toString('latin1');
+    expect(text.endsWith(`\r\n--${boundary}--\r\n`)).toBe(true);
+    const parts = text
+      .slice(0, -`\r\n--${boundary}--\r\n`.length)
+      .split(new RegExp(`(?:^|\r\n)--${boundary}\r\n`))
+      .slice(1)
+      .map((part) => {
+        const split = part.indexOf('\r\n\r\n');
+        return { head: part.slice(0, split), bytes: Buffer.from(part.slice(split + 4), 'latin1') };
+      });
+    const size = OBJECT.length;
+    expect(parts.map((p) => p.head)).toEqual([
+      `Content-Type: application/octet-stream\r\nContent-Range: bytes 6-16/${size}`,
+      `Content-Type: application/octet-stream\r\nContent-Range: bytes 0-4/${size}`,
+      `Content-Type: application/octet-stream\r\nContent-Range: bytes ${size - 3}-${size - 1}/${size}`,
+    ]);
+    expect(parts.map((p) => p.bytes.toString('hex'))).toEqual(
+      [OBJECT.subarray(6, 17), OBJECT.subarray(0, 5), OBJECT.subarray(size - 3)].map((b) => b.toString('hex')),
+    );
+    const head = await get(path, { method: 'HEAD', headers: { range: 'bytes=6-16,0-4,-3' } });
+    expect(head.status).toBe(206);
+    expect(head.headers.get('content-length')).toBe(String(body.length));
+    // One satisfiable range among unsatisfiable ones: a plain 206; none: 416.
+    const one = await get(path, { headers: { range: `bytes=${size + 10}-,0-4` } });
+    expect([one.status, one.headers.get('content-range')]).toEqual([206, `bytes 0-4/${size}`]);
+    expect(Buffer.from(await one.arrayBuffer()).equals(OBJECT.subarray(0, 5))).toBe(true);
+    expect((await get(path, { headers: { range: `bytes=${size}-,${size + 1}-` } })).status).toBe(416);
+    // Overlaps asking for more bytes than the file has, or more than 32 ranges: the whole file, read once.
+    for (const range of ['bytes=0-,0-', `bytes=${Array.from({ length: 33 }, (_, i) => `${i}-${i}`).join(',')}`]) {
+      const whole = await get(path, { method: 'HEAD', headers: { range } });
+      expect([range.slice(0, 20), whole.status, whole.headers.get('content-length')]).toEqual([range.slice(0, 20), 200, String(size)]);
+    }
+  });
+
+  test('Cache-Control: only-if-cached answers what the node holds and 412 for what it does not', async () => {
+    const absent = 'QmYzfKSE55XCjD1MW128RfciAf2DViABhEiXfgVFMabSjN';
+    const onlyIfCached = { 'cache-control': 'only-if-cached' };
+    for (const method of ['GET', 'HEAD']) {
+      const held = await get(`/ipfs/${tree}/sub/?format=raw`, { method, headers: onlyIfCached });
+      expect([method, held.status]).toEqual([method, 200]);
+      await held.arrayBuffer();
+      const missing = await get(`/ipfs/${absent}`, { method, headers: onlyIfCached });
+      expect([method, missing.status]).toEqual([method, 412]);
+      await missing.arrayBuffer();
+    }
+    expect((await get(`/ipfs/${absent}`, { headers: { 'cache-control': 'max-age=0, only-if-cached' } })).status).toBe(412);
+    // Without it, a CID the node lacks is a 404, as before.
+    expect((await get(`/ipfs/${absent}`)).status).toBe(404);
+  });
+
   test('formats this gateway does not produce are a 400 by ?format= and a 406 by Accept alone, never a 500', async () => {
     for (const format of ['tar', 'dag-json', 'dag-cbor', 'json', 'cbor', 'ipns-record', 'junk']) {
       const res = await get(`/ipfs/${tree}?format=${format}`);

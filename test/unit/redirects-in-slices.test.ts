@@ -40,9 +40,13 @@ test('parsing 10,000 rules five times over (five sites loaded at once) never hol
   );
   const stalls = { cpuMs: leastCpuMs(runs) };
   expect(stalls.cpuMs).toBeLessThan(50);
-  // The synchronous parse, for scale: one gap as long as all of it.
+  // The synchronous parse, for scale: one gap as long as all of it. In wall
+  // time: its CPU time less the collections within it can come to nothing on
+  // a loaded machine, where a collection's wall time includes waiting for a
+  // core (a run at load 8 measured 0 ms here); a gap's wall time never falls
+  // below the work done in it.
   const whole = await stallsDuring(async () => {
     for (let i = 0; i < 5; i++) parseRedirects(TEN_THOUSAND);
   });
-  expect(whole.cpuMs).toBeGreaterThan(stalls.cpuMs);
+  expect(whole.wallMs).toBeGreaterThan(stalls.cpuMs);
 });
