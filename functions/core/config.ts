@@ -108,6 +108,14 @@ export interface Config {
      */
     limits: BuildLimits;
   };
+  /**
+   * Who may make an account by signing up with an e-mail and a password
+   * (docs/accounts.md): `open`, anyone; `invite` (the default), only
+   * someone invited by a team's owner (invitations are not built yet, so
+   * sign-up is refused); `closed`, no one (accounts are made by the
+   * operator). CAIRN_SIGNUP.
+   */
+  signup: 'open' | 'invite' | 'closed';
   /** Every request the service makes to an address a user chose (clones, notifications, commit statuses). */
   outbound: {
     /**
@@ -343,6 +351,7 @@ export function loadConfig(env: Env = process.env): Config {
         outputBytes: size(env, 'CAIRN_BUILD_OUTPUT', 64 * 1024 ** 2),
       },
     },
+    signup: signupPolicy(env),
     outbound: outboundRules(env),
     deployQueueUrl: opt(env, 'CAIRN_DEPLOY_QUEUE_URL'),
     cdn: {
@@ -481,6 +490,13 @@ export function outboundRules(env: Env = process.env): Config['outbound'] {
   const raw = str(env, 'CAIRN_OUTBOUND_PRIVATE', 'refuse').toLowerCase();
   if (raw !== 'allow' && raw !== 'refuse') throw new ConfigError('CAIRN_OUTBOUND_PRIVATE', `must be "allow" or "refuse", got "${raw}"`);
   return { private: raw };
+}
+
+function signupPolicy(env: Env): Config['signup'] {
+  const raw = str(env, 'CAIRN_SIGNUP', 'invite').toLowerCase();
+  if (raw !== 'open' && raw !== 'invite' && raw !== 'closed')
+    throw new ConfigError('CAIRN_SIGNUP', `must be "open", "invite" or "closed", got "${raw}"`);
+  return raw;
 }
 
 function etagMode(env: Env): 'md5' | 'cid' {

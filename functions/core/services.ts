@@ -15,6 +15,9 @@ import { TeamStore } from './data/teams.js';
 import { ApiKeyStore } from './data/api-keys.js';
 import { StorageKeyStore } from './data/storage-keys.js';
 import { SigningKeyStore } from './data/signing-keys.js';
+import { PersonStore } from './data/people.js';
+import { SessionStore } from './data/sessions.js';
+import { SignInAttemptStore } from './data/sign-in-attempts.js';
 import { BucketStore } from './data/buckets.js';
 import { ObjectStore } from './data/objects.js';
 import { UploadStore } from './data/uploads.js';
@@ -47,6 +50,12 @@ export interface Services {
   storageKeys: StorageKeyStore;
   /** Keys the service signs its own tokens with. */
   signingKeys: SigningKeyStore;
+  /** People's e-mail and password identities (one per account at most). */
+  people: PersonStore;
+  /** People's sessions in the web app. */
+  sessions: SessionStore;
+  /** Failed sign-ins, per e-mail and per client address. */
+  signInAttempts: SignInAttemptStore;
   buckets: BucketStore;
   objects: ObjectStore;
   /** Multipart uploads and their parts (in the objects table). */
@@ -168,6 +177,9 @@ export async function createServices(config: Config, adapters: Adapters, options
     apiKeys,
     storageKeys,
     signingKeys: new SigningKeyStore(db, sealer),
+    people: new PersonStore(db),
+    sessions: new SessionStore(db),
+    signInAttempts: new SignInAttemptStore(db),
     buckets: new BucketStore(db),
     objects: new ObjectStore(db),
     uploads: new UploadStore(db),

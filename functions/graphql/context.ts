@@ -1,16 +1,17 @@
 /**
- * The per-request context: who is calling (from the API key), the
+ * The per-request context: who is calling (from the API key, or from a
+ * person's session cookie in the web app), the
  * request's loaders, which batch and remember reads so a page of 100 sites
  * costs a handful of round trips, not hundreds, and the account of its
  * answer's large values (answer.ts).
  */
 import type { GraphQLError } from 'graphql';
 import type { Account } from '../core/data/accounts.js';
-import type { ApiKeyCaller } from '../core/data/api-keys.js';
 import type { Team, TeamMember } from '../core/data/teams.js';
 import type { Deploy } from '../core/data/deploys.js';
 import type { Site } from '../core/data/sites.js';
 import type { Services } from '../core/services.js';
+import { csrfTokenMatches, sessionSecretFrom } from '../core/auth/session-cookie.js';
 import { AnswerAccount, type AnswerOptions } from './answer.js';
 import { graphqlError } from './errors.js';
 import { PageTokens } from './pagination.js';
@@ -38,6 +39,7 @@ export type GraphqlServices = Pick<
   | 'notificationDeliveries'
   | 'notificationOutbox'
   | 'notificationUrls'
+  | 'sessions'
   | 'signingKeys'
   | 'siteHosts'
   | 'siteSecrets'
@@ -46,10 +48,53 @@ export type GraphqlServices = Pick<
   | 'teams'
 >;
 
+/**
+ * Who a request acts for: a team, and the account whose rights it has
+ * there. An API key is its team's and its maker's; a person's session is
+ * their account's, in the team the request names (X-Cairn-Team) or else
+ * the account's own.
+ */
+export interface Caller {
+  teamId: string;
+  accountId: string;
+  /** The key in use, for a request made with one. */
+  apiKeyId?: string;
+  /** The session in use, for a request made with one. */
+  sessionId?: string;
+}
+
+/** What a request carries that may say who it is. */
+export interface RequestCredentials {
+  /** The Authorization header: an API key. */
+  authorization?: string | null;
+  /** The Cookie header: the web app's session. */
+  cookie?: string | null;
+  /** X-CSRF-Token: what a state-changing request made with the session cookie must carry. */
+  csrfToken?: string | null;
+  /** X-Cairn-Team: which of the person's teams a session's request acts in. */
+  team?: string | null;
+}
+
+/** The credentials in a request's headers, looked up by lower-case name; a Lambda event's `cookies` (payload 2.0 takes them out of the headers) joined back. */
+export function credentialsFrom(header: (name: string) => string | null | undefined, cookies?: string[]): RequestCredentials {
+  return {
+    authorization: header('authorization'),
+    cookie: cookies?.length ? cookies.join('; ') : header('cookie'),
+    csrfToken: header('x-csrf-token'),
+    team: header('x-cairn-team'),
+  };
+}
+
 export interface GraphqlContext {
   services: GraphqlServices;
-  /** Who the API key speaks for; absent when there is no valid key (only introspection runs then). */
-  caller?: ApiKeyCaller;
+  /** Who the API key or the session speaks for; absent when there is neither (only introspection runs then). */
+  caller?: Caller;
+  /**
+   * The session the request was made with, when it was (and no API key):
+   * its mutations need the session's CSRF token (`csrfOk`), which the
+   * authentication plugin checks (server.ts).
+   */
+  session?: { id: string; csrfOk: boolean };
   /** Why there is no caller. */
   authError?: GraphQLError;
   loaders: Loaders;
@@ -72,31 +117,77 @@ export function answerBudget(services: Pick<Services, 'config'>): number {
   return services.config.runtime === 'aws' ? LIMITS.lambdaAnswerBytes : LIMITS.answerBytes;
 }
 
-/** `answer`: how the door sends large values (the node:http door streams them) and, for tests, another budget or gate. */
+/**
+ * `credentials`: the request's (a bare string is its Authorization
+ * header). An API key, when there is one, decides alone: a script's
+ * request is never taken for a session's. `answer`: how the door sends
+ * large values (the node:http door streams them) and, for tests, another
+ * budget or gate.
+ */
 export async function contextFor(
   services: GraphqlServices,
-  authorization: string | null | undefined,
+  credentials: RequestCredentials | string | null | undefined,
   answer: AnswerOptions = {},
 ): Promise<GraphqlContext> {
-  const key = apiKeyFrom(authorization);
-  const caller = key ? await services.apiKeys.caller(key) : undefined;
+  const given: RequestCredentials = typeof credentials === 'object' && credentials !== null ? credentials : { authorization: credentials };
+  const key = apiKeyFrom(given.authorization);
   const context: GraphqlContext = {
     services,
     loaders: new Loaders(services),
     answer: new AnswerAccount({ budget: answerBudget(services), ...answer }),
   };
+  const secret = key ? undefined : sessionSecretFrom(services.config, given.cookie);
+  if (secret) {
+    await authenticateSession(context, secret, given);
+    return context;
+  }
+  const caller = key ? await services.apiKeys.caller(key) : undefined;
   if (caller) context.caller = caller;
   else {
     context.authError = graphqlError(
       'UNAUTHENTICATED',
-      key ? 'The API key is not valid (unknown or revoked)' : 'An API key is required: send it in the Authorization header',
+      key
+        ? 'The API key is not valid (unknown or revoked)'
+        : 'An API key is required: send it in the Authorization header (or sign in to the web app)',
     );
   }
   return context;
 }
 
+/** A session's caller: its account, in the team the request names or the account's own (else its first). */
+async function authenticateSession(context: GraphqlContext, secret: string, given: RequestCredentials): Promise<void> {
+  const { services, loaders } = context;
+  const opened = await services.sessions.open(secret);
+  if (!('session' in opened)) {
+    context.authError = graphqlError('UNAUTHENTICATED', 'The session has ended (signed out, or unused or kept too long): sign in again');
+    return;
+  }
+  const { session } = opened;
+  const account = await loaders.account(session.accountId);
+  if (!account) {
+    context.authError = graphqlError('UNAUTHENTICATED', "The session's account no longer exists");
+    return;
+  }
+  let teamId = given.team?.trim() || undefined;
+  if (teamId) {
+    if (!(await loaders.member(teamId, account.id))) {
+      context.authError = graphqlError('FORBIDDEN', 'The account is not a member of the team named by X-Cairn-Team', {
+        http: { status: 403 },
+      });
+      return;
+    }
+  } else if (await loaders.member(account.defaultTeamId, account.id)) teamId = account.defaultTeamId;
+  else teamId = (await services.teams.listByAccount(account.id))[0]?.teamId;
+  if (!teamId) {
+    context.authError = graphqlError('FORBIDDEN', 'The account is a member of no team', { http: { status: 403 } });
+    return;
+  }
+  context.caller = { teamId, accountId: account.id, sessionId: session.id };
+  context.session = { id: session.id, csrfOk: csrfTokenMatches(secret, given.csrfToken) };
+}
+
 /** The caller; resolvers only run with one (the auth plugin stops other operations first). */
-export function callerOf(ctx: GraphqlContext): ApiKeyCaller {
+export function callerOf(ctx: GraphqlContext): Caller {
   if (!ctx.caller) throw ctx.authError ?? graphqlError('UNAUTHENTICATED', 'An API key is required');
   return ctx.caller;
 }

@@ -17,6 +17,7 @@ import { awsAdapters } from '../aws/adapters.js';
 import { onceUntilFailure } from '../core/once-until-failure.js';
 import { sideRouteFor } from './routes.js';
 import { bodyTooLarge, contextFor, createApolloServer, createPlayground, MAX_BODY_BYTES, readJsonBody } from './server.js';
+import { credentialsFrom } from './context.js';
 
 // Stack traces in the sources' lines, the map read only when one is printed (lib/functions.ts says why).
 sourceMappedStacks();
@@ -70,7 +71,13 @@ function buildDoor(): Door {
           return;
         },
       ],
-      context: async ({ event }) => contextFor(await getServices(), event.headers?.authorization ?? event.headers?.Authorization) as never,
+      // Payload 2.0 hands the request's cookies over in `cookies`, not among the headers
+      // (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-develop-integrations-lambda.html).
+      context: async ({ event }) =>
+        contextFor(
+          await getServices(),
+          credentialsFrom((name) => Object.entries(event.headers ?? {}).find(([k]) => k.toLowerCase() === name)?.[1], event.cookies),
+        ) as never,
     },
   ) as unknown as Door;
   return apollo;

@@ -1,7 +1,7 @@
 /**
  * What the API port answers besides `/graphql`, by path, for both doors:
- * the hooks (`/hooks/`), the CAR import endpoint (`/imports/`) and the web
- * app (`/`, `/app/...`). Each is a route written against the HTTP seam; the
+ * the hooks (`/hooks/`), the CAR import endpoint (`/imports/`), signing in
+ * and out (`/auth/`) and the web app (`/`, `/app/...`). Each is a route written against the HTTP seam; the
  * local door and the Lambda door both ask `sideRouteFor` first and hand
  * everything else to Apollo.
  */
@@ -11,9 +11,11 @@ import type { GitHookServices } from '../core/hosting/git-hooks.js';
 import { handleHook, isHookPath } from './hooks-http.js';
 import { handleImport, isImportPath, type ImportServices } from './imports-http.js';
 import { handleWebApp, isWebAppPath } from '../web-app/serve.js';
+import { handleAuth, isAuthPath } from './accounts-http.js';
+import type { AuthServices } from '../core/auth/sign-in.js';
 
-/** What the side routes read and write together: the hooks', the imports' and the web app's (its configuration). */
-export type SideRouteServices = GitHookServices & ImportServices & Pick<Services, 'config' | 'logger'>;
+/** What the side routes read and write together: the hooks', the imports', signing in's and the web app's (its configuration). */
+export type SideRouteServices = GitHookServices & ImportServices & AuthServices & Pick<Services, 'config' | 'logger'>;
 
 export interface SideRoute {
   matches(rawPath: string): boolean;
@@ -23,6 +25,7 @@ export interface SideRoute {
 export const SIDE_ROUTES: readonly SideRoute[] = [
   { matches: isHookPath, handle: handleHook },
   { matches: isImportPath, handle: handleImport },
+  { matches: isAuthPath, handle: handleAuth },
   { matches: isWebAppPath, handle: handleWebApp },
 ];
 

@@ -14,7 +14,8 @@ import {
 import { Kind, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode } from 'graphql';
 import type { Config } from '../core/config.js';
 import type { HttpHandler } from '../core/http/types.js';
-import { contextFor, type GraphqlContext, type GraphqlServices } from './context.js';
+import { contextFor, credentialsFrom, type GraphqlContext, type GraphqlServices } from './context.js';
+import { graphqlError } from './errors.js';
 import { busy } from './answer.js';
 import { estimateAnswerBytes, LIMITS, limitRules } from './limits.js';
 import { Playground } from './playground.js';
@@ -22,7 +23,7 @@ import { resolvers } from './resolvers/index.js';
 import { loadTypeDefs } from './schema.js';
 import { sideRouteFor, type SideRouteServices } from './routes.js';
 
-export { apiKeyFrom, contextFor } from './context.js';
+export { apiKeyFrom, contextFor, credentialsFrom } from './context.js';
 
 export const MAX_BODY_BYTES = LIMITS.bodyBytes;
 
@@ -48,16 +49,26 @@ function introspectionOnly(document: DocumentNode, operation: OperationDefinitio
 
 /**
  * Authentication happens once per request, before any resolver: an
- * operation without a valid key fails whole with UNAUTHENTICATED (HTTP
- * 401), except pure introspection, so the playground can show the schema
- * before a key is typed in.
+ * operation without a valid key or session fails whole with
+ * UNAUTHENTICATED (HTTP 401), except pure introspection, so the playground
+ * can show the schema before a key is typed in; a mutation made with a
+ * session but without its CSRF token fails whole with FORBIDDEN (403).
  */
+const csrfRefused = () =>
+  graphqlError('FORBIDDEN', "A request made with the session cookie that changes something must carry the session's X-CSRF-Token", {
+    http: { status: 403 },
+  });
+
 const authentication: ApolloServerPlugin<GraphqlContext> = {
   async requestDidStart() {
     return {
       async didResolveOperation({ contextValue, document, operation }) {
-        if (contextValue.caller || !operation) return;
-        if (introspectionOnly(document, operation)) return;
+        if (contextValue.caller) {
+          // A session's cookie goes with any request the browser makes, so what changes something also needs its CSRF token.
+          if (contextValue.session && !contextValue.session.csrfOk && operation?.operation !== 'query') throw csrfRefused();
+          return;
+        }
+        if (!operation || introspectionOnly(document, operation)) return;
         throw contextValue.authError;
       },
       async didEncounterErrors({ contextValue, errors }) {
@@ -133,9 +144,10 @@ export function createApolloServer(options: Config['graphql']): ApolloServer<Gra
     introspection: options.introspection,
     // Without introspection, validation errors do not suggest field names either.
     hideSchemaDetailsFromClientErrors: !options.introspection,
-    // Authentication is a header the browser never adds on its own, so
-    // cross-site requests carry no credentials: CSRF checks would only break
-    // clients that send `GET ?query=` or JSON without a Content-Type.
+    // An API key is a header the browser never adds on its own, and a
+    // session's mutations need its CSRF token (the authentication plugin):
+    // Apollo's checks would only break clients that send `GET ?query=` or
+    // JSON without a Content-Type.
     csrfPrevention: false,
     persistedQueries: false,
     allowBatchedHttpRequests: false,
@@ -239,7 +251,12 @@ export function createGraphqlHandler(
       response = await server.executeHTTPGraphQLRequest({
         httpGraphQLRequest: request,
         // Deploy logs go out after the JSON, piece by piece (answer.ts).
-        context: async () => (context = await contextFor(services, req.headers.get('authorization'), { stream: true })),
+        context: async () =>
+          (context = await contextFor(
+            services,
+            credentialsFrom((name) => req.headers.get(name)),
+            { stream: true },
+          )),
       });
     } catch (err) {
       context?.answer.release();

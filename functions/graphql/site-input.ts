@@ -269,7 +269,7 @@ function deploySettings(current: DeploySettings | undefined, input: DeploySettin
 }
 
 /** A new site from CreateSiteInput, in the caller's team. */
-export function newSite(input: SiteInput, caller: ApiKeyCaller): NewSite {
+export function newSite(input: SiteInput, caller: Pick<ApiKeyCaller, 'teamId' | 'accountId'>): NewSite {
   const site: NewSite = {
     teamId: caller.teamId,
     createdBy: caller.accountId,

@@ -213,9 +213,10 @@ describe('tables', () => {
       { AttributeName: 'sk', KeyType: 'RANGE' },
     ]);
     expect(p.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
-    // Webhook deliveries expire from the deploys table; no other table has a TTL.
-    expect(p.TimeToLiveSpecification).toEqual(name === 'deploys' ? { AttributeName: 'expiresAt', Enabled: true } : undefined);
-    expect(spec.ttlAttribute).toBe(name === 'deploys' ? 'expiresAt' : undefined);
+    // Webhook deliveries expire from the deploys table, sessions and sign-in failures from the accounts table; no other table has a TTL.
+    const expires = name === 'deploys' || name === 'accounts';
+    expect(p.TimeToLiveSpecification).toEqual(expires ? { AttributeName: 'expiresAt', Enabled: true } : undefined);
+    expect(spec.ttlAttribute).toBe(expires ? 'expiresAt' : undefined);
     // AWS managed key: SSE on, no customer key.
     expect(p.SSESpecification).toEqual({ SSEEnabled: true });
 

@@ -107,6 +107,7 @@ export const ADDED_QUERIES: Record<string, string> = {
   getApiKeysByTeam: '(teamId: ID!): [ApiKey!]',
   getStorageKeyPairs: '(): [StorageKeyPair!]!',
   getDeployById: '(siteId: ID!, deployId: ID!): Deploy',
+  getSessions: '(): [Session!]!',
 };
 
 export const ADDED_MUTATIONS: Record<string, string> = {
@@ -132,4 +133,5 @@ export const ADDED_MUTATIONS: Record<string, string> = {
   addNotificationUrl: '(siteId: ID!, url: String!, events: [DeployEvent!]): NewNotificationUrl',
   removeNotificationUrl: '(siteId: ID!, notificationUrlId: ID!): Boolean',
   deployCid: '(siteId: ID!, cid: String!): Deploy',
+  revokeSession: '(sessionId: ID!): Boolean',
 };

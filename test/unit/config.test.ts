@@ -76,6 +76,13 @@ describe('configuration', () => {
     expect(() => loadConfig({ CAIRN_OUTBOUND_PRIVATE: 'yes' })).toThrow(/^CAIRN_OUTBOUND_PRIVATE: must be "allow" or "refuse", got "yes"$/);
   });
 
+  test('CAIRN_SIGNUP is invite unless set to open or closed', () => {
+    expect(loadConfig({}).signup).toBe('invite');
+    expect(loadConfig({ CAIRN_SIGNUP: 'Open' }).signup).toBe('open');
+    expect(loadConfig({ CAIRN_SIGNUP: 'closed' }).signup).toBe('closed');
+    expect(() => loadConfig({ CAIRN_SIGNUP: 'yes' })).toThrow(/^CAIRN_SIGNUP: must be "open", "invite" or "closed", got "yes"$/);
+  });
+
   describe('CAIRN_GIT_HOST_APIS', () => {
     test('github.com and gitlab.com are known without it', () => {
       expect(loadConfig({}).gitHostApis).toEqual({

@@ -7,7 +7,9 @@
  *
  * The same table holds their teams and members (teams.ts), hosting API
  * keys (api-keys.ts), storage key pairs (storage-keys.ts), buckets
- * (buckets.ts) and the service's signing keys (signing-keys.ts).
+ * (buckets.ts), the service's signing keys (signing-keys.ts), and the
+ * sign-in identities of people (people.ts) with their sessions
+ * (sessions.ts) and failed sign-ins (sign-in-attempts.ts).
  */
 import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { scanEach } from './pages.js';
@@ -28,13 +30,27 @@ export interface Account {
   createdAt: string;
 }
 
-export interface NewAccount {
+/** A new account: with a storage key pair and an API key (scripts, the operator's accounts), or without (a person signing up makes theirs later). */
+export type NewAccount = {
   name: string;
-  accessKeyId: string;
-  secretAccessKey: string;
-  apiToken: string;
   /** Defaults to `<name>-bucket`. */
   bucketName?: string;
+  /** More items made with the account in the same transaction, each only where nothing is (a person's identity: people.ts). */
+  alsoPut?: (account: { accountId: string; createdAt: string }) => Array<Record<string, unknown>>;
+} & (
+  | { accessKeyId: string; secretAccessKey: string; apiToken: string }
+  | { accessKeyId?: undefined; secretAccessKey?: undefined; apiToken?: undefined }
+);
+
+/** A new account's name is taken, or one of the items made with it (`alsoPut`) exists already. */
+export class AccountConflictError extends ConflictError {
+  override name = 'AccountConflictError';
+  constructor(
+    readonly what: 'name' | 'added',
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 export class AccountStore {
@@ -49,9 +65,10 @@ export class AccountStore {
   }
 
   /**
-   * Creates an account with its default team, default bucket, one storage
-   * key pair and one team API key, all or nothing: an account that exists
-   * can always be used. Each of those families builds its own items.
+   * Creates an account with its default team, default bucket, and (when
+   * given them) one storage key pair and one team API key, all or nothing:
+   * an account that exists can always be used. Each of those families
+   * builds its own items.
    */
   async createAccount(input: NewAccount): Promise<{ account: Account; team: Team }> {
     const createdAt = this.now().toISOString();
@@ -60,27 +77,39 @@ export class AccountStore {
     const bucket = input.bucketName ?? `${input.name}-bucket`;
     const account: Account = { id: accountId, name: input.name, defaultBucket: bucket, defaultTeamId: teamId, createdAt };
     const team: Team = { id: teamId, name: input.name, createdAt };
-    const apiKey = newApiKeyRecord(input.apiToken, { teamId, createdBy: accountId, createdAt, name: 'bootstrap' });
-    const keyPair = await this.storageKeys.item({ accessKeyId: input.accessKeyId, accountId, createdAt }, input.secretAccessKey);
+    const credentials: Array<Record<string, unknown>> = [];
+    if (input.apiToken !== undefined) {
+      const apiKey = newApiKeyRecord(input.apiToken, { teamId, createdBy: accountId, createdAt, name: 'bootstrap' });
+      credentials.push(
+        await this.storageKeys.item({ accessKeyId: input.accessKeyId, accountId, createdAt }, input.secretAccessKey),
+        ...apiKeyItems(apiKey, input.apiToken),
+      );
+    }
     const put = (Item: Record<string, unknown>) => ({
       Put: { TableName: this.table, Item, ConditionExpression: 'attribute_not_exists(pk)' },
     });
+    const added = input.alsoPut?.({ accountId, createdAt }) ?? [];
+    const items = [
+      { pk: `ACCOUNT#${accountId}`, sk: 'ACCOUNT', ...account },
+      { pk: `ACCOUNTNAME#${input.name}`, sk: 'ACCOUNTNAME', accountId },
+      teamItem(team, 1),
+      memberItem({ teamId, accountId, accountName: input.name, role: 'OWNER', createdAt }),
+      bucketItem({ name: bucket, accountId, createdAt, isDefault: true }),
+      ...credentials,
+      ...added,
+    ];
     try {
-      await this.db.doc.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            put({ pk: `ACCOUNT#${accountId}`, sk: 'ACCOUNT', ...account }),
-            put({ pk: `ACCOUNTNAME#${input.name}`, sk: 'ACCOUNTNAME', accountId }),
-            put(keyPair),
-            put(teamItem(team, 1)),
-            put(memberItem({ teamId, accountId, accountName: input.name, role: 'OWNER', createdAt })),
-            ...apiKeyItems(apiKey, input.apiToken).map(put),
-            put(bucketItem({ name: bucket, accountId, createdAt, isDefault: true })),
-          ],
-        }),
-      );
+      await this.db.doc.send(new TransactWriteCommand({ TransactItems: items.map(put) }));
     } catch (err) {
       if (err instanceof TransactionCanceledException) {
+        // Which item was already there: the account's name, or one of the items the caller added, is theirs to change.
+        const taken = err.CancellationReasons?.findIndex((r) => r.Code === 'ConditionalCheckFailed') ?? -1;
+        if (taken === 1) throw new AccountConflictError('name', `the account name "${input.name}" is taken`);
+        if (taken >= items.length - added.length)
+          throw new AccountConflictError(
+            'added',
+            `account "${input.name}" conflicts with an existing ${String(items[taken]!.pk).split('#')[0]}`,
+          );
         throw new ConflictError(
           `account "${input.name}" conflicts with an existing account name, access key, API token or bucket "${bucket}"`,
         );

@@ -24,7 +24,9 @@ export const TABLES: readonly TableSpec[] = [
   {
     name: 'accounts',
     indexes: ['gsi1'],
-    description: "Accounts, teams and members, storage key pairs, hosting API keys and buckets; gsi1 lists an owner's children.",
+    description:
+      "Accounts, teams and members, storage key pairs, hosting API keys, buckets, people's sign-in identities, their sessions and sign-in attempts (both expiring); gsi1 lists an owner's children.",
+    ttlAttribute: 'expiresAt',
   },
   {
     name: 'sites',

@@ -7,12 +7,13 @@ import { deployResolvers } from './deploys.js';
 import { hookResolvers } from './hooks.js';
 import { keyResolvers } from './keys.js';
 import { notificationResolvers } from './notifications.js';
+import { sessionResolvers } from './sessions.js';
 import { siteResolvers } from './sites.js';
 import { teamResolvers } from './teams.js';
 
 export const resolvers = {
   DateTime,
-  Query: { ...siteResolvers.Query, ...deployResolvers.Query, ...teamResolvers.Query, ...keyResolvers.Query },
+  Query: { ...siteResolvers.Query, ...deployResolvers.Query, ...teamResolvers.Query, ...keyResolvers.Query, ...sessionResolvers.Query },
   Mutation: {
     ...siteResolvers.Mutation,
     ...deployResolvers.Mutation,
@@ -20,6 +21,7 @@ export const resolvers = {
     ...keyResolvers.Mutation,
     ...hookResolvers.Mutation,
     ...notificationResolvers.Mutation,
+    ...sessionResolvers.Mutation,
   },
   Site: { ...siteResolvers.Site, ...hookResolvers.Site, ...notificationResolvers.Site },
   NotificationUrl: notificationResolvers.NotificationUrl,
@@ -29,4 +31,5 @@ export const resolvers = {
   SiteSource: siteResolvers.SiteSource,
   Deploy: { ...deployResolvers.Deploy, ...hookResolvers.Deploy },
   TeamMember: teamResolvers.TeamMember,
+  Session: sessionResolvers.Session,
 };

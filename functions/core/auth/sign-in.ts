@@ -1,0 +1,138 @@
+/**
+ * Signing up, in and out with an e-mail and a password: the rules, called
+ * with plain values (functions/graphql/accounts-http.ts is the HTTP side).
+ *
+ * - Sign-up is allowed only where the operator opened it (CAIRN_SIGNUP=open);
+ *   it makes an account with its team and bucket, as the operator's
+ *   create-account does, but without keys (the person makes those when
+ *   they want them), and the person's identity, in one transaction.
+ * - Sign-in answers the same for an unknown e-mail and a wrong password,
+ *   after the same work: an unknown e-mail is checked against a dummy hash.
+ * - Failures are counted per e-mail and per client address
+ *   (data/sign-in-attempts.ts); at the limit, sign-in is refused for the
+ *   rest of the window without looking at the password.
+ */
+import { isValidAccountName } from '../bootstrap.js';
+import type { Account } from '../data/accounts.js';
+import { AccountConflictError } from '../data/accounts.js';
+import { ConflictError } from '../data/errors.js';
+import { isPlausibleEmail, normaliseEmail, personItems } from '../data/people.js';
+import type { AttemptKey } from '../data/sign-in-attempts.js';
+import type { Session } from '../data/sessions.js';
+import type { Services } from '../services.js';
+import { dummyPasswordHash, hashPassword, needsRehash, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, verifyPassword } from './passwords.js';
+
+export type AuthServices = Pick<Services, 'accounts' | 'config' | 'logger' | 'people' | 'sessions' | 'signInAttempts'>;
+
+/** Who is asking, as the door sees them: kept with the session (the list of one's sessions shows them) and counted against. */
+export interface ClientInfo {
+  address?: string | null;
+  userAgent?: string | null;
+}
+
+export interface SignedIn {
+  kind: 'signed-in';
+  account: Account;
+  email: string;
+  session: Session;
+  /** The session's secret: the cookie's value, here once. */
+  secret: string;
+}
+
+export type AuthRefusal =
+  /** The input is not acceptable; `field` names what to fix. */
+  | { kind: 'invalid'; message: string; field: string }
+  /** Sign-up is not open here. */
+  | { kind: 'closed'; message: string }
+  /** The e-mail or the password is wrong (which, is not said). */
+  | { kind: 'wrong'; message: string }
+  /** Too many failures: try again in `retryAfter` seconds. */
+  | { kind: 'locked'; message: string; retryAfter: number };
+
+export const WRONG_CREDENTIALS = 'The e-mail address or the password is not right';
+
+function passwordProblem(password: unknown): string | undefined {
+  if (typeof password !== 'string') return 'password is required';
+  if (password.length < PASSWORD_MIN_LENGTH) return `password must be at least ${PASSWORD_MIN_LENGTH} characters`;
+  if (password.length > PASSWORD_MAX_LENGTH) return `password must be at most ${PASSWORD_MAX_LENGTH} characters`;
+  return undefined;
+}
+
+const addressKey = (client: ClientInfo): AttemptKey[] => (client.address ? [{ scope: 'address', value: client.address }] : []);
+
+function locked(retryAfter: number): AuthRefusal {
+  return {
+    kind: 'locked',
+    message: `Too many failed sign-ins: try again in ${Math.ceil(retryAfter / 60)} minute${retryAfter > 60 ? 's' : ''}`,
+    retryAfter,
+  };
+}
+
+export async function signUp(
+  services: AuthServices,
+  input: { email?: unknown; password?: unknown; name?: unknown },
+  client: ClientInfo,
+): Promise<SignedIn | AuthRefusal> {
+  const policy = services.config.signup;
+  if (policy === 'invite')
+    return { kind: 'closed', message: 'Sign-up is by invitation on this service: ask an owner of a team to invite you' };
+  if (policy === 'closed') return { kind: 'closed', message: 'Sign-up is closed on this service: ask its operator for an account' };
+  if (typeof input.email !== 'string' || !isPlausibleEmail(normaliseEmail(input.email)))
+    return { kind: 'invalid', message: 'email must be an e-mail address', field: 'email' };
+  const problem = passwordProblem(input.password);
+  if (problem) return { kind: 'invalid', message: problem, field: 'password' };
+  if (typeof input.name !== 'string' || !isValidAccountName(input.name))
+    return { kind: 'invalid', message: 'name (the account name) must be 3 to 42 lower-case letters, digits or hyphens', field: 'name' };
+  // Counted like sign-in failures per address: trying e-mails here must not be a way round the limit there.
+  const wait = await services.signInAttempts.retryAfter(addressKey(client));
+  if (wait > 0) return locked(wait);
+  const email = normaliseEmail(input.email);
+  const password = input.password as string;
+  const passwordHash = await hashPassword(password);
+  let account: Account;
+  try {
+    account = (
+      await services.accounts.createAccount({
+        name: input.name,
+        alsoPut: ({ accountId, createdAt }) => personItems({ accountId, email, passwordHash, createdAt }),
+      })
+    ).account;
+  } catch (err) {
+    if (!(err instanceof ConflictError)) throw err;
+    await services.signInAttempts.fail(addressKey(client));
+    // Not the e-mail: the name, or the bucket named after it (`<name>-bucket`), is someone else's.
+    if (!(err instanceof AccountConflictError) || err.what === 'name')
+      return { kind: 'invalid', message: `the account name "${input.name}" is taken: choose another`, field: 'name' };
+    return { kind: 'invalid', message: 'an account with this e-mail address exists already: sign in instead', field: 'email' };
+  }
+  const { session, secret } = await services.sessions.create(account.id, client);
+  return { kind: 'signed-in', account, email, session, secret };
+}
+
+export async function signIn(
+  services: AuthServices,
+  input: { email?: unknown; password?: unknown },
+  client: ClientInfo,
+): Promise<SignedIn | AuthRefusal> {
+  if (typeof input.email !== 'string' || typeof input.password !== 'string' || input.password.length > PASSWORD_MAX_LENGTH)
+    return { kind: 'wrong', message: WRONG_CREDENTIALS };
+  const email = normaliseEmail(input.email);
+  const keys: AttemptKey[] = [{ scope: 'email', value: email }, ...addressKey(client)];
+  const wait = await services.signInAttempts.retryAfter(keys);
+  if (wait > 0) return locked(wait);
+  const identity = await services.people.byEmail(email);
+  // The same scrypt work whether or not the e-mail has an account.
+  const matches = await verifyPassword(input.password, identity?.passwordHash ?? (await dummyPasswordHash()));
+  const account = identity && matches ? await services.accounts.getAccount(identity.accountId) : undefined;
+  if (!identity || !account) {
+    await services.signInAttempts.fail(keys);
+    return { kind: 'wrong', message: WRONG_CREDENTIALS };
+  }
+  await services.signInAttempts.clear(keys[0]!);
+  if (needsRehash(identity.passwordHash)) {
+    // Made under weaker parameters than today's: replaced now that the password is at hand.
+    await services.people.replaceHash(identity, await hashPassword(input.password));
+  }
+  const { session, secret } = await services.sessions.create(account.id, client);
+  return { kind: 'signed-in', account, email, session, secret };
+}
