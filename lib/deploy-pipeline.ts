@@ -241,7 +241,10 @@ function addBuildProject(stack: Stack, data: CairnData, buildTimeoutSeconds: num
     logging: { cloudWatch: { logGroup: buildLogs } },
   });
   // A build reads its checkout and writes its publish directory under the
-  // build files' prefix, and nothing else of the bucket.
+  // build files' prefix, and nothing else of the bucket. The grant must cover
+  // every deploy's files (it cannot name one build); each deploy's part of the
+  // prefix carries a keyed hash no build can make, and the role may not list
+  // the bucket (functions/aws/build-names.ts).
   project.addToRolePolicy(
     new PolicyStatement({
       actions: ['s3:GetObject', 's3:GetObjectVersion', 's3:PutObject'],
