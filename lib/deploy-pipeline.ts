@@ -158,6 +158,17 @@ export function addDeployPipeline(stack: Stack, props: DeployPipelineProps): Dep
       resources: [buildSecretsArn(stack, buildProject)],
     }),
   );
+  // The tick removes the secrets builds left behind (functions/aws/build-leftovers.ts):
+  // it lists their names under the prefix. ListSecrets takes no resource ("*",
+  // https://docs.aws.amazon.com/service-authorization/latest/reference/list_awssecretsmanager.html);
+  // it lists names and dates, never values, and the worker may delete only under the prefix above.
+  // A statement of its own (its Sid keeps CDK from merging it with X-Ray's, which also has "*").
+  worker.addToRolePolicy(new PolicyStatement({ sid: 'ListBuildSecrets', actions: ['secretsmanager:ListSecrets'], resources: ['*'] }));
+  acknowledgeWildcard(
+    worker,
+    'Resource::*',
+    "secretsmanager:ListSecrets, which takes no resource, for the tick's sweep of build secrets left behind (names and dates only; deletion is scoped to this project's prefix); besides it only X-Ray's actions, as test/infra/nag.test.ts checks",
+  );
   acknowledgeWildcard(
     worker,
     buildSecretsFinding(stack, buildProject),

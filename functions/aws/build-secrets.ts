@@ -75,7 +75,8 @@
  *
  *   cairn/<project>/builds/<deploy id>-<first 32 characters of base64url(HMAC-SHA256(key, deploy id))>
  *
- * Neither role may list secrets.
+ * The project's role may not list secrets; the worker lists their names
+ * (never values) to remove what builds left behind (build-leftovers.ts).
  */
 import type { EnvironmentVariable } from '@aws-sdk/client-codebuild';
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';

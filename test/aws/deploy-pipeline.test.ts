@@ -31,6 +31,7 @@ import {
   CreateSecretCommand,
   DeleteSecretCommand,
   GetSecretValueCommand,
+  ListSecretsCommand,
   PutSecretValueCommand,
   SecretsManagerClient,
 } from '@aws-sdk/client-secrets-manager';
@@ -51,6 +52,8 @@ import { runScheduledTick } from '../../functions/deploy-worker/worker.js';
 import { buildEndOf, CodeBuildRunner } from '../../functions/aws/codebuild-runner.js';
 import { BuildSecrets } from '../../functions/aws/build-secrets.js';
 import { BuildNames } from '../../functions/aws/build-names.js';
+import { sweepBuildLeftovers } from '../../functions/aws/build-leftovers.js';
+import { createLogger } from '../../functions/core/logger.js';
 import { newSortableId } from '../../functions/core/ids.js';
 
 const PROJECT = 'cairn-builds';
@@ -750,5 +753,76 @@ describe('the runner started twice for one deploy (a repeated message, a retried
     await expect(runner('').start(request(deployId))).rejects.toThrow(/CAIRN_BUILD_SECRET_NAMES_KEY_ARN is unset/);
     expect(codeBuild.commandCalls(StartBuildCommand)).toHaveLength(0);
     expect(secretsManager.client.commandCalls(CreateSecretCommand)).toHaveLength(0);
+  });
+});
+
+describe('what builds left behind, swept by the tick', () => {
+  /** CAIRN_BUILD_TIMEOUT=600: 10 min of build + 60 queued + two 15-minute worker turns, and one turn more. */
+  const BOUND_MS = 115 * 60_000;
+  const logger = createLogger('error');
+  const listCalls = () => secretsManager.client.commandCalls(ListSecretsCommand).map((c) => c.args[0].input);
+
+  /** What a worker that died after CreateSecret leaves: a secret and a checkout, for a deploy the tables do not know. */
+  async function leftFor(siteId: string, deployId: string): Promise<void> {
+    secretsManager.secrets.set(secretNameOf(deployId), { value: '{"API_KEY":"x"}', versions: new Map(), created: new Date() });
+    await bucket.send(new PutObjectCommand({ Bucket: BUCKET, Key: `${filesOf(siteId, deployId)}source.zip`, Body: 'zip' }));
+  }
+
+  test("secrets and files past the bound go when their deploy ended or is unknown; a running deploy's, younger ones and another stack's stay", async () => {
+    const running = (await handedWithSecret()).deploy;
+    sqs.resetHistory();
+    codeBuild.resetHistory();
+    const ended = (await handedWithSecret()).deploy;
+    // Ended without its build's end event (the tick stops a stuck build with the queue's client, which removes nothing).
+    await aws.deploys.finish(ended.siteId, ended.id, { status: 'FAILED', reason: 'timed out' });
+    const unknown = newSortableId();
+    await leftFor('site-gone', unknown);
+    const otherStack = `cairn/other-project/builds/${newSortableId()}-${'x'.repeat(32)}`;
+    secretsManager.secrets.set(otherStack, { value: '{}', versions: new Map(), created: new Date() });
+    secretsManager.client.resetHistory();
+
+    const ours = [filesOf(running.siteId, running.id), filesOf(ended.siteId, ended.id), filesOf('site-gone', unknown)];
+    // Younger than the bound: nothing of this test's goes (the suite's earlier tests left files of their own).
+    const early = await sweepBuildLeftovers(aws, logger, new Date(Date.now() + BOUND_MS - 10 * 60_000));
+    expect(early.secrets).toEqual([]);
+    expect(early.files.filter((key) => ours.some((prefix) => key.startsWith(prefix)))).toEqual([]);
+    expect(secretsManager.secrets.size).toBe(4);
+
+    const late = await sweepBuildLeftovers(aws, logger, new Date(Date.now() + BOUND_MS + 60_000));
+    expect(late.secrets.sort()).toEqual([secretNameOf(ended.id), secretNameOf(unknown)].sort());
+    expect([...secretsManager.secrets.keys()].sort()).toEqual([secretNameOf(running.id), otherStack].sort());
+    expect(late.files).toEqual(
+      expect.arrayContaining([`${filesOf(ended.siteId, ended.id)}source.zip`, `${filesOf('site-gone', unknown)}source.zip`]),
+    );
+    expect(await keysUnder(filesOf(ended.siteId, ended.id))).toEqual([]);
+    expect(await keysUnder(filesOf('site-gone', unknown))).toEqual([]);
+    expect(await keysUnder(filesOf(running.siteId, running.id))).toEqual([`${filesOf(running.siteId, running.id)}source.zip`]);
+    // One page each time, of this project's secrets, the oldest first; never the key's secret, never a value.
+    expect(listCalls()).toEqual([
+      { Filters: [{ Key: 'name', Values: [`cairn/${PROJECT}/builds/`] }], SortOrder: 'asc', MaxResults: 100 },
+      { Filters: [{ Key: 'name', Values: [`cairn/${PROJECT}/builds/`] }], SortOrder: 'asc', MaxResults: 100 },
+    ]);
+    expect(keyReads()).toHaveLength(0);
+    expect(deleted().sort()).toEqual(late.secrets);
+  });
+
+  test('the tick removes what a deploy it ended left, once past the bound; a failing listing is logged and the tick goes on', async () => {
+    const { deploy } = await handedWithSecret();
+    const ending = await runScheduledTick(aws, 10, new Date(Date.now() + 101 * 60_000));
+    expect(ending.timedOut).toContain(deploy.id);
+    expect(ending.leftovers.secrets).toEqual([]);
+    expect(secretOf(deploy.id)).toBeDefined();
+    const later = await runScheduledTick(aws, 10, new Date(Date.now() + BOUND_MS + 60_000));
+    expect(later.leftovers.secrets).toEqual([secretNameOf(deploy.id)]);
+    expect(secretOf(deploy.id)).toBeUndefined();
+    expect(await keysUnder(filesOf(deploy.siteId, deploy.id))).toEqual([]);
+
+    await leftFor('site-gone', newSortableId());
+    secretsManager.client.on(ListSecretsCommand).rejects(Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' }));
+    const failing = await runScheduledTick(aws, 10, new Date(Date.now() + BOUND_MS + 60_000));
+    expect(failing.leftovers.secrets).toEqual([]);
+    expect(secretsManager.secrets.size).toBe(1);
+    // The files' sweep is not held up by the secrets'.
+    expect(failing.leftovers.files).toHaveLength(1);
   });
 });
