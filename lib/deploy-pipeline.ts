@@ -158,6 +158,17 @@ export function addDeployPipeline(stack: Stack, props: DeployPipelineProps): Dep
       resources: [buildSecretsArn(stack, buildProject)],
     }),
   );
+  // The tick removes the secrets builds left behind (functions/aws/build-leftovers.ts):
+  // it lists their names under the prefix. ListSecrets takes no resource ("*",
+  // https://docs.aws.amazon.com/service-authorization/latest/reference/list_awssecretsmanager.html);
+  // it lists names and dates, never values, and the worker may delete only under the prefix above.
+  // A statement of its own (its Sid keeps CDK from merging it with X-Ray's, which also has "*").
+  worker.addToRolePolicy(new PolicyStatement({ sid: 'ListBuildSecrets', actions: ['secretsmanager:ListSecrets'], resources: ['*'] }));
+  acknowledgeWildcard(
+    worker,
+    'Resource::*',
+    "secretsmanager:ListSecrets, which takes no resource, for the tick's sweep of build secrets left behind (names and dates only; deletion is scoped to this project's prefix); besides it only X-Ray's actions, as test/infra/nag.test.ts checks",
+  );
   acknowledgeWildcard(
     worker,
     buildSecretsFinding(stack, buildProject),
@@ -241,7 +252,10 @@ function addBuildProject(stack: Stack, data: CairnData, buildTimeoutSeconds: num
     logging: { cloudWatch: { logGroup: buildLogs } },
   });
   // A build reads its checkout and writes its publish directory under the
-  // build files' prefix, and nothing else of the bucket.
+  // build files' prefix, and nothing else of the bucket. The grant must cover
+  // every deploy's files (it cannot name one build); each deploy's part of the
+  // prefix carries a keyed hash no build can make, and the role may not list
+  // the bucket (functions/aws/build-names.ts).
   project.addToRolePolicy(
     new PolicyStatement({
       actions: ['s3:GetObject', 's3:GetObjectVersion', 's3:PutObject'],

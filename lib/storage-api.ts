@@ -267,6 +267,12 @@ export class StreamingRestApi extends Construct {
         ...xml('AccessDenied', 'Access Denied'),
       });
       this.api.addGatewayResponse('Default4xx', { type: ResponseType.DEFAULT_4XX, ...xml('InvalidRequest', '$context.error.message') });
+      // A body between Lambda's 6 MB and API Gateway's 10 MB is refused by Lambda
+      // (RequestTooLargeException, https://docs.aws.amazon.com/lambda/latest/api/API_Invoke.html),
+      // for which API Gateway documents no response type of its own
+      // (https://docs.aws.amazon.com/apigateway/latest/developerguide/supported-gateway-response-types.html);
+      // INTEGRATION_FAILURE is every failed integration, so an EntityTooLarge there
+      // would mislead. It stays InternalError here (docs/aws.md says why).
       this.api.addGatewayResponse('Default5xx', {
         type: ResponseType.DEFAULT_5XX,
         ...xml('InternalError', 'We encountered an internal error. Please try again.'),

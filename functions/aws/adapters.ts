@@ -118,13 +118,20 @@ export async function awsBuildRunner(config: Config): Promise<BuildRunner | Deta
   const { S3Client } = await import('@aws-sdk/client-s3');
   const { CodeBuildRunner } = await import('./codebuild-runner.js');
   const { BuildSecrets } = await import('./build-secrets.js');
+  const { BuildNames } = await import('./build-names.js');
+  // Secrets Manager's client is loaded, and the key naming builds read, with the first build.
+  const secretsManager = onceUntilFailure(async () => {
+    const { SecretsManagerClient } = await import('@aws-sdk/client-secrets-manager');
+    return new SecretsManagerClient({ region: config.region });
+  });
+  const names = new BuildNames(secretsManager, config.build.secretNamesKeyArn);
   return new CodeBuildRunner(
     new CodeBuildClient({ region: config.region }),
     new S3Client({ region: config.region }),
     config.blockBucket,
     config.build.codeBuildProject,
-    // Its Secrets Manager client is loaded, and the key naming the secrets read, with the first build that has secret variables.
-    new BuildSecrets(config.region, config.build.codeBuildProject, config.build.secretNamesKeyArn),
+    names,
+    new BuildSecrets(secretsManager, config.build.codeBuildProject, names),
   );
 }
 

@@ -69,49 +69,21 @@
  *
  * What the role can read, a build's commands can: the build's commands run
  * with the project role's credentials, and the role must read the current
- * build's secret, so its grant covers the whole prefix. A name made of the
- * deploy id alone would let one team's build read another team's secret
- * while that build runs: deploy ids are public (every deploy has its own
- * address, `<deploy id lowercased>--<slug>.<sites domain>`, posted as
- * commit statuses and in notifications), only the case of their letters
- * to guess. So each name also carries a part no build can know:
+ * build's secret, so its grant covers the whole prefix. So each name also
+ * carries a part no build can know, made with the stack's key
+ * (build-names.ts, which names the build's files the same way):
  *
  *   cairn/<project>/builds/<deploy id>-<first 32 characters of base64url(HMAC-SHA256(key, deploy id))>
  *
- * The key is a random string in a secret of the stack's own, outside the
- * builds' prefix (lib/deploy-pipeline.ts), which the worker alone may read
- * and the project's role may not; it is read once per worker container,
- * with the first build that has secret variables (BuildSecrets.key). 32
- * characters of base64url are 192 bits; they are letters, digits, `-` and
- * `_`, which a secret's name may hold ("ASCII letters, numbers, and the
- * following characters: /_+=.@-",
- * https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_CreateSecret.html).
- * That page also asks not to end a name with a hyphen and six characters,
- * which a partial ARN search could take for Secrets Manager's own suffix;
- * these secrets are only ever named whole, never searched by partial ARN.
- * The name is the same every time for a deploy, with no state kept: a
- * repeated start must send a StartBuild request identical to the first
- * (its idempotencyToken is the deploy id, and "If you repeat the
- * StartBuild request with the same token, but change a parameter,
- * CodeBuild returns a parameter mismatch error",
- * https://docs.aws.amazon.com/codebuild/latest/APIReference/API_StartBuild.html),
- * and every path that removes the secret finds it by the deploy id again.
- * Neither role may list secrets.
+ * The project's role may not list secrets; the worker lists their names
+ * (never values) to remove what builds left behind (build-leftovers.ts).
  */
-import { createHmac } from 'node:crypto';
 import type { EnvironmentVariable } from '@aws-sdk/client-codebuild';
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { onceUntilFailure } from '../core/once-until-failure.js';
+import type { BuildNames } from './build-names.js';
 
 /** Where the build secrets of the stack whose CodeBuild project is `project` live (the stack's grants cover this prefix). */
 export const buildSecretsPrefix = (project: string) => `cairn/${project}/builds/`;
-
-/** The secret of one deploy's build: its id, then a part only the holder of `key` can make (the header says why). */
-export const buildSecretId = (project: string, deployId: string, key: string) =>
-  `${buildSecretsPrefix(project)}${deployId}-${createHmac('sha256', key).update(deployId).digest('base64url').slice(0, 32)}`;
-
-/** Fewer characters than the stack generates (64) would be a key someone chose, or cut short. */
-const NAMES_KEY_MIN_LENGTH = 32;
 
 /** A secret's value may hold this many bytes (SecretString, https://docs.aws.amazon.com/secretsmanager/latest/userguide/reference_limits.html). */
 export const SECRET_VALUE_MAX_BYTES = 65_536;
@@ -122,44 +94,16 @@ export class BuildSecretsTooLarge extends Error {
 }
 
 export class BuildSecrets {
-  /** `namesKeyArn`: the stack's secret holding the key that names the builds' secrets (CAIRN_BUILD_SECRET_NAMES_KEY_ARN). */
+  /** `secretsManager` loads the client (with the first build that has secrets: the worker's start-up does not carry it); `names` names the deploys' secrets. */
   constructor(
-    private readonly region: string,
+    private readonly secretsManager: () => Promise<SecretsManagerClient>,
     private readonly project: string,
-    private readonly namesKeyArn: string | undefined,
+    private readonly names: BuildNames,
   ) {}
-
-  /** The client, loaded with the first build that has secrets (the worker's start-up does not carry it); a load that failed is tried again by the next build. */
-  private readonly secretsManager = onceUntilFailure(async (): Promise<SecretsManagerClient> => {
-    const { SecretsManagerClient } = await import('@aws-sdk/client-secrets-manager');
-    return new SecretsManagerClient({ region: this.region });
-  });
-
-  /**
-   * The key naming the secrets, read once per container with the first
-   * build that has secret variables (a read that failed is tried again by
-   * the next). Never a name without it: that name is one a build could guess.
-   */
-  private readonly key = onceUntilFailure(async (): Promise<string> => {
-    if (!this.namesKeyArn) {
-      throw new Error(
-        "CAIRN_BUILD_SECRET_NAMES_KEY_ARN is unset: a build's secret variables cannot be given to CodeBuild without the key that names their secret",
-      );
-    }
-    const { GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
-    const out = await (await this.secretsManager()).send(new GetSecretValueCommand({ SecretId: this.namesKeyArn }));
-    const key = out.SecretString ?? '';
-    if (key.length < NAMES_KEY_MIN_LENGTH) {
-      throw new Error(
-        `the secret ${this.namesKeyArn} holds ${key.length} characters, fewer than the ${NAMES_KEY_MIN_LENGTH} of a key naming build secrets`,
-      );
-    }
-    return key;
-  });
 
   /** The name of the deploy's secret (reads the key the first time). */
   async secretId(deployId: string): Promise<string> {
-    return buildSecretId(this.project, deployId, await this.key());
+    return `${buildSecretsPrefix(this.project)}${await this.names.of(deployId)}`;
   }
 
   /**

@@ -9,8 +9,18 @@
  * downloads the source and uploads the publish directory as the build's
  * artifacts, back under the same prefix:
  *
- *   deploy-builds/<site>/<deploy>/source.zip     the checkout
- *   deploy-builds/<site>/<deploy>/publish/...    the publish directory after the build
+ *   deploy-builds/<site>/<deploy>-<32 characters>/source.zip     the checkout
+ *   deploy-builds/<site>/<deploy>-<32 characters>/publish/...    the publish directory after the build
+ *
+ * The project's role reads and writes every deploy's files (a build needs
+ * its own, and its grant cannot name one build), so the deploy's part of
+ * the prefix is the name build-names.ts makes with the stack's key, as the
+ * deploy's secret has: a build that knows another deploy's site and id
+ * cannot make its prefix, and so neither reads its checkout nor writes
+ * into its publish directory before the worker imports it. Every path that
+ * writes, reads or removes the files (start, fetchOutput, discard) makes
+ * the same name from the deploy id; a build's end event carries it in the
+ * source location, from which buildEndOf reads the deploy id back.
  *
  * The project (one per stack, lib/) carries only defaults; every build
  * brings its image, environment, timeout, buildspec, source and artifacts.
@@ -39,9 +49,10 @@ import { zipDirectory, ZipTooLarge } from '../deploy-worker/zip.js';
 import { codeBuildTimeoutMinutes, DEFAULT_BUILD_IMAGE, DEPLOY_BUILDS_PREFIX, ecrPublicImage } from '../deploy-worker/limits.js';
 import { DeployFailure } from '../deploy-worker/pipeline.js';
 import { BuildSecretsTooLarge, type BuildSecrets } from './build-secrets.js';
+import { deployIdOfBuildName, type BuildNames } from './build-names.js';
 
-/** Where a deploy's build files live in the bucket. */
-export const buildPrefix = (b: DeployOfBuild) => `${DEPLOY_BUILDS_PREFIX}${b.siteId}/${b.deployId}/`;
+/** Where a deploy's build files live in the bucket, given the deploy's build name (BuildNames.of). */
+export const buildPrefix = (siteId: string, buildName: string) => `${DEPLOY_BUILDS_PREFIX}${siteId}/${buildName}/`;
 
 /**
  * An image reference CodeBuild can pull: `[registry/]repository[:tag][@digest]`
@@ -90,12 +101,19 @@ export class CodeBuildRunner implements DetachedBuildRunner {
     private readonly s3: S3Client,
     private readonly bucket: string,
     private readonly project: string,
+    private readonly names: BuildNames,
     private readonly secrets: BuildSecrets,
   ) {}
 
+  /** Where the deploy's build files live (reads the key naming builds the first time). */
+  private async prefixOf(of: DeployOfBuild): Promise<string> {
+    return buildPrefix(of.siteId, await this.names.of(of.deployId));
+  }
+
   async start(request: DetachedBuildRequest): Promise<StartedBuild> {
     const image = registryImage(request.image);
-    const prefix = buildPrefix(request);
+    // Before anything is written: without the key no build is started (build-names.ts).
+    const prefix = await this.prefixOf(request);
     const zip = `${request.checkout}.zip`;
     try {
       await zipDirectory(request.checkout, zip).catch((err: unknown) => {
@@ -182,7 +200,7 @@ export class CodeBuildRunner implements DetachedBuildRunner {
 
   async fetchOutput(of: DeployOfBuild, into: string, options: { withoutGit: boolean }): Promise<void> {
     const { ListObjectsV2Command, GetObjectCommand } = await import('@aws-sdk/client-s3');
-    const prefix = `${buildPrefix(of)}publish/`;
+    const prefix = `${await this.prefixOf(of)}publish/`;
     await mkdir(into, { recursive: true });
     const root = resolve(into);
     let token: string | undefined;
@@ -213,8 +231,7 @@ export class CodeBuildRunner implements DetachedBuildRunner {
 
   /**
    * Removes the deploy's secret and its build files: both are tried, whichever
-   * fails. A build known to have had no secret variables has no secret, and
-   * its removal reads no key.
+   * fails. A build known to have had no secret variables has no secret.
    */
   async discard(of: DeployOfBuild): Promise<void> {
     await Promise.all([of.hadSecrets === false ? undefined : this.secrets.remove(of.deployId), this.removeFiles(of)]);
@@ -222,9 +239,10 @@ export class CodeBuildRunner implements DetachedBuildRunner {
 
   private async removeFiles(of: DeployOfBuild): Promise<void> {
     const { ListObjectsV2Command, DeleteObjectsCommand } = await import('@aws-sdk/client-s3');
+    const prefix = await this.prefixOf(of);
     let token: string | undefined;
     do {
-      const page = await this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: buildPrefix(of), ContinuationToken: token }));
+      const page = await this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }));
       const keys = (page.Contents ?? []).map((o) => ({ Key: o.Key! }));
       if (keys.length) await this.s3.send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: keys, Quiet: true } }));
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
@@ -263,8 +281,10 @@ export function isCodeBuildStateChange(event: unknown): event is CodeBuildStateC
 export function buildEndOf(event: CodeBuildStateChange): (DeployOfBuild & { end: DetachedBuildEnd }) | undefined {
   const { detail } = event;
   const info = detail['additional-information'] ?? {};
-  const where = /\/deploy-builds\/([^/]+)\/([^/]+)\/source\.zip$/.exec(info.source?.location ?? '');
-  if (!where) return undefined;
+  // `<bucket>/deploy-builds/<site>/<build name>/source.zip`, as start() gave it.
+  const where = new RegExp(`/${DEPLOY_BUILDS_PREFIX}([^/]+)/([^/]+)/source\\.zip$`).exec(info.source?.location ?? '');
+  const deployId = where && deployIdOfBuildName(where[2]!);
+  if (!deployId) return undefined;
   // Events name the build by ARN; StartBuild and StopBuild by `<project>:<uuid>`.
   const buildId = detail['build-id'].replace(/^arn:[^:]+:codebuild:[^:]*:[^:]*:build\//, '');
   const phases = info.phases ?? [];
@@ -279,7 +299,7 @@ export function buildEndOf(event: CodeBuildStateChange): (DeployOfBuild & { end:
   const context = failed?.['phase-context']?.filter((c) => c && c !== ': ').join('; ');
   return {
     siteId: where[1]!,
-    deployId: where[2]!,
+    deployId,
     end: {
       buildId,
       outcome,

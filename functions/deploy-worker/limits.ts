@@ -30,6 +30,18 @@ export function runningLimitMs(buildTimeoutMs: number, remote: boolean): number 
   return build + 2 * WORKER_TIMEOUT_MINUTES * 60_000;
 }
 
+/**
+ * How old a build's secret or build files must be before the tick removes
+ * them as left over (and only when their deploy is not running): past the
+ * running limit of any deploy built in CodeBuild (the project's timeout and
+ * queued timeout, which the stack sets from these same functions, and a
+ * worker turn on either side), so no build can still read them and no
+ * worker can still be moving their deploy; and one worker turn more, so
+ * that for a deploy the tick ended its build's own end event, if it comes,
+ * removes them first.
+ */
+export const buildLeftoverAgeMs = (buildTimeoutMs: number) => runningLimitMs(buildTimeoutMs, true) + WORKER_TIMEOUT_MINUTES * 60_000;
+
 /** The image a site's build runs in when its settings name none (pulled from ECR Public: ecrPublicImage). */
 export const DEFAULT_BUILD_IMAGE = 'node:slim';
 

@@ -12,7 +12,9 @@
  *    left it (import, pin, publish), or end it with the build's failure;
  *  - the scheduled tick (every minute): end deploys running past any time a
  *    worker could still be moving them, send queued deploys whose message
- *    was lost again, and collect garbage (in AWS the only place that does).
+ *    was lost again, remove build secrets and files left behind by builds
+ *    whose end never came (build-leftovers.ts), and collect garbage (in AWS
+ *    the only place that does).
  *
  * A deploy that ends DEPLOYED here (either kind of run) gets its preview
  * image from the preview Lambda, asked without waiting (WorkerOptions.previews):
@@ -33,6 +35,7 @@ import type { PreviewTaker } from '../core/ports/screenshotter.js';
 import { isDetached } from '../core/ports/build-runner.js';
 import { resumeDeploy, runDeploy, type PipelineOptions, type PipelineServices } from './pipeline.js';
 import { buildEndOf, type CodeBuildStateChange } from '../aws/codebuild-runner.js';
+import { sweepBuildLeftovers, type LeftoverSweep } from '../aws/build-leftovers.js';
 import { DeployLog } from '../core/logs/deploy-log.js';
 import { askForPreview } from './steps/announce.js';
 import { KEPT_REPOSITORIES, runningLimitMs } from './limits.js';
@@ -151,6 +154,8 @@ export interface TickResult {
   /** Deploys ended FAILED for running too long. */
   timedOut: string[];
   collected: CollectionResult;
+  /** Build secrets and files left behind, removed. */
+  leftovers: LeftoverSweep;
 }
 
 /** A queued deploy this old has surely lost its message (the worker takes one within seconds). */
@@ -176,8 +181,10 @@ export async function runScheduledTick(services: TickServices, batch = 10, now =
   }
   if (queued.length) log.info('deploys waiting', { queued: queued.length, requeued });
   else log.info('no deploys waiting; nothing to do', { queued: 0 });
+  // After endStuckDeploys: a deploy it just ended no longer keeps its build's secret and files.
+  const leftovers = await sweepBuildLeftovers(services, log, now);
   const collected = await collectGarbage({ ...services, logger: log });
-  return { queued: queued.length, requeued, timedOut, collected };
+  return { queued: queued.length, requeued, timedOut, collected, leftovers };
 }
 
 /**

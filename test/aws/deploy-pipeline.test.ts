@@ -9,7 +9,14 @@
  * Secrets Manager's stand-in keeps its secrets, so a test sees what a build
  * was given and what is left after it.
  */
-import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import {
+  CreateBucketCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import {
   AccountLimitExceededException,
@@ -20,7 +27,14 @@ import {
   type StartBuildCommandInput,
   type StopBuildCommandInput,
 } from '@aws-sdk/client-codebuild';
-import { CreateSecretCommand, DeleteSecretCommand, GetSecretValueCommand, PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
+import {
+  CreateSecretCommand,
+  DeleteSecretCommand,
+  GetSecretValueCommand,
+  ListSecretsCommand,
+  PutSecretValueCommand,
+  SecretsManagerClient,
+} from '@aws-sdk/client-secrets-manager';
 import { CloudFrontClient, CreateInvalidationCommand, type CreateInvalidationCommandInput } from '@aws-sdk/client-cloudfront';
 import { mockClient } from 'aws-sdk-client-mock';
 import { exporter } from 'ipfs-unixfs-exporter';
@@ -35,8 +49,11 @@ import { lambdaEnv, QUEUE_URL, secretsManagerStandIn, sqsEvent, startLambdas, ty
 import type { Services } from '../../functions/core/services.js';
 import type { Deploy } from '../../functions/core/data/deploys.js';
 import { runScheduledTick } from '../../functions/deploy-worker/worker.js';
-import { CodeBuildRunner } from '../../functions/aws/codebuild-runner.js';
+import { buildEndOf, CodeBuildRunner } from '../../functions/aws/codebuild-runner.js';
 import { BuildSecrets } from '../../functions/aws/build-secrets.js';
+import { BuildNames } from '../../functions/aws/build-names.js';
+import { sweepBuildLeftovers } from '../../functions/aws/build-leftovers.js';
+import { createLogger } from '../../functions/core/logger.js';
 import { newSortableId } from '../../functions/core/ids.js';
 
 const PROJECT = 'cairn-builds';
@@ -58,6 +75,9 @@ const secretsManager = secretsManagerStandIn({ [KEY_ARN]: KEY, [OTHER_KEY_ARN]: 
 /** The name a deploy's secret must have with `key`: the deploy id, a hyphen, 32 characters of base64url(HMAC-SHA256(key, deploy id)). */
 const secretNameOf = (deployId: string, key = KEY) =>
   `cairn/${PROJECT}/builds/${deployId}-${createHmac('sha256', key).update(deployId).digest('base64url').slice(0, 32)}`;
+/** Where a deploy's build files must be with `key`: the site, then the deploy's name made as its secret's is. */
+const filesOf = (siteId: string, deployId: string, key = KEY) =>
+  `deploy-builds/${siteId}/${deployId}-${createHmac('sha256', key).update(deployId).digest('base64url').slice(0, 32)}/`;
 /** The deploy's secret, by the name the worker gives it. */
 const secretOf = (deployId: string) => secretsManager.secrets.get(secretNameOf(deployId));
 /** The reads of the key's secret since the last reset. */
@@ -162,7 +182,7 @@ function buildEvent(deploy: Deploy, status: string, phases: Array<Record<string,
       'current-phase': 'COMPLETED',
       'additional-information': {
         'build-complete': true,
-        source: { type: 'S3', location: `${BUCKET}/deploy-builds/${deploy.siteId}/${deploy.id}/source.zip` },
+        source: { type: 'S3', location: `${BUCKET}/${filesOf(deploy.siteId, deploy.id)}source.zip` },
         logs: { 'group-name': '/aws/codebuild/cairn-builds', 'stream-name': id.split(':')[1], 'deep-link': DEEP_LINK },
         phases,
       },
@@ -219,11 +239,11 @@ test("the worker given the SQS message claims the deploy and hands its build to 
     imageOverride: 'public.ecr.aws/docker/library/node:20-slim', // Docker Hub's official image, from ECR Public's mirror
     timeoutInMinutesOverride: 10,
     sourceTypeOverride: 'S3',
-    sourceLocationOverride: `${BUCKET}/deploy-builds/${deploy.siteId}/${deploy.id}/source.zip`,
+    sourceLocationOverride: `${BUCKET}/${filesOf(deploy.siteId, deploy.id)}source.zip`,
     artifactsOverride: {
       type: 'S3',
       location: BUCKET,
-      path: `deploy-builds/${deploy.siteId}/${deploy.id}`,
+      path: filesOf(deploy.siteId, deploy.id).slice(0, -1),
       name: 'publish',
       packaging: 'NONE',
     },
@@ -241,7 +261,7 @@ test("the worker given the SQS message claims the deploy and hands its build to 
   // The checkout went to the bucket as a ZIP CodeBuild can unpack.
   const dir = await mkdtemp(join(tmpdir(), 'cairn-zip-'));
   try {
-    const zip = await bucket.send(new GetObjectCommand({ Bucket: BUCKET, Key: `deploy-builds/${deploy.siteId}/${deploy.id}/source.zip` }));
+    const zip = await bucket.send(new GetObjectCommand({ Bucket: BUCKET, Key: `${filesOf(deploy.siteId, deploy.id)}source.zip` }));
     await writeFile(join(dir, 'source.zip'), await zip.Body!.transformToByteArray());
     execFileSync('unzip', ['-q', 'source.zip', '-d', 'out'], { cwd: dir });
     expect(await readFile(join(dir, 'out/app/src.txt'), 'utf8')).toBe('source');
@@ -263,7 +283,7 @@ test("the worker given the SQS message claims the deploy and hands its build to 
 
 test('a SUCCEEDED build event makes the worker import what the build uploaded, pin and publish it', async () => {
   const { deploy } = await handedToCodeBuild();
-  const prefix = `deploy-builds/${deploy.siteId}/${deploy.id}/publish/`;
+  const prefix = `${filesOf(deploy.siteId, deploy.id)}publish/`;
   for (const [key, body] of Object.entries({ 'index.html': '<h1>built in CodeBuild</h1>', 'assets/app.js': 'console.log(1)' })) {
     await bucket.send(new PutObjectCommand({ Bucket: BUCKET, Key: prefix + key, Body: body }));
   }
@@ -283,7 +303,7 @@ test('a SUCCEEDED build event makes the worker import what the build uploaded, p
   expect(log).toContain(`The build's own log: ${DEEP_LINK}`);
   expect(log).toContain('Imported 2 files');
   expect(log).toContain('Published');
-  expect(await keysUnder(`deploy-builds/${deploy.siteId}/${deploy.id}/`)).toEqual([]);
+  expect(await keysUnder(filesOf(deploy.siteId, deploy.id))).toEqual([]);
   // A repeated event finds the build's end taken up already.
   await worker(buildEvent(deploy, 'SUCCEEDED'));
   expect((await aws.deploys.get(deploy.siteId, deploy.id))?.completedAt).toBe(done.completedAt);
@@ -399,13 +419,13 @@ test("the scheduled tick fails a deploy stuck past its time limit and stops its 
   expect((await logOf(deploy)).trim().split('\n').at(-1)).toMatch(/Failed: timed out/);
   // The build was stopped by the queue's own client, not the runner: the secret is still there.
   expect(secretOf(deploy.id)).toBeDefined();
-  expect(await keysUnder(`deploy-builds/${deploy.siteId}/${deploy.id}/`)).not.toEqual([]);
+  expect(await keysUnder(filesOf(deploy.siteId, deploy.id))).not.toEqual([]);
   // Its late event changes nothing of the deploy, and removes what the build was given.
   await worker(buildEvent(deploy, 'STOPPED'));
   expect((await aws.deploys.get(deploy.siteId, deploy.id))?.status).toBe('FAILED');
   expect(secretOf(deploy.id)).toBeUndefined();
   expect(deleted()).toEqual([secretNameOf(deploy.id)]);
-  expect(await keysUnder(`deploy-builds/${deploy.siteId}/${deploy.id}/`)).toEqual([]);
+  expect(await keysUnder(filesOf(deploy.siteId, deploy.id))).toEqual([]);
 });
 
 test("a secret variable reaches CodeBuild through the deploy's Secrets Manager secret, never in StartBuild, stays sealed in the record, and the failure that quotes it is masked", async () => {
@@ -479,24 +499,21 @@ test.each([
   ['FAULT', 'FAILED'],
 ])("the deploy's secret is removed when its build ends %s", async (status, ended) => {
   const { deploy } = await handedWithSecret();
-  await bucket.send(
-    new PutObjectCommand({ Bucket: BUCKET, Key: `deploy-builds/${deploy.siteId}/${deploy.id}/publish/index.html`, Body: 'x' }),
-  );
+  await bucket.send(new PutObjectCommand({ Bucket: BUCKET, Key: `${filesOf(deploy.siteId, deploy.id)}publish/index.html`, Body: 'x' }));
   await worker(buildEvent(deploy, status));
   expect((await aws.deploys.get(deploy.siteId, deploy.id))?.status).toBe(ended);
   expect(secretOf(deploy.id)).toBeUndefined();
   expect(deleted()).toEqual([secretNameOf(deploy.id)]);
 });
 
-test('a build without secret variables touches no secret and never reads the key, from its start to its end', async () => {
+test('a build without secret variables writes and removes no secret, from its start to its end', async () => {
   const { deploy } = await handedToCodeBuild({ environmentVariables: [{ name: 'GREETING', value: 'hi' }] });
-  await bucket.send(
-    new PutObjectCommand({ Bucket: BUCKET, Key: `deploy-builds/${deploy.siteId}/${deploy.id}/publish/index.html`, Body: 'x' }),
-  );
+  await bucket.send(new PutObjectCommand({ Bucket: BUCKET, Key: `${filesOf(deploy.siteId, deploy.id)}publish/index.html`, Body: 'x' }));
   await worker(buildEvent(deploy, 'SUCCEEDED'));
   expect((await aws.deploys.get(deploy.siteId, deploy.id))?.status).toBe('DEPLOYED');
-  // Not even a deletion: removing a secret would need its name, and so the key.
-  expect(secretsManager.client.calls()).toEqual([]);
+  // At most the read of the key that names its files (once per container): no secret of its own, not even a deletion.
+  expect(secretsManager.client.calls().filter((c) => !(c.args[0] instanceof GetSecretValueCommand))).toEqual([]);
+  expect(secretsManager.client.calls().length).toBe(keyReads().length);
 });
 
 test("cancelDeploy stops the build; its STOPPED event ends the deploy CANCELLED and removes the deploy's secret", async () => {
@@ -562,14 +579,18 @@ describe('the runner started twice for one deploy (a repeated message, a retried
   afterAll(() => rm(checkout, { recursive: true, force: true }));
 
   /** A runner as one worker container builds it: its own client, its own read of the key. */
-  const runner = (keyArn = KEY_ARN) =>
-    new CodeBuildRunner(
+  const runner = (keyArn = KEY_ARN) => {
+    const client = new SecretsManagerClient({ region: 'us-east-1' });
+    const names = new BuildNames(async () => client, keyArn);
+    return new CodeBuildRunner(
       new CodeBuildClient({ region: 'us-east-1' }),
       bucket,
       BUCKET,
       PROJECT,
-      new BuildSecrets('us-east-1', PROJECT, keyArn),
+      names,
+      new BuildSecrets(async () => client, PROJECT, names),
     );
+  };
   const request = (deployId: string) => ({
     deployId,
     siteId: 'site-1',
@@ -605,7 +626,7 @@ describe('the runner started twice for one deploy (a repeated message, a retried
     expect(codeBuild.commandCalls(StopBuildCommand).map((c) => c.args[0].input)).toEqual([{ id: build.id }]);
     expect(secretOf(deployId)).toBeUndefined();
     await runner().discard({ siteId: 'site-1', deployId });
-    expect(await keysUnder(`deploy-builds/site-1/${deployId}/`)).toEqual([]);
+    expect(await keysUnder(filesOf('site-1', deployId))).toEqual([]);
     expect(deleted()).toEqual([secretNameOf(deployId), secretNameOf(deployId)]);
   });
 
@@ -643,15 +664,88 @@ describe('the runner started twice for one deploy (a repeated message, a retried
     expect(secretsManager.secrets.size).toBe(0);
   });
 
-  test('a build without secret variables, started and discarded, never reads the key', async () => {
+  test('a build without secret variables, started and discarded, reads the key once (its files are named with it) and writes no secret', async () => {
     const one = runner();
     const deployId = newSortableId();
     await one.start({ ...request(deployId), env: { CI: 'true' }, secretNames: [] });
     await one.discard({ siteId: 'site-1', deployId, hadSecrets: false });
-    expect(secretsManager.client.calls()).toEqual([]);
+    expect(secretsManager.client.calls().map((c) => c.args[0].constructor.name)).toEqual(['GetSecretValueCommand']);
+    expect(keyReads()).toHaveLength(1);
     expect(codeBuild.commandCalls(StartBuildCommand)[0]!.args[0].input.environmentVariablesOverride).toEqual([
       { name: 'CI', value: 'true', type: 'PLAINTEXT' },
     ]);
+  });
+
+  test("the build files' prefix carries the keyed part: not the site and deploy id alone, another key's differs, and start, import and clean-up all use it", async () => {
+    const deployId = newSortableId();
+    const guessable = `deploy-builds/site-1/${deployId}/`;
+    const ours = filesOf('site-1', deployId);
+    expect(ours).toMatch(new RegExp(`^deploy-builds/site-1/${deployId}-[A-Za-z0-9_-]{32}/$`));
+    expect(filesOf('site-1', deployId, OTHER_KEY)).not.toBe(ours);
+    // Start: the checkout goes under the keyed prefix, and CodeBuild is told that prefix for source and artifacts.
+    await runner().start({ ...request(deployId), env: { CI: 'true' }, secretNames: [] });
+    await runner(OTHER_KEY_ARN).start({ ...request(deployId), env: { CI: 'true' }, secretNames: [] });
+    const [mine, theirs] = codeBuild.commandCalls(StartBuildCommand).map((c) => c.args[0].input);
+    expect(mine).toMatchObject({
+      sourceLocationOverride: `${BUCKET}/${ours}source.zip`,
+      artifactsOverride: { location: BUCKET, path: ours.slice(0, -1), name: 'publish' },
+    });
+    expect(theirs!.sourceLocationOverride).toBe(`${BUCKET}/${filesOf('site-1', deployId, OTHER_KEY)}source.zip`);
+    expect(await keysUnder(ours)).toEqual([`${ours}source.zip`]);
+    expect(await keysUnder(guessable)).toEqual([]);
+    // Import: what a build wrote where the guessable name (or another key) points is not read.
+    for (const key of [
+      `${ours}publish/index.html`,
+      `${guessable}publish/planted.html`,
+      `${filesOf('site-1', deployId, OTHER_KEY)}publish/other.html`,
+    ])
+      await bucket.send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: key }));
+    const into = await mkdtemp(join(tmpdir(), 'cairn-publish-'));
+    try {
+      await runner().fetchOutput({ siteId: 'site-1', deployId }, join(into, 'out'), { withoutGit: true });
+      expect(execFileSync('find', ['.', '-type', 'f'], { cwd: join(into, 'out'), encoding: 'utf8' }).trim()).toBe('./index.html');
+      expect(await readFile(join(into, 'out/index.html'), 'utf8')).toBe(`${ours}publish/index.html`);
+    } finally {
+      await rm(into, { recursive: true, force: true });
+    }
+    // Clean-up: the keyed prefix goes, nothing else.
+    await runner().discard({ siteId: 'site-1', deployId, hadSecrets: false });
+    expect(await keysUnder(ours)).toEqual([]);
+    expect(await keysUnder(guessable)).toEqual([`${guessable}publish/planted.html`]);
+    expect(await keysUnder(filesOf('site-1', deployId, OTHER_KEY))).not.toEqual([]);
+    await runner(OTHER_KEY_ARN).discard({ siteId: 'site-1', deployId, hadSecrets: false });
+    await bucket.send(new DeleteObjectCommand({ Bucket: BUCKET, Key: `${guessable}publish/planted.html` }));
+  });
+
+  test("a build's end event finds its deploy from the keyed source location; the guessable form ends no deploy", () => {
+    const deployId = newSortableId();
+    const event = (location: string) => ({
+      source: 'aws.codebuild' as const,
+      'detail-type': 'CodeBuild Build State Change' as const,
+      detail: {
+        'build-status': 'SUCCEEDED',
+        'project-name': PROJECT,
+        'build-id': `arn:aws:codebuild:us-east-1:123456789012:build/${PROJECT}:b-1`,
+        'additional-information': { source: { type: 'S3', location } },
+      },
+    });
+    expect(buildEndOf(event(`${BUCKET}/${filesOf('site-1', deployId)}source.zip`))).toMatchObject({
+      siteId: 'site-1',
+      deployId,
+      end: { buildId: `${PROJECT}:b-1`, outcome: 'succeeded' },
+    });
+    expect(buildEndOf(event(`${BUCKET}/deploy-builds/site-1/${deployId}/source.zip`))).toBeUndefined();
+  });
+
+  test('without the key (CAIRN_BUILD_SECRET_NAMES_KEY_ARN unset) no build is started, nothing is uploaded, and its files are not read or removed under a guessable name', async () => {
+    const deployId = newSortableId();
+    const plain = { ...request(deployId), env: { CI: 'true' }, secretNames: [] };
+    await expect(runner('').start(plain)).rejects.toThrow(/CAIRN_BUILD_SECRET_NAMES_KEY_ARN is unset/);
+    expect(codeBuild.commandCalls(StartBuildCommand)).toHaveLength(0);
+    expect(await keysUnder(`deploy-builds/site-1/${deployId}`)).toEqual([]);
+    const of = { siteId: 'site-1', deployId, hadSecrets: false };
+    await expect(runner('').fetchOutput(of, join(tmpdir(), `cairn-none-${deployId}`), { withoutGit: true })).rejects.toThrow(/unset/);
+    await expect(runner('').discard(of)).rejects.toThrow(/unset/);
   });
 
   test('without the key (CAIRN_BUILD_SECRET_NAMES_KEY_ARN unset) a build with secret variables is not started, and no secret is written', async () => {
@@ -659,5 +753,76 @@ describe('the runner started twice for one deploy (a repeated message, a retried
     await expect(runner('').start(request(deployId))).rejects.toThrow(/CAIRN_BUILD_SECRET_NAMES_KEY_ARN is unset/);
     expect(codeBuild.commandCalls(StartBuildCommand)).toHaveLength(0);
     expect(secretsManager.client.commandCalls(CreateSecretCommand)).toHaveLength(0);
+  });
+});
+
+describe('what builds left behind, swept by the tick', () => {
+  /** CAIRN_BUILD_TIMEOUT=600: 10 min of build + 60 queued + two 15-minute worker turns, and one turn more. */
+  const BOUND_MS = 115 * 60_000;
+  const logger = createLogger('error');
+  const listCalls = () => secretsManager.client.commandCalls(ListSecretsCommand).map((c) => c.args[0].input);
+
+  /** What a worker that died after CreateSecret leaves: a secret and a checkout, for a deploy the tables do not know. */
+  async function leftFor(siteId: string, deployId: string): Promise<void> {
+    secretsManager.secrets.set(secretNameOf(deployId), { value: '{"API_KEY":"x"}', versions: new Map(), created: new Date() });
+    await bucket.send(new PutObjectCommand({ Bucket: BUCKET, Key: `${filesOf(siteId, deployId)}source.zip`, Body: 'zip' }));
+  }
+
+  test("secrets and files past the bound go when their deploy ended or is unknown; a running deploy's, younger ones and another stack's stay", async () => {
+    const running = (await handedWithSecret()).deploy;
+    sqs.resetHistory();
+    codeBuild.resetHistory();
+    const ended = (await handedWithSecret()).deploy;
+    // Ended without its build's end event (the tick stops a stuck build with the queue's client, which removes nothing).
+    await aws.deploys.finish(ended.siteId, ended.id, { status: 'FAILED', reason: 'timed out' });
+    const unknown = newSortableId();
+    await leftFor('site-gone', unknown);
+    const otherStack = `cairn/other-project/builds/${newSortableId()}-${'x'.repeat(32)}`;
+    secretsManager.secrets.set(otherStack, { value: '{}', versions: new Map(), created: new Date() });
+    secretsManager.client.resetHistory();
+
+    const ours = [filesOf(running.siteId, running.id), filesOf(ended.siteId, ended.id), filesOf('site-gone', unknown)];
+    // Younger than the bound: nothing of this test's goes (the suite's earlier tests left files of their own).
+    const early = await sweepBuildLeftovers(aws, logger, new Date(Date.now() + BOUND_MS - 10 * 60_000));
+    expect(early.secrets).toEqual([]);
+    expect(early.files.filter((key) => ours.some((prefix) => key.startsWith(prefix)))).toEqual([]);
+    expect(secretsManager.secrets.size).toBe(4);
+
+    const late = await sweepBuildLeftovers(aws, logger, new Date(Date.now() + BOUND_MS + 60_000));
+    expect(late.secrets.sort()).toEqual([secretNameOf(ended.id), secretNameOf(unknown)].sort());
+    expect([...secretsManager.secrets.keys()].sort()).toEqual([secretNameOf(running.id), otherStack].sort());
+    expect(late.files).toEqual(
+      expect.arrayContaining([`${filesOf(ended.siteId, ended.id)}source.zip`, `${filesOf('site-gone', unknown)}source.zip`]),
+    );
+    expect(await keysUnder(filesOf(ended.siteId, ended.id))).toEqual([]);
+    expect(await keysUnder(filesOf('site-gone', unknown))).toEqual([]);
+    expect(await keysUnder(filesOf(running.siteId, running.id))).toEqual([`${filesOf(running.siteId, running.id)}source.zip`]);
+    // One page each time, of this project's secrets, the oldest first; never the key's secret, never a value.
+    expect(listCalls()).toEqual([
+      { Filters: [{ Key: 'name', Values: [`cairn/${PROJECT}/builds/`] }], SortOrder: 'asc', MaxResults: 100 },
+      { Filters: [{ Key: 'name', Values: [`cairn/${PROJECT}/builds/`] }], SortOrder: 'asc', MaxResults: 100 },
+    ]);
+    expect(keyReads()).toHaveLength(0);
+    expect(deleted().sort()).toEqual(late.secrets);
+  });
+
+  test('the tick removes what a deploy it ended left, once past the bound; a failing listing is logged and the tick goes on', async () => {
+    const { deploy } = await handedWithSecret();
+    const ending = await runScheduledTick(aws, 10, new Date(Date.now() + 101 * 60_000));
+    expect(ending.timedOut).toContain(deploy.id);
+    expect(ending.leftovers.secrets).toEqual([]);
+    expect(secretOf(deploy.id)).toBeDefined();
+    const later = await runScheduledTick(aws, 10, new Date(Date.now() + BOUND_MS + 60_000));
+    expect(later.leftovers.secrets).toEqual([secretNameOf(deploy.id)]);
+    expect(secretOf(deploy.id)).toBeUndefined();
+    expect(await keysUnder(filesOf(deploy.siteId, deploy.id))).toEqual([]);
+
+    await leftFor('site-gone', newSortableId());
+    secretsManager.client.on(ListSecretsCommand).rejects(Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' }));
+    const failing = await runScheduledTick(aws, 10, new Date(Date.now() + BOUND_MS + 60_000));
+    expect(failing.leftovers.secrets).toEqual([]);
+    expect(secretsManager.secrets.size).toBe(1);
+    // The files' sweep is not held up by the secrets'.
+    expect(failing.leftovers.files).toHaveLength(1);
   });
 });

@@ -15,6 +15,7 @@ import {
   CreateSecretCommand,
   DeleteSecretCommand,
   GetSecretValueCommand,
+  ListSecretsCommand,
   PutSecretValueCommand,
   ResourceExistsException,
   ResourceNotFoundException,
@@ -22,6 +23,7 @@ import {
   type CreateSecretCommandInput,
   type DeleteSecretCommandInput,
   type GetSecretValueCommandInput,
+  type ListSecretsCommandInput,
   type PutSecretValueCommandInput,
 } from '@aws-sdk/client-secrets-manager';
 import { mockClient } from 'aws-sdk-client-mock';
@@ -128,10 +130,11 @@ export function sqsEvent(body: string): SQSEvent {
   };
 }
 
-/** One secret of the Secrets Manager stand-in: its current value and the version tokens it was written with. */
+/** One secret of the Secrets Manager stand-in: its current value, the version tokens it was written with, when it was made. */
 export interface StoodInSecret {
   value: string;
   versions: Map<string, string>;
+  created: Date;
 }
 
 /**
@@ -142,7 +145,11 @@ export interface StoodInSecret {
  * PutSecretValue with a token already used ignores the same value and
  * refuses another; DeleteSecret with ForceDeleteWithoutRecovery removes the
  * secret at once and answers for one already gone too; GetSecretValue reads
- * the current value. `secrets` is the service's state by name. `stackSecrets`
+ * the current value; ListSecrets lists names and creation dates (never
+ * values), filtered by a case-sensitive name prefix
+ * (https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_Filter.html),
+ * by creation date, MaxResults (at most 100) at a time with a NextToken
+ * (https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_ListSecrets.html). `secrets` is the service's state by name. `stackSecrets`
  * are the stack's own secrets by ARN (the key naming build secrets), which
  * GetSecretValue also reads and a reset keeps.
  */
@@ -161,7 +168,7 @@ export function secretsManagerStandIn(stackSecrets: Record<string, string> = {})
         throw new ResourceExistsException({ message: `The operation failed because the secret ${name} already exists.`, $metadata: {} });
       }
       const token = input.ClientRequestToken ?? randomUUID();
-      secrets.set(name, { value: input.SecretString!, versions: new Map([[token, input.SecretString!]]) });
+      secrets.set(name, { value: input.SecretString!, versions: new Map([[token, input.SecretString!]]), created: new Date() });
       return { ARN: arn(name), Name: name, VersionId: token };
     });
     client.on(PutSecretValueCommand).callsFake((input: PutSecretValueCommandInput) => {
@@ -183,6 +190,23 @@ export function secretsManagerStandIn(stackSecrets: Record<string, string> = {})
       if (!input.ForceDeleteWithoutRecovery) throw new Error('the stand-in deletes only with ForceDeleteWithoutRecovery');
       secrets.delete(input.SecretId!);
       return { ARN: arn(input.SecretId!), Name: input.SecretId, DeletionDate: new Date() };
+    });
+    client.on(ListSecretsCommand).callsFake(async (input: ListSecretsCommandInput) => {
+      const max = input.MaxResults ?? 100;
+      if (max < 1 || max > 100) throw new Error('the stand-in takes MaxResults from 1 to 100, as the service does');
+      const prefixes = (input.Filters ?? []).flatMap((f) => {
+        if (f.Key !== 'name') throw new Error(`the stand-in filters by name only, not ${f.Key}`);
+        return f.Values ?? [];
+      });
+      const listed = [...secrets]
+        .filter(([name]) => !prefixes.length || prefixes.some((p) => name.startsWith(p)))
+        .sort(([, a], [, b]) => (a.created.getTime() - b.created.getTime()) * (input.SortOrder === 'desc' ? -1 : 1));
+      const from = Number(input.NextToken ?? 0);
+      const page = listed.slice(from, from + max);
+      return {
+        SecretList: page.map(([name, secret]) => ({ ARN: arn(name), Name: name, CreatedDate: secret.created })),
+        NextToken: from + max < listed.length ? String(from + max) : undefined,
+      };
     });
     client.on(GetSecretValueCommand).callsFake((input: GetSecretValueCommandInput) => {
       const own = stackSecrets[input.SecretId!];
