@@ -109,7 +109,7 @@ async function newSite(
         t: TOKEN,
       })
     ).setRepositoryToken;
-    git.requireCredentials(repo, set.repositoryUsername, TOKEN);
+    await git.requireCredentials(repo, set.repositoryUsername, TOKEN);
   }
   return { ...site, repo, commit };
 }

@@ -815,7 +815,7 @@ describe.each(DEPLOYING_DOORS)('pull requests through the $name', (door) => {
     const token = `fork-default-token-${process.pid}-${repos}`;
     dataOf(await gql('mutation ($s: ID!, $t: String) { setRepositoryToken(siteId: $s, token: $t) { id } }', { s: site.id, t: token }));
     const { secret } = await webhookSecret(site.id);
-    const before = git.requests();
+    const before = await git.requests();
     const res = await post(
       site.id,
       secret,
@@ -847,7 +847,7 @@ describe.each(DEPLOYING_DOORS)('pull requests through the $name', (door) => {
     expect((await gitlab.json()).ignored).toMatch(/^pull request #22 comes from a fork: fork pull requests are not built for this site/);
     // Nothing was queued, nothing was fetched from anywhere.
     expect(await deploysOf(site.id)).toEqual([]);
-    expect(git.requests()).toBe(before);
+    expect(await git.requests()).toBe(before);
   });
 
   test("a pull request from a fork, on a site that builds them, is built from the fork, without the site's access token, and the log says so", async () => {
@@ -882,7 +882,7 @@ describe.each(DEPLOYING_DOORS)('pull requests through the $name', (door) => {
     const closed = `forker/hooked-closed-${repos}`;
     await git.commit(closed, { 'public/index.html': 'main' }, 'main');
     const closedHead = await git.commit(closed, { 'public/index.html': 'x' }, 'x', 'patch-2');
-    git.requireCredentials(closed, 'x-access-token', "the fork owner's own token");
+    await git.requireCredentials(closed, 'x-access-token', "the fork owner's own token");
     const second = await (
       await post(
         site.id,
@@ -894,9 +894,9 @@ describe.each(DEPLOYING_DOORS)('pull requests through the $name', (door) => {
     expect(refused.status).toBe('FAILED');
     expect(refused.log).toMatch(/the repository asks for credentials/);
     const encoded = Buffer.from(`x-access-token:${token}`).toString('base64');
-    expect(git.authorizations().filter((x) => x.authorization.includes(encoded))).toEqual([]);
+    expect((await git.authorizations()).filter((x) => x.authorization.includes(encoded))).toEqual([]);
     // Nothing a fork's host was sent carried any credentials at all.
-    expect(git.authorizations().filter((x) => x.path.startsWith('/forker/'))).toEqual([]);
+    expect((await git.authorizations()).filter((x) => x.path.startsWith('/forker/'))).toEqual([]);
   });
 
   test("an old pull-request event sent again builds the old head at a new address; the newer head's preview is untouched", async () => {

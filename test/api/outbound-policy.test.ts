@@ -185,12 +185,12 @@ describe.each(doorsFor(graphqlDoors(() => graphqlLambda)))('through the $name', 
     ],
   ])('a repository on %s is not cloned: the deploy fails with the rule, and nothing was asked of the host', async (_, url, line) => {
     const site = await gitSite(url);
-    const before = git.requests();
+    const before = await git.requests();
     const deployId = await trigger(site.id);
     const done = await ended(site.id, deployId);
     expect(done.status).toBe('FAILED');
     expect(done.log.trimEnd().split('\n').at(-1)).toContain(line());
-    expect(git.requests()).toBe(before);
+    expect(await git.requests()).toBe(before);
   });
 });
 

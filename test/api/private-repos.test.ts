@@ -98,7 +98,7 @@ let otherSiteId: string;
 
 beforeAll(async () => {
   head = await git.commit(REPO, { 'public/index.html': 'private content' }, 'private');
-  git.requireCredentials(REPO, 'x-access-token', TOKEN);
+  await git.requireCredentials(REPO, 'x-access-token', TOKEN);
   siteId = await createSite(git.repoUrl(REPO));
   otherSiteId = await createSite(git.repoUrl(REPO));
 });
@@ -110,7 +110,7 @@ test('with the right token the private repository deploys; the Site says only th
   expect(d).toMatchObject({ status: 'DEPLOYED', published: true, repository: { commit: head, branch: 'main' } });
   expect(d.log).toContain("Cloning with the site's repository access token (user name x-access-token)");
   // The host was sent exactly these basic credentials.
-  const sent = git.authorizations().filter((x) => x.path.startsWith(`/${REPO}.git/`));
+  const sent = (await git.authorizations()).filter((x) => x.path.startsWith(`/${REPO}.git/`));
   expect(sent.length).toBeGreaterThan(0);
   expect(new Set(sent.map((x) => x.authorization))).toEqual(
     new Set([`Basic ${Buffer.from(`x-access-token:${TOKEN}`).toString('base64')}`]),

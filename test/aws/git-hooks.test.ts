@@ -250,7 +250,7 @@ test('a wrong or missing signature, or a wrong GitLab token, is 401 and sends no
 test('the repository token is sealed by KMS Encrypt under its own context and opened by Decrypt in the worker, whose clone uses it', async () => {
   const { repo, commit, site } = await gitSite({ 'public/index.html': 'private' });
   const token = `ghp_${randomBytes(18).toString('hex')}`;
-  git.requireCredentials(repo, 'x-access-token', token);
+  await git.requireCredentials(repo, 'x-access-token', token);
   kms.resetHistory();
   await gql('mutation ($s: ID!, $t: String) { setRepositoryToken(siteId: $s, token: $t) { id } }', { s: site.id, t: token });
   expect(encrypts()).toEqual([
@@ -269,7 +269,7 @@ test('the repository token is sealed by KMS Encrypt under its own context and op
     { cairn: `site-repository-token:${site.id}` },
   ]);
   const basic = `Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`;
-  expect(git.authorizations().some((x) => x.authorization === basic)).toBe(true);
+  expect((await git.authorizations()).some((x) => x.authorization === basic)).toBe(true);
   const inputs = recordedInputs();
   expect(inputs).not.toContain(token);
   expect(inputs).not.toContain(secret);
@@ -287,7 +287,7 @@ async function runMessageOf(siteId: string, deployId: string) {
 test('an old push sent again under a new delivery id is built by the worker Lambda but not published over the newer commit of the private repository', async () => {
   const { repo, commit: one, site } = await gitSite({ 'public/index.html': 'one' });
   const token = `ghp_${randomBytes(18).toString('hex')}`;
-  git.requireCredentials(repo, 'x-access-token', token);
+  await git.requireCredentials(repo, 'x-access-token', token);
   await gql('mutation ($s: ID!, $t: String) { setRepositoryToken(siteId: $s, token: $t) { id } }', { s: site.id, t: token });
   const secret = await webhookSecret(site.id);
   const oldBody = pushEvent('refs/heads/main', one);

@@ -152,7 +152,7 @@ describe.each(
     const repo = `acme/closed-line-${tool === false ? 'iso' : 'cli'}`;
     const first = await server.commit(repo, { 'index.html': '1' }, '1');
     const second = await server.commit(repo, { 'index.html': '2' }, '2');
-    server.requireCredentials(repo, 'x-access-token', 'the-token');
+    await server.requireCredentials(repo, 'x-access-token', 'the-token');
     expect(
       await compare(first, second, { url: server.repoUrl(repo), credentials: { username: 'x-access-token', password: 'the-token' } }),
     ).toBe('older');
@@ -166,7 +166,7 @@ describe.each(
   });
 
   test('the host passes the outbound address policy first: a private one, when those are refused, is not asked anything', async () => {
-    const before = server.requests();
+    const before = await server.requests();
     const refused = compare(line[0]!, merge, { outbound: { private: 'refuse' } });
     await expect(refused).rejects.toBeInstanceOf(AncestryUnknown);
     await expect(refused).rejects.toThrow(
@@ -177,7 +177,7 @@ describe.each(
     await expect(compare(line[0]!, merge, { url, outbound: { private: 'refuse' }, resolver: async () => ['127.0.0.1'] })).rejects.toThrow(
       /outbound requests to private addresses are refused/,
     );
-    expect(server.requests()).toBe(before);
+    expect(await server.requests()).toBe(before);
     // Allowed, the name connects to the address the check was made for, whatever the system would resolve it to.
     expect(await compare(line[0]!, merge, { url, resolver: async () => ['127.0.0.1'] })).toBe('older');
   });

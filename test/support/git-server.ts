@@ -6,31 +6,18 @@
  * `private-` answers 401 to everyone, as a host does for a repository that
  * needs credentials; one given credentials with requireCredentials()
  * answers 401 to every request without exactly those (HTTP basic).
+ *
+ * The server, its CGI requests and the fixtures' git commands run in a
+ * process of their own (git-server-process.mjs, whose header says why:
+ * every process forked from a 1.5 GB Jest worker costs it two to three
+ * times what it costs a 50 MB one); this module is the suites' handle on
+ * it, over the IPC channel. So what the server counts is read with a call
+ * (`await git.requests()`), answered after every request it has counted.
  */
-import { execFile, spawn } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { promisify } from 'node:util';
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 
-const run = promisify(execFile);
-const BACKEND = '/usr/lib/git-core/git-http-backend';
-
-const GIT_ENV = {
-  GIT_AUTHOR_NAME: 'Cairn Test',
-  GIT_AUTHOR_EMAIL: 'test@cairn.invalid',
-  GIT_COMMITTER_NAME: 'Cairn Test',
-  GIT_COMMITTER_EMAIL: 'test@cairn.invalid',
-  GIT_CONFIG_NOSYSTEM: '1',
-  HOME: tmpdir(),
-};
-
-async function git(cwd: string, ...args: string[]): Promise<string> {
-  const { stdout } = await run('git', args, { cwd, env: { ...process.env, ...GIT_ENV }, maxBuffer: 64 * 1024 * 1024 });
-  return stdout.trim();
-}
+const PROCESS = fileURLToPath(new URL('./git-server-process.mjs', import.meta.url));
 
 export interface GitServer {
   /** `http://127.0.0.1:<port>` */
@@ -51,133 +38,97 @@ export interface GitServer {
    */
   shell(repo: string, script: string): Promise<string>;
   /** From now on `repo` answers only requests with these HTTP basic credentials (401 to others). */
-  requireCredentials(repo: string, username: string, password: string): void;
+  requireCredentials(repo: string, username: string, password: string): Promise<void>;
   /** Every Authorization header the server was sent, with the path it came with. */
-  authorizations(): Array<{ path: string; authorization: string }>;
+  authorizations(): Promise<Array<{ path: string; authorization: string }>>;
   /** How many requests the server has answered. */
-  requests(): number;
+  requests(): Promise<number>;
   close(): Promise<void>;
 }
 
+/** A failed fixture command, as the suite sees it: git's message, and its stderr. */
+export class GitCommandError extends Error {
+  constructor(
+    message: string,
+    readonly stderr?: string,
+  ) {
+    super(message);
+  }
+}
+
+type Answer = { ready: string } | { id: number; value: unknown } | { id: number; error: { message: string; stderr?: string } };
+
 export async function startGitServer(): Promise<GitServer> {
-  const root = await mkdtemp(join(tmpdir(), 'cairn-git-'));
-  const bare = join(root, 'repos');
-  const work = join(root, 'work');
-  await mkdir(bare, { recursive: true });
-  let count = 0;
-  const required = new Map<string, string>();
-  const seen: Array<{ path: string; authorization: string }> = [];
-
-  const server: Server = createServer((req, res) => {
-    count++;
-    const url = new URL(req.url ?? '/', 'http://git.invalid');
-    if (req.headers.authorization) seen.push({ path: url.pathname, authorization: req.headers.authorization });
-    const repoOf = /^\/([^/]+\/[^/]+?)(?:\.git)?\//.exec(url.pathname)?.[1];
-    const wanted = repoOf === undefined ? undefined : required.get(repoOf);
-    if (/^\/[^/]+\/private-/.test(url.pathname) || (wanted !== undefined && req.headers.authorization !== wanted)) {
-      res.writeHead(401, { 'www-authenticate': 'Basic realm="git"' }).end('credentials required\n');
-      return;
-    }
-    const cgi = spawn(BACKEND, [], {
-      env: {
-        GIT_PROJECT_ROOT: bare,
-        GIT_HTTP_EXPORT_ALL: '1',
-        PATH_INFO: decodeURIComponent(url.pathname),
-        QUERY_STRING: url.search.slice(1),
-        REQUEST_METHOD: req.method ?? 'GET',
-        CONTENT_TYPE: req.headers['content-type'] ?? '',
-        HTTP_CONTENT_ENCODING: req.headers['content-encoding'] ?? '',
-        GIT_PROTOCOL: String(req.headers['git-protocol'] ?? ''),
-        REMOTE_ADDR: '127.0.0.1',
-      },
-    });
-    req.pipe(cgi.stdin);
-    // A CGI answer: header lines (Status: among them), a blank line, the body.
-    let head = Buffer.alloc(0);
-    let started = false;
-    cgi.stdout.on('data', (chunk: Buffer) => {
-      if (started) return void res.write(chunk);
-      head = Buffer.concat([head, chunk]);
-      const end = head.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      started = true;
-      let status = 200;
-      const headers: Record<string, string> = {};
-      for (const line of head.subarray(0, end).toString().split('\r\n')) {
-        const at = line.indexOf(':');
-        const name = line.slice(0, at).trim().toLowerCase();
-        const value = line.slice(at + 1).trim();
-        if (name === 'status') status = Number.parseInt(value, 10);
-        else headers[name] = value;
-      }
-      res.writeHead(status, headers);
-      res.write(head.subarray(end + 4));
-    });
-    cgi.stdout.on('end', () => res.end());
-    cgi.on('error', (err) => {
-      if (!res.headersSent) res.writeHead(500);
-      res.end(String(err));
-    });
+  // No Jest or TypeScript flags: a plain Node process, and only the IPC
+  // channel between (its output goes to the suite's stderr).
+  const child: ChildProcess = fork(PROCESS, [], {
+    execArgv: [],
+    serialization: 'advanced',
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-
-  const ensureRepo = async (repo: string): Promise<string> => {
-    const checkout = join(work, repo);
-    const barePath = join(bare, `${repo}.git`);
-    try {
-      await git(checkout, 'rev-parse', '--git-dir');
-    } catch {
-      await mkdir(barePath, { recursive: true });
-      await git(barePath, 'init', '--bare', '--quiet', '--initial-branch=main');
-      await mkdir(checkout, { recursive: true });
-      await git(checkout, 'init', '--quiet', '--initial-branch=main');
-      await git(checkout, 'remote', 'add', 'origin', barePath);
-    }
-    return checkout;
+  const pending = new Map<number, { resolve: (value: unknown) => void; reject: (err: Error) => void }>();
+  let next = 0;
+  let gone: Error | undefined;
+  // The channel holds the suite's process open only while a call waits for
+  // its answer: a suite that never closes the server does not keep Jest
+  // alive, and the process ends when the channel does.
+  const idle = () => {
+    if (pending.size === 0) child.channel?.unref();
   };
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code, signal) => reject(new Error(`the git server process exited (${signal ?? code}) before it listened`)));
+    child.once('message', (answer: Answer) => resolve((answer as { ready: string }).ready));
+  });
+  child.removeAllListeners();
+  child.unref();
+  idle();
+  child.on('message', (answer: Answer) => {
+    if (!('id' in answer)) return;
+    const call = pending.get(answer.id);
+    pending.delete(answer.id);
+    if ('error' in answer) call?.reject(new GitCommandError(answer.error.message, answer.error.stderr));
+    else call?.resolve(answer.value);
+    idle();
+  });
+  const fail = (err: Error) => {
+    gone ??= err;
+    for (const call of pending.values()) call.reject(gone);
+    pending.clear();
+  };
+  child.on('error', fail);
+  child.on('exit', (code, signal) => fail(new Error(`the git server process exited (${signal ?? code})`)));
+
+  const call = <T>(op: string, ...args: unknown[]): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      if (gone) return reject(gone);
+      const id = next++;
+      pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      child.channel?.ref();
+      child.send({ id, op, args }, (err) => {
+        if (!err) return;
+        pending.delete(id);
+        reject(err);
+        idle();
+      });
+    });
 
   return {
     url,
     repoUrl: (repo) => `${url}/${repo}.git`,
-    async commit(repo, files, message, branch = 'main') {
-      const checkout = await ensureRepo(repo);
-      const branches = await git(checkout, 'branch', '--list', branch);
-      const hasCommits = await git(checkout, 'rev-parse', '--verify', '--quiet', 'HEAD').then(
-        () => true,
-        () => false,
-      );
-      if (!hasCommits) await git(checkout, 'checkout', '--quiet', '-B', branch);
-      else if (branches) await git(checkout, 'checkout', '--quiet', branch);
-      else await git(checkout, 'checkout', '--quiet', '-b', branch);
-      for (const [path, content] of Object.entries(files)) {
-        const file = join(checkout, path);
-        if (content === null) {
-          await rm(file, { recursive: true, force: true });
-          continue;
-        }
-        await mkdir(dirname(file), { recursive: true });
-        await writeFile(file, content);
-      }
-      await git(checkout, 'add', '--all');
-      await git(checkout, 'commit', '--quiet', '--allow-empty', '-m', message);
-      await git(checkout, 'push', '--quiet', 'origin', `${branch}:${branch}`);
-      return git(checkout, 'rev-parse', 'HEAD');
-    },
-    async shell(repo, script) {
-      const checkout = await ensureRepo(repo);
-      const { stdout } = await run('sh', ['-c', script], { cwd: checkout, env: { ...process.env, ...GIT_ENV } });
-      return stdout.trim();
-    },
-    requireCredentials(repo, username, password) {
-      required.set(repo, `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`);
-    },
-    authorizations: () => [...seen],
-    requests: () => count,
+    commit: (repo, files, message, branch) => call('commit', repo, files, message, branch),
+    shell: (repo, script) => call('shell', repo, script),
+    requireCredentials: (repo, username, password) => call('requireCredentials', repo, username, password),
+    authorizations: () => call('authorizations'),
+    requests: () => call('requests'),
     async close() {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await rm(root, { recursive: true, force: true });
+      if (gone) return;
+      // Held open until the process is gone, so a script's last await (a benchmark's) sees it end.
+      child.ref();
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      await call('close');
+      child.disconnect();
+      await exited;
     },
   };
 }

@@ -961,16 +961,14 @@ test('git & notifications: a repository token is set (never shown again) and a p
   await checkAccessibility();
 
   // From now on the repository answers only with the token: a deploy still clones it.
-  git.requireCredentials(HOOKS_REPO, 'x-access-token', token);
+  await git.requireCredentials(HOOKS_REPO, 'x-access-token', token);
   const deploy = dataOf(await gql(apiKey, 'mutation ($s: ID!) { triggerDeploy(siteId: $s) { id } }', { s: hooksSite })).triggerDeploy;
   expect((await deployEnded(deploy.id)).status).toBe('DEPLOYED');
   expect(
-    git
-      .authorizations()
-      .some(
-        (a) =>
-          a.path.startsWith(`/${HOOKS_REPO}`) && a.authorization === `Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`,
-      ),
+    (await git.authorizations()).some(
+      (a) =>
+        a.path.startsWith(`/${HOOKS_REPO}`) && a.authorization === `Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`,
+    ),
   ).toBe(true);
   await page.reload();
   await page.getByTestId('token-status').waitFor();
