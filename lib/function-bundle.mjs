@@ -9,6 +9,7 @@
 // account of the build is written: which sources each output file holds
 // and what it imports, statically or dynamically.
 import { writeFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
 import { build } from 'esbuild';
 
 const { options, cjsAsEsm = [], metafile } = JSON.parse(process.argv[2]);
@@ -33,6 +34,41 @@ const esmForRequire = {
   },
 };
 
-const result = await build({ ...options, plugins: [esmForRequire], logLevel: 'warning', metafile: Boolean(metafile) });
+/**
+ * Node's built-in modules, imported statically by ES module code, are
+ * loaded with `require` instead: `import { request } from
+ * 'node:http'` becomes a read of `require('node:http').request` where it
+ * is used. An ES module import of a built-in makes Node build the
+ * built-in's ES module facade, which reads every export once, lazy getters
+ * included: node:http's `WebSocket`, `CloseEvent` and `MessageEvent`
+ * getters load undici (about 60 ms of CPU at start-up on Node 24),
+ * node:process's and node:fs's cost 10-15 ms more. `require` runs no getter until the code
+ * reads that export. esbuild gives the shim its CommonJS interop, whose
+ * named imports are property reads at the point of use, so the bindings
+ * stay as live as the facade's. A dynamic `import()` of a built-in is
+ * left as it is: esbuild would make the shim a chunk whose namespace has
+ * only `default`, and the ones in the bundles are rare paths (an agent for
+ * plain-HTTP endpoints, the EC2 instance metadata service).
+ */
+const builtinsByRequire = {
+  name: 'builtins-by-require',
+  setup(b) {
+    b.onResolve({ filter: /^[a-z_]/ }, (args) => {
+      if (args.kind !== 'import-statement' || !isBuiltin(args.path)) return undefined;
+      return { path: args.path.startsWith('node:') ? args.path : `node:${args.path}`, namespace: 'builtin-by-require' };
+    });
+    b.onLoad({ filter: /.*/, namespace: 'builtin-by-require' }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(args.path)});`,
+      loader: 'js',
+    }));
+  },
+};
+
+const result = await build({
+  ...options,
+  plugins: [esmForRequire, builtinsByRequire],
+  logLevel: 'warning',
+  metafile: Boolean(metafile),
+});
 if (result.errors.length) process.exit(1);
 if (metafile) writeFileSync(metafile, JSON.stringify(result.metafile));
