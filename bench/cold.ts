@@ -22,7 +22,14 @@
  * runtime provides to streaming handlers, stubbed
  * (https://docs.aws.amazon.com/lambda/latest/dg/config-rs-write-functions.html).
  * The runtime's own start (its bootstrap, before it imports the handler)
- * is not part of the figure.
+ * is not part of the figure; what that start loads is loaded first here
+ * too, outside the timing: AWS's Node.js runtime interface client requires
+ * node:http (src/RAPIDClient.js, the Runtime API client it builds before
+ * loading the handler), node:net (src/ResponseStream.js), node:util and
+ * node:fs (src/Runtime.js, src/LogPatch.js), node:path (src/UserFunction.js)
+ * and node:assert (src/InvokeContext.js) in
+ * https://github.com/aws/aws-lambda-nodejs-runtime-interface-client, so a
+ * bundle that requires them finds them loaded.
  *
  * Goals (issue 31): every function's minimum import at most 150 ms on this
  * machine, the preview's at most 400 ms.
@@ -33,6 +40,8 @@
  *   BENCH_KEEP=1 keeps the assembly and prints where it is.
  *   BENCH_ASSEMBLY=<dir> measures that cloud assembly (`npx cdk synth`'s
  *   cdk.out, or one BENCH_KEEP kept) instead of synthesizing.
+ *   BENCH_RUNTIME_MODULES=0 loads none of the runtime's modules first (as
+ *   runs A and B of bench/RESULTS.md did).
  *   BENCH_BASELINE=<dir> measures another assembly (say, one synthesized
  *   from the commit before a change) in turns with this one and prints it
  *   first: on a machine whose load cannot be controlled, before and after
@@ -52,6 +61,8 @@ const run = promisify(execFile);
 
 const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 9));
 const ONLY = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
+/** The built-ins Lambda's Node.js runtime has required before it imports the handler (see above). */
+const RUNTIME_MODULES = process.env.BENCH_RUNTIME_MODULES === '0' ? [] : ['http', 'net', 'util', 'fs', 'path', 'assert'];
 
 /** The goals of issue 31, in ms of minimum import time. */
 const GOAL_MS: Record<string, number> = { preview: 400 };
@@ -70,12 +81,14 @@ interface Measured {
 
 /**
  * What the child process runs: Lambda's `awslambda` global (the handlers
- * that stream call streamifyResponse at module load), then the import,
- * timed from just before to just after.
+ * that stream call streamifyResponse at module load) and the runtime's own
+ * modules, then the import, timed from just before to just after.
  */
 const PROBE = [
   'globalThis.awslambda = { streamifyResponse: (h) => h, HttpResponseStream: { from: (s) => s } };',
   "const { pathToFileURL } = await import('node:url');",
+  "const { createRequire } = await import('node:module');",
+  `for (const m of ${JSON.stringify(RUNTIME_MODULES)}) createRequire(process.cwd() + '/')(m);`,
   'const url = pathToFileURL(process.argv[1]).href;',
   'const cpuBefore = process.cpuUsage();',
   'const started = performance.now();',
@@ -247,7 +260,9 @@ async function main() {
     }
     const current: Measured[] = functionsOf(assemblyDir).map((f) => ({ ...f, times: [], cpuTimes: [] }));
     const before: Measured[] = baseline ? functionsOf(baseline).map((f) => ({ ...f, times: [], cpuTimes: [] })) : [];
-    console.log(`node ${process.version}, ${RUNS} runs per function, load average ${load()}`);
+    console.log(
+      `node ${process.version}, ${RUNS} runs per function, runtime's modules loaded first: ${RUNTIME_MODULES.join(', ') || 'none'}, load average ${load()}`,
+    );
 
     const all = [...current, ...before];
     // One warm-up import each (the file cache), not counted.

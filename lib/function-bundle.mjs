@@ -9,6 +9,7 @@
 // account of the build is written: which sources each output file holds
 // and what it imports, statically or dynamically.
 import { writeFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
 import { build } from 'esbuild';
 
 const { options, cjsAsEsm = [], metafile } = JSON.parse(process.argv[2]);
@@ -33,6 +34,47 @@ const esmForRequire = {
   },
 };
 
-const result = await build({ ...options, plugins: [esmForRequire], logLevel: 'warning', metafile: Boolean(metafile) });
+/**
+ * The Node built-ins whose ES module facade is costly, loaded with
+ * `require` when ES module code imports them statically: `import { request }
+ * from 'node:http'` becomes a read of `require('node:http').request` where
+ * it is used. An ES module import of a built-in makes Node build the
+ * built-in's facade, which reads every export once, lazy getters included:
+ * node:http's `WebSocket`, `CloseEvent` and `MessageEvent` getters load
+ * undici (60-90 ms of CPU at start-up on Node 24 on this machine),
+ * node:process's, node:fs's and node:util's 5-12 ms each. `require` runs
+ * no getter until the code reads that export. esbuild gives the shim its
+ * CommonJS interop, whose named imports are property reads at the point of
+ * use, so the bindings stay as live as the facade's. Each shim is a module
+ * of the bundle, which esbuild may put in a chunk of its own, and a module
+ * costs about 1-3 ms to load; the other built-ins' facades cost less than
+ * that (under 2 ms each), so they stay imports. A dynamic `import()` is
+ * left as it is: esbuild would make the shim a chunk whose namespace has
+ * only `default`, and the ones in the bundles are rare paths (an agent for
+ * plain-HTTP endpoints, the EC2 instance metadata service).
+ */
+const REQUIRED_BUILTINS = ['node:http', 'node:fs', 'node:util', 'node:process'];
+
+const builtinsByRequire = {
+  name: 'builtins-by-require',
+  setup(b) {
+    b.onResolve({ filter: /^[a-z_]/ }, (args) => {
+      if (args.kind !== 'import-statement' || !isBuiltin(args.path)) return undefined;
+      const name = args.path.startsWith('node:') ? args.path : `node:${args.path}`;
+      return REQUIRED_BUILTINS.includes(name) ? { path: name, namespace: 'builtin-by-require' } : undefined;
+    });
+    b.onLoad({ filter: /.*/, namespace: 'builtin-by-require' }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(args.path)});`,
+      loader: 'js',
+    }));
+  },
+};
+
+const result = await build({
+  ...options,
+  plugins: [esmForRequire, builtinsByRequire],
+  logLevel: 'warning',
+  metafile: Boolean(metafile),
+});
 if (result.errors.length) process.exit(1);
 if (metafile) writeFileSync(metafile, JSON.stringify(result.metafile));

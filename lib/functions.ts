@@ -24,6 +24,9 @@
  *   the module loads (7-11 MB, about 100 ms per function measured on Node
  *   24). functions/aws/source-mapped-stacks.ts reads a map only when a
  *   stack trace is first formatted.
+ * - node:http, node:fs, node:util and node:process required, not imported
+ *   (function-bundle.mjs): an ES module import of node:http builds its
+ *   facade, which loads undici.
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';

@@ -12,6 +12,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import { isBuiltin } from 'node:module';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { bundleFunction, CHUNK_DIR, LOCAL_ONLY_MODULES, PROJECT_ROOT } from '../../lib/functions.js';
@@ -124,6 +125,43 @@ describe('what a bundle loads at start-up', () => {
     expect(dynamicImports.map((i) => i.path)).toContain('playwright-core');
   });
 
+  test('no file imports node:http, node:fs, node:util or node:process statically: each is required, so its ES module facade is not built', () => {
+    const costly = ['http', 'fs', 'util', 'process'].flatMap((n) => [n, `node:${n}`]);
+    for (const built of [graphql, s3, preview]) {
+      const facades = allOutputs(built).flatMap((f) =>
+        built.meta.outputs[f]!.imports.filter((i) => i.external && i.kind === 'import-statement' && costly.includes(i.path)).map(
+          (i) => `${f}: ${i.path}`,
+        ),
+      );
+      expect(facades).toEqual([]);
+      // The other built-ins stay imports (a shim is a module to load, and their facades cost less).
+      const imported = allOutputs(built).flatMap((f) =>
+        built.meta.outputs[f]!.imports.filter((i) => i.external && i.kind === 'import-statement' && isBuiltin(i.path)),
+      );
+      expect(imported.length).toBeGreaterThan(0);
+    }
+  });
+
+  test("importing the S3 handler module loads neither undici (node:http's facade) nor HTTP/2", () => {
+    const probe = [
+      'globalThis.awslambda = { streamifyResponse: (h) => h, HttpResponseStream: { from: (s) => s } };',
+      'const before = process.moduleLoadList.length;',
+      `const m = await import(${JSON.stringify(path.join(s3.dir, 'index.mjs'))});`,
+      "if (typeof m.handler !== 'function') throw new Error('no handler');",
+      'console.log(JSON.stringify(process.moduleLoadList.slice(before)));',
+    ].join('\n');
+    const loaded = JSON.parse(
+      execFileSync(process.execPath, ['--input-type=module', '-e', probe], {
+        cwd: s3.dir,
+        env: { PATH: process.env.PATH },
+        timeout: 60_000,
+      }).toString(),
+    ) as string[];
+    // The handler's own dependencies did load (the probe measures something).
+    expect(loaded).toContain('NativeModule https');
+    expect(loaded.filter((m) => /undici|http2/.test(m))).toEqual([]);
+  });
+
   test('chunks live under chunks/, each with its map beside it and no map read at start-up', () => {
     const files = fs.readdirSync(path.join(s3.dir, CHUNK_DIR));
     expect(files.some((f) => f.endsWith('.mjs'))).toBe(true);
@@ -131,6 +169,69 @@ describe('what a bundle loads at start-up', () => {
     const map = JSON.parse(fs.readFileSync(path.join(s3.dir, 'index.mjs.map'), 'utf8'));
     // The sources' text stays out of the package: the lines are enough to read a trace.
     expect(map.sourcesContent).toBeUndefined();
+  });
+});
+
+describe("a bundle's Node built-ins, required rather than imported", () => {
+  let dir: string;
+
+  beforeAll(() => {
+    const src = fs.mkdtempSync(path.join(work, 'builtins-'));
+    // Every shape of import a dependency uses for a built-in, each checked against the built-in itself.
+    fs.writeFileSync(
+      path.join(src, 'entry.ts'),
+      [
+        "import { createRequire } from 'node:module';",
+        "import { EventEmitter, once } from 'node:events';",
+        "import events from 'events';",
+        "import * as http from 'node:http';",
+        "import { Agent, request } from 'http';",
+        "import { createHash } from 'node:crypto';",
+        "import { readFile } from 'node:fs/promises';",
+        'const real = createRequire(import.meta.url);',
+        'class Emitter extends EventEmitter {}',
+        'export async function handler(): Promise<Record<string, unknown>> {',
+        "  const undici = process.moduleLoadList.some((m) => m.includes('undici'));",
+        // A dynamic import stays an import (and builds the facade): after the check above.
+        "  const dynamic = await import('node:http');",
+        '  const emitter = new Emitter();',
+        "  const fired = once(emitter, 'x');",
+        "  emitter.emit('x', 42);",
+        '  return {',
+        "    sameEmitter: EventEmitter === real('node:events') && events === real('node:events'),",
+        "    subclass: emitter instanceof real('node:events'),",
+        '    fired: (await fired)[0],',
+        "    sameRequest: request === real('node:http').request && http.request === request && dynamic.request === request,",
+        "    agent: new Agent() instanceof real('node:http').Agent,",
+        "    hash: createHash('sha256').update('cairn').digest('hex'),",
+        '    read: (await readFile(new URL(import.meta.url))).length > 0,',
+        '    undici,',
+        '  };',
+        '}',
+      ].join('\n'),
+    );
+    dir = build(path.join(src, 'entry.ts'), []).dir;
+  }, 120_000);
+
+  test('named, default, namespace and dynamic imports give the built-ins themselves, and no facade loads undici', () => {
+    const script = `const m = await import(${JSON.stringify(path.join(dir, 'index.mjs'))}); console.log(JSON.stringify(await m.handler()));`;
+    const answer = JSON.parse(
+      execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+        cwd: dir,
+        env: { PATH: process.env.PATH },
+        timeout: 30_000,
+      }).toString(),
+    );
+    expect(answer).toEqual({
+      sameEmitter: true,
+      subclass: true,
+      fired: 42,
+      sameRequest: true,
+      agent: true,
+      hash: '4a9909a9516d02fd4c729a45922398fb41c398c235423a5304085bc923a8db67',
+      read: true,
+      undici: false,
+    });
   });
 });
 
