@@ -182,6 +182,18 @@ export async function serveTrustless(
   return format.kind === 'raw' ? serveRawBlock(services, req, format, target) : serveCar(services, req, format, target);
 }
 
+/** What `segments` under `root` reach, or the 404 that says which part is missing: the root's block, or the path. */
+async function resolvedOr404(blockstore: Blockstore, root: CID, segments: string[], signal: AbortSignal): Promise<Resolved | Response> {
+  let found: Resolved | undefined;
+  try {
+    found = await resolvePath(blockstore, root, segments, signal);
+  } catch (err) {
+    if (isNotFound(err)) return textResponse(404, 'Not Found: this gateway holds no content with that CID\n');
+    throw err;
+  }
+  return found ?? textResponse(404, 'Not Found: no such path under that CID\n');
+}
+
 async function serveRawBlock(
   services: Pick<Services, 'ipfs' | 'logger'>,
   req: HttpRequest,
@@ -195,15 +207,8 @@ async function serveRawBlock(
   let cid = root;
   let roots = [root];
   if (segments.length > 0) {
-    const node = await services.ipfs();
-    let found: Resolved | undefined;
-    try {
-      found = await resolvePath(node.blockstore, root, segments, req.signal);
-    } catch (err) {
-      if (isNotFound(err)) return textResponse(404, 'Not Found: this gateway holds no content with that CID\n');
-      throw err;
-    }
-    if (!found) return textResponse(404, 'Not Found: no such path under that CID\n');
+    const found = await resolvedOr404((await services.ipfs()).blockstore, root, segments, req.signal);
+    if (found instanceof Response) return found;
     cid = found.entry.cid;
     roots = found.roots;
   }
@@ -462,14 +467,8 @@ async function serveCar(
   if ('error' in asked) return textResponse(400, `Bad Request: ${asked.error}\n`);
   const node = await services.ipfs();
   const path = recording(node.blockstore);
-  let found: Resolved | undefined;
-  try {
-    found = await resolvePath(path.store, cid, segments, req.signal);
-  } catch (err) {
-    if (isNotFound(err)) return textResponse(404, 'Not Found: this gateway holds no content with that CID\n');
-    throw err;
-  }
-  if (!found) return textResponse(404, 'Not Found: no such path under that CID\n');
+  const found = await resolvedOr404(path.store, cid, segments, req.signal);
+  if (found instanceof Response) return found;
   const { entry } = found;
   const terminal = entry.cid;
   let scope = asked.scope;
