@@ -35,6 +35,7 @@ import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { Config } from '../core/config.js';
 import type { DeployStore } from '../core/data/deploys.js';
 import type { Logger } from '../core/logger.js';
+import { onceUntilFailure } from '../core/once-until-failure.js';
 import { buildLeftoverAgeMs, DEPLOY_BUILDS_PREFIX } from '../deploy-worker/limits.js';
 import { buildSecretsPrefix } from './build-secrets.js';
 import { deployIdOfBuildName } from './build-names.js';
@@ -50,22 +51,23 @@ const SECRETS_PAGE = 100;
 /** Keys read a page at a time: one ListObjectsV2 page, and one DeleteObjects call (at most 1,000 keys each). */
 const FILES_PAGE = 1000;
 
-/** The clients, one per container and region, made with the first sweep. */
-const clients = new Map<string, Promise<{ secretsManager: SecretsManagerClient; s3: S3Client }>>();
-function clientsFor(region: string) {
+type SweepClients = { secretsManager: SecretsManagerClient; s3: S3Client };
+
+/** The clients, one per container and region, made with the first sweep (again after a failed attempt). */
+const clients = new Map<string, () => Promise<SweepClients>>();
+function clientsFor(region: string): Promise<SweepClients> {
   let made = clients.get(region);
   if (!made) {
-    made = (async () => {
+    made = onceUntilFailure(async () => {
       const [{ SecretsManagerClient }, { S3Client }] = await Promise.all([
         import('@aws-sdk/client-secrets-manager'),
         import('@aws-sdk/client-s3'),
       ]);
       return { secretsManager: new SecretsManagerClient({ region }), s3: new S3Client({ region }) };
-    })();
-    made.catch(() => clients.delete(region));
+    });
     clients.set(region, made);
   }
-  return made;
+  return made();
 }
 
 /**
@@ -85,7 +87,7 @@ export async function sweepBuildLeftovers(
   const log = logger.child({ sweep: 'build-leftovers' });
   const before = now.getTime() - buildLeftoverAgeMs(config.build.timeoutMs);
   let running: Set<string>;
-  let made: Awaited<ReturnType<typeof clientsFor>>;
+  let made: SweepClients;
   try {
     // Read first: a deploy that starts after this writes things younger than the bound.
     running = new Set((await services.deploys.listRunning()).map((d) => d.id));
