@@ -171,7 +171,7 @@ async function deliveriesOf(siteId: string, urlId: string, limit = 10): Promise<
 async function deployOf(siteId: string, deployId: string): Promise<any> {
   return dataOf(
     await gql(
-      'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { id status ipfsHash published log repository { commit branch } } }',
+      'query ($s: ID!, $d: ID!) { getDeployById(siteId: $s, deployId: $d) { id status ipfsHash published completedAt log repository { commit branch } } }',
       { s: siteId, d: deployId },
     ),
   ).getDeployById;
@@ -315,17 +315,13 @@ test('a receiver that never answers times out after 5 s, and the deploy does not
     () => at(path),
     (r) => r.length >= 1,
   );
-  // The deploy ends while the receiver still holds the first delivery.
   const ended = await poll(
     'the deploy ending',
     () => deployOf(site.id, deploy.id),
     (d) => d.status !== 'IN_PROGRESS',
-    4000,
+    20_000,
   );
   expect(ended.status).toBe('DEPLOYED');
-  const meanwhile = await deliveriesOf(site.id, url.id);
-  const created = meanwhile.find((d: any) => d.event === 'CREATED');
-  expect(created).toMatchObject({ status: 'PENDING', attempt: 0, statusCode: null });
   const timedOut = await poll(
     'the attempt timing out',
     () => deliveriesOf(site.id, url.id),
@@ -333,6 +329,9 @@ test('a receiver that never answers times out after 5 s, and the deploy does not
     10_000,
   );
   const first = timedOut.find((x: any) => x.event === 'CREATED');
+  // The deploy ended while the receiver still held the first delivery: its own record says
+  // when, so a slow clone on a loaded machine moves both times, not the order.
+  expect(Date.parse(ended.completedAt)).toBeLessThan(Date.parse(first.at));
   expect(first.error).toBe('no answer within 5 s');
   expect(first.statusCode).toBeNull();
   expect(Date.parse(first.at) - at(path)[0]!.at).toBeGreaterThanOrEqual(4900);
