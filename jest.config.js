@@ -28,6 +28,7 @@ const LONG_SUITES = [
   'test/components/chromium-screenshotter.test.ts',
   'test/api/graphql-playground.test.ts',
   'test/infra/cold-bundles.test.ts',
+  'test/infra/stack-bundles.test.ts',
   'test/web-app/web-app-bundle.test.ts',
 ];
 
@@ -68,8 +69,9 @@ export default {
       ].map((name) => `<rootDir>/test/api/${name}.test.ts`)
     : ['<rootDir>/test/**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', ...leftOut().map((path) => `<rootDir>/${path}`)],
-  // The Lambda runtime's awslambda global, which streaming handlers need at load time.
-  setupFiles: ['<rootDir>/test/support/lambda-runtime.ts'],
+  // The Lambda runtime's awslambda global, which streaming handlers need at load time; and
+  // CDK's template validation off but in the one test that runs it (cdk-synthesis.ts says why).
+  setupFiles: ['<rootDir>/test/support/lambda-runtime.ts', '<rootDir>/test/support/cdk-synthesis.ts'],
   testTimeout: 60000,
   // Worker processes, never Jest's own process, each restarted after any
   // test file that leaves it over 1 GB: each ESM test file leaves modules

@@ -5,12 +5,12 @@
  * API, the GraphQL HTTP API with its access logs), the worker schedule,
  * the first account and the monitoring wired in, and the outputs.
  *
- * The stack is built once (real esbuild bundling) and shared by every test.
+ * The stack is built once, without bundling, and shared by every test; what
+ * the bundles hold is stack-bundles.test.ts's.
  */
-import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { App, type CfnElement } from 'aws-cdk-lib';
+import { App, CfnResource, Stack, type CfnElement } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IConstruct } from 'constructs';
@@ -19,8 +19,7 @@ import { CairnStack, tableEnvVar, type CairnFunctions } from '../../lib/cairn-st
 import { DEFAULT_BUILD_IMAGE } from '../../functions/deploy-worker/limits.js';
 import { pascal } from '../../lib/data.js';
 import { ecrPublicImage } from '../../functions/deploy-worker/limits.js';
-import { PROJECT_ROOT, REQUIRE_BANNER, packageClosure } from '../../lib/functions.js';
-import { PREVIEW_EXTERNAL_PACKAGES } from '../../lib/preview.js';
+import { PROJECT_ROOT } from '../../lib/functions.js';
 import { VIEWER_REQUEST_CODE_PATH } from '../../lib/site-cdn.js';
 
 type Json = any;
@@ -30,26 +29,20 @@ let stack: CairnStack;
 let template: Template;
 let resources: Record<string, Json>;
 let outputs: Record<string, Json>;
-let assemblyDir: string;
-let synthSeconds: number;
 
 beforeAll(() => {
-  const started = Date.now();
-  // The same feature flags the CLI passes from cdk.json.
+  // The same feature flags the CLI passes from cdk.json; no bundling: the
+  // template is the same without it (the assets' hashes aside), and the
+  // bundles themselves are stack-bundles.test.ts's (real esbuild, a long suite).
   const cdkJson = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'cdk.json'), 'utf8'));
-  app = new App({ context: cdkJson.context });
+  app = new App({ context: { ...cdkJson.context, 'aws:cdk:bundling-stacks': [] } });
   // Template.fromStack also fails on a dependency cycle (e.g. a function given its own URL).
   stack = new CairnStack(app, 'Cairn');
   template = Template.fromStack(stack);
   const json = template.toJSON();
   resources = json.Resources;
   outputs = json.Outputs;
-  assemblyDir = app.synth().directory;
-  synthSeconds = (Date.now() - started) / 1000;
-}, 120_000);
-
-// The assembly (bundles and source maps) lives in a temporary directory.
-afterAll(() => fs.rmSync(app.outdir, { recursive: true, force: true }));
+});
 
 // ---------------------------------------------------------------- helpers
 
@@ -170,26 +163,6 @@ function tableIdFromOutput(name: TableName): string {
   const out = outputs[`${pascal(name)}TableName`];
   expect(out).toBeDefined();
   return out.Value.Ref;
-}
-
-/** The bundled asset directory of a function, from its S3 key. */
-function assetDir(name: FunctionName): string {
-  const key: string = fnResource(name).Properties.Code.S3Key;
-  const dir = path.join(assemblyDir, `asset.${key.replace(/\.zip$/, '')}`);
-  expect(fs.existsSync(dir)).toBe(true);
-  return dir;
-}
-
-/** A bundle's own files (index.mjs and the chunks it imports when needed, not the packages copied beside it). */
-function bundleFiles(dir: string): string[] {
-  const chunks = path.join(dir, 'chunks');
-  const inChunks = fs.existsSync(chunks) ? fs.readdirSync(chunks).map((f) => path.join(chunks, f)) : [];
-  return [path.join(dir, 'index.mjs'), ...inChunks.filter((f) => f.endsWith('.mjs'))];
-}
-
-/** Every source file a bundle's maps name. */
-function bundleSources(dir: string): string[] {
-  return bundleFiles(dir).flatMap((f) => JSON.parse(fs.readFileSync(`${f}.map`, 'utf8')).sources as string[]);
 }
 
 // ---------------------------------------------------------------- data
@@ -338,47 +311,6 @@ describe('functions', () => {
     expect(vars.NODE_OPTIONS).toBeUndefined();
   });
 
-  test.each(FUNCTION_NAMES.map((n) => [n]))('%s: the bundle is ESM from its own entry, with the require banner', (name) => {
-    const dir = assetDir(name);
-    const code = fs.readFileSync(path.join(dir, 'index.mjs'), 'utf8');
-    expect(code.startsWith(REQUIRE_BANNER)).toBe(true);
-    const sources = bundleSources(dir);
-    const own = `functions/${EXPECTED[name].dir}/handler.ts`;
-    expect(sources.some((s: string) => s.endsWith(own))).toBe(true);
-    for (const other of FUNCTION_NAMES.filter((n) => n !== name)) {
-      expect(sources.some((s: string) => s.endsWith(`functions/${EXPECTED[other].dir}/handler.ts`))).toBe(false);
-    }
-    // Local-only packages never end up in a bundle.
-    expect(sources.some((s: string) => /node_modules\/(dynalite|level|classic-level)\//.test(s))).toBe(false);
-    expect(fs.existsSync(path.join(dir, 'schema.graphql'))).toBe(name === 'graphql');
-  });
-
-  test('each bundle loads on its own (outside the repository) and exports handler', () => {
-    // The Lambda runtime provides `awslambda` (streaming handlers call it at load time).
-    const probe =
-      'globalThis.awslambda = { streamifyResponse: (h) => h, HttpResponseStream: { from: (s) => s } };' +
-      "import(process.argv[1]).then((m) => { if (typeof m.handler !== 'function') { console.error('no handler export'); process.exit(1); } }," +
-      ' (e) => { console.error(e); process.exit(1); });';
-    for (const name of FUNCTION_NAMES) {
-      const dir = assetDir(name);
-      try {
-        execFileSync(process.execPath, ['-e', probe, path.join(dir, 'index.mjs')], {
-          cwd: dir,
-          env: {
-            PATH: process.env.PATH,
-            CAIRN_SCHEMA_PATH: path.join(dir, 'schema.graphql'),
-            CAIRN_LOG_LEVEL: 'silent',
-          },
-          stdio: ['ignore', 'pipe', 'pipe'],
-          timeout: 30_000,
-        });
-      } catch (e) {
-        const err = e as { stderr?: Buffer };
-        throw new Error(`the ${name} bundle does not load: ${err.stderr?.toString() ?? String(e)}`);
-      }
-    }
-  });
-
   test('the GraphQL function finds the schema next to its handler', () => {
     expect(fnResource('graphql').Properties.Environment.Variables.CAIRN_SCHEMA_PATH).toBe('/var/task/schema.graphql');
   });
@@ -415,11 +347,7 @@ describe('least privilege', () => {
     expect(a.kmsActions).toEqual(['kms:Decrypt', 'kms:Encrypt']);
   });
 
-  test('graphql: the web app built into its bundle, served at / and /app/, with its URL an output', () => {
-    const files = fs.readdirSync(path.join(assetDir('graphql'), 'web-app'));
-    expect(files).toContain('index.html');
-    expect(files.some((f) => /^app-[A-Za-z0-9_-]+\.js$/.test(f))).toBe(true);
-    expect(files.some((f) => /^app-[A-Za-z0-9_-]+\.css$/.test(f))).toBe(true);
+  test('graphql: the web app served at / and /app/, with its URL an output', () => {
     expect(outputs.WebAppUrl).toBeDefined();
     const routes = Object.values(resources)
       .filter((r: Json) => r.Type === 'AWS::ApiGatewayV2::Route')
@@ -543,34 +471,6 @@ describe('preview images', () => {
       MaximumRetryAttempts: 0,
       MaximumEventAgeInSeconds: 3600,
     });
-  });
-
-  test('@sparticuz/chromium and playwright-core are left out of the bundle and copied beside it with their dependencies', () => {
-    const dir = assetDir('preview');
-    expect(bundleSources(dir).some((s: string) => /node_modules\/(@sparticuz\/chromium|playwright-core)\//.test(s))).toBe(false);
-    const closure = packageClosure(PREVIEW_EXTERNAL_PACKAGES);
-    expect(closure).toEqual(
-      expect.arrayContaining(['node_modules/@sparticuz/chromium', 'node_modules/playwright-core', 'node_modules/tar-fs']),
-    );
-    for (const p of closure) expect(fs.existsSync(path.join(dir, p, 'package.json'))).toBe(true);
-    expect(fs.statSync(path.join(dir, 'node_modules/@sparticuz/chromium/bin/chromium.br')).size).toBeGreaterThan(30e6);
-    // No other bundle carries them.
-    for (const name of FUNCTION_NAMES.filter((n) => n !== 'preview'))
-      expect(fs.existsSync(path.join(assetDir(name), 'node_modules'))).toBe(false);
-  });
-
-  test('the preview bundle, outside the repository, resolves @sparticuz/chromium and playwright-core from its own node_modules', () => {
-    const dir = assetDir('preview');
-    const probe =
-      "Promise.all([import('@sparticuz/chromium'), import('playwright-core')]).then(([c, p]) => {" +
-      " if (!Array.isArray(c.default.args) || typeof p.chromium.launch !== 'function') process.exit(1);" +
-      " console.log(import.meta.resolve('@sparticuz/chromium')); }, (e) => { console.error(e); process.exit(1); });";
-    const out = execFileSync(process.execPath, ['--input-type=module', '-e', probe], {
-      cwd: dir,
-      env: { PATH: process.env.PATH },
-      timeout: 30_000,
-    }).toString();
-    expect(out.trim()).toBe(`file://${fs.realpathSync(dir)}/node_modules/@sparticuz/chromium/build/index.js`);
   });
 });
 
@@ -1291,17 +1191,6 @@ describe('sites CDN', () => {
     }
   });
 
-  test('the graphql and worker bundles carry the SigV4a signer the KeyValueStore API needs', () => {
-    for (const name of ['graphql', 'deployWorker'] as const) {
-      // In a chunk of its own: the KeyValueStore client is imported when the stack names a store (functions/aws/adapters.ts).
-      const code = bundleFiles(assetDir(name))
-        .map((f) => fs.readFileSync(f, 'utf8'))
-        .join('\n');
-      expect(code).toContain('AWS4-ECDSA-P256-SHA256');
-      expect(code).toContain('cloudfront-kvs');
-    }
-  });
-
   test('outputs: the sites domain, the distribution domain to point it at, and the distribution id', () => {
     expect(outputs.SitesDomain.Value).toEqual({ 'Fn::GetAtt': [distributionId(), 'DomainName'] });
     expect(outputs.SitesCdnDomainName.Value).toEqual({ 'Fn::GetAtt': [distributionId(), 'DomainName'] });
@@ -1385,10 +1274,35 @@ describe('outputs', () => {
   });
 });
 
-test('synthesis (with real bundling) stays fast', () => {
-  // Not a correctness check: a warning light if bundling grows slow
-  // (five bundles, the preview function's with ~95 MB of Chromium copied
-  // beside it). Wall time on a 2-core machine other test runs share: about
-  // 60 s alone, twice that beside a busy neighbour.
-  expect(synthSeconds).toBeLessThan(240);
+describe("CDK's own CloudFormation validation", () => {
+  /** Synthesizes with the validation the other tests go without (test/support/cdk-synthesis.ts), and answers its findings. */
+  function validated(build: (app: App) => void): Json[] {
+    const saved = process.env.CDK_VALIDATION;
+    delete process.env.CDK_VALIDATION;
+    const cdkJson = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'cdk.json'), 'utf8'));
+    const checked = new App({ context: { ...cdkJson.context, 'aws:cdk:bundling-stacks': [] } });
+    try {
+      build(checked);
+      const report = JSON.parse(fs.readFileSync(path.join(checked.synth().directory, 'validation-report.json'), 'utf8'));
+      return report.pluginReports.flatMap((r: Json) => r.violations);
+    } finally {
+      process.env.CDK_VALIDATION = saved;
+      fs.rmSync(checked.outdir, { recursive: true, force: true });
+    }
+  }
+
+  test('finds nothing in the whole stack', () => {
+    expect(validated((checked) => new CairnStack(checked, 'Cairn'))).toEqual([]);
+  }, 120_000);
+
+  test('finds what is wrong: an unknown property and a wrong type', () => {
+    const found = validated((checked) => {
+      const bad = new Stack(checked, 'Bad');
+      new CfnResource(bad, 'Queue', { type: 'AWS::SQS::Queue', properties: { VisibilityTimeout: 'soon', NoSuchProperty: 1 } });
+    });
+    expect(found.map((v) => v.description).sort()).toEqual([
+      expect.stringContaining('NoSuchProperty'),
+      expect.stringContaining('VisibilityTimeout'),
+    ]);
+  }, 60_000);
 });
