@@ -159,7 +159,12 @@ async function servePage(req: HttpRequest, found: Resolved, headers: Record<stri
     .slice(0, PAGE_LINKS)
     .map((link) => `<li><a href="/ipfs/${escapeHtml(link.toString())}/"><code>${escapeHtml(link.toString())}</code></a></li>`);
   if (links.length > PAGE_LINKS) rows.push(`<li>… and ${links.length - PAGE_LINKS} more</li>`);
-  const path = escapeHtml(decodeURIComponent(req.rawPath));
+  let path: string;
+  try {
+    path = escapeHtml(decodeURIComponent(req.rawPath));
+  } catch {
+    path = escapeHtml(req.rawPath);
+  }
   const own = codec === 'dag-json' ? 'dag-json' : 'dag-cbor';
   const html = `<!doctype html>
 <html><head><meta charset="utf-8"><title>${path}</title></head><body>

@@ -293,6 +293,10 @@ localDescribe.each(doorsFor(doors))('dag-json, dag-cbor, json and cbor on /ipfs/
       dag.map((c) => blockKey(CID.parse(c))),
     );
     expect(await carOf(`/ipfs/${DAG_JSON_ROOT}?format=car`)).toHaveLength(3);
+    // From UnixFS into dag-cbor and out again: the directory's `document`, its `files` map, the link `single`, a file.
+    const file = await get(`/ipfs/${dir}/document/files/single`);
+    expect([file.status, await file.text()]).toEqual([200, 'hello world\n']);
+    expect(file.headers.get('x-ipfs-roots')).toBe(`${dir},${DOCUMENT},${SINGLE}`);
     // A raw block of dag-cbor is its bytes.
     const raw = await get(`/ipfs/${DOCUMENT}?format=raw`);
     expect(Buffer.from(await raw.arrayBuffer()).equals(Buffer.from(await readBlock(store, CID.parse(DOCUMENT))))).toBe(true);
