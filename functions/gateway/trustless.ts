@@ -145,7 +145,7 @@ export function negotiateFormat(req: HttpRequest): Negotiation {
     }
     return { kind: 'car', negotiated: false };
   }
-  if (format in CODEC_FORMATS) return { kind: 'codec', format: format as CodecFormat, negotiated: false, orElse: false };
+  if (Object.hasOwn(CODEC_FORMATS, format)) return { kind: 'codec', format: format as CodecFormat, negotiated: false, orElse: false };
   if (format) return refused(400, `format=${format.slice(0, 50)} is not served here`);
   let unmet: string | undefined;
   for (const [at, m] of accept.entries()) {

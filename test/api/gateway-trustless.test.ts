@@ -523,7 +523,7 @@ localDescribe.each(doorsFor(doors))('trustless gateway formats through the $name
   });
 
   test('formats this gateway does not produce are a 400 by ?format= and a 406 by Accept alone, never a 500', async () => {
-    for (const format of ['tar', 'ipns-record', 'junk']) {
+    for (const format of ['tar', 'ipns-record', 'junk', 'toString', '__proto__', 'constructor']) {
       const res = await get(`/ipfs/${tree}?format=${format}`);
       expect(res.status).toBe(400);
       expect(await res.text()).toContain('format=car');
