@@ -6,14 +6,19 @@
  * ACL of the objects that hold it, as on any IPFS network. A raw block or a
  * CAR asked for by `?format=` or Accept is the trustless gateway's
  * (trustless.ts); one URL then has several representations, hence Vary.
+ * A path may run through dag-cbor and dag-json blocks by their links; such
+ * a block, or a plain cbor or json one, at its end is codecs.ts's, as are
+ * the codec formats (`format=dag-json|dag-cbor|json|cbor`) for any content.
  */
 import type { HttpRequest } from '../core/http/types.js';
 import type { Services } from '../core/services.js';
 import { parseCid } from '../core/ipfs/cid.js';
 import { BadPathError, contentPath, encodePath, resolvePath } from '../core/ipfs/paths.js';
 import { checkPreconditions } from '../core/http/conditional.js';
+import { CODEC_NAMES } from '../core/ipfs/ipld.js';
 import { notModifiedHeaders, textResponse } from './responses.js';
-import { negotiateFormat, serveTrustless } from './trustless.js';
+import { formatUrl, negotiateFormat, remainderResponse, serveTrustless } from './trustless.js';
+import { formatEtag, notAcceptable, serveCodecBlock } from './codecs.js';
 import { fileAnswer, indexOf, isFile, listingAnswer, listingEtag, rootsHeader, sendAnswer } from './unixfs.js';
 
 const IPFS_PATH = /^\/ipfs\/([^/?#]+)(\/.*)?$/;
@@ -66,12 +71,39 @@ export async function serveCid(
   if (onlyIfCached(req) && cid.multihash.code !== IDENTITY && !(await (await services.ipfs()).blockstore.has(cid)))
     return textResponse(412, 'Precondition Failed: Cache-Control only-if-cached, and this gateway holds no content with that CID\n');
   const common = { 'cache-control': IMMUTABLE, 'x-ipfs-path': req.rawPath, vary: 'Accept' };
-  if (format.kind !== 'deserialized') return serveTrustless(services, req, format, { cid, segments: path.segments, headers: common });
+  if (format.kind === 'raw' || format.kind === 'car')
+    return serveTrustless(services, req, format, { cid, segments: path.segments, headers: common });
   const node = await services.ipfs();
   // The raw blockstore (no network behind it) answers a missing block at once.
   const found = await resolvePath(node.blockstore, cid, path.segments, req.signal);
   if (!found) return textResponse(404, 'Not Found: no such path under that CID\n');
+  if (found.remainder) return remainderResponse(found);
+  const codec = format.kind === 'codec' ? format : undefined;
+  if (found.entry.type === 'object' && CODEC_NAMES[found.entry.cid.code])
+    return serveCodecBlock(req, codec, { found, headers: common, trailingSlash: path.trailingSlash });
   const headers: Record<string, string> = { ...common, 'x-ipfs-roots': rootsHeader(found.roots) };
+  if (codec) {
+    // UnixFS content asked for as a codec: only a file of JSON, as
+    // application/json (path gateway spec, application/json: "For
+    // deserialized UnixFS files that represent text files with valid JSON,
+    // implementations SHOULD allow serving the file content as
+    // `application/json` regardless of the CID codec being `dag-pb` or
+    // `raw`. SHOULD produce 406 Not Acceptable in all other cases").
+    const answer =
+      codec.format === 'json' && isFile(found)
+        ? await fileAnswer(node.blockstore, found.entry, { headers, signal: req.signal })
+        : undefined;
+    if (answer?.headers['content-type'] === 'application/json') {
+      const etag = formatEtag(found.entry.cid, 'application/json');
+      return sendAnswer(req, {
+        ...answer,
+        headers: { ...answer.headers, etag, ...(codec.negotiated ? { 'content-location': formatUrl(req, 'json') } : {}) },
+      });
+    }
+    // Accept that also takes the content itself gets it; `format=` or Accept for nothing else, a 406.
+    if (!codec.orElse)
+      return notAcceptable(isFile(found) ? 'a UnixFS file that is not JSON' : `UnixFS content (a ${found.entry.type})`, codec.format);
+  }
   if (isFile(found)) {
     const name = path.segments.at(-1);
     let type: string | undefined;

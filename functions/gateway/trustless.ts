@@ -24,6 +24,7 @@ import type { Services } from '../core/services.js';
 import { isNotFound } from '../core/ipfs/read.js';
 import { resolvePath, type Resolved } from '../core/ipfs/paths.js';
 import { decodeFileNode } from '../core/ipfs/unixfs-file.js';
+import { CBOR, DAG_CBOR, DAG_JSON, JSON_CODEC } from '../core/ipfs/ipld.js';
 import { blockKey, readBlock, walkDag } from '../core/storage/dag-walk.js';
 import { serveRepresentation, textResponse } from './responses.js';
 import { rootsHeader } from './unixfs.js';
@@ -35,13 +36,21 @@ const CAR_CONTENT_TYPE = `${CAR_TYPE}; version=1; order=dfs; dups=n`;
 /** Values of the CAR parameters a request may ask for that the variant above satisfies (`unk`: any order will do). */
 const CAR_CHOICES: Record<string, readonly string[]> = { version: ['1'], order: ['dfs', 'unk'], dups: ['n'] };
 /** Gateway response types of the specs this gateway does not produce: asked for alone, a 406. */
-const UNSERVED_TYPES = new Set([
-  'application/x-tar',
-  'application/vnd.ipld.dag-json',
-  'application/vnd.ipld.dag-cbor',
-  'application/vnd.ipfs.ipns-record',
-]);
-const SERVED = `this gateway serves ${RAW_TYPE} (format=raw), ${CAR_CONTENT_TYPE} (format=car), and files and directories themselves`;
+const UNSERVED_TYPES = new Set(['application/x-tar', 'application/vnd.ipfs.ipns-record']);
+/**
+ * The path gateway's codec response types (its "Accept" request header),
+ * by the `format=` value that names each: the block itself, when its codec
+ * is the one asked for (codecs.ts).
+ */
+export const CODEC_FORMATS = {
+  'dag-json': 'application/vnd.ipld.dag-json',
+  'dag-cbor': 'application/vnd.ipld.dag-cbor',
+  json: 'application/json',
+  cbor: 'application/cbor',
+} as const;
+export type CodecFormat = keyof typeof CODEC_FORMATS;
+const CODEC_BY_TYPE = new Map(Object.entries(CODEC_FORMATS).map(([format, type]) => [type as string, format as CodecFormat]));
+const SERVED = `this gateway serves ${RAW_TYPE} (format=raw), ${CAR_CONTENT_TYPE} (format=car), dag-json, dag-cbor, json and cbor blocks as they are (format=dag-json, dag-cbor, json, cbor), and files and directories themselves`;
 
 const DAG_PB = 0x70;
 const RAW = 0x55;
@@ -55,7 +64,17 @@ export type TrustlessFormat = {
   /** Chosen by Accept alone: the answer names its `?format=` URL in Content-Location. */ negotiated: boolean;
 };
 
-export type Negotiation = TrustlessFormat | { kind: 'deserialized' } | { kind: 'refused'; response: Response };
+/** A codec's response type: the block as it is, when its codec is the one asked for. */
+export type CodecRequest = {
+  kind: 'codec';
+  format: CodecFormat;
+  /** Chosen by Accept alone (the answer names its `?format=` URL in Content-Location). */
+  negotiated: boolean;
+  /** The Accept header also takes the file or directory itself, should the codec not match. */
+  orElse: boolean;
+};
+
+export type Negotiation = TrustlessFormat | CodecRequest | { kind: 'deserialized' } | { kind: 'refused'; response: Response };
 
 interface MediaRange {
   type: string;
@@ -107,7 +126,9 @@ const refused = (status: 400 | 406, message: string): Negotiation => ({
  * both are present), else the most preferred Accept type that can be met.
  * An unknown `format` is a 400; an Accept that names only response types
  * this gateway cannot produce is a 406; any other Accept (a browser's, a
- * wildcard) gets the file or directory itself.
+ * wildcard) gets the file or directory itself. A codec's type (`format=
+ * dag-json|dag-cbor|json|cbor` or its media type) is a CodecRequest, which
+ * the content it reaches decides (codecs.ts).
  */
 export function negotiateFormat(req: HttpRequest): Negotiation {
   const query = queryParams(req.rawQuery);
@@ -124,10 +145,16 @@ export function negotiateFormat(req: HttpRequest): Negotiation {
     }
     return { kind: 'car', negotiated: false };
   }
+  if (Object.hasOwn(CODEC_FORMATS, format)) return { kind: 'codec', format: format as CodecFormat, negotiated: false, orElse: false };
   if (format) return refused(400, `format=${format.slice(0, 50)} is not served here`);
   let unmet: string | undefined;
-  for (const m of accept) {
+  for (const [at, m] of accept.entries()) {
     if (m.type === RAW_TYPE) return { kind: 'raw', negotiated: true };
+    const codec = CODEC_BY_TYPE.get(m.type);
+    if (codec) {
+      const orElse = accept.slice(at + 1).some((later) => !isGatewayType(later.type));
+      return { kind: 'codec', format: codec, negotiated: true, orElse };
+    }
     if (m.type === CAR_TYPE) {
       const queryUnmet = carQueryUnmet();
       if (queryUnmet) return refused(400, `car-${queryUnmet} is not a CAR this gateway writes`);
@@ -144,15 +171,18 @@ export function negotiateFormat(req: HttpRequest): Negotiation {
   return { kind: 'deserialized' };
 }
 
-/** `attachment` with the name, in ASCII and (when it is not ASCII) RFC 8187 UTF-8 too. */
-function attachment(name: string): string {
+/** A media type that names one of the gateway's own response types, not a file's. */
+const isGatewayType = (type: string) => type === RAW_TYPE || type === CAR_TYPE || CODEC_BY_TYPE.has(type) || UNSERVED_TYPES.has(type);
+
+/** `attachment` (or `inline`) with the name, in ASCII and (when it is not ASCII) RFC 8187 UTF-8 too. */
+export function attachment(name: string, disposition: 'attachment' | 'inline' = 'attachment'): string {
   const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, '_');
-  const header = `attachment; filename="${ascii}"`;
+  const header = `${disposition}; filename="${ascii}"`;
   return ascii === name ? header : `${header}; filename*=UTF-8''${encodeURIComponent(name)}`;
 }
 
 /** The request's URL with `format=` added, for Content-Location when Accept alone chose the format. */
-function formatUrl(req: HttpRequest, format: string): string {
+export function formatUrl(req: HttpRequest, format: string): string {
   return `${req.rawPath}?${req.rawQuery ? `${req.rawQuery}&` : ''}format=${format}`;
 }
 
@@ -191,7 +221,22 @@ async function resolvedOr404(blockstore: Blockstore, root: CID, segments: string
     if (isNotFound(err)) return textResponse(404, 'Not Found: this gateway holds no content with that CID\n');
     throw err;
   }
+  if (found?.remainder) return remainderResponse(found);
   return found ?? textResponse(404, 'Not Found: no such path under that CID\n');
+}
+
+/**
+ * A path that ends inside a dag-cbor or dag-json block's own data: "pathing
+ * into IPLD Kind other than Link (CID) is not supported at the moment.
+ * Implementations should return HTTP 501 Not Implemented when fully
+ * resolved content path has any remainder left" (path gateway spec).
+ */
+export function remainderResponse(found: Resolved): Response {
+  const rest = found.remainder!.map(encodeURIComponent).join('/');
+  return textResponse(
+    501,
+    `Not Implemented: "${rest.slice(0, 200)}" is data inside the block ${found.entry.cid}, not a link; reading IPLD kinds other than links is not implemented: try /ipfs/${found.entry.cid} instead\n`,
+  );
 }
 
 async function serveRawBlock(
@@ -454,7 +499,7 @@ function carStream(
   );
 }
 
-const CAN_WALK = new Set([DAG_PB, RAW]);
+const CAN_WALK = new Set([DAG_PB, RAW, DAG_CBOR, DAG_JSON, CBOR, JSON_CODEC]);
 
 async function serveCar(
   services: Pick<Services, 'ipfs' | 'logger'>,
@@ -483,7 +528,7 @@ async function serveCar(
   if (scope === 'all' && !CAN_WALK.has(terminal.code) && terminal.multihash.code !== IDENTITY) {
     return textResponse(
       501,
-      `Not Implemented: this gateway walks dag-pb and raw DAGs, not codec 0x${terminal.code.toString(16)}; ask for dag-scope=block\n`,
+      `Not Implemented: this gateway walks dag-pb, raw, dag-cbor, dag-json, cbor and json DAGs, not codec 0x${terminal.code.toString(16)}; ask for dag-scope=block\n`,
     );
   }
 
@@ -516,7 +561,10 @@ async function serveCar(
     if (entry.type === 'directory') return directoryBlocks(node.blockstore, terminal, signal);
     if (entry.type === 'file' && span) return fileRangeBlocks(node.blockstore, terminal, span.start, span.end, signal);
     if (entry.type === 'file') return walkDag(node.blockstore, terminal, { signal });
-    return [terminal]; // a raw block, a symlink, non-UnixFS data: the entity is the block
+    // A raw block, a symlink, a dag-cbor or dag-json document: "For all
+    // queries that reference non-UnixFS data, `entity` is equivalent to
+    // `block`" (trustless gateway spec, dag-scope).
+    return [terminal];
   };
   const logger = services.logger.child({ fn: 'gateway' });
   const body = carStream(

@@ -55,7 +55,10 @@ export async function fileAnswer(
 ): Promise<Answer> {
   const cid = entry.cid;
   const file = await openFile(blockstore, entry, options.signal);
-  const type = options.type ?? (options.name === undefined ? undefined : typeFromName(options.name)) ?? sniffType(await head(file));
+  const type =
+    options.type ??
+    (options.name === undefined ? undefined : typeFromName(options.name)) ??
+    sniffType(await head(file), file.size <= SNIFF_BYTES);
   return {
     status: options.status ?? 200,
     headers: { 'content-type': type, etag: `"${cidText(cid)}"`, ...options.headers },

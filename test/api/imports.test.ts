@@ -11,10 +11,12 @@
  * Local only: it reads the node's pins and runs collection itself.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
+import { CarReader } from '@ipld/car/reader';
 import { CarWriter } from '@ipld/car/writer';
 import { MemoryBlockstore } from 'blockstore-core/memory';
 import { CID } from 'multiformats/cid';
@@ -43,6 +45,8 @@ const savedEnv = { ...process.env };
 /** The largest CAR the test service takes: small, so that a body past it is cheap to send. */
 const MAX_IMPORT = 8 * 1024 * 1024;
 const scratch: string[] = [];
+/** CARs of the IPFS gateway conformance tests (their README says where from). */
+const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), '../fixtures/gateway-conformance');
 
 beforeAll(async () => {
   service = await startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_MAX_IMPORT_BYTES: String(MAX_IMPORT), CAIRN_PREVIEW: 'on' });
@@ -295,7 +299,8 @@ describe.each(doorsFor(DOORS))('through the $name', (door) => {
     expect((await twoRoots.json()).error).toBe('the CAR header must name exactly one root; it names 2');
     expect(await missingOf([one.cid.toString(), two.cid.toString()])).toEqual([one.cid.toString(), two.cid.toString()]);
 
-    const cbor = CID.createV1(0x71, await sha256.digest(Uint8Array.of(0xa0)));
+    const trailing = Uint8Array.of(0xa0, 0x00); // a map, then a byte after the one value a block holds
+    const notCbor = CID.createV1(0x71, await sha256.digest(trailing));
     const blake = CID.createV1(0x55, {
       code: 0xb220,
       size: 32,
@@ -303,13 +308,23 @@ describe.each(doorsFor(DOORS))('through the $name', (door) => {
       bytes: Uint8Array.of(0xa0, 0xe4, 0x02, 32, ...new Uint8Array(32)),
     } as never);
     const v2Pragma = Uint8Array.of(0x0a, 0xa1, 0x67, 0x76, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e, 0x02);
+    const gitRaw = CID.createV1(0x78, await sha256.digest(Uint8Array.of(0xa0)));
+    const deepCbor = new Uint8Array(100_001).fill(0x81); // [[[...[1]...]]], a hundred thousand deep
+    deepCbor[100_000] = 0x01;
+    const deep = CID.createV1(0x71, await sha256.digest(deepCbor));
     const cases: Array<[string, Uint8Array | string, RegExp, string?]> = [
-      ['a dag-cbor root', await carOf([cbor], []), /root .* codec 0x71/],
+      ['a git-raw root', await carOf([gitRaw], []), /root .* codec 0x78/],
       [
-        'a dag-cbor block',
-        await carOf([one.cid], [{ cid: cbor, bytes: Uint8Array.of(0xa0) }]),
-        /codec 0x71; this service stores dag-pb and raw blocks only/,
+        'a git-raw block',
+        await carOf([one.cid], [{ cid: gitRaw, bytes: Uint8Array.of(0xa0) }]),
+        /codec 0x78; this service stores dag-pb, raw, dag-cbor, dag-json, cbor and json blocks only/,
       ],
+      [
+        'a dag-cbor block that is not dag-cbor',
+        await carOf([notCbor], [{ cid: notCbor, bytes: trailing }]),
+        /is refused as dag-cbor: not valid/,
+      ],
+      ['a dag-cbor block nested too deep', await carOf([deep], [{ cid: deep, bytes: deepCbor }]), /nests deeper than 512 levels/],
       ['another hash', await carOf([one.cid], [{ cid: blake, bytes: one.bytes }]), /hash 0xb220; only sha2-256/],
       ['a CARv2', Buffer.concat([v2Pragma, new Uint8Array(40)]), /CARv1|CAR version/],
       ['garbage', 'this is not a CAR at all', /not a valid CARv1|ends before/],
@@ -326,6 +341,26 @@ describe.each(doorsFor(DOORS))('through the $name', (door) => {
       expect((await res.json()).error).toMatch(error);
     }
     expect(await isRootPinned(await service.services.ipfs(), one.cid)).toBe(false);
+  });
+
+  test('dag-cbor and dag-json DAGs are taken: a pending import counts the blocks their links miss, the pinned one survives collection', async () => {
+    // The gateway conformance tests' traversal fixtures: three blocks each, linked by CBOR tag 42 / {"/": cid}.
+    for (const name of ['dag-cbor-traversal', 'dag-json-traversal']) {
+      const blocks: Block[] = [];
+      const reader = await CarReader.fromBytes(await readFile(join(FIXTURES, `${name}.car`)));
+      for await (const block of reader.blocks()) blocks.push(block);
+      const [root, ...rest] = blocks;
+      const cids = blocks.map((b) => b.cid.toString());
+      const first = await postCar(await carOf([root!.cid], [root!]));
+      expect([name, first.status]).toEqual([name, 200]);
+      // The root's one link (to the middle block) is missing; what lies below it is not known yet.
+      expect(await first.json()).toMatchObject({ ok: true, complete: false, missing: 1 });
+      const second = await postCar(await carOf([root!.cid], rest));
+      expect(await second.json()).toMatchObject({ ok: true, complete: true, blocks: 2 });
+      expect(await isRootPinned(await service.services.ipfs(), root!.cid)).toBe(true);
+      await collectGarbage(service.services);
+      expect(await missingOf(cids)).toEqual([]);
+    }
   });
 
   test('a DAG sent in two CARs: the first is pending (and survives a collection), the second completes it', async () => {

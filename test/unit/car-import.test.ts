@@ -1,16 +1,21 @@
 /**
  * Reading a CAR someone sends (functions/core/ipfs/car-import.ts): blocks
  * verified against their CIDs, a section's declared length refused before
- * it is read, the source's own failures passed through as they are; and
- * the import settings read from the environment.
+ * it is read, the source's own failures passed through as they are; IPLD
+ * blocks (dag-cbor, dag-json, cbor, json) taken, and hostile ones (nested
+ * past the bound, declaring more than they hold, invalid) refused quickly;
+ * and the import settings read from the environment.
  */
 import { CarWriter } from '@ipld/car/writer';
+import * as dagCbor from '@ipld/dag-cbor';
+import * as dagJson from '@ipld/dag-json';
 import { encode as encodeDagPb, prepare } from '@ipld/dag-pb';
 import { CID } from 'multiformats/cid';
 import { identity } from 'multiformats/hashes/identity';
 import { sha256 } from 'multiformats/hashes/sha2';
 import { CarImportError, MAX_BLOCK_BYTES, readVerifiedCar, type CarBlock } from '../../functions/core/ipfs/car-import.js';
 import { loadConfig } from '../../functions/core/config.js';
+import { MAX_NESTING } from '../../functions/core/ipfs/ipld.js';
 
 /** An unsigned LEB128 varint, as CAR sections are prefixed. */
 function varint(n: number): Uint8Array {
@@ -77,6 +82,63 @@ test('a dag-pb block that does not decode is refused even when its hash matches'
   const bytes = Uint8Array.of(0xff, 0xff, 0xff);
   const cid = CID.createV1(0x70, await sha256.digest(bytes));
   await expect(readAll(await carOf([cid], [{ cid, bytes }]))).rejects.toThrow(/is not valid dag-pb/);
+});
+
+async function block(code: number, bytes: Uint8Array): Promise<CarBlock> {
+  return { cid: CID.createV1(code, await sha256.digest(bytes)), bytes };
+}
+
+test('dag-cbor, dag-json, cbor and json blocks are taken, as a root too, each verified against its CID', async () => {
+  const leaf = await raw('a leaf');
+  const json = await block(0x0200, new TextEncoder().encode('{"plain": true}\n'));
+  const cbor = await block(0x51, Uint8Array.of(0xa1, 0x61, 0x61, 0x01));
+  const dj = await block(0x0129, dagJson.encode({ leaf: leaf.cid, json: json.cid }));
+  const dc = await block(0x71, dagCbor.encode({ list: [dj.cid, cbor.cid], n: 1 }));
+  const { root, blocks } = await readAll(await carOf([dc.cid], [dc, dj, leaf, json, cbor]));
+  expect(root.toString()).toBe(dc.cid.toString());
+  expect(blocks.map((b) => b.cid.toString())).toEqual([dc, dj, leaf, json, cbor].map((b) => b.cid.toString()));
+  const tampered = { cid: dc.cid, bytes: dagCbor.encode({ list: [dj.cid, cbor.cid], n: 2 }) };
+  await expect(readAll(await carOf([dc.cid], [tampered]))).rejects.toThrow(`block ${dc.cid} does not match its content`);
+  // A codec no part of Cairn follows (git-raw) is still refused, as a root or a block.
+  const git = await block(0x78, Uint8Array.of(1, 2, 3));
+  await expect(readAll(await carOf([git.cid], []))).rejects.toThrow(/root .* has codec 0x78; a root must be dag-pb, raw, dag-cbor/);
+  await expect(readAll(await carOf([leaf.cid], [git]))).rejects.toThrow(/codec 0x78; this service stores dag-pb, raw, dag-cbor/);
+});
+
+test('hostile dag-cbor and dag-json blocks are refused before a decoder recurses into them, whatever their hash', async () => {
+  const deep = (depth: number) => {
+    const cbor = new Uint8Array(depth + 1).fill(0x81); // [[[...[1]...]]]
+    cbor[depth] = 0x01;
+    return { cbor, json: new TextEncoder().encode(`${'['.repeat(depth)}1${']'.repeat(depth)}`) };
+  };
+  // At the bound, a block decodes; one level past it, and a million deep (2 MiB of JSON), it is refused.
+  const atBound = deep(MAX_NESTING);
+  const taken = await readAll(
+    await carOf([(await block(0x71, atBound.cbor)).cid], [await block(0x71, atBound.cbor), await block(0x0129, atBound.json)]),
+  );
+  expect(taken.blocks).toHaveLength(2);
+  for (const depth of [MAX_NESTING + 1, MAX_BLOCK_BYTES / 2 - 64]) {
+    const { cbor, json } = deep(depth);
+    for (const [code, bytes] of [
+      [0x71, cbor],
+      [0x0129, json],
+    ] as const) {
+      const b = await block(code, bytes);
+      // The decoders alone would recurse once a level (and, a million deep, fail on the call stack's limit instead).
+      await expect(readAll(chunks(await carOf([b.cid], [b]), 65536))).rejects.toThrow(`nests deeper than ${MAX_NESTING} levels`);
+    }
+  }
+  // An array declaring 2^32 entries in 9 bytes, a map key twice, a link that is not a CID, bytes after the value.
+  const invalid: Array<[number, Uint8Array, RegExp]> = [
+    [0x71, Uint8Array.of(0x9b, 0, 0, 0, 1, 0, 0, 0, 0), /declares more entries than it holds/],
+    [0x0129, new TextEncoder().encode('{"a":1,"a":2}'), /repeat map key/],
+    [0x0129, new TextEncoder().encode('{"/":"not a cid"}'), /not valid dag-json/],
+    [0x71, Uint8Array.of(0xa0, 0x00), /not valid dag-cbor/],
+  ];
+  for (const [code, bytes, why] of invalid) {
+    const b = await block(code, bytes);
+    await expect(readAll(await carOf([b.cid], [b]))).rejects.toThrow(why);
+  }
 });
 
 test('a block declared longer than 2 MiB is refused before its bytes are read', async () => {

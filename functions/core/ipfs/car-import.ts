@@ -6,11 +6,16 @@
  * - a block is never longer than MAX_BLOCK_BYTES, checked from its
  *   section's length prefix before it is read (the decoder would otherwise
  *   gather a section of any declared length in memory);
- * - the header names exactly one root, dag-pb or raw, hashed with sha2-256;
- * - every block is dag-pb or raw (what the gateway, pinning and collection
- *   follow) and hashed with sha2-256, or an identity CID whose digest is the
- *   block itself; its bytes must hash to its CID, and a dag-pb block must
- *   decode.
+ * - the header names exactly one root, of a codec below, hashed with sha2-256;
+ * - every block is dag-pb, raw, dag-cbor, dag-json, cbor or json (what the
+ *   gateway, pinning and collection follow: ipld.ts) and hashed with
+ *   sha2-256, or an identity CID whose digest is the block itself; its
+ *   bytes must hash to its CID, and a dag-pb, dag-cbor or dag-json block
+ *   must decode (the latter two within ipld.ts's bounds on nesting: a
+ *   block that would take a decoder's recursion down is refused here, so
+ *   no walk of a stored DAG ever meets one). Plain cbor and json blocks
+ *   are served as they are, like raw ones (the path gateway spec: "Works
+ *   exactly the same as `raw`"), and are not decoded.
  * A CAR that fails any of these is a CarImportError, whose message is one
  * sentence for the client (a CARv2 is refused: its index is of no use
  * here, and a CARv1 is what any tool writes); errors of the byte source itself (a client gone,
@@ -27,6 +32,7 @@ import { CID } from 'multiformats/cid';
 import { sha256 } from 'multiformats/hashes/sha2';
 import { equals } from 'uint8arrays/equals';
 import { workSlices } from '../work-slices.js';
+import { CODEC_NAMES, decodeIpld, IpldBlockError, isIpldCodec, isLinkingCodec } from './ipld.js';
 
 const DAG_PB = 0x70;
 const RAW = 0x55;
@@ -63,17 +69,33 @@ export interface VerifiedCar {
 
 const hex = (n: number) => `0x${n.toString(16)}`;
 
-/** Why a CID cannot be a root here, or undefined when it can. */
+/** The codecs of the blocks taken, by name, for the messages. */
+const STORED = 'dag-pb, raw, dag-cbor, dag-json, cbor and json';
+const stored = (code: number) => code === DAG_PB || code === RAW || isIpldCodec(code);
+
+/**
+ * Why a CID cannot be the root of a site's deploy, or undefined when it can:
+ * a site is a UnixFS directory or file (`deployCid`).
+ */
 export function rootProblem(cid: CID): string | undefined {
   if (cid.code !== DAG_PB && cid.code !== RAW) return `the root ${cid} has codec ${hex(cid.code)}; a root must be dag-pb or raw`;
+  return hashProblem(cid);
+}
+
+function hashProblem(cid: CID): string | undefined {
   if (cid.multihash.code !== SHA2_256) return `the root ${cid} uses hash ${hex(cid.multihash.code)}; a root must be hashed with sha2-256`;
   return undefined;
 }
 
+/** Why a CID cannot be the root of an imported CAR (any DAG the gateway serves), or undefined when it can. */
+export function importRootProblem(cid: CID): string | undefined {
+  if (!stored(cid.code)) return `the root ${cid} has codec ${hex(cid.code)}; a root must be ${STORED.replace(' and ', ' or ')}`;
+  return hashProblem(cid);
+}
+
 /** Checks one block against its CID; throws CarImportError naming it. */
 export async function verifyBlock(cid: CID, bytes: Uint8Array): Promise<void> {
-  if (cid.code !== DAG_PB && cid.code !== RAW)
-    throw new CarImportError(`block ${cid} has codec ${hex(cid.code)}; this service stores dag-pb and raw blocks only`);
+  if (!stored(cid.code)) throw new CarImportError(`block ${cid} has codec ${hex(cid.code)}; this service stores ${STORED} blocks only`);
   const { code, digest } = cid.multihash;
   if (code === SHA2_256) {
     if (digest.length !== 32 || !equals((await sha256.digest(bytes)).digest, digest))
@@ -88,6 +110,14 @@ export async function verifyBlock(cid: CID, bytes: Uint8Array): Promise<void> {
       decodeDagPb(bytes);
     } catch (err) {
       throw new CarImportError(`block ${cid} is not valid dag-pb (${(err as Error).message})`);
+    }
+  }
+  if (isLinkingCodec(cid.code)) {
+    try {
+      decodeIpld(cid.code, bytes);
+    } catch (err) {
+      if (!(err instanceof IpldBlockError)) throw err;
+      throw new CarImportError(`block ${cid} is refused as ${CODEC_NAMES[cid.code]}: ${err.message}`);
     }
   }
 }
@@ -128,7 +158,7 @@ export async function readVerifiedCar(source: AsyncIterable<Uint8Array>): Promis
   }
   if (roots.length !== 1) throw new CarImportError(`the CAR header must name exactly one root; it names ${roots.length}`);
   const root = roots[0]!;
-  const problem = rootProblem(root);
+  const problem = importRootProblem(root);
   if (problem) throw new CarImportError(problem);
   async function* blocks(): AsyncGenerator<CarBlock> {
     const pause = workSlices();

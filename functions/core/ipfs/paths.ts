@@ -19,6 +19,7 @@ import { exporter, walkPath, type UnixFSEntry } from 'ipfs-unixfs-exporter';
 import type { Blockstore } from 'interface-blockstore';
 import type { CID } from 'multiformats/cid';
 import { readBlock } from '../storage/dag-walk.js';
+import { decodeIpld, followInNode, isIpldCodec, isLinkingCodec } from './ipld.js';
 import {
   compareBytes,
   decodeUnixfs,
@@ -82,21 +83,28 @@ export interface PathEntry {
   /**
    * As ipfs-unixfs-exporter types it: `directory` (a HAMT too), `file` for
    * any other UnixFS node (a symlink is a file whose bytes are its target),
-   * `raw`, `identity` (the identity codec), `object` (dag-cbor, dag-json...).
+   * `raw`, `identity` (the identity codec), `object` (dag-cbor, dag-json,
+   * cbor, json: then `bytes` holds its block).
    */
   type: UnixFSEntry['type'];
   /** A file's length, a raw block's; a directory's block size (as the exporter has them). */
   size: bigint;
   /** A dag-pb node: its block, as read, and its UnixFS data. */
   dagPb?: { view: DagPbView; unixfs: UnixfsData };
-  /** A raw block's bytes, an identity CID's digest. */
+  /** A raw block's bytes, an identity CID's digest, an IPLD block's (`object`). */
   bytes?: Uint8Array;
 }
 
 export interface Resolved {
   entry: PathEntry;
-  /** The root, then the CID of each segment. */
+  /** The root, then the CID of each segment (of each link followed, in a dag-cbor or dag-json node). */
   roots: CID[];
+  /**
+   * The segments that lead into the data of the dag-cbor or dag-json block
+   * `entry`, below its last link: data other than a link, which no gateway
+   * serves yet (the spec's 501).
+   */
+  remainder?: string[];
 }
 
 const DAG_PB = 0x70;
@@ -135,6 +143,10 @@ export async function readEntry(blockstore: Blockstore, cid: CID, signal?: Abort
   if (cid.code === IDENTITY) {
     const bytes = cid.multihash.digest;
     return { cid, type: 'identity', size: BigInt(bytes.byteLength), bytes };
+  }
+  if (isIpldCodec(cid.code)) {
+    const bytes = await blockOf(blockstore, cid, signal);
+    return { cid, type: 'object', size: BigInt(bytes.byteLength), bytes };
   }
   const entry = await exporter(cid, blockstore, { signal });
   return { cid, type: entry.type, size: entry.size };
@@ -224,8 +236,11 @@ export async function resolvePath(
   signal?: AbortSignal,
 ): Promise<Resolved | undefined> {
   if (segments.length === 0) return { entry: await readEntry(blockstore, root, signal), roots: [root] };
+  if (isLinkingCodec(root.code)) return ipldWalk(blockstore, root, segments, [root], signal);
   if (root.code !== DAG_PB)
-    return root.code === RAW || root.code === IDENTITY ? undefined : exporterWalk(blockstore, root, segments, [root], signal);
+    return root.code === RAW || root.code === IDENTITY || isIpldCodec(root.code)
+      ? undefined
+      : exporterWalk(blockstore, root, segments, [root], signal);
   return resolveBelow(blockstore, { cid: root, view: viewDagPb(await blockOf(blockstore, root, signal)) }, segments, [root], signal);
 }
 
@@ -280,7 +295,8 @@ async function resolveBelow(
     cid = next;
     if (cid.code !== DAG_PB) {
       if (i + 1 === segments.length) return { entry: await readEntry(blockstore, cid, signal), roots };
-      if (cid.code === RAW || cid.code === IDENTITY) return undefined;
+      if (isLinkingCodec(cid.code)) return ipldWalk(blockstore, cid, segments.slice(i + 1), roots, signal);
+      if (cid.code === RAW || cid.code === IDENTITY || isIpldCodec(cid.code)) return undefined;
       return exporterWalk(blockstore, cid, segments.slice(i + 1), roots, signal);
     }
     signal?.throwIfAborted();
@@ -288,9 +304,53 @@ async function resolveBelow(
   }
 }
 
+/** Links at a block's root followed in a row without a segment between them (a block that is a link to itself would loop). */
+const MAX_BARE_LINKS = 32;
+
 /**
- * The exporter's walk, for what only it decodes (a dag-cbor or dag-json
- * node on the way, a HAMT of another hash), from `from` (the last of
+ * The walk from the dag-cbor or dag-json block `from` (the last of
+ * `roots`, which is extended in place) down `segments`: inside each block
+ * by map key and list index to its next link (path gateway spec,
+ * "Traversing through DAG-JSON and DAG-CBOR": "DAG-CBOR: links are tagged
+ * with CBOR tag 42"; "DAG-JSON: link are represented as a base encoded CID
+ * under the `/` reserved namespace"), then on from the linked block, a
+ * UnixFS one included. A path that ends inside a block's own data is
+ * resolved to that block with the segments left as `remainder`.
+ */
+async function ipldWalk(
+  blockstore: Blockstore,
+  from: CID,
+  segments: readonly string[],
+  roots: CID[],
+  signal?: AbortSignal,
+): Promise<Resolved | undefined> {
+  let cid = from;
+  let at = 0;
+  let bare = 0;
+  for (;;) {
+    const bytes = await blockOf(blockstore, cid, signal);
+    const step = followInNode(decodeIpld(cid.code, bytes), segments, at);
+    if (step.kind === 'missing') return undefined;
+    if (step.kind === 'end') {
+      const entry: PathEntry = { cid, type: 'object', size: BigInt(bytes.byteLength), bytes };
+      return step.consumed > at ? { entry, roots, remainder: segments.slice(at) } : { entry, roots };
+    }
+    bare = step.consumed === at ? bare + 1 : 0;
+    if (bare > MAX_BARE_LINKS) return undefined;
+    at = step.consumed;
+    cid = step.cid;
+    roots.push(cid);
+    if (at === segments.length) return { entry: await readEntry(blockstore, cid, signal), roots };
+    if (cid.code === DAG_PB)
+      return resolveBelow(blockstore, { cid, view: viewDagPb(await blockOf(blockstore, cid, signal)) }, segments.slice(at), roots, signal);
+    if (!isLinkingCodec(cid.code)) return undefined; // raw, identity, cbor, json: no names inside
+    signal?.throwIfAborted();
+  }
+}
+
+/**
+ * The exporter's walk, for what only it decodes (a HAMT of another hash, a
+ * codec Cairn does not decode, which the exporter refuses), from `from` (the last of
  * `roots`) down `segments`.
  */
 async function exporterWalk(

@@ -123,7 +123,7 @@ async function ingest(
     } catch (err) {
       if (err instanceof UnsupportedCodecError)
         throw new CarImportError(
-          `the DAG links to ${err.cid}, whose codec 0x${err.cid.code.toString(16)} this service does not store (dag-pb and raw only)`,
+          `the DAG links to ${err.cid}, whose codec 0x${err.cid.code.toString(16)} this service does not store (dag-pb, raw, dag-cbor, dag-json, cbor and json only)`,
         );
       if (err instanceof DagLimitError) throw new CarImportError(dagLimitMessage(err));
       throw err;

@@ -12,6 +12,8 @@
  * its data (dag-pb's canonical order, which decoders enforce), so a block
  * that starts with the Data field (0x0a) has none: with a PrefixReader such
  * a leaf is checked by reading its first byte instead of all 256 KiB.
+ * A dag-cbor or dag-json block (an imported IPLD DAG) is decoded within
+ * ipld.ts's bounds for its links; plain cbor and json blocks have none.
  *
  * The walk is a loop over an explicit stack of levels, so its work is linear
  * in blocks and links whatever the DAG's shape. (It was a generator per
@@ -33,6 +35,7 @@ import { decode as decodeDagPb } from '@ipld/dag-pb';
 import type { Blockstore } from 'interface-blockstore';
 import { CID } from 'multiformats/cid';
 import { workSlices } from '../work-slices.js';
+import { decodeIpld, IpldBlockError, isIpldCodec, isLinkingCodec, linksIn } from '../ipfs/ipld.js';
 
 const READ_AHEAD = 4;
 
@@ -178,8 +181,18 @@ class Links {
 /** The links of a block, 'missing', or why it does not decode. */
 async function linksOf(blockstore: Blockstore, cid: CID, signal?: AbortSignal): Promise<Links | 'missing' | { undecodable: string }> {
   if (cid.multihash.code === IDENTITY) return Links.none;
-  if (cid.code !== DAG_PB && cid.code !== RAW) throw new UnsupportedCodecError(cid);
+  if (cid.code !== DAG_PB && cid.code !== RAW && !isIpldCodec(cid.code)) throw new UnsupportedCodecError(cid);
   try {
+    if (isIpldCodec(cid.code) && !isLinkingCodec(cid.code)) return (await blockstore.has(cid, { signal })) ? Links.none : 'missing';
+    if (isLinkingCodec(cid.code)) {
+      const bytes = await readAll(blockstore, cid, signal);
+      try {
+        return Links.of(linksIn(decodeIpld(cid.code, bytes)));
+      } catch (err) {
+        if (err instanceof IpldBlockError) return { undecodable: err.message };
+        throw err;
+      }
+    }
     const prefixes = 'readPrefix' in blockstore ? (blockstore as unknown as PrefixReader) : undefined;
     if (prefixes) {
       const head = await prefixes.readPrefix(cid, 1, { signal }); // also proves the block is here
