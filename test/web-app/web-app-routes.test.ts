@@ -139,6 +139,7 @@ describe.each(doors)('through the $name', ({ get }) => {
       sites: { scheme: 'http:', domain: local.sites.domain },
       publicFiles: { scheme: 'http:', domain: local.urls.storagePublicDomain },
       maxPutBytes: expect.any(Number),
+      signUp: local.signup,
     });
     for (const secret of [BOOT.secretAccessKey, BOOT.apiToken, BOOT.accessKeyId]) expect(text).not.toContain(secret);
   });
