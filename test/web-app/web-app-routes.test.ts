@@ -62,11 +62,13 @@ test("the app's hash routes read back what they write, a site's git & notificati
     { name: 'site-integrations', siteId: 'S 1/x' },
     { name: 'deploy', siteId: 'S1', deployId: 'D1' },
     { name: 'team' },
+    { name: 'settings' },
     { name: 'storage' },
     { name: 'bucket', bucket: 'b', prefix: 'a/b c/' },
   ];
   for (const route of routes) expect(parseHash(href(route))).toEqual(route);
   expect(href({ name: 'site-integrations', siteId: 'S1' })).toBe('#/sites/S1/integrations');
+  expect(href({ name: 'settings' })).toBe('#/settings');
   expect(parseHash('#/sites/S1/integrations/more')).toEqual({ name: 'not-found', path: '/sites/S1/integrations/more' });
 });
 
