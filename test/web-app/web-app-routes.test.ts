@@ -146,6 +146,14 @@ describe.each(doors)('through the $name', ({ get }) => {
     for (const secret of [BOOT.secretAccessKey, BOOT.apiToken, BOOT.accessKeyId]) expect(text).not.toContain(secret);
   });
 
+  test('/app/settings sends the browser to the settings page of the app, at / with its hash route', async () => {
+    const res = await get('/app/settings');
+    expect(res.status).toBe(302);
+    expect(res.headers.get('location')).toBe('/#/settings');
+    expect(parseHash(new URL(res.headers.get('location')!, 'http://x').hash)).toEqual({ name: 'settings' });
+    expect((await get('/app/settings/more')).status).toBe(404);
+  });
+
   test('other paths are 404 and other methods 405, in plain text; the API is untouched', async () => {
     for (const path of [
       '/app/',
