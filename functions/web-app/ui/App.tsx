@@ -199,6 +199,7 @@ export function App() {
 
 function Shell() {
   const route = useRoute();
+  const { team } = useApp();
   const current = section(route);
   return (
     <>
@@ -214,8 +215,8 @@ function Shell() {
         Skip to content
       </a>
       <Header current={current} />
-      {/* The key makes each route a fresh page: its state, loads and polling start over. */}
-      <main id="main" className="content" tabIndex={-1} key={href(route)}>
+      {/* The key makes each route, and each team's, a fresh page: its state, loads and polling start over. */}
+      <main id="main" className="content" tabIndex={-1} key={`${team.id} ${href(route)}`}>
         <Page route={route} />
       </main>
     </>
