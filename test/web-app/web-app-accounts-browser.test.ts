@@ -12,11 +12,17 @@
  * ended; a lock-out is shown with its wait.
  */
 import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ListBucketsCommand, PutObjectCommand, GetObjectCommand } from '@aws-sdk/client-s3';
 import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core';
 import { startTestService, type TestService } from '../support/service.js';
 
 const CHROMIUM = process.env.CAIRN_CHROMIUM ?? '/usr/bin/chromium';
+/** Screenshots of each screen, beside the API key suite's (gitignored). */
+const SHOTS = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'test-results', 'web-app');
+const shot = (name: string, target: Page = page) => target.screenshot({ path: join(SHOTS, `accounts-${name}.png`), fullPage: true });
 const PASSWORD = 'a long enough password';
 const SESSION_ENDED = 'Your session has ended (signed out, or unused or kept too long). Sign in again.';
 
@@ -44,6 +50,7 @@ beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (or set CAIRN_CHROMIUM to a Chromium)`);
   service = await startTestService({ CAIRN_SIGNUP: 'open', CAIRN_GC_INTERVAL: '0' });
   origin = new URL(service.endpoints.graphql).origin;
+  await mkdir(SHOTS, { recursive: true });
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
@@ -91,6 +98,7 @@ const sitesHeading = (p: Page) => p.getByRole('heading', { name: 'Sites', level:
 test('sign up in the browser: the account, its team and a session, and nothing of it in the tab storage', async () => {
   await page.goto(`${origin}/`);
   await page.getByLabel('E-mail').waitFor();
+  await shot('sign-in');
   // The API key remains a way in, behind its own button.
   expect(await page.getByLabel('API key').count()).toBe(0);
   await page.getByRole('button', { name: 'Create an account' }).click();
@@ -103,6 +111,7 @@ test('sign up in the browser: the account, its team and a session, and nothing o
   await page.getByRole('alert').filter({ hasText: /name/ }).waitFor();
   expect(await page.getByLabel('Account name').getAttribute('aria-invalid')).toBe('true');
   expect(await page.evaluate(() => document.activeElement?.id)).toBe('account-name');
+  await shot('sign-up-refused');
 
   await page.getByLabel('Account name').fill('dana');
   await page.getByRole('button', { name: 'Create account' }).click();
@@ -126,6 +135,7 @@ test('sign out from the header; a wrong password is refused in the service words
   expect((await sessionOf(page)).ok).toBe(false);
   await signInWith(page, 'dana@example.org', 'not the password at all');
   await page.getByRole('alert').filter({ hasText: 'The e-mail address or the password is not right.' }).waitFor();
+  await shot('sign-in-wrong-password');
   await page.getByLabel('Password').fill(PASSWORD);
   graphqlRequests.length = 0;
   await page.getByRole('button', { name: 'Sign in', exact: true }).click();
@@ -171,6 +181,7 @@ test('Settings: a storage key pair made there is shown once, works with the AWS 
   await page.locator('.shown-once').filter({ hasText: 'Secret access key' }).getByRole('button', { name: 'Copy' }).click();
   await page.getByRole('button', { name: 'Copied' }).waitFor();
   expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secretAccessKey);
+  await shot('settings-new-pair');
 
   // The pair works against the service's S3 API, as any S3 tool would use it.
   const s3 = service.s3({ accessKeyId, secretAccessKey });
@@ -226,6 +237,7 @@ test("a second browser's session is listed beside this one; one is marked as thi
   expect(await current.locator('.tag-current').textContent()).toBe('this browser');
   expect(await page.locator('tr[data-session] td[data-label="Browser"]').first().textContent()).toContain('Headless Chrome on Linux');
   expect(await page.locator('tr[data-session] td[data-label="Address"]').first().textContent()).toMatch(/127\.0\.0\.1|::1/);
+  await shot('settings-sessions');
 });
 
 test('a mutation sent with the cookie but without the CSRF token is refused, and changes nothing', async () => {
@@ -305,6 +317,7 @@ test('the team switcher: requests go to the chosen team, which the tab keeps acr
   await page.setViewportSize({ width: 375, height: 812 });
   await page.getByLabel('Team', { exact: true }).waitFor();
   expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBe(0);
+  await shot('team-switcher-phone');
   await page.setViewportSize({ width: 1280, height: 860 });
 });
 
