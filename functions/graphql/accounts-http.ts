@@ -5,7 +5,7 @@
  *   POST /auth/sign-up   {"email", "password", "name"}  -> 201 {"ok": true, "account", "email", "session", "csrfToken"} + the cookie
  *   POST /auth/sign-in   {"email", "password"}          -> 200 the same
  *   POST /auth/sign-out  {"everywhere"?: true}          -> 200 {"ok": true, "ended"}: this session (or all the account's), cookie cleared
- *   GET  /auth/session                                  -> 200 {"ok": true, "account", "email", "session", "csrfToken"}
+ *   GET  /auth/session                                  -> 200 {"ok": true, "account", "email", "session", "csrfToken", "teams"}
  *
  * A refusal is `{"ok": false, "error": "<one sentence>", "field"?}`: 400
  * bad input, 401 wrong e-mail or password (the same answer for both) or
@@ -46,6 +46,7 @@ import {
 import { readCappedBody } from '../core/http/capped-body.js';
 import type { HttpRequest } from '../core/http/types.js';
 import { SESSION_LIMITS, type Session } from '../core/data/sessions.js';
+import type { Services } from '../core/services.js';
 
 /** The largest body these routes read: an e-mail, a name and a password of at most 1,000 characters fit many times over. */
 const MAX_AUTH_BODY_BYTES = 16 * 1024;
@@ -128,8 +129,21 @@ async function currentSession(services: AuthServices, req: HttpRequest): Promise
 
 const NO_SESSION = 'Not signed in (no session, or it has ended): sign in again';
 
+/** The most teams the session's answer names (each is one read); a person in more reaches the rest by id with X-Cairn-Team. */
+const SESSION_TEAMS = 50;
+
+/** The account's teams, for the web app's team switcher (X-Cairn-Team picks one): id, name and the account's role there. */
+async function teamsOf(services: Pick<Services, 'teams'>, accountId: string) {
+  const memberships = (await services.teams.listByAccount(accountId)).slice(0, SESSION_TEAMS);
+  const teams = await Promise.all(memberships.map((m) => services.teams.get(m.teamId)));
+  return memberships.flatMap((m, i) => {
+    const team = teams[i];
+    return team ? [{ id: team.id, name: team.name, role: m.role }] : [];
+  });
+}
+
 /** Answers a request under /auth/. */
-export async function handleAuth(services: AuthServices, req: HttpRequest): Promise<Response> {
+export async function handleAuth(services: AuthServices & Pick<Services, 'teams'>, req: HttpRequest): Promise<Response> {
   const path = req.rawPath.replace(/\/+$/, '');
   const method = req.method.toUpperCase();
   const route = { '/auth/sign-up': 'POST', '/auth/sign-in': 'POST', '/auth/sign-out': 'POST', '/auth/session': 'GET' }[path];
@@ -145,9 +159,10 @@ export async function handleAuth(services: AuthServices, req: HttpRequest): Prom
     if (path === '/auth/session') {
       const current = await currentSession(services, req);
       if (!current) return refuse(401, NO_SESSION);
-      const [account, email] = await Promise.all([
+      const [account, email, teams] = await Promise.all([
         services.accounts.getAccount(current.session.accountId),
         services.people.emailOf(current.session.accountId),
+        teamsOf(services, current.session.accountId),
       ]);
       if (!account) return refuse(401, NO_SESSION);
       return json(200, {
@@ -156,6 +171,7 @@ export async function handleAuth(services: AuthServices, req: HttpRequest): Prom
         email: email ?? null,
         session: sessionView(current.session),
         csrfToken: csrfTokenFor(current.secret),
+        teams,
       });
     }
     const body = await readJson(req);

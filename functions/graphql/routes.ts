@@ -15,7 +15,7 @@ import { handleAuth, isAuthPath } from './accounts-http.js';
 import type { AuthServices } from '../core/auth/sign-in.js';
 
 /** What the side routes read and write together: the hooks', the imports', signing in's and the web app's (its configuration). */
-export type SideRouteServices = GitHookServices & ImportServices & AuthServices & Pick<Services, 'config' | 'logger'>;
+export type SideRouteServices = GitHookServices & ImportServices & AuthServices & Pick<Services, 'config' | 'logger' | 'teams'>;
 
 export interface SideRoute {
   matches(rawPath: string): boolean;

@@ -22,6 +22,8 @@ export interface WebAppConfig {
   publicFiles: { scheme: string; domain: string };
   /** The largest body one PUT may carry; larger files go up in a multipart upload. */
   maxPutBytes: number;
+  /** Who may sign up (CAIRN_SIGNUP): the sign-in page offers its form only where it is `open`, and says why not elsewhere. */
+  signUp: Config['signup'];
 }
 
 export function webAppConfig(config: Config): WebAppConfig {
@@ -36,5 +38,6 @@ export function webAppConfig(config: Config): WebAppConfig {
     sites: { scheme, domain: config.sites.domain },
     publicFiles: { scheme, domain: config.urls.storagePublicDomain },
     maxPutBytes: config.storage.maxRequestBody,
+    signUp: config.signup,
   };
 }

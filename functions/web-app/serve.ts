@@ -2,7 +2,7 @@
  * The web app on the API port, for both doors (functions/graphql/routes.ts):
  * `GET /` is its page, `/app/assets/<name>-<hash>.<ext>` its files (cached
  * for a year: a new build has new names), `/app/config.json` the public
- * endpoints it needs. The app itself (ui/) speaks only the public GraphQL
+ * endpoints it needs, `/app/settings` a redirect to its settings page. The app itself (ui/) speaks only the public GraphQL
  * API on this origin and the S3 API.
  *
  * The files come from the directory the CDK stack put beside the handler in
@@ -82,6 +82,9 @@ export function webAppSource(dir = PREBUILT_DIR): () => Promise<Map<string, Uint
   };
 }
 
+/** The app's pages that answer at a path of their own too (`/app/settings` -> `/#/settings`). */
+const APP_PAGE_PATHS = new Set(['/app/settings']);
+
 const NOT_FOUND_TEXT = 'Not found. The web app is at /, the GraphQL API at /graphql.\n';
 
 function text(status: number, body: string, headers: Record<string, string> = {}): Response {
@@ -143,6 +146,12 @@ export class WebApp {
         headers: { 'content-type': TYPES.json!, 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' },
       });
     }
+    // A page of the app by a path, for links made outside it (a message, the command line): the page is `/`, its route the hash.
+    if (APP_PAGE_PATHS.has(req.rawPath))
+      return new Response(null, {
+        status: 302,
+        headers: { location: `/#/${req.rawPath.slice('/app/'.length)}`, 'cache-control': 'no-cache' },
+      });
     const name = req.rawPath === '/' ? 'index.html' : req.rawPath.startsWith(ASSET_PATH) ? req.rawPath.slice(ASSET_PATH.length) : undefined;
     if (name === undefined || name === '' || name.includes('/') || (name === 'index.html' && req.rawPath !== '/'))
       return text(404, NOT_FOUND_TEXT);

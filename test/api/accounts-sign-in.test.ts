@@ -347,15 +347,24 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('people and sessions through
       },
       expect.objectContaining({ id: a.body.session.id, userAgent: 'Browser A', current: true }),
     ]);
+    // A second team of the account's, for the web app's team switcher: /auth/session names both, with the role in each.
+    const second = await api.gql(withSession(a), 'mutation ($n: String!) { createTeam(name: $n) { team { id } } }', {
+      n: `${who.name}-two`,
+    });
     const session = await door.fetch(`${service.endpoints.graphql.replace(/\/graphql$/, '')}/auth/session`, {
       headers: { cookie: b.cookie },
     });
-    expect(await session.json()).toMatchObject({
+    const sessionBody = await session.json();
+    expect(sessionBody).toMatchObject({
       ok: true,
       email: who.email.toLowerCase(),
       csrfToken: b.body.csrfToken,
       session: { id: b.body.session.id },
     });
+    expect(sessionBody.teams.sort((x: { name: string }, y: { name: string }) => x.name.localeCompare(y.name))).toEqual([
+      { id: b.body.account.defaultTeamId, name: who.name, role: 'OWNER' },
+      { id: second.data.createTeam.team.id, name: `${who.name}-two`, role: 'OWNER' },
+    ]);
 
     const revoked = await api.gql(withSession(a), 'mutation ($id: ID!) { revokeSession(sessionId: $id) }', { id: b.body.session.id });
     expect(revoked.data.revokeSession).toBe(true);

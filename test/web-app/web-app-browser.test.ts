@@ -7,7 +7,8 @@
  * key (shown once, copied) and revoke it, make a storage key pair, create a
  * bucket, upload files (one in a multipart upload), open a public URL,
  * delete a file, sign out; a key revoked under a signed-in tab ends its
- * session with a message. Every step is checked against the service itself
+ * session with a message. (Signing in as a person, with an e-mail and a
+ * password, is web-app-accounts-browser.test.ts.) Every step is checked against the service itself
  * (GraphQL, S3, the gateway), not only against what the page says.
  *
  * Along the way: no console errors (but the browser's own line for the
@@ -205,12 +206,19 @@ let firstDeploy: string;
 let secondDeploy: string;
 
 test('a wrong key is refused with a clear message; the right one signs in, and the app loads nothing from elsewhere', async () => {
+  // The app asks whether the browser has a session first: the browser logs the 401 of having none.
+  expect401 = true;
   await go('');
+  // E-mail and password first; sign-up here is by invitation (the default), which the page says; the key is the other way in.
+  await page.getByLabel('E-mail').waitFor();
+  await page.getByText('New accounts are by invitation: ask an owner of a team to invite you.').waitFor();
+  expect(await page.getByRole('button', { name: 'Create an account' }).count()).toBe(0);
+  await checkAccessibility();
+  await page.getByRole('button', { name: 'Use an API key' }).click();
   const input = page.getByLabel('API key');
   await input.waitFor();
   await checkAccessibility();
   expect(await input.getAttribute('type')).toBe('password');
-  expect401 = true;
   await input.fill('cairn_not_a_real_key');
   await input.press('Enter');
   await expect(page.getByRole('alert').textContent()).resolves.toContain(
@@ -1003,6 +1011,7 @@ test('every page at 1280 px and at 375 px: no sideways scrolling, labels and con
     ['deploy', `#/sites/${siteId}/deploys/${secondDeploy}`, `Deploy ${secondDeploy.slice(-8)}`],
     ['site-integrations', `#/sites/${hooksSite}/integrations`, 'Git & notifications'],
     ['team', '#/team', 'acme'],
+    ['settings', '#/settings', 'Settings'],
     ['storage', '#/storage', 'Storage'],
     ['bucket', '#/storage/acme-files', 'acme-files'],
   ];

@@ -62,11 +62,13 @@ test("the app's hash routes read back what they write, a site's git & notificati
     { name: 'site-integrations', siteId: 'S 1/x' },
     { name: 'deploy', siteId: 'S1', deployId: 'D1' },
     { name: 'team' },
+    { name: 'settings' },
     { name: 'storage' },
     { name: 'bucket', bucket: 'b', prefix: 'a/b c/' },
   ];
   for (const route of routes) expect(parseHash(href(route))).toEqual(route);
   expect(href({ name: 'site-integrations', siteId: 'S1' })).toBe('#/sites/S1/integrations');
+  expect(href({ name: 'settings' })).toBe('#/settings');
   expect(parseHash('#/sites/S1/integrations/more')).toEqual({ name: 'not-found', path: '/sites/S1/integrations/more' });
 });
 
@@ -139,8 +141,17 @@ describe.each(doors)('through the $name', ({ get }) => {
       sites: { scheme: 'http:', domain: local.sites.domain },
       publicFiles: { scheme: 'http:', domain: local.urls.storagePublicDomain },
       maxPutBytes: expect.any(Number),
+      signUp: local.signup,
     });
     for (const secret of [BOOT.secretAccessKey, BOOT.apiToken, BOOT.accessKeyId]) expect(text).not.toContain(secret);
+  });
+
+  test('/app/settings sends the browser to the settings page of the app, at / with its hash route', async () => {
+    const res = await get('/app/settings');
+    expect(res.status).toBe(302);
+    expect(res.headers.get('location')).toBe('/#/settings');
+    expect(parseHash(new URL(res.headers.get('location')!, 'http://x').hash)).toEqual({ name: 'settings' });
+    expect((await get('/app/settings/more')).status).toBe(404);
   });
 
   test('other paths are 404 and other methods 405, in plain text; the API is untouched', async () => {

@@ -1,41 +1,74 @@
-/** The app: signed out, the sign-in page; signed in, the shell (header, navigation) around the page the hash names. */
+/**
+ * The app: signed out, the sign-in page (e-mail and password, or an API
+ * key); signed in, the shell (header, navigation, team switcher) around the
+ * page the hash names.
+ */
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import type { WebAppConfig } from '../app-config.js';
 import { createApi, messageOf } from './api.js';
+import { AuthError, currentSession, signOut as signOutOfSession, type PersonSession } from './auth.js';
 import { AppContext, useApp, type AppContextValue } from './app-context.js';
 import { ErrorNotice, Loading, PageHeader } from './components.js';
 import { Bucket } from './pages/Bucket.js';
 import { Deploy } from './pages/Deploy.js';
 import { EditSite, NewSite } from './pages/NewSite.js';
-import { Logo, SignIn } from './pages/SignIn.js';
+import { Logo, SignIn, type SignInMode } from './pages/SignIn.js';
 import { Site } from './pages/Site.js';
 import { SiteIntegrations } from './pages/SiteIntegrations.js';
 import { Sites } from './pages/Sites.js';
 import { Storage } from './pages/Storage.js';
+import { Settings } from './pages/Settings.js';
 import { Team } from './pages/Team.js';
 import { CURRENT_TEAM, type Team as TeamData } from './queries.js';
-import { href, markNavigated, useRoute, type Route } from './router.js';
+import { href, markNavigated, navigate, useRoute, type Route } from './router.js';
 import { session } from './session.js';
 import type { Credentials } from './sigv4.js';
+
+/** How the browser is signed in: with an API key kept in this tab, or as a person whose session is the HttpOnly cookie. */
+type SignedInWith = { kind: 'api-key'; apiKey: string } | { kind: 'session'; person: PersonSession };
 
 type State =
   | { kind: 'starting' }
   | { kind: 'broken'; message: string }
-  | { kind: 'signed-out'; notice?: string }
-  | { kind: 'signed-in'; apiKey: string; team: TeamData };
+  | { kind: 'signed-out'; notice?: string; mode: SignInMode }
+  | { kind: 'signed-in'; with: SignedInWith; team: TeamData };
+
+const KEY_REFUSED = 'Your API key is no longer accepted (it was revoked or deleted). Sign in with another one.';
+const SESSION_ENDED = 'Your session has ended (signed out, or unused or kept too long). Sign in again.';
+
+/** The team a person works in: the one this tab chose if it is still theirs, else their own, else their first. */
+function teamFor(person: PersonSession): TeamData | undefined {
+  const chosen = session.team();
+  const team =
+    person.teams.find((t) => t.id === chosen) ?? person.teams.find((t) => t.id === person.account.defaultTeamId) ?? person.teams[0];
+  return team ? { id: team.id, name: team.name } : undefined;
+}
 
 export function App() {
   const [config, setConfig] = useState<WebAppConfig | null>(null);
   const [state, setState] = useState<State>({ kind: 'starting' });
   const [storageKeys, setStorageKeysState] = useState<Credentials | null>(() => session.storageKeys());
 
-  const signOut = useCallback((notice?: string) => {
+  /** Forgets the sign-in here; the service has ended it already, or never had it. */
+  const signedOut = useCallback((notice?: string, mode: SignInMode = 'password') => {
     session.clear();
     setStorageKeysState(null);
-    setState({ kind: 'signed-out', notice });
+    setState({ kind: 'signed-out', notice, mode });
   }, []);
 
-  // The endpoints first, then the key this tab already has, if any.
+  /** Signs a person's browser in, in the team it last worked in. */
+  const enter = useCallback(
+    (person: PersonSession) => {
+      const team = teamFor(person);
+      if (!team) return signedOut('Your account is in no team any more: ask an owner of a team to add you.');
+      session.setApiKey(null);
+      session.setHadSession(true);
+      setState({ kind: 'signed-in', with: { kind: 'session', person }, team });
+    },
+    [signedOut],
+  );
+
+  // The endpoints first, then the key this tab already has, else the session the browser's cookie opens, if any.
   useEffect(() => {
     let stopped = false;
     (async () => {
@@ -51,45 +84,78 @@ export function App() {
       if (stopped) return;
       setConfig(cfg);
       const key = session.apiKey();
-      if (!key) return setState({ kind: 'signed-out' });
+      if (!key) {
+        let person: PersonSession | null;
+        try {
+          person = await currentSession();
+        } catch (err) {
+          if (!stopped) setState({ kind: 'broken', message: `The service could not be reached: ${messageOf(err)}` });
+          return;
+        }
+        if (stopped) return;
+        if (person) return enter(person);
+        // No session: a tab that had one says it ended (its cookie expired, or it was signed out elsewhere).
+        return signedOut(session.hadSession() ? SESSION_ENDED : undefined);
+      }
       try {
-        const api = createApi(cfg.graphqlPath, key, () => {});
+        const api = createApi(cfg.graphqlPath, { kind: 'api-key', apiKey: key }, () => {});
         const { getCurrentTeam } = await api.query<{ getCurrentTeam: TeamData }>(CURRENT_TEAM);
-        if (!stopped) setState({ kind: 'signed-in', apiKey: key, team: getCurrentTeam });
+        if (!stopped) setState({ kind: 'signed-in', with: { kind: 'api-key', apiKey: key }, team: getCurrentTeam });
       } catch (err) {
         if (stopped) return;
         const code = (err as { code?: string }).code;
-        if (code === 'UNAUTHENTICATED') {
-          session.clear();
-          setState({
-            kind: 'signed-out',
-            notice: 'Your API key is no longer accepted (it was revoked or deleted). Sign in with another one.',
-          });
-        } else setState({ kind: 'broken', message: `The service could not be reached: ${messageOf(err)}` });
+        if (code === 'UNAUTHENTICATED') signedOut(KEY_REFUSED, 'api-key');
+        else setState({ kind: 'broken', message: `The service could not be reached: ${messageOf(err)}` });
       }
     })();
     return () => {
       stopped = true;
     };
-  }, []);
+  }, [enter, signedOut]);
 
   const context = useMemo<AppContextValue | null>(() => {
     if (state.kind !== 'signed-in' || !config) return null;
+    const signedInWith = state.with;
+    const person = signedInWith.kind === 'session' ? signedInWith.person : null;
     return {
-      api: createApi(config.graphqlPath, state.apiKey, () =>
-        signOut('Your API key is no longer accepted (it was revoked or deleted). Sign in with another one.'),
-      ),
+      api:
+        signedInWith.kind === 'api-key'
+          ? createApi(config.graphqlPath, signedInWith, () => signedOut(KEY_REFUSED, 'api-key'))
+          : createApi(config.graphqlPath, { kind: 'session', csrfToken: signedInWith.person.csrfToken, teamId: state.team.id }, () =>
+              signedOut(SESSION_ENDED),
+            ),
       config,
       team: state.team,
-      apiKey: state.apiKey,
-      signOut,
+      apiKey: signedInWith.kind === 'api-key' ? signedInWith.apiKey : null,
+      person,
+      signOut: (message?: string) => {
+        if (!person) return signedOut(message, 'api-key');
+        // The session ends on the service before this tab forgets it: a sign-out that did not reach it says so.
+        signOutOfSession(person.csrfToken).then(
+          () => signedOut(message),
+          (err: unknown) =>
+            err instanceof AuthError && err.status === 401
+              ? signedOut(message)
+              : signedOut(`Signing out failed (${messageOf(err)}): this browser may still be signed in. Try again.`),
+        );
+      },
+      signedOut: (message: string) => signedOut(message, person ? 'password' : 'api-key'),
+      switchTeam: (teamId: string) => {
+        const team = person?.teams.find((t) => t.id === teamId);
+        if (!team || team.id === state.team.id) return;
+        session.setTeam(team.id);
+        markNavigated();
+        // Another team's pages: start from its sites.
+        if (window.location.hash !== href({ name: 'sites' })) navigate({ name: 'sites' });
+        setState({ ...state, team: { id: team.id, name: team.name } });
+      },
       storageKeys,
       setStorageKeys: (keys) => {
         session.setStorageKeys(keys);
         setStorageKeysState(keys);
       },
     };
-  }, [state, config, signOut, storageKeys]);
+  }, [state, config, signedOut, storageKeys]);
 
   if (state.kind === 'starting') {
     return (
@@ -109,11 +175,17 @@ export function App() {
     return (
       <SignIn
         graphqlPath={config?.graphqlPath ?? '/graphql'}
+        signUp={config?.signUp ?? 'closed'}
         notice={state.kind === 'signed-out' ? state.notice : undefined}
-        onSignedIn={(apiKey, team) => {
+        mode={state.kind === 'signed-out' ? state.mode : 'password'}
+        onSignedInWithKey={(apiKey, team) => {
           markNavigated();
           session.setApiKey(apiKey);
-          setState({ kind: 'signed-in', apiKey, team });
+          setState({ kind: 'signed-in', with: { kind: 'api-key', apiKey }, team });
+        }}
+        onSignedIn={(person) => {
+          markNavigated();
+          enter(person);
         }}
       />
     );
@@ -127,6 +199,7 @@ export function App() {
 
 function Shell() {
   const route = useRoute();
+  const { team } = useApp();
   const current = section(route);
   return (
     <>
@@ -142,15 +215,17 @@ function Shell() {
         Skip to content
       </a>
       <Header current={current} />
-      {/* The key makes each route a fresh page: its state, loads and polling start over. */}
-      <main id="main" className="content" tabIndex={-1} key={href(route)}>
+      {/* The key makes each route, and each team's, a fresh page: its state, loads and polling start over. */}
+      <main id="main" className="content" tabIndex={-1} key={`${team.id} ${href(route)}`}>
         <Page route={route} />
       </main>
     </>
   );
 }
 
-function section(route: Route): 'sites' | 'storage' | 'team' | null {
+type Section = 'sites' | 'storage' | 'team' | 'settings';
+
+function section(route: Route): Section | null {
   if (
     route.name === 'sites' ||
     route.name === 'new-site' ||
@@ -162,12 +237,13 @@ function section(route: Route): 'sites' | 'storage' | 'team' | null {
     return 'sites';
   if (route.name === 'storage' || route.name === 'bucket') return 'storage';
   if (route.name === 'team') return 'team';
+  if (route.name === 'settings') return 'settings';
   return null;
 }
 
-function Header({ current }: { current: 'sites' | 'storage' | 'team' | null }) {
+function Header({ current }: { current: Section | null }) {
   const app = useApp();
-  const link = (name: 'sites' | 'storage' | 'team', label: string) => (
+  const link = (name: Section, label: string) => (
     <a
       href={href({ name })}
       className={`nav-link${current === name ? ' active' : ''}`}
@@ -176,6 +252,7 @@ function Header({ current }: { current: 'sites' | 'storage' | 'team' | null }) {
       {label}
     </a>
   );
+  const teams = app.person?.teams ?? [];
   return (
     <header className="topbar">
       <div className="topbar-inner">
@@ -187,11 +264,27 @@ function Header({ current }: { current: 'sites' | 'storage' | 'team' | null }) {
           {link('sites', 'Sites')}
           {link('storage', 'Storage')}
           {link('team', 'Team')}
+          {link('settings', 'Settings')}
         </nav>
         <div className="account">
-          <span className="team-name" title="The team of your API key">
-            {app.team.name}
-          </span>
+          {teams.length > 1 ? (
+            <>
+              <label htmlFor="team-switch" className="visually-hidden">
+                Team
+              </label>
+              <select id="team-switch" className="team-switch" value={app.team.id} onChange={(e) => app.switchTeam(e.currentTarget.value)}>
+                {teams.map((t) => (
+                  <option key={t.id} value={t.id}>
+                    {t.name}
+                  </option>
+                ))}
+              </select>
+            </>
+          ) : (
+            <span className="team-name" title={app.person ? 'The team you work in' : 'The team of your API key'}>
+              {app.team.name}
+            </span>
+          )}
           <button type="button" className="button button-small button-on-dark" onClick={() => app.signOut()}>
             Sign out
           </button>
@@ -217,6 +310,8 @@ function Page({ route }: { route: Route }) {
       return <Deploy siteId={route.siteId} deployId={route.deployId} />;
     case 'team':
       return <Team />;
+    case 'settings':
+      return <Settings />;
     case 'storage':
       return <Storage />;
     case 'bucket':

@@ -2,6 +2,7 @@
 import { createContext, useContext } from 'react';
 import type { WebAppConfig } from '../app-config.js';
 import type { Api } from './api.js';
+import type { PersonSession } from './auth.js';
 import type { Team } from './queries.js';
 import type { Credentials } from './sigv4.js';
 
@@ -9,9 +10,16 @@ export interface AppContextValue {
   api: Api;
   config: WebAppConfig;
   team: Team;
-  /** The API key in use (to recognise it among the team's keys). */
-  apiKey: string;
+  /** The API key in use, for a sign-in with one (to recognise it among the team's keys). */
+  apiKey: string | null;
+  /** The person signed in with an e-mail and a password (their session cookie is the credential), else null. */
+  person: PersonSession | null;
+  /** Signs this browser out (a session's is ended on the service first), back to sign-in with `message`. */
   signOut(message?: string): void;
+  /** Back to sign-in with `message`, for a sign-in that has already ended on the service (signed out everywhere, revoked). */
+  signedOut(message: string): void;
+  /** Works in another of the person's teams from now on (X-Cairn-Team). */
+  switchTeam(teamId: string): void;
   /** The storage key pair this tab signs S3 requests with, if given. */
   storageKeys: Credentials | null;
   setStorageKeys(keys: Credentials | null): void;

@@ -136,8 +136,27 @@ export const TEAM = `query Team($teamId: ID!) {
   getCurrentMember { accountId }
   getMembersByTeam(teamId: $teamId) { accountId accountName role createdAt }
   getApiKeysByTeam(teamId: $teamId) { id name keyPrefix createdBy createdAt revokedAt }
+}`;
+
+export interface Session {
+  id: string;
+  createdAt: string;
+  lastSeenAt: string;
+  expiresAt: string;
+  userAgent: string | null;
+  address: string | null;
+  current: boolean;
+}
+
+/** Settings: who the caller is, their sessions, their own API keys for the team (filtered by maker here) and their storage key pairs. */
+export const SETTINGS = `query Settings($teamId: ID!) {
+  getCurrentMember { accountId accountName role }
+  getSessions { id createdAt lastSeenAt expiresAt userAgent address current }
+  getApiKeysByTeam(teamId: $teamId) { id name keyPrefix createdBy createdAt revokedAt }
   getStorageKeyPairs { accessKeyId createdAt revokedAt }
 }`;
+
+export const REVOKE_SESSION = `mutation RevokeSession($sessionId: ID!) { revokeSession(sessionId: $sessionId) }`;
 
 export const CREATE_API_KEY = `mutation CreateApiKey($teamId: ID!, $name: String) { createApiKey(teamId: $teamId, name: $name) { key apiKey { id } } }`;
 export const REVOKE_API_KEY = `mutation RevokeApiKey($teamId: ID!, $apiKeyId: ID!) { revokeApiKey(teamId: $teamId, apiKeyId: $apiKeyId) { id revokedAt } }`;

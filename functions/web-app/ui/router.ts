@@ -12,6 +12,7 @@ export type Route =
   | { name: 'site-integrations'; siteId: string }
   | { name: 'deploy'; siteId: string; deployId: string }
   | { name: 'team' }
+  | { name: 'settings' }
   | { name: 'storage' }
   | { name: 'bucket'; bucket: string; prefix: string }
   | { name: 'not-found'; path: string };
@@ -45,6 +46,7 @@ export function parseHash(hash: string): Route {
   if (head === 'sites' && parts.length === 3 && parts[1] === 'deploys' && parts[0] && parts[2])
     return { name: 'deploy', siteId: parts[0], deployId: parts[2] };
   if (head === 'team' && parts.length === 0) return { name: 'team' };
+  if (head === 'settings' && parts.length === 0) return { name: 'settings' };
   if (head === 'storage' && parts.length === 0) return { name: 'storage' };
   // The prefix keeps its slashes: everything after the bucket is the "folder" shown.
   if (head === 'storage' && parts[0]) return { name: 'bucket', bucket: parts[0], prefix: parts.slice(1).join('/') };
@@ -68,6 +70,8 @@ export function href(route: Route): string {
       return `#/sites/${e(route.siteId)}/deploys/${e(route.deployId)}`;
     case 'team':
       return '#/team';
+    case 'settings':
+      return '#/settings';
     case 'storage':
       return '#/storage';
     case 'bucket':

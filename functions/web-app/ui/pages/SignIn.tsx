@@ -1,19 +1,301 @@
-/** Signing in with an API key; the key is checked by asking for its team. */
-import { useState, type FormEvent } from 'react';
+/**
+ * Signing in. A person signs in with their e-mail and password (or signs
+ * up, where the service allows it); the service then keeps their session
+ * in an HttpOnly cookie. An API key, kept in this tab, stays a second way
+ * in for operators and scripts' owners ("Use an API key"). Refusals are
+ * shown in the service's own words: wrong credentials, a lock-out and its
+ * wait, sign-up closed or by invitation.
+ */
+import { useEffect, useRef, useState, type FormEvent, type ReactNode } from 'react';
+import type { WebAppConfig } from '../../app-config.js';
 import { ApiError, createApi, messageOf } from '../api.js';
+import { AuthError, signIn, signUp, type PersonSession } from '../auth.js';
 import { CURRENT_TEAM, type Team } from '../queries.js';
 import { useTitle } from '../hooks.js';
 
+export type SignInMode = 'password' | 'sign-up' | 'api-key';
+
+const TITLES: Record<SignInMode, string> = { password: 'Sign in', 'sign-up': 'Create an account', 'api-key': 'Sign in with an API key' };
+
 export function SignIn({
   graphqlPath,
+  signUp: signUpPolicy,
   notice,
+  mode: initialMode,
   onSignedIn,
+  onSignedInWithKey,
 }: {
   graphqlPath: string;
+  signUp: WebAppConfig['signUp'];
   notice?: string;
-  onSignedIn(key: string, team: Team): void;
+  mode: SignInMode;
+  onSignedIn(person: PersonSession): void;
+  onSignedInWithKey(key: string, team: Team): void;
 }) {
-  useTitle('Sign in');
+  const [mode, setMode] = useState<SignInMode>(initialMode);
+  useTitle(TITLES[mode]);
+  return (
+    <main id="main" className="sign-in">
+      <div className="sign-in-card">
+        <div className="brand brand-large" aria-hidden="true">
+          <Logo />
+          Cairn
+        </div>
+        <h1>{TITLES[mode]}</h1>
+        {notice ? (
+          <p className="notice notice-info" role="status">
+            {notice}
+          </p>
+        ) : null}
+        {mode === 'api-key' ? (
+          <ApiKeyForm graphqlPath={graphqlPath} onSignedIn={onSignedInWithKey} />
+        ) : mode === 'sign-up' ? (
+          <SignUpForm onSignedIn={onSignedIn} />
+        ) : (
+          <PasswordForm onSignedIn={onSignedIn} />
+        )}
+        <div className="sign-in-other">
+          {mode === 'password' ? (
+            signUpPolicy === 'open' ? (
+              <p>
+                New here?{' '}
+                <button type="button" className="link-button" onClick={() => setMode('sign-up')}>
+                  Create an account
+                </button>
+              </p>
+            ) : (
+              <p className="muted">
+                {signUpPolicy === 'invite'
+                  ? 'New accounts are by invitation: ask an owner of a team to invite you.'
+                  : "New accounts are made by the service's operator."}
+              </p>
+            )
+          ) : (
+            <p>
+              {mode === 'sign-up' ? 'Have an account? ' : null}
+              <button type="button" className="link-button" onClick={() => setMode('password')}>
+                Use your e-mail and password
+              </button>
+            </p>
+          )}
+          {mode !== 'api-key' ? (
+            <p>
+              <button type="button" className="link-button" onClick={() => setMode('api-key')}>
+                Use an API key
+              </button>{' '}
+              <span className="muted">(for operators)</span>
+            </p>
+          ) : null}
+        </div>
+      </div>
+    </main>
+  );
+}
+
+/** A field of the sign-in forms, its error named to assistive technology when the service says the field is at fault. */
+function Field({
+  id,
+  label,
+  hint,
+  invalid,
+  errorId,
+  children,
+}: {
+  id: string;
+  label: string;
+  hint?: ReactNode;
+  invalid: boolean;
+  errorId: string;
+  children: (props: { id: string; 'aria-invalid'?: true; 'aria-describedby'?: string }) => ReactNode;
+}) {
+  const described = [invalid ? errorId : null, hint ? `${id}-hint` : null].filter(Boolean).join(' ');
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      {children({ id, 'aria-invalid': invalid ? true : undefined, 'aria-describedby': described || undefined })}
+      {hint ? (
+        <p id={`${id}-hint`} className="hint">
+          {hint}
+        </p>
+      ) : null}
+    </div>
+  );
+}
+
+/** What a form shows of a refusal: the service's sentence; the field it names, if any, takes focus. */
+function useRefusal(fields: Record<string, HTMLInputElement | null>) {
+  const [error, setError] = useState<{ message: string; field?: string } | null>(null);
+  const focusField = useRef<string | undefined>(undefined);
+  useEffect(() => {
+    if (error && focusField.current) fields[focusField.current]?.focus();
+    focusField.current = undefined;
+  });
+  const refuse = (err: unknown) => {
+    const field = err instanceof AuthError ? err.field : undefined;
+    focusField.current = field;
+    setError({ message: err instanceof AuthError ? sentence(err.message) : messageOf(err), field });
+  };
+  return { error, refuse, clear: () => setError(null) };
+}
+
+/** The service words its refusals as a sentence without a capital or a full stop ("password must be…"); shown, it gets both. */
+function sentence(text: string): string {
+  const trimmed = text.trim();
+  const capital = trimmed.charAt(0).toUpperCase() + trimmed.slice(1);
+  return /[.!?]$/.test(capital) ? capital : `${capital}.`;
+}
+
+function PasswordForm({ onSignedIn }: { onSignedIn(person: PersonSession): void }) {
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [busy, setBusy] = useState(false);
+  const inputs = useRef<Record<string, HTMLInputElement | null>>({});
+  const { error, refuse, clear } = useRefusal(inputs.current);
+
+  const submit = async (event: FormEvent<HTMLFormElement>) => {
+    event.preventDefault();
+    if (!email.trim() || !password) return refuse(new Error('Enter your e-mail address and your password.'));
+    setBusy(true);
+    clear();
+    try {
+      onSignedIn(await signIn(email.trim(), password));
+    } catch (err) {
+      refuse(err);
+      setBusy(false);
+    }
+  };
+
+  return (
+    <form className="form" onSubmit={(e) => void submit(e)} noValidate>
+      <Field id="email" label="E-mail" invalid={error?.field === 'email'} errorId="sign-in-error">
+        {(props) => (
+          <input
+            {...props}
+            ref={(el) => void (inputs.current.email = el)}
+            name="email"
+            type="email"
+            autoComplete="username"
+            spellCheck={false}
+            autoFocus
+            value={email}
+            onChange={(e) => setEmail(e.currentTarget.value)}
+          />
+        )}
+      </Field>
+      <Field id="password" label="Password" invalid={error?.field === 'password'} errorId="sign-in-error">
+        {(props) => (
+          <input
+            {...props}
+            ref={(el) => void (inputs.current.password = el)}
+            name="password"
+            type="password"
+            autoComplete="current-password"
+            value={password}
+            onChange={(e) => setPassword(e.currentTarget.value)}
+          />
+        )}
+      </Field>
+      {error ? (
+        <p id="sign-in-error" className="notice notice-error" role="alert">
+          {error.message}
+        </p>
+      ) : null}
+      <button type="submit" className="button button-primary button-wide" disabled={busy}>
+        {busy ? 'Signing in…' : 'Sign in'}
+      </button>
+    </form>
+  );
+}
+
+function SignUpForm({ onSignedIn }: { onSignedIn(person: PersonSession): void }) {
+  const [name, setName] = useState('');
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [busy, setBusy] = useState(false);
+  const inputs = useRef<Record<string, HTMLInputElement | null>>({});
+  const { error, refuse, clear } = useRefusal(inputs.current);
+
+  const submit = async (event: FormEvent<HTMLFormElement>) => {
+    event.preventDefault();
+    setBusy(true);
+    clear();
+    try {
+      onSignedIn(await signUp({ name: name.trim(), email: email.trim(), password }));
+    } catch (err) {
+      refuse(err);
+      setBusy(false);
+    }
+  };
+
+  return (
+    <form className="form" onSubmit={(e) => void submit(e)} noValidate>
+      <Field
+        id="account-name"
+        label="Account name"
+        hint="3 to 42 lower-case letters, digits or hyphens. Your team and your first bucket are named after it; it cannot be changed."
+        invalid={error?.field === 'name'}
+        errorId="sign-up-error"
+      >
+        {(props) => (
+          <input
+            {...props}
+            ref={(el) => void (inputs.current.name = el)}
+            name="name"
+            autoComplete="off"
+            spellCheck={false}
+            autoFocus
+            value={name}
+            onChange={(e) => setName(e.currentTarget.value)}
+          />
+        )}
+      </Field>
+      <Field id="email" label="E-mail" invalid={error?.field === 'email'} errorId="sign-up-error">
+        {(props) => (
+          <input
+            {...props}
+            ref={(el) => void (inputs.current.email = el)}
+            name="email"
+            type="email"
+            autoComplete="username"
+            spellCheck={false}
+            value={email}
+            onChange={(e) => setEmail(e.currentTarget.value)}
+          />
+        )}
+      </Field>
+      <Field
+        id="new-password"
+        label="Password"
+        hint="At least 10 characters."
+        invalid={error?.field === 'password'}
+        errorId="sign-up-error"
+      >
+        {(props) => (
+          <input
+            {...props}
+            ref={(el) => void (inputs.current.password = el)}
+            name="password"
+            type="password"
+            autoComplete="new-password"
+            value={password}
+            onChange={(e) => setPassword(e.currentTarget.value)}
+          />
+        )}
+      </Field>
+      {error ? (
+        <p id="sign-up-error" className="notice notice-error" role="alert">
+          {error.message}
+        </p>
+      ) : null}
+      <button type="submit" className="button button-primary button-wide" disabled={busy}>
+        {busy ? 'Creating the account…' : 'Create account'}
+      </button>
+    </form>
+  );
+}
+
+/** Signing in with an API key; the key is checked by asking for its team, and kept in this tab only. */
+function ApiKeyForm({ graphqlPath, onSignedIn }: { graphqlPath: string; onSignedIn(key: string, team: Team): void }) {
   const [key, setKey] = useState('');
   const [shown, setShown] = useState(false);
   const [error, setError] = useState<string | undefined>(undefined);
@@ -29,7 +311,7 @@ export function SignIn({
     setBusy(true);
     setError(undefined);
     try {
-      const api = createApi(graphqlPath, trimmed, () => {});
+      const api = createApi(graphqlPath, { kind: 'api-key', apiKey: trimmed }, () => {});
       const { getCurrentTeam } = await api.query<{ getCurrentTeam: Team }>(CURRENT_TEAM);
       onSignedIn(trimmed, getCurrentTeam);
     } catch (err) {
@@ -43,55 +325,43 @@ export function SignIn({
   };
 
   return (
-    <main id="main" className="sign-in">
-      <div className="sign-in-card">
-        <div className="brand brand-large" aria-hidden="true">
-          <Logo />
-          Cairn
+    <>
+      <p className="muted">
+        Sign in with an API key of your team. It stays in this browser tab only, and is forgotten when you sign out or close the tab.
+      </p>
+      <form onSubmit={(e) => void submit(e)} noValidate>
+        <label htmlFor="api-key">API key</label>
+        <div className="copy-row">
+          <input
+            id="api-key"
+            name="api-key"
+            className="mono"
+            type={shown ? 'text' : 'password'}
+            autoComplete="off"
+            spellCheck={false}
+            autoFocus
+            value={key}
+            onChange={(e) => setKey(e.currentTarget.value)}
+            aria-invalid={error ? true : undefined}
+            aria-describedby={error ? 'sign-in-error' : 'api-key-hint'}
+          />
+          <button type="button" className="button button-small" onClick={() => setShown(!shown)} aria-pressed={shown}>
+            {shown ? 'Hide' : 'Show'}
+          </button>
         </div>
-        <h1>Sign in</h1>
-        <p className="muted">
-          Sign in with an API key of your team. It stays in this browser tab only, and is forgotten when you sign out or close the tab.
+        <p id="api-key-hint" className="hint">
+          It starts with <code>cairn_</code>. The first one is printed when the service first starts; more are made in Settings.
         </p>
-        {notice ? (
-          <p className="notice notice-info" role="status">
-            {notice}
+        {error ? (
+          <p id="sign-in-error" className="notice notice-error" role="alert">
+            {error}
           </p>
         ) : null}
-        <form onSubmit={(e) => void submit(e)} noValidate>
-          <label htmlFor="api-key">API key</label>
-          <div className="copy-row">
-            <input
-              id="api-key"
-              name="api-key"
-              className="mono"
-              type={shown ? 'text' : 'password'}
-              autoComplete="off"
-              spellCheck={false}
-              autoFocus
-              value={key}
-              onChange={(e) => setKey(e.currentTarget.value)}
-              aria-invalid={error ? true : undefined}
-              aria-describedby={error ? 'sign-in-error' : 'api-key-hint'}
-            />
-            <button type="button" className="button button-small" onClick={() => setShown(!shown)} aria-pressed={shown}>
-              {shown ? 'Hide' : 'Show'}
-            </button>
-          </div>
-          <p id="api-key-hint" className="hint">
-            It starts with <code>cairn_</code>. The first one is printed when the service first starts; more are made on the Team page.
-          </p>
-          {error ? (
-            <p id="sign-in-error" className="notice notice-error" role="alert">
-              {error}
-            </p>
-          ) : null}
-          <button type="submit" className="button button-primary button-wide" disabled={busy}>
-            {busy ? 'Signing in…' : 'Sign in'}
-          </button>
-        </form>
-      </div>
-    </main>
+        <button type="submit" className="button button-primary button-wide" disabled={busy}>
+          {busy ? 'Signing in…' : 'Sign in'}
+        </button>
+      </form>
+    </>
   );
 }
 

@@ -116,7 +116,7 @@ export function StorageKeysForm() {
           <div className="or">
             <span>or</span>
           </div>
-          <p>Make a new key pair for this browser (you can revoke it on the Team page):</p>
+          <p>Make a new key pair for this browser (you can revoke it in Settings):</p>
           <button type="button" className="button" disabled={actions.pending !== null} onClick={() => void create()}>
             Create a key pair for this browser
           </button>

@@ -1,0 +1,106 @@
+/**
+ * Signing in and out with an e-mail and a password: the JSON routes under
+ * `/auth/` on the app's own origin (functions/graphql/accounts-http.ts).
+ * The session's secret is the HttpOnly cookie those routes set, which this
+ * code never sees; what the page keeps, in memory only, is the session's
+ * CSRF token, which `GET /auth/session` gives again after a reload.
+ */
+
+/** One of the account's teams: X-Cairn-Team picks the one a request acts in. */
+export interface SessionTeam {
+  id: string;
+  name: string;
+  role: 'OWNER' | 'MEMBER';
+}
+
+/** What the page knows of a person signed in: never the session's secret. */
+export interface PersonSession {
+  account: { id: string; name: string; defaultTeamId: string };
+  email: string | null;
+  session: { id: string; createdAt: string; lastSeenAt: string; expiresAt: string };
+  csrfToken: string;
+  teams: SessionTeam[];
+}
+
+/** A refusal from /auth/, in the server's own words (`error`), with the field to fix or the seconds to wait when it gives them. */
+export class AuthError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly field?: string,
+    readonly retryAfter?: number,
+  ) {
+    super(message);
+    this.name = 'AuthError';
+  }
+}
+
+const UNREACHABLE = 'The service could not be reached. Check your connection and try again.';
+
+async function call(method: 'GET' | 'POST', path: string, body?: unknown, csrfToken?: string): Promise<Record<string, unknown>> {
+  let res: Response;
+  try {
+    res = await fetch(path, {
+      method,
+      // The cookie is the session: sent and set on this origin only.
+      credentials: 'same-origin',
+      headers: {
+        accept: 'application/json',
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(csrfToken ? { 'x-csrf-token': csrfToken } : {}),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch {
+    throw new AuthError(UNREACHABLE, 0);
+  }
+  let answer: Record<string, unknown>;
+  try {
+    answer = (await res.json()) as Record<string, unknown>;
+  } catch {
+    throw new AuthError(`The service answered ${res.status} without the JSON it should have.`, res.status);
+  }
+  if (!res.ok || answer.ok !== true) {
+    const retry = Number(res.headers.get('retry-after'));
+    throw new AuthError(
+      typeof answer.error === 'string' ? answer.error : `The service answered ${res.status}.`,
+      res.status,
+      typeof answer.field === 'string' ? answer.field : undefined,
+      Number.isFinite(retry) && retry > 0 ? retry : undefined,
+    );
+  }
+  return answer;
+}
+
+/** The session this browser's cookie opens, or null when there is none (never signed in, signed out, or ended). */
+export async function currentSession(): Promise<PersonSession | null> {
+  try {
+    return (await call('GET', '/auth/session')) as unknown as PersonSession;
+  } catch (err) {
+    if (err instanceof AuthError && err.status === 401) return null;
+    throw err;
+  }
+}
+
+/** Signs in; the answer lacks the teams, so the session is read again whole. */
+export async function signIn(email: string, password: string): Promise<PersonSession> {
+  await call('POST', '/auth/sign-in', { email, password });
+  return sessionAfterSignIn();
+}
+
+export async function signUp(input: { email: string; password: string; name: string }): Promise<PersonSession> {
+  await call('POST', '/auth/sign-up', input);
+  return sessionAfterSignIn();
+}
+
+async function sessionAfterSignIn(): Promise<PersonSession> {
+  const session = await currentSession();
+  // The cookie was just set: a browser that refused it (cookies blocked) has no session.
+  if (!session) throw new AuthError('Signed in, but this browser did not keep the session cookie: allow cookies for this site.', 0);
+  return session;
+}
+
+/** Ends this session, or every session of the account (`everywhere`, this one included); the cookie is cleared either way. */
+export async function signOut(csrfToken: string, everywhere = false): Promise<void> {
+  await call('POST', '/auth/sign-out', everywhere ? { everywhere: true } : {}, csrfToken);
+}

@@ -1,0 +1,224 @@
+/**
+ * The person's settings (`#/settings`): their profile; their web app
+ * sessions, each signed out on its own or all at once ("sign out
+ * everywhere", this browser included); and the API section of the service
+ * description ("user settings, API section, action Create API keys"): the
+ * account's storage key pairs, each secret shown once, and their own
+ * hosting API keys for the team in use.
+ */
+import { useRef } from 'react';
+import { useApp } from '../app-context.js';
+import { signOut as signOutOfSession } from '../auth.js';
+import { ActionNotice, ConfirmButton, ErrorNotice, Loading, PageHeader, TimeAgo } from '../components.js';
+import { formatAgo } from '../format.js';
+import { useActions, useLoad, useTitle } from '../hooks.js';
+import { REVOKE_SESSION, SETTINGS, type ApiKey, type Session, type StorageKeyPair } from '../queries.js';
+import { ApiKeysSection, StorageKeyPairsSection } from './Credentials.js';
+
+interface SettingsData {
+  getCurrentMember: { accountId: string; accountName: string; role: 'OWNER' | 'MEMBER' };
+  getSessions: Session[];
+  getApiKeysByTeam: ApiKey[] | null;
+  getStorageKeyPairs: StorageKeyPair[];
+}
+
+export function Settings() {
+  useTitle('Settings');
+  const { api, team, person } = useApp();
+  const data = useLoad(() => api.query<SettingsData>(SETTINGS, { teamId: team.id }), [team.id]);
+  const me = data.data?.getCurrentMember;
+  const reload = () => void data.reload(true);
+
+  return (
+    <>
+      <PageHeader title="Settings" subtitle="Your profile, where you are signed in, and your keys." />
+      {data.loading && !data.data ? <Loading label="Loading your settings…" /> : null}
+      {data.error ? <ErrorNotice retry={() => void data.reload()}>Could not load your settings: {data.error}</ErrorNotice> : null}
+      {data.data && me ? (
+        <div className="stack">
+          <section className="card" aria-labelledby="profile-title">
+            <h2 id="profile-title">Profile</h2>
+            <dl className="facts">
+              <div className="fact">
+                <dt>Account name</dt>
+                <dd>{me.accountName}</dd>
+              </div>
+              <div className="fact">
+                <dt>E-mail</dt>
+                <dd>{person ? (person.email ?? '—') : <span className="muted">Not shown when signed in with an API key</span>}</dd>
+              </div>
+              <div className="fact">
+                <dt>Role in {team.name}</dt>
+                <dd>{me.role === 'OWNER' ? 'Owner' : 'Member'}</dd>
+              </div>
+              <div className="fact">
+                <dt>Signed in with</dt>
+                <dd>{person ? 'E-mail and password' : 'An API key, in this tab'}</dd>
+              </div>
+            </dl>
+          </section>
+          {/* Password and second factor (issue 36, built separately): their sections go here, between the profile and the sessions. */}
+          <Sessions sessions={data.data.getSessions} onChanged={reload} />
+          <section className="stack" aria-labelledby="api-title">
+            <div>
+              <h2 id="api-title">API</h2>
+              <p className="muted">Keys for scripts, S3 tools and the command line. Each secret is shown once, when it is made.</p>
+            </div>
+            <StorageKeyPairsSection pairs={data.data.getStorageKeyPairs} heading="h3" onChanged={reload} />
+            <ApiKeysSection
+              keys={(data.data.getApiKeysByTeam ?? []).filter((k) => k.createdBy === me.accountId)}
+              heading="h3"
+              intro={
+                <>
+                  Your keys for the GraphQL API in {team.name}: each acts with your rights there. The team's other keys are on the Team
+                  page.
+                </>
+              }
+              onChanged={reload}
+            />
+          </section>
+        </div>
+      ) : null}
+    </>
+  );
+}
+
+/** "Chrome on Linux" from a User-Agent, or the start of it when it is not one of the common browsers. */
+export function describeAgent(agent: string | null): string {
+  if (!agent) return 'Unknown browser';
+  const browser = /Edg\//.test(agent)
+    ? 'Edge'
+    : /Firefox\//.test(agent)
+      ? 'Firefox'
+      : /HeadlessChrome\//.test(agent)
+        ? 'Headless Chrome'
+        : /Chrom(e|ium)\//.test(agent)
+          ? 'Chrome'
+          : /Version\/.*Safari\//.test(agent)
+            ? 'Safari'
+            : undefined;
+  const system = /Android/.test(agent)
+    ? 'Android'
+    : /iPhone|iPad/.test(agent)
+      ? 'iOS'
+      : /Windows/.test(agent)
+        ? 'Windows'
+        : /Mac OS X/.test(agent)
+          ? 'macOS'
+          : /Linux|X11/.test(agent)
+            ? 'Linux'
+            : undefined;
+  if (!browser) return agent.length > 40 ? `${agent.slice(0, 40)}…` : agent;
+  return system ? `${browser} on ${system}` : browser;
+}
+
+function Sessions({ sessions, onChanged }: { sessions: Session[]; onChanged(): void }) {
+  const { api, person, signOut, signedOut } = useApp();
+  const actions = useActions();
+  const heading = useRef<HTMLHeadingElement>(null);
+
+  const revoke = async (s: Session) => {
+    const done = await actions.run(
+      `Signing out ${describeAgent(s.userAgent)}`,
+      () => api.mutate<{ revokeSession: boolean }>(REVOKE_SESSION, { sessionId: s.id }),
+      () => `${describeAgent(s.userAgent)} (${s.address ?? 'unknown address'}) is signed out.`,
+    );
+    if (done === undefined) return;
+    onChanged();
+    // Its row goes: focus stays in the section rather than falling to the page's start.
+    heading.current?.focus();
+  };
+  const everywhere = async () => {
+    if (person) {
+      const done = await actions.run(
+        'Signing out everywhere',
+        () => signOutOfSession(person.csrfToken, true).then(() => true),
+        () => '',
+      );
+      if (done) signedOut('You signed out everywhere: every session of your account has ended, this one too.');
+      return;
+    }
+    // Signed in with an API key, which no sign-out ends: every session is revoked, one by one.
+    await actions.run(
+      'Signing out everywhere',
+      async () => {
+        for (const s of sessions) await api.mutate(REVOKE_SESSION, { sessionId: s.id });
+        return sessions.length;
+      },
+      (n) => `${n} session${n === 1 ? '' : 's'} signed out. This tab stays signed in with its API key.`,
+    );
+    onChanged();
+    heading.current?.focus();
+  };
+
+  return (
+    <section className="card" aria-labelledby="sessions-title">
+      <div className="section-header">
+        <h2 id="sessions-title" ref={heading} tabIndex={-1}>
+          Sessions
+        </h2>
+        {sessions.length > 0 ? (
+          <ConfirmButton
+            label="Sign out everywhere"
+            confirmLabel="Sign out of every session"
+            disabled={actions.pending !== null}
+            onConfirm={() => void everywhere()}
+          />
+        ) : null}
+      </div>
+      <p className="muted">
+        The browsers signed in to your account with its e-mail and password. A session ends after 7 days unused, and 30 days after it began.
+      </p>
+      <ActionNotice result={actions.result} pending={actions.pending} onDismiss={actions.clear} />
+      {sessions.length === 0 ? (
+        <p className="muted">No browser is signed in with your e-mail and password.</p>
+      ) : (
+        <table className="table">
+          <thead>
+            <tr>
+              <th scope="col">Browser</th>
+              <th scope="col">Address</th>
+              <th scope="col">Signed in</th>
+              <th scope="col">Last seen</th>
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {sessions.map((s) => (
+              <tr key={s.id} data-session={s.id} data-current={s.current ? 'yes' : undefined}>
+                <td data-label="Browser">
+                  <span title={s.userAgent ?? undefined}>
+                    {describeAgent(s.userAgent)}
+                    {s.current ? <span className="tag tag-current">this browser</span> : null}
+                  </span>
+                </td>
+                <td data-label="Address">{s.address ?? <span className="muted">—</span>}</td>
+                <td data-label="Signed in">
+                  <TimeAgo iso={s.createdAt} formatted={formatAgo(s.createdAt)} />
+                </td>
+                <td data-label="Last seen">
+                  <TimeAgo iso={s.lastSeenAt} formatted={formatAgo(s.lastSeenAt)} />
+                </td>
+                <td className="actions">
+                  <button
+                    type="button"
+                    className="button button-small"
+                    disabled={actions.pending !== null}
+                    onClick={() => (s.current ? signOut() : void revoke(s))}
+                    aria-label={
+                      s.current ? 'Sign out this browser' : `Sign out ${describeAgent(s.userAgent)}, ${s.address ?? 'unknown address'}`
+                    }
+                  >
+                    Sign out
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
