@@ -245,7 +245,8 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('device login through the $n
       createdAt: expect.any(String),
       expiresAt: expect.any(String),
       status: 'pending',
-      sameAddress: expect.any(Boolean),
+      // Started and approved from this machine: the page has no warning to give.
+      sameAddress: true,
       teams: [{ id: who.account.defaultTeamId, name: who.account.name, role: 'OWNER' }],
       defaultTeamId: who.account.defaultTeamId,
     });
@@ -362,6 +363,28 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('device login through the $n
     // Another person is not locked out by this one.
     const other = await person();
     expect((await api.get(`/auth/device?user_code=${user_code}`, { cookie: other.cookie })).status).toBe(200);
+  });
+
+  test('an address that started its limit of logins in the window is told to wait, and no grant is made', async () => {
+    const first = await api.form('/auth/device/code', { client_id: 'cairn-cli', machine: 'probe' });
+    expect(first.status).toBe(200);
+    // The count is kept by the address the door saw: the one this request's grant records.
+    const address = (await grantItem(((await first.json()) as any).device_code))!.address as string;
+    await service.services.db.doc.send(
+      new UpdateCommand({
+        TableName: table(),
+        Key: { pk: `DEVICEGUESS#start#${address}`, sk: 'DEVICEGUESS' },
+        UpdateExpression: 'SET #count = :limit',
+        ExpressionAttributeNames: { '#count': 'count' },
+        ExpressionAttributeValues: { ':limit': DEVICE_LIMITS.grantsPerAddress },
+      }),
+    );
+    const refused = await api.form('/auth/device/code', { client_id: 'cairn-cli', machine: 'probe' });
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    const body = (await refused.json()) as any;
+    expect(body).toEqual({ error: 'slow_down', error_description: expect.any(String) });
+    expect(body.device_code).toBeUndefined();
   });
 
   test('unknown routes and methods under /auth/device', async () => {
