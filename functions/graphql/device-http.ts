@@ -6,7 +6,7 @@
  *                                                                     verification_uri(_complete), expires_in, interval
  *   POST /auth/device/token    grant_type=urn:ietf:params:oauth:grant-type:device_code&device_code=...&client_id=cairn-cli
  *                                                                  -> 200 the credentials, once; else 400 {"error": ...}
- *   GET  /auth/device?user_code=WDJB-MJHT   (session)              -> 200 what the approval page shows
+ *   GET  /auth/device?user_code=WDJB-MJHT   (session + CSRF)       -> 200 what the approval page shows
  *   POST /auth/device/approve  {"user_code", "teamId"?} (session + CSRF) -> 200 {"ok": true, ...}
  *   POST /auth/device/deny     {"user_code"}            (session + CSRF) -> 200 {"ok": true, ...}
  *
@@ -18,9 +18,10 @@
  * service's endpoints, so that it needs nothing but the API's address.
  *
  * The last three are the web app's approval page's, in the shape of the
- * other /auth/ routes (`{"ok": false, "error": "<sentence>", "code"?}`):
- * they need the session cookie, and the POSTs its CSRF token and a JSON
- * body (accounts-http.ts says why). Looking a code up, with or without
+ * other /auth/ routes (`{"ok": false, "error": "<sentence>", "field"?}`):
+ * they need the session cookie and its CSRF token (the GET as well, since
+ * a wrong code counts against the account), and the POSTs a JSON body
+ * (accounts-http.ts says why). Looking a code up, with or without
  * deciding, counts a wrong code against the account and the address
  * (core/auth/device-login.ts).
  */
@@ -217,14 +218,16 @@ async function approval(services: DeviceServices, req: HttpRequest, path: string
     await req.body?.cancel().catch(() => {});
     return refuse(401, NO_SESSION);
   }
+  // The GET too: a wrong code counts against the account, and another site could send the browser to this
+  // address (a top-level navigation carries the SameSite=Lax cookie) until the account is locked out.
+  if (!csrfTokenMatches(current.secret, req.headers.get(CSRF_HEADER))) {
+    await req.body?.cancel().catch(() => {});
+    return refuse(403, `the ${CSRF_HEADER} header must carry this session's CSRF token`);
+  }
   let typed: unknown;
   let fields: Record<string, unknown> = {};
   if (method === 'GET') typed = queryParams(req.rawQuery).get('user_code');
   else {
-    if (!csrfTokenMatches(current.secret, req.headers.get(CSRF_HEADER))) {
-      await req.body?.cancel().catch(() => {});
-      return refuse(403, `the ${CSRF_HEADER} header must carry this session's CSRF token`);
-    }
     const body = await readBody(req, 'json');
     if ('problem' in body) return refuse(body.status, body.problem);
     fields = body.fields;

@@ -234,7 +234,10 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('device login through the $n
     expect((await grantItem(device_code))!.status).toBe('pending');
     expect((await api.poll(device_code)).body.error).toBe('authorization_pending');
 
-    const info = await api.get(query, { cookie: who.cookie });
+    // Looking a code up needs the CSRF token too: another site could navigate the browser here until the account is locked out.
+    const noToken = await api.get(query, { cookie: who.cookie });
+    expect(noToken.status).toBe(403);
+    const info = await api.get(query, who.headers);
     expect(info.status).toBe(200);
     expect(await info.json()).toEqual({
       ok: true,
@@ -344,7 +347,7 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('device login through the $n
     const { device_code, user_code } = await api.start();
     await setGrant(device_code, { expiresAt: Math.floor(Date.now() / 1000) - 1 });
     expect(await api.poll(device_code)).toMatchObject({ status: 400, body: { error: 'expired_token' } });
-    expect((await api.get(`/auth/device?user_code=${user_code}`, { cookie: who.cookie })).status).toBe(404);
+    expect((await api.get(`/auth/device?user_code=${user_code}`, who.headers)).status).toBe(404);
     expect((await api.post('/auth/device/approve', { user_code }, who.headers)).status).toBe(404);
   });
 
@@ -356,13 +359,13 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('device login through the $n
       const res = await api.post('/auth/device/approve', { user_code: i % 2 ? wrong : 'nonsense' }, who.headers);
       expect(res.status).toBe(i % 2 ? 404 : 400);
     }
-    const locked = await api.get(`/auth/device?user_code=${user_code}`, { cookie: who.cookie });
+    const locked = await api.get(`/auth/device?user_code=${user_code}`, who.headers);
     expect(locked.status).toBe(429);
     expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(0);
     expect((await api.post('/auth/device/approve', { user_code }, who.headers)).status).toBe(429);
     // Another person is not locked out by this one.
     const other = await person();
-    expect((await api.get(`/auth/device?user_code=${user_code}`, { cookie: other.cookie })).status).toBe(200);
+    expect((await api.get(`/auth/device?user_code=${user_code}`, other.headers)).status).toBe(200);
   });
 
   test('an address that started its limit of logins in the window is told to wait, and no grant is made', async () => {

@@ -69,7 +69,9 @@ export function DeviceLogin() {
     setBusy(true);
     setError(undefined);
     try {
-      const { status, body } = await call(`/auth/device?user_code=${encodeURIComponent(typed.trim())}`);
+      const { status, body } = await call(`/auth/device?user_code=${encodeURIComponent(typed.trim())}`, {
+        headers: { 'x-csrf-token': session.csrfToken },
+      });
       if (status === 401) return setState({ kind: 'signed-out' });
       if (status !== 200) {
         setError(errorOf(body, status));
