@@ -138,6 +138,8 @@ export function addGraphqlApi(stack: Stack, graphql: NodejsFunction): GraphqlApi
   // The CAR import endpoint (/imports/...) and the web app (/ and /app/...):
   // the GraphQL function answers them by path too (functions/graphql/routes.ts).
   api.addRoutes({ path: '/imports/{proxy+}', methods: [HttpMethod.ANY], integration });
+  // Signing in and out and the command line's browser login (/auth/...; functions/graphql/accounts-http.ts, device-http.ts).
+  api.addRoutes({ path: '/auth/{proxy+}', methods: [HttpMethod.ANY], integration });
   api.addRoutes({ path: '/', methods: [HttpMethod.GET, HttpMethod.HEAD], integration });
   api.addRoutes({ path: '/app/{proxy+}', methods: [HttpMethod.GET, HttpMethod.HEAD], integration });
   return { api, stage };

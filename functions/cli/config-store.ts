@@ -23,8 +23,13 @@ export interface StoredConfig {
   sitesDomain?: string;
   accessKeyId?: string;
   secretAccessKey?: string;
-  /** The storage key pair was made by `cairn login` (createStorageKeyPair): `cairn logout` revokes it. */
+  /** The storage key pair was made by `cairn login` (createStorageKeyPair, or the browser login): `cairn logout` revokes it. */
   storageKeyCreated?: boolean;
+  /** The API key was made by the browser login: `cairn logout` revokes it (by this id, in `teamId`). */
+  apiKeyCreated?: boolean;
+  apiKeyId?: string;
+  /** For the person reading the file: which login made the keys in it, and that logout revokes them. */
+  createdBy?: string;
   teamId?: string;
   teamName?: string;
 }

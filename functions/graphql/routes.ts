@@ -13,9 +13,14 @@ import { handleImport, isImportPath, type ImportServices } from './imports-http.
 import { handleWebApp, isWebAppPath } from '../web-app/serve.js';
 import { handleAuth, isAuthPath } from './accounts-http.js';
 import type { AuthServices } from '../core/auth/sign-in.js';
+import { handleDevice, isDevicePath, type DeviceServices } from './device-http.js';
 
 /** What the side routes read and write together: the hooks', the imports', signing in's and the web app's (its configuration). */
-export type SideRouteServices = GitHookServices & ImportServices & AuthServices & Pick<Services, 'config' | 'logger' | 'teams'>;
+export type SideRouteServices = GitHookServices &
+  ImportServices &
+  AuthServices &
+  DeviceServices &
+  Pick<Services, 'config' | 'logger' | 'teams'>;
 
 export interface SideRoute {
   matches(rawPath: string): boolean;
@@ -25,6 +30,7 @@ export interface SideRoute {
 export const SIDE_ROUTES: readonly SideRoute[] = [
   { matches: isHookPath, handle: handleHook },
   { matches: isImportPath, handle: handleImport },
+  { matches: isDevicePath, handle: handleDevice },
   { matches: isAuthPath, handle: handleAuth },
   { matches: isWebAppPath, handle: handleWebApp },
 ];

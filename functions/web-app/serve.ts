@@ -24,6 +24,9 @@ import { webAppConfig } from './app-config.js';
 import { ASSET_PATH, WEB_APP_BUNDLE_DIR } from './bundle.js';
 
 /** `/` and everything under `/app/`: what the HTTP API routes here (`GET /`, `GET /app/{proxy+}`). */
+/** The command line's login page. */
+export const DEVICE_PAGE_PATH = '/app/device';
+
 export const isWebAppPath = (rawPath: string): boolean => rawPath === '/' || rawPath.startsWith('/app/');
 
 interface Asset {
@@ -152,9 +155,10 @@ export class WebApp {
         status: 302,
         headers: { location: `/#/${req.rawPath.slice('/app/'.length)}`, 'cache-control': 'no-cache' },
       });
-    const name = req.rawPath === '/' ? 'index.html' : req.rawPath.startsWith(ASSET_PATH) ? req.rawPath.slice(ASSET_PATH.length) : undefined;
-    if (name === undefined || name === '' || name.includes('/') || (name === 'index.html' && req.rawPath !== '/'))
-      return text(404, NOT_FOUND_TEXT);
+    // The page is also at /app/device: RFC 8628's verification URI, which `cairn login` opens (ui/pages/DeviceLogin.tsx).
+    const page = req.rawPath === '/' || req.rawPath === DEVICE_PAGE_PATH;
+    const name = page ? 'index.html' : req.rawPath.startsWith(ASSET_PATH) ? req.rawPath.slice(ASSET_PATH.length) : undefined;
+    if (name === undefined || name === '' || name.includes('/') || (name === 'index.html' && !page)) return text(404, NOT_FOUND_TEXT);
     let files: Map<string, Asset>;
     try {
       files = await this.assets();

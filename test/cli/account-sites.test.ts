@@ -127,7 +127,9 @@ describe('login, whoami, logout', () => {
     expect(JSON.parse(await readFile(u.configPath, 'utf8')).apiKey).toBe(b.apiKey);
     const noKey = await u.run(args);
     expect(noKey.code).toBe(1);
-    expect(oneErrorLine(noKey.stderr)).toBe('cairn: no API key: pass --api-key <key>, --api-key-stdin, or set CAIRN_API_KEY');
+    expect(oneErrorLine(noKey.stderr)).toBe(
+      'cairn: no API key: pass --api-key <key>, --api-key-stdin, or set CAIRN_API_KEY (or log in in the browser: cairn login --device)',
+    );
   });
 
   test('a key the service refuses: exit 1, one line, nothing stored', async () => {
@@ -145,7 +147,7 @@ describe('login, whoami, logout', () => {
     const again = await u.json(loginArgs(service, b.apiKey));
     expect(again.storage).toEqual({ accessKeyId: first.accessKeyId, created: false });
     const out = await u.json(['logout']);
-    expect(out).toEqual({ loggedOut: true, configPath: u.configPath, revokedStorageKey: first.accessKeyId });
+    expect(out).toEqual({ loggedOut: true, configPath: u.configPath, revokedStorageKey: first.accessKeyId, revokedApiKey: null });
     await expect(stat(u.configPath)).rejects.toThrow();
     const pair = (await storagePairs(b.apiKey)).find((p) => p.accessKeyId === first.accessKeyId);
     expect(pair?.revokedAt).toEqual(expect.any(String));

@@ -487,6 +487,7 @@ describe('endpoints', () => {
     const routes = ofType('AWS::ApiGatewayV2::Route');
     // The hooks, the import endpoint and the web app are routes of the same API, to the same function (it dispatches by path).
     expect(routes.map(([, r]) => r.Properties.RouteKey).sort()).toEqual([
+      'ANY /auth/{proxy+}',
       'ANY /graphql',
       'ANY /hooks/{proxy+}',
       'ANY /imports/{proxy+}',

@@ -154,6 +154,14 @@ describe.each(doors)('through the $name', ({ get }) => {
     expect((await get('/app/settings/more')).status).toBe(404);
   });
 
+  test("/app/device, the command line's login page (RFC 8628's verification URI), is the app's page with its headers", async () => {
+    const [root, device] = await Promise.all([get('/'), get('/app/device?user_code=WDJB-MJHT')]);
+    expect(device.status).toBe(200);
+    expect(await device.text()).toBe(await root.text());
+    for (const name of ['content-type', 'content-security-policy', 'cache-control', 'x-frame-options'])
+      expect(device.headers.get(name)).toBe(root.headers.get(name));
+  });
+
   test('other paths are 404 and other methods 405, in plain text; the API is untouched', async () => {
     for (const path of [
       '/app/',
@@ -162,6 +170,7 @@ describe.each(doors)('through the $name', ({ get }) => {
       '/app/assets/../index.html',
       '/app/index.html',
       '/app/assets/a/b.js',
+      '/app/device/x',
     ]) {
       const res = await get(path);
       expect(res.status).toBe(404);
