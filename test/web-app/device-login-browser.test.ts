@@ -104,10 +104,13 @@ test('approved on the page while the command line waits; whoami --json gives api
   await page.getByRole('link', { name: 'Sign in' }).waitFor();
   await page.screenshot({ path: join(SHOTS, 'device-signed-out.png'), fullPage: true });
 
-  // Signed in in this browser (its cookie jar), the same page shows what asks.
-  const signedIn = await context.request.post(`${apiUrl}/auth/sign-in`, { data: { email: EMAIL, password: PASSWORD } });
-  expect(signedIn.status()).toBe(200);
-  await page.reload();
+  // Its link leads to the web app's sign-in, which sends the person back here once signed in.
+  await page.getByRole('link', { name: 'Sign in' }).click();
+  await page.getByLabel('E-mail').fill(EMAIL);
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await page.waitForURL((url) => url.pathname === '/app/device');
+  expect(new URL(page.url()).search).toBe(new URL(address).search);
   await page.getByTestId('device-code').waitFor();
   expect(await page.getByTestId('device-code').textContent()).toBe(code);
   expect(await page.getByTestId('device-machine').textContent()).toBe(hostname());

@@ -184,6 +184,12 @@ export function App() {
           setState({ kind: 'signed-in', with: { kind: 'api-key', apiKey }, team });
         }}
         onSignedIn={(person) => {
+          const next = nextPage();
+          if (next) {
+            // Back to the page that sent the person here to sign in (the command line's login page).
+            window.location.assign(next);
+            return;
+          }
           markNavigated();
           enter(person);
         }}
@@ -195,6 +201,17 @@ export function App() {
       <Shell />
     </AppContext.Provider>
   );
+}
+
+/**
+ * Where `?next=` asks to go after signing in: a page of this app's own
+ * (`/app/...` on this origin) and nothing else, so that a link cannot send a
+ * person who signs in to another site.
+ */
+function nextPage(): string | undefined {
+  const next = new URLSearchParams(window.location.search).get('next');
+  if (!next || !/^\/app\/[A-Za-z0-9/_-]*(\?[A-Za-z0-9=&%_.-]*)?$/.test(next)) return undefined;
+  return next;
 }
 
 function Shell() {
