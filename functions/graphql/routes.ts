@@ -12,10 +12,11 @@ import { handleHook, isHookPath } from './hooks-http.js';
 import { handleImport, isImportPath, type ImportServices } from './imports-http.js';
 import { handleWebApp, isWebAppPath } from '../web-app/serve.js';
 import { handleAuth, isAuthPath } from './accounts-http.js';
+import { handleAccountLinks, isAccountLinkPath, type AccountLinkServices } from './account-links-http.js';
 import type { AuthServices } from '../core/auth/sign-in.js';
 
 /** What the side routes read and write together: the hooks', the imports', signing in's and the web app's (its configuration). */
-export type SideRouteServices = GitHookServices & ImportServices & AuthServices & Pick<Services, 'config' | 'logger'>;
+export type SideRouteServices = GitHookServices & ImportServices & AuthServices & AccountLinkServices & Pick<Services, 'config' | 'logger'>;
 
 export interface SideRoute {
   matches(rawPath: string): boolean;
@@ -25,6 +26,7 @@ export interface SideRoute {
 export const SIDE_ROUTES: readonly SideRoute[] = [
   { matches: isHookPath, handle: handleHook },
   { matches: isImportPath, handle: handleImport },
+  { matches: isAccountLinkPath, handle: handleAccountLinks },
   { matches: isAuthPath, handle: handleAuth },
   { matches: isWebAppPath, handle: handleWebApp },
 ];
