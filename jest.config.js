@@ -24,6 +24,7 @@ const LONG_SUITES = [
   'test/clients/s3-clients-python.test.ts',
   'test/clients/s3-clients-rclone-s3cmd.test.ts',
   'test/web-app/web-app-browser.test.ts',
+  'test/web-app/invitation-browser.test.ts',
   'test/clients/s3-cors-browser.test.ts',
   'test/components/chromium-screenshotter.test.ts',
   'test/api/graphql-playground.test.ts',

@@ -4,6 +4,7 @@ import type { WebAppConfig } from '../app-config.js';
 import { createApi, messageOf } from './api.js';
 import { AppContext, useApp, type AppContextValue } from './app-context.js';
 import { ErrorNotice, Loading, PageHeader } from './components.js';
+import { AccountLinkPage, isAccountLinkRoute } from './pages/AccountLinks.js';
 import { Bucket } from './pages/Bucket.js';
 import { Deploy } from './pages/Deploy.js';
 import { EditSite, NewSite } from './pages/NewSite.js';
@@ -28,6 +29,7 @@ export function App() {
   const [config, setConfig] = useState<WebAppConfig | null>(null);
   const [state, setState] = useState<State>({ kind: 'starting' });
   const [storageKeys, setStorageKeysState] = useState<Credentials | null>(() => session.storageKeys());
+  const route = useRoute();
 
   const signOut = useCallback((notice?: string) => {
     session.clear();
@@ -91,6 +93,8 @@ export function App() {
     };
   }, [state, config, signOut, storageKeys]);
 
+  // A one-time link's page shows whether or not this tab is signed in.
+  if (isAccountLinkRoute(route)) return <AccountLinkPage route={route} />;
   if (state.kind === 'starting') {
     return (
       <main id="main" className="center">
