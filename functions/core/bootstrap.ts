@@ -9,8 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { ConfigError } from './config.js';
 import { newAccessKeyId, newApiToken, newSecretAccessKey } from './ids.js';
 import type { Services } from './services.js';
-import { welcomeLink } from './auth/first-owner.js';
-import { ACCOUNT_LINK_SECONDS } from './data/account-links.js';
+import { ACCOUNT_LINK_SECONDS, welcomeLink } from './data/account-links.js';
 
 export interface BootstrapAccount {
   name: string;

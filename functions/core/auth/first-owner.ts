@@ -13,8 +13,7 @@ import type { Services } from '../services.js';
 import { hashPassword } from './passwords.js';
 import { passwordProblem, type AuthRefusal, type ClientInfo, type SignedIn } from './sign-in.js';
 
-/** Where the welcome link leads: the web app's page (a fragment, so the token reaches no server's log). */
-export const welcomeLink = (baseUrl: string, token: string): string => `${baseUrl}/#/welcome/${token}`;
+export { welcomeLink } from '../data/account-links.js';
 
 const LINK_GONE = 'This welcome link is not valid, used, or expired (it lasts 7 days)';
 

@@ -43,6 +43,13 @@ export interface AccountLink {
 /** A link's token: `l1.` and 43 base64url characters. */
 const TOKEN_PATTERN = /^l1\.[A-Za-z0-9_-]{43}$/;
 
+export const newAccountLinkToken = (): string => `l1.${randomBytes(32).toString('base64url')}`;
+
+/** Where the first owner's welcome link leads: the web app's page (a fragment, so the token reaches no server's log). */
+export const welcomeLink = (baseUrl: string, token: string): string => `${baseUrl}/#/welcome/${token}`;
+
+export const isAccountLinkToken = (token: string): boolean => TOKEN_PATTERN.test(token);
+
 export class AccountLinkStore {
   constructor(
     private readonly db: Database,
@@ -58,7 +65,17 @@ export class AccountLinkStore {
     kind: AccountLinkKind,
     fields: Pick<AccountLink, 'accountId' | 'email' | 'passwordDigest'>,
   ): { token: string; item: Record<string, unknown> } {
-    const token = `l1.${randomBytes(32).toString('base64url')}`;
+    const token = newAccountLinkToken();
+    return { token, item: this.item(kind, token, fields) };
+  }
+
+  /**
+   * The item of a link whose token was drawn before its account existed:
+   * the first account in AWS, whose token is kept in the stack's secret
+   * first (functions/first-account/first-account.ts), so a retry makes the
+   * same link.
+   */
+  item(kind: AccountLinkKind, token: string, fields: Pick<AccountLink, 'accountId' | 'email' | 'passwordDigest'>): Record<string, unknown> {
     const now = this.now();
     const item = {
       pk: `LINK#${tokenDigest(token)}`,
@@ -68,7 +85,7 @@ export class AccountLinkStore {
       createdAt: now.toISOString(),
       expiresAt: Math.floor(now.getTime() / 1000) + ACCOUNT_LINK_SECONDS[kind],
     };
-    return { token, item };
+    return item;
   }
 
   /** Makes a new link; its token is returned here and never again. */
