@@ -106,7 +106,7 @@ function Field(props: {
   label: string;
   value: string;
   onChange?(value: string): void;
-  type?: string;
+  type?: 'text' | 'password' | 'email';
   autoComplete?: string;
   readOnly?: boolean;
   hint?: string;
@@ -117,7 +117,9 @@ function Field(props: {
       <input
         id={props.id}
         name={props.id}
-        type={props.type ?? 'text'}
+        // An address is typed in a text field with the e-mail keyboard: the app's styles dress text and password fields.
+        type={props.type === 'email' ? 'text' : (props.type ?? 'text')}
+        inputMode={props.type === 'email' ? 'email' : undefined}
         value={props.value}
         readOnly={props.readOnly}
         autoComplete={props.autoComplete}

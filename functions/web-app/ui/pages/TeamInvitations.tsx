@@ -77,7 +77,15 @@ export function Invitations() {
       <h3 id="invitations-title">Invitations</h3>
       <form className="inline-form" onSubmit={(e) => void invite(e)}>
         <label htmlFor="invite-email">E-mail</label>
-        <input id="invite-email" type="email" value={email} onChange={(e) => setEmail(e.currentTarget.value)} autoComplete="off" required />
+        <input
+          id="invite-email"
+          type="text"
+          inputMode="email"
+          value={email}
+          onChange={(e) => setEmail(e.currentTarget.value)}
+          autoComplete="off"
+          required
+        />
         <label htmlFor="invite-role">Role</label>
         <select id="invite-role" value={role} onChange={(e) => setRole(e.currentTarget.value as Role)}>
           <option value="MEMBER">Member</option>
