@@ -29,6 +29,14 @@ async function main(): Promise<void> {
       `  default bucket     ${bootstrap.generated.name}-bucket`,
     );
   }
+  if (bootstrap.welcome) {
+    lines.push(
+      '',
+      'To sign in to the web app as the default account’s owner, open this link once and choose your e-mail and password',
+      `(it works once, until ${bootstrap.welcome.expiresAt.slice(0, 16).replace('T', ' ')} UTC):`,
+      `  ${bootstrap.welcome.url}`,
+    );
+  }
   process.stderr.write(lines.join('\n') + '\n');
   let stopping = false;
   const shutdown = (signal: string) => {

@@ -21,12 +21,17 @@ import type { SecretSealer } from '../core/auth/secrets.js';
 import type { IpfsNode } from '../core/ipfs/node.js';
 import type { LogStore } from '../core/ports/log-store.js';
 import { createSealer } from '../aws/kms-sealer.js';
+import type { Mailer } from '../core/ports/mail.js';
+import { createLogger } from '../core/logger.js';
+import { smtpMailer } from './smtp-mailer.js';
 
 /** Where the service's data is kept, wherever it runs: what the configuration names (a KMS key, a block bucket), the data directory otherwise. */
 export interface DataStores {
   sealer: SecretSealer;
   openIpfs(): Promise<IpfsNode>;
   deployLogs: LogStore;
+  /** Mail goes out the same way from either: over SMTP when CAIRN_SMTP_URL names a server, nowhere otherwise. */
+  mailer: Mailer;
 }
 
 /**
@@ -42,6 +47,7 @@ export async function configuredStores(config: Config): Promise<DataStores> {
       ? async () => (await import('../aws/s3-ipfs-stores.js')).createS3IpfsNode(blockBucket, region)
       : async () => (await import('../core/ipfs/node.js')).createIpfsNode(config),
     deployLogs: await createLogStore(config),
+    mailer: smtpMailer(config.mail, createLogger(config.logLevel, { fn: 'mail' })),
   };
 }
 

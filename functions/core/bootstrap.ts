@@ -1,12 +1,15 @@
 /**
  * Creates the accounts a deployment starts with: the default account (from
  * CAIRN_BOOTSTRAP_* or freshly generated) and those listed in
- * CAIRN_BOOTSTRAP_FILE. Accounts that already exist are left alone.
+ * CAIRN_BOOTSTRAP_FILE. Accounts that already exist are left alone. The
+ * default account is made with a one-time welcome link for its first owner
+ * (core/auth/first-owner.ts), in the same transaction.
  */
 import { readFile } from 'node:fs/promises';
 import { ConfigError } from './config.js';
 import { newAccessKeyId, newApiToken, newSecretAccessKey } from './ids.js';
 import type { Services } from './services.js';
+import { ACCOUNT_LINK_SECONDS, welcomeLink } from './data/account-links.js';
 
 export interface BootstrapAccount {
   name: string;
@@ -19,6 +22,8 @@ export interface BootstrapResult {
   /** Set only when the default account was created just now with generated credentials. */
   generated?: BootstrapAccount;
   created: string[];
+  /** Set when the default account was created just now: the link that gives it its owner's e-mail and password (shown once). */
+  welcome?: { url: string; expiresAt: string };
 }
 
 export const DEFAULT_ACCOUNT = 'default';
@@ -55,7 +60,7 @@ async function readBootstrapFile(path: string): Promise<BootstrapAccount[]> {
   });
 }
 
-export async function bootstrapAccounts(services: Pick<Services, 'accounts' | 'config'>): Promise<BootstrapResult> {
+export async function bootstrapAccounts(services: Pick<Services, 'accountLinks' | 'accounts' | 'config'>): Promise<BootstrapResult> {
   const { config, accounts } = services;
   const result: BootstrapResult = { created: [] };
   if (!(await accounts.getAccountByName(DEFAULT_ACCOUNT))) {
@@ -66,8 +71,20 @@ export async function bootstrapAccounts(services: Pick<Services, 'accounts' | 'c
       secretAccessKey: b.secretAccessKey ?? newSecretAccessKey(),
       apiToken: b.apiToken ?? newApiToken(),
     };
-    await accounts.createAccount(account);
+    let token = '';
+    await accounts.createAccount({
+      ...account,
+      alsoPut: ({ accountId }) => {
+        const link = services.accountLinks.mint('WELCOME', { accountId });
+        token = link.token;
+        return [link.item];
+      },
+    });
     result.created.push(account.name);
+    result.welcome = {
+      url: welcomeLink(config.urls.baseUrl, token),
+      expiresAt: new Date(Date.now() + ACCOUNT_LINK_SECONDS.WELCOME * 1000).toISOString(),
+    };
     if (!b.accessKeyId || !b.secretAccessKey || !b.apiToken) result.generated = account;
   }
   if (config.bootstrap.file) {

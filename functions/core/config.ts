@@ -111,11 +111,21 @@ export interface Config {
   /**
    * Who may make an account by signing up with an e-mail and a password
    * (docs/accounts.md): `open`, anyone; `invite` (the default), only
-   * someone invited by a team's owner (invitations are not built yet, so
-   * sign-up is refused); `closed`, no one (accounts are made by the
-   * operator). CAIRN_SIGNUP.
+   * someone with an invitation from a team's owner, for the e-mail they
+   * sign up with; `closed`, no one (accounts are made by the operator).
+   * CAIRN_SIGNUP.
    */
   signup: 'open' | 'invite' | 'closed';
+  /**
+   * Sending e-mail (invitations, password resets): `smtp` from
+   * CAIRN_SMTP_URL (`smtp://user:password@host:port`, STARTTLS when offered,
+   * or `smtps://` for TLS from the start), `from` from CAIRN_MAIL_FROM
+   * (required with it). Unset, nothing is sent (docs/accounts.md).
+   */
+  mail: {
+    from?: string;
+    smtp?: { host: string; port: number; secure: boolean; user?: string; password?: string };
+  };
   /** Every request the service makes to an address a user chose (clones, notifications, commit statuses). */
   outbound: {
     /**
@@ -352,6 +362,7 @@ export function loadConfig(env: Env = process.env): Config {
       },
     },
     signup: signupPolicy(env),
+    mail: mailSettings(env),
     outbound: outboundRules(env),
     deployQueueUrl: opt(env, 'CAIRN_DEPLOY_QUEUE_URL'),
     cdn: {
@@ -490,6 +501,37 @@ export function outboundRules(env: Env = process.env): Config['outbound'] {
   const raw = str(env, 'CAIRN_OUTBOUND_PRIVATE', 'refuse').toLowerCase();
   if (raw !== 'allow' && raw !== 'refuse') throw new ConfigError('CAIRN_OUTBOUND_PRIVATE', `must be "allow" or "refuse", got "${raw}"`);
   return { private: raw };
+}
+
+/** CAIRN_SMTP_URL and CAIRN_MAIL_FROM; the password never appears in an error. */
+function mailSettings(env: Env): Config['mail'] {
+  const raw = opt(env, 'CAIRN_SMTP_URL');
+  const from = opt(env, 'CAIRN_MAIL_FROM');
+  if (from !== undefined && (/[\u0000-\u001f\u007f]/.test(from) || !/^[^@\s<>]+@[^@\s<>]+$|<[^@\s<>]+@[^@\s<>]+>$/.test(from.trim())))
+    throw new ConfigError('CAIRN_MAIL_FROM', `must be an address, or a name and <address>, on one line, got "${from}"`);
+  if (raw === undefined) return { from: from?.trim() };
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('CAIRN_SMTP_URL', 'must be a URL like smtp://user:password@host:587 or smtps://user:password@host:465');
+  }
+  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:')
+    throw new ConfigError('CAIRN_SMTP_URL', `must start with smtp:// or smtps://, got "${url.protocol}//"`);
+  if (!url.hostname) throw new ConfigError('CAIRN_SMTP_URL', 'names no host');
+  if (from === undefined) throw new ConfigError('CAIRN_MAIL_FROM', 'must be set when CAIRN_SMTP_URL is (the sender of every message)');
+  const secure = url.protocol === 'smtps:';
+  const decode = (part: string) => (part === '' ? undefined : decodeURIComponent(part));
+  return {
+    from: from.trim(),
+    smtp: {
+      host: url.hostname.replace(/^\[|\]$/g, ''),
+      port: url.port ? Number(url.port) : secure ? 465 : 587,
+      secure,
+      user: decode(url.username),
+      password: decode(url.password),
+    },
+  };
 }
 
 function signupPolicy(env: Env): Config['signup'] {

@@ -18,6 +18,9 @@ import { SigningKeyStore } from './data/signing-keys.js';
 import { PersonStore } from './data/people.js';
 import { SessionStore } from './data/sessions.js';
 import { SignInAttemptStore } from './data/sign-in-attempts.js';
+import { InvitationStore } from './data/invitations.js';
+import { AccountLinkStore } from './data/account-links.js';
+import { RateLimitStore } from './data/rate-limits.js';
 import { BucketStore } from './data/buckets.js';
 import { ObjectStore } from './data/objects.js';
 import { UploadStore } from './data/uploads.js';
@@ -36,6 +39,7 @@ import type { LogStore } from './ports/log-store.js';
 import type { DeployQueue } from './ports/deploy-queue.js';
 import type { CdnPurger, SiteCache, SiteHostMap } from './ports/site-cache.js';
 import type { LeafHasher } from './hashing/leaf-hasher.js';
+import type { Mailer } from './ports/mail.js';
 
 export interface Services {
   config: Config;
@@ -56,6 +60,12 @@ export interface Services {
   sessions: SessionStore;
   /** Failed sign-ins, per e-mail and per client address. */
   signInAttempts: SignInAttemptStore;
+  /** Invitations to join teams, by e-mail. */
+  invitations: InvitationStore;
+  /** One-time links that act on an account: password resets, the first owner's. */
+  accountLinks: AccountLinkStore;
+  /** Counts of actions in a window (invitations sent, reset links asked for). */
+  rateLimits: RateLimitStore;
   buckets: BucketStore;
   objects: ObjectStore;
   /** Multipart uploads and their parts (in the objects table). */
@@ -92,6 +102,8 @@ export interface Services {
   cdn: CdnPurger;
   /** The CDN's map of site hosts to site ids, kept current where sites change (a CloudFront KeyValueStore in AWS; none locally). */
   siteHosts: SiteHostMap;
+  /** Sends invitations and password reset links: over SMTP, or nowhere (and says so). */
+  mailer: Mailer;
   close(): Promise<void>;
 }
 
@@ -152,6 +164,7 @@ export interface Adapters {
   cdn: CdnPurger;
   siteHosts: SiteHostMap;
   siteCache?: SiteCache;
+  mailer: Mailer;
 }
 
 export interface ServiceOptions {
@@ -180,6 +193,9 @@ export async function createServices(config: Config, adapters: Adapters, options
     people: new PersonStore(db),
     sessions: new SessionStore(db),
     signInAttempts: new SignInAttemptStore(db),
+    invitations: new InvitationStore(db),
+    accountLinks: new AccountLinkStore(db),
+    rateLimits: new RateLimitStore(db),
     buckets: new BucketStore(db),
     objects: new ObjectStore(db),
     uploads: new UploadStore(db),
@@ -195,6 +211,7 @@ export async function createServices(config: Config, adapters: Adapters, options
     siteCache: adapters.siteCache,
     cdn: adapters.cdn,
     siteHosts: adapters.siteHosts,
+    mailer: adapters.mailer,
     ipfs: () => (node ??= adapters.openIpfs()),
     gate: adapters.gate(db),
     leafHasher: adapters.leafHasher,

@@ -14,12 +14,18 @@
  *      a failure leaves either nothing or a secret whose credentials the
  *      next run makes the account with: never an account whose API key
  *      nobody was told (it is stored only as a hash).
+ * With the credentials goes the first owner's one-time welcome link (the
+ * web app's `/#/welcome/<token>`, as `npm start` prints it): its token is
+ * drawn with them and written into the secret first, and its item (only
+ * the token's digest) is made in the account's transaction, so a retry
+ * makes the same link and an account never has one nobody was told.
  * An account of that name made otherwise (by `npm run admin` or `npm start`
  * against these tables) is left alone and the secret is not written; a
  * secret holding a value Cairn did not write is never overwritten.
  */
 import { isValidAccountName, withNewCredentials } from '../core/bootstrap.js';
 import type { AccountStore } from '../core/data/accounts.js';
+import { isAccountLinkToken, newAccountLinkToken, welcomeLink, type AccountLinkStore } from '../core/data/account-links.js';
 import type { Logger } from '../core/logger.js';
 import type { FirstAccountSecret, SecretContent } from './secret-value.js';
 
@@ -58,7 +64,14 @@ export async function ensureFirstAccount(
   request: FirstAccountRequest,
   logger: Logger,
   now: () => Date = () => new Date(),
+  links?: AccountLinkStore,
 ): Promise<FirstAccountOutcome> {
+  /** The welcome link's item for the account being made, from the token in its link (none without a link or a store). */
+  const welcomeItems = (welcomeUrl: string | undefined) => {
+    const token = welcomeUrl?.slice(welcomeUrl.lastIndexOf('/') + 1);
+    return ({ accountId }: { accountId: string }) =>
+      links && token && isAccountLinkToken(token) ? [links.item('WELCOME', token, { accountId })] : [];
+  };
   if (!isValidAccountName(request.accountName)) {
     throw new Error(`the first account's name "${request.accountName}" must be 3-42 lowercase letters, digits or hyphens`);
   }
@@ -81,6 +94,7 @@ export async function ensureFirstAccount(
       secretAccessKey: stored.secretAccessKey,
       apiToken: stored.apiKey,
       bucketName: stored.defaultBucket,
+      alsoPut: welcomeItems(stored.welcomeUrl),
     });
     logger.info('the first account was made with the credentials already in the secret', {
       accountName: stored.accountName,
@@ -108,6 +122,9 @@ export async function ensureFirstAccount(
 
   const credentials = withNewCredentials(request.accountName);
   const defaultBucket = `${request.accountName}-bucket`;
+  // The web app answers at the API's base, where /graphql is.
+  const appBase = request.endpoints.graphqlUrl?.replace(/\/graphql\/?$/, '');
+  const welcomeUrl = links && appBase ? welcomeLink(appBase, newAccountLinkToken()) : undefined;
   await secret.write({
     cairn: 'first-account',
     accountName: credentials.name,
@@ -117,9 +134,10 @@ export async function ensureFirstAccount(
     defaultBucket,
     region: request.region,
     ...definedOnly(request.endpoints),
+    ...(welcomeUrl ? { welcomeUrl } : {}),
     createdAt: now().toISOString(),
   });
-  await accounts.createAccount({ ...credentials, bucketName: defaultBucket });
+  await accounts.createAccount({ ...credentials, bucketName: defaultBucket, alsoPut: welcomeItems(welcomeUrl) });
   logger.info('the first account was made; its credentials are in the secret', {
     accountName: credentials.name,
     defaultBucket,

@@ -20,6 +20,7 @@ import { onceUntilFailure } from '../core/once-until-failure.js';
 import { createLogger, type Logger } from '../core/logger.js';
 import { createDatabase } from '../core/data/dynamo.js';
 import { AccountStore } from '../core/data/accounts.js';
+import { AccountLinkStore } from '../core/data/account-links.js';
 import { StorageKeyStore } from '../core/data/storage-keys.js';
 import { createSealer } from '../aws/kms-sealer.js';
 import { ensureFirstAccount } from './first-account.js';
@@ -54,6 +55,7 @@ interface Ready {
   config: Config;
   logger: Logger;
   accounts: AccountStore;
+  links: AccountLinkStore;
   secrets: SecretsManagerClient;
 }
 
@@ -69,6 +71,7 @@ const ready = onceUntilFailure(async (): Promise<Ready> => {
     config,
     logger: createLogger(config.logLevel, { fn: 'first-account' }),
     accounts,
+    links: new AccountLinkStore(db),
     secrets: new SecretsManagerClient({ region: config.region }),
   };
 });
@@ -77,7 +80,7 @@ export const handler = middy(
   async (
     event: CdkCustomResourceEvent<FirstAccountProperties>,
   ): Promise<CdkCustomResourceResponse<FirstAccountData> | CdkCustomResourceResponse> => {
-    const { config, logger, accounts, secrets } = await ready();
+    const { config, logger, accounts, links, secrets } = await ready();
     const props = event.ResourceProperties ?? ({} as FirstAccountProperties);
     const log = logger.child({ requestType: event.RequestType, requestId: event.RequestId, logicalId: event.LogicalResourceId });
 
@@ -102,6 +105,8 @@ export const handler = middy(
         endpoints: { storageEndpoint: props.StorageEndpoint, graphqlUrl: props.GraphqlUrl, gatewayUrl: props.GatewayUrl },
       },
       log,
+      undefined,
+      links,
     );
     return {
       PhysicalResourceId: event.RequestType === 'Create' ? physicalIdOf(accountName) : event.PhysicalResourceId,

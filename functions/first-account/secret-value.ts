@@ -26,6 +26,12 @@ export interface FirstAccountSecret {
   storageEndpoint?: string;
   graphqlUrl?: string;
   gatewayUrl?: string;
+  /**
+   * The one-time link that gives the account its owner's e-mail and
+   * password in the web app (7 days, once: core/auth/first-owner.ts); set
+   * when the stack gave the GraphQL URL, whose origin serves the web app.
+   */
+  welcomeUrl?: string;
   createdAt: string;
 }
 

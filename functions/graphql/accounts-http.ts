@@ -53,19 +53,19 @@ const MAX_AUTH_BODY_BYTES = 16 * 1024;
 
 export const isAuthPath = (rawPath: string): boolean => rawPath.startsWith('/auth/');
 
-function json(status: number, body: Record<string, unknown>, headers: HeadersInit = {}): Response {
+export function json(status: number, body: Record<string, unknown>, headers: HeadersInit = {}): Response {
   const out = new Headers(headers);
   out.set('content-type', 'application/json; charset=utf-8');
   out.set('cache-control', 'no-store');
   return new Response(JSON.stringify(body), { status, headers: out });
 }
 
-const refuse = (status: number, error: string, extra: Record<string, unknown> = {}, headers: HeadersInit = {}) =>
+export const refuse = (status: number, error: string, extra: Record<string, unknown> = {}, headers: HeadersInit = {}) =>
   json(status, { ok: false, error, ...extra }, headers);
 
 const REFUSAL_STATUS: Record<AuthRefusal['kind'], number> = { invalid: 400, closed: 403, wrong: 401, locked: 429 };
 
-function refusal(outcome: AuthRefusal): Response {
+export function refusal(outcome: AuthRefusal): Response {
   if (outcome.kind === 'locked') return refuse(429, outcome.message, {}, { 'retry-after': String(outcome.retryAfter) });
   return refuse(REFUSAL_STATUS[outcome.kind], outcome.message, outcome.kind === 'invalid' ? { field: outcome.field } : {});
 }
@@ -80,7 +80,7 @@ function sessionView(session: Session) {
   };
 }
 
-function signedIn(services: AuthServices, outcome: SignedIn, status: number): Response {
+export function signedIn(services: AuthServices, outcome: SignedIn, status: number): Response {
   const headers = new Headers({ 'set-cookie': sessionCookie(services.config, outcome.secret) });
   return json(
     status,
@@ -95,10 +95,13 @@ function signedIn(services: AuthServices, outcome: SignedIn, status: number): Re
   );
 }
 
-const clientOf = (req: HttpRequest): ClientInfo => ({ address: req.remoteAddress ?? null, userAgent: req.headers.get('user-agent') });
+export const clientOf = (req: HttpRequest): ClientInfo => ({
+  address: req.remoteAddress ?? null,
+  userAgent: req.headers.get('user-agent'),
+});
 
 /** The JSON body as an object, or the refusal to send. */
-async function readJson(req: HttpRequest): Promise<Record<string, unknown> | Response> {
+export async function readJson(req: HttpRequest): Promise<Record<string, unknown> | Response> {
   const type = (req.headers.get('content-type') ?? '').toLowerCase();
   if (!type.startsWith('application/json')) {
     await req.body?.cancel().catch(() => {});
@@ -120,14 +123,14 @@ async function readJson(req: HttpRequest): Promise<Record<string, unknown> | Res
 }
 
 /** The session the request's cookie opens, with its secret, or undefined. */
-async function currentSession(services: AuthServices, req: HttpRequest): Promise<{ session: Session; secret: string } | undefined> {
+export async function currentSession(services: AuthServices, req: HttpRequest): Promise<{ session: Session; secret: string } | undefined> {
   const secret = sessionSecretFrom(services.config, req.headers.get('cookie'));
   if (!secret) return undefined;
   const opened = await services.sessions.open(secret);
   return 'session' in opened ? { session: opened.session, secret } : undefined;
 }
 
-const NO_SESSION = 'Not signed in (no session, or it has ended): sign in again';
+export const NO_SESSION = 'Not signed in (no session, or it has ended): sign in again';
 
 /** The most teams the session's answer names (each is one read); a person in more reaches the rest by id with X-Cairn-Team. */
 const SESSION_TEAMS = 50;

@@ -12,7 +12,9 @@
  * no-op; Delete touches nothing; an account made otherwise, or a secret
  * Cairn did not write, is never overwritten; a failure after the secret is
  * written or before leaves no half-made account, and the retry succeeds;
- * no secret ever reaches the logs or CloudFormation's answer.
+ * no secret ever reaches the logs or CloudFormation's answer. With the
+ * credentials, the secret holds the first owner's one-time welcome link,
+ * which works once (after a retry too).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import {
@@ -38,6 +40,10 @@ import { withNewCredentials } from '../../functions/core/bootstrap.js';
 import { PENDING_VALUE, type FirstAccountSecret } from '../../functions/first-account/secret-value.js';
 import { credentialsVersionToken } from '../../functions/aws/secrets-manager.js';
 import type { FirstAccountProperties } from '../../functions/first-account/handler.js';
+import { AccountLinkStore } from '../../functions/core/data/account-links.js';
+import { PersonStore } from '../../functions/core/data/people.js';
+import { SessionStore } from '../../functions/core/data/sessions.js';
+import { claimFirstOwner } from '../../functions/core/auth/first-owner.js';
 
 const SECRET_KEY = randomBytes(32).toString('hex');
 const STACK_ID = 'arn:aws:cloudformation:us-east-1:123456789012:stack/Cairn/5b2c6a10-0000-4000-8000-000000000000';
@@ -348,6 +354,25 @@ test('a failure after the secret is written leaves no half-made account; a retry
   const account = await expectWorkingAccount(stored);
   expect(account.id).not.toBe(blocker.account.id);
   expectNoSecretIn(captured, stored);
+  // The welcome link drawn before the failure is the one the retry made.
+  expect(await new AccountLinkStore(db).open('WELCOME', welcomeToken(stored))).toMatchObject({ accountId: account.id });
+});
+
+const welcomeToken = (stored: FirstAccountSecret) => stored.welcomeUrl!.slice(stored.welcomeUrl!.indexOf('/#/welcome/') + 11);
+
+test("the secret holds the first owner's welcome link, which gives the account an e-mail and a password, once", async () => {
+  const secret = newSecret();
+  await handler(event('Create', secret, 'welcomed'), context);
+  const stored = storedCredentials(secret);
+  // The web app answers at the API's base, where /graphql is.
+  expect(stored.welcomeUrl).toMatch(/^https:\/\/def456\.execute-api\.us-east-1\.amazonaws\.com\/#\/welcome\/l1\.[A-Za-z0-9_-]{43}$/);
+  const token = welcomeToken(stored);
+  const services = { accountLinks: new AccountLinkStore(db), accounts, db, people: new PersonStore(db), sessions: new SessionStore(db) };
+  const claimed = await claimFirstOwner(services, { token, email: 'owner@example.org', password: 'correct horse battery staple' }, {});
+  expect(claimed).toMatchObject({ kind: 'signed-in', account: { name: 'welcomed' }, email: 'owner@example.org' });
+  const again = await claimFirstOwner(services, { token, email: 'other@example.org', password: 'correct horse battery staple' }, {});
+  expect(again.kind).toBe('gone');
+  expect(captured).not.toContain(token);
 });
 
 test('a failure before the secret is written makes nothing; the retry makes the account', async () => {

@@ -109,6 +109,9 @@ describe('what a bundle loads at start-up', () => {
     // Still in the bundle, for when they are used.
     expect(inBundle).toContain('@aws-sdk/client-cloudfront');
     expect(inBundle).toContain('@aws-sdk/client-sqs');
+    // The mailer is read with the first message a function sends (an invitation), not at start.
+    expect(atStart).not.toContain('nodemailer');
+    expect(inBundle).toContain('nodemailer');
   });
 
   test('s3: no CloudFront, CodeBuild, SQS or Lambda client among the start-up files', () => {

@@ -108,6 +108,7 @@ export const ADDED_QUERIES: Record<string, string> = {
   getStorageKeyPairs: '(): [StorageKeyPair!]!',
   getDeployById: '(siteId: ID!, deployId: ID!): Deploy',
   getSessions: '(): [Session!]!',
+  getInvitations: '(teamId: ID!): [Invitation!]',
 };
 
 export const ADDED_MUTATIONS: Record<string, string> = {
@@ -134,4 +135,6 @@ export const ADDED_MUTATIONS: Record<string, string> = {
   removeNotificationUrl: '(siteId: ID!, notificationUrlId: ID!): Boolean',
   deployCid: '(siteId: ID!, cid: String!): Deploy',
   revokeSession: '(sessionId: ID!): Boolean',
+  inviteTeamMember: '(teamId: ID!, email: String!, role: TeamRole): NewInvitation',
+  revokeInvitation: '(teamId: ID!, invitationId: ID!): Invitation',
 };

@@ -83,6 +83,37 @@ describe('configuration', () => {
     expect(() => loadConfig({ CAIRN_SIGNUP: 'yes' })).toThrow(/^CAIRN_SIGNUP: must be "open", "invite" or "closed", got "yes"$/);
   });
 
+  test('CAIRN_SMTP_URL names the mail server, with CAIRN_MAIL_FROM; neither error shows the password', () => {
+    expect(loadConfig({}).mail).toEqual({ from: undefined });
+    const from = 'Cairn <cairn@example.org>';
+    expect(loadConfig({ CAIRN_SMTP_URL: 'smtp://mail%40example.org:p%2Fss@smtp.example.org:2525', CAIRN_MAIL_FROM: from }).mail).toEqual({
+      from,
+      smtp: { host: 'smtp.example.org', port: 2525, secure: false, user: 'mail@example.org', password: 'p/ss' },
+    });
+    expect(loadConfig({ CAIRN_SMTP_URL: 'smtps://smtp.example.org', CAIRN_MAIL_FROM: 'cairn@example.org' }).mail.smtp).toEqual({
+      host: 'smtp.example.org',
+      port: 465,
+      secure: true,
+      user: undefined,
+      password: undefined,
+    });
+    expect(loadConfig({ CAIRN_SMTP_URL: 'smtp://[::1]', CAIRN_MAIL_FROM: from }).mail.smtp).toMatchObject({ host: '::1', port: 587 });
+    expect(() => loadConfig({ CAIRN_SMTP_URL: 'smtp://u:secret@smtp.example.org' })).toThrow(
+      /^CAIRN_MAIL_FROM: must be set when CAIRN_SMTP_URL is/,
+    );
+    expect(() => loadConfig({ CAIRN_SMTP_URL: 'https://u:secret@smtp.example.org', CAIRN_MAIL_FROM: from })).toThrow(
+      /^CAIRN_SMTP_URL: must start with smtp:\/\/ or smtps:\/\/, got "https:\/\/"$/,
+    );
+    expect(() => loadConfig({ CAIRN_SMTP_URL: 'smtp://u:secret@', CAIRN_MAIL_FROM: from })).toThrow(/^CAIRN_SMTP_URL: /);
+    for (const bad of ['cairn@example.org\r\nBcc: x@example.org', 'no address', 'Cairn <cairn>'])
+      expect(() => loadConfig({ CAIRN_MAIL_FROM: bad })).toThrow(/^CAIRN_MAIL_FROM: must be an address/);
+    try {
+      loadConfig({ CAIRN_SMTP_URL: 'ftp://u:secret@smtp.example.org', CAIRN_MAIL_FROM: from });
+    } catch (err) {
+      expect((err as Error).message).not.toContain('secret');
+    }
+  });
+
   describe('CAIRN_GIT_HOST_APIS', () => {
     test('github.com and gitlab.com are known without it', () => {
       expect(loadConfig({}).gitHostApis).toEqual({

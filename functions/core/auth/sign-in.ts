@@ -2,8 +2,9 @@
  * Signing up, in and out with an e-mail and a password: the rules, called
  * with plain values (functions/graphql/accounts-http.ts is the HTTP side).
  *
- * - Sign-up is allowed only where the operator opened it (CAIRN_SIGNUP=open);
- *   it makes an account with its team and bucket, as the operator's
+ * - Sign-up is allowed where the operator opened it (CAIRN_SIGNUP=open),
+ *   or (CAIRN_SIGNUP=invite) with a valid invitation for the e-mail signed
+ *   up with, which the new account joins in the same transaction; it makes an account with its team and bucket, as the operator's
  *   create-account does, but without keys (the person makes those when
  *   they want them), and the person's identity, in one transaction.
  * - Sign-in answers the same for an unknown e-mail and a wrong password,
@@ -20,9 +21,10 @@ import { isPlausibleEmail, normaliseEmail, personItems } from '../data/people.js
 import type { AttemptKey } from '../data/sign-in-attempts.js';
 import type { Session } from '../data/sessions.js';
 import type { Services } from '../services.js';
+import { INVITATION_PROBLEMS, joinWrites, type InvitationServices } from './invitations.js';
 import { dummyPasswordHash, hashPassword, needsRehash, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, verifyPassword } from './passwords.js';
 
-export type AuthServices = Pick<Services, 'accounts' | 'config' | 'logger' | 'people' | 'sessions' | 'signInAttempts'>;
+export type AuthServices = Pick<Services, 'accounts' | 'config' | 'logger' | 'people' | 'sessions' | 'signInAttempts'> & InvitationServices;
 
 /** Who is asking, as the door sees them: kept with the session (the list of one's sessions shows them) and counted against. */
 export interface ClientInfo {
@@ -51,14 +53,14 @@ export type AuthRefusal =
 
 export const WRONG_CREDENTIALS = 'The e-mail address or the password is not right';
 
-function passwordProblem(password: unknown): string | undefined {
+export function passwordProblem(password: unknown): string | undefined {
   if (typeof password !== 'string') return 'password is required';
   if (password.length < PASSWORD_MIN_LENGTH) return `password must be at least ${PASSWORD_MIN_LENGTH} characters`;
   if (password.length > PASSWORD_MAX_LENGTH) return `password must be at most ${PASSWORD_MAX_LENGTH} characters`;
   return undefined;
 }
 
-const addressKey = (client: ClientInfo): AttemptKey[] => (client.address ? [{ scope: 'address', value: client.address }] : []);
+export const addressKey = (client: ClientInfo): AttemptKey[] => (client.address ? [{ scope: 'address', value: client.address }] : []);
 
 function locked(retryAfter: number): AuthRefusal {
   return {
@@ -70,13 +72,14 @@ function locked(retryAfter: number): AuthRefusal {
 
 export async function signUp(
   services: AuthServices,
-  input: { email?: unknown; password?: unknown; name?: unknown },
+  input: { email?: unknown; password?: unknown; name?: unknown; invitation?: unknown },
   client: ClientInfo,
 ): Promise<SignedIn | AuthRefusal> {
   const policy = services.config.signup;
-  if (policy === 'invite')
-    return { kind: 'closed', message: 'Sign-up is by invitation on this service: ask an owner of a team to invite you' };
+  const invited = typeof input.invitation === 'string' && input.invitation !== '';
   if (policy === 'closed') return { kind: 'closed', message: 'Sign-up is closed on this service: ask its operator for an account' };
+  if (policy === 'invite' && !invited)
+    return { kind: 'closed', message: 'Sign-up is by invitation on this service: ask an owner of a team to invite you' };
   if (typeof input.email !== 'string' || !isPlausibleEmail(normaliseEmail(input.email)))
     return { kind: 'invalid', message: 'email must be an e-mail address', field: 'email' };
   const problem = passwordProblem(input.password);
@@ -87,18 +90,35 @@ export async function signUp(
   const wait = await services.signInAttempts.retryAfter(addressKey(client));
   if (wait > 0) return locked(wait);
   const email = normaliseEmail(input.email);
+  // With an invitation, the account joins its team in the transaction that makes it (and uses the link up).
+  const opened = invited ? await services.invitations.open(input.invitation as string) : undefined;
+  if (opened && 'refused' in opened) return { kind: 'invalid', message: INVITATION_PROBLEMS[opened.refused].message, field: 'invitation' };
+  if (opened && opened.invitation.email !== email)
+    return {
+      kind: 'invalid',
+      message: 'The invitation is for another e-mail address: sign up with the one it was sent to',
+      field: 'email',
+    };
   const password = input.password as string;
   const passwordHash = await hashPassword(password);
+  const name = input.name;
   let account: Account;
   try {
     account = (
       await services.accounts.createAccount({
-        name: input.name,
+        name,
         alsoPut: ({ accountId, createdAt }) => personItems({ accountId, email, passwordHash, createdAt }),
+        alsoWrite: opened ? ({ accountId, createdAt }) => joinWrites(services, opened, { id: accountId, name }, createdAt) : undefined,
       })
     ).account;
   } catch (err) {
     if (!(err instanceof ConflictError)) throw err;
+    if (opened && err instanceof AccountConflictError && err.what === 'also') {
+      // The invitation was used, revoked or replaced meanwhile (or its team is gone): nothing was made.
+      const again = await services.invitations.open(input.invitation as string);
+      const problem = 'refused' in again ? again.refused : 'team-gone';
+      return { kind: 'invalid', message: INVITATION_PROBLEMS[problem].message, field: 'invitation' };
+    }
     await services.signInAttempts.fail(addressKey(client));
     // Not the e-mail: the name, or the bucket named after it (`<name>-bucket`), is someone else's.
     if (!(err instanceof AccountConflictError) || err.what === 'name')

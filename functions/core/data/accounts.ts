@@ -20,7 +20,7 @@ import { bucketItem } from './buckets.js';
 import type { Database } from './dynamo.js';
 import { ConflictError } from './errors.js';
 import type { StorageKeyStore } from './storage-keys.js';
-import { memberItem, teamItem, type Team } from './teams.js';
+import { memberItem, teamItem, type Team, type TransactItem } from './teams.js';
 
 export interface Account {
   id: string;
@@ -37,6 +37,8 @@ export type NewAccount = {
   bucketName?: string;
   /** More items made with the account in the same transaction, each only where nothing is (a person's identity: people.ts). */
   alsoPut?: (account: { accountId: string; createdAt: string }) => Array<Record<string, unknown>>;
+  /** More writes of any kind, after those (joining a team by an invitation, which it marks used); their failure is `also`. */
+  alsoWrite?: (account: { accountId: string; createdAt: string }) => TransactItem[];
 } & (
   | { accessKeyId: string; secretAccessKey: string; apiToken: string }
   | { accessKeyId?: undefined; secretAccessKey?: undefined; apiToken?: undefined }
@@ -46,7 +48,7 @@ export type NewAccount = {
 export class AccountConflictError extends ConflictError {
   override name = 'AccountConflictError';
   constructor(
-    readonly what: 'name' | 'added',
+    readonly what: 'name' | 'added' | 'also',
     message: string,
   ) {
     super(message);
@@ -98,13 +100,15 @@ export class AccountStore {
       ...credentials,
       ...added,
     ];
+    const also = input.alsoWrite?.({ accountId, createdAt }) ?? [];
     try {
-      await this.db.doc.send(new TransactWriteCommand({ TransactItems: items.map(put) }));
+      await this.db.doc.send(new TransactWriteCommand({ TransactItems: [...items.map(put), ...also] }));
     } catch (err) {
       if (err instanceof TransactionCanceledException) {
         // Which item was already there: the account's name, or one of the items the caller added, is theirs to change.
         const taken = err.CancellationReasons?.findIndex((r) => r.Code === 'ConditionalCheckFailed') ?? -1;
         if (taken === 1) throw new AccountConflictError('name', `the account name "${input.name}" is taken`);
+        if (taken >= items.length) throw new AccountConflictError('also', `a condition of account "${input.name}"'s other writes failed`);
         if (taken >= items.length - added.length)
           throw new AccountConflictError(
             'added',

@@ -13,6 +13,7 @@
  * with the parameters it was made with.
  */
 import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { TransactItem } from './teams.js';
 import type { Database } from './dynamo.js';
 import { ConflictError } from './errors.js';
 import { writtenIf } from './tables.js';
@@ -98,6 +99,19 @@ export class PersonStore {
       new GetCommand({ TableName: this.table, Key: { pk: `ACCOUNT#${accountId}`, sk: 'PERSON' }, ConsistentRead: true }),
     );
     return out.Item?.email as string | undefined;
+  }
+
+  /** The write that sets a new password's hash, for a transaction (a reset link's): only while the hash is still `identity`'s. */
+  hashChange(identity: PersonIdentity, passwordHash: string): TransactItem {
+    return {
+      Update: {
+        TableName: this.table,
+        Key: { pk: `PERSON#${identity.email}`, sk: 'PERSON' },
+        UpdateExpression: 'SET passwordHash = :new',
+        ConditionExpression: 'passwordHash = :old',
+        ExpressionAttributeValues: { ':new': passwordHash, ':old': identity.passwordHash },
+      },
+    };
   }
 
   /** Replaces a hash made with weaker parameters by one made with the current ones, unless the password changed meanwhile. */

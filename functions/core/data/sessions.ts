@@ -3,7 +3,8 @@
  *
  *   SESSION#<sha256 of the secret> / SESSION   id (public), accountId, createdAt, lastSeenAt, userAgent,
  *                                              address, expiresAt       gsi1: ACCOUNT#<id> / SESSION#<createdAt>#<id>
- *   ACCOUNT#<id> / SESSIONS                    notBefore: sessions made before it are signed out
+ *   ACCOUNT#<id> / SESSIONS                    notBefore: sessions made before it are signed out,
+ *                                              but `kept` (a session id: the one that changed the password)
  *
  * The secret (256 random bits, the cookie's value) is never stored, only
  * its SHA-256, as API keys are: a copy of the table signs no one in. The
@@ -111,7 +112,7 @@ export class SessionStore {
     const refusal = this.refusal(session, now);
     if (refusal) return { refused: refusal };
     const marker = await this.db.reader.get(this.table, { pk: `ACCOUNT#${session.accountId}`, sk: 'SESSIONS' });
-    if (marker && session.createdAt <= String(marker.notBefore)) return { refused: 'signed-out' };
+    if (signedOutBy(marker, session)) return { refused: 'signed-out' };
     if (now - Date.parse(session.lastSeenAt) > SESSION_LIMITS.touchSeconds * 1000) {
       session.lastSeenAt = new Date(now).toISOString();
       // Only while it still exists: a sign-out a moment ago must not be undone by this write.
@@ -157,7 +158,7 @@ export class SessionStore {
     const now = this.now().getTime();
     return items
       .map((item) => ({ session: sessionFromItem(item), digest: item.digest as string }))
-      .filter(({ session }) => !this.refusal(session, now) && !(marker && session.createdAt <= String(marker.notBefore)))
+      .filter(({ session }) => !this.refusal(session, now) && !signedOutBy(marker, session))
       .sort((a, b) => (a.session.createdAt < b.session.createdAt ? 1 : a.session.createdAt > b.session.createdAt ? -1 : 0));
   }
 
@@ -178,13 +179,23 @@ export class SessionStore {
     return true;
   }
 
-  /** Ends every session of the account, the one in use included ("sign out everywhere"); how many were listed. */
-  async endAll(accountId: string): Promise<number> {
-    const listed = await this.listItems(accountId);
+  /**
+   * Ends every session of the account, the one in use included ("sign out
+   * everywhere"), or all but `keep` (a session id: the browser that changed
+   * the password stays signed in); how many were ended.
+   */
+  async endAll(accountId: string, keep?: string): Promise<number> {
+    const listed = (await this.listItems(accountId)).filter(({ session }) => session.id !== keep);
     await this.db.doc.send(
       new PutCommand({
         TableName: this.table,
-        Item: { pk: `ACCOUNT#${accountId}`, sk: 'SESSIONS', accountId, notBefore: this.now().toISOString() },
+        Item: {
+          pk: `ACCOUNT#${accountId}`,
+          sk: 'SESSIONS',
+          accountId,
+          notBefore: this.now().toISOString(),
+          ...(keep ? { kept: keep } : {}),
+        },
       }),
     );
     // BatchWriteItem takes 25 requests at a time, and may hand some back unprocessed (throttling).
@@ -202,6 +213,11 @@ export class SessionStore {
     }
     return listed.length;
   }
+}
+
+/** Whether the account's last "sign out everywhere" (its marker) ended this session. */
+function signedOutBy(marker: Record<string, unknown> | undefined, session: Session): boolean {
+  return !!marker && session.createdAt <= String(marker.notBefore) && session.id !== marker.kept;
 }
 
 function sessionFromItem(item: Record<string, unknown>): Session {

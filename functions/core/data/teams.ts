@@ -30,6 +30,9 @@ export interface Team {
 
 export type TeamRole = 'OWNER' | 'MEMBER';
 
+/** One write of a transaction. */
+export type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];
+
 export interface TeamMember {
   teamId: string;
   accountId: string;
@@ -137,22 +140,7 @@ export class TeamStore {
   async addMember(teamId: string, account: { id: string; name: string }, role: TeamRole): Promise<TeamMember | undefined> {
     const member: TeamMember = { teamId, accountId: account.id, accountName: account.name, role, createdAt: this.now().toISOString() };
     try {
-      await this.db.doc.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            { Put: { TableName: this.table, Item: memberItem(member), ConditionExpression: 'attribute_not_exists(pk)' } },
-            role === 'OWNER'
-              ? { Update: this.ownerCountChange(teamId, +1) }
-              : {
-                  ConditionCheck: {
-                    TableName: this.table,
-                    Key: { pk: `TEAM#${teamId}`, sk: 'TEAM' },
-                    ConditionExpression: 'attribute_exists(pk)',
-                  },
-                },
-          ],
-        }),
-      );
+      await this.db.doc.send(new TransactWriteCommand({ TransactItems: this.arrival(member) }));
       return member;
     } catch (err) {
       if (!(err instanceof TransactionCanceledException)) throw err;
@@ -160,6 +148,28 @@ export class TeamStore {
         throw new ConflictError(`"${account.name}" is a member of the team already`);
       return undefined;
     }
+  }
+
+  /**
+   * The two writes that make a membership, for a transaction: the member
+   * (only where the account is not one yet), and the team's owner count
+   * (an owner) or a check that the team exists. First and second, so a
+   * transaction that adds its own writes after them (an invitation marked
+   * used) reads its cancellation reasons by the same indexes.
+   */
+  arrival(member: TeamMember): TransactItem[] {
+    return [
+      { Put: { TableName: this.table, Item: memberItem(member), ConditionExpression: 'attribute_not_exists(pk)' } },
+      member.role === 'OWNER'
+        ? { Update: this.ownerCountChange(member.teamId, +1) }
+        : {
+            ConditionCheck: {
+              TableName: this.table,
+              Key: { pk: `TEAM#${member.teamId}`, sk: 'TEAM' },
+              ConditionExpression: 'attribute_exists(pk)',
+            },
+          },
+    ];
   }
 
   /** Changes a member's role; LastOwnerError when that would leave no owner, undefined when not a member. */

@@ -5,6 +5,7 @@
 import { DateTime } from '../scalars.js';
 import { deployResolvers } from './deploys.js';
 import { hookResolvers } from './hooks.js';
+import { invitationResolvers } from './invitations.js';
 import { keyResolvers } from './keys.js';
 import { notificationResolvers } from './notifications.js';
 import { sessionResolvers } from './sessions.js';
@@ -13,7 +14,14 @@ import { teamResolvers } from './teams.js';
 
 export const resolvers = {
   DateTime,
-  Query: { ...siteResolvers.Query, ...deployResolvers.Query, ...teamResolvers.Query, ...keyResolvers.Query, ...sessionResolvers.Query },
+  Query: {
+    ...siteResolvers.Query,
+    ...deployResolvers.Query,
+    ...teamResolvers.Query,
+    ...keyResolvers.Query,
+    ...sessionResolvers.Query,
+    ...invitationResolvers.Query,
+  },
   Mutation: {
     ...siteResolvers.Mutation,
     ...deployResolvers.Mutation,
@@ -22,6 +30,7 @@ export const resolvers = {
     ...hookResolvers.Mutation,
     ...notificationResolvers.Mutation,
     ...sessionResolvers.Mutation,
+    ...invitationResolvers.Mutation,
   },
   Site: { ...siteResolvers.Site, ...hookResolvers.Site, ...notificationResolvers.Site },
   NotificationUrl: notificationResolvers.NotificationUrl,

@@ -9,6 +9,7 @@ import { createApi, messageOf } from './api.js';
 import { AuthError, currentSession, signOut as signOutOfSession, type PersonSession } from './auth.js';
 import { AppContext, useApp, type AppContextValue } from './app-context.js';
 import { ErrorNotice, Loading, PageHeader } from './components.js';
+import { AccountLinkPage, isAccountLinkRoute } from './pages/AccountLinks.js';
 import { Bucket } from './pages/Bucket.js';
 import { Deploy } from './pages/Deploy.js';
 import { EditSite, NewSite } from './pages/NewSite.js';
@@ -48,6 +49,7 @@ export function App() {
   const [config, setConfig] = useState<WebAppConfig | null>(null);
   const [state, setState] = useState<State>({ kind: 'starting' });
   const [storageKeys, setStorageKeysState] = useState<Credentials | null>(() => session.storageKeys());
+  const route = useRoute();
 
   /** Forgets the sign-in here; the service has ended it already, or never had it. */
   const signedOut = useCallback((notice?: string, mode: SignInMode = 'password') => {
@@ -157,6 +159,8 @@ export function App() {
     };
   }, [state, config, signedOut, storageKeys]);
 
+  // A one-time link's page shows whether or not this tab is signed in.
+  if (isAccountLinkRoute(route)) return <AccountLinkPage route={route} />;
   if (state.kind === 'starting') {
     return (
       <main id="main" className="center">

@@ -15,6 +15,10 @@ export type Route =
   | { name: 'settings' }
   | { name: 'storage' }
   | { name: 'bucket'; bucket: string; prefix: string }
+  | { name: 'invitation'; token: string }
+  | { name: 'welcome'; token: string }
+  | { name: 'forgot-password' }
+  | { name: 'reset-password'; token: string }
   | { name: 'not-found'; path: string };
 
 const segment = (s: string): string => {
@@ -50,6 +54,10 @@ export function parseHash(hash: string): Route {
   if (head === 'storage' && parts.length === 0) return { name: 'storage' };
   // The prefix keeps its slashes: everything after the bucket is the "folder" shown.
   if (head === 'storage' && parts[0]) return { name: 'bucket', bucket: parts[0], prefix: parts.slice(1).join('/') };
+  // The pages one-time links open (pages/AccountLinks.tsx): the token stays in the fragment, which no server sees.
+  if ((head === 'invitation' || head === 'welcome' || head === 'reset-password') && parts.length === 1 && parts[0])
+    return { name: head, token: parts[0] };
+  if (head === 'forgot-password' && parts.length === 0) return { name: 'forgot-password' };
   return { name: 'not-found', path: `/${path}` };
 }
 
@@ -76,6 +84,12 @@ export function href(route: Route): string {
       return '#/storage';
     case 'bucket':
       return `#/storage/${e(route.bucket)}${route.prefix ? `/${route.prefix.split('/').map(e).join('/')}` : ''}`;
+    case 'invitation':
+    case 'welcome':
+    case 'reset-password':
+      return `#/${route.name}/${e(route.token)}`;
+    case 'forgot-password':
+      return '#/forgot-password';
     case 'not-found':
       return `#${route.path}`;
   }

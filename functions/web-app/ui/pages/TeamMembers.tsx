@@ -1,6 +1,7 @@
 /**
  * The team's members: everyone sees who they are and their roles; owners
- * also add members by account name, change roles and remove members. What
+ * also add members by account name or invite them by e-mail
+ * (TeamInvitations.tsx), change roles and remove members. What
  * the API refuses (an unknown account, the last owner) is the notice's text.
  */
 import { useState, type FormEvent } from 'react';
@@ -9,6 +10,7 @@ import { ActionNotice, ConfirmButton } from '../components.js';
 import { formatTime } from '../format.js';
 import { useActions } from '../hooks.js';
 import { ADD_MEMBER, REMOVE_MEMBER, UPDATE_MEMBER, type Member } from '../queries.js';
+import { Invitations } from './TeamInvitations.js';
 
 type Role = Member['role'];
 const ROLE_TEXT: Record<Role, string> = { OWNER: 'Owner', MEMBER: 'Member' };
@@ -132,6 +134,7 @@ export function Members({ members, me, onChanged }: { members: Member[]; me: str
           })}
         </tbody>
       </table>
+      {owner ? <Invitations /> : null}
     </section>
   );
 }
