@@ -101,6 +101,11 @@ test('sign up in the browser: the account, its team and a session, and nothing o
   await shot('sign-in');
   // The API key remains a way in, behind its own button.
   expect(await page.getByLabel('API key').count()).toBe(0);
+  // A forgotten password has its way back from here: the reset page.
+  await page.getByRole('link', { name: 'Forgot your password?' }).click();
+  await page.getByLabel('E-mail').waitFor();
+  expect(new URL(page.url()).hash).toBe('#/forgot-password');
+  await page.goBack();
   await page.getByRole('button', { name: 'Create an account' }).click();
   await page.getByRole('heading', { name: 'Create an account', level: 1 }).waitFor();
   // A refusal in the service's words, the field it names marked.

@@ -12,6 +12,7 @@ import { ApiError, createApi, messageOf } from '../api.js';
 import { AuthError, signIn, signUp, type PersonSession } from '../auth.js';
 import { CURRENT_TEAM, type Team } from '../queries.js';
 import { useTitle } from '../hooks.js';
+import { href } from '../router.js';
 
 export type SignInMode = 'password' | 'sign-up' | 'api-key';
 
@@ -78,6 +79,11 @@ export function SignIn({
               </button>
             </p>
           )}
+          {mode === 'password' ? (
+            <p>
+              <a href={href({ name: 'forgot-password' })}>Forgot your password?</a>
+            </p>
+          ) : null}
           {mode !== 'api-key' ? (
             <p>
               <button type="button" className="link-button" onClick={() => setMode('api-key')}>
