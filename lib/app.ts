@@ -6,6 +6,7 @@
  *   cairn:stackName              the stack's name (default Cairn)
  *   cairn:logLevel               debug | info | warn | error | silent
  *   cairn:graphqlIntrospection   true to answer GraphQL introspection (read by the stack)
+ *   cairn:signup                 open | invite | closed: who may sign up (default invite)
  *   cairn:publicGatewayUrl       a public IPFS gateway users may fetch from
  *   cairn:bucketEndpointDomain   the S3 API's domain (virtual host: <bucket>.<it>)
  *   cairn:storagePublicDomain    public object URLs: <bucket>.<it>/<key>

@@ -100,7 +100,12 @@ export class CairnStack extends Stack {
     const options = stackOptionsOf(props);
     const environment = functionEnvironment(data, options, props.logLevel);
 
-    const graphql = addGraphqlFunction(this, { data, environment, introspection: props.graphqlIntrospection });
+    const graphql = addGraphqlFunction(this, {
+      data,
+      environment,
+      introspection: props.graphqlIntrospection,
+      signup: props.signup,
+    });
     const s3Endpoint = addS3Endpoint(this, { data, environment });
     const s3 = s3Endpoint.function;
     this.storageApi = s3Endpoint.api;

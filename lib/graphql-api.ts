@@ -37,6 +37,19 @@ export interface GraphqlFunctionProps {
   readonly environment: Record<string, string>;
   /** @default - the `cairn:graphqlIntrospection` context value, else off */
   readonly introspection?: boolean;
+  /** Who may sign up (CAIRN_SIGNUP, docs/accounts.md). @default - the `cairn:signup` context value, else 'invite' */
+  readonly signup?: SignupPolicy;
+}
+
+export type SignupPolicy = 'open' | 'invite' | 'closed';
+const SIGNUP_POLICIES: readonly string[] = ['open', 'invite', 'closed'];
+
+/** The sign-up policy from the prop or the context, checked at synthesis (the function would refuse to start on a bad one). */
+function signupOf(stack: Stack, prop: SignupPolicy | undefined): SignupPolicy {
+  const value: unknown = prop ?? stack.node.tryGetContext('cairn:signup') ?? 'invite';
+  if (typeof value !== 'string' || !SIGNUP_POLICIES.includes(value))
+    throw new Error(`cairn:signup must be "open", "invite" or "closed", got ${JSON.stringify(value)}`);
+  return value as SignupPolicy;
 }
 
 /** The GraphQL function (`Graphql`), with the schema, the playground and the web app in its bundle, and its grants. */
@@ -44,6 +57,7 @@ export function addGraphqlFunction(stack: Stack, props: GraphqlFunctionProps): N
   const { tables, blockBucket, secretsKey } = props.data;
   const introspectionContext: unknown = stack.node.tryGetContext('cairn:graphqlIntrospection');
   const introspection = props.introspection ?? (introspectionContext === true || introspectionContext === 'true');
+  const signup = signupOf(stack, props.signup);
   // The web app, built at synth and copied into the GraphQL function's
   // bundle, which serves it at / and /app/ (functions/web-app/serve.ts).
   const webAppFiles = buildWebApp(path.join(PROJECT_ROOT, WEB_APP_BUILD_DIR)).map((name) => ({
@@ -61,6 +75,8 @@ export function addGraphqlFunction(stack: Stack, props: GraphqlFunctionProps): N
       CAIRN_SCHEMA_PATH: LAMBDA_SCHEMA_PATH,
       CAIRN_GRAPHQL_PLAYGROUND_DIR: `/var/task/${PLAYGROUND_BUNDLE_DIR}`,
       CAIRN_GRAPHQL_INTROSPECTION: String(introspection),
+      // Signing up, in and out are the GraphQL function's /auth/ routes (functions/graphql/accounts-http.ts).
+      CAIRN_SIGNUP: signup,
     },
     extraFiles: ['schema.graphql', ...PLAYGROUND_FILES, ...webAppFiles],
   }).function;

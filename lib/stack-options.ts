@@ -71,6 +71,12 @@ export interface CairnStackProps extends StackProps {
    */
   readonly graphqlIntrospection?: boolean;
   /**
+   * Who may make an account by signing up (CAIRN_SIGNUP): anyone (`open`),
+   * a person holding an invitation (`invite`), or nobody (`closed`).
+   * @default - the `cairn:signup` context value, else 'invite'
+   */
+  readonly signup?: 'open' | 'invite' | 'closed';
+  /**
    * How many deploys run at once: the worker's SQS concurrency (at least 2,
    * SQS's floor). Keep it within the account's CodeBuild concurrency, which
    * can be 1 to 5 on a new account.

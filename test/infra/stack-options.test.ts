@@ -70,6 +70,23 @@ test('without options, domains are left to the runtime and the public gateway de
   expect(cfn('gateway').CAIRN_GATEWAY_URL).toBeUndefined();
 });
 
+test('cairn:signup (or the signup prop) tells the GraphQL function who may sign up; invite by default; a bad one stops synthesis', () => {
+  const signupOf = (context: Record<string, unknown>, props: { signup?: 'open' | 'invite' | 'closed' } = {}) => {
+    const a = new App({ context: { ...NO_BUNDLING, ...context } });
+    apps.push(a);
+    const s = new CairnStack(a, 'CairnSignup', props);
+    const vars = (name: keyof CairnStack['functions']) =>
+      s.resolve((s.functions[name].node.defaultChild as Json).environment).variables as Record<string, Json>;
+    // Only the function that answers /auth/ is told.
+    for (const other of ['s3', 'gateway', 'deployWorker'] as const) expect(vars(other).CAIRN_SIGNUP).toBeUndefined();
+    return vars('graphql').CAIRN_SIGNUP;
+  };
+  expect(signupOf({})).toBe('invite');
+  expect(signupOf({ 'cairn:signup': 'open' })).toBe('open');
+  expect(signupOf({ 'cairn:signup': 'open' }, { signup: 'closed' })).toBe('closed');
+  expect(() => signupOf({ 'cairn:signup': 'everyone' })).toThrow('cairn:signup must be "open", "invite" or "closed", got "everyone"');
+});
+
 // ------------------------------------------------------------ custom domains
 
 describe('custom domains', () => {
