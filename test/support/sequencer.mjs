@@ -6,7 +6,8 @@
  * this machine, but a fresh checkout (CI) has none and Jest falls back to
  * file size, which puts small slow suites (a soak, a git server) last.
  * So the seconds measured in a full run are kept here; a file not listed
- * takes Jest's own record, and one with neither counts as a second (Jest
+ * takes Jest's own record (in milliseconds, as these are
+ * compared in), and one with neither counts as a second (Jest
  * would run it first; the suites not listed take under 5 s). Files that
  * failed last time still go first (Jest's rule).
  */
@@ -110,7 +111,9 @@ const SECONDS = {
 };
 
 export default class SlowestFirst extends (Sequencer.default ?? Sequencer) {
+  /** Milliseconds, as Jest keeps its own records (a file's seconds here would rank below any recorded file's milliseconds). */
   time(test) {
-    return SECONDS[relative(test.context.config.rootDir, test.path)] ?? super.time(test) ?? 1;
+    const seconds = SECONDS[relative(test.context.config.rootDir, test.path)];
+    return seconds !== undefined ? seconds * 1000 : (super.time(test) ?? 1000);
   }
 }
