@@ -351,10 +351,13 @@ describe.each(doorsFor(DOORS))('through the $name', (door) => {
       for await (const block of reader.blocks()) blocks.push(block);
       const [root, ...rest] = blocks;
       const cids = blocks.map((b) => b.cid.toString());
+      // The blocks of a fixture are the same for each door, and the doors share one node: the
+      // first door to run meets them missing, a later one finds them held (and pinned) already.
+      const fresh = (await missingOf(cids.slice(1))).length === rest.length;
       const first = await postCar(await carOf([root!.cid], [root!]));
       expect([name, first.status]).toEqual([name, 200]);
       // The root's one link (to the middle block) is missing; what lies below it is not known yet.
-      expect(await first.json()).toMatchObject({ ok: true, complete: false, missing: 1 });
+      expect(await first.json()).toMatchObject(fresh ? { ok: true, complete: false, missing: 1 } : { ok: true, complete: true });
       const second = await postCar(await carOf([root!.cid], rest));
       expect(await second.json()).toMatchObject({ ok: true, complete: true, blocks: 2 });
       expect(await isRootPinned(await service.services.ipfs(), root!.cid)).toBe(true);

@@ -927,8 +927,9 @@ test('git & notifications: a notification URL for two events gets signed deliver
   const secret = await page.getByLabel(`Signing secret of ${target}`).inputValue();
   expect((await hooksSiteState()).notificationUrls).toEqual([{ url: target, events: ['SUCCEEDED', 'PUBLISHED'] }]);
   const item = page.locator(`li[data-notification="${target}"]`);
-  expect(await item.locator('.notification-events .tag').allTextContents()).toEqual(['Succeeded', 'Published']);
+  // The list shows the new URL once it has read it again: wait for it before reading its tags.
   await item.getByText('Nothing sent yet.').waitFor();
+  expect(await item.locator('.notification-events .tag').allTextContents()).toEqual(['Succeeded', 'Published']);
 
   const res = await fetch(hookUrl, { method: 'POST' });
   const { deployId } = (await res.json()) as { deployId: string };
