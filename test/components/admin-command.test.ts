@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
-import { ROOT } from '../support/child-service.js';
+import { npmScriptArgs, ROOT } from '../support/child-service.js';
 import { startEmbeddedDb, type EmbeddedDb } from '../support/embedded-db.js';
 import { serviceEnv, startTestService } from '../support/service.js';
 import { loadConfig } from '../../functions/core/config.js';
@@ -34,9 +34,10 @@ interface Run {
   stderr: string;
 }
 
-/** The command with only the environment given (and PATH, HOME): nothing of this test's own. */
+/** `npm run admin`'s command with only the environment given (and PATH, HOME): nothing of this test's own. */
 function admin(env: Record<string, string>, ...args: string[]): Promise<Run> {
-  return promisify(execFile)(process.execPath, ['--import', 'tsx', join(ROOT, 'bin/admin.ts'), ...args], {
+  const { nodeArgs, script } = npmScriptArgs('admin');
+  return promisify(execFile)(process.execPath, [...nodeArgs, join(ROOT, script), ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
   }).then(

@@ -16,7 +16,7 @@ import { Key } from 'interface-datastore';
 import type { CID } from 'multiformats/cid';
 import { startTestService, serviceEnv, type TestService } from '../support/service.js';
 import { captureHeaders, failure } from '../support/s3-doors.js';
-import { ROOT } from '../support/child-service.js';
+import { npmScriptArgs, ROOT } from '../support/child-service.js';
 import { parseCid } from '../../functions/core/ipfs/cid.js';
 import { checkIntegrity } from '../../functions/core/storage/fsck.js';
 import { collectGarbage } from '../../functions/core/storage/collect.js';
@@ -126,8 +126,9 @@ describe('npm run fsck', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
+  const { nodeArgs, script } = npmScriptArgs('fsck');
   const fsck = async (env: Record<string, string>, ...args: string[]) =>
-    run(process.execPath, ['--import', 'tsx', join(ROOT, 'bin/fsck.ts'), ...args], { cwd: ROOT, env: { ...process.env, ...env } }).then(
+    run(process.execPath, [...nodeArgs, join(ROOT, script), ...args], { cwd: ROOT, env: { ...process.env, ...env } }).then(
       (r) => ({ code: 0, ...r }),
       (e: { code: number; stdout: string; stderr: string }) => e,
     );

@@ -55,11 +55,16 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
  *   heap (about 60 MiB here) is better kept at its working size.
  */
 export function npmStartArgs(): { nodeArgs: string[]; script: string } {
-  const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start ?? '';
-  const words = start.trim().split(/\s+/);
+  return npmScriptArgs('start');
+}
+
+/** An npm script of package.json that runs `node <flags> <script>.ts`, as its Node flags and script (to run it with an environment of the test's own). */
+export function npmScriptArgs(name: string): { nodeArgs: string[]; script: string } {
+  const line = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts[name] ?? '';
+  const words = line.trim().split(/\s+/);
   const script = words.at(-1)!;
   if (words[0] !== 'node' || !script.endsWith('.ts'))
-    throw new Error(`package.json's start script is not "node <flags> <script>.ts": ${start}`);
+    throw new Error(`package.json's ${name} script is not "node <flags> <script>.ts": ${line}`);
   return { nodeArgs: words.slice(1, -1), script };
 }
 
