@@ -14,7 +14,6 @@
  * `blockstore.get`, in path order: the trustless gateway records them so.
  */
 import { murmur3128 } from '@multiformats/murmur3';
-import { unixfs } from '@helia/unixfs';
 import { exporter, walkPath, type UnixFSEntry } from 'ipfs-unixfs-exporter';
 import type { Blockstore } from 'interface-blockstore';
 import type { CID } from 'multiformats/cid';
@@ -394,11 +393,14 @@ const LISTING_PARALLEL = 16;
  * A directory's entries (a sharded one's too), sorted by name, with their
  * types and file sizes. Listings are not a measured hot path, so the
  * children are named by @helia/unixfs's `ls` (the product's UnixFS
- * library); each child is typed by the exporter, which also types what
- * `stat` refuses (an identity CID, a dag-cbor node).
+ * library), loaded on the first listing: its index loads every command and
+ * libp2p's utilities, 180 modules a start of the service does not need.
+ * Each child is typed by the exporter, which also types what `stat`
+ * refuses (an identity CID, a dag-cbor node).
  */
 export async function listDirectory(blockstore: Blockstore, entry: PathEntry, signal?: AbortSignal): Promise<ListedEntry[]> {
   if (entry.type !== 'directory') return [];
+  const { unixfs } = await import('@helia/unixfs');
   const links: Array<{ name: string; cid: CID }> = [];
   for await (const child of unixfs({ blockstore }).ls(entry.cid, { signal })) links.push({ name: child.name, cid: child.cid });
   const out: ListedEntry[] = [];
