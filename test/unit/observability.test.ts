@@ -7,6 +7,9 @@
  * middy handlers, the project's own Lambda HTTP door (streaming) and a
  * Lambda context object.
  */
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import middy from '@middy/core';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { APIGatewayProxyEventV2, Context, SQSEvent } from 'aws-lambda';
@@ -18,8 +21,10 @@ import {
   logLevelFromEnv,
   METRICS_NAMESPACE,
   observe,
+  tracingWanted,
 } from '../../functions/core/observability.js';
 import { v2Event } from '../support/lambda-door.js';
+import { ROOT } from '../support/child-service.js';
 
 type Line = Record<string, any>;
 
@@ -328,5 +333,54 @@ describe('levels', () => {
   test('observe() refuses a plain function', () => {
     const obs = createObservability('graphql', { logLevel: 'info' });
     expect(() => observe(async () => 1, obs)).toThrow(/middy/);
+  });
+});
+
+describe('tracing', () => {
+  /**
+   * A process that builds the observability stack and runs one invocation
+   * through it, counting the async hooks enabled meanwhile (in a process of
+   * its own: this suite's imports have loaded the module already).
+   */
+  const probe = async (env: Record<string, string>) => {
+    const script = `
+      import asyncHooks from 'node:async_hooks';
+      let hooks = 0;
+      const createHook = asyncHooks.createHook;
+      asyncHooks.createHook = (...args) => (hooks++, createHook(...args));
+      const { default: middy } = await import('@middy/core');
+      const { createObservability, observe } = await import(${JSON.stringify(join(ROOT, 'functions/core/observability.ts'))});
+      const obs = createObservability('probe', { logLevel: 'error' });
+      const handler = observe(middy(async () => 'answered'), obs);
+      const context = { awsRequestId: 'req-1', functionName: 'probe', functionVersion: '1', memoryLimitInMB: '128',
+        invokedFunctionArn: 'arn:aws:lambda:eu-west-1:123456789012:function:probe', getRemainingTimeInMillis: () => 1000 };
+      const answer = await handler({ source: 'probe' }, context);
+      process.stdout.write('\\n' + JSON.stringify({ hooks, answer }) + '\\n');
+    `;
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    });
+    return JSON.parse(stdout.trim().split('\n').at(-1)!) as { hooks: number; answer: string };
+  };
+
+  test('outside Lambda the tracer is never loaded: no async hook is enabled (aws-xray-sdk-core enables one at import)', async () => {
+    expect(await probe({})).toEqual({ hooks: 0, answer: 'answered' });
+  });
+
+  test('in Lambda it is loaded at the first invocation and traces it; POWERTOOLS_TRACE_ENABLED=false keeps it out', async () => {
+    const lambda = { AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs22.x', AWS_XRAY_CONTEXT_MISSING: 'IGNORE_ERROR' };
+    const traced = await probe(lambda);
+    expect(traced.answer).toBe('answered');
+    expect(traced.hooks).toBeGreaterThan(0);
+    expect(await probe({ ...lambda, POWERTOOLS_TRACE_ENABLED: 'false' })).toEqual({ hooks: 0, answer: 'answered' });
+  });
+
+  test('tracingWanted decides as Powertools does', () => {
+    expect(tracingWanted({})).toBe(false);
+    expect(tracingWanted({ AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs22.x' })).toBe(true);
+    expect(tracingWanted({ AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs22.x', POWERTOOLS_TRACE_ENABLED: 'FALSE' })).toBe(false);
+    expect(tracingWanted({ AWS_EXECUTION_ENV: 'AWS_Lambda_amplify-mock' })).toBe(false);
+    expect(tracingWanted({ AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs22.x', AWS_SAM_LOCAL: 'true' })).toBe(false);
   });
 });
