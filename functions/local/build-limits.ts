@@ -339,14 +339,23 @@ export function diskUsage(dir: string): Promise<number | undefined> {
   });
 }
 
-/** Bytes used on the file system holding path (a build's /tmp, seen through /proc/<pid>/root). */
-export async function usedOn(path: string): Promise<{ used: number; free: number } | undefined> {
-  try {
-    const s = await statfs(path);
-    return { used: (s.blocks - s.bfree) * s.bsize, free: s.bavail * s.bsize };
-  } catch {
-    return undefined;
-  }
+/** statfs's f_type for tmpfs (linux/magic.h). */
+const TMPFS_MAGIC = 0x01021994;
+
+/**
+ * What the build's /tmp holds, once `path` (the sandbox's /tmp through its
+ * first process's /proc root) is that tmpfs. While bubblewrap is still
+ * making the sandbox, that process already is in its own pid namespace but
+ * its root is not yet the sandbox's: the path shows the machine's own /tmp
+ * (seen here: one reading in thirty, polling through twenty sandboxes'
+ * starts), and the machine's whole disk counted against the build's disk
+ * limit once ended a loaded machine's builds at once. So only a tmpfs no
+ * larger than the build's is read; anything else is not yet the build's.
+ */
+export async function sandboxTmpUse(path: string, limits: BuildLimits): Promise<{ used: number; free: number } | undefined> {
+  const s = await statfs(path).catch(() => undefined);
+  if (!s || s.type !== TMPFS_MAGIC || s.blocks * s.bsize > limits.tmpBytes + s.bsize) return undefined;
+  return { used: (s.blocks - s.bfree) * s.bsize, free: s.bavail * s.bsize };
 }
 
 /**
@@ -447,7 +456,7 @@ export function watchBuild(options: WatchOptions): BuildWatch {
     let tmpUsed = 0;
     if (tmp) {
       tmpPath ??= await tmp();
-      const seen = tmpPath ? await usedOn(tmpPath) : undefined;
+      const seen = tmpPath ? await sandboxTmpUse(tmpPath, limits) : undefined;
       if (seen) {
         if (seen.free < TMP_FULL_BYTES) return reachedLine.tmp(limits);
         tmpUsed = seen.used;

@@ -11,6 +11,7 @@ import { dirname, join, relative, sep } from 'node:path';
 import { ROOT } from '../support/child-service.js';
 import { leastCpuMs, leastStalled } from '../support/event-loop.js';
 import { BwrapRunner, type BwrapRunnerOptions } from '../../functions/local/bwrap-runner.js';
+import { sandboxTmpUse, watchBuild } from '../../functions/local/build-limits.js';
 import type { BuildLimits } from '../../functions/core/config.js';
 import type { BuildRequest, BuildResult } from '../../functions/core/ports/build-runner.js';
 
@@ -245,6 +246,22 @@ describe('limits end the build, naming the limit', () => {
     const one = await build(runner({ limits: limits({ diskBytes: 16 * MiB }) }), 'head -c 67108864 /dev/zero > big; sleep 30');
     expect(one.result).toMatchObject({ outcome: 'failed', limit: 'disk limit 16 MiB reached' });
     expect(one.ms).toBeLessThan(15_000);
+  });
+
+  test("the machine's own /tmp, which the sandbox's first process shows while bubblewrap makes it, is not the build's", async () => {
+    // Through /proc/<pid>/root that process shows the machine's root until the sandbox's is in place: its disk is not the build's.
+    expect(await sandboxTmpUse('/', limits())).toBeUndefined();
+    expect(await sandboxTmpUse('/proc/self/root/tmp', limits())).toBeUndefined();
+    let reached: string | undefined;
+    const watch = watchBuild({ limits: limits({ diskBytes: 1 * MiB }), tmp: async () => '/', onReached: (line) => (reached = line) });
+    await new Promise((r) => setTimeout(r, 1_500));
+    watch.stop();
+    expect(reached).toBeUndefined();
+    // Many sandboxes started at once, on a loaded machine, each with a small disk limit: none ends at it.
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () => build(runner({ limits: limits({ diskBytes: 4 * MiB }) }), 'sleep 1').then((b) => b.result)),
+    );
+    expect(results.map((r) => r.outcome)).toEqual(Array(8).fill('succeeded'));
   });
 
   test('/tmp and the workspace count together', async () => {
