@@ -104,3 +104,9 @@ async function sessionAfterSignIn(): Promise<PersonSession> {
 export async function signOut(csrfToken: string, everywhere = false): Promise<void> {
   await call('POST', '/auth/sign-out', everywhere ? { everywhere: true } : {}, csrfToken);
 }
+
+/** Changes the password of the signed-in account; the service signs out its other sessions and answers how many it ended. */
+export async function changePassword(csrfToken: string, currentPassword: string, newPassword: string): Promise<number> {
+  const answer = await call('POST', '/auth/password', { currentPassword, newPassword }, csrfToken);
+  return typeof answer.ended === 'number' ? answer.ended : 0;
+}
