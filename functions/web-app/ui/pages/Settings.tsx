@@ -55,7 +55,7 @@ export function Settings() {
               </div>
               <div className="fact">
                 <dt>Signed in with</dt>
-                <dd>{person ? 'E-mail and password' : 'An API key, in this tab'}</dd>
+                <dd>{person ? 'A session in this browser' : 'An API key, in this tab'}</dd>
               </div>
             </dl>
           </section>
