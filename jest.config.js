@@ -25,6 +25,7 @@ const LONG_SUITES = [
   'test/clients/s3-clients-rclone-s3cmd.test.ts',
   'test/web-app/web-app-browser.test.ts',
   'test/web-app/web-app-accounts-browser.test.ts',
+  'test/web-app/web-app-oidc-browser.test.ts',
   'test/web-app/device-login-browser.test.ts',
   'test/web-app/invitation-browser.test.ts',
   'test/clients/s3-cors-browser.test.ts',

@@ -126,6 +126,14 @@ export interface Config {
     from?: string;
     smtp?: { host: string; port: number; secure: boolean; user?: string; password?: string };
   };
+  /**
+   * Sign-in with an OpenID Connect provider (docs/accounts.md), when
+   * CAIRN_OIDC_ISSUER, CAIRN_OIDC_CLIENT_ID and CAIRN_OIDC_CLIENT_SECRET are
+   * all set; `name` (CAIRN_OIDC_NAME, default the issuer's host) is what the
+   * sign-in page's button says. The issuer is https, or http on a loopback
+   * address (a provider on this machine).
+   */
+  oidc?: { issuer: string; clientId: string; clientSecret: string; name: string };
   /** Every request the service makes to an address a user chose (clones, notifications, commit statuses). */
   outbound: {
     /**
@@ -363,6 +371,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     signup: signupPolicy(env),
     mail: mailSettings(env),
+    oidc: oidcSettings(env),
     outbound: outboundRules(env),
     deployQueueUrl: opt(env, 'CAIRN_DEPLOY_QUEUE_URL'),
     cdn: {
@@ -532,6 +541,35 @@ function mailSettings(env: Env): Config['mail'] {
       password: decode(url.password),
     },
   };
+}
+
+/** CAIRN_OIDC_*: all three of issuer, client id and secret, or none; the secret never appears in an error. */
+function oidcSettings(env: Env): Config['oidc'] {
+  const issuer = opt(env, 'CAIRN_OIDC_ISSUER');
+  const clientId = opt(env, 'CAIRN_OIDC_CLIENT_ID');
+  const clientSecret = opt(env, 'CAIRN_OIDC_CLIENT_SECRET');
+  const name = opt(env, 'CAIRN_OIDC_NAME');
+  if (issuer === undefined && clientId === undefined && clientSecret === undefined) return undefined;
+  for (const [variable, value] of [
+    ['CAIRN_OIDC_ISSUER', issuer],
+    ['CAIRN_OIDC_CLIENT_ID', clientId],
+    ['CAIRN_OIDC_CLIENT_SECRET', clientSecret],
+  ] as const)
+    if (value === undefined)
+      throw new ConfigError(variable, 'must be set with the other CAIRN_OIDC_ settings (issuer, client id and secret)');
+  let url: URL;
+  try {
+    url = new URL(issuer!);
+  } catch {
+    throw new ConfigError('CAIRN_OIDC_ISSUER', `must be the provider's issuer URL, like https://accounts.example.org, got "${issuer}"`);
+  }
+  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  const loopback = host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback))
+    throw new ConfigError('CAIRN_OIDC_ISSUER', `must be https (http only on a loopback address), got "${issuer}"`);
+  if (name !== undefined && (/[\u0000-\u001f\u007f]/.test(name) || name.length > 60))
+    throw new ConfigError('CAIRN_OIDC_NAME', 'must be one line of at most 60 characters');
+  return { issuer: issuer!, clientId: clientId!, clientSecret: clientSecret!, name: name ?? url.host };
 }
 
 function signupPolicy(env: Env): Config['signup'] {

@@ -12,6 +12,7 @@ import { handleHook, isHookPath } from './hooks-http.js';
 import { handleImport, isImportPath, type ImportServices } from './imports-http.js';
 import { handleWebApp, isWebAppPath } from '../web-app/serve.js';
 import { handleAuth, isAuthPath } from './accounts-http.js';
+import { handleOidc, isOidcPath } from './oidc-http.js';
 import { handleAccountLinks, isAccountLinkPath, type AccountLinkServices } from './account-links-http.js';
 import type { AuthServices } from '../core/auth/sign-in.js';
 import { handleDevice, isDevicePath, type DeviceServices } from './device-http.js';
@@ -34,6 +35,7 @@ export const SIDE_ROUTES: readonly SideRoute[] = [
   { matches: isImportPath, handle: handleImport },
   { matches: isDevicePath, handle: handleDevice },
   { matches: isAccountLinkPath, handle: handleAccountLinks },
+  { matches: isOidcPath, handle: handleOidc },
   { matches: isAuthPath, handle: handleAuth },
   { matches: isWebAppPath, handle: handleWebApp },
 ];

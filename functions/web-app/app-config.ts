@@ -24,6 +24,8 @@ export interface WebAppConfig {
   maxPutBytes: number;
   /** Who may sign up (CAIRN_SIGNUP): the sign-in page offers its form only where it is `open`, and says why not elsewhere. */
   signUp: Config['signup'];
+  /** The OpenID Connect provider to sign in with, by the name its button shows, where one is configured (never its secret). */
+  oidc?: { name: string };
 }
 
 export function webAppConfig(config: Config): WebAppConfig {
@@ -39,5 +41,6 @@ export function webAppConfig(config: Config): WebAppConfig {
     publicFiles: { scheme, domain: config.urls.storagePublicDomain },
     maxPutBytes: config.storage.maxRequestBody,
     signUp: config.signup,
+    ...(config.oidc ? { oidc: { name: config.oidc.name } } : {}),
   };
 }

@@ -83,6 +83,34 @@ describe('configuration', () => {
     expect(() => loadConfig({ CAIRN_SIGNUP: 'yes' })).toThrow(/^CAIRN_SIGNUP: must be "open", "invite" or "closed", got "yes"$/);
   });
 
+  test('CAIRN_OIDC_*: issuer, client id and secret together, https or loopback http; no error shows the secret', () => {
+    expect(loadConfig({}).oidc).toBeUndefined();
+    const oidc = { CAIRN_OIDC_ISSUER: 'https://id.example.org/realm', CAIRN_OIDC_CLIENT_ID: 'cairn', CAIRN_OIDC_CLIENT_SECRET: 's3cret' };
+    expect(loadConfig(oidc).oidc).toEqual({
+      issuer: 'https://id.example.org/realm',
+      clientId: 'cairn',
+      clientSecret: 's3cret',
+      name: 'id.example.org',
+    });
+    expect(loadConfig({ ...oidc, CAIRN_OIDC_NAME: 'GitLab' }).oidc?.name).toBe('GitLab');
+    expect(loadConfig({ ...oidc, CAIRN_OIDC_ISSUER: 'http://127.0.0.1:9000' }).oidc?.issuer).toBe('http://127.0.0.1:9000');
+    const refusals: Array<[Record<string, string>, RegExp]> = [
+      [{ ...oidc, CAIRN_OIDC_CLIENT_SECRET: '' }, /^CAIRN_OIDC_CLIENT_SECRET: must be set with the other/],
+      [{ CAIRN_OIDC_ISSUER: oidc.CAIRN_OIDC_ISSUER }, /^CAIRN_OIDC_CLIENT_ID: must be set with the other/],
+      [{ ...oidc, CAIRN_OIDC_ISSUER: 'http://id.example.org' }, /^CAIRN_OIDC_ISSUER: must be https \(http only on a loopback address\)/],
+      [{ ...oidc, CAIRN_OIDC_ISSUER: 'not a url' }, /^CAIRN_OIDC_ISSUER: must be the provider's issuer URL/],
+      [{ ...oidc, CAIRN_OIDC_NAME: 'Git\nLab' }, /^CAIRN_OIDC_NAME: must be one line/],
+    ];
+    for (const [env, message] of refusals) {
+      expect(() => loadConfig(env)).toThrow(message);
+      try {
+        loadConfig(env);
+      } catch (err) {
+        expect((err as Error).message).not.toContain('s3cret');
+      }
+    }
+  });
+
   test('CAIRN_SMTP_URL names the mail server, with CAIRN_MAIL_FROM; neither error shows the password', () => {
     expect(loadConfig({}).mail).toEqual({ from: undefined });
     const from = 'Cairn <cairn@example.org>';

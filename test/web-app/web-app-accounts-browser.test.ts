@@ -7,8 +7,9 @@
  * storage key pair whose secret, shown once, works with the AWS SDK and is
  * gone on reload; a second browser's session is listed, and "sign out
  * everywhere" in one ends the other; a mutation with the cookie but
- * without the CSRF token is refused; the team switcher moves requests to
- * another team; a session ended while the tab was away is said to have
+ * without the CSRF token is refused; the password changed in Settings
+ * (refused with a wrong current password) signs the other browsers out
+ * and keeps this one; the team switcher moves requests to another team; a session ended while the tab was away is said to have
  * ended; a lock-out is shown with its wait.
  */
 import { existsSync } from 'node:fs';
@@ -286,6 +287,71 @@ test('"sign out everywhere" ends both sessions: this browser goes to sign-in, th
   await other.getByLabel('E-mail').waitFor();
   expect(await service.services.sessions.list((await service.services.people.byEmail('dana@example.org'))!.accountId)).toEqual([]);
   await second.close();
+});
+
+test('Settings: the password changed with the current one; the other browsers are signed out, this one stays', async () => {
+  const NEW_PASSWORD = 'another long enough password';
+  await page.goto(`${origin}/`);
+  await signInWith(page, 'dana@example.org', PASSWORD);
+  await sitesHeading(page).waitFor();
+  const third = await browser.newContext();
+  const elsewhere = await newPage(third);
+  await elsewhere.goto(`${origin}/`);
+  await signInWith(elsewhere, 'dana@example.org', PASSWORD);
+  await sitesHeading(elsewhere).waitFor();
+
+  await page.goto(`${origin}/#/settings`);
+  const section = page.getByRole('region', { name: 'Password' });
+  await section.getByLabel('Current password').waitFor();
+  const change = async (current: string, next: string, repeated = next) => {
+    await section.getByLabel('Current password').fill(current);
+    await section.getByLabel('New password', { exact: true }).fill(next);
+    await section.getByLabel('New password again').fill(repeated);
+    await section.getByRole('button', { name: 'Change password' }).click();
+  };
+  // Refusals: the repetition differs (checked here), the current password is wrong (the service's words), each field marked.
+  await change(PASSWORD, NEW_PASSWORD, 'something else entirely');
+  await section.getByRole('alert').filter({ hasText: 'The new password and its repetition differ.' }).waitFor();
+  expect(await section.getByLabel('New password again').getAttribute('aria-invalid')).toBe('true');
+  await change('not the password at all', NEW_PASSWORD);
+  await section.getByRole('alert').filter({ hasText: 'The current password is not right' }).waitFor();
+  expect(await page.evaluate(() => document.activeElement?.id)).toBe('settings-currentPassword');
+
+  await change(PASSWORD, NEW_PASSWORD);
+  await section.getByText('Password changed. 1 other session was signed out.').waitFor();
+  await shot('settings-password');
+  // This browser stays signed in; the other one's next navigation lands on sign-in.
+  expect((await sessionOf(page)).ok).toBe(true);
+  await elsewhere.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Team' }).click();
+  await elsewhere.getByText(SESSION_ENDED).waitFor();
+  await third.close();
+  // The old password no longer signs in; the new one does. Asked from outside the browser, and that new session
+  // signed out again, so that the change back below finds no other session.
+  const signIn = (password: string) =>
+    fetch(`${origin}/auth/sign-in`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'dana@example.org', password }),
+    });
+  expect((await signIn(PASSWORD)).status).toBe(401);
+  const signedIn = await signIn(NEW_PASSWORD);
+  expect(signedIn.status).toBe(200);
+  const { csrfToken } = (await signedIn.json()) as { csrfToken: string };
+  const cookie = signedIn.headers.getSetCookie()[0]!.split(';')[0]!;
+  const out = await fetch(`${origin}/auth/sign-out`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrfToken },
+    body: '{}',
+  });
+  expect(await out.json()).toEqual({ ok: true, ended: 1 });
+  // Back to the suite's password: no other session is signed in now.
+  await change(NEW_PASSWORD, PASSWORD);
+  await section.getByText('Password changed. No other session was signed in.').waitFor();
+  // Signed out here, on Settings, as the next step expects: signing in again comes back to it. (The header's
+  // button: the sessions list has its own "Sign out" buttons.)
+  expect(new URL(page.url()).hash).toBe('#/settings');
+  await page.getByRole('banner').getByRole('button', { name: 'Sign out', exact: true }).click();
+  await page.getByLabel('E-mail').waitFor();
 });
 
 test('the team switcher: requests go to the chosen team, which the tab keeps across a reload', async () => {

@@ -6,7 +6,7 @@
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import type { WebAppConfig } from '../app-config.js';
 import { createApi, messageOf } from './api.js';
-import { AuthError, currentSession, signOut as signOutOfSession, type PersonSession } from './auth.js';
+import { AuthError, currentSession, providerProblem, signOut as signOutOfSession, type PersonSession } from './auth.js';
 import { AppContext, useApp, type AppContextValue } from './app-context.js';
 import { ErrorNotice, Loading, PageHeader } from './components.js';
 import { AccountLinkPage, isAccountLinkRoute } from './pages/AccountLinks.js';
@@ -96,6 +96,12 @@ export function App() {
         }
         if (stopped) return;
         if (person) return enter(person);
+        // Back from the provider without signing in: the service named the problem in the query, shown once.
+        const problem = new URLSearchParams(window.location.search).get('sign_in_error');
+        if (problem !== null) {
+          window.history.replaceState(null, '', `/${window.location.hash}`);
+          return signedOut(providerProblem(problem, cfg.oidc?.name ?? 'the provider'));
+        }
         // No session: a tab that had one says it ended (its cookie expired, or it was signed out elsewhere).
         return signedOut(session.hadSession() ? SESSION_ENDED : undefined);
       }
@@ -180,6 +186,7 @@ export function App() {
       <SignIn
         graphqlPath={config?.graphqlPath ?? '/graphql'}
         signUp={config?.signUp ?? 'closed'}
+        oidc={config?.oidc}
         notice={state.kind === 'signed-out' ? state.notice : undefined}
         mode={state.kind === 'signed-out' ? state.mode : 'password'}
         onSignedInWithKey={(apiKey, team) => {

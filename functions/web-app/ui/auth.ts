@@ -104,3 +104,34 @@ async function sessionAfterSignIn(): Promise<PersonSession> {
 export async function signOut(csrfToken: string, everywhere = false): Promise<void> {
   await call('POST', '/auth/sign-out', everywhere ? { everywhere: true } : {}, csrfToken);
 }
+
+/** Changes the password of the signed-in account; the service signs out its other sessions and answers how many it ended. */
+export async function changePassword(csrfToken: string, currentPassword: string, newPassword: string): Promise<number> {
+  const answer = await call('POST', '/auth/password', { currentPassword, newPassword }, csrfToken);
+  return typeof answer.ended === 'number' ? answer.ended : 0;
+}
+
+/** Starts a sign-in with the service's OpenID Connect provider (with an invitation's token, to sign up by it): the provider's page to go to. */
+export async function startProviderSignIn(invitation?: string): Promise<string> {
+  const answer = await call('POST', '/auth/oidc/start', invitation ? { invitation } : {});
+  if (typeof answer.url !== 'string') throw new AuthError('The service gave no address to sign in at.', 0);
+  return answer.url;
+}
+
+/** What the service's `?sign_in_error=` after a provider's sign-in means (graphql/oidc-http.ts), in words for the person. */
+export function providerProblem(problem: string, name: string): string {
+  const words: Record<string, string> = {
+    denied: `You declined at ${name}: you are not signed in.`,
+    failed: `Signing in with ${name} did not work: its answer could not be checked. Try again.`,
+    expired: 'That sign-in took too long, or was started in another browser. Try again.',
+    unavailable: `${name} cannot be reached now. Try again later.`,
+    'email-taken': `An account with the e-mail address ${name} gave exists already, and is not linked to it: sign in with your e-mail and password.`,
+    'email-unverified': `${name} did not say your e-mail address is confirmed: confirm it there, then try again.`,
+    closed: "There is no account for you here, and new accounts are made by the service's operator.",
+    'invite-only':
+      'There is no account for you here, and new accounts are by invitation: ask an owner of a team to invite you, then use the link of the invitation.',
+    invitation: 'The invitation could not be used: it is used, withdrawn, expired, or for another e-mail address.',
+    locked: 'Too many failed sign-ins from this address: try again in 15 minutes.',
+  };
+  return words[problem] ?? `Signing in with ${name} did not work. Try again.`;
+}

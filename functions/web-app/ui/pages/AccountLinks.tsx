@@ -13,7 +13,7 @@ import { href, type Route } from '../router.js';
 import { useTitle } from '../hooks.js';
 import { Loading } from '../components.js';
 import { formatTime } from '../format.js';
-import { Logo } from './SignIn.js';
+import { Logo, ProviderButton } from './SignIn.js';
 
 export type AccountLinkRoute = Extract<Route, { name: 'invitation' | 'welcome' | 'forgot-password' | 'reset-password' }>;
 
@@ -156,8 +156,14 @@ function InvitationPage({ token }: { token: string }) {
   const [name, setName] = useState('');
   const [password, setPassword] = useState('');
   const [busy, setBusy] = useState(false);
+  const [provider, setProvider] = useState<string | null>(null);
 
   useEffect(() => {
+    // The service's OpenID Connect provider, if it has one: signing up with it by this invitation is the other way in.
+    fetch('/app/config.json')
+      .then((res) => res.json() as Promise<{ oidc?: { name: string } }>)
+      .then((config) => setProvider(config.oidc?.name ?? null))
+      .catch(() => {});
     void (async () => {
       const [opened, signedIn] = await Promise.all([authPost('/auth/invitations/view', { token }), currentSession()]);
       if (opened.status === 200) setView(opened.body.invitation as InvitationView);
@@ -265,6 +271,7 @@ function InvitationPage({ token }: { token: string }) {
               {mode === 'sign-up' ? 'Create account and join' : 'Sign in and join'}
             </button>
           </form>
+          {mode === 'sign-up' && provider ? <ProviderButton name={provider} invitation={token} /> : null}
           {mode === 'sign-in' ? (
             <p className="hint">
               <a href={href({ name: 'forgot-password' })}>Forgot your password?</a>

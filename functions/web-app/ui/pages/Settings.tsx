@@ -4,11 +4,13 @@
  * everywhere", this browser included); and the API section of the service
  * description ("user settings, API section, action Create API keys"): the
  * account's storage key pairs, each secret shown once, and their own
- * hosting API keys for the team in use.
+ * hosting API keys for the team in use. Signed in with a password, also
+ * that password, changed with the current one (the service signs out the
+ * account's other sessions).
  */
-import { useRef } from 'react';
+import { useRef, useState, type FormEvent } from 'react';
 import { useApp } from '../app-context.js';
-import { signOut as signOutOfSession } from '../auth.js';
+import { AuthError, changePassword, signOut as signOutOfSession } from '../auth.js';
 import { ActionNotice, ConfirmButton, ErrorNotice, Loading, PageHeader, TimeAgo } from '../components.js';
 import { formatAgo } from '../format.js';
 import { useActions, useLoad, useTitle } from '../hooks.js';
@@ -53,11 +55,12 @@ export function Settings() {
               </div>
               <div className="fact">
                 <dt>Signed in with</dt>
-                <dd>{person ? 'E-mail and password' : 'An API key, in this tab'}</dd>
+                <dd>{person ? 'A session in this browser' : 'An API key, in this tab'}</dd>
               </div>
             </dl>
           </section>
-          {/* Password and second factor (issue 36, built separately): their sections go here, between the profile and the sessions. */}
+          {person ? <PasswordSection csrfToken={person.csrfToken} onChanged={reload} /> : null}
+          {/* A second factor (issue 36, not built yet): its section goes here, between the password and the sessions. */}
           <Sessions sessions={data.data.getSessions} onChanged={reload} />
           <section className="stack" aria-labelledby="api-title">
             <div>
@@ -80,6 +83,90 @@ export function Settings() {
         </div>
       ) : null}
     </>
+  );
+}
+
+/** The password, changed with the current one; the other sessions end (the service's answer says how many). */
+function PasswordSection({ csrfToken, onChanged }: { csrfToken: string; onChanged(): void }) {
+  const [current, setCurrent] = useState('');
+  const [next, setNext] = useState('');
+  const [repeated, setRepeated] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<{ message: string; field?: string } | null>(null);
+  const [done, setDone] = useState<string | null>(null);
+  const inputs = useRef<Record<string, HTMLInputElement | null>>({});
+
+  const refuse = (message: string, field?: string) => {
+    setError({ message, field });
+    if (field) inputs.current[field]?.focus();
+  };
+
+  const submit = async (event: FormEvent<HTMLFormElement>) => {
+    event.preventDefault();
+    setDone(null);
+    if (!current) return refuse('Enter your current password.', 'currentPassword');
+    if (!next) return refuse('Enter a new password.', 'newPassword');
+    if (next !== repeated) return refuse('The new password and its repetition differ.', 'repeatPassword');
+    setBusy(true);
+    setError(null);
+    try {
+      const ended = await changePassword(csrfToken, current, next);
+      setCurrent('');
+      setNext('');
+      setRepeated('');
+      setDone(
+        ended === 0
+          ? 'Password changed. No other session was signed in.'
+          : `Password changed. ${ended} other session${ended === 1 ? ' was' : 's were'} signed out.`,
+      );
+      onChanged();
+    } catch (err) {
+      if (err instanceof AuthError) refuse(err.message, err.field);
+      else refuse(err instanceof Error ? err.message : String(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const field = (id: string, label: string, value: string, set: (v: string) => void, autoComplete: string) => (
+    <div className="field">
+      <label htmlFor={`settings-${id}`}>{label}</label>
+      <input
+        id={`settings-${id}`}
+        ref={(el) => void (inputs.current[id] = el)}
+        type="password"
+        autoComplete={autoComplete}
+        value={value}
+        aria-invalid={error?.field === id ? true : undefined}
+        aria-describedby={error?.field === id ? 'password-error' : undefined}
+        onChange={(e) => set(e.currentTarget.value)}
+      />
+    </div>
+  );
+
+  return (
+    <section className="card" aria-labelledby="password-title">
+      <h2 id="password-title">Password</h2>
+      <p className="muted">Changing it signs out every other browser signed in to your account.</p>
+      <form className="form" onSubmit={(e) => void submit(e)} noValidate>
+        {field('currentPassword', 'Current password', current, setCurrent, 'current-password')}
+        {field('newPassword', 'New password', next, setNext, 'new-password')}
+        {field('repeatPassword', 'New password again', repeated, setRepeated, 'new-password')}
+        {error ? (
+          <p id="password-error" className="notice notice-error" role="alert">
+            {error.message}
+          </p>
+        ) : null}
+        {done ? (
+          <p className="notice notice-ok" role="status">
+            {done}
+          </p>
+        ) : null}
+        <button type="submit" className="button button-primary" disabled={busy}>
+          {busy ? 'Changing…' : 'Change password'}
+        </button>
+      </form>
+    </section>
   );
 }
 

@@ -9,7 +9,7 @@
 import { useEffect, useRef, useState, type FormEvent, type ReactNode } from 'react';
 import type { WebAppConfig } from '../../app-config.js';
 import { ApiError, createApi, messageOf } from '../api.js';
-import { AuthError, signIn, signUp, type PersonSession } from '../auth.js';
+import { AuthError, signIn, signUp, startProviderSignIn, type PersonSession } from '../auth.js';
 import { CURRENT_TEAM, type Team } from '../queries.js';
 import { useTitle } from '../hooks.js';
 import { href } from '../router.js';
@@ -21,6 +21,7 @@ const TITLES: Record<SignInMode, string> = { password: 'Sign in', 'sign-up': 'Cr
 export function SignIn({
   graphqlPath,
   signUp: signUpPolicy,
+  oidc,
   notice,
   mode: initialMode,
   onSignedIn,
@@ -28,6 +29,7 @@ export function SignIn({
 }: {
   graphqlPath: string;
   signUp: WebAppConfig['signUp'];
+  oidc?: WebAppConfig['oidc'];
   notice?: string;
   mode: SignInMode;
   onSignedIn(person: PersonSession): void;
@@ -55,6 +57,7 @@ export function SignIn({
         ) : (
           <PasswordForm onSignedIn={onSignedIn} />
         )}
+        {mode === 'password' && oidc ? <ProviderButton name={oidc.name} /> : null}
         <div className="sign-in-other">
           {mode === 'password' ? (
             signUpPolicy === 'open' ? (
@@ -95,6 +98,34 @@ export function SignIn({
         </div>
       </div>
     </main>
+  );
+}
+
+/** "Sign in with <provider>": the service starts the flow, then this tab goes to the provider, which sends it back signed in. */
+export function ProviderButton({ name, invitation }: { name: string; invitation?: string }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const go = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      window.location.assign(await startProviderSignIn(invitation));
+    } catch (err) {
+      setError(err instanceof Error ? err.message : String(err));
+      setBusy(false);
+    }
+  };
+  return (
+    <div className="stack sign-in-provider">
+      {error ? (
+        <p className="notice notice-error" role="alert">
+          {error}
+        </p>
+      ) : null}
+      <button type="button" className="button" disabled={busy} onClick={() => void go()}>
+        {busy ? `Going to ${name}…` : `Sign in with ${name}`}
+      </button>
+    </div>
   );
 }
 

@@ -1,0 +1,153 @@
+/**
+ * Signing in with an OpenID Connect provider (core/auth/oidc.ts has the
+ * rules), on the API port beside the other `/auth/` routes (routes.ts):
+ *
+ *   POST /auth/oidc/start    {"invitation"?}   -> 200 {"ok": true, "url"} + the flow cookie; the page goes to `url`
+ *   GET  /auth/oidc/callback ?code&state&iss   -> 303 to `/`, with the session cookie
+ *                            (any refusal)      -> 303 to `/?sign_in_error=<problem>`, which the sign-in page words
+ *
+ * The start is a JSON POST, as the other `/auth/` POSTs are: a page of
+ * another site cannot start one. What the callback checks the provider's
+ * answer against (state, nonce, PKCE verifier, an invitation's token)
+ * waits in the browser, in an HttpOnly cookie made with the session
+ * cookie's attributes (`__Host-` and Secure but on a loopback http base
+ * URL), for 10 minutes: no item waits in the table, and the answer only
+ * counts in the browser that started it, so no one can hand a victim a
+ * callback URL that signs them in to the sender's account. SameSite=Lax
+ * still sends it on the provider's redirect, a top-level GET. The
+ * callback clears it whatever the outcome; the provider takes each code
+ * once, so a replayed callback is refused there.
+ *
+ * The callback never answers 500: every failure is a redirect to the
+ * sign-in page with the problem's name, logged here with its cause.
+ */
+import { cookieIsSecure } from '../core/auth/session-cookie.js';
+import {
+  callbackWait,
+  failCallback,
+  OIDC_CALLBACK_PATH,
+  OIDC_FLOW_SECONDS,
+  oidcProvider,
+  OidcUnavailable,
+  signInWithIdentity,
+  type OidcFlow,
+  type OidcProblem,
+  type OidcProvider,
+  type OidcSettings,
+} from '../core/auth/oidc.js';
+import type { AuthServices } from '../core/auth/sign-in.js';
+import { queryParams, type HttpRequest } from '../core/http/types.js';
+import { clientOf, json, readJson, refuse } from './accounts-http.js';
+import { sessionCookie } from '../core/auth/session-cookie.js';
+
+const START_PATH = '/auth/oidc/start';
+
+export const isOidcPath = (rawPath: string): boolean => rawPath.startsWith('/auth/oidc/');
+
+/** One provider per settings per process: its discovery document is fetched once. */
+const providers = new Map<string, OidcProvider>();
+function providerFor(settings: OidcSettings): OidcProvider {
+  const key = `${settings.issuer}\n${settings.clientId}`;
+  let provider = providers.get(key);
+  if (!provider) providers.set(key, (provider = oidcProvider(settings)));
+  return provider;
+}
+
+const flowCookieName = (services: AuthServices) => (cookieIsSecure(services.config) ? '__Host-cairn_oidc' : 'cairn_oidc');
+
+function flowCookie(services: AuthServices, value: string, maxAge: number): string {
+  return `${flowCookieName(services)}=${value}; Path=/; Max-Age=${maxAge}; HttpOnly; SameSite=Lax${cookieIsSecure(services.config) ? '; Secure' : ''}`;
+}
+
+/** The flow the request's cookie carries, if it is one and not too old. */
+function flowFrom(services: AuthServices, req: HttpRequest): OidcFlow | undefined {
+  const name = flowCookieName(services);
+  for (const part of (req.headers.get('cookie') ?? '').split(/;\s*/)) {
+    const eq = part.indexOf('=');
+    if (eq <= 0 || part.slice(0, eq).trim() !== name) continue;
+    try {
+      const flow = JSON.parse(Buffer.from(part.slice(eq + 1).trim(), 'base64url').toString('utf8')) as Partial<OidcFlow>;
+      const fresh = typeof flow.at === 'number' && Date.now() - flow.at < OIDC_FLOW_SECONDS * 1000;
+      if (fresh && typeof flow.state === 'string' && typeof flow.nonce === 'string' && typeof flow.verifier === 'string')
+        return {
+          state: flow.state,
+          nonce: flow.nonce,
+          verifier: flow.verifier,
+          at: flow.at!,
+          ...(typeof flow.invitation === 'string' ? { invitation: flow.invitation } : {}),
+        };
+    } catch {
+      // Not a flow of ours: as if there were none.
+    }
+  }
+  return undefined;
+}
+
+/** Back to the web app: signed in, or to the sign-in page with the problem. */
+function backToApp(services: AuthServices, problem?: OidcProblem, sessionSetCookie?: string): Response {
+  const headers = new Headers({ location: problem ? `/?sign_in_error=${problem}` : '/', 'cache-control': 'no-store' });
+  headers.append('set-cookie', flowCookie(services, '', 0));
+  if (sessionSetCookie) headers.append('set-cookie', sessionSetCookie);
+  return new Response(null, { status: 303, headers });
+}
+
+export async function handleOidc(services: AuthServices, req: HttpRequest): Promise<Response> {
+  const path = req.rawPath.replace(/\/+$/, '');
+  const method = req.method.toUpperCase();
+  const route = { [START_PATH]: 'POST', [OIDC_CALLBACK_PATH]: 'GET' }[path];
+  const settings = services.config.oidc;
+  if (!route || !settings) {
+    await req.body?.cancel().catch(() => {});
+    return refuse(404, settings ? 'no such route: /auth/oidc/ has start and callback' : 'no OpenID Connect provider is configured here');
+  }
+  if (method !== route) {
+    await req.body?.cancel().catch(() => {});
+    return refuse(405, `${path} takes ${route} only`, {}, { allow: route });
+  }
+  const provider = providerFor(settings);
+  if (path === START_PATH) {
+    try {
+      const body = await readJson(req);
+      if (body instanceof Response) return body;
+      const invitation = typeof body.invitation === 'string' && body.invitation !== '' ? body.invitation : undefined;
+      const { flow, url } = await provider.start(services.config.urls.baseUrl, invitation);
+      const value = Buffer.from(JSON.stringify(flow)).toString('base64url');
+      return json(200, { ok: true, url }, { 'set-cookie': flowCookie(services, value, OIDC_FLOW_SECONDS) });
+    } catch (err) {
+      services.logger.error('starting an OpenID Connect sign-in failed', { err });
+      return err instanceof OidcUnavailable
+        ? refuse(503, `${settings.name} cannot be reached now: try again later`)
+        : refuse(500, 'internal error');
+    }
+  }
+  const client = clientOf(req);
+  try {
+    if ((await callbackWait(services, client)) > 0) return backToApp(services, 'locked');
+    const flow = flowFrom(services, req);
+    if (!flow) return backToApp(services, 'expired');
+    const params = queryParams(req.rawQuery);
+    if (params.get('state') !== flow.state) {
+      await failCallback(services, client);
+      return backToApp(services, 'failed');
+    }
+    const error = params.get('error');
+    if (error !== undefined) return backToApp(services, error === 'access_denied' ? 'denied' : 'failed');
+    // The URL the provider was given as redirect_uri, with the answer's query: what the token request names.
+    const callbackUrl = new URL(`${services.config.urls.baseUrl}${OIDC_CALLBACK_PATH}?${req.rawQuery}`);
+    let identity: Awaited<ReturnType<OidcProvider['finish']>>;
+    try {
+      identity = await provider.finish(flow, callbackUrl);
+    } catch (err) {
+      services.logger.warn('an OpenID Connect sign-in was refused', { err: err instanceof Error ? err.message : String(err) });
+      if (err instanceof OidcUnavailable) return backToApp(services, 'unavailable');
+      await failCallback(services, client);
+      return backToApp(services, 'failed');
+    }
+    const outcome = await signInWithIdentity(services, { issuer: settings.issuer, ...identity }, flow.invitation, client);
+    if ('problem' in outcome) return backToApp(services, outcome.problem);
+    return backToApp(services, undefined, sessionCookie(services.config, outcome.secret));
+  } catch (err) {
+    services.logger.error('an OpenID Connect callback failed', { err });
+    return backToApp(services, 'failed');
+  }
+}
