@@ -5,6 +5,10 @@
  *                                    `<name>-bucket`, a storage key pair and a GraphQL API key;
  *                                    the credentials are printed once
  *   list-accounts [--json]           every account (never a secret)
+ *   welcome-link <name> [--base-url <url>] [--json]
+ *                                    a new one-time link (7 days) with which a person gives an
+ *                                    account without one an e-mail and a password, and becomes
+ *                                    its owner in the web app (the first start's link, again)
  *
  * Which tables: those the environment names with the functions' own
  * variables: in AWS, DynamoDB in AWS_REGION with CAIRN_ACCOUNTS_TABLE set to
@@ -27,12 +31,16 @@ import { ConflictError } from '../functions/core/data/errors.js';
 import type { SecretSealer } from '../functions/core/auth/secrets.js';
 import { createSealer } from '../functions/aws/kms-sealer.js';
 import { isValidAccountName, withNewCredentials } from '../functions/core/bootstrap.js';
+import { ACCOUNT_LINK_SECONDS, AccountLinkStore, welcomeLink } from '../functions/core/data/account-links.js';
+import { PersonStore } from '../functions/core/data/people.js';
 
 /** A failure to report as one line. */
 class AdminError extends Error {}
 
 interface Tables {
   accounts: AccountStore;
+  accountLinks: AccountLinkStore;
+  people: PersonStore;
   close(): Promise<void>;
 }
 
@@ -51,7 +59,8 @@ async function openTables(config: Config, options: { local: boolean; sealing: bo
     // The local service's modules (the IPFS node among them) only when asked for.
     const { openLocalStorage } = await import('../functions/local/service.js');
     const storage = await openLocalStorage(config, createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel));
-    return { accounts: storage.services.accounts, close: () => storage.close() };
+    const { accounts, accountLinks, people } = storage.services;
+    return { accounts, accountLinks, people, close: () => storage.close() };
   }
   const inAws = !config.dynamodb.endpoint;
   if (inAws && !process.env.CAIRN_ACCOUNTS_TABLE) {
@@ -73,7 +82,12 @@ async function openTables(config: Config, options: { local: boolean; sealing: bo
     sealer = await createSealer(config);
   }
   const db = createDatabase(config);
-  return { accounts: new AccountStore(db, new StorageKeyStore(db, sealer)), close: async () => db.client.destroy() };
+  return {
+    accounts: new AccountStore(db, new StorageKeyStore(db, sealer)),
+    accountLinks: new AccountLinkStore(db),
+    people: new PersonStore(db),
+    close: async () => db.client.destroy(),
+  };
 }
 
 async function withTables<T>(
@@ -156,6 +170,43 @@ async function listAccounts(options: { json?: boolean; local?: boolean }): Promi
   for (const row of rows) out.write(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ') + '\n');
 }
 
+async function newWelcomeLink(name: string, options: { json?: boolean; local?: boolean; baseUrl?: string }): Promise<void> {
+  const config = loadConfig();
+  // Locally the service's own address; in AWS the stack's API address, which these tables do not know.
+  const base = options.baseUrl ?? (options.local || process.env.CAIRN_BASE_URL ? config.urls.baseUrl : undefined);
+  if (!base) throw new AdminError("give --base-url: the web app's address (the stack's ApiUrl output in AWS)");
+  let url: URL;
+  try {
+    url = new URL(base);
+  } catch {
+    throw new AdminError(`--base-url "${base}" is not a URL`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new AdminError(`--base-url "${base}" is not an http(s) address`);
+  const baseUrl = `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+  const token = await withTables(config, { local: options.local === true, sealing: false }, async ({ accounts, accountLinks, people }) => {
+    const account = await accounts.getAccountByName(name);
+    if (!account) throw new AdminError(`no account "${name}"`);
+    // A link for an account that has a person would never work (claiming it is refused): that person resets the password instead.
+    const email = await people.emailOf(account.id);
+    if (email)
+      throw new AdminError(`account "${name}" has an owner already (${email}): they can reset their password from the sign-in page`);
+    return accountLinks.create('WELCOME', { accountId: account.id });
+  });
+  const link = welcomeLink(baseUrl, token);
+  const expiresAt = new Date(Date.now() + ACCOUNT_LINK_SECONDS.WELCOME * 1000).toISOString();
+  if (options.json) {
+    process.stdout.write(JSON.stringify({ accountName: name, url: link, expiresAt }) + '\n');
+    return;
+  }
+  process.stdout.write(
+    [
+      `A welcome link for account "${name}": open it to give the account an e-mail and a password`,
+      `(it works once, until ${expiresAt.slice(0, 16).replace('T', ' ')} UTC; earlier links still work until used or expired):`,
+      `  ${link}`,
+    ].join('\n') + '\n',
+  );
+}
+
 const program = new Command()
   .name('npm run admin --')
   .description("Cairn's operator commands, against the tables the environment names (see bin/admin.ts and docs/aws.md)")
@@ -175,6 +226,15 @@ program
   .option('--json', 'print a JSON array')
   .option('--local', "this machine's data directory (CAIRN_DATA_DIR; stop the service first)")
   .action(listAccounts);
+
+program
+  .command('welcome-link')
+  .description('a new one-time link (7 days) with which a person becomes the owner of an account that has no e-mail and password yet')
+  .argument('<name>', 'the account name (the first start\'s account is "default")')
+  .option('--base-url <url>', "the web app's address (default: CAIRN_BASE_URL, or this machine's with --local)")
+  .option('--json', 'print the link as one JSON object')
+  .option('--local', "this machine's data directory (CAIRN_DATA_DIR; stop the service first)")
+  .action(newWelcomeLink);
 
 program.parseAsync(process.argv).then(
   () => process.stdout.write('', () => process.exit(0)),

@@ -25,6 +25,8 @@ import { StorageKeyStore } from '../../functions/core/data/storage-keys.js';
 import { ApiKeyStore } from '../../functions/core/data/api-keys.js';
 import { TeamStore } from '../../functions/core/data/teams.js';
 import { BucketStore } from '../../functions/core/data/buckets.js';
+import { AccountLinkStore } from '../../functions/core/data/account-links.js';
+import { PersonStore } from '../../functions/core/data/people.js';
 
 const SECRET_KEY = randomBytes(32).toString('hex');
 
@@ -201,6 +203,39 @@ test('against DynamoDB in AWS it needs the table and the KMS key named, and says
     `cairn admin: table no-such-table not found in ${embedded.endpoint}: check CAIRN_ACCOUNTS_TABLE and AWS_REGION\n`,
   );
 }, 120_000);
+
+test('welcome-link gives an account without an owner a new one-time link; an owned or unknown account, or no address, is refused', async () => {
+  const made = await admin(env, 'create-account', 'gina');
+  expect(made.code).toBe(0);
+  const gina = (await accounts.getAccountByName('gina'))!;
+
+  const noAddress = await admin(env, 'welcome-link', 'gina');
+  expect(noAddress).toMatchObject({ code: 1, stdout: '' });
+  expect(noAddress.stderr).toMatch(/^cairn admin: give --base-url/);
+
+  const issued = await admin(env, 'welcome-link', 'gina', '--base-url', 'https://api.example.org/', '--json');
+  expect(issued).toMatchObject({ code: 0, stderr: '' });
+  const { url, expiresAt } = JSON.parse(issued.stdout) as { url: string; expiresAt: string };
+  const token = /^https:\/\/api\.example\.org\/#\/welcome\/(l1\.[A-Za-z0-9_-]{43})$/.exec(url)?.[1];
+  expect(token).toBeDefined();
+  expect(Date.parse(expiresAt) - Date.now()).toBeGreaterThan(6.9 * 86_400_000);
+  // The link opens for gina's account, as the first start's does.
+  const links = new AccountLinkStore(db);
+  expect(await links.open('WELCOME', token)).toMatchObject({ accountId: gina.id });
+
+  // Once the account has a person, a link could never be claimed: refused, and nothing is made.
+  await new PersonStore(db).add(gina.id, 'gina@example.org', 'scrypt$not-checked-here');
+  const owned = await admin(env, 'welcome-link', 'gina', '--base-url', 'https://api.example.org');
+  expect(owned).toMatchObject({ code: 1, stdout: '' });
+  expect(owned.stderr).toBe(
+    'cairn admin: account "gina" has an owner already (gina@example.org): they can reset their password from the sign-in page\n',
+  );
+
+  const unknown = await admin(env, 'welcome-link', 'nobody-here', '--base-url', 'https://api.example.org');
+  expect(unknown).toMatchObject({ code: 1, stderr: 'cairn admin: no account "nobody-here"\n' });
+  const badUrl = await admin(env, 'welcome-link', 'gina', '--base-url', 'ftp://example.org');
+  expect(badUrl).toMatchObject({ code: 1, stderr: 'cairn admin: --base-url "ftp://example.org" is not an http(s) address\n' });
+});
 
 describe('--local', () => {
   let dir: string;
