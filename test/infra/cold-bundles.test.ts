@@ -85,10 +85,12 @@ describe('what a bundle loads at start-up', () => {
   let graphql: Built;
   let s3: Built;
   let preview: Built;
+  let worker: Built;
 
   beforeAll(() => {
     graphql = build(handlerOf('graphql'), LOCAL_ONLY_MODULES);
     s3 = build(handlerOf('s3'), LOCAL_ONLY_MODULES);
+    worker = build(handlerOf('deploy-worker'), LOCAL_ONLY_MODULES);
     preview = build(handlerOf('preview'), [...LOCAL_ONLY_MODULES, ...PREVIEW_EXTERNAL_PACKAGES]);
   }, 300_000);
 
@@ -112,6 +114,19 @@ describe('what a bundle loads at start-up', () => {
     // The mailer is read with the first message a function sends (an invitation), not at start.
     expect(atStart).not.toContain('nodemailer');
     expect(inBundle).toContain('nodemailer');
+  });
+
+  test("deploy worker: isomorphic-git comes with a deploy's first clone, not with the handler module", () => {
+    const atStart = packagesIn(worker.meta, worker.atStart);
+    const inBundle = packagesIn(worker.meta, allOutputs(worker));
+    for (const git of ['isomorphic-git', 'pako']) {
+      expect([git, atStart.has(git)]).toEqual([git, false]);
+      expect([git, inBundle.has(git)]).toEqual([git, true]);
+    }
+    expect(atStart).toContain('functions/deploy-worker/pipeline.ts');
+    expect(atStart).not.toContain('functions/deploy-worker/steps/clone/index.ts');
+    for (const client of RARE_CLIENTS.filter((c) => c !== '@aws-sdk/client-codebuild' && c !== '@aws-sdk/client-sqs'))
+      expect(atStart).not.toContain(client);
   });
 
   test('s3: no CloudFront, CodeBuild, SQS or Lambda client among the start-up files', () => {
