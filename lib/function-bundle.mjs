@@ -70,9 +70,30 @@ const builtinsByRequire = {
   },
 };
 
+/**
+ * Apollo Server hashes every operation's text (its document cache's key)
+ * with @apollo/utils.createhash, which takes Node's crypto only through
+ * `module.require`, and otherwise the sha.js package. In a bundle the
+ * CommonJS `module` esbuild gives a package has no `require`, so Apollo ran
+ * sha.js (JavaScript SHA-256) on every request, and its 64 modules (33 KB:
+ * sha.js, to-buffer, the get-intrinsic family) were start-up code of the
+ * GraphQL function. The package is replaced by the same function over
+ * node:crypto (whose hashes are the same; the function already loads it).
+ */
+const nodeCreateHash = {
+  name: 'node-createhash',
+  setup(b) {
+    b.onResolve({ filter: /^@apollo\/utils\.createhash$/ }, () => ({ path: 'createhash', namespace: 'node-createhash' }));
+    b.onLoad({ filter: /.*/, namespace: 'node-createhash' }, () => ({
+      contents: "import { createHash as nodeCreateHash } from 'node:crypto'; export const createHash = (kind) => nodeCreateHash(kind);",
+      loader: 'js',
+    }));
+  },
+};
+
 const result = await build({
   ...options,
-  plugins: [esmForRequire, builtinsByRequire],
+  plugins: [esmForRequire, builtinsByRequire, nodeCreateHash],
   logLevel: 'warning',
   metafile: Boolean(metafile),
 });

@@ -14,7 +14,7 @@ import { awsAdapters } from '../aws/adapters.js';
 import { onceUntilFailure } from '../core/once-until-failure.js';
 import { isCodeBuildStateChange } from '../aws/codebuild-runner.js';
 import { awsPipeline, buildEnded, runScheduledTick, takeDeploys, type WorkerOptions } from './worker.js';
-import { mirrorsIdle } from './steps/checkout/mirrors.js';
+import { mirrorsIdle } from './steps/checkout/mirror-holds.js';
 
 // Stack traces in the sources' lines, the map read only when one is printed (lib/functions.ts says why).
 sourceMappedStacks();

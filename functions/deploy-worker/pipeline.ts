@@ -27,7 +27,12 @@ import { cidOf } from '../core/ipfs/cid.js';
 import { pinRoot } from '../core/storage/pins.js';
 import { MissingBlockError, walkDag } from '../core/storage/dag-walk.js';
 import { DeployLog } from '../core/logs/deploy-log.js';
-import { cloneRepository, CloneError, type ClonedCommit } from './steps/clone/index.js';
+// The clone step (isomorphic-git in Lambda, 236 KB of the worker's bundle)
+// is imported when a deploy first clones: the worker's other events (a
+// build's end, the minute's tick) never clone, and its cold start is spent
+// without it.
+import type { ClonedCommit } from './steps/clone/index.js';
+import { CloneError } from './steps/clone/clone-error.js';
 import { publicationOf, type Publication } from './steps/ancestry.js';
 import type { SourceMirrors } from './steps/checkout/mirrors.js';
 import type { KnownFiles } from './steps/checkout/known-files.js';
@@ -431,6 +436,7 @@ export async function runDeploy(options: PipelineOptions, claimed: Deploy, signa
       const credentials = await repositoryCredentials(services, claimed, site, source.url, (line) => log.line(line));
       const statusNote = await commitStatusNote(services, claimed, site);
       if (statusNote) log.line(statusNote);
+      const { cloneRepository } = await import('./steps/clone/index.js');
       const cloned = await cloneRepository({
         url: source.url,
         branch: source.branch,

@@ -23,8 +23,7 @@ import type { HttpRequest } from '../core/http/types.js';
 import { queryParams } from '../core/http/types.js';
 import { readCappedBody } from '../core/http/capped-body.js';
 import { parseCid } from '../core/ipfs/cid.js';
-import { CarImportError } from '../core/ipfs/car-import.js';
-import { importCar } from '../core/storage/car-ingest.js';
+import { CarImportError } from '../core/ipfs/car-import-error.js';
 import { GateBusyError } from '../core/ports/upload-gate.js';
 import { workSlices } from '../core/work-slices.js';
 import { importAccess, missingBlocks } from '../core/hosting/imports.js';
@@ -163,6 +162,8 @@ async function answerCar(services: CarImportServices, req: HttpRequest): Promise
   const declared = Number(req.headers.get('content-length') ?? 0);
   if (declared > limit) return refuse(413, tooLarge, { connection: 'close' });
   if (!req.body) return refuse(400, 'the body is empty: send a CARv1');
+  // The CAR reader, the IPLD codecs and the ingest come with the first CAR: no cold start of the GraphQL function needs them.
+  const { importCar } = await import('../core/storage/car-ingest.js');
   const result = await importCar(services, cappedChunks(req.body, limit, tooLarge), { signal: req.signal });
   services.logger.info('CAR imported', {
     root: result.root.toString(),

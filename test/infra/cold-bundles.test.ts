@@ -85,10 +85,12 @@ describe('what a bundle loads at start-up', () => {
   let graphql: Built;
   let s3: Built;
   let preview: Built;
+  let worker: Built;
 
   beforeAll(() => {
     graphql = build(handlerOf('graphql'), LOCAL_ONLY_MODULES);
     s3 = build(handlerOf('s3'), LOCAL_ONLY_MODULES);
+    worker = build(handlerOf('deploy-worker'), LOCAL_ONLY_MODULES);
     preview = build(handlerOf('preview'), [...LOCAL_ONLY_MODULES, ...PREVIEW_EXTERNAL_PACKAGES]);
   }, 300_000);
 
@@ -112,6 +114,36 @@ describe('what a bundle loads at start-up', () => {
     // The mailer is read with the first message a function sends (an invitation), not at start.
     expect(atStart).not.toContain('nodemailer');
     expect(inBundle).toContain('nodemailer');
+  });
+
+  test("graphql: the CAR reader and the IPLD codecs (the import endpoint's, deployCid's) come with their first use", () => {
+    const atStart = packagesIn(graphql.meta, graphql.atStart);
+    const inBundle = packagesIn(graphql.meta, allOutputs(graphql));
+    for (const ipld of ['@ipld/car', '@ipld/dag-pb', '@ipld/dag-cbor', 'cborg']) {
+      expect([ipld, atStart.has(ipld)]).toEqual([ipld, false]);
+      expect([ipld, inBundle.has(ipld)]).toEqual([ipld, true]);
+    }
+    expect(atStart).not.toContain('functions/core/storage/car-ingest.ts');
+  });
+
+  test("graphql: Apollo's operation hashes are node:crypto's, so sha.js and its 64 modules are not in the bundle", () => {
+    const inBundle = packagesIn(graphql.meta, allOutputs(graphql));
+    for (const pkg of ['sha.js', '@apollo/utils.createhash', 'to-buffer']) expect([pkg, inBundle.has(pkg)]).toEqual([pkg, false]);
+    // The replacement is what Apollo's requestPipeline imports.
+    expect(inBundle).toContain('node-createhash:createhash');
+  });
+
+  test("deploy worker: isomorphic-git comes with a deploy's first clone, not with the handler module", () => {
+    const atStart = packagesIn(worker.meta, worker.atStart);
+    const inBundle = packagesIn(worker.meta, allOutputs(worker));
+    for (const git of ['isomorphic-git', 'pako']) {
+      expect([git, atStart.has(git)]).toEqual([git, false]);
+      expect([git, inBundle.has(git)]).toEqual([git, true]);
+    }
+    expect(atStart).toContain('functions/deploy-worker/pipeline.ts');
+    expect(atStart).not.toContain('functions/deploy-worker/steps/clone/index.ts');
+    for (const client of RARE_CLIENTS.filter((c) => c !== '@aws-sdk/client-codebuild' && c !== '@aws-sdk/client-sqs'))
+      expect(atStart).not.toContain(client);
   });
 
   test('s3: no CloudFront, CodeBuild, SQS or Lambda client among the start-up files', () => {
@@ -191,6 +223,7 @@ describe("a bundle's Node built-ins, required rather than imported", () => {
         "import { Agent, request } from 'http';",
         "import { createHash } from 'node:crypto';",
         "import { readFile } from 'node:fs/promises';",
+        "import { createHash as apolloHash } from '@apollo/utils.createhash';",
         'const real = createRequire(import.meta.url);',
         'class Emitter extends EventEmitter {}',
         'export async function handler(): Promise<Record<string, unknown>> {',
@@ -207,6 +240,9 @@ describe("a bundle's Node built-ins, required rather than imported", () => {
         "    sameRequest: request === real('node:http').request && http.request === request && dynamic.request === request,",
         "    agent: new Agent() instanceof real('node:http').Agent,",
         "    hash: createHash('sha256').update('cairn').digest('hex'),",
+        // Apollo's operation hash, as the bundle gives it (function-bundle.mjs): node:crypto's, with no sha.js loaded.
+        "    apollo: apolloHash('sha256').update('cairn').digest('hex'),",
+        "    apolloIsNode: apolloHash('sha256') instanceof real('node:crypto').Hash,",
         '    read: (await readFile(new URL(import.meta.url))).length > 0,',
         '    undici,',
         '  };',
@@ -232,6 +268,8 @@ describe("a bundle's Node built-ins, required rather than imported", () => {
       sameRequest: true,
       agent: true,
       hash: '4a9909a9516d02fd4c729a45922398fb41c398c235423a5304085bc923a8db67',
+      apollo: '4a9909a9516d02fd4c729a45922398fb41c398c235423a5304085bc923a8db67',
+      apolloIsNode: true,
       read: true,
       undici: false,
     });

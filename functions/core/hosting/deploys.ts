@@ -13,9 +13,6 @@ import { deployLogKey } from '../ports/log-store.js';
 import { syncSiteHosts } from './site-host-map.js';
 import { notifyDeploy, recordCommitStatus, type NotifyServices, type StatusRecordServices } from './notifications.js';
 import { parseCid } from '../ipfs/cid.js';
-import { rootProblem } from '../ipfs/car-import.js';
-import { dagLimitMessage, missingUnder } from '../storage/car-ingest.js';
-import { DagLimitError, UnsupportedCodecError } from '../storage/dag-walk.js';
 
 /** Owner and name for the deploy's `repository`, from a URL the site already holds. */
 function ownerAndName(url: string): { owner: string | null; name: string | null } {
@@ -189,6 +186,12 @@ export async function deployCid(services: DeployRequestServices & Pick<Services,
   refuseAltPlatform(site);
   const cid = parseCid(text.trim());
   if (!cid) throw new DeployRequestError('cid must be a CID: a CIDv0 (Qm...) or a CIDv1 (bafy...).', 'cid');
+  // The CAR checks and the DAG walk (IPLD codecs) load with the first deployCid, not with every function that deploys.
+  const [{ rootProblem }, { dagLimitMessage, missingUnder }, { DagLimitError, UnsupportedCodecError }] = await Promise.all([
+    import('../ipfs/car-import.js'),
+    import('../storage/car-ingest.js'),
+    import('../storage/dag-walk.js'),
+  ]);
   const problem = rootProblem(cid);
   if (problem) throw new DeployRequestError(`${problem.charAt(0).toUpperCase()}${problem.slice(1)}.`, 'cid');
   let missing: { missing: number; first?: CID };

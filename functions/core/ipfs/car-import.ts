@@ -33,6 +33,7 @@ import { sha256 } from 'multiformats/hashes/sha2';
 import { equals } from 'uint8arrays/equals';
 import { workSlices } from '../work-slices.js';
 import { CODEC_NAMES, decodeIpld, IpldBlockError, isIpldCodec, isLinkingCodec } from './ipld.js';
+import { CarImportError } from './car-import-error.js';
 
 const DAG_PB = 0x70;
 const RAW = 0x55;
@@ -45,10 +46,7 @@ const IDENTITY = 0x00;
  */
 export const MAX_BLOCK_BYTES = 2 * 1024 * 1024;
 
-/** The CAR is not one this service takes; the message says why, in one sentence. */
-export class CarImportError extends Error {
-  override name = 'CarImportError';
-}
+export { CarImportError };
 
 /** A byte source's own failure (the client went away, the body passed its limit): never taken for a malformed CAR. */
 class SourceFailure {

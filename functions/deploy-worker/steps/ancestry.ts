@@ -37,7 +37,6 @@ import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { outboundRules } from '../../core/config.js';
 import { resolveOutbound, type OutboundRules, type Resolver } from '../../core/net/outbound.js';
-import { openTransfer } from './clone/index.js';
 import type { GitBackend } from './clone/backend.js';
 import { GitCommandError } from './clone/git-cli.js';
 import type { Services } from '../../core/services.js';
@@ -144,6 +143,8 @@ export async function compareCommits(request: AncestryRequest): Promise<Ancestry
   let depth = 2;
   try {
     const target = await resolveOutbound(url, request.outbound ?? outboundRules(process.env), request.resolver);
+    // The git backends load with the first fetch (isomorphic-git is none of the worker's cold start).
+    const { openTransfer } = await import('./clone/index.js');
     const git = await openTransfer(request.git, { url, branch, signal, credentials: request.credentials, maxBytes: cap, target });
     backend = git;
     for (let round = 0; ; round++) {

@@ -29,6 +29,7 @@ import { mkdir, readdir, readFile, realpath, rename, rm, stat, utimes, writeFile
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { KnownFiles } from './known-files.js';
+import { held } from './mirror-holds.js';
 import { checkoutTree, GitCommandError } from '../clone/git-cli.js';
 import { isBlob, linkTree, treeManifest, UnsafeTreeError, writeTree, type TreeManifest } from './trees.js';
 
@@ -213,12 +214,7 @@ async function exists(path: string): Promise<boolean> {
   );
 }
 
-const held = new Map<string, Promise<void>>();
-
-/** Resolves once no mirror is held: for tests and shutdown. */
-export async function mirrorsIdle(): Promise<void> {
-  while (held.size) await Promise.all([...held.values()]);
-}
+export { mirrorsIdle } from './mirror-holds.js';
 
 /** Runs `work` with the mirror of `url` (a URL, or a scope and a URL) and `branch` to itself (one deploy at a time per mirror in this process). */
 export async function withMirror<T>(mirrors: SourceMirrors, url: string, branch: string, work: (mirror: Mirror) => Promise<T>): Promise<T> {

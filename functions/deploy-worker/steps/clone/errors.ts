@@ -10,11 +10,9 @@ import type { RepositoryUrl } from '../../../core/hosting/repository-url.js';
 import { OutboundRefused } from '../../../core/net/outbound.js';
 import { UnsafeTreeError } from '../checkout/trees.js';
 import { FetchTooLarge, GitCommandError } from './git-cli.js';
+import { CloneError } from './clone-error.js';
 
-/** Why a clone failed, in one line the deploy log can end with. */
-export class CloneError extends Error {
-  override name = 'CloneError';
-}
+export { CloneError } from './clone-error.js';
 
 /** What a failure is read against: the clone asked for and how its transfer ended. */
 export interface CloneFailure {
