@@ -505,6 +505,67 @@ localDescribe.each(doorsFor(doors))('trustless gateway formats through the $name
     expect(page.headers.get('vary')).toBe('Accept');
   });
 
+  // Kubo's listing (boxo's assets/directory.html): breadcrumbs, a `..` row, and per entry its path, its CID with ?filename= and its size.
+  test('a listing links each path segment, the parent, and each entry by path and by CID (?filename=), names HTML-escaped', async () => {
+    const odd = `we <b>"&'.txt`;
+    const root = await importFiles('listing', {
+      [`deep/${odd}`]: 'x',
+      'deep/100% sure #1?.txt': 'hello',
+      'deep/ünï.txt': 'ü',
+      'deep/sub dir/inner.txt': 'inner',
+    });
+    const deep = await cidAt(root, 'deep');
+    const html = async (path: string) => {
+      const res = await get(path);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
+      return res.text();
+    };
+    const page = await html(`/ipfs/${root}/deep/`);
+    // "Index of /ipfs/<cid>/deep": ipfs as text, the CID and each segment a link to its directory.
+    expect(page).toContain(`<h1>Index of /ipfs/<a href="/ipfs/${root}/">${root}</a>/<a href="/ipfs/${root}/deep/">deep</a></h1>`);
+    expect(page).toContain(`<td><a href="/ipfs/${root}/">..</a></td>`);
+    // Names are escaped as text and percent-encoded (then escaped) in links; none reaches the page as markup.
+    expect(page).not.toContain('<b>');
+    const escaped = 'we &#60;b&#62;&#34;&#38;&#39;.txt';
+    const oddCid = await cidAt(root, `deep/${odd}`);
+    expect(page).toContain(
+      `<tr><td><a href="/ipfs/${root}/deep/we%20%3Cb%3E%22%26&#39;.txt">${escaped}</a></td><td>1</td>` +
+        `<td><a href="/ipfs/${oddCid}?filename=we%20%3Cb%3E%22%26&#39;.txt"><code>${oddCid}</code></a></td></tr>`,
+    );
+    const hello = await cidAt(root, 'deep/100% sure #1?.txt');
+    expect(page).toContain(
+      `<a href="/ipfs/${root}/deep/100%25%20sure%20%231%3F.txt">100% sure #1?.txt</a></td><td>5</td><td><a href="/ipfs/${hello}?filename=100%25%20sure%20%231%3F.txt">`,
+    );
+    expect(page).toContain(`<a href="/ipfs/${root}/deep/%C3%BCn%C3%AF.txt">ünï.txt</a></td><td>2</td>`);
+    const subDir = await cidAt(root, 'deep/sub dir');
+    expect(page).toContain(
+      `<a href="/ipfs/${root}/deep/sub%20dir/">sub dir/</a></td><td></td><td><a href="/ipfs/${subDir}?filename=sub%20dir"><code>${subDir}</code></a>`,
+    );
+    expect(page).toContain(`<p><a href="/ipfs/${deep}/"><code>${deep}</code></a></p>`);
+    // The links lead where they say: the file by its path, and by its CID under its name.
+    const unescape = (s: string) => s.replace(/&#(\d+);/g, (_, n: string) => String.fromCharCode(Number(n)));
+    const hrefs = [...page.matchAll(/href="([^"]*)"/g)].map((m) => unescape(m[1]!));
+    const byPath = hrefs.find((h) => h.startsWith(`/ipfs/${root}/deep/we`))!;
+    expect(await (await get(byPath)).text()).toBe('x');
+    const byCid = await get(hrefs.find((h) => h.startsWith(`/ipfs/${oddCid}?`))!);
+    expect(await byCid.text()).toBe('x');
+    // Path gateway spec, filename: named inline (in ASCII and RFC 8187 UTF-8), and typed by the name; download=true: an attachment.
+    expect(byCid.headers.get('content-disposition')).toBe(`inline; filename="we <b>_&'.txt"; filename*=UTF-8''${encodeURIComponent(odd)}`);
+    expect(byCid.headers.get('content-type')).toMatch(/^text\/plain/);
+    const saved = await get(`/ipfs/${oddCid}?filename=x.json&download=true`);
+    expect(saved.headers.get('content-disposition')).toBe('attachment; filename="x.json"');
+    expect(saved.headers.get('content-type')).toBe('application/json');
+    await saved.arrayBuffer();
+    // At the content root, no `..`; deeper, the segments decoded as text and linked as they are.
+    const top = await html(`/ipfs/${root}/`);
+    expect(top).not.toContain('>..</a>');
+    expect(top).toContain(`<h1>Index of /ipfs/<a href="/ipfs/${root}/">${root}</a></h1>`);
+    const inner = await html(`/ipfs/${root}/deep/sub%20dir/`);
+    expect(inner).toContain(`/<a href="/ipfs/${root}/deep/sub%20dir/">sub dir</a></h1>`);
+    expect(inner).toContain(`<td><a href="/ipfs/${root}/deep/">..</a></td>`);
+  });
+
   // The path gateway spec's ETag, Cache-Control and If-None-Match, as the IPFS
   // gateway conformance tests (TestGatewayCache) check them.
   test('a directory is named by its own CID: its index.html and its listing answer 304 to it; listings are not immutable', async () => {
