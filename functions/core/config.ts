@@ -63,6 +63,13 @@ export interface Config {
      * base64-encoded). Larger uploads use multipart.
      */
     maxRequestBody: number;
+    /**
+     * The least size of a multipart part other than the last, checked at
+     * CompleteMultipartUpload (EntityTooSmall): S3's 5 MiB, or the largest
+     * body a request may carry where that is smaller (4 MiB through Lambda,
+     * whose parts cannot reach 5 MiB). 0 takes parts of any size.
+     */
+    minPartSize: number;
   };
   graphql: {
     /** Schema introspection: on locally, off in AWS unless CAIRN_GRAPHQL_INTROSPECTION=true. */
@@ -308,6 +315,7 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('CAIRN_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   }
   const prefix = str(env, 'CAIRN_TABLE_PREFIX', 'cairn-');
+  const maxRequestBody = bytes(env, 'CAIRN_MAX_REQUEST_BODY', runtime === 'aws' ? LAMBDA_MAX_REQUEST_BODY : S3_MAX_PUT);
   return {
     runtime,
     dataDir: str(env, 'CAIRN_DATA_DIR', './data'),
@@ -342,7 +350,8 @@ export function loadConfig(env: Env = process.env): Config {
     storage: {
       etag: etagMode(env),
       gcIntervalSeconds: seconds(env, 'CAIRN_GC_INTERVAL', 60),
-      maxRequestBody: bytes(env, 'CAIRN_MAX_REQUEST_BODY', runtime === 'aws' ? LAMBDA_MAX_REQUEST_BODY : S3_MAX_PUT),
+      maxRequestBody,
+      minPartSize: sizeOrZero(env, 'CAIRN_S3_MIN_PART_SIZE', Math.min(S3_MIN_PART_SIZE, maxRequestBody)),
     },
     graphql: {
       introspection: bool(env, 'CAIRN_GRAPHQL_INTROSPECTION', runtime === 'local'),
@@ -587,6 +596,8 @@ function etagMode(env: Env): 'md5' | 'cid' {
 
 /** S3's largest single PUT. */
 export const S3_MAX_PUT = 5 * 1024 ** 3;
+/** S3's least size of a multipart part other than the last. */
+export const S3_MIN_PART_SIZE = 5 * 1024 ** 2;
 /** The largest CAR one import request carries on one machine. */
 export const DEFAULT_MAX_IMPORT = 1024 ** 3;
 /** The largest body the Lambda object route takes: 6 MB events, base64-encoded, less headroom. */
@@ -610,6 +621,13 @@ function size(env: Env, name: string, fallback: number): number {
   if (!m || unit === undefined || Number(m[1]) < 1)
     throw new ConfigError(name, `must be a size such as 3GiB, 512MiB or a number of bytes, got "${raw}"`);
   return Number(m[1]) * unit;
+}
+
+/** A size as size() reads it, or 0. */
+function sizeOrZero(env: Env, name: string, fallback: number): number {
+  const raw = opt(env, name);
+  if (raw !== undefined && /^0+$/.test(raw.trim())) return 0;
+  return size(env, name, fallback);
 }
 
 function seconds(env: Env, name: string, fallback: number): number {

@@ -10,14 +10,14 @@
  * a block, or a plain cbor or json one, at its end is codecs.ts's, as are
  * the codec formats (`format=dag-json|dag-cbor|json|cbor`) for any content.
  */
-import type { HttpRequest } from '../core/http/types.js';
+import { queryParams, type HttpRequest } from '../core/http/types.js';
 import type { Services } from '../core/services.js';
 import { parseCid } from '../core/ipfs/cid.js';
 import { BadPathError, contentPath, encodePath, resolvePath } from '../core/ipfs/paths.js';
 import { checkPreconditions } from '../core/http/conditional.js';
 import { CODEC_NAMES } from '../core/ipfs/ipld.js';
 import { notModifiedHeaders, textResponse } from './responses.js';
-import { formatUrl, negotiateFormat, remainderResponse, serveTrustless } from './trustless.js';
+import { attachment, formatUrl, negotiateFormat, remainderResponse, serveTrustless } from './trustless.js';
 import { formatEtag, notAcceptable, serveCodecBlock } from './codecs.js';
 import { fileAnswer, indexOf, isFile, listingAnswer, listingEtag, rootsHeader, sendAnswer } from './unixfs.js';
 
@@ -105,7 +105,15 @@ export async function serveCid(
       return notAcceptable(isFile(found) ? 'a UnixFS file that is not JSON' : `UnixFS content (a ${found.entry.type})`, codec.format);
   }
   if (isFile(found)) {
-    const name = path.segments.at(-1);
+    // `?filename=` names the file (its Content-Type too, by its extension) in
+    // `Content-Disposition: inline`, and `?download=true` makes it an
+    // attachment (path gateway spec, `filename` and `download` request query
+    // parameters): the CID links of a listing name each file this way.
+    const query = queryParams(req.rawQuery);
+    const filename = query.get('filename') || undefined;
+    const download = query.get('download') === 'true';
+    const name = filename ?? path.segments.at(-1);
+    if (filename || download) headers['content-disposition'] = attachment(name ?? cidText, download ? 'attachment' : 'inline');
     let type: string | undefined;
     if (name === undefined) {
       // A bare CID has no name; an object stored with it may say its type.

@@ -25,6 +25,15 @@ import { bytesAnswer, fileAnswer, indexOf, isFile, rootsHeader, sendAnswer, type
 const SITE_CACHE_CONTROL = 'public, max-age=0, s-maxage=31536000, must-revalidate';
 /** A deploy's own address is for checking it: nothing in between keeps it as the site. */
 const DEPLOY_CACHE_CONTROL = 'public, max-age=0, must-revalidate';
+/**
+ * A deploy address's custom 404, 410 and 451 pages (`404.html`, a 4xx rule's
+ * target): the deploy's content is immutable, so its answer for a path it
+ * lacks is too, and is cached as Kubo's gateway caches custom 4xx pages of
+ * immutable content (boxo serve4xx: the path gateway's Cache-Control for
+ * `/ipfs/`). A published site's address keeps SITE_CACHE_CONTROL: a
+ * publish changes what it answers.
+ */
+const IMMUTABLE_CACHE_CONTROL = 'public, max-age=29030400, immutable';
 
 const page = (title: string, text: string) =>
   `<!doctype html>\n<html><head><meta charset="utf-8"><title>${title}</title></head><body><h1>${title}</h1><p>${text}</p></body></html>\n`;
@@ -80,6 +89,8 @@ async function answerPath(
   rawQuery: string,
   cacheControl: string,
   signal: AbortSignal,
+  /** Cache-Control of custom 4xx pages, when it differs from `cacheControl`. */
+  errorPageCacheControl = cacheControl,
 ): Promise<Answer> {
   const rules = await siteRules(blockstore, root);
   const requested = `/${path.segments.join('/')}${path.trailingSlash && path.segments.length ? '/' : ''}`;
@@ -94,6 +105,8 @@ async function answerPath(
       name: found.segments.at(-1) ?? 'index.html',
       headers: {
         ...headers,
+        // (unless the site's _headers set one for the path)
+        ...(status >= 400 && headers['cache-control'] === cacheControl ? { 'cache-control': errorPageCacheControl } : {}),
         'x-ipfs-path': `/ipfs/${root.toString()}${encodePath(found.segments)}`,
         'x-ipfs-roots': rootsHeader(found.roots),
       },
@@ -170,10 +183,17 @@ export async function serveSite(
       req.rawQuery,
       target.preview ? DEPLOY_CACHE_CONTROL : SITE_CACHE_CONTROL,
       req.signal,
+      target.preview ? IMMUTABLE_CACHE_CONTROL : SITE_CACHE_CONTROL,
     );
   } catch (err) {
+    // The web-redirects-file spec: "the errors MUST be returned to the user with a 500 HTTP status code",
+    // in Kubo's words (boxo: trouble processing _redirects file at "<path>": could not parse _redirects: ...).
     if (err instanceof SiteFileError)
-      return textResponse(500, `Internal Server Error: the site's ${err.message}\n`, { 'cache-control': 'no-cache' });
+      return textResponse(
+        500,
+        `Internal Server Error: trouble processing ${err.file} file at "/ipfs/${target.root}/${err.file}": could not parse ${err.file}: ${err.message}\n`,
+        { 'cache-control': 'no-cache' },
+      );
     throw err;
   }
   // Only whole GET answers are kept; a range or a 304 is then cut from the whole.

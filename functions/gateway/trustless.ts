@@ -6,7 +6,8 @@
  * the path reaches), and a CARv1 stream
  * (`?format=car`, `Accept: application/vnd.ipld.car`) of the blocks that
  * prove the path, then the blocks of `dag-scope` (block, entity, all) or of
- * `entity-bytes` at its end, depth first, each block once. The CAR is
+ * `entity-bytes` at its end, depth first, each block once (`dups=n`, the
+ * default) or each time the walk meets it (`dups=y`, IPIP-412). The CAR is
  * written as the blocks are read, so a large DAG never sits in memory; a
  * block missing mid-way ends the stream with an error (the client sees a
  * truncated CAR, as the spec has it), a missing root is a 404 before any.
@@ -31,10 +32,22 @@ import { rootsHeader } from './unixfs.js';
 
 const RAW_TYPE = 'application/vnd.ipld.raw';
 const CAR_TYPE = 'application/vnd.ipld.car';
-/** The one CAR variant written here, said in full as the spec asks. */
-const CAR_CONTENT_TYPE = `${CAR_TYPE}; version=1; order=dfs; dups=n`;
-/** Values of the CAR parameters a request may ask for that the variant above satisfies (`unk`: any order will do). */
-const CAR_CHOICES: Record<string, readonly string[]> = { version: ['1'], order: ['dfs', 'unk'], dups: ['n'] };
+/**
+ * The CAR variants written here, said in full as the spec asks ("MUST always
+ * respond with a Content-Type header that includes information about all
+ * supported and known parameters"): depth first, without or with duplicates.
+ */
+const carContentType = (dups: boolean) => `${CAR_TYPE}; version=1; order=dfs; dups=${dups ? 'y' : 'n'}`;
+/** Values of the CAR parameters a request may ask for that the variants above satisfy (`unk`: any order will do). */
+const CAR_CHOICES: Record<string, readonly string[]> = { version: ['1'], order: ['dfs', 'unk'], dups: ['n', 'y'] };
+/**
+ * The most blocks a `dups=y` CAR repeats. A few blocks linked many times
+ * over make a walk of repeats exponentially longer than the DAG (a node
+ * linking one child 174 times, ten levels deep); past this many the stream
+ * ends, cut short, as for a missing block. A million repeated 256 KiB leaves
+ * are 244 GiB.
+ */
+const MAX_REPEATED_BLOCKS = 1_000_000;
 /** Gateway response types of the specs this gateway does not produce: asked for alone, a 406. */
 const UNSERVED_TYPES = new Set(['application/x-tar', 'application/vnd.ipfs.ipns-record']);
 /**
@@ -50,7 +63,7 @@ export const CODEC_FORMATS = {
 } as const;
 export type CodecFormat = keyof typeof CODEC_FORMATS;
 const CODEC_BY_TYPE = new Map(Object.entries(CODEC_FORMATS).map(([format, type]) => [type as string, format as CodecFormat]));
-const SERVED = `this gateway serves ${RAW_TYPE} (format=raw), ${CAR_CONTENT_TYPE} (format=car), dag-json, dag-cbor, json and cbor blocks as they are (format=dag-json, dag-cbor, json, cbor), and files and directories themselves`;
+const SERVED = `this gateway serves ${RAW_TYPE} (format=raw), ${carContentType(false)} or dups=y (format=car), dag-json, dag-cbor, json and cbor blocks as they are (format=dag-json, dag-cbor, json, cbor), and files and directories themselves`;
 
 const DAG_PB = 0x70;
 const RAW = 0x55;
@@ -62,6 +75,8 @@ const READ_AHEAD = 8;
 export type TrustlessFormat = {
   kind: 'raw' | 'car';
   /** Chosen by Accept alone: the answer names its `?format=` URL in Content-Location. */ negotiated: boolean;
+  /** A CAR that repeats each block as often as the walk meets it (`dups=y`). */
+  dups?: boolean;
 };
 
 /** A codec's response type: the block as it is, when its codec is the one asked for. */
@@ -116,6 +131,17 @@ function carParameterUnmet(query: Map<string, string>, accepted: Map<string, str
   return undefined;
 }
 
+/**
+ * Whether the CAR asked for repeats blocks: `car-dups` in the query first
+ * ("In case both are present in the request, the URL query parameter SHOULD
+ * take precedence"), then the Accept type's `dups`; `n` when neither says
+ * ("a Gateway should respond with `dups=n` if it has control over the
+ * duplicate status").
+ */
+function carDups(query: Map<string, string>, accepted: Map<string, string>): boolean {
+  return (query.get('car-dups') ?? accepted.get('dups') ?? 'n').toLowerCase() === 'y';
+}
+
 const refused = (status: 400 | 406, message: string): Negotiation => ({
   kind: 'refused',
   response: textResponse(status, `${status === 400 ? 'Bad Request' : 'Not Acceptable'}: ${message}; ${SERVED}\n`),
@@ -140,10 +166,11 @@ export function negotiateFormat(req: HttpRequest): Negotiation {
     const unmet = carQueryUnmet();
     if (unmet) return refused(400, `car-${unmet} is not a CAR this gateway writes`);
     const cars = accept.filter((m) => m.type === CAR_TYPE);
-    if (cars.length > 0 && cars.every((m) => carParameterUnmet(query, m.params))) {
+    const met = cars.find((m) => !carParameterUnmet(query, m.params));
+    if (cars.length > 0 && !met) {
       return refused(406, `the Accept header asks for a CAR with ${carParameterUnmet(query, cars[0]!.params)}`);
     }
-    return { kind: 'car', negotiated: false };
+    return { kind: 'car', negotiated: false, dups: carDups(query, met?.params ?? new Map()) };
   }
   if (Object.hasOwn(CODEC_FORMATS, format)) return { kind: 'codec', format: format as CodecFormat, negotiated: false, orElse: false };
   if (format) return refused(400, `format=${format.slice(0, 50)} is not served here`);
@@ -159,7 +186,7 @@ export function negotiateFormat(req: HttpRequest): Negotiation {
       const queryUnmet = carQueryUnmet();
       if (queryUnmet) return refused(400, `car-${queryUnmet} is not a CAR this gateway writes`);
       const paramUnmet = carParameterUnmet(query, m.params);
-      if (!paramUnmet) return { kind: 'car', negotiated: true };
+      if (!paramUnmet) return { kind: 'car', negotiated: true, dups: carDups(query, m.params) };
       unmet ??= `${CAR_TYPE}; ${paramUnmet}`;
     } else if (UNSERVED_TYPES.has(m.type)) {
       unmet ??= m.type;
@@ -377,13 +404,24 @@ async function* directoryBlocks(blockstore: Blockstore, dir: CID, signal: AbortS
  * each block once, and a block repeated in a file (a run of equal chunks)
  * may be wanted at one offset and not at another.
  */
-async function* fileRangeBlocks(blockstore: Blockstore, root: CID, start: number, end: number, signal: AbortSignal): AsyncGenerator<CID> {
+async function* fileRangeBlocks(
+  blockstore: Blockstore,
+  root: CID,
+  start: number,
+  end: number,
+  signal: AbortSignal,
+  repeats?: (cid: CID) => void,
+): AsyncGenerator<CID> {
   const sent = new Set<string>();
   const whole = new Set<string>();
+  /** A block the first time, or every time when `repeats` (dups=y) counts the repeats. */
   function* once(cid: CID): Generator<CID> {
     const key = blockKey(cid);
     if (!sent.has(key)) {
       sent.add(key);
+      yield cid;
+    } else if (repeats) {
+      repeats(cid);
       yield cid;
     }
   }
@@ -398,8 +436,8 @@ async function* fileRangeBlocks(blockstore: Blockstore, root: CID, start: number
       if (next > start) {
         if (position >= start && next <= end) {
           const key = blockKey(link.cid);
-          if (!whole.has(key)) {
-            for await (const block of walkDag(blockstore, link.cid, { signal })) yield* once(block);
+          if (repeats || !whole.has(key)) {
+            for await (const block of walkDag(blockstore, link.cid, { signal, duplicates: !!repeats })) yield* once(block);
             whole.add(key);
           }
         } else {
@@ -532,12 +570,14 @@ async function serveCar(
     );
   }
 
-  const variant = JSON.stringify([cid.toString(), segments, scope, asked.bytes?.text ?? '', CAR_CONTENT_TYPE]);
+  const dups = !!format.dups;
+  const contentType = carContentType(dups);
+  const variant = JSON.stringify([cid.toString(), segments, scope, asked.bytes?.text ?? '', contentType]);
   const etag = `W/"${terminal.toString()}.${createHash('sha256').update(variant).digest('hex').slice(0, 16)}.car"`;
   const filename = query.get('filename');
   const answer: Record<string, string> = {
     ...headers,
-    'content-type': CAR_CONTENT_TYPE,
+    'content-type': contentType,
     etag,
     'x-content-type-options': 'nosniff',
     'content-disposition': attachment(filename || `${terminal.toString()}.car`),
@@ -555,12 +595,22 @@ async function serveCar(
   }
   if (req.method === 'HEAD') return new Response(null, { status: 200, headers: answer });
 
+  // dups=y: every block as often as the walk meets it, up to MAX_REPEATED_BLOCKS repeats.
+  let repeated = 0;
+  const onRepeat = dups
+    ? (again: CID) => {
+        if (++repeated > MAX_REPEATED_BLOCKS)
+          throw new Error(`more than ${MAX_REPEATED_BLOCKS} repeated blocks under ${terminal} (at ${again}): the CAR is cut short`);
+      }
+    : undefined;
+  const walk = { duplicates: dups, onRepeat };
   const scoped = (signal: AbortSignal): AsyncIterable<CID> | Iterable<CID> => {
     if (scope === 'block') return [terminal];
-    if (scope === 'all') return walkDag(node.blockstore, terminal, { signal });
+    if (scope === 'all') return walkDag(node.blockstore, terminal, { signal, ...walk });
+    // A directory's own node and shards: the listing meets each once.
     if (entry.type === 'directory') return directoryBlocks(node.blockstore, terminal, signal);
-    if (entry.type === 'file' && span) return fileRangeBlocks(node.blockstore, terminal, span.start, span.end, signal);
-    if (entry.type === 'file') return walkDag(node.blockstore, terminal, { signal });
+    if (entry.type === 'file' && span) return fileRangeBlocks(node.blockstore, terminal, span.start, span.end, signal, onRepeat);
+    if (entry.type === 'file') return walkDag(node.blockstore, terminal, { signal, ...walk });
     // A raw block, a symlink, a dag-cbor or dag-json document: "For all
     // queries that reference non-UnixFS data, `entity` is equivalent to
     // `block`" (trustless gateway spec, dag-scope).

@@ -104,7 +104,39 @@ export async function indexOf(blockstore: Blockstore, dir: Resolved, signal?: Ab
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-/** A listing of a directory without index.html, as path gateways generate one. */
+/** A path segment as it reads: decoded, or as it is if it is not valid percent-encoding. */
+function segmentName(encoded: string): string {
+  try {
+    return decodeURIComponent(encoded);
+  } catch {
+    return encoded;
+  }
+}
+
+/**
+ * `/ipfs/<cid>/a/b/` as Kubo's listing heads it (boxo's Breadcrumbs): `ipfs`
+ * as text, then each segment a link to the directory it names, the CID to
+ * the content root.
+ */
+function breadcrumbs(segments: string[]): string {
+  return segments
+    .map((seg, i) => {
+      const name = escapeHtml(segmentName(seg));
+      return i === 0 ? `/${name}` : `/<a href="${escapeHtml(`/${segments.slice(0, i + 1).join('/')}/`)}">${name}</a>`;
+    })
+    .join('');
+}
+
+/**
+ * A listing of a directory without index.html, as path gateways generate
+ * one, with the links of Kubo's (boxo's directory template): the path as
+ * breadcrumbs, `..` to the parent below the content root, and for each
+ * entry its name linking to its path, its CID linking to
+ * `/ipfs/<cid>?filename=<name>` (the content by itself, saved under its
+ * name), and its size (a file's bytes). Every name is HTML-escaped and
+ * percent-encoded in links. The page is built in one pass over the
+ * entries: linear in the directory's size.
+ */
 export async function listingAnswer(
   blockstore: Blockstore,
   dir: Resolved,
@@ -114,13 +146,24 @@ export async function listingAnswer(
 ): Promise<Answer> {
   const entries = await listDirectory(blockstore, dir.entry, signal);
   const base = requestPath.endsWith('/') ? requestPath : `${requestPath}/`;
-  const rows = entries.map((e) => {
-    const href = `${base}${encodeURIComponent(e.name)}${e.type === 'directory' ? '/' : ''}`;
-    const size = e.type === 'directory' ? '' : String(e.size);
-    return `<tr><td><a href="${escapeHtml(href)}">${escapeHtml(e.name)}${e.type === 'directory' ? '/' : ''}</a></td><td>${size}</td><td><code>${e.cid.toString()}</code></td></tr>`;
-  });
-  const title = escapeHtml(decodeURIComponent(requestPath));
-  const html = `<!doctype html>\n<html><head><meta charset="utf-8"><title>Index of ${title}</title></head><body>\n<h1>Index of ${title}</h1>\n<p><code>${dir.entry.cid.toString()}</code></p>\n<table>\n<tr><th>Name</th><th>Size</th><th>CID</th></tr>\n${rows.join('\n')}\n</table>\n</body></html>\n`;
+  const segments = base.split('/').filter(Boolean);
+  const rows: string[] = [];
+  // Kubo's back link: none at the content root (`/ipfs/<cid>/`), the parent directory below it.
+  if (segments.length > 2)
+    rows.push(`<tr><td><a href="${escapeHtml(`/${segments.slice(0, -1).join('/')}/`)}">..</a></td><td></td><td></td></tr>`);
+  for (const e of entries) {
+    const isDir = e.type === 'directory';
+    const href = `${base}${encodeURIComponent(e.name)}${isDir ? '/' : ''}`;
+    const cid = cidText(e.cid);
+    const cidHref = `/ipfs/${cid}?filename=${encodeURIComponent(e.name)}`;
+    const size = isDir ? '' : String(e.size);
+    rows.push(
+      `<tr><td><a href="${escapeHtml(href)}">${escapeHtml(e.name)}${isDir ? '/' : ''}</a></td><td>${size}</td><td><a href="${escapeHtml(cidHref)}"><code>${cid}</code></a></td></tr>`,
+    );
+  }
+  const title = escapeHtml(segmentName(requestPath));
+  const root = cidText(dir.entry.cid);
+  const html = `<!doctype html>\n<html><head><meta charset="utf-8"><title>Index of ${title}</title></head><body>\n<h1>Index of ${breadcrumbs(segments)}</h1>\n<p><a href="/ipfs/${root}/"><code>${root}</code></a></p>\n<table>\n<tr><th>Name</th><th>Size</th><th>CID</th></tr>\n${rows.join('\n')}\n</table>\n</body></html>\n`;
   return bytesAnswer(200, { ...headers, 'content-type': 'text/html; charset=utf-8', etag: listingEtag(dir.entry.cid) }, html);
 }
 

@@ -85,6 +85,14 @@ export const errors = {
     new S3Error('InvalidPartOrder', 400, 'The list of parts was not in ascending order. Parts must be ordered by part number.', {
       UploadId: uploadId,
     }),
+  /** A part other than the last below the least part size, as S3 names it at CompleteMultipartUpload. */
+  entityTooSmall: (proposed: number, min: number, partNumber: number, etag: string) =>
+    new S3Error('EntityTooSmall', 400, 'Your proposed upload is smaller than the minimum allowed size', {
+      ProposedSize: String(proposed),
+      MinSizeAllowed: String(min),
+      PartNumber: String(partNumber),
+      ETag: etag,
+    }),
   entityTooLarge: (proposed: number, max: number) =>
     new S3Error('EntityTooLarge', 400, 'Your proposed upload exceeds the maximum allowed size', {
       ProposedSize: String(proposed),

@@ -8,9 +8,10 @@
  * a HAMT with sub-shards) and a multi-block object uploaded through S3.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { CarBlockIterator } from '@ipld/car';
 import * as dagPb from '@ipld/dag-pb';
@@ -48,6 +49,11 @@ const OBJECT = randomBytes(1024 * 1024 + 5000);
 let object: CID;
 /** A file whose second leaf is deleted from the blockstore after import. */
 let damaged: CID;
+/**
+ * gateway-conformance's dir-with-duplicate-files.car (test/fixtures/gateway-conformance):
+ * ascii-copy.txt and ascii.txt are one block, hello.txt, and multiblock.txt of five leaves.
+ */
+let duplicates: CID;
 
 async function importFiles(name: string, files: Record<string, string | Buffer>, shardingThreshold?: number): Promise<CID> {
   const dir = join(scratch, name);
@@ -91,6 +97,11 @@ beforeAll(async () => {
   zeros = await cidAt(tree, 'zeros.bin');
   hamt = await importFiles('hamt', Object.fromEntries(HAMT_NAMES.map((n, i) => [n, `entry ${i}\n`])), 1);
   damaged = await cidAt(await importFiles('damaged', { 'f.bin': randomBytes(3 * CHUNK) }), 'f.bin');
+  const fixture = await CarBlockIterator.fromBytes(
+    await readFile(join(dirname(fileURLToPath(import.meta.url)), '../fixtures/gateway-conformance/dir-with-duplicate-files.car')),
+  );
+  duplicates = (await fixture.getRoots())[0]!;
+  for await (const { cid, bytes } of fixture) await (await blockstore()).put(cid, bytes);
   const leaves = (await dagOf(damaged)).slice(1);
   expect(leaves).toHaveLength(3);
   await (await blockstore()).delete(leaves[1]!);
@@ -228,6 +239,71 @@ localDescribe.each(doorsFor(doors))('trustless gateway formats through the $name
     // The etags of the scopes differ.
     const all = await get(`/ipfs/${tree}?format=car`, { method: 'HEAD' });
     expect(dir.res.headers.get('etag')).not.toBe(all.headers.get('etag'));
+  });
+
+  test('dups=y (IPIP-412) repeats each block every time the walk meets it; dups=n, the default, sends it once; the Content-Type says which', async () => {
+    // gateway-conformance TestTrustlessCarOrderAndDuplicates: "Duplicate blocks MUST be sent every time they occur during the DAG walk" (dups=y),
+    // "Duplicate blocks MUST be sent only once" (dups=n), exactly these blocks in this order.
+    const fixture = await blockstore();
+    const at = async (name: string) => (await exporter(`${duplicates}/${name}`, fixture)).cid.toString();
+    const multiblock = await at('multiblock.txt');
+    const leaves = (await dagOf(CID.parse(multiblock))).slice(1).map(String);
+    expect(leaves).toEqual([
+      'bafkreie5noke3mb7hqxukzcy73nl23k6lxszxi5w3dtmuwz62wnvkpsscm',
+      'bafkreih4ephajybraj6wnxsbwjwa77fukurtpl7oj7t7pfq545duhot7cq',
+      'bafkreigu7buvm3cfunb35766dn7tmqyh2um62zcio63en2btvxuybgcpue',
+      'bafkreicll3huefkc3qnrzeony7zcfo7cr3nbx64hnxrqzsixpceg332fhe',
+      'bafkreifst3pqztuvj57lycamoi7z34b4emf7gawxs74nwrc2c7jncmpaqm',
+    ]);
+    const ascii = await at('ascii.txt');
+    expect(await at('ascii-copy.txt')).toBe(ascii);
+    const withDups = [duplicates.toString(), ascii, ascii, await at('hello.txt'), multiblock, ...leaves];
+    const DUPS_Y = 'application/vnd.ipld.car; version=1; order=dfs; dups=y';
+    const cids = async (path: string, init: Init, type: string) => {
+      const res = await get(path, init);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe(type);
+      return (await readCar(new Uint8Array(await res.arrayBuffer()))).blocks.map((b) => b.cid.toString());
+    };
+    const accept = (dups: string) => ({ headers: { accept: `application/vnd.ipld.car; version=1; order=dfs; dups=${dups}` } });
+    expect(await cids(`/ipfs/${duplicates}`, accept('y'), DUPS_Y)).toEqual(withDups);
+    expect(await cids(`/ipfs/${duplicates}`, accept('n'), CAR_TYPE)).toEqual([...new Set(withDups)]);
+    // format=car still reads dups from Accept; the query's car-dups wins over it ("the URL query parameter SHOULD take precedence").
+    expect(await cids(`/ipfs/${duplicates}?format=car`, accept('y'), DUPS_Y)).toEqual(withDups);
+    expect(
+      await cids(`/ipfs/${duplicates}?format=car&car-dups=y`, { headers: { accept: 'application/vnd.ipld.car; dups=n' } }, DUPS_Y),
+    ).toEqual(withDups);
+    expect(await cids(`/ipfs/${duplicates}?format=car&car-dups=n`, accept('y'), CAR_TYPE)).toEqual([...new Set(withDups)]);
+    // order=unk takes the depth-first order, said explicitly.
+    expect(await cids(`/ipfs/${duplicates}`, { headers: { accept: 'application/vnd.ipld.car; version=1; order=unk' } }, CAR_TYPE)).toEqual([
+      ...new Set(withDups),
+    ]);
+    // "A Gateway MUST NOT include virtual blocks identified by identity CIDs ... regardless of ... the value assigned to the "dups" parameter".
+    expect(
+      await cids(
+        '/ipfs/bafkqaf3imvwgy3zaneqgc3janfxgy2lomvscay3jmqfa',
+        { headers: { accept: 'application/vnd.ipld.car; dups=y' } },
+        DUPS_Y,
+      ),
+    ).toEqual([]);
+
+    // zeros.bin links one leaf twice: dups=y sends it twice, for the whole file, its entity and a byte range over both.
+    const zeroDag = (await dagOf(zeros)).map(String);
+    expect(zeroDag).toHaveLength(3);
+    const [root, zero, tail] = zeroDag as [string, string, string];
+    for (const query of ['', '&dag-scope=entity', `&entity-bytes=0:${2 * CHUNK + 10}`]) {
+      expect(await cids(`/ipfs/${zeros}?format=car&car-dups=y${query}`, {}, DUPS_Y)).toEqual([root, zero, zero, tail]);
+      expect(await cids(`/ipfs/${zeros}?format=car${query}`, {}, CAR_TYPE)).toEqual([root, zero, tail]);
+    }
+    expect(await cids(`/ipfs/${zeros}?format=car&car-dups=y&entity-bytes=${CHUNK}:${CHUNK + 5}`, {}, DUPS_Y)).toEqual([root, zero]);
+    // Under a path, the path's blocks come first, once; then the file's, repeated.
+    expect(await cids(`/ipfs/${tree}/zeros.bin?format=car&car-dups=y`, {}, DUPS_Y)).toEqual([tree.toString(), root, zero, zero, tail]);
+    // Each variant has its own ETag.
+    const [y, n] = await Promise.all([
+      get(`/ipfs/${zeros}?format=car&car-dups=y`, { method: 'HEAD' }),
+      get(`/ipfs/${zeros}?format=car`, { method: 'HEAD' }),
+    ]);
+    expect(y.headers.get('etag')).not.toBe(n.headers.get('etag'));
   });
 
   test('dag-scope=block is the one block', async () => {
@@ -399,7 +475,12 @@ localDescribe.each(doorsFor(doors))('trustless gateway formats through the $name
       [
         `/ipfs/${tree}?format=car`,
         `/ipfs/${tree}`,
-        { accept: 'application/vnd.ipld.car; dups=y, application/vnd.ipld.car; dups=n; q=0.9' },
+        { accept: 'application/vnd.ipld.car; version=2, application/vnd.ipld.car; dups=n; q=0.9' },
+      ],
+      [
+        `/ipfs/${tree}?format=car&car-dups=y`,
+        `/ipfs/${tree}`,
+        { accept: 'application/vnd.ipld.car; order=foo, application/vnd.ipld.car; dups=y; q=0.9' },
       ],
     ];
     for (const [byFormat, byAccept, headers] of pairs) {
@@ -422,6 +503,67 @@ localDescribe.each(doorsFor(doors))('trustless gateway formats through the $name
     expect(page.status).toBe(200);
     expect(await page.text()).toBe('a note\n');
     expect(page.headers.get('vary')).toBe('Accept');
+  });
+
+  // Kubo's listing (boxo's assets/directory.html): breadcrumbs, a `..` row, and per entry its path, its CID with ?filename= and its size.
+  test('a listing links each path segment, the parent, and each entry by path and by CID (?filename=), names HTML-escaped', async () => {
+    const odd = `we <b>"&'.txt`;
+    const root = await importFiles('listing', {
+      [`deep/${odd}`]: 'x',
+      'deep/100% sure #1?.txt': 'hello',
+      'deep/ünï.txt': 'ü',
+      'deep/sub dir/inner.txt': 'inner',
+    });
+    const deep = await cidAt(root, 'deep');
+    const html = async (path: string) => {
+      const res = await get(path);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
+      return res.text();
+    };
+    const page = await html(`/ipfs/${root}/deep/`);
+    // "Index of /ipfs/<cid>/deep": ipfs as text, the CID and each segment a link to its directory.
+    expect(page).toContain(`<h1>Index of /ipfs/<a href="/ipfs/${root}/">${root}</a>/<a href="/ipfs/${root}/deep/">deep</a></h1>`);
+    expect(page).toContain(`<td><a href="/ipfs/${root}/">..</a></td>`);
+    // Names are escaped as text and percent-encoded (then escaped) in links; none reaches the page as markup.
+    expect(page).not.toContain('<b>');
+    const escaped = 'we &#60;b&#62;&#34;&#38;&#39;.txt';
+    const oddCid = await cidAt(root, `deep/${odd}`);
+    expect(page).toContain(
+      `<tr><td><a href="/ipfs/${root}/deep/we%20%3Cb%3E%22%26&#39;.txt">${escaped}</a></td><td>1</td>` +
+        `<td><a href="/ipfs/${oddCid}?filename=we%20%3Cb%3E%22%26&#39;.txt"><code>${oddCid}</code></a></td></tr>`,
+    );
+    const hello = await cidAt(root, 'deep/100% sure #1?.txt');
+    expect(page).toContain(
+      `<a href="/ipfs/${root}/deep/100%25%20sure%20%231%3F.txt">100% sure #1?.txt</a></td><td>5</td><td><a href="/ipfs/${hello}?filename=100%25%20sure%20%231%3F.txt">`,
+    );
+    expect(page).toContain(`<a href="/ipfs/${root}/deep/%C3%BCn%C3%AF.txt">ünï.txt</a></td><td>2</td>`);
+    const subDir = await cidAt(root, 'deep/sub dir');
+    expect(page).toContain(
+      `<a href="/ipfs/${root}/deep/sub%20dir/">sub dir/</a></td><td></td><td><a href="/ipfs/${subDir}?filename=sub%20dir"><code>${subDir}</code></a>`,
+    );
+    expect(page).toContain(`<p><a href="/ipfs/${deep}/"><code>${deep}</code></a></p>`);
+    // The links lead where they say: the file by its path, and by its CID under its name.
+    const unescape = (s: string) => s.replace(/&#(\d+);/g, (_, n: string) => String.fromCharCode(Number(n)));
+    const hrefs = [...page.matchAll(/href="([^"]*)"/g)].map((m) => unescape(m[1]!));
+    const byPath = hrefs.find((h) => h.startsWith(`/ipfs/${root}/deep/we`))!;
+    expect(await (await get(byPath)).text()).toBe('x');
+    const byCid = await get(hrefs.find((h) => h.startsWith(`/ipfs/${oddCid}?`))!);
+    expect(await byCid.text()).toBe('x');
+    // Path gateway spec, filename: named inline (in ASCII and RFC 8187 UTF-8), and typed by the name; download=true: an attachment.
+    expect(byCid.headers.get('content-disposition')).toBe(`inline; filename="we <b>_&'.txt"; filename*=UTF-8''${encodeURIComponent(odd)}`);
+    expect(byCid.headers.get('content-type')).toMatch(/^text\/plain/);
+    const saved = await get(`/ipfs/${oddCid}?filename=x.json&download=true`);
+    expect(saved.headers.get('content-disposition')).toBe('attachment; filename="x.json"');
+    expect(saved.headers.get('content-type')).toBe('application/json');
+    await saved.arrayBuffer();
+    // At the content root, no `..`; deeper, the segments decoded as text and linked as they are.
+    const top = await html(`/ipfs/${root}/`);
+    expect(top).not.toContain('>..</a>');
+    expect(top).toContain(`<h1>Index of /ipfs/<a href="/ipfs/${root}/">${root}</a></h1>`);
+    const inner = await html(`/ipfs/${root}/deep/sub%20dir/`);
+    expect(inner).toContain(`/<a href="/ipfs/${root}/deep/sub%20dir/">sub dir</a></h1>`);
+    expect(inner).toContain(`<td><a href="/ipfs/${root}/deep/">..</a></td>`);
   });
 
   // The path gateway spec's ETag, Cache-Control and If-None-Match, as the IPFS
@@ -534,21 +676,21 @@ localDescribe.each(doorsFor(doors))('trustless gateway formats through the $name
       'application/x-tar',
       'application/vnd.ipld.dag-json',
       'application/vnd.ipld.car; version=2',
-      'application/vnd.ipld.car; dups=y',
+      'application/vnd.ipld.car; dups=maybe',
       'application/vnd.ipld.car; order=foo, application/vnd.ipfs.ipns-record',
     ]) {
       const res = await get(`/ipfs/${tree}`, { headers: { accept } });
       expect(res.status).toBe(406);
     }
     // A CAR parameter in the query that cannot be met is a 400; one that can is a CAR.
-    expect((await get(`/ipfs/${tree}?format=car&car-dups=y`)).status).toBe(400);
+    expect((await get(`/ipfs/${tree}?format=car&car-dups=maybe`)).status).toBe(400);
     expect((await get(`/ipfs/${tree}?format=car&car-version=2`)).status).toBe(400);
     const ok = await get(`/ipfs/${tree}?format=car&car-dups=n&car-order=dfs&car-version=1`);
     expect(ok.status).toBe(200);
     expect(ok.headers.get('content-type')).toBe(CAR_TYPE);
     await ok.arrayBuffer();
     // format=car with an Accept that asks only for an unwritten variant: 406.
-    expect((await get(`/ipfs/${tree}?format=car`, { headers: { accept: 'application/vnd.ipld.car; dups=y' } })).status).toBe(406);
+    expect((await get(`/ipfs/${tree}?format=car`, { headers: { accept: 'application/vnd.ipld.car; order=foo' } })).status).toBe(406);
   });
 
   test('an unknown CID or path is a 404 before any byte, GET or HEAD; HEAD answers the headers alone', async () => {

@@ -436,7 +436,12 @@ describe('single-page apps, previews and bad rule files', () => {
       expect((await at('/')).status).toBe(200);
       const res = await at('/missing');
       expect(res.status).toBe(500);
-      expect(await res.text()).toContain('_redirects line 2: the status must be one of');
+      // The web-redirects-file spec's 500, in Kubo's words (gateway-conformance: "could not parse _redirects:").
+      const text = await res.text();
+      expect(text).toMatch(
+        /^Internal Server Error: trouble processing _redirects file at "\/ipfs\/\w+\/_redirects": could not parse _redirects: /,
+      );
+      expect(text).toContain('_redirects line 2: the status must be one of 200, 301, 302, 303, 307, 308, 404, 410, 451 ("/bad /x 999")\n');
     }
     const huge = await publishedSite({
       'index.html': 'home',
@@ -445,7 +450,10 @@ describe('single-page apps, previews and bad rule files', () => {
     for (const door of doors) {
       const over = await door.fetch(`${service.endpoints.gateway}/old-1`, { headers: { host: siteHostOf(huge.slug) } });
       expect(over.status).toBe(500);
-      expect(await over.text()).toMatch(/_redirects: the file is \d+ bytes; at most 65536 \(64 KiB\) are read/);
+      // gateway-conformance: "could not parse _redirects:" and "redirects file size cannot exceed".
+      expect(await over.text()).toMatch(
+        /^Internal Server Error: trouble processing _redirects file at "\/ipfs\/\w+\/_redirects": could not parse _redirects: _redirects: redirects file size cannot exceed 65536 bytes: the file is \d+ bytes/,
+      );
     }
     expect((await get(huge.slug, '/')).status).toBe(200);
   });
@@ -559,6 +567,31 @@ describe('single-page apps, previews and bad rule files', () => {
       const got = new Uint8Array(await res.arrayBuffer());
       expect(got.byteLength).toBe(big.length);
       expect(sha256(got)).toBe(sha256(big));
+    }
+  });
+
+  test("a deploy address's custom 404, 410 and 451 pages are immutable, as Kubo sends those of immutable content; the site's are not", async () => {
+    const site = await publishedSite({
+      'index.html': 'home',
+      '404.html': 'custom missing',
+      'gone.html': 'gone for good',
+      'own/x.html': 'x',
+      _redirects: '/old /gone.html 410\n/own/* /404.html 404\n',
+      _headers: '/own/*\n  Cache-Control: max-age=60\n',
+    });
+    const deployHost = `${site.deployId.toLowerCase()}--${site.slug}.${service.config.sites.domain}`;
+    for (const door of doors) {
+      const at = async (host: string, path: string) => {
+        const res = await door.fetch(`${service.endpoints.gateway}${path}`, { headers: { host } });
+        return [res.status, await res.text(), res.headers.get('cache-control')];
+      };
+      expect(await at(deployHost, '/missing')).toEqual([404, 'custom missing', 'public, max-age=29030400, immutable']);
+      expect(await at(deployHost, '/old')).toEqual([410, 'gone for good', 'public, max-age=29030400, immutable']);
+      // A page that is there keeps the deploy address's own caching; a _headers Cache-Control stays the site's choice.
+      expect(await at(deployHost, '/')).toEqual([200, 'home', 'public, max-age=0, must-revalidate']);
+      expect(await at(deployHost, '/own/y.html')).toEqual([404, 'custom missing', 'max-age=60']);
+      // The published address changes with each publish: its 404 is revalidated like its pages.
+      expect(await at(siteHostOf(site.slug), '/missing')).toEqual([404, 'custom missing', SITE_CACHE_CONTROL]);
     }
   });
 

@@ -33,7 +33,7 @@ const FILES: Record<string, Buffer> = {
   'empty.txt': Buffer.alloc(0),
   'assets/app.js': Buffer.from('console.log(1);\n'),
   'assets/deep/été photo.bin': randomBytes(300 * 1024),
-  // Past the SDK's 4 MiB part size: a multipart upload, whose CID is still the whole file's.
+  // Past the SDK's 5 MiB part size: a multipart upload, whose CID is still the whole file's.
   'big/video.mp4': randomBytes(6 * MiB + 123),
 };
 

@@ -42,7 +42,8 @@ const onCrash = (err: unknown) => crashes.push(err);
 beforeAll(async () => {
   process.on('unhandledRejection', onCrash);
   process.on('uncaughtException', onCrash);
-  service = await startTestService({ CAIRN_MAX_REQUEST_BODY: LAMBDA_LIMIT });
+  // Parts of 1 MiB on purpose (configured part sizes), so no least part size (S3's: s3-part-size.test.ts).
+  service = await startTestService({ CAIRN_MAX_REQUEST_BODY: LAMBDA_LIMIT, CAIRN_S3_MIN_PART_SIZE: '0' });
   s3 = service.s3();
 });
 

@@ -104,7 +104,7 @@ describe('_redirects', () => {
   test('a file over 64 KiB is refused whole, with its size in the message', () => {
     const text = Array.from({ length: 10_000 }, (_, i) => `/old-${i} /new-${i} 301`).join('\n');
     expect(Buffer.byteLength(text)).toBeGreaterThan(64 * 1024);
-    expect(() => parseRedirects(text)).toThrow(/_redirects: the file is \d+ bytes; at most 65536/);
+    expect(() => parseRedirects(text)).toThrow(/_redirects: redirects file size cannot exceed 65536 bytes: the file is \d+ bytes/);
   });
 });
 

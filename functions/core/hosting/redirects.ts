@@ -47,7 +47,8 @@ export function checkSize(file: SiteFileError['file'], bytes: number): void {
     throw new SiteFileError(
       file,
       undefined,
-      `the file is ${bytes} bytes; at most ${MAX_RULES_FILE_BYTES} (64 KiB) are read, so none of its rules apply`,
+      // The web-redirects-file spec's and Kubo's wording (go-ipfs-redirects-file), then what it means here.
+      `${file.slice(1)} file size cannot exceed ${MAX_RULES_FILE_BYTES} bytes: the file is ${bytes} bytes, so none of its rules apply`,
     );
   }
 }

@@ -130,6 +130,14 @@ export interface WalkOptions {
   limits?: WalkLimits;
   /** Told of every block read (present or not), for counting work. */
   onRead?(cid: CID): void;
+  /**
+   * Visit a block again each time a link leads to it, its DAG included (a
+   * CAR with `dups=y`), instead of once. `onRepeat` is told of each repeat
+   * before it is visited, and bounds them by throwing: a few blocks linked
+   * many times over can make a walk of repeats exponentially longer.
+   */
+  duplicates?: boolean;
+  onRepeat?(cid: CID): void;
 }
 
 /** Text that tells blocks apart (the multihash: a v0 and a v1 CID of one dag-pb block are the same block). */
@@ -227,7 +235,7 @@ interface Level {
   pending: Read[];
 }
 
-/** Every block of the DAG under `root`, once each, parents before their children. */
+/** Every block of the DAG under `root`, once each (or as often as it is linked, with `duplicates`), parents before their children. */
 export async function* walkDag(blockstore: Blockstore, root: CID, options: WalkOptions = {}): AsyncGenerator<CID> {
   const { signal, limits, onRead } = options;
   const seen = new Set<string>([blockKey(root)]);
@@ -256,8 +264,12 @@ export async function* walkDag(blockstore: Blockstore, root: CID, options: WalkO
       const children: number[] = [];
       for (let i = 0; i < found.length; i++) {
         const key = blockKey(found.at(i));
-        if (seen.has(key)) continue;
-        seen.add(key);
+        if (seen.has(key)) {
+          if (!options.duplicates) continue;
+          options.onRepeat?.(found.at(i));
+        } else {
+          seen.add(key);
+        }
         children.push(i);
       }
       if (limits) {

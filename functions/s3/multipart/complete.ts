@@ -3,8 +3,10 @@
  * same import as PutObject, so the object's CID is that of the whole file,
  * exactly what `ipfs add` gives the assembled bytes; its ETag is S3's
  * multipart form, and its checksum COMPOSITE or FULL_OBJECT (see
- * checksums.ts). A Complete retried after it succeeded answers the same
- * result again (see repeatedCompletion).
+ * checksums.ts). Every part but the last must be at least
+ * `storage.minPartSize` (S3's 5 MiB by default; EntityTooSmall otherwise).
+ * A Complete retried after it succeeded answers the same result again (see
+ * repeatedCompletion).
  */
 import { createHash } from 'node:crypto';
 import type { ObjectRecord } from '../../core/data/objects.js';
@@ -107,6 +109,11 @@ export async function completeMultipartUpload(ctx: S3Context): Promise<Response>
     }
     return part;
   });
+  // S3's least part size, checked before anything changes: the upload stays
+  // as it was, for the client to send the part again larger, or abort.
+  const min = services.config.storage.minPartSize;
+  const small = parts.findIndex((p, i) => i < parts.length - 1 && p.size < min);
+  if (small >= 0) throw errors.entityTooSmall(parts[small]!.size, min, parts[small]!.partNumber, parts[small]!.etag);
   const etag = `${createHash('md5')
     .update(Buffer.concat(parts.map((p) => Buffer.from(p.etag, 'hex'))))
     .digest('hex')}-${parts.length}`;

@@ -2,9 +2,9 @@
  * UploadPart and UploadPartCopy, with S3's rules on part numbers. A part's
  * `x-amz-checksum-*` is verified and returned; an upload created with
  * `x-amz-checksum-algorithm` gets that checksum on every part, computed when
- * the client sends none. Parts smaller than 5 MiB are accepted (no
- * EntityTooSmall), so clients behind the Lambda route's request limit can
- * upload any size in small parts.
+ * the client sends none. A part of any size is accepted here: as in S3,
+ * the least part size (EntityTooSmall) is checked at CompleteMultipartUpload,
+ * when it is known which part is the last.
  */
 import { MAX_PART_NUMBER, type PartRecord, type UploadRecord } from '../../core/data/uploads.js';
 import { checksumHeaders, checksumPlan, computedChecksum, type ChecksumAlgorithm, type ChecksumPlan } from '../checksums.js';

@@ -1,5 +1,5 @@
 /**
- * How large a part may be: what the caller prefers (partSize, 4 MiB by
+ * How large a part may be: what the caller prefers (partSize, 5 MiB by
  * default), within what the endpoint takes in one request. Cairn's S3 API
  * says that in a header on every answer (functions/s3/app.ts,
  * MAX_REQUEST_BODY_HEADER): behind AWS Lambda 4 MiB (a 6 MB invocation

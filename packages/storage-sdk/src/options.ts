@@ -11,8 +11,12 @@ export const DEFAULTS = {
   endpoint: 'http://127.0.0.1:4001',
   gatewayUrl: 'http://127.0.0.1:4002',
   publicDomain: 'storage.localhost:4002',
-  /** What Cairn's Lambda object route takes per request; any endpoint's advertised limit caps it anyway (limits.ts). */
-  partSize: 4 * MiB,
+  /**
+   * S3's least part size (a smaller part but the last is EntityTooSmall); an
+   * endpoint's advertised limit lowers it (limits.ts: 4 MiB behind Cairn's
+   * Lambda route, which takes parts that size).
+   */
+  partSize: 5 * MiB,
   concurrency: 4,
   region: 'us-east-1',
 } as const;

@@ -23,7 +23,7 @@ export interface StorageOptions {
   /** Public URLs are <gateway scheme>://<bucket>.<publicDomain>/<key>. Default: env CAIRN_STORAGE_PUBLIC_DOMAIN, else storage.localhost:4002. */
   publicDomain?: string;
   /**
-   * Preferred multipart part size in bytes. Default 4 MiB. An upload never uses parts larger than
+   * Preferred multipart part size in bytes. Default 5 MiB, S3's least part size. An upload never uses parts larger than
    * the endpoint takes in one request (Cairn's says so in x-cairn-max-request-body: 4 MiB behind
    * AWS Lambda), and raises them for a file of known size that would need more than 10,000.
    */
