@@ -182,6 +182,41 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('device login through the $n
     expect(get.status).toBe(405);
   });
 
+  test("bodies too large, malformed or of another type are refused with one clear sentence, in each route's shape", async () => {
+    const big = 'x'.repeat(16 * 1024);
+    const send = (path: string, type: string, body: string, headers: Record<string, string> = {}) =>
+      door.fetch(`${api.base()}${path}`, { method: 'POST', headers: { 'content-type': type, ...headers }, body });
+    // The command line's endpoints answer in OAuth's shape (RFC 6749 §5.2): invalid_request, the reason as its description.
+    for (const path of ['/auth/device/code', '/auth/device/token'])
+      for (const [type, body, description] of [
+        ['text/plain', 'client_id=cairn-cli', 'send the body form-encoded (application/x-www-form-urlencoded) or as JSON'],
+        ['application/json', '{"client_id": "cairn-cli"', 'the body must be a JSON object'],
+        ['application/json; charset=utf-8', '["cairn-cli"]', 'the body must be a JSON object'],
+        ['application/x-www-form-urlencoded', `client_id=cairn-cli&machine=${big}`, 'the body is larger than 16384 bytes'],
+      ]) {
+        const res = await send(path, type!, body!);
+        expect([path, type, res.status, await res.json()]).toEqual([
+          path,
+          type,
+          400,
+          { error: 'invalid_request', error_description: description },
+        ]);
+      }
+    // The approval page's POSTs take JSON only, and answer as the other /auth/ routes do.
+    const who = await person();
+    for (const [type, body, status, error] of [
+      ['application/x-www-form-urlencoded', 'user_code=BBBB-BBBB', 415, 'send the body as JSON, with Content-Type: application/json'],
+      ['text/plain', '{"user_code": "BBBB-BBBB"}', 415, 'send the body as JSON, with Content-Type: application/json'],
+      ['application/json', 'user_code=BBBB-BBBB', 400, 'the body must be a JSON object'],
+      ['application/json', JSON.stringify({ user_code: big }), 413, 'the body is larger than 16384 bytes'],
+    ] as const) {
+      const res = await send('/auth/device/approve', type, body, who.headers);
+      expect([type, body.slice(0, 20), res.status, await res.json()]).toEqual([type, body.slice(0, 20), status, { ok: false, error }]);
+    }
+    // None of them was taken for a guess at a user code.
+    expect((await api.get(`/auth/device?user_code=BBBB-BBBB`, who.headers)).status).toBe(404);
+  });
+
   test('the token endpoint: unsupported_grant_type, invalid_client, invalid_request, invalid_grant', async () => {
     const { device_code } = await api.start();
     const wrongType = await api.poll(device_code, { grant_type: 'client_credentials' });
