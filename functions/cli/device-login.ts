@@ -4,7 +4,11 @@
  * code naming this machine, shows the person the code and the page and
  * opens their browser there, then polls at the interval the service gave,
  * slowing down when told to, until the person approves or denies in the
- * browser or the code expires. Approved, the service hands over, once, an
+ * browser or the code expires. A poll that gets no answer (no connection,
+ * a time-out) or a server's error (5xx, 429) is tried again after a
+ * growing wait, never sooner than the interval (RFC 8628 §3.5: a client
+ * slows down on a connection time-out); after POLL_FAILURES of them in a
+ * row login gives up and says why. Approved, the service hands over, once, an
  * API key and a storage key pair made for this machine, and its endpoints:
  * nothing but the API's address is needed, here or against a stack on AWS.
  */
@@ -39,7 +43,15 @@ interface DeviceAuthorization {
 /** The machine's name as the approval page and the keys' names show it. */
 export const machineName = (): string => hostname().slice(0, 64) || 'an unnamed machine';
 
-async function post(url: string, fields: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
+/** Polls that may fail in a row (no answer, or a server's error) before login gives up. */
+const POLL_FAILURES = 5;
+/** The longest wait after a failed poll, in seconds (unless the interval itself is longer). */
+const LONGEST_RETRY_WAIT = 60;
+
+/** What a POST got: the status and the JSON body (undefined when the body is not JSON), or why no answer came. */
+type Sent = { status: number; body?: Record<string, unknown>; retryAfter?: number } | { unreachable: string };
+
+async function send(url: string, fields: Record<string, string>): Promise<Sent> {
   let res: Response;
   try {
     res = await fetch(url, {
@@ -49,16 +61,34 @@ async function post(url: string, fields: Record<string, string>): Promise<{ stat
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     });
   } catch (err) {
-    throw new CliError(`cannot reach the API at ${new URL(url).origin}: ${reasonOf(err)}`);
+    return { unreachable: `cannot reach the API at ${new URL(url).origin}: ${reasonOf(err)}` };
   }
+  const retryAfter = Number(res.headers.get('retry-after')) || undefined;
   const text = await res.text().catch(() => '');
   try {
     const body: unknown = JSON.parse(text);
-    if (body && typeof body === 'object' && !Array.isArray(body)) return { status: res.status, body: body as Record<string, unknown> };
+    if (body && typeof body === 'object' && !Array.isArray(body))
+      return { status: res.status, body: body as Record<string, unknown>, retryAfter };
   } catch {
-    // Answered below.
+    // Not JSON: the caller decides.
   }
-  throw new CliError(`${url} answered ${res.status} without JSON: is it a Cairn API with browser login?`);
+  return { status: res.status, retryAfter };
+}
+
+const notJson = (url: string, status: number) =>
+  new CliError(`${url} answered ${status} without JSON: is it a Cairn API with browser login?`);
+
+/** One POST whose failure ends the login. */
+async function post(url: string, fields: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
+  const sent = await send(url, fields);
+  if ('unreachable' in sent) throw new CliError(sent.unreachable);
+  if (!sent.body) throw notJson(url, sent.status);
+  return { status: sent.status, body: sent.body };
+}
+
+/** Seconds to wait after the `failures`-th failed poll in a row: doubling from the interval, never less than it. */
+function retryWait(interval: number, failures: number, retryAfter = 0): number {
+  return Math.max(interval, Math.min(Math.max(interval * 2 ** failures, retryAfter), LONGEST_RETRY_WAIT));
 }
 
 /** Opens the page in the person's browser, if one can be started; never fails the login (the URL is printed anyway). */
@@ -95,31 +125,44 @@ export async function deviceLogin(apiUrl: string, options: { browser: boolean },
   if (options.browser) openBrowser(page, out);
   out.note('Waiting for the login to be approved in the browser… (Ctrl-C to give up)');
 
+  const tokenUrl = `${apiUrl}/auth/device/token`;
   let interval = Math.max(1, Number(grant.interval) || 5);
+  let wait = interval;
+  let failures = 0;
   const deadline = Date.now() + Math.max(1, Number(grant.expires_in) || 600) * 1000;
   for (;;) {
-    await sleep(interval * 1000);
+    await sleep(wait * 1000);
     if (Date.now() > deadline) throw new CliError('the code expired before it was approved: run cairn login again');
-    const polled = await post(`${apiUrl}/auth/device/token`, {
-      grant_type: GRANT_TYPE,
-      device_code: grant.device_code,
-      client_id: DEVICE_CLIENT_ID,
-    });
-    if (polled.status === 200) return polled.body as unknown as DeviceCredentials;
-    const error = String(polled.body.error ?? '');
+    const sent = await send(tokenUrl, { grant_type: GRANT_TYPE, device_code: grant.device_code, client_id: DEVICE_CLIENT_ID });
+    // No answer, or the server (or a proxy in front of it) failing or throttling: worth another poll, later.
+    if ('unreachable' in sent || sent.status >= 500 || sent.status === 429) {
+      const trouble = 'unreachable' in sent ? sent.unreachable : `the API at ${new URL(tokenUrl).origin} answered ${sent.status}`;
+      failures++;
+      if (failures >= POLL_FAILURES)
+        throw new CliError(`${trouble} (${failures} polls in a row failed): check the connection, then run cairn login again`);
+      wait = retryWait(interval, failures, 'unreachable' in sent ? undefined : sent.retryAfter);
+      out.note(`${trouble}: trying again in ${wait} s`);
+      continue;
+    }
+    failures = 0;
+    wait = interval;
+    if (!sent.body) throw notJson(tokenUrl, sent.status);
+    if (sent.status === 200) return sent.body as unknown as DeviceCredentials;
+    const error = String(sent.body.error ?? '');
     switch (error) {
       case 'authorization_pending':
         continue;
       case 'slow_down':
         // RFC 8628 §3.5: five seconds more for this and every later poll (or what the service says).
-        interval = Math.max(interval + 5, Number(polled.body.interval) || 0);
+        interval = Math.max(interval + 5, Number(sent.body.interval) || 0);
+        wait = interval;
         continue;
       case 'access_denied':
         throw new CliError('the login was denied in the browser');
       case 'expired_token':
         throw new CliError('the code expired before it was approved: run cairn login again');
       default:
-        throw new CliError(`the browser login failed: ${String(polled.body.error_description ?? error) || `status ${polled.status}`}`);
+        throw new CliError(`the browser login failed: ${String(sent.body.error_description ?? error) || `status ${sent.status}`}`);
     }
   }
 }

@@ -37,12 +37,13 @@ import {
 } from '../core/auth/device-login.js';
 import { DEVICE_LIMITS, formatUserCode, type DeviceGrant } from '../core/data/device-grants.js';
 import type { Session } from '../core/data/sessions.js';
-import { readCappedBody } from '../core/http/capped-body.js';
 import { queryParams, type HttpRequest } from '../core/http/types.js';
 import type { Services } from '../core/services.js';
+import { readBodyFields } from './http-body.js';
 
 export type DeviceServices = DeviceLoginServices & Pick<Services, 'sessions' | 'people'>;
 
+/** The largest body these routes read: a device code, a machine's name or a user code fit many times over. */
 const MAX_BODY_BYTES = 16 * 1024;
 const DEVICE_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:device_code';
 
@@ -65,43 +66,10 @@ const oauthError = (status: number, error: string, description: string, extra: R
 const refuse = (status: number, error: string, extra: Record<string, unknown> = {}, headers: HeadersInit = {}) =>
   json(status, { ok: false, error, ...extra }, headers);
 
-type Body = { fields: Record<string, unknown> } | { problem: string; status: number };
-
-/** The body's fields, form-encoded or JSON (`json` only: the approval page's POSTs). */
-async function readBody(req: HttpRequest, accept: 'form-or-json' | 'json'): Promise<Body> {
-  const type = (req.headers.get('content-type') ?? '').toLowerCase().split(';')[0]!.trim();
-  const form = type === 'application/x-www-form-urlencoded';
-  if (!(type === 'application/json' || (form && accept === 'form-or-json'))) {
-    await req.body?.cancel().catch(() => {});
-    return {
-      status: 415,
-      problem:
-        accept === 'json'
-          ? 'send the body as JSON, with Content-Type: application/json'
-          : 'send the body form-encoded (application/x-www-form-urlencoded) or as JSON',
-    };
-  }
-  if (Number(req.headers.get('content-length') ?? 0) > MAX_BODY_BYTES) {
-    await req.body?.cancel().catch(() => {});
-    return { status: 413, problem: `the body is larger than ${MAX_BODY_BYTES} bytes` };
-  }
-  const bytes = await readCappedBody(req.body, MAX_BODY_BYTES);
-  if (bytes === undefined) return { status: 413, problem: `the body is larger than ${MAX_BODY_BYTES} bytes` };
-  const text = bytes.toString('utf8');
-  if (form) return { fields: Object.fromEntries(new URLSearchParams(text)) };
-  try {
-    const body: unknown = text ? JSON.parse(text) : {};
-    if (body && typeof body === 'object' && !Array.isArray(body)) return { fields: body as Record<string, unknown> };
-  } catch {
-    // Answered below.
-  }
-  return { status: 400, problem: 'the body must be a JSON object' };
-}
-
 /** The command line asks for a grant (RFC 8628 §3.1, §3.2). */
 async function deviceCode(services: DeviceServices, req: HttpRequest): Promise<Response> {
-  const body = await readBody(req, 'form-or-json');
-  if ('problem' in body) return oauthError(400, 'invalid_request', body.problem);
+  const body = await readBodyFields(req, 'form-or-json', MAX_BODY_BYTES);
+  if ('problem' in body) return oauthError(400, 'invalid_request', body.problem, {}, body.headers);
   const { fields } = body;
   if (fields.client_id !== DEVICE_CLIENT_ID) return oauthError(401, 'invalid_client', `client_id must be ${DEVICE_CLIENT_ID}`);
   const name = checkMachineName(fields.machine);
@@ -137,8 +105,8 @@ async function deviceCode(services: DeviceServices, req: HttpRequest): Promise<R
 
 /** The command line polls (RFC 8628 §3.4, §3.5). */
 async function deviceToken(services: DeviceServices, req: HttpRequest): Promise<Response> {
-  const body = await readBody(req, 'form-or-json');
-  if ('problem' in body) return oauthError(400, 'invalid_request', body.problem);
+  const body = await readBodyFields(req, 'form-or-json', MAX_BODY_BYTES);
+  if ('problem' in body) return oauthError(400, 'invalid_request', body.problem, {}, body.headers);
   const { fields } = body;
   if (fields.grant_type !== DEVICE_GRANT_TYPE) return oauthError(400, 'unsupported_grant_type', `grant_type must be ${DEVICE_GRANT_TYPE}`);
   if (fields.client_id !== DEVICE_CLIENT_ID) return oauthError(401, 'invalid_client', `client_id must be ${DEVICE_CLIENT_ID}`);
@@ -228,8 +196,8 @@ async function approval(services: DeviceServices, req: HttpRequest, path: string
   let fields: Record<string, unknown> = {};
   if (method === 'GET') typed = queryParams(req.rawQuery).get('user_code');
   else {
-    const body = await readBody(req, 'json');
-    if ('problem' in body) return refuse(body.status, body.problem);
+    const body = await readBodyFields(req, 'json', MAX_BODY_BYTES);
+    if ('problem' in body) return refuse(body.status, body.problem, {}, body.headers);
     fields = body.fields;
     typed = fields.user_code;
   }

@@ -14,27 +14,12 @@ import { SESSION_LIMITS, SessionStore } from '../../functions/core/data/sessions
 import { SIGN_IN_LIMITS, SignInAttemptStore } from '../../functions/core/data/sign-in-attempts.js';
 import { hashPassword } from '../../functions/core/auth/passwords.js';
 import { signUp } from '../../functions/core/auth/sign-in.js';
-import { graphqlDoors, importGraphqlLambda, type Door } from '../support/graphql.js';
-import type { LambdaFn } from '../support/lambda-door.js';
+import { accountsService, authClient, doorTag, LOOPBACK_ADDRESSES, PASSWORD } from '../support/accounts-service.js';
+import type { Door } from '../support/graphql.js';
 import { startTestService, type TestService } from '../support/service.js';
-import { doorsFor } from '../support/test-set.js';
 
-let service: TestService;
-let lambda: LambdaFn;
-const savedEnv = { ...process.env };
+const live = accountsService({ CAIRN_SIGNUP: 'open', CAIRN_GC_INTERVAL: '0' });
 
-beforeAll(async () => {
-  service = await startTestService({ CAIRN_SIGNUP: 'open', CAIRN_GC_INTERVAL: '0' });
-  Object.assign(process.env, service.env);
-  lambda = await importGraphqlLambda();
-});
-
-afterAll(async () => {
-  process.env = savedEnv;
-  await service?.close();
-});
-
-const PASSWORD = 'correct horse battery staple';
 const TEAM = '{ getCurrentTeam { id name } }';
 const NEW_PAIR = 'mutation { createStorageKeyPair { keyPair { accessKeyId } } }';
 const SESSIONS = '{ getSessions { id createdAt lastSeenAt expiresAt userAgent address current } }';
@@ -50,16 +35,11 @@ interface SignedIn {
 
 /** Each test's failures from this machine's address start from none: the address limit is its own test. */
 async function forgetAddressFailures(): Promise<void> {
-  for (const value of ['127.0.0.1', '::ffff:127.0.0.1', '::1']) await service.services.signInAttempts.clear({ scope: 'address', value });
+  for (const value of LOOPBACK_ADDRESSES) await live.service.services.signInAttempts.clear({ scope: 'address', value });
 }
 
 function client(door: Door, base: () => string) {
-  const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
-    door.fetch(`${base()}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify(body),
-    });
+  const api = authClient(door, base);
   async function signedIn(res: Response): Promise<SignedIn> {
     const body = await res.json();
     const setCookie = res.headers.getSetCookie()[0] ?? '';
@@ -67,18 +47,12 @@ function client(door: Door, base: () => string) {
     return { status: res.status, body, cookie, setCookie, secret: cookie.slice(cookie.indexOf('=') + 1) };
   }
   return {
-    post,
-    signUp: async (body: Record<string, unknown>, headers?: Record<string, string>) => signedIn(await post('/auth/sign-up', body, headers)),
+    post: api.post,
+    signUp: async (body: Record<string, unknown>, headers?: Record<string, string>) =>
+      signedIn(await api.post('/auth/sign-up', body, headers)),
     signIn: async (email: string, password: string, headers?: Record<string, string>) =>
-      signedIn(await post('/auth/sign-in', { email, password }, headers)),
-    async gql(headers: Record<string, string>, query: string, variables?: Record<string, unknown>) {
-      const res = await door.fetch(`${base()}/graphql`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...headers },
-        body: JSON.stringify({ query, variables }),
-      });
-      return { status: res.status, ...((await res.json()) as { data?: any; errors?: any[] }) };
-    },
+      signedIn(await api.post('/auth/sign-in', { email, password }, headers)),
+    gql: api.gql,
   };
 }
 
@@ -89,14 +63,14 @@ const withSession = (s: SignedIn, csrf = true): Record<string, string> => ({
 });
 
 async function sessionItem(secret: string) {
-  const db = service.services.db;
+  const db = live.service.services.db;
   return (
     await db.doc.send(new GetCommand({ TableName: db.tables.accounts, Key: { pk: `SESSION#${tokenDigest(secret)}`, sk: 'SESSION' } }))
   ).Item;
 }
 
 async function setSessionTimes(secret: string, times: { createdAt?: string; lastSeenAt?: string }): Promise<void> {
-  const db = service.services.db;
+  const db = live.service.services.db;
   const names = Object.keys(times);
   await db.doc.send(
     new UpdateCommand({
@@ -110,14 +84,14 @@ async function setSessionTimes(secret: string, times: { createdAt?: string; last
 
 const ago = (seconds: number) => new Date(Date.now() - seconds * 1000).toISOString();
 
-describe.each(doorsFor(graphqlDoors(() => lambda)))('people and sessions through the $name', (door) => {
-  const tag = door.name.startsWith('node') ? 'n' : 'l';
+describe.each(live.doors)('people and sessions through the $name', (door) => {
+  const tag = doorTag(door);
   let people = 0;
   const person = (prefix: string) => {
     const n = `${prefix}-${tag}-${process.pid}-${++people}`;
     return { email: `${n}@Example.ORG`, name: n.toLowerCase(), password: PASSWORD };
   };
-  const api = client(door, () => service.endpoints.graphql.replace(/\/graphql$/, ''));
+  const api = client(door, live.base);
 
   beforeEach(forgetAddressFailures);
 
@@ -145,7 +119,7 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('people and sessions through
     expect((await api.gql(withSession(up, false), '{ getStorageKeyPairs { accessKeyId } }')).data.getStorageKeyPairs).toEqual([]);
 
     // What is stored is not the secret: the password as its scrypt hash with its parameters, the session by its SHA-256.
-    const db = service.services.db;
+    const db = live.service.services.db;
     const identity = (
       await db.doc.send(new GetCommand({ TableName: db.tables.accounts, Key: { pk: `PERSON#${who.email.toLowerCase()}`, sk: 'PERSON' } }))
     ).Item!;
@@ -174,7 +148,7 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('people and sessions through
       expect([res.status, res.body.ok, res.body.field]).toEqual([400, false, field]);
     }
     // A body that is not JSON is refused before anything is read into it.
-    const form = await door.fetch(`${service.endpoints.graphql.replace(/\/graphql$/, '')}/auth/sign-in`, {
+    const form = await door.fetch(`${live.service.endpoints.graphql.replace(/\/graphql$/, '')}/auth/sign-in`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: 'email=a&password=b',
@@ -207,7 +181,8 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('people and sessions through
       expect((await api.post('/auth/sign-in', { email: who.email, password: `wrong ${i}!!` })).status).toBe(401);
     // An e-mail no account has is counted the same way (its first failures through the store the door counts with, the last through the door).
     const unknown = `ghost-${tag}-${process.pid}@example.org`;
-    for (let i = 0; i < SIGN_IN_LIMITS.perEmail - 1; i++) await service.services.signInAttempts.fail([{ scope: 'email', value: unknown }]);
+    for (let i = 0; i < SIGN_IN_LIMITS.perEmail - 1; i++)
+      await live.service.services.signInAttempts.fail([{ scope: 'email', value: unknown }]);
     expect((await api.post('/auth/sign-in', { email: unknown, password: 'wrong again' })).status).toBe(401);
     for (const email of [who.email, unknown]) {
       const locked = await api.post('/auth/sign-in', { email, password: PASSWORD });
@@ -221,7 +196,7 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('people and sessions through
       });
     }
     // The window ends (its start moved back 15 minutes): the right password signs in again.
-    const db = service.services.db;
+    const db = live.service.services.db;
     await db.doc.send(
       new UpdateCommand({
         TableName: db.tables.accounts,
@@ -239,7 +214,7 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('people and sessions through
     // 29 failures counted already (the store the door counts with), then the 30th through the door.
     const addresses = ['127.0.0.1', '::ffff:127.0.0.1', '::1'];
     for (let i = 0; i < SIGN_IN_LIMITS.perAddress - 1; i++)
-      await service.services.signInAttempts.fail(addresses.map((value) => ({ scope: 'address' as const, value })));
+      await live.service.services.signInAttempts.fail(addresses.map((value) => ({ scope: 'address' as const, value })));
     expect((await api.post('/auth/sign-in', { email: `x-${tag}@example.org`, password: 'wrong password' })).status).toBe(401);
     const locked = await api.post('/auth/sign-in', { email: who.email, password: PASSWORD });
     expect(locked.status).toBe(429);
@@ -351,7 +326,7 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('people and sessions through
     const second = await api.gql(withSession(a), 'mutation ($n: String!) { createTeam(name: $n) { team { id } } }', {
       n: `${who.name}-two`,
     });
-    const session = await door.fetch(`${service.endpoints.graphql.replace(/\/graphql$/, '')}/auth/session`, {
+    const session = await door.fetch(`${live.service.endpoints.graphql.replace(/\/graphql$/, '')}/auth/session`, {
       headers: { cookie: b.cookie },
     });
     const sessionBody = await session.json();
@@ -430,8 +405,8 @@ describe('where sign-up is not open, and the base URL is https', () => {
 describe('the stores keep time by the clock they are given', () => {
   test('a session ends 7 days after its last use and 30 days after it began', async () => {
     let now = Date.parse('2026-01-01T00:00:00.000Z');
-    const sessions = new SessionStore(service.services.db, () => new Date(now));
-    const { account } = await service.services.accounts.createAccount({ name: `clock-${process.pid}` });
+    const sessions = new SessionStore(live.service.services.db, () => new Date(now));
+    const { account } = await live.service.services.accounts.createAccount({ name: `clock-${process.pid}` });
     const { secret } = await sessions.create(account.id, { userAgent: 'clock', address: null });
     // Used every 6 days, it lasts until the 30th day, then ends whatever its use.
     for (let day = 6; day < 30; day += 6) {
@@ -452,7 +427,7 @@ describe('the stores keep time by the clock they are given', () => {
 
   test('failures count in a window that opens with the first, and lock only until it ends', async () => {
     let now = Date.parse('2026-01-01T00:00:00.000Z');
-    const attempts = new SignInAttemptStore(service.services.db, () => new Date(now));
+    const attempts = new SignInAttemptStore(live.service.services.db, () => new Date(now));
     const key = [{ scope: 'email' as const, value: `clock-${process.pid}@example.org` }];
     for (let i = 0; i < SIGN_IN_LIMITS.perEmail - 1; i++) await attempts.fail(key);
     expect(await attempts.retryAfter(key)).toBe(0);

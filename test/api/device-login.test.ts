@@ -12,49 +12,33 @@ import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb'
 import { ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
 import { tokenDigest } from '../../functions/core/ids.js';
 import { DEVICE_LIMITS, USER_CODE_ALPHABET } from '../../functions/core/data/device-grants.js';
-import { graphqlDoors, importGraphqlLambda, type Door } from '../support/graphql.js';
-import type { LambdaFn } from '../support/lambda-door.js';
-import { startTestService, type TestService } from '../support/service.js';
-import { doorsFor } from '../support/test-set.js';
+import { accountsService, authClient, doorTag, LOOPBACK_ADDRESSES, PASSWORD } from '../support/accounts-service.js';
+import type { Door } from '../support/graphql.js';
 
-let service: TestService;
-let lambda: LambdaFn;
-const savedEnv = { ...process.env };
-
-beforeAll(async () => {
-  service = await startTestService({ CAIRN_SIGNUP: 'open', CAIRN_GC_INTERVAL: '0' });
-  Object.assign(process.env, service.env);
-  lambda = await importGraphqlLambda();
-});
-
-afterAll(async () => {
-  process.env = savedEnv;
-  await service?.close();
-});
+const live = accountsService({ CAIRN_SIGNUP: 'open', CAIRN_GC_INTERVAL: '0' });
 
 const GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:device_code';
-const PASSWORD = 'correct horse battery staple';
 const CODE = new RegExp(`^[${USER_CODE_ALPHABET}]{4}-[${USER_CODE_ALPHABET}]{4}$`);
 
-const table = () => service.services.db.tables.accounts;
+const table = () => live.service.services.db.tables.accounts;
 
 /** Each test's counts from this machine's addresses start from none: the limits are tests of their own. */
 async function forgetAddressCounts(): Promise<void> {
-  const db = service.services.db;
+  const db = live.service.services.db;
   for (const scope of ['address', 'start'])
-    for (const value of ['127.0.0.1', '::ffff:127.0.0.1', '::1'])
+    for (const value of LOOPBACK_ADDRESSES)
       await db.doc.send(new DeleteCommand({ TableName: table(), Key: { pk: `DEVICEGUESS#${scope}#${value}`, sk: 'DEVICEGUESS' } }));
 }
 
 async function grantItem(deviceCode: string) {
-  const db = service.services.db;
+  const db = live.service.services.db;
   return (await db.doc.send(new GetCommand({ TableName: table(), Key: { pk: `DEVICE#${tokenDigest(deviceCode)}`, sk: 'DEVICE' } }))).Item;
 }
 
 /** Moves the grant's clock: its last poll (ms) and its end (epoch seconds). */
 async function setGrant(deviceCode: string, values: { lastPolledAt?: number; expiresAt?: number }): Promise<void> {
   const names = Object.keys(values);
-  await service.services.db.doc.send(
+  await live.service.services.db.doc.send(
     new UpdateCommand({
       TableName: table(),
       Key: { pk: `DEVICE#${tokenDigest(deviceCode)}`, sk: 'DEVICE' },
@@ -68,24 +52,18 @@ async function setGrant(deviceCode: string, values: { lastPolledAt?: number; exp
 const waitedInterval = (deviceCode: string) => setGrant(deviceCode, { lastPolledAt: Date.now() - 61_000 });
 
 function client(door: Door) {
-  const base = () => service.endpoints.graphql.replace(/\/graphql$/, '');
+  const api = authClient(door, live.base);
   const form = (path: string, fields: Record<string, string>) =>
-    door.fetch(`${base()}${path}`, {
+    door.fetch(`${live.base()}${path}`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', 'user-agent': 'cairn/test' },
       body: new URLSearchParams(fields).toString(),
     });
-  const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
-    door.fetch(`${base()}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify(body),
-    });
   return {
-    base,
+    base: live.base,
     form,
-    post,
-    get: (path: string, headers: Record<string, string> = {}) => door.fetch(`${base()}${path}`, { headers }),
+    post: api.post,
+    get: (path: string, headers: Record<string, string> = {}) => door.fetch(`${live.base()}${path}`, { headers }),
     async start(machine = 'laptop.example') {
       const res = await form('/auth/device/code', { client_id: 'cairn-cli', machine });
       expect(res.status).toBe(200);
@@ -102,19 +80,12 @@ function client(door: Door) {
       const res = await form('/auth/device/token', { grant_type: GRANT_TYPE, device_code: deviceCode, client_id: 'cairn-cli', ...fields });
       return { status: res.status, body: (await res.json()) as any, headers: res.headers };
     },
-    gql: async (key: string, query: string) =>
-      (await (
-        await door.fetch(`${base()}/graphql`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: key },
-          body: JSON.stringify({ query }),
-        })
-      ).json()) as { data?: any; errors?: any[] },
+    gql: (key: string, query: string) => api.gql({ authorization: key }, query),
   };
 }
 
-describe.each(doorsFor(graphqlDoors(() => lambda)))('device login through the $name', (door) => {
-  const tag = door.name.startsWith('node') ? 'n' : 'l';
+describe.each(live.doors)('device login through the $name', (door) => {
+  const tag = doorTag(door);
   let people = 0;
   const api = client(door);
 
@@ -180,6 +151,41 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('device login through the $n
     expect(((await text.json()) as any).error).toBe('invalid_request');
     const get = await api.get('/auth/device/code');
     expect(get.status).toBe(405);
+  });
+
+  test("bodies too large, malformed or of another type are refused with one clear sentence, in each route's shape", async () => {
+    const big = 'x'.repeat(16 * 1024);
+    const send = (path: string, type: string, body: string, headers: Record<string, string> = {}) =>
+      door.fetch(`${api.base()}${path}`, { method: 'POST', headers: { 'content-type': type, ...headers }, body });
+    // The command line's endpoints answer in OAuth's shape (RFC 6749 §5.2): invalid_request, the reason as its description.
+    for (const path of ['/auth/device/code', '/auth/device/token'])
+      for (const [type, body, description] of [
+        ['text/plain', 'client_id=cairn-cli', 'send the body form-encoded (application/x-www-form-urlencoded) or as JSON'],
+        ['application/json', '{"client_id": "cairn-cli"', 'the body must be a JSON object'],
+        ['application/json; charset=utf-8', '["cairn-cli"]', 'the body must be a JSON object'],
+        ['application/x-www-form-urlencoded', `client_id=cairn-cli&machine=${big}`, 'the body is larger than 16384 bytes'],
+      ]) {
+        const res = await send(path, type!, body!);
+        expect([path, type, res.status, await res.json()]).toEqual([
+          path,
+          type,
+          400,
+          { error: 'invalid_request', error_description: description },
+        ]);
+      }
+    // The approval page's POSTs take JSON only, and answer as the other /auth/ routes do.
+    const who = await person();
+    for (const [type, body, status, error] of [
+      ['application/x-www-form-urlencoded', 'user_code=BBBB-BBBB', 415, 'send the body as JSON, with Content-Type: application/json'],
+      ['text/plain', '{"user_code": "BBBB-BBBB"}', 415, 'send the body as JSON, with Content-Type: application/json'],
+      ['application/json', 'user_code=BBBB-BBBB', 400, 'the body must be a JSON object'],
+      ['application/json', JSON.stringify({ user_code: big }), 413, 'the body is larger than 16384 bytes'],
+    ] as const) {
+      const res = await send('/auth/device/approve', type, body, who.headers);
+      expect([type, body.slice(0, 20), res.status, await res.json()]).toEqual([type, body.slice(0, 20), status, { ok: false, error }]);
+    }
+    // None of them was taken for a guess at a user code.
+    expect((await api.get(`/auth/device?user_code=BBBB-BBBB`, who.headers)).status).toBe(404);
   });
 
   test('the token endpoint: unsupported_grant_type, invalid_client, invalid_request, invalid_grant', async () => {
@@ -273,11 +279,11 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('device login through the $n
       access_key_id: expect.any(String),
       secret_access_key: expect.any(String),
       endpoints: {
-        api: service.config.urls.baseUrl,
-        storage: service.config.urls.storageEndpoint,
-        gateway: service.config.urls.gatewayUrl,
-        storage_public_domain: service.config.urls.storagePublicDomain,
-        sites_domain: service.config.sites.domain,
+        api: live.service.config.urls.baseUrl,
+        storage: live.service.config.urls.storageEndpoint,
+        gateway: live.service.config.urls.gatewayUrl,
+        storage_public_domain: live.service.config.urls.storagePublicDomain,
+        sites_domain: live.service.config.sites.domain,
       },
     });
     // The API key acts in the team, and is listed under the machine's name.
@@ -289,13 +295,13 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('device login through the $n
     const pairs = await api.gql(token.body.access_token, '{ getStorageKeyPairs { accessKeyId revokedAt } }');
     expect(pairs.data?.getStorageKeyPairs).toContainEqual({ accessKeyId: token.body.access_key_id, revokedAt: null });
     const pairItem = (
-      await service.services.db.doc.send(
+      await live.service.services.db.doc.send(
         new GetCommand({ TableName: table(), Key: { pk: `AKEY#${token.body.access_key_id}`, sk: 'AKEY' } }),
       )
     ).Item;
     expect(pairItem?.name).toBe('cairn login on ada-laptop');
     const s3 = new S3Client({
-      endpoint: service.endpoints.s3,
+      endpoint: live.service.endpoints.s3,
       region: 'us-east-1',
       forcePathStyle: true,
       credentials: { accessKeyId: token.body.access_key_id, secretAccessKey: token.body.secret_access_key },
@@ -373,7 +379,7 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('device login through the $n
     expect(first.status).toBe(200);
     // The count is kept by the address the door saw: the one this request's grant records.
     const address = (await grantItem(((await first.json()) as any).device_code))!.address as string;
-    await service.services.db.doc.send(
+    await live.service.services.db.doc.send(
       new UpdateCommand({
         TableName: table(),
         Key: { pk: `DEVICEGUESS#start#${address}`, sk: 'DEVICEGUESS' },

@@ -15,31 +15,11 @@ import { hashPassword } from '../../functions/core/auth/passwords.js';
 import { INVITE_RATE } from '../../functions/core/auth/invitations.js';
 import { INVITATION_LIMITS } from '../../functions/core/data/invitations.js';
 import { mailProblem } from '../../functions/core/ports/mail.js';
-import { graphqlDoors, importGraphqlLambda, type Door } from '../support/graphql.js';
-import type { LambdaFn } from '../support/lambda-door.js';
+import { accountsService, apiBase, authClient, doorTag, NODE_DOOR, PASSWORD } from '../support/accounts-service.js';
 import { startTestService, type TestService } from '../support/service.js';
-import { startSmtp, type TestSmtp } from '../support/smtp.js';
-import { doorsFor } from '../support/test-set.js';
 
-let service: TestService;
-let smtp: TestSmtp;
-let lambda: LambdaFn;
-const savedEnv = { ...process.env };
+const live = accountsService({ CAIRN_GC_INTERVAL: '0' }, { mailFrom: 'Cairn <cairn@example.org>' });
 
-beforeAll(async () => {
-  smtp = await startSmtp();
-  service = await startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_SMTP_URL: smtp.url, CAIRN_MAIL_FROM: 'Cairn <cairn@example.org>' });
-  Object.assign(process.env, service.env);
-  lambda = await importGraphqlLambda();
-}, 120_000);
-
-afterAll(async () => {
-  process.env = savedEnv;
-  await service?.close();
-  await smtp?.close();
-});
-
-const PASSWORD = 'correct horse battery staple';
 const INVITE = `mutation ($t: ID!, $e: String!, $r: TeamRole) {
   inviteTeamMember(teamId: $t, email: $e, role: $r) { invitation { id teamId email role invitedBy createdAt expiresAt } mailSent link mailError }
 }`;
@@ -48,28 +28,6 @@ const REVOKE = 'mutation ($t: ID!, $i: ID!) { revokeInvitation(teamId: $t, invit
 const MEMBERS = 'query ($t: ID!) { getMembersByTeam(teamId: $t) { accountId accountName role } }';
 
 const tokenOf = (link: string) => link.slice(link.indexOf('/#/invitation/') + '/#/invitation/'.length);
-
-function client(door: Door, svc: () => TestService) {
-  const base = () => svc().endpoints.graphql.replace(/\/graphql$/, '');
-  const post = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
-    const res = await door.fetch(`${base()}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify(body),
-    });
-    const cookie = (res.headers.getSetCookie()[0] ?? '').split(';')[0]!;
-    return { status: res.status, body: (await res.json()) as any, cookie, headers: res.headers };
-  };
-  const gql = async (headers: Record<string, string>, query: string, variables?: Record<string, unknown>) => {
-    const res = await door.fetch(`${base()}/graphql`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify({ query, variables }),
-    });
-    return { status: res.status, ...((await res.json()) as { data?: any; errors?: any[] }) };
-  };
-  return { post, gql, base };
-}
 
 let made = 0;
 /** An account with an API key (its owner's, in its own team) and, given an e-mail, a password identity. */
@@ -92,18 +50,19 @@ async function invitationItem(svc: TestService, teamId: string, email: string) {
     .Item;
 }
 
-describe.each(doorsFor(graphqlDoors(() => lambda)))('invitations through the $name', (door) => {
-  const tag = door.name.startsWith('node') ? 'n' : 'l';
-  const api = client(door, () => service);
+describe.each(live.doors)('invitations through the $name', (door) => {
+  const tag = doorTag(door);
+  const shared = authClient(door, live.base);
+  const api = { post: shared.postJson, gql: shared.gql };
   const email = (what: string) => `${what}-${tag}-${process.pid}-${++made}@example.org`;
   const signIn = async (address: string) => {
-    const res = await api.post('/auth/sign-in', { email: address, password: PASSWORD });
+    const res = await shared.signIn(address);
     expect(res.status).toBe(200);
-    return { cookie: res.cookie, 'x-csrf-token': res.body.csrfToken as string };
+    return res.headers;
   };
 
   test('an owner invites by e-mail; the message arrives; the invitee signs up with its link and is a member with the role', async () => {
-    const owner = await account(service, `own-${tag}`);
+    const owner = await account(live.service, `own-${tag}`);
     const teamId = owner.account.defaultTeamId;
     const to = email('Invitee').toUpperCase();
     const invited = await api.gql(owner.key, INVITE, { t: teamId, e: to, r: 'OWNER' });
@@ -127,17 +86,17 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('invitations through the $na
     expect(Math.abs(lifetime - INVITATION_LIMITS.lifetimeSeconds * 1000)).toBeLessThan(2000);
 
     // The message: to the address, from the configured sender, through the authenticated SMTP session.
-    const { mail, from } = await smtp.next(to);
+    const { mail, from } = await live.smtp.next(to);
     expect(from).toBe('cairn@example.org');
     expect(mail.from?.value).toEqual([{ name: 'Cairn', address: 'cairn@example.org' }]);
     expect(mail.subject).toBe(`You are invited to join ${owner.name} on Cairn`);
     expect(mail.text).toContain(`${owner.name} invites you to join the team "${owner.name}" on Cairn, as an owner.`);
-    const link = smtp.linkIn(mail);
-    expect(link.startsWith(`${service.config.urls.baseUrl}/#/invitation/i1.`)).toBe(true);
+    const link = live.smtp.linkIn(mail);
+    expect(link.startsWith(`${live.service.config.urls.baseUrl}/#/invitation/i1.`)).toBe(true);
     const token = tokenOf(link);
 
     // Only the token's digest is kept.
-    const item = await invitationItem(service, teamId, to.toLowerCase());
+    const item = await invitationItem(live.service, teamId, to.toLowerCase());
     expect(item?.digest).toBe(tokenDigest(token));
     expect(JSON.stringify(item)).not.toContain(token);
 
@@ -172,18 +131,18 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('invitations through the $na
     expect([again.status, again.body.error]).toEqual([410, 'This invitation has been used already']);
     const reuse = await api.post('/auth/sign-up', { email: to, password: PASSWORD, name: `${name}-2`, invitation: token });
     expect([reuse.status, reuse.body.field]).toEqual([400, 'invitation']);
-    expect(await service.services.accounts.getAccountByName(`${name}-2`)).toBeUndefined();
+    expect(await live.service.services.accounts.getAccountByName(`${name}-2`)).toBeUndefined();
   });
 
   test('a signed-in person accepts with the CSRF token; another e-mail, a used link and no token are refused', async () => {
-    const owner = await account(service, `acc-${tag}`);
+    const owner = await account(live.service, `acc-${tag}`);
     const teamId = owner.account.defaultTeamId;
     const to = email('member');
-    const person = await account(service, `person-${tag}`, to);
+    const person = await account(live.service, `person-${tag}`, to);
     const stranger = email('stranger');
-    await account(service, `stranger-${tag}`, stranger);
+    await account(live.service, `stranger-${tag}`, stranger);
     await api.gql(owner.key, INVITE, { t: teamId, e: to });
-    const token = tokenOf(smtp.linkIn((await smtp.next(to)).mail));
+    const token = tokenOf(live.smtp.linkIn((await live.smtp.next(to)).mail));
 
     const session = await signIn(to);
     expect((await api.post('/auth/invitations/accept', { token }, { cookie: session.cookie })).status).toBe(403);
@@ -206,13 +165,13 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('invitations through the $na
   });
 
   test('revoked, replaced, expired and unknown links are refused, each saying why', async () => {
-    const owner = await account(service, `ref-${tag}`);
+    const owner = await account(live.service, `ref-${tag}`);
     const teamId = owner.account.defaultTeamId;
     const view = (token: string) => api.post('/auth/invitations/view', { token });
 
     const revokedTo = email('revoked');
     const first = (await api.gql(owner.key, INVITE, { t: teamId, e: revokedTo })).data.inviteTeamMember.invitation;
-    const revokedToken = tokenOf(smtp.linkIn((await smtp.next(revokedTo)).mail));
+    const revokedToken = tokenOf(live.smtp.linkIn((await live.smtp.next(revokedTo)).mail));
     expect((await api.gql(owner.key, REVOKE, { t: teamId, i: first.id })).data.revokeInvitation).toEqual({ id: first.id });
     expect((await view(revokedToken)).status).toBe(410);
     const revokeAgain = await api.gql(owner.key, REVOKE, { t: teamId, i: first.id });
@@ -225,14 +184,14 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('invitations through the $na
     // Inviting an address again replaces its invitation: the older link stops working, the newer works.
     const againTo = email('again');
     await api.gql(owner.key, INVITE, { t: teamId, e: againTo });
-    const older = tokenOf(smtp.linkIn((await smtp.next(againTo)).mail));
+    const older = tokenOf(live.smtp.linkIn((await live.smtp.next(againTo)).mail));
     await api.gql(owner.key, INVITE, { t: teamId, e: againTo, r: 'OWNER' });
-    const newer = tokenOf(smtp.linkIn((await smtp.next(againTo)).mail));
+    const newer = tokenOf(live.smtp.linkIn((await live.smtp.next(againTo)).mail));
     expect((await view(older)).status).toBe(410);
     expect((await view(newer)).body.invitation.role).toBe('OWNER');
 
     // Its 7 days over (the expiry moved back in the table): expired, for a view and for sign-up alike.
-    const db = service.services.db;
+    const db = live.service.services.db;
     await db.doc.send(
       new UpdateCommand({
         TableName: db.tables.accounts,
@@ -255,7 +214,7 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('invitations through the $na
     // The invited e-mail only: another address signing up with the link is refused.
     const thirdTo = email('third');
     await api.gql(owner.key, INVITE, { t: teamId, e: thirdTo });
-    const third = tokenOf(smtp.linkIn((await smtp.next(thirdTo)).mail));
+    const third = tokenOf(live.smtp.linkIn((await live.smtp.next(thirdTo)).mail));
     const elsewhere = await api.post('/auth/sign-up', {
       email: email('someone-else'),
       password: PASSWORD,
@@ -266,10 +225,10 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('invitations through the $na
   });
 
   test('only owners invite, list and revoke; another team’s invitations are not found; bad addresses are refused', async () => {
-    const owner = await account(service, `own2-${tag}`);
+    const owner = await account(live.service, `own2-${tag}`);
     const teamId = owner.account.defaultTeamId;
-    const member = await account(service, `mem-${tag}`);
-    await service.services.teams.addMember(teamId, { id: member.account.id, name: member.name }, 'MEMBER');
+    const member = await account(live.service, `mem-${tag}`);
+    await live.service.services.teams.addMember(teamId, { id: member.account.id, name: member.name }, 'MEMBER');
     const memberKey = (await api.gql(member.key, 'mutation ($t: ID!) { createApiKey(teamId: $t, name: "m") { key } }', { t: teamId })).data
       .createApiKey.key;
     const asMember = await api.gql({ authorization: memberKey }, INVITE, { t: teamId, e: email('x') });
@@ -278,8 +237,8 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('invitations through the $na
 
     const to = email('pending');
     const made_ = (await api.gql(owner.key, INVITE, { t: teamId, e: to })).data.inviteTeamMember.invitation;
-    await smtp.next(to);
-    const other = await account(service, `other-${tag}`);
+    await live.smtp.next(to);
+    const other = await account(live.service, `other-${tag}`);
     const revoke = await api.gql(other.key, REVOKE, { t: teamId, i: made_.id });
     expect(revoke.errors?.[0].extensions.code).toBe('NOT_FOUND');
     // Named in the caller's own team, the id is still nobody's there.
@@ -290,22 +249,22 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('invitations through the $na
     expect((await api.gql(owner.key, LIST, { t: teamId })).data.getInvitations.map((i: { id: string }) => i.id)).toEqual([made_.id]);
 
     // Header injection and other non-addresses never reach the mail server.
-    const before = smtp.messages.length;
+    const before = live.smtp.messages.length;
     for (const bad of [`a@example.org\r\nBcc: victim@example.org`, 'a@example.org, b@example.org', 'not-an-address', '']) {
       const refused = await api.gql(owner.key, INVITE, { t: teamId, e: bad });
       expect([refused.errors?.[0].extensions.code, refused.errors?.[0].extensions.field]).toEqual(['BAD_USER_INPUT', 'email']);
     }
-    expect(smtp.messages.length).toBe(before);
+    expect(live.smtp.messages.length).toBe(before);
   });
 
   test('a team sends at most 50 invitations an hour', async () => {
-    const owner = await account(service, `rate-${tag}`);
+    const owner = await account(live.service, `rate-${tag}`);
     const teamId = owner.account.defaultTeamId;
     // 49 counted already (the store the mutation counts with), the 50th through the API.
-    for (let i = 0; i < INVITATION_LIMITS.perTeamPerHour - 1; i++) await service.services.rateLimits.take(INVITE_RATE, teamId);
+    for (let i = 0; i < INVITATION_LIMITS.perTeamPerHour - 1; i++) await live.service.services.rateLimits.take(INVITE_RATE, teamId);
     const last = email('fiftieth');
     expect((await api.gql(owner.key, INVITE, { t: teamId, e: last })).data.inviteTeamMember.mailSent).toBe(true);
-    await smtp.next(last);
+    await live.smtp.next(last);
     const over = await api.gql(owner.key, INVITE, { t: teamId, e: email('over') });
     expect(over.errors?.[0]).toMatchObject({
       message: expect.stringMatching(/^The team has sent 50 invitations in the last hour/),
@@ -313,16 +272,16 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('invitations through the $na
     });
     expect(over.errors?.[0].extensions.retryAfter).toBeGreaterThan(3500);
     // Another team is not held by this one's count.
-    const other = await account(service, `rate2-${tag}`);
+    const other = await account(live.service, `rate2-${tag}`);
     const fine = email('fine');
     expect((await api.gql(other.key, INVITE, { t: other.account.defaultTeamId, e: fine })).data.inviteTeamMember.mailSent).toBe(true);
-    await smtp.next(fine);
+    await live.smtp.next(fine);
   });
 
   test('a message the mail server refuses is reported to the owner with the link, and the service goes on', async () => {
-    const owner = await account(service, `fail-${tag}`);
+    const owner = await account(live.service, `fail-${tag}`);
     const to = email('bounce');
-    smtp.refuse.add(to);
+    live.smtp.refuse.add(to);
     const invited = await api.gql(owner.key, INVITE, { t: owner.account.defaultTeamId, e: to });
     const answer = invited.data.inviteTeamMember;
     expect(answer.mailSent).toBe(false);
@@ -343,7 +302,7 @@ describe('without mail', () => {
   });
 
   test('the link is in the inviting owner’s answer only, and works', async () => {
-    const api = client({ name: 'node:http door', fetch: (url, init) => fetch(url, init as RequestInit) }, () => quiet);
+    const api = authClient(NODE_DOOR, () => apiBase(quiet));
     const owner = await account(quiet, 'quiet');
     const to = `quiet-${process.pid}@example.org`;
     const invited = await api.gql(owner.key, INVITE, { t: owner.account.defaultTeamId, e: to });

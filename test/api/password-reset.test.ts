@@ -15,58 +15,25 @@ import { RESET_ASKED, RESET_RATES } from '../../functions/core/auth/password-res
 import { hashPassword } from '../../functions/core/auth/passwords.js';
 import { ACCOUNT_LINK_SECONDS } from '../../functions/core/data/account-links.js';
 import { tokenDigest } from '../../functions/core/ids.js';
-import { graphqlDoors, importGraphqlLambda, type Door } from '../support/graphql.js';
-import type { LambdaFn } from '../support/lambda-door.js';
+import { accountsService, apiBase, authClient, doorTag, LOOPBACK_ADDRESSES, NODE_DOOR, PASSWORD } from '../support/accounts-service.js';
+import type { Door } from '../support/graphql.js';
 import { startTestService, type TestService } from '../support/service.js';
-import { startSmtp, type TestSmtp } from '../support/smtp.js';
-import { doorsFor } from '../support/test-set.js';
 
-let service: TestService;
-let smtp: TestSmtp;
-let lambda: LambdaFn;
-const savedEnv = { ...process.env };
+const live = accountsService({ CAIRN_GC_INTERVAL: '0' }, { mailFrom: 'cairn@example.org' });
 
-beforeAll(async () => {
-  smtp = await startSmtp();
-  service = await startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_SMTP_URL: smtp.url, CAIRN_MAIL_FROM: 'cairn@example.org' });
-  Object.assign(process.env, service.env);
-  lambda = await importGraphqlLambda();
-}, 120_000);
-
-afterAll(async () => {
-  process.env = savedEnv;
-  await service?.close();
-  await smtp?.close();
-});
-
-const PASSWORD = 'correct horse battery staple';
 const NEW_PASSWORD = 'a new and longer passphrase';
 const TEAM = '{ getCurrentTeam { id } }';
-const ADDRESSES = ['127.0.0.1', '::ffff:127.0.0.1', '::1'];
 
 const resetToken = (link: string) => link.slice(link.indexOf('/#/reset-password/') + '/#/reset-password/'.length);
 
-function client(door: Door, svc: () => TestService) {
-  const base = () => svc().endpoints.graphql.replace(/\/graphql$/, '');
-  const post = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
-    const res = await door.fetch(`${base()}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify(body),
-    });
-    const cookie = (res.headers.getSetCookie()[0] ?? '').split(';')[0]!;
-    const text = await res.text();
-    return { status: res.status, text, body: JSON.parse(text) as any, cookie, headers: res.headers };
+/** The routes as these tests read them: a POST's status and parsed answer, a GraphQL request's status. */
+function client(door: Door, base: () => string) {
+  const api = authClient(door, base);
+  return {
+    post: api.postJson,
+    gql: async (headers: Record<string, string>, query: string) => (await api.gql(headers, query)).status,
+    signIn: api.signIn,
   };
-  const gql = async (headers: Record<string, string>, query: string) => {
-    const res = await door.fetch(`${base()}/graphql`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify({ query }),
-    });
-    return res.status;
-  };
-  return { post, gql };
 }
 
 let made = 0;
@@ -80,43 +47,40 @@ async function person(svc: TestService, prefix: string) {
 
 /** The address limit's counts start from none in each test (its own test fills one). */
 async function forgetAddressCounts(): Promise<void> {
-  const db = service.services.db;
-  for (const value of ADDRESSES)
+  const db = live.service.services.db;
+  for (const value of LOOPBACK_ADDRESSES)
     await db.doc.send(
       new DeleteCommand({ TableName: db.tables.accounts, Key: { pk: `RATE#${RESET_RATES.address.action}#${value}`, sk: 'RATE' } }),
     );
 }
 
-describe.each(doorsFor(graphqlDoors(() => lambda)))('new passwords through the $name', (door) => {
-  const tag = door.name.startsWith('node') ? 'n' : 'l';
-  const api = client(door, () => service);
-  const signIn = async (email: string, password = PASSWORD) => {
-    const res = await api.post('/auth/sign-in', { email, password });
-    return { status: res.status, headers: { cookie: res.cookie, 'x-csrf-token': res.body.csrfToken as string } };
-  };
+describe.each(live.doors)('new passwords through the $name', (door) => {
+  const tag = doorTag(door);
+  const api = client(door, live.base);
+  const signIn = api.signIn;
   const askLink = async (email: string) => {
     const asked = await api.post('/auth/password-reset/request', { email });
     expect([asked.status, asked.body]).toEqual([202, { ok: true, message: RESET_ASKED }]);
-    return resetToken(smtp.linkIn((await smtp.next(email)).mail));
+    return resetToken(live.smtp.linkIn((await live.smtp.next(email)).mail));
   };
 
   beforeEach(forgetAddressCounts);
 
   test('a reset link by e-mail sets the password once and signs the account out everywhere', async () => {
-    const who = await person(service, `reset-${tag}`);
+    const who = await person(live.service, `reset-${tag}`);
     const [a, b] = [await signIn(who.email), await signIn(who.email)];
     expect(await api.gql(a.headers, TEAM)).toBe(200);
 
     const asked = await api.post('/auth/password-reset/request', { email: `  ${who.email.toUpperCase()} ` });
     expect([asked.status, asked.body]).toEqual([202, { ok: true, message: RESET_ASKED }]);
-    const { mail, from } = await smtp.next(who.email);
+    const { mail, from } = await live.smtp.next(who.email);
     expect(from).toBe('cairn@example.org');
     expect(mail.subject).toBe('Set a new password for Cairn');
-    const link = smtp.linkIn(mail);
-    expect(link.startsWith(`${service.config.urls.baseUrl}/#/reset-password/l1.`)).toBe(true);
+    const link = live.smtp.linkIn(mail);
+    expect(link.startsWith(`${live.service.config.urls.baseUrl}/#/reset-password/l1.`)).toBe(true);
     const token = resetToken(link);
     // Kept by its digest only, for an hour.
-    const db = service.services.db;
+    const db = live.service.services.db;
     const item = (
       await db.doc.send(new GetCommand({ TableName: db.tables.accounts, Key: { pk: `LINK#${tokenDigest(token)}`, sk: 'RESET' } }))
     ).Item!;
@@ -141,22 +105,22 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('new passwords through the $
   });
 
   test('an unknown e-mail gets the very same answer, and no message goes anywhere', async () => {
-    const who = await person(service, `known-${tag}`);
+    const who = await person(live.service, `known-${tag}`);
     const ghost = `ghost-${tag}-${process.pid}-${++made}@example.org`;
-    const before = smtp.messages.length;
+    const before = live.smtp.messages.length;
     const unknown = await api.post('/auth/password-reset/request', { email: ghost });
     const known = await api.post('/auth/password-reset/request', { email: who.email });
     expect([unknown.status, unknown.text]).toEqual([known.status, known.text]);
-    await smtp.next(who.email);
-    expect(smtp.messages.slice(before).flatMap((m) => m.to)).toEqual([who.email]);
+    await live.smtp.next(who.email);
+    expect(live.smtp.messages.slice(before).flatMap((m) => m.to)).toEqual([who.email]);
     expect((await api.post('/auth/password-reset/request', { email: 'not an address' })).status).toBe(400);
   });
 
   test('a link expires after its hour, and one asked before a newer password no longer works', async () => {
-    const who = await person(service, `expire-${tag}`);
+    const who = await person(live.service, `expire-${tag}`);
     const first = await askLink(who.email);
     const second = await askLink(who.email);
-    const db = service.services.db;
+    const db = live.service.services.db;
     await db.doc.send(
       new UpdateCommand({
         TableName: db.tables.accounts,
@@ -175,25 +139,25 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('new passwords through the $
   });
 
   test('three links an hour per e-mail (then the same answer, and no mail); twenty per address (then 429)', async () => {
-    const who = await person(service, `limit-${tag}`);
+    const who = await person(live.service, `limit-${tag}`);
     for (let i = 0; i < RESET_RATES.email.count; i++) await askLink(who.email);
-    const before = smtp.messages.length;
+    const before = live.smtp.messages.length;
     const fourth = await api.post('/auth/password-reset/request', { email: who.email });
     expect([fourth.status, fourth.body.message]).toEqual([202, RESET_ASKED]);
     // The next person's message arriving shows the fourth was never sent, rather than late.
-    const next = await person(service, `limit-next-${tag}`);
+    const next = await person(live.service, `limit-next-${tag}`);
     await askLink(next.email);
-    expect(smtp.messages.slice(before).flatMap((m) => m.to)).toEqual([next.email]);
+    expect(live.smtp.messages.slice(before).flatMap((m) => m.to)).toEqual([next.email]);
 
-    for (const value of ADDRESSES)
-      for (let i = 0; i < RESET_RATES.address.count; i++) await service.services.rateLimits.take(RESET_RATES.address, value);
+    for (const value of LOOPBACK_ADDRESSES)
+      for (let i = 0; i < RESET_RATES.address.count; i++) await live.service.services.rateLimits.take(RESET_RATES.address, value);
     const locked = await api.post('/auth/password-reset/request', { email: `other-${made}@example.org` });
     expect([locked.status, locked.body.error]).toEqual([429, expect.stringMatching(/^Too many reset links asked for/)]);
     expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(3000);
   });
 
   test('a change signed in wants the CSRF token and the current password, and signs the other sessions out', async () => {
-    const who = await person(service, `change-${tag}`);
+    const who = await person(live.service, `change-${tag}`);
     const [mine, other] = [await signIn(who.email), await signIn(who.email)];
     const change = { currentPassword: PASSWORD, newPassword: NEW_PASSWORD };
     expect((await api.post('/auth/password', change, { cookie: mine.headers.cookie })).status).toBe(403);
@@ -215,11 +179,13 @@ describe.each(doorsFor(graphqlDoors(() => lambda)))('new passwords through the $
 });
 
 describe('the first owner', () => {
-  const api = client({ name: 'node:http door', fetch: (url, init) => fetch(url, init as RequestInit) }, () => service);
+  const api = client(NODE_DOOR, live.base);
 
   test('the first start made a welcome link with the default account; it gives it an e-mail and password, once', async () => {
-    const welcome = service.bootstrap.welcome!;
-    expect(welcome.url).toMatch(new RegExp(`^${service.config.urls.baseUrl.replace(/[.]/g, '\\.')}/#/welcome/l1\\.[A-Za-z0-9_-]{43}$`));
+    const welcome = live.service.bootstrap.welcome!;
+    expect(welcome.url).toMatch(
+      new RegExp(`^${live.service.config.urls.baseUrl.replace(/[.]/g, '\\.')}/#/welcome/l1\\.[A-Za-z0-9_-]{43}$`),
+    );
     const token = welcome.url.slice(welcome.url.indexOf('/#/welcome/') + '/#/welcome/'.length);
     const owner = 'first-owner@example.org';
     const bad = await api.post('/auth/first-owner', { token, email: owner, password: 'short' });
@@ -227,25 +193,25 @@ describe('the first owner', () => {
     const claimed = await api.post('/auth/first-owner', { token, email: 'First-Owner@Example.org', password: PASSWORD });
     expect(claimed.status).toBe(201);
     expect(claimed.body).toMatchObject({ ok: true, account: { name: 'default' }, email: owner, csrfToken: expect.any(String) });
-    const defaultAccount = (await service.services.accounts.getAccountByName('default'))!;
+    const defaultAccount = (await live.service.services.accounts.getAccountByName('default'))!;
     expect(await api.gql({ cookie: claimed.cookie }, TEAM)).toBe(200);
-    expect(await service.services.people.emailOf(defaultAccount.id)).toBe(owner);
+    expect(await live.service.services.people.emailOf(defaultAccount.id)).toBe(owner);
     // Once only.
     const again = await api.post('/auth/first-owner', { token, email: 'someone@example.org', password: PASSWORD });
     expect(again.status).toBe(410);
     // Another welcome link for an account that has its owner already changes nothing.
-    const late = await service.services.accountLinks.create('WELCOME', { accountId: defaultAccount.id });
+    const late = await live.service.services.accountLinks.create('WELCOME', { accountId: defaultAccount.id });
     const taken = await api.post('/auth/first-owner', { token: late, email: 'intruder@example.org', password: PASSWORD });
     expect([taken.status, taken.body.error]).toEqual([410, 'The first account has an owner already: sign in']);
-    expect(await service.services.people.emailOf(defaultAccount.id)).toBe(owner);
+    expect(await live.service.services.people.emailOf(defaultAccount.id)).toBe(owner);
     // The API key printed at the first start still works beside it.
-    expect(await api.gql({ authorization: service.env.CAIRN_BOOTSTRAP_API_TOKEN ?? '' }, TEAM)).toBe(200);
+    expect(await api.gql({ authorization: live.service.env.CAIRN_BOOTSTRAP_API_TOKEN ?? '' }, TEAM)).toBe(200);
   });
 
   test('an expired welcome link opens nothing', async () => {
-    const { account } = await service.services.accounts.createAccount({ name: `welcome-${process.pid}` });
-    const token = await service.services.accountLinks.create('WELCOME', { accountId: account.id });
-    const db = service.services.db;
+    const { account } = await live.service.services.accounts.createAccount({ name: `welcome-${process.pid}` });
+    const token = await live.service.services.accountLinks.create('WELCOME', { accountId: account.id });
+    const db = live.service.services.db;
     await db.doc.send(
       new UpdateCommand({
         TableName: db.tables.accounts,
@@ -256,7 +222,7 @@ describe('the first owner', () => {
     );
     const res = await api.post('/auth/first-owner', { token, email: 'late@example.org', password: PASSWORD });
     expect(res.status).toBe(410);
-    expect(await service.services.people.emailOf(account.id)).toBeUndefined();
+    expect(await live.service.services.people.emailOf(account.id)).toBeUndefined();
   });
 });
 
@@ -270,7 +236,7 @@ describe('without mail', () => {
   });
 
   test('asking for a reset link says the service sends no mail, for every e-mail alike', async () => {
-    const api = client({ name: 'node:http door', fetch: (url, init) => fetch(url, init as RequestInit) }, () => quiet);
+    const api = client(NODE_DOOR, () => apiBase(quiet));
     const who = await person(quiet, 'quiet');
     const known = await api.post('/auth/password-reset/request', { email: who.email });
     const unknown = await api.post('/auth/password-reset/request', { email: 'nobody@example.org' });

@@ -14,6 +14,7 @@ import { ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
 import { hashPassword } from '../../functions/core/auth/passwords.js';
 import { freePort, startTestService, type TestService } from '../support/service.js';
 import { dataOf, graphqlClient, newAccount, type AccountFixture } from '../support/graphql.js';
+import { startFaultyProxy, type FaultyProxy, type ProxiedRequest } from '../support/faulty-proxy.js';
 import { newCliUser, type CliUser } from './cli-runner.js';
 
 let service: TestService;
@@ -181,6 +182,100 @@ describe('cairn login in the browser', () => {
     expect(done.stdout).toBe('');
     await expect(stat(u.configPath)).rejects.toThrow();
   }, 60_000);
+
+  describe('polling (RFC 8628 §3.5), through a proxy playing the network', () => {
+    let proxy: FaultyProxy | undefined;
+    afterEach(async () => {
+      await proxy?.close();
+      proxy = undefined;
+    });
+    const polls = () => proxy!.requests().filter((r) => r.path === '/auth/device/token');
+    const gaps = (requests: ProxiedRequest[]) => requests.slice(1).map((r, i) => r.at - requests[i]!.at);
+    /** The service's answer to the code request with a 1 s interval: the command line's waits are then counted in seconds. */
+    const oneSecond = (body: string) => JSON.stringify({ ...JSON.parse(body), interval: 1 });
+
+    test('slow_down: the next poll waits the interval and 5 s more, and is answered', async () => {
+      let first = true;
+      proxy = await startFaultyProxy(apiUrl, async (request) => {
+        if (request.path === '/auth/device/token' && first) {
+          first = false;
+          // Someone polls with the same device code just before the command line's first poll, which so comes too soon.
+          const early = await fetch(`${apiUrl}/auth/device/token`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            body: request.body,
+          });
+          expect(((await early.json()) as { error: string }).error).toBe('authorization_pending');
+        }
+        return { forward: true };
+      });
+      const u = await user();
+      const running = u.start(['login', '--device', '--no-browser', '--api-url', proxy.url, '--json']);
+      const { code } = await codeFrom(running);
+      const until = Date.now() + 20_000;
+      while (polls().length === 0 || polls()[0]!.outcome === undefined) {
+        if (Date.now() > until) throw new Error(`no poll in 20 s: ${JSON.stringify(running.output())}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect([polls()[0]!.outcome, JSON.parse(polls()[0]!.answer!)]).toEqual([
+        400,
+        expect.objectContaining({ error: 'slow_down', interval: 10 }),
+      ]);
+      await decide('approve', code, await signIn());
+      const done = await running.done;
+      expect(done.code).toBe(0);
+      const answered = polls();
+      expect(answered.map((r) => r.outcome)).toEqual([400, 200]);
+      expect(gaps(answered)[0]).toBeGreaterThanOrEqual(9_900);
+    }, 60_000);
+
+    test('a poll with no answer or a server error is tried again after waits that double from the interval', async () => {
+      proxy = await startFaultyProxy(apiUrl, (request) => {
+        if (request.path === '/auth/device/code') return { forward: true, rewrite: oneSecond };
+        if (request.path !== '/auth/device/token') return { forward: true };
+        const n = polls().length;
+        return n === 1
+          ? { drop: true }
+          : n === 2
+            ? { status: 503, body: 'Service Unavailable', headers: { 'content-type': 'text/plain' } }
+            : { forward: true };
+      });
+      const u = await user();
+      const running = u.start(['login', '--device', '--no-browser', '--api-url', proxy.url, '--json']);
+      await decide('approve', (await codeFrom(running)).code, await signIn());
+      const done = await running.done;
+      expect(done.code).toBe(0);
+      expect(polls().map((r) => r.outcome)).toEqual(['dropped', 503, 200]);
+      const [afterDrop, after503] = gaps(polls());
+      expect(afterDrop).toBeGreaterThanOrEqual(1_950);
+      expect(afterDrop).toBeLessThan(3_500);
+      expect(after503).toBeGreaterThanOrEqual(3_950);
+      expect(after503).toBeLessThan(5_500);
+      expect(done.stderr).toMatch(/cannot reach the API at http:\/\/127\.0\.0\.1:\d+: .+: trying again in 2 s\n/);
+      expect(done.stderr).toContain(`the API at ${proxy.url} answered 503: trying again in 4 s\n`);
+      expect(JSON.parse(done.stdout).team.id).toBe(ada.team.id);
+    }, 60_000);
+
+    test('five polls in a row with no answer: login gives up with one line saying why, nothing stored', async () => {
+      proxy = await startFaultyProxy(apiUrl, (request) =>
+        request.path === '/auth/device/code' ? { forward: true, rewrite: oneSecond } : { drop: true },
+      );
+      const u = await user();
+      const running = u.start(['login', '--device', '--no-browser', '--api-url', proxy.url]);
+      const done = await running.done;
+      expect(done.code).toBe(1);
+      expect(polls().map((r) => r.outcome)).toEqual(Array(5).fill('dropped'));
+      const waits = gaps(polls());
+      [2, 4, 8, 16].forEach((seconds, i) => {
+        expect(waits[i]).toBeGreaterThanOrEqual(seconds * 1000 - 50);
+        expect(waits[i]).toBeLessThan(seconds * 1000 + 1500);
+      });
+      expect(done.stderr.trim().split('\n').pop()).toMatch(
+        /^cairn: cannot reach the API at http:\/\/127\.0\.0\.1:\d+: .+ \(5 polls in a row failed\): check the connection, then run cairn login again$/,
+      );
+      await expect(stat(u.configPath)).rejects.toThrow();
+    }, 90_000);
+  });
 
   test('without a terminal and without --device, or in CI, login asks for a key instead of waiting for a browser', async () => {
     const u = await user();

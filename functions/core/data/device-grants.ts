@@ -14,7 +14,8 @@
  * 8 letters of a 20-letter alphabet (RFC 8628 §6.1: no vowels, so no
  * words; no digits, so no 0/O or 1/I) are 20^8 ≈ 2^34.6 codes, of which a
  * few live for 10 minutes; looking one up needs a session, and each
- * account and address may miss DEVICE_LIMITS.guesses* times a window.
+ * account and address may miss DEVICE_LIMITS.guesses* times a window
+ * (counted by rate-limits.ts's windowed counter, as sign-in failures are).
  *
  * A grant is `pending` until its person approves or denies it on the web
  * page, then `approved` or `denied`; the token endpoint turns an approved
@@ -24,10 +25,11 @@
  * time to live: DynamoDB deletes the items some time after it, and every
  * read checks it until then (the local database never deletes).
  */
-import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { randomBytes, randomInt } from 'node:crypto';
 import { tokenDigest } from '../ids.js';
 import type { Database } from './dynamo.js';
+import { WindowedCounter, type Counted, type RateLimit } from './rate-limits.js';
 import { writtenIf } from './tables.js';
 
 export const DEVICE_LIMITS = {
@@ -122,18 +124,24 @@ export interface GuessKey {
   value: string;
 }
 
-const guessLimit = (key: GuessKey) =>
-  key.scope === 'account'
-    ? DEVICE_LIMITS.guessesPerAccount
-    : key.scope === 'address'
-      ? DEVICE_LIMITS.guessesPerAddress
-      : DEVICE_LIMITS.grantsPerAddress;
+const guess = (action: GuessKey['scope'], count: number): RateLimit => ({ action, count, windowSeconds: DEVICE_LIMITS.guessWindowSeconds });
+const GUESS_LIMITS: Record<GuessKey['scope'], RateLimit> = {
+  account: guess('account', DEVICE_LIMITS.guessesPerAccount),
+  address: guess('address', DEVICE_LIMITS.guessesPerAddress),
+  start: guess('start', DEVICE_LIMITS.grantsPerAddress),
+};
+
+const counted = (key: GuessKey): Counted => ({ limit: GUESS_LIMITS[key.scope], key: key.value });
 
 export class DeviceGrantStore {
+  private readonly guesses: WindowedCounter;
+
   constructor(
     private readonly db: Database,
     private readonly now: () => Date = () => new Date(),
-  ) {}
+  ) {
+    this.guesses = new WindowedCounter(db, { name: 'DEVICEGUESS', countAttribute: 'count' }, now);
+  }
 
   private get table() {
     return this.db.tables.accounts;
@@ -329,58 +337,14 @@ export class DeviceGrantStore {
     );
   }
 
-  private guessKey(key: GuessKey) {
-    return { pk: `DEVICEGUESS#${key.scope}#${key.value}`, sk: 'DEVICEGUESS' };
-  }
-
   /** Seconds until these keys may try again (the longest wait among them), or 0 when they may now. */
-  async retryAfter(keys: GuessKey[]): Promise<number> {
-    const now = this.now().getTime();
-    const items = await Promise.all(keys.map((key) => this.db.reader.get(this.table, this.guessKey(key))));
-    let wait = 0;
-    items.forEach((item, i) => {
-      if (!item) return;
-      const end = Number(item.windowStart) + DEVICE_LIMITS.guessWindowSeconds * 1000;
-      if (end > now && Number(item.count) >= guessLimit(keys[i]!)) wait = Math.max(wait, Math.ceil((end - now) / 1000));
-    });
-    return wait;
+  retryAfter(keys: GuessKey[]): Promise<number> {
+    return this.guesses.retryAfter(keys.map(counted));
   }
 
   /** Counts one against each key: in its open window, or in a new one (as sign-in failures are counted). */
-  async count(keys: GuessKey[]): Promise<void> {
-    await Promise.all(keys.map((key) => this.countOne(key)));
-  }
-
-  private async countOne(key: GuessKey): Promise<void> {
-    const Key = this.guessKey(key);
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const now = this.now().getTime();
-      const cutoff = now - DEVICE_LIMITS.guessWindowSeconds * 1000;
-      const counted = await writtenIf(
-        this.db.doc.send(
-          new UpdateCommand({
-            TableName: this.table,
-            Key,
-            UpdateExpression: 'SET #count = #count + :one',
-            ConditionExpression: 'windowStart > :cutoff',
-            ExpressionAttributeNames: { '#count': 'count' },
-            ExpressionAttributeValues: { ':one': 1, ':cutoff': cutoff },
-          }),
-        ),
-      );
-      if (counted) return;
-      const opened = await writtenIf(
-        this.db.doc.send(
-          new PutCommand({
-            TableName: this.table,
-            Item: { ...Key, count: 1, windowStart: now, expiresAt: Math.ceil(now / 1000) + DEVICE_LIMITS.guessWindowSeconds },
-            ConditionExpression: 'attribute_not_exists(pk) OR windowStart <= :cutoff',
-            ExpressionAttributeValues: { ':cutoff': cutoff },
-          }),
-        ),
-      );
-      if (opened) return;
-    }
+  count(keys: GuessKey[]): Promise<void> {
+    return this.guesses.add(keys.map(counted));
   }
 }
 
