@@ -43,8 +43,8 @@ import {
   sessionCookie,
   sessionSecretFrom,
 } from '../core/auth/session-cookie.js';
-import { readCappedBody } from '../core/http/capped-body.js';
 import type { HttpRequest } from '../core/http/types.js';
+import { readBodyFields } from './http-body.js';
 import { SESSION_LIMITS, type Session } from '../core/data/sessions.js';
 import type { Services } from '../core/services.js';
 
@@ -102,24 +102,8 @@ export const clientOf = (req: HttpRequest): ClientInfo => ({
 
 /** The JSON body as an object, or the refusal to send. */
 export async function readJson(req: HttpRequest): Promise<Record<string, unknown> | Response> {
-  const type = (req.headers.get('content-type') ?? '').toLowerCase();
-  if (!type.startsWith('application/json')) {
-    await req.body?.cancel().catch(() => {});
-    return refuse(415, 'send the body as JSON, with Content-Type: application/json');
-  }
-  if (Number(req.headers.get('content-length') ?? 0) > MAX_AUTH_BODY_BYTES) {
-    await req.body?.cancel().catch(() => {});
-    return refuse(413, `the body is larger than ${MAX_AUTH_BODY_BYTES} bytes`, {}, { connection: 'close' });
-  }
-  const bytes = await readCappedBody(req.body, MAX_AUTH_BODY_BYTES);
-  if (bytes === undefined) return refuse(413, `the body is larger than ${MAX_AUTH_BODY_BYTES} bytes`, {}, { connection: 'close' });
-  try {
-    const body: unknown = bytes.length ? JSON.parse(bytes.toString('utf8')) : {};
-    if (body && typeof body === 'object' && !Array.isArray(body)) return body as Record<string, unknown>;
-  } catch {
-    // Answered below.
-  }
-  return refuse(400, 'the body must be a JSON object');
+  const read = await readBodyFields(req, 'json', MAX_AUTH_BODY_BYTES);
+  return 'fields' in read ? read.fields : refuse(read.status, read.problem, {}, read.headers);
 }
 
 /** The session the request's cookie opens, with its secret, or undefined. */
