@@ -9,7 +9,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { apiTarget, REMOTE, type ApiTarget } from '../support/api-target.js';
-import { FUNCTION_URL_REMAPPED_LENGTH, lambdaFetch } from '../support/lambda-door.js';
+import { lambdaFetch } from '../support/lambda-door.js';
 import { hostFetch } from '../support/http.js';
 
 let target: ApiTarget;
@@ -62,15 +62,14 @@ afterAll(async () => {
 
 type Init = { method?: string; headers?: Record<string, string> };
 type Fetch = (url: string, init?: Init) => Promise<Response>;
-/** `length`: the header a door's client finds the size in (a streamed Function URL renames Content-Length, lambda-door.ts). */
-const doors: Array<{ name: string; fetch: Fetch; length: string }> = REMOTE
-  ? [{ name: 'deployed endpoint', fetch: (url, init) => hostFetch(url, init), length: 'content-length' }]
+const doors: Array<{ name: string; fetch: Fetch }> = REMOTE
+  ? [{ name: 'deployed endpoint', fetch: (url, init) => hostFetch(url, init) }]
   : [
-      { name: 'node:http door', fetch: (url, init) => hostFetch(url, init), length: 'content-length' },
-      { name: 'Lambda door', fetch: (url, init) => lambdaFetch(target.gatewayLambda!)(url, init), length: FUNCTION_URL_REMAPPED_LENGTH },
+      { name: 'node:http door', fetch: (url, init) => hostFetch(url, init) },
+      { name: 'Lambda door', fetch: (url, init) => lambdaFetch(target.gatewayLambda!)(url, init) },
     ];
 
-describe.each(doors)('gateway public URLs through the $name', ({ fetch, length }) => {
+describe.each(doors)('gateway public URLs through the $name', ({ fetch }) => {
   const hosts = () => ({
     'public URL': `${BUCKET}.${target.domains.storagePublic}`,
     'bucket-specific address': `${BUCKET}.${target.domains.bucketEndpoint}`,
@@ -96,7 +95,7 @@ describe.each(doors)('gateway public URLs through the $name', ({ fetch, length }
       expect(res.headers.get('x-amz-meta-team')).toBe('docs');
       expect(res.headers.get('etag')).toBe(`"${createHash('md5').update(PAGE).digest('hex')}"`);
       expect(res.headers.get('last-modified')).toBe(stored.LastModified!.toUTCString());
-      expect(res.headers.get(length)).toBe(String(Buffer.byteLength(PAGE)));
+      expect(res.headers.get('content-length')).toBe(String(Buffer.byteLength(PAGE)));
       expect(res.headers.get('accept-ranges')).toBe('bytes');
       expect(res.headers.get('x-service-ipfs-hash-v0')).toBe(cids['site/index.html']);
       expect(res.headers.get('x-ipfs-path')).toBe(`/ipfs/${cids['site/index.html']}`);
@@ -137,7 +136,7 @@ describe.each(doors)('gateway public URLs through the $name', ({ fetch, length }
     const res = await get(publicHost(), '/data/big.bin', { headers: { range: 'bytes=262100-262299' } });
     expect(res.status).toBe(206);
     expect(res.headers.get('content-range')).toBe(`bytes 262100-262299/${BIG.length}`);
-    expect(res.headers.get(length)).toBe('200');
+    expect(res.headers.get('content-length')).toBe('200');
     expect(Buffer.from(await res.arrayBuffer()).equals(BIG.subarray(262100, 262300))).toBe(true);
     const suffix = await get(publicHost(), '/data/big.bin', { headers: { range: 'bytes=-10' } });
     expect(Buffer.from(await suffix.arrayBuffer()).equals(BIG.subarray(BIG.length - 10))).toBe(true);
@@ -159,7 +158,7 @@ describe.each(doors)('gateway public URLs through the $name', ({ fetch, length }
   test('HEAD answers the headers of a GET and no body', async () => {
     const res = await get(publicHost(), '/data/big.bin', { method: 'HEAD' });
     expect(res.status).toBe(200);
-    expect(res.headers.get(length)).toBe(String(BIG.length));
+    expect(res.headers.get('content-length')).toBe(String(BIG.length));
     expect(res.headers.get('content-type')).toBe('application/octet-stream');
     expect(res.headers.get('etag')).toMatch(/^"[0-9a-f]{32}"$/);
     expect((await res.arrayBuffer()).byteLength).toBe(0);
@@ -204,7 +203,7 @@ describe.each(doors)('gateway public URLs through the $name', ({ fetch, length }
     const cid = cids['data/big.bin']!;
     const head = await fetch(`${gateway}/ipfs/${cid}`, { method: 'HEAD' });
     expect(head.status).toBe(200);
-    expect(head.headers.get(length)).toBe(String(BIG.length));
+    expect(head.headers.get('content-length')).toBe(String(BIG.length));
     expect(head.headers.get('etag')).toBe(`"${cid}"`);
     expect((await head.arrayBuffer()).byteLength).toBe(0);
     const cached = await fetch(`${gateway}/ipfs/${cid}`, { headers: { 'if-none-match': `"${cid}"` } });

@@ -22,7 +22,6 @@ import {
   type HeaderList,
   type LambdaFn,
   type LambdaFront,
-  FUNCTION_URL_REMAPPED_LENGTH,
 } from '../support/lambda-door.js';
 import { LAMBDA_LIMITS, streamCeiling, streamRecord, withLambdaLimits } from '../support/lambda-runtime.js';
 
@@ -140,22 +139,6 @@ describe('the door sends status and headers when the streamed body is empty', ()
       const fn = door(async () => new Response('hello', { headers: { 'content-type': 'text/plain', 'x-cairn': 'kept' } }), streaming);
       const res = await through(front, fn, '/object', { method: 'HEAD' });
       expect([res.status, res.headers.get('x-cairn'), res.headers.get('content-type')]).toEqual([200, 'kept', 'text/plain']);
-    });
-  }
-});
-
-describe("an object's size on a streamed answer, as each streaming front passes it on", () => {
-  /** A 5-byte object as the gateway answers it: its size in Content-Length, the body on GET only. */
-  const object = door(async () => new Response('hello', { headers: { 'content-type': 'text/plain', 'content-length': '5' } }));
-  for (const method of ['HEAD', 'GET']) {
-    test(`${method} through the Function URL: the size arrives as x-amzn-remapped-content-length, not Content-Length`, async () => {
-      const res = await through('function-url', object, '/object', { method });
-      expect([res.status, res.headers.get('content-length'), res.headers.get(FUNCTION_URL_REMAPPED_LENGTH)]).toEqual([200, null, '5']);
-      expect(await res.text()).toBe(method === 'GET' ? 'hello' : '');
-    });
-    test(`${method} through the REST API: the size arrives as Content-Length`, async () => {
-      const res = await through('rest-api', object, '/object', { method });
-      expect([res.status, res.headers.get('content-length'), res.headers.get(FUNCTION_URL_REMAPPED_LENGTH)]).toEqual([200, '5', null]);
     });
   }
 });

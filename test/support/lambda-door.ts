@@ -53,9 +53,6 @@
  * - A stream cut short (timeout, size): the status already sent stays, and
  *   the body ends in an error after the bytes that went out, as fetch()
  *   reports a transfer closed early.
- * - A streamed answer through a Function URL: the function's
- *   `Content-Length` arrives as `x-amzn-remapped-content-length`
- *   (FUNCTION_URL_REMAPPED_LENGTH), a HEAD's size included.
  */
 import type { APIGatewayProxyEvent, APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { HttpResponse } from '@smithy/core/transport';
@@ -225,23 +222,6 @@ function truncatedBody(bytes: Buffer, reason: string): ReadableStream<Uint8Array
   });
 }
 
-/**
- * A streamed answer through a Function URL goes out in chunks, and the
- * function's own `Content-Length` reaches the client renamed
- * `x-amzn-Remapped-Content-Length`, for a HEAD as for a GET: what users of
- * Function URL streaming see (the header arrives renamed while the
- * transfer is chunked: cargo-lambda/cargo-lambda#862, whose local emulator
- * does the same since cargo-lambda/cargo-lambda#874). AWS documents no
- * header mapping for Function URLs at all
- * (https://docs.aws.amazon.com/lambda/latest/dg/urls-invocation.html,
- * https://docs.aws.amazon.com/lambda/latest/dg/config-rs-invoke-furls.html),
- * so the stand-in keeps the observed behaviour: a test that reads an
- * object's size through this front must read it where a client would find
- * it. API Gateway keeps the function's `Content-Length` on a streamed REST
- * answer (https://docs.aws.amazon.com/apigateway/latest/developerguide/response-transfer-mode-lambda.html).
- */
-export const FUNCTION_URL_REMAPPED_LENGTH = 'x-amzn-remapped-content-length';
-
 function streamedResponse(front: LambdaFront, method: string, rec: StreamRecord): Response {
   const broken = rec.cut?.message ?? rec.error?.errorMessage;
   // Nothing went out before the function failed or ran out of time: Lambda reports an error, not a response.
@@ -250,11 +230,6 @@ function streamedResponse(front: LambdaFront, method: string, rec: StreamRecord)
   const fields = (rec.prelude ?? { statusCode: 200 }) as LambdaResult;
   const status = fields.statusCode ?? 200;
   const headers = headersOf(fields);
-  const length = headers.get('content-length');
-  if (front === 'function-url' && length !== null) {
-    headers.delete('content-length');
-    headers.set(FUNCTION_URL_REMAPPED_LENGTH, length);
-  }
   if (noBody(method, status)) return new Response(null, { status, headers });
   const body = broken ? truncatedBody(rec.body, broken) : rec.body.length ? new Uint8Array(rec.body) : null;
   return new Response(body, { status, headers });
