@@ -13,46 +13,36 @@
 import { newAccessKeyId, newApiToken, newSecretAccessKey } from '../../functions/core/ids.js';
 import { hashPassword } from '../../functions/core/auth/passwords.js';
 import { oidcIdentity } from '../../functions/core/data/oidc-identities.js';
-import { graphqlDoors, importGraphqlLambda, type Door } from '../support/graphql.js';
-import type { LambdaFn } from '../support/lambda-door.js';
-import { startOidcProvider, throughProvider, type TestOidcProvider } from '../support/oidc-provider.js';
+import type { Door } from '../support/graphql.js';
+import { accountsService, PASSWORD } from '../support/accounts-service.js';
+import { oidcEnv, startOidcProvider, throughProvider, type TestOidcProvider } from '../support/oidc-provider.js';
 import { freePort } from '../support/service-env.js';
-import { startTestService, type TestService } from '../support/service.js';
-import { doorsFor } from '../support/test-set.js';
 
 let provider: TestOidcProvider;
-let service: TestService;
-let lambda: LambdaFn;
-let base: string;
-const savedEnv = { ...process.env };
-const PASSWORD = 'correct horse battery staple';
-
-beforeAll(async () => {
+const live = accountsService(async () => {
   provider = await startOidcProvider();
-  const port = await freePort();
-  service = await startTestService({
+  return {
     CAIRN_GC_INTERVAL: '0',
-    CAIRN_API_PORT: String(port),
-    CAIRN_OIDC_ISSUER: provider.issuer,
-    CAIRN_OIDC_CLIENT_ID: provider.clientId,
-    CAIRN_OIDC_CLIENT_SECRET: provider.clientSecret,
-    CAIRN_OIDC_NAME: 'Test ID',
-  });
-  base = service.config.urls.baseUrl;
+    CAIRN_API_PORT: String(await freePort()),
+    ...oidcEnv(provider),
+  };
+});
+let service: typeof live.service;
+let base: string;
+
+beforeAll(() => {
+  service = live.service;
+  base = service.config.urls.baseUrl; // the redirect URI the service sends the provider is under its own base URL
   provider.register(`${base}/auth/oidc/callback`);
-  Object.assign(process.env, service.env);
-  lambda = await importGraphqlLambda();
-}, 120_000);
+});
 
 afterAll(async () => {
-  process.env = savedEnv;
-  await service?.close();
   await provider?.close();
 });
 
 let made = 0;
 
-describe.each(doorsFor(graphqlDoors(() => lambda)))('OpenID Connect sign-in through the $name', (door: Door) => {
+describe.each(live.doors)('OpenID Connect sign-in through the $name', (door: Door) => {
   const tag = door.name.startsWith('node') ? 'n' : 'l';
   const unique = (what: string) => `${what}-${tag}-${process.pid}-${++made}`;
   const get = (url: string, cookie = '') => door.fetch(url, { headers: cookie ? { cookie } : {}, redirect: 'manual' } as never);

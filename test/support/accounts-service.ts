@@ -31,15 +31,23 @@ export interface LiveService {
   base(): string;
 }
 
-/** Starts the service with `env` (and, with `mailFrom`, an SMTP server and the service sending to it) for the suite. */
-export function accountsService(env: Record<string, string>, options: { mailFrom?: string } = {}): LiveService {
+/**
+ * Starts the service with `env` (and, with `mailFrom`, an SMTP server and
+ * the service sending to it) for the suite; `env` may be made when the
+ * suite starts (by a function), from servers of the suite's own.
+ */
+export function accountsService(
+  env: Record<string, string> | (() => Promise<Record<string, string>>),
+  options: { mailFrom?: string } = {},
+): LiveService {
   let service: TestService | undefined;
   let smtp: TestSmtp | undefined;
   let lambda: LambdaFn | undefined;
   const savedEnv = { ...process.env };
   beforeAll(async () => {
     if (options.mailFrom) smtp = await startSmtp();
-    service = await startTestService({ ...env, ...(smtp ? { CAIRN_SMTP_URL: smtp.url, CAIRN_MAIL_FROM: options.mailFrom! } : {}) });
+    const given = typeof env === 'function' ? await env() : env;
+    service = await startTestService({ ...given, ...(smtp ? { CAIRN_SMTP_URL: smtp.url, CAIRN_MAIL_FROM: options.mailFrom! } : {}) });
     // The Lambda handler reads its config from the environment, as in AWS.
     Object.assign(process.env, service.env);
     lambda = await importGraphqlLambda();

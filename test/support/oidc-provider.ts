@@ -23,6 +23,14 @@ export interface TestOidcProvider {
   close(): Promise<void>;
 }
 
+/** The service's settings for this provider, shown as "Test ID" on the sign-in page. */
+export const oidcEnv = (provider: TestOidcProvider): Record<string, string> => ({
+  CAIRN_OIDC_ISSUER: provider.issuer,
+  CAIRN_OIDC_CLIENT_ID: provider.clientId,
+  CAIRN_OIDC_CLIENT_SECRET: provider.clientSecret,
+  CAIRN_OIDC_NAME: 'Test ID',
+});
+
 export async function startOidcProvider(): Promise<TestOidcProvider> {
   let handler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
   const server: Server = createServer((req, res) => {

@@ -12,7 +12,7 @@ import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { startOidcProvider, type TestOidcProvider } from '../support/oidc-provider.js';
+import { oidcEnv, startOidcProvider, type TestOidcProvider } from '../support/oidc-provider.js';
 import { freePort } from '../support/service-env.js';
 import { startTestService, type TestService } from '../support/service.js';
 
@@ -34,10 +34,7 @@ beforeAll(async () => {
     CAIRN_SIGNUP: 'open',
     CAIRN_GC_INTERVAL: '0',
     CAIRN_API_PORT: String(await freePort()),
-    CAIRN_OIDC_ISSUER: provider.issuer,
-    CAIRN_OIDC_CLIENT_ID: provider.clientId,
-    CAIRN_OIDC_CLIENT_SECRET: provider.clientSecret,
-    CAIRN_OIDC_NAME: 'Test ID',
+    ...oidcEnv(provider),
   });
   origin = new URL(service.endpoints.graphql).origin;
   provider.register(`${service.config.urls.baseUrl}/auth/oidc/callback`);
