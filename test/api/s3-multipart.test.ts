@@ -30,7 +30,7 @@ import type { SerializeHandler, SerializeHandlerArguments } from '@smithy/types'
 import { CID } from 'multiformats/cid';
 import { startTestService, type TestService } from '../support/service.js';
 import { apiTarget, localDescribe, localTest, type ApiTarget } from '../support/api-target.js';
-import { captureHeaders, s3Doors, failure } from '../support/s3-doors.js';
+import { captureHeaders, s3Doors, failure, uploadParts } from '../support/s3-doors.js';
 import { collectGarbage } from '../../functions/core/storage/collect.js';
 import { ObjectReferences } from '../../functions/core/data/object-references.js';
 import { isRootPinned } from '../../functions/core/storage/pins.js';
@@ -363,11 +363,7 @@ describe.each(doorsFor(s3Doors(() => target)))('multipart uploads through the $n
     const key = `refused-${tag}-${RUN}`;
     const bodies = ['one', 'two', 'three'].map((s) => Buffer.from(s));
     const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: B, Key: key }));
-    const parts: CompletedPart[] = [];
-    for (const [i, Body] of bodies.entries()) {
-      const out = await s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: i + 1, Body }));
-      parts.push({ PartNumber: i + 1, ETag: out.ETag });
-    }
+    const parts = await uploadParts(s3, { Bucket: B, Key: key, UploadId }, bodies);
     const complete = (Parts: CompletedPart[]) =>
       s3.send(new CompleteMultipartUploadCommand({ Bucket: B, Key: key, UploadId, MultipartUpload: { Parts } }));
     expect(await failure(complete([parts[0]!, { PartNumber: 2, ETag: `"${md5('not two')}"` }, parts[2]!]))).toMatchObject({

@@ -23,7 +23,7 @@ import {
 import { createHash, randomBytes } from 'node:crypto';
 import { loadConfig } from '../../functions/core/config.js';
 import { apiTarget, REMOTE, type ApiTarget } from '../support/api-target.js';
-import { absent, failure, s3Doors } from '../support/s3-doors.js';
+import { absent, failure, s3Doors, uploadParts } from '../support/s3-doors.js';
 import { doorsFor } from '../support/test-set.js';
 
 const MiB = 1024 * 1024;
@@ -56,11 +56,7 @@ describe.each(doorsFor(s3Doors(() => target)))('the least part size through the 
     const key = `too-small-${door.tag}-${RUN}`;
     const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: B, Key: key }));
     const bodies = [randomBytes(MIN), randomBytes(MIN - 1), Buffer.from('the last part may be any size')];
-    const parts: CompletedPart[] = [];
-    for (const [i, Body] of bodies.entries()) {
-      const out = await s3.send(new UploadPartCommand({ Bucket: B, Key: key, UploadId, PartNumber: i + 1, Body }));
-      parts.push({ PartNumber: i + 1, ETag: out.ETag });
-    }
+    const parts = await uploadParts(s3, { Bucket: B, Key: key, UploadId }, bodies);
     const complete = (Parts: CompletedPart[]) =>
       s3.send(new CompleteMultipartUploadCommand({ Bucket: B, Key: key, UploadId, MultipartUpload: { Parts } }));
 

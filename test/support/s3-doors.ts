@@ -9,7 +9,14 @@
  * host they name (a custom domain). A deployed stack has one door, its
  * endpoint.
  */
-import { HeadObjectCommand, S3Client, S3ServiceException, type S3ClientConfig } from '@aws-sdk/client-s3';
+import {
+  HeadObjectCommand,
+  S3Client,
+  S3ServiceException,
+  UploadPartCommand,
+  type CompletedPart,
+  type S3ClientConfig,
+} from '@aws-sdk/client-s3';
 import { lambdaFetch, lambdaRequestHandler, REST_API_ENDPOINT, restFetch, restRequestHandler } from './lambda-door.js';
 import { REMOTE, type ApiTarget } from './api-target.js';
 import type { Fetch } from './graphql.js';
@@ -87,4 +94,18 @@ export async function absent(s3: S3Client, bucket: string, key: string): Promise
     (e: unknown) => e,
   );
   return (err as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata?.httpStatusCode === 404;
+}
+
+/** Uploads `bodies` as parts 1, 2, ... of a multipart upload, one after another: the parts as CompleteMultipartUpload lists them. */
+export async function uploadParts(
+  s3: S3Client,
+  upload: { Bucket: string; Key: string; UploadId: string | undefined },
+  bodies: Uint8Array[],
+): Promise<CompletedPart[]> {
+  const parts: CompletedPart[] = [];
+  for (const [i, Body] of bodies.entries()) {
+    const out = await s3.send(new UploadPartCommand({ ...upload, PartNumber: i + 1, Body }));
+    parts.push({ PartNumber: i + 1, ETag: out.ETag });
+  }
+  return parts;
 }
