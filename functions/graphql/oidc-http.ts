@@ -21,7 +21,7 @@
  * The callback never answers 500: every failure is a redirect to the
  * sign-in page with the problem's name, logged here with its cause.
  */
-import { cookieIsSecure } from '../core/auth/session-cookie.js';
+import { cookieAttributes, cookieValues, hostCookieName, sessionCookie } from '../core/auth/session-cookie.js';
 import {
   callbackWait,
   failCallback,
@@ -38,7 +38,6 @@ import {
 import type { AuthServices } from '../core/auth/sign-in.js';
 import { queryParams, type HttpRequest } from '../core/http/types.js';
 import { clientOf, json, readJson, refuse } from './accounts-http.js';
-import { sessionCookie } from '../core/auth/session-cookie.js';
 
 const START_PATH = '/auth/oidc/start';
 
@@ -53,20 +52,17 @@ function providerFor(settings: OidcSettings): OidcProvider {
   return provider;
 }
 
-const flowCookieName = (services: AuthServices) => (cookieIsSecure(services.config) ? '__Host-cairn_oidc' : 'cairn_oidc');
+const flowCookieName = (services: AuthServices) => hostCookieName(services.config, 'cairn_oidc');
 
 function flowCookie(services: AuthServices, value: string, maxAge: number): string {
-  return `${flowCookieName(services)}=${value}; Path=/; Max-Age=${maxAge}; HttpOnly; SameSite=Lax${cookieIsSecure(services.config) ? '; Secure' : ''}`;
+  return `${flowCookieName(services)}=${value}; ${cookieAttributes(services.config, maxAge)}`;
 }
 
 /** The flow the request's cookie carries, if it is one and not too old. */
 function flowFrom(services: AuthServices, req: HttpRequest): OidcFlow | undefined {
-  const name = flowCookieName(services);
-  for (const part of (req.headers.get('cookie') ?? '').split(/;\s*/)) {
-    const eq = part.indexOf('=');
-    if (eq <= 0 || part.slice(0, eq).trim() !== name) continue;
+  for (const value of cookieValues(req.headers.get('cookie'), flowCookieName(services))) {
     try {
-      const flow = JSON.parse(Buffer.from(part.slice(eq + 1).trim(), 'base64url').toString('utf8')) as Partial<OidcFlow>;
+      const flow = JSON.parse(Buffer.from(value, 'base64url').toString('utf8')) as Partial<OidcFlow>;
       const fresh = typeof flow.at === 'number' && Date.now() - flow.at < OIDC_FLOW_SECONDS * 1000;
       if (fresh && typeof flow.state === 'string' && typeof flow.nonce === 'string' && typeof flow.verifier === 'string')
         return {

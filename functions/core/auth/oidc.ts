@@ -29,7 +29,7 @@ import { AccountConflictError, type Account } from '../data/accounts.js';
 import { ConflictError } from '../data/errors.js';
 import { oidcIdentity, oidcIdentityItem } from '../data/oidc-identities.js';
 import { isPlausibleEmail, normaliseEmail, personItems } from '../data/people.js';
-import { INVITATION_PROBLEMS, joinWrites } from './invitations.js';
+import { joinWrites } from './invitations.js';
 import { hashPassword } from './passwords.js';
 import { addressKey, type AuthServices, type ClientInfo, type SignedIn } from './sign-in.js';
 
@@ -182,7 +182,7 @@ export async function signInWithIdentity(
   identity: { issuer: string; sub: string; email?: string; emailVerified: boolean },
   invitationToken: string | undefined,
   client: ClientInfo,
-): Promise<SignedIn | { problem: OidcProblem; message?: string }> {
+): Promise<SignedIn | { problem: OidcProblem }> {
   const linked = await oidcIdentity(services.db, identity.issuer, identity.sub);
   if (linked) {
     const account = await services.accounts.getAccount(linked.accountId);
@@ -195,9 +195,8 @@ export async function signInWithIdentity(
   const policy = services.config.signup;
   if (policy === 'closed') return { problem: 'closed' };
   const opened = invitationToken ? await services.invitations.open(invitationToken) : undefined;
-  if (opened && 'refused' in opened) return { problem: 'invitation', message: INVITATION_PROBLEMS[opened.refused].message };
-  if (opened && opened.invitation.email !== email)
-    return { problem: 'invitation', message: 'The invitation is for another e-mail address' };
+  // The sign-in page words every invitation problem alike (used, withdrawn, expired, or for another e-mail).
+  if (opened && ('refused' in opened || opened.invitation.email !== email)) return { problem: 'invitation' };
   if (policy === 'invite' && !opened) return { problem: 'invite-only' };
   // No password: one nobody knows, so the PERSON item (the e-mail's, for invitations and reset links) is whole; a reset link sets a real one.
   const passwordHash = await hashPassword(randomBytes(32).toString('base64url'));
@@ -216,8 +215,7 @@ export async function signInWithIdentity(
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
       if (err instanceof AccountConflictError && err.what === 'added') return { problem: 'email-taken' };
-      if (err instanceof AccountConflictError && err.what === 'also')
-        return { problem: 'invitation', message: 'The invitation is used up' };
+      if (err instanceof AccountConflictError && err.what === 'also') return { problem: 'invitation' };
       // The name (or its bucket) is someone else's: the same with a random end, a few times.
       if (attempt >= 3) throw err;
       name = `${accountNameFrom(email).slice(0, 27).replace(/-+$/, '')}-${randomBytes(2).toString('hex')}`;

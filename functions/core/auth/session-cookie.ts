@@ -32,30 +32,38 @@ export function cookieIsSecure(config: Pick<Config, 'urls'>): boolean {
   return !loopback;
 }
 
-export const sessionCookieName = (config: Pick<Config, 'urls'>): string =>
-  cookieIsSecure(config) ? '__Host-cairn_session' : 'cairn_session';
+/** A cookie's name here: `__Host-<base>` where cookies are Secure, plain `<base>` on a loopback http base URL. */
+export const hostCookieName = (config: Pick<Config, 'urls'>, base: string): string => (cookieIsSecure(config) ? `__Host-${base}` : base);
 
-function attributes(config: Pick<Config, 'urls'>, maxAge: number): string {
+export const sessionCookieName = (config: Pick<Config, 'urls'>): string => hostCookieName(config, 'cairn_session');
+
+/** The attributes every cookie of the service is set with: the whole site, HttpOnly, SameSite=Lax, Secure but on loopback http. */
+export function cookieAttributes(config: Pick<Config, 'urls'>, maxAge: number): string {
   return `Path=/; Max-Age=${maxAge}; HttpOnly; SameSite=Lax${cookieIsSecure(config) ? '; Secure' : ''}`;
 }
 
 /** The Set-Cookie value that hands the browser a session; it keeps it as long as the session can last at most. */
 export function sessionCookie(config: Pick<Config, 'urls'>, secret: string): string {
-  return `${sessionCookieName(config)}=${secret}; ${attributes(config, SESSION_LIMITS.absoluteSeconds)}`;
+  return `${sessionCookieName(config)}=${secret}; ${cookieAttributes(config, SESSION_LIMITS.absoluteSeconds)}`;
 }
 
 /** The Set-Cookie value that makes the browser forget its session (signing out). */
-export const clearedSessionCookie = (config: Pick<Config, 'urls'>): string => `${sessionCookieName(config)}=; ${attributes(config, 0)}`;
+export const clearedSessionCookie = (config: Pick<Config, 'urls'>): string =>
+  `${sessionCookieName(config)}=; ${cookieAttributes(config, 0)}`;
+
+/** The values a Cookie header carries under `name`, in the header's order. */
+export function cookieValues(cookieHeader: string | null | undefined, name: string): string[] {
+  const values: string[] = [];
+  for (const part of (cookieHeader ?? '').split(/;\s*/)) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) values.push(part.slice(eq + 1).trim());
+  }
+  return values;
+}
 
 /** The session secret a Cookie header carries, or undefined. */
 export function sessionSecretFrom(config: Pick<Config, 'urls'>, cookieHeader: string | null | undefined): string | undefined {
-  if (!cookieHeader) return undefined;
-  const name = sessionCookieName(config);
-  for (const part of cookieHeader.split(/;\s*/)) {
-    const eq = part.indexOf('=');
-    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim() || undefined;
-  }
-  return undefined;
+  return cookieValues(cookieHeader, sessionCookieName(config))[0] || undefined;
 }
 
 /** The session's CSRF token. */
