@@ -86,195 +86,234 @@ async function decide(decision: 'approve' | 'deny', code: string, headers: Recor
   expect(res.status).toBe(200);
 }
 
+// A login waits for the command line's next poll (5 s by default; the back-off tests below, seconds
+// more): the logins run side by side, each its own command line, config and device code.
 describe('cairn login in the browser', () => {
-  test('approved: the keys are kept (0600), whoami reports apiKey and apiSecret that S3 takes, logout revokes both', async () => {
-    const u = await user();
-    const running = u.start(['login', '--device', '--no-browser', '--api-url', apiUrl, '--json']);
-    const { code, page } = await codeFrom(running);
-    expect(page).toBe(`${apiUrl}/app/device?user_code=${code}`);
-    expect(running.output().stderr).toContain(`open ${apiUrl}/app/device and enter the code ${code}`);
-    await decide('approve', code, await signIn());
-    const done = await running.done;
-    expect(done.code).toBe(0);
-    const out = JSON.parse(done.stdout);
-    expect(out).toMatchObject({
-      apiUrl,
-      team: { id: ada.team.id, name: ada.team.name },
-      account: { id: ada.account.id, name: ada.account.name },
-      storage: { created: true },
-      storageEndpoint: service.config.urls.storageEndpoint,
-      gatewayUrl: service.config.urls.gatewayUrl,
-      sitesDomain: service.config.sites.domain,
-    });
-
-    // Kept readable by its owner only, with a note of who made the keys.
-    expect(((await stat(u.configPath)).mode & 0o777).toString(8)).toBe('600');
-    const stored = JSON.parse(await readFile(u.configPath, 'utf8'));
-    expect(stored).toMatchObject({
-      apiKeyCreated: true,
-      storageKeyCreated: true,
-      teamId: ada.team.id,
-      accessKeyId: out.storage.accessKeyId,
-    });
-    expect(stored.createdBy).toMatch(/^cairn login in the browser, .* cairn logout revokes/);
-
-    const who = await u.json(['whoami']);
-    expect(who).toMatchObject({
-      team: { id: ada.team.id },
-      apiKeyFrom: 'config',
-      apiKey: stored.accessKeyId,
-      apiSecret: stored.secretAccessKey,
-      accessKeyId: stored.accessKeyId,
-    });
-    expect(who.apiSecret).toMatch(/^[A-Za-z0-9]{40}$/);
-    const human = await u.run(['whoami']);
-    expect(human.stdout).toContain(`apiKey:    ${stored.accessKeyId}`);
-    expect(human.stdout).toContain(`apiSecret: ${stored.secretAccessKey}`);
-
-    // The pair works with an S3 client, and both keys carry this machine's name.
-    const buckets = await s3With(who.apiKey, who.apiSecret).send(new ListBucketsCommand({}));
-    expect(buckets.Buckets?.map((b) => b.Name)).toContain(`${ada.account.name}-bucket`);
-    const keys = dataOf(await gql.gql(ada.apiKey, `{ getApiKeysByTeam(teamId: "${ada.team.id}") { id name revokedAt } }`)).getApiKeysByTeam;
-    expect(keys).toContainEqual({ id: stored.apiKeyId, name: `cairn login on ${hostname()}`, revokedAt: null });
-
-    const logout = await u.json(['logout']);
-    expect(logout).toEqual({
-      loggedOut: true,
-      configPath: u.configPath,
-      revokedStorageKey: stored.accessKeyId,
-      revokedApiKey: stored.apiKeyId,
-    });
-    await expect(stat(u.configPath)).rejects.toThrow();
-    await expect(s3With(who.apiKey, who.apiSecret).send(new ListBucketsCommand({}))).rejects.toMatchObject({
-      $metadata: { httpStatusCode: 403 },
-    });
-    const after = dataOf(await gql.gql(ada.apiKey, `{ getApiKeysByTeam(teamId: "${ada.team.id}") { id revokedAt } }`)).getApiKeysByTeam;
-    expect(after.find((k: { id: string }) => k.id === stored.apiKeyId)?.revokedAt).toEqual(expect.any(String));
-    expect((await gql.gql(stored.apiKey, '{ getCurrentTeam { id } }')).errors?.[0]?.extensions.code).toBe('UNAUTHENTICATED');
-  }, 90_000);
-
-  test('logging in in the browser again replaces, and revokes, what the first login made', async () => {
-    const u = await user();
-    const login = async () => {
-      const running = u.start(['login', '--device', '--no-browser', '--api-url', apiUrl, '--json']);
-      await decide('approve', (await codeFrom(running)).code, await signIn());
-      expect((await running.done).code).toBe(0);
-      return JSON.parse(await readFile(u.configPath, 'utf8'));
-    };
-    const first = await login();
-    const second = await login();
-    expect(second.apiKeyId).not.toBe(first.apiKeyId);
-    await expect(s3With(first.accessKeyId, first.secretAccessKey).send(new ListBucketsCommand({}))).rejects.toMatchObject({
-      $metadata: { httpStatusCode: 403 },
-    });
-    expect((await gql.gql(first.apiKey, '{ getCurrentTeam { id } }')).errors?.[0]?.extensions.code).toBe('UNAUTHENTICATED');
-    expect(dataOf(await gql.gql(second.apiKey, '{ getCurrentTeam { id } }')).getCurrentTeam.id).toBe(ada.team.id);
-    expect((await u.json(['logout'])).revokedApiKey).toBe(second.apiKeyId);
-  }, 90_000);
-
-  test('denied in the browser: exit 1, one line saying so, nothing stored', async () => {
-    const u = await user();
-    const running = u.start(['login', '--device', '--no-browser', '--api-url', apiUrl]);
-    await decide('deny', (await codeFrom(running)).code, await signIn());
-    const done = await running.done;
-    expect(done.code).toBe(1);
-    expect(done.stderr.trim().split('\n').pop()).toBe('cairn: the login was denied in the browser');
-    expect(done.stdout).toBe('');
-    await expect(stat(u.configPath)).rejects.toThrow();
-  }, 60_000);
-
-  describe('polling (RFC 8628 §3.5), through a proxy playing the network', () => {
-    let proxy: FaultyProxy | undefined;
-    afterEach(async () => {
-      await proxy?.close();
-      proxy = undefined;
-    });
-    const polls = () => proxy!.requests().filter((r) => r.path === '/auth/device/token');
-    const gaps = (requests: ProxiedRequest[]) => requests.slice(1).map((r, i) => r.at - requests[i]!.at);
-    /** The service's answer to the code request with a 1 s interval: the command line's waits are then counted in seconds. */
-    const oneSecond = (body: string) => JSON.stringify({ ...JSON.parse(body), interval: 1 });
-
-    test('slow_down: the next poll waits the interval and 5 s more, and is answered', async () => {
-      let first = true;
-      proxy = await startFaultyProxy(apiUrl, async (request) => {
-        if (request.path === '/auth/device/token' && first) {
-          first = false;
-          // Someone polls with the same device code just before the command line's first poll, which so comes too soon.
-          const early = await fetch(`${apiUrl}/auth/device/token`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/x-www-form-urlencoded' },
-            body: request.body,
-          });
-          expect(((await early.json()) as { error: string }).error).toBe('authorization_pending');
-        }
-        return { forward: true };
-      });
+  test.concurrent(
+    'approved: the keys are kept (0600), whoami reports apiKey and apiSecret that S3 takes, logout revokes both',
+    async () => {
       const u = await user();
-      const running = u.start(['login', '--device', '--no-browser', '--api-url', proxy.url, '--json']);
-      const { code } = await codeFrom(running);
-      const until = Date.now() + 20_000;
-      while (polls().length === 0 || polls()[0]!.outcome === undefined) {
-        if (Date.now() > until) throw new Error(`no poll in 20 s: ${JSON.stringify(running.output())}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      expect([polls()[0]!.outcome, JSON.parse(polls()[0]!.answer!)]).toEqual([
-        400,
-        expect.objectContaining({ error: 'slow_down', interval: 10 }),
-      ]);
+      const running = u.start(['login', '--device', '--no-browser', '--api-url', apiUrl, '--json']);
+      const { code, page } = await codeFrom(running);
+      expect(page).toBe(`${apiUrl}/app/device?user_code=${code}`);
+      expect(running.output().stderr).toContain(`open ${apiUrl}/app/device and enter the code ${code}`);
       await decide('approve', code, await signIn());
       const done = await running.done;
       expect(done.code).toBe(0);
-      const answered = polls();
-      expect(answered.map((r) => r.outcome)).toEqual([400, 200]);
-      expect(gaps(answered)[0]).toBeGreaterThanOrEqual(9_900);
-    }, 60_000);
-
-    test('a poll with no answer or a server error is tried again after waits that double from the interval', async () => {
-      proxy = await startFaultyProxy(apiUrl, (request) => {
-        if (request.path === '/auth/device/code') return { forward: true, rewrite: oneSecond };
-        if (request.path !== '/auth/device/token') return { forward: true };
-        const n = polls().length;
-        return n === 1
-          ? { drop: true }
-          : n === 2
-            ? { status: 503, body: 'Service Unavailable', headers: { 'content-type': 'text/plain' } }
-            : { forward: true };
+      const out = JSON.parse(done.stdout);
+      expect(out).toMatchObject({
+        apiUrl,
+        team: { id: ada.team.id, name: ada.team.name },
+        account: { id: ada.account.id, name: ada.account.name },
+        storage: { created: true },
+        storageEndpoint: service.config.urls.storageEndpoint,
+        gatewayUrl: service.config.urls.gatewayUrl,
+        sitesDomain: service.config.sites.domain,
       });
-      const u = await user();
-      const running = u.start(['login', '--device', '--no-browser', '--api-url', proxy.url, '--json']);
-      await decide('approve', (await codeFrom(running)).code, await signIn());
-      const done = await running.done;
-      expect(done.code).toBe(0);
-      expect(polls().map((r) => r.outcome)).toEqual(['dropped', 503, 200]);
-      const [afterDrop, after503] = gaps(polls());
-      expect(afterDrop).toBeGreaterThanOrEqual(1_950);
-      expect(afterDrop).toBeLessThan(3_500);
-      expect(after503).toBeGreaterThanOrEqual(3_950);
-      expect(after503).toBeLessThan(5_500);
-      expect(done.stderr).toMatch(/cannot reach the API at http:\/\/127\.0\.0\.1:\d+: .+: trying again in 2 s\n/);
-      expect(done.stderr).toContain(`the API at ${proxy.url} answered 503: trying again in 4 s\n`);
-      expect(JSON.parse(done.stdout).team.id).toBe(ada.team.id);
-    }, 60_000);
 
-    test('five polls in a row with no answer: login gives up with one line saying why, nothing stored', async () => {
-      proxy = await startFaultyProxy(apiUrl, (request) =>
-        request.path === '/auth/device/code' ? { forward: true, rewrite: oneSecond } : { drop: true },
-      );
+      // Kept readable by its owner only, with a note of who made the keys.
+      expect(((await stat(u.configPath)).mode & 0o777).toString(8)).toBe('600');
+      const stored = JSON.parse(await readFile(u.configPath, 'utf8'));
+      expect(stored).toMatchObject({
+        apiKeyCreated: true,
+        storageKeyCreated: true,
+        teamId: ada.team.id,
+        accessKeyId: out.storage.accessKeyId,
+      });
+      expect(stored.createdBy).toMatch(/^cairn login in the browser, .* cairn logout revokes/);
+
+      const who = await u.json(['whoami']);
+      expect(who).toMatchObject({
+        team: { id: ada.team.id },
+        apiKeyFrom: 'config',
+        apiKey: stored.accessKeyId,
+        apiSecret: stored.secretAccessKey,
+        accessKeyId: stored.accessKeyId,
+      });
+      expect(who.apiSecret).toMatch(/^[A-Za-z0-9]{40}$/);
+      const human = await u.run(['whoami']);
+      expect(human.stdout).toContain(`apiKey:    ${stored.accessKeyId}`);
+      expect(human.stdout).toContain(`apiSecret: ${stored.secretAccessKey}`);
+
+      // The pair works with an S3 client, and both keys carry this machine's name.
+      const buckets = await s3With(who.apiKey, who.apiSecret).send(new ListBucketsCommand({}));
+      expect(buckets.Buckets?.map((b) => b.Name)).toContain(`${ada.account.name}-bucket`);
+      const keys = dataOf(
+        await gql.gql(ada.apiKey, `{ getApiKeysByTeam(teamId: "${ada.team.id}") { id name revokedAt } }`),
+      ).getApiKeysByTeam;
+      expect(keys).toContainEqual({ id: stored.apiKeyId, name: `cairn login on ${hostname()}`, revokedAt: null });
+
+      const logout = await u.json(['logout']);
+      expect(logout).toEqual({
+        loggedOut: true,
+        configPath: u.configPath,
+        revokedStorageKey: stored.accessKeyId,
+        revokedApiKey: stored.apiKeyId,
+      });
+      await expect(stat(u.configPath)).rejects.toThrow();
+      await expect(s3With(who.apiKey, who.apiSecret).send(new ListBucketsCommand({}))).rejects.toMatchObject({
+        $metadata: { httpStatusCode: 403 },
+      });
+      const after = dataOf(await gql.gql(ada.apiKey, `{ getApiKeysByTeam(teamId: "${ada.team.id}") { id revokedAt } }`)).getApiKeysByTeam;
+      expect(after.find((k: { id: string }) => k.id === stored.apiKeyId)?.revokedAt).toEqual(expect.any(String));
+      expect((await gql.gql(stored.apiKey, '{ getCurrentTeam { id } }')).errors?.[0]?.extensions.code).toBe('UNAUTHENTICATED');
+    },
+    90_000,
+  );
+
+  test.concurrent(
+    'logging in in the browser again replaces, and revokes, what the first login made',
+    async () => {
       const u = await user();
-      const running = u.start(['login', '--device', '--no-browser', '--api-url', proxy.url]);
+      const login = async () => {
+        const running = u.start(['login', '--device', '--no-browser', '--api-url', apiUrl, '--json']);
+        await decide('approve', (await codeFrom(running)).code, await signIn());
+        expect((await running.done).code).toBe(0);
+        return JSON.parse(await readFile(u.configPath, 'utf8'));
+      };
+      const first = await login();
+      const second = await login();
+      expect(second.apiKeyId).not.toBe(first.apiKeyId);
+      await expect(s3With(first.accessKeyId, first.secretAccessKey).send(new ListBucketsCommand({}))).rejects.toMatchObject({
+        $metadata: { httpStatusCode: 403 },
+      });
+      expect((await gql.gql(first.apiKey, '{ getCurrentTeam { id } }')).errors?.[0]?.extensions.code).toBe('UNAUTHENTICATED');
+      expect(dataOf(await gql.gql(second.apiKey, '{ getCurrentTeam { id } }')).getCurrentTeam.id).toBe(ada.team.id);
+      expect((await u.json(['logout'])).revokedApiKey).toBe(second.apiKeyId);
+    },
+    90_000,
+  );
+
+  test.concurrent(
+    'denied in the browser: exit 1, one line saying so, nothing stored',
+    async () => {
+      const u = await user();
+      const running = u.start(['login', '--device', '--no-browser', '--api-url', apiUrl]);
+      await decide('deny', (await codeFrom(running)).code, await signIn());
       const done = await running.done;
       expect(done.code).toBe(1);
-      expect(polls().map((r) => r.outcome)).toEqual(Array(5).fill('dropped'));
-      const waits = gaps(polls());
-      [2, 4, 8, 16].forEach((seconds, i) => {
-        expect(waits[i]).toBeGreaterThanOrEqual(seconds * 1000 - 50);
-        expect(waits[i]).toBeLessThan(seconds * 1000 + 1500);
-      });
-      expect(done.stderr.trim().split('\n').pop()).toMatch(
-        /^cairn: cannot reach the API at http:\/\/127\.0\.0\.1:\d+: .+ \(5 polls in a row failed\): check the connection, then run cairn login again$/,
-      );
+      expect(done.stderr.trim().split('\n').pop()).toBe('cairn: the login was denied in the browser');
+      expect(done.stdout).toBe('');
       await expect(stat(u.configPath)).rejects.toThrow();
-    }, 90_000);
+    },
+    60_000,
+  );
+
+  // Each with a proxy of its own: its requests are that login's alone.
+  describe('polling (RFC 8628 §3.5), through a proxy playing the network', () => {
+    const polls = (proxy: FaultyProxy) => proxy.requests().filter((r) => r.path === '/auth/device/token');
+    const gaps = (requests: ProxiedRequest[]) => requests.slice(1).map((r, i) => r.at - requests[i]!.at);
+    /** The service's answer to the code request with a 1 s interval: the command line's waits are then counted in seconds. */
+    const oneSecond = (body: string) => JSON.stringify({ ...JSON.parse(body), interval: 1 });
+    /** A proxy planned by `plan`, closed when the test ends whatever happens. */
+    async function proxied(plan: Parameters<typeof startFaultyProxy>[1], body: (proxy: FaultyProxy) => Promise<void>) {
+      const proxy = await startFaultyProxy(apiUrl, plan);
+      try {
+        await body(proxy);
+      } finally {
+        await proxy.close();
+      }
+    }
+
+    test.concurrent(
+      'slow_down: the next poll waits the interval and 5 s more, and is answered',
+      async () => {
+        let first = true;
+        const plan = async (request: ProxiedRequest) => {
+          if (request.path === '/auth/device/token' && first) {
+            first = false;
+            // Someone polls with the same device code just before the command line's first poll, which so comes too soon.
+            const early = await fetch(`${apiUrl}/auth/device/token`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/x-www-form-urlencoded' },
+              body: request.body,
+            });
+            expect(((await early.json()) as { error: string }).error).toBe('authorization_pending');
+          }
+          return { forward: true as const };
+        };
+        await proxied(plan, async (proxy) => {
+          const u = await user();
+          const running = u.start(['login', '--device', '--no-browser', '--api-url', proxy.url, '--json']);
+          const { code } = await codeFrom(running);
+          const until = Date.now() + 20_000;
+          while (polls(proxy).length === 0 || polls(proxy)[0]!.outcome === undefined) {
+            if (Date.now() > until) throw new Error(`no poll in 20 s: ${JSON.stringify(running.output())}`);
+            await new Promise((r) => setTimeout(r, 50));
+          }
+          expect([polls(proxy)[0]!.outcome, JSON.parse(polls(proxy)[0]!.answer!)]).toEqual([
+            400,
+            expect.objectContaining({ error: 'slow_down', interval: 10 }),
+          ]);
+          await decide('approve', code, await signIn());
+          const done = await running.done;
+          expect(done.code).toBe(0);
+          const answered = polls(proxy);
+          expect(answered.map((r) => r.outcome)).toEqual([400, 200]);
+          expect(gaps(answered)[0]).toBeGreaterThanOrEqual(9_900);
+        });
+      },
+      60_000,
+    );
+
+    test.concurrent(
+      'a poll with no answer or a server error is tried again after waits that double from the interval',
+      async () => {
+        let tokenPolls = 0;
+        const plan = (request: ProxiedRequest) => {
+          if (request.path === '/auth/device/code') return { forward: true as const, rewrite: oneSecond };
+          if (request.path !== '/auth/device/token') return { forward: true as const };
+          tokenPolls += 1;
+          return tokenPolls === 1
+            ? { drop: true as const }
+            : tokenPolls === 2
+              ? { status: 503, body: 'Service Unavailable', headers: { 'content-type': 'text/plain' } }
+              : { forward: true as const };
+        };
+        await proxied(plan, async (proxy) => {
+          const u = await user();
+          const running = u.start(['login', '--device', '--no-browser', '--api-url', proxy.url, '--json']);
+          await decide('approve', (await codeFrom(running)).code, await signIn());
+          const done = await running.done;
+          expect(done.code).toBe(0);
+          expect(polls(proxy).map((r) => r.outcome)).toEqual(['dropped', 503, 200]);
+          const [afterDrop, after503] = gaps(polls(proxy));
+          expect(afterDrop).toBeGreaterThanOrEqual(1_950);
+          expect(afterDrop).toBeLessThan(3_500);
+          expect(after503).toBeGreaterThanOrEqual(3_950);
+          expect(after503).toBeLessThan(5_500);
+          expect(done.stderr).toMatch(/cannot reach the API at http:\/\/127\.0\.0\.1:\d+: .+: trying again in 2 s\n/);
+          expect(done.stderr).toContain(`the API at ${proxy.url} answered 503: trying again in 4 s\n`);
+          expect(JSON.parse(done.stdout).team.id).toBe(ada.team.id);
+        });
+      },
+      60_000,
+    );
+
+    test.concurrent(
+      'five polls in a row with no answer: login gives up with one line saying why, nothing stored',
+      async () => {
+        const plan = (request: ProxiedRequest) =>
+          request.path === '/auth/device/code' ? { forward: true as const, rewrite: oneSecond } : { drop: true as const };
+        await proxied(plan, async (proxy) => {
+          const u = await user();
+          const running = u.start(['login', '--device', '--no-browser', '--api-url', proxy.url]);
+          const done = await running.done;
+          expect(done.code).toBe(1);
+          expect(polls(proxy).map((r) => r.outcome)).toEqual(Array(5).fill('dropped'));
+          const waits = gaps(polls(proxy));
+          [2, 4, 8, 16].forEach((seconds, i) => {
+            expect(waits[i]).toBeGreaterThanOrEqual(seconds * 1000 - 50);
+            expect(waits[i]).toBeLessThan(seconds * 1000 + 1500);
+          });
+          expect(done.stderr.trim().split('\n').pop()).toMatch(
+            /^cairn: cannot reach the API at http:\/\/127\.0\.0\.1:\d+: .+ \(5 polls in a row failed\): check the connection, then run cairn login again$/,
+          );
+          await expect(stat(u.configPath)).rejects.toThrow();
+        });
+      },
+      90_000,
+    );
   });
 
   test('without a terminal and without --device, or in CI, login asks for a key instead of waiting for a browser', async () => {
