@@ -30,11 +30,11 @@
  * carry), the bubblewrap runner copies the shared files first
  * (separateFiles) and the build writes the checkout itself, as before.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
 import { chmod, copyFile, lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { runCommand } from '../core/run-command.js';
 import { taskLimit } from '../core/task-limit.js';
 
 /** A build's upper layer and overlayfs's work directory, beside the checkout (the same file system: applying it is renames). */
@@ -258,27 +258,17 @@ function paxRecords(data: Buffer): Record<string, string> {
   return records;
 }
 
-function collect(
+async function collect(
   file: string,
   args: string[],
   input: string,
   cwd?: string,
 ): Promise<{ code: number | null; stdout: Buffer; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(file, args, {
-      cwd,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' },
-    });
-    const out: Buffer[] = [];
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => out.push(d));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.stdin.on('error', () => undefined);
-    child.stdin.end(input);
-    child.on('error', (err) => resolve({ code: null, stdout: Buffer.alloc(0), stderr: err.message }));
-    child.on('close', (code) => resolve({ code, stdout: Buffer.concat(out), stderr }));
-  });
+  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' };
+  return runCommand(file, args, { cwd, env, input }).done.then(
+    ({ code, stdout, stderr }) => ({ code, stdout, stderr: stderr.toString() }),
+    (err: Error) => ({ code: null, stdout: Buffer.alloc(0), stderr: err.message }),
+  );
 }
 
 /**

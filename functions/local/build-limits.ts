@@ -42,11 +42,11 @@
  * loop nothing but a few file reads a second.
  */
 import { lstat, mkdir, readdir, readFile, readlink, rmdir, statfs, writeFile } from 'node:fs/promises';
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join, relative } from 'node:path';
 import type { BuildLimits } from '../core/config.js';
 import { sleep } from '../core/retry.js';
+import { runCommand } from '../core/run-command.js';
 
 export type { BuildLimits };
 
@@ -323,20 +323,15 @@ function count(text: string, key: string): number {
 
 /** Bytes used by the tree at dir (blocks, as du counts them: what the disk holds), or undefined if it cannot be read. */
 export function diskUsage(dir: string): Promise<number | undefined> {
-  return new Promise((settle) => {
-    const child = spawn('du', ['-s', '-x', '-B1', dir], {
-      stdio: ['ignore', 'pipe', 'ignore'],
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' },
-    });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('error', () => settle(undefined));
-    // du says how far it got even when some folder was unreadable (exit 1): that much is written at least.
-    child.on('close', () => {
-      const n = Number.parseInt(out, 10);
-      settle(Number.isFinite(n) ? n : undefined);
-    });
-  });
+  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' };
+  // du says how far it got even when some folder was unreadable (exit 1): that much is written at least.
+  return runCommand('du', ['-s', '-x', '-B1', dir], { env }).done.then(
+    ({ stdout }) => {
+      const n = Number.parseInt(stdout.toString(), 10);
+      return Number.isFinite(n) ? n : undefined;
+    },
+    () => undefined,
+  );
 }
 
 /** statfs's f_type for tmpfs (linux/magic.h). */

@@ -90,6 +90,7 @@ const SECONDS = {
   'test/api/s3-cors.test.ts': 8,
   'test/api/s3-conformance.test.ts': 8,
   'test/unit/cdn-viewer-request.test.ts': 7,
+  'test/unit/run-command.test.ts': 3,
   'test/components/gc-integrity.test.ts': 7,
   'test/components/build-limits-deploy.test.ts': 7,
   'test/components/build-layer.test.ts': 7,

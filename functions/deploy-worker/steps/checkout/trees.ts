@@ -12,12 +12,9 @@ import * as git from 'isomorphic-git';
 import fs from 'node:fs';
 import { copyFile, link, mkdir, readdir, readlink, stat, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
+import { commandOutput } from '../../../core/run-command.js';
 import { taskLimit } from '../../../core/task-limit.js';
 import { checkoutTree, listTree } from '../clone/git-cli.js';
-
-const run = promisify(execFile);
 
 /** Files written, copied or linked at once. */
 const FILES_IN_FLIGHT = 16;
@@ -175,8 +172,8 @@ async function copyEntry(from: string, to: string): Promise<void> {
 
 let cp: Promise<boolean> | undefined;
 const hasGnuCp = () =>
-  (cp ??= run('cp', ['--version']).then(
-    ({ stdout }) => stdout.includes('GNU'),
+  (cp ??= commandOutput('cp', ['--version']).then(
+    ({ stdout }) => stdout.toString().includes('GNU'),
     () => false,
   ));
 
@@ -196,7 +193,7 @@ export async function copyTree(from: string, to: string, signal: AbortSignal): P
   signal.throwIfAborted();
   if (await hasGnuCp()) {
     await mkdir(dirname(to), { recursive: true });
-    await run('cp', ['-a', '--no-target-directory', from, to], { signal });
+    await commandOutput('cp', ['-a', '--no-target-directory', from, to], { signal });
     return countEntries(to);
   }
   return copyTreeInNode(from, to, signal);
@@ -219,7 +216,7 @@ export async function linkTree(from: string, to: string, signal: AbortSignal, op
   await mkdir(dirname(to), { recursive: true });
   if ((await stat(from)).dev !== (await stat(dirname(to))).dev) return copyTree(from, to, signal);
   if (await hasGnuCp()) {
-    await run('cp', ['-al', '--no-target-directory', from, to], { signal });
+    await commandOutput('cp', ['-al', '--no-target-directory', from, to], { signal });
     return options.count === false ? 0 : countEntries(to);
   }
   return linkTreeInNode(from, to, signal);

@@ -34,9 +34,9 @@
  * the bytes of a blob are then the same in every tree, which is what the
  * files known from an earlier deploy (known-files.ts) rely on.
  */
-import { spawn } from 'node:child_process';
 import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { runCommand } from '../../../core/run-command.js';
 
 /** HTTP basic credentials for a private repository (the site's user name and token). */
 export interface GitCredentials {
@@ -110,13 +110,10 @@ let found: Promise<string | undefined> | undefined;
 
 /** The git binary on the service's PATH, or undefined (Lambda has none): looked up once. */
 export function findGit(): Promise<string | undefined> {
-  found ??= new Promise((resolve) => {
-    const child = spawn('git', ['--version'], { stdio: ['ignore', 'pipe', 'ignore'], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('error', () => resolve(undefined));
-    child.on('close', (code) => resolve(code === 0 && out.startsWith('git version') ? 'git' : undefined));
-  });
+  found ??= runCommand('git', ['--version'], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } }).done.then(
+    ({ code, stdout }) => (code === 0 && stdout.toString().startsWith('git version') ? 'git' : undefined),
+    () => undefined,
+  );
   return found;
 }
 
@@ -151,58 +148,47 @@ export function git(gitBin: string, args: string[], options: RunOptions): Promis
     ...(options.workTree ? ['--work-tree', options.workTree] : []),
     ...args,
   ];
-  return new Promise<Buffer>((resolve, reject) => {
-    // Its own process group: git starts helpers (git-remote-http, index-pack) that must end with it.
-    const child = spawn(gitBin, argv, { env: gitEnv(options), stdio: ['pipe', 'pipe', 'pipe'], detached: true });
-    const out: Buffer[] = [];
-    let err = '';
-    let stopped = false;
-    const kill = () => {
-      stopped = true;
-      try {
-        if (child.pid) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    };
-    const onAbort = () => kill();
-    signal.addEventListener('abort', onAbort, { once: true });
-    let watching = false;
-    const timer = options.watch
-      ? setInterval(() => {
-          if (watching || stopped) return;
-          watching = true;
-          Promise.resolve(options.watch!())
-            .then(
-              (stop) => {
-                if (stop) kill();
-              },
-              () => undefined,
-            )
-            .finally(() => (watching = false));
-        }, 100)
-      : undefined;
-    child.stdout.on('data', (d: Buffer) => out.push(d));
-    child.stderr.on('data', (d: Buffer) => {
-      err = (err + d.toString()).slice(-8000);
-    });
-    child.stdin.on('error', () => undefined); // a command that exits before reading all of it
-    child.stdin.end(options.input ?? '');
-    child.on('error', (e) => {
-      clearInterval(timer);
-      signal.removeEventListener('abort', onAbort);
-      reject(e);
-    });
-    child.on('close', (code) => {
-      clearInterval(timer);
-      signal.removeEventListener('abort', onAbort);
+  // Its own process group: git starts helpers (git-remote-http, index-pack) that must end with it.
+  const running = runCommand(gitBin, argv, { env: gitEnv(options), input: options.input ?? '', detached: true });
+  let stopped = false;
+  const kill = () => {
+    stopped = true;
+    running.kill('SIGKILL');
+  };
+  signal.addEventListener('abort', kill, { once: true });
+  let watching = false;
+  const timer = options.watch
+    ? setInterval(() => {
+        if (watching || stopped) return;
+        watching = true;
+        Promise.resolve(options.watch!())
+          .then(
+            (stop) => {
+              if (stop) kill();
+            },
+            () => undefined,
+          )
+          .finally(() => (watching = false));
+      }, 100)
+    : undefined;
+  const ended = () => {
+    clearInterval(timer);
+    signal.removeEventListener('abort', kill);
+  };
+  return running.done.then(
+    ({ code, stdout, stderr }) => {
+      ended();
       // Whatever it left behind in its group ends with it.
       kill();
-      if (signal.aborted) reject(signal.reason);
-      else if (code === 0) resolve(Buffer.concat(out));
-      else reject(new GitCommandError(args.find((a) => !a.startsWith('-')) ?? 'command', code, err));
-    });
-  });
+      if (signal.aborted) throw signal.reason;
+      if (code === 0) return stdout;
+      throw new GitCommandError(args.find((a) => !a.startsWith('-')) ?? 'command', code, stderr.toString('utf8').slice(-8000));
+    },
+    (err: unknown) => {
+      ended();
+      throw err;
+    },
+  );
 }
 
 /** A config file value, quoted as git reads it. */
