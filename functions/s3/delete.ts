@@ -1,4 +1,5 @@
 /** DeleteObject and DeleteObjects. Deleting a missing key succeeds, as in S3. */
+import { writePrecondition } from './conditions.js';
 import type { S3Context } from './context.js';
 import { errors, S3Error } from './errors.js';
 import { xmlResponse } from './xml.js';
@@ -12,7 +13,8 @@ function checkVersion(versionId: string | undefined): void {
 
 export async function deleteObject(ctx: S3Context): Promise<Response> {
   checkVersion(ctx.s3.query.get('versionId'));
-  await ctx.services.objects.delete(ctx.bucket!.name, ctx.s3.key!);
+  // If-Match (a conditional delete): a missing object is still a 204.
+  await ctx.services.objects.delete(ctx.bucket!.name, ctx.s3.key!, writePrecondition(ctx, { deleting: true }));
   return new Response(null, { status: 204 });
 }
 
@@ -30,7 +32,9 @@ export async function deleteObjects(ctx: S3Context): Promise<Response> {
     const obj = (o ?? {}) as Record<string, unknown>;
     const key = text(obj.Key);
     if (key === undefined || key === '') throw errors.malformedXml();
-    return { key, versionId: text(obj.VersionId) };
+    // An entry's ETag makes its delete conditional, as If-Match does for DeleteObject.
+    const etag = text(obj.ETag);
+    return { key, versionId: text(obj.VersionId), conditions: etag === undefined ? undefined : { ifMatch: etag } };
   });
   const deleted: Array<{ Key: string; VersionId?: string }> = [];
   const failed: Array<{ Key: string; Code: string; Message: string }> = [];
@@ -42,7 +46,8 @@ export async function deleteObjects(ctx: S3Context): Promise<Response> {
         try {
           checkVersion(e.versionId);
           if (Buffer.byteLength(e.key) > 1024) throw errors.keyTooLong();
-          await ctx.services.objects.delete(ctx.bucket!.name, e.key);
+          const precondition = e.conditions && writePrecondition(ctx, { deleting: true, conditions: e.conditions, key: e.key });
+          await ctx.services.objects.delete(ctx.bucket!.name, e.key, precondition);
           deleted.push({ Key: e.key, VersionId: e.versionId });
         } catch (err) {
           if (!(err instanceof S3Error)) {

@@ -6,6 +6,7 @@ import { ownerOf, presentedEtag, type S3Context } from './context.js';
 import { checksumHeaders, checksumPlan } from './checksums.js';
 import { storeObject } from './store.js';
 import { cannedAcl, contentMd5, objectHeaders } from './request-headers.js';
+import { writePrecondition } from './conditions.js';
 
 export async function putObject(ctx: S3Context): Promise<Response> {
   const { req, services } = ctx;
@@ -17,6 +18,9 @@ export async function putObject(ctx: S3Context): Promise<Response> {
   if (mode.kind !== 'chunked' && req.headers.get('content-length') === null && req.body !== null) {
     throw errors.missingContentLength();
   }
+  // Checked before the body is read (a refused upload reads nothing), and again against the version the write replaces.
+  const precondition = writePrecondition(ctx);
+  if (precondition) precondition(await services.objects.get(ctx.s3.bucket!, ctx.s3.key!));
   const trailers = new Map<string, string>();
   const { record } = await storeObject(
     services,
@@ -43,6 +47,7 @@ export async function putObject(ctx: S3Context): Promise<Response> {
       checksums,
       ...stored,
     }),
+    precondition,
   );
   return new Response(null, {
     status: 200,

@@ -7,7 +7,7 @@
  * no record and no pin: a CID that was imported but not committed becomes a
  * collection candidate.
  */
-import { NoSuchBucketError, type CommitAlso, type ObjectRecord } from '../core/data/objects.js';
+import { NoSuchBucketError, type CommitAlso, type ObjectRecord, type Precondition } from '../core/data/objects.js';
 import { cidText } from '../core/ipfs/cid.js';
 import { importFile } from '../core/ipfs/import.js';
 import { pinRoot } from '../core/storage/pins.js';
@@ -101,8 +101,9 @@ export async function putRecord(
   services: Pick<Services, 'objects'>,
   record: ObjectRecord,
   also?: CommitAlso,
+  precondition?: Precondition,
 ): Promise<ObjectRecord | undefined> {
-  return services.objects.put(record, also).catch((err: unknown) => {
+  return services.objects.put(record, also, precondition).catch((err: unknown) => {
     if (err instanceof NoSuchBucketError) throw errors.noSuchBucket(err.bucket);
     throw err;
   });
@@ -113,10 +114,11 @@ export async function storeObject(
   services: ObjectWriteServices,
   options: IngestOptions,
   build: (ingested: Ingested) => ObjectRecord,
+  precondition?: Precondition,
 ): Promise<{ record: ObjectRecord; replaced?: ObjectRecord }> {
   return ingest(services, options, async (ingested) => {
     const record = build(ingested);
-    const replaced = await putRecord(services, record);
+    const replaced = await putRecord(services, record, undefined, precondition);
     return { record, replaced };
   });
 }

@@ -82,6 +82,13 @@ export interface CommitAlso {
   failed: () => Error;
 }
 
+/**
+ * A check of the record a write or delete would replace (undefined: none),
+ * made against the very version the write is conditioned on, so that no
+ * other write can come between the check and the commit; throws to refuse.
+ */
+export type Precondition = (current: ObjectRecord | undefined) => void;
+
 export class NoSuchBucketError extends Error {
   override name = 'NoSuchBucketError';
   constructor(readonly bucket: string) {
@@ -192,16 +199,19 @@ export class ObjectStore {
   /**
    * Writes the record, replacing whatever was there; returns the replaced
    * record. Throws NoSuchBucketError if the bucket is gone or being deleted,
-   * and `also.failed()` if a condition of the extra writes fails.
+   * and `also.failed()` if a condition of the extra writes fails; whatever
+   * `precondition` throws, before anything is written.
    */
-  async put(record: ObjectRecord, also?: CommitAlso): Promise<ObjectRecord | undefined> {
-    // Most writes create a key: try that first without reading. If the key
-    // is taken (or changed since), the cancellation carries the current
-    // record (ALL_OLD) and the write is tried again against it.
-    let old: Record<string, unknown> | undefined;
+  async put(record: ObjectRecord, also?: CommitAlso, precondition?: Precondition): Promise<ObjectRecord | undefined> {
+    // Most writes create a key: try that first without reading (unless a
+    // precondition needs the record there). If the key is taken (or changed
+    // since), the cancellation carries the current record (ALL_OLD) and the
+    // write is tried again against it.
+    let old = precondition ? await this.getItem(record.bucket, record.key) : undefined;
     const extra = also?.items ?? [];
     for (let attempt = 0; ; attempt++) {
       try {
+        precondition?.(old ? fromItem(old) : undefined);
         await this.write(record, old, extra);
         return old ? fromItem(old) : undefined;
       } catch (err) {
@@ -234,11 +244,12 @@ export class ObjectStore {
     );
   }
 
-  /** Deletes the record if present; returns it. */
-  async delete(bucket: string, key: string): Promise<ObjectRecord | undefined> {
+  /** Deletes the record if present, and if `precondition` (checked only when there is one) does not throw; returns it. */
+  async delete(bucket: string, key: string, precondition?: Precondition): Promise<ObjectRecord | undefined> {
     for (let attempt = 0; ; attempt++) {
       const old = await this.getItem(bucket, key);
       if (!old) return undefined;
+      precondition?.(fromItem(old));
       try {
         await this.db.doc.send(
           new TransactWriteCommand({

@@ -13,6 +13,7 @@ import type { ObjectRecord } from '../../core/data/objects.js';
 import { COMPLETION_TTL_MS, MAX_PART_NUMBER, type ChecksumType, type CompletionRecord } from '../../core/data/uploads.js';
 import { ipfsHeaders } from '../../core/http/object-headers.js';
 import { ALGORITHMS, multipartChecksum } from '../checksums.js';
+import { writePrecondition } from '../conditions.js';
 import { presentedEtag, type S3Context } from '../context.js';
 import { errors, S3Error } from '../errors.js';
 import { ingest, putRecord } from '../store.js';
@@ -114,6 +115,10 @@ export async function completeMultipartUpload(ctx: S3Context): Promise<Response>
   const min = services.config.storage.minPartSize;
   const small = parts.findIndex((p, i) => i < parts.length - 1 && p.size < min);
   if (small >= 0) throw errors.entityTooSmall(parts[small]!.size, min, parts[small]!.partNumber, parts[small]!.etag);
+  // If-Match / If-None-Match on the object there (conditional writes): checked before the parts are read, and again
+  // against the version the commit replaces; a refusal leaves the upload as it was.
+  const precondition = writePrecondition(ctx);
+  if (precondition) precondition(await services.objects.get(upload.bucket, upload.key));
   const etag = `${createHash('md5')
     .update(Buffer.concat(parts.map((p) => Buffer.from(p.etag, 'hex'))))
     .digest('hex')}-${parts.length}`;
@@ -170,10 +175,12 @@ export async function completeMultipartUpload(ctx: S3Context): Promise<Response>
       // The object, the end of its upload and the record of its completion
       // commit together: a concurrent Complete or Abort makes this one
       // NoSuchUpload and changes nothing.
-      await putRecord(services, record, {
-        items: services.uploads.endItems(upload, completion),
-        failed: () => errors.noSuchUpload(uploadId),
-      });
+      await putRecord(
+        services,
+        record,
+        { items: services.uploads.endItems(upload, completion), failed: () => errors.noSuchUpload(uploadId) },
+        precondition,
+      );
       return record;
     },
   );
