@@ -16,6 +16,14 @@ import { addCorsHeaders, deleteBucketCors, getBucketCors, preflight, putBucketCo
 import type { S3Context } from './context.js';
 import { errorResponse, errors, S3Error } from './errors.js';
 import { getObject } from './get.js';
+import {
+  deleteBucketTagging,
+  deleteObjectTagging,
+  getBucketTagging,
+  getObjectTagging,
+  putBucketTagging,
+  putObjectTagging,
+} from './tagging.js';
 import { putObject } from './put.js';
 import { abortMultipartUpload } from './multipart/abort.js';
 import { completeMultipartUpload } from './multipart/complete.js';
@@ -39,6 +47,9 @@ const OPERATIONS: Partial<Record<S3Op, OperationHandler>> = {
   PutBucketCors: putBucketCors,
   GetBucketCors: getBucketCors,
   DeleteBucketCors: deleteBucketCors,
+  GetBucketTagging: getBucketTagging,
+  PutBucketTagging: putBucketTagging,
+  DeleteBucketTagging: deleteBucketTagging,
   ListObjects: listObjects,
   ListObjectsV2: listObjectsV2,
   ListObjectVersions: listObjectVersions,
@@ -50,6 +61,9 @@ const OPERATIONS: Partial<Record<S3Op, OperationHandler>> = {
   DeleteObject: deleteObject,
   GetObjectAcl: getObjectAcl,
   PutObjectAcl: putObjectAcl,
+  GetObjectTagging: getObjectTagging,
+  PutObjectTagging: putObjectTagging,
+  DeleteObjectTagging: deleteObjectTagging,
   CreateMultipartUpload: createMultipartUpload,
   UploadPart: uploadPart,
   UploadPartCopy: uploadPartCopy,

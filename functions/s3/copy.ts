@@ -2,7 +2,7 @@
  * CopyObject: the destination references the source's CID (no bytes move,
  * the content is already pinned), with the metadata copied or replaced.
  */
-import type { ObjectRecord } from '../core/data/objects.js';
+import type { ObjectRecord, Tag } from '../core/data/objects.js';
 import { ipfsHeaders } from '../core/http/object-headers.js';
 import { cannedAcl, objectHeaders } from './request-headers.js';
 import { aclAllowsRead } from './acl.js';
@@ -11,6 +11,7 @@ import { errors } from './errors.js';
 import { evaluateConditions, notModifiedAsFailure } from './conditions.js';
 import { xmlResponse } from './xml.js';
 import { commitExisting } from './store.js';
+import { copiedTags } from './tagging.js';
 import { isValidBucketName } from './names.js';
 
 export interface CopySource {
@@ -68,9 +69,13 @@ export function checkCopyConditions(ctx: S3Context, source: ObjectRecord): void 
   }
 }
 
+const withTags = (tags: Tag[] | undefined) => (tags?.length ? { tags } : {});
+
 export async function copyObject(ctx: S3Context): Promise<Response> {
   const { req } = ctx;
   const source = parseCopySource(req.headers.get('x-amz-copy-source')!);
+  // A bad directive or tag set is refused before anything is read.
+  copiedTags(req.headers, undefined);
   const directive = (req.headers.get('x-amz-metadata-directive') ?? 'COPY').toUpperCase();
   if (directive !== 'COPY' && directive !== 'REPLACE') {
     throw errors.invalidArgument('Unknown metadata directive.', 'x-amz-metadata-directive', directive);
@@ -108,6 +113,7 @@ export async function copyObject(ctx: S3Context): Promise<Response> {
       etag: src.etag,
       parts: src.parts,
       checksums: src.checksums,
+      ...withTags(copiedTags(req.headers, src.tags)),
       lastModified: ctx.now.toISOString(),
       acl,
       ownerId: ownerOf(ctx),

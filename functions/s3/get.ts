@@ -1,6 +1,7 @@
 /** GetObject and HeadObject: conditional requests, ranges, and the bytes from IPFS. */
 import { CID } from 'multiformats/cid';
 import { objectResponseHeaders } from '../core/http/object-headers.js';
+import { taggingCountHeader } from './tagging.js';
 import { parseRange } from '../core/http/range.js';
 import { openFile } from '../core/ipfs/read.js';
 import { errors } from './errors.js';
@@ -39,6 +40,8 @@ export async function getObject(ctx: S3Context): Promise<Response> {
 
   const headers = objectResponseHeaders(record, etag);
   if (record.parts) headers['x-amz-mp-parts-count'] = String(record.parts);
+  // Only to whom may read the tags (GetObjectTagging is the bucket owner's), as S3 answers it.
+  if (principal.kind === 'account' && principal.accountId === bucket.accountId) Object.assign(headers, taggingCountHeader(record.tags));
   if (req.headers.get('x-amz-checksum-mode')?.toUpperCase() === 'ENABLED' && !range0(req)) {
     Object.assign(headers, checksumHeaders(record.checksums));
   }

@@ -7,11 +7,13 @@ import { checksumHeaders, checksumPlan } from './checksums.js';
 import { storeObject } from './store.js';
 import { cannedAcl, contentMd5, objectHeaders } from './request-headers.js';
 import { writePrecondition } from './conditions.js';
+import { headerTags } from './tagging.js';
 
 export async function putObject(ctx: S3Context): Promise<Response> {
   const { req, services } = ctx;
   const acl = cannedAcl(req.headers);
   const stored = objectHeaders(req.headers);
+  const tags = headerTags(req.headers);
   const expectedMd5 = contentMd5(req.headers);
   const checksum = checksumPlan(req.headers);
   const mode = payloadMode(req, ctx.auth.signing);
@@ -46,6 +48,7 @@ export async function putObject(ctx: S3Context): Promise<Response> {
       ownerId: ownerOf(ctx),
       checksums,
       ...stored,
+      ...(tags?.length ? { tags } : {}),
     }),
     precondition,
   );

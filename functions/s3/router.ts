@@ -18,6 +18,9 @@ export type S3Op =
   | 'PutBucketCors'
   | 'GetBucketCors'
   | 'DeleteBucketCors'
+  | 'GetBucketTagging'
+  | 'PutBucketTagging'
+  | 'DeleteBucketTagging'
   | 'PreflightCors'
   | 'ListObjects'
   | 'ListObjectsV2'
@@ -31,6 +34,9 @@ export type S3Op =
   | 'DeleteObject'
   | 'GetObjectAcl'
   | 'PutObjectAcl'
+  | 'GetObjectTagging'
+  | 'PutObjectTagging'
+  | 'DeleteObjectTagging'
   | 'CreateMultipartUpload'
   | 'UploadPart'
   | 'UploadPartCopy'
@@ -57,6 +63,9 @@ export const ACCESS: Record<S3Op, Access> = {
   PutBucketCors: 'bucket-owner',
   GetBucketCors: 'bucket-owner',
   DeleteBucketCors: 'bucket-owner',
+  GetBucketTagging: 'bucket-owner',
+  PutBucketTagging: 'bucket-owner',
+  DeleteBucketTagging: 'bucket-owner',
   PreflightCors: 'none',
   ListObjects: 'bucket-read',
   ListObjectsV2: 'bucket-read',
@@ -69,6 +78,9 @@ export const ACCESS: Record<S3Op, Access> = {
   HeadObject: 'read',
   DeleteObject: 'bucket-owner',
   GetObjectAcl: 'bucket-owner',
+  GetObjectTagging: 'bucket-owner',
+  PutObjectTagging: 'bucket-owner',
+  DeleteObjectTagging: 'bucket-owner',
   PutObjectAcl: 'bucket-owner',
   CreateMultipartUpload: 'bucket-owner',
   UploadPart: 'bucket-owner',
@@ -94,7 +106,6 @@ const BUCKET_SUBRESOURCES_UNSUPPORTED = [
   'policy',
   'lifecycle',
   'website',
-  'tagging',
   'logging',
   'notification',
   'replication',
@@ -110,7 +121,7 @@ const BUCKET_SUBRESOURCES_UNSUPPORTED = [
   'intelligent-tiering',
   'policyStatus',
 ];
-const OBJECT_SUBRESOURCES_UNSUPPORTED = ['tagging', 'retention', 'legal-hold', 'torrent', 'restore', 'select', 'attributes'];
+const OBJECT_SUBRESOURCES_UNSUPPORTED = ['retention', 'legal-hold', 'torrent', 'restore', 'select', 'attributes'];
 
 function hostWithoutPort(host: string): string {
   if (host.startsWith('[')) return host.slice(0, host.indexOf(']') + 1);
@@ -163,12 +174,14 @@ export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): 
       case 'PUT':
         if (has('acl')) return { op: 'PutBucketAcl', ...base };
         if (has('cors')) return { op: 'PutBucketCors', ...base };
+        if (has('tagging')) return { op: 'PutBucketTagging', ...base };
         if (has('versioning')) throw errors.notImplemented('?versioning');
         return { op: 'CreateBucket', ...base };
       case 'HEAD':
         return { op: 'HeadBucket', ...base };
       case 'DELETE':
         if (has('cors')) return { op: 'DeleteBucketCors', ...base };
+        if (has('tagging')) return { op: 'DeleteBucketTagging', ...base };
         return { op: 'DeleteBucket', ...base };
       case 'POST':
         if (has('delete')) return { op: 'DeleteObjects', ...base };
@@ -178,6 +191,7 @@ export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): 
         if (has('versioning')) return { op: 'GetBucketVersioning', ...base };
         if (has('acl')) return { op: 'GetBucketAcl', ...base };
         if (has('cors')) return { op: 'GetBucketCors', ...base };
+        if (has('tagging')) return { op: 'GetBucketTagging', ...base };
         if (has('versions')) return { op: 'ListObjectVersions', ...base };
         if (has('uploads')) return { op: 'ListMultipartUploads', ...base };
         if (query.get('list-type') === '2') return { op: 'ListObjectsV2', ...base };
@@ -193,10 +207,12 @@ export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): 
     case 'PUT':
       if (has('uploadId') && has('partNumber')) return { op: copy ? 'UploadPartCopy' : 'UploadPart', ...base };
       if (has('acl')) return { op: 'PutObjectAcl', ...base };
+      if (has('tagging')) return { op: 'PutObjectTagging', ...base };
       return { op: copy ? 'CopyObject' : 'PutObject', ...base };
     case 'GET':
       if (has('uploadId')) return { op: 'ListParts', ...base };
       if (has('acl')) return { op: 'GetObjectAcl', ...base };
+      if (has('tagging')) return { op: 'GetObjectTagging', ...base };
       return { op: 'GetObject', ...base };
     case 'HEAD':
       return { op: 'HeadObject', ...base };
@@ -206,6 +222,7 @@ export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): 
       throw errors.methodNotAllowed(method);
     case 'DELETE':
       if (has('uploadId')) return { op: 'AbortMultipartUpload', ...base };
+      if (has('tagging')) return { op: 'DeleteObjectTagging', ...base };
       return { op: 'DeleteObject', ...base };
     default:
       throw errors.methodNotAllowed(method);

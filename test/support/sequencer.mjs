@@ -39,6 +39,7 @@ const SECONDS = {
   'test/web-app/web-app-oidc-browser.test.ts': 30,
   'test/api/oidc-sign-in.test.ts': 20,
   'test/api/s3-part-size.test.ts': 15,
+  'test/api/s3-tagging.test.ts': 6,
   'test/api/s3-conditional-writes.test.ts': 6,
   'test/cli/storage.test.ts': 38,
   'test/api/notifications.test.ts': 37,

@@ -21,6 +21,12 @@ import { retry, type RetryPolicy } from '../retry.js';
 /** S3's canned ACLs, on buckets and objects alike. */
 export type CannedAcl = 'private' | 'public-read' | 'public-read-write' | 'authenticated-read';
 
+/** One S3 tag, on an object or a bucket (functions/s3/tagging.ts checks them). */
+export interface Tag {
+  key: string;
+  value: string;
+}
+
 export interface Bucket {
   name: string;
   accountId: string;
@@ -30,6 +36,8 @@ export interface Bucket {
   acl?: CannedAcl;
   /** The bucket's CORS rules (PutBucketCors), absent when it has none. */
   cors?: CorsRule[];
+  /** The bucket's tags (PutBucketTagging), in the order given; absent when it has none. */
+  tags?: Tag[];
 }
 
 /** One CORSRule, as PutBucketCors validated it. */
@@ -79,6 +87,7 @@ function fromItem(item: Record<string, unknown>): Bucket {
     isDefault: item.isDefault === true,
     acl: (item.acl as CannedAcl | undefined) ?? 'private',
     ...(Array.isArray(item.cors) ? { cors: item.cors as CorsRule[] } : {}),
+    ...(Array.isArray(item.tags) ? { tags: item.tags as Tag[] } : {}),
   };
 }
 
@@ -161,6 +170,33 @@ export class BucketStore {
           throw err;
         }
         this.cache.delete(name);
+        return true;
+      },
+      { ...SET_ACL_RETRY, retryable: (err) => (err as Error).name === 'TransactionConflictException' },
+    );
+  }
+
+  /** Sets (or with undefined removes) the bucket's tags; false when the bucket is gone. Tried again as setAcl is. */
+  async setTags(name: string, tags: Tag[] | undefined): Promise<boolean> {
+    return retry(
+      async () => {
+        try {
+          await this.db.doc.send(
+            new UpdateCommand({
+              TableName: this.table,
+              Key: { pk: `BUCKET#${name}`, sk: 'BUCKET' },
+              ConditionExpression: 'attribute_exists(pk)',
+              ...(tags?.length
+                ? { UpdateExpression: 'SET tags = :tags', ExpressionAttributeValues: { ':tags': tags } }
+                : { UpdateExpression: 'REMOVE tags' }),
+            }),
+          );
+        } catch (err) {
+          if ((err as Error).name === 'ConditionalCheckFailedException') return false;
+          throw err;
+        } finally {
+          this.cache.delete(name);
+        }
         return true;
       },
       { ...SET_ACL_RETRY, retryable: (err) => (err as Error).name === 'TransactionConflictException' },

@@ -37,10 +37,10 @@ import { uniqueToken } from '../ids.js';
 import { stripUndefined, withoutKeys, writtenIf } from './tables.js';
 import { queryEach, scanEach } from './pages.js';
 import { candidateItem, cidReference } from './object-references.js';
-import { bucketWritableCondition, type CannedAcl } from './buckets.js';
+import { bucketWritableCondition, type CannedAcl, type Tag } from './buckets.js';
 import type { Database, TransactItem } from './dynamo.js';
 
-export type { CannedAcl } from './buckets.js';
+export type { CannedAcl, Tag } from './buckets.js';
 export type { TransactItem } from './dynamo.js';
 
 /** The canned ACLs Cairn stores, on objects and buckets alike (S3's other canned ACLs name grantees Cairn does not have). */
@@ -70,6 +70,8 @@ export interface ObjectRecord {
   parts?: number;
   /** Set by the integrity check (storage/fsck.ts) when the content's blocks are missing or corrupt: what is wrong. */
   damaged?: string;
+  /** The object's tags (x-amz-tagging, PutObjectTagging), in the order given; absent when it has none. */
+  tags?: Tag[];
 }
 
 /**
@@ -239,6 +241,25 @@ export class ObjectStore {
           UpdateExpression: 'SET acl = :acl',
           ConditionExpression: 'attribute_exists(pk)',
           ExpressionAttributeValues: { ':acl': acl },
+        }),
+      ),
+    );
+  }
+
+  /**
+   * Sets (an empty list: removes) an existing object's tags in place, as
+   * setAcl does its ACL; false if there is no such object.
+   */
+  async setTags(bucket: string, key: string, tags: Tag[]): Promise<boolean> {
+    return writtenIf(
+      this.db.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk: bucket, sk: key },
+          ConditionExpression: 'attribute_exists(pk)',
+          ...(tags.length
+            ? { UpdateExpression: 'SET tags = :tags', ExpressionAttributeValues: { ':tags': tags } }
+            : { UpdateExpression: 'REMOVE tags' }),
         }),
       ),
     );

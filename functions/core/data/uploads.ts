@@ -64,6 +64,7 @@ export interface UploadRecord extends Pick<
   | 'contentLanguage'
   | 'expires'
   | 'metadata'
+  | 'tags'
 > {
   uploadId: string;
   /** ISO time of CreateMultipartUpload. */

@@ -155,6 +155,7 @@ export async function completeMultipartUpload(ctx: S3Context): Promise<Response>
         contentLanguage: upload.contentLanguage,
         expires: upload.expires,
         metadata: upload.metadata,
+        ...(upload.tags?.length ? { tags: upload.tags } : {}),
         acl: upload.acl,
         ownerId: upload.ownerId,
         parts: parts.length,

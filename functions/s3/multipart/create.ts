@@ -7,6 +7,7 @@ import { newSortableId } from '../../core/ids.js';
 import { uploadChecksum } from '../checksums.js';
 import { ownerOf, type S3Context } from '../context.js';
 import { cannedAcl, objectHeaders } from '../request-headers.js';
+import { headerTags } from '../tagging.js';
 import { xmlResponse } from '../xml.js';
 import { mapNoSuchUpload } from './uploads.js';
 
@@ -27,6 +28,8 @@ export async function createMultipartUpload(ctx: S3Context): Promise<Response> {
     ...objectHeaders(req.headers),
     ...uploadChecksum(req.headers),
   };
+  const tags = headerTags(req.headers);
+  if (tags?.length) upload.tags = tags;
   await services.uploads.create(upload).catch(mapNoSuchUpload(upload.uploadId));
   return xmlResponse(
     'InitiateMultipartUploadResult',
