@@ -19,6 +19,14 @@
  * current one because that is what is being replaced; adding or removing
  * a passkey, like ending a session or making a key, does not.
  *
+ * In AWS these reach the GraphQL function as every /auth/ route does:
+ * the HTTP API's `ANY /auth/{proxy+}` route, a greedy path variable that
+ * catches every path under /auth/ with every method, the GET included
+ * (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-develop-routes.html,
+ * "Working with path variables"). The relying party is the stack's API
+ * address (its CAIRN_BASE_URL: the custom domain, or the execute-api
+ * host), a domain name, so passkeys work there as they are.
+ *
  * A refusal is `{"ok": false, "error", "field"?}` as the other /auth/
  * routes answer: 400 bad input (a stale or replayed challenge names the
  * `response` field), 401 no session, or a passkey that did not sign in,

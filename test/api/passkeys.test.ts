@@ -109,6 +109,9 @@ describe.each(live.doors)('passkeys through the $name', (door: Door) => {
     expect(Buffer.from(options.user.id, 'base64url').toString()).toBe(ada.accountId);
     expect(options.user.name).toBe(ada.email);
     expect(options.authenticatorSelection).toMatchObject({ residentKey: 'required' });
+    // No attestation asked for, and the three key types named (EdDSA, ES256, RS256), not whatever the runtime adds.
+    expect(options.attestation).toBe('none');
+    expect(options.pubKeyCredParams.map((p: { alg: number }) => p.alg)).toEqual([-8, -7, -257]);
     const { response, credential } = ada.authenticator.register(options);
     const made = await api.postJson('/auth/passkeys/registration', { response, name: 'Laptop' }, ada.headers);
     expect(made.status).toBe(201);

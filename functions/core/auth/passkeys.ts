@@ -131,6 +131,8 @@ export async function registrationOptions(
     excludeCredentials: existing.map((p) => ({ id: p.credentialId, transports: p.transports })),
     // Discoverable, so that it can sign in without an e-mail typed first.
     authenticatorSelection: { residentKey: 'required', userVerification: 'preferred' },
+    // EdDSA, ES256, RS256: named, rather than the library's default, which adds ML-DSA-44 where the runtime has it.
+    supportedAlgorithmIDs: [-8, -7, -257],
     timeout: 60_000,
   });
   await services.passkeys.putChallenge({ purpose: 'register', challenge: options.challenge, accountId: account.id, sessionId: session.id });
