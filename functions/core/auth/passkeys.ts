@@ -34,22 +34,26 @@
  *   refused before any passkey is looked at.
  */
 import { isIP } from 'node:net';
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-  type AuthenticationResponseJSON,
-  type AuthenticatorTransport,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-  type RegistrationResponseJSON,
+import type {
+  AuthenticationResponseJSON,
+  AuthenticatorTransport,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON,
 } from '@simplewebauthn/server';
 import type { Config } from '../config.js';
 import { PASSKEY_LIMITS, PasskeyConflictError, type ChallengePurpose, type Passkey } from '../data/passkeys.js';
 import type { AttemptKey } from '../data/sign-in-attempts.js';
 import type { Session } from '../data/sessions.js';
 import { addressKey, locked, type AuthRefusal, type AuthServices, type ClientInfo, type SignedIn } from './sign-in.js';
+
+/**
+ * The WebAuthn library, loaded with the first request that needs it: its
+ * ASN.1 and X.509 packages (for attestation certificates) are no part of
+ * a GraphQL function's start-up, which every container pays.
+ */
+let library: Promise<typeof import('@simplewebauthn/server')> | undefined;
+const webauthn = () => (library ??= import('@simplewebauthn/server'));
 
 /** The relying party of the service's base URL, or undefined where its host is an IP address (no passkeys there). */
 export function relyingParty(config: Pick<Config, 'urls'>): { id: string; origin: string; name: string } | undefined {
@@ -120,7 +124,9 @@ export async function registrationOptions(
   if (!account) return { kind: 'wrong', message: 'No such account' };
   if (existing.length >= PASSKEY_LIMITS.perAccount)
     return { kind: 'conflict', message: `An account has ${PASSKEY_LIMITS.perAccount} passkeys at most: remove one first` };
-  const options = await generateRegistrationOptions({
+  const options = await (
+    await webauthn()
+  ).generateRegistrationOptions({
     rpName: rp.name,
     rpID: rp.id,
     userID: userHandle(account.id),
@@ -155,9 +161,11 @@ export async function registerPasskey(
     return { kind: 'invalid', message: "response must be the browser's answer to the registration options", field: 'response' };
   const taken = await services.passkeys.takeChallenge(challenge, ['register'], session.id);
   if (!taken) return { kind: 'invalid', message: PASSKEY_STALE, field: 'response' };
+  // Loaded before the try: a library that cannot load is the service's fault, not the answer's.
+  const library = await webauthn();
   let info;
   try {
-    const verified = await verifyRegistrationResponse({
+    const verified = await library.verifyRegistrationResponse({
       response: input.response as RegistrationResponseJSON,
       expectedChallenge: challenge,
       expectedOrigin: rp.origin,
@@ -195,7 +203,7 @@ export async function signInOptions(
   if (!rp) return { kind: 'unavailable', message: PASSKEYS_UNAVAILABLE };
   const wait = await services.signInAttempts.retryAfter(addressKey(client));
   if (wait > 0) return locked(wait);
-  const options = await generateAuthenticationOptions({ rpID: rp.id, userVerification: 'required', timeout: 60_000 });
+  const options = await (await webauthn()).generateAuthenticationOptions({ rpID: rp.id, userVerification: 'required', timeout: 60_000 });
   await services.passkeys.putChallenge({ purpose: 'sign-in', challenge: options.challenge });
   return { kind: 'options', options };
 }
@@ -217,7 +225,9 @@ export async function secondFactorStep(services: AuthServices, accountId: string
   if (!rp || !settings.required) return undefined;
   const passkeys = await services.passkeys.list(accountId);
   if (passkeys.length === 0) return undefined;
-  const options = await generateAuthenticationOptions({
+  const options = await (
+    await webauthn()
+  ).generateAuthenticationOptions({
     rpID: rp.id,
     allowCredentials: passkeys.map((p) => ({ id: p.credentialId, transports: p.transports })),
     userVerification: 'preferred',
@@ -271,9 +281,10 @@ export async function passkeySignIn(
   // The user handle, where the authenticator gives one, is the account the passkey was made for.
   if (response.response.userHandle && response.response.userHandle !== Buffer.from(userHandle(passkey.accountId)).toString('base64url'))
     return refused("the user handle is not the passkey's account");
+  const library = await webauthn();
   let newCounter: number;
   try {
-    const verified = await verifyAuthenticationResponse({
+    const verified = await library.verifyAuthenticationResponse({
       response,
       expectedChallenge: challenge,
       expectedOrigin: rp.origin,
