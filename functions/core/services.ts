@@ -15,6 +15,7 @@ import { TeamStore } from './data/teams.js';
 import { ApiKeyStore } from './data/api-keys.js';
 import { StorageKeyStore } from './data/storage-keys.js';
 import { SigningKeyStore } from './data/signing-keys.js';
+import { PasskeyStore } from './data/passkeys.js';
 import { PersonStore } from './data/people.js';
 import { SessionStore } from './data/sessions.js';
 import { SignInAttemptStore } from './data/sign-in-attempts.js';
@@ -56,6 +57,8 @@ export interface Services {
   signingKeys: SigningKeyStore;
   /** People's e-mail and password identities (one per account at most). */
   people: PersonStore;
+  /** People's passkeys, the accounts that ask for one after the password, and the challenges handed out for them. */
+  passkeys: PasskeyStore;
   /** People's sessions in the web app. */
   sessions: SessionStore;
   /** Failed sign-ins, per e-mail and per client address. */
@@ -191,6 +194,7 @@ export async function createServices(config: Config, adapters: Adapters, options
     storageKeys,
     signingKeys: new SigningKeyStore(db, sealer),
     people: new PersonStore(db),
+    passkeys: new PasskeyStore(db),
     sessions: new SessionStore(db),
     signInAttempts: new SignInAttemptStore(db),
     invitations: new InvitationStore(db),

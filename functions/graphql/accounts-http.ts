@@ -7,6 +7,11 @@
  *   POST /auth/sign-out  {"everywhere"?: true}          -> 200 {"ok": true, "ended"}: this session (or all the account's), cookie cleared
  *   GET  /auth/session                                  -> 200 {"ok": true, "account", "email", "session", "csrfToken", "teams"}
  *
+ * An account that asks for a passkey after the password answers the right
+ * password with 401 `{"ok": false, "error", "secondFactor": "passkey",
+ * "options"}` and no cookie: the options go to the browser's WebAuthn
+ * call, and its answer to POST /auth/passkeys/sign-in (passkeys-http.ts).
+ *
  * A refusal is `{"ok": false, "error": "<one sentence>", "field"?}`: 400
  * bad input, 401 wrong e-mail or password (the same answer for both) or
  * no session, 403 sign-up not open or a missing CSRF token, 415 a body
@@ -169,6 +174,9 @@ export async function handleAuth(services: AuthServices & Pick<Services, 'teams'
     }
     if (path === '/auth/sign-in') {
       const outcome = await signIn(services, body, clientOf(req));
+      if (outcome.kind === 'second-factor')
+        // Not signed in yet (no cookie): `ok: false`, so a client that knows no second step takes it as a refusal.
+        return refuse(401, outcome.message, { secondFactor: 'passkey', options: outcome.options });
       return outcome.kind === 'signed-in' ? signedIn(services, outcome, 200) : refusal(outcome);
     }
     // Sign-out: the session's own request, with its CSRF token.

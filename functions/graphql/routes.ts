@@ -13,6 +13,7 @@ import { handleImport, isImportPath, type ImportServices } from './imports-http.
 import { handleWebApp, isWebAppPath } from '../web-app/serve.js';
 import { handleAuth, isAuthPath } from './accounts-http.js';
 import { handleOidc, isOidcPath } from './oidc-http.js';
+import { handlePasskeys, isPasskeyPath } from './passkeys-http.js';
 import { handleAccountLinks, isAccountLinkPath, type AccountLinkServices } from './account-links-http.js';
 import type { AuthServices } from '../core/auth/sign-in.js';
 import { handleDevice, isDevicePath, type DeviceServices } from './device-http.js';
@@ -36,6 +37,7 @@ export const SIDE_ROUTES: readonly SideRoute[] = [
   { matches: isDevicePath, handle: handleDevice },
   { matches: isAccountLinkPath, handle: handleAccountLinks },
   { matches: isOidcPath, handle: handleOidc },
+  { matches: isPasskeyPath, handle: handlePasskeys },
   { matches: isAuthPath, handle: handleAuth },
   { matches: isWebAppPath, handle: handleWebApp },
 ];

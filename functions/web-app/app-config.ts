@@ -3,6 +3,7 @@
  * public endpoints it needs besides its own origin's `/graphql`, derived
  * from the one Config. No secrets: anyone may read it.
  */
+import { relyingParty } from '../core/auth/passkeys.js';
 import type { Config } from '../core/config.js';
 
 export interface WebAppConfig {
@@ -26,6 +27,8 @@ export interface WebAppConfig {
   signUp: Config['signup'];
   /** The OpenID Connect provider to sign in with, by the name its button shows, where one is configured (never its secret). */
   oidc?: { name: string };
+  /** Whether passkeys can be used here: browsers allow WebAuthn only at a domain name, not at an IP address (core/auth/passkeys.ts). */
+  passkeys: boolean;
 }
 
 export function webAppConfig(config: Config): WebAppConfig {
@@ -41,6 +44,7 @@ export function webAppConfig(config: Config): WebAppConfig {
     publicFiles: { scheme, domain: config.urls.storagePublicDomain },
     maxPutBytes: config.storage.maxRequestBody,
     signUp: config.signup,
+    passkeys: relyingParty(config) !== undefined,
     ...(config.oidc ? { oidc: { name: config.oidc.name } } : {}),
   };
 }

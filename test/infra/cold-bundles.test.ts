@@ -114,6 +114,11 @@ describe('what a bundle loads at start-up', () => {
     // The mailer is read with the first message a function sends (an invitation), not at start.
     expect(atStart).not.toContain('nodemailer');
     expect(inBundle).toContain('nodemailer');
+    // So is the WebAuthn library, with its ASN.1 and X.509 packages, with the first passkey request.
+    for (const pkg of ['@simplewebauthn/server', '@peculiar/x509']) {
+      expect([pkg, atStart.has(pkg)]).toEqual([pkg, false]);
+      expect([pkg, inBundle.has(pkg)]).toEqual([pkg, true]);
+    }
   });
 
   test("graphql: the CAR reader and the IPLD codecs (the import endpoint's, deployCid's) come with their first use", () => {

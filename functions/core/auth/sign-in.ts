@@ -12,6 +12,10 @@
  * - Failures are counted per e-mail and per client address
  *   (data/sign-in-attempts.ts); at the limit, sign-in is refused for the
  *   rest of the window without looking at the password.
+ * - An account that asks for a passkey after the password gets, for the
+ *   right password, no session but a second step (passkeys.ts): the
+ *   options for one of its passkeys, under a challenge that lasts five
+ *   minutes and is the only way to finish this sign-in.
  */
 import { isValidAccountName } from '../bootstrap.js';
 import type { Account } from '../data/accounts.js';
@@ -22,9 +26,11 @@ import type { AttemptKey } from '../data/sign-in-attempts.js';
 import type { Session } from '../data/sessions.js';
 import type { Services } from '../services.js';
 import { INVITATION_PROBLEMS, joinWrites, type InvitationServices } from './invitations.js';
+import { secondFactorStep, type SecondFactorStep } from './passkeys.js';
 import { dummyPasswordHash, hashPassword, needsRehash, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, verifyPassword } from './passwords.js';
 
-export type AuthServices = Pick<Services, 'accounts' | 'config' | 'logger' | 'people' | 'sessions' | 'signInAttempts'> & InvitationServices;
+export type AuthServices = Pick<Services, 'accounts' | 'config' | 'logger' | 'passkeys' | 'people' | 'sessions' | 'signInAttempts'> &
+  InvitationServices;
 
 /** Who is asking, as the door sees them: kept with the session (the list of one's sessions shows them) and counted against. */
 export interface ClientInfo {
@@ -62,7 +68,7 @@ export function passwordProblem(password: unknown): string | undefined {
 
 export const addressKey = (client: ClientInfo): AttemptKey[] => (client.address ? [{ scope: 'address', value: client.address }] : []);
 
-function locked(retryAfter: number): AuthRefusal {
+export function locked(retryAfter: number): AuthRefusal {
   return {
     kind: 'locked',
     message: `Too many failed sign-ins: try again in ${Math.ceil(retryAfter / 60)} minute${retryAfter > 60 ? 's' : ''}`,
@@ -133,7 +139,7 @@ export async function signIn(
   services: AuthServices,
   input: { email?: unknown; password?: unknown },
   client: ClientInfo,
-): Promise<SignedIn | AuthRefusal> {
+): Promise<SignedIn | SecondFactorStep | AuthRefusal> {
   if (typeof input.email !== 'string' || typeof input.password !== 'string' || input.password.length > PASSWORD_MAX_LENGTH)
     return { kind: 'wrong', message: WRONG_CREDENTIALS };
   const email = normaliseEmail(input.email);
@@ -148,11 +154,15 @@ export async function signIn(
     await services.signInAttempts.fail(keys);
     return { kind: 'wrong', message: WRONG_CREDENTIALS };
   }
-  await services.signInAttempts.clear(keys[0]!);
   if (needsRehash(identity.passwordHash)) {
     // Made under weaker parameters than today's: replaced now that the password is at hand.
     await services.people.replaceHash(identity, await hashPassword(input.password));
   }
+  // An account that asks for a passkey too gets no session yet, and keeps its failures counted: the passkey's
+  // failures count against the same e-mail, and a right password must not wipe them (passkeys.ts).
+  const step = await secondFactorStep(services, account.id);
+  if (step) return step;
+  await services.signInAttempts.clear(keys[0]!);
   const { session, secret } = await services.sessions.create(account.id, client);
   return { kind: 'signed-in', account, email, session, secret };
 }

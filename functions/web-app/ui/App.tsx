@@ -187,6 +187,7 @@ export function App() {
         graphqlPath={config?.graphqlPath ?? '/graphql'}
         signUp={config?.signUp ?? 'closed'}
         oidc={config?.oidc}
+        passkeys={config?.passkeys}
         notice={state.kind === 'signed-out' ? state.notice : undefined}
         mode={state.kind === 'signed-out' ? state.mode : 'password'}
         onSignedInWithKey={(apiKey, team) => {

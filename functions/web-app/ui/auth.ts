@@ -4,7 +4,12 @@
  * The session's secret is the HttpOnly cookie those routes set, which this
  * code never sees; what the page keeps, in memory only, is the session's
  * CSRF token, which `GET /auth/session` gives again after a reload.
+ *
+ * Passkeys go through @simplewebauthn/browser, which turns the service's
+ * options (JSON, base64url) into `navigator.credentials` calls and their
+ * answers back into JSON (functions/graphql/passkeys-http.ts takes them).
  */
+import { browserSupportsWebAuthn, startAuthentication, startRegistration } from '@simplewebauthn/browser';
 
 /** One of the account's teams: X-Cairn-Team picks the one a request acts in. */
 export interface SessionTeam {
@@ -29,6 +34,8 @@ export class AuthError extends Error {
     readonly status: number,
     readonly field?: string,
     readonly retryAfter?: number,
+    /** The whole answer, for a refusal that carries more (a second factor's options). */
+    readonly answer?: Record<string, unknown>,
   ) {
     super(message);
     this.name = 'AuthError';
@@ -67,6 +74,7 @@ async function call(method: 'GET' | 'POST', path: string, body?: unknown, csrfTo
       res.status,
       typeof answer.field === 'string' ? answer.field : undefined,
       Number.isFinite(retry) && retry > 0 ? retry : undefined,
+      answer,
     );
   }
   return answer;
@@ -82,10 +90,89 @@ export async function currentSession(): Promise<PersonSession | null> {
   }
 }
 
-/** Signs in; the answer lacks the teams, so the session is read again whole. */
-export async function signIn(email: string, password: string): Promise<PersonSession> {
-  await call('POST', '/auth/sign-in', { email, password });
+/**
+ * Signs in; the answer lacks the teams, so the session is read again whole.
+ * An account that asks for a passkey after the password answers the right
+ * password with that step's options: the browser asks for the passkey at
+ * once (`onPasskeyAsked` lets the page say why), and its answer signs in.
+ */
+export async function signIn(email: string, password: string, onPasskeyAsked?: () => void): Promise<PersonSession> {
+  try {
+    await call('POST', '/auth/sign-in', { email, password });
+  } catch (err) {
+    if (!(err instanceof AuthError) || err.answer?.secondFactor !== 'passkey') throw err;
+    onPasskeyAsked?.();
+    await call('POST', '/auth/passkeys/sign-in', { response: await askForPasskey(err.answer.options) });
+  }
   return sessionAfterSignIn();
+}
+
+/** Whether this browser can use passkeys at all (WebAuthn, in a secure context). */
+export const passkeysSupported = (): boolean => browserSupportsWebAuthn();
+
+const PASSKEY_CANCELLED = 'No passkey was given (cancelled, timed out, or none of yours is on this device). Try again.';
+
+/** The browser's answer to the service's options, or an AuthError in words when the person cancels or the device has none. */
+async function askForPasskey(options: unknown) {
+  try {
+    return await startAuthentication({ optionsJSON: options as Parameters<typeof startAuthentication>[0]['optionsJSON'] });
+  } catch (err) {
+    throw new AuthError(
+      (err as Error).name === 'NotAllowedError' ? PASSKEY_CANCELLED : `The passkey could not be used: ${(err as Error).message}`,
+      0,
+    );
+  }
+}
+
+/** Signs in with a passkey alone: the browser offers the person's passkeys for this site (no e-mail typed). */
+export async function signInWithPasskey(): Promise<PersonSession> {
+  const { options } = await call('POST', '/auth/passkeys/sign-in/options', {});
+  await call('POST', '/auth/passkeys/sign-in', { response: await askForPasskey(options) });
+  return sessionAfterSignIn();
+}
+
+/** One of the account's passkeys, as Settings lists it. */
+export interface PasskeyInfo {
+  id: string;
+  name: string;
+  transports: string[];
+  createdAt: string;
+  lastUsedAt: string | null;
+}
+
+/** The account's passkeys, and whether it asks for one after the password. */
+export async function listPasskeys(): Promise<{ passkeys: PasskeyInfo[]; required: boolean }> {
+  const answer = await call('GET', '/auth/passkeys');
+  return { passkeys: answer.passkeys as PasskeyInfo[], required: answer.required === true };
+}
+
+/** Registers a passkey of this device (or a security key, a phone) to the account, under `name`. */
+export async function registerPasskey(csrfToken: string, name: string): Promise<PasskeyInfo> {
+  const { options } = await call('POST', '/auth/passkeys/registration/options', {}, csrfToken);
+  let response;
+  try {
+    response = await startRegistration({ optionsJSON: options as Parameters<typeof startRegistration>[0]['optionsJSON'] });
+  } catch (err) {
+    const name = (err as Error).name;
+    throw new AuthError(
+      name === 'InvalidStateError'
+        ? 'This device has a passkey for your account already.'
+        : name === 'NotAllowedError'
+          ? 'No passkey was made (cancelled or timed out).'
+          : `No passkey was made: ${(err as Error).message}`,
+      0,
+    );
+  }
+  return (await call('POST', '/auth/passkeys/registration', { response, name }, csrfToken)).passkey as PasskeyInfo;
+}
+
+export async function removePasskey(csrfToken: string, id: string): Promise<void> {
+  await call('POST', '/auth/passkeys/remove', { id }, csrfToken);
+}
+
+/** Turns "ask for a passkey after the password" on or off. */
+export async function setPasskeyRequired(csrfToken: string, required: boolean): Promise<void> {
+  await call('POST', '/auth/passkeys/required', { required }, csrfToken);
 }
 
 export async function signUp(input: { email: string; password: string; name: string }): Promise<PersonSession> {

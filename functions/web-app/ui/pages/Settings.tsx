@@ -6,11 +6,24 @@
  * account's storage key pairs, each secret shown once, and their own
  * hosting API keys for the team in use. Signed in with a password, also
  * that password, changed with the current one (the service signs out the
- * account's other sessions).
+ * account's other sessions), and passkeys: added from this browser (or a
+ * security key, a phone), listed, removed, and optionally asked for after
+ * the password. Like the sessions, these act on the session and its CSRF
+ * token alone; only the password's change asks for the current one.
  */
 import { useRef, useState, type FormEvent } from 'react';
 import { useApp } from '../app-context.js';
-import { AuthError, changePassword, signOut as signOutOfSession } from '../auth.js';
+import {
+  AuthError,
+  changePassword,
+  listPasskeys,
+  passkeysSupported,
+  registerPasskey,
+  removePasskey,
+  setPasskeyRequired,
+  signOut as signOutOfSession,
+  type PasskeyInfo,
+} from '../auth.js';
 import { ActionNotice, ConfirmButton, ErrorNotice, Loading, PageHeader, TimeAgo } from '../components.js';
 import { formatAgo } from '../format.js';
 import { useActions, useLoad, useTitle } from '../hooks.js';
@@ -26,7 +39,7 @@ interface SettingsData {
 
 export function Settings() {
   useTitle('Settings');
-  const { api, team, person } = useApp();
+  const { api, team, person, config } = useApp();
   const data = useLoad(() => api.query<SettingsData>(SETTINGS, { teamId: team.id }), [team.id]);
   const me = data.data?.getCurrentMember;
   const reload = () => void data.reload(true);
@@ -60,7 +73,7 @@ export function Settings() {
             </dl>
           </section>
           {person ? <PasswordSection csrfToken={person.csrfToken} onChanged={reload} /> : null}
-          {/* A second factor (issue 36, not built yet): its section goes here, between the password and the sessions. */}
+          {person ? <PasskeysSection csrfToken={person.csrfToken} offered={config.passkeys} /> : null}
           <Sessions sessions={data.data.getSessions} onChanged={reload} />
           <section className="stack" aria-labelledby="api-title">
             <div>
@@ -166,6 +179,153 @@ function PasswordSection({ csrfToken, onChanged }: { csrfToken: string; onChange
           {busy ? 'Changing…' : 'Change password'}
         </button>
       </form>
+    </section>
+  );
+}
+
+/**
+ * Passkeys: each listed with when it was added and last used, removed on
+ * its own; a new one made by this browser's WebAuthn prompt under a name;
+ * and "ask for a passkey after the password", which the service refuses
+ * to leave on without a passkey (the last one cannot be removed while it
+ * is on: turn it off first).
+ */
+function PasskeysSection({ csrfToken, offered }: { csrfToken: string; offered: boolean }) {
+  const supported = offered && passkeysSupported();
+  const list = useLoad(
+    () => (supported ? listPasskeys() : Promise.resolve({ passkeys: [] as PasskeyInfo[], required: false })),
+    [supported],
+  );
+  const actions = useActions();
+  const [name, setName] = useState('');
+  const heading = useRef<HTMLHeadingElement>(null);
+  const reload = () => void list.reload(true);
+
+  const add = async (event: FormEvent<HTMLFormElement>) => {
+    event.preventDefault();
+    const made = await actions.run(
+      'Adding a passkey',
+      () => registerPasskey(csrfToken, name.trim() || 'Passkey'),
+      (p) => `The passkey “${p.name}” is added: you can sign in with it instead of your password.`,
+    );
+    if (made === undefined) return;
+    setName('');
+    reload();
+  };
+  const remove = async (p: PasskeyInfo) => {
+    const done = await actions.run(
+      `Removing the passkey “${p.name}”`,
+      () => removePasskey(csrfToken, p.id).then(() => true),
+      () => `The passkey “${p.name}” is removed: it signs no one in any more.`,
+    );
+    if (done === undefined) return;
+    reload();
+    heading.current?.focus();
+  };
+  const setRequired = async (required: boolean) => {
+    const done = await actions.run(
+      required ? 'Asking for a passkey after the password' : 'No longer asking for a passkey after the password',
+      () => setPasskeyRequired(csrfToken, required).then(() => true),
+      () =>
+        required
+          ? 'From your next sign-in with your password, one of your passkeys is asked for too.'
+          : 'Your password alone signs you in again.',
+    );
+    if (done !== undefined) reload();
+  };
+
+  return (
+    <section className="card" aria-labelledby="passkeys-title">
+      <h2 id="passkeys-title" ref={heading} tabIndex={-1}>
+        Passkeys
+      </h2>
+      <p className="muted">
+        A passkey signs you in with this device's lock (a fingerprint, a face, a PIN) or a security key, instead of your password, or after
+        it as a second factor.
+      </p>
+      {!offered ? (
+        <p className="muted">
+          This service offers no passkeys: browsers allow them only at a domain name, and its address is an IP address.
+        </p>
+      ) : !supported ? (
+        <p className="muted">This browser cannot use passkeys.</p>
+      ) : (
+        <>
+          <ActionNotice result={actions.result} pending={actions.pending} onDismiss={actions.clear} />
+          {list.error ? <ErrorNotice retry={() => void list.reload()}>Could not load your passkeys: {list.error}</ErrorNotice> : null}
+          {list.data ? (
+            <>
+              {list.data.passkeys.length === 0 ? (
+                <p className="muted">You have no passkey yet.</p>
+              ) : (
+                <table className="table">
+                  <thead>
+                    <tr>
+                      <th scope="col">Name</th>
+                      <th scope="col">Added</th>
+                      <th scope="col">Last used</th>
+                      <th scope="col">
+                        <span className="visually-hidden">Actions</span>
+                      </th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {list.data.passkeys.map((p) => (
+                      <tr key={p.id} data-passkey={p.id}>
+                        <td data-label="Name">{p.name}</td>
+                        <td data-label="Added">
+                          <TimeAgo iso={p.createdAt} formatted={formatAgo(p.createdAt)} />
+                        </td>
+                        <td data-label="Last used">
+                          {p.lastUsedAt ? (
+                            <TimeAgo iso={p.lastUsedAt} formatted={formatAgo(p.lastUsedAt)} />
+                          ) : (
+                            <span className="muted">never</span>
+                          )}
+                        </td>
+                        <td className="actions">
+                          <ConfirmButton
+                            label="Remove"
+                            confirmLabel={`Remove “${p.name}”`}
+                            disabled={actions.pending !== null}
+                            onConfirm={() => void remove(p)}
+                          />
+                        </td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              )}
+              <label className="checkbox">
+                <input
+                  type="checkbox"
+                  checked={list.data.required}
+                  disabled={actions.pending !== null || (!list.data.required && list.data.passkeys.length === 0)}
+                  onChange={(e) => void setRequired(e.currentTarget.checked)}
+                />
+                Ask for a passkey after my password
+              </label>
+              {list.data.required ? <p className="muted">Your last passkey cannot be removed while this is on.</p> : null}
+            </>
+          ) : null}
+          <form className="form form-inline" onSubmit={(e) => void add(e)} noValidate>
+            <div className="field">
+              <label htmlFor="passkey-name">Passkey name</label>
+              <input
+                id="passkey-name"
+                type="text"
+                maxLength={64}
+                placeholder="This laptop"
+                value={name}
+                onChange={(e) => setName(e.currentTarget.value)}
+              />
+            </div>
+            <button type="submit" className="button" disabled={actions.pending !== null}>
+              Add a passkey
+            </button>
+          </form>
+        </>
+      )}
     </section>
   );
 }

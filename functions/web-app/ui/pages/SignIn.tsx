@@ -9,7 +9,7 @@
 import { useEffect, useRef, useState, type FormEvent, type ReactNode } from 'react';
 import type { WebAppConfig } from '../../app-config.js';
 import { ApiError, createApi, messageOf } from '../api.js';
-import { AuthError, signIn, signUp, startProviderSignIn, type PersonSession } from '../auth.js';
+import { AuthError, passkeysSupported, signIn, signInWithPasskey, signUp, startProviderSignIn, type PersonSession } from '../auth.js';
 import { CURRENT_TEAM, type Team } from '../queries.js';
 import { useTitle } from '../hooks.js';
 import { href } from '../router.js';
@@ -22,6 +22,7 @@ export function SignIn({
   graphqlPath,
   signUp: signUpPolicy,
   oidc,
+  passkeys,
   notice,
   mode: initialMode,
   onSignedIn,
@@ -30,6 +31,8 @@ export function SignIn({
   graphqlPath: string;
   signUp: WebAppConfig['signUp'];
   oidc?: WebAppConfig['oidc'];
+  /** Whether the service offers passkeys (its address is a domain name). */
+  passkeys?: boolean;
   notice?: string;
   mode: SignInMode;
   onSignedIn(person: PersonSession): void;
@@ -57,6 +60,7 @@ export function SignIn({
         ) : (
           <PasswordForm onSignedIn={onSignedIn} />
         )}
+        {mode === 'password' && passkeys && passkeysSupported() ? <PasskeyButton onSignedIn={onSignedIn} /> : null}
         {mode === 'password' && oidc ? <ProviderButton name={oidc.name} /> : null}
         <div className="sign-in-other">
           {mode === 'password' ? (
@@ -98,6 +102,34 @@ export function SignIn({
         </div>
       </div>
     </main>
+  );
+}
+
+/** "Sign in with a passkey": no e-mail typed, the browser offers the person's passkeys for this site. */
+function PasskeyButton({ onSignedIn }: { onSignedIn(person: PersonSession): void }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const go = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      onSignedIn(await signInWithPasskey());
+    } catch (err) {
+      setError(err instanceof AuthError ? sentence(err.message) : messageOf(err));
+      setBusy(false);
+    }
+  };
+  return (
+    <div className="stack sign-in-provider">
+      {error ? (
+        <p className="notice notice-error" role="alert">
+          {error}
+        </p>
+      ) : null}
+      <button type="button" className="button" disabled={busy} onClick={() => void go()}>
+        {busy ? 'Waiting for your passkey…' : 'Sign in with a passkey'}
+      </button>
+    </div>
   );
 }
 
@@ -185,17 +217,18 @@ function sentence(text: string): string {
 function PasswordForm({ onSignedIn }: { onSignedIn(person: PersonSession): void }) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
-  const [busy, setBusy] = useState(false);
+  const [busy, setBusy] = useState<false | 'password' | 'passkey'>(false);
   const inputs = useRef<Record<string, HTMLInputElement | null>>({});
   const { error, refuse, clear } = useRefusal(inputs.current);
 
   const submit = async (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
     if (!email.trim() || !password) return refuse(new Error('Enter your e-mail address and your password.'));
-    setBusy(true);
+    setBusy('password');
     clear();
     try {
-      onSignedIn(await signIn(email.trim(), password));
+      // An account that asks for a passkey after the password: the browser's prompt follows, and the button says so.
+      onSignedIn(await signIn(email.trim(), password, () => setBusy('passkey')));
     } catch (err) {
       refuse(err);
       setBusy(false);
@@ -237,8 +270,8 @@ function PasswordForm({ onSignedIn }: { onSignedIn(person: PersonSession): void 
           {error.message}
         </p>
       ) : null}
-      <button type="submit" className="button button-primary button-wide" disabled={busy}>
-        {busy ? 'Signing in…' : 'Sign in'}
+      <button type="submit" className="button button-primary button-wide" disabled={busy !== false}>
+        {busy === 'passkey' ? 'Password accepted: confirm with your passkey…' : busy ? 'Signing in…' : 'Sign in'}
       </button>
     </form>
   );

@@ -1,0 +1,188 @@
+/**
+ * Passkeys in a real browser (Debian's Chromium through playwright-core)
+ * against a local service at `http://localhost:<port>` (WebAuthn wants a
+ * domain, not an IP address), with Chromium's virtual authenticator
+ * (the DevTools protocol's WebAuthn domain: a CTAP2 platform authenticator
+ * with resident keys and user verification, which answers the page's
+ * `navigator.credentials` calls as a fingerprint reader would): a passkey
+ * added in Settings, signing out and in with it alone, then asked for
+ * after the password, where a browser without it gets no session; the
+ * last passkey kept while it is asked for.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type CDPSession, type Page } from 'playwright-core';
+import { freePort } from '../support/service-env.js';
+import { startTestService, type TestService } from '../support/service.js';
+
+const CHROMIUM = process.env.CAIRN_CHROMIUM ?? '/usr/bin/chromium';
+const SHOTS = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'test-results', 'web-app');
+const shot = (name: string, target: Page = page) => target.screenshot({ path: join(SHOTS, `passkey-${name}.png`), fullPage: true });
+const PASSWORD = 'a long enough password';
+const EMAIL = 'pia@example.org';
+
+let service: TestService;
+let browser: Browser;
+let origin: string;
+let page: Page;
+let cdp: CDPSession;
+let authenticatorId: string;
+/** The virtual authenticator's signature counter as last seen. */
+let signCount = 0;
+const problems: string[] = [];
+
+/** A page in a context of its own, with a virtual authenticator of its own (empty: no passkey yet). */
+async function pageWithAuthenticator(): Promise<{ page: Page; cdp: CDPSession; authenticatorId: string }> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  const p = await context.newPage();
+  p.on('pageerror', (err) => problems.push(err.message));
+  p.on('console', (msg) => {
+    // The browser logs the refusals this suite provokes (401 no session yet or a second factor asked, 409 the last passkey).
+    if (msg.type() === 'error' && !/status of (401|409)/.test(msg.text())) problems.push(msg.text());
+  });
+  const session = await context.newCDPSession(p);
+  await session.send('WebAuthn.enable', { enableUI: false });
+  const { authenticatorId: id } = await session.send('WebAuthn.addVirtualAuthenticator', {
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  });
+  return { page: p, cdp: session, authenticatorId: id };
+}
+
+const credentialsOf = async (session: CDPSession, id: string) =>
+  (await session.send('WebAuthn.getCredentials', { authenticatorId: id })).credentials;
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (or set CAIRN_CHROMIUM to a Chromium)`);
+  const port = await freePort();
+  service = await startTestService({
+    CAIRN_SIGNUP: 'open',
+    CAIRN_GC_INTERVAL: '0',
+    CAIRN_API_PORT: String(port),
+    CAIRN_BASE_URL: `http://localhost:${port}`,
+  });
+  origin = service.config.urls.baseUrl;
+  await mkdir(SHOTS, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
+  });
+  ({ page, cdp, authenticatorId } = await pageWithAuthenticator());
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await service?.close();
+});
+
+afterEach(() => {
+  expect(problems.splice(0)).toEqual([]);
+});
+
+const sitesHeading = (p: Page) => p.getByRole('heading', { name: 'Sites', level: 1 });
+/** Signed in: back on the page signed out from (Settings), with the header's sign-out. */
+const settingsHeading = (p: Page) => p.getByRole('heading', { name: 'Settings', level: 1 });
+const passkeyRows = (p: Page) => p.locator('tr[data-passkey]');
+
+async function signInWith(p: Page, password: string): Promise<void> {
+  await p.getByLabel('E-mail').fill(EMAIL);
+  await p.getByLabel('Password').fill(password);
+  await p.getByRole('button', { name: 'Sign in', exact: true }).click();
+}
+
+test('a passkey added in Settings signs in without the password', async () => {
+  await page.goto(`${origin}/`);
+  await page.getByRole('button', { name: 'Create an account' }).click();
+  await page.getByLabel('Account name').fill('pia');
+  await page.getByLabel('E-mail').fill(EMAIL);
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Create account' }).click();
+  await sitesHeading(page).waitFor();
+
+  await page.goto(`${origin}/#/settings`);
+  const section = page.getByRole('region', { name: 'Passkeys' });
+  await section.getByText('You have no passkey yet.').waitFor();
+  // Nothing to ask for without a passkey.
+  expect(await section.getByLabel('Ask for a passkey after my password').isDisabled()).toBe(true);
+  await section.getByLabel('Passkey name').fill('This laptop');
+  await section.getByRole('button', { name: 'Add a passkey' }).click();
+  await section.getByRole('status').filter({ hasText: 'The passkey “This laptop” is added' }).waitFor();
+  await passkeyRows(page).filter({ hasText: 'This laptop' }).filter({ hasText: 'never' }).waitFor();
+  await shot('settings-added');
+  // The authenticator holds one discoverable credential for localhost, made for this account; the service holds its public key.
+  const [held] = await credentialsOf(cdp, authenticatorId);
+  expect(held).toMatchObject({ isResidentCredential: true, rpId: 'localhost' });
+  const account = (await service.services.people.byEmail(EMAIL))!.accountId;
+  expect(Buffer.from(held!.userHandle!, 'base64').toString()).toBe(account);
+  const [kept] = await service.services.passkeys.list(account);
+  expect(Buffer.from(held!.credentialId, 'base64').toString('base64url')).toBe(kept!.credentialId);
+  // The service starts from the counter the authenticator reported (Chromium's starts at 1, not 0).
+  expect(kept!.counter).toBe(held!.signCount);
+  signCount = held!.signCount;
+
+  await page.getByRole('banner').getByRole('button', { name: 'Sign out', exact: true }).click();
+  await page.getByLabel('E-mail').waitFor();
+  await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+  await settingsHeading(page).waitFor();
+  expect(await page.locator('.team-name').textContent()).toBe('pia');
+  // The authenticator signed once more, and the service kept its counter; Settings says when the passkey was last used.
+  expect((await credentialsOf(cdp, authenticatorId))[0]!.signCount).toBe(++signCount);
+  expect((await service.services.passkeys.list(account))[0]!.counter).toBe(signCount);
+  await page.goto(`${origin}/#/settings`);
+  await passkeyRows(page).filter({ hasText: 'This laptop' }).waitFor();
+  expect(await passkeyRows(page).filter({ hasText: 'never' }).count()).toBe(0);
+  await shot('settings-used');
+});
+
+test('asked for after the password: this browser signs in with both, one without the passkey gets no session', async () => {
+  const section = page.getByRole('region', { name: 'Passkeys' });
+  // The box shows what the service holds: it is ticked once the service has said yes.
+  const ask = section.getByLabel('Ask for a passkey after my password');
+  await ask.click();
+  await section.getByRole('status').filter({ hasText: 'one of your passkeys is asked for too' }).waitFor();
+  await section.locator('input[type=checkbox]:checked').waitFor();
+  // The last passkey stays while it is asked for: the service's words say why.
+  await passkeyRows(page).getByRole('button', { name: 'Remove' }).click();
+  await passkeyRows(page).getByRole('button', { name: 'Remove “This laptop”' }).click();
+  await section.getByRole('status').filter({ hasText: 'turn that off first' }).waitFor();
+  expect(await passkeyRows(page).count()).toBe(1);
+  await shot('settings-required');
+
+  await page.getByRole('banner').getByRole('button', { name: 'Sign out', exact: true }).click();
+  await page.getByLabel('E-mail').waitFor();
+  await signInWith(page, PASSWORD);
+  await settingsHeading(page).waitFor();
+  expect((await credentialsOf(cdp, authenticatorId))[0]!.signCount).toBe(++signCount);
+
+  // Another browser, whose authenticator holds no passkey of the account: the right password alone is not enough.
+  const other = await pageWithAuthenticator();
+  await other.page.goto(`${origin}/`);
+  await signInWith(other.page, PASSWORD);
+  await other.page.getByRole('alert').filter({ hasText: 'No passkey was given' }).waitFor();
+  await shot('second-factor-missing', other.page);
+  const session = await other.page.evaluate(async () => (await fetch('/auth/session')).status);
+  expect(session).toBe(401);
+  expect(await other.page.context().cookies()).toEqual([]);
+  await other.page.context().close();
+
+  // Turned off, the passkey can go; the password alone signs in again.
+  await page.goto(`${origin}/#/settings`);
+  await ask.click();
+  await section.getByRole('status').filter({ hasText: 'Your password alone signs you in again' }).waitFor();
+  await section.locator('input[type=checkbox]:not(:checked)').waitFor();
+  await passkeyRows(page).getByRole('button', { name: 'Remove' }).click();
+  await passkeyRows(page).getByRole('button', { name: 'Remove “This laptop”' }).click();
+  await section.getByText('You have no passkey yet.').waitFor();
+  await page.getByRole('banner').getByRole('button', { name: 'Sign out', exact: true }).click();
+  await signInWith(page, PASSWORD);
+  await settingsHeading(page).waitFor();
+  expect((await credentialsOf(cdp, authenticatorId))[0]!.signCount).toBe(signCount);
+});
