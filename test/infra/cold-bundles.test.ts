@@ -153,6 +153,19 @@ describe('what a bundle loads at start-up', () => {
     expect(atStart).not.toContain('@apollo/server');
   });
 
+  test("s3: the IPLD codecs (cborg) and ipfs-unixfs-exporter come with the first block or path only they read, not with an object's read", () => {
+    const atStart = packagesIn(s3.meta, s3.atStart);
+    const inBundle = packagesIn(s3.meta, allOutputs(s3));
+    for (const pkg of ['cborg', '@ipld/dag-cbor', '@ipld/dag-json', 'ipfs-unixfs-exporter']) {
+      expect([pkg, atStart.has(pkg)]).toEqual([pkg, false]);
+      expect([pkg, inBundle.has(pkg)]).toEqual([pkg, true]);
+    }
+    // What an object's read needs is there: the path and block readers, which only tell codecs apart (ipld-codecs.ts).
+    expect(atStart).toContain('functions/core/ipfs/paths.ts');
+    expect(atStart).toContain('functions/core/ipfs/ipld-codecs.ts');
+    expect(atStart).not.toContain('functions/core/ipfs/ipld.ts');
+  });
+
   test('preview: playwright-core imported when the first browser starts, not with the handler module', () => {
     const staticImports = preview.atStart.flatMap((f) => preview.meta.outputs[f]!.imports.filter((i) => i.kind === 'import-statement'));
     expect(staticImports.map((i) => i.path)).not.toContain('playwright-core');
