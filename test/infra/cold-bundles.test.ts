@@ -114,6 +114,9 @@ describe('what a bundle loads at start-up', () => {
     // The mailer is read with the first message a function sends (an invitation), not at start.
     expect(atStart).not.toContain('nodemailer');
     expect(inBundle).toContain('nodemailer');
+    // Secrets Manager's client, with the first request of a stack that keeps sign-in and mail settings in a secret.
+    expect(atStart).not.toContain('@aws-sdk/client-secrets-manager');
+    expect(inBundle).toContain('@aws-sdk/client-secrets-manager');
   });
 
   test("graphql: the CAR reader and the IPLD codecs (the import endpoint's, deployCid's) come with their first use", () => {
