@@ -4,7 +4,11 @@
  * mail server's password (CAIRN_SMTP_URL). On one machine they are
  * environment variables; on AWS a Lambda function's environment is shown
  * to whoever may read its configuration (GetFunctionConfiguration) and
- * sits in the template, so the stack keeps them in one Secrets Manager
+ * sits in the template, and AWS recommends Secrets Manager for such values
+ * ("we recommend that you use AWS Secrets Manager instead of environment
+ * variables to store database credentials and other sensitive information",
+ * https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html),
+ * so the stack keeps them in one Secrets Manager
  * secret, a JSON object by variable name, and gives the GraphQL function
  * (the one that signs people in and sends mail) its ARN as
  * CAIRN_SETTINGS_SECRET_ARN and GetSecretValue on exactly it
