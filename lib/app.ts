@@ -7,6 +7,11 @@
  *   cairn:logLevel               debug | info | warn | error | silent
  *   cairn:graphqlIntrospection   true to answer GraphQL introspection (read by the stack)
  *   cairn:signup                 open | invite | closed: who may sign up (default invite)
+ *   cairn:oidcIssuer,            sign-in with an OpenID Connect provider, and
+ *   cairn:oidcClientId,            e-mail's sender (read by lib/sign-in-settings.ts;
+ *   cairn:oidcName,                the client secret and SMTP URL go in a secret)
+ *   cairn:mailFrom
+ *   cairn:settingsSecretArn      the secret holding those two, when it is the operator's
  *   cairn:publicGatewayUrl       a public IPFS gateway users may fetch from
  *   cairn:bucketEndpointDomain   the S3 API's domain (virtual host: <bucket>.<it>)
  *   cairn:storagePublicDomain    public object URLs: <bucket>.<it>/<key>

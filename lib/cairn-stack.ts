@@ -21,6 +21,8 @@
  * - lib/domains.ts: given a Route 53 hosted zone, the custom domains,
  *   certificates and records of the S3 API, public object URLs, the API and
  *   the sites;
+ * - lib/sign-in-settings.ts: OpenID Connect sign-in and e-mail for the
+ *   GraphQL function, from context, their secrets in Secrets Manager;
  * - lib/first-account.ts: the first account, made by the first deploy, its
  *   credentials in Secrets Manager;
  * - lib/monitoring.ts: alarms on the functions, the dead-letter queue and the
@@ -54,6 +56,7 @@ import { CairnMonitoring } from './monitoring.js';
 import type { DeployPreviews } from './preview.js';
 import { addS3Endpoint } from './s3-endpoint.js';
 import type { SiteCdn } from './site-cdn.js';
+import { addSignInSettings, type SignInSettings } from './sign-in-settings.js';
 import { functionEnvironment, stackOptionsOf, type CairnStackProps } from './stack-options.js';
 import type { StreamingRestApi } from './storage-api.js';
 
@@ -91,6 +94,8 @@ export class CairnStack extends Stack {
   /** The first account, made on the first deploy; its credentials in Secrets Manager. */
   readonly firstAccount: FirstAccount;
   readonly monitoring: CairnMonitoring;
+  /** OIDC sign-in and e-mail, where the context asks for them: the secret holding their secrets. */
+  readonly signInSettings: SignInSettings;
 
   constructor(scope: Construct, id: string, props: CairnStackProps = {}) {
     super(scope, id, props);
@@ -106,6 +111,7 @@ export class CairnStack extends Stack {
       introspection: props.graphqlIntrospection,
       signup: props.signup,
     });
+    this.signInSettings = addSignInSettings(this, graphql);
     const s3Endpoint = addS3Endpoint(this, { data, environment });
     const s3 = s3Endpoint.function;
     this.storageApi = s3Endpoint.api;

@@ -31,8 +31,9 @@ export function runningLimitMs(buildTimeoutMs: number, remote: boolean): number 
 }
 
 /**
- * How old a build's secret or build files must be before the tick removes
- * them as left over (and only when their deploy is not running): past the
+ * How old a build's files must be before the tick removes them as left
+ * over (and only when their deploy is not running; its secret goes sooner,
+ * functions/aws/build-leftovers.ts says when): past the
  * running limit of any deploy built in CodeBuild (the project's timeout and
  * queued timeout, which the stack sets from these same functions, and a
  * worker turn on either side), so no build can still read them and no

@@ -9,12 +9,13 @@ import { sourceMappedStacks } from '../aws/source-mapped-stacks.js';
 import middy from '@middy/core';
 import { handlers, startServerAndCreateLambdaHandler } from '@as-integrations/aws-lambda';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import { loadConfig } from '../core/config.js';
+import type { Config } from '../core/config.js';
 import { toHttpRequest, toLambdaResult } from '../core/http/lambda.js';
 import { createObservability, observe } from '../core/observability.js';
 import { createServices, type Services } from '../core/services.js';
 import { awsAdapters } from '../aws/adapters.js';
 import { onceUntilFailure } from '../core/once-until-failure.js';
+import { loadConfigWithSecrets } from '../aws/settings-secret.js';
 import { sideRouteFor } from './routes.js';
 import { bodyTooLarge, contextFor, createApolloServer, createPlayground, MAX_BODY_BYTES, readJsonBody } from './server.js';
 import { credentialsFrom } from './context.js';
@@ -31,15 +32,23 @@ type Door = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGate
 const observability = createObservability('graphql');
 
 let door: Door | undefined;
-/** One set of services per container, for Apollo's context and the hooks alike; built again after a failure (see onceUntilFailure). */
+/**
+ * One set of services per container, for Apollo's context and the hooks
+ * alike; built again after a failure (see onceUntilFailure). The settings
+ * that are secrets (the OIDC client secret, the SMTP URL) are read from the
+ * stack's secret here, once (functions/aws/settings-secret.ts).
+ */
 const containerServices = onceUntilFailure(async (): Promise<Services> => {
-  const config = loadConfig();
+  const config = await loadConfigWithSecrets(process.env, observability.logger);
   return createServices(config, await awsAdapters(config, observability.logger), { logger: observability.logger });
 });
 
-/** Built on the first request of a container, so a configuration error shows in that request's log. */
-function buildDoor(): Door {
-  const config = loadConfig();
+/**
+ * Built on the first request of a container, so a configuration error shows
+ * in that request's log, from the services' configuration (read with the
+ * stack's secret: without it the provider's settings alone would not load).
+ */
+function buildDoor(config: Config): Door {
   const getServices = containerServices;
   const playground = createPlayground(config.graphql);
   const apollo = startServerAndCreateLambdaHandler(
@@ -118,7 +127,8 @@ export const handler = observe(
       const services = await containerServices();
       return toLambdaResult(await side.handle(services, toHttpRequest(event)), event.requestContext.http.method);
     }
-    return withinPayload(await (door ??= buildDoor())(event, context));
+    door ??= buildDoor((await containerServices()).config);
+    return withinPayload(await door(event, context));
   }),
   observability,
 );

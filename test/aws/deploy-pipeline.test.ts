@@ -405,7 +405,7 @@ test("a deploy the worker publishes invalidates its site's prefix on CloudFront,
   expect(invalidations()).toEqual([]);
 });
 
-test("the scheduled tick fails a deploy stuck past its time limit and stops its build; the build's late event removes its secret and files", async () => {
+test("the scheduled tick fails a deploy stuck past its time limit, stops its build and removes its secret; the build's late event removes its files", async () => {
   const { deploy } = await handedToCodeBuild({ environmentVariables: [{ name: 'TOKEN', value: `tick-${randomUUID()}`, secret: true }] });
   const early = await runScheduledTick(aws, 10, new Date(Date.now() + 60 * 60_000));
   expect(early.timedOut).not.toContain(deploy.id);
@@ -417,14 +417,15 @@ test("the scheduled tick fails a deploy stuck past its time limit and stops its 
   expect(done.reason).toMatch(/^timed out/);
   expect(codeBuild.commandCalls(StopBuildCommand).map((c) => c.args[0].input.id)).toContain(deploy.remoteBuild!.id);
   expect((await logOf(deploy)).trim().split('\n').at(-1)).toMatch(/Failed: timed out/);
-  // The build was stopped by the queue's own client, not the runner: the secret is still there.
-  expect(secretOf(deploy.id)).toBeDefined();
+  // The build was stopped by the queue's own client, which removes nothing; the same tick's sweep then finds the deploy
+  // ended and removes its secret (no build can need it), while its files wait (the worker may still read them).
+  expect(late.leftovers.secrets).toEqual([secretNameOf(deploy.id)]);
+  expect(secretOf(deploy.id)).toBeUndefined();
   expect(await keysUnder(filesOf(deploy.siteId, deploy.id))).not.toEqual([]);
-  // Its late event changes nothing of the deploy, and removes what the build was given.
+  // Its late event changes nothing of the deploy, and removes what the build was given (the secret again: no error).
   await worker(buildEvent(deploy, 'STOPPED'));
   expect((await aws.deploys.get(deploy.siteId, deploy.id))?.status).toBe('FAILED');
-  expect(secretOf(deploy.id)).toBeUndefined();
-  expect(deleted()).toEqual([secretNameOf(deploy.id)]);
+  expect(deleted()).toEqual([secretNameOf(deploy.id), secretNameOf(deploy.id)]);
   expect(await keysUnder(filesOf(deploy.siteId, deploy.id))).toEqual([]);
 });
 
@@ -757,10 +758,14 @@ describe('the runner started twice for one deploy (a repeated message, a retried
 });
 
 describe('what builds left behind, swept by the tick', () => {
-  /** CAIRN_BUILD_TIMEOUT=600: 10 min of build + 60 queued + two 15-minute worker turns, and one turn more. */
+  /** CAIRN_BUILD_TIMEOUT=600: files wait 10 min of build + 60 queued + two 15-minute worker turns, and one turn more. */
   const BOUND_MS = 115 * 60_000;
+  /** ...and secrets only until no build can read them: the writing worker turn, 60 min queued and the 10-minute build. */
+  const SECRET_BOUND_MS = 85 * 60_000;
   const logger = createLogger('error');
   const listCalls = () => secretsManager.client.commandCalls(ListSecretsCommand).map((c) => c.args[0].input);
+  const at = (ms: number) => new Date(Date.now() + ms);
+  const ourFiles = (swept: string[], prefixes: string[]) => swept.filter((key) => prefixes.some((prefix) => key.startsWith(prefix)));
 
   /** What a worker that died after CreateSecret leaves: a secret and a checkout, for a deploy the tables do not know. */
   async function leftFor(siteId: string, deployId: string): Promise<void> {
@@ -768,7 +773,7 @@ describe('what builds left behind, swept by the tick', () => {
     await bucket.send(new PutObjectCommand({ Bucket: BUCKET, Key: `${filesOf(siteId, deployId)}source.zip`, Body: 'zip' }));
   }
 
-  test("secrets and files past the bound go when their deploy ended or is unknown; a running deploy's, younger ones and another stack's stay", async () => {
+  test("a secret goes once its deploy ended or is unknown, a running deploy's once no build can read it, another stack's never; files wait for the bound", async () => {
     const running = (await handedWithSecret()).deploy;
     sqs.resetHistory();
     codeBuild.resetHistory();
@@ -780,49 +785,88 @@ describe('what builds left behind, swept by the tick', () => {
     const otherStack = `cairn/other-project/builds/${newSortableId()}-${'x'.repeat(32)}`;
     secretsManager.secrets.set(otherStack, { value: '{}', versions: new Map(), created: new Date() });
     secretsManager.client.resetHistory();
-
     const ours = [filesOf(running.siteId, running.id), filesOf(ended.siteId, ended.id), filesOf('site-gone', unknown)];
-    // Younger than the bound: nothing of this test's goes (the suite's earlier tests left files of their own).
-    const early = await sweepBuildLeftovers(aws, logger, new Date(Date.now() + BOUND_MS - 10 * 60_000));
-    expect(early.secrets).toEqual([]);
-    expect(early.files.filter((key) => ours.some((prefix) => key.startsWith(prefix)))).toEqual([]);
+
+    // Within the settling margin nothing goes: the running index may not show a deploy just claimed.
+    const settling = await sweepBuildLeftovers(aws, logger, at(60_000));
+    expect(settling.secrets).toEqual([]);
     expect(secretsManager.secrets.size).toBe(4);
 
-    const late = await sweepBuildLeftovers(aws, logger, new Date(Date.now() + BOUND_MS + 60_000));
-    expect(late.secrets.sort()).toEqual([secretNameOf(ended.id), secretNameOf(unknown)].sort());
+    // Past it, the ended and the unknown deploys' secrets go; the running one's stays, and every file (the worker may still read them).
+    const soon = await sweepBuildLeftovers(aws, logger, at(6 * 60_000));
+    expect(soon.secrets.sort()).toEqual([secretNameOf(ended.id), secretNameOf(unknown)].sort());
+    expect(soon.failed).toEqual([]);
     expect([...secretsManager.secrets.keys()].sort()).toEqual([secretNameOf(running.id), otherStack].sort());
+    expect(ourFiles(soon.files, ours)).toEqual([]);
+
+    // Just before no build can read it, the running deploy's secret stays; just after, it goes (its end event is what it waits for).
+    expect((await sweepBuildLeftovers(aws, logger, at(SECRET_BOUND_MS - 60_000))).secrets).toEqual([]);
+    const unreadable = await sweepBuildLeftovers(aws, logger, at(SECRET_BOUND_MS + 60_000));
+    expect(unreadable.secrets).toEqual([secretNameOf(running.id)]);
+    expect([...secretsManager.secrets.keys()]).toEqual([otherStack]);
+    expect(ourFiles(unreadable.files, ours)).toEqual([]);
+
+    // Files past the bound go when their deploy ended or is unknown; a running deploy's stay.
+    const late = await sweepBuildLeftovers(aws, logger, at(BOUND_MS + 60_000));
     expect(late.files).toEqual(
       expect.arrayContaining([`${filesOf(ended.siteId, ended.id)}source.zip`, `${filesOf('site-gone', unknown)}source.zip`]),
     );
     expect(await keysUnder(filesOf(ended.siteId, ended.id))).toEqual([]);
     expect(await keysUnder(filesOf('site-gone', unknown))).toEqual([]);
     expect(await keysUnder(filesOf(running.siteId, running.id))).toEqual([`${filesOf(running.siteId, running.id)}source.zip`]);
-    // One page each time, of this project's secrets, the oldest first; never the key's secret, never a value.
-    expect(listCalls()).toEqual([
-      { Filters: [{ Key: 'name', Values: [`cairn/${PROJECT}/builds/`] }], SortOrder: 'asc', MaxResults: 100 },
-      { Filters: [{ Key: 'name', Values: [`cairn/${PROJECT}/builds/`] }], SortOrder: 'asc', MaxResults: 100 },
-    ]);
+    // One page each time (all there is), of this project's secrets, the oldest first; never the key's secret, never a value.
+    const page = { Filters: [{ Key: 'name', Values: [`cairn/${PROJECT}/builds/`] }], SortOrder: 'asc', MaxResults: 100 };
+    expect(listCalls()).toEqual([page, page, page, page, page]);
     expect(keyReads()).toHaveLength(0);
-    expect(deleted().sort()).toEqual(late.secrets);
+    expect(deleted().sort()).toEqual([...soon.secrets, ...unreadable.secrets].sort());
   });
 
-  test('the tick removes what a deploy it ended left, once past the bound; a failing listing is logged and the tick goes on', async () => {
+  test('the tick removes the secret of a deploy it ended at once, its files once past the bound; a failing listing is logged and the tick goes on', async () => {
     const { deploy } = await handedWithSecret();
-    const ending = await runScheduledTick(aws, 10, new Date(Date.now() + 101 * 60_000));
+    const ending = await runScheduledTick(aws, 10, at(101 * 60_000));
     expect(ending.timedOut).toContain(deploy.id);
-    expect(ending.leftovers.secrets).toEqual([]);
-    expect(secretOf(deploy.id)).toBeDefined();
-    const later = await runScheduledTick(aws, 10, new Date(Date.now() + BOUND_MS + 60_000));
-    expect(later.leftovers.secrets).toEqual([secretNameOf(deploy.id)]);
+    expect(ending.leftovers.secrets).toEqual([secretNameOf(deploy.id)]);
     expect(secretOf(deploy.id)).toBeUndefined();
+    expect(await keysUnder(filesOf(deploy.siteId, deploy.id))).not.toEqual([]);
+    const later = await runScheduledTick(aws, 10, at(BOUND_MS + 60_000));
+    expect(later.leftovers.secrets).toEqual([]);
     expect(await keysUnder(filesOf(deploy.siteId, deploy.id))).toEqual([]);
 
     await leftFor('site-gone', newSortableId());
     secretsManager.client.on(ListSecretsCommand).rejects(Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' }));
-    const failing = await runScheduledTick(aws, 10, new Date(Date.now() + BOUND_MS + 60_000));
+    const failing = await runScheduledTick(aws, 10, at(BOUND_MS + 60_000));
     expect(failing.leftovers.secrets).toEqual([]);
     expect(secretsManager.secrets.size).toBe(1);
     // The files' sweep is not held up by the secrets'.
     expect(failing.leftovers.files).toHaveLength(1);
+  });
+
+  test('bounded per tick: at most 50 removals over at most 5 pages; one that fails is reported, not fatal, and does not hide the rest', async () => {
+    const names: string[] = [];
+    for (let i = 0; i < 130; i++) {
+      const deployId = newSortableId();
+      names.push(secretNameOf(deployId));
+      secretsManager.secrets.set(secretNameOf(deployId), {
+        value: '{}',
+        versions: new Map(),
+        created: new Date(Date.now() - (200 - i) * 1000),
+      });
+    }
+    // The oldest fails each time (no permission on it, say).
+    const stuck = names[0]!;
+    secretsManager.client
+      .on(DeleteSecretCommand, { SecretId: stuck })
+      .rejects(Object.assign(new Error('not allowed'), { name: 'AccessDeniedException' }));
+    const first = await sweepBuildLeftovers(aws, logger, at(6 * 60_000));
+    expect(first.failed).toEqual([stuck]);
+    expect(first.secrets).toEqual(names.slice(1, 50));
+    const second = await sweepBuildLeftovers(aws, logger, at(6 * 60_000));
+    expect(second.failed).toEqual([stuck]);
+    expect(second.secrets).toEqual(names.slice(50, 99));
+    const third = await sweepBuildLeftovers(aws, logger, at(6 * 60_000));
+    expect(third.secrets).toEqual(names.slice(99));
+    expect([...secretsManager.secrets.keys()]).toEqual([stuck]);
+    // Each sweep read on past the first page when it had removals left, never more than five pages.
+    expect(listCalls().length).toBeLessThanOrEqual(15);
   });
 });

@@ -1240,6 +1240,140 @@ describe('sites CDN with a sites domain', () => {
   });
 });
 
+// ---------------------------------------------------------------- sign-in and mail
+
+describe('OIDC sign-in and e-mail: settings from context, their secrets in Secrets Manager', () => {
+  const apps: App[] = [];
+  const synth = (context: Record<string, string>) => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [], ...context } });
+    apps.push(app);
+    const s = new CairnStack(app, `CairnSignIn${apps.length}`);
+    return { s, json: Template.fromStack(s).toJSON() };
+  };
+  afterAll(() => {
+    for (const a of apps) fs.rmSync(a.outdir, { recursive: true, force: true });
+  });
+  const SETTINGS = {
+    'cairn:oidcIssuer': 'https://accounts.example.org',
+    'cairn:oidcClientId': 'cairn-web',
+    'cairn:oidcName': 'Example ID',
+    'cairn:mailFrom': 'Cairn <cairn@example.org>',
+  };
+  const EXISTING = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:ops/cairn-settings-Ab12Cd';
+  const logicalId = (s: CairnStack, c: IConstruct) => s.getLogicalId(c.node.defaultChild as CfnElement);
+  const variablesOf = (json: Json, s: CairnStack, f: IFunction) => json.Resources[logicalId(s, f)].Properties.Environment.Variables;
+  /** Every statement of every policy in the template that names `arn` (a string or a Ref to the secret). */
+  const statementsNaming = (json: Json, arn: Json) =>
+    Object.entries(json.Resources as Record<string, Json>)
+      .filter(([, r]) => r.Type === 'AWS::IAM::Policy')
+      .flatMap(([policyId, r]) =>
+        arr<Json>(r.Properties.PolicyDocument.Statement)
+          .filter((st) => JSON.stringify(st.Resource).includes(JSON.stringify(arn)))
+          .map((st) => ({ policyId, roles: r.Properties.Roles, st })),
+      );
+  const roleRefOf = (s: CairnStack, f: IFunction) => ({ Ref: s.getLogicalId(f.role!.node.defaultChild as CfnElement) });
+
+  test('none asked for: no settings secret, no grant, no variable (the template as it was)', () => {
+    expect(ofType('AWS::SecretsManager::Secret').map(([rid]) => rid)).not.toContainEqual(expect.stringMatching(/^SettingsSecret/));
+    const vars = fnResource('graphql').Properties.Environment.Variables;
+    for (const name of [
+      'CAIRN_OIDC_ISSUER',
+      'CAIRN_OIDC_CLIENT_ID',
+      'CAIRN_OIDC_CLIENT_SECRET',
+      'CAIRN_SMTP_URL',
+      'CAIRN_MAIL_FROM',
+      'CAIRN_SETTINGS_SECRET_ARN',
+    ])
+      expect(vars[name]).toBeUndefined();
+    expect(outputs.SettingsSecretArn).toBeUndefined();
+    expect(
+      statements('graphql')
+        .flatMap((st) => arr<string>(st.Action))
+        .filter((a) => a.startsWith('secretsmanager:')),
+    ).toEqual([]);
+    expect(stack.signInSettings).toEqual({});
+  });
+
+  test('asked for: the GraphQL function told the issuer, client id, name and sender, and the ARN of a secret the stack makes empty', () => {
+    const { s, json } = synth(SETTINGS);
+    const secret = s.signInSettings.secret!;
+    const secretId = logicalId(s, secret);
+    expect(json.Resources[secretId].Type).toBe('AWS::SecretsManager::Secret');
+    // The placeholder, no value: the operator puts the secrets in after the deploy; the AWS managed key encrypts it.
+    expect(json.Resources[secretId].Properties.SecretString).toBe('{}');
+    expect(json.Resources[secretId].Properties.KmsKeyId).toBeUndefined();
+    expect(variablesOf(json, s, s.functions.graphql)).toMatchObject({
+      CAIRN_OIDC_ISSUER: 'https://accounts.example.org',
+      CAIRN_OIDC_CLIENT_ID: 'cairn-web',
+      CAIRN_OIDC_NAME: 'Example ID',
+      CAIRN_MAIL_FROM: 'Cairn <cairn@example.org>',
+      CAIRN_SETTINGS_SECRET_ARN: { Ref: secretId },
+    });
+    expect(json.Outputs.SettingsSecretArn.Value).toEqual({ Ref: secretId });
+    expect(json.Outputs.SettingsSecretArn.Description).toMatch(/put-secret-value/);
+    // The other functions are told nothing of it.
+    for (const name of ['s3', 'gateway', 'deployWorker', 'preview'] as const) {
+      const vars = variablesOf(json, s, s.functions[name]);
+      expect(Object.keys(vars).filter((v) => /OIDC|SMTP|MAIL|SETTINGS_SECRET/.test(v))).toEqual([]);
+    }
+  });
+
+  test("the grant: GetSecretValue on exactly that secret, to the GraphQL function's role alone", () => {
+    const { s, json } = synth(SETTINGS);
+    const naming = statementsNaming(json, { Ref: logicalId(s, s.signInSettings.secret!) });
+    expect(naming).toHaveLength(1);
+    expect(naming[0]!.roles).toEqual([roleRefOf(s, s.functions.graphql)]);
+    expect(naming[0]!.st).toEqual({
+      Effect: 'Allow',
+      Action: 'secretsmanager:GetSecretValue',
+      Resource: { Ref: logicalId(s, s.signInSettings.secret!) },
+    });
+  });
+
+  test("an operator's secret by ARN: none made, the grant and the variable on that ARN", () => {
+    const { s, json } = synth({
+      'cairn:oidcIssuer': 'https://id.example.org/realms/x',
+      'cairn:oidcClientId': 'c',
+      'cairn:settingsSecretArn': EXISTING,
+    });
+    expect(s.signInSettings.secret).toBeUndefined();
+    const secrets = Object.values(json.Resources as Record<string, Json>).filter((r) => r.Type === 'AWS::SecretsManager::Secret');
+    expect(secrets).toHaveLength(ofType('AWS::SecretsManager::Secret').length);
+    expect(json.Outputs.SettingsSecretArn).toBeUndefined();
+    expect(variablesOf(json, s, s.functions.graphql).CAIRN_SETTINGS_SECRET_ARN).toBe(EXISTING);
+    const naming = statementsNaming(json, EXISTING);
+    expect(naming.map((n) => [n.roles, n.st.Action])).toEqual([[[roleRefOf(s, s.functions.graphql)], 'secretsmanager:GetSecretValue']]);
+    expect(naming[0]!.st.Resource).toBe(EXISTING);
+  });
+
+  test('no secret value in any environment, output or resource of the template', () => {
+    for (const context of [SETTINGS, { ...SETTINGS, 'cairn:settingsSecretArn': EXISTING }]) {
+      const { json } = synth(context);
+      const text = JSON.stringify(json);
+      expect(text).not.toMatch(/CAIRN_OIDC_CLIENT_SECRET"\s*:|CAIRN_SMTP_URL"\s*:/);
+      expect(text).not.toMatch(/smtps?:\/\/[^"'\s]*@/);
+      for (const r of Object.values(json.Resources as Record<string, Json>)) {
+        const vars = r.Properties?.Environment?.Variables ?? {};
+        expect(Object.keys(vars).filter((v) => v === 'CAIRN_OIDC_CLIENT_SECRET' || v === 'CAIRN_SMTP_URL')).toEqual([]);
+      }
+    }
+  });
+
+  test.each([
+    [{ 'cairn:oidcIssuer': 'https://accounts.example.org' }, /go together/],
+    [{ 'cairn:oidcClientId': 'c' }, /go together/],
+    [{ 'cairn:oidcIssuer': 'http://accounts.example.org', 'cairn:oidcClientId': 'c' }, /https issuer/],
+    [{ 'cairn:oidcName': 'Example' }, /with cairn:oidcIssuer/],
+    [{ 'cairn:mailFrom': 'not an address' }, /cairn:mailFrom/],
+    [
+      { 'cairn:mailFrom': 'a@example.org', 'cairn:settingsSecretArn': 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:ops/cairn' },
+      /complete ARN/,
+    ],
+  ])('%j is refused at synthesis', (context, message) => {
+    expect(() => synth(context)).toThrow(message);
+  });
+});
+
 // ---------------------------------------------------------------- outputs
 
 describe('outputs', () => {

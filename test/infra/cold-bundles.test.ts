@@ -119,6 +119,9 @@ describe('what a bundle loads at start-up', () => {
       expect([pkg, atStart.has(pkg)]).toEqual([pkg, false]);
       expect([pkg, inBundle.has(pkg)]).toEqual([pkg, true]);
     }
+    // Secrets Manager's client, with the first request of a stack that keeps sign-in and mail settings in a secret.
+    expect(atStart).not.toContain('@aws-sdk/client-secrets-manager');
+    expect(inBundle).toContain('@aws-sdk/client-secrets-manager');
   });
 
   test("graphql: the CAR reader and the IPLD codecs (the import endpoint's, deployCid's) come with their first use", () => {
@@ -156,6 +159,19 @@ describe('what a bundle loads at start-up', () => {
     expect(atStart).toContain('@aws-sdk/client-dynamodb');
     for (const client of RARE_CLIENTS) expect(atStart).not.toContain(client);
     expect(atStart).not.toContain('@apollo/server');
+  });
+
+  test("s3: the IPLD codecs (cborg) and ipfs-unixfs-exporter come with the first block or path only they read, not with an object's read", () => {
+    const atStart = packagesIn(s3.meta, s3.atStart);
+    const inBundle = packagesIn(s3.meta, allOutputs(s3));
+    for (const pkg of ['cborg', '@ipld/dag-cbor', '@ipld/dag-json', 'ipfs-unixfs-exporter']) {
+      expect([pkg, atStart.has(pkg)]).toEqual([pkg, false]);
+      expect([pkg, inBundle.has(pkg)]).toEqual([pkg, true]);
+    }
+    // What an object's read needs is there: the path and block readers, which only tell codecs apart (ipld-codecs.ts).
+    expect(atStart).toContain('functions/core/ipfs/paths.ts');
+    expect(atStart).toContain('functions/core/ipfs/ipld-codecs.ts');
+    expect(atStart).not.toContain('functions/core/ipfs/ipld.ts');
   });
 
   test('preview: playwright-core imported when the first browser starts, not with the handler module', () => {

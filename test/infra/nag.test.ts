@@ -34,6 +34,13 @@ const DOMAINS = {
   'cairn:alarmEmail': 'ops@example.com',
 };
 
+// OIDC sign-in and e-mail (lib/sign-in-settings.ts): the stack makes the secret holding their secrets.
+const SIGN_IN = {
+  'cairn:oidcIssuer': 'https://accounts.example.org',
+  'cairn:oidcClientId': 'cairn-web',
+  'cairn:mailFrom': 'cairn@example.org',
+};
+
 const apps: App[] = [];
 afterAll(() => {
   for (const app of apps) fs.rmSync(app.outdir, { recursive: true, force: true });
@@ -57,6 +64,7 @@ describe.each([
   ['without custom domains', {}, undefined],
   ['with custom domains, in us-east-1', DOMAINS, 'us-east-1'],
   ['with custom domains, in eu-west-1', DOMAINS, 'eu-west-1'],
+  ['with OIDC sign-in and e-mail, their secret made by the stack', SIGN_IN, undefined],
 ] as const)('AwsSolutions %s', (_name, context, region) => {
   let made: CairnApp;
   beforeAll(() => {

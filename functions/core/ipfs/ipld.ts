@@ -21,24 +21,10 @@ import { Tokenizer as CborTokenizer, type Token } from 'cborg';
 import { Tokenizer as JsonTokenizer } from 'cborg/json';
 import { CID } from 'multiformats/cid';
 
-export const DAG_CBOR = 0x71;
-export const DAG_JSON = 0x0129;
-export const CBOR = 0x51;
-export const JSON_CODEC = 0x0200;
+import { CODEC_NAMES, DAG_CBOR, isLinkingCodec } from './ipld-codecs.js';
 
-/** The codecs of IPLD data served and stored beside dag-pb and raw. */
-export const isIpldCodec = (code: number): boolean => code === DAG_CBOR || code === DAG_JSON || code === CBOR || code === JSON_CODEC;
-
-/** The codecs whose blocks may link to others, and so are decoded to be walked. */
-export const isLinkingCodec = (code: number): boolean => code === DAG_CBOR || code === DAG_JSON;
-
-/** The multicodec names, as the specs and the HTML page name them. */
-export const CODEC_NAMES: Readonly<Record<number, string>> = {
-  [DAG_CBOR]: 'dag-cbor',
-  [DAG_JSON]: 'dag-json',
-  [CBOR]: 'cbor',
-  [JSON_CODEC]: 'json',
-};
+// The codes and their names live apart, without the codecs, for the callers that only tell codecs apart (ipld-codecs.ts).
+export { CBOR, CODEC_NAMES, DAG_CBOR, DAG_JSON, isIpldCodec, isLinkingCodec, JSON_CODEC } from './ipld-codecs.js';
 
 /**
  * Levels of arrays, maps and tags a block may nest. IPLD documents in use

@@ -14,11 +14,11 @@
  * `blockstore.get`, in path order: the trustless gateway records them so.
  */
 import { murmur3128 } from '@multiformats/murmur3';
-import { exporter, walkPath, type UnixFSEntry } from 'ipfs-unixfs-exporter';
+import type { UnixFSEntry } from 'ipfs-unixfs-exporter';
 import type { Blockstore } from 'interface-blockstore';
 import type { CID } from 'multiformats/cid';
 import { readBlock } from '../storage/dag-walk.js';
-import { decodeIpld, followInNode, isIpldCodec, isLinkingCodec } from './ipld.js';
+import { isIpldCodec, isLinkingCodec } from './ipld-codecs.js';
 import {
   compareBytes,
   decodeUnixfs,
@@ -70,6 +70,15 @@ export function encodePath(segments: readonly string[], trailingSlash = false): 
   if (body === '') return '/';
   return `/${body}${trailingSlash ? '/' : ''}`;
 }
+
+/**
+ * ipfs-unixfs-exporter, loaded with its first use: it serves only the rare
+ * paths (codecs Cairn does not decode, a HAMT of another hash, typing a
+ * listing's children), and it brings the dag-cbor and dag-json codecs
+ * (cborg) with it, which an object's read, on every S3 GET, does not need
+ * (test/infra/cold-bundles.test.ts).
+ */
+const unixfsExporter = () => import('ipfs-unixfs-exporter');
 
 /** A dag-pb node that holds no UnixFS data, where UnixFS is read (the exporter's error of that name). */
 export class NotUnixFSError extends Error {
@@ -147,7 +156,7 @@ export async function readEntry(blockstore: Blockstore, cid: CID, signal?: Abort
     const bytes = await blockOf(blockstore, cid, signal);
     return { cid, type: 'object', size: BigInt(bytes.byteLength), bytes };
   }
-  const entry = await exporter(cid, blockstore, { signal });
+  const entry = await (await unixfsExporter()).exporter(cid, blockstore, { signal });
   return { cid, type: entry.type, size: entry.size };
 }
 
@@ -323,6 +332,8 @@ async function ipldWalk(
   roots: CID[],
   signal?: AbortSignal,
 ): Promise<Resolved | undefined> {
+  // The codecs are loaded with the first such block (ipld-codecs.ts says why).
+  const { decodeIpld, followInNode } = await import('./ipld.js');
   let cid = from;
   let at = 0;
   let bare = 0;
@@ -363,6 +374,7 @@ async function exporterWalk(
   if (segments.some((s) => s.includes('\\'))) return undefined;
   let last: { cid: CID; roots: CID[] } | undefined;
   try {
+    const { walkPath } = await unixfsExporter();
     for await (const step of walkPath([from.toString(), ...segments].join('/'), blockstore, { signal })) last = step;
   } catch (err) {
     if (isPathMissing(err)) return undefined;
@@ -406,6 +418,7 @@ export async function listDirectory(blockstore: Blockstore, entry: PathEntry, si
   const out: ListedEntry[] = [];
   for (let i = 0; i < links.length; i += LISTING_PARALLEL) {
     const batch = links.slice(i, i + LISTING_PARALLEL);
+    const { exporter } = await unixfsExporter();
     const entries = await Promise.all(batch.map((l) => exporter(l.cid, blockstore, { signal })));
     entries.forEach((e, j) => out.push({ name: batch[j]!.name, cid: batch[j]!.cid, type: e.type, size: e.size }));
   }

@@ -35,7 +35,7 @@ import { decode as decodeDagPb } from '@ipld/dag-pb';
 import type { Blockstore } from 'interface-blockstore';
 import { CID } from 'multiformats/cid';
 import { workSlices } from '../work-slices.js';
-import { decodeIpld, IpldBlockError, isIpldCodec, isLinkingCodec, linksIn } from '../ipfs/ipld.js';
+import { isIpldCodec, isLinkingCodec } from '../ipfs/ipld-codecs.js';
 
 const READ_AHEAD = 4;
 
@@ -193,6 +193,8 @@ async function linksOf(blockstore: Blockstore, cid: CID, signal?: AbortSignal): 
   try {
     if (isIpldCodec(cid.code) && !isLinkingCodec(cid.code)) return (await blockstore.has(cid, { signal })) ? Links.none : 'missing';
     if (isLinkingCodec(cid.code)) {
+      // The codecs are loaded with the first such block (ipfs/ipld-codecs.ts says why).
+      const { decodeIpld, IpldBlockError, linksIn } = await import('../ipfs/ipld.js');
       const bytes = await readAll(blockstore, cid, signal);
       try {
         return Links.of(linksIn(decodeIpld(cid.code, bytes)));
