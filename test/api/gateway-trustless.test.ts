@@ -47,8 +47,11 @@ const HAMT_NAMES = Array.from({ length: 300 }, (_, i) => `entry-${String(i).padS
 /** A 1 MiB object uploaded through S3 (as Kubo adds it: CIDv0, four dag-pb leaves). */
 const OBJECT = randomBytes(1024 * 1024 + 5000);
 let object: CID;
-/** A file whose second leaf is deleted from the blockstore after import. */
+/** A file (DAMAGED) whose second leaf is deleted from the blockstore after import. */
 let damaged: CID;
+const DAMAGED = randomBytes(3 * CHUNK);
+/** gateway-conformance's symlink.car: a directory of `foo` ("content\n") and `bar`, a symlink to foo. */
+let symlinks: CID;
 /**
  * gateway-conformance's dir-with-duplicate-files.car (test/fixtures/gateway-conformance):
  * ascii-copy.txt and ascii.txt are one block, hello.txt, and multiblock.txt of five leaves.
@@ -96,12 +99,17 @@ beforeAll(async () => {
   file = await cidAt(tree, 'sub/file.bin');
   zeros = await cidAt(tree, 'zeros.bin');
   hamt = await importFiles('hamt', Object.fromEntries(HAMT_NAMES.map((n, i) => [n, `entry ${i}\n`])), 1);
-  damaged = await cidAt(await importFiles('damaged', { 'f.bin': randomBytes(3 * CHUNK) }), 'f.bin');
+  damaged = await cidAt(await importFiles('damaged', { 'f.bin': DAMAGED }), 'f.bin');
   const fixture = await CarBlockIterator.fromBytes(
     await readFile(join(dirname(fileURLToPath(import.meta.url)), '../fixtures/gateway-conformance/dir-with-duplicate-files.car')),
   );
   duplicates = (await fixture.getRoots())[0]!;
   for await (const { cid, bytes } of fixture) await (await blockstore()).put(cid, bytes);
+  const links = await CarBlockIterator.fromBytes(
+    await readFile(join(dirname(fileURLToPath(import.meta.url)), '../fixtures/gateway-conformance/symlink.car')),
+  );
+  symlinks = (await links.getRoots())[0]!;
+  for await (const { cid, bytes } of links) await (await blockstore()).put(cid, bytes);
   const leaves = (await dagOf(damaged)).slice(1);
   expect(leaves).toHaveLength(3);
   await (await blockstore()).delete(leaves[1]!);
@@ -716,6 +724,46 @@ localDescribe.each(doorsFor(doors))('trustless gateway formats through the $name
     expect(headRaw.headers.get('content-length')).toBe(String((await readBlock(await blockstore(), object)).length));
     expect(headRaw.headers.get('etag')).toBe(`"${object}.raw"`);
     expect((await headRaw.arrayBuffer()).byteLength).toBe(0);
+  });
+
+  // gateway-conformance TestGatewayUnixFSFileRanges and TestTrustlessCarEntityBytes: "GET Range of file succeeds even if
+  // the gateway is missing a block AFTER (BEFORE) the requested range", and the same for entity-bytes.
+  test('a range or entity-bytes of a file is answered whole when a block outside it is missing; files say Accept-Ranges: bytes', async () => {
+    // The file's root and its first and last leaves (the middle one is gone, so a walk would stop there).
+    const leaves = dagPb.decode(await readBlock(await blockstore(), damaged)).Links.map((l) => l.Hash);
+    const [root, first, last] = [damaged, leaves[0]!, leaves[2]!];
+    for (const [range, from, to] of [
+      ['bytes=0-99', 0, 100],
+      [`bytes=${2 * CHUNK + 10}-${2 * CHUNK + 109}`, 2 * CHUNK + 10, 2 * CHUNK + 110],
+      ['bytes=-100', 3 * CHUNK - 100, 3 * CHUNK],
+    ] as const) {
+      const res = await get(`/ipfs/${damaged}`, { headers: { range } });
+      expect([range, res.status]).toEqual([range, 206]);
+      expect(res.headers.get('content-range')).toBe(`bytes ${from}-${to - 1}/${3 * CHUNK}`);
+      expect(Buffer.from(await res.arrayBuffer()).equals(DAMAGED.subarray(from, to))).toBe(true);
+    }
+    expect((await car(`/ipfs/${damaged}?format=car&entity-bytes=0:99`)).blocks.map((b) => b.cid.toString())).toEqual(
+      [root, first].map(String),
+    );
+    expect((await car(`/ipfs/${damaged}?format=car&entity-bytes=-100:*`)).blocks.map((b) => b.cid.toString())).toEqual(
+      [root, last].map(String),
+    );
+    // Path gateway spec, Accept-Ranges: "Returned to indicate that the gateway supports partial requests for UnixFS files" (conformance: "bytes").
+    const file = await get(`/ipfs/${object}`, { method: 'HEAD' });
+    expect(file.headers.get('accept-ranges')).toBe('bytes');
+  });
+
+  // gateway-conformance TestGatewaySymlink: a UnixFS symlink is served as its own bytes (its target), never followed.
+  test('a symlink is listed with its directory and served as its target text', async () => {
+    const listing = await get(`/ipfs/${symlinks}/`);
+    const html = await listing.text();
+    expect(html).toContain('>foo<');
+    expect(html).toContain('>bar<');
+    const link = await get(`/ipfs/${symlinks}/bar`);
+    expect(link.status).toBe(200);
+    expect(await link.text()).toBe('foo');
+    const raw = await get(`/ipfs/${symlinks}?format=raw`);
+    expect(Buffer.from(await raw.arrayBuffer()).equals(Buffer.from(await readBlock(await blockstore(), symlinks)))).toBe(true);
   });
 
   test('a block missing mid-DAG cuts the CAR off: the client never gets a complete 200', async () => {
