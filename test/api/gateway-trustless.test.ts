@@ -762,6 +762,16 @@ localDescribe.each(doorsFor(doors))('trustless gateway formats through the $name
     expect(file.headers.get('accept-ranges')).toBe('bytes');
   });
 
+  // gateway-conformance TestPathGatewayMiscellaneous: "GET for /ipfs/ file whose filename contains percentage-encoded
+  // characters works": a path is percent-decoded once, and `+` stays a plus (it is no query string).
+  test('a name holding %2C, + and = is reached by its path percent-encoded once', async () => {
+    const name = 'Portugal%2C+España=Peninsula Ibérica.txt';
+    const dir = await importFiles('percent', { [name]: 'hello from a percent encoded filename\n' });
+    const res = await get(`/ipfs/${dir}/Portugal%252C+Espa%C3%B1a=Peninsula%20Ib%C3%A9rica.txt`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('hello from a percent encoded filename\n');
+  });
+
   // gateway-conformance TestGatewaySymlink: a UnixFS symlink is served as its own bytes (its target), never followed.
   test('a symlink is listed with its directory and served as its target text', async () => {
     const listing = await get(`/ipfs/${symlinks}/`);
