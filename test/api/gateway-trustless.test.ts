@@ -19,6 +19,7 @@ import { MemoryBlockstore } from 'blockstore-core/memory';
 import { exporter, walkPath } from 'ipfs-unixfs-exporter';
 import { UnixFS } from 'ipfs-unixfs';
 import { CID } from 'multiformats/cid';
+import { identity } from 'multiformats/hashes/identity';
 import { sha256 } from 'multiformats/hashes/sha2';
 import { apiTarget, localDescribe, type ApiTarget } from '../support/api-target.js';
 import { lambdaFetch } from '../support/lambda-door.js';
@@ -760,6 +761,19 @@ localDescribe.each(doorsFor(doors))('trustless gateway formats through the $name
     // Path gateway spec, Accept-Ranges: "Returned to indicate that the gateway supports partial requests for UnixFS files" (conformance: "bytes").
     const file = await get(`/ipfs/${object}`, { method: 'HEAD' });
     expect(file.headers.get('accept-ranges')).toBe('bytes');
+  });
+
+  // boxo's TestEmptyIdentityCIDProbeShortCircuit: clients probe a gateway with the empty identity CID (bafkqaaa) as a
+  // raw block, and expect a 200 with an empty body. An identity CID holds its block, so any other is served too.
+  test('the empty identity CID, the probe clients send, is an empty raw block; an identity CID is its digest', async () => {
+    for (const method of ['GET', 'HEAD']) {
+      const res = await get('/ipfs/bafkqaaa?format=raw', { method, headers: { accept: 'application/vnd.ipld.raw' } });
+      expect([method, res.status, res.headers.get('content-type')]).toEqual([method, 200, 'application/vnd.ipld.raw']);
+      expect((await res.arrayBuffer()).byteLength).toBe(0);
+    }
+    const inline = CID.createV1(0x55, identity.digest(new TextEncoder().encode('not empty')));
+    const res = await get(`/ipfs/${inline}?format=raw`);
+    expect([res.status, await res.text()]).toEqual([200, 'not empty']);
   });
 
   // gateway-conformance TestPathGatewayMiscellaneous: "GET for /ipfs/ file whose filename contains percentage-encoded
