@@ -20,6 +20,7 @@ const LONG_SUITES = [
   'test/system/graphql-memory.test.ts',
   'test/system/smoke.test.ts',
   'test/api/bounded-work.test.ts',
+  'test/api/gateway-car-limits.test.ts',
   'test/clients/s3-clients-cli.test.ts',
   'test/clients/s3-clients-python.test.ts',
   'test/clients/s3-clients-rclone-s3cmd.test.ts',

@@ -26,6 +26,21 @@ export interface S3Endpoint {
   readonly api: StreamingRestApi;
 }
 
+/**
+ * The S3 function's CAIRN_S3_MIN_PART_SIZE from the `cairn:s3MinPartSize`
+ * context value, or none (the function's default: 4 MiB here, the REST
+ * API's largest body). A stack that the tiny-part S3 suites run against
+ * takes `0` (docs/testing.md). Checked at synthesis in the config's own
+ * form, since the function would refuse to start on a bad one.
+ */
+function minPartSizeOf(stack: Stack): Record<string, string> {
+  const value: unknown = stack.node.tryGetContext('cairn:s3MinPartSize');
+  if (value === undefined || value === null || value === '') return {};
+  if (!/^(0+|0*[1-9]\d*\s*(|b|k|kib|m|mib|g|gib))$/i.test(String(value)))
+    throw new Error(`cairn:s3MinPartSize must be a size such as 0, 64KiB or a number of bytes, got ${JSON.stringify(value)}`);
+  return { CAIRN_S3_MIN_PART_SIZE: String(value) };
+}
+
 export function addS3Endpoint(stack: Stack, props: S3EndpointProps): S3Endpoint {
   const { tables, blockBucket, secretsKey } = props.data;
   // A GET streams for as long as the function runs (lib/storage-api.ts).
@@ -37,7 +52,7 @@ export function addS3Endpoint(stack: Stack, props: S3EndpointProps): S3Endpoint 
     memorySize: 1024,
     timeout,
     // What one request through the REST API can carry to Lambda (lib/storage-api.ts).
-    environment: { ...props.environment, CAIRN_MAX_REQUEST_BODY: String(REST_MAX_REQUEST_BODY) },
+    environment: { ...props.environment, CAIRN_MAX_REQUEST_BODY: String(REST_MAX_REQUEST_BODY), ...minPartSizeOf(stack) },
   }).function;
 
   tables.accounts.grantReadWriteData(s3);

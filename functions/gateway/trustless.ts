@@ -44,10 +44,22 @@ const CAR_CHOICES: Record<string, readonly string[]> = { version: ['1'], order: 
  * The most blocks a `dups=y` CAR repeats. A few blocks linked many times
  * over make a walk of repeats exponentially longer than the DAG (a node
  * linking one child 174 times, ten levels deep); past this many the stream
- * ends, cut short, as for a missing block. A million repeated 256 KiB leaves
- * are 244 GiB.
+ * ends, cut short, as for a missing block: the 200 and its headers are
+ * gone by then, and the trustless gateway spec has a gateway that cannot
+ * finish a CAR "terminate the stream (potentially with an incomplete
+ * CAR)", which clients "MUST verify" and treat "as retrieval failures".
+ * The body never ends cleanly (the connection is cut, or the Lambda
+ * stream ends in an error), so no client takes it for the whole DAG; it
+ * can ask again with `dups=n`. A million repeated 256 KiB leaves are
+ * 244 GiB. Identity blocks count (the walk meets them) though no CAR
+ * holds them.
  */
-const MAX_REPEATED_BLOCKS = 1_000_000;
+export const MAX_REPEATED_BLOCKS = 1_000_000;
+
+/** A `dups=y` CAR past MAX_REPEATED_BLOCKS: the request's own size, not a fault of the gateway. */
+class RepeatLimitError extends Error {
+  override name = 'RepeatLimitError';
+}
 /** Gateway response types of the specs this gateway does not produce: asked for alone, a 406. */
 const UNSERVED_TYPES = new Set(['application/x-tar', 'application/vnd.ipfs.ipns-record']);
 /**
@@ -457,14 +469,21 @@ async function* withBytes(
   signal: AbortSignal,
 ): AsyncGenerator<{ cid: CID; bytes: Uint8Array }> {
   const pending: Array<{ cid: CID; bytes: Promise<Uint8Array> }> = [];
-  for await (const cid of cids) {
-    const bytes = readBlock(blockstore, cid, signal);
-    bytes.catch(() => {}); // awaited in order below; an early failure must not be unhandled
-    pending.push({ cid, bytes });
-    if (pending.length >= READ_AHEAD) {
-      const head = pending.shift()!;
-      yield { cid: head.cid, bytes: await head.bytes };
+  try {
+    for await (const cid of cids) {
+      const bytes = readBlock(blockstore, cid, signal);
+      bytes.catch(() => {}); // awaited in order below; an early failure must not be unhandled
+      pending.push({ cid, bytes });
+      if (pending.length >= READ_AHEAD) {
+        const head = pending.shift()!;
+        yield { cid: head.cid, bytes: await head.bytes };
+      }
     }
+  } catch (err) {
+    // The walk failed (a missing block, the dups=y limit): what it gave before still goes out, so a cut CAR
+    // holds every block up to the cut.
+    if (!signal.aborted) for (const head of pending) yield { cid: head.cid, bytes: await head.bytes };
+    throw err;
   }
   for (const head of pending) yield { cid: head.cid, bytes: await head.bytes };
 }
@@ -600,7 +619,9 @@ async function serveCar(
   const onRepeat = dups
     ? (again: CID) => {
         if (++repeated > MAX_REPEATED_BLOCKS)
-          throw new Error(`more than ${MAX_REPEATED_BLOCKS} repeated blocks under ${terminal} (at ${again}): the CAR is cut short`);
+          throw new RepeatLimitError(
+            `more than ${MAX_REPEATED_BLOCKS} repeated blocks under ${terminal} (at ${again}): the CAR is cut short`,
+          );
       }
     : undefined;
   const walk = { duplicates: dups, onRepeat };
@@ -622,7 +643,10 @@ async function serveCar(
     (signal) => carBlocks(path.reads, scoped(signal)),
     node.blockstore,
     req.signal,
-    (err) => logger.error('CAR stream cut short', { err, path: req.rawPath, query: req.rawQuery }),
+    (err) =>
+      err instanceof RepeatLimitError
+        ? logger.warn('CAR stream cut short at the dups=y limit', { message: err.message, path: req.rawPath })
+        : logger.error('CAR stream cut short', { err, path: req.rawPath, query: req.rawQuery }),
   );
   return new Response(body, { status: 200, headers: answer });
 }

@@ -215,6 +215,8 @@ describe.each(doorsFor(s3Doors(() => target)))('listings through the $name', (do
   });
 
   test('ListObjects (v1) sends its Prefix back as asked, encoding-type=url or not: clients decode every field but that one', async () => {
+    // S3 API reference, ListObjects (https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjects.html), response
+    // Prefix: "Keys that begin with the indicated prefix": the one asked for, which the client compares with its own.
     // ceph/s3-tests' test_bucket_list_prefix_unreadable asks for '\n' and wants '\n' (botocore decodes v1's
     // Delimiter, Marker, NextMarker, keys and common prefixes, not Prefix); this SDK trims a lone '\n'.
     for (const prefix of ['a\nb', 'quux ab/']) {
@@ -448,6 +450,10 @@ describe.each(doorsFor(s3Doors(() => target)))('a retried CompleteMultipartUploa
     const [first, second, last] = [randomBytes(40_000), randomBytes(40_000), randomBytes(500)];
     const put = async (PartNumber: number, Body: Buffer) =>
       (await s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber, Body }))).ETag!;
+    // S3 API reference, CompleteMultipartUpload (https://docs.aws.amazon.com/AmazonS3/latest/API/API_CompleteMultipartUpload.html):
+    // "Amazon S3 concatenates all the parts in ascending order by part number"; a part uploaded again replaces the
+    // earlier copy ("If you upload a new part using the same part number that was used with a previous part, the
+    // previously uploaded part is overwritten": API_UploadPart.html), so the copy stored last is the part.
     const [a, b, c] = [await put(1, first), await put(1, second), await put(2, last)];
     const complete = (Parts: CompletedPart[]) =>
       s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId, MultipartUpload: { Parts } }));

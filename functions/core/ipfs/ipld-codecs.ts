@@ -4,7 +4,8 @@
  * both codecs). Telling a block's codec from its CID is on the path of
  * every object read and copy; decoding a dag-cbor or dag-json block is
  * rare, so the modules that only tell codecs apart on their common path
- * (core/ipfs/paths.ts, core/storage/dag-walk.ts) import this, and ipld.ts
+ * (core/ipfs/paths.ts, core/storage/dag-walk.ts) import this (with
+ * multihashOffset, which the walk reads its links' block keys with), and ipld.ts
  * only where such a block is met: the S3 function's start-up then carries
  * no CBOR or JSON codec (test/infra/cold-bundles.test.ts).
  */
@@ -27,3 +28,35 @@ export const CODEC_NAMES: Readonly<Record<number, string>> = {
   [CBOR]: 'cbor',
   [JSON_CODEC]: 'json',
 };
+
+/**
+ * An unsigned varint at `at` in `bytes`: its value and where the next field
+ * starts, or undefined when it is cut short or longer than a safe integer.
+ */
+function varint(bytes: Uint8Array, at: number): { value: number; next: number } | undefined {
+  let value = 0;
+  for (let i = at, shift = 1; i < bytes.length && i - at < 7; i++, shift *= 128) {
+    value += (bytes[i]! & 0x7f) * shift;
+    if (bytes[i]! < 0x80) return { value, next: i + 1 };
+  }
+  return undefined;
+}
+
+/**
+ * Where a CID's multihash starts in its binary form (0 for a CIDv0, which
+ * is a bare sha2-256 multihash), or undefined for bytes that are not one
+ * whole CID: the checks CID.decode makes of the bytes, without building one.
+ */
+export function multihashOffset(bytes: Uint8Array): number | undefined {
+  let start = 0;
+  if (!(bytes.length === 34 && bytes[0] === 0x12 && bytes[1] === 0x20)) {
+    const version = varint(bytes, 0);
+    if (version?.value !== 1) return undefined;
+    const codec = varint(bytes, version.next);
+    if (!codec) return undefined;
+    start = codec.next;
+  }
+  const code = varint(bytes, start);
+  const length = code && varint(bytes, code.next);
+  return length && length.next + length.value === bytes.length ? start : undefined;
+}

@@ -12,8 +12,11 @@
  * its data (dag-pb's canonical order, which decoders enforce), so a block
  * that starts with the Data field (0x0a) has none: with a PrefixReader such
  * a leaf is checked by reading its first byte instead of all 256 KiB.
- * A dag-cbor or dag-json block (an imported IPLD DAG) is decoded within
- * ipld.ts's bounds for its links; plain cbor and json blocks have none.
+ * A dag-cbor or dag-json block (an imported IPLD DAG) is scanned for its
+ * links within ipld.ts's bounds: one pass over its tokens that builds no
+ * value and no CID, and gives the event loop turns (scanLinks); a link
+ * becomes a CID only when the walk visits it. Plain cbor and json blocks
+ * have none.
  *
  * The walk is a loop over an explicit stack of levels, so its work is linear
  * in blocks and links whatever the DAG's shape. (It was a generator per
@@ -35,7 +38,7 @@ import { decode as decodeDagPb } from '@ipld/dag-pb';
 import type { Blockstore } from 'interface-blockstore';
 import { CID } from 'multiformats/cid';
 import { workSlices } from '../work-slices.js';
-import { isIpldCodec, isLinkingCodec } from '../ipfs/ipld-codecs.js';
+import { isIpldCodec, isLinkingCodec, multihashOffset } from '../ipfs/ipld-codecs.js';
 
 const READ_AHEAD = 4;
 
@@ -169,11 +172,16 @@ class Links {
   ) {}
 
   static of(cids: CID[]): Links {
-    if (!cids.length) return Links.none;
-    const ends = new Uint32Array(cids.length + 1);
-    for (let i = 0; i < cids.length; i++) ends[i + 1] = ends[i]! + cids[i]!.bytes.length;
-    const bytes = new Uint8Array(ends[cids.length]!);
-    for (let i = 0; i < cids.length; i++) bytes.set(cids[i]!.bytes, ends[i]!);
+    return Links.ofBytes(cids.map((cid) => cid.bytes));
+  }
+
+  /** Links from their CIDs' bytes, each one whole CID (scanLinks checks them), copied into one buffer. */
+  static ofBytes(links: Uint8Array[]): Links {
+    if (!links.length) return Links.none;
+    const ends = new Uint32Array(links.length + 1);
+    for (let i = 0; i < links.length; i++) ends[i + 1] = ends[i]! + links[i]!.length;
+    const bytes = new Uint8Array(ends[links.length]!);
+    for (let i = 0; i < links.length; i++) bytes.set(links[i]!, ends[i]!);
     return new Links(bytes, ends);
   }
 
@@ -183,6 +191,13 @@ class Links {
 
   at(i: number): CID {
     return CID.decode(this.bytes.subarray(this.ends[i]!, this.ends[i + 1]!));
+  }
+
+  /** blockKey of the i-th link, read from its bytes without building its CID (most links of a large block are not visited). */
+  keyAt(i: number): string {
+    const link = this.bytes.subarray(this.ends[i]!, this.ends[i + 1]!);
+    const start = multihashOffset(link) ?? 0;
+    return Buffer.from(link.buffer, link.byteOffset + start, link.length - start).toString('base64');
   }
 }
 
@@ -194,10 +209,10 @@ async function linksOf(blockstore: Blockstore, cid: CID, signal?: AbortSignal): 
     if (isIpldCodec(cid.code) && !isLinkingCodec(cid.code)) return (await blockstore.has(cid, { signal })) ? Links.none : 'missing';
     if (isLinkingCodec(cid.code)) {
       // The codecs are loaded with the first such block (ipfs/ipld-codecs.ts says why).
-      const { decodeIpld, IpldBlockError, linksIn } = await import('../ipfs/ipld.js');
+      const { IpldBlockError, scanLinks } = await import('../ipfs/ipld.js');
       const bytes = await readAll(blockstore, cid, signal);
       try {
-        return Links.of(linksIn(decodeIpld(cid.code, bytes)));
+        return Links.ofBytes(await scanLinks(cid.code, bytes, signal));
       } catch (err) {
         if (err instanceof IpldBlockError) return { undecodable: err.message };
         throw err;
@@ -265,7 +280,7 @@ export async function* walkDag(blockstore: Blockstore, root: CID, options: WalkO
       const found = links as Links;
       const children: number[] = [];
       for (let i = 0; i < found.length; i++) {
-        const key = blockKey(found.at(i));
+        const key = found.keyAt(i);
         if (seen.has(key)) {
           if (!options.duplicates) continue;
           options.onRepeat?.(found.at(i));
@@ -273,6 +288,14 @@ export async function* walkDag(blockstore: Blockstore, root: CID, options: WalkO
           seen.add(key);
         }
         children.push(i);
+        // A block of 50,000 links is a long loop of its own.
+        if (i % 256 === 255) {
+          const paused = pause();
+          if (paused) {
+            await paused;
+            signal?.throwIfAborted();
+          }
+        }
       }
       if (limits) {
         linksRead += found.length;
