@@ -60,7 +60,7 @@ const SECONDS = {
   'test/api/sites.test.ts': 26,
   'test/system/graphql-memory.test.ts': 25,
   'test/api/graphql-api.test.ts': 25,
-  'test/web-app/invitation-browser.test.ts': 25,
+  'test/web-app/invitation-browser.test.ts': 35,
   'test/web-app/passkey-browser.test.ts': 52,
   'test/cli/deploy-dir.test.ts': 24,
   'test/api/password-reset.test.ts': 24,
