@@ -157,10 +157,13 @@ export async function handleAuth(services: AuthServices & Pick<Services, 'teams'
         teamsOf(services, current.session.accountId),
       ]);
       if (!account) return refuse(401, NO_SESSION);
+      // Whether the person knows a password (an account made through a provider has none until a reset link sets one).
+      const identity = email ? await services.people.byEmail(email) : undefined;
       return json(200, {
         ok: true,
         account: { id: account.id, name: account.name, defaultTeamId: account.defaultTeamId },
         email: email ?? null,
+        passwordSet: Boolean(identity && !identity.passwordUnknown),
         session: sessionView(current.session),
         csrfToken: csrfTokenFor(current.secret),
         teams,

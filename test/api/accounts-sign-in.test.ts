@@ -333,6 +333,7 @@ describe.each(live.doors)('people and sessions through the $name', (door) => {
     expect(sessionBody).toMatchObject({
       ok: true,
       email: who.email.toLowerCase(),
+      passwordSet: true,
       csrfToken: b.body.csrfToken,
       session: { id: b.body.session.id },
     });

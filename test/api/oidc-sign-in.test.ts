@@ -11,6 +11,7 @@
  * e-mail that already has a password account (not taken over).
  */
 import { newAccessKeyId, newApiToken, newSecretAccessKey } from '../../functions/core/ids.js';
+import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { hashPassword } from '../../functions/core/auth/passwords.js';
 import { oidcIdentity } from '../../functions/core/data/oidc-identities.js';
 import type { Door } from '../support/graphql.js';
@@ -129,6 +130,17 @@ describe.each(live.doors)('OpenID Connect sign-in through the $name', (door: Doo
     expect((await oidcIdentity(service.services.db, provider.issuer, login))?.accountId).toBe(accountId);
     expect((await service.services.teams.listByAccount(accountId)).map((m) => m.teamId)).toContain(team.defaultTeamId);
     expect((await service.services.people.byEmail(email))?.accountId).toBe(accountId);
+    // Its password is one nobody knows: the session says so (Settings offers a link to set one, not a change).
+    const session = await door.fetch(`${base}/auth/session`, { headers: { cookie: done.session! } });
+    expect(((await session.json()) as { passwordSet: boolean }).passwordSet).toBe(false);
+    // A reset link's new password is one its person knows.
+    const identity = (await service.services.people.byEmail(email))!;
+    expect(identity.passwordUnknown).toBe(true);
+    await service.services.db.doc.send(
+      new TransactWriteCommand({ TransactItems: [service.services.people.hashChange(identity, await hashPassword(PASSWORD))] }),
+    );
+    const after = await door.fetch(`${base}/auth/session`, { headers: { cookie: done.session! } });
+    expect(((await after.json()) as { passwordSet: boolean }).passwordSet).toBe(true);
 
     // Again: the same account, no invitation needed; the subject, not the e-mail, finds it.
     provider.people.set(login, { email: `changed-${email}`, email_verified: true });

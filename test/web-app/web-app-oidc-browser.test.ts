@@ -91,8 +91,13 @@ test('"Sign in with Test ID": the provider sends the browser back signed in, to 
   // The session is the HttpOnly cookie, as with a password; the page holds no credential.
   expect(await page.evaluate(() => document.cookie)).toBe('');
   const session = (await page.evaluate(async () => (await fetch('/auth/session')).json())) as { ok: boolean; email: string };
-  expect(session).toMatchObject({ ok: true, email: 'grace@example.org' });
+  expect(session).toMatchObject({ ok: true, email: 'grace@example.org', passwordSet: false });
   await shot('signed-in');
+  // No password to change in Settings: the account has none its person knows; a link sets one.
+  await page.goto(`${origin}/#/settings`);
+  await page.getByRole('button', { name: 'Send me a link to set a password' }).waitFor();
+  expect(await page.getByLabel('Current password').count()).toBe(0);
+  await shot('settings-no-password');
   await page.getByRole('banner').getByRole('button', { name: 'Sign out', exact: true }).click();
   await page.getByLabel('E-mail').waitFor();
 });

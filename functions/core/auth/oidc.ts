@@ -206,7 +206,7 @@ export async function signInWithIdentity(
       const { account } = await services.accounts.createAccount({
         name,
         alsoPut: ({ accountId, createdAt }) => [
-          ...personItems({ accountId, email, passwordHash, createdAt }),
+          ...personItems({ accountId, email, passwordHash, createdAt, passwordUnknown: true }),
           oidcIdentityItem({ accountId, issuer: identity.issuer, sub: identity.sub, email, createdAt }),
         ],
         alsoWrite: opened ? ({ accountId, createdAt }) => joinWrites(services, opened, { id: accountId, name }, createdAt) : undefined,

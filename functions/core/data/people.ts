@@ -23,6 +23,11 @@ export interface PersonIdentity {
   email: string;
   passwordHash: string;
   createdAt: string;
+  /**
+   * The hash is of a password nobody knows (an account made by signing in
+   * with an OpenID Connect provider); a reset link's new password clears it.
+   */
+  passwordUnknown?: boolean;
 }
 
 /** The longest e-mail address SMTP carries (RFC 5321's 254-character path, less its brackets). */
@@ -89,8 +94,14 @@ export class PersonStore {
       new GetCommand({ TableName: this.table, Key: { pk: `PERSON#${normaliseEmail(email)}`, sk: 'PERSON' }, ConsistentRead: true }),
     );
     if (!out.Item) return undefined;
-    const { accountId, email: stored, passwordHash, createdAt } = out.Item;
-    return { accountId, email: stored, passwordHash, createdAt } as PersonIdentity;
+    const { accountId, email: stored, passwordHash, createdAt, passwordUnknown } = out.Item;
+    return {
+      accountId,
+      email: stored,
+      passwordHash,
+      createdAt,
+      ...(passwordUnknown === true ? { passwordUnknown } : {}),
+    } as PersonIdentity;
   }
 
   /** The e-mail an account signs in with, or undefined for an account that has none (made by the operator, with keys only). */
@@ -107,7 +118,8 @@ export class PersonStore {
       Update: {
         TableName: this.table,
         Key: { pk: `PERSON#${identity.email}`, sk: 'PERSON' },
-        UpdateExpression: 'SET passwordHash = :new',
+        // A password set by a reset link is one its person knows.
+        UpdateExpression: 'SET passwordHash = :new REMOVE passwordUnknown',
         ConditionExpression: 'passwordHash = :old',
         ExpressionAttributeValues: { ':new': passwordHash, ':old': identity.passwordHash },
       },

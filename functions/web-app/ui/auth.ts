@@ -22,6 +22,8 @@ export interface SessionTeam {
 export interface PersonSession {
   account: { id: string; name: string; defaultTeamId: string };
   email: string | null;
+  /** Whether the person has a password they know (not one who signed up through a provider and set none). */
+  passwordSet: boolean;
   session: { id: string; createdAt: string; lastSeenAt: string; expiresAt: string };
   csrfToken: string;
   teams: SessionTeam[];
@@ -196,6 +198,12 @@ export async function signOut(csrfToken: string, everywhere = false): Promise<vo
 export async function changePassword(csrfToken: string, currentPassword: string, newPassword: string): Promise<number> {
   const answer = await call('POST', '/auth/password', { currentPassword, newPassword }, csrfToken);
   return typeof answer.ended === 'number' ? answer.ended : 0;
+}
+
+/** Asks for a link to set a new password, mailed to `email`: the service's words on what happens next. */
+export async function requestPasswordLink(email: string): Promise<string> {
+  const answer = await call('POST', '/auth/password-reset/request', { email });
+  return typeof answer.message === 'string' ? answer.message : 'A link is on its way.';
 }
 
 /** Starts a sign-in with the service's OpenID Connect provider (with an invitation's token, to sign up by it): the provider's page to go to. */

@@ -16,6 +16,7 @@ import { useApp } from '../app-context.js';
 import {
   AuthError,
   changePassword,
+  requestPasswordLink,
   listPasskeys,
   passkeysSupported,
   registerPasskey,
@@ -72,7 +73,8 @@ export function Settings() {
               </div>
             </dl>
           </section>
-          {person ? <PasswordSection csrfToken={person.csrfToken} onChanged={reload} /> : null}
+          {person?.passwordSet ? <PasswordSection csrfToken={person.csrfToken} onChanged={reload} /> : null}
+          {person && !person.passwordSet && person.email ? <NoPasswordSection email={person.email} /> : null}
           {person ? <PasskeysSection csrfToken={person.csrfToken} offered={config.passkeys} /> : null}
           <Sessions sessions={data.data.getSessions} onChanged={reload} />
           <section className="stack" aria-labelledby="api-title">
@@ -96,6 +98,51 @@ export function Settings() {
         </div>
       ) : null}
     </>
+  );
+}
+
+/**
+ * An account made by signing in with a provider has no password its person
+ * knows: none to change here, but a reset link, sent to the account's
+ * e-mail, sets one.
+ */
+function NoPasswordSection({ email }: { email: string }) {
+  const [sent, setSent] = useState<string | null>(null);
+  const [problem, setProblem] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const ask = async () => {
+    setBusy(true);
+    setProblem(null);
+    try {
+      setSent(await requestPasswordLink(email));
+    } catch (err) {
+      setProblem(err instanceof Error ? err.message : String(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <section className="card" aria-labelledby="password-title">
+      <h2 id="password-title">Password</h2>
+      <p className="muted">
+        You sign in through your identity provider, and this account has no password. To sign in with one as well, set it with a link sent
+        to {email}.
+      </p>
+      {problem ? (
+        <p className="notice notice-error" role="alert">
+          {problem}
+        </p>
+      ) : null}
+      {sent ? (
+        <p className="notice notice-ok" role="status">
+          {sent}
+        </p>
+      ) : (
+        <button type="button" className="button" disabled={busy} onClick={() => void ask()}>
+          Send me a link to set a password
+        </button>
+      )}
+    </section>
   );
 }
 
