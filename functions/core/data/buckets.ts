@@ -148,36 +148,31 @@ export class BucketStore {
   }
 
   /** Sets the bucket's canned ACL; false if there is no such bucket. Concurrent calls all succeed, the last one wins. */
-  async setAcl(name: string, acl: CannedAcl): Promise<boolean> {
-    this.cache.delete(name);
-    // On DynamoDB a plain write to an item that an object write's
-    // transaction is condition-checking fails with TransactionConflictException,
-    // and the SDK does not retry it; setting an ACL is idempotent, so it is tried again.
-    return retry(
-      async () => {
-        try {
-          await this.db.doc.send(
-            new UpdateCommand({
-              TableName: this.table,
-              Key: { pk: `BUCKET#${name}`, sk: 'BUCKET' },
-              UpdateExpression: 'SET acl = :acl',
-              ConditionExpression: 'attribute_exists(pk)',
-              ExpressionAttributeValues: { ':acl': acl },
-            }),
-          );
-        } catch (err) {
-          if ((err as Error).name === 'ConditionalCheckFailedException') return false;
-          throw err;
-        }
-        this.cache.delete(name);
-        return true;
-      },
-      { ...SET_ACL_RETRY, retryable: (err) => (err as Error).name === 'TransactionConflictException' },
-    );
+  setAcl(name: string, acl: CannedAcl): Promise<boolean> {
+    return this.setSetting(name, 'acl', acl);
   }
 
-  /** Sets (or with undefined removes) the bucket's tags; false when the bucket is gone. Tried again as setAcl is. */
-  async setTags(name: string, tags: Tag[] | undefined): Promise<boolean> {
+  /** Sets (or with undefined or none removes) the bucket's tags; false when the bucket is gone. */
+  setTags(name: string, tags: Tag[] | undefined): Promise<boolean> {
+    return this.setSetting(name, 'tags', tags?.length ? tags : undefined);
+  }
+
+  /** Sets (or with undefined removes) the bucket's CORS rules; false when the bucket is gone. */
+  setCors(name: string, rules: CorsRule[] | undefined): Promise<boolean> {
+    return this.setSetting(name, 'cors', rules);
+  }
+
+  /**
+   * Sets one of the bucket's settings (undefined: removes it). False when
+   * the bucket is gone: the condition keeps an update from recreating a
+   * deleted bucket's item. On DynamoDB a plain write to an item that an
+   * object write's transaction is condition-checking fails with
+   * TransactionConflictException, and the SDK does not retry it; a setting
+   * is idempotent, so it is tried again. The cache entry goes after the
+   * write: only a read still in flight then can cache the old value (for
+   * BUCKET_CACHE_MS at most).
+   */
+  private setSetting(name: string, attribute: 'acl' | 'cors' | 'tags', value: unknown): Promise<boolean> {
     return retry(
       async () => {
         try {
@@ -186,9 +181,10 @@ export class BucketStore {
               TableName: this.table,
               Key: { pk: `BUCKET#${name}`, sk: 'BUCKET' },
               ConditionExpression: 'attribute_exists(pk)',
-              ...(tags?.length
-                ? { UpdateExpression: 'SET tags = :tags', ExpressionAttributeValues: { ':tags': tags } }
-                : { UpdateExpression: 'REMOVE tags' }),
+              ExpressionAttributeNames: { '#a': attribute },
+              ...(value === undefined
+                ? { UpdateExpression: 'REMOVE #a' }
+                : { UpdateExpression: 'SET #a = :v', ExpressionAttributeValues: { ':v': value } }),
             }),
           );
         } catch (err) {
@@ -199,35 +195,8 @@ export class BucketStore {
         }
         return true;
       },
-      { ...SET_ACL_RETRY, retryable: (err) => (err as Error).name === 'TransactionConflictException' },
+      { ...SET_SETTING_RETRY, retryable: (err) => (err as Error).name === 'TransactionConflictException' },
     );
-  }
-
-  /**
-   * Sets (or with undefined removes) the bucket's CORS rules. False when the
-   * bucket is gone: the condition keeps an update from recreating a deleted
-   * bucket's item.
-   */
-  async setCors(name: string, rules: CorsRule[] | undefined): Promise<boolean> {
-    try {
-      await this.db.doc.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: { pk: `BUCKET#${name}`, sk: 'BUCKET' },
-          ConditionExpression: 'attribute_exists(pk)',
-          ...(rules
-            ? { UpdateExpression: 'SET cors = :cors', ExpressionAttributeValues: { ':cors': rules } }
-            : { UpdateExpression: 'REMOVE cors' }),
-        }),
-      );
-    } catch (err) {
-      if ((err as Error).name === 'ConditionalCheckFailedException') return false;
-      throw err;
-    } finally {
-      // After the write: only a read still in flight then can cache the old rules (for BUCKET_CACHE_MS at most).
-      this.cache.delete(name);
-    }
-    return true;
   }
 
   /**
@@ -282,7 +251,7 @@ export class BucketStore {
 }
 
 /** Setting an ACL that met a transaction: eight tries, 10 ms more of a pause each time. */
-const SET_ACL_RETRY: RetryPolicy = { attempts: 8, baseMs: 10, growth: 'linear' };
+const SET_SETTING_RETRY: RetryPolicy = { attempts: 8, baseMs: 10, growth: 'linear' };
 
 /** How long a deletion mark blocks writes if its deleter died. */
 export const DELETE_MARK_TTL_MS = 60_000;
