@@ -107,43 +107,49 @@ export function SignIn({
 
 /** "Sign in with a passkey": no e-mail typed, the browser offers the person's passkeys for this site. */
 function PasskeyButton({ onSignedIn }: { onSignedIn(person: PersonSession): void }) {
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  const go = async () => {
-    setBusy(true);
-    setError(null);
-    try {
-      onSignedIn(await signInWithPasskey());
-    } catch (err) {
-      setError(err instanceof AuthError ? sentence(err.message) : messageOf(err));
-      setBusy(false);
-    }
-  };
   return (
-    <div className="stack sign-in-provider">
-      {error ? (
-        <p className="notice notice-error" role="alert">
-          {error}
-        </p>
-      ) : null}
-      <button type="button" className="button" disabled={busy} onClick={() => void go()}>
-        {busy ? 'Waiting for your passkey…' : 'Sign in with a passkey'}
-      </button>
-    </div>
+    <SignInButton
+      label="Sign in with a passkey"
+      busyLabel="Waiting for your passkey…"
+      action={async () => onSignedIn(await signInWithPasskey())}
+      problem={(err) => (err instanceof AuthError ? sentence(err.message) : messageOf(err))}
+    />
   );
 }
 
 /** "Sign in with <provider>": the service starts the flow, then this tab goes to the provider, which sends it back signed in. */
 export function ProviderButton({ name, invitation }: { name: string; invitation?: string }) {
+  return (
+    <SignInButton
+      label={`Sign in with ${name}`}
+      busyLabel={`Going to ${name}…`}
+      action={async () => window.location.assign(await startProviderSignIn(invitation))}
+      problem={(err) => (err instanceof Error ? err.message : String(err))}
+    />
+  );
+}
+
+/** A sign-in way that is one button: busy while `action` runs, its failure said above it in `problem`'s words. */
+function SignInButton({
+  label,
+  busyLabel,
+  action,
+  problem,
+}: {
+  label: string;
+  busyLabel: string;
+  action(): Promise<void>;
+  problem(err: unknown): string;
+}) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const go = async () => {
     setBusy(true);
     setError(null);
     try {
-      window.location.assign(await startProviderSignIn(invitation));
+      await action();
     } catch (err) {
-      setError(err instanceof Error ? err.message : String(err));
+      setError(problem(err));
       setBusy(false);
     }
   };
@@ -155,7 +161,7 @@ export function ProviderButton({ name, invitation }: { name: string; invitation?
         </p>
       ) : null}
       <button type="button" className="button" disabled={busy} onClick={() => void go()}>
-        {busy ? `Going to ${name}…` : `Sign in with ${name}`}
+        {busy ? busyLabel : label}
       </button>
     </div>
   );
