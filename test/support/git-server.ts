@@ -2,7 +2,9 @@
  * A real git server for tests, offline: Debian's git-http-backend (the CGI
  * program that serves git's smart HTTP protocol) behind node:http, over
  * bare repositories in a temporary directory, with commits the tests make
- * with the git command line. A repository whose name starts with
+ * (written straight into the bare repository, as git would write them;
+ * git's command line once a script has needed a working copy: see
+ * git-server-process.mjs). A repository whose name starts with
  * `private-` answers 401 to everyone, as a host does for a repository that
  * needs credentials; one given credentials with requireCredentials()
  * answers 401 to every request without exactly those (HTTP basic).
