@@ -16,6 +16,7 @@ import {
   DeleteObjectsCommand,
   GetBucketVersioningCommand,
   GetObjectCommand,
+  GetObjectAclCommand,
   GetObjectTaggingCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
@@ -359,6 +360,8 @@ describe.each(doorsFor(s3Doors(() => target)))('versioning through the $name', (
     // A huge max-keys is capped, a forged version-id marker refused.
     expect((await versions(B, { MaxKeys: 1_000_000 })).MaxKeys).toBe(1000);
     expect(status(await failure(versions(B, { KeyMarker: 'b', VersionIdMarker: 'x'.repeat(2000) })))).toEqual([400, 'InvalidArgument']);
+    // A key marker longer than any key, with a version marker, is an empty page, not an error.
+    expect((await versions(B, { KeyMarker: 'k'.repeat(1100), VersionIdMarker: expected[0]!.id })).Versions ?? []).toEqual([]);
     // ListObjects lists only current objects that are not deleted.
     expect((await s3.send(new ListObjectsV2Command({ Bucket: B }))).Contents!.map((o) => o.Key)).toEqual(['a/1', 'a/2', 'c']);
   });
@@ -379,6 +382,9 @@ describe.each(doorsFor(s3Doors(() => target)))('versioning through the $name', (
       s3.send(new PutObjectTaggingCommand({ Bucket: B, Key: 'gone', VersionId: onMarker.VersionId, Tagging: { TagSet: [] } })),
     );
     expect(tagMarker.$metadata.httpStatusCode).toBe(405);
+    // ACLs are the latest version's: one asked for by version is refused, not answered with another's.
+    const acl = await failure(s3.send(new GetObjectAclCommand({ Bucket: B, Key: 't', VersionId: v1.versionId })));
+    expect(status(acl)).toEqual([501, 'NotImplemented']);
     // If-Match names the latest version's ETag; If-None-Match: * refuses while an object is the latest.
     const etag2 = (await s3.send(new HeadObjectCommand({ Bucket: B, Key: 't' }))).ETag!;
     const refused = await failure(s3.send(new PutObjectCommand({ Bucket: B, Key: 't', Body: 'x', IfNoneMatch: '*' })));

@@ -1046,9 +1046,11 @@ export class ObjectStore {
     };
     const page = (truncated: boolean): VersionListPage => ({ entries, truncated });
 
-    if (q.afterVersion !== undefined && q.after !== undefined && q.startAt === undefined && q.after.startsWith(prefix)) {
-      const { anchor, current } = await this.keyState(bucket, q.after);
-      if (!(await emitVersions(q.after, current, anchor, q.afterVersion))) return page(true);
+    // A key marker longer than any key names no key whose versions could continue.
+    const markerKey = q.after !== undefined && Buffer.byteLength(q.after) <= MAX_SORT_KEY_BYTES ? q.after : undefined;
+    if (q.afterVersion !== undefined && markerKey !== undefined && q.startAt === undefined && markerKey.startsWith(prefix)) {
+      const { anchor, current } = await this.keyState(bucket, markerKey);
+      if (!(await emitVersions(markerKey, current, anchor, q.afterVersion))) return page(true);
     }
     const from: SortKeyBound | undefined =
       q.startAt !== undefined && q.startAt > prefix
