@@ -146,7 +146,7 @@ describe.each(doorsFor(s3Doors(() => target)))('versioning through the $name', (
     expect(await body(B, 'k', made[0]!.versionId)).toBe('one');
   });
 
-  test('a delete makes a delete marker; GET is NoSuchKey saying so, the marker by id is 405; removing the marker restores the object (test_versioning_obj_create_read_remove_head, test_delete_marker_*)', async () => {
+  test('a delete makes a delete marker; GET is NoSuchKey saying so, the marker by id is 405; removing the marker restores the object (test_versioning_obj_create_read_remove_head, test_delete_marker_versioned, test_versioning_stack_delete_merkers)', async () => {
     const B = await bucket('Enabled');
     const v1 = await put(B, 'd', 'first');
     const del = await s3.send(new DeleteObjectCommand({ Bucket: B, Key: 'd' }));
@@ -183,7 +183,7 @@ describe.each(doorsFor(s3Doors(() => target)))('versioning through the $name', (
     await s3.send(new DeleteBucketCommand({ Bucket: B }));
   });
 
-  test('deleting versions by id: the current one promotes the one before; a middle one goes alone (test_versioning_obj_create_versions_remove_all, test_versioning_obj_create_versions_remove_special_names)', async () => {
+  test('deleting versions by id: the current one promotes the one before; a middle one goes alone (test_versioning_obj_create_versions_remove_all, test_delete_object_version_if_match)', async () => {
     const B = await bucket('Enabled');
     const made = [];
     for (const text of ['a', 'b', 'c', 'd']) made.push(await put(B, 'r', text));
@@ -200,7 +200,14 @@ describe.each(doorsFor(s3Doors(() => target)))('versioning through the $name', (
     // Deleting a version that is gone changes nothing.
     await s3.send(new DeleteObjectCommand({ Bucket: B, Key: 'r', VersionId: made[3]!.versionId }));
     expect(await body(B, 'r')).toBe('c');
-    for (const m of [made[2]!, made[0]!]) await s3.send(new DeleteObjectCommand({ Bucket: B, Key: 'r', VersionId: m.versionId }));
+    // If-Match on a version's delete names that version (test_delete_object_version_if_match).
+    const bad = await failure(s3.send(new DeleteObjectCommand({ Bucket: B, Key: 'r', VersionId: made[0]!.versionId, IfMatch: '"bad"' })));
+    expect(status(bad)).toEqual([412, 'PreconditionFailed']);
+    const etag0 = (await s3.send(new HeadObjectCommand({ Bucket: B, Key: 'r', VersionId: made[0]!.versionId }))).ETag!;
+    const byMatch = await s3.send(new DeleteObjectCommand({ Bucket: B, Key: 'r', VersionId: made[0]!.versionId, IfMatch: etag0 }));
+    expect(byMatch.DeleteMarker).toBeUndefined();
+    await s3.send(new DeleteObjectCommand({ Bucket: B, Key: 'r', VersionId: made[0]!.versionId, IfMatch: '"bad"' }));
+    await s3.send(new DeleteObjectCommand({ Bucket: B, Key: 'r', VersionId: made[2]!.versionId }));
     expect(status(await failure(s3.send(new GetObjectCommand({ Bucket: B, Key: 'r' }))))).toEqual([404, 'NoSuchKey']);
     await s3.send(new DeleteBucketCommand({ Bucket: B }));
   });
@@ -229,7 +236,7 @@ describe.each(doorsFor(s3Doors(() => target)))('versioning through the $name', (
     await s3.send(new DeleteBucketCommand({ Bucket: B }));
   });
 
-  test('suspended: writes and deletes replace the null version, other versions stay (test_versioning_obj_suspend_versions, test_versioning_obj_create_overwrite_multipart)', async () => {
+  test('suspended: writes and deletes replace the null version, other versions stay (test_versioning_obj_suspend_versions, test_delete_marker_suspended, test_versioning_bucket_multipart_upload_return_version_id)', async () => {
     const B = await bucket('Enabled');
     const v1 = await put(B, 's', 'kept');
     await s3.send(new PutBucketVersioningCommand({ Bucket: B, VersioningConfiguration: { Status: 'Suspended' } }));
@@ -320,7 +327,7 @@ describe.each(doorsFor(s3Doors(() => target)))('versioning through the $name', (
     expect(bad.Errors!.map((e) => e.Code)).toEqual(['InvalidArgument']);
   });
 
-  test('ListObjectVersions: prefix, delimiter, key and version-id markers page through every version once (test_versioning_bucket_multipart_upload_return_version_id, test_bucket_list_return_data_versioning)', async () => {
+  test('ListObjectVersions: prefix, delimiter, key and version-id markers page through every version once (test_versioning_obj_list_marker, test_bucket_list_return_data_versioning)', async () => {
     const B = await bucket('Enabled');
     const expected: Array<{ key: string; id: string }> = [];
     for (const key of ['a/1', 'a/2', 'b', 'c']) {
@@ -366,7 +373,7 @@ describe.each(doorsFor(s3Doors(() => target)))('versioning through the $name', (
     expect((await s3.send(new ListObjectsV2Command({ Bucket: B }))).Contents!.map((o) => o.Key)).toEqual(['a/1', 'a/2', 'c']);
   });
 
-  test('tagging per version, and conditional writes against the latest version (test_versioning_obj_tagging*, test_put_object_ifmatch_*)', async () => {
+  test('tagging per version, and conditional writes against the latest version (test_put_object_ifmatch_*, test_put_object_ifnonmatch_* on a versioned bucket)', async () => {
     const B = await bucket('Enabled');
     const v1 = await put(B, 't', 'one');
     const v2 = await put(B, 't', 'two');
