@@ -73,7 +73,17 @@ function aclResponse(who: { ID: string; DisplayName: string }, acl: CannedAcl): 
   return new Response(body, { status: 200, headers: { 'content-type': 'application/xml' } });
 }
 
+/**
+ * Object ACLs belong to the latest version: one asked for by `versionId` in
+ * a versioned bucket is refused rather than answered with another's.
+ */
+function latestOnly(ctx: S3Context): void {
+  const versionId = ctx.s3.query.get('versionId');
+  if (versionId !== undefined && ctx.bucket!.versioning) throw errors.notImplemented('versionId on object ACLs');
+}
+
 export async function getObjectAcl(ctx: S3Context): Promise<Response> {
+  latestOnly(ctx);
   const record = await ctx.services.objects.get(ctx.bucket!.name, ctx.s3.key!);
   if (!record) throw errors.noSuchKey(ctx.s3.key!);
   return aclResponse(await owner(ctx, record.ownerId), record.acl);
@@ -118,6 +128,7 @@ async function requestedAcl(ctx: S3Context, ownerId: string): Promise<CannedAcl>
 }
 
 export async function putObjectAcl(ctx: S3Context): Promise<Response> {
+  latestOnly(ctx);
   const acl = await requestedAcl(ctx, ctx.bucket!.accountId);
   if (!(await ctx.services.objects.setAcl(ctx.bucket!.name, ctx.s3.key!, acl))) throw errors.noSuchKey(ctx.s3.key!);
   return new Response(null, { status: 200 });

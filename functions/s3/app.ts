@@ -7,7 +7,15 @@ import type { HttpHandler, HttpRequest } from '../core/http/types.js';
 import type { Config } from '../core/config.js';
 import type { StorageServices } from '../core/services.js';
 import { authenticate } from './auth.js';
-import { createBucket, deleteBucket, getBucketLocation, getBucketVersioning, headBucket, listBuckets } from './buckets.js';
+import {
+  createBucket,
+  deleteBucket,
+  getBucketLocation,
+  getBucketVersioning,
+  headBucket,
+  listBuckets,
+  putBucketVersioning,
+} from './buckets.js';
 import { listObjects, listObjectsV2, listObjectVersions } from './list.js';
 import { deleteObject, deleteObjects } from './delete.js';
 import { copyObject } from './copy.js';
@@ -42,6 +50,7 @@ const OPERATIONS: Partial<Record<S3Op, OperationHandler>> = {
   DeleteBucket: deleteBucket,
   GetBucketLocation: getBucketLocation,
   GetBucketVersioning: getBucketVersioning,
+  PutBucketVersioning: putBucketVersioning,
   GetBucketAcl: getBucketAcl,
   PutBucketAcl: putBucketAcl,
   PutBucketCors: putBucketCors,

@@ -117,7 +117,27 @@ export async function getBucketLocation(ctx: S3Context): Promise<Response> {
   return new Response(body, { status: 200, headers: { 'content-type': 'application/xml' } });
 }
 
-export async function getBucketVersioning(_ctx: S3Context): Promise<Response> {
-  // Never enabled: S3 answers an empty configuration for a bucket that never had versioning.
-  return xmlResponse('VersioningConfiguration', {});
+export async function getBucketVersioning(ctx: S3Context): Promise<Response> {
+  // A bucket never versioned answers an empty configuration, as S3 does.
+  const state = ctx.bucket!.versioning;
+  return xmlResponse('VersioningConfiguration', state ? { Status: state } : {});
+}
+
+/**
+ * PutBucketVersioning: `Enabled` or `Suspended` (a bucket never versioned
+ * can be suspended too; none can go back to never versioned). Cairn has no
+ * MFA devices, so `MfaDelete` `Enabled` is NotImplemented; `Disabled`, the
+ * only state there is, is accepted.
+ */
+export async function putBucketVersioning(ctx: S3Context): Promise<Response> {
+  const doc = parseXmlBody(await readSmallBody(ctx), 'VersioningConfiguration');
+  const status = doc.Status;
+  const mfa = doc.MfaDelete;
+  if (status !== undefined && status !== 'Enabled' && status !== 'Suspended') throw errors.malformedXml();
+  if (mfa !== undefined && mfa !== 'Enabled' && mfa !== 'Disabled') throw errors.malformedXml();
+  if (mfa === 'Enabled') throw errors.notImplemented('MfaDelete');
+  if (status !== undefined && !(await ctx.services.buckets.setVersioning(ctx.bucket!.name, status))) {
+    throw errors.noSuchBucket(ctx.bucket!.name);
+  }
+  return new Response(null, { status: 200 });
 }

@@ -30,3 +30,13 @@ export function ownerOf(ctx: S3Context): string {
 export function presentedEtag(ctx: S3Context, record: Pick<ObjectRecord, 'cid' | 'etag'>): string {
   return `"${ctx.services.config.storage.etag === 'cid' ? cidV1(record.cid) : record.etag}"`;
 }
+
+/**
+ * `x-amz-version-id` for a version in a versioned bucket (`null` for the
+ * null version); nothing in a bucket never versioned, whose answers stay
+ * as they were.
+ */
+export function versionHeader(ctx: S3Context, version: { versionId?: string } | undefined): Record<string, string> {
+  if (!version || (version.versionId === undefined && !ctx.bucket?.versioning)) return {};
+  return { 'x-amz-version-id': version.versionId ?? 'null' };
+}

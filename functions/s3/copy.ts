@@ -6,7 +6,8 @@ import type { ObjectRecord, Tag } from '../core/data/objects.js';
 import { ipfsHeaders } from '../core/http/object-headers.js';
 import { cannedAcl, objectHeaders } from './request-headers.js';
 import { aclAllowsRead } from './acl.js';
-import { ownerOf, presentedEtag, type S3Context } from './context.js';
+import { ownerOf, presentedEtag, versionHeader, type S3Context } from './context.js';
+import { isWellFormedVersionId } from '../core/data/object-versions.js';
 import { errors } from './errors.js';
 import { evaluateConditions, notModifiedAsFailure } from './conditions.js';
 import { xmlResponse } from './xml.js';
@@ -17,18 +18,24 @@ import { isValidBucketName } from './names.js';
 export interface CopySource {
   bucket: string;
   key: string;
+  /** The source version (`?versionId=`); absent: the latest. */
+  versionId?: string;
 }
 
-/** `x-amz-copy-source`: `[/]bucket/key[?versionId=null]`, URL-encoded. */
+/** `x-amz-copy-source`: `[/]bucket/key[?versionId=...]`, URL-encoded. */
 export function parseCopySource(header: string): CopySource {
   const invalid = () =>
     errors.invalidArgument('Copy Source must mention the source bucket and key: sourcebucket/sourcekey', 'x-amz-copy-source', header);
   let raw = header.startsWith('/') ? header.slice(1) : header;
   const q = raw.indexOf('?');
+  let versionId: string | undefined;
   if (q >= 0) {
     const params = new URLSearchParams(raw.slice(q + 1));
     const version = params.get('versionId');
-    if (version !== null && version !== 'null') throw errors.invalidArgument('Invalid version id specified', 'x-amz-copy-source', header);
+    if (version !== null && !isWellFormedVersionId(version)) {
+      throw errors.invalidArgument('Invalid version id specified', 'x-amz-copy-source', header);
+    }
+    versionId = version ?? undefined;
     raw = raw.slice(0, q);
   }
   const slash = raw.indexOf('/');
@@ -43,7 +50,7 @@ export function parseCopySource(header: string): CopySource {
   }
   if (!isValidBucketName(bucket)) throw invalid();
   if (Buffer.byteLength(key) > 1024) throw errors.keyTooLong();
-  return { bucket, key };
+  return { bucket, key, ...(versionId === undefined ? {} : { versionId }) };
 }
 
 /** Reads the source as the caller may: its own bucket, or an object whose ACL lets the caller read it. */
@@ -51,9 +58,20 @@ export async function readCopySource(ctx: S3Context, source: CopySource): Promis
   const bucket = await ctx.services.buckets.get(source.bucket);
   if (!bucket) throw errors.noSuchBucket(source.bucket);
   const { principal } = ctx.auth;
+  const mayList = aclAllowsRead(bucket.acl, principal, bucket.accountId);
+  if (source.versionId !== undefined) {
+    const version = await ctx.services.objects.getVersion(source.bucket, source.key, source.versionId);
+    if (!version) throw mayList ? errors.noSuchVersion(source.key, source.versionId) : errors.accessDenied();
+    if (version.kind === 'marker') {
+      if (!mayList) throw errors.accessDenied();
+      throw errors.invalidRequest('The source of a copy request may not specifically refer to a delete marker by version id.');
+    }
+    if (!aclAllowsRead(version.record.acl, principal, bucket.accountId)) throw errors.accessDenied();
+    return version.record;
+  }
   const record = await ctx.services.objects.get(source.bucket, source.key);
   if (!record) {
-    if (!aclAllowsRead(bucket.acl, principal, bucket.accountId)) throw errors.accessDenied();
+    if (!mayList) throw errors.accessDenied();
     throw errors.noSuchKey(source.key);
   }
   if (!aclAllowsRead(record.acl, principal, bucket.accountId)) throw errors.accessDenied();
@@ -81,13 +99,14 @@ export async function copyObject(ctx: S3Context): Promise<Response> {
     throw errors.invalidArgument('Unknown metadata directive.', 'x-amz-metadata-directive', directive);
   }
   const acl = cannedAcl(req.headers);
-  const sameObject = source.bucket === ctx.s3.bucket && source.key === ctx.s3.key;
+  // Copying an older version over its key is how a version is restored: not a copy to itself.
+  const sameObject = source.bucket === ctx.s3.bucket && source.key === ctx.s3.key && source.versionId === undefined;
   if (sameObject && directive === 'COPY' && !req.headers.has('x-amz-acl')) {
     throw errors.invalidRequest(
       "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
     );
   }
-  const { record } = await commitExisting(
+  const { record, source: copied } = await commitExisting(
     ctx.services,
     async () => {
       const src = await readCopySource(ctx, source);
@@ -118,10 +137,17 @@ export async function copyObject(ctx: S3Context): Promise<Response> {
       acl,
       ownerId: ownerOf(ctx),
     }),
+    ctx.bucket!.versioning,
   );
   return xmlResponse(
     'CopyObjectResult',
     { LastModified: record.lastModified, ETag: presentedEtag(ctx, record) },
-    { headers: ipfsHeaders(record.cid) },
+    { headers: { ...ipfsHeaders(record.cid), ...versionHeader(ctx, record), ...copySourceVersionHeader(source, copied) } },
   );
+}
+
+/** `x-amz-copy-source-version-id`: the version copied, when the source is versioned or was named by version. */
+export function copySourceVersionHeader(source: CopySource, copied: ObjectRecord): Record<string, string> {
+  const id = copied.versionId ?? source.versionId;
+  return id === undefined ? {} : { 'x-amz-copy-source-version-id': id };
 }

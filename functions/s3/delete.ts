@@ -1,4 +1,10 @@
-/** DeleteObject and DeleteObjects. Deleting a missing key succeeds, as in S3. */
+/**
+ * DeleteObject and DeleteObjects. Deleting a missing key succeeds, as in S3.
+ * In a versioned bucket a delete without a version id makes a delete
+ * marker; with one, it removes that version for good.
+ */
+import type { DeleteOutcome, Precondition } from '../core/data/objects.js';
+import { isWellFormedVersionId } from '../core/data/object-versions.js';
 import { writePrecondition } from './conditions.js';
 import type { S3Context } from './context.js';
 import { errors, S3Error } from './errors.js';
@@ -7,15 +13,37 @@ import { parseXmlBody, readSmallBody } from './xml-input.js';
 
 const MAX_DELETE = 1000;
 
-function checkVersion(versionId: string | undefined): void {
-  if (versionId !== undefined && versionId !== 'null') throw errors.invalidArgument('Invalid version id specified', 'versionId', versionId);
+/**
+ * A bucket never versioned has only null versions (an id Cairn makes is
+ * refused there as before versions existed); a versioned one takes any id
+ * of the form Cairn makes.
+ */
+function checkVersion(ctx: S3Context, versionId: string | undefined): void {
+  if (versionId === undefined || versionId === 'null') return;
+  if (!ctx.bucket!.versioning || !isWellFormedVersionId(versionId)) {
+    throw errors.invalidArgument('Invalid version id specified', 'versionId', versionId);
+  }
+}
+
+/** Deletes as the request asks: the null version (or the object) of a bucket never versioned, a version, or with a new delete marker. */
+function deleteOne(ctx: S3Context, key: string, versionId: string | undefined, precondition?: Precondition): Promise<DeleteOutcome> {
+  const { objects } = ctx.services;
+  const bucket = ctx.bucket!;
+  if (versionId !== undefined && (bucket.versioning || versionId !== 'null'))
+    return objects.deleteVersion(bucket.name, key, versionId, precondition);
+  return objects.delete(bucket.name, key, precondition, bucket.versioning);
 }
 
 export async function deleteObject(ctx: S3Context): Promise<Response> {
-  checkVersion(ctx.s3.query.get('versionId'));
+  const versionId = ctx.s3.query.get('versionId');
+  checkVersion(ctx, versionId);
   // If-Match (a conditional delete): a missing object is still a 204.
-  await ctx.services.objects.delete(ctx.bucket!.name, ctx.s3.key!, writePrecondition(ctx, { deleting: true }));
-  return new Response(null, { status: 204 });
+  const outcome = await deleteOne(ctx, ctx.s3.key!, versionId, writePrecondition(ctx, { deleting: true }));
+  const headers: Record<string, string> = {};
+  if (outcome.deleteMarker) headers['x-amz-delete-marker'] = 'true';
+  if (ctx.bucket!.versioning && (outcome.versionId ?? versionId) !== undefined)
+    headers['x-amz-version-id'] = (outcome.versionId ?? versionId)!;
+  return new Response(null, { status: 204, headers });
 }
 
 function text(value: unknown): string | undefined {
@@ -36,33 +64,39 @@ export async function deleteObjects(ctx: S3Context): Promise<Response> {
     const etag = text(obj.ETag);
     return { key, versionId: text(obj.VersionId), conditions: etag === undefined ? undefined : { ifMatch: etag } };
   });
-  const deleted: Array<{ Key: string; VersionId?: string }> = [];
-  const failed: Array<{ Key: string; Code: string; Message: string }> = [];
+  type Done = { Key: string; VersionId?: string; DeleteMarker?: boolean; DeleteMarkerVersionId?: string };
+  const deleted: Array<Done & { at: number }> = [];
+  const failed: Array<{ Key: string; VersionId?: string; Code: string; Message: string; at: number }> = [];
   // A few at a time: each delete is its own transaction.
-  const queue = entries.slice();
+  const queue = entries.map((e, at) => ({ ...e, at }));
   await Promise.all(
     Array.from({ length: Math.min(8, queue.length) }, async () => {
       for (let e = queue.shift(); e; e = queue.shift()) {
         try {
-          checkVersion(e.versionId);
+          checkVersion(ctx, e.versionId);
           if (Buffer.byteLength(e.key) > 1024) throw errors.keyTooLong();
           const precondition = e.conditions && writePrecondition(ctx, { deleting: true, conditions: e.conditions, key: e.key });
-          await ctx.services.objects.delete(ctx.bucket!.name, e.key, precondition);
-          deleted.push({ Key: e.key, VersionId: e.versionId });
+          const outcome = await deleteOne(ctx, e.key, e.versionId, precondition);
+          deleted.push({
+            Key: e.key,
+            VersionId: e.versionId,
+            ...(outcome.deleteMarker ? { DeleteMarker: true, DeleteMarkerVersionId: outcome.versionId } : {}),
+            at: e.at,
+          });
         } catch (err) {
           if (!(err instanceof S3Error)) {
             ctx.services.logger.error('DeleteObjects entry failed', { err, key: e.key });
           }
           const s3err = err instanceof S3Error ? err : errors.internal();
-          failed.push({ Key: e.key, Code: s3err.code, Message: s3err.message });
+          failed.push({ Key: e.key, VersionId: e.versionId, Code: s3err.code, Message: s3err.message, at: e.at });
         }
       }
     }),
   );
-  const order = new Map(entries.map((e, i) => [e.key, i]));
-  const byRequest = <T extends { Key: string }>(a: T, b: T) => order.get(a.Key)! - order.get(b.Key)!;
+  const byRequest = <T extends { at: number }>(a: T, b: T) => a.at - b.at;
+  const without = <T extends { at: number }>({ at: _at, ...rest }: T) => rest;
   return xmlResponse('DeleteResult', {
-    Deleted: quiet ? undefined : deleted.sort(byRequest),
-    Error: failed.sort(byRequest),
+    Deleted: quiet ? undefined : deleted.sort(byRequest).map(without),
+    Error: failed.sort(byRequest).map(without),
   });
 }

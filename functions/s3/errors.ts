@@ -11,6 +11,8 @@ export class S3Error extends Error {
     readonly status: number,
     message: string,
     readonly extra: Record<string, string> = {},
+    /** Headers the error answer carries (a delete marker's `x-amz-delete-marker`, `x-amz-version-id`). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
     this.name = 'S3Error';
@@ -49,7 +51,15 @@ export const errors = {
     new S3Error('InvalidArgument', 400, message, name ? { ArgumentName: name, ArgumentValue: value ?? '' } : {}),
   invalidRequest: (message: string) => new S3Error('InvalidRequest', 400, message),
   noSuchBucket: (bucket: string) => new S3Error('NoSuchBucket', 404, 'The specified bucket does not exist', { BucketName: bucket }),
-  noSuchKey: (key: string) => new S3Error('NoSuchKey', 404, 'The specified key does not exist.', { Key: key }),
+  noSuchKey: (key: string, headers: Record<string, string> = {}) =>
+    new S3Error('NoSuchKey', 404, 'The specified key does not exist.', { Key: key }, headers),
+  noSuchVersion: (key: string, versionId: string) =>
+    new S3Error('NoSuchVersion', 404, 'The specified version does not exist.', { Key: key, VersionId: versionId }),
+  invalidVersionId: (versionId: string) =>
+    new S3Error('InvalidArgument', 400, 'Invalid version id specified', {
+      ArgumentName: 'versionId',
+      ArgumentValue: versionId,
+    }),
   invalidBucketName: (bucket: string) =>
     new S3Error('InvalidBucketName', 400, 'The specified bucket is not valid.', { BucketName: bucket }),
   keyTooLong: () => new S3Error('KeyTooLongError', 400, 'Your key is too long'),
@@ -101,7 +111,7 @@ export const errors = {
 };
 
 export function errorResponse(err: S3Error, resource: string, requestId: string, method: string): Response {
-  const headers: Record<string, string> = { 'x-amz-request-id': requestId };
+  const headers: Record<string, string> = { ...err.headers, 'x-amz-request-id': requestId };
   if (method === 'HEAD') {
     // HEAD responses have no body; S3 still says what went wrong in headers.
     return new Response(null, { status: err.status, headers: { ...headers, 'x-amz-error-code': err.code } });

@@ -6,7 +6,8 @@ import { parseRange } from '../core/http/range.js';
 import { openFile } from '../core/ipfs/read.js';
 import { errors } from './errors.js';
 import { evaluateConditions } from './conditions.js';
-import { presentedEtag, type S3Context } from './context.js';
+import { presentedEtag, versionHeader, type S3Context } from './context.js';
+import { readVersion, requestedVersion } from './versions.js';
 import { aclAllowsRead } from './acl.js';
 import { checksumHeaders } from './checksums.js';
 
@@ -24,21 +25,23 @@ const OVERRIDES: Record<string, string> = {
 
 export async function getObject(ctx: S3Context): Promise<Response> {
   const { services, req } = ctx;
-  const record = await services.objects.get(ctx.s3.bucket!, ctx.s3.key!);
   const { principal } = ctx.auth;
   const bucket = ctx.bucket!;
   // As S3: a missing key is NoSuchKey to whoever may list the bucket, and
   // AccessDenied to others, so a private bucket's keys cannot be probed.
-  if (!record) throw aclAllowsRead(bucket.acl, principal, bucket.accountId) ? errors.noSuchKey(ctx.s3.key!) : errors.accessDenied();
+  const record = await readVersion(ctx, bucket, ctx.s3.key!, requestedVersion(ctx));
   if (!aclAllowsRead(record.acl, principal, bucket.accountId)) throw errors.accessDenied();
   if (record.damaged) throw errors.objectDamaged(record.damaged);
 
   const etag = presentedEtag(ctx, record);
   if (evaluateConditions(req.headers, '', etag.slice(1, -1), record.lastModified) === 'not-modified') {
-    return new Response(null, { status: 304, headers: { etag, 'last-modified': new Date(record.lastModified).toUTCString() } });
+    return new Response(null, {
+      status: 304,
+      headers: { etag, 'last-modified': new Date(record.lastModified).toUTCString(), ...versionHeader(ctx, record) },
+    });
   }
 
-  const headers = objectResponseHeaders(record, etag);
+  const headers = { ...objectResponseHeaders(record, etag), ...versionHeader(ctx, record) };
   if (record.parts) headers['x-amz-mp-parts-count'] = String(record.parts);
   // Only to whom may read the tags (GetObjectTagging is the bucket owner's), as S3 answers it.
   if (principal.kind === 'account' && principal.accountId === bucket.accountId) Object.assign(headers, taggingCountHeader(record.tags));

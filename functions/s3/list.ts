@@ -7,7 +7,8 @@
  * escaped (and URL-encoded when asked): built and rendered in slices
  * (work-slices.ts), so that one listing never holds the event loop.
  */
-import type { ListQuery, ObjectRecord } from '../core/data/objects.js';
+import type { DeleteMarker, ListQuery, ObjectRecord, StoredVersion } from '../core/data/objects.js';
+import { isWellFormedVersionId } from '../core/data/object-versions.js';
 import { prefixSuccessor } from '../core/data/objects.js';
 import { cidForms } from '../core/ipfs/cid.js';
 import { aclAllowsRead } from './acl.js';
@@ -250,42 +251,77 @@ export async function listObjects(ctx: S3Context): Promise<Response> {
   });
 }
 
-/** Objects are unversioned: each is its only version, `null`, and the latest. */
+/**
+ * ListObjectVersions: keys ascending, each key's versions newest first, the
+ * delete markers among them. A bucket never versioned lists each object as
+ * its only version, `null`, and the latest.
+ */
 export async function listObjectVersions(ctx: S3Context): Promise<Response> {
   const q = ctx.s3.query;
   const c = common(ctx);
   const keyMarker = q.get('key-marker') ?? '';
   const versionMarker = q.get('version-id-marker');
-  if (versionMarker !== undefined && versionMarker !== '' && versionMarker !== 'null') {
+  if (versionMarker !== undefined && versionMarker !== '' && !isWellFormedVersionId(versionMarker)) {
     throw errors.invalidArgument('Invalid version id specified', 'version-id-marker', versionMarker);
   }
   if (versionMarker && !keyMarker) {
     throw errors.invalidArgument('A version-id marker cannot be specified without a key marker.', 'version-id-marker', versionMarker);
   }
-  const p = await page(ctx, c, keyMarker ? fromMarker(keyMarker, c.delimiter, c.prefix) : {});
-  const who = p.records.length ? await owner(ctx, ctx.bucket!.accountId) : undefined;
-  const next = p.next ? ('key' in p.next ? p.next.key : p.next.prefix) : undefined;
+  const from = keyMarker ? fromMarker(keyMarker, c.delimiter, c.prefix) : {};
+  const result =
+    c.maxKeys === 0
+      ? { entries: [], truncated: false }
+      : await ctx.services.objects.listVersions(ctx.bucket!.name, {
+          prefix: c.prefix,
+          delimiter: c.delimiter,
+          maxKeys: c.maxKeys,
+          ...from,
+          ...(versionMarker && 'after' in from ? { afterVersion: versionMarker } : {}),
+        });
+  const versions: Array<{ version: StoredVersion; isLatest: boolean }> = [];
+  const prefixes: string[] = [];
+  for (const e of result.entries) {
+    if (e.kind === 'version') versions.push(e);
+    else prefixes.push(e.prefix);
+  }
+  const who = versions.length ? await owner(ctx, ctx.bucket!.accountId) : undefined;
+  const last = result.truncated ? result.entries.at(-1) : undefined;
+  const next =
+    last && (last.kind === 'prefix' ? { key: last.prefix } : { key: keyOf(last.version), versionId: versionIdOfStored(last.version) });
+  const objects = versions.filter((v) => v.version.kind === 'object');
+  const markers = versions.filter((v) => v.version.kind === 'marker');
   return xmlResponseInSlices('ListVersionsResult', {
     Name: ctx.bucket!.name,
     Prefix: c.encode(c.prefix),
     KeyMarker: c.encode(keyMarker),
     VersionIdMarker: versionMarker ?? '',
-    NextKeyMarker: next !== undefined ? c.encode(next) : undefined,
-    NextVersionIdMarker: next !== undefined && p.next && 'key' in p.next ? 'null' : undefined,
+    NextKeyMarker: next !== undefined ? c.encode(next.key) : undefined,
+    NextVersionIdMarker: next?.versionId,
     MaxKeys: c.maxKeys,
     Delimiter: c.delimiter !== undefined ? c.encode(c.delimiter) : undefined,
-    IsTruncated: p.truncated,
+    IsTruncated: result.truncated,
     EncodingType: c.encodingType,
-    Version: await eachInSlices(p.records, (r) => ({
-      Key: c.encode(r.key),
-      VersionId: 'null',
-      IsLatest: true,
-      LastModified: r.lastModified,
-      ETag: listedEtag(ctx, r),
-      Size: r.size,
-      StorageClass: 'STANDARD',
-      Owner: who,
-    })),
-    CommonPrefixes: await eachInSlices(p.prefixes, (prefix) => ({ Prefix: c.encode(prefix) })),
+    Version: await eachInSlices(objects, ({ version, isLatest }) => {
+      const r = (version as { kind: 'object'; record: ObjectRecord }).record;
+      return {
+        Key: c.encode(r.key),
+        VersionId: r.versionId ?? 'null',
+        IsLatest: isLatest,
+        LastModified: r.lastModified,
+        ETag: listedEtag(ctx, r),
+        Size: r.size,
+        StorageClass: 'STANDARD',
+        Owner: who,
+        ...(c.hashes && mayRead(ctx, r) ? listedHashes(r.cid) : {}),
+      };
+    }),
+    DeleteMarker: await eachInSlices(markers, ({ version, isLatest }) => {
+      const m = (version as { kind: 'marker'; marker: DeleteMarker }).marker;
+      return { Key: c.encode(m.key), VersionId: m.versionId, IsLatest: isLatest, LastModified: m.lastModified, Owner: who };
+    }),
+    CommonPrefixes: await eachInSlices(prefixes, (prefix) => ({ Prefix: c.encode(prefix) })),
   });
 }
+
+const keyOf = (v: StoredVersion) => (v.kind === 'object' ? v.record.key : v.marker.key);
+const versionIdOfStored = (v: StoredVersion) => (v.kind === 'object' ? (v.record.versionId ?? 'null') : v.marker.versionId);

@@ -2,7 +2,7 @@
 import { ipfsHeaders } from '../core/http/object-headers.js';
 import { errors } from './errors.js';
 import { declaredLength, payloadMode, requestBody } from './sigv4/payload.js';
-import { ownerOf, presentedEtag, type S3Context } from './context.js';
+import { ownerOf, presentedEtag, versionHeader, type S3Context } from './context.js';
 import { checksumHeaders, checksumPlan } from './checksums.js';
 import { storeObject } from './store.js';
 import { cannedAcl, contentMd5, objectHeaders } from './request-headers.js';
@@ -51,9 +51,15 @@ export async function putObject(ctx: S3Context): Promise<Response> {
       ...(tags?.length ? { tags } : {}),
     }),
     precondition,
+    ctx.bucket!.versioning,
   );
   return new Response(null, {
     status: 200,
-    headers: { etag: presentedEtag(ctx, record), ...ipfsHeaders(record.cid), ...checksumHeaders(record.checksums) },
+    headers: {
+      etag: presentedEtag(ctx, record),
+      ...ipfsHeaders(record.cid),
+      ...checksumHeaders(record.checksums),
+      ...versionHeader(ctx, record),
+    },
   });
 }

@@ -13,6 +13,7 @@ export type S3Op =
   | 'DeleteBucket'
   | 'GetBucketLocation'
   | 'GetBucketVersioning'
+  | 'PutBucketVersioning'
   | 'GetBucketAcl'
   | 'PutBucketAcl'
   | 'PutBucketCors'
@@ -58,6 +59,7 @@ export const ACCESS: Record<S3Op, Access> = {
   DeleteBucket: 'bucket-owner',
   GetBucketLocation: 'bucket-owner',
   GetBucketVersioning: 'bucket-owner',
+  PutBucketVersioning: 'bucket-owner',
   GetBucketAcl: 'bucket-owner',
   PutBucketAcl: 'bucket-owner',
   PutBucketCors: 'bucket-owner',
@@ -175,7 +177,7 @@ export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): 
         if (has('acl')) return { op: 'PutBucketAcl', ...base };
         if (has('cors')) return { op: 'PutBucketCors', ...base };
         if (has('tagging')) return { op: 'PutBucketTagging', ...base };
-        if (has('versioning')) throw errors.notImplemented('?versioning');
+        if (has('versioning')) return { op: 'PutBucketVersioning', ...base };
         return { op: 'CreateBucket', ...base };
       case 'HEAD':
         return { op: 'HeadBucket', ...base };

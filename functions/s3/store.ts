@@ -7,7 +7,14 @@
  * no record and no pin: a CID that was imported but not committed becomes a
  * collection candidate.
  */
-import { NoSuchBucketError, type CommitAlso, type ObjectRecord, type Precondition } from '../core/data/objects.js';
+import {
+  NoSuchBucketError,
+  type CommitAlso,
+  type ObjectRecord,
+  type Precondition,
+  type PutOutcome,
+  type VersioningState,
+} from '../core/data/objects.js';
 import { cidText } from '../core/ipfs/cid.js';
 import { importFile } from '../core/ipfs/import.js';
 import { pinRoot } from '../core/storage/pins.js';
@@ -96,17 +103,24 @@ export async function ingest<T>(
   }
 }
 
-/** Commits an object record (with the extra writes in `also`), mapping a vanished bucket to NoSuchBucket. */
+/**
+ * Commits an object record (with the extra writes in `also`), mapping a
+ * vanished bucket to NoSuchBucket. In a versioned bucket the record gets its
+ * version id (set on `record`).
+ */
 export async function putRecord(
   services: Pick<Services, 'objects'>,
   record: ObjectRecord,
   also?: CommitAlso,
   precondition?: Precondition,
-): Promise<ObjectRecord | undefined> {
-  return services.objects.put(record, also, precondition).catch((err: unknown) => {
+  versioning?: VersioningState,
+): Promise<PutOutcome> {
+  const outcome = await services.objects.put(record, { also, precondition, versioning }).catch((err: unknown) => {
     if (err instanceof NoSuchBucketError) throw errors.noSuchBucket(err.bucket);
     throw err;
   });
+  if (outcome.versionId !== undefined) record.versionId = outcome.versionId;
+  return outcome;
 }
 
 /** Imports, verifies, pins and commits the record `build` makes. Returns the committed record. */
@@ -115,10 +129,11 @@ export async function storeObject(
   options: IngestOptions,
   build: (ingested: Ingested) => ObjectRecord,
   precondition?: Precondition,
+  versioning?: VersioningState,
 ): Promise<{ record: ObjectRecord; replaced?: ObjectRecord }> {
   return ingest(services, options, async (ingested) => {
     const record = build(ingested);
-    const replaced = await putRecord(services, record, undefined, precondition);
+    const { replaced } = await putRecord(services, record, undefined, precondition, versioning);
     return { record, replaced };
   });
 }
@@ -128,6 +143,7 @@ export async function commitExisting(
   services: Pick<Services, 'gate' | 'objects'>,
   read: () => Promise<ObjectRecord>,
   build: (source: ObjectRecord) => ObjectRecord,
+  versioning?: VersioningState,
 ): Promise<{ record: ObjectRecord; source: ObjectRecord }> {
   const release = await services.gate.enterShared();
   try {
@@ -135,7 +151,7 @@ export async function commitExisting(
     // reclaim the source's blocks, even if the source is deleted meanwhile.
     const source = await read();
     const record = build(source);
-    await putRecord(services, record);
+    await putRecord(services, record, undefined, undefined, versioning);
     return { record, source };
   } finally {
     release();

@@ -11,7 +11,8 @@
  * set keeps the order it was given in.
  */
 import type { Tag } from '../core/data/objects.js';
-import type { S3Context } from './context.js';
+import { versionHeader, type S3Context } from './context.js';
+import { readVersion, requestedVersion } from './versions.js';
 import { errors, S3Error } from './errors.js';
 import { xmlResponse } from './xml.js';
 import { parseXmlBody, readSmallBody } from './xml-input.js';
@@ -87,20 +88,32 @@ async function requestedTags(ctx: S3Context, max: number): Promise<Tag[]> {
 const tagSet = (tags: Tag[] | undefined) => ({ TagSet: { Tag: (tags ?? []).map((t) => ({ Key: t.key, Value: t.value })) } });
 
 export async function getObjectTagging(ctx: S3Context): Promise<Response> {
-  const record = await ctx.services.objects.get(ctx.bucket!.name, ctx.s3.key!);
-  if (!record) throw errors.noSuchKey(ctx.s3.key!);
-  return xmlResponse('Tagging', tagSet(record.tags));
+  const record = await readVersion(ctx, ctx.bucket!, ctx.s3.key!, requestedVersion(ctx));
+  return xmlResponse('Tagging', tagSet(record.tags), { headers: versionHeader(ctx, record) });
+}
+
+/** Sets the tags of the version asked for (the current one without `versionId`), answering as S3 when there is none. */
+async function setObjectTags(ctx: S3Context, tags: Tag[]): Promise<Record<string, string>> {
+  const versionId = requestedVersion(ctx);
+  const bucket = ctx.bucket!;
+  if (await ctx.services.objects.setTags(bucket.name, ctx.s3.key!, tags, versionId)) {
+    return versionId !== undefined
+      ? versionHeader(ctx, { versionId })
+      : versionHeader(ctx, await ctx.services.objects.get(bucket.name, ctx.s3.key!));
+  }
+  // Nothing was changed: say why, as a read of that version would.
+  await readVersion(ctx, bucket, ctx.s3.key!, versionId);
+  throw errors.noSuchKey(ctx.s3.key!);
 }
 
 export async function putObjectTagging(ctx: S3Context): Promise<Response> {
+  requestedVersion(ctx);
   const tags = await requestedTags(ctx, MAX_OBJECT_TAGS);
-  if (!(await ctx.services.objects.setTags(ctx.bucket!.name, ctx.s3.key!, tags))) throw errors.noSuchKey(ctx.s3.key!);
-  return new Response(null, { status: 200 });
+  return new Response(null, { status: 200, headers: await setObjectTags(ctx, tags) });
 }
 
 export async function deleteObjectTagging(ctx: S3Context): Promise<Response> {
-  if (!(await ctx.services.objects.setTags(ctx.bucket!.name, ctx.s3.key!, []))) throw errors.noSuchKey(ctx.s3.key!);
-  return new Response(null, { status: 204 });
+  return new Response(null, { status: 204, headers: await setObjectTags(ctx, []) });
 }
 
 export async function getBucketTagging(ctx: S3Context): Promise<Response> {

@@ -4,7 +4,14 @@
  * takes blocks from an upload in flight. Failed or abandoned uploads leave
  * no object and no pin.
  */
-import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import {
+  CreateBucketCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  ListObjectVersionsCommand,
+  PutBucketVersioningCommand,
+  PutObjectCommand,
+} from '@aws-sdk/client-s3';
 import { createHash, randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import { startTestService, type TestService } from '../support/service.js';
@@ -26,12 +33,19 @@ afterAll(async () => {
 
 const B = 'default-bucket';
 
-async function put(key: string, body: Buffer | string): Promise<CID> {
+async function put(key: string, body: Buffer | string, bucket = B): Promise<CID> {
   // No retries: every upload must be answered well the first time, a racing one included.
   const s3 = service.s3(undefined, { maxAttempts: 1 });
   const seen = captureHeaders(s3);
-  await s3.send(new PutObjectCommand({ Bucket: B, Key: key, Body: body }));
+  await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body }));
   return parseCid(seen.headers['x-service-ipfs-hash-v0']!)!;
+}
+
+/** A new bucket with versioning as asked. */
+async function versionedBucket(name: string, Status: 'Enabled' | 'Suspended'): Promise<string> {
+  await service.s3().send(new CreateBucketCommand({ Bucket: name }));
+  await service.s3().send(new PutBucketVersioningCommand({ Bucket: name, VersioningConfiguration: { Status } }));
+  return name;
 }
 
 async function present(cid: CID): Promise<{ pinned: boolean; root: boolean }> {
@@ -149,4 +163,48 @@ test('racing overwrites of one key: each is answered, the last record stands, an
   expect(await new ObjectReferences(service.services.db).isReferenced(cids[winner]!.toString())).toBe(true);
   for (const [i, cid] of cids.entries())
     if (i !== winner) expect(await new ObjectReferences(service.services.db).isReferenced(cid.toString())).toBe(false);
+});
+
+test('versions keep their blocks through collection, a delete marker too; a version deleted for good is collected', async () => {
+  const V = await versionedBucket('pins-versions', 'Enabled');
+  const x = randomBytes(700 * 1024);
+  const cidX = await put('k', x, V);
+  const cidY = await put('k', randomBytes(10), V); // X is a non-current version now
+  await service.s3().send(new DeleteObjectCommand({ Bucket: V, Key: 'k' })); // a delete marker over both
+  await collectGarbage(service.services);
+  expect(await present(cidX)).toEqual({ pinned: true, root: true });
+  expect(await present(cidY)).toEqual({ pinned: true, root: true });
+  const listed = await service.s3().send(new ListObjectVersionsCommand({ Bucket: V }));
+  const xVersion = listed.Versions!.find((v) => v.Size === x.length)!.VersionId!;
+  expect(xVersion).toBeDefined();
+  const old = await service.s3().send(new GetObjectCommand({ Bucket: V, Key: 'k', VersionId: xVersion }));
+  expect(Buffer.from(await old.Body!.transformToByteArray())).toEqual(x);
+  await service.s3().send(new DeleteObjectCommand({ Bucket: V, Key: 'k', VersionId: xVersion }));
+  const result = await collectGarbage(service.services);
+  expect(result.blocksDeleted).toBe(4);
+  expect(await present(cidX)).toEqual({ pinned: false, root: false });
+  expect(await present(cidY)).toEqual({ pinned: true, root: true });
+});
+
+test('suspended writes replace the null version: its content is collected, the versions before stay', async () => {
+  const V = await versionedBucket('pins-suspended', 'Enabled');
+  const kept = await put('k', randomBytes(3000), V);
+  await service.s3().send(new PutBucketVersioningCommand({ Bucket: V, VersioningConfiguration: { Status: 'Suspended' } }));
+  const first = await put('k', randomBytes(3000), V);
+  const second = await put('k', randomBytes(3000), V);
+  await collectGarbage(service.services);
+  expect(await present(kept)).toEqual({ pinned: true, root: true });
+  expect(await present(first)).toEqual({ pinned: false, root: false });
+  expect(await present(second)).toEqual({ pinned: true, root: true });
+});
+
+test('racing writes of one versioned key: each is answered and kept as its own version, every CID stays pinned', async () => {
+  const V = await versionedBucket('pins-raced-versions', 'Enabled');
+  const bodies = Array.from({ length: 12 }, () => randomBytes(2000));
+  const cids = await Promise.all(bodies.map((b) => put('raced', b, V)));
+  const listed = await service.s3().send(new ListObjectVersionsCommand({ Bucket: V }));
+  expect(listed.Versions!.length).toBe(12);
+  expect(listed.Versions!.filter((v) => v.IsLatest).length).toBe(1);
+  await collectGarbage(service.services);
+  for (const cid of cids) expect(await present(cid)).toEqual({ pinned: true, root: true });
 });

@@ -41,6 +41,7 @@ const SECONDS = {
   'test/api/s3-part-size.test.ts': 15,
   'test/api/s3-tagging.test.ts': 6,
   'test/api/s3-conditional-writes.test.ts': 6,
+  'test/api/s3-versioning.test.ts': 7,
   'test/cli/storage.test.ts': 38,
   'test/api/notifications.test.ts': 37,
   'test/system/s3-streaming.test.ts': 36,

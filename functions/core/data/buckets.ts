@@ -38,7 +38,12 @@ export interface Bucket {
   cors?: CorsRule[];
   /** The bucket's tags (PutBucketTagging), in the order given; absent when it has none. */
   tags?: Tag[];
+  /** PutBucketVersioning's state; absent on a bucket never versioned (which stays exactly as before versions existed). */
+  versioning?: VersioningState;
 }
+
+/** S3's versioning states; a bucket once versioned can be suspended, never unversioned again. */
+export type VersioningState = 'Enabled' | 'Suspended';
 
 /** One CORSRule, as PutBucketCors validated it. */
 export interface CorsRule {
@@ -71,11 +76,18 @@ export function bucketItem(bucket: Bucket): Record<string, unknown> {
   };
 }
 
-/** The condition object writes check on the bucket item (see ObjectStore). */
-export function bucketWritableCondition(now = Date.now()) {
+/**
+ * The condition object writes check on the bucket item (see ObjectStore).
+ * With `versioning` given (null: never versioned), the bucket must also be
+ * in that versioning state, so that a write decided on a stale view of the
+ * bucket fails instead of keeping or dropping versions wrongly.
+ */
+export function bucketWritableCondition(now = Date.now(), versioning?: VersioningState | null) {
+  const writable = 'attribute_exists(pk) AND (attribute_not_exists(deleting) OR deleting < :stale)';
+  if (versioning === undefined) return { ConditionExpression: writable, ExpressionAttributeValues: { ':stale': now - DELETE_MARK_TTL_MS } };
   return {
-    ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(deleting) OR deleting < :stale)',
-    ExpressionAttributeValues: { ':stale': now - DELETE_MARK_TTL_MS },
+    ConditionExpression: `${writable} AND ${versioning === null ? 'attribute_not_exists(versioning)' : 'versioning = :versioning'}`,
+    ExpressionAttributeValues: { ':stale': now - DELETE_MARK_TTL_MS, ...(versioning === null ? {} : { ':versioning': versioning }) },
   };
 }
 
@@ -88,6 +100,7 @@ function fromItem(item: Record<string, unknown>): Bucket {
     acl: (item.acl as CannedAcl | undefined) ?? 'private',
     ...(Array.isArray(item.cors) ? { cors: item.cors as CorsRule[] } : {}),
     ...(Array.isArray(item.tags) ? { tags: item.tags as Tag[] } : {}),
+    ...(item.versioning === 'Enabled' || item.versioning === 'Suspended' ? { versioning: item.versioning } : {}),
   };
 }
 
@@ -157,6 +170,11 @@ export class BucketStore {
     return this.setSetting(name, 'tags', tags?.length ? tags : undefined);
   }
 
+  /** Sets the bucket's versioning state; false when the bucket is gone. */
+  setVersioning(name: string, state: VersioningState): Promise<boolean> {
+    return this.setSetting(name, 'versioning', state);
+  }
+
   /** Sets (or with undefined removes) the bucket's CORS rules; false when the bucket is gone. */
   setCors(name: string, rules: CorsRule[] | undefined): Promise<boolean> {
     return this.setSetting(name, 'cors', rules);
@@ -172,7 +190,7 @@ export class BucketStore {
    * write: only a read still in flight then can cache the old value (for
    * BUCKET_CACHE_MS at most).
    */
-  private setSetting(name: string, attribute: 'acl' | 'cors' | 'tags', value: unknown): Promise<boolean> {
+  private setSetting(name: string, attribute: 'acl' | 'cors' | 'tags' | 'versioning', value: unknown): Promise<boolean> {
     return retry(
       async () => {
         try {

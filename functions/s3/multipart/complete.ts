@@ -14,7 +14,7 @@ import { COMPLETION_TTL_MS, MAX_PART_NUMBER, type ChecksumType, type CompletionR
 import { ipfsHeaders } from '../../core/http/object-headers.js';
 import { ALGORITHMS, multipartChecksum } from '../checksums.js';
 import { writePrecondition } from '../conditions.js';
-import { presentedEtag, type S3Context } from '../context.js';
+import { presentedEtag, versionHeader, type S3Context } from '../context.js';
 import { errors, S3Error } from '../errors.js';
 import { ingest, putRecord } from '../store.js';
 import { xmlResponse, type XmlNode } from '../xml.js';
@@ -181,6 +181,7 @@ export async function completeMultipartUpload(ctx: S3Context): Promise<Response>
         record,
         { items: services.uploads.endItems(upload, completion), failed: () => errors.noSuchUpload(uploadId) },
         precondition,
+        ctx.bucket!.versioning,
       );
       return record;
     },
@@ -204,7 +205,7 @@ function completeResult(ctx: S3Context, record: ObjectRecord, checksum: { algori
     Key: record.key,
     ETag: presentedEtag(ctx, record),
   };
-  const headers: Record<string, string> = { ...ipfsHeaders(record.cid) };
+  const headers: Record<string, string> = { ...ipfsHeaders(record.cid), ...versionHeader(ctx, record) };
   if (checksum.algorithm) {
     body[checksumElement(checksum.algorithm)] = record.checksums?.[checksum.algorithm];
     body.ChecksumType = checksum.type;
