@@ -931,7 +931,15 @@ export class ObjectStore {
   /**
    * One page of a listing in key order. Keys under a common prefix are
    * skipped by restarting the query after the prefix, so a page costs what
-   * it returns, not what the bucket holds.
+   * it returns, not what the bucket holds. A query reads (and DynamoDB
+   * charges for) every item up to its Limit, used or not, so the query
+   * after a common prefix asks for a few items (AFTER_PREFIX: the next
+   * key is often the next folder's first, and one 4 KB read unit holds
+   * several items), the first of a listing with a delimiter for a tenth
+   * of a page, and each following query of an unbroken run of objects
+   * twice as many as the last, up to the page: 50 folders cost about 50
+   * small queries, where a full page's Limit per folder read up to 1,000
+   * items each (issue: 1.46 s and 50,000 items for 2,000 objects).
    */
   async list(bucket: string, q: ListQuery): Promise<ListPage> {
     const prefix = q.prefix ?? '';
@@ -948,6 +956,9 @@ export class ObjectStore {
     if (q.maxKeys <= 0) return { entries, truncated: await this.anyAfter(bucket, prefix, from) };
     // A marker longer than any key is cut to fit a Query; the keys the cut lets through are skipped all along.
     const floor = from ? sortKeyBound(from).passes : () => true;
+    // How many items the next query asks for at most: the page's size without a delimiter; with one, a tenth
+    // of it first (the first folder's items are read to its end), a few after each common prefix, doubling.
+    let step = q.delimiter ? FIRST_WITH_DELIMITER : MAX_QUERY_ITEMS;
     for (;;) {
       const want = q.maxKeys - entries.length + 1;
       const bound = from && sortKeyBound(from);
@@ -956,7 +967,7 @@ export class ObjectStore {
           TableName: this.table,
           KeyConditionExpression: bound ? `pk = :pk AND sk ${bound.condition.op} :from` : 'pk = :pk',
           ExpressionAttributeValues: { ':pk': bucket, ...(bound ? { ':from': bound.condition.value } : {}) },
-          Limit: Math.min(want, 1000),
+          Limit: Math.min(want, step),
           ConsistentRead: true,
         }),
       );
@@ -985,9 +996,11 @@ export class ObjectStore {
       }
       if (restart !== undefined) {
         from = { op: '>=', value: restart };
+        step = AFTER_PREFIX;
         continue;
       }
       if (!out.LastEvaluatedKey) return { entries, truncated: false };
+      step = Math.min(step * 2, MAX_QUERY_ITEMS);
     }
   }
 
@@ -1157,6 +1170,13 @@ class KeyCursor {
     if (!this.buffer.length && !this.exhausted) this.from = { op: '>=', value };
   }
 }
+
+/** The most items one listing query asks for (a page's 1,000 keys and the one that says whether there are more). */
+const MAX_QUERY_ITEMS = 1000;
+/** The items a listing's query asks for after a common prefix (ObjectStore.list). */
+const AFTER_PREFIX = 8;
+/** The items the first query of a listing with a delimiter asks for (four queries reach a page of 1,000). */
+const FIRST_WITH_DELIMITER = 100;
 
 function refKey(cid: string, bucket: string, key: string) {
   return cidReference(cid, objectHolder(bucket, key));
