@@ -38,7 +38,22 @@ export interface Bucket {
   cors?: CorsRule[];
   /** The bucket's tags (PutBucketTagging), in the order given; absent when it has none. */
   tags?: Tag[];
+  /** The bucket policy's JSON text as PutBucketPolicy took it (core/storage/bucket-policy.ts); absent when none. */
+  policy?: string;
+  /** PutPublicAccessBlock's four settings; absent when none was put. */
+  publicAccessBlock?: PublicAccessBlock;
+  /** PutBucketOwnershipControls' one rule; absent when none was put. */
+  ownership?: ObjectOwnership;
 }
+
+export interface PublicAccessBlock {
+  blockPublicAcls: boolean;
+  ignorePublicAcls: boolean;
+  blockPublicPolicy: boolean;
+  restrictPublicBuckets: boolean;
+}
+
+export type ObjectOwnership = 'BucketOwnerEnforced' | 'BucketOwnerPreferred' | 'ObjectWriter';
 
 /** One CORSRule, as PutBucketCors validated it. */
 export interface CorsRule {
@@ -88,6 +103,9 @@ function fromItem(item: Record<string, unknown>): Bucket {
     acl: (item.acl as CannedAcl | undefined) ?? 'private',
     ...(Array.isArray(item.cors) ? { cors: item.cors as CorsRule[] } : {}),
     ...(Array.isArray(item.tags) ? { tags: item.tags as Tag[] } : {}),
+    ...(typeof item.policy === 'string' ? { policy: item.policy } : {}),
+    ...(item.publicAccessBlock ? { publicAccessBlock: item.publicAccessBlock as PublicAccessBlock } : {}),
+    ...(typeof item.ownership === 'string' ? { ownership: item.ownership as ObjectOwnership } : {}),
   };
 }
 
@@ -162,6 +180,21 @@ export class BucketStore {
     return this.setSetting(name, 'cors', rules);
   }
 
+  /** Sets (or with undefined removes) the bucket policy's text; false when the bucket is gone. */
+  setPolicy(name: string, policy: string | undefined): Promise<boolean> {
+    return this.setSetting(name, 'policy', policy);
+  }
+
+  /** Sets (or with undefined removes) the bucket's public access block; false when the bucket is gone. */
+  setPublicAccessBlock(name: string, block: PublicAccessBlock | undefined): Promise<boolean> {
+    return this.setSetting(name, 'publicAccessBlock', block);
+  }
+
+  /** Sets (or with undefined removes) the bucket's object ownership rule; false when the bucket is gone. */
+  setOwnership(name: string, ownership: ObjectOwnership | undefined): Promise<boolean> {
+    return this.setSetting(name, 'ownership', ownership);
+  }
+
   /**
    * Sets one of the bucket's settings (undefined: removes it). False when
    * the bucket is gone: the condition keeps an update from recreating a
@@ -172,7 +205,11 @@ export class BucketStore {
    * write: only a read still in flight then can cache the old value (for
    * BUCKET_CACHE_MS at most).
    */
-  private setSetting(name: string, attribute: 'acl' | 'cors' | 'tags', value: unknown): Promise<boolean> {
+  private setSetting(
+    name: string,
+    attribute: 'acl' | 'cors' | 'tags' | 'policy' | 'publicAccessBlock' | 'ownership',
+    value: unknown,
+  ): Promise<boolean> {
     return retry(
       async () => {
         try {
