@@ -5,7 +5,7 @@
 import type { ObjectRecord, Tag } from '../core/data/objects.js';
 import { ipfsHeaders } from '../core/http/object-headers.js';
 import { cannedAcl, objectHeaders } from './request-headers.js';
-import { aclAllowsRead } from './acl.js';
+import { mayListFor, mayReadObject } from './access.js';
 import { ownerOf, presentedEtag, type S3Context } from './context.js';
 import { errors } from './errors.js';
 import { evaluateConditions, notModifiedAsFailure } from './conditions.js';
@@ -46,17 +46,16 @@ export function parseCopySource(header: string): CopySource {
   return { bucket, key };
 }
 
-/** Reads the source as the caller may: its own bucket, or an object whose ACL lets the caller read it. */
+/** Reads the source as the caller may: as the source bucket's policy and the object's ACL let the caller read it. */
 export async function readCopySource(ctx: S3Context, source: CopySource): Promise<ObjectRecord> {
   const bucket = await ctx.services.buckets.get(source.bucket);
   if (!bucket) throw errors.noSuchBucket(source.bucket);
-  const { principal } = ctx.auth;
   const record = await ctx.services.objects.get(source.bucket, source.key);
   if (!record) {
-    if (!aclAllowsRead(bucket.acl, principal, bucket.accountId)) throw errors.accessDenied();
+    if (!mayListFor(ctx, bucket, source.key)) throw errors.accessDenied();
     throw errors.noSuchKey(source.key);
   }
-  if (!aclAllowsRead(record.acl, principal, bucket.accountId)) throw errors.accessDenied();
+  if (!mayReadObject(ctx, bucket, record)) throw errors.accessDenied();
   return record;
 }
 

@@ -1,6 +1,7 @@
 /** DeleteObject and DeleteObjects. Deleting a missing key succeeds, as in S3. */
 import { writePrecondition } from './conditions.js';
 import type { S3Context } from './context.js';
+import { isBucketOwner, verdictFor } from './access.js';
 import { errors, S3Error } from './errors.js';
 import { xmlResponse } from './xml.js';
 import { parseXmlBody, readSmallBody } from './xml-input.js';
@@ -16,6 +17,13 @@ export async function deleteObject(ctx: S3Context): Promise<Response> {
   // If-Match (a conditional delete): a missing object is still a 204.
   await ctx.services.objects.delete(ctx.bucket!.name, ctx.s3.key!, writePrecondition(ctx, { deleting: true }));
   return new Response(null, { status: 204 });
+}
+
+/** Each key of a DeleteObjects is its own s3:DeleteObject to the bucket policy: the owner's unless denied, another's if allowed. */
+function mayDelete(ctx: S3Context, key: string): boolean {
+  const bucket = ctx.bucket!;
+  const verdict = verdictFor(ctx, bucket, 's3:DeleteObject', key);
+  return isBucketOwner(ctx, bucket) ? verdict !== 'deny' : verdict === 'allow';
 }
 
 function text(value: unknown): string | undefined {
@@ -46,6 +54,7 @@ export async function deleteObjects(ctx: S3Context): Promise<Response> {
         try {
           checkVersion(e.versionId);
           if (Buffer.byteLength(e.key) > 1024) throw errors.keyTooLong();
+          if (!mayDelete(ctx, e.key)) throw errors.accessDenied();
           const precondition = e.conditions && writePrecondition(ctx, { deleting: true, conditions: e.conditions, key: e.key });
           await ctx.services.objects.delete(ctx.bucket!.name, e.key, precondition);
           deleted.push({ Key: e.key, VersionId: e.versionId });

@@ -7,7 +7,7 @@ import { openFile } from '../core/ipfs/read.js';
 import { errors } from './errors.js';
 import { evaluateConditions } from './conditions.js';
 import { presentedEtag, type S3Context } from './context.js';
-import { aclAllowsRead } from './acl.js';
+import { mayListFor, mayReadObject } from './access.js';
 import { checksumHeaders } from './checksums.js';
 
 /** Whole-object checksums do not describe a range, so S3 omits them for ranged reads. */
@@ -29,8 +29,8 @@ export async function getObject(ctx: S3Context): Promise<Response> {
   const bucket = ctx.bucket!;
   // As S3: a missing key is NoSuchKey to whoever may list the bucket, and
   // AccessDenied to others, so a private bucket's keys cannot be probed.
-  if (!record) throw aclAllowsRead(bucket.acl, principal, bucket.accountId) ? errors.noSuchKey(ctx.s3.key!) : errors.accessDenied();
-  if (!aclAllowsRead(record.acl, principal, bucket.accountId)) throw errors.accessDenied();
+  if (!record) throw mayListFor(ctx, bucket, ctx.s3.key!) ? errors.noSuchKey(ctx.s3.key!) : errors.accessDenied();
+  if (!mayReadObject(ctx, bucket, record)) throw errors.accessDenied();
   if (record.damaged) throw errors.objectDamaged(record.damaged);
 
   const etag = presentedEtag(ctx, record);
