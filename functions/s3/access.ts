@@ -129,14 +129,16 @@ export function verdictFor(
   bucket: Bucket,
   action: PolicyAction,
   key: string | undefined,
-  context = conditionContext(ctx),
+  context?: RequestFacts['context'],
 ): Verdict {
+  // Most buckets have no policy: nothing to gather for it then.
+  if (bucket.policy === undefined) return 'none';
   const account = callerAccount(ctx);
   return policyVerdict(bucket, {
     ...(account !== undefined ? { account } : {}),
     action,
     resource: key === undefined ? bucket.name : `${bucket.name}/${key}`,
-    context,
+    context: context ?? conditionContext(ctx),
   });
 }
 
@@ -147,7 +149,10 @@ export function verdictFor(
  * bucket's ACL.
  */
 export function mayListFor(ctx: S3Context, bucket: Bucket, key: string): boolean {
-  const verdict = verdictFor(ctx, bucket, 's3:ListBucket', undefined, { ...conditionContext(ctx, false), 's3:prefix': key });
+  const verdict =
+    bucket.policy === undefined
+      ? 'none'
+      : verdictFor(ctx, bucket, 's3:ListBucket', undefined, { ...conditionContext(ctx, false), 's3:prefix': key });
   if (verdict !== 'none') return verdict === 'allow';
   return aclAllowsRead(effectiveAcl(bucket, bucket.acl), ctx.auth.principal, bucket.accountId);
 }

@@ -156,7 +156,6 @@ async function authorise(ctx: S3Context): Promise<void> {
   const action = POLICY_ACTION[op];
   const verdict = action ? verdictFor(ctx, bucket, action, ctx.s3.key) : 'none';
   if (verdict === 'deny' && !(owner && POLICY_MANAGEMENT.has(op))) throw errors.accessDenied();
-  ctx.policy = verdict;
   if (owner) return;
   if (OWNER_ONLY.has(op)) throw errors.accessDenied();
   if (verdict === 'allow') return;

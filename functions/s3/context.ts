@@ -6,7 +6,6 @@ import type { S3Request } from './router.js';
 import type { Bucket } from '../core/data/buckets.js';
 import type { ObjectRecord } from '../core/data/objects.js';
 import { cidV1 } from '../core/ipfs/cid.js';
-import type { Verdict } from '../core/storage/bucket-policy.js';
 
 export interface S3Context {
   services: StorageServices;
@@ -15,8 +14,6 @@ export interface S3Context {
   auth: Authenticated;
   /** The addressed bucket, checked to exist (and to be the caller's, unless the op allows public reads). */
   bucket?: Bucket;
-  /** The bucket policy's verdict on this request's action and resource (authorise sets it). */
-  policy?: Verdict;
   now: Date;
 }
 

@@ -8,7 +8,9 @@
  */
 import {
   CreateBucketCommand,
+  CopyObjectCommand,
   CreateMultipartUploadCommand,
+  DeleteObjectsCommand,
   DeleteBucketOwnershipControlsCommand,
   DeleteBucketPolicyCommand,
   DeletePublicAccessBlockCommand,
@@ -218,6 +220,32 @@ describe.each(doorsFor(s3Doors(() => target)))('bucket policies through the $nam
     expect(await code(other.send(new PutObjectCommand({ Bucket: bucket, Key: 'elsewhere', Body: 'x' })))).toBe('403 AccessDenied');
     const acl = await s3.send(new GetObjectAclCommand({ Bucket: bucket, Key: 'mp-put' }));
     expect(acl.Owner?.ID).not.toBe(otherId);
+  });
+
+  test("DeleteObjects asks the policy for each key; CopyObject reads its source as the source bucket's policy says", async () => {
+    const bucket = await newBucket();
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'tmp/a', Body: 'a' }));
+    await put(
+      bucket,
+      doc(
+        everything(bucket, { Action: 's3:DeleteObject', Resource: `arn:aws:s3:::${bucket}/tmp/*` }),
+        everything(bucket, { Action: 's3:GetObject', Resource: `arn:aws:s3:::${bucket}/tmp/*` }),
+      ),
+    );
+    const copy = (key: string) =>
+      other.send(new CopyObjectCommand({ Bucket: target.other.bucket, Key: `copied-${door.tag}-${RUN}`, CopySource: `${bucket}/${key}` }));
+    expect(await ok(copy('tmp/a'))).toBe(200);
+    expect(await code(copy('asdf'))).toBe('403 AccessDenied');
+    const result = await other.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: [{ Key: 'tmp/a' }, { Key: 'asdf' }] } }));
+    expect([result.Deleted?.map((d) => d.Key), result.Errors?.map((e) => [e.Key, e.Code])]).toEqual([
+      ['tmp/a'],
+      [['asdf', 'AccessDenied']],
+    ]);
+    expect(await (await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'asdf' }))).Body!.transformToString()).toBe('asdf');
+    // The owner deletes both, unless a Deny says otherwise.
+    await put(bucket, doc(everything(bucket, { Effect: 'Deny', Action: 's3:DeleteObject', Resource: `arn:aws:s3:::${bucket}/asdf` })));
+    const own = await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: [{ Key: 'asdf' }, { Key: 'tmp/b' }] } }));
+    expect([own.Deleted?.map((d) => d.Key), own.Errors?.map((e) => [e.Key, e.Code])]).toEqual([['tmp/b'], [['asdf', 'AccessDenied']]]);
   });
 
   test('aws:Referer with StringLikeIfExists (s3-tests test_bucket_policy_set_condition_operator_end_with_IfExists)', async () => {
