@@ -55,7 +55,7 @@ export async function deletePublicAccessBlock(ctx: S3Context): Promise<Response>
   return new Response(null, { status: 204 });
 }
 
-const OWNERSHIPS: readonly ObjectOwnership[] = ['BucketOwnerEnforced', 'BucketOwnerPreferred', 'ObjectWriter'];
+export const OBJECT_OWNERSHIPS: readonly ObjectOwnership[] = ['BucketOwnerEnforced', 'BucketOwnerPreferred', 'ObjectWriter'];
 
 export async function putBucketOwnershipControls(ctx: S3Context): Promise<Response> {
   const bucket = ctx.bucket!;
@@ -63,7 +63,7 @@ export async function putBucketOwnershipControls(ctx: S3Context): Promise<Respon
   const rules = (doc.Rule as unknown[] | undefined) ?? [];
   if (rules.length !== 1) throw errors.malformedXml();
   const ownership = (rules[0] as Record<string, unknown> | undefined)?.ObjectOwnership;
-  if (typeof ownership !== 'string' || !OWNERSHIPS.includes(ownership as ObjectOwnership)) throw errors.malformedXml();
+  if (typeof ownership !== 'string' || !OBJECT_OWNERSHIPS.includes(ownership as ObjectOwnership)) throw errors.malformedXml();
   // As S3: ACLs go off only once the bucket's grants nobody but its owner.
   if (ownership === 'BucketOwnerEnforced' && (bucket.acl ?? 'private') !== 'private') {
     throw new S3Error(

@@ -506,6 +506,21 @@ describe.each(doorsFor(s3Doors(() => target)))('public access blocks and ownersh
     expect(await ok(s3.send(new DeleteBucketOwnershipControlsCommand({ Bucket: bucket })))).toBe(204);
   });
 
+  test('CreateBucket takes x-amz-object-ownership (s3-tests test_create_bucket_bucket_owner_enforced, _bucket_owner_preferred, _object_writer)', async () => {
+    for (const ObjectOwnership of ['BucketOwnerEnforced', 'BucketOwnerPreferred', 'ObjectWriter'] as const) {
+      const bucket = `own-${door.tag}-${RUN}-${ObjectOwnership.toLowerCase()}`;
+      await s3.send(new CreateBucketCommand({ Bucket: bucket, ObjectOwnership }));
+      expect((await s3.send(new GetBucketOwnershipControlsCommand({ Bucket: bucket }))).OwnershipControls?.Rules).toEqual([
+        { ObjectOwnership },
+      ]);
+    }
+    const refused = `own-${door.tag}-${RUN}-refused`;
+    expect(
+      await code(s3.send(new CreateBucketCommand({ Bucket: refused, ObjectOwnership: 'BucketOwnerEnforced', ACL: 'public-read' }))),
+    ).toBe('400 InvalidBucketAclWithObjectOwnership');
+    expect(await code(s3.send(new GetBucketOwnershipControlsCommand({ Bucket: refused })))).toBe('404 NoSuchBucket');
+  });
+
   test('BucketOwnerEnforced: only over a private bucket ACL; then ACLs are off (s3-tests test_put_bucket_ownership_bucket_owner_enforced)', async () => {
     const bucket = await newBucket('public-read');
     const enforce = () =>

@@ -147,8 +147,14 @@ export class BucketStore {
     return items.map(fromItem);
   }
 
-  async create(name: string, accountId: string, createdAt: string, acl: CannedAcl = 'private'): Promise<Bucket> {
-    const bucket: Bucket = { name, accountId, createdAt, isDefault: false, acl };
+  async create(
+    name: string,
+    accountId: string,
+    createdAt: string,
+    acl: CannedAcl = 'private',
+    ownership?: ObjectOwnership,
+  ): Promise<Bucket> {
+    const bucket: Bucket = { name, accountId, createdAt, isDefault: false, acl, ...(ownership ? { ownership } : {}) };
     try {
       await this.db.doc.send(
         new TransactWriteCommand({
