@@ -147,7 +147,7 @@ export type StorageServices = Pick<
 >;
 
 /** The gateway: public objects, /ipfs/ content, and sites by host (their published deploys, the site cache). */
-export type GatewayServices = Pick<Services, 'config' | 'logger' | 'sites' | 'deploys' | 'siteCache' | 'objects' | 'ipfs'>;
+export type GatewayServices = Pick<Services, 'config' | 'logger' | 'sites' | 'deploys' | 'siteCache' | 'objects' | 'buckets' | 'ipfs'>;
 
 /**
  * What an entry point chooses for what differs between one machine and

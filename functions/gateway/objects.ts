@@ -1,15 +1,21 @@
 /**
  * A file at its public URL (`<bucket>.<storage public domain>/<key>`) or its
- * bucket-specific address (`<bucket>.<bucket endpoint domain>/<key>`):
- * public-read objects are served with their stored headers; private ones
- * are refused (403) and unknown ones are 404. The same bytes stay readable
- * by CID under `/ipfs/`, whatever the ACL.
+ * bucket-specific address (`<bucket>.<bucket endpoint domain>/<key>`): an
+ * anonymous GetObject. Served with its stored headers when the bucket
+ * policy allows it, or says nothing and the object is public-read (as far
+ * as its ACL counts: not under IgnorePublicAcls or BucketOwnerEnforced);
+ * refused (403) when the policy denies it or the object is private;
+ * unknown ones are 404. The policy's conditions see the address the door
+ * saw (never X-Forwarded-For), the Referer, and whether it came over TLS.
+ * The same bytes stay readable by CID under `/ipfs/`, whatever the ACL.
  */
 import { CID } from 'multiformats/cid';
 import { objectResponseHeaders } from '../core/http/object-headers.js';
 import type { HttpRequest } from '../core/http/types.js';
 import type { Services } from '../core/services.js';
 import { openFile } from '../core/ipfs/read.js';
+import { effectiveAcl, policyVerdict } from '../core/storage/bucket-access.js';
+import type { RequestFacts } from '../core/storage/bucket-policy.js';
 import type { BucketHost } from './hosts.js';
 import { serveRepresentation, textResponse } from './responses.js';
 
@@ -18,7 +24,22 @@ const MAX_KEY_BYTES = 1024;
 
 const notFound = () => textResponse(404, 'Not Found\n');
 
-export async function serveObject(services: Pick<Services, 'ipfs' | 'objects'>, req: HttpRequest, host: BucketHost): Promise<Response> {
+/** What an anonymous request to the gateway is to a bucket policy's conditions. */
+function anonymousContext(req: HttpRequest): RequestFacts['context'] {
+  const context: RequestFacts['context'] = { 'aws:securetransport': req.secure ? 'true' : 'false', 'aws:principaltype': 'Anonymous' };
+  if (req.remoteAddress) context['aws:sourceip'] = req.remoteAddress;
+  const referer = req.headers.get('referer');
+  if (referer !== null) context['aws:referer'] = referer;
+  const agent = req.headers.get('user-agent');
+  if (agent !== null) context['aws:useragent'] = agent;
+  return context;
+}
+
+export async function serveObject(
+  services: Pick<Services, 'ipfs' | 'objects' | 'buckets'>,
+  req: HttpRequest,
+  host: BucketHost,
+): Promise<Response> {
   if (!BUCKET_NAME.test(host.bucket)) return notFound();
   let key: string;
   try {
@@ -27,9 +48,12 @@ export async function serveObject(services: Pick<Services, 'ipfs' | 'objects'>, 
     return textResponse(400, 'Bad Request: the path is not valid percent-encoded UTF-8\n');
   }
   if (key === '' || Buffer.byteLength(key) > MAX_KEY_BYTES) return notFound();
-  const record = await services.objects.get(host.bucket, key);
-  if (!record) return notFound();
-  if (record.acl !== 'public-read' && record.acl !== 'public-read-write') return textResponse(403, 'Forbidden: this object is private\n');
+  const [bucket, record] = await Promise.all([services.buckets.get(host.bucket), services.objects.get(host.bucket, key)]);
+  if (!bucket || !record) return notFound();
+  const verdict = policyVerdict(bucket, { action: 's3:GetObject', resource: `${bucket.name}/${key}`, context: anonymousContext(req) });
+  const acl = effectiveAcl(bucket, record.acl);
+  const open = verdict === 'allow' || (verdict === 'none' && (acl === 'public-read' || acl === 'public-read-write'));
+  if (!open) return textResponse(403, 'Forbidden: this object is private\n');
   const headers = objectResponseHeaders(record);
   headers['x-ipfs-path'] = `/ipfs/${record.cid}`;
   return serveRepresentation(req, {

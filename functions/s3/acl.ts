@@ -4,11 +4,14 @@
  * takes either the `x-amz-acl` header or an AccessControlPolicy whose
  * grants amount to one of them.
  */
+import type { Bucket } from '../core/data/buckets.js';
 import type { CannedAcl } from '../core/data/objects.js';
+import { isPublicAcl } from '../core/storage/bucket-access.js';
+import type { S3Op } from './router.js';
 import type { Principal } from './auth.js';
 import { owner } from './buckets.js';
 import type { S3Context } from './context.js';
-import { errors } from './errors.js';
+import { errors, S3Error } from './errors.js';
 import { cannedAcl } from './request-headers.js';
 import { escapeXml, S3_NS } from './xml.js';
 import { parseXmlBody, readSmallBody } from './xml-input.js';
@@ -44,9 +47,13 @@ export function aclAllowsWrite(acl: CannedAcl | undefined, principal: Principal,
   return acl === 'public-read-write';
 }
 
+/** Under BucketOwnerEnforced ACLs are off: every one reads as the owner's FULL_CONTROL alone, as S3 answers. */
+const shownAcl = (bucket: Bucket, acl: CannedAcl | undefined): CannedAcl =>
+  bucket.ownership === 'BucketOwnerEnforced' ? 'private' : (acl ?? 'private');
+
 export async function getBucketAcl(ctx: S3Context): Promise<Response> {
   const bucket = ctx.bucket!;
-  return aclResponse(await owner(ctx, bucket.accountId), bucket.acl ?? 'private');
+  return aclResponse(await owner(ctx, bucket.accountId), shownAcl(bucket, bucket.acl));
 }
 
 /** An AccessControlPolicy for a canned ACL: owner FULL_CONTROL, plus the group grants S3 gives that ACL. */
@@ -86,7 +93,7 @@ export async function getObjectAcl(ctx: S3Context): Promise<Response> {
   latestOnly(ctx);
   const record = await ctx.services.objects.get(ctx.bucket!.name, ctx.s3.key!);
   if (!record) throw errors.noSuchKey(ctx.s3.key!);
-  return aclResponse(await owner(ctx, record.ownerId), record.acl);
+  return aclResponse(await owner(ctx, record.ownerId), shownAcl(ctx.bucket!, record.acl));
 }
 
 const notCanned = (what: string) =>
@@ -122,9 +129,49 @@ async function requestedAcl(ctx: S3Context, ownerId: string): Promise<CannedAcl>
     if (body.length) throw errors.invalidRequest('Specify either the x-amz-acl header or an AccessControlPolicy body, not both.');
     return cannedAcl(req.headers);
   }
-  if (body.length) return aclFromPolicy(parseXmlBody(body, 'AccessControlPolicy', ['Grant']), ownerId);
+  if (body.length) return allowedAcl(ctx.bucket!, aclFromPolicy(parseXmlBody(body, 'AccessControlPolicy', ['Grant']), ownerId));
   cannedAcl(req.headers); // x-amz-grant-* headers alone are refused there
   throw errors.malformedXml();
+}
+
+const aclsOff = () => new S3Error('AccessControlListNotSupported', 400, 'The bucket does not allow ACLs');
+
+/** An ACL body's ACL, if the bucket takes it: not a public one under BlockPublicAcls, only the owner's under BucketOwnerEnforced. */
+function allowedAcl(bucket: Bucket, acl: CannedAcl): CannedAcl {
+  if (bucket.ownership === 'BucketOwnerEnforced' && acl !== 'private') throw aclsOff();
+  if (bucket.publicAccessBlock?.blockPublicAcls && isPublicAcl(acl)) throw errors.accessDenied();
+  return acl;
+}
+
+/** Operations that set an ACL from the request's `x-amz-acl` or `x-amz-grant-*` headers. */
+const ACL_SETTING: ReadonlySet<S3Op> = new Set(['PutObject', 'CopyObject', 'CreateMultipartUpload', 'PutBucketAcl', 'PutObjectAcl']);
+const GRANT_HEADERS = [
+  'x-amz-grant-read',
+  'x-amz-grant-write',
+  'x-amz-grant-read-acp',
+  'x-amz-grant-write-acp',
+  'x-amz-grant-full-control',
+];
+
+/**
+ * What the bucket's settings say of the ACL a request's headers ask for,
+ * before anything is read or written: under BucketOwnerEnforced only
+ * `bucket-owner-full-control` (or none, for a write) is taken, anything
+ * else is AccessControlListNotSupported; under BlockPublicAcls a public
+ * canned ACL is AccessDenied.
+ */
+export function checkRequestedAcl(ctx: S3Context): void {
+  const bucket = ctx.bucket;
+  if (!bucket || !ACL_SETTING.has(ctx.s3.op)) return;
+  const { headers } = ctx.req;
+  const header = headers.get('x-amz-acl');
+  if (bucket.ownership === 'BucketOwnerEnforced') {
+    if (GRANT_HEADERS.some((h) => headers.has(h))) throw aclsOff();
+    if (header !== null && header !== 'bucket-owner-full-control') throw aclsOff();
+    const setsAcl = ctx.s3.op === 'PutBucketAcl' || ctx.s3.op === 'PutObjectAcl';
+    if (setsAcl && header === null) return; // a body: allowedAcl decides once it is read
+  }
+  if (bucket.publicAccessBlock?.blockPublicAcls && header !== null && isPublicAcl(header as CannedAcl)) throw errors.accessDenied();
 }
 
 export async function putObjectAcl(ctx: S3Context): Promise<Response> {

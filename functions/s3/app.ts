@@ -19,7 +19,18 @@ import {
 import { listObjects, listObjectsV2, listObjectVersions } from './list.js';
 import { deleteObject, deleteObjects } from './delete.js';
 import { copyObject } from './copy.js';
-import { aclAllowsRead, aclAllowsWrite, getBucketAcl, getObjectAcl, putBucketAcl, putObjectAcl } from './acl.js';
+import { aclAllowsRead, aclAllowsWrite, checkRequestedAcl, getBucketAcl, getObjectAcl, putBucketAcl, putObjectAcl } from './acl.js';
+import { isBucketOwner, OWNER_ONLY, POLICY_ACTION, POLICY_MANAGEMENT, verdictFor } from './access.js';
+import { effectiveAcl } from '../core/storage/bucket-access.js';
+import { deleteBucketPolicy, getBucketPolicy, getBucketPolicyStatus, putBucketPolicy } from './bucket-policy.js';
+import {
+  deleteBucketOwnershipControls,
+  deletePublicAccessBlock,
+  getBucketOwnershipControls,
+  getPublicAccessBlock,
+  putBucketOwnershipControls,
+  putPublicAccessBlock,
+} from './public-access.js';
 import { addCorsHeaders, deleteBucketCors, getBucketCors, preflight, putBucketCors } from './cors.js';
 import type { S3Context } from './context.js';
 import { errorResponse, errors, S3Error } from './errors.js';
@@ -59,6 +70,16 @@ const OPERATIONS: Partial<Record<S3Op, OperationHandler>> = {
   GetBucketTagging: getBucketTagging,
   PutBucketTagging: putBucketTagging,
   DeleteBucketTagging: deleteBucketTagging,
+  PutBucketPolicy: putBucketPolicy,
+  GetBucketPolicy: getBucketPolicy,
+  DeleteBucketPolicy: deleteBucketPolicy,
+  GetBucketPolicyStatus: getBucketPolicyStatus,
+  PutPublicAccessBlock: putPublicAccessBlock,
+  GetPublicAccessBlock: getPublicAccessBlock,
+  DeletePublicAccessBlock: deletePublicAccessBlock,
+  PutBucketOwnershipControls: putBucketOwnershipControls,
+  GetBucketOwnershipControls: getBucketOwnershipControls,
+  DeleteBucketOwnershipControls: deleteBucketOwnershipControls,
   ListObjects: listObjects,
   ListObjectsV2: listObjectsV2,
   ListObjectVersions: listObjectVersions,
@@ -121,6 +142,12 @@ function checkBodySize(req: HttpRequest, op: S3Op, config: Config): void {
   if (declared > config.storage.maxRequestBody) throw bodyTooLarge(config, declared);
 }
 
+/**
+ * Who may do what, as S3 decides it (core/storage/bucket-access.ts): the
+ * policy's explicit Deny first, then the owner, then a policy Allow or an
+ * ACL grant for anyone else. GetObject and HeadObject decide on the
+ * object's ACL in the operation, with the verdict found here.
+ */
 async function authorise(ctx: S3Context): Promise<void> {
   const access = ACCESS[ctx.s3.op];
   const principal = ctx.auth.principal;
@@ -133,11 +160,20 @@ async function authorise(ctx: S3Context): Promise<void> {
   const bucket = await ctx.services.buckets.get(ctx.s3.bucket);
   if (!bucket) throw errors.noSuchBucket(ctx.s3.bucket);
   ctx.bucket = bucket;
+  const op = ctx.s3.op;
+  const owner = isBucketOwner(ctx, bucket);
+  const action = POLICY_ACTION[op];
+  const verdict = action ? verdictFor(ctx, bucket, action, ctx.s3.key) : 'none';
+  if (verdict === 'deny' && !(owner && POLICY_MANAGEMENT.has(op))) throw errors.accessDenied();
+  if (owner) return;
+  if (OWNER_ONLY.has(op)) throw errors.accessDenied();
+  if (verdict === 'allow') return;
+  // DeleteObjects checks each key against the policy (delete.ts); without one, it is the owner's alone.
+  if (op === 'DeleteObjects' && bucket.policy !== undefined) return;
   const allowed =
     access === 'read' || // the operation decides on object ACLs
-    (access === 'bucket-read' && aclAllowsRead(bucket.acl, principal, bucket.accountId)) ||
-    (access === 'bucket-write' && aclAllowsWrite(bucket.acl, principal, bucket.accountId)) ||
-    (principal.kind === 'account' && principal.accountId === bucket.accountId);
+    (access === 'bucket-read' && aclAllowsRead(effectiveAcl(bucket, bucket.acl), principal, bucket.accountId)) ||
+    (access === 'bucket-write' && aclAllowsWrite(effectiveAcl(bucket, bucket.acl), principal, bucket.accountId));
   if (!allowed) throw errors.accessDenied();
 }
 
@@ -157,6 +193,7 @@ export function createS3Handler(services: StorageServices, now: () => Date = () 
         const auth = await authenticate(req, s3.query, services.storageKeys, time, config.region);
         ctx = { services, req, s3, auth, now: time };
         await authorise(ctx);
+        checkRequestedAcl(ctx);
         checkBodySize(req, s3.op, config);
         const handler = OPERATIONS[s3.op];
         if (!handler) throw errors.notImplemented(s3.op);

@@ -1,5 +1,6 @@
 /** Service- and bucket-level operations. */
-import { BucketExistsError } from '../core/data/buckets.js';
+import { BucketExistsError, type CannedAcl, type ObjectOwnership } from '../core/data/buckets.js';
+import { OBJECT_OWNERSHIPS } from './public-access.js';
 import type { S3Context } from './context.js';
 import { errors, S3Error } from './errors.js';
 import { escapeXml, S3_NS, xmlResponse } from './xml.js';
@@ -30,11 +31,29 @@ export async function headBucket(ctx: S3Context): Promise<Response> {
   return new Response(null, { status: 200, headers: { 'x-amz-bucket-region': ctx.services.config.region } });
 }
 
+/** CreateBucket's `x-amz-object-ownership`: one of S3's three rules; BucketOwnerEnforced only with a private ACL, as S3 has it. */
+function requestedOwnership(headers: Headers, acl: CannedAcl): ObjectOwnership | undefined {
+  const value = headers.get('x-amz-object-ownership');
+  if (value === null) return undefined;
+  if (!OBJECT_OWNERSHIPS.includes(value as ObjectOwnership)) {
+    throw errors.invalidArgument('Invalid x-amz-object-ownership header', 'x-amz-object-ownership', value);
+  }
+  if (value === 'BucketOwnerEnforced' && acl !== 'private') {
+    throw new S3Error(
+      'InvalidBucketAclWithObjectOwnership',
+      400,
+      "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting",
+    );
+  }
+  return value as ObjectOwnership;
+}
+
 export async function createBucket(ctx: S3Context): Promise<Response> {
   const accountId = accountOf(ctx);
   const name = ctx.s3.bucket!;
   if (!isValidBucketName(name)) throw errors.invalidBucketName(name);
   const acl = cannedAcl(ctx.req.headers);
+  const ownership = requestedOwnership(ctx.req.headers, acl);
   const body = await readSmallBody(ctx);
   if (body.length) {
     const config = parseXmlBody(body, 'CreateBucketConfiguration');
@@ -49,7 +68,7 @@ export async function createBucket(ctx: S3Context): Promise<Response> {
     }
   }
   try {
-    await ctx.services.buckets.create(name, accountId, ctx.now.toISOString(), acl);
+    await ctx.services.buckets.create(name, accountId, ctx.now.toISOString(), acl, ownership);
   } catch (err) {
     if (err instanceof BucketExistsError) {
       // S3's legacy behaviour in us-east-1: re-creating a bucket you own

@@ -5,7 +5,7 @@
 import type { ObjectRecord, Tag } from '../core/data/objects.js';
 import { ipfsHeaders } from '../core/http/object-headers.js';
 import { cannedAcl, objectHeaders } from './request-headers.js';
-import { aclAllowsRead } from './acl.js';
+import { mayListFor, mayReadObject } from './access.js';
 import { ownerOf, presentedEtag, versionHeader, type S3Context } from './context.js';
 import { isWellFormedVersionId } from '../core/data/object-versions.js';
 import { errors } from './errors.js';
@@ -53,12 +53,11 @@ export function parseCopySource(header: string): CopySource {
   return { bucket, key, ...(versionId === undefined ? {} : { versionId }) };
 }
 
-/** Reads the source as the caller may: its own bucket, or an object whose ACL lets the caller read it. */
+/** Reads the source as the caller may: as the source bucket's policy and the object's ACL let the caller read it. */
 export async function readCopySource(ctx: S3Context, source: CopySource): Promise<ObjectRecord> {
   const bucket = await ctx.services.buckets.get(source.bucket);
   if (!bucket) throw errors.noSuchBucket(source.bucket);
-  const { principal } = ctx.auth;
-  const mayList = aclAllowsRead(bucket.acl, principal, bucket.accountId);
+  const mayList = mayListFor(ctx, bucket, source.key);
   if (source.versionId !== undefined) {
     const version = await ctx.services.objects.getVersion(source.bucket, source.key, source.versionId);
     if (!version) throw mayList ? errors.noSuchVersion(source.key, source.versionId) : errors.accessDenied();
@@ -66,7 +65,7 @@ export async function readCopySource(ctx: S3Context, source: CopySource): Promis
       if (!mayList) throw errors.accessDenied();
       throw errors.invalidRequest('The source of a copy request may not specifically refer to a delete marker by version id.');
     }
-    if (!aclAllowsRead(version.record.acl, principal, bucket.accountId)) throw errors.accessDenied();
+    if (!mayReadObject(ctx, bucket, version.record)) throw errors.accessDenied();
     return version.record;
   }
   const record = await ctx.services.objects.get(source.bucket, source.key);
@@ -74,7 +73,7 @@ export async function readCopySource(ctx: S3Context, source: CopySource): Promis
     if (!mayList) throw errors.accessDenied();
     throw errors.noSuchKey(source.key);
   }
-  if (!aclAllowsRead(record.acl, principal, bucket.accountId)) throw errors.accessDenied();
+  if (!mayReadObject(ctx, bucket, record)) throw errors.accessDenied();
   return record;
 }
 

@@ -8,7 +8,7 @@ import { errors } from './errors.js';
 import { evaluateConditions } from './conditions.js';
 import { presentedEtag, versionHeader, type S3Context } from './context.js';
 import { readVersion, requestedVersion } from './versions.js';
-import { aclAllowsRead } from './acl.js';
+import { mayReadObject } from './access.js';
 import { checksumHeaders } from './checksums.js';
 
 /** Whole-object checksums do not describe a range, so S3 omits them for ranged reads. */
@@ -30,7 +30,7 @@ export async function getObject(ctx: S3Context): Promise<Response> {
   // As S3: a missing key is NoSuchKey to whoever may list the bucket, and
   // AccessDenied to others, so a private bucket's keys cannot be probed.
   const record = await readVersion(ctx, bucket, ctx.s3.key!, requestedVersion(ctx));
-  if (!aclAllowsRead(record.acl, principal, bucket.accountId)) throw errors.accessDenied();
+  if (!mayReadObject(ctx, bucket, record)) throw errors.accessDenied();
   if (record.damaged) throw errors.objectDamaged(record.damaged);
 
   const etag = presentedEtag(ctx, record);

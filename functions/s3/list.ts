@@ -11,7 +11,7 @@ import type { DeleteMarker, ListQuery, ObjectRecord, StoredVersion } from '../co
 import { isWellFormedVersionId } from '../core/data/object-versions.js';
 import { prefixSuccessor } from '../core/data/objects.js';
 import { cidForms } from '../core/ipfs/cid.js';
-import { aclAllowsRead } from './acl.js';
+import { mayReadObject } from './access.js';
 import { owner } from './buckets.js';
 import { presentedEtag, type S3Context } from './context.js';
 import { errors } from './errors.js';
@@ -169,7 +169,7 @@ async function contents(ctx: S3Context, c: Common, records: ObjectRecord[], with
  * the others keep the MD5 ETag even when ETags are CIDs.
  */
 function mayRead(ctx: S3Context, r: ObjectRecord): boolean {
-  return aclAllowsRead(r.acl, ctx.auth.principal, ctx.bucket!.accountId);
+  return mayReadObject(ctx, ctx.bucket!, r);
 }
 
 function listedEtag(ctx: S3Context, r: ObjectRecord): string {

@@ -9,7 +9,7 @@ import { errors } from './errors.js';
 
 const CANNED_ACLS: readonly string[] = ['private', 'public-read', 'public-read-write', 'authenticated-read'];
 /** S3's other canned ACLs: valid requests whose grantees (EC2, log delivery, a bucket owner other than the object's) Cairn has no notion of. */
-const OTHER_S3_CANNED_ACLS: readonly string[] = ['aws-exec-read', 'bucket-owner-read', 'bucket-owner-full-control', 'log-delivery-write'];
+const OTHER_S3_CANNED_ACLS: readonly string[] = ['aws-exec-read', 'bucket-owner-read', 'log-delivery-write'];
 
 /** The canned ACL a request asks for (private when it names none), as buckets and objects take it. */
 export function cannedAcl(headers: Headers): CannedAcl {
@@ -26,6 +26,8 @@ export function cannedAcl(headers: Headers): CannedAcl {
       );
   }
   const acl = headers.get('x-amz-acl') ?? 'private';
+  // The object's owner and the bucket's are one account in Cairn (objects belong to the bucket's owner), so this is private.
+  if (acl === 'bucket-owner-full-control') return 'private';
   if (CANNED_ACLS.includes(acl)) return acl as CannedAcl;
   if (OTHER_S3_CANNED_ACLS.includes(acl)) {
     throw errors.notImplemented(`x-amz-acl "${acl}" (Cairn supports private, public-read, public-read-write and authenticated-read)`);

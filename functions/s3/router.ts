@@ -22,6 +22,16 @@ export type S3Op =
   | 'GetBucketTagging'
   | 'PutBucketTagging'
   | 'DeleteBucketTagging'
+  | 'PutBucketPolicy'
+  | 'GetBucketPolicy'
+  | 'DeleteBucketPolicy'
+  | 'GetBucketPolicyStatus'
+  | 'PutPublicAccessBlock'
+  | 'GetPublicAccessBlock'
+  | 'DeletePublicAccessBlock'
+  | 'PutBucketOwnershipControls'
+  | 'GetBucketOwnershipControls'
+  | 'DeleteBucketOwnershipControls'
   | 'PreflightCors'
   | 'ListObjects'
   | 'ListObjectsV2'
@@ -68,6 +78,16 @@ export const ACCESS: Record<S3Op, Access> = {
   GetBucketTagging: 'bucket-owner',
   PutBucketTagging: 'bucket-owner',
   DeleteBucketTagging: 'bucket-owner',
+  PutBucketPolicy: 'bucket-owner',
+  GetBucketPolicy: 'bucket-owner',
+  DeleteBucketPolicy: 'bucket-owner',
+  GetBucketPolicyStatus: 'bucket-owner',
+  PutPublicAccessBlock: 'bucket-owner',
+  GetPublicAccessBlock: 'bucket-owner',
+  DeletePublicAccessBlock: 'bucket-owner',
+  PutBucketOwnershipControls: 'bucket-owner',
+  GetBucketOwnershipControls: 'bucket-owner',
+  DeleteBucketOwnershipControls: 'bucket-owner',
   PreflightCors: 'none',
   ListObjects: 'bucket-read',
   ListObjectsV2: 'bucket-read',
@@ -105,7 +125,6 @@ export interface S3Request {
 }
 
 const BUCKET_SUBRESOURCES_UNSUPPORTED = [
-  'policy',
   'lifecycle',
   'website',
   'logging',
@@ -118,10 +137,7 @@ const BUCKET_SUBRESOURCES_UNSUPPORTED = [
   'inventory',
   'analytics',
   'metrics',
-  'ownershipControls',
-  'publicAccessBlock',
   'intelligent-tiering',
-  'policyStatus',
 ];
 const OBJECT_SUBRESOURCES_UNSUPPORTED = ['retention', 'legal-hold', 'torrent', 'restore', 'select', 'attributes'];
 
@@ -177,6 +193,9 @@ export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): 
         if (has('acl')) return { op: 'PutBucketAcl', ...base };
         if (has('cors')) return { op: 'PutBucketCors', ...base };
         if (has('tagging')) return { op: 'PutBucketTagging', ...base };
+        if (has('policy')) return { op: 'PutBucketPolicy', ...base };
+        if (has('publicAccessBlock')) return { op: 'PutPublicAccessBlock', ...base };
+        if (has('ownershipControls')) return { op: 'PutBucketOwnershipControls', ...base };
         if (has('versioning')) return { op: 'PutBucketVersioning', ...base };
         return { op: 'CreateBucket', ...base };
       case 'HEAD':
@@ -184,6 +203,9 @@ export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): 
       case 'DELETE':
         if (has('cors')) return { op: 'DeleteBucketCors', ...base };
         if (has('tagging')) return { op: 'DeleteBucketTagging', ...base };
+        if (has('policy')) return { op: 'DeleteBucketPolicy', ...base };
+        if (has('publicAccessBlock')) return { op: 'DeletePublicAccessBlock', ...base };
+        if (has('ownershipControls')) return { op: 'DeleteBucketOwnershipControls', ...base };
         return { op: 'DeleteBucket', ...base };
       case 'POST':
         if (has('delete')) return { op: 'DeleteObjects', ...base };
@@ -194,6 +216,10 @@ export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): 
         if (has('acl')) return { op: 'GetBucketAcl', ...base };
         if (has('cors')) return { op: 'GetBucketCors', ...base };
         if (has('tagging')) return { op: 'GetBucketTagging', ...base };
+        if (has('policyStatus')) return { op: 'GetBucketPolicyStatus', ...base };
+        if (has('policy')) return { op: 'GetBucketPolicy', ...base };
+        if (has('publicAccessBlock')) return { op: 'GetPublicAccessBlock', ...base };
+        if (has('ownershipControls')) return { op: 'GetBucketOwnershipControls', ...base };
         if (has('versions')) return { op: 'ListObjectVersions', ...base };
         if (has('uploads')) return { op: 'ListMultipartUploads', ...base };
         if (query.get('list-type') === '2') return { op: 'ListObjectsV2', ...base };

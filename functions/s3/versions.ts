@@ -10,7 +10,7 @@
 import type { Bucket } from '../core/data/buckets.js';
 import type { ObjectRecord } from '../core/data/objects.js';
 import { isWellFormedVersionId } from '../core/data/object-versions.js';
-import { aclAllowsRead } from './acl.js';
+import { mayListFor } from './access.js';
 import type { S3Context } from './context.js';
 import { errors, S3Error } from './errors.js';
 
@@ -24,8 +24,8 @@ export function requestedVersion(ctx: S3Context): string | undefined {
 
 export async function readVersion(ctx: S3Context, bucket: Bucket, key: string, versionId: string | undefined): Promise<ObjectRecord> {
   const { objects } = ctx.services;
-  const { principal } = ctx.auth;
-  const mayList = aclAllowsRead(bucket.acl, principal, bucket.accountId);
+  // As S3: a missing key or version is told only to whoever may list the bucket (its policy or its ACL).
+  const mayList = mayListFor(ctx, bucket, key);
   if (versionId === undefined) {
     const record = await objects.get(bucket.name, key);
     if (record) return record;

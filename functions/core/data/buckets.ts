@@ -40,10 +40,25 @@ export interface Bucket {
   tags?: Tag[];
   /** PutBucketVersioning's state; absent on a bucket never versioned (which stays exactly as before versions existed). */
   versioning?: VersioningState;
+  /** The bucket policy's JSON text as PutBucketPolicy took it (core/storage/bucket-policy.ts); absent when none. */
+  policy?: string;
+  /** PutPublicAccessBlock's four settings; absent when none was put. */
+  publicAccessBlock?: PublicAccessBlock;
+  /** PutBucketOwnershipControls' one rule; absent when none was put. */
+  ownership?: ObjectOwnership;
 }
 
 /** S3's versioning states; a bucket once versioned can be suspended, never unversioned again. */
 export type VersioningState = 'Enabled' | 'Suspended';
+
+export interface PublicAccessBlock {
+  blockPublicAcls: boolean;
+  ignorePublicAcls: boolean;
+  blockPublicPolicy: boolean;
+  restrictPublicBuckets: boolean;
+}
+
+export type ObjectOwnership = 'BucketOwnerEnforced' | 'BucketOwnerPreferred' | 'ObjectWriter';
 
 /** One CORSRule, as PutBucketCors validated it. */
 export interface CorsRule {
@@ -101,6 +116,9 @@ function fromItem(item: Record<string, unknown>): Bucket {
     ...(Array.isArray(item.cors) ? { cors: item.cors as CorsRule[] } : {}),
     ...(Array.isArray(item.tags) ? { tags: item.tags as Tag[] } : {}),
     ...(item.versioning === 'Enabled' || item.versioning === 'Suspended' ? { versioning: item.versioning } : {}),
+    ...(typeof item.policy === 'string' ? { policy: item.policy } : {}),
+    ...(item.publicAccessBlock ? { publicAccessBlock: item.publicAccessBlock as PublicAccessBlock } : {}),
+    ...(typeof item.ownership === 'string' ? { ownership: item.ownership as ObjectOwnership } : {}),
   };
 }
 
@@ -142,8 +160,14 @@ export class BucketStore {
     return items.map(fromItem);
   }
 
-  async create(name: string, accountId: string, createdAt: string, acl: CannedAcl = 'private'): Promise<Bucket> {
-    const bucket: Bucket = { name, accountId, createdAt, isDefault: false, acl };
+  async create(
+    name: string,
+    accountId: string,
+    createdAt: string,
+    acl: CannedAcl = 'private',
+    ownership?: ObjectOwnership,
+  ): Promise<Bucket> {
+    const bucket: Bucket = { name, accountId, createdAt, isDefault: false, acl, ...(ownership ? { ownership } : {}) };
     try {
       await this.db.doc.send(
         new TransactWriteCommand({
@@ -180,6 +204,21 @@ export class BucketStore {
     return this.setSetting(name, 'cors', rules);
   }
 
+  /** Sets (or with undefined removes) the bucket policy's text; false when the bucket is gone. */
+  setPolicy(name: string, policy: string | undefined): Promise<boolean> {
+    return this.setSetting(name, 'policy', policy);
+  }
+
+  /** Sets (or with undefined removes) the bucket's public access block; false when the bucket is gone. */
+  setPublicAccessBlock(name: string, block: PublicAccessBlock | undefined): Promise<boolean> {
+    return this.setSetting(name, 'publicAccessBlock', block);
+  }
+
+  /** Sets (or with undefined removes) the bucket's object ownership rule; false when the bucket is gone. */
+  setOwnership(name: string, ownership: ObjectOwnership | undefined): Promise<boolean> {
+    return this.setSetting(name, 'ownership', ownership);
+  }
+
   /**
    * Sets one of the bucket's settings (undefined: removes it). False when
    * the bucket is gone: the condition keeps an update from recreating a
@@ -190,7 +229,11 @@ export class BucketStore {
    * write: only a read still in flight then can cache the old value (for
    * BUCKET_CACHE_MS at most).
    */
-  private setSetting(name: string, attribute: 'acl' | 'cors' | 'tags' | 'versioning', value: unknown): Promise<boolean> {
+  private setSetting(
+    name: string,
+    attribute: 'acl' | 'cors' | 'tags' | 'versioning' | 'policy' | 'publicAccessBlock' | 'ownership',
+    value: unknown,
+  ): Promise<boolean> {
     return retry(
       async () => {
         try {

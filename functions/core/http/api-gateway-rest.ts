@@ -98,7 +98,10 @@ export function restToHttpRequest(event: APIGatewayProxyEvent): HttpRequest {
     headers,
     body,
     signal: new AbortController().signal,
+    // The TCP peer API Gateway saw, not a header: https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-mapping-template-reference.html ($context.identity.sourceIp).
     remoteAddress: event.requestContext?.identity?.sourceIp ?? undefined,
+    // API Gateway endpoints are HTTPS only: https://docs.aws.amazon.com/apigateway/latest/developerguide/data-protection-encryption.html
+    secure: true,
   };
 }
 

@@ -56,7 +56,10 @@ export function toHttpRequest(event: APIGatewayProxyEventV2): HttpRequest {
     headers,
     body,
     signal: new AbortController().signal,
+    // https://docs.aws.amazon.com/lambda/latest/dg/urls-invocation.html (requestContext.http.sourceIp: the immediate TCP peer).
     remoteAddress: event.requestContext.http.sourceIp,
+    // Function URLs and HTTP APIs answer HTTPS only: https://docs.aws.amazon.com/lambda/latest/dg/urls-invocation.html
+    secure: true,
   };
 }
 

@@ -29,6 +29,7 @@ export function toHttpRequest(req: IncomingMessage, signal: AbortSignal): HttpRe
     body: hasBody ? requestBodyStream(req) : null,
     signal,
     remoteAddress: req.socket.remoteAddress,
+    secure: 'encrypted' in req.socket && req.socket.encrypted === true,
   };
 }
 

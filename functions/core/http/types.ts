@@ -21,7 +21,10 @@ export interface HttpRequest {
   body: ReadableStream<Uint8Array> | null;
   /** Aborted when the client goes away before the response is sent. */
   signal: AbortSignal;
+  /** The client's address as the door saw it (never from a header a client writes). */
   remoteAddress?: string;
+  /** Whether the request came over TLS (bucket policies' aws:SecureTransport). */
+  secure?: boolean;
 }
 
 export type HttpHandler = (req: HttpRequest) => Promise<Response>;

@@ -1,0 +1,166 @@
+/**
+ * What a request is to a bucket policy (its action, resource and condition
+ * values), and the access decisions the S3 operations share: may this
+ * caller read this object, list this bucket, delete this key. How policy,
+ * ACLs, the public access block and object ownership combine is
+ * core/storage/bucket-access.ts; this file only asks it.
+ *
+ * The condition values come from the request as the door saw it:
+ * `aws:SourceIp` is `HttpRequest.remoteAddress` (the socket's peer on the
+ * node:http door; API Gateway's `requestContext.identity.sourceIp`; a
+ * Function URL's `requestContext.http.sourceIp`), never X-Forwarded-For,
+ * which any client can write. `aws:SecureTransport` is `HttpRequest.secure`.
+ */
+import type { Bucket } from '../core/data/buckets.js';
+import type { ObjectRecord } from '../core/data/objects.js';
+import { effectiveAcl, policyVerdict } from '../core/storage/bucket-access.js';
+import type { ConditionKey, PolicyAction, RequestFacts, Verdict } from '../core/storage/bucket-policy.js';
+import { aclAllowsRead } from './acl.js';
+import type { S3Context } from './context.js';
+import type { S3Op } from './router.js';
+
+/** The IAM action each operation is, for a bucket policy (ListBuckets and CreateBucket are the account's, not a bucket's). */
+export const POLICY_ACTION: Partial<Record<S3Op, PolicyAction>> = {
+  HeadBucket: 's3:ListBucket',
+  DeleteBucket: 's3:DeleteBucket',
+  GetBucketLocation: 's3:GetBucketLocation',
+  GetBucketVersioning: 's3:GetBucketVersioning',
+  PutBucketVersioning: 's3:PutBucketVersioning',
+  GetBucketAcl: 's3:GetBucketAcl',
+  PutBucketAcl: 's3:PutBucketAcl',
+  PutBucketCors: 's3:PutBucketCORS',
+  GetBucketCors: 's3:GetBucketCORS',
+  DeleteBucketCors: 's3:PutBucketCORS',
+  GetBucketTagging: 's3:GetBucketTagging',
+  PutBucketTagging: 's3:PutBucketTagging',
+  DeleteBucketTagging: 's3:PutBucketTagging',
+  PutBucketPolicy: 's3:PutBucketPolicy',
+  GetBucketPolicy: 's3:GetBucketPolicy',
+  DeleteBucketPolicy: 's3:DeleteBucketPolicy',
+  GetBucketPolicyStatus: 's3:GetBucketPolicyStatus',
+  PutPublicAccessBlock: 's3:PutBucketPublicAccessBlock',
+  GetPublicAccessBlock: 's3:GetBucketPublicAccessBlock',
+  DeletePublicAccessBlock: 's3:PutBucketPublicAccessBlock',
+  PutBucketOwnershipControls: 's3:PutBucketOwnershipControls',
+  GetBucketOwnershipControls: 's3:GetBucketOwnershipControls',
+  DeleteBucketOwnershipControls: 's3:PutBucketOwnershipControls',
+  ListObjects: 's3:ListBucket',
+  ListObjectsV2: 's3:ListBucket',
+  ListObjectVersions: 's3:ListBucketVersions',
+  ListMultipartUploads: 's3:ListBucketMultipartUploads',
+  // DeleteObjects: each key is checked as s3:DeleteObject (delete.ts).
+  PutObject: 's3:PutObject',
+  CopyObject: 's3:PutObject',
+  GetObject: 's3:GetObject',
+  HeadObject: 's3:GetObject',
+  DeleteObject: 's3:DeleteObject',
+  GetObjectAcl: 's3:GetObjectAcl',
+  PutObjectAcl: 's3:PutObjectAcl',
+  GetObjectTagging: 's3:GetObjectTagging',
+  PutObjectTagging: 's3:PutObjectTagging',
+  DeleteObjectTagging: 's3:DeleteObjectTagging',
+  CreateMultipartUpload: 's3:PutObject',
+  UploadPart: 's3:PutObject',
+  UploadPartCopy: 's3:PutObject',
+  CompleteMultipartUpload: 's3:PutObject',
+  AbortMultipartUpload: 's3:AbortMultipartUpload',
+  ListParts: 's3:ListMultipartUploadParts',
+};
+
+/** The policy's own management: the bucket's owner may always do these, whatever the policy denies, so a bad policy can be fixed. */
+export const POLICY_MANAGEMENT: ReadonlySet<S3Op> = new Set(['PutBucketPolicy', 'GetBucketPolicy', 'DeleteBucketPolicy']);
+
+/**
+ * Only the bucket's owner does these, whatever a policy allows: the settings
+ * that decide who else may do anything, and deleting the bucket itself.
+ */
+export const OWNER_ONLY: ReadonlySet<S3Op> = new Set([
+  'DeleteBucket',
+  'PutBucketPolicy',
+  'GetBucketPolicy',
+  'DeleteBucketPolicy',
+  'GetBucketPolicyStatus',
+  'PutPublicAccessBlock',
+  'GetPublicAccessBlock',
+  'DeletePublicAccessBlock',
+  'PutBucketOwnershipControls',
+  'GetBucketOwnershipControls',
+  'DeleteBucketOwnershipControls',
+]);
+
+const LIST_OPS: ReadonlySet<S3Op> = new Set(['ListObjects', 'ListObjectsV2', 'ListObjectVersions', 'ListMultipartUploads']);
+
+/** The request's condition values (see the header comment for where each comes from). */
+export function conditionContext(ctx: S3Context, listing = LIST_OPS.has(ctx.s3.op)): RequestFacts['context'] {
+  const { req, s3 } = ctx;
+  const principal = ctx.auth.principal;
+  const out: Partial<Record<ConditionKey, string>> = {
+    'aws:securetransport': req.secure ? 'true' : 'false',
+    'aws:principaltype': principal.kind === 'account' ? 'Account' : 'Anonymous',
+  };
+  if (req.remoteAddress) out['aws:sourceip'] = req.remoteAddress;
+  const referer = req.headers.get('referer');
+  if (referer !== null) out['aws:referer'] = referer;
+  const agent = req.headers.get('user-agent');
+  if (agent !== null) out['aws:useragent'] = agent;
+  if (principal.kind === 'account') {
+    out['aws:principalaccount'] = principal.accountId;
+    out['aws:userid'] = principal.accountId;
+  }
+  const acl = req.headers.get('x-amz-acl');
+  if (acl !== null) out['s3:x-amz-acl'] = acl;
+  if (listing) {
+    // S3 fills s3:prefix in for every listing, as '' when none is asked for.
+    out['s3:prefix'] = s3.query.get('prefix') ?? '';
+    const delimiter = s3.query.get('delimiter');
+    if (delimiter !== undefined) out['s3:delimiter'] = delimiter;
+    const maxKeys = s3.query.get('max-keys') ?? s3.query.get('max-uploads');
+    if (maxKeys !== undefined) out['s3:max-keys'] = maxKeys;
+  }
+  return out;
+}
+
+const callerAccount = (ctx: S3Context) => (ctx.auth.principal.kind === 'account' ? ctx.auth.principal.accountId : undefined);
+
+export const isBucketOwner = (ctx: S3Context, bucket: Bucket) => callerAccount(ctx) === bucket.accountId;
+
+/** The bucket policy's verdict on this caller doing `action` to the bucket (no key) or one of its keys. */
+export function verdictFor(
+  ctx: S3Context,
+  bucket: Bucket,
+  action: PolicyAction,
+  key: string | undefined,
+  context?: RequestFacts['context'],
+): Verdict {
+  // Most buckets have no policy: nothing to gather for it then.
+  if (bucket.policy === undefined) return 'none';
+  const account = callerAccount(ctx);
+  return policyVerdict(bucket, {
+    ...(account !== undefined ? { account } : {}),
+    action,
+    resource: key === undefined ? bucket.name : `${bucket.name}/${key}`,
+    context: context ?? conditionContext(ctx),
+  });
+}
+
+/**
+ * Whether the caller may list the bucket, as a GET of a missing key asks
+ * (NoSuchKey to whoever may, AccessDenied to others): the policy's
+ * s3:ListBucket with s3:prefix set to that key, as S3 evaluates it, or the
+ * bucket's ACL.
+ */
+export function mayListFor(ctx: S3Context, bucket: Bucket, key: string): boolean {
+  const verdict =
+    bucket.policy === undefined
+      ? 'none'
+      : verdictFor(ctx, bucket, 's3:ListBucket', undefined, { ...conditionContext(ctx, false), 's3:prefix': key });
+  if (verdict !== 'none') return verdict === 'allow';
+  return aclAllowsRead(effectiveAcl(bucket, bucket.acl), ctx.auth.principal, bucket.accountId);
+}
+
+/** Whether the caller may read this object of this bucket: a policy's verdict on s3:GetObject, or the object's ACL. */
+export function mayReadObject(ctx: S3Context, bucket: Bucket, record: Pick<ObjectRecord, 'key' | 'acl'>): boolean {
+  const verdict = verdictFor(ctx, bucket, 's3:GetObject', record.key);
+  if (verdict !== 'none') return verdict === 'allow';
+  return aclAllowsRead(effectiveAcl(bucket, record.acl), ctx.auth.principal, bucket.accountId);
+}
