@@ -6,7 +6,8 @@
  *   POST /auth/passkeys/registration/options {}   session + CSRF   -> 200 {"ok", "options"}  (for navigator.credentials.create)
  *   POST /auth/passkeys/registration {"response", "name"?}  session + CSRF -> 201 {"ok", "passkey"}
  *   POST /auth/passkeys/remove {"id"}             session + CSRF   -> 200 {"ok"}
- *   POST /auth/passkeys/required {"required"}     session + CSRF   -> 200 {"ok", "required"}
+ *   POST /auth/passkeys/required {"required"}     session + CSRF   -> 200 {"ok", "required", "recoveryCodes"?}
+ *        (turned on for an account with no recovery code left, ten new ones, shown once)
  *   POST /auth/passkeys/sign-in/options {}                         -> 200 {"ok", "options"}  (for navigator.credentials.get)
  *   POST /auth/passkeys/sign-in {"response"}                       -> 200 signed in, as /auth/sign-in answers
  *
@@ -42,6 +43,7 @@ import {
   signInOptions,
   type PasskeyRefusal,
 } from '../core/auth/passkeys.js';
+import { makeRecoveryCodes } from '../core/auth/recovery-codes.js';
 import type { AuthServices } from '../core/auth/sign-in.js';
 import { CSRF_HEADER, csrfTokenMatches } from '../core/auth/session-cookie.js';
 import { PasskeyConflictError } from '../core/data/passkeys.js';
@@ -115,6 +117,11 @@ export async function handlePasskeys(services: AuthServices, req: HttpRequest): 
       }
       if (typeof body.required !== 'boolean') return refuse(400, 'required must be true or false', { field: 'required' });
       await services.passkeys.setRequired(accountId, body.required);
+      // Turned on without a recovery code left: ten are made, so that a lost passkey never locks its person out (shown here once).
+      if (body.required && (await services.recoveryCodes.status(accountId)).remaining === 0) {
+        const { codes } = await makeRecoveryCodes(services, accountId);
+        return json(200, { ok: true, required: true, recoveryCodes: codes });
+      }
       return json(200, { ok: true, required: body.required });
     } catch (err) {
       if (err instanceof PasskeyConflictError) return refuse(409, err.message);

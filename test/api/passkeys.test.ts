@@ -239,7 +239,12 @@ describe.each(live.doors)('passkeys through the $name', (door: Door) => {
     expect(none.status).toBe(409);
     const { credential } = await register(fy, 'Phone');
     await register(other);
-    expect((await api.postJson('/auth/passkeys/required', { required: true }, fy.headers)).body).toEqual({ ok: true, required: true });
+    // Turned on, with ten recovery codes (recovery-codes.test.ts has what they do).
+    expect((await api.postJson('/auth/passkeys/required', { required: true }, fy.headers)).body).toEqual({
+      ok: true,
+      required: true,
+      recoveryCodes: expect.arrayContaining([expect.any(String)]),
+    });
     expect((await listed(fy)).required).toBe(true);
 
     // A wrong password is still just that.
@@ -247,7 +252,7 @@ describe.each(live.doors)('passkeys through the $name', (door: Door) => {
     const step = await api.postJson('/auth/sign-in', { email: fy.email, password: PASSWORD });
     expect(step.status).toBe(401);
     expect(step.cookie).toBe('');
-    expect(step.body).toMatchObject({ ok: false, error: SECOND_FACTOR_ASKED, secondFactor: 'passkey' });
+    expect(step.body).toMatchObject({ ok: false, error: SECOND_FACTOR_ASKED, secondFactor: 'passkey', recoveryCodes: true });
     // The account's own passkeys are named; the authenticator need only show presence.
     expect(step.body.options.allowCredentials).toEqual([{ id: credential.id, type: 'public-key', transports: ['internal'] }]);
     expect(step.body.csrfToken).toBeUndefined();

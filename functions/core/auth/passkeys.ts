@@ -213,6 +213,8 @@ export interface SecondFactorStep {
   kind: 'second-factor';
   message: string;
   options: PublicKeyCredentialRequestOptionsJSON;
+  /** Whether the account has recovery codes left, which stand in for the passkey (recovery-codes.ts). */
+  recoveryCodes: boolean;
 }
 
 export const SECOND_FACTOR_ASKED = 'The password is right; this account asks for one of its passkeys too';
@@ -223,7 +225,7 @@ export async function secondFactorStep(services: AuthServices, accountId: string
   const settings = await services.passkeys.settings(accountId);
   // Where no passkey can be used (the base URL became an IP address), the password alone signs in, as before they were offered.
   if (!rp || !settings.required) return undefined;
-  const passkeys = await services.passkeys.list(accountId);
+  const [passkeys, codes] = await Promise.all([services.passkeys.list(accountId), services.recoveryCodes.status(accountId)]);
   if (passkeys.length === 0) return undefined;
   const options = await (
     await webauthn()
@@ -234,7 +236,7 @@ export async function secondFactorStep(services: AuthServices, accountId: string
     timeout: 60_000,
   });
   await services.passkeys.putChallenge({ purpose: 'second-factor', challenge: options.challenge, accountId });
-  return { kind: 'second-factor', message: SECOND_FACTOR_ASKED, options };
+  return { kind: 'second-factor', message: SECOND_FACTOR_ASKED, options, recoveryCodes: codes.remaining > 0 };
 }
 
 /**

@@ -18,14 +18,16 @@ import {
   changePassword,
   requestPasswordLink,
   listPasskeys,
+  makeRecoveryCodes,
   passkeysSupported,
+  recoveryCodeStatus,
   registerPasskey,
   removePasskey,
   setPasskeyRequired,
   signOut as signOutOfSession,
   type PasskeyInfo,
 } from '../auth.js';
-import { ActionNotice, ConfirmButton, ErrorNotice, Loading, PageHeader, TimeAgo } from '../components.js';
+import { ActionNotice, ConfirmButton, CopyButton, ErrorNotice, Loading, PageHeader, TimeAgo } from '../components.js';
 import { formatAgo } from '../format.js';
 import { useActions, useLoad, useTitle } from '../hooks.js';
 import { REVOKE_SESSION, SETTINGS, type ApiKey, type Session, type StorageKeyPair } from '../queries.js';
@@ -245,6 +247,8 @@ function PasskeysSection({ csrfToken, offered }: { csrfToken: string; offered: b
   );
   const actions = useActions();
   const [name, setName] = useState('');
+  /** Recovery codes just made (by turning the passkey on): shown in their section, this once. */
+  const [freshCodes, setFreshCodes] = useState<string[] | null>(null);
   const heading = useRef<HTMLHeadingElement>(null);
   const reload = () => void list.reload(true);
 
@@ -272,13 +276,14 @@ function PasskeysSection({ csrfToken, offered }: { csrfToken: string; offered: b
   const setRequired = async (required: boolean) => {
     const done = await actions.run(
       required ? 'Asking for a passkey after the password' : 'No longer asking for a passkey after the password',
-      () => setPasskeyRequired(csrfToken, required).then(() => true),
-      () =>
+      () => setPasskeyRequired(csrfToken, required),
+      (codes) =>
         required
-          ? 'From your next sign-in with your password, one of your passkeys is asked for too.'
+          ? `From your next sign-in with your password, one of your passkeys is asked for too.${codes ? ' Keep the recovery codes below: they are shown once.' : ''}`
           : 'Your password alone signs you in again.',
     );
-    if (done !== undefined) reload();
+    if (done) setFreshCodes(done);
+    reload();
   };
 
   return (
@@ -353,6 +358,7 @@ function PasskeysSection({ csrfToken, offered }: { csrfToken: string; offered: b
                 Ask for a passkey after my password
               </label>
               {list.data.required ? <p className="muted">Your last passkey cannot be removed while this is on.</p> : null}
+              <RecoveryCodesSection csrfToken={csrfToken} fresh={freshCodes} onFresh={setFreshCodes} required={list.data.required} />
             </>
           ) : null}
           <form className="form form-inline" onSubmit={(e) => void add(e)} noValidate>
@@ -372,6 +378,87 @@ function PasskeysSection({ csrfToken, offered }: { csrfToken: string; offered: b
             </button>
           </form>
         </>
+      )}
+    </section>
+  );
+}
+
+/**
+ * Recovery codes: ten one-time codes that stand in for a passkey after the
+ * password, for a lost device. Shown once when made (here, or by turning
+ * the passkey on), kept by the service only as digests; making new ones
+ * replaces them all. The section says how many are left.
+ */
+function RecoveryCodesSection({
+  csrfToken,
+  fresh,
+  onFresh,
+  required,
+}: {
+  csrfToken: string;
+  fresh: string[] | null;
+  onFresh(codes: string[] | null): void;
+  required: boolean;
+}) {
+  const status = useLoad(() => recoveryCodeStatus(), [fresh]);
+  const actions = useActions();
+  const make = async () => {
+    const codes = await actions.run(
+      'Making recovery codes',
+      () => makeRecoveryCodes(csrfToken),
+      () => 'Ten new recovery codes are made, and the old ones no longer work. Keep these: they are shown once.',
+    );
+    if (codes) onFresh(codes);
+  };
+  const remaining = status.data?.remaining ?? 0;
+  return (
+    <section className="stack" aria-labelledby="recovery-codes-title">
+      <h3 id="recovery-codes-title">Recovery codes</h3>
+      <p className="muted">
+        If you lose your passkeys, a recovery code signs you in after your password instead, once each. Keep them somewhere safe, apart from
+        your devices.
+      </p>
+      <ActionNotice result={actions.result} pending={actions.pending} onDismiss={actions.clear} />
+      {status.error ? (
+        <ErrorNotice retry={() => void status.reload()}>Could not load your recovery codes: {status.error}</ErrorNotice>
+      ) : null}
+      {status.data ? (
+        <p data-recovery-remaining={remaining}>
+          {remaining === 0
+            ? required
+              ? 'You have no recovery code left: make new ones, or a lost passkey locks you out.'
+              : 'You have no recovery codes.'
+            : `${remaining} of 10 recovery codes left.`}
+        </p>
+      ) : null}
+      {fresh ? (
+        <div className="shown-once" role="group" aria-label="Your new recovery codes">
+          <p className="notice notice-info">These codes are shown once: copy or print them now.</p>
+          <ul className="mono recovery-codes">
+            {fresh.map((code) => (
+              <li key={code}>{code}</li>
+            ))}
+          </ul>
+          <div className="copy-row">
+            <CopyButton text={fresh.join('\n')} label="Copy the codes" />
+            <button type="button" className="button button-small" onClick={() => onFresh(null)}>
+              I have kept them
+            </button>
+          </div>
+        </div>
+      ) : null}
+      {remaining > 0 ? (
+        <ConfirmButton
+          label="Make new recovery codes"
+          confirmLabel="Replace my recovery codes"
+          small={false}
+          disabled={actions.pending !== null}
+          onConfirm={() => void make()}
+        />
+      ) : (
+        <button type="button" className="button" disabled={actions.pending !== null} onClick={() => void make()}>
+          Make recovery codes
+        </button>
       )}
     </section>
   );
