@@ -50,7 +50,7 @@ const SECONDS = {
   'test/clients/s3-cors-browser.test.ts': 33,
   'test/api/imports.test.ts': 33,
   'test/components/chromium-screenshotter.test.ts': 30,
-  'test/components/admin-command.test.ts': 30,
+  'test/components/admin-command.test.ts': 45,
   'test/api/s3-acl.test.ts': 30,
   'test/api/site-variables.test.ts': 29,
   'test/components/build-sandbox.test.ts': 28,
