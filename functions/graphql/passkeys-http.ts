@@ -6,6 +6,7 @@
  *   POST /auth/passkeys/registration/options {}   session + CSRF   -> 200 {"ok", "options"}  (for navigator.credentials.create)
  *   POST /auth/passkeys/registration {"response", "name"?}  session + CSRF -> 201 {"ok", "passkey"}
  *   POST /auth/passkeys/remove {"id"}             session + CSRF   -> 200 {"ok"}
+ *   POST /auth/passkeys/rename {"id", "name"}     session + CSRF   -> 200 {"ok", "passkey"}
  *   POST /auth/passkeys/required {"required"}     session + CSRF   -> 200 {"ok", "required", "recoveryCodes"?}
  *        (turned on for an account with no recovery code left, ten new ones, shown once)
  *   POST /auth/passkeys/sign-in/options {}                         -> 200 {"ok", "options"}  (for navigator.credentials.get)
@@ -40,6 +41,7 @@ import {
   passkeyView,
   registerPasskey,
   registrationOptions,
+  renamePasskey,
   signInOptions,
   type PasskeyRefusal,
 } from '../core/auth/passkeys.js';
@@ -55,6 +57,7 @@ const ROUTES: Record<string, 'GET' | 'POST'> = {
   '/auth/passkeys/registration/options': 'POST',
   '/auth/passkeys/registration': 'POST',
   '/auth/passkeys/remove': 'POST',
+  '/auth/passkeys/rename': 'POST',
   '/auth/passkeys/required': 'POST',
   '/auth/passkeys/sign-in/options': 'POST',
   '/auth/passkeys/sign-in': 'POST',
@@ -108,6 +111,11 @@ export async function handlePasskeys(services: AuthServices, req: HttpRequest): 
     if (path === '/auth/passkeys/registration') {
       const outcome = await registerPasskey(services, current.session, body);
       return outcome.kind === 'registered' ? json(201, { ok: true, passkey: passkeyView(outcome.passkey) }) : passkeyRefusal(outcome);
+    }
+    if (path === '/auth/passkeys/rename') {
+      const outcome = await renamePasskey(services, current.session, body);
+      if (outcome.kind === 'renamed') return json(200, { ok: true, passkey: passkeyView(outcome.passkey) });
+      return outcome.kind === 'not-found' ? refuse(404, 'You have no such passkey') : passkeyRefusal(outcome);
     }
     try {
       if (path === '/auth/passkeys/remove') {

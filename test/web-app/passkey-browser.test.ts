@@ -40,8 +40,8 @@ async function pageWithAuthenticator(): Promise<{ page: Page; cdp: CDPSession; a
   const p = await context.newPage();
   p.on('pageerror', (err) => problems.push(err.message));
   p.on('console', (msg) => {
-    // The browser logs the refusals this suite provokes (401 no session yet or a second factor asked, 409 the last passkey).
-    if (msg.type() === 'error' && !/status of (401|409)/.test(msg.text())) problems.push(msg.text());
+    // The browser logs the refusals this suite provokes (400 a blank name, 401 no session yet or a second factor asked, 409 the last passkey).
+    if (msg.type() === 'error' && !/status of (400|401|409)/.test(msg.text())) problems.push(msg.text());
   });
   const session = await context.newCDPSession(p);
   await session.send('WebAuthn.enable', { enableUI: false });
@@ -199,6 +199,15 @@ test('a browser without the passkey signs in with a recovery code instead, once;
   await section.getByLabel('Passkey name').fill('Second laptop');
   await section.getByRole('button', { name: 'Add a passkey' }).click();
   await passkeyRows(page).filter({ hasText: 'Second laptop' }).waitFor();
+  // Renamed in place; a name with only spaces is refused in the service's words, and the name stays.
+  await page.getByRole('button', { name: 'Rename “Second laptop”' }).click();
+  await page.getByLabel('New name for “Second laptop”').fill('   ');
+  await passkeyRows(page).getByRole('button', { name: 'Save' }).click();
+  await section.getByRole('status').filter({ hasText: 'name must be 1 to 64 characters' }).waitFor();
+  await page.getByLabel('New name for “Second laptop”').fill('  Work laptop ');
+  await passkeyRows(page).getByRole('button', { name: 'Save' }).click();
+  await section.getByRole('status').filter({ hasText: 'is now “Work laptop”' }).waitFor();
+  await passkeyRows(page).filter({ hasText: 'Work laptop' }).waitFor();
   // The first test turned the passkey on, which made ten codes (seen there); on again, the codes left are kept.
   await section.getByLabel('Ask for a passkey after my password').click();
   await section.locator('input[type=checkbox]:checked').waitFor();

@@ -23,6 +23,7 @@ import {
   recoveryCodeStatus,
   registerPasskey,
   removePasskey,
+  renamePasskey,
   setPasskeyRequired,
   signOut as signOutOfSession,
   type PasskeyInfo,
@@ -249,6 +250,8 @@ function PasskeysSection({ csrfToken, offered }: { csrfToken: string; offered: b
   const [name, setName] = useState('');
   /** Recovery codes just made (by turning the passkey on): shown in their section, this once. */
   const [freshCodes, setFreshCodes] = useState<string[] | null>(null);
+  /** The passkey being renamed, and the name typed so far. */
+  const [renaming, setRenaming] = useState<{ id: string; name: string } | null>(null);
   const heading = useRef<HTMLHeadingElement>(null);
   const reload = () => void list.reload(true);
 
@@ -272,6 +275,18 @@ function PasskeysSection({ csrfToken, offered }: { csrfToken: string; offered: b
     if (done === undefined) return;
     reload();
     heading.current?.focus();
+  };
+  const rename = async (event: FormEvent<HTMLFormElement>, p: PasskeyInfo) => {
+    event.preventDefault();
+    if (!renaming) return;
+    const done = await actions.run(
+      `Renaming the passkey “${p.name}”`,
+      () => renamePasskey(csrfToken, p.id, renaming.name),
+      (renamed) => `The passkey “${p.name}” is now “${renamed.name}”.`,
+    );
+    if (done === undefined) return;
+    setRenaming(null);
+    reload();
   };
   const setRequired = async (required: boolean) => {
     const done = await actions.run(
@@ -324,7 +339,31 @@ function PasskeysSection({ csrfToken, offered }: { csrfToken: string; offered: b
                   <tbody>
                     {list.data.passkeys.map((p) => (
                       <tr key={p.id} data-passkey={p.id}>
-                        <td data-label="Name">{p.name}</td>
+                        <td data-label="Name">
+                          {renaming?.id === p.id ? (
+                            <form className="form-inline" onSubmit={(e) => void rename(e, p)} noValidate>
+                              <label className="visually-hidden" htmlFor={`rename-${p.id}`}>
+                                New name for “{p.name}”
+                              </label>
+                              <input
+                                id={`rename-${p.id}`}
+                                type="text"
+                                maxLength={64}
+                                autoFocus
+                                value={renaming.name}
+                                onChange={(e) => setRenaming({ id: p.id, name: e.currentTarget.value })}
+                              />
+                              <button type="submit" className="button button-small" disabled={actions.pending !== null}>
+                                Save
+                              </button>
+                              <button type="button" className="button button-small" onClick={() => setRenaming(null)}>
+                                Cancel
+                              </button>
+                            </form>
+                          ) : (
+                            p.name
+                          )}
+                        </td>
                         <td data-label="Added">
                           <TimeAgo iso={p.createdAt} formatted={formatAgo(p.createdAt)} />
                         </td>
@@ -336,6 +375,17 @@ function PasskeysSection({ csrfToken, offered }: { csrfToken: string; offered: b
                           )}
                         </td>
                         <td className="actions">
+                          {renaming?.id === p.id ? null : (
+                            <button
+                              type="button"
+                              className="button button-small"
+                              disabled={actions.pending !== null}
+                              aria-label={`Rename “${p.name}”`}
+                              onClick={() => setRenaming({ id: p.id, name: p.name })}
+                            >
+                              Rename
+                            </button>
+                          )}{' '}
                           <ConfirmButton
                             label="Remove"
                             confirmLabel={`Remove “${p.name}”`}
