@@ -67,6 +67,7 @@ const SECONDS = {
   'test/api/accounts-sign-in.test.ts': 23,
   'test/api/passkeys.test.ts': 36,
   'test/api/recovery-codes.test.ts': 46,
+  'test/api/oidc-linking.test.ts': 30,
   'test/system/s3-crash.test.ts': 22,
   'test/components/storage-fsck.test.ts': 21,
   'test/aws/preview.test.ts': 21,
