@@ -272,3 +272,42 @@ export function providerProblem(problem: string, name: string): string {
   };
   return words[problem] ?? `Signing in with ${name} did not work. Try again.`;
 }
+
+/** A provider's identity linked to the account (Settings). */
+export interface LinkedIdentity {
+  id: string;
+  issuer: string;
+  email: string;
+  createdAt: string;
+}
+
+export async function listLinkedIdentities(): Promise<LinkedIdentity[]> {
+  return (await call('GET', '/auth/oidc/identities')).identities as LinkedIdentity[];
+}
+
+/** Starts linking the service's provider to this account: the provider's page to go to (it sends the browser back to Settings). */
+export async function startProviderLink(csrfToken: string): Promise<string> {
+  const answer = await call('POST', '/auth/oidc/link', {}, csrfToken);
+  if (typeof answer.url !== 'string') throw new AuthError('The service gave no address to go to.', 0);
+  return answer.url;
+}
+
+export async function unlinkIdentity(csrfToken: string, id: string): Promise<void> {
+  await call('POST', '/auth/oidc/unlink', { id }, csrfToken);
+}
+
+/** What `?link=` after linking a provider means (graphql/oidc-http.ts), in words for the person. */
+export function linkOutcome(outcome: string, name: string): { ok: boolean; text: string } {
+  const words: Record<string, [boolean, string]> = {
+    linked: [true, `${name} is linked: you can sign in with it too.`],
+    already: [true, `${name} was linked to your account already.`],
+    taken: [false, `That ${name} identity is linked to another account: it stays there. Sign in to ${name} as yourself and try again.`],
+    session: [false, 'Linking was started in another session, or you were signed out meanwhile: nothing was linked. Try again.'],
+    denied: [false, `You declined at ${name}: nothing was linked.`],
+    failed: [false, `Linking ${name} did not work: its answer could not be checked. Try again.`],
+    expired: [false, 'Linking took too long, or was started in another browser. Try again.'],
+    unavailable: [false, `${name} cannot be reached now. Try again later.`],
+  };
+  const [ok, text] = words[outcome] ?? [false, `Linking ${name} did not work. Try again.`];
+  return { ok, text };
+}

@@ -17,7 +17,11 @@ import {
   AuthError,
   changePassword,
   requestPasswordLink,
+  linkOutcome,
+  listLinkedIdentities,
   listPasskeys,
+  startProviderLink,
+  unlinkIdentity,
   makeRecoveryCodes,
   passkeysSupported,
   recoveryCodeStatus,
@@ -79,6 +83,7 @@ export function Settings() {
           {person?.passwordSet ? <PasswordSection csrfToken={person.csrfToken} onChanged={reload} /> : null}
           {person && !person.passwordSet && person.email ? <NoPasswordSection email={person.email} /> : null}
           {person ? <PasskeysSection csrfToken={person.csrfToken} offered={config.passkeys} /> : null}
+          {person && config.oidc ? <ProvidersSection csrfToken={person.csrfToken} name={config.oidc.name} /> : null}
           <Sessions sessions={data.data.getSessions} onChanged={reload} />
           <section className="stack" aria-labelledby="api-title">
             <div>
@@ -510,6 +515,73 @@ function RecoveryCodesSection({
           Make recovery codes
         </button>
       )}
+    </section>
+  );
+}
+
+/**
+ * Sign-in providers: the service's OpenID Connect provider linked to this
+ * account ("Connect <name>": the provider's page, then back here with what
+ * came of it in `?link=`), and unlinked while another way in remains.
+ */
+function ProvidersSection({ csrfToken, name }: { csrfToken: string; name: string }) {
+  const list = useLoad(() => listLinkedIdentities(), []);
+  const actions = useActions();
+  const [outcome] = useState(() => {
+    const value = new URLSearchParams(window.location.search).get('link');
+    if (value) window.history.replaceState(null, '', `${window.location.pathname}${window.location.hash}`);
+    return value ? linkOutcome(value, name) : null;
+  });
+  const connect = async () => {
+    const url = await actions.run(
+      `Going to ${name}`,
+      () => startProviderLink(csrfToken),
+      () => `Going to ${name}…`,
+    );
+    if (url) window.location.assign(url);
+  };
+  const unlink = async (id: string) => {
+    const done = await actions.run(
+      `Unlinking ${name}`,
+      () => unlinkIdentity(csrfToken, id).then(() => true),
+      () => `${name} is unlinked: it no longer signs you in.`,
+    );
+    if (done) void list.reload(true);
+  };
+  return (
+    <section className="card" aria-labelledby="providers-title">
+      <h2 id="providers-title">Sign-in providers</h2>
+      <p className="muted">Sign in with {name} as well as your other ways in.</p>
+      {outcome ? (
+        <p className={`notice ${outcome.ok ? 'notice-ok' : 'notice-error'}`} role={outcome.ok ? 'status' : 'alert'}>
+          {outcome.text}
+        </p>
+      ) : null}
+      <ActionNotice result={actions.result} pending={actions.pending} onDismiss={actions.clear} />
+      {list.error ? <ErrorNotice retry={() => void list.reload()}>Could not load your providers: {list.error}</ErrorNotice> : null}
+      {list.data ? (
+        list.data.length === 0 ? (
+          <button type="button" className="button" disabled={actions.pending !== null} onClick={() => void connect()}>
+            Connect {name}
+          </button>
+        ) : (
+          <ul className="plain-list">
+            {list.data.map((identity) => (
+              <li key={identity.id} data-identity={identity.id}>
+                {name}
+                {identity.email ? ` (${identity.email})` : ''}, linked{' '}
+                <TimeAgo iso={identity.createdAt} formatted={formatAgo(identity.createdAt)} />{' '}
+                <ConfirmButton
+                  label="Unlink"
+                  confirmLabel={`Unlink ${name}`}
+                  disabled={actions.pending !== null}
+                  onConfirm={() => void unlink(identity.id)}
+                />
+              </li>
+            ))}
+          </ul>
+        )
+      ) : null}
     </section>
   );
 }
