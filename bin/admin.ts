@@ -9,6 +9,10 @@
  *                                    a new one-time link (7 days) with which a person gives an
  *                                    account without one an e-mail and a password, and becomes
  *                                    its owner in the web app (the first start's link, again)
+ *   lift-second-factor <email> [--json]
+ *                                    stops asking the person for a passkey after the password
+ *                                    (their passkeys and recovery codes stay) and signs them out
+ *                                    everywhere: the way back for someone who lost both
  *
  * Which tables: those the environment names with the functions' own
  * variables: in AWS, DynamoDB in AWS_REGION with CAIRN_ACCOUNTS_TABLE set to
@@ -32,7 +36,9 @@ import type { SecretSealer } from '../functions/core/auth/secrets.js';
 import { createSealer } from '../functions/aws/kms-sealer.js';
 import { isValidAccountName, withNewCredentials } from '../functions/core/bootstrap.js';
 import { ACCOUNT_LINK_SECONDS, AccountLinkStore, welcomeLink } from '../functions/core/data/account-links.js';
-import { PersonStore } from '../functions/core/data/people.js';
+import { normaliseEmail, PersonStore } from '../functions/core/data/people.js';
+import { PasskeyStore } from '../functions/core/data/passkeys.js';
+import { SessionStore } from '../functions/core/data/sessions.js';
 
 /** A failure to report as one line. */
 class AdminError extends Error {}
@@ -41,6 +47,8 @@ interface Tables {
   accounts: AccountStore;
   accountLinks: AccountLinkStore;
   people: PersonStore;
+  passkeys: PasskeyStore;
+  sessions: SessionStore;
   close(): Promise<void>;
 }
 
@@ -59,8 +67,8 @@ async function openTables(config: Config, options: { local: boolean; sealing: bo
     // The local service's modules (the IPFS node among them) only when asked for.
     const { openLocalStorage } = await import('../functions/local/service.js');
     const storage = await openLocalStorage(config, createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel));
-    const { accounts, accountLinks, people } = storage.services;
-    return { accounts, accountLinks, people, close: () => storage.close() };
+    const { accounts, accountLinks, people, passkeys, sessions } = storage.services;
+    return { accounts, accountLinks, people, passkeys, sessions, close: () => storage.close() };
   }
   const inAws = !config.dynamodb.endpoint;
   if (inAws && !process.env.CAIRN_ACCOUNTS_TABLE) {
@@ -86,6 +94,8 @@ async function openTables(config: Config, options: { local: boolean; sealing: bo
     accounts: new AccountStore(db, new StorageKeyStore(db, sealer)),
     accountLinks: new AccountLinkStore(db),
     people: new PersonStore(db),
+    passkeys: new PasskeyStore(db),
+    sessions: new SessionStore(db),
     close: async () => db.client.destroy(),
   };
 }
@@ -207,6 +217,46 @@ async function newWelcomeLink(name: string, options: { json?: boolean; local?: b
   );
 }
 
+async function liftSecondFactor(email: string, options: { json?: boolean; local?: boolean }): Promise<void> {
+  const config = loadConfig();
+  const normalised = normaliseEmail(email);
+  const done = await withTables(
+    config,
+    { local: options.local === true, sealing: false },
+    async ({ accounts, people, passkeys, sessions }) => {
+      const identity = await people.byEmail(normalised);
+      if (!identity) throw new AdminError(`no one signs in with the e-mail "${normalised}" here`);
+      const account = await accounts.getAccount(identity.accountId);
+      const before = await passkeys.settings(identity.accountId);
+      await passkeys.setRequired(identity.accountId, false);
+      // Whoever holds a session now may be the one who took the device: everyone signs in again.
+      const sessionsEnded = await sessions.endAll(identity.accountId);
+      return {
+        accountName: account?.name ?? null,
+        accountId: identity.accountId,
+        wasRequired: before.required,
+        passkeys: before.count,
+        sessionsEnded,
+      };
+    },
+  );
+  if (options.json) {
+    process.stdout.write(JSON.stringify({ email: normalised, ...done }) + '\n');
+    return;
+  }
+  const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+  process.stdout.write(
+    [
+      `${normalised} (account "${done.accountName ?? done.accountId}"):`,
+      done.wasRequired
+        ? '  a passkey is no longer asked for after the password: the password alone signs in'
+        : '  no passkey was asked for after the password (nothing to turn off)',
+      `  ${plural(done.passkeys, 'passkey')} kept, and the recovery codes left`,
+      `  ${plural(done.sessionsEnded, 'session')} signed out: every browser signs in again`,
+    ].join('\n') + '\n',
+  );
+}
+
 const program = new Command()
   .name('npm run admin --')
   .description("Cairn's operator commands, against the tables the environment names (see bin/admin.ts and docs/aws.md)")
@@ -235,6 +285,16 @@ program
   .option('--json', 'print the link as one JSON object')
   .option('--local', "this machine's data directory (CAIRN_DATA_DIR; stop the service first)")
   .action(newWelcomeLink);
+
+program
+  .command('lift-second-factor')
+  .description(
+    'stop asking a person for a passkey after the password (their passkeys and recovery codes stay) and sign them out everywhere',
+  )
+  .argument('<email>', 'the e-mail the person signs in with')
+  .option('--json', 'print what was done as one JSON object')
+  .option('--local', "this machine's data directory (CAIRN_DATA_DIR; stop the service first)")
+  .action(liftSecondFactor);
 
 program.parseAsync(process.argv).then(
   () => process.stdout.write('', () => process.exit(0)),

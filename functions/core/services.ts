@@ -17,6 +17,7 @@ import { StorageKeyStore } from './data/storage-keys.js';
 import { SigningKeyStore } from './data/signing-keys.js';
 import { PasskeyStore } from './data/passkeys.js';
 import { PersonStore } from './data/people.js';
+import { RecoveryCodeStore } from './data/recovery-codes.js';
 import { SessionStore } from './data/sessions.js';
 import { SignInAttemptStore } from './data/sign-in-attempts.js';
 import { InvitationStore } from './data/invitations.js';
@@ -59,6 +60,8 @@ export interface Services {
   people: PersonStore;
   /** People's passkeys, the accounts that ask for one after the password, and the challenges handed out for them. */
   passkeys: PasskeyStore;
+  /** One-time codes that stand in for a passkey after the password (kept as digests). */
+  recoveryCodes: RecoveryCodeStore;
   /** People's sessions in the web app. */
   sessions: SessionStore;
   /** Failed sign-ins, per e-mail and per client address. */
@@ -195,6 +198,7 @@ export async function createServices(config: Config, adapters: Adapters, options
     signingKeys: new SigningKeyStore(db, sealer),
     people: new PersonStore(db),
     passkeys: new PasskeyStore(db),
+    recoveryCodes: new RecoveryCodeStore(db),
     sessions: new SessionStore(db),
     signInAttempts: new SignInAttemptStore(db),
     invitations: new InvitationStore(db),

@@ -9,8 +9,11 @@
  *
  * An account that asks for a passkey after the password answers the right
  * password with 401 `{"ok": false, "error", "secondFactor": "passkey",
- * "options"}` and no cookie: the options go to the browser's WebAuthn
- * call, and its answer to POST /auth/passkeys/sign-in (passkeys-http.ts).
+ * "options", "recoveryCodes"}` and no cookie: the options go to the
+ * browser's WebAuthn call, and its answer to POST /auth/passkeys/sign-in
+ * (passkeys-http.ts); or the options' challenge, with one of the account's
+ * recovery codes (`recoveryCodes` says whether it has any left), to POST
+ * /auth/recovery-codes/sign-in (recovery-codes-http.ts).
  *
  * A refusal is `{"ok": false, "error": "<one sentence>", "field"?}`: 400
  * bad input, 401 wrong e-mail or password (the same answer for both) or
@@ -179,7 +182,7 @@ export async function handleAuth(services: AuthServices & Pick<Services, 'teams'
       const outcome = await signIn(services, body, clientOf(req));
       if (outcome.kind === 'second-factor')
         // Not signed in yet (no cookie): `ok: false`, so a client that knows no second step takes it as a refusal.
-        return refuse(401, outcome.message, { secondFactor: 'passkey', options: outcome.options });
+        return refuse(401, outcome.message, { secondFactor: 'passkey', options: outcome.options, recoveryCodes: outcome.recoveryCodes });
       return outcome.kind === 'signed-in' ? signedIn(services, outcome, 200) : refusal(outcome);
     }
     // Sign-out: the session's own request, with its CSRF token.

@@ -18,8 +18,24 @@
  * callback clears it whatever the outcome; the provider takes each code
  * once, so a replayed callback is refused there.
  *
+ * Linking a provider to the signed-in account, from Settings:
+ *
+ *   GET  /auth/oidc/identities                session          -> 200 {"ok", "identities": [{id, issuer, email, createdAt}]}
+ *   POST /auth/oidc/link {}                   session + CSRF   -> 200 {"ok", "url"} + the flow cookie, bound to this session
+ *   POST /auth/oidc/unlink {"id"}             session + CSRF   -> 200 {"ok"}; 409 when it is the only way in
+ *   GET  /auth/oidc/callback (a linking flow)                  -> 303 to `/?link=<outcome>#/settings`
+ *
+ * A linking flow's cookie carries a digest of the starting session's
+ * secret; the callback links only when the request's session is that one.
+ * So no one can make a victim's browser link the sender's identity: a
+ * callback URL sent to the victim meets no flow of theirs (or one whose
+ * state differs), and a flow of their own links only their own identity
+ * at the provider. An identity linked to another account is refused, not
+ * moved.
+ *
  * The callback never answers 500: every failure is a redirect to the
- * sign-in page with the problem's name, logged here with its cause.
+ * sign-in page (or, linking, Settings) with the problem's name, logged
+ * here with its cause.
  */
 import { cookieAttributes, cookieValues, hostCookieName, sessionCookie } from '../core/auth/session-cookie.js';
 import {
@@ -27,19 +43,26 @@ import {
   failCallback,
   OIDC_CALLBACK_PATH,
   OIDC_FLOW_SECONDS,
+  oidcLinkBinding,
   oidcProvider,
   OidcUnavailable,
   signInWithIdentity,
   type OidcFlow,
+  type OidcLinkOutcome,
   type OidcProblem,
   type OidcProvider,
   type OidcSettings,
 } from '../core/auth/oidc.js';
 import type { AuthServices } from '../core/auth/sign-in.js';
 import { queryParams, type HttpRequest } from '../core/http/types.js';
-import { clientOf, json, readJson, refuse } from './accounts-http.js';
+import { CSRF_HEADER, csrfTokenMatches } from '../core/auth/session-cookie.js';
+import { linkedIdentities, linkOidcIdentity, unlinkOidcIdentity } from '../core/data/oidc-identities.js';
+import { clientOf, currentSession, json, NO_SESSION, readJson, refuse } from './accounts-http.js';
 
 const START_PATH = '/auth/oidc/start';
+const LINK_PATH = '/auth/oidc/link';
+const UNLINK_PATH = '/auth/oidc/unlink';
+const IDENTITIES_PATH = '/auth/oidc/identities';
 
 export const isOidcPath = (rawPath: string): boolean => rawPath.startsWith('/auth/oidc/');
 
@@ -71,6 +94,7 @@ function flowFrom(services: AuthServices, req: HttpRequest): OidcFlow | undefine
           verifier: flow.verifier,
           at: flow.at!,
           ...(typeof flow.invitation === 'string' ? { invitation: flow.invitation } : {}),
+          ...(typeof flow.link === 'string' ? { link: flow.link } : {}),
         };
     } catch {
       // Not a flow of ours: as if there were none.
@@ -87,10 +111,85 @@ function backToApp(services: AuthServices, problem?: OidcProblem, sessionSetCook
   return new Response(null, { status: 303, headers });
 }
 
+/** Back to Settings after linking (or not), with what came of it. */
+function backToSettings(services: AuthServices, outcome: OidcLinkOutcome): Response {
+  const headers = new Headers({ location: `/?link=${outcome}#/settings`, 'cache-control': 'no-store' });
+  headers.append('set-cookie', flowCookie(services, '', 0));
+  return new Response(null, { status: 303, headers });
+}
+
+const CSRF_REFUSAL = `the ${CSRF_HEADER} header must carry this session's CSRF token`;
+
+/** Linking from Settings: the session's routes (start, list, unlink), each with its CSRF token but the list. */
+async function handleLinking(services: AuthServices, req: HttpRequest, path: string, provider: OidcProvider): Promise<Response> {
+  try {
+    const body = req.method.toUpperCase() === 'POST' ? await readJson(req) : {};
+    if (body instanceof Response) return body;
+    const current = await currentSession(services, req);
+    if (!current) return refuse(401, NO_SESSION);
+    const { accountId } = current.session;
+    if (path === IDENTITIES_PATH) return json(200, { ok: true, identities: await linkedIdentities(services.db, accountId) });
+    if (!csrfTokenMatches(current.secret, req.headers.get(CSRF_HEADER))) return refuse(403, CSRF_REFUSAL);
+    if (path === LINK_PATH) {
+      const { flow, url } = await provider.start(services.config.urls.baseUrl);
+      const value = Buffer.from(JSON.stringify({ ...flow, link: oidcLinkBinding(current.secret) })).toString('base64url');
+      return json(200, { ok: true, url }, { 'set-cookie': flowCookie(services, value, OIDC_FLOW_SECONDS) });
+    }
+    // Unlinking: only while another way in remains, checked in the transaction that unlinks.
+    if (typeof body.id !== 'string' || !/^[0-9a-f]{64}$/.test(body.id))
+      return refuse(400, 'id (the identity to unlink) is required', { field: 'id' });
+    const email = await services.people.emailOf(accountId);
+    const identity = email ? await services.people.byEmail(email) : undefined;
+    const otherWay =
+      identity && !identity.passwordUnknown ? 'password' : (await services.passkeys.settings(accountId)).count > 0 ? 'passkey' : undefined;
+    if (!(await linkedIdentities(services.db, accountId)).some((i) => i.id === body.id))
+      return refuse(404, 'You have no such linked identity');
+    if (!otherWay || !(await unlinkOidcIdentity(services.db, accountId, body.id, otherWay, email)))
+      return refuse(409, 'This is your only way in: set a password or add a passkey first, then unlink it');
+    return json(200, { ok: true });
+  } catch (err) {
+    services.logger.error('an /auth/ request failed', { path, err });
+    return err instanceof OidcUnavailable
+      ? refuse(503, `${provider.settings.name} cannot be reached now: try again later`)
+      : refuse(500, 'internal error');
+  }
+}
+
+/** Finishes a linking flow at the callback: only in the session that started it. */
+async function finishLinking(services: AuthServices, req: HttpRequest, flow: OidcFlow, provider: OidcProvider): Promise<Response> {
+  const current = await currentSession(services, req);
+  if (!current || oidcLinkBinding(current.secret) !== flow.link) return backToSettings(services, 'session');
+  const callbackUrl = new URL(`${services.config.urls.baseUrl}${OIDC_CALLBACK_PATH}?${req.rawQuery}`);
+  let identity: Awaited<ReturnType<OidcProvider['finish']>>;
+  try {
+    identity = await provider.finish(flow, callbackUrl);
+  } catch (err) {
+    services.logger.warn('linking an OpenID Connect identity was refused', { err: err instanceof Error ? err.message : String(err) });
+    if (err instanceof OidcUnavailable) return backToSettings(services, 'unavailable');
+    await failCallback(services, clientOf(req));
+    return backToSettings(services, 'failed');
+  }
+  const outcome = await linkOidcIdentity(services.db, {
+    accountId: current.session.accountId,
+    issuer: provider.settings.issuer,
+    sub: identity.sub,
+    email: identity.email ?? '',
+    createdAt: new Date().toISOString(),
+  });
+  services.logger.info('an OpenID Connect identity was linked from Settings', { accountId: current.session.accountId, outcome });
+  return backToSettings(services, outcome);
+}
+
 export async function handleOidc(services: AuthServices, req: HttpRequest): Promise<Response> {
   const path = req.rawPath.replace(/\/+$/, '');
   const method = req.method.toUpperCase();
-  const route = { [START_PATH]: 'POST', [OIDC_CALLBACK_PATH]: 'GET' }[path];
+  const route = {
+    [START_PATH]: 'POST',
+    [OIDC_CALLBACK_PATH]: 'GET',
+    [LINK_PATH]: 'POST',
+    [UNLINK_PATH]: 'POST',
+    [IDENTITIES_PATH]: 'GET',
+  }[path];
   const settings = services.config.oidc;
   if (!route || !settings) {
     await req.body?.cancel().catch(() => {});
@@ -101,6 +200,7 @@ export async function handleOidc(services: AuthServices, req: HttpRequest): Prom
     return refuse(405, `${path} takes ${route} only`, {}, { allow: route });
   }
   const provider = providerFor(settings);
+  if (path === LINK_PATH || path === UNLINK_PATH || path === IDENTITIES_PATH) return handleLinking(services, req, path, provider);
   if (path === START_PATH) {
     try {
       const body = await readJson(req);
@@ -122,12 +222,14 @@ export async function handleOidc(services: AuthServices, req: HttpRequest): Prom
     const flow = flowFrom(services, req);
     if (!flow) return backToApp(services, 'expired');
     const params = queryParams(req.rawQuery);
+    const back = (problem: OidcProblem & OidcLinkOutcome) => (flow.link ? backToSettings(services, problem) : backToApp(services, problem));
     if (params.get('state') !== flow.state) {
       await failCallback(services, client);
-      return backToApp(services, 'failed');
+      return back('failed');
     }
     const error = params.get('error');
-    if (error !== undefined) return backToApp(services, error === 'access_denied' ? 'denied' : 'failed');
+    if (error !== undefined) return back(error === 'access_denied' ? 'denied' : 'failed');
+    if (flow.link) return await finishLinking(services, req, flow, provider);
     // The URL the provider was given as redirect_uri, with the answer's query: what the token request names.
     const callbackUrl = new URL(`${services.config.urls.baseUrl}${OIDC_CALLBACK_PATH}?${req.rawQuery}`);
     let identity: Awaited<ReturnType<OidcProvider['finish']>>;

@@ -6,7 +6,9 @@
  *   POST /auth/passkeys/registration/options {}   session + CSRF   -> 200 {"ok", "options"}  (for navigator.credentials.create)
  *   POST /auth/passkeys/registration {"response", "name"?}  session + CSRF -> 201 {"ok", "passkey"}
  *   POST /auth/passkeys/remove {"id"}             session + CSRF   -> 200 {"ok"}
- *   POST /auth/passkeys/required {"required"}     session + CSRF   -> 200 {"ok", "required"}
+ *   POST /auth/passkeys/rename {"id", "name"}     session + CSRF   -> 200 {"ok", "passkey"}
+ *   POST /auth/passkeys/required {"required"}     session + CSRF   -> 200 {"ok", "required", "recoveryCodes"?}
+ *        (turned on for an account with no recovery code left, ten new ones, shown once)
  *   POST /auth/passkeys/sign-in/options {}                         -> 200 {"ok", "options"}  (for navigator.credentials.get)
  *   POST /auth/passkeys/sign-in {"response"}                       -> 200 signed in, as /auth/sign-in answers
  *
@@ -39,9 +41,11 @@ import {
   passkeyView,
   registerPasskey,
   registrationOptions,
+  renamePasskey,
   signInOptions,
   type PasskeyRefusal,
 } from '../core/auth/passkeys.js';
+import { makeRecoveryCodes } from '../core/auth/recovery-codes.js';
 import type { AuthServices } from '../core/auth/sign-in.js';
 import { CSRF_HEADER, csrfTokenMatches } from '../core/auth/session-cookie.js';
 import { PasskeyConflictError } from '../core/data/passkeys.js';
@@ -53,6 +57,7 @@ const ROUTES: Record<string, 'GET' | 'POST'> = {
   '/auth/passkeys/registration/options': 'POST',
   '/auth/passkeys/registration': 'POST',
   '/auth/passkeys/remove': 'POST',
+  '/auth/passkeys/rename': 'POST',
   '/auth/passkeys/required': 'POST',
   '/auth/passkeys/sign-in/options': 'POST',
   '/auth/passkeys/sign-in': 'POST',
@@ -107,6 +112,11 @@ export async function handlePasskeys(services: AuthServices, req: HttpRequest): 
       const outcome = await registerPasskey(services, current.session, body);
       return outcome.kind === 'registered' ? json(201, { ok: true, passkey: passkeyView(outcome.passkey) }) : passkeyRefusal(outcome);
     }
+    if (path === '/auth/passkeys/rename') {
+      const outcome = await renamePasskey(services, current.session, body);
+      if (outcome.kind === 'renamed') return json(200, { ok: true, passkey: passkeyView(outcome.passkey) });
+      return outcome.kind === 'not-found' ? refuse(404, 'You have no such passkey') : passkeyRefusal(outcome);
+    }
     try {
       if (path === '/auth/passkeys/remove') {
         if (typeof body.id !== 'string' || body.id === '') return refuse(400, 'id (the passkey to remove) is required', { field: 'id' });
@@ -115,6 +125,11 @@ export async function handlePasskeys(services: AuthServices, req: HttpRequest): 
       }
       if (typeof body.required !== 'boolean') return refuse(400, 'required must be true or false', { field: 'required' });
       await services.passkeys.setRequired(accountId, body.required);
+      // Turned on without a recovery code left: ten are made, so that a lost passkey never locks its person out (shown here once).
+      if (body.required && (await services.recoveryCodes.status(accountId)).remaining === 0) {
+        const { codes } = await makeRecoveryCodes(services, accountId);
+        return json(200, { ok: true, required: true, recoveryCodes: codes });
+      }
       return json(200, { ok: true, required: body.required });
     } catch (err) {
       if (err instanceof PasskeyConflictError) return refuse(409, err.message);

@@ -14,6 +14,7 @@ import { handleWebApp, isWebAppPath } from '../web-app/serve.js';
 import { handleAuth, isAuthPath } from './accounts-http.js';
 import { handleOidc, isOidcPath } from './oidc-http.js';
 import { handlePasskeys, isPasskeyPath } from './passkeys-http.js';
+import { handleRecoveryCodes, isRecoveryCodePath } from './recovery-codes-http.js';
 import { handleAccountLinks, isAccountLinkPath, type AccountLinkServices } from './account-links-http.js';
 import type { AuthServices } from '../core/auth/sign-in.js';
 import { handleDevice, isDevicePath, type DeviceServices } from './device-http.js';
@@ -38,6 +39,7 @@ export const SIDE_ROUTES: readonly SideRoute[] = [
   { matches: isAccountLinkPath, handle: handleAccountLinks },
   { matches: isOidcPath, handle: handleOidc },
   { matches: isPasskeyPath, handle: handlePasskeys },
+  { matches: isRecoveryCodePath, handle: handleRecoveryCodes },
   { matches: isAuthPath, handle: handleAuth },
   { matches: isWebAppPath, handle: handleWebApp },
 ];

@@ -209,6 +209,40 @@ describe.each(live.doors)('passkeys through the $name', (door: Door) => {
     expect((await api.postJson('/auth/passkeys/remove', { id: credential.id }, di.headers)).status).toBe(404);
   });
 
+  test('renaming: one’s own passkey only, trimmed, 1 to 64 characters without control characters', async () => {
+    const gi = await person();
+    const other = await person();
+    const { credential } = await register(gi, 'Laptop');
+    const { credential: theirs } = await register(other, 'Theirs');
+    const rename = (id: string, name: unknown, headers: Record<string, string> = gi.headers) =>
+      api.postJson('/auth/passkeys/rename', { id, name }, headers);
+    const renamed = await rename(credential.id, '  Work laptop  ');
+    expect(renamed.status).toBe(200);
+    expect(renamed.body).toMatchObject({ ok: true, passkey: { id: credential.id, name: 'Work laptop' } });
+    expect((await listed(gi)).passkeys.map((p) => p.name)).toEqual(['Work laptop']);
+    // 64 characters (an emoji is one) pass; 65, blank, control characters or no string do not, and nothing changes.
+    expect((await rename(credential.id, '🔑'.repeat(64))).status).toBe(200);
+    for (const bad of ['x'.repeat(65), '   ', '', 'Line\nbreak', 'Tab\there', 'Bell\u0007', 42, null]) {
+      const res = await rename(credential.id, bad);
+      expect([bad, res.status, res.body.field]).toEqual([bad, 400, 'name']);
+    }
+    expect((await listed(gi)).passkeys.map((p) => p.name)).toEqual(['🔑'.repeat(64)]);
+    // Another account's passkey is not found, and keeps its name; so is one that does not exist.
+    const foreign = await rename(theirs.id, 'Mine now');
+    expect(foreign.status).toBe(404);
+    expect(foreign.body).toEqual({ ok: false, error: 'You have no such passkey' });
+    expect((await listed(other)).passkeys.map((p) => p.name)).toEqual(['Theirs']);
+    expect((await rename('bm8tc3VjaA', 'Nothing')).status).toBe(404);
+    expect((await api.postJson('/auth/passkeys/rename', { name: 'No id' }, gi.headers)).body.field).toBe('id');
+    // The session and its CSRF token, as every change.
+    expect((await rename(credential.id, 'No token', { cookie: gi.headers.cookie })).status).toBe(403);
+    expect((await rename(credential.id, 'No session', {})).status).toBe(401);
+    // A name with a control character is refused at registration too.
+    const { response } = gi.authenticator.register(await registrationOptions(gi));
+    const badName = await api.postJson('/auth/passkeys/registration', { response, name: 'New\rline' }, gi.headers);
+    expect(badName.body).toMatchObject({ ok: false, field: 'name' });
+  });
+
   test('the state-changing passkey routes want the CSRF token, and the session', async () => {
     const ed = await person();
     const cookieOnly = { cookie: ed.headers.cookie };
@@ -239,7 +273,12 @@ describe.each(live.doors)('passkeys through the $name', (door: Door) => {
     expect(none.status).toBe(409);
     const { credential } = await register(fy, 'Phone');
     await register(other);
-    expect((await api.postJson('/auth/passkeys/required', { required: true }, fy.headers)).body).toEqual({ ok: true, required: true });
+    // Turned on, with ten recovery codes (recovery-codes.test.ts has what they do).
+    expect((await api.postJson('/auth/passkeys/required', { required: true }, fy.headers)).body).toEqual({
+      ok: true,
+      required: true,
+      recoveryCodes: expect.arrayContaining([expect.any(String)]),
+    });
     expect((await listed(fy)).required).toBe(true);
 
     // A wrong password is still just that.
@@ -247,7 +286,7 @@ describe.each(live.doors)('passkeys through the $name', (door: Door) => {
     const step = await api.postJson('/auth/sign-in', { email: fy.email, password: PASSWORD });
     expect(step.status).toBe(401);
     expect(step.cookie).toBe('');
-    expect(step.body).toMatchObject({ ok: false, error: SECOND_FACTOR_ASKED, secondFactor: 'passkey' });
+    expect(step.body).toMatchObject({ ok: false, error: SECOND_FACTOR_ASKED, secondFactor: 'passkey', recoveryCodes: true });
     // The account's own passkeys are named; the authenticator need only show presence.
     expect(step.body.options.allowCredentials).toEqual([{ id: credential.id, type: 'public-key', transports: ['internal'] }]);
     expect(step.body.csrfToken).toBeUndefined();

@@ -8,7 +8,7 @@
  * credentials.
  */
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,6 +27,8 @@ import { TeamStore } from '../../functions/core/data/teams.js';
 import { BucketStore } from '../../functions/core/data/buckets.js';
 import { AccountLinkStore } from '../../functions/core/data/account-links.js';
 import { PersonStore } from '../../functions/core/data/people.js';
+import { PasskeyStore } from '../../functions/core/data/passkeys.js';
+import { SessionStore } from '../../functions/core/data/sessions.js';
 
 const SECRET_KEY = randomBytes(32).toString('hex');
 
@@ -235,6 +237,57 @@ test('welcome-link gives an account without an owner a new one-time link; an own
   expect(unknown).toMatchObject({ code: 1, stderr: 'cairn admin: no account "nobody-here"\n' });
   const badUrl = await admin(env, 'welcome-link', 'gina', '--base-url', 'ftp://example.org');
   expect(badUrl).toMatchObject({ code: 1, stderr: 'cairn admin: --base-url "ftp://example.org" is not an http(s) address\n' });
+});
+
+test('lift-second-factor stops asking for the passkey, keeps the passkeys and signs the person out; an unknown e-mail is refused', async () => {
+  expect((await admin(env, 'create-account', 'hana')).code).toBe(0);
+  const hana = (await accounts.getAccountByName('hana'))!;
+  await new PersonStore(db).add(hana.id, 'hana@example.org', 'scrypt$not-checked-here');
+  const passkeys = new PasskeyStore(db);
+  const passkey = { accountId: hana.id, publicKey: 'pQ', counter: 0, transports: ['internal'], name: 'Phone' };
+  await passkeys.add({ ...passkey, credentialId: `cred-${randomBytes(8).toString('hex')}` });
+  await passkeys.add({ ...passkey, credentialId: `cred-${randomBytes(8).toString('hex')}` });
+  await passkeys.setRequired(hana.id, true);
+  const sessions = new SessionStore(db);
+  const open = [await sessions.create(hana.id, {}), await sessions.create(hana.id, {})];
+  // Someone else's session is no part of it.
+  const other = { id: randomUUID() };
+  const bystander = await sessions.create(other.id, {});
+
+  const lifted = await admin(env, 'lift-second-factor', ' Hana@Example.org ');
+  expect(lifted).toMatchObject({ code: 0, stderr: '' });
+  expect(lifted.stdout).toBe(
+    [
+      'hana@example.org (account "hana"):',
+      '  a passkey is no longer asked for after the password: the password alone signs in',
+      '  2 passkeys kept, and the recovery codes left',
+      '  2 sessions signed out: every browser signs in again',
+      '',
+    ].join('\n'),
+  );
+  expect(await passkeys.settings(hana.id)).toEqual({ required: false, count: 2 });
+  expect(await passkeys.list(hana.id)).toHaveLength(2);
+  for (const { secret } of open) expect(await sessions.open(secret)).toMatchObject({ refused: expect.anything() });
+  expect(await sessions.open(bystander.secret)).toMatchObject({ session: { accountId: other.id } });
+
+  // Again: nothing to turn off, and it says so.
+  const again = await admin(env, 'lift-second-factor', 'hana@example.org', '--json');
+  expect(again.code).toBe(0);
+  expect(JSON.parse(again.stdout)).toEqual({
+    email: 'hana@example.org',
+    accountName: 'hana',
+    accountId: hana.id,
+    wasRequired: false,
+    passkeys: 2,
+    sessionsEnded: 0,
+  });
+
+  const unknown = await admin(env, 'lift-second-factor', 'nobody@example.org');
+  expect(unknown).toMatchObject({
+    code: 1,
+    stdout: '',
+    stderr: 'cairn admin: no one signs in with the e-mail "nobody@example.org" here\n',
+  });
 });
 
 describe('--local', () => {

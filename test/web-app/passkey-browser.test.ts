@@ -7,7 +7,8 @@
  * `navigator.credentials` calls as a fingerprint reader would): a passkey
  * added in Settings, signing out and in with it alone, then asked for
  * after the password, where a browser without it gets no session; the
- * last passkey kept while it is asked for.
+ * last passkey kept while it is asked for; recovery codes made when it is
+ * turned on, and one of them instead of the passkey in a browser without it.
  */
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
@@ -39,8 +40,8 @@ async function pageWithAuthenticator(): Promise<{ page: Page; cdp: CDPSession; a
   const p = await context.newPage();
   p.on('pageerror', (err) => problems.push(err.message));
   p.on('console', (msg) => {
-    // The browser logs the refusals this suite provokes (401 no session yet or a second factor asked, 409 the last passkey).
-    if (msg.type() === 'error' && !/status of (401|409)/.test(msg.text())) problems.push(msg.text());
+    // The browser logs the refusals this suite provokes (400 a blank name, 401 no session yet or a second factor asked, 409 the last passkey).
+    if (msg.type() === 'error' && !/status of (400|401|409)/.test(msg.text())) problems.push(msg.text());
   });
   const session = await context.newCDPSession(p);
   await session.send('WebAuthn.enable', { enableUI: false });
@@ -149,6 +150,11 @@ test('asked for after the password: this browser signs in with both, one without
   await ask.click();
   await section.getByRole('status').filter({ hasText: 'one of your passkeys is asked for too' }).waitFor();
   await section.locator('input[type=checkbox]:checked').waitFor();
+  // Turned on for the first time: ten recovery codes, shown once.
+  const made = page.getByRole('group', { name: 'Your new recovery codes' });
+  await made.waitFor();
+  expect(await made.locator('li').count()).toBe(10);
+  await section.getByText('Keep the recovery codes below').waitFor();
   // The last passkey stays while it is asked for: the service's words say why.
   await passkeyRows(page).getByRole('button', { name: 'Remove' }).click();
   await passkeyRows(page).getByRole('button', { name: 'Remove “This laptop”' }).click();
@@ -185,4 +191,62 @@ test('asked for after the password: this browser signs in with both, one without
   await signInWith(page, PASSWORD);
   await settingsHeading(page).waitFor();
   expect((await credentialsOf(cdp, authenticatorId))[0]!.signCount).toBe(signCount);
+});
+
+test('a browser without the passkey signs in with a recovery code instead, once; Settings counts what is left', async () => {
+  await page.goto(`${origin}/#/settings`);
+  const section = page.getByRole('region', { name: 'Passkeys' });
+  await section.getByLabel('Passkey name').fill('Second laptop');
+  await section.getByRole('button', { name: 'Add a passkey' }).click();
+  await passkeyRows(page).filter({ hasText: 'Second laptop' }).waitFor();
+  // Renamed in place; a name with only spaces is refused in the service's words, and the name stays.
+  await page.getByRole('button', { name: 'Rename “Second laptop”' }).click();
+  await page.getByLabel('New name for “Second laptop”').fill('   ');
+  await passkeyRows(page).getByRole('button', { name: 'Save' }).click();
+  await section.getByRole('status').filter({ hasText: 'name must be 1 to 64 characters' }).waitFor();
+  await page.getByLabel('New name for “Second laptop”').fill('  Work laptop ');
+  await passkeyRows(page).getByRole('button', { name: 'Save' }).click();
+  await section.getByRole('status').filter({ hasText: 'is now “Work laptop”' }).waitFor();
+  await passkeyRows(page).filter({ hasText: 'Work laptop' }).waitFor();
+  // The first test turned the passkey on, which made ten codes (seen there); on again, the codes left are kept.
+  await section.getByLabel('Ask for a passkey after my password').click();
+  await section.locator('input[type=checkbox]:checked').waitFor();
+  await page.locator('[data-recovery-remaining="10"]').waitFor();
+  expect(await page.getByRole('group', { name: 'Your new recovery codes' }).count()).toBe(0);
+  // Made again, shown once; they replace the old ones.
+  await page.getByRole('button', { name: 'Make new recovery codes' }).click();
+  await page.getByRole('button', { name: 'Replace my recovery codes' }).click();
+  const fresh = page.getByRole('group', { name: 'Your new recovery codes' });
+  await fresh.waitFor();
+  const codes = await fresh.locator('li').allTextContents();
+  expect(codes).toHaveLength(10);
+  for (const code of codes) expect(code).toMatch(/^[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{4}$/);
+  await page.locator('[data-recovery-remaining="10"]').waitFor();
+  await shot('recovery-codes-made');
+  await fresh.getByRole('button', { name: 'I have kept them' }).click();
+  await fresh.waitFor({ state: 'detached' });
+
+  const other = await pageWithAuthenticator();
+  await other.page.goto(`${origin}/`);
+  await signInWith(other.page, PASSWORD);
+  await other.page.getByRole('alert').filter({ hasText: 'No passkey was given' }).waitFor();
+  await other.page.getByRole('button', { name: 'Use a recovery code instead' }).click();
+  await other.page.getByLabel('Recovery code').fill(codes[0]!.toUpperCase());
+  await shot('recovery-code-typed', other.page);
+  await other.page.getByRole('button', { name: 'Sign in with the recovery code' }).click();
+  await sitesHeading(other.page).waitFor();
+  await other.page.goto(`${origin}/#/settings`);
+  await other.page.locator('[data-recovery-remaining="9"]').waitFor();
+  await other.page.getByRole('banner').getByRole('button', { name: 'Sign out', exact: true }).click();
+
+  // The same code again: refused in the service's words, and no session.
+  await signInWith(other.page, PASSWORD);
+  await other.page.getByRole('alert').filter({ hasText: 'No passkey was given' }).waitFor();
+  await other.page.getByRole('button', { name: 'Use a recovery code instead' }).click();
+  await other.page.getByLabel('Recovery code').fill(codes[0]!);
+  await other.page.getByRole('button', { name: 'Sign in with the recovery code' }).click();
+  await other.page.getByRole('alert').filter({ hasText: 'not right, or was used already' }).waitFor();
+  expect(await other.page.evaluate(async () => (await fetch('/auth/session')).status)).toBe(401);
+  await shot('recovery-code-used', other.page);
+  await other.page.context().close();
 });

@@ -5,7 +5,9 @@
  * The sign-in page offers "Sign in with Test ID"; the provider's login and
  * consent pages send the browser back signed in, to a new account named
  * after the e-mail; a sign-in that is refused (an e-mail that already has
- * a password account) comes back to the sign-in page with its notice.
+ * a password account) comes back to the sign-in page with its notice;
+ * that password account links the provider from Settings, signs in with
+ * it, and unlinks it.
  */
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
@@ -128,4 +130,35 @@ test('a refused sign-in comes back to the sign-in page with its notice: an e-mai
   expect(new URL(page.url()).search).toBe('');
   expect((await page.evaluate(async () => (await fetch('/auth/session')).status)) as number).toBe(401);
   await shot('refused');
+});
+
+test('a password account links the provider from Settings, signs in with it, and unlinks it', async () => {
+  provider.people.set('hal-at-idp', { email: 'hal.elsewhere@example.org', email_verified: true });
+  page = await freshPage();
+  await page.goto(`${origin}/`);
+  await page.getByLabel('E-mail').fill('hal@example.org');
+  await page.getByLabel('Password').fill('a long enough password');
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await page.getByRole('heading', { name: 'Sites', level: 1 }).waitFor();
+  await page.goto(`${origin}/#/settings`);
+  const section = page.getByRole('region', { name: 'Sign-in providers' });
+  await section.getByRole('button', { name: 'Connect Test ID' }).click();
+  await page.waitForURL((url) => url.origin === provider.issuer);
+  await atProvider('hal-at-idp');
+  await section.getByRole('status').filter({ hasText: 'Test ID is linked' }).waitFor();
+  await section.getByText('hal.elsewhere@example.org').waitFor();
+  // The outcome is shown once: the address no longer carries it.
+  expect(new URL(page.url()).search).toBe('');
+  await shot('linked');
+
+  await page.getByRole('banner').getByRole('button', { name: 'Sign out', exact: true }).click();
+  await page.getByRole('button', { name: 'Sign in with Test ID' }).click();
+  await page.getByRole('heading', { name: 'Sites', level: 1 }).waitFor();
+  expect(await page.locator('.team-name').textContent()).toBe('hal');
+
+  await page.goto(`${origin}/#/settings`);
+  await section.getByRole('button', { name: 'Unlink' }).click();
+  await section.getByRole('button', { name: 'Unlink Test ID' }).click();
+  await section.getByRole('status').filter({ hasText: 'Test ID is unlinked' }).waitFor();
+  await section.getByRole('button', { name: 'Connect Test ID' }).waitFor();
 });

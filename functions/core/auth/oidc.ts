@@ -22,7 +22,7 @@
  * which would refuse a provider on the operator's own network. None
  * follows a redirect (openid-client sends them with `redirect: 'manual'`).
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import * as oidc from 'openid-client';
 import type { Config } from '../config.js';
 import { AccountConflictError, type Account } from '../data/accounts.js';
@@ -71,6 +71,8 @@ export interface OidcFlow {
   verifier: string;
   /** An invitation's token, for a sign-up by invitation. */
   invitation?: string;
+  /** Linking to the signed-in account (Settings), not signing in: the binding of the session that started it (oidcLinkBinding). */
+  link?: string;
   /** When it started, in ms since the epoch. */
   at: number;
 }
@@ -227,6 +229,30 @@ async function session(services: AuthServices, account: Account, email: string, 
   const { session, secret } = await services.sessions.create(account.id, client);
   return { kind: 'signed-in', account, email, session, secret };
 }
+
+/**
+ * What binds a linking flow to the session that started it: a digest of
+ * the session's secret (which only that browser's cookie holds), so the
+ * callback links only in that session; the flow cookie carries the
+ * digest, never the secret.
+ */
+export const oidcLinkBinding = (sessionSecret: string): string =>
+  createHash('sha256').update(`cairn oidc link\n${sessionSecret}`).digest('base64url');
+
+/** What came of linking a provider from Settings; Settings words each (`/?link=<outcome>#/settings`). */
+export type OidcLinkOutcome =
+  | 'linked'
+  /** The identity was this account's already. */
+  | 'already'
+  /** The identity is another account's: never moved. */
+  | 'taken'
+  /** No session, or not the one that started the linking. */
+  | 'session'
+  | 'denied'
+  | 'failed'
+  | 'expired'
+  | 'unavailable'
+  | 'locked';
 
 /** Counts a failed callback against the client's address, as a failed sign-in is. */
 export const failCallback = (services: AuthServices, client: ClientInfo) => services.signInAttempts.fail(addressKey(client));

@@ -109,6 +109,28 @@ export const passkeyView = (p: Passkey) => ({
   lastUsedAt: p.lastUsedAt,
 });
 
+/** Why a passkey's name will not do (trimmed, 1 to 64 characters, no control characters), or undefined when it will. */
+export function passkeyNameProblem(name: unknown): string | undefined {
+  const max = PASSKEY_LIMITS.nameLength;
+  if (typeof name !== 'string' || name.trim() === '' || [...name.trim()].length > max) return `name must be 1 to ${max} characters`;
+  if (/\p{Cc}/u.test(name)) return 'name must not hold control characters (line breaks, tabs and the like)';
+  return undefined;
+}
+
+/** Renames one of the session's account's passkeys; another account's, or none, is not found. */
+export async function renamePasskey(
+  services: AuthServices,
+  session: Session,
+  input: { id?: unknown; name?: unknown },
+): Promise<{ kind: 'renamed'; passkey: Passkey } | { kind: 'not-found' } | PasskeyRefusal> {
+  if (typeof input.id !== 'string' || input.id === '' || input.id.length > 1400)
+    return { kind: 'invalid', message: 'id (the passkey to rename) is required', field: 'id' };
+  const problem = passkeyNameProblem(input.name);
+  if (problem) return { kind: 'invalid', message: problem, field: 'name' };
+  const passkey = await services.passkeys.rename(session.accountId, input.id, (input.name as string).trim());
+  return passkey ? { kind: 'renamed', passkey } : { kind: 'not-found' };
+}
+
 /** The options for registering a passkey to the session's account, its challenge kept for this session. */
 export async function registrationOptions(
   services: AuthServices,
@@ -154,8 +176,8 @@ export async function registerPasskey(
   const rp = relyingParty(services.config);
   if (!rp) return { kind: 'unavailable', message: PASSKEYS_UNAVAILABLE };
   const name = input.name === undefined || input.name === null || input.name === '' ? 'Passkey' : input.name;
-  if (typeof name !== 'string' || name.trim() === '' || name.trim().length > PASSKEY_LIMITS.nameLength)
-    return { kind: 'invalid', message: `name must be 1 to ${PASSKEY_LIMITS.nameLength} characters`, field: 'name' };
+  const problem = passkeyNameProblem(name);
+  if (problem || typeof name !== 'string') return { kind: 'invalid', message: problem ?? 'name must be a string', field: 'name' };
   const challenge = answeredChallenge(input.response);
   if (!challenge || !isCredentialAnswer(input.response))
     return { kind: 'invalid', message: "response must be the browser's answer to the registration options", field: 'response' };
@@ -213,6 +235,8 @@ export interface SecondFactorStep {
   kind: 'second-factor';
   message: string;
   options: PublicKeyCredentialRequestOptionsJSON;
+  /** Whether the account has recovery codes left, which stand in for the passkey (recovery-codes.ts). */
+  recoveryCodes: boolean;
 }
 
 export const SECOND_FACTOR_ASKED = 'The password is right; this account asks for one of its passkeys too';
@@ -223,7 +247,7 @@ export async function secondFactorStep(services: AuthServices, accountId: string
   const settings = await services.passkeys.settings(accountId);
   // Where no passkey can be used (the base URL became an IP address), the password alone signs in, as before they were offered.
   if (!rp || !settings.required) return undefined;
-  const passkeys = await services.passkeys.list(accountId);
+  const [passkeys, codes] = await Promise.all([services.passkeys.list(accountId), services.recoveryCodes.status(accountId)]);
   if (passkeys.length === 0) return undefined;
   const options = await (
     await webauthn()
@@ -234,7 +258,7 @@ export async function secondFactorStep(services: AuthServices, accountId: string
     timeout: 60_000,
   });
   await services.passkeys.putChallenge({ purpose: 'second-factor', challenge: options.challenge, accountId });
-  return { kind: 'second-factor', message: SECOND_FACTOR_ASKED, options };
+  return { kind: 'second-factor', message: SECOND_FACTOR_ASKED, options, recoveryCodes: codes.remaining > 0 };
 }
 
 /**

@@ -29,7 +29,10 @@ import { INVITATION_PROBLEMS, joinWrites, type InvitationServices } from './invi
 import { secondFactorStep, type SecondFactorStep } from './passkeys.js';
 import { dummyPasswordHash, hashPassword, needsRehash, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, verifyPassword } from './passwords.js';
 
-export type AuthServices = Pick<Services, 'accounts' | 'config' | 'logger' | 'passkeys' | 'people' | 'sessions' | 'signInAttempts'> &
+export type AuthServices = Pick<
+  Services,
+  'accounts' | 'config' | 'logger' | 'passkeys' | 'people' | 'recoveryCodes' | 'sessions' | 'signInAttempts'
+> &
   InvitationServices;
 
 /** Who is asking, as the door sees them: kept with the session (the list of one's sessions shows them) and counted against. */

@@ -236,6 +236,27 @@ export class PasskeyStore {
     );
   }
 
+  /** Renames one of the account's passkeys: the passkey as it is now, or undefined when the account has no such one. */
+  async rename(accountId: string, credentialId: string, name: string): Promise<Passkey | undefined> {
+    try {
+      const out = await this.db.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: passkeyKey(credentialId),
+          UpdateExpression: 'SET #n = :name',
+          ConditionExpression: 'accountId = :a',
+          ExpressionAttributeNames: { '#n': 'name' },
+          ExpressionAttributeValues: { ':name': name, ':a': accountId },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return passkeyFrom(out.Attributes!);
+    } catch (err) {
+      if ((err as Error).name === 'ConditionalCheckFailedException') return undefined;
+      throw err;
+    }
+  }
+
   /**
    * Removes one of the account's passkeys; false when it has no such one.
    * PasskeyConflictError('last-required') when it is the last and the

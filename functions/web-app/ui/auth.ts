@@ -104,9 +104,44 @@ export async function signIn(email: string, password: string, onPasskeyAsked?: (
   } catch (err) {
     if (!(err instanceof AuthError) || err.answer?.secondFactor !== 'passkey') throw err;
     onPasskeyAsked?.();
-    await call('POST', '/auth/passkeys/sign-in', { response: await askForPasskey(err.answer.options) });
+    const options = err.answer.options as { challenge?: unknown };
+    try {
+      await call('POST', '/auth/passkeys/sign-in', { response: await askForPasskey(options) });
+    } catch (failed) {
+      // Without the passkey, a recovery code may finish this sign-in: the step's challenge goes with it.
+      if (!(failed instanceof AuthError) || err.answer.recoveryCodes !== true || typeof options.challenge !== 'string') throw failed;
+      throw new SecondStepPending(failed, options.challenge);
+    }
   }
   return sessionAfterSignIn();
+}
+
+/** The password was right, the passkey did not come: a recovery code with `challenge` can still sign in (within 5 minutes). */
+export class SecondStepPending extends AuthError {
+  constructor(
+    cause: AuthError,
+    readonly challenge: string,
+  ) {
+    super(cause.message, cause.status, cause.field, cause.retryAfter, cause.answer);
+    this.name = 'SecondStepPending';
+  }
+}
+
+/** Finishes a sign-in whose password was right with one of the account's recovery codes instead of its passkey. */
+export async function signInWithRecoveryCode(challenge: string, code: string): Promise<PersonSession> {
+  await call('POST', '/auth/recovery-codes/sign-in', { challenge, code });
+  return sessionAfterSignIn();
+}
+
+/** How many recovery codes the account has left, and when they were made. */
+export async function recoveryCodeStatus(): Promise<{ remaining: number; createdAt: string | null }> {
+  const answer = await call('GET', '/auth/recovery-codes');
+  return { remaining: Number(answer.remaining ?? 0), createdAt: typeof answer.createdAt === 'string' ? answer.createdAt : null };
+}
+
+/** Makes ten new recovery codes in place of the old ones: the codes, this once. */
+export async function makeRecoveryCodes(csrfToken: string): Promise<string[]> {
+  return (await call('POST', '/auth/recovery-codes', {}, csrfToken)).codes as string[];
 }
 
 /** Whether this browser can use passkeys at all (WebAuthn, in a secure context). */
@@ -173,8 +208,15 @@ export async function removePasskey(csrfToken: string, id: string): Promise<void
 }
 
 /** Turns "ask for a passkey after the password" on or off. */
-export async function setPasskeyRequired(csrfToken: string, required: boolean): Promise<void> {
-  await call('POST', '/auth/passkeys/required', { required }, csrfToken);
+export async function setPasskeyRequired(csrfToken: string, required: boolean): Promise<string[] | undefined> {
+  // Turned on for an account with no recovery code left, the service makes ten: here once.
+  const answer = await call('POST', '/auth/passkeys/required', { required }, csrfToken);
+  return Array.isArray(answer.recoveryCodes) ? (answer.recoveryCodes as string[]) : undefined;
+}
+
+/** Renames one of the account's passkeys. */
+export async function renamePasskey(csrfToken: string, id: string, name: string): Promise<PasskeyInfo> {
+  return (await call('POST', '/auth/passkeys/rename', { id, name }, csrfToken)).passkey as PasskeyInfo;
 }
 
 export async function signUp(input: { email: string; password: string; name: string }): Promise<PersonSession> {
@@ -229,4 +271,43 @@ export function providerProblem(problem: string, name: string): string {
     locked: 'Too many failed sign-ins from this address: try again in 15 minutes.',
   };
   return words[problem] ?? `Signing in with ${name} did not work. Try again.`;
+}
+
+/** A provider's identity linked to the account (Settings). */
+export interface LinkedIdentity {
+  id: string;
+  issuer: string;
+  email: string;
+  createdAt: string;
+}
+
+export async function listLinkedIdentities(): Promise<LinkedIdentity[]> {
+  return (await call('GET', '/auth/oidc/identities')).identities as LinkedIdentity[];
+}
+
+/** Starts linking the service's provider to this account: the provider's page to go to (it sends the browser back to Settings). */
+export async function startProviderLink(csrfToken: string): Promise<string> {
+  const answer = await call('POST', '/auth/oidc/link', {}, csrfToken);
+  if (typeof answer.url !== 'string') throw new AuthError('The service gave no address to go to.', 0);
+  return answer.url;
+}
+
+export async function unlinkIdentity(csrfToken: string, id: string): Promise<void> {
+  await call('POST', '/auth/oidc/unlink', { id }, csrfToken);
+}
+
+/** What `?link=` after linking a provider means (graphql/oidc-http.ts), in words for the person. */
+export function linkOutcome(outcome: string, name: string): { ok: boolean; text: string } {
+  const words: Record<string, [boolean, string]> = {
+    linked: [true, `${name} is linked: you can sign in with it too.`],
+    already: [true, `${name} was linked to your account already.`],
+    taken: [false, `That ${name} identity is linked to another account: it stays there. Sign in to ${name} as yourself and try again.`],
+    session: [false, 'Linking was started in another session, or you were signed out meanwhile: nothing was linked. Try again.'],
+    denied: [false, `You declined at ${name}: nothing was linked.`],
+    failed: [false, `Linking ${name} did not work: its answer could not be checked. Try again.`],
+    expired: [false, 'Linking took too long, or was started in another browser. Try again.'],
+    unavailable: [false, `${name} cannot be reached now. Try again later.`],
+  };
+  const [ok, text] = words[outcome] ?? [false, `Linking ${name} did not work. Try again.`];
+  return { ok, text };
 }

@@ -17,15 +17,22 @@ import {
   AuthError,
   changePassword,
   requestPasswordLink,
+  linkOutcome,
+  listLinkedIdentities,
   listPasskeys,
+  startProviderLink,
+  unlinkIdentity,
+  makeRecoveryCodes,
   passkeysSupported,
+  recoveryCodeStatus,
   registerPasskey,
   removePasskey,
+  renamePasskey,
   setPasskeyRequired,
   signOut as signOutOfSession,
   type PasskeyInfo,
 } from '../auth.js';
-import { ActionNotice, ConfirmButton, ErrorNotice, Loading, PageHeader, TimeAgo } from '../components.js';
+import { ActionNotice, ConfirmButton, CopyButton, ErrorNotice, Loading, PageHeader, TimeAgo } from '../components.js';
 import { formatAgo } from '../format.js';
 import { useActions, useLoad, useTitle } from '../hooks.js';
 import { REVOKE_SESSION, SETTINGS, type ApiKey, type Session, type StorageKeyPair } from '../queries.js';
@@ -76,6 +83,7 @@ export function Settings() {
           {person?.passwordSet ? <PasswordSection csrfToken={person.csrfToken} onChanged={reload} /> : null}
           {person && !person.passwordSet && person.email ? <NoPasswordSection email={person.email} /> : null}
           {person ? <PasskeysSection csrfToken={person.csrfToken} offered={config.passkeys} /> : null}
+          {person && config.oidc ? <ProvidersSection csrfToken={person.csrfToken} name={config.oidc.name} /> : null}
           <Sessions sessions={data.data.getSessions} onChanged={reload} />
           <section className="stack" aria-labelledby="api-title">
             <div>
@@ -245,6 +253,10 @@ function PasskeysSection({ csrfToken, offered }: { csrfToken: string; offered: b
   );
   const actions = useActions();
   const [name, setName] = useState('');
+  /** Recovery codes just made (by turning the passkey on): shown in their section, this once. */
+  const [freshCodes, setFreshCodes] = useState<string[] | null>(null);
+  /** The passkey being renamed, and the name typed so far. */
+  const [renaming, setRenaming] = useState<{ id: string; name: string } | null>(null);
   const heading = useRef<HTMLHeadingElement>(null);
   const reload = () => void list.reload(true);
 
@@ -269,16 +281,29 @@ function PasskeysSection({ csrfToken, offered }: { csrfToken: string; offered: b
     reload();
     heading.current?.focus();
   };
+  const rename = async (event: FormEvent<HTMLFormElement>, p: PasskeyInfo) => {
+    event.preventDefault();
+    if (!renaming) return;
+    const done = await actions.run(
+      `Renaming the passkey “${p.name}”`,
+      () => renamePasskey(csrfToken, p.id, renaming.name),
+      (renamed) => `The passkey “${p.name}” is now “${renamed.name}”.`,
+    );
+    if (done === undefined) return;
+    setRenaming(null);
+    reload();
+  };
   const setRequired = async (required: boolean) => {
     const done = await actions.run(
       required ? 'Asking for a passkey after the password' : 'No longer asking for a passkey after the password',
-      () => setPasskeyRequired(csrfToken, required).then(() => true),
-      () =>
+      () => setPasskeyRequired(csrfToken, required),
+      (codes) =>
         required
-          ? 'From your next sign-in with your password, one of your passkeys is asked for too.'
+          ? `From your next sign-in with your password, one of your passkeys is asked for too.${codes ? ' Keep the recovery codes below: they are shown once.' : ''}`
           : 'Your password alone signs you in again.',
     );
-    if (done !== undefined) reload();
+    if (done) setFreshCodes(done);
+    reload();
   };
 
   return (
@@ -319,7 +344,31 @@ function PasskeysSection({ csrfToken, offered }: { csrfToken: string; offered: b
                   <tbody>
                     {list.data.passkeys.map((p) => (
                       <tr key={p.id} data-passkey={p.id}>
-                        <td data-label="Name">{p.name}</td>
+                        <td data-label="Name">
+                          {renaming?.id === p.id ? (
+                            <form className="form-inline" onSubmit={(e) => void rename(e, p)} noValidate>
+                              <label className="visually-hidden" htmlFor={`rename-${p.id}`}>
+                                New name for “{p.name}”
+                              </label>
+                              <input
+                                id={`rename-${p.id}`}
+                                type="text"
+                                maxLength={64}
+                                autoFocus
+                                value={renaming.name}
+                                onChange={(e) => setRenaming({ id: p.id, name: e.currentTarget.value })}
+                              />
+                              <button type="submit" className="button button-small" disabled={actions.pending !== null}>
+                                Save
+                              </button>
+                              <button type="button" className="button button-small" onClick={() => setRenaming(null)}>
+                                Cancel
+                              </button>
+                            </form>
+                          ) : (
+                            p.name
+                          )}
+                        </td>
                         <td data-label="Added">
                           <TimeAgo iso={p.createdAt} formatted={formatAgo(p.createdAt)} />
                         </td>
@@ -331,6 +380,17 @@ function PasskeysSection({ csrfToken, offered }: { csrfToken: string; offered: b
                           )}
                         </td>
                         <td className="actions">
+                          {renaming?.id === p.id ? null : (
+                            <button
+                              type="button"
+                              className="button button-small"
+                              disabled={actions.pending !== null}
+                              aria-label={`Rename “${p.name}”`}
+                              onClick={() => setRenaming({ id: p.id, name: p.name })}
+                            >
+                              Rename
+                            </button>
+                          )}{' '}
                           <ConfirmButton
                             label="Remove"
                             confirmLabel={`Remove “${p.name}”`}
@@ -353,6 +413,7 @@ function PasskeysSection({ csrfToken, offered }: { csrfToken: string; offered: b
                 Ask for a passkey after my password
               </label>
               {list.data.required ? <p className="muted">Your last passkey cannot be removed while this is on.</p> : null}
+              <RecoveryCodesSection csrfToken={csrfToken} fresh={freshCodes} onFresh={setFreshCodes} required={list.data.required} />
             </>
           ) : null}
           <form className="form form-inline" onSubmit={(e) => void add(e)} noValidate>
@@ -373,6 +434,154 @@ function PasskeysSection({ csrfToken, offered }: { csrfToken: string; offered: b
           </form>
         </>
       )}
+    </section>
+  );
+}
+
+/**
+ * Recovery codes: ten one-time codes that stand in for a passkey after the
+ * password, for a lost device. Shown once when made (here, or by turning
+ * the passkey on), kept by the service only as digests; making new ones
+ * replaces them all. The section says how many are left.
+ */
+function RecoveryCodesSection({
+  csrfToken,
+  fresh,
+  onFresh,
+  required,
+}: {
+  csrfToken: string;
+  fresh: string[] | null;
+  onFresh(codes: string[] | null): void;
+  required: boolean;
+}) {
+  const status = useLoad(() => recoveryCodeStatus(), [fresh]);
+  const actions = useActions();
+  const make = async () => {
+    const codes = await actions.run(
+      'Making recovery codes',
+      () => makeRecoveryCodes(csrfToken),
+      () => 'Ten new recovery codes are made, and the old ones no longer work. Keep these: they are shown once.',
+    );
+    if (codes) onFresh(codes);
+  };
+  const remaining = status.data?.remaining ?? 0;
+  return (
+    <section className="stack" aria-labelledby="recovery-codes-title">
+      <h3 id="recovery-codes-title">Recovery codes</h3>
+      <p className="muted">
+        If you lose your passkeys, a recovery code signs you in after your password instead, once each. Keep them somewhere safe, apart from
+        your devices.
+      </p>
+      <ActionNotice result={actions.result} pending={actions.pending} onDismiss={actions.clear} />
+      {status.error ? (
+        <ErrorNotice retry={() => void status.reload()}>Could not load your recovery codes: {status.error}</ErrorNotice>
+      ) : null}
+      {status.data ? (
+        <p data-recovery-remaining={remaining}>
+          {remaining === 0
+            ? required
+              ? 'You have no recovery code left: make new ones, or a lost passkey locks you out.'
+              : 'You have no recovery codes.'
+            : `${remaining} of 10 recovery codes left.`}
+        </p>
+      ) : null}
+      {fresh ? (
+        <div className="shown-once" role="group" aria-label="Your new recovery codes">
+          <p className="notice notice-info">These codes are shown once: copy or print them now.</p>
+          <ul className="mono recovery-codes">
+            {fresh.map((code) => (
+              <li key={code}>{code}</li>
+            ))}
+          </ul>
+          <div className="copy-row">
+            <CopyButton text={fresh.join('\n')} label="Copy the codes" />
+            <button type="button" className="button button-small" onClick={() => onFresh(null)}>
+              I have kept them
+            </button>
+          </div>
+        </div>
+      ) : null}
+      {remaining > 0 ? (
+        <ConfirmButton
+          label="Make new recovery codes"
+          confirmLabel="Replace my recovery codes"
+          small={false}
+          disabled={actions.pending !== null}
+          onConfirm={() => void make()}
+        />
+      ) : (
+        <button type="button" className="button" disabled={actions.pending !== null} onClick={() => void make()}>
+          Make recovery codes
+        </button>
+      )}
+    </section>
+  );
+}
+
+/**
+ * Sign-in providers: the service's OpenID Connect provider linked to this
+ * account ("Connect <name>": the provider's page, then back here with what
+ * came of it in `?link=`), and unlinked while another way in remains.
+ */
+function ProvidersSection({ csrfToken, name }: { csrfToken: string; name: string }) {
+  const list = useLoad(() => listLinkedIdentities(), []);
+  const actions = useActions();
+  const [outcome] = useState(() => {
+    const value = new URLSearchParams(window.location.search).get('link');
+    if (value) window.history.replaceState(null, '', `${window.location.pathname}${window.location.hash}`);
+    return value ? linkOutcome(value, name) : null;
+  });
+  const connect = async () => {
+    const url = await actions.run(
+      `Going to ${name}`,
+      () => startProviderLink(csrfToken),
+      () => `Going to ${name}…`,
+    );
+    if (url) window.location.assign(url);
+  };
+  const unlink = async (id: string) => {
+    const done = await actions.run(
+      `Unlinking ${name}`,
+      () => unlinkIdentity(csrfToken, id).then(() => true),
+      () => `${name} is unlinked: it no longer signs you in.`,
+    );
+    if (done) void list.reload(true);
+  };
+  return (
+    <section className="card" aria-labelledby="providers-title">
+      <h2 id="providers-title">Sign-in providers</h2>
+      <p className="muted">Sign in with {name} as well as your other ways in.</p>
+      {outcome ? (
+        <p className={`notice ${outcome.ok ? 'notice-ok' : 'notice-error'}`} role={outcome.ok ? 'status' : 'alert'}>
+          {outcome.text}
+        </p>
+      ) : null}
+      <ActionNotice result={actions.result} pending={actions.pending} onDismiss={actions.clear} />
+      {list.error ? <ErrorNotice retry={() => void list.reload()}>Could not load your providers: {list.error}</ErrorNotice> : null}
+      {list.data ? (
+        list.data.length === 0 ? (
+          <button type="button" className="button" disabled={actions.pending !== null} onClick={() => void connect()}>
+            Connect {name}
+          </button>
+        ) : (
+          <ul className="plain-list">
+            {list.data.map((identity) => (
+              <li key={identity.id} data-identity={identity.id}>
+                {name}
+                {identity.email ? ` (${identity.email})` : ''}, linked{' '}
+                <TimeAgo iso={identity.createdAt} formatted={formatAgo(identity.createdAt)} />{' '}
+                <ConfirmButton
+                  label="Unlink"
+                  confirmLabel={`Unlink ${name}`}
+                  disabled={actions.pending !== null}
+                  onConfirm={() => void unlink(identity.id)}
+                />
+              </li>
+            ))}
+          </ul>
+        )
+      ) : null}
     </section>
   );
 }

@@ -9,7 +9,17 @@
 import { useEffect, useRef, useState, type FormEvent, type ReactNode } from 'react';
 import type { WebAppConfig } from '../../app-config.js';
 import { ApiError, createApi, messageOf } from '../api.js';
-import { AuthError, passkeysSupported, signIn, signInWithPasskey, signUp, startProviderSignIn, type PersonSession } from '../auth.js';
+import {
+  AuthError,
+  passkeysSupported,
+  SecondStepPending,
+  signIn,
+  signInWithPasskey,
+  signInWithRecoveryCode,
+  signUp,
+  startProviderSignIn,
+  type PersonSession,
+} from '../auth.js';
 import { CURRENT_TEAM, type Team } from '../queries.js';
 import { useTitle } from '../hooks.js';
 import { href } from '../router.js';
@@ -224,19 +234,41 @@ function PasswordForm({ onSignedIn }: { onSignedIn(person: PersonSession): void 
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const [busy, setBusy] = useState<false | 'password' | 'passkey'>(false);
+  /** The password was right and no passkey came: the step's challenge, for a recovery code instead (`asked`: its field shown). */
+  const [pending, setPending] = useState<{ challenge: string; asked: boolean } | null>(null);
+  const [code, setCode] = useState('');
   const inputs = useRef<Record<string, HTMLInputElement | null>>({});
   const { error, refuse, clear } = useRefusal(inputs.current);
 
   const submit = async (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
+    if (pending?.asked) return submitCode();
     if (!email.trim() || !password) return refuse(new Error('Enter your e-mail address and your password.'));
     setBusy('password');
+    setPending(null);
     clear();
     try {
       // An account that asks for a passkey after the password: the browser's prompt follows, and the button says so.
       onSignedIn(await signIn(email.trim(), password, () => setBusy('passkey')));
     } catch (err) {
       refuse(err);
+      if (err instanceof SecondStepPending) setPending({ challenge: err.challenge, asked: false });
+      setBusy(false);
+    }
+  };
+
+  const submitCode = async () => {
+    if (!pending) return;
+    if (!code.trim()) return refuse(new Error('Enter one of your recovery codes.'));
+    setBusy('password');
+    clear();
+    try {
+      onSignedIn(await signInWithRecoveryCode(pending.challenge, code.trim()));
+    } catch (err) {
+      // Right or wrong, the step is used up: the password starts the next try.
+      refuse(err);
+      setPending(null);
+      setCode('');
       setBusy(false);
     }
   };
@@ -271,13 +303,46 @@ function PasswordForm({ onSignedIn }: { onSignedIn(person: PersonSession): void 
           />
         )}
       </Field>
+      {pending?.asked ? (
+        <Field
+          id="recovery-code"
+          label="Recovery code"
+          hint="One of the codes you kept when you set up your passkey: each works once."
+          invalid={error !== null}
+          errorId="sign-in-error"
+        >
+          {(props) => (
+            <input
+              {...props}
+              name="recovery-code"
+              className="mono"
+              autoComplete="one-time-code"
+              spellCheck={false}
+              autoFocus
+              value={code}
+              onChange={(e) => setCode(e.currentTarget.value)}
+            />
+          )}
+        </Field>
+      ) : null}
       {error ? (
         <p id="sign-in-error" className="notice notice-error" role="alert">
           {error.message}
         </p>
       ) : null}
+      {pending && !pending.asked ? (
+        <button type="button" className="link-button" onClick={() => (clear(), setPending({ ...pending, asked: true }))}>
+          Use a recovery code instead
+        </button>
+      ) : null}
       <button type="submit" className="button button-primary button-wide" disabled={busy !== false}>
-        {busy === 'passkey' ? 'Password accepted: confirm with your passkey…' : busy ? 'Signing in…' : 'Sign in'}
+        {busy === 'passkey'
+          ? 'Password accepted: confirm with your passkey…'
+          : busy
+            ? 'Signing in…'
+            : pending?.asked
+              ? 'Sign in with the recovery code'
+              : 'Sign in'}
       </button>
     </form>
   );
