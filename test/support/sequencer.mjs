@@ -95,6 +95,7 @@ const SECONDS = {
   'test/api/s3-cors.test.ts': 8,
   'test/api/s3-conformance.test.ts': 8,
   'test/unit/cdn-viewer-request.test.ts': 7,
+  'test/unit/cdn-s3-viewer-request.test.ts': 2,
   'test/unit/run-command.test.ts': 3,
   'test/components/gc-integrity.test.ts': 7,
   'test/components/build-limits-deploy.test.ts': 7,
