@@ -112,7 +112,8 @@ function checkBodySize(req: HttpRequest, op: S3Op, config: Config): void {
   if (declared > config.storage.maxRequestBody) throw bodyTooLarge(config, declared);
 }
 
-async function authorise(ctx: S3Context): Promise<void> {
+/** Whether the authenticated caller may do the request's operation on its bucket (throws S3's error if not); sets ctx.bucket. */
+export async function authorise(ctx: S3Context): Promise<void> {
   const access = ACCESS[ctx.s3.op];
   const principal = ctx.auth.principal;
   if (access === 'account' || ctx.s3.bucket === undefined) {

@@ -72,6 +72,7 @@ const SECONDS = {
   'test/system/local-service.test.ts': 20,
   'test/api/s3-multipart.test.ts': 20,
   'test/components/staged-parts.test.ts': 40,
+  'test/aws/part-staging.test.ts': 40,
   'test/infra/cairn-stack.test.ts': 20,
   'test/api/deploy-previews.test.ts': 17,
   'test/web-app/web-app-bundle.test.ts': 15,
