@@ -40,9 +40,43 @@ function isLargePart(request) {
   return LENGTH.test(length) && Number(length) > MAX_FUNCTION_BODY;
 }
 
+// A PutObject the S3 function cannot take would be refused by Lambda before
+// the function runs, and API Gateway would answer a bare 5xx, which clients
+// retry. It is answered here instead, as S3 answers a body over its limit
+// (EntityTooLarge, 400: https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html),
+// naming the setting that makes the client send it as a multipart upload.
+function isLargePut(request) {
+  if (request.method !== 'PUT') return false;
+  const query = request.querystring;
+  const headers = request.headers;
+  if (query.partNumber || query.uploadId || headers['x-amz-copy-source']) return false;
+  const length = headers['content-length'] ? headers['content-length'].value : '';
+  return LENGTH.test(length) && Number(length) > MAX_FUNCTION_BODY;
+}
+
+function entityTooLarge(length) {
+  const message =
+    `One PUT may carry at most ${MAX_FUNCTION_BODY} bytes here; send larger objects as multipart uploads ` +
+    `(AWS CLI: multipart_threshold; boto3: TransferConfig(multipart_threshold); rclone: --s3-upload-cutoff; ` +
+    `at most ${MAX_FUNCTION_BODY} bytes). Parts of up to 10 MB are taken.`;
+  return {
+    statusCode: 400,
+    statusDescription: 'Bad Request',
+    headers: {
+      'content-type': { value: 'application/xml' },
+      'x-cairn-max-request-body': { value: String(MAX_FUNCTION_BODY) },
+    },
+    body:
+      '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>EntityTooLarge</Code>' +
+      `<Message>${message}</Message><ProposedSize>${length}</ProposedSize>` +
+      `<MaxSizeAllowed>${MAX_FUNCTION_BODY}</MaxSizeAllowed></Error>`,
+  };
+}
+
 function handler(event) {
   const request = event.request;
   const headers = request.headers;
+  if (isLargePut(request)) return entityTooLarge(headers['content-length'].value);
   headers['x-cairn-viewer-host'] = { value: headers.host ? headers.host.value : '' };
   if (headers.authorization) headers['x-cairn-viewer-authorization'] = { value: headers.authorization.value };
   else delete headers['x-cairn-viewer-authorization'];

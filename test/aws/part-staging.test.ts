@@ -105,6 +105,29 @@ test('the AWS CLI uploads 20 MiB with its default 8 MiB parts through the edge a
   expect(await staged()).toEqual([]);
 }, 600_000);
 
+test("a 6 MiB file, one PutObject under the AWS CLI's 8 MiB threshold, is EntityTooLarge at the edge; with multipart_threshold 4MB it goes up", async () => {
+  const B = target.account.bucket;
+  const key = `edge/six-${RUN}.bin`;
+  const file = await ws.file('six.bin');
+  const bytes = await randomFile(file, 6 * MiB);
+  const env = { ...ws.env, AWS_CA_BUNDLE: edge.caFile };
+  const aws = (...args: string[]) => run(DEBIAN_CLIENTS.aws.bin, ['--endpoint-url', edge.endpoint, ...args], { env, timeoutMs: 300_000 });
+  const failed = await aws('s3', 'cp', file, `s3://${B}/${key}`).then(
+    () => '',
+    (err: Error) => err.message,
+  );
+  expect(failed).toContain('EntityTooLarge');
+  expect(failed).toContain('multipart_threshold');
+  await aws('configure', 'set', 'default.s3.multipart_threshold', '4MB');
+  try {
+    await aws('s3', 'cp', file, `s3://${B}/${key}`);
+  } finally {
+    await aws('configure', 'set', 'default.s3.multipart_threshold', '8MB');
+  }
+  expect((await target.local!.services.objects.get(B, key))!.cid).toBe((await cidsOf(bytes)).v0);
+  expect(await staged()).toEqual([]);
+}, 600_000);
+
 describe('what the authoriser refuses, with S3 XML and nothing staged', () => {
   const B = () => target.account.bucket;
   const body = randomBytes(5 * MiB);

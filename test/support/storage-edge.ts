@@ -130,6 +130,15 @@ export async function startStorageEdge(options: {
         viewer: { ip: '127.0.0.1' },
         request: { method: req.method, uri: q < 0 ? url : url.slice(0, q), querystring, headers, cookies: {} },
       });
+      if (out.statusCode !== undefined) {
+        // The function answered the viewer itself (CloudFront Functions' response object).
+        const fnHeaders: Record<string, string> = {};
+        for (const [name, { value }] of Object.entries(out.headers as Record<string, { value: string }>)) fnHeaders[name] = value;
+        const fnBody = String(out.body ?? '');
+        res.writeHead(out.statusCode as number, { ...fnHeaders, 'content-length': String(Buffer.byteLength(fnBody)) });
+        res.end(req.method === 'HEAD' ? undefined : fnBody);
+        return;
+      }
       // The origin request: every viewer header but Host and Authorization, the API's host, the stage as origin path.
       const origin: Array<[string, string]> = Object.entries(out.headers as Record<string, { value: string }>)
         .filter(([name]) => name !== 'host' && name !== 'authorization')

@@ -58,7 +58,7 @@ test.each([
   ['a part of exactly 4 MiB', 'PUT', part, { 'content-length': String(4 * MiB) }],
   ['a part without a length', 'PUT', part, {}],
   ['a length that is not a number', 'PUT', part, { 'content-length': '9e9' }],
-  ['a PutObject', 'PUT', {}, { 'content-length': String(8 * MiB) }],
+  ['a PutObject of 4 MiB', 'PUT', {}, { 'content-length': String(4 * MiB) }],
   ['an UploadPart without an uploadId', 'PUT', { partNumber: '1' }, { 'content-length': String(8 * MiB) }],
   ['an UploadPartCopy', 'PUT', part, { 'content-length': String(8 * MiB), 'x-amz-copy-source': '/b/k' }],
   ['a POST (Complete)', 'POST', { uploadId: 'abc' }, { 'content-length': String(8 * MiB) }],
@@ -91,4 +91,14 @@ test('the S3 function puts the viewer host and Authorization back, and checks th
   // Straight to the API (no distribution in front): nothing changes.
   const direct = new Headers({ host: 'api.execute-api.us-east-1.amazonaws.com' });
   expect(viewerSigned(direct, { rawPath: '/b/k', signedPath: '/s3/b/k' })).toEqual({ rawPath: '/b/k', signedPath: '/s3/b/k' });
+});
+
+test("a PutObject over 4 MiB is answered at the edge: S3 XML EntityTooLarge naming the clients' settings", () => {
+  const out = handler(event('PUT', '/bucket/key', {}, { ...signedBy, 'content-length': String(6 * MiB) }));
+  expect(out.statusCode).toBe(400);
+  expect(out.headers['x-cairn-max-request-body']).toEqual({ value: String(4 * MiB) });
+  expect(out.body).toContain('<Code>EntityTooLarge</Code>');
+  expect(out.body).toContain(`<ProposedSize>${6 * MiB}</ProposedSize>`);
+  expect(out.body).toContain('multipart_threshold');
+  expect(out.body).toContain('--s3-upload-cutoff');
 });
