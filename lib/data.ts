@@ -16,6 +16,7 @@ import { Key } from 'aws-cdk-lib/aws-kms';
 import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
 import { DEPLOY_BUILDS_PREFIX } from '../functions/deploy-worker/limits.js';
+import { PART_STAGING_PREFIX } from '../functions/core/ports/staged-parts.js';
 import { KEY_ATTRIBUTES, TABLES, indexKeys, type TableName } from '../functions/core/data/tables.js';
 
 /** `accounts` → `Accounts`: construct ids and output names. */
@@ -67,8 +68,14 @@ export class CairnData extends Construct {
       encryption: BucketEncryption.S3_MANAGED,
       objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
       removalPolicy: RemovalPolicy.RETAIN,
-      // A deploy's build files are removed when it ends; these catch those of a worker that died first.
-      lifecycleRules: [{ id: 'DeployBuildFiles', prefix: DEPLOY_BUILDS_PREFIX, expiration: Duration.days(7) }],
+      lifecycleRules: [
+        // A deploy's build files are removed when it ends; these catch those of a worker that died first.
+        { id: 'DeployBuildFiles', prefix: DEPLOY_BUILDS_PREFIX, expiration: Duration.days(7) },
+        // Parts staged around the S3 function are removed when their upload is completed or aborted; these catch
+        // the rest (a refused Complete's, an upload never ended). A part of an upload still open after a week
+        // must be sent again: the Complete answers InvalidPart for it.
+        { id: 'StagedParts', prefix: PART_STAGING_PREFIX, expiration: Duration.days(7) },
+      ],
     });
     Validations.of(this.blockBucket).acknowledge({
       id: 'AwsSolutions-S1',

@@ -27,6 +27,7 @@ import { onceUntilFailure } from '../core/once-until-failure.js';
 import { DynamoUploadGate } from './dynamo-gate.js';
 import { BuildRefused, type BuildRunner, type DetachedBuildRunner } from '../core/ports/build-runner.js';
 import type { PreviewTaker } from '../core/ports/screenshotter.js';
+import type { StagedPartStore } from '../core/ports/staged-parts.js';
 
 export async function awsAdapters(config: Config, logger: Logger): Promise<Adapters> {
   const sqsQueue = await createSqsQueue(config);
@@ -41,7 +42,16 @@ export async function awsAdapters(config: Config, logger: Logger): Promise<Adapt
     gate: (db) => new DynamoUploadGate(db, logger),
     // A Lambda instance serves one request at a time: nothing to overlap hashing with.
     leafHasher: (digests) => inlineLeafHasher(digests),
+    stagedParts: await createStagedParts(config),
   };
+}
+
+/** The storage API's staged parts, when the stack stages parts (the S3 function reads them at CompleteMultipartUpload). */
+async function createStagedParts(config: Config): Promise<StagedPartStore | undefined> {
+  if (!config.partStagingBucket) return undefined;
+  const { S3Client } = await import('@aws-sdk/client-s3');
+  const { S3StagedParts } = await import('./s3-staged-parts.js');
+  return new S3StagedParts(new S3Client({ region: config.region }), config.partStagingBucket);
 }
 
 /**

@@ -42,6 +42,8 @@ export interface Config {
   tables: Record<TableName, string>;
   /** In AWS: the S3 bucket holding IPFS blocks and the node's datastore. */
   blockBucket?: string;
+  /** In AWS: the bucket the storage API stages parts over 4 MiB in (`part-staging/`), read back at CompleteMultipartUpload. */
+  partStagingBucket?: string;
   /** Key sealing secrets at rest: a 32-byte key (local), or a KMS key (AWS). */
   secretKey?: Buffer;
   kmsKeyId?: string;
@@ -338,6 +340,7 @@ export function loadConfig(env: Env = process.env): Config {
       objects: str(env, 'CAIRN_OBJECTS_TABLE', `${prefix}objects`),
     },
     blockBucket: opt(env, 'CAIRN_BLOCK_BUCKET'),
+    partStagingBucket: opt(env, 'CAIRN_PART_STAGING_BUCKET'),
     secretKey: secretKey(env),
     kmsKeyId: opt(env, 'CAIRN_KMS_KEY_ID'),
     bootstrap: {

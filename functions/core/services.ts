@@ -42,6 +42,7 @@ import type { DeployQueue } from './ports/deploy-queue.js';
 import type { CdnPurger, SiteCache, SiteHostMap } from './ports/site-cache.js';
 import type { LeafHasher } from './hashing/leaf-hasher.js';
 import type { Mailer } from './ports/mail.js';
+import type { StagedPartStore } from './ports/staged-parts.js';
 
 export interface Services {
   config: Config;
@@ -76,6 +77,8 @@ export interface Services {
   objects: ObjectStore;
   /** Multipart uploads and their parts (in the objects table). */
   uploads: UploadStore;
+  /** Multipart parts staged around the S3 function (in AWS, parts over what an invocation carries); none on one machine. */
+  stagedParts?: StagedPartStore;
   sites: SiteStore;
   deploys: DeployStore;
   /** Sites' webhook secrets, repository tokens (both sealed) and build hooks. */
@@ -146,7 +149,7 @@ export type SiteEdgeServices = Pick<Services, 'cdn' | 'logger' | 'siteHosts' | '
 /** The S3-compatible door: keys to authenticate, buckets and objects, multipart uploads, the block store. */
 export type StorageServices = Pick<
   Services,
-  'config' | 'logger' | 'storageKeys' | 'accounts' | 'buckets' | 'objects' | 'uploads' | 'ipfs' | 'gate' | 'leafHasher'
+  'config' | 'logger' | 'storageKeys' | 'accounts' | 'buckets' | 'objects' | 'uploads' | 'stagedParts' | 'ipfs' | 'gate' | 'leafHasher'
 >;
 
 /** The gateway: public objects, /ipfs/ content, and sites by host (their published deploys, the site cache). */
@@ -171,6 +174,7 @@ export interface Adapters {
   siteHosts: SiteHostMap;
   siteCache?: SiteCache;
   mailer: Mailer;
+  stagedParts?: StagedPartStore;
 }
 
 export interface ServiceOptions {
@@ -207,6 +211,7 @@ export async function createServices(config: Config, adapters: Adapters, options
     buckets: new BucketStore(db),
     objects: new ObjectStore(db),
     uploads: new UploadStore(db),
+    stagedParts: adapters.stagedParts,
     sites: new SiteStore(db, sealer),
     deploys: new DeployStore(db),
     siteSecrets: new SiteSecretStore(db, sealer),

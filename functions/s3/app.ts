@@ -148,7 +148,7 @@ function checkBodySize(req: HttpRequest, op: S3Op, config: Config): void {
  * ACL grant for anyone else. GetObject and HeadObject decide on the
  * object's ACL in the operation, with the verdict found here.
  */
-async function authorise(ctx: S3Context): Promise<void> {
+export async function authorise(ctx: S3Context): Promise<void> {
   const access = ACCESS[ctx.s3.op];
   const principal = ctx.auth.principal;
   if (access === 'account' || ctx.s3.bucket === undefined) {

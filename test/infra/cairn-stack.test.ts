@@ -1005,9 +1005,12 @@ describe('deploy pipeline', () => {
     expect(resources[roleId].Properties.Policies).toBeUndefined();
   });
 
-  test('build files expire from the bucket after a week if no worker removed them', () => {
+  test('build files and staged parts expire from the bucket after a week if nothing removed them', () => {
     const rules = resources[id(stack.data.blockBucket)].Properties.LifecycleConfiguration.Rules;
-    expect(rules).toEqual([expect.objectContaining({ Prefix: 'deploy-builds/', ExpirationInDays: 7, Status: 'Enabled' })]);
+    expect(rules).toEqual([
+      expect.objectContaining({ Prefix: 'deploy-builds/', ExpirationInDays: 7, Status: 'Enabled' }),
+      expect.objectContaining({ Prefix: 'part-staging/', ExpirationInDays: 7, Status: 'Enabled' }),
+    ]);
   });
 
   test("CodeBuild's state changes of this project's ended builds invoke the worker", () => {

@@ -66,6 +66,29 @@ export function restPaths(event: Pick<APIGatewayProxyEvent, 'path' | 'requestCon
   return { rawPath, signedPath: sent || rawPath };
 }
 
+/** Headers the storage API's CloudFront Function sets (functions/cdn/s3-viewer-request.js). */
+export const VIEWER_HOST = 'x-cairn-viewer-host';
+export const VIEWER_AUTHORIZATION = 'x-cairn-viewer-authorization';
+
+/**
+ * A request that came through the storage API's CloudFront distribution was
+ * signed for the distribution's host and for the path without the stage
+ * (the distribution's origin path adds it): the viewer's Host and
+ * Authorization, which CloudFront does not pass on as such, come in the
+ * function's headers and are put back. A caller that reaches the API
+ * directly with these headers only names what it signed, which must verify.
+ */
+export function viewerSigned(headers: Headers, paths: { rawPath: string; signedPath: string }): { rawPath: string; signedPath: string } {
+  const host = headers.get(VIEWER_HOST);
+  if (host === null) return paths;
+  const authorization = headers.get(VIEWER_AUTHORIZATION);
+  headers.delete(VIEWER_HOST);
+  headers.delete(VIEWER_AUTHORIZATION);
+  headers.set('host', host);
+  if (authorization !== null) headers.set('authorization', authorization);
+  return { rawPath: paths.rawPath, signedPath: paths.rawPath };
+}
+
 export function restToHttpRequest(event: APIGatewayProxyEvent): HttpRequest {
   const headers = new Headers();
   const add = (name: string, value: string) => {
@@ -89,7 +112,7 @@ export function restToHttpRequest(event: APIGatewayProxyEvent): HttpRequest {
     if (!headers.has('content-length')) headers.set('content-length', String(bytes.length));
     body = new Response(new Uint8Array(bytes)).body;
   }
-  const { rawPath, signedPath } = restPaths(event);
+  const { rawPath, signedPath } = viewerSigned(headers, restPaths(event));
   return {
     method,
     rawPath,

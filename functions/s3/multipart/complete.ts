@@ -19,6 +19,7 @@ import { errors, S3Error } from '../errors.js';
 import { ingest, putRecord } from '../store.js';
 import { xmlResponse, type XmlNode } from '../xml.js';
 import { parseXmlBody, readSmallBody } from '../xml-input.js';
+import { adoptStagedParts } from './staged.js';
 import { checksumElement, cleanupParts, fileBytes, uploadIdOf } from './uploads.js';
 
 /** A CompleteMultipartUpload body naming 10000 parts with their checksums. */
@@ -102,6 +103,7 @@ export async function completeMultipartUpload(ctx: S3Context): Promise<Response>
     if (requested[i]!.partNumber <= requested[i - 1]!.partNumber) throw errors.invalidPartOrder(uploadId);
   }
   const stored = new Map((await services.uploads.allParts(uploadId)).map((p) => [p.partNumber, p]));
+  await adoptStagedParts(ctx, upload, requested, stored);
   const parts = requested.map((r) => {
     const part = stored.get(r.partNumber);
     if (!part || unquote(r.etag) !== part.etag) throw errors.invalidPart(uploadId, r.partNumber, r.etag);

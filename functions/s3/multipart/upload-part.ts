@@ -12,6 +12,8 @@ import type { S3Context } from '../context.js';
 import { checkCopyConditions, parseCopySource, readCopySource } from '../copy.js';
 import { errors } from '../errors.js';
 import { contentMd5 } from '../request-headers.js';
+import type { HttpRequest } from '../../core/http/types.js';
+import type { SigningContext } from '../sigv4/header.js';
 import { declaredLength, payloadMode, requestBody } from '../sigv4/payload.js';
 import { ingest, type Ingested } from '../store.js';
 import { xmlResponse, type XmlNode } from '../xml.js';
@@ -47,12 +49,14 @@ async function storePart(
   upload: UploadRecord,
   partNumber: number,
   options: Omit<Parameters<typeof ingest>[1], 'signal' | 'maxSize'>,
+  /** The part's ETag when it is not its MD5: a staged part's, as the staging store answered the client (staged.ts). */
+  etag?: string,
 ): Promise<PartRecord> {
   return ingest(
     ctx.services,
     { ...options, signal: ctx.req.signal, maxSize: MAX_PART_SIZE },
     async ({ cid, size, md5, checksums }: Ingested) => {
-      const part: PartRecord = { partNumber, cid, size, etag: md5, lastModified: ctx.now.toISOString(), checksums };
+      const part: PartRecord = { partNumber, cid, size, etag: etag ?? md5, lastModified: ctx.now.toISOString(), checksums };
       await ctx.services.uploads.putPart(upload, part).catch(mapNoSuchUpload(upload.uploadId));
       return part;
     },
@@ -60,9 +64,26 @@ async function storePart(
 }
 
 export async function uploadPart(ctx: S3Context): Promise<Response> {
-  const { req } = ctx;
-  const partNumber = partNumberOf(ctx);
-  const mode = payloadMode(req, ctx.auth.signing);
+  const part = await storePartBody(ctx, () => loadUpload(ctx), partNumberOf(ctx), ctx.req, ctx.auth.signing);
+  return new Response(null, { status: 200, headers: { etag: `"${part.etag}"`, ...checksumHeaders(part.checksums) } });
+}
+
+/**
+ * An UploadPart's body checked as S3 checks it (the payload hash or chunk
+ * signatures, the length, Content-MD5, flexible checksums) and stored as
+ * part `partNumber`. `req` is the UploadPart request: the one being
+ * answered, or a staged part's read back at CompleteMultipartUpload, whose
+ * ETag (`etag`) the staging store gave the client.
+ */
+export async function storePartBody(
+  ctx: S3Context,
+  uploadOf: () => Promise<UploadRecord>,
+  partNumber: number,
+  req: HttpRequest,
+  signing: SigningContext | undefined,
+  etag?: string,
+): Promise<PartRecord> {
+  const mode = payloadMode(req, signing);
   if (mode.kind !== 'chunked' && req.headers.get('content-length') === null && req.body !== null) {
     throw errors.missingContentLength();
   }
@@ -70,20 +91,25 @@ export async function uploadPart(ctx: S3Context): Promise<Response> {
   if (declared !== undefined && declared > MAX_PART_SIZE) throw errors.entityTooLarge(declared, MAX_PART_SIZE);
   const expectedMd5 = contentMd5(req.headers);
   const requested = checksumPlan(req.headers);
-  const upload = await loadUpload(ctx);
+  const upload = await uploadOf();
   const checksum = partChecksum(requested, upload);
   const trailers = new Map<string, string>();
-  const part = await storePart(ctx, upload, partNumber, {
-    content: requestBody(req, mode, trailers, { payloadHashByCaller: true }),
-    payload: mode,
-    sizeHint: declared,
-    checksum,
-    trailers,
-    verify: ({ md5 }) => {
-      if (expectedMd5 !== undefined && expectedMd5 !== md5) throw errors.badDigest();
+  return storePart(
+    ctx,
+    upload,
+    partNumber,
+    {
+      content: requestBody(req, mode, trailers, { payloadHashByCaller: true }),
+      payload: mode,
+      sizeHint: declared,
+      checksum,
+      trailers,
+      verify: ({ md5 }) => {
+        if (expectedMd5 !== undefined && expectedMd5 !== md5) throw errors.badDigest();
+      },
     },
-  });
-  return new Response(null, { status: 200, headers: { etag: `"${part.etag}"`, ...checksumHeaders(part.checksums) } });
+    etag,
+  );
 }
 
 /** `x-amz-copy-source-range: bytes=first-last`, both offsets required. */

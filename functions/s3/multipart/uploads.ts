@@ -47,6 +47,10 @@ export async function cleanupParts(ctx: S3Context, uploadId: string): Promise<vo
   await ctx.services.uploads.cleanup(uploadId).catch((err: unknown) => {
     ctx.services.logger.warn('multipart cleanup failed; garbage collection will finish it', { err, uploadId });
   });
+  // Staged parts (AWS): what this misses, the staging prefix's lifecycle rule removes.
+  await ctx.services.stagedParts?.removeAll(uploadId).catch((err: unknown) => {
+    ctx.services.logger.warn('removing staged parts failed; the staging lifecycle rule will', { err, uploadId });
+  });
 }
 
 /** The bytes of a stored file as an async iterable (read inside the upload gate). */
