@@ -18,12 +18,58 @@ export async function owner(ctx: S3Context, accountId: string): Promise<{ ID: st
   return { ID: accountId, DisplayName: account?.name ?? accountId };
 }
 
+/** ListBuckets' most buckets a page (`max-buckets`: "Valid Range: Minimum value of 1. Maximum value of 10000", the ListBuckets API reference). */
+const MAX_BUCKETS = 10_000;
+
+/**
+ * ListBuckets, the account's default bucket first (Fleek's storage SDK and
+ * ours take the first bucket as the default), then the others by name,
+ * with the paging S3 added in 2024
+ * (https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListBuckets.html):
+ * `max-buckets`, an opaque `continuation-token` (here the page's last
+ * place in that order, base64url), `prefix` (echoed as `Prefix`),
+ * `bucket-region` (every bucket is in the service's one region).
+ * `ContinuationToken` comes only when more buckets follow. Without
+ * `max-buckets` the answer holds every bucket, as before.
+ */
 export async function listBuckets(ctx: S3Context): Promise<Response> {
   const accountId = accountOf(ctx);
-  const [buckets, who] = await Promise.all([ctx.services.buckets.list(accountId), owner(ctx, accountId)]);
+  const q = ctx.s3.query;
+  let max = Infinity;
+  if (q.has('max-buckets')) {
+    const text = q.get('max-buckets')!;
+    max = /^\d{1,5}$/.test(text) ? Number(text) : NaN;
+    if (!(max >= 1 && max <= MAX_BUCKETS)) {
+      throw errors.invalidArgument(`Argument max-buckets must be an integer between 1 and ${MAX_BUCKETS}`, 'max-buckets', text);
+    }
+  }
+  let after: string | undefined;
+  if (q.has('continuation-token')) {
+    const token = q.get('continuation-token')!;
+    after = /^[A-Za-z0-9_-]{1,128}$/.test(token) ? Buffer.from(token, 'base64url').toString('utf8') : undefined;
+    const name = after?.match(/^[01]#(.+)$/)?.[1];
+    if (name === undefined || !isValidBucketName(name) || Buffer.from(after!).toString('base64url') !== token) {
+      throw errors.invalidArgument('The continuation token provided is incorrect', 'continuation-token', token);
+    }
+  }
+  const prefix = q.get('prefix') ?? '';
+  const region = q.get('bucket-region');
+  const [all, who] = await Promise.all([ctx.services.buckets.list(accountId), owner(ctx, accountId)]);
+  const matching =
+    region !== undefined && region !== ctx.services.config.region
+      ? []
+      : all
+          .map((b) => ({ bucket: b, place: `${b.isDefault ? 0 : 1}#${b.name}` }))
+          .filter(({ bucket, place }) => bucket.name.startsWith(prefix) && (after === undefined || place > after))
+          .sort((a, b) => (a.place < b.place ? -1 : a.place > b.place ? 1 : 0));
+  const page = matching.slice(0, Math.min(max, matching.length));
   return xmlResponse('ListAllMyBucketsResult', {
     Owner: who,
-    Buckets: { Bucket: buckets.map((b) => ({ Name: b.name, CreationDate: b.createdAt })) },
+    Buckets: {
+      Bucket: page.map(({ bucket: b }) => ({ Name: b.name, CreationDate: b.createdAt, BucketRegion: ctx.services.config.region })),
+    },
+    ContinuationToken: matching.length > page.length ? Buffer.from(page.at(-1)!.place).toString('base64url') : undefined,
+    Prefix: q.has('prefix') ? prefix : undefined,
   });
 }
 
