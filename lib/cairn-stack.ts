@@ -197,7 +197,8 @@ export class CairnStack extends Stack {
 
     // Alarms (to one SNS topic; -c cairn:alarmEmail subscribes an address) and a dashboard.
     this.monitoring = new CairnMonitoring(this, 'Monitoring', {
-      functions: { ...this.functions },
+      // The part-staging authoriser too: a crash or timeout of it fails every large part (a refusal is no error).
+      functions: { ...this.functions, partStaging: this.partStaging.authorizerFunction },
       deployDeadLetterQueue: this.deployDeadLetters,
       httpApi: this.api,
       restApi: this.storageApi.api,

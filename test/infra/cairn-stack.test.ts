@@ -752,10 +752,9 @@ describe('the first account and the monitoring, wired in', () => {
     expect(Object.keys(outputs)).toEqual(expect.arrayContaining(['FirstAccountSecretArn', 'SecretsKeyId']));
   });
 
-  test("errors and throttles alarms for each of the five functions, the dead-letter queue, and both APIs' 5xx rates, all to the alarm topic", () => {
+  test("errors and throttles alarms for each of the five functions and the part-staging authoriser, the dead-letter queue, and both APIs' 5xx rates, all to the alarm topic", () => {
     const alarms = ofType('AWS::CloudWatch::Alarm').map(([, a]) => a.Properties);
-    for (const name of FUNCTION_NAMES) {
-      const fnId = id(fn(name));
+    for (const fnId of [...FUNCTION_NAMES.map((name) => id(fn(name))), id(stack.partStaging.authorizerFunction)]) {
       const on = alarms.filter((a) => JSON.stringify(a.Dimensions ?? []).includes(JSON.stringify({ Ref: fnId })));
       expect(on.map((a) => a.MetricName).sort()).toEqual(['Errors', 'Throttles']);
     }
