@@ -10,6 +10,9 @@
  *   too) behind an HTTP API;
  * - lib/s3-endpoint.ts: the S3 function behind a REST API that streams to it
  *   (lib/storage-api.ts);
+ * - lib/part-staging.ts: the storage API's CloudFront distribution (the
+ *   S3-compatible endpoint) and its part-staging resource, which stores
+ *   UploadParts over 4 MiB in the bucket around the S3 function;
  * - lib/gateway.ts: the gateway function with its Function URL, and the one
  *   CloudFront distribution in front of it that serves the sites
  *   (lib/site-cdn.ts), which publishing and purgeCache invalidate;
@@ -54,6 +57,7 @@ import { addGateway, addSites } from './gateway.js';
 import { addGraphqlApi, addGraphqlFunction } from './graphql-api.js';
 import { CairnMonitoring } from './monitoring.js';
 import type { DeployPreviews } from './preview.js';
+import { addPartStaging, type PartStaging } from './part-staging.js';
 import { addS3Endpoint } from './s3-endpoint.js';
 import type { SiteCdn } from './site-cdn.js';
 import { addSignInSettings, type SignInSettings } from './sign-in-settings.js';
@@ -79,8 +83,10 @@ export class CairnStack extends Stack {
   readonly apiUrl: string;
   /** The S3-compatible endpoint: a REST API streaming to the S3 function. */
   readonly storageApi: StreamingRestApi;
-  /** The URL S3 clients are given (the `StorageEndpoint` output). */
+  /** The URL S3 clients are given (the `StorageEndpoint` output): the storage domain, or the distribution's address. */
   readonly storageEndpoint: string;
+  /** The storage API's distribution and its part-staging resource (UploadParts over 4 MiB). */
+  readonly partStaging: PartStaging;
   readonly gatewayUrl: FunctionUrl;
   readonly deployWorkerSchedule: Schedule;
   readonly deployQueue: Queue;
@@ -115,6 +121,7 @@ export class CairnStack extends Stack {
     const s3Endpoint = addS3Endpoint(this, { data, environment });
     const s3 = s3Endpoint.function;
     this.storageApi = s3Endpoint.api;
+    this.partStaging = addPartStaging(this, { data, environment, storageApi: this.storageApi, s3 });
     const gateway = addGateway(this, { data, environment });
     this.gatewayUrl = gateway.url;
     const deploys = addDeployPipeline(this, {
@@ -149,7 +156,8 @@ export class CairnStack extends Stack {
         gatewayTimeout: gateway.timeout,
       });
     }
-    this.storageEndpoint = this.domains?.storageEndpoint ?? this.storageApi.executeApiUrl;
+    // Without a storage domain, clients are given the distribution: through it, parts over 4 MiB are staged.
+    this.storageEndpoint = this.domains?.storageEndpoint ?? this.partStaging.endpoint;
 
     const graphqlApi = addGraphqlApi(this, graphql);
     this.api = graphqlApi.api;
@@ -189,7 +197,8 @@ export class CairnStack extends Stack {
 
     // Alarms (to one SNS topic; -c cairn:alarmEmail subscribes an address) and a dashboard.
     this.monitoring = new CairnMonitoring(this, 'Monitoring', {
-      functions: { ...this.functions },
+      // The part-staging authoriser too: a crash or timeout of it fails every large part (a refusal is no error).
+      functions: { ...this.functions, partStaging: this.partStaging.authorizerFunction },
       deployDeadLetterQueue: this.deployDeadLetters,
       httpApi: this.api,
       restApi: this.storageApi.api,
@@ -213,8 +222,17 @@ export class CairnStack extends Stack {
     new CfnOutput(this, 'StorageEndpoint', {
       description: this.domains?.storageEndpoint
         ? 'The S3-compatible endpoint (path style, and virtual-host style at <bucket>.<domain>)'
-        : 'The S3-compatible endpoint (path style; the stage is part of the path clients sign)',
+        : 'The S3-compatible endpoint: the storage API behind CloudFront (path style; parts of up to 10 MB)',
       value: this.storageEndpoint,
+    });
+    new CfnOutput(this, 'StorageCdnUrl', {
+      description: "The storage API's CloudFront distribution (path style), through which UploadParts over 4 MiB are staged",
+      value: this.partStaging.endpoint,
+    });
+    new CfnOutput(this, 'StorageApiUrl', {
+      description:
+        "The storage REST API's own address, stage included (bodies of at most 4 MiB; the stage is part of the path clients sign)",
+      value: this.storageApi.executeApiUrl,
     });
     new CfnOutput(this, 'GatewayUrl', {
       description: 'The IPFS gateway (/ipfs/<cid>)',

@@ -1,8 +1,9 @@
 /**
  * The S3-compatible endpoint: the S3 function and the REST API that
  * streams every request to it (lib/storage-api.ts). The function verifies
- * SigV4 itself, against the host and path the client signed, so the API
- * has no authorizer.
+ * SigV4 itself, against the host and path the client signed, so its
+ * methods have no authorizer (the part-staging resource, which bypasses
+ * the function, has its own: lib/part-staging.ts).
  *
  * Made in the stack's own scope, not in a construct of their own: their
  * logical ids stay those of the stacks already deployed (a new id would

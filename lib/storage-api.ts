@@ -1,7 +1,7 @@
 /**
  * A regional API Gateway REST API that hands every request, whatever its
  * path and method, to one Lambda function and streams the answer back: the
- * S3-compatible endpoint (`StorageEndpoint`) and, with custom domains, the
+ * S3-compatible endpoint (behind its distribution, lib/part-staging.ts) and, with custom domains, the
  * public object URLs in front of the gateway function (lib/domains.ts).
  *
  * - `/` and `/{proxy+}`, method ANY, Lambda proxy integration with

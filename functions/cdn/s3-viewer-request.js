@@ -25,6 +25,14 @@
 // Both overwrite whatever a viewer sent under those names. A caller who
 // reaches the API directly can set them, but only to name what it signed:
 // the signature must still verify against them.
+//
+// The viewer's address (event.viewer.ip: https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/functions-event-structure.html)
+// goes on as x-cairn-viewer-ip, also overwriting what a viewer sent, so that
+// a bucket policy's aws:SourceIp is the client's, not CloudFront's. Unlike
+// the host, nothing verifies an address, so the API takes it only from a
+// request that also carries the distribution's origin header holding the
+// stack's edge key (lib/part-staging.ts), which CloudFront adds after this
+// function and no viewer knows.
 
 const MAX_FUNCTION_BODY = 4194304;
 
@@ -78,6 +86,7 @@ function handler(event) {
   const headers = request.headers;
   if (isLargePut(request)) return entityTooLarge(headers['content-length'].value);
   headers['x-cairn-viewer-host'] = { value: headers.host ? headers.host.value : '' };
+  headers['x-cairn-viewer-ip'] = { value: event.viewer && event.viewer.ip ? String(event.viewer.ip) : '' };
   if (headers.authorization) headers['x-cairn-viewer-authorization'] = { value: headers.authorization.value };
   else delete headers['x-cairn-viewer-authorization'];
   if (isLargePart(request)) request.uri = `/_parts${request.uri}`;

@@ -44,6 +44,11 @@ export interface Config {
   blockBucket?: string;
   /** In AWS: the bucket the storage API stages parts over 4 MiB in (`part-staging/`), read back at CompleteMultipartUpload. */
   partStagingBucket?: string;
+  /**
+   * In AWS: the key the storage distribution sends as an origin header; a request carrying it came through the
+   * distribution, whose viewer address it passes on (core/http/api-gateway-rest.ts).
+   */
+  edgeKey?: string;
   /** Key sealing secrets at rest: a 32-byte key (local), or a KMS key (AWS). */
   secretKey?: Buffer;
   kmsKeyId?: string;
@@ -341,6 +346,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     blockBucket: opt(env, 'CAIRN_BLOCK_BUCKET'),
     partStagingBucket: opt(env, 'CAIRN_PART_STAGING_BUCKET'),
+    edgeKey: opt(env, 'CAIRN_EDGE_KEY'),
     secretKey: secretKey(env),
     kmsKeyId: opt(env, 'CAIRN_KMS_KEY_ID'),
     bootstrap: {

@@ -33,7 +33,7 @@ export const PARTS_PREFIX = '/_parts';
 export type StagingDecision = { allow: true; accountId: string; uploadId: string; partNumber: number } | { allow: false; error: S3Error };
 
 /** The authoriser's event as the S3 router's request, with the staging prefix taken off both paths. */
-export function stagingRequest(event: APIGatewayRequestAuthorizerEvent): HttpRequest {
+export function stagingRequest(event: APIGatewayRequestAuthorizerEvent, edgeKey?: string): HttpRequest {
   const headers = new Headers();
   for (const [name, values] of Object.entries(event.multiValueHeaders ?? {})) {
     for (const value of values ?? []) {
@@ -50,7 +50,11 @@ export function stagingRequest(event: APIGatewayRequestAuthorizerEvent): HttpReq
     return at >= 0 ? path.slice(0, at) + path.slice(at + PARTS_PREFIX.length) : path;
   };
   const paths = restPaths({ path: event.path, requestContext: event.requestContext as never });
-  const { rawPath, signedPath } = viewerSigned(headers, { rawPath: strip(paths.rawPath), signedPath: strip(paths.signedPath) });
+  const { rawPath, signedPath, viewerAddress } = viewerSigned(
+    headers,
+    { rawPath: strip(paths.rawPath), signedPath: strip(paths.signedPath) },
+    edgeKey,
+  );
   return {
     method: event.httpMethod.toUpperCase(),
     rawPath,
@@ -63,11 +67,12 @@ export function stagingRequest(event: APIGatewayRequestAuthorizerEvent): HttpReq
     body: null,
     signal: new AbortController().signal,
     // As the REST door takes them (core/http/api-gateway-rest.ts), so a bucket policy's aws:SourceIp and
-    // aws:SecureTransport conditions decide a staged part as they decide one sent to the function: the TCP
-    // peer API Gateway saw ($context.identity.sourceIp,
+    // aws:SecureTransport conditions decide a staged part as they decide one sent to the function: the
+    // viewer's address the distribution vouches for (its edge key), else the TCP peer API Gateway saw
+    // ($context.identity.sourceIp,
     // https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-mapping-template-reference.html),
     // and HTTPS, the only way API Gateway is reached.
-    remoteAddress: event.requestContext?.identity?.sourceIp ?? undefined,
+    remoteAddress: viewerAddress ?? event.requestContext?.identity?.sourceIp ?? undefined,
     secure: true,
   };
 }
@@ -86,7 +91,7 @@ export async function decideStaging(
     // Only the distribution's function routes here; it also hands over the Authorization the staged part keeps.
     const viewer = Object.keys(event.headers ?? {}).some((name) => name.toLowerCase() === VIEWER_HOST);
     if (!viewer) throw errors.accessDenied();
-    const req = stagingRequest(event);
+    const req = stagingRequest(event, services.config.edgeKey);
     const s3 = parseS3Request(req, services.config.urls.bucketEndpointDomain);
     if (s3.op !== 'UploadPart') throw errors.invalidRequest('Only UploadPart is staged here.');
     const auth = await authenticate(req, s3.query, services.storageKeys, now, services.config.region);

@@ -23,7 +23,8 @@ export const handler = observe(
     // Every line this function logs, createS3Handler's included, names it (fn) and its request.
     const logger = observability.logger;
     const services = await createServices(config, await awsAdapters(config, logger), { logger });
-    return { handler: createS3Handler(services), logger: services.logger };
+    // Requests through the storage distribution carry its edge key: then the viewer's address is the request's.
+    return { handler: createS3Handler(services), logger: services.logger, edgeKey: config.edgeKey };
   }),
   observability,
 );

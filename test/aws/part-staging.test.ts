@@ -29,6 +29,7 @@ import { startStorageEdge, type StorageEdge } from '../support/storage-edge.js';
 const MiB = 1024 * 1024;
 const RUN = Date.now().toString(36);
 const STAGING = `edge-staging-${RUN}`;
+const EDGE_KEY = randomBytes(32).toString('hex');
 let target: ApiTarget;
 let edge: StorageEdge;
 let standIn: S3Client;
@@ -39,6 +40,7 @@ beforeAll(async () => {
   await requireClient('aws');
   target = await apiTarget();
   process.env.CAIRN_PART_STAGING_BUCKET = STAGING;
+  process.env.CAIRN_EDGE_KEY = EDGE_KEY;
   process.env.AWS_ENDPOINT_URL_S3 = target.endpoints.s3;
   process.env.AWS_ACCESS_KEY_ID = target.account.accessKeyId;
   process.env.AWS_SECRET_ACCESS_KEY = target.account.secretAccessKey;
@@ -55,6 +57,7 @@ beforeAll(async () => {
     standIn,
     stagingBucket: STAGING,
     functionCode: readFileSync('functions/cdn/s3-viewer-request.js', 'utf8'),
+    edgeKey: EDGE_KEY,
   });
 }, 120_000);
 

@@ -15,6 +15,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IConstruct } from 'constructs';
 import { TABLES, indexKeys, type TableName } from '../../functions/core/data/tables.js';
+import { STAGED_HEADERS } from '../../functions/core/ports/staged-parts.js';
 import { CairnStack, tableEnvVar, type CairnFunctions } from '../../lib/cairn-stack.js';
 import { DEFAULT_BUILD_IMAGE } from '../../functions/deploy-worker/limits.js';
 import { pascal } from '../../lib/data.js';
@@ -278,13 +279,17 @@ const EXPECTED: Record<FunctionName, { dir: string; memory: number; timeout: num
 };
 
 describe('functions', () => {
-  test("seven Lambda functions: Cairn's five, the first account's handler and its custom resource provider", () => {
-    template.resourceCountIs('AWS::Lambda::Function', 7);
+  test("eight Lambda functions: Cairn's five, the part-staging authoriser, the first account's handler and its custom resource provider", () => {
+    template.resourceCountIs('AWS::Lambda::Function', 8);
     const others = ofType('AWS::Lambda::Function')
       .map(([lid]) => lid)
       .filter((lid) => !FUNCTION_NAMES.some((n) => id(fn(n)) === lid));
     expect(others.sort()).toEqual(
-      [id(stack.firstAccount.function), id(stack.firstAccount.provider.node.findChild('framework-onEvent'))].sort(),
+      [
+        id(stack.partStaging.authorizerFunction),
+        id(stack.firstAccount.function),
+        id(stack.firstAccount.provider.node.findChild('framework-onEvent')),
+      ].sort(),
     );
   });
 
@@ -542,9 +547,13 @@ describe('endpoints', () => {
     });
 
     test('ANY and HEAD on / and on /{proxy+}, no authorizer (the function checks SigV4): ANY streamed for 15 minutes, HEAD buffered', () => {
-      const methods = ofType('AWS::ApiGateway::Method');
+      // The fifth, PUT /_parts/{proxy+}, is the part-staging path's (below).
+      expect(ofType('AWS::ApiGateway::Method')).toHaveLength(5);
+      const methods = ofType('AWS::ApiGateway::Method').filter(([lid]) => lid !== id(stack.partStaging.method));
       expect(methods).toHaveLength(4);
-      const proxy = ofType('AWS::ApiGateway::Resource');
+      const proxy = ofType('AWS::ApiGateway::Resource').filter(
+        ([, r]) => r.Properties.ParentId['Fn::GetAtt'] && r.Properties.PathPart === '{proxy+}',
+      );
       expect(proxy).toHaveLength(1);
       expect(proxy[0]![1].Properties).toEqual({
         ParentId: { 'Fn::GetAtt': [restApiId(), 'RootResourceId'] },
@@ -743,10 +752,9 @@ describe('the first account and the monitoring, wired in', () => {
     expect(Object.keys(outputs)).toEqual(expect.arrayContaining(['FirstAccountSecretArn', 'SecretsKeyId']));
   });
 
-  test("errors and throttles alarms for each of the five functions, the dead-letter queue, and both APIs' 5xx rates, all to the alarm topic", () => {
+  test("errors and throttles alarms for each of the five functions and the part-staging authoriser, the dead-letter queue, and both APIs' 5xx rates, all to the alarm topic", () => {
     const alarms = ofType('AWS::CloudWatch::Alarm').map(([, a]) => a.Properties);
-    for (const name of FUNCTION_NAMES) {
-      const fnId = id(fn(name));
+    for (const fnId of [...FUNCTION_NAMES.map((name) => id(fn(name))), id(stack.partStaging.authorizerFunction)]) {
       const on = alarms.filter((a) => JSON.stringify(a.Dimensions ?? []).includes(JSON.stringify({ Ref: fnId })));
       expect(on.map((a) => a.MetricName).sort()).toEqual(['Errors', 'Throttles']);
     }
@@ -1092,12 +1100,18 @@ describe('sites CDN', () => {
   const gatewayUrlId = () => id(stack.gatewayUrl);
 
   test('one distribution, one CloudFront Function, one KeyValueStore, one cache policy; no Lambda function of its own', () => {
-    template.resourceCountIs('AWS::CloudFront::Distribution', 1);
-    template.resourceCountIs('AWS::CloudFront::Function', 1);
+    // The other distribution and function are the storage API's (part staging, below), with managed policies only.
+    template.resourceCountIs('AWS::CloudFront::Distribution', 2);
+    template.resourceCountIs('AWS::CloudFront::Function', 2);
+    expect(
+      ofType('AWS::CloudFront::Distribution')
+        .map(([lid]) => lid)
+        .sort(),
+    ).toEqual([distributionId(), id(stack.partStaging.distribution)].sort());
     template.resourceCountIs('AWS::CloudFront::KeyValueStore', 1);
     template.resourceCountIs('AWS::CloudFront::CachePolicy', 1);
     template.resourceCountIs('AWS::CloudFront::OriginRequestPolicy', 0);
-    template.resourceCountIs('AWS::Lambda::Function', 7);
+    template.resourceCountIs('AWS::Lambda::Function', 8);
   });
 
   test('the viewer-request function: JS runtime 2.0, the store associated, the code as the repository has it, published', () => {
@@ -1377,6 +1391,262 @@ describe('OIDC sign-in and e-mail: settings from context, their secrets in Secre
   });
 });
 
+// ---------------------------------------------------------------- part staging
+
+describe('part staging: the storage API behind CloudFront, UploadParts over 4 MiB into the bucket', () => {
+  const ps = () => stack.partStaging;
+  const MANAGED_CACHING_DISABLED = '4135ea2d-6df8-44a3-9df3-4b5a84be39ad';
+  const MANAGED_ALL_VIEWER_EXCEPT_HOST_HEADER = 'b689b0a8-53d0-40ab-baf2-68738e2966ac';
+
+  /**
+   * A template value with its intrinsic functions worked out: pseudo parameters by name, a stage's Ref as
+   * its name, any other Ref as `<LogicalId>`, GetAtt as `<LogicalId.Attribute>`.
+   */
+  function evaluate(value: Json): Json {
+    if (Array.isArray(value)) return value.map(evaluate);
+    if (!value || typeof value !== 'object') return value;
+    if ('Ref' in value) {
+      const pseudo: Record<string, string> = {
+        'AWS::Partition': 'aws',
+        'AWS::Region': 'REGION',
+        'AWS::URLSuffix': 'amazonaws.com',
+        'AWS::AccountId': 'ACCOUNT',
+      };
+      if (pseudo[value.Ref]) return pseudo[value.Ref];
+      const r = resources[value.Ref];
+      return r?.Type === 'AWS::ApiGateway::Stage' ? r.Properties.StageName : `<${value.Ref}>`;
+    }
+    if ('Fn::GetAtt' in value) return `<${value['Fn::GetAtt'].join('.')}>`;
+    if ('Fn::Join' in value) return (evaluate(value['Fn::Join'][1]) as string[]).join(value['Fn::Join'][0]);
+    if ('Fn::Split' in value) return String(evaluate(value['Fn::Split'][1])).split(value['Fn::Split'][0]);
+    if ('Fn::Select' in value) return (evaluate(value['Fn::Select'][1]) as string[])[value['Fn::Select'][0]];
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, evaluate(v)]));
+  }
+
+  /** Whether an IAM pattern (`*`, `?`) matches a value. */
+  const iamMatch = (pattern: string, value: string) =>
+    new RegExp(
+      `^${pattern
+        .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+        .replace(/\*/g, '.*')
+        .replace(/\?/g, '.')}$`,
+    ).test(value);
+
+  /** Whether some Allow statement grants `action` on `resource` (both as evaluated). */
+  function allows(stmts: Json[], action: string, resource: string): boolean {
+    return stmts.some(
+      (s) =>
+        s.Effect === 'Allow' &&
+        arr<string>(s.Action).some((a) => iamMatch(a, action)) &&
+        arr<Json>(s.Resource).some((r) => iamMatch(String(evaluate(r)), resource)),
+    );
+  }
+
+  const bucketArn = () => `<${id(stack.data.blockBucket)}.Arn>`;
+  const restApiId = () => id(stack.storageApi.api);
+
+  test('the distribution: the storage API as its one origin over HTTPS, its stage as the origin path; every method; nothing cached; every viewer header but Host; the function on viewer request', () => {
+    const config = resources[id(ps().distribution)].Properties.DistributionConfig;
+    expect(config.Enabled).toBe(true);
+    expect(config.Origins).toHaveLength(1);
+    const [origin] = config.Origins;
+    expect(evaluate(origin.DomainName)).toBe(`<${restApiId()}>.execute-api.REGION.amazonaws.com`);
+    // Clients sign /<bucket>/<key> on the distribution; the API sees /s3/<bucket>/<key>.
+    expect(evaluate(origin.OriginPath)).toBe('/s3');
+    expect(origin.CustomOriginConfig).toMatchObject({ OriginProtocolPolicy: 'https-only', OriginReadTimeout: 60 });
+    expect(config.CacheBehaviors).toBeUndefined();
+    const behavior = config.DefaultCacheBehavior;
+    expect(behavior).toMatchObject({
+      TargetOriginId: origin.Id,
+      ViewerProtocolPolicy: 'https-only',
+      CachePolicyId: MANAGED_CACHING_DISABLED,
+      OriginRequestPolicyId: MANAGED_ALL_VIEWER_EXCEPT_HOST_HEADER,
+      Compress: false,
+      FunctionAssociations: [{ EventType: 'viewer-request', FunctionARN: { 'Fn::GetAtt': [id(ps().viewerRequest), 'FunctionARN'] } }],
+    });
+    expect([...behavior.AllowedMethods].sort()).toEqual(['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT']);
+    expect(behavior.ForwardedValues).toBeUndefined();
+    expect(config.Aliases).toBeUndefined();
+  });
+
+  test('the viewer-request function: JS runtime 2.0, the code as the repository has it, no store, published', () => {
+    const p = resources[id(ps().viewerRequest)].Properties;
+    expect(p.FunctionConfig.Runtime).toBe('cloudfront-js-2.0');
+    expect(p.FunctionConfig.KeyValueStoreAssociations).toBeUndefined();
+    expect(p.FunctionCode).toBe(fs.readFileSync(path.join(PROJECT_ROOT, 'functions', 'cdn', 's3-viewer-request.js'), 'utf8'));
+    expect(p.AutoPublish).toBe(true);
+  });
+
+  test('PUT /_parts/{proxy+} on the storage API, behind the REQUEST authoriser (its own function, result cache off)', () => {
+    const method = resources[id(ps().method)].Properties;
+    expect(method.HttpMethod).toBe('PUT');
+    expect(method.RestApiId).toEqual({ Ref: restApiId() });
+    const proxy = resources[method.ResourceId.Ref];
+    expect(proxy.Properties.PathPart).toBe('{proxy+}');
+    const parts = resources[proxy.Properties.ParentId.Ref];
+    expect(parts.Properties).toEqual({
+      ParentId: { 'Fn::GetAtt': [restApiId(), 'RootResourceId'] },
+      PathPart: '_parts',
+      RestApiId: { Ref: restApiId() },
+    });
+    expect(method.AuthorizationType).toBe('CUSTOM');
+    const authorizer = resources[method.AuthorizerId.Ref];
+    expect(authorizer.Type).toBe('AWS::ApiGateway::Authorizer');
+    expect(authorizer.Properties).toMatchObject({ Type: 'REQUEST', AuthorizerResultTtlInSeconds: 0, RestApiId: { Ref: restApiId() } });
+    // No identity source: every request reaches the authoriser, whose Deny is S3's AccessDenied.
+    expect(authorizer.Properties.IdentitySource || '').toBe('');
+    expect(authorizer.Properties.AuthorizerCredentials).toBeUndefined();
+    // Invoked through Lambda's Invoke (its region and partition are read from the function's ARN).
+    expect(refs(authorizer.Properties.AuthorizerUri)).toEqual(new Set([id(ps().authorizerFunction)]));
+    expect(evaluate(authorizer.Properties.AuthorizerUri)).toMatch(
+      new RegExp(`:lambda:path/2015-03-31/functions/<${id(ps().authorizerFunction)}\\.Arn>/invocations$`),
+    );
+    // API Gateway may invoke the authoriser, from this authoriser of this API only.
+    const permissions = ofType('AWS::Lambda::Permission').filter(([, p]) =>
+      refs(p.Properties.FunctionName).has(id(ps().authorizerFunction)),
+    );
+    expect(permissions).toHaveLength(1);
+    expect(permissions[0]![1].Properties.Principal).toBe('apigateway.amazonaws.com');
+    expect(evaluate(permissions[0]![1].Properties.SourceArn)).toBe(
+      `arn:aws:execute-api:REGION:ACCOUNT:<${restApiId()}>/authorizers/<${method.AuthorizerId.Ref}>`,
+    );
+  });
+
+  test('the S3 integration: PUT <bucket>/part-staging/{uploadId}/{partNumber} from the query, the staged headers as metadata, with its own role', () => {
+    const method = resources[id(ps().method)].Properties;
+    const integration = method.Integration;
+    expect(integration.Type).toBe('AWS');
+    expect(integration.IntegrationHttpMethod).toBe('PUT');
+    expect(evaluate(integration.Uri)).toBe(
+      `arn:aws:apigateway:REGION:s3:path/<${id(stack.data.blockBucket)}>/part-staging/{uploadId}/{partNumber}`,
+    );
+    expect(integration.Credentials).toEqual({ 'Fn::GetAtt': [id(ps().integrationRole), 'Arn'] });
+    // The body goes as it came: no mapping template, no conversion.
+    expect(integration.PassthroughBehavior).toBe('WHEN_NO_TEMPLATES');
+    expect(integration.RequestTemplates).toBeUndefined();
+    expect(integration.ContentHandling).toBeUndefined();
+    expect(integration.RequestParameters).toEqual({
+      'integration.request.path.uploadId': 'method.request.querystring.uploadId',
+      'integration.request.path.partNumber': 'method.request.querystring.partNumber',
+      // The Authorization the client signed comes as the CloudFront Function's copy; the rest under their own names.
+      'integration.request.header.x-amz-meta-authorization': 'method.request.header.x-cairn-viewer-authorization',
+      ...Object.fromEntries(
+        STAGED_HEADERS.filter((h) => h !== 'authorization').map((h) => [
+          `integration.request.header.x-amz-meta-${h}`,
+          `method.request.header.${h}`,
+        ]),
+      ),
+    });
+    expect(Object.keys(integration.RequestParameters)).toHaveLength(2 + STAGED_HEADERS.length);
+    // Every mapped source is declared on the method; the query's two are required.
+    for (const source of Object.values<string>(integration.RequestParameters)) expect(method.RequestParameters).toHaveProperty([source]);
+    expect(method.RequestParameters['method.request.querystring.uploadId']).toBe(true);
+    expect(method.RequestParameters['method.request.querystring.partNumber']).toBe(true);
+  });
+
+  test("S3's ETag is answered on success, and any other answer of S3 is an S3 InternalError (500), never a 200 without an ETag", () => {
+    const { Integration: integration, MethodResponses: methodResponses } = resources[id(ps().method)].Properties;
+    const ok = integration.IntegrationResponses.find((r: Json) => r.StatusCode === '200');
+    expect(ok).toEqual({
+      StatusCode: '200',
+      SelectionPattern: '2\\d{2}',
+      ResponseParameters: { 'method.response.header.ETag': 'integration.response.header.ETag' },
+    });
+    expect(new RegExp(`^${ok.SelectionPattern}$`).test('200')).toBe(true);
+    expect(new RegExp(`^${ok.SelectionPattern}$`).test('403')).toBe(false);
+    const fallback = integration.IntegrationResponses.filter((r: Json) => r.SelectionPattern === undefined);
+    expect(fallback).toHaveLength(1);
+    expect(fallback[0].StatusCode).toBe('500');
+    expect(fallback[0].ResponseParameters).toEqual({ 'method.response.header.Content-Type': "'application/xml'" });
+    for (const body of Object.values<string>(fallback[0].ResponseTemplates)) expect(body).toContain('<Error><Code>InternalError</Code>');
+    expect(methodResponses).toEqual([
+      { StatusCode: '200', ResponseParameters: { 'method.response.header.ETag': true } },
+      { StatusCode: '500', ResponseParameters: { 'method.response.header.Content-Type': true } },
+    ]);
+  });
+
+  test("the integration's role: assumed by API Gateway, one statement, s3:PutObject under part-staging/ of the block bucket", () => {
+    const roleId = id(ps().integrationRole);
+    const role = resources[roleId].Properties;
+    expect(role.AssumeRolePolicyDocument.Statement).toEqual([
+      { Action: 'sts:AssumeRole', Effect: 'Allow', Principal: { Service: 'apigateway.amazonaws.com' } },
+    ]);
+    expect(role.ManagedPolicyArns).toBeUndefined();
+    expect(role.Policies).toBeUndefined();
+    const policies = ofType('AWS::IAM::Policy').filter(([, p]) => arr(p.Properties.Roles).some((r: Json) => r.Ref === roleId));
+    expect(policies).toHaveLength(1);
+    const stmts = arr<Json>(policies[0]![1].Properties.PolicyDocument.Statement);
+    expect(stmts.map((s) => ({ ...s, Resource: evaluate(s.Resource) }))).toEqual([
+      { Action: 's3:PutObject', Effect: 'Allow', Resource: `${bucketArn()}/part-staging/*` },
+    ]);
+    expect(allows(stmts, 's3:PutObject', `${bucketArn()}/datastore/version`)).toBe(false);
+    // No other integration or authoriser runs with a role.
+    const withRoles = ofType('AWS::ApiGateway::Method').filter(([, m]) => m.Properties.Integration?.Credentials !== undefined);
+    expect(withRoles.map(([lid]) => lid)).toEqual([id(ps().method)]);
+  });
+
+  test("the authoriser's function: its own role reading the accounts and objects tables, opening key pairs' secrets; no writes, no bucket", () => {
+    const p = resources[id(ps().authorizerFunction)].Properties;
+    expect(p.Runtime).toBe('nodejs24.x');
+    expect(p.Architectures).toEqual(['arm64']);
+    expect(p.TracingConfig).toEqual({ Mode: 'Active' });
+    expect(p.Timeout).toBeLessThanOrEqual(29);
+    expect(p.Environment.Variables.CAIRN_PART_STAGING_BUCKET).toBeUndefined();
+    const roleId = id(ps().authorizerFunction.role!);
+    expect(FUNCTION_NAMES.map((n) => id(fn(n).role!))).not.toContain(roleId);
+    const stmts = ofType('AWS::IAM::Policy')
+      .filter(([, pol]) => arr(pol.Properties.Roles).some((r: Json) => r.Ref === roleId))
+      .flatMap(([, pol]) => arr<Json>(pol.Properties.PolicyDocument.Statement));
+    const tableIds = new Map(TABLES.map((t) => [id(stack.data.tables[t.name]), t.name]));
+    const touched = new Set(stmts.flatMap((s) => [...refs(s.Resource)].filter((r) => tableIds.has(r)).map((r) => tableIds.get(r))));
+    expect([...touched].sort()).toEqual(['accounts', 'objects']);
+    const actions = stmts.flatMap((s) => arr<string>(s.Action));
+    expect(actions.filter((a) => DDB_WRITE.includes(a) || /^(s3|dynamodb):\*$|^s3:/.test(a))).toEqual([]);
+    expect(actions.filter((a) => a.startsWith('kms:'))).toEqual(['kms:Decrypt']);
+    for (const a of actions) expect(a).toMatch(/^(dynamodb:[A-Za-z]+|kms:Decrypt|xray:PutTraceSegments|xray:PutTelemetryRecords)$/);
+  });
+
+  test("the edge key: a random secret's value (by dynamic reference) sent by the distribution as an origin header, and told to the S3 function and the authoriser only", () => {
+    const secretId = id(ps().edgeKey);
+    const secret = resources[secretId];
+    expect(secret.Type).toBe('AWS::SecretsManager::Secret');
+    expect(secret.Properties.GenerateSecretString).toEqual({ PasswordLength: 64, ExcludePunctuation: true });
+    expect(secret.DeletionPolicy).toBe('Delete');
+    const reference = `{{resolve:secretsmanager:<${secretId}>:SecretString:::}}`;
+    const [origin] = resources[id(ps().distribution)].Properties.DistributionConfig.Origins;
+    expect(evaluate(origin.OriginCustomHeaders)).toEqual([{ HeaderName: 'x-cairn-edge-key', HeaderValue: reference }]);
+    expect(evaluate(fnResource('s3').Properties.Environment.Variables.CAIRN_EDGE_KEY)).toBe(reference);
+    expect(evaluate(resources[id(ps().authorizerFunction)].Properties.Environment.Variables.CAIRN_EDGE_KEY)).toBe(reference);
+    for (const name of FUNCTION_NAMES.filter((n) => n !== 's3')) {
+      expect(fnResource(name).Properties.Environment.Variables.CAIRN_EDGE_KEY).toBeUndefined();
+    }
+    // Nowhere else: no output, no other resource, and no role may read the secret at run time.
+    const holders = Object.entries(resources)
+      .filter(([, r]) => JSON.stringify(r).includes('resolve:secretsmanager'))
+      .map(([lid]) => lid)
+      .sort();
+    expect(holders).toEqual([id(ps().distribution), id(fn('s3')), id(ps().authorizerFunction)].sort());
+    expect(JSON.stringify(outputs)).not.toContain(secretId);
+    expect(ofType('AWS::IAM::Policy').filter(([, p]) => refs(p.Properties.PolicyDocument).has(secretId))).toEqual([]);
+  });
+
+  test('the S3 function is told the bucket of staged parts, and may read, list and remove them', () => {
+    const vars = fnResource('s3').Properties.Environment.Variables;
+    expect(vars.CAIRN_PART_STAGING_BUCKET).toEqual({ Ref: id(stack.data.blockBucket) });
+    for (const name of FUNCTION_NAMES.filter((n) => n !== 's3')) {
+      expect(fnResource(name).Properties.Environment.Variables.CAIRN_PART_STAGING_BUCKET).toBeUndefined();
+    }
+    const stmts = statements('s3');
+    const part = `${bucketArn()}/part-staging/upload123/2`;
+    // functions/aws/s3-staged-parts.ts: HeadObject and GetObject (If-Match), ListObjectsV2 under the upload's prefix, DeleteObjects.
+    expect(allows(stmts, 's3:GetObject', part)).toBe(true);
+    expect(allows(stmts, 's3:DeleteObject', part)).toBe(true);
+    expect(allows(stmts, 's3:ListBucket', bucketArn())).toBe(true);
+    // The check itself fails on what is not granted.
+    expect(allows(stmts, 's3:GetObject', '<SomeOtherBucket.Arn>/part-staging/upload123/2')).toBe(false);
+  });
+});
+
 // ---------------------------------------------------------------- outputs
 
 describe('outputs', () => {
@@ -1387,8 +1657,12 @@ describe('outputs', () => {
     const [[apiId]] = ofType('AWS::ApiGatewayV2::Api');
     expect(outputs.GraphqlUrl.Value).toEqual({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [apiId, 'ApiEndpoint'] }, '/graphql']] });
     expect(outputs.BlockBucketName.Value).toEqual({ Ref: id(stack.data.blockBucket) });
-    // The S3 API's own address: the stage is part of the path clients sign.
-    expect(outputs.StorageEndpoint.Value).toEqual({
+    // The storage API's distribution, through which parts over 4 MiB are staged.
+    const cdn = { 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [id(stack.partStaging.distribution), 'DomainName'] }]] };
+    expect(outputs.StorageEndpoint.Value).toEqual(cdn);
+    expect(outputs.StorageCdnUrl.Value).toEqual(cdn);
+    // The S3 API's own address, still an output: the stage is part of the path clients sign.
+    expect(outputs.StorageApiUrl.Value).toEqual({
       'Fn::Join': [
         '',
         [

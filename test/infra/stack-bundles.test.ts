@@ -1,5 +1,5 @@
 /**
- * The five Lambda bundles as the stack's synthesis builds them (real
+ * The five Lambda bundles (and the part-staging authoriser's) as the stack's synthesis builds them (real
  * esbuild, the preview function's with Chromium copied beside it): each is
  * ESM from its own entry and loads on its own outside the repository, the
  * web app is built into the GraphQL bundle, the preview bundle resolves its
@@ -153,6 +153,31 @@ describe('functions', () => {
     expect(files).toContain('index.html');
     expect(files.some((f) => /^app-[A-Za-z0-9_-]+\.js$/.test(f))).toBe(true);
     expect(files.some((f) => /^app-[A-Za-z0-9_-]+\.css$/.test(f))).toBe(true);
+  });
+});
+
+describe('part staging', () => {
+  test("the authoriser's bundle: ESM from functions/part-staging/handler.ts alone, loading on its own outside the repository", () => {
+    const fn = stack.partStaging.authorizerFunction;
+    const key: string = resources[stack.getLogicalId(fn.node.defaultChild as CfnElement)].Properties.Code.S3Key;
+    const dir = path.join(assemblyDir, `asset.${key.replace(/\.zip$/, '')}`);
+    const code = fs.readFileSync(path.join(dir, 'index.mjs'), 'utf8');
+    expect(code.startsWith(REQUIRE_BANNER)).toBe(true);
+    const sources = bundleSources(dir);
+    expect(sources.some((s: string) => s.endsWith('functions/part-staging/handler.ts'))).toBe(true);
+    for (const other of FUNCTION_NAMES) {
+      expect(sources.some((s: string) => s.endsWith(`functions/${EXPECTED[other].dir}/handler.ts`))).toBe(false);
+    }
+    expect(sources.some((s: string) => /node_modules\/(dynalite|level|classic-level)\//.test(s))).toBe(false);
+    const probe =
+      "import(process.argv[1]).then((m) => { if (typeof m.handler !== 'function') { console.error('no handler export'); process.exit(1); } }," +
+      ' (e) => { console.error(e); process.exit(1); });';
+    execFileSync(process.execPath, ['-e', probe, path.join(dir, 'index.mjs')], {
+      cwd: dir,
+      env: { PATH: process.env.PATH, CAIRN_LOG_LEVEL: 'silent' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 30_000,
+    });
   });
 });
 

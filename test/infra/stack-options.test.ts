@@ -108,7 +108,7 @@ describe('custom domains', () => {
   const byType = (json: Json, type: string): Array<[string, Json]> =>
     Object.entries<Json>(json.Resources).filter(([, r]) => r.Type === type);
 
-  test('without a hosted zone: no certificate, custom domain or record; the S3 API on its own address', () => {
+  test('without a hosted zone: no certificate, custom domain or record; the S3 API at its distribution', () => {
     const { stack: s, sitesCertificateStack } = app({ 'cairn:bucketEndpointDomain': 's3.example.com' });
     expect(sitesCertificateStack).toBeUndefined();
     const json = Template.fromStack(s).toJSON();
@@ -122,8 +122,12 @@ describe('custom domains', () => {
     }
     expect(byType(json, 'AWS::ApiGateway::RestApi')).toHaveLength(1);
     expect(s.domains).toBeUndefined();
-    expect(json.Outputs.StorageEndpoint.Value['Fn::Join'][1][0]).toBe('https://');
-    expect(json.Outputs.StorageEndpoint.Value['Fn::Join'][1]).toContainEqual({ Ref: of(s, s.storageApi.api) });
+    // Clients are given the storage API's distribution; the API's own address is an output of its own.
+    expect(json.Outputs.StorageEndpoint.Value).toEqual({
+      'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [of(s, s.partStaging.distribution), 'DomainName'] }]],
+    });
+    expect(json.Outputs.StorageApiUrl.Value['Fn::Join'][1][0]).toBe('https://');
+    expect(json.Outputs.StorageApiUrl.Value['Fn::Join'][1]).toContainEqual({ Ref: of(s, s.storageApi.api) });
     // The name still reaches the functions (virtual-host addressing once a wildcard is routed to the API by hand).
     expect(json.Resources[of(s, s.functions.s3)].Properties.Environment.Variables.CAIRN_BUCKET_ENDPOINT_DOMAIN).toBe('s3.example.com');
   });

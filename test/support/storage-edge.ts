@@ -17,7 +17,8 @@
  * What CloudFront does between them, as the stack configures it: the
  * origin request carries every viewer header but Host (the API's own host
  * instead), and here no Authorization (CloudFront drops it unless a policy
- * forwards it, so the function's copy is what counts). API Gateway's 10 MB
+ * forwards it, so the function's copy is what counts), and the edge key as
+ * the distribution's origin header when one is given. API Gateway's 10 MB
  * request limit answers 413 as the stack's gateway response does.
  */
 import type { IncomingMessage } from 'node:http';
@@ -85,6 +86,8 @@ export async function startStorageEdge(options: {
   stagingBucket: string;
   /** The viewer-request function's code as the stack ships it. */
   functionCode: string;
+  /** The origin header the distribution adds to every request (lib/part-staging.ts), when the functions are told it. */
+  edgeKey?: string;
 }): Promise<StorageEdge> {
   const keyFile = join(options.dir, 'edge-key.pem');
   const caFile = join(options.dir, 'edge-cert.pem');
@@ -144,6 +147,7 @@ export async function startStorageEdge(options: {
         .filter(([name]) => name !== 'host' && name !== 'authorization')
         .map(([name, { value }]) => [name, value]);
       origin.push(['host', EXECUTE_API_HOST]);
+      if (options.edgeKey !== undefined) origin.push(['x-cairn-edge-key', options.edgeKey]);
       const sentPath = `/${REST_STAGE}${out.uri as string}`;
       let answer: { status: number; headers: Record<string, string>; body: Buffer | string };
       if (body.length > API_GATEWAY_MAX_PAYLOAD_BYTES) {

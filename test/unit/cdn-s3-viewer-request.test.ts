@@ -8,7 +8,9 @@
  */
 import * as fs from 'node:fs';
 import * as vm from 'node:vm';
-import { viewerSigned } from '../../functions/core/http/api-gateway-rest.js';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
+import { restToHttpRequest, viewerSigned } from '../../functions/core/http/api-gateway-rest.js';
+import { stagingRequest } from '../../functions/part-staging/authorize.js';
 
 type Json = any;
 let handler: (event: Json) => Json;
@@ -91,6 +93,84 @@ test('the S3 function puts the viewer host and Authorization back, and checks th
   // Straight to the API (no distribution in front): nothing changes.
   const direct = new Headers({ host: 'api.execute-api.us-east-1.amazonaws.com' });
   expect(viewerSigned(direct, { rawPath: '/b/k', signedPath: '/s3/b/k' })).toEqual({ rawPath: '/b/k', signedPath: '/s3/b/k' });
+});
+
+test("the viewer's address goes on as x-cairn-viewer-ip on every request, over what a viewer sent under that name", () => {
+  const forged = { ...signedBy, 'x-cairn-viewer-ip': '10.0.0.1' };
+  for (const e of [
+    event('GET', '/bucket/key', {}, forged),
+    event('PUT', '/bucket/key', part, { ...forged, 'content-length': String(8 * MiB) }),
+  ]) {
+    expect(handler(e).headers['x-cairn-viewer-ip']).toEqual({ value: '203.0.113.7' });
+  }
+});
+
+describe("the REST door takes the viewer's address only from the distribution: with the viewer host and the edge key", () => {
+  const KEY = 'k'.repeat(64);
+  const CLOUDFRONT = '130.176.0.1';
+  const fromCloudFront = (headers: Record<string, string>): APIGatewayProxyEvent =>
+    ({
+      httpMethod: 'GET',
+      path: '/bucket/key',
+      headers,
+      multiValueHeaders: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, [v]])),
+      queryStringParameters: null,
+      multiValueQueryStringParameters: null,
+      pathParameters: null,
+      stageVariables: null,
+      body: null,
+      isBase64Encoded: false,
+      resource: '/{proxy+}',
+      requestContext: { path: '/s3/bucket/key', identity: { sourceIp: CLOUDFRONT } },
+    }) as unknown as APIGatewayProxyEvent;
+  const viewer = {
+    host: 'abc.execute-api.us-east-1.amazonaws.com',
+    'x-cairn-viewer-host': 'd1.cloudfront.net',
+    'x-cairn-viewer-ip': '203.0.113.7',
+  };
+
+  test.each([
+    ['the viewer host and the edge key', { ...viewer, 'x-cairn-edge-key': KEY }, KEY, '203.0.113.7'],
+    ['an IPv6 viewer', { ...viewer, 'x-cairn-viewer-ip': '2001:db8::7', 'x-cairn-edge-key': KEY }, KEY, '2001:db8::7'],
+    ['no edge key (a caller straight at the API)', viewer, KEY, CLOUDFRONT],
+    ['a wrong edge key', { ...viewer, 'x-cairn-edge-key': 'guess' }, KEY, CLOUDFRONT],
+    ['the edge key without the viewer host', { ...viewer, 'x-cairn-viewer-host': undefined, 'x-cairn-edge-key': KEY }, KEY, CLOUDFRONT],
+    ['no key configured (a stack without the distribution)', { ...viewer, 'x-cairn-edge-key': KEY }, undefined, CLOUDFRONT],
+    ['an empty key sent to a door with none', { ...viewer, 'x-cairn-edge-key': '' }, undefined, CLOUDFRONT],
+    ['an address that is not one', { ...viewer, 'x-cairn-viewer-ip': 'evil, 10.0.0.1', 'x-cairn-edge-key': KEY }, KEY, CLOUDFRONT],
+  ])('%s', (_name, headers, edgeKey, address) => {
+    const present = Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== undefined)) as Record<string, string>;
+    const req = restToHttpRequest(fromCloudFront(present), { edgeKey });
+    expect(req.remoteAddress).toBe(address);
+    // Neither the address nor the key reaches what follows (signature checks, policies, logs).
+    expect(req.headers.has('x-cairn-viewer-ip')).toBe(false);
+    expect(req.headers.has('x-cairn-edge-key')).toBe(false);
+  });
+
+  test("the part-staging authoriser decides on the same address: the viewer's with the key, CloudFront's without", () => {
+    const authorizerEvent = (headers: Record<string, string>) =>
+      ({
+        ...fromCloudFront(headers),
+        httpMethod: 'PUT',
+        path: '/_parts/bucket/key',
+        requestContext: { path: '/s3/_parts/bucket/key', identity: { sourceIp: CLOUDFRONT } },
+        type: 'REQUEST',
+        methodArn: 'arn:aws:execute-api:us-east-1:123456789012:abc/s3/PUT/_parts/bucket/key',
+      }) as never;
+    const vouched = stagingRequest(authorizerEvent({ ...viewer, 'x-cairn-edge-key': KEY }), KEY);
+    expect(vouched.remoteAddress).toBe('203.0.113.7');
+    expect(vouched.rawPath).toBe('/bucket/key');
+    expect(vouched.headers.has('x-cairn-edge-key')).toBe(false);
+    expect(stagingRequest(authorizerEvent(viewer), KEY).remoteAddress).toBe(CLOUDFRONT);
+    expect(stagingRequest(authorizerEvent({ ...viewer, 'x-cairn-edge-key': KEY })).remoteAddress).toBe(CLOUDFRONT);
+  });
+
+  test('viewerSigned answers the vouched address beside the paths, and nothing without the key', () => {
+    const headers = () => new Headers({ ...viewer, 'x-cairn-edge-key': KEY });
+    const paths = { rawPath: '/b/k', signedPath: '/s3/b/k' };
+    expect(viewerSigned(headers(), paths, KEY)).toEqual({ rawPath: '/b/k', signedPath: '/b/k', viewerAddress: '203.0.113.7' });
+    expect(viewerSigned(headers(), paths)).toEqual({ rawPath: '/b/k', signedPath: '/b/k' });
+  });
 });
 
 test("a PutObject over 4 MiB is answered at the edge: S3 XML EntityTooLarge naming the clients' settings", () => {

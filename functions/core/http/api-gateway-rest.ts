@@ -18,6 +18,8 @@
  * - With binary media types that match every content type (the stack's
  *   REST API has them), every body arrives base64-encoded.
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { isIP } from 'node:net';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { HttpRequest } from './types.js';
 
@@ -69,6 +71,25 @@ export function restPaths(event: Pick<APIGatewayProxyEvent, 'path' | 'requestCon
 /** Headers the storage API's CloudFront Function sets (functions/cdn/s3-viewer-request.js). */
 export const VIEWER_HOST = 'x-cairn-viewer-host';
 export const VIEWER_AUTHORIZATION = 'x-cairn-viewer-authorization';
+export const VIEWER_IP = 'x-cairn-viewer-ip';
+/** The origin header the storage distribution adds to every request it sends the API (lib/part-staging.ts). */
+export const EDGE_KEY = 'x-cairn-edge-key';
+
+/** Whether the request carries the stack's edge key: only the distribution sends it. */
+function fromEdge(headers: Headers, edgeKey: string | undefined): boolean {
+  const sent = headers.get(EDGE_KEY);
+  if (!edgeKey || sent === null) return false;
+  // Digests of equal length, so the comparison takes the same time whatever was sent.
+  const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
+  return timingSafeEqual(digest(sent), digest(edgeKey));
+}
+
+export interface ViewerRequest {
+  rawPath: string;
+  signedPath: string;
+  /** The viewer's address, when the distribution vouches for it (see viewerSigned). */
+  viewerAddress?: string;
+}
 
 /**
  * A request that came through the storage API's CloudFront distribution was
@@ -77,19 +98,37 @@ export const VIEWER_AUTHORIZATION = 'x-cairn-viewer-authorization';
  * Authorization, which CloudFront does not pass on as such, come in the
  * function's headers and are put back. A caller that reaches the API
  * directly with these headers only names what it signed, which must verify.
+ *
+ * The viewer's address is another matter: nothing verifies it, and an
+ * address decides bucket policies (aws:SourceIp). So it is taken only with
+ * the viewer host and the edge key the distribution adds as an origin
+ * header (`edgeKey`, the stack's); without both, or when no key is
+ * configured, the request's address stays the TCP peer API Gateway saw.
+ * The function's and the distribution's headers are removed either way, so
+ * nothing after this reads them.
  */
-export function viewerSigned(headers: Headers, paths: { rawPath: string; signedPath: string }): { rawPath: string; signedPath: string } {
+export function viewerSigned(headers: Headers, paths: { rawPath: string; signedPath: string }, edgeKey?: string): ViewerRequest {
   const host = headers.get(VIEWER_HOST);
+  const address = headers.get(VIEWER_IP);
+  const vouched = host !== null && fromEdge(headers, edgeKey);
+  headers.delete(VIEWER_IP);
+  headers.delete(EDGE_KEY);
   if (host === null) return paths;
   const authorization = headers.get(VIEWER_AUTHORIZATION);
   headers.delete(VIEWER_HOST);
   headers.delete(VIEWER_AUTHORIZATION);
   headers.set('host', host);
   if (authorization !== null) headers.set('authorization', authorization);
-  return { rawPath: paths.rawPath, signedPath: paths.rawPath };
+  const viewer = { rawPath: paths.rawPath, signedPath: paths.rawPath };
+  return vouched && address !== null && isIP(address) !== 0 ? { ...viewer, viewerAddress: address } : viewer;
 }
 
-export function restToHttpRequest(event: APIGatewayProxyEvent): HttpRequest {
+export interface RestRequestOptions {
+  /** The stack's edge key (CAIRN_EDGE_KEY): with it, the viewer's address of a request from the distribution is taken. */
+  edgeKey?: string;
+}
+
+export function restToHttpRequest(event: APIGatewayProxyEvent, options: RestRequestOptions = {}): HttpRequest {
   const headers = new Headers();
   const add = (name: string, value: string) => {
     try {
@@ -112,7 +151,7 @@ export function restToHttpRequest(event: APIGatewayProxyEvent): HttpRequest {
     if (!headers.has('content-length')) headers.set('content-length', String(bytes.length));
     body = new Response(new Uint8Array(bytes)).body;
   }
-  const { rawPath, signedPath } = viewerSigned(headers, restPaths(event));
+  const { rawPath, signedPath, viewerAddress } = viewerSigned(headers, restPaths(event), options.edgeKey);
   return {
     method,
     rawPath,
@@ -121,8 +160,9 @@ export function restToHttpRequest(event: APIGatewayProxyEvent): HttpRequest {
     headers,
     body,
     signal: new AbortController().signal,
-    // The TCP peer API Gateway saw, not a header: https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-mapping-template-reference.html ($context.identity.sourceIp).
-    remoteAddress: event.requestContext?.identity?.sourceIp ?? undefined,
+    // The TCP peer API Gateway saw, not a header: https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-mapping-template-reference.html ($context.identity.sourceIp);
+    // through the storage distribution that is CloudFront's, so the viewer's address it vouches for (viewerSigned).
+    remoteAddress: viewerAddress ?? event.requestContext?.identity?.sourceIp ?? undefined,
     // API Gateway endpoints are HTTPS only: https://docs.aws.amazon.com/apigateway/latest/developerguide/data-protection-encryption.html
     secure: true,
   };

@@ -166,7 +166,7 @@ const INTERNAL_ERROR = { statusCode: 500, headers: { 'content-type': 'text/plain
  * passing cause (a throttled secret read, a table not yet ready) was gone.
  */
 export function lambdaHttpHandler(
-  build: () => Promise<{ handler: HttpHandler; logger: Logger }>,
+  build: () => Promise<{ handler: HttpHandler; logger: Logger; edgeKey?: string }>,
   options: LambdaDoorOptions = {},
 ): LambdaHttpHandler {
   const streaming = options.streaming ?? true;
@@ -177,7 +177,7 @@ export function lambdaHttpHandler(
       ? { ...result, body: atLeastOneWrite(result.body as ReadableStream<Uint8Array> | string) }
       : result;
   const base = async (event: APIGatewayProxyEventV2 | APIGatewayProxyEvent, context: Context) => {
-    let door: { handler: HttpHandler; logger: Logger };
+    let door: { handler: HttpHandler; logger: Logger; edgeKey?: string };
     try {
       door = await built();
     } catch (err) {
@@ -186,7 +186,7 @@ export function lambdaHttpHandler(
     }
     const { handler, logger } = door;
     const rest = isRestApiEvent(event);
-    const request = rest ? restToHttpRequest(event) : toHttpRequest(event);
+    const request = rest ? restToHttpRequest(event, { edgeKey: door.edgeKey }) : toHttpRequest(event);
     try {
       const response = await handler(request);
       if (rest) return answer(streaming ? toRestStreamingResult(response, request.method) : await toRestResult(response, request.method));
