@@ -5,7 +5,8 @@
  * distribution is reached, so botocore sends what it sends over TLS (an
  * unsigned payload, its checksum in a header).
  * The Debian AWS CLI uploads 20 MiB with its defaults (8 MiB parts) and
- * reads it back whole; the object's CID is `ipfs add`'s. Then what the
+ * reads it back whole; the object's CID is `ipfs add`'s; boto3's
+ * upload_file likewise. Then what the
  * authoriser refuses, each with nothing staged.
  */
 import {
@@ -128,6 +129,30 @@ test("a 6 MiB file, one PutObject under the AWS CLI's 8 MiB threshold, is Entity
     await aws('configure', 'set', 'default.s3.multipart_threshold', '8MB');
   }
   expect((await target.local!.services.objects.get(B, key))!.cid).toBe((await cidsOf(bytes)).v0);
+  expect(await staged()).toEqual([]);
+}, 600_000);
+
+test("boto3's upload_file with its defaults (8 MiB threshold and parts) goes through the edge whole", async () => {
+  const B = target.account.bucket;
+  const key = `edge/boto3-${RUN}.bin`;
+  const file = await ws.file('boto3.bin');
+  const bytes = await randomFile(file, 20 * MiB);
+  const before = { ...edge.counts };
+  const script = [
+    'import sys, boto3',
+    "s3 = boto3.client('s3', endpoint_url=sys.argv[1], region_name=sys.argv[2])",
+    's3.upload_file(sys.argv[3], sys.argv[4], sys.argv[5])',
+  ].join('\n');
+  await run(DEBIAN_CLIENTS.python3.bin, ['-c', script, edge.endpoint, target.region, file, B, key], {
+    env: { ...ws.env, AWS_CA_BUNDLE: edge.caFile, PYTHONNOUSERSITE: '1' },
+    timeoutMs: 300_000,
+  });
+  // 8 MiB, 8 MiB staged; the last 4 MiB through the function.
+  expect(edge.counts.staged - before.staged).toBe(2);
+  expect(edge.counts.refused - before.refused).toBe(0);
+  const record = await target.local!.services.objects.get(B, key);
+  expect(record!.cid).toBe((await cidsOf(bytes)).v0);
+  expect(record!.size).toBe(20 * MiB);
   expect(await staged()).toEqual([]);
 }, 600_000);
 

@@ -718,7 +718,16 @@ export class ObjectStore {
       const state = await this.keyState(bucket, key);
       const { anchor, current } = state;
       const target = await this.findVersion(bucket, key, versionId, state);
-      if (!target) return {};
+      if (!target) {
+        // The key's state and the version were read one after the other: a delete of the latest version
+        // that committed between them moves the version before it to the current record, and the miss
+        // here would report it deleted while it stays. Every write of a version rewrites the anchor (and
+        // the current record's token), so the miss stands only when neither moved since the first read.
+        const again = await this.keyState(bucket, key);
+        if (again.anchor?.version === anchor?.version && again.current?.version === current?.version) return {};
+        if (attempt >= MAX_WRITE_ATTEMPTS) throw new Error(`the versions of ${bucket}/${key} kept changing; try again`);
+        continue;
+      }
       const targetVersion = storedVersion(target.item);
       precondition?.(targetVersion.kind === 'object' ? targetVersion.record : undefined);
       // The newest three versions besides the current: enough to know what comes next, and whether any is left.
