@@ -6,7 +6,7 @@
  * unsigned payload, its checksum in a header).
  * The Debian AWS CLI uploads 20 MiB with its defaults (8 MiB parts) and
  * reads it back whole; the object's CID is `ipfs add`'s; boto3's
- * upload_file likewise. Then what the
+ * upload_file and rclone (5 MiB chunks) likewise. Then what the
  * authoriser refuses, each with nothing staged.
  */
 import {
@@ -22,6 +22,7 @@ import { Agent } from 'node:https';
 import { readFileSync } from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { apiTarget, type ApiTarget } from '../support/api-target.js';
 import { cidsOf, clientWorkspace, DEBIAN_CLIENTS, randomFile, requireClient, run, type ClientWorkspace } from '../support/clients.js';
 import { s3Doors } from '../support/s3-doors.js';
@@ -153,6 +154,50 @@ test("boto3's upload_file with its defaults (8 MiB threshold and parts) goes thr
   const record = await target.local!.services.objects.get(B, key);
   expect(record!.cid).toBe((await cidsOf(bytes)).v0);
   expect(record!.size).toBe(20 * MiB);
+  expect(await staged()).toEqual([]);
+}, 600_000);
+
+test('rclone with its default 5 MiB chunks goes through the edge whole (its single-PUT cutoff set to 4M, as docs/aws-s3-clients.md says)', async () => {
+  await requireClient('rclone');
+  const B = target.account.bucket;
+  const file = await ws.file('rclone-src', 'twelve.bin');
+  const bytes = await randomFile(file, 12 * MiB);
+  const before = { ...edge.counts };
+  await run(
+    DEBIAN_CLIENTS.rclone.bin,
+    [
+      'copyto',
+      file,
+      `edge:${B}/edge/rclone-${RUN}.bin`,
+      '--s3-upload-cutoff',
+      '4M',
+      '--ca-cert',
+      edge.caFile,
+      '--retries',
+      '1',
+      '--low-level-retries',
+      '1',
+    ],
+    {
+      env: {
+        ...ws.env,
+        RCLONE_CONFIG: join(ws.home, 'rclone.conf'),
+        RCLONE_CONFIG_EDGE_TYPE: 's3',
+        RCLONE_CONFIG_EDGE_PROVIDER: 'Other',
+        RCLONE_CONFIG_EDGE_ACCESS_KEY_ID: target.account.accessKeyId,
+        RCLONE_CONFIG_EDGE_SECRET_ACCESS_KEY: target.account.secretAccessKey,
+        RCLONE_CONFIG_EDGE_ENDPOINT: edge.endpoint,
+        RCLONE_CONFIG_EDGE_REGION: target.region,
+        RCLONE_CONFIG_EDGE_FORCE_PATH_STYLE: 'true',
+      },
+      timeoutMs: 300_000,
+    },
+  );
+  // 5 MiB, 5 MiB staged (over 4 MiB); the last 2 MiB through the function. rclone then checks the size by HEAD.
+  expect(edge.counts.staged - before.staged).toBe(2);
+  expect(edge.counts.refused - before.refused).toBe(0);
+  const record = await target.local!.services.objects.get(B, `edge/rclone-${RUN}.bin`);
+  expect(record!.cid).toBe((await cidsOf(bytes)).v0);
   expect(await staged()).toEqual([]);
 }, 600_000);
 

@@ -192,7 +192,12 @@ export async function startStorageEdge(options: {
         response.headers.forEach((value, name) => (responseHeaders[name] = value));
         answer = { status: response.status, headers: responseHeaders, body: Buffer.from(await response.arrayBuffer()) };
       }
-      res.writeHead(answer.status, { ...answer.headers, 'content-length': String(Buffer.byteLength(answer.body)) });
+      // A HEAD's answer has no body but keeps the object's size, as API Gateway passes the function's Content-Length on.
+      const length =
+        req.method === 'HEAD' && answer.headers['content-length'] !== undefined
+          ? answer.headers['content-length']
+          : String(Buffer.byteLength(answer.body));
+      res.writeHead(answer.status, { ...answer.headers, 'content-length': length });
       res.end(req.method === 'HEAD' ? undefined : answer.body);
     })().catch((err: unknown) => {
       res.writeHead(500, { 'content-type': 'text/plain' });
