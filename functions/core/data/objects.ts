@@ -226,6 +226,13 @@ export function compareKeys(a: string, b: string): number {
 
 export type SortKeyBound = { op: '>' | '>='; value: string };
 
+/** Where a listing starts: at `startAt`, strictly after `after`, or at the prefix (whichever of them is in it); none for the whole partition. */
+function listingStart(q: { startAt?: string; after?: string }, prefix: string): SortKeyBound | undefined {
+  if (q.startAt !== undefined && q.startAt > prefix) return { op: '>=', value: q.startAt };
+  if (q.after !== undefined && q.after >= prefix) return { op: '>', value: q.after };
+  return prefix ? { op: '>=', value: prefix } : undefined;
+}
+
 /**
  * A Query's lower bound on a sort key, within MAX_SORT_KEY_BYTES: a client's
  * marker may be longer than any stored key, and DynamoDB refuses a longer
@@ -953,15 +960,7 @@ export class ObjectStore {
   async list(bucket: string, q: ListQuery): Promise<ListPage> {
     const prefix = q.prefix ?? '';
     const entries: ListPage['entries'] = [];
-    // The lower bound: strictly after `after`, or at/after the prefix.
-    let from: { op: '>' | '>='; value: string } | undefined =
-      q.startAt !== undefined && q.startAt > prefix
-        ? { op: '>=', value: q.startAt }
-        : q.after !== undefined && q.after >= prefix
-          ? { op: '>', value: q.after }
-          : prefix
-            ? { op: '>=', value: prefix }
-            : undefined;
+    let from = listingStart(q, prefix);
     if (q.maxKeys <= 0) return { entries, truncated: await this.anyAfter(bucket, prefix, from) };
     // A marker longer than any key is cut to fit a Query; the keys the cut lets through are skipped all along.
     const floor = from ? sortKeyBound(from).passes : () => true;
@@ -1074,14 +1073,7 @@ export class ObjectStore {
       const { anchor, current } = await this.keyState(bucket, markerKey);
       if (!(await emitVersions(markerKey, current, anchor, q.afterVersion))) return page(true);
     }
-    const from: SortKeyBound | undefined =
-      q.startAt !== undefined && q.startAt > prefix
-        ? { op: '>=', value: q.startAt }
-        : q.after !== undefined && q.after >= prefix
-          ? { op: '>', value: q.after }
-          : prefix
-            ? { op: '>=', value: prefix }
-            : undefined;
+    const from = listingStart(q, prefix);
     const currents = new KeyCursor(this.db, this.table, bucket, from, room);
     const anchors = new KeyCursor(this.db, this.table, anchorPartition(bucket), from, room);
     for (;;) {
