@@ -37,7 +37,7 @@ import { uniqueToken } from '../ids.js';
 import { stripUndefined, withoutKeys, writtenIf } from './tables.js';
 import { queryEach, queryPage, scanEach } from './pages.js';
 import { candidateItem, cidReference } from './object-references.js';
-import { bucketWritableCondition, DELETE_MARK_TTL_MS, type CannedAcl, type Tag, type VersioningState } from './buckets.js';
+import { bucketWritableCondition, DELETE_MARK_TTL_MS, type StoredAcl, type Tag, type VersioningState } from './buckets.js';
 import {
   anchorPartition,
   newVersionId,
@@ -50,10 +50,8 @@ import {
 } from './object-versions.js';
 import type { Database, TransactItem } from './dynamo.js';
 
-export type { CannedAcl, Tag, VersioningState } from './buckets.js';
+export type { AclGrant, AclPermission, CannedAcl, StoredAcl, Tag, VersioningState } from './buckets.js';
 export type { TransactItem } from './dynamo.js';
-
-/** The canned ACLs Cairn stores, on objects and buckets alike (S3's other canned ACLs name grantees Cairn does not have). */
 
 export interface ObjectRecord {
   bucket: string;
@@ -65,7 +63,8 @@ export interface ObjectRecord {
   etag: string;
   lastModified: string;
   contentType: string;
-  acl: CannedAcl;
+  /** A canned ACL's name, or the grants (core/storage/acl.ts); each version has its own. */
+  acl: StoredAcl;
   ownerId: string;
   cacheControl?: string;
   contentDisposition?: string;
@@ -505,19 +504,12 @@ export class ObjectStore {
     }
   }
 
-  /** Changes an existing object's ACL in place; false if there is no such object. */
-  async setAcl(bucket: string, key: string, acl: CannedAcl): Promise<boolean> {
-    return writtenIf(
-      this.db.doc.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: { pk: bucket, sk: key },
-          UpdateExpression: 'SET acl = :acl',
-          ConditionExpression: 'attribute_exists(pk)',
-          ExpressionAttributeValues: { ':acl': acl },
-        }),
-      ),
-    );
+  /** Changes an existing object's ACL in place (with `versionId`, that version's); false if there is no such object (or version, or it is a delete marker). */
+  async setAcl(bucket: string, key: string, acl: StoredAcl, versionId?: string): Promise<boolean> {
+    return this.updateInPlace(bucket, key, versionId, {
+      UpdateExpression: 'SET acl = :acl, version = :nv',
+      ExpressionAttributeValues: { ':acl': acl, ':nv': uniqueToken() },
+    });
   }
 
   /**
@@ -529,6 +521,16 @@ export class ObjectStore {
     const update = tags.length
       ? { UpdateExpression: 'SET tags = :tags, version = :nv', ExpressionAttributeValues: { ':tags': tags, ':nv': uniqueToken() } }
       : { UpdateExpression: 'REMOVE tags SET version = :nv', ExpressionAttributeValues: { ':nv': uniqueToken() } };
+    return this.updateInPlace(bucket, key, versionId, update);
+  }
+
+  /** Applies `update` to the current record, or with `versionId` to that version wherever it is; false if there is none. */
+  private async updateInPlace(
+    bucket: string,
+    key: string,
+    versionId: string | undefined,
+    update: { UpdateExpression: string; ExpressionAttributeValues: Record<string, unknown> },
+  ): Promise<boolean> {
     if (versionId === undefined) {
       return writtenIf(
         this.db.doc.send(
