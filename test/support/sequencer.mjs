@@ -58,7 +58,7 @@ const SECONDS = {
   'test/components/chromium-screenshotter.test.ts': 30,
   'test/components/admin-command.test.ts': 45,
   'test/api/s3-acl.test.ts': 30,
-  'test/api/s3-acl-grants.test.ts': 15,
+  'test/api/s3-acl-grants.test.ts': 25,
   'test/api/site-variables.test.ts': 29,
   'test/components/build-sandbox.test.ts': 28,
   'test/sdk/methods.test.ts': 27,
