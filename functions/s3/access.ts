@@ -50,6 +50,7 @@ export const POLICY_ACTION: Partial<Record<S3Op, PolicyAction>> = {
   ListMultipartUploads: 's3:ListBucketMultipartUploads',
   // DeleteObjects: each key is checked as s3:DeleteObject (delete.ts).
   PutObject: 's3:PutObject',
+  PostObject: 's3:PutObject',
   CopyObject: 's3:PutObject',
   GetObject: 's3:GetObject',
   HeadObject: 's3:GetObject',

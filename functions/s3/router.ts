@@ -39,6 +39,7 @@ export type S3Op =
   | 'ListMultipartUploads'
   | 'DeleteObjects'
   | 'PutObject'
+  | 'PostObject'
   | 'CopyObject'
   | 'GetObject'
   | 'HeadObject'
@@ -95,6 +96,7 @@ export const ACCESS: Record<S3Op, Access> = {
   ListMultipartUploads: 'bucket-owner',
   DeleteObjects: 'bucket-owner',
   PutObject: 'bucket-write',
+  PostObject: 'bucket-write',
   CopyObject: 'bucket-owner',
   GetObject: 'read',
   HeadObject: 'read',
@@ -209,7 +211,8 @@ export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): 
         return { op: 'DeleteBucket', ...base };
       case 'POST':
         if (has('delete')) return { op: 'DeleteObjects', ...base };
-        throw errors.methodNotAllowed(method);
+        // A browser's form upload (post/object.ts); its key is in the form.
+        return { op: 'PostObject', ...base };
       case 'GET':
         if (has('location')) return { op: 'GetBucketLocation', ...base };
         if (has('versioning')) return { op: 'GetBucketVersioning', ...base };
