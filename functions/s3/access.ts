@@ -56,6 +56,7 @@ export const POLICY_ACTION: Partial<Record<S3Op, PolicyAction>> = {
   HeadObject: 's3:GetObject',
   DeleteObject: 's3:DeleteObject',
   GetObjectAcl: 's3:GetObjectAcl',
+  GetObjectAttributes: 's3:GetObjectAttributes',
   PutObjectAcl: 's3:PutObjectAcl',
   GetObjectTagging: 's3:GetObjectTagging',
   PutObjectTagging: 's3:PutObjectTagging',

@@ -35,6 +35,7 @@ import { addCorsHeaders, deleteBucketCors, getBucketCors, preflight, putBucketCo
 import type { S3Context } from './context.js';
 import { errorResponse, errors, S3Error } from './errors.js';
 import { getObject } from './get.js';
+import { getObjectAttributes } from './attributes.js';
 import {
   deleteBucketTagging,
   deleteObjectTagging,
@@ -92,6 +93,7 @@ const OPERATIONS: Partial<Record<S3Op, OperationHandler>> = {
   HeadObject: getObject,
   DeleteObject: deleteObject,
   GetObjectAcl: getObjectAcl,
+  GetObjectAttributes: getObjectAttributes,
   PutObjectAcl: putObjectAcl,
   GetObjectTagging: getObjectTagging,
   PutObjectTagging: putObjectTagging,

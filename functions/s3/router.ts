@@ -45,6 +45,7 @@ export type S3Op =
   | 'HeadObject'
   | 'DeleteObject'
   | 'GetObjectAcl'
+  | 'GetObjectAttributes'
   | 'PutObjectAcl'
   | 'GetObjectTagging'
   | 'PutObjectTagging'
@@ -102,6 +103,7 @@ export const ACCESS: Record<S3Op, Access> = {
   HeadObject: 'read',
   DeleteObject: 'bucket-owner',
   GetObjectAcl: 'bucket-owner',
+  GetObjectAttributes: 'read',
   GetObjectTagging: 'bucket-owner',
   PutObjectTagging: 'bucket-owner',
   DeleteObjectTagging: 'bucket-owner',
@@ -141,7 +143,7 @@ const BUCKET_SUBRESOURCES_UNSUPPORTED = [
   'metrics',
   'intelligent-tiering',
 ];
-const OBJECT_SUBRESOURCES_UNSUPPORTED = ['retention', 'legal-hold', 'torrent', 'restore', 'select', 'attributes'];
+const OBJECT_SUBRESOURCES_UNSUPPORTED = ['retention', 'legal-hold', 'torrent', 'restore', 'select'];
 
 function hostWithoutPort(host: string): string {
   if (host.startsWith('[')) return host.slice(0, host.indexOf(']') + 1);
@@ -244,6 +246,7 @@ export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): 
       if (has('uploadId')) return { op: 'ListParts', ...base };
       if (has('acl')) return { op: 'GetObjectAcl', ...base };
       if (has('tagging')) return { op: 'GetObjectTagging', ...base };
+      if (has('attributes')) return { op: 'GetObjectAttributes', ...base };
       return { op: 'GetObject', ...base };
     case 'HEAD':
       return { op: 'HeadObject', ...base };
