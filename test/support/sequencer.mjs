@@ -44,6 +44,7 @@ const SECONDS = {
   'test/api/s3-tagging.test.ts': 6,
   'test/api/s3-post-object.test.ts': 8,
   'test/api/s3-object-parts.test.ts': 5,
+  'test/api/s3-expect-continue.test.ts': 7,
   'test/api/s3-bucket-policy.test.ts': 10,
   'test/unit/bucket-policy.test.ts': 2,
   'test/api/s3-conditional-writes.test.ts': 6,
