@@ -56,6 +56,7 @@ const SECONDS = {
   'test/api/graphql-playground.test.ts': 36,
   'test/cli/deploy.test.ts': 34,
   'test/clients/s3-cors-browser.test.ts': 33,
+  'test/clients/s3-post-browser.test.ts': 35,
   'test/api/imports.test.ts': 33,
   'test/components/chromium-screenshotter.test.ts': 30,
   'test/components/admin-command.test.ts': 45,
