@@ -123,6 +123,7 @@ const SECONDS = {
   'test/infra/monitoring.test.ts': 5,
   'test/web-app/web-app-routes.test.ts': 5,
   'test/components/s3-pins.test.ts': 5,
+  'test/components/s3-lifecycle-run.test.ts': 8,
   'test/components/log-stores.test.ts': 5,
   'test/aws/lambda-runtime.test.ts': 5,
   'test/api/sites-cdn-origin.test.ts': 5,
