@@ -39,6 +39,8 @@ const MAX_NEWER_NONCURRENT = 100;
 const MINIMUM_SIZES = ['all_storage_classes_128K', 'varies_by_storage_class'];
 const MIN_SIZE_HEADER = 'x-amz-transition-default-minimum-object-size';
 const DAY_MS = 86_400_000;
+/** The last time a JavaScript Date holds: Days up to 2^31 - 1 reach past it, and such a date is not announced. */
+const LAST_DATE = 8.64e15;
 
 type Node = Record<string, unknown>;
 
@@ -316,7 +318,7 @@ export function expirationHeaders(
   const rules = bucket.lifecycle?.rules;
   if (!rules?.length) return {};
   const expiry = currentExpiry(rules, record);
-  return expiry ? { 'x-amz-expiration': expirationHeader(expiry) } : {};
+  return expiry && expiry.at <= LAST_DATE ? { 'x-amz-expiration': expirationHeader(expiry) } : {};
 }
 
 /** `x-amz-abort-date` and `x-amz-abort-rule-id` on CreateMultipartUpload, when an AbortIncompleteMultipartUpload rule applies. */
@@ -324,5 +326,7 @@ export function abortHeaders(bucket: Pick<Bucket, 'lifecycle'>, upload: { key: s
   const rules = bucket.lifecycle?.rules;
   if (!rules?.length) return {};
   const due = abortDate(rules, upload);
-  return due ? { 'x-amz-abort-date': new Date(due.at).toUTCString(), 'x-amz-abort-rule-id': quotedRuleId(due.ruleId) } : {};
+  return due && due.at <= LAST_DATE
+    ? { 'x-amz-abort-date': new Date(due.at).toUTCString(), 'x-amz-abort-rule-id': quotedRuleId(due.ruleId) }
+    : {};
 }
