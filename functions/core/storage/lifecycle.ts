@@ -33,7 +33,9 @@
 import type { LifecycleServices } from '../services.js';
 import type { Bucket } from '../data/buckets.js';
 import { LifecycleRuns, type LifecycleCursor, type LifecycleRule, type LifecycleRun } from '../data/lifecycle.js';
-import { versionIdOf, type ObjectRecord, type StoredVersion } from '../data/objects.js';
+import type { ObjectRecord } from '../data/objects.js';
+import { versionIdOf } from '../data/object-versions.js';
+import type { StoredVersion } from '../data/object-versions-store.js';
 import { NoSuchUploadError } from '../data/uploads.js';
 import { abortDate, currentExpiry, noncurrentExpired, removesLoneMarkers, utcDay } from './lifecycle-rules.js';
 
