@@ -26,6 +26,7 @@ import {
 import { randomBytes } from 'node:crypto';
 import { startTestService, type TestService } from '../support/service.js';
 import { captureHeaders } from '../support/s3-doors.js';
+import { waitFor } from '../support/wait.js';
 import { expireByLifecycle } from '../../functions/core/storage/lifecycle.js';
 import { collectGarbage } from '../../functions/core/storage/collect.js';
 import { parseCid } from '../../functions/core/ipfs/cid.js';
@@ -272,4 +273,28 @@ test("the deploy worker's scheduled tick (AWS) applies the rules, then collects"
   expect(tick.lifecycle?.expired).toBeGreaterThanOrEqual(1);
   expect(await keys(b)).toEqual([]);
   expect(await hasBlock(gone.cid)).toBe(false);
+});
+
+test("the local service's collection timer applies the rules (a Date already passed) and then collects", async () => {
+  const local = await startTestService({ CAIRN_GC_INTERVAL: '1' });
+  try {
+    const s3 = local.s3();
+    const name = `lc-timer-${Date.now().toString(36)}`;
+    await s3.send(new CreateBucketCommand({ Bucket: name }));
+    const seen = captureHeaders(s3);
+    await s3.send(new PutObjectCommand({ Bucket: name, Key: 'gone', Body: randomBytes(2000) }));
+    const cid = parseCid(seen.headers['x-service-ipfs-hash-v0']!)!;
+    const today = new Date(Math.floor(Date.now() / DAY) * DAY);
+    await s3.send(
+      new PutBucketLifecycleConfigurationCommand({
+        Bucket: name,
+        LifecycleConfiguration: { Rules: [{ ID: 'now', Filter: {}, Status: 'Enabled', Expiration: { Date: today } }] },
+      }),
+    );
+    const node = await local.services.ipfs();
+    await waitFor(async () => !(await node.blockstore.has(cid)), { timeoutMs: 20_000, what: 'the expired object collected' });
+    expect((await s3.send(new ListObjectsV2Command({ Bucket: name }))).Contents).toBeUndefined();
+  } finally {
+    await local.close();
+  }
 });
