@@ -9,6 +9,7 @@ import { contentMd5, objectHeaders } from './request-headers.js';
 import { requestedObjectAcl } from './acl.js';
 import { writePrecondition } from './conditions.js';
 import { headerTags } from './tagging.js';
+import { expirationHeaders } from './lifecycle.js';
 
 export async function putObject(ctx: S3Context): Promise<Response> {
   const { req, services } = ctx;
@@ -61,6 +62,7 @@ export async function putObject(ctx: S3Context): Promise<Response> {
       ...ipfsHeaders(record.cid),
       ...checksumHeaders(record.checksums),
       ...versionHeader(ctx, record),
+      ...expirationHeaders(ctx.bucket!, record),
     },
   });
 }

@@ -11,6 +11,7 @@ import { requestedObjectAcl } from '../acl.js';
 import { headerTags } from '../tagging.js';
 import { xmlResponse } from '../xml.js';
 import { mapNoSuchUpload } from './uploads.js';
+import { abortHeaders } from '../lifecycle.js';
 
 function uploadChecksumHeaders(upload: UploadRecord): Record<string, string> {
   if (!upload.checksumAlgorithm) return {};
@@ -35,6 +36,6 @@ export async function createMultipartUpload(ctx: S3Context): Promise<Response> {
   return xmlResponse(
     'InitiateMultipartUploadResult',
     { Bucket: upload.bucket, Key: upload.key, UploadId: upload.uploadId },
-    { headers: uploadChecksumHeaders(upload) },
+    { headers: { ...uploadChecksumHeaders(upload), ...abortHeaders(ctx.bucket!, upload) } },
   );
 }
