@@ -152,7 +152,18 @@ export type SiteEdgeServices = Pick<Services, 'cdn' | 'logger' | 'siteHosts' | '
 /** The S3-compatible door: keys to authenticate, buckets and objects, multipart uploads, the block store. */
 export type StorageServices = Pick<
   Services,
-  'config' | 'logger' | 'storageKeys' | 'accounts' | 'buckets' | 'objects' | 'uploads' | 'stagedParts' | 'ipfs' | 'gate' | 'leafHasher'
+  | 'config'
+  | 'logger'
+  | 'storageKeys'
+  | 'accounts'
+  | 'people'
+  | 'buckets'
+  | 'objects'
+  | 'uploads'
+  | 'stagedParts'
+  | 'ipfs'
+  | 'gate'
+  | 'leafHasher'
 >;
 
 /** The gateway: public objects, /ipfs/ content, and sites by host (their published deploys, the site cache). */
