@@ -7,7 +7,8 @@
  * rather than Cairn's own code; a second publish moving the name with a
  * higher sequence; records signed by the test's own key PUT and served;
  * tampered, oversized, older and misnamed records, malformed names and a
- * flood of PUTs refused. Through the gateway's node:http server and its
+ * flood of PUTs refused; the tick's republish signing the record again.
+ * Through the gateway's node:http server and its
  * Lambda handler (doorsFor: the full run takes both).
  */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -27,6 +28,7 @@ import { dataOf, graphqlClient, newAccount, type AccountFixture } from '../suppo
 import { importDirectory } from '../../functions/core/ipfs/import-directory.js';
 import { parseIpnsName } from '../../functions/core/ipfs/ipns.js';
 import { IPNS_PUT_RATE } from '../../functions/gateway/ipns.js';
+import { republishSiteNames, REPUBLISH_INTERVAL_MS } from '../../functions/core/hosting/ipns-names.js';
 import { doorsFor } from '../support/test-set.js';
 
 let service: TestService;
@@ -343,6 +345,19 @@ describe('publishing moves the name', () => {
     expect(rolledBack.record.sequence).toBeGreaterThan(after.record.sequence);
     expect(rolledBack.record.value).toBe(`/ipfs/${site.roots[0]}`);
   }, 120_000);
+
+  test('the republish (the tick) signs the record again before it expires: same value, next sequence, a later EOL', async () => {
+    const get = doors[0]!.fetch;
+    const before = await recordOf(get, site.name);
+    // Nothing is due yet: a record is signed again 4 hours after it was signed.
+    expect(await republishSiteNames(service.services, new Date(), 1000)).toBe(0);
+    const later = new Date(Date.now() + REPUBLISH_INTERVAL_MS + 60_000);
+    expect(await republishSiteNames(service.services, later, 1000)).toBeGreaterThanOrEqual(1);
+    const after = await recordOf(get, site.name);
+    expect(after.record.sequence).toBe(before.record.sequence + 1n);
+    expect(after.record.value).toBe(before.record.value);
+    expect(after.record.validity > before.record.validity).toBe(true);
+  });
 
   test('deleting the site drops its name', async () => {
     const cid = await importFiles({ 'index.html': 'gone soon' });
