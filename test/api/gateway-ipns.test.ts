@@ -113,7 +113,12 @@ beforeAll(async () => {
   // No name before the first publish: the key is made by it.
   expect(created.ipnsName).toBeNull();
   await publish(created.id, first);
-  const name = await ipnsNameOf(created.id);
+  // The record is signed as the deploy is announced, just after it is DEPLOYED and published.
+  const name = await poll(
+    'the site IPNS name',
+    () => ipnsNameOf(created.id),
+    (n) => n !== null,
+  );
   expect(name).toMatch(/^k51[0-9a-z]{50,}$/);
   site = { id: created.id, name: name!, roots: [first, second] };
 }, 120_000);
@@ -328,6 +333,12 @@ describe('publishing moves the name', () => {
     const get = doors[0]!.fetch;
     const before = await recordOf(get, site.name);
     const deploy = await publish(site.id, site.roots[1]);
+    // Signed as the deploy is announced, just after it is DEPLOYED and published.
+    await poll(
+      'the new record',
+      async () => (await recordOf(get, site.name)).record.value,
+      (v) => v === `/ipfs/${site.roots[1]}`,
+    );
     const after = await recordOf(get, site.name);
     expect(after.record.sequence).toBeGreaterThan(before.record.sequence);
     expect(after.record.value).toBe(`/ipfs/${CID.parse(deploy.ipfsHash).toV1().toString()}`);
@@ -367,7 +378,11 @@ describe('publishing moves the name', () => {
       }),
     ).createSite as { id: string };
     await publish(created.id, cid);
-    const name = (await ipnsNameOf(created.id))!;
+    const name = (await poll(
+      'the site IPNS name',
+      () => ipnsNameOf(created.id),
+      (n) => n !== null,
+    ))!;
     expect((await doors[0]!.fetch(`${service.endpoints.gateway}/ipns/${name}/`)).status).toBe(200);
     expect(dataOf(await gql('mutation ($s: ID!) { deleteSite(siteId: $s) }', { s: created.id })).deleteSite).toBe(true);
     expect((await doors[0]!.fetch(`${service.endpoints.gateway}/ipns/${name}/`)).status).toBe(404);
