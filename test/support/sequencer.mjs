@@ -63,6 +63,7 @@ const SECONDS = {
   'test/infra/cold-bundles.test.ts': 27,
   'test/clients/s3-clients-rclone-s3cmd.test.ts': 27,
   'test/api/sites.test.ts': 26,
+  'test/api/domains.test.ts': 20,
   'test/system/graphql-memory.test.ts': 25,
   'test/api/graphql-api.test.ts': 25,
   'test/web-app/invitation-browser.test.ts': 35,
