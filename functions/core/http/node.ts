@@ -3,6 +3,7 @@
  * bodies both ways with backpressure.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type ServerOptions as HttpsOptions } from 'node:https';
 import { lentChunks } from '../buffer-pool.js';
 import type { Logger } from '../logger.js';
 import type { HttpHandler, HttpRequest } from './types.js';
@@ -162,7 +163,8 @@ function drained(res: ServerResponse): Promise<void> {
   });
 }
 
-export function createNodeServer(handler: HttpHandler, logger: Logger): Server {
+/** The handler on a node:http server, or on a node:https one given `tls` (the gateway's HTTPS listener: certificates by SNI). */
+export function createNodeServer(handler: HttpHandler, logger: Logger, tls?: HttpsOptions): Server {
   const serve = (req: IncomingMessage, res: ServerResponse) => {
     const controller = new AbortController();
     res.on('close', () => {
@@ -181,7 +183,8 @@ export function createNodeServer(handler: HttpHandler, logger: Logger): Server {
         }
       });
   };
-  const server = createServer(serve);
+  // An HTTPS server is an HTTP server over TLS: the same events, timeouts and close methods.
+  const server = tls ? (createHttpsServer(tls, serve) as unknown as Server) : createServer(serve);
   // Node answers 417 to an Expect other than 100-continue (an empty one
   // too) before the handler sees the request; S3 ignores such a header, and
   // clients that send one expect their request to go through.
