@@ -24,7 +24,7 @@ import { InvitationStore } from './data/invitations.js';
 import { AccountLinkStore } from './data/account-links.js';
 import { RateLimitStore } from './data/rate-limits.js';
 import { BucketStore } from './data/buckets.js';
-import { ObjectStore } from './data/objects.js';
+import { VersionedObjectStore } from './data/object-versions-store.js';
 import { UploadStore } from './data/uploads.js';
 import { SiteStore } from './data/sites.js';
 import { DomainStore } from './data/domains.js';
@@ -76,7 +76,7 @@ export interface Services {
   /** Counts of actions in a window (invitations sent, reset links asked for). */
   rateLimits: RateLimitStore;
   buckets: BucketStore;
-  objects: ObjectStore;
+  objects: VersionedObjectStore;
   /** Multipart uploads and their parts (in the objects table). */
   uploads: UploadStore;
   /** Multipart parts staged around the S3 function (in AWS, parts over what an invocation carries); none on one machine. */
@@ -220,7 +220,7 @@ export async function createServices(config: Config, adapters: Adapters, options
     accountLinks: new AccountLinkStore(db),
     rateLimits: new RateLimitStore(db),
     buckets: new BucketStore(db),
-    objects: new ObjectStore(db),
+    objects: new VersionedObjectStore(db),
     uploads: new UploadStore(db),
     stagedParts: adapters.stagedParts,
     sites: new SiteStore(db, sealer),

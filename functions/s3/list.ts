@@ -7,7 +7,8 @@
  * escaped (and URL-encoded when asked): built and rendered in slices
  * (work-slices.ts), so that one listing never holds the event loop.
  */
-import type { DeleteMarker, ListQuery, ObjectRecord, StoredVersion } from '../core/data/objects.js';
+import type { ListQuery, ObjectRecord } from '../core/data/objects.js';
+import type { DeleteMarker, StoredVersion } from '../core/data/object-versions-store.js';
 import { isWellFormedVersionId } from '../core/data/object-versions.js';
 import { prefixSuccessor } from '../core/data/objects.js';
 import { cidForms } from '../core/ipfs/cid.js';

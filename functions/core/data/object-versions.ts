@@ -1,6 +1,7 @@
 /**
  * The items of a versioned bucket's keys, beside the object records in the
- * objects table (data/objects.ts writes them, in the same transactions):
+ * objects table (data/object-versions-store.ts writes them, in the same
+ * transactions as the records of data/objects.ts):
  *
  *   <bucket> / <key>                   the latest version, when it is an object (as before versions)
  *   #VER#<bucket>/<key> / <sort>       every other version, and every delete marker, newest first
@@ -30,6 +31,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 
 export const NULL_VERSION = 'null';
+
+/** The version id clients see for a record: its own, or `null` for one written before versioning. */
+export const versionIdOf = (v: { versionId?: string }): string => v.versionId ?? NULL_VERSION;
 
 /** The partition holding a key's non-current versions and delete markers. */
 export const versionPartition = (bucket: string, key: string): string => `#VER#${bucket}/${key}`;
