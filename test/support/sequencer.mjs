@@ -64,6 +64,7 @@ const SECONDS = {
   'test/clients/s3-clients-rclone-s3cmd.test.ts': 27,
   'test/api/sites.test.ts': 26,
   'test/api/domains.test.ts': 20,
+  'test/cli/domains.test.ts': 55,
   'test/system/domains-acme.test.ts': 50,
   'test/system/graphql-memory.test.ts': 25,
   'test/api/graphql-api.test.ts': 25,
