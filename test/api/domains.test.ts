@@ -17,6 +17,7 @@ import { hostFetch } from '../support/http.js';
 import { dataOf, graphqlClient, newAccount, onlyError, type AccountFixture } from '../support/graphql.js';
 import { startTestDns, type TestDns } from '../support/acme-servers.js';
 import { importDirectory } from '../../functions/core/ipfs/import-directory.js';
+import { normalizeDomain } from '../../functions/core/hosting/domain-names.js';
 
 let service: TestService;
 let dns: TestDns;
@@ -128,15 +129,21 @@ test('names are checked strictly and kept in one form; each refusal says why', a
     [`${'a'.repeat(64)}.test`, /not a valid label/],
     [`${Array.from({ length: 60 }, () => 'abcd').join('.')}.test`, /at most 253/],
     ['x'.repeat(5000), /at most 253/],
-    [`${site.slug}.${sitesHost}`, /service's own/],
-    [sitesHost, /service's own/],
-    [`deep.${site.slug}.${sitesHost}`, /service's own/],
+    [`${site.slug}.${sitesHost}`, /service's own|\.localhost/],
+    [sitesHost, /service's own|\.localhost/],
+    [`deep.${site.slug}.${sitesHost}`, /service's own|\.localhost/],
   ];
   for (const [input, why] of refused) {
     const err = onlyError(await add(site.id, input as string));
     expect([input, err.extensions?.code]).toEqual([input, 'BAD_USER_INPUT']);
     expect(err.message).toMatch(why);
   }
+  // Where the service's domains are public names, they and their subdomains are refused as its own.
+  const publicConfig = { ...service.config, sites: { ...service.config.sites, domain: 'sites.example.com' } };
+  publicConfig.urls = { ...service.config.urls, storagePublicDomain: 'storage.example.com', bucketEndpointDomain: 's3.example.com' };
+  for (const own of ['sites.example.com', 'a.sites.example.com', 'b.storage.example.com', 's3.example.com'])
+    expect(() => normalizeDomain(own, publicConfig)).toThrow(/service's own addresses/);
+  expect(normalizeDomain('example.com', publicConfig)).toBe('example.com');
   // Case, a trailing dot and Unicode come out as the one ASCII form (UTS #46, as a browser maps them).
   expect(dataOf(await add(site.id, ' WWW.Example-Shop.TEST. ')).addDomain.domain).toBe('www.example-shop.test');
   expect(dataOf(await add(site.id, 'bücher.test')).addDomain.domain).toBe('xn--bcher-kva.test');
