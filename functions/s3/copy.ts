@@ -138,6 +138,8 @@ export async function copyObject(ctx: S3Context): Promise<Response> {
       size: src.size,
       etag: src.etag,
       parts: src.parts,
+      partSizes: src.partSizes,
+      partChecksums: src.partChecksums,
       checksums: src.checksums,
       ...withTags(copiedTags(req.headers, src.tags)),
       lastModified: ctx.now.toISOString(),

@@ -32,6 +32,9 @@ export type S3Op =
   | 'PutBucketOwnershipControls'
   | 'GetBucketOwnershipControls'
   | 'DeleteBucketOwnershipControls'
+  | 'PutBucketLifecycleConfiguration'
+  | 'GetBucketLifecycleConfiguration'
+  | 'DeleteBucketLifecycle'
   | 'PreflightCors'
   | 'ListObjects'
   | 'ListObjectsV2'
@@ -39,11 +42,13 @@ export type S3Op =
   | 'ListMultipartUploads'
   | 'DeleteObjects'
   | 'PutObject'
+  | 'PostObject'
   | 'CopyObject'
   | 'GetObject'
   | 'HeadObject'
   | 'DeleteObject'
   | 'GetObjectAcl'
+  | 'GetObjectAttributes'
   | 'PutObjectAcl'
   | 'GetObjectTagging'
   | 'PutObjectTagging'
@@ -88,6 +93,9 @@ export const ACCESS: Record<S3Op, Access> = {
   PutBucketOwnershipControls: 'bucket-owner',
   GetBucketOwnershipControls: 'bucket-owner',
   DeleteBucketOwnershipControls: 'bucket-owner',
+  PutBucketLifecycleConfiguration: 'bucket-owner',
+  GetBucketLifecycleConfiguration: 'bucket-owner',
+  DeleteBucketLifecycle: 'bucket-owner',
   PreflightCors: 'none',
   ListObjects: 'bucket-read',
   ListObjectsV2: 'bucket-read',
@@ -95,11 +103,13 @@ export const ACCESS: Record<S3Op, Access> = {
   ListMultipartUploads: 'bucket-owner',
   DeleteObjects: 'bucket-owner',
   PutObject: 'bucket-write',
+  PostObject: 'bucket-write',
   CopyObject: 'bucket-owner',
   GetObject: 'read',
   HeadObject: 'read',
   DeleteObject: 'bucket-owner',
   GetObjectAcl: 'bucket-owner',
+  GetObjectAttributes: 'read',
   GetObjectTagging: 'bucket-owner',
   PutObjectTagging: 'bucket-owner',
   DeleteObjectTagging: 'bucket-owner',
@@ -125,7 +135,6 @@ export interface S3Request {
 }
 
 const BUCKET_SUBRESOURCES_UNSUPPORTED = [
-  'lifecycle',
   'website',
   'logging',
   'notification',
@@ -139,7 +148,7 @@ const BUCKET_SUBRESOURCES_UNSUPPORTED = [
   'metrics',
   'intelligent-tiering',
 ];
-const OBJECT_SUBRESOURCES_UNSUPPORTED = ['retention', 'legal-hold', 'torrent', 'restore', 'select', 'attributes'];
+const OBJECT_SUBRESOURCES_UNSUPPORTED = ['retention', 'legal-hold', 'torrent', 'restore', 'select'];
 
 function hostWithoutPort(host: string): string {
   if (host.startsWith('[')) return host.slice(0, host.indexOf(']') + 1);
@@ -197,6 +206,7 @@ export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): 
         if (has('publicAccessBlock')) return { op: 'PutPublicAccessBlock', ...base };
         if (has('ownershipControls')) return { op: 'PutBucketOwnershipControls', ...base };
         if (has('versioning')) return { op: 'PutBucketVersioning', ...base };
+        if (has('lifecycle')) return { op: 'PutBucketLifecycleConfiguration', ...base };
         return { op: 'CreateBucket', ...base };
       case 'HEAD':
         return { op: 'HeadBucket', ...base };
@@ -206,10 +216,12 @@ export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): 
         if (has('policy')) return { op: 'DeleteBucketPolicy', ...base };
         if (has('publicAccessBlock')) return { op: 'DeletePublicAccessBlock', ...base };
         if (has('ownershipControls')) return { op: 'DeleteBucketOwnershipControls', ...base };
+        if (has('lifecycle')) return { op: 'DeleteBucketLifecycle', ...base };
         return { op: 'DeleteBucket', ...base };
       case 'POST':
         if (has('delete')) return { op: 'DeleteObjects', ...base };
-        throw errors.methodNotAllowed(method);
+        // A browser's form upload (post/object.ts); its key is in the form.
+        return { op: 'PostObject', ...base };
       case 'GET':
         if (has('location')) return { op: 'GetBucketLocation', ...base };
         if (has('versioning')) return { op: 'GetBucketVersioning', ...base };
@@ -220,6 +232,7 @@ export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): 
         if (has('policy')) return { op: 'GetBucketPolicy', ...base };
         if (has('publicAccessBlock')) return { op: 'GetPublicAccessBlock', ...base };
         if (has('ownershipControls')) return { op: 'GetBucketOwnershipControls', ...base };
+        if (has('lifecycle')) return { op: 'GetBucketLifecycleConfiguration', ...base };
         if (has('versions')) return { op: 'ListObjectVersions', ...base };
         if (has('uploads')) return { op: 'ListMultipartUploads', ...base };
         if (query.get('list-type') === '2') return { op: 'ListObjectsV2', ...base };
@@ -241,6 +254,7 @@ export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): 
       if (has('uploadId')) return { op: 'ListParts', ...base };
       if (has('acl')) return { op: 'GetObjectAcl', ...base };
       if (has('tagging')) return { op: 'GetObjectTagging', ...base };
+      if (has('attributes')) return { op: 'GetObjectAttributes', ...base };
       return { op: 'GetObject', ...base };
     case 'HEAD':
       return { op: 'HeadObject', ...base };

@@ -56,9 +56,12 @@ export const BUCKET_ACTIONS = [
   's3:PutBucketPublicAccessBlock',
   's3:GetBucketOwnershipControls',
   's3:PutBucketOwnershipControls',
+  's3:GetLifecycleConfiguration',
+  's3:PutLifecycleConfiguration',
 ] as const;
 export const OBJECT_ACTIONS = [
   's3:GetObject',
+  's3:GetObjectAttributes',
   's3:PutObject',
   's3:DeleteObject',
   's3:GetObjectAcl',
