@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { contextFor } from './context.js';
 import { registerDeploys } from './deploys.js';
+import { registerDomains } from './domains.js';
 import { registerLogin } from './login.js';
 import { CliError, EXIT, oneLine, type Streams } from './output.js';
 import { registerSites } from './sites.js';
@@ -46,6 +47,7 @@ Exit status: 0 done, 1 failed, 2 bad usage, 3 deploy FAILED, 4 deploy CANCELLED.
   registerLogin(program, context);
   registerSites(program, context);
   registerDeploys(program, context);
+  registerDomains(program, context);
   registerStorage(program, context);
   return program;
 }

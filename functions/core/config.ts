@@ -3,6 +3,7 @@
  * Every variable is documented in the README; a bad value throws a ConfigError
  * whose message is one line naming the variable.
  */
+import { isIP } from 'node:net';
 import type { TableName } from './data/tables.js';
 
 export class ConfigError extends Error {
@@ -92,6 +93,28 @@ export interface Config {
     domain: string;
     /** The local response cache in front of site addresses, in bytes. */
     cacheBytes: number;
+  };
+  /** Sites' own domains (core/hosting/domains.ts) and their certificates on one machine (local/acme-certificates.ts). */
+  domains: {
+    /** `host:port` of the DNS server verification asks (CAIRN_DNS_RESOLVER); the system's resolvers when unset. */
+    resolver?: { host: string; port: number };
+    /** The gateway's public addresses an apex domain's A/AAAA records must name (CAIRN_DOMAIN_ADDRESSES); none: apexes cannot be verified. */
+    addresses: string[];
+    /** Domains one site may have at once. */
+    maxPerSite: number;
+    /** The gateway's HTTPS listener (CAIRN_HTTPS_PORT), serving domains' certificates by SNI; none when unset. */
+    httpsPort?: number;
+    /** ACME (RFC 8555) issuing domains' certificates; off unless CAIRN_ACME_DIRECTORY is set. */
+    acme?: {
+      directoryUrl: string;
+      /** PEM file of the CA that signs the ACME directory's TLS certificate (a test CA's); the system's roots otherwise. */
+      caFile?: string;
+      email?: string;
+      /** A certificate is renewed this many days before it expires. */
+      renewBeforeDays: number;
+      /** How often certificates are checked for renewal, in seconds. */
+      checkEverySeconds: number;
+    };
   };
   /** Site builds on this machine (functions/local/bwrap-runner.ts). */
   build: {
@@ -371,6 +394,7 @@ export function loadConfig(env: Env = process.env): Config {
       domain: domain(env, 'CAIRN_SITES_DOMAIN', `sites.localhost:${ports.gateway}`),
       cacheBytes: bytes(env, 'CAIRN_SITE_CACHE_BYTES', 256 * 1024 ** 2),
     },
+    domains: domainSettings(env),
     build: {
       sandbox: buildSandbox(env),
       timeoutMs: positive(env, 'CAIRN_BUILD_TIMEOUT', 900, 'seconds') * 1000,
@@ -457,6 +481,52 @@ function gitHostApis(env: Env): Record<string, GitHostApi> {
     apis[host] = { kind: m[2]!.toLowerCase() as GitHostApi['kind'], baseUrl: `${base.origin}${base.pathname.replace(/\/+$/, '')}` };
   }
   return apis;
+}
+
+/** CAIRN_DNS_RESOLVER, CAIRN_DOMAIN_ADDRESSES, CAIRN_DOMAINS_PER_SITE, CAIRN_HTTPS_PORT and the ACME settings. */
+function domainSettings(env: Env): Config['domains'] {
+  const rawResolver = opt(env, 'CAIRN_DNS_RESOLVER');
+  let resolver: Config['domains']['resolver'];
+  if (rawResolver !== undefined) {
+    const m = /^(?:\[([0-9a-f:.]+)\]|([0-9.]+)):(\d{1,5})$/i.exec(rawResolver);
+    const host = m?.[1] ?? m?.[2];
+    const portNumber = Number(m?.[3]);
+    if (!host || isIP(host) === 0 || !(portNumber >= 1 && portNumber <= 65535))
+      throw new ConfigError(
+        'CAIRN_DNS_RESOLVER',
+        `must be an IP address and port (like "127.0.0.1:53" or "[::1]:53"), got "${rawResolver}"`,
+      );
+    resolver = { host, port: portNumber };
+  }
+  const addresses = (opt(env, 'CAIRN_DOMAIN_ADDRESSES') ?? '')
+    .split(',')
+    .map((a) => a.trim().toLowerCase())
+    .filter((a) => a !== '');
+  for (const a of addresses)
+    if (isIP(a) === 0) throw new ConfigError('CAIRN_DOMAIN_ADDRESSES', `must be IP addresses separated by commas, got "${a}"`);
+  const directoryUrl = opt(env, 'CAIRN_ACME_DIRECTORY');
+  let acme: Config['domains']['acme'];
+  if (directoryUrl !== undefined) {
+    const checked = url(env, 'CAIRN_ACME_DIRECTORY', directoryUrl);
+    const email = opt(env, 'CAIRN_ACME_EMAIL');
+    if (email !== undefined && !/^[^\s@:,<>]+@[^\s@:,<>]+$/.test(email))
+      throw new ConfigError('CAIRN_ACME_EMAIL', `must be an e-mail address, got "${email}"`);
+    acme = {
+      directoryUrl: checked,
+      caFile: opt(env, 'CAIRN_ACME_CA_FILE'),
+      email,
+      renewBeforeDays: positive(env, 'CAIRN_ACME_RENEW_BEFORE_DAYS', 30, 'days'),
+      checkEverySeconds: positive(env, 'CAIRN_ACME_CHECK_INTERVAL', 3600, 'seconds'),
+    };
+  }
+  const https = opt(env, 'CAIRN_HTTPS_PORT');
+  return {
+    resolver,
+    addresses,
+    maxPerSite: positive(env, 'CAIRN_DOMAINS_PER_SITE', 10, 'domains'),
+    httpsPort: https === undefined ? undefined : port(env, 'CAIRN_HTTPS_PORT', 443),
+    acme,
+  };
 }
 
 function absolutePath(env: Env, name: string, fallback: string): string {

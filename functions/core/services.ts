@@ -27,6 +27,7 @@ import { BucketStore } from './data/buckets.js';
 import { VersionedObjectStore } from './data/object-versions-store.js';
 import { UploadStore } from './data/uploads.js';
 import { SiteStore } from './data/sites.js';
+import { DomainStore } from './data/domains.js';
 import { DeployStore } from './data/deploys.js';
 import { SiteSecretStore } from './data/site-secrets.js';
 import { IpnsNameStore } from './data/ipns-records.js';
@@ -44,6 +45,7 @@ import type { CdnPurger, SiteCache, SiteHostMap } from './ports/site-cache.js';
 import type { LeafHasher } from './hashing/leaf-hasher.js';
 import type { Mailer } from './ports/mail.js';
 import type { StagedPartStore } from './ports/staged-parts.js';
+import { noDomainCertificates, type DomainCertificates } from './ports/domain-certificates.js';
 
 export interface Services {
   config: Config;
@@ -81,6 +83,10 @@ export interface Services {
   /** Multipart parts staged around the S3 function (in AWS, parts over what an invocation carries); none on one machine. */
   stagedParts?: StagedPartStore;
   sites: SiteStore;
+  /** Sites' own domains, the claims that say which site serves a name, their certificates (keys sealed). */
+  domains: DomainStore;
+  /** Gets verified domains their certificates (ACME on one machine) and gives the gateway what it serves them with. */
+  domainCertificates: DomainCertificates;
   deploys: DeployStore;
   /** Sites' webhook secrets, repository tokens (both sealed) and build hooks. */
   siteSecrets: SiteSecretStore;
@@ -169,10 +175,21 @@ export type StorageServices = Pick<
   | 'leafHasher'
 >;
 
-/** The gateway: public objects, /ipfs/ and /ipns/ content, sites by host (their published deploys, the site cache), the routing API's IPNS records. */
+/** The gateway: public objects, /ipfs/ and /ipns/ content, sites by host and by their own domains (their published deploys, the site cache), the routing API's IPNS records. */
 export type GatewayServices = Pick<
   Services,
-  'config' | 'logger' | 'sites' | 'deploys' | 'siteCache' | 'objects' | 'buckets' | 'ipfs' | 'ipnsNames' | 'rateLimits'
+  | 'config'
+  | 'logger'
+  | 'sites'
+  | 'domains'
+  | 'domainCertificates'
+  | 'deploys'
+  | 'siteCache'
+  | 'objects'
+  | 'buckets'
+  | 'ipfs'
+  | 'ipnsNames'
+  | 'rateLimits'
 >;
 
 /**
@@ -195,6 +212,8 @@ export interface Adapters {
   siteCache?: SiteCache;
   mailer: Mailer;
   stagedParts?: StagedPartStore;
+  /** Certificates for sites' own domains; none issued when absent. */
+  domainCertificates?: DomainCertificates;
 }
 
 export interface ServiceOptions {
@@ -233,6 +252,8 @@ export async function createServices(config: Config, adapters: Adapters, options
     uploads: new UploadStore(db),
     stagedParts: adapters.stagedParts,
     sites: new SiteStore(db, sealer),
+    domains: new DomainStore(db, sealer),
+    domainCertificates: adapters.domainCertificates ?? noDomainCertificates,
     deploys: new DeployStore(db),
     siteSecrets: new SiteSecretStore(db, sealer),
     ipnsNames: new IpnsNameStore(db, sealer),

@@ -22,10 +22,11 @@ import type { HttpHandler, HttpRequest } from '../core/http/types.js';
 import type { Logger } from '../core/logger.js';
 import type { GatewayServices } from '../core/services.js';
 import { isNotFound, NotAFileError } from '../core/ipfs/read.js';
-import { bucketHost, siteHost, siteOriginPath } from './hosts.js';
+import { bucketHost, domainHost, siteHost, siteOriginPath } from './hosts.js';
+import { resolveDomain } from '../core/hosting/domain-hosts.js';
 import { ipfsPath, serveCid } from './ipfs.js';
 import { serveObject } from './objects.js';
-import { serveSite } from './sites.js';
+import { serveSite, serveSiteTarget } from './sites.js';
 import { ipnsPath, isRoutingPath, ROUTING_CORS, serveIpns, serveRouting } from './ipns.js';
 import { textResponse } from './responses.js';
 
@@ -48,22 +49,63 @@ const PATH_GATEWAY_CORS: Readonly<Record<string, string>> = {
   'access-control-expose-headers': 'Content-Length, Content-Range, ETag, X-Chunked-Output, X-Ipfs-Path, X-Ipfs-Roots, X-Stream-Output',
 };
 
+/** An ACME HTTP-01 challenge's token (RFC 8555 section 8.3: base64url characters only). */
+function acmeChallenge(rawPath: string): string | undefined {
+  const m = /^\/\.well-known\/acme-challenge\/([A-Za-z0-9_-]{1,256})$/.exec(rawPath);
+  return m?.[1];
+}
+
+/** Where a domain's redirect goes: https on the HTTPS listener's port once its certificate is live, else the request's own scheme and port. */
+function originOf(to: { domain: string; secure: boolean }, req: HttpRequest, httpsPort: number | undefined): string {
+  if (to.secure && httpsPort !== undefined) return `https://${to.domain}${httpsPort === 443 ? '' : `:${httpsPort}`}`;
+  const port = /:(\d{1,5})$/.exec(req.headers.get('host') ?? '')?.[1];
+  return `${req.secure ? 'https' : 'http'}://${to.domain}${port ? `:${port}` : ''}`;
+}
+
+/** 301, path and query kept; not kept by caches: a primary changed or a domain removed is seen at once. */
+function movedTo(location: string): Response {
+  return new Response(`Moved Permanently: ${location}\n`, {
+    status: 301,
+    headers: { location, 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' },
+  });
+}
+
 export function createGatewayHandler(services: GatewayServices, logger: Logger = services.logger.child({ fn: 'gateway' })): HttpHandler {
   const { urls, sites } = services.config;
-  /** Where a request goes: at most one of the four is set. */
+  /** Where a request goes: at most one of host, site, origin, content, name and routing is set (a site's own domain, `domain`, is tried before the last four). */
   const routeOf = (req: HttpRequest) => {
     const host = bucketHost(req.headers.get('host'), urls);
     const site = host ? undefined : siteHost(req.headers.get('host'), sites.domain);
+    const domain = host || site ? undefined : domainHost(req.headers.get('host'), services.config);
     const origin = host || site ? undefined : siteOriginPath(req.rawPath);
     const content = host || site || origin ? undefined : ipfsPath(req.rawPath);
     const name = host || site || origin || content ? undefined : ipnsPath(req.rawPath);
     const routing = !(host || site || origin || content || name) && isRoutingPath(req.rawPath);
-    return { host, site, origin, content, name, routing };
+    return { host, site, domain, origin, content, name, routing };
   };
   const answer = async (req: HttpRequest, route: ReturnType<typeof routeOf>): Promise<Response> => {
-    const { host, site, origin, name, routing } = route;
+    const { host, site, domain, origin, name, routing } = route;
     // Content by CID or by IPNS name: the path gateway's CORS and methods.
     const content = route.content ?? name;
+    if (!host && !site && (req.method === 'GET' || req.method === 'HEAD')) {
+      const challenge = acmeChallenge(req.rawPath);
+      const keyAuthorization = challenge && services.domainCertificates.challengeAnswer(challenge);
+      if (keyAuthorization) return textResponse(200, keyAuthorization, { 'cache-control': 'no-store' });
+    }
+    const own = domain ? await resolveDomain(services, domain) : undefined;
+    if (own?.kind === 'site') {
+      if (req.method !== 'GET' && req.method !== 'HEAD') return textResponse(405, 'Method Not Allowed\n', { allow: 'GET, HEAD' });
+      const query = req.rawQuery ? `?${req.rawQuery}` : '';
+      const to = own.redirectTo ?? (own.secure && !req.secure ? { domain: domain!, secure: true } : undefined);
+      if (to) return movedTo(`${originOf(to, req, services.config.domains.httpsPort)}${req.rawPath}${query}`);
+      try {
+        return await serveSiteTarget(services, req, own.target);
+      } catch (err) {
+        if (req.signal.aborted) return textResponse(499, 'Client Closed Request\n');
+        logger.error(isNotFound(err) ? 'site blocks missing' : 'gateway request failed', { err, host: domain, path: req.rawPath });
+        return textResponse(500, 'Internal Server Error\n');
+      }
+    }
     if (content && req.method === 'OPTIONS') return new Response(null, { status: 200, headers: { allow: 'GET, HEAD, OPTIONS' } });
     if (!routing && req.method !== 'GET' && req.method !== 'HEAD')
       return textResponse(405, 'Method Not Allowed\n', { allow: content ? 'GET, HEAD, OPTIONS' : 'GET, HEAD' });

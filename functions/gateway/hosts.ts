@@ -7,6 +7,7 @@
 import type { Config } from '../core/config.js';
 import { SITE_ID_PATTERN } from '../core/ids.js';
 import type { SiteAddress } from '../core/hosting/site-hosts.js';
+import { normalizeDomain } from '../core/hosting/domain-names.js';
 
 export interface BucketHost {
   bucket: string;
@@ -86,4 +87,20 @@ export function siteOriginPath(rawPath: string): SiteOriginPath | undefined {
   if (preview && SITE_ID_PATTERN.test(preview[1]!))
     return { address: { siteId: preview[1]!, deployLabel: preview[2]! }, rawPath: preview[3]! };
   return undefined;
+}
+
+/**
+ * The name a Host gives when it could be a site's own domain: a valid domain
+ * name that is none of the service's own (sites, buckets, the gateway) nor
+ * an address or a local-only name. Whether a site has it is the data's to say.
+ */
+export function domainHost(host: string | null, config: Pick<Config, 'sites' | 'urls'>): string | undefined {
+  if (!host || host.length > 300) return undefined;
+  const name = hostname(host);
+  if (!/^[a-z0-9.-]+$/.test(name)) return undefined;
+  try {
+    return normalizeDomain(name, config) === name ? name : undefined;
+  } catch {
+    return undefined;
+  }
 }

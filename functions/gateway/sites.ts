@@ -13,7 +13,7 @@ import type { CID } from 'multiformats/cid';
 import type { HttpRequest } from '../core/http/types.js';
 import type { GatewayServices } from '../core/services.js';
 import { BadPathError, contentPath, encodePath, resolvePath, type ContentPath, type PathEntry } from '../core/ipfs/paths.js';
-import { resolveSite } from '../core/hosting/site-hosts.js';
+import { resolveSite, type SiteTarget } from '../core/hosting/site-hosts.js';
 import { siteRules } from '../core/hosting/site-rules.js';
 import { matchRedirect, SiteFileError } from '../core/hosting/redirects.js';
 import { headersFor } from '../core/hosting/headers.js';
@@ -156,7 +156,23 @@ export async function serveSite(
     if (err instanceof BadPathError) return textResponse(400, `Bad Request: ${err.message}\n`);
     throw err;
   }
-  const target = await resolveSite(services, address);
+  return serveSiteTarget(services, req, await resolveSite(services, address), path);
+}
+
+/** Serves what a site address resolved to (a site host, the CDN's path, or a site's own domain: core/hosting/domain-hosts.ts). */
+export async function serveSiteTarget(
+  services: Pick<GatewayServices, 'ipfs' | 'siteCache'>,
+  req: HttpRequest,
+  target: SiteTarget,
+  parsed?: ContentPath,
+): Promise<Response> {
+  let path: ContentPath;
+  try {
+    path = parsed ?? contentPath(req.rawPath);
+  } catch (err) {
+    if (err instanceof BadPathError) return textResponse(400, `Bad Request: ${err.message}\n`);
+    throw err;
+  }
   if (target.kind === 'unknown')
     return textResponse(404, 'Not Found: no site or deploy answers at this address\n', { 'cache-control': NOT_KEPT });
   if (target.kind === 'unpublished') {

@@ -35,6 +35,8 @@ export type GraphqlServices = Pick<
   | 'deployLogs'
   | 'deployQueue'
   | 'deploys'
+  | 'domainCertificates'
+  | 'domains'
   | 'invitations'
   | 'ipfs'
   | 'ipnsNames'

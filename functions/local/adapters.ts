@@ -16,6 +16,7 @@ import { noCdn, noSiteHostMap, type SiteCache } from '../core/ports/site-cache.j
 import { inlineLeafHasher, ownHashThread, RemoteHashing, type HashChannel } from '../core/hashing/leaf-hasher.js';
 import { configuredStores } from '../adapters/stores.js';
 import { LocalUploadGate } from './upload-gate.js';
+import type { DomainCertificates } from '../core/ports/domain-certificates.js';
 
 /** What the local server runs itself, built before its services and started with them. */
 export interface LocalParts {
@@ -23,6 +24,8 @@ export interface LocalParts {
   notificationOutbox?: NotificationOutbox;
   /** The response cache of site addresses, which is also what publishing purges. */
   siteCache?: SiteCache;
+  /** Certificates for sites' own domains (the ACME client), when configured. */
+  domainCertificates?: DomainCertificates;
   /** A thread that hashes large uploads (the local service's helper thread); without one, the process starts its own when needed. */
   hashing?: HashChannel;
 }
@@ -58,6 +61,7 @@ export async function localAdapters(config: Config, parts: LocalParts = {}): Pro
     deployQueue: parts.deployQueue ?? pollingQueue,
     notificationOutbox: parts.notificationOutbox ?? recordOnlyOutbox,
     siteCache: parts.siteCache,
+    domainCertificates: parts.domainCertificates,
     cdn: parts.siteCache ?? noCdn,
     // No CDN maps hosts: the gateway reads the Host itself.
     siteHosts: noSiteHostMap,

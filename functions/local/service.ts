@@ -5,6 +5,7 @@
  */
 import { access, constants, mkdir } from 'node:fs/promises';
 import type { Server } from 'node:http';
+import type { ServerOptions as HttpsOptions } from 'node:https';
 import { join } from 'node:path';
 import { ConfigError, type Config } from '../core/config.js';
 import { createLogger, type Logger } from '../core/logger.js';
@@ -28,6 +29,7 @@ import { removeOrphanedBuilds } from './build-workspace.js';
 import { ChromiumScreenshotter } from './chromium-screenshotter.js';
 import { LocalSiteCache } from './site-cache.js';
 import { LocalNotificationOutbox } from './notification-outbox.js';
+import { AcmeCertificates } from './acme-certificates.js';
 import { KEPT_REPOSITORIES } from '../deploy-worker/limits.js';
 import { mirrorsIdle } from '../deploy-worker/steps/checkout/mirrors.js';
 import { republishSiteNames } from '../core/hosting/ipns-names.js';
@@ -52,8 +54,16 @@ async function checkDataDir(dir: string): Promise<void> {
   }
 }
 
-async function serve(name: string, variable: string, handler: HttpHandler, port: number, host: string, logger: Logger): Promise<Server> {
-  const server = createNodeServer(handler, logger.child({ fn: name }));
+async function serve(
+  name: string,
+  variable: string,
+  handler: HttpHandler,
+  port: number,
+  host: string,
+  logger: Logger,
+  tls?: HttpsOptions,
+): Promise<Server> {
+  const server = createNodeServer(handler, logger.child({ fn: name }), tls);
   try {
     await listen(server, port, host);
   } catch (err) {
@@ -122,7 +132,13 @@ export async function startLocalService(config: Config, logger: Logger = createL
   const deploys = new LocalDeployQueue(config.build.concurrency, logger.child({ fn: 'deploys' }));
   const notifications = new LocalNotificationOutbox(logger.child({ fn: 'notifications' }));
   const siteCache = new LocalSiteCache(config.sites.cacheBytes);
-  const storage = await openLocalStorage(config, logger, { deployQueue: deploys, notificationOutbox: notifications, siteCache });
+  const certificates = config.domains.acme ? new AcmeCertificates(config.domains.acme, logger.child({ fn: 'certificates' })) : undefined;
+  const storage = await openLocalStorage(config, logger, {
+    deployQueue: deploys,
+    notificationOutbox: notifications,
+    siteCache,
+    domainCertificates: certificates,
+  });
   const { config: cfg, services } = storage;
   const servers: Server[] = [];
   const screenshotter = cfg.preview.enabled ? new ChromiumScreenshotter(cfg.preview.chromiumPath) : undefined;
@@ -146,6 +162,7 @@ export async function startLocalService(config: Config, logger: Logger = createL
     await mirrorsIdle();
     await runner.settled();
     await notifications.stop();
+    await certificates?.stop();
     await screenshotter?.close();
     await Promise.all(
       servers.map(
@@ -175,10 +192,21 @@ export async function startLocalService(config: Config, logger: Logger = createL
       previewTimeoutMs: cfg.preview.timeoutMs,
     });
     notifications.start(services);
+    certificates?.start(services);
     const { host, ports } = cfg;
     servers.push(await serve('graphql', 'CAIRN_API_PORT', createGraphqlHandler(services), ports.api, host, logger));
     servers.push(await serve('s3', 'CAIRN_S3_PORT', createS3Handler(services), ports.s3, host, logger));
-    servers.push(await serve('gateway', 'CAIRN_GATEWAY_PORT', createGatewayHandler(services), ports.gateway, host, logger));
+    const gateway = createGatewayHandler(services);
+    servers.push(await serve('gateway', 'CAIRN_GATEWAY_PORT', gateway, ports.gateway, host, logger));
+    // Sites' own domains over HTTPS, each with its certificate (none without ACME: every handshake is refused).
+    if (cfg.domains.httpsPort !== undefined) {
+      const refuse = (_name: string, callback: (err: Error | null) => void) => callback(new Error('no certificate for this name'));
+      servers.push(
+        await serve('gateway-https', 'CAIRN_HTTPS_PORT', gateway, cfg.domains.httpsPort, host, logger, {
+          SNICallback: certificates?.sniCallback ?? refuse,
+        }),
+      );
+    }
     const gcEvery = cfg.storage.gcIntervalSeconds;
     if (gcEvery > 0) {
       const running = services;

@@ -8,7 +8,7 @@
 # stops.
 set -euo pipefail
 
-PACKAGES=(awscli python3-boto3 rclone s3cmd chromium bubblewrap slirp4netns iproute2 git)
+PACKAGES=(awscli python3-boto3 rclone s3cmd chromium bubblewrap slirp4netns iproute2 git pebble)
 
 if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
   echo "npm test: this is not a Debian machine; the tests need: ${PACKAGES[*]} (Debian package names)." >&2

@@ -62,6 +62,8 @@ export const ADDED_FIELDS: Record<string, Record<string, string>> = {
     notificationUrls: '[NotificationUrl!]!',
     // Issue 34: the site's IPNS name.
     ipnsName: 'String',
+    // Issue 34: sites' own domains.
+    domains: '[Domain!]!',
   },
   Deploy: { preview: 'Boolean!', pullRequest: 'PullRequest', phase: 'DeployPhase', url: 'String!' },
   // Issue 29: variables with scopes and secrecy; forks' pull requests.
@@ -139,4 +141,8 @@ export const ADDED_MUTATIONS: Record<string, string> = {
   revokeSession: '(sessionId: ID!): Boolean',
   inviteTeamMember: '(teamId: ID!, email: String!, role: TeamRole): NewInvitation',
   revokeInvitation: '(teamId: ID!, invitationId: ID!): Invitation',
+  addDomain: '(siteId: ID!, domain: String!): Domain',
+  verifyDomain: '(siteId: ID!, domain: String!): Domain',
+  removeDomain: '(siteId: ID!, domain: String!): Boolean',
+  setPrimaryDomain: '(siteId: ID!, domain: String!): Domain',
 };

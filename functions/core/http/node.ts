@@ -3,6 +3,7 @@
  * bodies both ways with backpressure.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type ServerOptions as HttpsOptions } from 'node:https';
 import { lentChunks } from '../buffer-pool.js';
 import type { Logger } from '../logger.js';
 import type { HttpHandler, HttpRequest } from './types.js';
@@ -195,7 +196,8 @@ function drained(res: ServerResponse): Promise<void> {
   });
 }
 
-export function createNodeServer(handler: HttpHandler, logger: Logger): Server {
+/** The handler on a node:http server, or on a node:https one given `tls` (the gateway's HTTPS listener: certificates by SNI). */
+export function createNodeServer(handler: HttpHandler, logger: Logger, tls?: HttpsOptions): Server {
   const serve = (req: IncomingMessage, res: ServerResponse, expectsContinue = false) => {
     const controller = new AbortController();
     res.on('close', () => {
@@ -217,7 +219,9 @@ export function createNodeServer(handler: HttpHandler, logger: Logger): Server {
         }
       });
   };
-  const server = createServer((req, res) => serve(req, res));
+  // An HTTPS server is an HTTP server over TLS: the same events, timeouts and close methods.
+  const listener = (req: IncomingMessage, res: ServerResponse) => serve(req, res);
+  const server = tls ? (createHttpsServer(tls, listener) as unknown as Server) : createServer(listener);
   // With a listener, Node no longer answers `Expect: 100-continue` with 100
   // at once (https://nodejs.org/api/http.html#event-checkcontinue): the
   // handler decides, and a refused request's body is never sent.

@@ -59,6 +59,8 @@ export interface CachedHost {
   deployId: string | null;
   /** Parsed once when kept (not on every request), and the same instance each time: its string form is computed once too. */
   root: CID | null;
+  /** For a site's own domain (keyed by the name): where it redirects and whether it is HTTPS only (core/hosting/domain-hosts.ts). */
+  domain?: { redirectTo: { domain: string; secure: boolean } | null; secure: boolean };
 }
 
 export interface SiteCache extends CdnPurger {

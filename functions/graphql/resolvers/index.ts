@@ -4,6 +4,7 @@
  */
 import { DateTime } from '../scalars.js';
 import { deployResolvers } from './deploys.js';
+import { domainResolvers } from './domains.js';
 import { hookResolvers } from './hooks.js';
 import { invitationResolvers } from './invitations.js';
 import { keyResolvers } from './keys.js';
@@ -29,10 +30,12 @@ export const resolvers = {
     ...keyResolvers.Mutation,
     ...hookResolvers.Mutation,
     ...notificationResolvers.Mutation,
+    ...domainResolvers.Mutation,
     ...sessionResolvers.Mutation,
     ...invitationResolvers.Mutation,
   },
-  Site: { ...siteResolvers.Site, ...hookResolvers.Site, ...notificationResolvers.Site },
+  Site: { ...siteResolvers.Site, ...hookResolvers.Site, ...notificationResolvers.Site, ...domainResolvers.Site },
+  Domain: domainResolvers.Domain,
   NotificationUrl: notificationResolvers.NotificationUrl,
   BuildSettings: siteResolvers.BuildSettings,
   EnvironmentVariable: siteResolvers.EnvironmentVariable,

@@ -8,6 +8,7 @@ import { newSite, updatedSite, type SiteInput } from '../site-input.js';
 import { isOwnTeam, ownSite, userConflicts } from './access.js';
 import { syncSiteHosts } from '../../core/hosting/site-host-map.js';
 import { purgeDeletedSite } from '../../core/hosting/deploys.js';
+import { deleteSiteDomains } from '../../core/hosting/domains.js';
 
 interface PageArgs {
   limit?: number | null;
@@ -65,6 +66,10 @@ export const siteResolvers = {
       });
       await ctx.services.siteSecrets.deleteAllOfSite(site.id).catch((err: unknown) => {
         ctx.services.logger.error("deleting a deleted site's secrets and build hooks failed", { err, siteId: site.id });
+      });
+      // Its domains go with their claims and certificates, so another site may take the names at once.
+      await deleteSiteDomains(ctx.services, site.id).catch((err: unknown) => {
+        ctx.services.logger.error("deleting a deleted site's domains failed", { err, siteId: site.id });
       });
       await ctx.services.notificationUrls.deleteAllOfSite(site.id).catch((err: unknown) => {
         ctx.services.logger.error("deleting a deleted site's notification URLs failed", { err, siteId: site.id });
