@@ -62,11 +62,29 @@ function isLargePut(request) {
   return LENGTH.test(length) && Number(length) > MAX_FUNCTION_BODY;
 }
 
-function entityTooLarge(length) {
-  const message =
-    `One PUT may carry at most ${MAX_FUNCTION_BODY} bytes here; send larger objects as multipart uploads ` +
-    `(AWS CLI: multipart_threshold; boto3: TransferConfig(multipart_threshold); rclone: --s3-upload-cutoff; ` +
-    `at most ${MAX_FUNCTION_BODY} bytes). Parts of up to 10 MB are taken.`;
+// A browser upload (POST Object, multipart/form-data to a bucket) is one
+// request body too, form and file, with no staging: over the function's
+// limit it is answered the same way.
+function isLargePost(request) {
+  if (request.method !== 'POST') return false;
+  const query = request.querystring;
+  const headers = request.headers;
+  if (query.delete || query.uploads || query.uploadId) return false;
+  const type = headers['content-type'] ? headers['content-type'].value.toLowerCase() : '';
+  if (type.indexOf('multipart/form-data') !== 0) return false;
+  const length = headers['content-length'] ? headers['content-length'].value : '';
+  return LENGTH.test(length) && Number(length) > MAX_FUNCTION_BODY;
+}
+
+const PUT_ADVICE =
+  `One PUT may carry at most ${MAX_FUNCTION_BODY} bytes here; send larger objects as multipart uploads ` +
+  `(AWS CLI: multipart_threshold; boto3: TransferConfig(multipart_threshold); rclone: --s3-upload-cutoff; ` +
+  `at most ${MAX_FUNCTION_BODY} bytes). Parts of up to 10 MB are taken.`;
+const POST_ADVICE =
+  `A browser upload (POST) may carry at most ${MAX_FUNCTION_BODY} bytes here, its form included; ` +
+  `send larger files as multipart uploads with presigned UploadPart URLs (parts of up to 10 MB are taken).`;
+
+function entityTooLarge(length, message) {
   return {
     statusCode: 400,
     statusDescription: 'Bad Request',
@@ -84,7 +102,8 @@ function entityTooLarge(length) {
 function handler(event) {
   const request = event.request;
   const headers = request.headers;
-  if (isLargePut(request)) return entityTooLarge(headers['content-length'].value);
+  if (isLargePut(request)) return entityTooLarge(headers['content-length'].value, PUT_ADVICE);
+  if (isLargePost(request)) return entityTooLarge(headers['content-length'].value, POST_ADVICE);
   headers['x-cairn-viewer-host'] = { value: headers.host ? headers.host.value : '' };
   headers['x-cairn-viewer-ip'] = { value: event.viewer && event.viewer.ip ? String(event.viewer.ip) : '' };
   if (headers.authorization) headers['x-cairn-viewer-authorization'] = { value: headers.authorization.value };

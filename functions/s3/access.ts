@@ -50,11 +50,13 @@ export const POLICY_ACTION: Partial<Record<S3Op, PolicyAction>> = {
   ListMultipartUploads: 's3:ListBucketMultipartUploads',
   // DeleteObjects: each key is checked as s3:DeleteObject (delete.ts).
   PutObject: 's3:PutObject',
+  PostObject: 's3:PutObject',
   CopyObject: 's3:PutObject',
   GetObject: 's3:GetObject',
   HeadObject: 's3:GetObject',
   DeleteObject: 's3:DeleteObject',
   GetObjectAcl: 's3:GetObjectAcl',
+  GetObjectAttributes: 's3:GetObjectAttributes',
   PutObjectAcl: 's3:PutObjectAcl',
   GetObjectTagging: 's3:GetObjectTagging',
   PutObjectTagging: 's3:PutObjectTagging',

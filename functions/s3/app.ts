@@ -35,6 +35,7 @@ import { addCorsHeaders, deleteBucketCors, getBucketCors, preflight, putBucketCo
 import type { S3Context } from './context.js';
 import { errorResponse, errors, S3Error } from './errors.js';
 import { getObject } from './get.js';
+import { getObjectAttributes } from './attributes.js';
 import {
   deleteBucketTagging,
   deleteObjectTagging,
@@ -44,6 +45,7 @@ import {
   putObjectTagging,
 } from './tagging.js';
 import { putObject } from './put.js';
+import { openPostObject, postObject } from './post/object.js';
 import { abortMultipartUpload } from './multipart/abort.js';
 import { completeMultipartUpload } from './multipart/complete.js';
 import { createMultipartUpload } from './multipart/create.js';
@@ -85,11 +87,13 @@ const OPERATIONS: Partial<Record<S3Op, OperationHandler>> = {
   ListObjectVersions: listObjectVersions,
   DeleteObjects: deleteObjects,
   PutObject: putObject,
+  PostObject: postObject,
   CopyObject: copyObject,
   GetObject: getObject,
   HeadObject: getObject,
   DeleteObject: deleteObject,
   GetObjectAcl: getObjectAcl,
+  GetObjectAttributes: getObjectAttributes,
   PutObjectAcl: putObjectAcl,
   GetObjectTagging: getObjectTagging,
   PutObjectTagging: putObjectTagging,
@@ -104,7 +108,7 @@ const OPERATIONS: Partial<Record<S3Op, OperationHandler>> = {
 };
 
 /** Operations whose body is object data, bounded by `storage.maxRequestBody`. */
-const DATA_BODY_OPS: ReadonlySet<S3Op> = new Set(['PutObject', 'UploadPart']);
+const DATA_BODY_OPS: ReadonlySet<S3Op> = new Set(['PutObject', 'UploadPart', 'PostObject']);
 
 /**
  * Every answer says how large a body one request may carry here, so that a
@@ -190,8 +194,16 @@ export function createS3Handler(services: StorageServices, now: () => Date = () 
         response = await preflight(services, req, s3);
       } else {
         const time = now();
-        const auth = await authenticate(req, s3.query, services.storageKeys, time, config.region);
-        ctx = { services, req, s3, auth, now: time };
+        if (s3.op === 'PostObject') {
+          // The form carries the key and the credentials: read (bounded) before anything is decided.
+          checkBodySize(req, s3.op, config);
+          const post = await openPostObject(services, req, s3, time);
+          s3 = post.s3;
+          ctx = { services, req: post.req, s3, auth: post.auth, now: time, post: post.post };
+        } else {
+          const auth = await authenticate(req, s3.query, services.storageKeys, time, config.region);
+          ctx = { services, req, s3, auth, now: time };
+        }
         await authorise(ctx);
         checkRequestedAcl(ctx);
         checkBodySize(req, s3.op, config);
@@ -204,8 +216,8 @@ export function createS3Handler(services: StorageServices, now: () => Date = () 
         logger.error('s3 request failed', { err, op: s3?.op, method: req.method, path: req.rawPath, requestId });
       }
       response = errorResponse(err instanceof S3Error ? err : errors.internal(), s3?.resource ?? req.rawPath, requestId, req.method);
-      // Whatever the client is still sending is not wanted.
-      await req.body?.cancel().catch(() => {});
+      // Whatever the client is still sending is not wanted (a POST's: the rest of its form).
+      await (ctx?.req ?? req).body?.cancel().catch(() => {});
     }
     if (s3 && ACCESS[s3.op] !== 'none') await addCorsHeaders(services, req, s3, ctx?.bucket, response);
     response.headers.set('x-amz-request-id', requestId);

@@ -4,7 +4,7 @@ import type { HttpRequest } from '../core/http/types.js';
 import type { Authenticated } from './auth.js';
 import type { S3Request } from './router.js';
 import type { Bucket } from '../core/data/buckets.js';
-import type { ObjectRecord } from '../core/data/objects.js';
+import type { ObjectRecord, Tag } from '../core/data/objects.js';
 import { cidV1 } from '../core/ipfs/cid.js';
 
 export interface S3Context {
@@ -15,6 +15,19 @@ export interface S3Context {
   /** The addressed bucket, checked to exist (and to be the caller's, unless the op allows public reads). */
   bucket?: Bucket;
   now: Date;
+  /** A POST Object's form, beyond what its fields say as headers (post/object.ts). */
+  post?: PostUpload;
+}
+
+/** What a POST Object's form asks of the upload besides its headers. */
+export interface PostUpload {
+  /** The policy's content-length-range. */
+  range?: { min: number; max: number };
+  /** `success_action_status`: 200, 201 or (anything else) 204. */
+  status?: string;
+  /** `success_action_redirect` (or the older `redirect`): where a browser is sent after the upload. */
+  redirect?: string;
+  tags?: Tag[];
 }
 
 /**

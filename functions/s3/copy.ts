@@ -9,7 +9,7 @@ import { mayListFor, mayReadObject } from './access.js';
 import { ownerOf, presentedEtag, versionHeader, type S3Context } from './context.js';
 import { isWellFormedVersionId } from '../core/data/object-versions.js';
 import { errors } from './errors.js';
-import { evaluateConditions, notModifiedAsFailure } from './conditions.js';
+import { evaluateConditions, notModifiedAsFailure, writePrecondition } from './conditions.js';
 import { xmlResponse } from './xml.js';
 import { commitExisting } from './store.js';
 import { copiedTags } from './tagging.js';
@@ -105,6 +105,14 @@ export async function copyObject(ctx: S3Context): Promise<Response> {
       "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
     );
   }
+  // The destination's own conditions (If-Match, If-None-Match: S3's
+  // conditional writes take CopyObject too: "before creating it or copying
+  // it to the destination bucket",
+  // https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html):
+  // checked before the source is read, and again by the store against the
+  // version the copy replaces, as PutObject's are.
+  const precondition = writePrecondition(ctx);
+  if (precondition) precondition(await ctx.services.objects.get(ctx.s3.bucket!, ctx.s3.key!));
   const { record, source: copied } = await commitExisting(
     ctx.services,
     async () => {
@@ -130,6 +138,8 @@ export async function copyObject(ctx: S3Context): Promise<Response> {
       size: src.size,
       etag: src.etag,
       parts: src.parts,
+      partSizes: src.partSizes,
+      partChecksums: src.partChecksums,
       checksums: src.checksums,
       ...withTags(copiedTags(req.headers, src.tags)),
       lastModified: ctx.now.toISOString(),
@@ -137,6 +147,7 @@ export async function copyObject(ctx: S3Context): Promise<Response> {
       ownerId: ownerOf(ctx),
     }),
     ctx.bucket!.versioning,
+    precondition,
   );
   return xmlResponse(
     'CopyObjectResult',

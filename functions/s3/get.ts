@@ -4,7 +4,10 @@ import { objectResponseHeaders } from '../core/http/object-headers.js';
 import { taggingCountHeader } from './tagging.js';
 import { parseRange } from '../core/http/range.js';
 import { openFile } from '../core/ipfs/read.js';
-import { errors } from './errors.js';
+import { errors, S3Error } from './errors.js';
+import type { ObjectRecord } from '../core/data/objects.js';
+import { MAX_PART_NUMBER } from '../core/data/uploads.js';
+import { objectPart } from './object-parts.js';
 import { evaluateConditions } from './conditions.js';
 import { presentedEtag, versionHeader, type S3Context } from './context.js';
 import { readVersion, requestedVersion } from './versions.js';
@@ -23,6 +26,35 @@ const OVERRIDES: Record<string, string> = {
   'response-content-encoding': 'content-encoding',
 };
 
+/**
+ * `partNumber`: the byte range of one part of the object as it was
+ * uploaded, answered 206 with its Content-Range (GetObject, "partNumber":
+ * https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html#API_GetObject_RequestSyntax).
+ * An object not uploaded in parts is one part. A part past the last is
+ * InvalidPartNumber (416); a Range as well is InvalidRequest.
+ */
+function requestedPart(ctx: S3Context, record: ObjectRecord): { start: number; end: number; checksum?: string } | undefined {
+  const raw = ctx.s3.query.get('partNumber');
+  if (raw === undefined) return undefined;
+  if (!/^\d{1,5}$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_PART_NUMBER) {
+    throw errors.invalidArgument('Part number must be an integer between 1 and 10000, inclusive', 'partNumber', raw);
+  }
+  if (ctx.req.headers.has('range')) throw errors.invalidRequest('Cannot specify both Range header and partNumber query parameter');
+  const part = objectPart(record, Number(raw));
+  if (part === undefined) {
+    throw new S3Error('InvalidPartNumber', 416, 'The requested partnumber is not satisfiable', {
+      PartNumberRequested: raw,
+      ActualPartCount: String(record.parts ?? 1),
+    });
+  }
+  if (part === 'unknown') {
+    throw errors.invalidRequest('This object was completed before Cairn kept the sizes of its parts; read it with a Range instead.');
+  }
+  // An empty object's one part is the whole (empty) answer.
+  if (record.size === 0) return undefined;
+  return { start: part.offset, end: part.offset + part.size - 1, ...(part.checksum !== undefined ? { checksum: part.checksum } : {}) };
+}
+
 export async function getObject(ctx: S3Context): Promise<Response> {
   const { services, req } = ctx;
   const { principal } = ctx.auth;
@@ -32,6 +64,7 @@ export async function getObject(ctx: S3Context): Promise<Response> {
   const record = await readVersion(ctx, bucket, ctx.s3.key!, requestedVersion(ctx));
   if (!mayReadObject(ctx, bucket, record)) throw errors.accessDenied();
   if (record.damaged) throw errors.objectDamaged(record.damaged);
+  const part = requestedPart(ctx, record);
 
   const etag = presentedEtag(ctx, record);
   if (evaluateConditions(req.headers, '', etag.slice(1, -1), record.lastModified) === 'not-modified') {
@@ -46,7 +79,12 @@ export async function getObject(ctx: S3Context): Promise<Response> {
   // Only to whom may read the tags (GetObjectTagging is the bucket owner's), as S3 answers it.
   if (principal.kind === 'account' && principal.accountId === bucket.accountId) Object.assign(headers, taggingCountHeader(record.tags));
   if (req.headers.get('x-amz-checksum-mode')?.toUpperCase() === 'ENABLED' && !range0(req)) {
-    Object.assign(headers, checksumHeaders(record.checksums));
+    // A part's own checksum for a part of a multipart object (when kept: object-parts.ts), the object's otherwise.
+    if (!part || !record.parts) Object.assign(headers, checksumHeaders(record.checksums));
+    else {
+      const algorithm = Object.keys(record.checksums ?? {})[0];
+      if (algorithm && part.checksum) Object.assign(headers, checksumHeaders({ [algorithm]: part.checksum }));
+    }
   }
   for (const [param, header] of Object.entries(OVERRIDES)) {
     const v = ctx.s3.query.get(param);
@@ -55,7 +93,7 @@ export async function getObject(ctx: S3Context): Promise<Response> {
       throw errors.invalidRequest('Request specific response headers cannot be used for anonymous GET requests.');
     headers[header] = v;
   }
-  const range = parseRange(req.headers.get('range'), record.size);
+  const range = part ?? parseRange(req.headers.get('range'), record.size);
   if (range === 'unsatisfiable') throw errors.invalidRange(record.size);
   const status = range ? 206 : 200;
   const offset = range ? range.start : 0;

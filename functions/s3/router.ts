@@ -39,11 +39,13 @@ export type S3Op =
   | 'ListMultipartUploads'
   | 'DeleteObjects'
   | 'PutObject'
+  | 'PostObject'
   | 'CopyObject'
   | 'GetObject'
   | 'HeadObject'
   | 'DeleteObject'
   | 'GetObjectAcl'
+  | 'GetObjectAttributes'
   | 'PutObjectAcl'
   | 'GetObjectTagging'
   | 'PutObjectTagging'
@@ -95,11 +97,13 @@ export const ACCESS: Record<S3Op, Access> = {
   ListMultipartUploads: 'bucket-owner',
   DeleteObjects: 'bucket-owner',
   PutObject: 'bucket-write',
+  PostObject: 'bucket-write',
   CopyObject: 'bucket-owner',
   GetObject: 'read',
   HeadObject: 'read',
   DeleteObject: 'bucket-owner',
   GetObjectAcl: 'bucket-owner',
+  GetObjectAttributes: 'read',
   GetObjectTagging: 'bucket-owner',
   PutObjectTagging: 'bucket-owner',
   DeleteObjectTagging: 'bucket-owner',
@@ -139,7 +143,7 @@ const BUCKET_SUBRESOURCES_UNSUPPORTED = [
   'metrics',
   'intelligent-tiering',
 ];
-const OBJECT_SUBRESOURCES_UNSUPPORTED = ['retention', 'legal-hold', 'torrent', 'restore', 'select', 'attributes'];
+const OBJECT_SUBRESOURCES_UNSUPPORTED = ['retention', 'legal-hold', 'torrent', 'restore', 'select'];
 
 function hostWithoutPort(host: string): string {
   if (host.startsWith('[')) return host.slice(0, host.indexOf(']') + 1);
@@ -209,7 +213,8 @@ export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): 
         return { op: 'DeleteBucket', ...base };
       case 'POST':
         if (has('delete')) return { op: 'DeleteObjects', ...base };
-        throw errors.methodNotAllowed(method);
+        // A browser's form upload (post/object.ts); its key is in the form.
+        return { op: 'PostObject', ...base };
       case 'GET':
         if (has('location')) return { op: 'GetBucketLocation', ...base };
         if (has('versioning')) return { op: 'GetBucketVersioning', ...base };
@@ -241,6 +246,7 @@ export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): 
       if (has('uploadId')) return { op: 'ListParts', ...base };
       if (has('acl')) return { op: 'GetObjectAcl', ...base };
       if (has('tagging')) return { op: 'GetObjectTagging', ...base };
+      if (has('attributes')) return { op: 'GetObjectAttributes', ...base };
       return { op: 'GetObject', ...base };
     case 'HEAD':
       return { op: 'HeadObject', ...base };

@@ -144,6 +144,7 @@ export async function commitExisting(
   read: () => Promise<ObjectRecord>,
   build: (source: ObjectRecord) => ObjectRecord,
   versioning?: VersioningState,
+  precondition?: Precondition,
 ): Promise<{ record: ObjectRecord; source: ObjectRecord }> {
   const release = await services.gate.enterShared();
   try {
@@ -151,7 +152,7 @@ export async function commitExisting(
     // reclaim the source's blocks, even if the source is deleted meanwhile.
     const source = await read();
     const record = build(source);
-    await putRecord(services, record, undefined, undefined, versioning);
+    await putRecord(services, record, undefined, precondition, versioning);
     return { record, source };
   } finally {
     release();

@@ -73,7 +73,12 @@ export function taggingCountHeader(tags: Tag[] | undefined): Record<string, stri
 
 /** A `<Tagging><TagSet><Tag><Key/><Value/></Tag>...</TagSet></Tagging>` body. */
 async function requestedTags(ctx: S3Context, max: number): Promise<Tag[]> {
-  const doc = parseXmlBody(await readSmallBody(ctx), 'Tagging', ['Tag']);
+  return parseTagging(await readSmallBody(ctx), max);
+}
+
+/** A `<Tagging>` document (a request body, or POST Object's `tagging` field), checked against S3's rules. */
+export function parseTagging(body: Buffer, max: number): Tag[] {
+  const doc = parseXmlBody(body, 'Tagging', ['Tag']);
   const set = doc.TagSet;
   if (set === undefined || (set !== '' && (typeof set !== 'object' || set === null))) throw errors.malformedXml();
   const entries = set === '' ? [] : (((set as Record<string, unknown>).Tag as unknown[] | undefined) ?? []);

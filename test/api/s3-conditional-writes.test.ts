@@ -4,14 +4,16 @@
  * conditional writes, you can add an additional header to your WRITE
  * requests to specify preconditions for your Amazon S3 operation ... If
  * the condition isn't met, the operation fails" (412 Precondition Failed),
- * for PutObject and CompleteMultipartUpload (`If-None-Match`, `If-Match`)
- * and DeleteObject (`If-Match`). The cases are ceph's s3-tests
+ * for PutObject, CopyObject ("before creating it or copying it to the
+ * destination bucket") and CompleteMultipartUpload (`If-None-Match`,
+ * `If-Match`) and DeleteObject (`If-Match`). The cases are ceph's s3-tests
  * (`test_put_object_if_match`, `test_multipart_put_object_if_match`,
  * `test_delete_object_if_match`): If-Match on a missing object is NoSuchKey
  * for a write and a plain 204 for a delete; `*` matches any object.
  */
 import {
   CompleteMultipartUploadCommand,
+  CopyObjectCommand,
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
   DeleteObjectsCommand,
@@ -104,6 +106,47 @@ describe.each(doorsFor(s3Doors(() => target)))('conditional writes through the $
     expect(status(await failure(refused.send({ IfMatch: '"badetag"' })))).toEqual([412, 'PreconditionFailed']);
     await refused.send({ IfMatch: first! });
     expect(await read(key)).toBe('two');
+  });
+
+  test("CopyObject: the destination's If-None-Match and If-Match hold as PutObject's; the source's conditions stay apart", async () => {
+    const source = `copy-src-${door.tag}-${RUN}`;
+    const key = `copy-if-${door.tag}-${RUN}`;
+    const { ETag: sourceEtag } = await put(source, 'copied');
+    const copy = (conditions: { IfMatch?: string; IfNoneMatch?: string; CopySourceIfMatch?: string }) =>
+      s3.send(new CopyObjectCommand({ Bucket: B, Key: key, CopySource: `${B}/${source}`, ...conditions }));
+    // No destination yet: If-Match (any or an ETag) is NoSuchKey and makes nothing; If-None-Match * creates it.
+    expect(status(await failure(copy({ IfMatch: '*' })))).toEqual([404, 'NoSuchKey']);
+    expect(status(await failure(copy({ IfMatch: sourceEtag! })))).toEqual([404, 'NoSuchKey']);
+    expect(await absent(s3, B, key)).toBe(true);
+    await copy({ IfNoneMatch: '*' });
+    expect(await read(key)).toBe('copied');
+    // The destination now exists: If-None-Match * fails and it stays as it is.
+    const { ETag: mine } = await put(key, 'mine');
+    expect(status(await failure(copy({ IfNoneMatch: '*' })))).toEqual([412, 'PreconditionFailed']);
+    expect(status(await failure(copy({ IfMatch: sourceEtag! })))).toEqual([412, 'PreconditionFailed']);
+    expect(await read(key)).toBe('mine');
+    // If-Match on the destination's own ETag replaces it, whatever the source's ETag is.
+    await copy({ IfMatch: mine! });
+    expect(await read(key)).toBe('copied');
+    // x-amz-copy-source-if-match is about the source: it passes on the source's ETag and fails on another.
+    expect(status(await failure(copy({ CopySourceIfMatch: '"badetag"' })))).toEqual([412, 'PreconditionFailed']);
+    await copy({ CopySourceIfMatch: sourceEtag! });
+  });
+
+  test('of many CopyObjects with If-None-Match * to one key at once, exactly one creates it', async () => {
+    const source = `copy-race-src-${door.tag}-${RUN}`;
+    const key = `copy-race-${door.tag}-${RUN}`;
+    await put(source, 'raced');
+    const outcomes = await Promise.all(
+      Array.from({ length: 6 }, () =>
+        s3.send(new CopyObjectCommand({ Bucket: B, Key: key, CopySource: `${B}/${source}`, IfNoneMatch: '*' })).then(
+          () => 'copied',
+          (err: { $metadata: { httpStatusCode?: number }; name: string }) => status(err).join(' '),
+        ),
+      ),
+    );
+    expect(outcomes.filter((o) => o === 'copied')).toHaveLength(1);
+    expect(outcomes.filter((o) => o === '412 PreconditionFailed')).toHaveLength(5);
   });
 
   test('DeleteObject: If-Match another ETag is 412 and keeps the object; a missing object is 204 whatever its If-Match', async () => {

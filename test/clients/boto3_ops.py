@@ -17,6 +17,8 @@ An OP is {"call": NAME, "args": {...}} plus, by call:
   "paginate"           "operation": client method, args: its parameters and
                        PaginationConfig; the result is the list of pages
   "presign"            "method": client method, args: Params, ExpiresIn
+  "presign_post"       args: generate_presigned_post's (Bucket, Key, Fields,
+                       Conditions, ExpiresIn); the result is its url and fields
 
 A client error becomes {"error": {"code", "status", "message"}} for that OP
 and the next OPs still run. Every response keeps its raw HTTP headers under
@@ -94,6 +96,8 @@ def run(client, op):
         return [shaped(page) for page in pages]
     if call == "presign":
         return {"url": client.generate_presigned_url(op["method"], **args)}
+    if call == "presign_post":
+        return client.generate_presigned_post(**args)
     body_file = op.get("body_file")
     if body_file:
         with open(body_file, "rb") as body:

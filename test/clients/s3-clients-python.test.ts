@@ -1,7 +1,9 @@
 /**
  * boto3 (Debian's python3-boto3) against Cairn, through test/clients/boto3_ops.py:
  * objects, checksums, listings, copies, deletes, buckets, presigned URLs and
- * the managed transfers (ranged downloads; multipart uploads past 8 MiB).
+ * the managed transfers (ranged downloads; multipart uploads past 8 MiB),
+ * GetObjectAttributes and partNumber reads of a multipart object, and a
+ * browser-upload form from generate_presigned_post.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
@@ -284,4 +286,61 @@ test('upload_file of 17 MiB (multipart, 8 MiB parts): whole-file CID, multipart 
   expect(stored.cidV1).toBe(cids.v1);
   expect(stored.cidV0).toBe(cids.v0);
   expect(md5(await readFile(back))).toBe(md5(bytes));
+});
+
+test('get_object_attributes and PartNumber reads of an upload_file in two parts', async () => {
+  const MiB = 1024 * 1024;
+  const file = await ws.file('parts.bin');
+  const bytes = await randomFile(file, 10 * MiB);
+  const where = { Bucket: 'default-bucket', Key: 'py/parts.bin' };
+  const [, attrs, page, part2, head1, past] = await boto3(
+    { call: 'upload_file', args: { ...where, Filename: file } },
+    { call: 'get_object_attributes', args: { ...where, ObjectAttributes: ['ETag', 'ObjectParts', 'ObjectSize', 'StorageClass'] } },
+    { call: 'get_object_attributes', args: { ...where, ObjectAttributes: ['ObjectParts'], MaxParts: 1 } },
+    { call: 'get_object', args: { ...where, PartNumber: 2 } },
+    { call: 'head_object', args: { ...where, PartNumber: 1 } },
+    { call: 'get_object', args: { ...where, PartNumber: 3 } },
+  );
+  expect(attrs!.ETag).toBe(multipartEtag(bytes, 8 * MiB).replace(/"/g, ''));
+  expect([attrs!.ObjectSize, attrs!.StorageClass]).toEqual([10 * MiB, 'STANDARD']);
+  expect(attrs!.ObjectParts.TotalPartsCount).toBe(2);
+  expect(attrs!.ObjectParts.Parts.map((p: { PartNumber: number; Size: number }) => [p.PartNumber, p.Size])).toEqual([
+    [1, 8 * MiB],
+    [2, 2 * MiB],
+  ]);
+  expect([page!.ObjectParts.IsTruncated, String(page!.ObjectParts.NextPartNumberMarker), page!.ObjectParts.Parts.length]).toEqual([
+    true,
+    '1',
+    1,
+  ]);
+  expect([part2!.status, part2!.ContentRange, part2!.PartsCount]).toEqual([206, `bytes ${8 * MiB}-${10 * MiB - 1}/${10 * MiB}`, 2]);
+  expect(part2!.body_md5).toBe(md5(bytes.subarray(8 * MiB)));
+  expect([head1!.status, head1!.ContentLength]).toEqual([206, 8 * MiB]);
+  expect(past!.error).toMatchObject({ code: 'InvalidPartNumber', status: 416 });
+});
+
+test("generate_presigned_post's form uploads the file; a file its policy refuses is EntityTooLarge", async () => {
+  const [form] = await ok({
+    call: 'presign_post',
+    args: {
+      Bucket: 'default-bucket',
+      Key: 'py/posted/${filename}',
+      Fields: { 'Content-Type': 'text/plain', success_action_status: '201' },
+      Conditions: [{ 'Content-Type': 'text/plain' }, { success_action_status: '201' }, ['content-length-range', 1, 100]],
+    },
+  });
+  const send = (text: string) => {
+    const body = new FormData();
+    for (const [name, value] of Object.entries(form!.fields as Record<string, string>)) body.append(name, value);
+    body.append('file', new Blob([text]), 'note.txt');
+    return fetch(form!.url as string, { method: 'POST', body });
+  };
+  const created = await send('posted by boto3');
+  expect(created.status).toBe(201);
+  expect(await created.text()).toContain('<Key>py/posted/note.txt</Key>');
+  const stored = await headObject(service, 'default-bucket', 'py/posted/note.txt');
+  expect([stored.contentType, stored.etag]).toEqual(['text/plain', md5(Buffer.from('posted by boto3'))]);
+  const refused = await send('x'.repeat(101));
+  expect(refused.status).toBe(400);
+  expect(await refused.text()).toContain('<Code>EntityTooLarge</Code>');
 });

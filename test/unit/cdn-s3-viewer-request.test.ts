@@ -182,3 +182,18 @@ test("a PutObject over 4 MiB is answered at the edge: S3 XML EntityTooLarge nami
   expect(out.body).toContain('multipart_threshold');
   expect(out.body).toContain('--s3-upload-cutoff');
 });
+
+test('a browser upload (POST Object) over 4 MiB is EntityTooLarge at the edge; smaller ones and other POSTs go on', () => {
+  const form = { 'content-type': 'multipart/form-data; boundary=xyz' };
+  const out = handler(event('POST', '/bucket', {}, { ...form, 'content-length': String(5 * MiB) }));
+  expect(out.statusCode).toBe(400);
+  expect(out.body).toContain('<Code>EntityTooLarge</Code>');
+  expect(out.body).toContain('browser upload (POST)');
+  for (const [query, headers] of [
+    [{}, { ...form, 'content-length': String(4 * MiB) }],
+    [{ delete: '' }, { 'content-type': 'application/xml', 'content-length': String(5 * MiB) }],
+    [{ uploadId: 'abc' }, { 'content-length': String(5 * MiB) }],
+  ] as const) {
+    expect(handler(event('POST', '/bucket', query, headers)).statusCode).toBeUndefined();
+  }
+});

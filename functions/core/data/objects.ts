@@ -75,6 +75,10 @@ export interface ObjectRecord {
   checksums?: Record<string, string>;
   /** Multipart objects: the number of parts. */
   parts?: number;
+  /** Multipart objects: the parts' sizes in order, run-length encoded as [size, count] pairs (GetObject's partNumber, GetObjectAttributes). */
+  partSizes?: [number, number][];
+  /** Multipart objects with a checksum algorithm: each part's checksum (base64), in order; absent when it would not fit an item. */
+  partChecksums?: string[];
   /** Set by the integrity check (storage/fsck.ts) when the content's blocks are missing or corrupt: what is wrong. */
   damaged?: string;
   /** The object's tags (x-amz-tagging, PutObjectTagging), in the order given; absent when it has none. */

@@ -7,7 +7,14 @@ import { lentChunks } from '../buffer-pool.js';
 import type { Logger } from '../logger.js';
 import type { HttpHandler, HttpRequest } from './types.js';
 
-export function toHttpRequest(req: IncomingMessage, signal: AbortSignal): HttpRequest {
+/**
+ * `continueBody`: the client sent `Expect: 100-continue` and waits for
+ * `100 Continue` before it sends the body (RFC 9110 §10.1.1); called the
+ * first time the handler reads the body, so a request refused before that
+ * (no such bucket, a bad signature, AccessDenied) is answered without the
+ * client ever uploading it.
+ */
+export function toHttpRequest(req: IncomingMessage, signal: AbortSignal, continueBody?: () => void): HttpRequest {
   const target = req.url ?? '/';
   const q = target.indexOf('?');
   const headers = new Headers();
@@ -26,7 +33,7 @@ export function toHttpRequest(req: IncomingMessage, signal: AbortSignal): HttpRe
     rawPath: q < 0 ? target : target.slice(0, q),
     rawQuery: q < 0 ? '' : target.slice(q + 1),
     headers,
-    body: hasBody ? requestBodyStream(req) : null,
+    body: hasBody ? (continueBody ? continueOnRead(requestBodyStream(req), continueBody) : requestBodyStream(req)) : null,
     signal,
     remoteAddress: req.socket.remoteAddress,
     secure: 'encrypted' in req.socket && req.socket.encrypted === true,
@@ -79,6 +86,32 @@ function requestBodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
       },
     },
     new ByteLengthQueuingStrategy({ highWaterMark: BODY_HIGH_WATER_MARK }),
+  );
+}
+
+/**
+ * The body of an `Expect: 100-continue` request: a stream that pulls only
+ * when its reader reads (a high-water mark of 0), and says "continue" on
+ * the first read, before it asks the socket for bytes.
+ */
+function continueOnRead(body: ReadableStream<Uint8Array>, continueBody: () => void): ReadableStream<Uint8Array> {
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        if (!reader) {
+          continueBody();
+          reader = body.getReader();
+        }
+        const { done, value } = await reader.read();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      },
+      cancel(reason) {
+        return reader ? reader.cancel(reason) : body.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
   );
 }
 
@@ -163,12 +196,15 @@ function drained(res: ServerResponse): Promise<void> {
 }
 
 export function createNodeServer(handler: HttpHandler, logger: Logger): Server {
-  const serve = (req: IncomingMessage, res: ServerResponse) => {
+  const serve = (req: IncomingMessage, res: ServerResponse, expectsContinue = false) => {
     const controller = new AbortController();
     res.on('close', () => {
       if (!res.writableFinished) controller.abort(new Error('client disconnected'));
     });
-    const request = toHttpRequest(req, controller.signal);
+    const continueBody = () => {
+      if (!res.headersSent && !res.destroyed) res.writeContinue();
+    };
+    const request = toHttpRequest(req, controller.signal, expectsContinue ? continueBody : undefined);
     handler(request)
       .then((response) => writeResponse(res, response, request.method))
       .catch((err: unknown) => {
@@ -181,11 +217,15 @@ export function createNodeServer(handler: HttpHandler, logger: Logger): Server {
         }
       });
   };
-  const server = createServer(serve);
+  const server = createServer((req, res) => serve(req, res));
+  // With a listener, Node no longer answers `Expect: 100-continue` with 100
+  // at once (https://nodejs.org/api/http.html#event-checkcontinue): the
+  // handler decides, and a refused request's body is never sent.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => serve(req, res, true));
   // Node answers 417 to an Expect other than 100-continue (an empty one
   // too) before the handler sees the request; S3 ignores such a header, and
   // clients that send one expect their request to go through.
-  server.on('checkExpectation', serve);
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => serve(req, res));
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 0; // large uploads may legitimately take long

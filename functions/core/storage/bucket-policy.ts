@@ -59,6 +59,7 @@ export const BUCKET_ACTIONS = [
 ] as const;
 export const OBJECT_ACTIONS = [
   's3:GetObject',
+  's3:GetObjectAttributes',
   's3:PutObject',
   's3:DeleteObject',
   's3:GetObjectAcl',

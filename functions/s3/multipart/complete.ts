@@ -20,6 +20,7 @@ import { ingest, putRecord } from '../store.js';
 import { xmlResponse, type XmlNode } from '../xml.js';
 import { parseXmlBody, readSmallBody } from '../xml-input.js';
 import { adoptStagedParts } from './staged.js';
+import { partLayout } from '../object-parts.js';
 import { checksumElement, cleanupParts, fileBytes, uploadIdOf } from './uploads.js';
 
 /** A CompleteMultipartUpload body naming 10000 parts with their checksums. */
@@ -161,6 +162,7 @@ export async function completeMultipartUpload(ctx: S3Context): Promise<Response>
         acl: upload.acl,
         ownerId: upload.ownerId,
         parts: parts.length,
+        ...partLayout(parts, checksum.algorithm),
         checksums: checksum.composite && checksum.algorithm ? { [checksum.algorithm]: checksum.composite } : checksums,
       };
       const completion: CompletionRecord = {
