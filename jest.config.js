@@ -23,6 +23,8 @@ const LONG_SUITES = [
   'test/api/gateway-car-limits.test.ts',
   'test/clients/s3-clients-cli.test.ts',
   'test/clients/s3-clients-python.test.ts',
+  // A real client (boto3): a Python start per run, as the suite above.
+  'test/clients/s3-lifecycle-python.test.ts',
   'test/clients/s3-clients-rclone-s3cmd.test.ts',
   'test/web-app/web-app-browser.test.ts',
   'test/web-app/web-app-accounts-browser.test.ts',

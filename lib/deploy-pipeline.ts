@@ -137,6 +137,25 @@ export function addDeployPipeline(stack: Stack, props: DeployPipelineProps): Dep
   tables.deploys.grantReadWriteData(worker);
   tables.objects.grantReadWriteData(worker);
   blockBucket.grantReadWrite(worker);
+  // The tick's lifecycle run (functions/core/storage/lifecycle.ts) reads the
+  // buckets' rules and keeps its place in the `#LIFECYCLE` items; the object
+  // deletes it makes condition-check the bucket's item. Only those items of
+  // the accounts table: dynamodb:LeadingKeys bounds the partition keys
+  // (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html).
+  worker.addToRolePolicy(
+    new PolicyStatement({
+      actions: ['dynamodb:GetItem', 'dynamodb:ConditionCheckItem'],
+      resources: [tables.accounts.tableArn],
+      conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['BUCKET#*'] } },
+    }),
+  );
+  worker.addToRolePolicy(
+    new PolicyStatement({
+      actions: ['dynamodb:Query', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+      resources: [tables.accounts.tableArn],
+      conditions: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': ['#LIFECYCLE'] } },
+    }),
+  );
 
   // triggerDeploy sends; cancelDeploy stops a build. The worker consumes
   // (granted with its event source), sends lost messages again, and runs builds.

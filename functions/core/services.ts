@@ -140,6 +140,9 @@ export type CarImportServices = Pick<Services, 'config' | 'db' | 'gate' | 'ipfs'
 /** Garbage collection: import pins, finished uploads, then unreferenced blocks under the exclusive gate. */
 export type CollectionServices = Pick<Services, 'config' | 'db' | 'gate' | 'ipfs' | 'logger' | 'uploads'>;
 
+/** The lifecycle expiry run: buckets with rules, their versions and uploads, deleted through the stores (core/storage/lifecycle.ts). */
+export type LifecycleServices = Pick<Services, 'db' | 'logger' | 'buckets' | 'objects' | 'uploads' | 'stagedParts'>;
+
 /** The integrity check (npm run fsck): every object's DAG read back, the pin index rebuilt. */
 export type IntegrityServices = Pick<Services, 'db' | 'gate' | 'ipfs' | 'logger' | 'objects'>;
 

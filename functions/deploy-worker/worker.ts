@@ -13,8 +13,9 @@
  *  - the scheduled tick (every minute): end deploys running past any time a
  *    worker could still be moving them, send queued deploys whose message
  *    was lost again, remove build secrets and files left behind by builds
- *    whose end never came (build-leftovers.ts), and collect garbage (in AWS
- *    the only place that does).
+ *    whose end never came (build-leftovers.ts), apply the buckets' lifecycle
+ *    rules (a bounded share, core/storage/lifecycle.ts) and collect garbage
+ *    (in AWS the only place that does either).
  *
  * A deploy that ends DEPLOYED here (either kind of run) gets its preview
  * image from the preview Lambda, asked without waiting (WorkerOptions.previews):
@@ -24,13 +25,14 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import type { CollectionServices, Services, SiteEdgeServices } from '../core/services.js';
+import type { CollectionServices, LifecycleServices, Services, SiteEdgeServices } from '../core/services.js';
 import type { Deploy } from '../core/data/deploys.js';
 import { deployLogKey } from '../core/ports/log-store.js';
 import { parseQueueMessage } from '../aws/sqs-deploy-queue.js';
 import { retryCdnChange } from '../core/hosting/site-host-map.js';
 import { notifyDeploy, sendNotification, type NotificationSendServices, type NotifyServices } from '../core/hosting/notifications.js';
 import { collectGarbage, type CollectionResult } from '../core/storage/collect.js';
+import { expireByLifecycle, type LifecycleResult } from '../core/storage/lifecycle.js';
 import type { PreviewTaker } from '../core/ports/screenshotter.js';
 import { isDetached } from '../core/ports/build-runner.js';
 import { resumeDeploy, runDeploy, type PipelineOptions, type PipelineServices } from './pipeline.js';
@@ -154,6 +156,8 @@ export interface TickResult {
   /** Deploys ended FAILED for running too long. */
   timedOut: string[];
   collected: CollectionResult;
+  /** What the buckets' lifecycle rules expired; undefined when the run failed (it goes on at the next tick). */
+  lifecycle?: LifecycleResult;
   /** Build secrets and files left behind, removed. */
   leftovers: LeftoverSweep;
 }
@@ -163,6 +167,7 @@ const LOST_MESSAGE_MS = 5 * 60_000;
 
 /** What the minute's tick reads and writes: queued and running deploys, the queue, a stuck deploy's log and notifications, collection. */
 export type TickServices = CollectionServices &
+  LifecycleServices &
   NotifyServices &
   Pick<Services, 'config' | 'deployLogs' | 'deployQueue' | 'deploys' | 'logger'>;
 
@@ -183,8 +188,13 @@ export async function runScheduledTick(services: TickServices, batch = 10, now =
   else log.info('no deploys waiting; nothing to do', { queued: 0 });
   // After endStuckDeploys: a deploy it just ended no longer keeps its build's secret and files.
   const leftovers = await sweepBuildLeftovers(services, log, now);
+  // Before collection, so the blocks of what expires are collected in this tick.
+  const lifecycle = await expireByLifecycle({ ...services, logger: log }, { now }).catch((err: unknown) => {
+    log.error('the lifecycle run failed; tried again at the next tick', { err });
+    return undefined;
+  });
   const collected = await collectGarbage({ ...services, logger: log });
-  return { queued: queued.length, requeued, timedOut, collected, leftovers };
+  return { queued: queued.length, requeued, timedOut, collected, leftovers, ...(lifecycle ? { lifecycle } : {}) };
 }
 
 /**

@@ -21,6 +21,7 @@ import { createS3Handler } from '../s3/app.js';
 import { createGatewayHandler } from '../gateway/app.js';
 import { createGraphqlHandler } from '../graphql/server.js';
 import { collectGarbage } from '../core/storage/collect.js';
+import { expireByLifecycle } from '../core/storage/lifecycle.js';
 import { LocalDeployQueue } from './deploy-queue.js';
 import { BwrapRunner } from './bwrap-runner.js';
 import { removeOrphanedBuilds } from './build-workspace.js';
@@ -183,7 +184,10 @@ export async function startLocalService(config: Config, logger: Logger = createL
         // A collection slower than the interval is not started twice over.
         if (busy) return;
         busy = true;
-        collecting = collectGarbage(running)
+        // Lifecycle rules first, so what they expire is collected in the same round.
+        collecting = expireByLifecycle(running)
+          .catch((err: unknown) => logger.error('the lifecycle run failed; tried again at the next interval', { err }))
+          .then(() => collectGarbage(running))
           .catch((err: unknown) => logger.error('garbage collection failed; tried again at the next interval', { err }))
           .finally(() => (busy = false));
       }, gcEvery * 1000);

@@ -44,6 +44,10 @@ export const POLICY_ACTION: Partial<Record<S3Op, PolicyAction>> = {
   PutBucketOwnershipControls: 's3:PutBucketOwnershipControls',
   GetBucketOwnershipControls: 's3:GetBucketOwnershipControls',
   DeleteBucketOwnershipControls: 's3:PutBucketOwnershipControls',
+  // DeleteBucketLifecycle is s3:PutLifecycleConfiguration, as in S3 (API_DeleteBucketLifecycle.html).
+  PutBucketLifecycleConfiguration: 's3:PutLifecycleConfiguration',
+  GetBucketLifecycleConfiguration: 's3:GetLifecycleConfiguration',
+  DeleteBucketLifecycle: 's3:PutLifecycleConfiguration',
   ListObjects: 's3:ListBucket',
   ListObjectsV2: 's3:ListBucket',
   ListObjectVersions: 's3:ListBucketVersions',

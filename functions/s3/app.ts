@@ -52,6 +52,7 @@ import { createMultipartUpload } from './multipart/create.js';
 import { listMultipartUploads, listParts } from './multipart/list.js';
 import { uploadPart, uploadPartCopy } from './multipart/upload-part.js';
 import { isValidBucketName } from './names.js';
+import { deleteBucketLifecycle, getBucketLifecycle, putBucketLifecycle } from './lifecycle.js';
 import { ACCESS, parseS3Request, type S3Op, type S3Request } from './router.js';
 
 type OperationHandler = (ctx: S3Context) => Promise<Response>;
@@ -82,6 +83,9 @@ const OPERATIONS: Partial<Record<S3Op, OperationHandler>> = {
   PutBucketOwnershipControls: putBucketOwnershipControls,
   GetBucketOwnershipControls: getBucketOwnershipControls,
   DeleteBucketOwnershipControls: deleteBucketOwnershipControls,
+  PutBucketLifecycleConfiguration: putBucketLifecycle,
+  GetBucketLifecycleConfiguration: getBucketLifecycle,
+  DeleteBucketLifecycle: deleteBucketLifecycle,
   ListObjects: listObjects,
   ListObjectsV2: listObjectsV2,
   ListObjectVersions: listObjectVersions,

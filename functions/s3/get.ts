@@ -13,6 +13,7 @@ import { presentedEtag, versionHeader, type S3Context } from './context.js';
 import { readVersion, requestedVersion } from './versions.js';
 import { mayReadObject } from './access.js';
 import { checksumHeaders } from './checksums.js';
+import { expirationHeaders } from './lifecycle.js';
 
 /** Whole-object checksums do not describe a range, so S3 omits them for ranged reads. */
 const range0 = (req: S3Context['req']) => req.headers.has('range');
@@ -76,6 +77,8 @@ export async function getObject(ctx: S3Context): Promise<Response> {
 
   const headers = { ...objectResponseHeaders(record, etag), ...versionHeader(ctx, record) };
   if (record.parts) headers['x-amz-mp-parts-count'] = String(record.parts);
+  // The current version's expiry; a version asked for by id may be noncurrent, which Expiration does not concern.
+  if (!ctx.s3.query.has('versionId')) Object.assign(headers, expirationHeaders(bucket, record));
   // Only to whom may read the tags (GetObjectTagging is the bucket owner's), as S3 answers it.
   if (principal.kind === 'account' && principal.accountId === bucket.accountId) Object.assign(headers, taggingCountHeader(record.tags));
   if (req.headers.get('x-amz-checksum-mode')?.toUpperCase() === 'ENABLED' && !range0(req)) {

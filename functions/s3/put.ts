@@ -8,6 +8,7 @@ import { storeObject } from './store.js';
 import { cannedAcl, contentMd5, objectHeaders } from './request-headers.js';
 import { writePrecondition } from './conditions.js';
 import { headerTags } from './tagging.js';
+import { expirationHeaders } from './lifecycle.js';
 
 export async function putObject(ctx: S3Context): Promise<Response> {
   const { req, services } = ctx;
@@ -60,6 +61,7 @@ export async function putObject(ctx: S3Context): Promise<Response> {
       ...ipfsHeaders(record.cid),
       ...checksumHeaders(record.checksums),
       ...versionHeader(ctx, record),
+      ...expirationHeaders(ctx.bucket!, record),
     },
   });
 }

@@ -32,6 +32,9 @@ export type S3Op =
   | 'PutBucketOwnershipControls'
   | 'GetBucketOwnershipControls'
   | 'DeleteBucketOwnershipControls'
+  | 'PutBucketLifecycleConfiguration'
+  | 'GetBucketLifecycleConfiguration'
+  | 'DeleteBucketLifecycle'
   | 'PreflightCors'
   | 'ListObjects'
   | 'ListObjectsV2'
@@ -90,6 +93,9 @@ export const ACCESS: Record<S3Op, Access> = {
   PutBucketOwnershipControls: 'bucket-owner',
   GetBucketOwnershipControls: 'bucket-owner',
   DeleteBucketOwnershipControls: 'bucket-owner',
+  PutBucketLifecycleConfiguration: 'bucket-owner',
+  GetBucketLifecycleConfiguration: 'bucket-owner',
+  DeleteBucketLifecycle: 'bucket-owner',
   PreflightCors: 'none',
   ListObjects: 'bucket-read',
   ListObjectsV2: 'bucket-read',
@@ -129,7 +135,6 @@ export interface S3Request {
 }
 
 const BUCKET_SUBRESOURCES_UNSUPPORTED = [
-  'lifecycle',
   'website',
   'logging',
   'notification',
@@ -201,6 +206,7 @@ export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): 
         if (has('publicAccessBlock')) return { op: 'PutPublicAccessBlock', ...base };
         if (has('ownershipControls')) return { op: 'PutBucketOwnershipControls', ...base };
         if (has('versioning')) return { op: 'PutBucketVersioning', ...base };
+        if (has('lifecycle')) return { op: 'PutBucketLifecycleConfiguration', ...base };
         return { op: 'CreateBucket', ...base };
       case 'HEAD':
         return { op: 'HeadBucket', ...base };
@@ -210,6 +216,7 @@ export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): 
         if (has('policy')) return { op: 'DeleteBucketPolicy', ...base };
         if (has('publicAccessBlock')) return { op: 'DeletePublicAccessBlock', ...base };
         if (has('ownershipControls')) return { op: 'DeleteBucketOwnershipControls', ...base };
+        if (has('lifecycle')) return { op: 'DeleteBucketLifecycle', ...base };
         return { op: 'DeleteBucket', ...base };
       case 'POST':
         if (has('delete')) return { op: 'DeleteObjects', ...base };
@@ -225,6 +232,7 @@ export function parseS3Request(req: HttpRequest, bucketEndpointDomain: string): 
         if (has('policy')) return { op: 'GetBucketPolicy', ...base };
         if (has('publicAccessBlock')) return { op: 'GetPublicAccessBlock', ...base };
         if (has('ownershipControls')) return { op: 'GetBucketOwnershipControls', ...base };
+        if (has('lifecycle')) return { op: 'GetBucketLifecycleConfiguration', ...base };
         if (has('versions')) return { op: 'ListObjectVersions', ...base };
         if (has('uploads')) return { op: 'ListMultipartUploads', ...base };
         if (query.get('list-type') === '2') return { op: 'ListObjectsV2', ...base };

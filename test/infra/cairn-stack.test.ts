@@ -396,10 +396,20 @@ describe('least privilege', () => {
     });
   });
 
-  test('deploy worker: read/write sites, deploys, objects; bucket read/write; KMS decrypt only (site tokens), no accounts', () => {
+  test("deploy worker: read/write sites, deploys, objects; of accounts only buckets' items and the lifecycle run's; bucket read/write; KMS decrypt only (site tokens)", () => {
     const a = access('deployWorker');
-    expect(a.tables).toEqual(['deploys', 'objects', 'sites']);
-    expect(a.writeTables).toEqual(['deploys', 'objects', 'sites']);
+    expect(a.tables).toEqual(['accounts', 'deploys', 'objects', 'sites']);
+    expect(a.writeTables).toEqual(['accounts', 'deploys', 'objects', 'sites']);
+    // Every statement naming the accounts table is bounded by partition key: the buckets' items to read, the run's to write.
+    const accountsId = id(stack.data.tables.accounts);
+    const onAccounts = statements('deployWorker').filter((s) => refs(s.Resource).has(accountsId));
+    expect(onAccounts.map((s) => [arr<string>(s.Action).sort(), s.Condition])).toEqual([
+      [['dynamodb:ConditionCheckItem', 'dynamodb:GetItem'], { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['BUCKET#*'] } }],
+      [
+        ['dynamodb:DeleteItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
+        { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': ['#LIFECYCLE'] } },
+      ],
+    ]);
     expect(a.bucketRead).toBe(true);
     expect(a.bucketWrite).toBe(true);
     expect(a.kmsActions).toEqual(['kms:Decrypt']);

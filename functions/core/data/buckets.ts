@@ -17,6 +17,8 @@ import type { Database } from './dynamo.js';
 import type { TransactItem } from './dynamo.js';
 import { TtlCache } from '../cache.js';
 import { retry, type RetryPolicy } from '../retry.js';
+import { lifecycleRunItem, lifecycleRunKey, type BucketLifecycle } from './lifecycle.js';
+import { uniqueToken } from '../ids.js';
 
 /** S3's canned ACLs, on buckets and objects alike. */
 export type CannedAcl = 'private' | 'public-read' | 'public-read-write' | 'authenticated-read';
@@ -46,6 +48,8 @@ export interface Bucket {
   publicAccessBlock?: PublicAccessBlock;
   /** PutBucketOwnershipControls' one rule; absent when none was put. */
   ownership?: ObjectOwnership;
+  /** PutBucketLifecycleConfiguration's rules (data/lifecycle.ts); absent when none. */
+  lifecycle?: BucketLifecycle;
 }
 
 /** S3's versioning states; a bucket once versioned can be suspended, never unversioned again. */
@@ -119,6 +123,7 @@ function fromItem(item: Record<string, unknown>): Bucket {
     ...(typeof item.policy === 'string' ? { policy: item.policy } : {}),
     ...(item.publicAccessBlock ? { publicAccessBlock: item.publicAccessBlock as PublicAccessBlock } : {}),
     ...(typeof item.ownership === 'string' ? { ownership: item.ownership as ObjectOwnership } : {}),
+    ...(item.lifecycle ? { lifecycle: item.lifecycle as BucketLifecycle } : {}),
   };
 }
 
@@ -217,6 +222,51 @@ export class BucketStore {
   /** Sets (or with undefined removes) the bucket's object ownership rule; false when the bucket is gone. */
   setOwnership(name: string, ownership: ObjectOwnership | undefined): Promise<boolean> {
     return this.setSetting(name, 'ownership', ownership);
+  }
+
+  /**
+   * Sets (or with undefined removes) the bucket's lifecycle rules, and in
+   * the same transaction the item that tells the expiry run about them
+   * (data/lifecycle.ts: a new token, so a pass under way starts again);
+   * false when the bucket is gone. Retried as setSetting is.
+   */
+  setLifecycle(name: string, lifecycle: BucketLifecycle | undefined): Promise<boolean> {
+    const key = { pk: `BUCKET#${name}`, sk: 'BUCKET' };
+    return retry(
+      async () => {
+        try {
+          await this.db.doc.send(
+            new TransactWriteCommand({
+              TransactItems: [
+                {
+                  Update: {
+                    TableName: this.table,
+                    Key: key,
+                    ConditionExpression: 'attribute_exists(pk)',
+                    ...(lifecycle === undefined
+                      ? { UpdateExpression: 'REMOVE lifecycle' }
+                      : { UpdateExpression: 'SET lifecycle = :v', ExpressionAttributeValues: { ':v': lifecycle } }),
+                  },
+                },
+                lifecycle === undefined
+                  ? { Delete: { TableName: this.table, Key: lifecycleRunKey(name) } }
+                  : lifecycleRunItem(this.table, name, uniqueToken()),
+              ],
+            }),
+          );
+        } catch (err) {
+          if (err instanceof TransactionCanceledException && err.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed') return false;
+          throw err;
+        } finally {
+          this.cache.delete(name);
+        }
+        return true;
+      },
+      {
+        ...SET_SETTING_RETRY,
+        retryable: (err) => err instanceof TransactionCanceledException || (err as Error).name === 'TransactionConflictException',
+      },
+    );
   }
 
   /**

@@ -56,6 +56,8 @@ export const BUCKET_ACTIONS = [
   's3:PutBucketPublicAccessBlock',
   's3:GetBucketOwnershipControls',
   's3:PutBucketOwnershipControls',
+  's3:GetLifecycleConfiguration',
+  's3:PutLifecycleConfiguration',
 ] as const;
 export const OBJECT_ACTIONS = [
   's3:GetObject',

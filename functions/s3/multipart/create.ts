@@ -10,6 +10,7 @@ import { cannedAcl, objectHeaders } from '../request-headers.js';
 import { headerTags } from '../tagging.js';
 import { xmlResponse } from '../xml.js';
 import { mapNoSuchUpload } from './uploads.js';
+import { abortHeaders } from '../lifecycle.js';
 
 function uploadChecksumHeaders(upload: UploadRecord): Record<string, string> {
   if (!upload.checksumAlgorithm) return {};
@@ -34,6 +35,6 @@ export async function createMultipartUpload(ctx: S3Context): Promise<Response> {
   return xmlResponse(
     'InitiateMultipartUploadResult',
     { Bucket: upload.bucket, Key: upload.key, UploadId: upload.uploadId },
-    { headers: uploadChecksumHeaders(upload) },
+    { headers: { ...uploadChecksumHeaders(upload), ...abortHeaders(ctx.bucket!, upload) } },
   );
 }

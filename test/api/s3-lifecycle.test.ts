@@ -1,0 +1,359 @@
+/**
+ * Lifecycle configuration through each door with the real
+ * @aws-sdk/client-s3: PutBucketLifecycleConfiguration /
+ * GetBucketLifecycleConfiguration / DeleteBucketLifecycle with S3's shapes
+ * and errors (API_PutBucketLifecycleConfiguration.html, ceph's s3-tests
+ * test_lifecycle_set*, _id_too_long, _same_id, _invalid_status,
+ * _set_invalid_date, _expiration_days0, _expiration_header_*), and the
+ * answers that announce a rule: `x-amz-expiration` on PUT/GET/HEAD,
+ * `x-amz-abort-date` / `x-amz-abort-rule-id` on CreateMultipartUpload.
+ * The expiry run itself is test/components/s3-lifecycle-run.test.ts.
+ */
+import {
+  CreateBucketCommand,
+  CreateMultipartUploadCommand,
+  DeleteBucketLifecycleCommand,
+  GetBucketLifecycleConfigurationCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutBucketLifecycleConfigurationCommand,
+  PutBucketPolicyCommand,
+  PutObjectCommand,
+  type LifecycleRule,
+  type S3Client,
+} from '@aws-sdk/client-s3';
+import { apiTarget, type ApiTarget } from '../support/api-target.js';
+import { failure, s3Doors } from '../support/s3-doors.js';
+import { doorsFor } from '../support/test-set.js';
+
+let target: ApiTarget;
+const RUN = Date.now().toString(36);
+const DAY = 86_400_000;
+
+beforeAll(async () => {
+  target = await apiTarget();
+});
+
+afterAll(async () => {
+  await target?.close();
+});
+
+/** Sends `body` in place of the command's own XML (the SDK writes only valid documents). */
+function withBody(s3: S3Client, body: string): S3Client {
+  s3.middlewareStack.add(
+    (next) => async (args) => {
+      const request = args.request as { headers: Record<string, string>; body: unknown };
+      request.body = body;
+      request.headers['content-length'] = String(Buffer.byteLength(body));
+      for (const name of Object.keys(request.headers))
+        if (/^(content-md5|x-amz-checksum-|x-amz-sdk-checksum)/i.test(name)) delete request.headers[name];
+      return next(args);
+    },
+    { step: 'build', priority: 'low' },
+  );
+  return s3;
+}
+
+const doc = (rules: string) => `<LifecycleConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${rules}</LifecycleConfiguration>`;
+const rule = (inner: string) => `<Rule>${inner}</Rule>`;
+const days1 = '<Expiration><Days>1</Days></Expiration>';
+const plain = (id: string, more = days1) => rule(`<ID>${id}</ID><Filter><Prefix>p/</Prefix></Filter><Status>Enabled</Status>${more}`);
+
+/** Every shape S3 answers back: each filter form, the deprecated Prefix, each action. */
+const EVERY_SHAPE: LifecycleRule[] = [
+  { ID: 'days-by-prefix', Filter: { Prefix: 'logs/' }, Status: 'Enabled', Expiration: { Days: 30 } },
+  {
+    ID: 'date-by-tag',
+    Filter: { Tag: { Key: 'class', Value: 'temp' } },
+    Status: 'Enabled',
+    Expiration: { Date: new Date('2031-01-01T00:00:00Z') },
+  },
+  {
+    ID: 'and',
+    Filter: {
+      And: {
+        Prefix: 'media/',
+        Tags: [
+          { Key: 'a', Value: '1' },
+          { Key: 'b', Value: '' },
+        ],
+        ObjectSizeGreaterThan: 10,
+        ObjectSizeLessThan: 1000,
+      },
+    },
+    Status: 'Enabled',
+    NoncurrentVersionExpiration: { NoncurrentDays: 7, NewerNoncurrentVersions: 3 },
+  },
+  { ID: 'size-only', Filter: { ObjectSizeGreaterThan: 1048576 }, Status: 'Disabled', Expiration: { Days: 1 } },
+  { ID: 'markers', Filter: { Prefix: '' }, Status: 'Enabled', Expiration: { ExpiredObjectDeleteMarker: true } },
+  { ID: 'uploads', Filter: {}, Status: 'Enabled', AbortIncompleteMultipartUpload: { DaysAfterInitiation: 2 } },
+  { ID: 'legacy-prefix', Prefix: 'old/', Status: 'Enabled', NoncurrentVersionExpiration: { NoncurrentDays: 1 } },
+];
+
+describe.each(doorsFor(s3Doors(() => target)))('lifecycle configuration through the $name', (door) => {
+  let s3: S3Client;
+  const bucket = `lc-${door.tag}-${RUN}`;
+  beforeAll(async () => {
+    s3 = door.client();
+    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+  });
+  const get = () => s3.send(new GetBucketLifecycleConfigurationCommand({ Bucket: bucket }));
+
+  test('none at first (NoSuchLifecycleConfiguration); PUT, then GET answers every shape as given; DELETE removes it', async () => {
+    const none = await failure(get());
+    expect(none).toMatchObject({ name: 'NoSuchLifecycleConfiguration', $metadata: { httpStatusCode: 404 } });
+    const put = await s3.send(
+      new PutBucketLifecycleConfigurationCommand({ Bucket: bucket, LifecycleConfiguration: { Rules: EVERY_SHAPE } }),
+    );
+    expect(put.TransitionDefaultMinimumObjectSize).toBe('all_storage_classes_128K');
+    const got = await get();
+    expect(got.Rules).toEqual(EVERY_SHAPE);
+    expect(got.TransitionDefaultMinimumObjectSize).toBe('all_storage_classes_128K');
+    // A new configuration replaces the whole of the old one.
+    await s3.send(
+      new PutBucketLifecycleConfigurationCommand({
+        Bucket: bucket,
+        LifecycleConfiguration: { Rules: [EVERY_SHAPE[0]!] },
+        TransitionDefaultMinimumObjectSize: 'varies_by_storage_class',
+      }),
+    );
+    const replaced = await get();
+    expect(replaced.Rules).toEqual([EVERY_SHAPE[0]]);
+    expect(replaced.TransitionDefaultMinimumObjectSize).toBe('varies_by_storage_class');
+    expect((await s3.send(new DeleteBucketLifecycleCommand({ Bucket: bucket }))).$metadata.httpStatusCode).toBe(204);
+    expect(await failure(get())).toMatchObject({ name: 'NoSuchLifecycleConfiguration' });
+  });
+
+  test('a rule without an ID is given one; 1,000 rules are taken', async () => {
+    const name = `lc-many-${door.tag}-${RUN}`;
+    await s3.send(new CreateBucketCommand({ Bucket: name }));
+    const rules = Array.from({ length: 1000 }, (_, i) => ({
+      ID: `r${i}`,
+      Filter: { Prefix: `p${i}/` },
+      Status: 'Enabled',
+      Expiration: { Days: 1 + i },
+    }));
+    await s3.send(
+      new PutBucketLifecycleConfigurationCommand({ Bucket: name, LifecycleConfiguration: { Rules: rules as LifecycleRule[] } }),
+    );
+    expect((await s3.send(new GetBucketLifecycleConfigurationCommand({ Bucket: name }))).Rules).toHaveLength(1000);
+    await withBody(door.client(), doc(rule('<Filter/><Status>Enabled</Status>' + days1))).send(
+      new PutBucketLifecycleConfigurationCommand({ Bucket: name, LifecycleConfiguration: { Rules: [] } }),
+    );
+    const [only] = (await s3.send(new GetBucketLifecycleConfigurationCommand({ Bucket: name }))).Rules!;
+    expect(only!.ID).toMatch(/^\S{8,}$/);
+    expect(only).toMatchObject({ Filter: {}, Status: 'Enabled', Expiration: { Days: 1 } });
+  });
+
+  describe('what S3 refuses is refused with its error, and the configuration in place stays', () => {
+    const PLACED: LifecycleRule[] = [{ ID: 'placed', Filter: { Prefix: 'keep/' }, Status: 'Enabled', Expiration: { Days: 9 } }];
+    beforeAll(async () => {
+      await s3.send(new PutBucketLifecycleConfigurationCommand({ Bucket: bucket, LifecycleConfiguration: { Rules: PLACED } }));
+    });
+    const tag = '<Tag><Key>k</Key><Value>v</Value></Tag>';
+    test.each<[string, string, number, string]>([
+      ['not XML', 'MalformedXML', 400, 'lifecycle, please'],
+      ['no rule', 'MalformedXML', 400, doc('')],
+      ['another root', 'MalformedXML', 400, `<Lifecycle>${plain('a')}</Lifecycle>`],
+      ['a Status in lower case', 'MalformedXML', 400, doc(rule(`<ID>a</ID><Filter/><Status>enabled</Status>${days1}`))],
+      ['both Filter and Prefix', 'MalformedXML', 400, doc(rule(`<ID>a</ID><Prefix>x</Prefix><Filter/><Status>Enabled</Status>${days1}`))],
+      ['neither Filter nor Prefix', 'MalformedXML', 400, doc(rule(`<ID>a</ID><Status>Enabled</Status>${days1}`))],
+      [
+        'a Filter of Prefix and Tag without And',
+        'MalformedXML',
+        400,
+        doc(rule(`<Filter><Prefix>x</Prefix>${tag}</Filter><Status>Enabled</Status>${days1}`)),
+      ],
+      ['an unknown element in a rule', 'MalformedXML', 400, doc(plain('a', `${days1}<Colour>red</Colour>`))],
+      [
+        'both Days and Date',
+        'MalformedXML',
+        400,
+        doc(plain('a', '<Expiration><Days>1</Days><Date>2031-01-01T00:00:00Z</Date></Expiration>')),
+      ],
+      ['Days that are not a number', 'MalformedXML', 400, doc(plain('a', '<Expiration><Days>soon</Days></Expiration>'))],
+      [
+        'ExpiredObjectDeleteMarker with Days',
+        'MalformedXML',
+        400,
+        doc(plain('a', '<Expiration><Days>1</Days><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration>')),
+      ],
+      ['Days 0', 'InvalidArgument', 400, doc(plain('a', '<Expiration><Days>0</Days></Expiration>'))],
+      ['a Date not at midnight', 'InvalidArgument', 400, doc(plain('a', '<Expiration><Date>2031-01-01T12:00:00Z</Date></Expiration>'))],
+      ['a Date that is no date', 'InvalidArgument', 400, doc(plain('a', '<Expiration><Date>20200101</Date></Expiration>'))],
+      ['an ID of 256 characters', 'InvalidArgument', 400, doc(plain('x'.repeat(256)))],
+      ['the same ID twice', 'InvalidArgument', 400, doc(plain('twin') + plain('twin'))],
+      [
+        'NoncurrentDays 0',
+        'InvalidArgument',
+        400,
+        doc(plain('a', '<NoncurrentVersionExpiration><NoncurrentDays>0</NoncurrentDays></NoncurrentVersionExpiration>')),
+      ],
+      [
+        'NewerNoncurrentVersions 101',
+        'InvalidArgument',
+        400,
+        doc(
+          plain(
+            'a',
+            '<NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays><NewerNoncurrentVersions>101</NewerNoncurrentVersions></NoncurrentVersionExpiration>',
+          ),
+        ),
+      ],
+      [
+        'DaysAfterInitiation 0',
+        'InvalidArgument',
+        400,
+        doc(plain('a', '<AbortIncompleteMultipartUpload><DaysAfterInitiation>0</DaysAfterInitiation></AbortIncompleteMultipartUpload>')),
+      ],
+      ['1,001 rules', 'InvalidRequest', 400, doc(Array.from({ length: 1001 }, (_, i) => plain(`r${i}`)).join(''))],
+      ['a rule with no action', 'InvalidRequest', 400, doc(rule('<ID>a</ID><Filter/><Status>Enabled</Status>'))],
+      [
+        'AbortIncompleteMultipartUpload with a tag filter',
+        'InvalidRequest',
+        400,
+        doc(
+          rule(
+            `<Filter>${tag}</Filter><Status>Enabled</Status><AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation></AbortIncompleteMultipartUpload>`,
+          ),
+        ),
+      ],
+      [
+        'ObjectSizeGreaterThan not below ObjectSizeLessThan',
+        'InvalidRequest',
+        400,
+        doc(
+          rule(
+            `<Filter><And><ObjectSizeGreaterThan>10</ObjectSizeGreaterThan><ObjectSizeLessThan>10</ObjectSizeLessThan></And></Filter><Status>Enabled</Status>${days1}`,
+          ),
+        ),
+      ],
+      [
+        'a tag key with aws:',
+        'InvalidTag',
+        400,
+        doc(rule(`<Filter><Tag><Key>aws:x</Key><Value>v</Value></Tag></Filter><Status>Enabled</Status>${days1}`)),
+      ],
+      [
+        'a Transition (one storage class)',
+        'NotImplemented',
+        501,
+        doc(plain('a', '<Transition><Days>30</Days><StorageClass>GLACIER</StorageClass></Transition>')),
+      ],
+      ['a body over 256 KiB', 'MaxMessageLengthExceeded', 400, doc(`<!--${'x'.repeat(256 * 1024)}-->${plain('a')}`)],
+    ])('%s is %s', async (_, code, status, body) => {
+      const err = await failure(
+        withBody(door.client(), body).send(
+          new PutBucketLifecycleConfigurationCommand({ Bucket: bucket, LifecycleConfiguration: { Rules: [] } }),
+        ),
+      );
+      expect(err).toMatchObject({ name: code, $metadata: { httpStatusCode: status } });
+      expect((await get()).Rules).toEqual(PLACED);
+    });
+
+    test('an unknown x-amz-transition-default-minimum-object-size is InvalidArgument', async () => {
+      const err = await failure(
+        s3.send(
+          new PutBucketLifecycleConfigurationCommand({
+            Bucket: bucket,
+            LifecycleConfiguration: { Rules: PLACED },
+            TransitionDefaultMinimumObjectSize: 'tiny' as never,
+          }),
+        ),
+      );
+      expect(err).toMatchObject({ name: 'InvalidArgument', $metadata: { httpStatusCode: 400 } });
+    });
+  });
+
+  test('only the owner, or whom the bucket policy grants s3:GetLifecycleConfiguration, reads it; granting Get does not grant Put', async () => {
+    const name = `lc-policy-${door.tag}-${RUN}`;
+    await s3.send(new CreateBucketCommand({ Bucket: name }));
+    await s3.send(new PutBucketLifecycleConfigurationCommand({ Bucket: name, LifecycleConfiguration: { Rules: [EVERY_SHAPE[0]!] } }));
+    const other = door.client(target.other);
+    const asOther = () => other.send(new GetBucketLifecycleConfigurationCommand({ Bucket: name }));
+    expect(await failure(asOther())).toMatchObject({ name: 'AccessDenied', $metadata: { httpStatusCode: 403 } });
+    await s3.send(
+      new PutBucketPolicyCommand({
+        Bucket: name,
+        Policy: JSON.stringify({
+          Version: '2012-10-17',
+          Statement: [{ Effect: 'Allow', Principal: '*', Action: 's3:GetLifecycleConfiguration', Resource: `arn:aws:s3:::${name}` }],
+        }),
+      }),
+    );
+    expect((await asOther()).Rules).toEqual([EVERY_SHAPE[0]]);
+    expect(await failure(other.send(new DeleteBucketLifecycleCommand({ Bucket: name })))).toMatchObject({ name: 'AccessDenied' });
+    expect(
+      await failure(
+        other.send(new PutBucketLifecycleConfigurationCommand({ Bucket: name, LifecycleConfiguration: { Rules: EVERY_SHAPE } })),
+      ),
+    ).toMatchObject({ name: 'AccessDenied' });
+    expect((await s3.send(new GetBucketLifecycleConfigurationCommand({ Bucket: name }))).Rules).toEqual([EVERY_SHAPE[0]]);
+  });
+
+  test('objects a rule applies to answer x-amz-expiration (next midnight UTC after creation + days) on PUT, GET and HEAD; uploads x-amz-abort-date', async () => {
+    const name = `lc-headers-${door.tag}-${RUN}`;
+    await s3.send(new CreateBucketCommand({ Bucket: name }));
+    await s3.send(
+      new PutBucketLifecycleConfigurationCommand({
+        Bucket: name,
+        LifecycleConfiguration: {
+          Rules: [
+            { ID: 'ten "days"', Filter: { Prefix: 'tmp/' }, Status: 'Enabled', Expiration: { Days: 10 } },
+            {
+              ID: 'three-ü',
+              Filter: { And: { Prefix: 'tmp/', Tags: [{ Key: 'short', Value: 'yes' }] } },
+              Status: 'Enabled',
+              Expiration: { Days: 3 },
+            },
+            { ID: 'off', Filter: { Prefix: '' }, Status: 'Disabled', Expiration: { Days: 1 } },
+            { ID: 'abort', Filter: { Prefix: 'up/' }, Status: 'Enabled', AbortIncompleteMultipartUpload: { DaysAfterInitiation: 2 } },
+          ],
+        },
+      }),
+    );
+    const midnightAfter = (at: Date, days: number) => new Date(Math.ceil((at.getTime() + days * DAY) / DAY) * DAY).toUTCString();
+    const put = await s3.send(new PutObjectCommand({ Bucket: name, Key: 'tmp/a', Body: 'a' }));
+    const head = await s3.send(new HeadObjectCommand({ Bucket: name, Key: 'tmp/a' }));
+    const created = new Date(head.LastModified!.getTime() + 999);
+    expect(put.Expiration).toBe(`expiry-date="${midnightAfter(created, 10)}", rule-id="ten \\"days\\""`);
+    expect(head.Expiration).toBe(put.Expiration);
+    expect((await s3.send(new GetObjectCommand({ Bucket: name, Key: 'tmp/a' }))).Expiration).toBe(put.Expiration);
+    // The earliest of the rules that apply.
+    const tagged = await s3.send(new PutObjectCommand({ Bucket: name, Key: 'tmp/b', Body: 'b', Tagging: 'short=yes' }));
+    // A character a header cannot carry is percent-encoded.
+    expect(tagged.Expiration).toBe(`expiry-date="${midnightAfter(created, 3)}", rule-id="three-%C3%BC"`);
+    // None applies (the disabled rule does not count).
+    expect((await s3.send(new PutObjectCommand({ Bucket: name, Key: 'keep/c', Body: 'c' }))).Expiration).toBeUndefined();
+    expect((await s3.send(new HeadObjectCommand({ Bucket: name, Key: 'keep/c' }))).Expiration).toBeUndefined();
+
+    const before = Date.now();
+    const upload = await s3.send(new CreateMultipartUploadCommand({ Bucket: name, Key: 'up/big' }));
+    expect(upload.AbortRuleId).toBe('abort');
+    expect(upload.AbortDate!.getTime() % DAY).toBe(0);
+    expect(upload.AbortDate!.getTime()).toBeGreaterThan(before + 2 * DAY - 1000);
+    expect(upload.AbortDate!.getTime()).toBeLessThanOrEqual(before + 3 * DAY + 1000);
+    // Days as large as S3's schema takes reach past any date a header can carry: none is announced, and nothing fails.
+    await s3.send(
+      new PutBucketLifecycleConfigurationCommand({
+        Bucket: name,
+        LifecycleConfiguration: {
+          Rules: [
+            { ID: 'ages', Filter: { Prefix: 'tmp/' }, Status: 'Enabled', Expiration: { Days: 2 ** 31 - 1 } },
+            {
+              ID: 'ages-up',
+              Filter: { Prefix: 'up/' },
+              Status: 'Enabled',
+              AbortIncompleteMultipartUpload: { DaysAfterInitiation: 2 ** 31 - 1 },
+            },
+          ],
+        },
+      }),
+    );
+    expect((await s3.send(new PutObjectCommand({ Bucket: name, Key: 'tmp/far', Body: 'f' }))).Expiration).toBeUndefined();
+    expect((await s3.send(new CreateMultipartUploadCommand({ Bucket: name, Key: 'up/far' }))).AbortDate).toBeUndefined();
+    const other = await s3.send(new CreateMultipartUploadCommand({ Bucket: name, Key: 'else/big' }));
+    expect(other.AbortRuleId).toBeUndefined();
+    expect(other.AbortDate).toBeUndefined();
+  });
+});
