@@ -64,6 +64,7 @@ export default {
     ? [
         's3-operations',
         's3-acl',
+        's3-acl-grants',
         's3-conformance',
         's3-bad-input',
         's3-cors',

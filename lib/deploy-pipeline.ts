@@ -132,8 +132,11 @@ export function addDeployPipeline(stack: Stack, props: DeployPipelineProps): Dep
 
   // Least privilege: what the pipeline's steps use.
   tables.sites.grantReadWriteData(worker);
-  // Opens a site's repository access token when its deploy clones (never seals anything).
+  // Opens a site's repository access token when its deploy clones, and its
+  // IPNS key when a publish signs a record; seals that key when a site's
+  // first publish makes it (core/hosting/ipns-names.ts).
   secretsKey.grantDecrypt(worker);
+  secretsKey.grant(worker, 'kms:Encrypt');
   tables.deploys.grantReadWriteData(worker);
   tables.objects.grantReadWriteData(worker);
   blockBucket.grantReadWrite(worker);

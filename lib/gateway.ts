@@ -40,7 +40,7 @@ export interface Gateway {
   readonly timeout: Duration;
 }
 
-/** The gateway function (`Gateway`), its read-only grants and its Function URL. */
+/** The gateway function (`Gateway`), its grants (reads, and the routing API's IPNS records) and its Function URL. */
 export function addGateway(stack: Stack, props: GatewayProps): Gateway {
   const { tables, blockBucket } = props.data;
   // A streamed answer lasts as long as the function may run, through the
@@ -58,7 +58,8 @@ export function addGateway(stack: Stack, props: GatewayProps): Gateway {
 
   // Public objects and /ipfs/ read objects; a site address reads its site,
   // then its published deploy or the deploy a preview host names
-  // (functions/core/hosting/site-hosts.ts). Nothing the gateway does writes.
+  // (functions/core/hosting/site-hosts.ts); /ipns/ and the routing API read
+  // IPNS records (in the sites table).
   tables.objects.grantReadData(gateway);
   tables.accounts.grantReadData(gateway);
   tables.sites.grantReadData(gateway);
@@ -70,6 +71,26 @@ export function addGateway(stack: Stack, props: GatewayProps): Gateway {
   // its container. That one object is all the gateway writes.
   gateway.addToRolePolicy(
     new PolicyStatement({ actions: ['s3:PutObject'], resources: [blockBucket.arnForObjects(IPFS_DATASTORE_VERSION_KEY)] }),
+  );
+  // The routing API's `PUT /routing/v1/ipns/<name>` (functions/gateway/ipns.ts)
+  // stores a record signed elsewhere, and counts it against its sender's
+  // address: the one kind of item each table lets it write, by partition key
+  // (dynamodb:LeadingKeys, "ForAllValues:StringLike" as the developer guide's
+  // fine-grained access control examples have it:
+  // https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html).
+  gateway.addToRolePolicy(
+    new PolicyStatement({
+      actions: ['dynamodb:PutItem'],
+      resources: [tables.sites.tableArn],
+      conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['IPNS#*'] } },
+    }),
+  );
+  gateway.addToRolePolicy(
+    new PolicyStatement({
+      actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
+      resources: [tables.accounts.tableArn],
+      conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['RATE#ipns-put#*'] } },
+    }),
   );
   acknowledgeTableGrants(gateway, [tables.objects, tables.accounts, tables.sites, tables.deploys]);
   acknowledgeBucketGrant(gateway, blockBucket, 'read');

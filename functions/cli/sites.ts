@@ -44,6 +44,8 @@ export interface Site {
   deploySettings: { autoPublishing: boolean; prDeployPreviews: boolean; source: SiteSource };
   publishedDeploy?: DeploySummary | null;
   latestDeploy?: DeploySummary | null;
+  /** Null until the site's first publish. */
+  ipnsName?: string | null;
 }
 
 export const SITE_FIELDS = `
@@ -53,6 +55,7 @@ fragment CliSite on Site {
   deploySettings { autoPublishing prDeployPreviews source { __typename ... on Repository { type url branch } ... on IpfsSource { cid } } }
   publishedDeploy { id status ipfsHash startedAt completedAt }
   latestDeploy { id status ipfsHash startedAt completedAt }
+  ipnsName
 }`;
 
 /** Site ids are UUIDs; anything else names a site by its name (its slug). */
@@ -95,7 +98,17 @@ export function describeSource(source: SiteSource): string {
 }
 
 /** The site as --json prints it: its record and its address. */
-const siteJson = (settings: Settings, site: Site) => ({ ...site, url: siteUrl(settings, site.slug) ?? null });
+/** The site's IPNS name on the gateway, `/ipns/<name>/`, once its first publish made the name. */
+export function ipnsUrl(settings: Settings, site: Pick<Site, 'ipnsName'>): string | null {
+  return site.ipnsName ? `${settings.gatewayUrl.replace(/\/$/, '')}/ipns/${site.ipnsName}/` : null;
+}
+
+const siteJson = (settings: Settings, site: Site) => ({
+  ...site,
+  ipnsName: site.ipnsName ?? null,
+  url: siteUrl(settings, site.slug) ?? null,
+  ipnsUrl: ipnsUrl(settings, site),
+});
 
 interface CreateOptions {
   repo?: string;
@@ -177,13 +190,14 @@ async function listSites(options: { limit?: string }, ctx: Context): Promise<voi
       sites.length === 0
         ? 'No sites yet: cairn sites create <name>'
         : table(
-            ['NAME', 'SOURCE', 'PUBLISHED', 'LATEST', 'ID'],
+            ['NAME', 'SOURCE', 'PUBLISHED', 'LATEST', 'ID', 'IPNS NAME'],
             sites.map((s) => [
               s.name,
               describeSource(s.deploySettings.source),
               s.publishedDeploy ? formatTime(s.publishedDeploy.completedAt) : '-',
               s.latestDeploy ? s.latestDeploy.status : '-',
               s.id,
+              s.ipnsName ?? '-',
             ]),
           ),
   );
@@ -211,6 +225,7 @@ async function showSite(ref: string, ctx: Context): Promise<void> {
     `Published:   ${site.publishedDeploy ? `${site.publishedDeploy.id} ${site.publishedDeploy.ipfsHash ?? ''}`.trim() : '-'}`,
     `Latest:      ${site.latestDeploy ? `${site.latestDeploy.id} ${site.latestDeploy.status}` : '-'}`,
     `Address:     ${siteUrl(settings, site.slug) ?? 'unknown (cairn login --sites-domain <domain>)'}`,
+    `IPNS name:   ${site.ipnsName ? `${site.ipnsName} (${ipnsUrl(settings, site)})` : '- (made on the first publish)'}`,
   ]);
 }
 

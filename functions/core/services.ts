@@ -29,6 +29,7 @@ import { UploadStore } from './data/uploads.js';
 import { SiteStore } from './data/sites.js';
 import { DeployStore } from './data/deploys.js';
 import { SiteSecretStore } from './data/site-secrets.js';
+import { IpnsNameStore } from './data/ipns-records.js';
 import { HookDeliveryStore } from './data/hook-deliveries.js';
 import { NotificationUrlStore } from './data/notification-urls.js';
 import { NotificationDeliveryStore } from './data/notification-deliveries.js';
@@ -83,6 +84,8 @@ export interface Services {
   deploys: DeployStore;
   /** Sites' webhook secrets, repository tokens (both sealed) and build hooks. */
   siteSecrets: SiteSecretStore;
+  /** Sites' IPNS keys (sealed) and the latest record of every name the gateway answers for. */
+  ipnsNames: IpnsNameStore;
   /** Git host webhook deliveries already taken (so a redelivery acts once). */
   hookDeliveries: HookDeliveryStore;
   /** Sites' deploy notification URLs (their signing secrets sealed). */
@@ -146,17 +149,31 @@ export type LifecycleServices = Pick<Services, 'db' | 'logger' | 'buckets' | 'ob
 /** The integrity check (npm run fsck): every object's DAG read back, the pin index rebuilt. */
 export type IntegrityServices = Pick<Services, 'db' | 'gate' | 'ipfs' | 'logger' | 'objects'>;
 
-/** What a site's change reaches outside the database: the CDN's cache and its map of site hosts (core/hosting). */
-export type SiteEdgeServices = Pick<Services, 'cdn' | 'logger' | 'siteHosts' | 'sites'>;
+/** What a site's change reaches outside the database: the CDN's cache and its map of site hosts, and its IPNS record (core/hosting). */
+export type SiteEdgeServices = Pick<Services, 'cdn' | 'deploys' | 'ipnsNames' | 'logger' | 'siteHosts' | 'sites'>;
 
 /** The S3-compatible door: keys to authenticate, buckets and objects, multipart uploads, the block store. */
 export type StorageServices = Pick<
   Services,
-  'config' | 'logger' | 'storageKeys' | 'accounts' | 'buckets' | 'objects' | 'uploads' | 'stagedParts' | 'ipfs' | 'gate' | 'leafHasher'
+  | 'config'
+  | 'logger'
+  | 'storageKeys'
+  | 'accounts'
+  | 'people'
+  | 'buckets'
+  | 'objects'
+  | 'uploads'
+  | 'stagedParts'
+  | 'ipfs'
+  | 'gate'
+  | 'leafHasher'
 >;
 
-/** The gateway: public objects, /ipfs/ content, and sites by host (their published deploys, the site cache). */
-export type GatewayServices = Pick<Services, 'config' | 'logger' | 'sites' | 'deploys' | 'siteCache' | 'objects' | 'buckets' | 'ipfs'>;
+/** The gateway: public objects, /ipfs/ and /ipns/ content, sites by host (their published deploys, the site cache), the routing API's IPNS records. */
+export type GatewayServices = Pick<
+  Services,
+  'config' | 'logger' | 'sites' | 'deploys' | 'siteCache' | 'objects' | 'buckets' | 'ipfs' | 'ipnsNames' | 'rateLimits'
+>;
 
 /**
  * What an entry point chooses for what differs between one machine and
@@ -218,6 +235,7 @@ export async function createServices(config: Config, adapters: Adapters, options
     sites: new SiteStore(db, sealer),
     deploys: new DeployStore(db),
     siteSecrets: new SiteSecretStore(db, sealer),
+    ipnsNames: new IpnsNameStore(db, sealer),
     hookDeliveries: new HookDeliveryStore(db),
     notificationUrls: new NotificationUrlStore(db, sealer),
     notificationDeliveries: new NotificationDeliveryStore(db),

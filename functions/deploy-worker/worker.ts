@@ -42,6 +42,7 @@ import { DeployLog } from '../core/logs/deploy-log.js';
 import { askForPreview } from './steps/announce.js';
 import { KEPT_REPOSITORIES, runningLimitMs } from './limits.js';
 import { awsBuildRunner, awsPreviewTaker } from '../aws/adapters.js';
+import { republishSiteNames } from '../core/hosting/ipns-names.js';
 
 /** What the worker's messages reach: the pipeline, a notification's delivery, a CDN change put off. */
 export type WorkerServices = PipelineServices & NotificationSendServices & SiteEdgeServices;
@@ -160,16 +161,18 @@ export interface TickResult {
   lifecycle?: LifecycleResult;
   /** Build secrets and files left behind, removed. */
   leftovers: LeftoverSweep;
+  /** Sites' IPNS records signed again (core/hosting/ipns-names.ts). */
+  republished: number;
 }
 
 /** A queued deploy this old has surely lost its message (the worker takes one within seconds). */
 const LOST_MESSAGE_MS = 5 * 60_000;
 
-/** What the minute's tick reads and writes: queued and running deploys, the queue, a stuck deploy's log and notifications, collection. */
+/** What the minute's tick reads and writes: queued and running deploys, the queue, a stuck deploy's log and notifications, collection, sites' IPNS records. */
 export type TickServices = CollectionServices &
   LifecycleServices &
   NotifyServices &
-  Pick<Services, 'config' | 'deployLogs' | 'deployQueue' | 'deploys' | 'logger'>;
+  Pick<Services, 'config' | 'deployLogs' | 'deployQueue' | 'deploys' | 'ipnsNames' | 'logger' | 'sites'>;
 
 export async function runScheduledTick(services: TickServices, batch = 10, now = new Date()): Promise<TickResult> {
   const log = services.logger.child({ fn: 'deploy-worker' });
@@ -194,7 +197,8 @@ export async function runScheduledTick(services: TickServices, batch = 10, now =
     return undefined;
   });
   const collected = await collectGarbage({ ...services, logger: log });
-  return { queued: queued.length, requeued, timedOut, collected, leftovers, ...(lifecycle ? { lifecycle } : {}) };
+  const republished = await republishSiteNames({ ...services, logger: log }, now);
+  return { queued: queued.length, requeued, timedOut, collected, leftovers, republished, ...(lifecycle ? { lifecycle } : {}) };
 }
 
 /**

@@ -4,7 +4,9 @@
  * `<slug>.<sites domain>` and `<deployId>--<slug>.<sites domain>` serve
  * sites (sites.ts); on any other host, `GET|HEAD /ipfs/<cid>[/path]` serves
  * any content in the node, with ranges and immutable caching. Content is public by CID, whatever the ACL
- * of the objects that hold it, as on any IPFS network.
+ * of the objects that hold it, as on any IPFS network. `/ipns/<name>[/path]` serves what an IPNS name
+ * Cairn holds a record for points at, and `/routing/v1/ipns/<name>` is the Delegated Routing V1 API's
+ * IPNS endpoint (ipns.ts).
  *
  * On that other host, `/sites/<siteId>/<path>` and
  * `/previews/<siteId>/<deployLabel>/<path>` serve sites too: the CDN in front
@@ -24,6 +26,7 @@ import { bucketHost, siteHost, siteOriginPath } from './hosts.js';
 import { ipfsPath, serveCid } from './ipfs.js';
 import { serveObject } from './objects.js';
 import { serveSite } from './sites.js';
+import { ipnsPath, isRoutingPath, ROUTING_CORS, serveIpns, serveRouting } from './ipns.js';
 import { textResponse } from './responses.js';
 
 /**
@@ -53,18 +56,25 @@ export function createGatewayHandler(services: GatewayServices, logger: Logger =
     const site = host ? undefined : siteHost(req.headers.get('host'), sites.domain);
     const origin = host || site ? undefined : siteOriginPath(req.rawPath);
     const content = host || site || origin ? undefined : ipfsPath(req.rawPath);
-    return { host, site, origin, content };
+    const name = host || site || origin || content ? undefined : ipnsPath(req.rawPath);
+    const routing = !(host || site || origin || content || name) && isRoutingPath(req.rawPath);
+    return { host, site, origin, content, name, routing };
   };
-  const answer = async (req: HttpRequest, { host, site, origin, content }: ReturnType<typeof routeOf>): Promise<Response> => {
+  const answer = async (req: HttpRequest, route: ReturnType<typeof routeOf>): Promise<Response> => {
+    const { host, site, origin, name, routing } = route;
+    // Content by CID or by IPNS name: the path gateway's CORS and methods.
+    const content = route.content ?? name;
     if (content && req.method === 'OPTIONS') return new Response(null, { status: 200, headers: { allow: 'GET, HEAD, OPTIONS' } });
-    if (req.method !== 'GET' && req.method !== 'HEAD')
+    if (!routing && req.method !== 'GET' && req.method !== 'HEAD')
       return textResponse(405, 'Method Not Allowed\n', { allow: content ? 'GET, HEAD, OPTIONS' : 'GET, HEAD' });
     try {
       if (host) return await serveObject(services, req, host);
       if (site) return await serveSite(services, req, site);
       if (origin) return await serveSite(services, { ...req, rawPath: origin.rawPath }, origin.address);
-      if (content) return await serveCid(services, req, content);
-      return textResponse(404, 'Not Found: paths are /ipfs/<cid>[/path]\n');
+      if (route.content) return await serveCid(services, req, route.content);
+      if (name) return await serveIpns(services, req, name);
+      if (routing) return await serveRouting(services, req);
+      return textResponse(404, 'Not Found: paths are /ipfs/<cid>[/path] and /ipns/<name>[/path]\n');
     } catch (err) {
       // The client hung up (the door aborts the request's signal): whatever failed after that is no fault of ours, and nobody reads the answer.
       if (req.signal.aborted) {
@@ -91,8 +101,9 @@ export function createGatewayHandler(services: GatewayServices, logger: Logger =
   return async (req) => {
     const route = routeOf(req);
     const response = await answer(req, route);
-    // Every answer under /ipfs/, errors too: a page can then tell a 404 from a network failure.
-    if (route.content) for (const [name, value] of Object.entries(PATH_GATEWAY_CORS)) response.headers.set(name, value);
+    // Every answer under /ipfs/, /ipns/ and /routing/v1/, errors too: a page can then tell a 404 from a network failure.
+    const cors = route.content || route.name ? PATH_GATEWAY_CORS : route.routing ? ROUTING_CORS : undefined;
+    if (cors) for (const [name, value] of Object.entries(cors)) response.headers.set(name, value);
     logger.debug('gateway request', { method: req.method, path: req.rawPath, status: response.status });
     return response;
   };

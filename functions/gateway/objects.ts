@@ -2,9 +2,10 @@
  * A file at its public URL (`<bucket>.<storage public domain>/<key>`) or its
  * bucket-specific address (`<bucket>.<bucket endpoint domain>/<key>`): an
  * anonymous GetObject. Served with its stored headers when the bucket
- * policy allows it, or says nothing and the object is public-read (as far
- * as its ACL counts: not under IgnorePublicAcls or BucketOwnerEnforced);
- * refused (403) when the policy denies it or the object is private;
+ * policy allows it, or says nothing and the object's ACL grants AllUsers
+ * READ (as far as its ACL counts: not under IgnorePublicAcls or
+ * BucketOwnerEnforced; core/storage/bucket-access.ts decides); refused
+ * (403) when the policy denies it or the ACL does not grant it;
  * unknown ones are 404. The policy's conditions see the address the door
  * saw (never X-Forwarded-For), the Referer, and whether it came over TLS.
  * The same bytes stay readable by CID under `/ipfs/`, whatever the ACL.
@@ -14,7 +15,7 @@ import { objectResponseHeaders } from '../core/http/object-headers.js';
 import type { HttpRequest } from '../core/http/types.js';
 import type { Services } from '../core/services.js';
 import { openFile } from '../core/ipfs/read.js';
-import { effectiveAcl, policyVerdict } from '../core/storage/bucket-access.js';
+import { decideAccess, policyVerdict } from '../core/storage/bucket-access.js';
 import type { RequestFacts } from '../core/storage/bucket-policy.js';
 import type { BucketHost } from './hosts.js';
 import { serveRepresentation, textResponse } from './responses.js';
@@ -51,8 +52,7 @@ export async function serveObject(
   const [bucket, record] = await Promise.all([services.buckets.get(host.bucket), services.objects.get(host.bucket, key)]);
   if (!bucket || !record) return notFound();
   const verdict = policyVerdict(bucket, { action: 's3:GetObject', resource: `${bucket.name}/${key}`, context: anonymousContext(req) });
-  const acl = effectiveAcl(bucket, record.acl);
-  const open = verdict === 'allow' || (verdict === 'none' && (acl === 'public-read' || acl === 'public-read-write'));
+  const open = decideAccess(bucket, { caller: undefined, verdict, acl: { acl: record.acl, permission: 'READ' } });
   if (!open) return textResponse(403, 'Forbidden: this object is private\n');
   const headers = objectResponseHeaders(record);
   headers['x-ipfs-path'] = `/ipfs/${record.cid}`;

@@ -103,13 +103,13 @@ export type CodecRequest = {
 
 export type Negotiation = TrustlessFormat | CodecRequest | { kind: 'deserialized' } | { kind: 'refused'; response: Response };
 
-interface MediaRange {
+export interface MediaRange {
   type: string;
   params: Map<string, string>;
 }
 
 /** The media ranges of an Accept header, most preferred first, without those refused (q=0). */
-function parseAccept(header: string | null): MediaRange[] {
+export function parseAccept(header: string | null): MediaRange[] {
   if (!header) return [];
   const ranges: Array<MediaRange & { q: number; at: number }> = [];
   header.split(',').forEach((part, at) => {

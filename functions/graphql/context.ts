@@ -37,6 +37,7 @@ export type GraphqlServices = Pick<
   | 'deploys'
   | 'invitations'
   | 'ipfs'
+  | 'ipnsNames'
   | 'logger'
   | 'mailer'
   | 'notificationDeliveries'

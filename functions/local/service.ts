@@ -30,6 +30,7 @@ import { LocalSiteCache } from './site-cache.js';
 import { LocalNotificationOutbox } from './notification-outbox.js';
 import { KEPT_REPOSITORIES } from '../deploy-worker/limits.js';
 import { mirrorsIdle } from '../deploy-worker/steps/checkout/mirrors.js';
+import { republishSiteNames } from '../core/hosting/ipns-names.js';
 
 export interface LocalService {
   config: Config;
@@ -135,9 +136,11 @@ export async function startLocalService(config: Config, logger: Logger = createL
     limits: cfg.build.limits,
   });
   let collector: NodeJS.Timeout | undefined;
+  let republisher: NodeJS.Timeout | undefined;
   let collecting: Promise<unknown> = Promise.resolve();
   const stop = async () => {
     clearInterval(collector);
+    clearInterval(republisher);
     await collecting;
     await deploys.stop();
     await mirrorsIdle();
@@ -193,6 +196,16 @@ export async function startLocalService(config: Config, logger: Logger = createL
       }, gcEvery * 1000);
       collector.unref();
     }
+    // Sites' IPNS records are signed again every 4 hours (a record is valid 48): checked each minute, as the AWS tick does.
+    let republishing = false;
+    republisher = setInterval(() => {
+      if (republishing) return;
+      republishing = true;
+      republishSiteNames(services)
+        .catch((err: unknown) => logger.warn('signing site IPNS records again failed; tried again in a minute', { err }))
+        .finally(() => (republishing = false));
+    }, 60_000);
+    republisher.unref();
     return {
       config: cfg,
       services,

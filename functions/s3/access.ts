@@ -13,11 +13,11 @@
  */
 import type { Bucket } from '../core/data/buckets.js';
 import type { ObjectRecord } from '../core/data/objects.js';
-import { effectiveAcl, policyVerdict } from '../core/storage/bucket-access.js';
+import type { AclPermission } from '../core/storage/acl.js';
+import { decideAccess, policyVerdict } from '../core/storage/bucket-access.js';
 import type { ConditionKey, PolicyAction, RequestFacts, Verdict } from '../core/storage/bucket-policy.js';
-import { aclAllowsRead } from './acl.js';
 import type { S3Context } from './context.js';
-import type { S3Op } from './router.js';
+import { ACCESS, type Access, type S3Op, type S3Request } from './router.js';
 
 /** The IAM action each operation is, for a bucket policy (ListBuckets and CreateBucket are the account's, not a bucket's). */
 export const POLICY_ACTION: Partial<Record<S3Op, PolicyAction>> = {
@@ -72,6 +72,29 @@ export const POLICY_ACTION: Partial<Record<S3Op, PolicyAction>> = {
   AbortMultipartUpload: 's3:AbortMultipartUpload',
   ListParts: 's3:ListMultipartUploadParts',
 };
+
+/**
+ * What an object operation naming a `versionId` is to a policy instead
+ * ("Amazon S3 condition key examples" and the Service Authorization
+ * Reference's S3 actions: s3:GetObjectVersion for GET and HEAD of a version,
+ * s3:DeleteObjectVersion, s3:Get/PutObjectVersionAcl, s3:Get/Put/
+ * DeleteObjectVersionTagging).
+ */
+const VERSION_ACTION: Partial<Record<S3Op, PolicyAction>> = {
+  GetObject: 's3:GetObjectVersion',
+  HeadObject: 's3:GetObjectVersion',
+  DeleteObject: 's3:DeleteObjectVersion',
+  GetObjectAcl: 's3:GetObjectVersionAcl',
+  PutObjectAcl: 's3:PutObjectVersionAcl',
+  GetObjectTagging: 's3:GetObjectVersionTagging',
+  PutObjectTagging: 's3:PutObjectVersionTagging',
+  DeleteObjectTagging: 's3:DeleteObjectVersionTagging',
+};
+
+/** The IAM action this request is to a bucket policy, its version's when it names one. */
+export function policyActionFor(s3: Pick<S3Request, 'op' | 'query'>): PolicyAction | undefined {
+  return (s3.query.has('versionId') ? VERSION_ACTION[s3.op] : undefined) ?? POLICY_ACTION[s3.op];
+}
 
 /** The policy's own management: the bucket's owner may always do these, whatever the policy denies, so a bad policy can be fixed. */
 export const POLICY_MANAGEMENT: ReadonlySet<S3Op> = new Set(['PutBucketPolicy', 'GetBucketPolicy', 'DeleteBucketPolicy']);
@@ -152,21 +175,72 @@ export function verdictFor(
 /**
  * Whether the caller may list the bucket, as a GET of a missing key asks
  * (NoSuchKey to whoever may, AccessDenied to others): the policy's
- * s3:ListBucket with s3:prefix set to that key, as S3 evaluates it, or the
- * bucket's ACL.
+ * s3:ListBucket with s3:prefix set to that key, as S3 evaluates it, or a
+ * READ grant in the bucket's ACL.
  */
 export function mayListFor(ctx: S3Context, bucket: Bucket, key: string): boolean {
   const verdict =
     bucket.policy === undefined
       ? 'none'
       : verdictFor(ctx, bucket, 's3:ListBucket', undefined, { ...conditionContext(ctx, false), 's3:prefix': key });
-  if (verdict !== 'none') return verdict === 'allow';
-  return aclAllowsRead(effectiveAcl(bucket, bucket.acl), ctx.auth.principal, bucket.accountId);
+  return decideAccess(bucket, { caller: callerAccount(ctx), verdict, acl: { acl: bucket.acl, permission: 'READ' } });
 }
 
-/** Whether the caller may read this object of this bucket: a policy's verdict on s3:GetObject, or the object's ACL. */
-export function mayReadObject(ctx: S3Context, bucket: Bucket, record: Pick<ObjectRecord, 'key' | 'acl'>): boolean {
-  const verdict = verdictFor(ctx, bucket, 's3:GetObject', record.key);
-  if (verdict !== 'none') return verdict === 'allow';
-  return aclAllowsRead(effectiveAcl(bucket, record.acl), ctx.auth.principal, bucket.accountId);
+/**
+ * Whether the caller may read this object of this bucket: a policy's
+ * verdict on s3:GetObject (s3:GetObjectVersion when the request names a
+ * version), or a READ grant in that version's ACL.
+ */
+export function mayReadObject(ctx: S3Context, bucket: Bucket, record: Pick<ObjectRecord, 'key' | 'acl'>, byVersion = false): boolean {
+  const verdict = verdictFor(ctx, bucket, byVersion ? 's3:GetObjectVersion' : 's3:GetObject', record.key);
+  return decideAccess(bucket, { caller: callerAccount(ctx), verdict, acl: { acl: record.acl, permission: 'READ' } });
+}
+
+/**
+ * Whether the caller may read or write this object version's ACL
+ * (GetObjectAcl, PutObjectAcl): the policy's verdict on the request's
+ * action, or a READ_ACP / WRITE_ACP grant in that version's ACL.
+ */
+export function mayOnObject(
+  ctx: S3Context,
+  bucket: Bucket,
+  record: Pick<ObjectRecord, 'key' | 'acl'>,
+  permission: 'READ_ACP' | 'WRITE_ACP',
+): boolean {
+  const action = policyActionFor(ctx.s3);
+  const verdict = action ? verdictFor(ctx, bucket, action, record.key) : 'none';
+  return decideAccess(bucket, { caller: callerAccount(ctx), verdict, acl: { acl: record.acl, permission } });
+}
+
+/**
+ * The bucket permission an ACL must grant another caller for each kind of
+ * operation (router.ts ACCESS), as S3 maps ACL permissions to operations
+ * (https://docs.aws.amazon.com/AmazonS3/latest/userguide/acl-overview.html#permissions):
+ * READ lists, WRITE puts and deletes objects, READ_ACP and WRITE_ACP read
+ * and write the bucket's ACL. Object ACLs are weighed in their operations.
+ */
+export const BUCKET_PERMISSION: Partial<Record<Access, AclPermission>> = {
+  'bucket-read': 'READ',
+  'bucket-write': 'WRITE',
+  'bucket-read-acp': 'READ_ACP',
+  'bucket-write-acp': 'WRITE_ACP',
+};
+
+/** Whether the bucket's ACL lets this (not owning) caller do this operation; a versioned delete is the bucket owner's, or a policy's, only. */
+export function bucketAclAllows(ctx: S3Context, bucket: Bucket, verdict: Verdict): boolean {
+  const permission = BUCKET_PERMISSION[ACCESS[ctx.s3.op]];
+  // "When the grantee is the bucket owner, granting WRITE permission in a bucket ACL allows the
+  // s3:DeleteObjectVersion action" (acl-overview.html, above): no one else's WRITE does.
+  const byAcl = permission !== undefined && !(ctx.s3.op === 'DeleteObject' && ctx.s3.query.has('versionId'));
+  return decideAccess(bucket, { caller: callerAccount(ctx), verdict, ...(byAcl ? { acl: { acl: bucket.acl, permission } } : {}) });
+}
+
+/** Whether one key of a DeleteObjects may go: s3:DeleteObject (s3:DeleteObjectVersion with a version), or the bucket's WRITE grant for a plain delete. */
+export function mayDeleteKey(ctx: S3Context, bucket: Bucket, key: string, versionId: string | undefined): boolean {
+  const verdict = verdictFor(ctx, bucket, versionId === undefined ? 's3:DeleteObject' : 's3:DeleteObjectVersion', key);
+  return decideAccess(bucket, {
+    caller: callerAccount(ctx),
+    verdict,
+    ...(versionId === undefined ? { acl: { acl: bucket.acl, permission: 'WRITE' as const } } : {}),
+  });
 }

@@ -19,9 +19,8 @@ import {
 import { listObjects, listObjectsV2, listObjectVersions } from './list.js';
 import { deleteObject, deleteObjects } from './delete.js';
 import { copyObject } from './copy.js';
-import { aclAllowsRead, aclAllowsWrite, checkRequestedAcl, getBucketAcl, getObjectAcl, putBucketAcl, putObjectAcl } from './acl.js';
-import { isBucketOwner, OWNER_ONLY, POLICY_ACTION, POLICY_MANAGEMENT, verdictFor } from './access.js';
-import { effectiveAcl } from '../core/storage/bucket-access.js';
+import { checkRequestedAcl, getBucketAcl, getObjectAcl, putBucketAcl, putObjectAcl } from './acl.js';
+import { bucketAclAllows, isBucketOwner, OWNER_ONLY, POLICY_MANAGEMENT, policyActionFor, verdictFor } from './access.js';
 import { deleteBucketPolicy, getBucketPolicy, getBucketPolicyStatus, putBucketPolicy } from './bucket-policy.js';
 import {
   deleteBucketOwnershipControls,
@@ -153,8 +152,8 @@ function checkBodySize(req: HttpRequest, op: S3Op, config: Config): void {
 /**
  * Who may do what, as S3 decides it (core/storage/bucket-access.ts): the
  * policy's explicit Deny first, then the owner, then a policy Allow or an
- * ACL grant for anyone else. GetObject and HeadObject decide on the
- * object's ACL in the operation, with the verdict found here.
+ * ACL grant for anyone else. GetObject, HeadObject and the object ACL
+ * operations decide on the object version's ACL in the operation.
  */
 export async function authorise(ctx: S3Context): Promise<void> {
   const access = ACCESS[ctx.s3.op];
@@ -170,19 +169,16 @@ export async function authorise(ctx: S3Context): Promise<void> {
   ctx.bucket = bucket;
   const op = ctx.s3.op;
   const owner = isBucketOwner(ctx, bucket);
-  const action = POLICY_ACTION[op];
+  const action = policyActionFor(ctx.s3);
   const verdict = action ? verdictFor(ctx, bucket, action, ctx.s3.key) : 'none';
   if (verdict === 'deny' && !(owner && POLICY_MANAGEMENT.has(op))) throw errors.accessDenied();
   if (owner) return;
   if (OWNER_ONLY.has(op)) throw errors.accessDenied();
   if (verdict === 'allow') return;
-  // DeleteObjects checks each key against the policy (delete.ts); without one, it is the owner's alone.
+  if (access === 'read') return; // the operation decides on the object version's ACL
+  // DeleteObjects checks each key against the policy and the bucket's ACL (delete.ts).
   if (op === 'DeleteObjects' && bucket.policy !== undefined) return;
-  const allowed =
-    access === 'read' || // the operation decides on object ACLs
-    (access === 'bucket-read' && aclAllowsRead(effectiveAcl(bucket, bucket.acl), principal, bucket.accountId)) ||
-    (access === 'bucket-write' && aclAllowsWrite(effectiveAcl(bucket, bucket.acl), principal, bucket.accountId));
-  if (!allowed) throw errors.accessDenied();
+  if (!bucketAclAllows(ctx, bucket, verdict)) throw errors.accessDenied();
 }
 
 export function createS3Handler(services: StorageServices, now: () => Date = () => new Date()): HttpHandler {

@@ -1,12 +1,12 @@
 /** Service- and bucket-level operations. */
-import { BucketExistsError, type CannedAcl, type ObjectOwnership } from '../core/data/buckets.js';
+import { BucketExistsError, type ObjectOwnership, type StoredAcl } from '../core/data/buckets.js';
 import { OBJECT_OWNERSHIPS } from './public-access.js';
 import type { S3Context } from './context.js';
 import { errors, S3Error } from './errors.js';
 import { escapeXml, S3_NS, xmlResponse } from './xml.js';
 import { parseXmlBody, readSmallBody } from './xml-input.js';
 import { isValidBucketName } from './names.js';
-import { cannedAcl } from './request-headers.js';
+import { aclFromHeaders } from './acl.js';
 
 function accountOf(ctx: S3Context): string {
   if (ctx.auth.principal.kind !== 'account') throw errors.accessDenied();
@@ -78,7 +78,7 @@ export async function headBucket(ctx: S3Context): Promise<Response> {
 }
 
 /** CreateBucket's `x-amz-object-ownership`: one of S3's three rules; BucketOwnerEnforced only with a private ACL, as S3 has it. */
-function requestedOwnership(headers: Headers, acl: CannedAcl): ObjectOwnership | undefined {
+function requestedOwnership(headers: Headers, acl: StoredAcl): ObjectOwnership | undefined {
   const value = headers.get('x-amz-object-ownership');
   if (value === null) return undefined;
   if (!OBJECT_OWNERSHIPS.includes(value as ObjectOwnership)) {
@@ -98,7 +98,7 @@ export async function createBucket(ctx: S3Context): Promise<Response> {
   const accountId = accountOf(ctx);
   const name = ctx.s3.bucket!;
   if (!isValidBucketName(name)) throw errors.invalidBucketName(name);
-  const acl = cannedAcl(ctx.req.headers);
+  const acl = await aclFromHeaders(ctx.services, ctx.req.headers, undefined, accountId);
   const ownership = requestedOwnership(ctx.req.headers, acl);
   const body = await readSmallBody(ctx);
   if (body.length) {

@@ -4,7 +4,8 @@
  */
 import type { ObjectRecord, Tag } from '../core/data/objects.js';
 import { ipfsHeaders } from '../core/http/object-headers.js';
-import { cannedAcl, objectHeaders } from './request-headers.js';
+import { objectHeaders } from './request-headers.js';
+import { headerAcl, requestedObjectAcl } from './acl.js';
 import { mayListFor, mayReadObject } from './access.js';
 import { ownerOf, presentedEtag, versionHeader, type S3Context } from './context.js';
 import { isWellFormedVersionId } from '../core/data/object-versions.js';
@@ -65,7 +66,7 @@ export async function readCopySource(ctx: S3Context, source: CopySource): Promis
       if (!mayList) throw errors.accessDenied();
       throw errors.invalidRequest('The source of a copy request may not specifically refer to a delete marker by version id.');
     }
-    if (!mayReadObject(ctx, bucket, version.record)) throw errors.accessDenied();
+    if (!mayReadObject(ctx, bucket, version.record, true)) throw errors.accessDenied();
     return version.record;
   }
   const record = await ctx.services.objects.get(source.bucket, source.key);
@@ -97,10 +98,10 @@ export async function copyObject(ctx: S3Context): Promise<Response> {
   if (directive !== 'COPY' && directive !== 'REPLACE') {
     throw errors.invalidArgument('Unknown metadata directive.', 'x-amz-metadata-directive', directive);
   }
-  const acl = cannedAcl(req.headers);
+  const acl = await requestedObjectAcl(ctx);
   // Copying an older version over its key is how a version is restored: not a copy to itself.
   const sameObject = source.bucket === ctx.s3.bucket && source.key === ctx.s3.key && source.versionId === undefined;
-  if (sameObject && directive === 'COPY' && !req.headers.has('x-amz-acl')) {
+  if (sameObject && directive === 'COPY' && headerAcl(req.headers) === undefined) {
     throw errors.invalidRequest(
       "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
     );

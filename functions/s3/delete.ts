@@ -7,7 +7,7 @@ import type { DeleteOutcome, Precondition } from '../core/data/objects.js';
 import { isWellFormedVersionId } from '../core/data/object-versions.js';
 import { writePrecondition } from './conditions.js';
 import type { S3Context } from './context.js';
-import { isBucketOwner, verdictFor } from './access.js';
+import { mayDeleteKey } from './access.js';
 import { errors, S3Error } from './errors.js';
 import { xmlResponse } from './xml.js';
 import { parseXmlBody, readSmallBody } from './xml-input.js';
@@ -47,13 +47,6 @@ export async function deleteObject(ctx: S3Context): Promise<Response> {
   return new Response(null, { status: 204, headers });
 }
 
-/** Each key of a DeleteObjects is its own s3:DeleteObject to the bucket policy: the owner's unless denied, another's if allowed. */
-function mayDelete(ctx: S3Context, key: string): boolean {
-  const bucket = ctx.bucket!;
-  const verdict = verdictFor(ctx, bucket, 's3:DeleteObject', key);
-  return isBucketOwner(ctx, bucket) ? verdict !== 'deny' : verdict === 'allow';
-}
-
 function text(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
@@ -83,7 +76,8 @@ export async function deleteObjects(ctx: S3Context): Promise<Response> {
         try {
           checkVersion(ctx, e.versionId);
           if (Buffer.byteLength(e.key) > 1024) throw errors.keyTooLong();
-          if (!mayDelete(ctx, e.key)) throw errors.accessDenied();
+          // Each key is its own s3:DeleteObject (s3:DeleteObjectVersion with a version) to the policy and the bucket's ACL.
+          if (!mayDeleteKey(ctx, ctx.bucket!, e.key, e.versionId)) throw errors.accessDenied();
           const precondition = e.conditions && writePrecondition(ctx, { deleting: true, conditions: e.conditions, key: e.key });
           const outcome = await deleteOne(ctx, e.key, e.versionId, precondition);
           deleted.push({

@@ -63,7 +63,7 @@ export async function getObject(ctx: S3Context): Promise<Response> {
   // As S3: a missing key is NoSuchKey to whoever may list the bucket, and
   // AccessDenied to others, so a private bucket's keys cannot be probed.
   const record = await readVersion(ctx, bucket, ctx.s3.key!, requestedVersion(ctx));
-  if (!mayReadObject(ctx, bucket, record)) throw errors.accessDenied();
+  if (!mayReadObject(ctx, bucket, record, ctx.s3.query.has('versionId'))) throw errors.accessDenied();
   if (record.damaged) throw errors.objectDamaged(record.damaged);
   const part = requestedPart(ctx, record);
 

@@ -5,14 +5,15 @@ import { declaredLength, payloadMode, requestBody } from './sigv4/payload.js';
 import { ownerOf, presentedEtag, versionHeader, type S3Context } from './context.js';
 import { checksumHeaders, checksumPlan } from './checksums.js';
 import { storeObject } from './store.js';
-import { cannedAcl, contentMd5, objectHeaders } from './request-headers.js';
+import { contentMd5, objectHeaders } from './request-headers.js';
+import { requestedObjectAcl } from './acl.js';
 import { writePrecondition } from './conditions.js';
 import { headerTags } from './tagging.js';
 import { expirationHeaders } from './lifecycle.js';
 
 export async function putObject(ctx: S3Context): Promise<Response> {
   const { req, services } = ctx;
-  const acl = cannedAcl(req.headers);
+  const acl = await requestedObjectAcl(ctx);
   const stored = objectHeaders(req.headers);
   const tags = headerTags(req.headers);
   const expectedMd5 = contentMd5(req.headers);

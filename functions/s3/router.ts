@@ -61,11 +61,13 @@ export type S3Op =
   | 'ListParts';
 
 /**
- * What an operation needs: `read` is decided by the object's ACL (in the
- * operation); `bucket-read` and `bucket-write` by the bucket's ACL; `none`
- * is answered before authentication (CORS preflights carry no credentials).
+ * What an operation needs: `read` is decided in the operation on the
+ * object version's ACL (READ, or READ_ACP / WRITE_ACP for its ACL);
+ * `bucket-read`, `bucket-write`, `bucket-read-acp` and `bucket-write-acp`
+ * by the bucket's ACL (READ, WRITE, READ_ACP, WRITE_ACP); `none` is
+ * answered before authentication (CORS preflights carry no credentials).
  */
-export type Access = 'account' | 'bucket-owner' | 'bucket-read' | 'bucket-write' | 'read' | 'none';
+export type Access = 'account' | 'bucket-owner' | 'bucket-read' | 'bucket-write' | 'bucket-read-acp' | 'bucket-write-acp' | 'read' | 'none';
 
 export const ACCESS: Record<S3Op, Access> = {
   ListBuckets: 'account',
@@ -75,8 +77,8 @@ export const ACCESS: Record<S3Op, Access> = {
   GetBucketLocation: 'bucket-owner',
   GetBucketVersioning: 'bucket-owner',
   PutBucketVersioning: 'bucket-owner',
-  GetBucketAcl: 'bucket-owner',
-  PutBucketAcl: 'bucket-owner',
+  GetBucketAcl: 'bucket-read-acp',
+  PutBucketAcl: 'bucket-write-acp',
   PutBucketCors: 'bucket-owner',
   GetBucketCors: 'bucket-owner',
   DeleteBucketCors: 'bucket-owner',
@@ -100,26 +102,26 @@ export const ACCESS: Record<S3Op, Access> = {
   ListObjects: 'bucket-read',
   ListObjectsV2: 'bucket-read',
   ListObjectVersions: 'bucket-read',
-  ListMultipartUploads: 'bucket-owner',
-  DeleteObjects: 'bucket-owner',
+  ListMultipartUploads: 'bucket-read',
+  DeleteObjects: 'bucket-write',
   PutObject: 'bucket-write',
   PostObject: 'bucket-write',
-  CopyObject: 'bucket-owner',
+  CopyObject: 'bucket-write',
   GetObject: 'read',
   HeadObject: 'read',
-  DeleteObject: 'bucket-owner',
-  GetObjectAcl: 'bucket-owner',
+  DeleteObject: 'bucket-write',
+  GetObjectAcl: 'read',
   GetObjectAttributes: 'read',
   GetObjectTagging: 'bucket-owner',
   PutObjectTagging: 'bucket-owner',
   DeleteObjectTagging: 'bucket-owner',
-  PutObjectAcl: 'bucket-owner',
-  CreateMultipartUpload: 'bucket-owner',
-  UploadPart: 'bucket-owner',
-  UploadPartCopy: 'bucket-owner',
-  CompleteMultipartUpload: 'bucket-owner',
-  AbortMultipartUpload: 'bucket-owner',
-  ListParts: 'bucket-owner',
+  PutObjectAcl: 'read',
+  CreateMultipartUpload: 'bucket-write',
+  UploadPart: 'bucket-write',
+  UploadPartCopy: 'bucket-write',
+  CompleteMultipartUpload: 'bucket-write',
+  AbortMultipartUpload: 'bucket-write',
+  ListParts: 'bucket-write',
 };
 
 export interface S3Request {

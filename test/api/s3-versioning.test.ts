@@ -17,6 +17,7 @@ import {
   GetBucketVersioningCommand,
   GetObjectCommand,
   GetObjectAclCommand,
+  PutObjectAclCommand,
   GetObjectTaggingCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
@@ -404,9 +405,14 @@ describe.each(doorsFor(s3Doors(() => target)))('versioning through the $name', (
       s3.send(new PutObjectTaggingCommand({ Bucket: B, Key: 'gone', VersionId: onMarker.VersionId, Tagging: { TagSet: [] } })),
     );
     expect(tagMarker.$metadata.httpStatusCode).toBe(405);
-    // ACLs are the latest version's: one asked for by version is refused, not answered with another's.
-    const acl = await failure(s3.send(new GetObjectAclCommand({ Bucket: B, Key: 't', VersionId: v1.versionId })));
-    expect(status(acl)).toEqual([501, 'NotImplemented']);
+    // Each version has its own ACL: one asked for by version is that version's.
+    await s3.send(new PutObjectAclCommand({ Bucket: B, Key: 't', VersionId: v1.versionId, ACL: 'public-read' }));
+    const acl = await s3.send(new GetObjectAclCommand({ Bucket: B, Key: 't', VersionId: v1.versionId }));
+    expect(acl.Grants?.map((g) => g.Grantee?.URI ?? g.Permission)).toEqual([
+      'FULL_CONTROL',
+      'http://acs.amazonaws.com/groups/global/AllUsers',
+    ]);
+    expect((await s3.send(new GetObjectAclCommand({ Bucket: B, Key: 't' }))).Grants).toHaveLength(1);
     // If-Match names the latest version's ETag; If-None-Match: * refuses while an object is the latest.
     const etag2 = (await s3.send(new HeadObjectCommand({ Bucket: B, Key: 't' }))).ETag!;
     const refused = await failure(s3.send(new PutObjectCommand({ Bucket: B, Key: 't', Body: 'x', IfNoneMatch: '*' })));

@@ -250,10 +250,13 @@ describe('sites', () => {
     expect(list.map((s: { id: string }) => s.id)).toEqual(expect.arrayContaining([created.id, dirSite.id]));
     expect(await u.json(['sites', 'list', '--limit', '1'])).toHaveLength(1);
     const human = await u.run(['sites', 'list']);
-    expect(human.stdout.split('\n')[0]).toMatch(/^NAME\s+SOURCE\s+PUBLISHED\s+LATEST\s+ID$/);
+    expect(human.stdout.split('\n')[0]).toMatch(/^NAME\s+SOURCE\s+PUBLISHED\s+LATEST\s+ID\s+IPNS NAME$/);
     expect(human.stdout).toContain(name);
 
     expect((await u.json(['sites', 'show', name])).id).toBe(created.id);
+    // No IPNS name before the first publish.
+    expect(await u.json(['sites', 'show', name])).toMatchObject({ ipnsName: null, ipnsUrl: null });
+    expect((await u.run(['sites', 'show', name])).stdout).toContain('IPNS name:   - (made on the first publish)');
     expect((await u.json(['sites', 'show', created.id])).name).toBe(name);
 
     // Another team's site is not found, whatever it is called by.

@@ -87,6 +87,21 @@ test('deploy --watch --json follows a deploy to DEPLOYED, exits 0, and gives add
     }),
   ).getDeployById;
   expect(api).toEqual({ status: 'DEPLOYED', ipfsHash: deploy.ipfsHash });
+  // The publish gave the site its IPNS name, which the CLI shows with its /ipns/ address, and which serves the deploy.
+  // (signed as the deploy is announced, just after it is DEPLOYED and published)
+  const shownSite = await waitFor(
+    async () => {
+      const shown = await u.json(['sites', 'show', site.name]);
+      return shown.ipnsName ? shown : undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 200, what: "the site's IPNS name" },
+  );
+  expect(shownSite.ipnsName).toMatch(/^k51[0-9a-z]+$/);
+  expect(shownSite.ipnsUrl).toBe(`${service.endpoints.gateway}/ipns/${shownSite.ipnsName}/`);
+  expect((await u.run(['sites', 'show', site.name])).stdout).toContain(`IPNS name:   ${shownSite.ipnsName} (${shownSite.ipnsUrl})`);
+  expect((await u.run(['sites', 'list'])).stdout).toContain(shownSite.ipnsName);
+  const byName = await fetch(shownSite.ipnsUrl);
+  expect(await byName.text()).toBe('<h1>v1</h1>');
 
   // --commit builds that commit, not the branch head; people get the log and the address.
   await git.commit(site.repo, { 'public/index.html': '<h1>v2</h1>' }, 'second');

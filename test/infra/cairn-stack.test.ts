@@ -187,8 +187,9 @@ describe('tables', () => {
       { AttributeName: 'sk', KeyType: 'RANGE' },
     ]);
     expect(p.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
-    // Webhook deliveries expire from the deploys table, sessions and sign-in failures from the accounts table; no other table has a TTL.
-    const expires = name === 'deploys' || name === 'accounts';
+    // Webhook deliveries expire from the deploys table, sessions and sign-in failures from the accounts table, IPNS records PUT
+    // from elsewhere from the sites table; the objects table has no TTL.
+    const expires = name === 'deploys' || name === 'accounts' || name === 'sites';
     expect(p.TimeToLiveSpecification).toEqual(expires ? { AttributeName: 'expiresAt', Enabled: true } : undefined);
     expect(spec.ttlAttribute).toBe(expires ? 'expiresAt' : undefined);
     // AWS managed key: SSE on, no customer key.
@@ -373,21 +374,37 @@ describe('least privilege', () => {
     }
   });
 
-  test('gateway: read-only accounts, deploys, objects, sites; the bucket read, and one object written (the datastore version); no KMS', () => {
+  test('gateway: reads accounts, deploys, objects, sites; writes only IPNS records and their PUT counters; the bucket read, and one object written (the datastore version); no KMS', () => {
     const a = access('gateway');
     // A site address reads its site, then its published deploy or a preview's deploy (functions/core/hosting/site-hosts.ts).
     expect(a.tables).toEqual(['accounts', 'deploys', 'objects', 'sites']);
     expect(a.readTables).toEqual(['accounts', 'deploys', 'objects', 'sites']);
-    expect(a.writeTables).toEqual([]);
-    expect(a.actions.filter((x) => DDB_WRITE.includes(x) || x === 'dynamodb:*')).toEqual([]);
     expect(a.bucketRead).toBe(true);
     expect(a.kmsActions).toEqual([]);
     for (const action of a.actions) {
       expect(action).toMatch(
-        /^(dynamodb:(BatchGetItem|ConditionCheckItem|DescribeTable|GetItem|GetRecords|GetShardIterator|Query|Scan)|s3:(GetBucket\*|GetObject\*|List\*|PutObject)|xray:(PutTraceSegments|PutTelemetryRecords))$/,
+        /^(dynamodb:(BatchGetItem|ConditionCheckItem|DescribeTable|GetItem|GetRecords|GetShardIterator|Query|Scan|PutItem|UpdateItem)|s3:(GetBucket\*|GetObject\*|List\*|PutObject)|xray:(PutTraceSegments|PutTelemetryRecords))$/,
       );
     }
-    expect(a.actions).not.toContain('dynamodb:PutItem');
+    // Its table writes: the routing API's PUT of an IPNS record (sites table, IPNS# keys) and its rate counter (accounts
+    // table, RATE#ipns-put# keys), each held to those partition keys; nothing else, and never a delete.
+    const tableWrites = statements('gateway').filter((st) => arr<string>(st.Action).some((x) => DDB_WRITE.includes(x)));
+    expect(
+      tableWrites.map((st) => ({
+        actions: arr<string>(st.Action).sort(),
+        resource: st.Resource,
+        keys: arr<string>(st.Condition?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys']),
+      })),
+    ).toEqual([
+      { actions: ['dynamodb:PutItem'], resource: { 'Fn::GetAtt': [id(stack.data.tables.sites), 'Arn'] }, keys: ['IPNS#*'] },
+      {
+        actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
+        resource: { 'Fn::GetAtt': [id(stack.data.tables.accounts), 'Arn'] },
+        keys: ['RATE#ipns-put#*'],
+      },
+    ]);
+    expect(a.actions).not.toContain('dynamodb:DeleteItem');
+    expect(a.actions).not.toContain('dynamodb:BatchWriteItem');
     // Its one write: the IPFS node's datastore version record, which its first start on a fresh bucket makes (test/aws/gateway.test.ts).
     const writes = statements('gateway').filter((s) => arr<string>(s.Action).some((x) => S3_WRITE.test(x)));
     expect(writes.map((s) => arr<string>(s.Action))).toEqual([['s3:PutObject']]);
@@ -396,7 +413,7 @@ describe('least privilege', () => {
     });
   });
 
-  test("deploy worker: read/write sites, deploys, objects; of accounts only buckets' items and the lifecycle run's; bucket read/write; KMS decrypt only (site tokens)", () => {
+  test("deploy worker: read/write sites, deploys, objects; of accounts only buckets' items and the lifecycle run's; bucket read/write; KMS decrypt and encrypt (site tokens, sites' IPNS keys)", () => {
     const a = access('deployWorker');
     expect(a.tables).toEqual(['accounts', 'deploys', 'objects', 'sites']);
     expect(a.writeTables).toEqual(['accounts', 'deploys', 'objects', 'sites']);
@@ -412,8 +429,9 @@ describe('least privilege', () => {
     ]);
     expect(a.bucketRead).toBe(true);
     expect(a.bucketWrite).toBe(true);
-    expect(a.kmsActions).toEqual(['kms:Decrypt']);
-    expect(a.actions.filter((x) => x.startsWith('kms:'))).toEqual(['kms:Decrypt']);
+    // Decrypt opens a repository token or an IPNS key; Encrypt seals a site's IPNS key, made on its first publish. No data keys.
+    expect(a.kmsActions).toEqual(['kms:Decrypt', 'kms:Encrypt']);
+    expect(a.actions.filter((x) => x.startsWith('kms:'))).toEqual(['kms:Decrypt', 'kms:Encrypt']);
     const kms = statements('deployWorker').filter((s) => arr<string>(s.Action).some((x) => x.startsWith('kms:')));
     expect(kms.flatMap((s) => arr<Json>(s.Resource))).toEqual([{ 'Fn::GetAtt': [id(stack.data.secretsKey), 'Arn'] }]);
   });

@@ -60,6 +60,8 @@ export const ADDED_FIELDS: Record<string, Record<string, string>> = {
     repositoryUsername: 'String',
     buildHooks: '[BuildHook!]!',
     notificationUrls: '[NotificationUrl!]!',
+    // Issue 34: the site's IPNS name.
+    ipnsName: 'String',
   },
   Deploy: { preview: 'Boolean!', pullRequest: 'PullRequest', phase: 'DeployPhase', url: 'String!' },
   // Issue 29: variables with scopes and secrecy; forks' pull requests.

@@ -426,6 +426,18 @@ test('purge the cache: the next visit is a miss', async () => {
   expect((await siteFetch(SLUG)).cache).toBe('MISS');
 });
 
+test("the site's IPNS name shows with a copy button and a /ipns/ link that serves the published deploy", async () => {
+  const name = dataOf(await gql(apiKey, 'query ($s: ID!) { getSiteById(siteId: $s) { ipnsName } }', { s: siteId })).getSiteById
+    .ipnsName as string;
+  expect(name).toMatch(/^k51[0-9a-z]+$/);
+  const facts = page.locator('.site-overview-facts');
+  await facts.getByText(name, { exact: true }).waitFor();
+  expect(await facts.getByRole('button', { name: 'Copy name' }).count()).toBe(1);
+  const link = await facts.getByRole('link', { name: /\/ipns\// }).getAttribute('href');
+  expect(link).toMatch(new RegExp(`^https?://[^/]+/ipns/${name}/$`));
+  expect(await (await fetch(link!)).text()).toContain('Acme docs v1');
+});
+
 test('retry a deploy, then cancel the new one: each says what came of it, and the list follows', async () => {
   await page.getByRole('button', { name: `Retry deploy ${firstDeploy.slice(-8)}` }).click();
   const started = await notice(/builds the same commit again/);

@@ -23,6 +23,19 @@ import { uniqueToken } from '../ids.js';
 /** S3's canned ACLs, on buckets and objects alike. */
 export type CannedAcl = 'private' | 'public-read' | 'public-read-write' | 'authenticated-read';
 
+/** The permissions an ACL grants (core/storage/acl.ts). */
+export type AclPermission = 'READ' | 'WRITE' | 'READ_ACP' | 'WRITE_ACP' | 'FULL_CONTROL';
+
+/** One grant: to a Cairn account by its canonical id (the account's id), or to one of S3's groups by its URI. */
+export type AclGrant = { id: string; permission: AclPermission } | { uri: string; permission: AclPermission };
+
+/**
+ * An ACL as buckets, objects and uploads store it: a canned ACL's name when
+ * its grants are exactly that one's (all records from before grants hold
+ * one), or its grants. The owner is the bucket's, never stored.
+ */
+export type StoredAcl = CannedAcl | AclGrant[];
+
 /** One S3 tag, on an object or a bucket (functions/s3/tagging.ts checks them). */
 export interface Tag {
   key: string;
@@ -35,7 +48,7 @@ export interface Bucket {
   createdAt: string;
   isDefault: boolean;
   /** Absent on buckets stored before bucket ACLs: those are private. */
-  acl?: CannedAcl;
+  acl?: StoredAcl;
   /** The bucket's CORS rules (PutBucketCors), absent when it has none. */
   cors?: CorsRule[];
   /** The bucket's tags (PutBucketTagging), in the order given; absent when it has none. */
@@ -116,7 +129,7 @@ function fromItem(item: Record<string, unknown>): Bucket {
     accountId: item.accountId as string,
     createdAt: item.createdAt as string,
     isDefault: item.isDefault === true,
-    acl: (item.acl as CannedAcl | undefined) ?? 'private',
+    acl: (item.acl as StoredAcl | undefined) ?? 'private',
     ...(Array.isArray(item.cors) ? { cors: item.cors as CorsRule[] } : {}),
     ...(Array.isArray(item.tags) ? { tags: item.tags as Tag[] } : {}),
     ...(item.versioning === 'Enabled' || item.versioning === 'Suspended' ? { versioning: item.versioning } : {}),
@@ -169,7 +182,7 @@ export class BucketStore {
     name: string,
     accountId: string,
     createdAt: string,
-    acl: CannedAcl = 'private',
+    acl: StoredAcl = 'private',
     ownership?: ObjectOwnership,
   ): Promise<Bucket> {
     const bucket: Bucket = { name, accountId, createdAt, isDefault: false, acl, ...(ownership ? { ownership } : {}) };
@@ -189,8 +202,8 @@ export class BucketStore {
     return bucket;
   }
 
-  /** Sets the bucket's canned ACL; false if there is no such bucket. Concurrent calls all succeed, the last one wins. */
-  setAcl(name: string, acl: CannedAcl): Promise<boolean> {
+  /** Sets the bucket's ACL; false if there is no such bucket. Concurrent calls all succeed, the last one wins. */
+  setAcl(name: string, acl: StoredAcl): Promise<boolean> {
     return this.setSetting(name, 'acl', acl);
   }
 

@@ -41,12 +41,14 @@ import {
   prefixSuccessor,
   sortKeyBound,
   tagsUpdate,
+  aclUpdate,
   type DeleteOutcome,
   type ObjectRecord,
   type Precondition,
   type PutOptions,
   type PutOutcome,
   type SortKeyBound,
+  type StoredAcl,
   type Tag,
   type TransactItem,
   type VersioningState,
@@ -265,7 +267,22 @@ export class VersionedObjectStore extends ObjectStore {
    */
   override async setTags(bucket: string, key: string, tags: Tag[], versionId?: string): Promise<boolean> {
     if (versionId === undefined) return super.setTags(bucket, key, tags);
-    const update = tagsUpdate(tags);
+    return this.updateVersion(bucket, key, versionId, tagsUpdate(tags));
+  }
+
+  /** Changes an existing object's ACL in place (with `versionId`, that version's); false as setTags. */
+  override async setAcl(bucket: string, key: string, acl: StoredAcl, versionId?: string): Promise<boolean> {
+    if (versionId === undefined) return super.setAcl(bucket, key, acl);
+    return this.updateVersion(bucket, key, versionId, aclUpdate(acl));
+  }
+
+  /** Applies `update` to one version of a key, wherever it is; false if there is none (or it is a delete marker). */
+  private async updateVersion(
+    bucket: string,
+    key: string,
+    versionId: string,
+    update: { UpdateExpression: string; ExpressionAttributeValues: Record<string, unknown> },
+  ): Promise<boolean> {
     // A version may move between the current record and the key's versions meanwhile: look again once.
     for (let attempt = 0; attempt < 3; attempt++) {
       const found = await this.findVersion(bucket, key, versionId, await this.keyState(bucket, key));

@@ -43,11 +43,11 @@ import { uniqueToken } from '../ids.js';
 import { stripUndefined, withoutKeys, writtenIf } from './tables.js';
 import { queryEach, scanEach } from './pages.js';
 import { candidateItem, cidReference } from './object-references.js';
-import { bucketWritableCondition, DELETE_MARK_TTL_MS, type CannedAcl, type Tag, type VersioningState } from './buckets.js';
+import { bucketWritableCondition, DELETE_MARK_TTL_MS, type StoredAcl, type Tag, type VersioningState } from './buckets.js';
 import { versionHolder } from './object-versions.js';
 import type { Database, TransactItem } from './dynamo.js';
 
-export type { CannedAcl, Tag, VersioningState } from './buckets.js';
+export type { AclGrant, AclPermission, CannedAcl, StoredAcl, Tag, VersioningState } from './buckets.js';
 export type { TransactItem } from './dynamo.js';
 
 /** The canned ACLs Cairn stores, on objects and buckets alike (S3's other canned ACLs name grantees Cairn does not have). */
@@ -62,7 +62,8 @@ export interface ObjectRecord {
   etag: string;
   lastModified: string;
   contentType: string;
-  acl: CannedAcl;
+  /** A canned ACL's name, or the grants (core/storage/acl.ts); each version has its own. */
+  acl: StoredAcl;
   ownerId: string;
   cacheControl?: string;
   contentDisposition?: string;
@@ -330,15 +331,14 @@ export class ObjectStore {
   }
 
   /** Changes an existing object's ACL in place; false if there is no such object. */
-  async setAcl(bucket: string, key: string, acl: CannedAcl): Promise<boolean> {
+  async setAcl(bucket: string, key: string, acl: StoredAcl): Promise<boolean> {
     return writtenIf(
       this.db.doc.send(
         new UpdateCommand({
           TableName: this.table,
           Key: { pk: bucket, sk: key },
-          UpdateExpression: 'SET acl = :acl',
           ConditionExpression: 'attribute_exists(pk)',
-          ExpressionAttributeValues: { ':acl': acl },
+          ...aclUpdate(acl),
         }),
       ),
     );
@@ -645,6 +645,11 @@ export function fromItem(item: Record<string, unknown>): ObjectRecord {
 }
 
 /** The update that sets a record's tags (an empty list: removes them), with a new version token. */
+/** The update that sets a record's ACL (a new `version`, as every change of a record has). */
+export function aclUpdate(acl: StoredAcl) {
+  return { UpdateExpression: 'SET acl = :acl, version = :nv', ExpressionAttributeValues: { ':acl': acl, ':nv': uniqueToken() } };
+}
+
 export function tagsUpdate(tags: Tag[]) {
   return tags.length
     ? { UpdateExpression: 'SET tags = :tags, version = :nv', ExpressionAttributeValues: { ':tags': tags, ':nv': uniqueToken() } }

@@ -32,7 +32,8 @@ export const TABLES: readonly TableSpec[] = [
     name: 'sites',
     indexes: ['gsi1', 'gsi2'],
     description:
-      "Sites by id, their sealed secrets and build hooks; gsi1 finds a site by slug, gsi2 lists a team's sites in creation order.",
+      "Sites by id, their sealed secrets, IPNS keys and build hooks, and the IPNS records the gateway answers for (those PUT from elsewhere expiring); gsi1 finds a site by slug and lists sites' IPNS records due to be signed again, gsi2 lists a team's sites in creation order.",
+    ttlAttribute: 'expiresAt',
   },
   {
     name: 'deploys',

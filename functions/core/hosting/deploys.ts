@@ -13,6 +13,7 @@ import { deployLogKey } from '../ports/log-store.js';
 import { syncSiteHosts } from './site-host-map.js';
 import { notifyDeploy, recordCommitStatus, type NotifyServices, type StatusRecordServices } from './notifications.js';
 import { parseCid } from '../ipfs/cid.js';
+import { syncSiteName } from './ipns-names.js';
 
 /** Owner and name for the deploy's `repository`, from a URL the site already holds. */
 function ownerAndName(url: string): { owner: string | null; name: string | null } {
@@ -326,6 +327,8 @@ export async function cancelDeploy(
  * nothing published. Purging it does nothing (no invalidation spends one of
  * CloudFront's 15 slots). The site is read consistently, so a publish that
  * has just happened is seen; a site that cannot be read is purged anyway.
+ * Every publish comes through here, so here the site's IPNS name is made
+ * to point at its published deploy (ipns-names.ts).
  */
 export async function purgeSite(services: SiteEdgeServices, siteId: string): Promise<void> {
   let site: Site | undefined | 'unread';
@@ -338,6 +341,15 @@ export async function purgeSite(services: SiteEdgeServices, siteId: string): Pro
   if (site === 'unread' || site?.publishedDeployId) await dropCached(services, siteId);
   // The CDN must also know the site's host: asserted again here, which heals a lost entry.
   if (site !== 'unread' && site) await syncSiteHosts(services, site.slug);
+  // The site's IPNS name follows its published deploy. A failure is logged, not raised, like a purge's:
+  // the publish has happened, and the next publish, purgeCache or the tick's republish signs afresh.
+  if (site !== 'unread' && site?.publishedDeployId) {
+    try {
+      await syncSiteName(services, site);
+    } catch (err) {
+      services.logger.warn('could not sign the site IPNS record', { siteId, err });
+    }
+  }
 }
 
 /**

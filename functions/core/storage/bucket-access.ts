@@ -7,11 +7,12 @@
  *    (the S3 door lets the owner still manage the policy itself).
  * 2. The owner may do anything else.
  * 3. Another account, or an anonymous caller, may do what a policy Allow
- *    or an ACL grants. RestrictPublicBuckets ignores a public policy's
- *    Allows for them; IgnorePublicAcls makes public ACLs count as private,
- *    and so does BucketOwnerEnforced (ACLs are off) for every ACL.
+ *    or an ACL grant allows (decideAccess). RestrictPublicBuckets ignores
+ *    a public policy's Allows for them; IgnorePublicAcls ignores an ACL's
+ *    public grants, and BucketOwnerEnforced (ACLs are off) every grant.
  */
-import type { Bucket, CannedAcl } from '../data/buckets.js';
+import type { AclPermission, Bucket, StoredAcl } from '../data/buckets.js';
+import { aclGrants, isPublicAcl, withoutPublicGrants } from './acl.js';
 import { TtlCache } from '../cache.js';
 import { evaluatePolicy, isPublicPolicy, parseBucketPolicy, type BucketPolicy, type RequestFacts, type Verdict } from './bucket-policy.js';
 
@@ -46,14 +47,40 @@ export function policyVerdict(bucket: Bucket, facts: RequestFacts): Verdict {
   return verdict;
 }
 
-/** ACLs that grant to everyone or to every account: what S3 calls public. */
-export function isPublicAcl(acl: CannedAcl | undefined): boolean {
-  return acl === 'public-read' || acl === 'public-read-write' || acl === 'authenticated-read';
+/** Whether an ACL grants anything to everyone or to every account: what S3 calls public. */
+export { isPublicAcl };
+
+/**
+ * The ACL that counts for access in this bucket: ACLs are off under
+ * BucketOwnerEnforced (only the owner's FULL_CONTROL), public grants are
+ * dropped under IgnorePublicAcls.
+ */
+export function effectiveAcl(bucket: Pick<Bucket, 'ownership' | 'publicAccessBlock'>, acl: StoredAcl | undefined): StoredAcl {
+  if (bucket.ownership === 'BucketOwnerEnforced') return 'private';
+  if (bucket.publicAccessBlock?.ignorePublicAcls && isPublicAcl(acl)) return withoutPublicGrants(acl);
+  return acl ?? 'private';
 }
 
-/** The ACL that counts for access in this bucket: ACLs are off under BucketOwnerEnforced, public ones under IgnorePublicAcls. */
-export function effectiveAcl(bucket: Pick<Bucket, 'ownership' | 'publicAccessBlock'>, acl: CannedAcl | undefined): CannedAcl {
-  if (bucket.ownership === 'BucketOwnerEnforced') return 'private';
-  if (bucket.publicAccessBlock?.ignorePublicAcls && isPublicAcl(acl)) return 'private';
-  return acl ?? 'private';
+/** What one caller asks to do to a bucket or one of its objects, as decideAccess weighs it. */
+export interface AccessQuestion {
+  /** The caller's account id; undefined for an anonymous caller. */
+  caller: string | undefined;
+  /** The bucket policy's verdict on the request (policyVerdict). */
+  verdict: Verdict;
+  /** The ACL that applies (the bucket's, or the object version's), and the permission it would have to grant; none: only a policy can allow. */
+  acl?: { acl: StoredAcl | undefined; permission: AclPermission };
+}
+
+/**
+ * The one access decision every door makes, in S3's order: an explicit
+ * Deny refuses; the bucket's owner may; a policy Allow allows; else the
+ * ACL, as far as it counts here (effectiveAcl), must grant the permission
+ * (https://docs.aws.amazon.com/AmazonS3/latest/userguide/how-s3-evaluates-access-control.html).
+ */
+export function decideAccess(bucket: Bucket, q: AccessQuestion): boolean {
+  if (q.verdict === 'deny') return false;
+  if (q.caller !== undefined && q.caller === bucket.accountId) return true;
+  if (q.verdict === 'allow') return true;
+  if (!q.acl) return false;
+  return aclGrants(effectiveAcl(bucket, q.acl.acl), q.caller, q.acl.permission, bucket.accountId);
 }

@@ -69,6 +69,15 @@ export const OBJECT_ACTIONS = [
   's3:GetObjectTagging',
   's3:PutObjectTagging',
   's3:DeleteObjectTagging',
+  // What a request naming a versionId is instead of the action above it ("Amazon S3 condition key
+  // examples" and "Actions, resources, and condition keys for Amazon S3" in the S3 and IAM docs).
+  's3:GetObjectVersion',
+  's3:DeleteObjectVersion',
+  's3:GetObjectVersionAcl',
+  's3:PutObjectVersionAcl',
+  's3:GetObjectVersionTagging',
+  's3:PutObjectVersionTagging',
+  's3:DeleteObjectVersionTagging',
   's3:AbortMultipartUpload',
   's3:ListMultipartUploadParts',
 ] as const;

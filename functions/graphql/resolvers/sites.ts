@@ -69,6 +69,10 @@ export const siteResolvers = {
       await ctx.services.notificationUrls.deleteAllOfSite(site.id).catch((err: unknown) => {
         ctx.services.logger.error("deleting a deleted site's notification URLs failed", { err, siteId: site.id });
       });
+      // Its IPNS key and record: the name answers 404 from now on (the tick drops any left behind).
+      await ctx.services.ipnsNames.deleteOfSite(site.id).catch((err: unknown) => {
+        ctx.services.logger.error("deleting a deleted site's IPNS key and record failed", { err, siteId: site.id });
+      });
       return true;
     },
   },
@@ -83,6 +87,9 @@ export const siteResolvers = {
       site.publishedDeployId ? ((await ctx.loaders.deploy.load({ siteId: site.id, deployId: site.publishedDeployId })) ?? null) : null,
     latestDeploy: async (site: Site, _: unknown, ctx: GraphqlContext): Promise<Deploy | null> =>
       site.latestDeployId ? ((await ctx.loaders.deploy.load({ siteId: site.id, deployId: site.latestDeployId })) ?? null) : null,
+    // Public (the key it names stays sealed, and no field reads it); none before the first publish made the key.
+    ipnsName: async (site: Site, _: unknown, ctx: GraphqlContext): Promise<string | null> =>
+      (await ctx.services.ipnsNames.nameOfSite(site.id)) ?? null,
   },
   BuildSettings: {
     environmentVariables: (settings: Site['buildSettings']) => settings.environmentVariables ?? [],

@@ -6,7 +6,8 @@ import type { UploadRecord } from '../../core/data/uploads.js';
 import { newSortableId } from '../../core/ids.js';
 import { uploadChecksum } from '../checksums.js';
 import { ownerOf, type S3Context } from '../context.js';
-import { cannedAcl, objectHeaders } from '../request-headers.js';
+import { objectHeaders } from '../request-headers.js';
+import { requestedObjectAcl } from '../acl.js';
 import { headerTags } from '../tagging.js';
 import { xmlResponse } from '../xml.js';
 import { mapNoSuchUpload } from './uploads.js';
@@ -24,7 +25,7 @@ export async function createMultipartUpload(ctx: S3Context): Promise<Response> {
     key: ctx.s3.key!,
     uploadId: newSortableId(ctx.now.getTime()),
     initiated: ctx.now.toISOString(),
-    acl: cannedAcl(req.headers),
+    acl: await requestedObjectAcl(ctx),
     ownerId: ownerOf(ctx),
     ...objectHeaders(req.headers),
     ...uploadChecksum(req.headers),

@@ -15,13 +15,13 @@
 import { ipfsHeaders } from '../../core/http/object-headers.js';
 import type { HttpRequest } from '../../core/http/types.js';
 import type { StorageServices } from '../../core/services.js';
-import { checkRequestedAcl } from '../acl.js';
+import { requestedObjectAcl } from '../acl.js';
 import type { Authenticated } from '../auth.js';
 import { checksumHeaders, checksumPlan } from '../checksums.js';
 import { ownerOf, presentedEtag, versionHeader, type PostUpload, type S3Context } from '../context.js';
 import { errors, S3Error } from '../errors.js';
 import { isValidBucketName } from '../names.js';
-import { cannedAcl, contentMd5, objectHeaders } from '../request-headers.js';
+import { contentMd5, objectHeaders } from '../request-headers.js';
 import type { S3Request } from '../router.js';
 import { requestBody } from '../sigv4/payload.js';
 import { storeObject } from '../store.js';
@@ -176,8 +176,7 @@ export async function postObject(ctx: S3Context): Promise<Response> {
   const { req, services } = ctx;
   const post = ctx.post!;
   // The ACL the form asks for, as the bucket's ownership and public access block allow PutObject's.
-  checkRequestedAcl({ ...ctx, s3: { ...ctx.s3, op: 'PutObject' } });
-  const acl = cannedAcl(req.headers);
+  const acl = await requestedObjectAcl(ctx);
   const stored = objectHeaders(req.headers);
   const expectedMd5 = contentMd5(req.headers);
   const checksum = checksumPlan(req.headers);

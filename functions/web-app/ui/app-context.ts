@@ -41,3 +41,8 @@ export function siteUrl(config: WebAppConfig, slug: string, deployId?: string): 
 export function gatewayLink(base: string, cid: string): string {
   return `${base}/ipfs/${cid}/`;
 }
+
+/** A site's IPNS name on the gateway. */
+export function ipnsLink(base: string, name: string): string {
+  return `${base}/ipns/${name}/`;
+}

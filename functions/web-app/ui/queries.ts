@@ -48,6 +48,8 @@ export interface SiteSummary {
 }
 
 export interface Site extends SiteSummary {
+  /** Null until the first publish made the site's key. */
+  ipnsName: string | null;
   buildSettings: {
     buildCommand: string | null;
     baseDirectoryPath: string | null;
@@ -108,6 +110,7 @@ export const SITES = `query Sites($teamId: ID!, $nextToken: String) {
 export const SITE = `query Site($siteId: ID!) {
   getSiteById(siteId: $siteId) {
     ${SITE_SUMMARY}
+    ipnsName
     buildSettings { buildCommand baseDirectoryPath publishDirectoryPath environmentVariables { name value secret scope } }
   }
 }`;

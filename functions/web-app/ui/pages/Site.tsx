@@ -1,9 +1,10 @@
 /** One site: its address, settings and deploys (newest first, paged), and what can be done with them. */
 import { useState, type FormEvent } from 'react';
-import { siteUrl, useApp } from '../app-context.js';
+import { ipnsLink, siteUrl, useApp } from '../app-context.js';
 import {
   ActionNotice,
   ConfirmButton,
+  CopyButton,
   EmptyState,
   ErrorNotice,
   ExternalLink,
@@ -217,6 +218,18 @@ export function Site({ siteId }: { siteId: string }) {
               </dd>
               <dt>Auto-publishing</dt>
               <dd>{s.deploySettings.autoPublishing ? 'on' : 'off'}</dd>
+              <dt>IPNS name</dt>
+              <dd>
+                {s.ipnsName ? (
+                  <span className="copy-row">
+                    <Mono>{s.ipnsName}</Mono>
+                    <CopyButton text={s.ipnsName} label="Copy name" />
+                    <ExternalLink href={ipnsLink(config.gatewayUrl, s.ipnsName)}>/ipns/</ExternalLink>
+                  </span>
+                ) : (
+                  <span className="muted">made on the first publish</span>
+                )}
+              </dd>
               {s.description ? (
                 <>
                   <dt>Description</dt>
