@@ -72,8 +72,10 @@ type Env = Record<string, string | undefined>;
 
 export function configDir(env: Env = process.env): string {
   if (env.CAIRN_CONFIG_DIR) return env.CAIRN_CONFIG_DIR;
-  if (process.platform === 'win32') return join(env.APPDATA || join(homedir(), 'AppData', 'Roaming'), 'cairn');
-  return join(env.XDG_CONFIG_HOME || join(homedir(), '.config'), 'cairn');
+  // os.homedir() is $HOME where it is set; read from `env`, the home is the one this run was given.
+  const home = env.HOME || homedir();
+  if (process.platform === 'win32') return join(env.APPDATA || join(home, 'AppData', 'Roaming'), 'cairn');
+  return join(env.XDG_CONFIG_HOME || join(home, '.config'), 'cairn');
 }
 
 export const configPath = (env: Env = process.env): string => join(configDir(env), 'config.json');

@@ -208,7 +208,7 @@ async function deployDirectory(
   const progress = ctx.progress();
   const bar = progress.bar({ total: 1, unit: 'bytes', payload: { label: 'hashing' } });
   let stage = '';
-  const upload = await uploadDirectory(new ImportClient(settings.apiUrl, api.apiKey), resolve(dir), {
+  const upload = await uploadDirectory(new ImportClient(settings.apiUrl, api.apiKey), resolve(ctx.cwd, dir), {
     carBytes,
     onProgress: (p) => {
       if (p.stage !== stage) {

@@ -49,9 +49,9 @@ interface LoginOptions {
   browser?: boolean;
 }
 
-async function readStdin(): Promise<string> {
+async function readStdin(stdin: Context['stdin']): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  for await (const chunk of stdin) chunks.push(Buffer.from(chunk));
   return Buffer.concat(chunks).toString('utf8');
 }
 
@@ -91,13 +91,14 @@ async function promptSecret(question: string): Promise<string> {
   }
 }
 
-const interactive = () => process.stdin.isTTY === true && process.stderr.isTTY === true;
+/** A person at a terminal: stdin and stderr are both the terminal (the process's own then, which promptSecret reads). */
+const interactive = (ctx: Context) => ctx.stdin.isTTY === true && ctx.out.streams.stderr.isTTY === true;
 
 /** The API key given (option, stdin, environment), or undefined when none was: then login is the browser's. */
 async function givenApiKey(options: LoginOptions, ctx: Context): Promise<string | undefined> {
   let key = options.apiKey;
   // In a terminal, stdin is the person typing: ask without echoing rather than wait for end of input.
-  if (!key && options.apiKeyStdin) key = (interactive() ? await promptSecret('API key: ') : await readStdin()).trim();
+  if (!key && options.apiKeyStdin) key = (interactive(ctx) ? await promptSecret('API key: ') : await readStdin(ctx.stdin)).trim();
   return key || ctx.env[ENV_NAMES.apiKey] || undefined;
 }
 
@@ -105,7 +106,7 @@ async function givenApiKey(options: LoginOptions, ctx: Context): Promise<string 
 function browserLoginAllowed(options: LoginOptions, ctx: Context): boolean {
   if (options.device) return true;
   const ci = ctx.env.CI;
-  return interactive() && !(ci && ci !== 'false' && ci !== '0');
+  return interactive(ctx) && !(ci && ci !== 'false' && ci !== '0');
 }
 
 const TEAM_QUERY = 'query { getCurrentTeam { id name } }';

@@ -4,6 +4,7 @@
  * JSON value on stdout for scripts; either way an error is one line on
  * stderr and a non-zero exit status (CliError's `exitCode`).
  */
+import { isNativeError } from 'node:util/types';
 
 /** Exit statuses, the same for every command (docs/cli.md lists them). */
 export const EXIT = {
@@ -33,10 +34,11 @@ export function oneLine(text: string): string {
 
 /** Why a low-level call failed, for a message: fetch hides the network error in `cause`. */
 export function reasonOf(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
+  // isNativeError, not instanceof: fetch's errors may come from another realm than this module's Error (a vm context).
+  if (!isNativeError(err)) return String(err);
   const cause = (err as { cause?: unknown }).cause;
   if (err.name === 'TimeoutError') return 'no answer in time';
-  if (cause instanceof Error) {
+  if (isNativeError(cause)) {
     const code = (cause as NodeJS.ErrnoException).code;
     return code ? `${code} (${cause.message})` : cause.message;
   }
@@ -46,6 +48,8 @@ export function reasonOf(err: unknown): string {
 export interface Streams {
   stdout: NodeJS.WritableStream & { isTTY?: boolean };
   stderr: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
+  /** What the command reads (`--api-key-stdin`, a confirmation); the process's own when not given. */
+  stdin?: NodeJS.ReadStream | (NodeJS.ReadableStream & { isTTY?: undefined });
 }
 
 export class Output {

@@ -21,7 +21,22 @@ function version(): string {
   }
 }
 
-export function buildProgram(streams: Streams = { stdout: process.stdout, stderr: process.stderr }): Command {
+/**
+ * Where a run of the command line reads and writes: its output streams (and
+ * stdin), its environment (settings, the config directory from HOME or
+ * XDG_CONFIG_HOME) and the directory relative paths start from. The
+ * process's own unless given: bin/cairn.ts gives nothing; a caller running
+ * the command line in its own process gives all of them.
+ */
+export interface CliIo {
+  streams?: Streams;
+  env?: Record<string, string | undefined>;
+  cwd?: string;
+}
+
+const processStreams = (): Streams => ({ stdout: process.stdout, stderr: process.stderr });
+
+export function buildProgram(streams: Streams = processStreams(), io: Omit<CliIo, 'streams'> = {}): Command {
   const program = new Command('cairn')
     .description("Cairn from the command line: your team's sites, deploys and files on IPFS")
     .version(version(), '-V, --version', "print cairn's version")
@@ -43,7 +58,7 @@ the environment overrides: CAIRN_API_URL, CAIRN_API_KEY, CAIRN_STORAGE_ENDPOINT,
 CAIRN_GATEWAY_URL, CAIRN_ACCESS_KEY_ID, CAIRN_SECRET_ACCESS_KEY, ...
 Exit status: 0 done, 1 failed, 2 bad usage, 3 deploy FAILED, 4 deploy CANCELLED.`,
     );
-  const context = (command: Command) => contextFor(command, streams);
+  const context = (command: Command) => contextFor(command, streams, io.env, io.cwd);
   registerLogin(program, context);
   registerSites(program, context);
   registerDeploys(program, context);
@@ -53,8 +68,10 @@ Exit status: 0 done, 1 failed, 2 bad usage, 3 deploy FAILED, 4 deploy CANCELLED.
 }
 
 /** Runs the command line on `argv` (without node and the script); resolves to the exit status. */
-export async function runCli(argv: string[], streams: Streams = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
-  const program = buildProgram(streams);
+export async function runCli(argv: string[], io: CliIo = {}): Promise<number> {
+  const streams = io.streams ?? processStreams();
+  const env = io.env ?? process.env;
+  const program = buildProgram(streams, { env, cwd: io.cwd });
   try {
     await program.parseAsync(argv, { from: 'user' });
     return EXIT.ok;
@@ -70,7 +87,7 @@ export async function runCli(argv: string[], streams: Streams = { stdout: proces
     }
     // A fault of cairn's own: still one line, the stack only when asked for.
     const e = err as Error;
-    streams.stderr.write(`cairn: ${oneLine(e?.message ?? String(err))}${process.env.CAIRN_DEBUG ? `\n${e?.stack}` : ''}\n`);
+    streams.stderr.write(`cairn: ${oneLine(e?.message ?? String(err))}${env.CAIRN_DEBUG ? `\n${e?.stack}` : ''}\n`);
     return EXIT.error;
   }
 }

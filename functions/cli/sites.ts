@@ -233,8 +233,8 @@ async function deleteSite(ref: string, options: { yes?: boolean }, ctx: Context)
   const api = await ctx.api();
   const site = await findSite(api, ref);
   if (!options.yes) {
-    if (!process.stdin.isTTY || ctx.out.json) throw new CliError(`deleting ${site.name} removes its deploys too: pass --yes to confirm`);
-    const rl = createInterface({ input: process.stdin, output: process.stderr });
+    if (!ctx.stdin.isTTY || ctx.out.json) throw new CliError(`deleting ${site.name} removes its deploys too: pass --yes to confirm`);
+    const rl = createInterface({ input: ctx.stdin, output: ctx.out.streams.stderr });
     const answer = await rl.question(`Delete site ${site.name} and all its deploys? Type its name to confirm: `).finally(() => rl.close());
     if (answer.trim() !== site.name) throw new CliError('not deleted: the name did not match');
   }

@@ -69,7 +69,7 @@ function oneErrorLine(stderr: string): string {
 describe('login, whoami, logout', () => {
   test('login keeps the key and endpoints in ~/.config/cairn/config.json with mode 0600, and makes a working storage key pair', async () => {
     const u = await user();
-    const out = await u.json(loginArgs(service, a.apiKey));
+    const out = await u.json(loginArgs(service, a.apiKey), { binary: true });
     expect(out.team).toEqual({ id: a.team.id, name: a.team.name });
     expect(out.configPath).toBe(u.configPath);
     expect(out.storage.created).toBe(true);
@@ -124,7 +124,9 @@ describe('login, whoami, logout', () => {
   test('--api-key-stdin reads the key from a pipe, so it stays out of the process list', async () => {
     const u = await user();
     const args = loginArgs(service, 'unused').filter((arg, i, all) => arg !== '--api-key' && all[i - 1] !== '--api-key');
-    const out = JSON.parse((await u.run([...args, '--api-key-stdin', '--no-storage-key', '--json'], { input: `${b.apiKey}\n` })).stdout);
+    const out = JSON.parse(
+      (await u.run([...args, '--api-key-stdin', '--no-storage-key', '--json'], { input: `${b.apiKey}\n`, binary: true })).stdout,
+    );
     expect(out).toMatchObject({ team: { id: b.team.id }, storage: null });
     expect(JSON.parse(await readFile(u.configPath, 'utf8')).apiKey).toBe(b.apiKey);
     const noKey = await u.run(args);
@@ -195,24 +197,27 @@ describe('sites', () => {
   test('create, list, show (by name and by id) and delete, as JSON', async () => {
     const u = await loggedIn(a);
     const name = `cli-site-${Date.now().toString(36)}`;
-    const created = await u.json([
-      'sites',
-      'create',
-      name,
-      '--repo',
-      'https://git.example.com/acme/site.git',
-      '--branch',
-      'live',
-      '--build-command',
-      'npm run build',
-      '--publish-dir',
-      'dist',
-      '--env',
-      'NODE_ENV=production',
-      '--env',
-      'EMPTY=',
-      '--no-auto-publish',
-    ]);
+    const created = await u.json(
+      [
+        'sites',
+        'create',
+        name,
+        '--repo',
+        'https://git.example.com/acme/site.git',
+        '--branch',
+        'live',
+        '--build-command',
+        'npm run build',
+        '--publish-dir',
+        'dist',
+        '--env',
+        'NODE_ENV=production',
+        '--env',
+        'EMPTY=',
+        '--no-auto-publish',
+      ],
+      { binary: true },
+    );
     expect(created).toMatchObject({
       name,
       slug: name,
@@ -311,7 +316,7 @@ describe('the command line itself', () => {
           done();
         },
       });
-    const code = await runCli(args, { stdout: to('stdout'), stderr: to('stderr') });
+    const code = await runCli(args, { streams: { stdout: to('stdout'), stderr: to('stderr') } });
     return { code, ...printed };
   }
 

@@ -1,16 +1,27 @@
 /**
- * The `cairn` binary as its users run it: bin/cairn.mjs in a child process
- * (under this Node, which is npm's Node 24), with a home and config
- * directory of its own and nothing of this process's environment but
- * PATH; or inside a pseudo-terminal (Debian's `script`), where it draws
- * its progress bars.
+ * The `cairn` command line as its users run it, with a home and config
+ * directory of its own and nothing of this process's environment but PATH:
+ *
+ * - `run` and `json`: the program bin/cairn.ts runs (functions/cli/program.ts's
+ *   runCli), in this process, given that environment, the home as its
+ *   working directory and its own stdin, stdout and stderr. A start of the
+ *   binary costs about 0.6 s of CPU (tsx and the modules), which over the
+ *   command line's suites was about a minute of the everyday run.
+ * - `run(..., { binary: true })` and `json(..., { binary: true })`, `start`
+ *   and `runInTerminal`: bin/cairn.mjs in a child process (under this Node,
+ *   which is npm's Node 24), or inside a pseudo-terminal (Debian's
+ *   `script`), where it draws its progress bars. Each command family keeps
+ *   tests that run the binary; the full run (CAIRN_TEST_SET=full, what CI
+ *   runs) runs every command through it.
  */
 import { spawn } from 'node:child_process';
+import { Readable, Writable } from 'node:stream';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestService } from '../support/service.js';
+import { FULL_RUN } from '../support/test-set.js';
 
 export const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 export const BIN = join(ROOT, 'bin', 'cairn.mjs');
@@ -26,20 +37,57 @@ export interface CliUser {
   home: string;
   configPath: string;
   env: Record<string, string>;
-  run(args: string[], options?: { env?: Record<string, string>; input?: string; cwd?: string; timeoutMs?: number }): Promise<CliResult>;
+  run(args: string[], options?: RunOptions): Promise<CliResult>;
   /** Starts it without waiting: what it has printed so far, and its end. */
   start(
     args: string[],
     options?: { env?: Record<string, string>; timeoutMs?: number },
   ): { output(): { stdout: string; stderr: string }; done: Promise<CliResult> };
   /** Runs it and parses stdout as the one JSON value --json prints, failing loudly otherwise. */
-  json<T = any>(args: string[], options?: { env?: Record<string, string>; cwd?: string }): Promise<T>;
+  json<T = any>(args: string[], options?: Omit<RunOptions, 'input' | 'timeoutMs'>): Promise<T>;
   /** Runs it in a pseudo-terminal: stdout and stderr are both the terminal, as for a person. */
   runInTerminal(
     args: string[],
     options?: { env?: Record<string, string>; timeoutMs?: number; columns?: number },
   ): Promise<{ code: number | null; output: string }>;
   cleanup(): Promise<void>;
+}
+
+export interface RunOptions {
+  env?: Record<string, string>;
+  input?: string;
+  cwd?: string;
+  timeoutMs?: number;
+  /** Runs bin/cairn.mjs in a child process rather than the program in this process. */
+  binary?: boolean;
+}
+
+/** runCli in this process, with the run's environment, directory and streams; `what` names it in a timeout. */
+async function runHere(args: string[], env: Record<string, string>, cwd: string, input: string, timeoutMs: number): Promise<CliResult> {
+  const { runCli } = await import('../../functions/cli/program.js');
+  const printed = { stdout: '', stderr: '' };
+  const to = (name: 'stdout' | 'stderr') =>
+    new Writable({
+      write(chunk: Buffer | string, _encoding, done) {
+        printed[name] += chunk.toString();
+        done();
+      },
+    });
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(new Error(`cairn ${args.join(' ')} did not end in ${timeoutMs} ms:\nstdout: ${printed.stdout}\nstderr: ${printed.stderr}`)),
+      timeoutMs,
+    );
+  });
+  try {
+    const stdin = Readable.from(input ? [Buffer.from(input)] : []);
+    const code = await Promise.race([runCli(args, { streams: { stdout: to('stdout'), stderr: to('stderr'), stdin }, env, cwd }), timeout]);
+    return { code, ...printed };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function collect(child: ReturnType<typeof spawn>, timeoutMs: number, what: string): Promise<CliResult> {
@@ -73,6 +121,9 @@ export async function newCliUser(extraEnv: Record<string, string> = {}): Promise
     configPath: join(home, '.config', 'cairn', 'config.json'),
     env,
     async run(args, options = {}) {
+      if (!options.binary && !FULL_RUN) {
+        return runHere(args, { ...env, ...options.env }, options.cwd ?? home, options.input ?? '', options.timeoutMs ?? 90_000);
+      }
       const child = spawn(process.execPath, [BIN, ...args], {
         cwd: options.cwd ?? home,
         env: { ...env, ...options.env },

@@ -112,7 +112,9 @@ test('--dir deploys a folder the site then serves; the same folder again sends n
   const site = await u.json(['sites', 'create', `dir-site-${Date.now().toString(36)}`]);
   const sitesHost = (label: string) => `${label}.${service.config.sites.domain}`;
 
-  const first = await u.json(['deploy', site.name, '--dir', folder, '--watch', '--interval', '200', '--car-bytes', String(MiB)]);
+  const first = await u.json(['deploy', site.name, '--dir', folder, '--watch', '--interval', '200', '--car-bytes', String(MiB)], {
+    binary: true,
+  });
   expect(first).toMatchObject({ status: 'DEPLOYED', published: true, site: { id: site.id } });
   expect(first.ipfsHash).toBe(first.upload.cid);
   expect(first.upload).toMatchObject({ files: 6, directories: 4, bytes: Object.values(FILES).reduce((s, b) => s + b.length, 0) });

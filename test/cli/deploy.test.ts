@@ -63,7 +63,7 @@ function oneErrorLine(stderr: string): string {
 
 test('deploy --watch --json follows a deploy to DEPLOYED, exits 0, and gives addresses that serve it', async () => {
   const site = await gitSite({ 'public/index.html': '<h1>v1</h1>' }, ['--publish-dir', 'public']);
-  const result = await u.run(['deploy', site.name, '--watch', '--interval', '200', '--json']);
+  const result = await u.run(['deploy', site.name, '--watch', '--interval', '200', '--json'], { binary: true });
   expect(result.code).toBe(0);
   expect(result.stderr).toBe('');
   const deploy = JSON.parse(result.stdout);

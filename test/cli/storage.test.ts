@@ -89,7 +89,7 @@ afterAll(async () => {
 test('cp -r uploads a folder, printing for each file the CID the S3 API answers; ls, url and cp -r back agree', async () => {
   const src = join(u.home, 'site');
   await writeTree(src, FILES);
-  const uploaded = await u.json(['storage', 'cp', '-r', src, `s3://${bucket}/site`]);
+  const uploaded = await u.json(['storage', 'cp', '-r', src, `s3://${bucket}/site`], { binary: true });
   expect(uploaded.map((r: { key: string }) => r.key)).toEqual(
     Object.keys(FILES)
       .map((k) => `site/${k}`)
@@ -140,7 +140,7 @@ test('cp -r uploads a folder, printing for each file the CID the S3 API answers;
   for (const [path, bytes] of Object.entries(FILES)) expect(copy[path]!.equals(bytes)).toBe(true);
   expect((await readdir(join(dest, 'big'))).filter((n) => n.includes('partial'))).toEqual([]);
 
-  const toStdout = await u.run(['storage', 'cp', `s3://${bucket}/site/assets/app.js`, '-']);
+  const toStdout = await u.run(['storage', 'cp', `s3://${bucket}/site/assets/app.js`, '-'], { binary: true });
   expect(toStdout).toEqual({ code: 0, stdout: 'console.log(1);\n', stderr: '' });
 });
 

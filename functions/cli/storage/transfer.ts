@@ -85,7 +85,7 @@ function transferBar(progress: Progress, total: number, files: number) {
 }
 
 export async function upload(sources: string, destination: Remote, options: CopyOptions, ctx: Context): Promise<void> {
-  const source = resolve(sources);
+  const source = resolve(ctx.cwd, sources);
   const st = await stat(source).catch(() => undefined);
   if (!st) throw new CliError(`${sources}: no such file or folder`);
   const concurrency = options.concurrency === undefined ? 4 : positiveInt(options.concurrency, '--concurrency');
@@ -126,7 +126,7 @@ export async function upload(sources: string, destination: Remote, options: Copy
         throw storageFailure(err, `uploading ${file.path} to ${show(target)}`);
       }
       bar.finished(file.key, file.size);
-      const shown = relative(process.cwd(), file.path) || file.path;
+      const shown = relative(ctx.cwd, file.path) || file.path;
       results.push({
         source: file.path,
         destination: show(target),
@@ -157,6 +157,7 @@ async function fetchObject(
   remote: Remote,
   path: string | '-',
   onBytes: (n: number) => void,
+  stdout: NodeJS.WritableStream,
 ): Promise<{ size: number; hash: string | null; hashV0: string | null }> {
   let out;
   try {
@@ -175,7 +176,7 @@ async function fetchObject(
   });
   const body = out.Body as NodeJS.ReadableStream | undefined;
   if (path === '-') {
-    if (body) await pipeline(body, counter, process.stdout, { end: false });
+    if (body) await pipeline(body, counter, stdout, { end: false });
   } else {
     await mkdir(dirname(path), { recursive: true });
     const partial = `${path}.cairn-partial`;
@@ -199,7 +200,7 @@ export async function download(source: Remote, destination: string, options: Cop
   const results: Copied[] = [];
   try {
     let jobs: Array<{ remote: Remote; path: string; size: number }>;
-    const target = resolve(destination);
+    const target = resolve(ctx.cwd, destination);
     if (options.recursive) {
       const prefix = source.key === '' || source.key.endsWith('/') ? source.key : `${source.key}/`;
       const { files } = await listAll(client.sdk, client.s3, source.bucket, prefix);
@@ -229,9 +230,9 @@ export async function download(source: Remote, destination: string, options: Cop
       jobs.length,
     );
     await eachLimit(jobs, concurrency, async (job) => {
-      const got = await fetchObject(client.sdk, client.s3, job.remote, job.path, (n) => bar.set(job.remote.key, n));
+      const got = await fetchObject(client.sdk, client.s3, job.remote, job.path, (n) => bar.set(job.remote.key, n), ctx.out.streams.stdout);
       bar.finished(job.remote.key, got.size);
-      const shown = job.path === '-' ? '-' : relative(process.cwd(), job.path) || job.path;
+      const shown = job.path === '-' ? '-' : relative(ctx.cwd, job.path) || job.path;
       results.push({ source: show(job.remote), destination: job.path, bucket: job.remote.bucket, key: job.remote.key, ...got });
       progress.line(`download: ${show(job.remote)} -> ${shown}  ${got.hash ?? ''}`.trimEnd());
     });
