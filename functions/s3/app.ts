@@ -53,6 +53,7 @@ import { uploadPart, uploadPartCopy } from './multipart/upload-part.js';
 import { isValidBucketName } from './names.js';
 import { deleteBucketLifecycle, getBucketLifecycle, putBucketLifecycle } from './lifecycle.js';
 import { ACCESS, parseS3Request, type S3Op, type S3Request } from './router.js';
+import { checkUnsupportedWriteHeaders } from './request-headers.js';
 
 type OperationHandler = (ctx: S3Context) => Promise<Response>;
 
@@ -155,6 +156,16 @@ function checkBodySize(req: HttpRequest, op: S3Op, config: Config): void {
  * ACL grant for anyone else. GetObject, HeadObject and the object ACL
  * operations decide on the object version's ACL in the operation.
  */
+/** The operations that write an object's bytes or make one: what they may ask for is checked before their body is read. */
+const WRITES: ReadonlySet<S3Op> = new Set<S3Op>([
+  'PutObject',
+  'CopyObject',
+  'CreateMultipartUpload',
+  'UploadPart',
+  'UploadPartCopy',
+  'PostObject',
+]);
+
 export async function authorise(ctx: S3Context): Promise<void> {
   const access = ACCESS[ctx.s3.op];
   const principal = ctx.auth.principal;
@@ -206,6 +217,10 @@ export function createS3Handler(services: StorageServices, now: () => Date = () 
         }
         await authorise(ctx);
         checkRequestedAcl(ctx);
+        if (WRITES.has(s3.op)) checkUnsupportedWriteHeaders(ctx.req.headers);
+        if (s3.op === 'CreateBucket' && req.headers.get('x-amz-bucket-object-lock-enabled')?.trim().toLowerCase() === 'true') {
+          throw errors.notImplemented('x-amz-bucket-object-lock-enabled (object lock: Cairn does not have it)');
+        }
         checkBodySize(req, s3.op, config);
         const handler = OPERATIONS[s3.op];
         if (!handler) throw errors.notImplemented(s3.op);

@@ -43,3 +43,40 @@ export function contentMd5(headers: Headers): string | undefined {
   if (bytes.length !== 16 || bytes.toString('base64') !== raw.trim()) throw errors.invalidDigest();
   return bytes.toString('hex');
 }
+
+/**
+ * What a write may ask for that S3 has and Cairn does not: server-side
+ * encryption (content on IPFS is public by CID: encrypt before storing),
+ * object lock, website redirects, storage classes other than STANDARD.
+ * Such a request is refused with S3's NotImplemented naming the header,
+ * rather than stored without what it asked for. A header that asks for
+ * nothing (`x-amz-object-lock-legal-hold: OFF`, an empty value) passes.
+ */
+const UNSUPPORTED_WRITE_HEADERS: ReadonlyArray<readonly [string, string]> = [
+  ['x-amz-server-side-encryption', 'server-side encryption'],
+  ['x-amz-server-side-encryption-aws-kms-key-id', 'server-side encryption with KMS keys'],
+  ['x-amz-server-side-encryption-context', 'server-side encryption with KMS keys'],
+  ['x-amz-server-side-encryption-bucket-key-enabled', 'S3 Bucket Keys'],
+  ['x-amz-server-side-encryption-customer-algorithm', 'server-side encryption with customer-provided keys'],
+  ['x-amz-server-side-encryption-customer-key', 'server-side encryption with customer-provided keys'],
+  ['x-amz-copy-source-server-side-encryption-customer-algorithm', 'server-side encryption with customer-provided keys'],
+  ['x-amz-object-lock-mode', 'object lock'],
+  ['x-amz-object-lock-retain-until-date', 'object lock'],
+  ['x-amz-object-lock-legal-hold', 'object lock legal holds'],
+  ['x-amz-website-redirect-location', 'website redirect locations'],
+];
+
+/** Refuses a PutObject, CopyObject, CreateMultipartUpload, UploadPart(Copy) or POST upload that asks for one of them. */
+export function checkUnsupportedWriteHeaders(headers: Headers): void {
+  for (const [name, what] of UNSUPPORTED_WRITE_HEADERS) {
+    const value = headers.get(name)?.trim();
+    if (!value) continue;
+    if (name === 'x-amz-object-lock-legal-hold' && value.toUpperCase() === 'OFF') continue;
+    if (name === 'x-amz-server-side-encryption-bucket-key-enabled' && value.toLowerCase() === 'false') continue;
+    throw errors.notImplemented(`${name} (${what}: Cairn does not have it; docs/storage.md lists what it leaves out)`);
+  }
+  const storageClass = headers.get('x-amz-storage-class')?.trim();
+  if (storageClass && storageClass !== 'STANDARD') {
+    throw errors.notImplemented(`x-amz-storage-class "${storageClass}" (Cairn has one storage class, STANDARD)`);
+  }
+}

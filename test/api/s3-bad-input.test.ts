@@ -1,10 +1,12 @@
 /**
  * Bad input gets S3's error code and status, as S3 XML, and changes nothing:
  * clock skew, expired presigns, long or malformed keys, bad ranges, lying or
- * truncated bodies. And the Lambda object route's size limit and streamed
- * downloads.
+ * truncated bodies; writes asking for what Cairn does not have. And the
+ * Lambda object route's size limit and streamed downloads.
  */
 import {
+  CopyObjectCommand,
+  CreateBucketCommand,
   CreateMultipartUploadCommand,
   GetObjectCommand,
   HeadObjectCommand,
@@ -139,6 +141,41 @@ describe.each(doorsFor(doors))('through the $name', (door) => {
     // The same URL signed for the service's region reads the object: only the region was wrong.
     const good = await getSignedUrl(door.client(), new GetObjectCommand({ Bucket: B, Key: `region-presign-${tag}` }), { expiresIn: 60 });
     expect(await (await door.fetch(good)).text()).toBe('secret');
+  });
+
+  test('a write asking for encryption, object lock, a website redirect or another storage class is NotImplemented and stores nothing', async () => {
+    const s3 = door.client();
+    const key = `unsupported-${tag}`;
+    const notImplemented = { name: 'NotImplemented', $metadata: { httpStatusCode: 501 } };
+    const asks = [
+      { ServerSideEncryption: 'AES256' as const },
+      { ServerSideEncryption: 'aws:kms' as const, SSEKMSKeyId: 'alias/some-key' },
+      { SSECustomerAlgorithm: 'AES256', SSECustomerKey: 'k'.repeat(32) },
+      { ObjectLockMode: 'GOVERNANCE' as const, ObjectLockRetainUntilDate: new Date(Date.now() + 86_400_000) },
+      { ObjectLockLegalHoldStatus: 'ON' as const },
+      { WebsiteRedirectLocation: '/elsewhere.html' },
+      { StorageClass: 'GLACIER' as const },
+    ];
+    for (const ask of asks) {
+      const put = await failure(s3.send(new PutObjectCommand({ Bucket: B, Key: key, Body: 'x', ...ask })));
+      expect([Object.keys(ask).join(), put]).toMatchObject([Object.keys(ask).join(), notImplemented]);
+      const upload = await failure(s3.send(new CreateMultipartUploadCommand({ Bucket: B, Key: key, ...ask })));
+      expect([Object.keys(ask).join(), upload]).toMatchObject([Object.keys(ask).join(), notImplemented]);
+    }
+    expect(await absent(s3, B, key)).toBe(true);
+    // A copy too; what asks for nothing passes (the legal hold OFF, the STANDARD class).
+    await s3.send(new PutObjectCommand({ Bucket: B, Key: key, Body: 'plain', StorageClass: 'STANDARD', ObjectLockLegalHoldStatus: 'OFF' }));
+    const copy = await failure(
+      s3.send(new CopyObjectCommand({ Bucket: B, Key: `${key}-copy`, CopySource: `${B}/${key}`, ServerSideEncryption: 'AES256' })),
+    );
+    expect(copy).toMatchObject(notImplemented);
+    expect(await absent(s3, B, `${key}-copy`)).toBe(true);
+    // A bucket with object lock is not made.
+    const bucket = `lock-${tag}-${Date.now().toString(36)}`;
+    expect(await failure(s3.send(new CreateBucketCommand({ Bucket: bucket, ObjectLockEnabledForBucket: true })))).toMatchObject(
+      notImplemented,
+    );
+    expect(await failure(s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'k' })))).toMatchObject({ name: 'NoSuchBucket' });
   });
 
   test('an unsatisfiable range is 416 InvalidRange', async () => {

@@ -345,6 +345,21 @@ describe.each(doorsFor(s3Doors(() => target)))('POST Object through the $name', 
     expect(head.ChecksumSHA256).toBe(sha('checked'));
   });
 
+  test('a form asking for server-side encryption or object lock is NotImplemented, as PutObject is, and stores nothing', async () => {
+    for (const [name, value] of [
+      ['x-amz-server-side-encryption', 'AES256'],
+      ['x-amz-object-lock-mode', 'GOVERNANCE'],
+    ]) {
+      const k = key('unsupported');
+      const fields = await presigned({ Key: k, Conditions: [{ [name]: value }], Fields: { [name]: value } });
+      expect([name, await errorOf(await post(fields, { data: 'kept out' }))]).toMatchObject([
+        name,
+        { status: 501, code: 'NotImplemented' },
+      ]);
+      expect(await absent(s3, B, k)).toBe(true);
+    }
+  });
+
   test('without a key, a file, or multipart/form-data: 400 and 412, as S3 answers', async () => {
     const fields = own({ expiration: soon(), conditions: [] });
     expect(await errorOf(await post(fields, { data: 'x' }))).toMatchObject({

@@ -41,6 +41,16 @@ const HEADER_FIELDS = [
   'content-md5',
   'x-amz-storage-class',
   'x-amz-website-redirect-location',
+  // Asked for in a form, these are refused as on PutObject (request-headers.ts: checkUnsupportedWriteHeaders).
+  'x-amz-server-side-encryption',
+  'x-amz-server-side-encryption-aws-kms-key-id',
+  'x-amz-server-side-encryption-context',
+  'x-amz-server-side-encryption-bucket-key-enabled',
+  'x-amz-server-side-encryption-customer-algorithm',
+  'x-amz-server-side-encryption-customer-key',
+  'x-amz-object-lock-mode',
+  'x-amz-object-lock-retain-until-date',
+  'x-amz-object-lock-legal-hold',
 ];
 /** Request headers the upload keeps from the POST itself: what CORS and a bucket policy's conditions read. */
 const KEPT_HEADERS = ['host', 'origin', 'referer', 'user-agent'];
