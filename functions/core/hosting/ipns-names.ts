@@ -16,8 +16,16 @@
 import type { Services } from '../services.js';
 import type { Site } from '../data/sites.js';
 import { cidV1 } from '../ipfs/cid.js';
-import { newIpnsKey, signIpnsRecord } from '../ipfs/ipns.js';
 import type { HeldIpnsRecord } from '../data/ipns-records.js';
+
+/**
+ * The record code (the `ipns` package, @libp2p/crypto and cborg), read
+ * with the first publish: the GraphQL function publishes (publishDeploy)
+ * but most of its cold starts never do, and the bundle's start-up stays
+ * without it (test/infra/cold-bundles.test.ts).
+ */
+let recordCode: Promise<typeof import('../ipfs/ipns.js')> | undefined;
+const ipnsRecords = () => (recordCode ??= import('../ipfs/ipns.js'));
 
 /** How often a site's record is signed again: boxo's republisher interval. */
 export const REPUBLISH_INTERVAL_MS = 4 * 3600 * 1000;
@@ -42,6 +50,7 @@ export async function syncSiteName(
   const deploy = await services.deploys.get(site.id, site.publishedDeployId);
   if (!deploy?.ipfsHash) return undefined;
   const value = `/ipfs/${cidV1(deploy.ipfsHash)}`;
+  const { newIpnsKey, signIpnsRecord } = await ipnsRecords();
   const { key, name } = await services.ipnsNames.siteKey(site.id, newIpnsKey);
   for (let attempt = 1; ; attempt++) {
     const held = await services.ipnsNames.get(name);
