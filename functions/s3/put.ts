@@ -4,12 +4,33 @@ import { errors } from './errors.js';
 import { declaredLength, payloadMode, requestBody } from './sigv4/payload.js';
 import { ownerOf, presentedEtag, versionHeader, type S3Context } from './context.js';
 import { checksumHeaders, checksumPlan } from './checksums.js';
-import { storeObject } from './store.js';
+import { storeObject, type Ingested } from './store.js';
 import { contentMd5, objectHeaders } from './request-headers.js';
 import { requestedObjectAcl } from './acl.js';
 import { writePrecondition } from './conditions.js';
 import { headerTags } from './tagging.js';
 import { expirationHeaders } from './lifecycle.js';
+import type { ObjectRecord, Tag } from '../core/data/objects.js';
+
+/** The record of an object uploaded whole (PutObject, a POST upload): what was ingested, at the request's key, with what the request asked for. */
+export function uploadedRecord(
+  ctx: S3Context,
+  asked: { acl: ObjectRecord['acl']; stored: ReturnType<typeof objectHeaders>; tags?: Tag[] },
+): (ingested: Ingested) => ObjectRecord {
+  return ({ cid, size, md5, checksums }) => ({
+    bucket: ctx.s3.bucket!,
+    key: ctx.s3.key!,
+    cid,
+    size,
+    etag: md5,
+    lastModified: ctx.now.toISOString(),
+    acl: asked.acl,
+    ownerId: ownerOf(ctx),
+    checksums,
+    ...asked.stored,
+    ...(asked.tags?.length ? { tags: asked.tags } : {}),
+  });
+}
 
 export async function putObject(ctx: S3Context): Promise<Response> {
   const { req, services } = ctx;
@@ -39,19 +60,7 @@ export async function putObject(ctx: S3Context): Promise<Response> {
         if (expectedMd5 !== undefined && expectedMd5 !== md5) throw errors.badDigest();
       },
     },
-    ({ cid, size, md5, checksums }) => ({
-      bucket: ctx.s3.bucket!,
-      key: ctx.s3.key!,
-      cid,
-      size,
-      etag: md5,
-      lastModified: ctx.now.toISOString(),
-      acl,
-      ownerId: ownerOf(ctx),
-      checksums,
-      ...stored,
-      ...(tags?.length ? { tags } : {}),
-    }),
+    uploadedRecord(ctx, { acl, stored, tags }),
     precondition,
     ctx.bucket!.versioning,
   );

@@ -18,13 +18,14 @@ import type { StorageServices } from '../../core/services.js';
 import { requestedObjectAcl } from '../acl.js';
 import type { Authenticated } from '../auth.js';
 import { checksumHeaders, checksumPlan } from '../checksums.js';
-import { ownerOf, presentedEtag, versionHeader, type PostUpload, type S3Context } from '../context.js';
+import { presentedEtag, versionHeader, type PostUpload, type S3Context } from '../context.js';
 import { errors, S3Error } from '../errors.js';
 import { isValidBucketName } from '../names.js';
 import { contentMd5, objectHeaders } from '../request-headers.js';
 import type { S3Request } from '../router.js';
 import { requestBody } from '../sigv4/payload.js';
 import { storeObject } from '../store.js';
+import { uploadedRecord } from '../put.js';
 import { MAX_OBJECT_TAGS, parseTagging } from '../tagging.js';
 import { xmlDocument } from '../xml.js';
 import { formBoundary, readPostForm, type PostFile } from './form.js';
@@ -208,19 +209,7 @@ export async function postObject(ctx: S3Context): Promise<Response> {
         if (expectedMd5 !== undefined && expectedMd5 !== md5) throw errors.badDigest();
       },
     },
-    ({ cid, size, md5, checksums }) => ({
-      bucket: ctx.s3.bucket!,
-      key: ctx.s3.key!,
-      cid,
-      size,
-      etag: md5,
-      lastModified: ctx.now.toISOString(),
-      acl,
-      ownerId: ownerOf(ctx),
-      checksums,
-      ...stored,
-      ...(post.tags?.length ? { tags: post.tags } : {}),
-    }),
+    uploadedRecord(ctx, { acl, stored, tags: post.tags }),
     undefined,
     ctx.bucket!.versioning,
   );
