@@ -327,6 +327,24 @@ test('a name another site serves is taken only with the TXT proof; the other sit
   await dns.clearTxt(`_cairn-challenge.${name}`);
 });
 
+test('a claim never moves a name another site holds unless it names that holder (a verification racing another)', async () => {
+  const [one, two] = [await publishedSite({ 'index.html': '1' }), await publishedSite({ 'index.html': '2' }, b.apiKey)];
+  const name = `www.${freshApex()}`;
+  dataOf(await add(one.id, name));
+  dataOf(await add(two.id, name, b.apiKey));
+  const store = service.services.domains;
+  // As when both verifications read "nobody holds it" and then write: the second write fails.
+  expect(await store.claim(one.id, name, 'ACTIVE')).toBe(true);
+  expect(await store.claim(two.id, name, 'ACTIVE')).toBe(false);
+  expect(await store.claimOf(name)).toEqual({ domain: name, siteId: one.id });
+  // Naming the holder (its TXT proof checked) moves it.
+  expect(await store.claim(two.id, name, 'ACTIVE', { siteId: one.id, hasDomain: true })).toBe(true);
+  expect(await store.claimOf(name)).toEqual({ domain: name, siteId: two.id });
+  expect((await store.get(one.id, name))?.status).toBe('FAILED');
+  expect(dataOf(await remove(one.id, name)).removeDomain).toBe(true);
+  expect(dataOf(await remove(two.id, name, b.apiKey)).removeDomain).toBe(true);
+});
+
 test('deleting a site frees its domains for another site', async () => {
   const site = await publishedSite({ 'index.html': 'gone soon' });
   const name = `www.${freshApex()}`;
