@@ -93,10 +93,10 @@ function ensurePackages(): void {
   }
 }
 
-/** CPU time (user + system, ms) of a process's threads. */
-function cpuMs(pid: number): number {
+/** CPU time (user + system, ms) of a process's threads, or of one of its threads. */
+function cpuMs(pid: number, tid?: number): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) * 10;
   } catch {
@@ -141,6 +141,8 @@ interface Figures {
   bad: number;
   serverCpu: number;
   serverUs: number;
+  /** The main thread's (the event loop's) CPU per request, µs: Node's other threads (GC, the embedded database's) apart. */
+  mainUs: number;
   wrkCpu: number;
   restCpu: number;
 }
@@ -156,6 +158,7 @@ function ms(text: string): number {
 async function wrk(t: Target, seconds: number): Promise<Figures> {
   const pids = treeOf(t.pid);
   const server0 = pids.reduce((s, p) => s + cpuMs(p), 0);
+  const main0 = cpuMs(t.pid, t.pid);
   const machine0 = machineCpuMs();
   const started = performance.now();
   const args = ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', ...(t.host ? ['-H', `Host: ${t.host}`] : []), `${t.url}/`];
@@ -171,6 +174,7 @@ async function wrk(t: Target, seconds: number): Promise<Figures> {
   clearInterval(sampler);
   const wallMs = performance.now() - started;
   const serverMs = treeOf(t.pid).reduce((s, p) => s + cpuMs(p), 0) - server0;
+  const mainMs = cpuMs(t.pid, t.pid) - main0;
   const machineMs = machineCpuMs() - machine0;
   if (code !== 0) throw new Error(`wrk ended ${code}: ${out}`);
   const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? NaN);
@@ -184,6 +188,7 @@ async function wrk(t: Target, seconds: number): Promise<Figures> {
     bad,
     serverCpu: pct(serverMs),
     serverUs: (serverMs * 1000) / Math.max(1, requests),
+    mainUs: (mainMs * 1000) / Math.max(1, requests),
     wrkCpu: pct(wrkMs),
     restCpu: pct(machineMs - serverMs - wrkMs),
   };
@@ -328,6 +333,11 @@ async function main(): Promise<void> {
       );
     }
 
+    // What each server spends with nothing asked of it (timers, pollers, other threads): part of its CPU per request under load.
+    const idle0 = targets.map((t) => treeOf(t.pid).reduce((s, p) => s + cpuMs(p), 0));
+    await new Promise((r) => setTimeout(r, 3000));
+    const idle = targets.map((t, i) => (100 * (treeOf(t.pid).reduce((s, p) => s + cpuMs(p), 0) - idle0[i]!)) / 3000);
+    log(`  CPU at rest over 3 s, % of a core: ${targets.map((t, i) => `${t.label} ${idle[i]!.toFixed(1)}`).join(', ')}`);
     const rounds = new Map<Target['name'], Figures[]>(targets.map((t) => [t.name, []]));
     const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-');
     const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '-');
@@ -340,7 +350,7 @@ async function main(): Promise<void> {
         await check(t);
         rounds.get(t.name)!.push(f);
         log(
-          `    ${t.label.padEnd(24)} ${f0(f.rps).padStart(6)} req/s, p50 ${f2(f.p50)} ms, p99 ${f2(f.p99)} ms, ${f.bad} bad; CPU % of a core: server ${f0(f.serverCpu)} (${f0(f.serverUs)} µs/req), wrk ${f0(f.wrkCpu)}, rest ${f0(f.restCpu)}`,
+          `    ${t.label.padEnd(24)} ${f0(f.rps).padStart(6)} req/s, p50 ${f2(f.p50)} ms, p99 ${f2(f.p99)} ms, ${f.bad} bad; CPU % of a core: server ${f0(f.serverCpu)} (${f0(f.serverUs)} µs/req; main thread ${f0(f.mainUs)}), wrk ${f0(f.wrkCpu)}, rest ${f0(f.restCpu)}`,
         );
       }
     }
@@ -361,7 +371,7 @@ async function main(): Promise<void> {
         .join(' ')}.`,
       '',
       table([
-        ['server', 'req/s', 'p50 ms', 'p99 ms', 'bad', 'server CPU %', 'µs/req', 'wrk %', 'rest %'],
+        ['server', 'req/s', 'p50 ms', 'p99 ms', 'bad', 'server CPU %', 'µs/req', 'main µs/req', 'wrk %', 'rest %'],
         ...targets.map((t) => [
           t.label,
           f0(med(t.name, 'rps')),
@@ -370,6 +380,7 @@ async function main(): Promise<void> {
           String(rounds.get(t.name)!.reduce((s, f) => s + f.bad, 0)),
           f0(med(t.name, 'serverCpu')),
           f0(med(t.name, 'serverUs')),
+          f0(med(t.name, 'mainUs')),
           f0(med(t.name, 'wrkCpu')),
           f0(med(t.name, 'restCpu')),
         ]),
