@@ -51,6 +51,7 @@ const SECONDS = {
   'test/api/s3-object-parts.test.ts': 5,
   'test/api/s3-expect-continue.test.ts': 7,
   'test/api/s3-bucket-policy.test.ts': 10,
+  'test/api/s3-policy-conditions.test.ts': 12,
   'test/unit/bucket-policy.test.ts': 2,
   'test/unit/acl.test.ts': 2,
   'test/api/s3-conditional-writes.test.ts': 6,
