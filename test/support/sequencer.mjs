@@ -73,6 +73,7 @@ const SECONDS = {
   'test/clients/s3-clients-rclone-s3cmd.test.ts': 27,
   'test/api/sites.test.ts': 26,
   'test/components/ipns-names.test.ts': 15,
+  'test/components/api-key-checks.test.ts': 3,
   'test/api/domains.test.ts': 20,
   'test/cli/domains.test.ts': 55,
   'test/system/domains-acme.test.ts': 50,
