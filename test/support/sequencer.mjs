@@ -74,6 +74,7 @@ const SECONDS = {
   'test/api/sites.test.ts': 26,
   'test/components/ipns-names.test.ts': 15,
   'test/components/api-key-checks.test.ts': 3,
+  'test/components/site-lookups.test.ts': 3,
   'test/api/domains.test.ts': 20,
   'test/cli/domains.test.ts': 55,
   'test/system/domains-acme.test.ts': 50,
