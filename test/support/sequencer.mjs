@@ -127,6 +127,7 @@ const SECONDS = {
   'test/api/s3-rest-api.test.ts': 7,
   'test/api/s3-bad-input.test.ts': 7,
   'test/api/graphql-pagination.test.ts': 7,
+  'test/api/graphql-reads.test.ts': 5,
   'test/sdk/fleek-compat.test.ts': 6,
   'test/aws/gateway.test.ts': 6,
   'test/aws/cdn.test.ts': 6,
