@@ -31,13 +31,18 @@
  * Goals (issue 35): at 32 clients Cairn's reads/s at least 0.8x Apollo's,
  * with p99 at most 1.5x Apollo's p99.
  *
+ * BENCH_BEFORE (a directory holding another checkout of Cairn, with its
+ * node_modules) adds a third server, "before": that tree's service, as
+ * `npm start` runs it, on a copy of the same data, measured in the same
+ * rounds, so a change is judged against its parent under the same load.
+ *
  * Knobs: BENCH_SECONDS (10), BENCH_WARMUP_SECONDS (2), BENCH_ROUNDS (3),
  * BENCH_CPU_PROF (a directory: Cairn runs with --cpu-prof and writes its
  * profile there on exit), BENCH_NODE_FLAGS (more flags for Cairn).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,7 +50,7 @@ import { loadConfig } from '../functions/core/config.js';
 import type { Deploy } from '../functions/core/data/deploys.js';
 import { newSortableId } from '../functions/core/ids.js';
 import { startLocalService } from '../functions/local/service.js';
-import { ROOT, startChildService, stopChild, type ChildService } from '../test/support/child-service.js';
+import { npmStartArgs, ROOT, startChildService, stopChild, type ChildService } from '../test/support/child-service.js';
 import { BOOT, freePort, serviceEnv } from '../test/support/service-env.js';
 import { percentile, table } from './site-fixture.js';
 
@@ -106,8 +111,10 @@ type Autocannon = (opts: {
 }) => Promise<AutocannonResult>;
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
+const BEFORE = process.env.BENCH_BEFORE;
+
 interface Target {
-  label: 'Cairn' | 'Apollo';
+  label: 'Cairn' | 'Apollo' | 'before';
   pid: number;
   url: string;
 }
@@ -266,6 +273,25 @@ async function startBare(answers: string): Promise<{ child: ChildProcess; url: s
   return { child, url: `http://127.0.0.1:${port}`, version };
 }
 
+/** The service of another checkout (`dir`), as npm start runs it, with `env`; resolves once it is running. */
+async function startBefore(dir: string, env: Record<string, string>): Promise<ChildProcess> {
+  const start = npmStartArgs();
+  const child = spawn(process.execPath, [...start.nodeArgs, join(dir, start.script)], {
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  await new Promise<void>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`the service in ${dir} exited (${code}):\n${stderr}`)));
+    child.stderr!.on('data', (d: Buffer) => {
+      stderr = (stderr + d.toString()).slice(-4000);
+      if (stderr.includes('Cairn is running.')) resolve();
+    });
+  });
+  return child;
+}
+
 export interface SideBySideResult {
   met: boolean;
 }
@@ -280,9 +306,20 @@ export async function sideBySide(): Promise<SideBySideResult> {
   const dataDir = join(scratch, 'data');
   let cairn: ChildService | undefined;
   let bare: ChildProcess | undefined;
+  let stopBefore = async () => {};
   try {
     const env = await serviceEnv(dataDir, { CAIRN_GC_INTERVAL: '0' });
     await seed(dataDir, env);
+    let before: ChildProcess | undefined;
+    let beforeUrl: string | undefined;
+    if (BEFORE) {
+      const beforeData = join(scratch, 'data-before');
+      await cp(dataDir, beforeData, { recursive: true });
+      const beforeEnv = await serviceEnv(beforeData, { CAIRN_GC_INTERVAL: '0', CAIRN_LOG_LEVEL: 'warn' });
+      before = await startBefore(BEFORE, beforeEnv);
+      beforeUrl = `http://127.0.0.1:${beforeEnv.CAIRN_API_PORT}`;
+      stopBefore = () => stopChild(before!);
+    }
     if (CPU_PROF) await mkdir(CPU_PROF, { recursive: true });
     const nodeArgs = [...NODE_FLAGS, ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [])];
     cairn = await startChildService({ dataDir, nodeArgs, captureLog: true, env: { ...env, CAIRN_LOG_LEVEL: 'warn' } });
@@ -324,6 +361,25 @@ export async function sideBySide(): Promise<SideBySideResult> {
       { label: 'Apollo', pid: bare.pid!, url: started.url },
     ];
     pids.push(cairn.pid, bare.pid!);
+    if (before && beforeUrl) {
+      for (const [name, body, expected] of [
+        ['getSitesByTeam', sitesBody, pageAnswer.text],
+        ['getSiteBySlug', siteBody, siteAnswer.text],
+      ] as const) {
+        const got = await post(`${beforeUrl}/graphql`, body);
+        // Page tokens are signed with each service's own key.
+        const unsigned = (text: string) => text.trim().replace(/("nextToken":"[^".]*\.)[^"]*"/, '$1"');
+        if (got.status !== 200 || unsigned(got.text) !== unsigned(expected)) {
+          let at = 0;
+          while (at < got.text.length && got.text[at] === expected[at]) at++;
+          const around = (text: string) => text.slice(Math.max(0, at - 200), at + 200);
+          throw new Error(`the service before's ${name} differs at ${at}:\n${around(got.text)}\n${around(expected)}`);
+        }
+      }
+      targets.push({ label: 'before', pid: before.pid!, url: beforeUrl });
+      pids.push(before.pid!);
+      log(`  before: ${BEFORE}, pid ${before.pid}`);
+    }
     const bodies = [sitesBody, siteBody];
     const cases = [32, 1].flatMap((connections) => targets.map((target) => ({ target, connections })));
     const figures = new Map<string, Figures[]>();
@@ -368,6 +424,16 @@ export async function sideBySide(): Promise<SideBySideResult> {
     const p99at32 = ratio(32, (f) => f.p99);
     const rps1 = ratio(1, (f) => f.rps);
     const wrong = [...figures.values()].flat().reduce((s, f) => s + f.wrong, 0);
+    if (BEFORE) {
+      const vsBefore = (connections: number, of: (f: Figures) => number) => {
+        const c = figures.get(key('Cairn', connections))!;
+        const b = figures.get(key('before', connections))!;
+        return median(c.map((f, i) => of(f) / of(b[i]!)));
+      };
+      console.log(
+        `\nCairn / before: 32 clients ${vsBefore(32, (f) => f.rps).toFixed(2)}x reads/s, CPU per read ${vsBefore(32, (f) => f.serverUs).toFixed(2)}x; 1 client ${vsBefore(1, (f) => f.rps).toFixed(2)}x reads/s, CPU per read ${vsBefore(1, (f) => f.serverUs).toFixed(2)}x`,
+      );
+    }
     console.log(
       `\nCairn / Apollo: 32 clients ${rps32.toFixed(2)}x reads/s, p99 ${p99at32.toFixed(2)}x; 1 client ${rps1.toFixed(2)}x reads/s, p50 ${ratio(1, (f) => f.p50).toFixed(2)}x`,
     );
@@ -385,6 +451,7 @@ export async function sideBySide(): Promise<SideBySideResult> {
     return { met: goals.every((g) => g.ok) };
   } finally {
     if (bare) await stopChild(bare);
+    await stopBefore();
     await cairn?.stop();
     await rm(scratch, { recursive: true, force: true });
   }
