@@ -7,11 +7,12 @@
  * too, so a read saved never changes what is said.
  */
 import { dataOf, graphqlClient, newAccount, seedDeploys, type AccountFixture } from '../support/graphql.js';
+import { newIpnsKey } from '../../functions/core/ipfs/ipns.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 let service: TestService;
 let owner: AccountFixture;
-let sites: Array<{ id: string; slug: string; published: string; latest: string }>;
+let sites: Array<{ id: string; slug: string; published: string; latest: string; ipnsName: string }>;
 const nodeDoor = { name: 'node:http door', fetch: (url: string, init?: object) => fetch(url, init as RequestInit) };
 let client: ReturnType<typeof graphqlClient>;
 const calls = new Map<string, number>();
@@ -33,7 +34,9 @@ beforeAll(async () => {
     const [published, latest] = await seedDeploys(service, site.id, 2, Date.UTC(2025, 0, 1 + i));
     await service.services.sites.publishDeploy(site.id, published!.id, { onlyIfNewer: false });
     await service.services.sites.setLatestDeploy(site.id, latest!.id);
-    sites.push({ ...site, published: published!.id, latest: latest!.id });
+    // Its IPNS key, as its first publish makes it.
+    const { name } = await service.services.ipnsNames.siteKey(site.id, newIpnsKey);
+    sites.push({ ...site, published: published!.id, latest: latest!.id, ipnsName: name });
   }
   // Every call the service's stores send, by command, passed on unchanged; but the key's check,
   // remembered for half a second only (test/components/api-key-checks.test.ts), which a slow
@@ -80,7 +83,7 @@ test('a site by slug: the site and its deploys, the slug and the IPNS name remem
   expect(data.getSiteBySlug).toEqual({
     id: site.id,
     slug: site.slug,
-    ipnsName: null,
+    ipnsName: site.ipnsName,
     latestDeploy: { id: site.latest, published: false },
     publishedDeploy: { id: site.published, published: true },
   });
