@@ -281,7 +281,25 @@ function minimumSizeOf(ctx: S3Context): string {
   return asked;
 }
 
+/**
+ * PutBucketLifecycleConfiguration must carry an integrity check of its
+ * body: Content-MD5 or a checksum (an `x-amz-checksum-*` header or one in
+ * `x-amz-trailer`), which readSmallBody then verifies (BadDigest). S3's
+ * model marks the operation `httpChecksum.requestChecksumRequired`, so
+ * SDKs always send one; a request without is InvalidRequest "Missing
+ * required header for this request: Content-MD5"
+ * (https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutBucketLifecycleConfiguration.html,
+ * Content-MD5 and x-amz-sdk-checksum-algorithm; the message is S3's for a
+ * missing Content-MD5, as ceph's s3-tests expect it).
+ */
+function requireIntegrityCheck(headers: Headers): void {
+  if (headers.has('content-md5') || headers.has('x-amz-trailer')) return;
+  for (const [name] of headers) if (name.startsWith('x-amz-checksum-') && name !== 'x-amz-checksum-type') return;
+  throw errors.invalidRequest('Missing required header for this request: Content-MD5');
+}
+
 export async function putBucketLifecycle(ctx: S3Context): Promise<Response> {
+  requireIntegrityCheck(ctx.req.headers);
   const minimumObjectSize = minimumSizeOf(ctx);
   const rules = parseLifecycleConfiguration(await readSmallBody(ctx, MAX_LIFECYCLE_BODY));
   const lifecycle: BucketLifecycle = { rules, minimumObjectSize };

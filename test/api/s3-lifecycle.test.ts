@@ -22,6 +22,7 @@ import {
   type LifecycleRule,
   type S3Client,
 } from '@aws-sdk/client-s3';
+import { createHash } from 'node:crypto';
 import { apiTarget, type ApiTarget } from '../support/api-target.js';
 import { failure, s3Doors } from '../support/s3-doors.js';
 import { doorsFor } from '../support/test-set.js';
@@ -38,15 +39,22 @@ afterAll(async () => {
   await target?.close();
 });
 
-/** Sends `body` in place of the command's own XML (the SDK writes only valid documents). */
-function withBody(s3: S3Client, body: string): S3Client {
+/**
+ * Sends `body` in place of the command's own XML (the SDK writes only valid
+ * documents), with its Content-MD5 (`md5: 'none'` sends none, `'wrong'` another body's).
+ */
+function withBody(s3: S3Client, body: string, { md5 = 'right' }: { md5?: 'right' | 'none' | 'wrong' } = {}): S3Client {
   s3.middlewareStack.add(
     (next) => async (args) => {
       const request = args.request as { headers: Record<string, string>; body: unknown };
       request.body = body;
       request.headers['content-length'] = String(Buffer.byteLength(body));
       for (const name of Object.keys(request.headers))
-        if (/^(content-md5|x-amz-checksum-|x-amz-sdk-checksum)/i.test(name)) delete request.headers[name];
+        if (/^(content-md5|x-amz-checksum-|x-amz-sdk-checksum|x-amz-trailer)/i.test(name)) delete request.headers[name];
+      if (md5 !== 'none')
+        request.headers['content-md5'] = createHash('md5')
+          .update(md5 === 'right' ? body : `${body} `)
+          .digest('base64');
       return next(args);
     },
     { step: 'build', priority: 'low' },
@@ -122,6 +130,29 @@ describe.each(doorsFor(s3Doors(() => target)))('lifecycle configuration through 
     expect(replaced.TransitionDefaultMinimumObjectSize).toBe('varies_by_storage_class');
     expect((await s3.send(new DeleteBucketLifecycleCommand({ Bucket: bucket }))).$metadata.httpStatusCode).toBe(204);
     expect(await failure(get())).toMatchObject({ name: 'NoSuchLifecycleConfiguration' });
+  });
+
+  test('PUT needs Content-MD5 or a checksum (InvalidRequest), which must match (BadDigest); either way the rules in place stay', async () => {
+    const body = doc(plain('kept'));
+    await withBody(door.client(), body).send(
+      new PutBucketLifecycleConfigurationCommand({ Bucket: bucket, LifecycleConfiguration: { Rules: [] } }),
+    );
+    const other = doc(plain('other'));
+    const missing = await failure(
+      withBody(door.client(), other, { md5: 'none' }).send(
+        new PutBucketLifecycleConfigurationCommand({ Bucket: bucket, LifecycleConfiguration: { Rules: [] } }),
+      ),
+    );
+    expect(missing).toMatchObject({ name: 'InvalidRequest', message: 'Missing required header for this request: Content-MD5' });
+    expect(missing.$metadata.httpStatusCode).toBe(400);
+    const wrong = await failure(
+      withBody(door.client(), other, { md5: 'wrong' }).send(
+        new PutBucketLifecycleConfigurationCommand({ Bucket: bucket, LifecycleConfiguration: { Rules: [] } }),
+      ),
+    );
+    expect(wrong).toMatchObject({ name: 'BadDigest', $metadata: { httpStatusCode: 400 } });
+    expect((await get()).Rules!.map((r) => r.ID)).toEqual(['kept']);
+    await s3.send(new DeleteBucketLifecycleCommand({ Bucket: bucket }));
   });
 
   test('a rule without an ID is given one; 1,000 rules are taken', async () => {
