@@ -324,26 +324,34 @@ export async function deleteBucketLifecycle(ctx: S3Context): Promise<Response> {
   return new Response(null, { status: 204 });
 }
 
+/** A lifecycle day as configured (CAIRN_LIFECYCLE_DAY_SECONDS). */
+const dayMs = (ctx: Pick<S3Context, 'services'>) => ctx.services.config.storage.lifecycleDaySeconds * 1000;
+
 /**
  * `x-amz-expiration` on PutObject, GetObject and HeadObject of a current
  * version, when an Expiration rule (Days or Date) applies to it, as S3
  * answers it ("expiry-date" and "rule-id": API_PutObject.html, API_HeadObject.html).
  */
 export function expirationHeaders(
+  ctx: Pick<S3Context, 'services'>,
   bucket: Pick<Bucket, 'lifecycle'>,
   record: Pick<ObjectRecord, 'key' | 'size' | 'tags' | 'lastModified'>,
 ): Record<string, string> {
   const rules = bucket.lifecycle?.rules;
   if (!rules?.length) return {};
-  const expiry = currentExpiry(rules, record);
+  const expiry = currentExpiry(rules, record, dayMs(ctx));
   return expiry && expiry.at <= LAST_DATE ? { 'x-amz-expiration': expirationHeader(expiry) } : {};
 }
 
 /** `x-amz-abort-date` and `x-amz-abort-rule-id` on CreateMultipartUpload, when an AbortIncompleteMultipartUpload rule applies. */
-export function abortHeaders(bucket: Pick<Bucket, 'lifecycle'>, upload: { key: string; initiated: string }): Record<string, string> {
+export function abortHeaders(
+  ctx: Pick<S3Context, 'services'>,
+  bucket: Pick<Bucket, 'lifecycle'>,
+  upload: { key: string; initiated: string },
+): Record<string, string> {
   const rules = bucket.lifecycle?.rules;
   if (!rules?.length) return {};
-  const due = abortDate(rules, upload);
+  const due = abortDate(rules, upload, dayMs(ctx));
   return due && due.at <= LAST_DATE
     ? { 'x-amz-abort-date': new Date(due.at).toUTCString(), 'x-amz-abort-rule-id': quotedRuleId(due.ruleId) }
     : {};

@@ -11,7 +11,9 @@
  */
 import {
   CreateBucketCommand,
+  CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
+  ListPartsCommand,
   DeleteBucketLifecycleCommand,
   GetBucketLifecycleConfigurationCommand,
   GetObjectCommand,
@@ -24,7 +26,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
 import { apiTarget, type ApiTarget } from '../support/api-target.js';
-import { failure, s3Doors } from '../support/s3-doors.js';
+import { failure, s3Doors, uploadParts } from '../support/s3-doors.js';
 import { doorsFor } from '../support/test-set.js';
 
 let target: ApiTarget;
@@ -364,6 +366,23 @@ describe.each(doorsFor(s3Doors(() => target)))('lifecycle configuration through 
     expect(upload.AbortDate!.getTime() % DAY).toBe(0);
     expect(upload.AbortDate!.getTime()).toBeGreaterThan(before + 2 * DAY - 1000);
     expect(upload.AbortDate!.getTime()).toBeLessThanOrEqual(before + 3 * DAY + 1000);
+    // ListParts says the same of the upload.
+    const listed = await s3.send(new ListPartsCommand({ Bucket: name, Key: 'up/big', UploadId: upload.UploadId }));
+    expect(listed.AbortRuleId).toBe('abort');
+    expect(listed.AbortDate).toEqual(upload.AbortDate);
+    // CompleteMultipartUpload announces the object's expiry as PutObject does.
+    const mp = await s3.send(new CreateMultipartUploadCommand({ Bucket: name, Key: 'tmp/mp' }));
+    const parts = await uploadParts(s3, { Bucket: name, Key: 'tmp/mp', UploadId: mp.UploadId }, [Buffer.from('one part')]);
+    const done = await s3.send(
+      new CompleteMultipartUploadCommand({ Bucket: name, Key: 'tmp/mp', UploadId: mp.UploadId, MultipartUpload: { Parts: parts } }),
+    );
+    const mpHead = await s3.send(new HeadObjectCommand({ Bucket: name, Key: 'tmp/mp' }));
+    expect(done.Expiration).toBe(
+      `expiry-date="${midnightAfter(new Date(mpHead.LastModified!.getTime() + 999), 10)}", rule-id="ten \\"days\\""`,
+    );
+    // A GET or HEAD by versionId of the current version announces it too.
+    const byId = await s3.send(new HeadObjectCommand({ Bucket: name, Key: 'tmp/mp', VersionId: 'null' }));
+    expect(byId.Expiration).toBe(done.Expiration);
     // Days as large as S3's schema takes reach past any date a header can carry: none is announced, and nothing fails.
     await s3.send(
       new PutBucketLifecycleConfigurationCommand({
