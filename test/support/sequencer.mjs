@@ -25,6 +25,7 @@ const SECONDS = {
   'test/aws/deploy-pipeline.test.ts': 65,
   'test/sdk/stream-upload.test.ts': 63,
   'test/infra/stack-bundles.test.ts': 60,
+  'test/infra/cdk-validation.test.ts': 40,
   'test/web-app/web-app-accounts-browser.test.ts': 60,
   'test/api/deploys.test.ts': 58,
   'test/cli/account-sites.test.ts': 27,
