@@ -85,7 +85,7 @@ export async function getObject(ctx: S3Context): Promise<Response> {
   if (record.parts) headers['x-amz-mp-parts-count'] = String(record.parts);
   // The current version's expiry (asked for by id too); a noncurrent version's is NoncurrentVersionExpiration's, which S3 does not announce.
   if (bucket.lifecycle?.rules.length && (!ctx.s3.query.has('versionId') || (await isCurrent(ctx, record))))
-    Object.assign(headers, expirationHeaders(ctx, bucket, record));
+    Object.assign(headers, expirationHeaders(bucket, record));
   // Only to whom may read the tags (GetObjectTagging is the bucket owner's), as S3 answers it.
   if (principal.kind === 'account' && principal.accountId === bucket.accountId) Object.assign(headers, taggingCountHeader(record.tags));
   if (req.headers.get('x-amz-checksum-mode')?.toUpperCase() === 'ENABLED' && !range0(req)) {

@@ -324,34 +324,32 @@ export async function deleteBucketLifecycle(ctx: S3Context): Promise<Response> {
   return new Response(null, { status: 204 });
 }
 
-/** A lifecycle day as configured (CAIRN_LIFECYCLE_DAY_SECONDS). */
-const dayMs = (ctx: Pick<S3Context, 'services'>) => ctx.services.config.storage.lifecycleDaySeconds * 1000;
-
+/*
+ * The dates answered are in days whatever CAIRN_LIFECYCLE_DAY_SECONDS says,
+ * as RGW's are with rgw_lc_debug_interval (ceph's s3-tests check the
+ * announced date in days with the interval set); the day's length is the
+ * expiry run's.
+ */
 /**
  * `x-amz-expiration` on PutObject, GetObject and HeadObject of a current
  * version, when an Expiration rule (Days or Date) applies to it, as S3
  * answers it ("expiry-date" and "rule-id": API_PutObject.html, API_HeadObject.html).
  */
 export function expirationHeaders(
-  ctx: Pick<S3Context, 'services'>,
   bucket: Pick<Bucket, 'lifecycle'>,
   record: Pick<ObjectRecord, 'key' | 'size' | 'tags' | 'lastModified'>,
 ): Record<string, string> {
   const rules = bucket.lifecycle?.rules;
   if (!rules?.length) return {};
-  const expiry = currentExpiry(rules, record, dayMs(ctx));
+  const expiry = currentExpiry(rules, record);
   return expiry && expiry.at <= LAST_DATE ? { 'x-amz-expiration': expirationHeader(expiry) } : {};
 }
 
 /** `x-amz-abort-date` and `x-amz-abort-rule-id` on CreateMultipartUpload, when an AbortIncompleteMultipartUpload rule applies. */
-export function abortHeaders(
-  ctx: Pick<S3Context, 'services'>,
-  bucket: Pick<Bucket, 'lifecycle'>,
-  upload: { key: string; initiated: string },
-): Record<string, string> {
+export function abortHeaders(bucket: Pick<Bucket, 'lifecycle'>, upload: { key: string; initiated: string }): Record<string, string> {
   const rules = bucket.lifecycle?.rules;
   if (!rules?.length) return {};
-  const due = abortDate(rules, upload, dayMs(ctx));
+  const due = abortDate(rules, upload);
   return due && due.at <= LAST_DATE
     ? { 'x-amz-abort-date': new Date(due.at).toUTCString(), 'x-amz-abort-rule-id': quotedRuleId(due.ruleId) }
     : {};

@@ -71,7 +71,7 @@ export async function putObject(ctx: S3Context): Promise<Response> {
       ...ipfsHeaders(record.cid),
       ...checksumHeaders(record.checksums),
       ...versionHeader(ctx, record),
-      ...expirationHeaders(ctx, ctx.bucket!, record),
+      ...expirationHeaders(ctx.bucket!, record),
     },
   });
 }

@@ -214,7 +214,7 @@ function completeResult(ctx: S3Context, record: ObjectRecord, checksum: { algori
   const headers: Record<string, string> = {
     ...ipfsHeaders(record.cid),
     ...versionHeader(ctx, record),
-    ...expirationHeaders(ctx, ctx.bucket!, record),
+    ...expirationHeaders(ctx.bucket!, record),
   };
   if (checksum.algorithm) {
     body[checksumElement(checksum.algorithm)] = record.checksums?.[checksum.algorithm];

@@ -36,6 +36,6 @@ export async function createMultipartUpload(ctx: S3Context): Promise<Response> {
   return xmlResponse(
     'InitiateMultipartUploadResult',
     { Bucket: upload.bucket, Key: upload.key, UploadId: upload.uploadId },
-    { headers: { ...uploadChecksumHeaders(upload), ...abortHeaders(ctx, ctx.bucket!, upload) } },
+    { headers: { ...uploadChecksumHeaders(upload), ...abortHeaders(ctx.bucket!, upload) } },
   );
 }

@@ -53,7 +53,7 @@ export async function listParts(ctx: S3Context): Promise<Response> {
       ChecksumType: upload.checksumAlgorithm ? upload.checksumType : undefined,
       EncodingType: type,
     },
-    abortHeaders(ctx, ctx.bucket!, upload),
+    abortHeaders(ctx.bucket!, upload),
   );
 }
 
