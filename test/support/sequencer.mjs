@@ -39,6 +39,7 @@ const SECONDS = {
   'test/aws/git-hooks.test.ts': 41,
   'test/components/s3-lent-reads.test.ts': 40,
   'test/components/listing-cost.test.ts': 12,
+  'test/components/listing-reference.test.ts': 40,
   'test/api/s3-list-buckets.test.ts': 6,
   'test/cli/device-login.test.ts': 75,
   'test/web-app/web-app-oidc-browser.test.ts': 30,
