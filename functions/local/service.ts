@@ -229,7 +229,7 @@ export async function startLocalService(config: Config, logger: Logger = createL
         if (busy) return;
         busy = true;
         // Lifecycle rules first, so what they expire is collected in the same round.
-        collecting = expireByLifecycle(running)
+        collecting = expireByLifecycle(running, { dayMs: cfg.storage.lifecycleDaySeconds * 1000 })
           .catch((err: unknown) => logger.error('the lifecycle run failed; tried again at the next interval', { err }))
           .then(() => collectGarbage(running))
           .catch((err: unknown) => logger.error('garbage collection failed; tried again at the next interval', { err }))

@@ -118,6 +118,8 @@ const SECONDS = {
   'test/aws/notifications.test.ts': 8,
   'test/aws/commit-status.test.ts': 8,
   'test/api/s3-operations.test.ts': 8,
+  'test/api/s3-header-bytes.test.ts': 20,
+  'test/api/s3-version-id.test.ts': 15,
   'test/api/s3-cors.test.ts': 8,
   'test/api/s3-conformance.test.ts': 8,
   'test/unit/cdn-viewer-request.test.ts': 7,

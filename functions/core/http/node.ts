@@ -18,6 +18,8 @@ import type { HttpHandler, HttpRequest } from './types.js';
 export function toHttpRequest(req: IncomingMessage, signal: AbortSignal, continueBody?: () => void): HttpRequest {
   const target = req.url ?? '/';
   const q = target.indexOf('?');
+  // Node reads each header byte as one character (Latin-1): the values are
+  // the bytes the client sent, as the core takes them (header-bytes.ts).
   const headers = new Headers();
   const raw = req.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) {
