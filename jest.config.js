@@ -32,6 +32,7 @@ const LONG_SUITES = [
   'test/web-app/device-login-browser.test.ts',
   'test/web-app/invitation-browser.test.ts',
   'test/web-app/passkey-browser.test.ts',
+  'test/web-app/domains-browser.test.ts',
   'test/clients/s3-cors-browser.test.ts',
   'test/clients/s3-post-browser.test.ts',
   'test/components/chromium-screenshotter.test.ts',

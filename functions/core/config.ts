@@ -108,6 +108,8 @@ export interface Config {
     addresses: string[];
     /** Domains one site may have at once. */
     maxPerSite: number;
+    /** Domains all of one team's sites may have at once. */
+    maxPerTeam: number;
     /** The gateway's HTTPS listener (CAIRN_HTTPS_PORT), serving domains' certificates by SNI; none when unset. */
     httpsPort?: number;
     /** ACME (RFC 8555) issuing domains' certificates; off unless CAIRN_ACME_DIRECTORY is set. */
@@ -490,7 +492,7 @@ function gitHostApis(env: Env): Record<string, GitHostApi> {
   return apis;
 }
 
-/** CAIRN_DNS_RESOLVER, CAIRN_DOMAIN_ADDRESSES, CAIRN_DOMAINS_PER_SITE, CAIRN_HTTPS_PORT and the ACME settings. */
+/** CAIRN_DNS_RESOLVER, CAIRN_DOMAIN_ADDRESSES, CAIRN_DOMAINS_PER_SITE and _PER_TEAM, CAIRN_HTTPS_PORT and the ACME settings. */
 function domainSettings(env: Env): Config['domains'] {
   const rawResolver = opt(env, 'CAIRN_DNS_RESOLVER');
   let resolver: Config['domains']['resolver'];
@@ -531,6 +533,7 @@ function domainSettings(env: Env): Config['domains'] {
     resolver,
     addresses,
     maxPerSite: positive(env, 'CAIRN_DOMAINS_PER_SITE', 10, 'domains'),
+    maxPerTeam: positive(env, 'CAIRN_DOMAINS_PER_TEAM', 100, 'domains'),
     httpsPort: https === undefined ? undefined : port(env, 'CAIRN_HTTPS_PORT', 443),
     acme,
   };

@@ -7,14 +7,27 @@
  * one from another site needs its TXT proof), serving by Host with the
  * site's rules, apex/`www` redirects, purges and removal. No certificates
  * here (no ACME configured: a verified domain is ACTIVE at once); those
- * are test/system/domains-acme.test.ts's.
+ * are test/system/domains-acme.test.ts's. The API itself (every mutation,
+ * Site.domains, the owners-only rule, the per-team limit under a burst)
+ * also goes through the GraphQL Lambda handler (its services built as in
+ * AWS, over the same data), in the full run.
  */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { startTestService, type TestService } from '../support/service.js';
 import { hostFetch } from '../support/http.js';
-import { dataOf, graphqlClient, newAccount, onlyError, type AccountFixture } from '../support/graphql.js';
+import {
+  dataOf,
+  graphqlClient,
+  graphqlDoors,
+  importGraphqlLambda,
+  newAccount,
+  onlyError,
+  type AccountFixture,
+} from '../support/graphql.js';
+import type { LambdaFn } from '../support/lambda-door.js';
+import { doorsFor } from '../support/test-set.js';
 import { startTestDns, type TestDns } from '../support/acme-servers.js';
 import { importDirectory } from '../../functions/core/ipfs/import-directory.js';
 import { normalizeDomain } from '../../functions/core/hosting/domain-names.js';
@@ -27,6 +40,10 @@ let client: ReturnType<typeof graphqlClient>;
 let scratch: string;
 let gatewayPort: string;
 let sitesHost: string;
+let graphqlLambda: LambdaFn;
+const savedEnv = { ...process.env };
+/** Each team's domains across its sites (CAIRN_DOMAINS_PER_TEAM here): the burst below runs into it. */
+const PER_TEAM = 8;
 
 beforeAll(async () => {
   dns = await startTestDns();
@@ -35,7 +52,10 @@ beforeAll(async () => {
     CAIRN_DNS_RESOLVER: dns.address,
     CAIRN_DOMAIN_ADDRESSES: '127.0.0.1,::1',
     CAIRN_DOMAINS_PER_SITE: '3',
+    CAIRN_DOMAINS_PER_TEAM: String(PER_TEAM),
   });
+  Object.assign(process.env, service.env);
+  graphqlLambda = await importGraphqlLambda();
   [a, b] = [await newAccount(service, 'domains'), await newAccount(service, 'other')];
   client = graphqlClient({ name: 'node:http door', fetch: (url, init) => fetch(url, init as RequestInit) }, service.endpoints.graphql);
   scratch = await mkdtemp(join(tmpdir(), 'cairn-domains-'));
@@ -44,6 +64,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  process.env = savedEnv;
   await service?.close();
   await dns?.close();
   if (scratch) await rm(scratch, { recursive: true, force: true });
@@ -306,6 +327,24 @@ test('a name another site serves is taken only with the TXT proof; the other sit
   await dns.clearTxt(`_cairn-challenge.${name}`);
 });
 
+test('a claim never moves a name another site holds unless it names that holder (a verification racing another)', async () => {
+  const [one, two] = [await publishedSite({ 'index.html': '1' }), await publishedSite({ 'index.html': '2' }, b.apiKey)];
+  const name = `www.${freshApex()}`;
+  dataOf(await add(one.id, name));
+  dataOf(await add(two.id, name, b.apiKey));
+  const store = service.services.domains;
+  // As when both verifications read "nobody holds it" and then write: the second write fails.
+  expect(await store.claim(one.id, name, 'ACTIVE')).toBe(true);
+  expect(await store.claim(two.id, name, 'ACTIVE')).toBe(false);
+  expect(await store.claimOf(name)).toEqual({ domain: name, siteId: one.id });
+  // Naming the holder (its TXT proof checked) moves it.
+  expect(await store.claim(two.id, name, 'ACTIVE', { siteId: one.id, hasDomain: true })).toBe(true);
+  expect(await store.claimOf(name)).toEqual({ domain: name, siteId: two.id });
+  expect((await store.get(one.id, name))?.status).toBe('FAILED');
+  expect(dataOf(await remove(one.id, name)).removeDomain).toBe(true);
+  expect(dataOf(await remove(two.id, name, b.apiKey)).removeDomain).toBe(true);
+});
+
 test('deleting a site frees its domains for another site', async () => {
   const site = await publishedSite({ 'index.html': 'gone soon' });
   const name = `www.${freshApex()}`;
@@ -333,4 +372,139 @@ test('hostile Host headers and ACME paths on the gateway answer as for any unkno
     headers: { host: 'www.unknown.test' },
   });
   expect(challenge.status).toBe(404);
+});
+
+describe.each(doorsFor(graphqlDoors(() => graphqlLambda)))('the domain API through the $name', (door) => {
+  let owner: AccountFixture;
+  let other: AccountFixture;
+  let api: ReturnType<typeof graphqlClient>;
+  beforeAll(async () => {
+    api = graphqlClient(door, service.endpoints.graphql);
+    [owner, other] = [await newAccount(service, 'door-owner'), await newAccount(service, 'door-other')];
+  });
+  const call = (key: string, field: string, siteId: string, domain: string, select = ` { ${DOMAIN} }`) =>
+    api.gql(key, `mutation ($s: ID!, $d: String!) { ${field}(siteId: $s, domain: $d)${select} }`, { s: siteId, d: domain });
+  const listed = async (siteId: string, key = owner.apiKey) =>
+    dataOf(await api.gql(key, `query ($s: ID!) { getSiteById(siteId: $s) { domains { ${DOMAIN} } } }`, { s: siteId })).getSiteById.domains;
+  /** A site of the team that deploys a CID (nothing published: the API needs no more). */
+  let cid: string | undefined;
+  const bareSite = async (key: string): Promise<{ id: string; slug: string }> => {
+    if (!cid) {
+      const dir = join(scratch, `bare-${++dirs}`);
+      await mkdir(dir, { recursive: true });
+      await writeFile(join(dir, 'index.html'), 'bare');
+      cid = (await importDirectory((await service.services.ipfs()).blockstore, dir)).cid.toV1().toString();
+    }
+    return dataOf(
+      await api.gql(key, 'mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', {
+        input: { deploySettings: { source: { ipfs: { cid } } } },
+      }),
+    ).createSite;
+  };
+
+  test('add, Site.domains, verify (failing, then right), make primary, remove', async () => {
+    const site = await publishedSite({ 'index.html': `through the ${door.name}` }, owner.apiKey);
+    const apex = freshApex();
+    const www = `www.${apex}`;
+    const target = `${site.slug}.${sitesHost}`;
+    const added = dataOf(await call(owner.apiKey, 'addDomain', site.id, www)).addDomain;
+    expect(added).toMatchObject({ domain: www, status: 'PENDING_DNS', primary: true });
+    expect(added.dnsRecords[0]).toEqual({ type: 'CNAME', name: www, value: target });
+    expect(dataOf(await call(owner.apiKey, 'addDomain', site.id, apex)).addDomain.primary).toBe(false);
+    expect((await listed(site.id)).map((d: any) => [d.domain, d.status])).toEqual([
+      [apex, 'PENDING_DNS'],
+      [www, 'PENDING_DNS'],
+    ]);
+    expect(onlyError(await call(owner.apiKey, 'addDomain', site.id, 'https://x.test/')).extensions.code).toBe('BAD_USER_INPUT');
+
+    const failed = dataOf(await call(owner.apiKey, 'verifyDomain', site.id, www)).verifyDomain;
+    expect([failed.status, failed.reason]).toEqual(['FAILED', `${www} has no CNAME, A or AAAA records: create the records shown`]);
+    await dns.setCname(www, target);
+    await dns.addA(apex, ['127.0.0.1']);
+    expect(dataOf(await call(owner.apiKey, 'verifyDomain', site.id, www)).verifyDomain.status).toBe('ACTIVE');
+    expect(dataOf(await call(owner.apiKey, 'verifyDomain', site.id, apex)).verifyDomain.status).toBe('ACTIVE');
+    expect(await (await at(www)).text()).toBe(`through the ${door.name}`);
+    expect((await at(apex, '/?a=1')).headers.get('location')).toBe(`http://${www}:${gatewayPort}/?a=1`);
+
+    expect(dataOf(await call(owner.apiKey, 'setPrimaryDomain', site.id, apex)).setPrimaryDomain.primary).toBe(true);
+    expect((await listed(site.id)).map((d: any) => [d.domain, d.primary])).toEqual([
+      [apex, true],
+      [www, false],
+    ]);
+    expect(dataOf(await call(owner.apiKey, 'removeDomain', site.id, www, '')).removeDomain).toBe(true);
+    expect(onlyError(await call(owner.apiKey, 'removeDomain', site.id, www, '')).extensions.code).toBe('NOT_FOUND');
+    expect(await service.services.domains.claimOf(www)).toBeUndefined();
+    expect((await listed(site.id)).map((d: any) => d.domain)).toEqual([apex]);
+    expect(onlyError(await call(other.apiKey, 'removeDomain', site.id, apex, '')).extensions.code).toBe('FORBIDDEN');
+    await dns.clearCname(www);
+    await dns.clearA(apex);
+  });
+
+  test("only the team's owners change domains; a member sees them, with their records", async () => {
+    const team = await newAccount(service, 'door-team');
+    const member = await newAccount(service, 'door-member');
+    const site = await bareSite(team.apiKey);
+    await service.services.teams.addMember(team.team.id, member.account, 'MEMBER');
+    const memberKey = dataOf(await api.gql(member.apiKey, 'mutation ($t: ID!) { createApiKey(teamId: $t) { key } }', { t: team.team.id }))
+      .createApiKey.key;
+    const name = `www.${freshApex()}`;
+    dataOf(await call(team.apiKey, 'addDomain', site.id, name));
+    for (const [field, select] of [
+      ['addDomain', ` { ${DOMAIN} }`],
+      ['verifyDomain', ` { ${DOMAIN} }`],
+      ['setPrimaryDomain', ` { ${DOMAIN} }`],
+      ['removeDomain', ''],
+    ] as const) {
+      const err = onlyError(await call(memberKey, field, site.id, field === 'addDomain' ? `m.${name}` : name, select));
+      expect([field, err.extensions.code, err.message]).toEqual([field, 'FORBIDDEN', expect.stringMatching(/^Only the team's owners can/)]);
+    }
+    const seen = await listed(site.id, memberKey);
+    expect(seen.map((d: any) => [d.domain, d.status, d.dnsRecords.length])).toEqual([[name, 'PENDING_DNS', 2]]);
+    // Made an owner, the same key may.
+    await service.services.teams.setMemberRole(team.team.id, member.account.id, 'OWNER');
+    expect(dataOf(await call(memberKey, 'removeDomain', site.id, name, '')).removeDomain).toBe(true);
+  });
+
+  test(`a burst of adds across a team's sites stops at the team's limit (${PER_TEAM}), exactly`, async () => {
+    const team = await newAccount(service, 'door-burst');
+    const sites = await Promise.all([1, 2, 3, 4].map(() => bareSite(team.apiKey)));
+    const base = freshApex();
+    // 4 sites x 3 (each site's limit) = 12 asked for at once: 8 may be had.
+    const tries = sites.flatMap((s, i) => [1, 2, 3].map((j) => ({ siteId: s.id, domain: `d${j}.s${i}.${base}` })));
+    const results = await Promise.all(tries.map((t) => call(team.apiKey, 'addDomain', t.siteId, t.domain, ' { domain }')));
+    const made = results.filter((r) => !r.errors);
+    const refused = results.filter((r) => r.errors);
+    expect(made).toHaveLength(PER_TEAM);
+    expect(refused.map((r) => [onlyError(r).extensions.code, onlyError(r).message])).toEqual(
+      Array.from({ length: tries.length - PER_TEAM }, () => [
+        'BAD_USER_INPUT',
+        `a team has at most ${PER_TEAM} domains across its sites; remove one first`,
+      ]),
+    );
+    const bySite = await Promise.all(sites.map(async (s) => ({ site: s, domains: await listed(s.id, team.apiKey) })));
+    expect(bySite.flatMap((x) => x.domains)).toHaveLength(PER_TEAM);
+    // Another team is not counted with this one.
+    const theirs = await bareSite(other.apiKey);
+    expect(dataOf(await call(other.apiKey, 'addDomain', theirs.id, `x.${base}`, ' { domain }')).addDomain.domain).toBe(`x.${base}`);
+    expect(dataOf(await call(other.apiKey, 'removeDomain', theirs.id, `x.${base}`, '')).removeDomain).toBe(true);
+
+    // A removal frees one place; deleting a site frees all of its.
+    const spare = await bareSite(team.apiKey);
+    expect(onlyError(await call(team.apiKey, 'addDomain', spare.id, `e1.${base}`, ' { domain }')).message).toMatch(/a team has at most/);
+    const holding = bySite.filter((x) => x.domains.length > 0);
+    const first = holding[0]!;
+    expect(dataOf(await call(team.apiKey, 'removeDomain', first.site.id, first.domains[0].domain, '')).removeDomain).toBe(true);
+    expect(dataOf(await call(team.apiKey, 'addDomain', spare.id, `e1.${base}`, ' { domain }')).addDomain.domain).toBe(`e1.${base}`);
+    expect(onlyError(await call(team.apiKey, 'addDomain', spare.id, `e2.${base}`, ' { domain }')).message).toMatch(/a team has at most/);
+    const second = holding[1]!;
+    expect(dataOf(await api.gql(team.apiKey, 'mutation ($s: ID!) { deleteSite(siteId: $s) }', { s: second.site.id })).deleteSite).toBe(
+      true,
+    );
+    const refill = await bareSite(team.apiKey);
+    for (let i = 0; i < second.domains.length; i++)
+      expect(dataOf(await call(team.apiKey, 'addDomain', refill.id, `f${i}.${base}`, ' { domain }')).addDomain.domain).toBe(
+        `f${i}.${base}`,
+      );
+    expect(onlyError(await call(team.apiKey, 'addDomain', spare.id, `g.${base}`, ' { domain }')).message).toMatch(/a team has at most/);
+  });
 });

@@ -60,6 +60,7 @@ test("the app's hash routes read back what they write, a site's git & notificati
     { name: 'site', siteId: 'S1' },
     { name: 'site-settings', siteId: 'S1' },
     { name: 'site-integrations', siteId: 'S 1/x' },
+    { name: 'site-domains', siteId: 'S 1/x' },
     { name: 'deploy', siteId: 'S1', deployId: 'D1' },
     { name: 'team' },
     { name: 'settings' },
@@ -68,6 +69,7 @@ test("the app's hash routes read back what they write, a site's git & notificati
   ];
   for (const route of routes) expect(parseHash(href(route))).toEqual(route);
   expect(href({ name: 'site-integrations', siteId: 'S1' })).toBe('#/sites/S1/integrations');
+  expect(href({ name: 'site-domains', siteId: 'S1' })).toBe('#/sites/S1/domains');
   expect(href({ name: 'settings' })).toBe('#/settings');
   expect(parseHash('#/sites/S1/integrations/more')).toEqual({ name: 'not-found', path: '/sites/S1/integrations/more' });
 });

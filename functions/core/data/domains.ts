@@ -3,6 +3,7 @@
  *
  *   SITE#<siteId> / DOMAIN#<name>   the site's domain: its state, its challenge token, whether it is primary
  *   SITE#<siteId> / DOMAINCOUNT     how many the site has (the limit is checked in the same transaction)
+ *   TEAM#<teamId> / DOMAINCOUNT     how many all the team's sites have (likewise)
  *   DOMAIN#<name> / DOMAIN          the claim: which site the name serves (written when it is verified)
  *   DOMAIN#<name> / CERT            its certificate and sealed private key   gsi1: CERTS / <notAfter>#<name>
  *   ACME#<directory> / ACCOUNT      the ACME account's sealed key
@@ -20,6 +21,7 @@ import type { Database } from './dynamo.js';
 import { queryAll } from './pages.js';
 import { withoutKeys, writtenIf } from './tables.js';
 import { ConflictError } from './errors.js';
+import { retry } from '../retry.js';
 
 export const DOMAIN_STATUSES = ['PENDING_DNS', 'VERIFYING', 'ISSUING_CERTIFICATE', 'ACTIVE', 'FAILED'] as const;
 export type DomainStatus = (typeof DOMAIN_STATUSES)[number];
@@ -61,6 +63,21 @@ export class DomainLimitError extends ConflictError {
   override name = 'DomainLimitError';
 }
 
+/**
+ * DynamoDB cancels a transaction that meets another one on the same item
+ * with the reason `TransactionConflict` ("Another transaction request was in
+ * progress on one or more of the items", TransactWriteItems' errors:
+ * https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html),
+ * which the counters of a burst of adds do; such a cancel is tried again,
+ * a few times. (The embedded database serializes transactions on item
+ * locks instead, so there it never happens.)
+ */
+const contended = (err: unknown): boolean =>
+  (err as Error).name === 'TransactionConflictException' ||
+  ((err as Error).name === 'TransactionCanceledException' &&
+    ((err as { CancellationReasons?: Array<{ Code?: string }> }).CancellationReasons ?? []).some((r) => r.Code === 'TransactionConflict'));
+const CONTENDED = { attempts: 5, baseMs: 20, maxMs: 400, jitter: 'full' as const };
+
 const PREFIX = 'DOMAIN#';
 const certificateContext = (domain: string) => `domain-certificate:${domain}`;
 const accountContext = (directoryUrl: string) => `acme-account:${directoryUrl}`;
@@ -84,6 +101,10 @@ export class DomainStore {
     return { pk: `SITE#${siteId}`, sk: 'DOMAINCOUNT' };
   }
 
+  private teamCounterKey(teamId: string) {
+    return { pk: `TEAM#${teamId}`, sk: 'DOMAINCOUNT' };
+  }
+
   private claimKey(domain: string) {
     return { pk: `${PREFIX}${domain}`, sk: 'DOMAIN' };
   }
@@ -92,24 +113,31 @@ export class DomainStore {
     return { pk: `${PREFIX}${domain}`, sk: 'CERT' };
   }
 
-  /** A new domain of the site, unless it has it already (ConflictError) or has `max` (DomainLimitError). */
-  async add(record: Omit<SiteDomain, 'createdAt' | 'updatedAt'>, max: number): Promise<SiteDomain> {
+  /**
+   * A new domain of the site, unless it has it already (ConflictError), the
+   * site has `limits.perSite` or its team `limits.perTeam` (DomainLimitError).
+   * Both counters and the record are one transaction, so a burst of adds
+   * across a team's sites never passes either limit.
+   */
+  async add(record: Omit<SiteDomain, 'createdAt' | 'updatedAt'>, limits: { perSite: number; perTeam: number }): Promise<SiteDomain> {
     const at = this.now().toISOString();
     const item: SiteDomain = { ...record, createdAt: at, updatedAt: at };
-    try {
-      await this.db.doc.send(
+    const counted = (Key: Record<string, string>, max: number) => ({
+      Update: {
+        TableName: this.table,
+        Key,
+        UpdateExpression: 'ADD #n :one',
+        ConditionExpression: 'attribute_not_exists(#n) OR #n < :max',
+        ExpressionAttributeNames: { '#n': 'count' },
+        ExpressionAttributeValues: { ':one': 1, ':max': max },
+      },
+    });
+    const send = () =>
+      this.db.doc.send(
         new TransactWriteCommand({
           TransactItems: [
-            {
-              Update: {
-                TableName: this.table,
-                Key: this.counterKey(record.siteId),
-                UpdateExpression: 'ADD #n :one',
-                ConditionExpression: 'attribute_not_exists(#n) OR #n < :max',
-                ExpressionAttributeNames: { '#n': 'count' },
-                ExpressionAttributeValues: { ':one': 1, ':max': max },
-              },
-            },
+            counted(this.counterKey(record.siteId), limits.perSite),
+            counted(this.teamCounterKey(record.teamId), limits.perTeam),
             {
               Put: {
                 TableName: this.table,
@@ -120,11 +148,16 @@ export class DomainStore {
           ],
         }),
       );
+    try {
+      await retry(send, { ...CONTENDED, retryable: contended });
     } catch (err) {
       if ((err as Error).name !== 'TransactionCanceledException') throw err;
       const reasons = (err as { CancellationReasons?: Array<{ Code?: string }> }).CancellationReasons ?? [];
-      if (reasons[1]?.Code === 'ConditionalCheckFailed') throw new ConflictError(`${record.domain} is already a domain of this site`);
-      if (reasons[0]?.Code === 'ConditionalCheckFailed') throw new DomainLimitError(`a site has at most ${max} domains; remove one first`);
+      if (reasons[2]?.Code === 'ConditionalCheckFailed') throw new ConflictError(`${record.domain} is already a domain of this site`);
+      if (reasons[0]?.Code === 'ConditionalCheckFailed')
+        throw new DomainLimitError(`a site has at most ${limits.perSite} domains; remove one first`);
+      if (reasons[1]?.Code === 'ConditionalCheckFailed')
+        throw new DomainLimitError(`a team has at most ${limits.perTeam} domains across its sites; remove one first`);
       throw err;
     }
     return item;
@@ -240,21 +273,23 @@ export class DomainStore {
   }
 
   /** Removes the site's domain, and its claim and certificate if the site holds them. False when the site has no such domain. */
-  async remove(siteId: string, domain: string): Promise<boolean> {
+  async remove({ siteId, teamId, domain }: Pick<SiteDomain, 'siteId' | 'teamId' | 'domain'>): Promise<boolean> {
+    const minusOne = (Key: Record<string, string>) => ({
+      Update: {
+        TableName: this.table,
+        Key,
+        UpdateExpression: 'ADD #n :minus',
+        ExpressionAttributeNames: { '#n': 'count' },
+        ExpressionAttributeValues: { ':minus': -1 },
+      },
+    });
     for (let attempt = 0; attempt < 5; attempt++) {
       const claim = await this.claimOf(domain);
       const held = claim?.siteId === siteId;
       const items: NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']> = [
         { Delete: { TableName: this.table, Key: this.key(siteId, domain), ConditionExpression: 'attribute_exists(pk)' } },
-        {
-          Update: {
-            TableName: this.table,
-            Key: this.counterKey(siteId),
-            UpdateExpression: 'ADD #n :minus',
-            ExpressionAttributeNames: { '#n': 'count' },
-            ExpressionAttributeValues: { ':minus': -1 },
-          },
-        },
+        minusOne(this.counterKey(siteId)),
+        minusOne(this.teamCounterKey(teamId)),
         held
           ? {
               Delete: {
@@ -307,7 +342,7 @@ export class DomainStore {
 
   /** Every domain of a deleted site goes, with the claims and certificates it held. */
   async deleteAllOfSite(siteId: string): Promise<void> {
-    for (const d of await this.list(siteId)) await this.remove(siteId, d.domain);
+    for (const d of await this.list(siteId)) await this.remove(d);
     await this.db.doc.send(new DeleteCommand({ TableName: this.table, Key: this.counterKey(siteId) }));
   }
 

@@ -15,25 +15,13 @@
 import { domainToASCII } from 'node:url';
 import { isIP } from 'node:net';
 import type { Config } from '../config.js';
+import { asciiDomainFault, hostOf, MAX_DOMAIN_NAME, typedDomainFault } from './domain-name-rules.js';
 
 export class DomainNameError extends Error {
   override name = 'DomainNameError';
 }
 
-/** Longer input is refused before any conversion works on it. */
-const MAX_INPUT = 1024;
-const MAX_NAME = 253;
-const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
-/** Names no one outside this machine or network resolves to it (RFC 6761 section 6, RFC 6762, RFC 8375, RFC 9476). */
-const RESERVED_SUFFIXES = ['localhost', 'local', 'internal', 'invalid', 'home.arpa', 'alt', 'arpa', 'onion'];
-
-/** A host's name without its port or trailing dot, lower-cased. */
-export const hostOf = (value: string): string => {
-  const h = value.trim().toLowerCase().replace(/\.$/, '');
-  if (h.startsWith('[')) return h.slice(0, h.indexOf(']') + 1);
-  const colon = h.lastIndexOf(':');
-  return colon < 0 ? h : h.slice(0, colon);
-};
+export { hostOf };
 
 /** The service's own names (sites, buckets, the gateway and the API): no domain of a site may be one of them or under one. */
 export function serviceDomains(config: Pick<Config, 'sites' | 'urls'>): string[] {
@@ -50,28 +38,16 @@ export function serviceDomains(config: Pick<Config, 'sites' | 'urls'>): string[]
 
 /** The normalized domain, or a DomainNameError saying what is wrong with it. */
 export function normalizeDomain(input: unknown, config: Pick<Config, 'sites' | 'urls'>): string {
-  if (typeof input !== 'string' || input.trim() === '') throw new DomainNameError('a domain name is required');
-  if (input.length > MAX_INPUT) throw new DomainNameError(`a domain name has at most ${MAX_NAME} characters`);
-  const trimmed = input.trim().replace(/\.$/, '');
-  if (/[/:@?#\s[\]\\]/.test(trimmed) || trimmed.includes('*'))
-    throw new DomainNameError('give the domain name alone (like www.example.com), without a scheme, port, path or wildcard');
+  const typed = typedDomainFault(input);
+  if ('fault' in typed) throw new DomainNameError(typed.fault);
+  const { trimmed } = typed;
   if (isIP(trimmed) !== 0) throw new DomainNameError('an IP address is not a domain name');
   // WHATWG's domain to ASCII: UTS #46 processing, as browsers map what a person types; '' when it cannot.
   const ascii = domainToASCII(trimmed);
   if (ascii === '') throw new DomainNameError(`"${trimmed.slice(0, 80)}" is not a valid domain name`);
   const name = ascii.toLowerCase().replace(/\.$/, '');
-  if (name.length > MAX_NAME) throw new DomainNameError(`a domain name has at most ${MAX_NAME} characters`);
-  const labels = name.split('.');
-  if (labels.length < 2) throw new DomainNameError('a domain name has at least two labels (like example.com)');
-  for (const label of labels)
-    if (!LABEL.test(label))
-      throw new DomainNameError(`"${label.slice(0, 80)}" is not a valid label: letters, digits and inner hyphens, 1 to 63 characters`);
-  if (/^[0-9]+$/.test(labels.at(-1)!) || isIP(name) !== 0) throw new DomainNameError('an IP address is not a domain name');
-  for (const suffix of RESERVED_SUFFIXES)
-    if (name === suffix || name.endsWith(`.${suffix}`)) throw new DomainNameError(`names under .${suffix} cannot be a site's domain`);
-  for (const own of serviceDomains(config))
-    if (name === own || name.endsWith(`.${own}`))
-      throw new DomainNameError(`${own} and its subdomains are the service's own addresses, not a site's domain`);
+  const fault = asciiDomainFault(name, serviceDomains(config)) ?? (isIP(name) !== 0 ? 'an IP address is not a domain name' : undefined);
+  if (fault) throw new DomainNameError(fault);
   return name;
 }
 
@@ -81,7 +57,7 @@ export function pairOf(domain: string): string | undefined {
     const apex = domain.slice(4);
     return apex.includes('.') ? apex : undefined;
   }
-  return `www.${domain}`.length <= MAX_NAME ? `www.${domain}` : undefined;
+  return `www.${domain}`.length <= MAX_DOMAIN_NAME ? `www.${domain}` : undefined;
 }
 
 /**

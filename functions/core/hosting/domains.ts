@@ -99,7 +99,7 @@ export async function addDomain(services: DomainServices, site: Site, input: unk
         token: randomBytes(18).toString('base64url'),
         primary,
       },
-      services.config.domains.maxPerSite,
+      { perSite: services.config.domains.maxPerSite, perTeam: services.config.domains.maxPerTeam },
     )
     .catch(userInput);
 }
@@ -181,7 +181,7 @@ export async function verifyDomain(services: DomainServices, site: Site, input: 
 /** Stops serving the domain at once: its claim and certificate go with it, and the site's cached hosts. False when the site had no such domain. */
 export async function removeDomain(services: DomainServices, site: Site, input: unknown): Promise<boolean> {
   const record = await requireDomain(services, site, input);
-  const removed = await services.domains.remove(site.id, record.domain).catch(userInput);
+  const removed = await services.domains.remove(record).catch(userInput);
   if (!removed) return false;
   services.domainCertificates.released(record.domain);
   await purge(services, site.id);

@@ -1,8 +1,10 @@
 /**
  * A site's own domains: added, verified, made primary and removed through
  * mutations that answer FORBIDDEN for another team's site (as the other
- * hosting actions), and read as a field of the Site. The rules are
- * core/hosting/domains.ts's.
+ * hosting actions) and for a caller who is not one of the team's owners (a
+ * domain says where a name of the team's points, and can take one from
+ * another site), and read by any member as a field of the Site. The rules
+ * are core/hosting/domains.ts's.
  */
 import type { SiteDomain } from '../../core/data/domains.js';
 import type { Site } from '../../core/data/sites.js';
@@ -10,7 +12,7 @@ import { domainDns, type DomainDns } from '../../core/hosting/domain-dns.js';
 import { addDomain, DomainError, dnsRecordsOf, removeDomain, setPrimaryDomain, verifyDomain } from '../../core/hosting/domains.js';
 import type { GraphqlContext } from '../context.js';
 import { badInput, graphqlError, notFound } from '../errors.js';
-import { requireSite } from './access.js';
+import { requireSite, requireTeamRole } from './access.js';
 
 /** One resolver per configuration: it holds no state between lookups. */
 const resolvers = new WeakMap<object, DomainDns>();
@@ -36,26 +38,33 @@ async function asGraphql<T>(work: () => Promise<T>): Promise<T> {
 
 type DomainArgs = { siteId: string; domain: string };
 
+/** The caller's team's site, when the caller is one of the team's owners. */
+async function ownersSite(ctx: GraphqlContext, siteId: string, doing: string): Promise<Site> {
+  const site = await requireSite(ctx, siteId, doing);
+  await requireTeamRole(ctx, site.teamId, 'OWNER', doing);
+  return site;
+}
+
 /** A domain as the API shows it: with its site, so its records can be told. */
 type DomainAnswer = SiteDomain & { site: Site };
 
 export const domainResolvers = {
   Mutation: {
     addDomain: async (_: unknown, args: DomainArgs, ctx: GraphqlContext): Promise<DomainAnswer> => {
-      const site = await requireSite(ctx, args.siteId, 'add domains to it');
+      const site = await ownersSite(ctx, args.siteId, 'add domains to it');
       return { ...(await asGraphql(() => addDomain(ctx.services, site, args.domain))), site };
     },
     verifyDomain: async (_: unknown, args: DomainArgs, ctx: GraphqlContext): Promise<DomainAnswer> => {
-      const site = await requireSite(ctx, args.siteId, 'verify its domains');
+      const site = await ownersSite(ctx, args.siteId, 'verify its domains');
       return { ...(await asGraphql(() => verifyDomain(ctx.services, site, args.domain, dnsOf(ctx)))), site };
     },
     removeDomain: async (_: unknown, args: DomainArgs, ctx: GraphqlContext): Promise<boolean> => {
-      const site = await requireSite(ctx, args.siteId, 'remove its domains');
+      const site = await ownersSite(ctx, args.siteId, 'remove its domains');
       if (!(await asGraphql(() => removeDomain(ctx.services, site, args.domain)))) throw notFound('domain');
       return true;
     },
     setPrimaryDomain: async (_: unknown, args: DomainArgs, ctx: GraphqlContext): Promise<DomainAnswer> => {
-      const site = await requireSite(ctx, args.siteId, 'change its domains');
+      const site = await ownersSite(ctx, args.siteId, 'change its domains');
       return { ...(await asGraphql(() => setPrimaryDomain(ctx.services, site, args.domain))), site };
     },
   },

@@ -16,6 +16,7 @@ import { EditSite, NewSite } from './pages/NewSite.js';
 import { Logo, SignIn, type SignInMode } from './pages/SignIn.js';
 import { Site } from './pages/Site.js';
 import { SiteIntegrations } from './pages/SiteIntegrations.js';
+import { SiteDomains } from './pages/SiteDomains.js';
 import { Sites } from './pages/Sites.js';
 import { Storage } from './pages/Storage.js';
 import { Settings } from './pages/Settings.js';
@@ -261,6 +262,7 @@ function section(route: Route): Section | null {
     route.name === 'site' ||
     route.name === 'site-settings' ||
     route.name === 'site-integrations' ||
+    route.name === 'site-domains' ||
     route.name === 'deploy'
   )
     return 'sites';
@@ -335,6 +337,8 @@ function Page({ route }: { route: Route }) {
       return <EditSite siteId={route.siteId} />;
     case 'site-integrations':
       return <SiteIntegrations siteId={route.siteId} />;
+    case 'site-domains':
+      return <SiteDomains siteId={route.siteId} />;
     case 'deploy':
       return <Deploy siteId={route.siteId} deployId={route.deployId} />;
     case 'team':

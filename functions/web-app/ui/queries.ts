@@ -233,3 +233,34 @@ export const ADD_NOTIFICATION_URL = `mutation AddNotificationUrl($siteId: ID!, $
   addNotificationUrl(siteId: $siteId, url: $url, events: $events) { secret notificationUrl { id url } }
 }`;
 export const REMOVE_NOTIFICATION_URL = `mutation RemoveNotificationUrl($siteId: ID!, $notificationUrlId: ID!) { removeNotificationUrl(siteId: $siteId, notificationUrlId: $notificationUrlId) }`;
+
+export type DomainStatus = 'PENDING_DNS' | 'VERIFYING' | 'ISSUING_CERTIFICATE' | 'ACTIVE' | 'FAILED';
+
+export interface DnsRecord {
+  type: string;
+  name: string;
+  value: string;
+}
+
+export interface Domain {
+  domain: string;
+  status: DomainStatus;
+  reason: string | null;
+  primary: boolean;
+  dnsRecords: DnsRecord[];
+  createdAt: string;
+  verifiedAt: string | null;
+  certificateExpiresAt: string | null;
+}
+
+const DOMAIN_FIELDS = 'domain status reason primary dnsRecords { type name value } createdAt verifiedAt certificateExpiresAt';
+
+/** A site's domains page: the site's domains, and the caller's role (only owners change domains). */
+export const SITE_DOMAINS = `query SiteDomains($siteId: ID!) {
+  getCurrentMember { accountId role }
+  getSiteById(siteId: $siteId) { id name slug domains { ${DOMAIN_FIELDS} } }
+}`;
+export const ADD_DOMAIN = `mutation AddDomain($siteId: ID!, $domain: String!) { addDomain(siteId: $siteId, domain: $domain) { ${DOMAIN_FIELDS} } }`;
+export const VERIFY_DOMAIN = `mutation VerifyDomain($siteId: ID!, $domain: String!) { verifyDomain(siteId: $siteId, domain: $domain) { ${DOMAIN_FIELDS} } }`;
+export const SET_PRIMARY_DOMAIN = `mutation SetPrimaryDomain($siteId: ID!, $domain: String!) { setPrimaryDomain(siteId: $siteId, domain: $domain) { ${DOMAIN_FIELDS} } }`;
+export const REMOVE_DOMAIN = `mutation RemoveDomain($siteId: ID!, $domain: String!) { removeDomain(siteId: $siteId, domain: $domain) }`;

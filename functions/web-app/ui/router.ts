@@ -10,6 +10,7 @@ export type Route =
   | { name: 'site'; siteId: string }
   | { name: 'site-settings'; siteId: string }
   | { name: 'site-integrations'; siteId: string }
+  | { name: 'site-domains'; siteId: string }
   | { name: 'deploy'; siteId: string; deployId: string }
   | { name: 'team' }
   | { name: 'settings' }
@@ -47,6 +48,7 @@ export function parseHash(hash: string): Route {
   if (head === 'sites' && parts.length === 2 && parts[1] === 'settings' && parts[0]) return { name: 'site-settings', siteId: parts[0] };
   if (head === 'sites' && parts.length === 2 && parts[1] === 'integrations' && parts[0])
     return { name: 'site-integrations', siteId: parts[0] };
+  if (head === 'sites' && parts.length === 2 && parts[1] === 'domains' && parts[0]) return { name: 'site-domains', siteId: parts[0] };
   if (head === 'sites' && parts.length === 3 && parts[1] === 'deploys' && parts[0] && parts[2])
     return { name: 'deploy', siteId: parts[0], deployId: parts[2] };
   if (head === 'team' && parts.length === 0) return { name: 'team' };
@@ -74,6 +76,8 @@ export function href(route: Route): string {
       return `#/sites/${e(route.siteId)}/settings`;
     case 'site-integrations':
       return `#/sites/${e(route.siteId)}/integrations`;
+    case 'site-domains':
+      return `#/sites/${e(route.siteId)}/domains`;
     case 'deploy':
       return `#/sites/${e(route.siteId)}/deploys/${e(route.deployId)}`;
     case 'team':

@@ -157,6 +157,9 @@ export function Site({ siteId }: { siteId: string }) {
             <a className="button" href={href({ name: 'site-integrations', siteId: s.id })}>
               Git &amp; notifications
             </a>
+            <a className="button" href={href({ name: 'site-domains', siteId: s.id })}>
+              Domains
+            </a>
             <ConfirmButton
               small={false}
               label="Delete site"
