@@ -85,7 +85,7 @@ const SECONDS = {
   'test/api/graphql-api.test.ts': 25,
   'test/web-app/invitation-browser.test.ts': 35,
   'test/web-app/passkey-browser.test.ts': 50,
-  'test/web-app/domains-browser.test.ts': 110,
+  'test/web-app/domains-browser.test.ts': 30,
   'test/cli/deploy-dir.test.ts': 17,
   'test/api/password-reset.test.ts': 24,
   'test/api/accounts-sign-in.test.ts': 23,
