@@ -147,6 +147,11 @@ export function addSites(stack: Stack, props: SitesProps): SiteCdn {
     siteCdn.grantSiteHostsWrite(fn);
     fn.addEnvironment('CAIRN_CDN_DISTRIBUTION_ID', siteCdn.distribution.distributionId);
     fn.addEnvironment('CAIRN_SITE_HOSTS_KVS_ARN', siteCdn.siteHosts.keyValueStoreArn);
+    // Sites' own domains: tenants of the multi-tenant distribution (the API verifies, the worker's tick follows).
+    siteCdn.grantDomainTenants(fn);
+    fn.addEnvironment('CAIRN_DOMAIN_DISTRIBUTION_ID', siteCdn.domainsDistribution.distributionId);
+    fn.addEnvironment('CAIRN_DOMAIN_CONNECTION_GROUP_ID', siteCdn.connectionGroup.attrId);
+    fn.addEnvironment('CAIRN_DOMAIN_TARGET', siteCdn.connectionGroup.attrRoutingEndpoint);
     if (!sitesDomain) fn.addEnvironment('CAIRN_SITES_DOMAIN', siteCdn.sitesDomain);
   }
   return siteCdn;

@@ -19,8 +19,9 @@
  *
  * Everything here is synthesized offline: no lookups.
  */
+import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { Duration, Token, Validations } from 'aws-cdk-lib';
+import { Duration, Names, Stack, Token, Validations } from 'aws-cdk-lib';
 import { Certificate } from 'aws-cdk-lib/aws-certificatemanager';
 import type { aws_certificatemanager as acmRefs } from 'aws-cdk-lib/interfaces';
 import {
@@ -30,6 +31,8 @@ import {
   CacheHeaderBehavior,
   CachePolicy,
   CacheQueryStringBehavior,
+  CfnConnectionGroup,
+  type CfnDistribution,
   Distribution,
   Function as CloudFrontFunction,
   FunctionCode,
@@ -44,11 +47,36 @@ import {
 import { FunctionUrlOrigin } from 'aws-cdk-lib/aws-cloudfront-origins';
 import { Grant, type IGrantable } from 'aws-cdk-lib/aws-iam';
 import type { IFunctionUrl } from 'aws-cdk-lib/aws-lambda';
-import { Construct } from 'constructs';
+import { Construct, type IConstruct } from 'constructs';
 import { PROJECT_ROOT } from './functions.js';
 
 /** The viewer-request function's code, shipped as it is in the repository. */
 export const VIEWER_REQUEST_CODE_PATH = path.join(PROJECT_ROOT, 'functions', 'cdn', 'viewer-request.js');
+
+/**
+ * The same function for the custom domains' distribution: the whole Host is
+ * the key there (the file's BY_DOMAIN, set true).
+ */
+export function domainViewerRequestCode(): string {
+  const code = fs.readFileSync(VIEWER_REQUEST_CODE_PATH, 'utf8');
+  const flag = 'const BY_DOMAIN = false;';
+  if (!code.includes(flag)) throw new Error(`${VIEWER_REQUEST_CODE_PATH} no longer declares "${flag}"`);
+  return code.replace(flag, 'const BY_DOMAIN = true;');
+}
+
+/**
+ * What the API and the deploy worker do with the custom domains' tenants
+ * (functions/aws/cloudfront-tenants.ts): make one for a verified domain,
+ * read it and its managed certificate, enable or disable it, delete it.
+ */
+export const DOMAIN_TENANT_ACTIONS = [
+  'cloudfront:CreateDistributionTenant',
+  'cloudfront:GetDistributionTenant',
+  'cloudfront:UpdateDistributionTenant',
+  'cloudfront:DeleteDistributionTenant',
+  'cloudfront:GetManagedCertificateDetails',
+  'cloudfront:TagResource',
+];
 
 /** What the API and the deploy worker use the KeyValueStore for: read an entry and the store's version, write one. */
 export const SITE_HOSTS_WRITE_ACTIONS = [
@@ -88,6 +116,16 @@ export class SiteCdn extends Construct {
   readonly cachePolicy: CachePolicy;
   /** The domain under which sites answer: the sites domain, or else the distribution's own. */
   readonly sitesDomain: string;
+  /**
+   * Sites on their own domains: a multi-tenant distribution (connection
+   * mode `tenant-only`) serving exactly as `distribution` does (same
+   * origin, cache policy and function, by the whole Host), a tenant per
+   * domain made at run time, each with a CloudFront-managed certificate.
+   */
+  readonly domainsDistribution: Distribution;
+  readonly domainsViewerRequest: CloudFrontFunction;
+  /** The connection group tenants join; domains CNAME to its routing endpoint. */
+  readonly connectionGroup: CfnConnectionGroup;
 
   constructor(scope: Construct, id: string, props: SiteCdnProps) {
     super(scope, id);
@@ -157,6 +195,43 @@ export class SiteCdn extends Construct {
 
     this.sitesDomain = sitesDomain ?? this.distribution.distributionDomainName;
 
+    // Sites' own domains. A standard distribution holds 100 alternate
+    // domain names and one certificate; a multi-tenant distribution holds
+    // 10,000 tenants per account by default (both adjustable), each with
+    // its own CloudFront-managed certificate
+    // (https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/cloudfront-limits.html,
+    // "Quotas on multi-tenant distributions"). Aliases, price class and
+    // IPv6 are not the distribution's but the connection group's
+    // (https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-cloudfront-distribution-distributionconfig.html).
+    this.domainsViewerRequest = new CloudFrontFunction(this, 'DomainsViewerRequest', {
+      comment: "Cairn: a site's own domain -> /sites/<siteId>/<path>, or 301 to its primary",
+      code: FunctionCode.fromInline(domainViewerRequestCode()),
+      runtime: FunctionRuntime.JS_2_0,
+      keyValueStore: this.siteHosts,
+    });
+    this.domainsDistribution = new Distribution(this, 'DomainsDistribution', {
+      comment: 'Cairn: sites on their own domains (a tenant per domain)',
+      defaultBehavior: {
+        origin: new FunctionUrlOrigin(props.gatewayUrl, { readTimeout: Duration.seconds(60) }),
+        viewerProtocolPolicy: ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
+        allowedMethods: AllowedMethods.ALLOW_GET_HEAD,
+        cachedMethods: CachedMethods.CACHE_GET_HEAD,
+        cachePolicy: this.cachePolicy,
+        compress: true,
+        functionAssociations: [{ function: this.domainsViewerRequest, eventType: FunctionEventType.VIEWER_REQUEST }],
+      },
+      httpVersion: HttpVersion.HTTP2_AND_3,
+    });
+    const cfnDomains = this.domainsDistribution.node.defaultChild as CfnDistribution;
+    cfnDomains.addPropertyOverride('DistributionConfig.ConnectionMode', 'tenant-only');
+    cfnDomains.addPropertyDeletionOverride('DistributionConfig.IPV6Enabled');
+    cfnDomains.addPropertyDeletionOverride('DistributionConfig.PriceClass');
+    this.connectionGroup = new CfnConnectionGroup(this, 'DomainsConnectionGroup', {
+      name: Names.uniqueResourceName(this, { maxLength: 64, separator: '-' }),
+      enabled: true,
+      ipv6Enabled: true,
+    });
+
     // cdk-nag: the choices made for a CDN of public web sites, with why.
     Validations.of(this.distribution).acknowledge(
       { id: 'AwsSolutions-CFR1', reason: 'Sites are public pages for readers anywhere: no geographic restriction' },
@@ -171,6 +246,22 @@ export class SiteCdn extends Construct {
           "Standard logs would need a logging bucket with ACLs (and its own findings) for data nobody here reads: the gateway logs every request that reaches the origin, and CloudFront's metrics count the rest. Turn on standard logging if per-request edge logs are wanted",
       },
     );
+    Validations.of(this.domainsDistribution).acknowledge(
+      { id: 'AwsSolutions-CFR1', reason: 'Sites are public pages for readers anywhere: no geographic restriction' },
+      {
+        id: 'AwsSolutions-CFR2',
+        reason: 'No AWS WAF web ACL by default, as for the sites distribution (cost); a tenant or the distribution can take one',
+      },
+      {
+        id: 'AwsSolutions-CFR3',
+        reason: 'No standard logs, as for the sites distribution: the gateway logs every request that reaches the origin',
+      },
+      {
+        id: 'AwsSolutions-CFR4',
+        reason:
+          "A tenant-only distribution has no name of its own to serve: each tenant's domain is served with its CloudFront-managed certificate",
+      },
+    );
     if (!sitesDomain) {
       Validations.of(this.distribution).acknowledge({
         id: 'AwsSolutions-CFR4',
@@ -183,6 +274,28 @@ export class SiteCdn extends Construct {
   /** CreateInvalidation on this distribution only (purgeCache and publishing). */
   grantPurge(grantee: IGrantable): Grant {
     return this.distribution.grantCreateInvalidation(grantee);
+  }
+
+  /**
+   * Make, follow and let go of the custom domains' tenants: on this
+   * distribution and connection group, and the account's tenants, whose
+   * ids are made at run time (a tenant's ARN names no distribution).
+   */
+  grantDomainTenants(grantee: IGrantable & IConstruct): Grant {
+    const stack = Stack.of(this);
+    const tenants = stack.formatArn({ service: 'cloudfront', region: '', resource: 'distribution-tenant', resourceName: '*' });
+    const partition = Token.isUnresolved(stack.partition) ? '<AWS::Partition>' : stack.partition;
+    const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
+    Validations.of(grantee).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::arn:${partition}:cloudfront::${account}:distribution-tenant/*]`,
+      reason:
+        "Domain tenants are made at run time, one per verified domain, so their ids (the ARN's last part) are not known at deploy time; the actions are the tenants' own (create, get, update, delete, their managed certificate), and creating one also needs this distribution and connection group",
+    });
+    return Grant.addToPrincipal({
+      grantee,
+      actions: DOMAIN_TENANT_ACTIONS,
+      resourceArns: [this.domainsDistribution.distributionArn, this.connectionGroup.attrArn, tenants],
+    });
   }
 
   /** Read and write this KeyValueStore's entries (where sites change, and the worker's retries). */

@@ -43,6 +43,45 @@ export async function awsAdapters(config: Config, logger: Logger): Promise<Adapt
     // A Lambda instance serves one request at a time: nothing to overlap hashing with.
     leafHasher: (digests) => inlineLeafHasher(digests),
     stagedParts: await createStagedParts(config),
+    edgeDomains: config.domains.tenants ? cloudFrontTenants(config, config.domains.tenants) : undefined,
+  };
+}
+
+/**
+ * Sites' own domains as tenants of the stack's multi-tenant distribution
+ * (functions/aws/cloudfront-tenants.ts), when the stack made one; its code
+ * and CloudFront's client are loaded with the first domain change.
+ */
+function cloudFrontTenants(config: Config, tenants: NonNullable<Config['domains']['tenants']>): NonNullable<Adapters['edgeDomains']> {
+  return (parts) => {
+    const adapter = onceUntilFailure(async () => {
+      const { CloudFrontClient } = await import('@aws-sdk/client-cloudfront');
+      const { CloudFrontTenants } = await import('./cloudfront-tenants.js');
+      const { EdgeTenantStore } = await import('../core/data/edge-tenants.js');
+      return new CloudFrontTenants({
+        ...parts,
+        cloudFront: new CloudFrontClient({ region: config.region }),
+        distributionId: tenants.distributionId,
+        connectionGroupId: tenants.connectionGroupId,
+        tenants: new EdgeTenantStore(parts.db),
+        logger: parts.logger.child({ cdn: 'cloudfront-tenants' }),
+      });
+    });
+    // The port's calls never reject: one that could not even load is logged, and the tick tries again.
+    const use = async (call: (a: Awaited<ReturnType<typeof adapter>>) => Promise<void>) => {
+      try {
+        await call(await adapter());
+      } catch (err) {
+        parts.logger.error('the CloudFront tenants could not be loaded', { err });
+      }
+    };
+    return {
+      issues: true,
+      challengeAnswer: () => undefined,
+      request: (siteId, domain) => use((a) => a.request(siteId, domain)),
+      released: (domain) => use((a) => a.released(domain)),
+      settle: () => use((a) => a.settle()),
+    };
   };
 }
 

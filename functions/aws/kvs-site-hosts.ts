@@ -1,7 +1,8 @@
 /**
  * The CDN's host map in AWS: a CloudFront KeyValueStore from each site's
- * host label (its slug) to its id, read by the distribution's
- * viewer-request function (functions/cdn/viewer-request.js).
+ * host label (its slug) to its id, and from each active domain of a site
+ * to its id (or `>` and the primary it redirects to), read by the
+ * distributions' viewer-request function (functions/cdn/viewer-request.js).
  *
  * Every write to a store names the store's current version (IfMatch, from
  * DescribeKeyValueStore). A change is written as: learn the version, then
@@ -33,6 +34,9 @@ import type { CdnAttempt, CdnRetries, SiteHostMap } from '../core/ports/site-cac
 import { SLUG_PATTERN } from '../core/data/sites.js';
 import { putOff } from '../core/hosting/cdn-retry.js';
 
+/** A site's own domain (core/hosting/domain-names.ts normalizes them so); a KeyValueStore key has at most 512 bytes. */
+const DOMAIN_KEY = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/;
+
 /** Writers racing on one store are few (the API and the worker); past this many refusals in a row the change is put off. */
 const CONFLICT_RETRIES = 5;
 
@@ -50,7 +54,7 @@ export class KvsSiteHostMap implements SiteHostMap {
   async reconcile(label: string, siteIdNow: () => Promise<string | undefined>, options: CdnAttempt = {}): Promise<void> {
     // Host names are case-insensitive; the edge function looks the label up lowercased.
     const key = label.toLowerCase();
-    if (!SLUG_PATTERN.test(key)) return; // no host can name it
+    if (!SLUG_PATTERN.test(key) && !DOMAIN_KEY.test(key)) return; // no host can name it
     const attempt = options.attempt ?? 0;
     try {
       await this.write(key, siteIdNow);

@@ -18,6 +18,14 @@ import cf from 'cloudfront';
 // An unknown host is answered here with 404, and a path with a `.` or `..`
 // segment (however encoded) with 400: browsers never send one, and nothing
 // between here and the gateway may resolve it across the site prefix.
+//
+// The same file serves sites' own domains from the multi-tenant
+// distribution (a tenant per domain), with BY_DOMAIN set true by the stack:
+// there the whole host is the key (a domain has dots, a slug never does),
+// its value the site's id, or `>` and the primary domain of an apex/`www`
+// pair to answer with a 301 to (path and query kept).
+
+const BY_DOMAIN = false;
 
 const hostMap = cf.kvs();
 
@@ -25,6 +33,7 @@ const SITE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 // A deploy id as a host gives it: DNS lowercases the 22 characters.
 const DEPLOY_LABEL = /^[0-9a-z]{22}$/;
 const SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+const DOMAIN = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/;
 
 function reply(statusCode, statusDescription, text) {
   return {
@@ -68,8 +77,53 @@ function climbs(uri) {
   return false;
 }
 
+// The Host lowercased, without a port or a trailing dot.
+function hostName(host) {
+  let name = host.trim().toLowerCase();
+  const colon = name.lastIndexOf(':');
+  if (colon >= 0 && name.charAt(0) !== '[') name = name.slice(0, colon);
+  if (name.charAt(name.length - 1) === '.') name = name.slice(0, name.length - 1);
+  return name;
+}
+
+// The query string as it came (CloudFront hands its parts over as received).
+function queryOf(querystring) {
+  const parts = [];
+  for (const key in querystring) {
+    const entry = querystring[key];
+    const values = entry.multiValue ? entry.multiValue : [entry];
+    for (let i = 0; i < values.length; i++) parts.push(values[i].value === '' ? key : `${key}=${values[i].value}`);
+  }
+  return parts.length ? `?${parts.join('&')}` : '';
+}
+
+async function byDomain(request) {
+  const name = hostName(request.headers.host ? request.headers.host.value : '');
+  let value = '';
+  try {
+    value = await hostMap.get(name);
+  } catch (e) {
+    // Not an active domain of any site.
+  }
+  if (value.charAt(0) === '>' && DOMAIN.test(value.slice(1))) {
+    return {
+      statusCode: 301,
+      statusDescription: 'Moved Permanently',
+      headers: {
+        location: { value: `https://${value.slice(1)}${request.uri}${queryOf(request.querystring)}` },
+        'cache-control': { value: 'public, max-age=300' },
+      },
+    };
+  }
+  if (!SITE_ID.test(value)) return reply(404, 'Not Found', 'Not Found: no site answers at this address\n');
+  if (climbs(request.uri)) return reply(400, 'Bad Request', 'Bad Request: the path leaves the site\n');
+  request.uri = `/sites/${value}${request.uri}`;
+  return request;
+}
+
 async function handler(event) {
   const request = event.request;
+  if (BY_DOMAIN) return byDomain(request);
   let slug = hostLabel(request.headers.host ? request.headers.host.value : '');
   let deploy = '';
   // A slug may itself hold "--": only a deploy id's shape before it makes the label a deploy's.

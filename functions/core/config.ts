@@ -110,6 +110,14 @@ export interface Config {
     maxPerSite: number;
     /** Domains all of one team's sites may have at once. */
     maxPerTeam: number;
+    /**
+     * The name every domain's CNAME (or an apex's ALIAS) must point at instead
+     * of the site's own address (CAIRN_DOMAIN_TARGET): in AWS the CloudFront
+     * connection group's routing endpoint, which the stack sets.
+     */
+    target?: string;
+    /** The multi-tenant distribution and connection group domains become tenants of (AWS; set by the stack). */
+    tenants?: { distributionId: string; connectionGroupId: string };
     /** The gateway's HTTPS listener (CAIRN_HTTPS_PORT), serving domains' certificates by SNI; none when unset. */
     httpsPort?: number;
     /** ACME (RFC 8555) issuing domains' certificates; off unless CAIRN_ACME_DIRECTORY is set. */
@@ -529,11 +537,20 @@ function domainSettings(env: Env): Config['domains'] {
     };
   }
   const https = opt(env, 'CAIRN_HTTPS_PORT');
+  const target = opt(env, 'CAIRN_DOMAIN_TARGET')?.toLowerCase().replace(/\.$/, '');
+  if (target !== undefined && !/^(?=.{1,253}$)[a-z0-9-]+(?:\.[a-z0-9-]+)+$/.test(target))
+    throw new ConfigError('CAIRN_DOMAIN_TARGET', `must be a host name (like d111111abcdef8.cloudfront.net), got "${target}"`);
+  const tenantDistribution = opt(env, 'CAIRN_DOMAIN_DISTRIBUTION_ID');
+  const connectionGroup = opt(env, 'CAIRN_DOMAIN_CONNECTION_GROUP_ID');
+  if (!tenantDistribution !== !connectionGroup)
+    throw new ConfigError('CAIRN_DOMAIN_DISTRIBUTION_ID', 'goes with CAIRN_DOMAIN_CONNECTION_GROUP_ID: set both or neither');
   return {
     resolver,
     addresses,
     maxPerSite: positive(env, 'CAIRN_DOMAINS_PER_SITE', 10, 'domains'),
     maxPerTeam: positive(env, 'CAIRN_DOMAINS_PER_TEAM', 100, 'domains'),
+    target,
+    tenants: tenantDistribution && connectionGroup ? { distributionId: tenantDistribution, connectionGroupId: connectionGroup } : undefined,
     httpsPort: https === undefined ? undefined : port(env, 'CAIRN_HTTPS_PORT', 443),
     acme,
   };

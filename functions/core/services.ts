@@ -156,7 +156,7 @@ export type LifecycleServices = Pick<Services, 'db' | 'logger' | 'buckets' | 'ob
 export type IntegrityServices = Pick<Services, 'db' | 'gate' | 'ipfs' | 'logger' | 'objects'>;
 
 /** What a site's change reaches outside the database: the CDN's cache and its map of site hosts, and its IPNS record (core/hosting). */
-export type SiteEdgeServices = Pick<Services, 'cdn' | 'deploys' | 'ipnsNames' | 'logger' | 'siteHosts' | 'sites'>;
+export type SiteEdgeServices = Pick<Services, 'cdn' | 'deploys' | 'domains' | 'ipnsNames' | 'logger' | 'siteHosts' | 'sites'>;
 
 /** The S3-compatible door: keys to authenticate, buckets and objects, multipart uploads, the block store. */
 export type StorageServices = Pick<
@@ -214,6 +214,8 @@ export interface Adapters {
   stagedParts?: StagedPartStore;
   /** Certificates for sites' own domains; none issued when absent. */
   domainCertificates?: DomainCertificates;
+  /** The same, where they live at the CDN and keep their own records (AWS: CloudFront tenants), made over the services' stores. */
+  edgeDomains?(parts: { db: Database; domains: DomainStore; cdn: CdnPurger; siteHosts: SiteHostMap; logger: Logger }): DomainCertificates;
 }
 
 export interface ServiceOptions {
@@ -230,6 +232,8 @@ export async function createServices(config: Config, adapters: Adapters, options
   const storageKeys = new StorageKeyStore(db, sealer);
   const apiKeys = new ApiKeyStore(db);
   let node: Promise<IpfsNode> | undefined;
+  const domains = new DomainStore(db, sealer);
+  const { cdn, siteHosts } = adapters;
   return {
     config,
     logger,
@@ -252,8 +256,9 @@ export async function createServices(config: Config, adapters: Adapters, options
     uploads: new UploadStore(db),
     stagedParts: adapters.stagedParts,
     sites: new SiteStore(db, sealer),
-    domains: new DomainStore(db, sealer),
-    domainCertificates: adapters.domainCertificates ?? noDomainCertificates,
+    domains,
+    domainCertificates:
+      adapters.domainCertificates ?? adapters.edgeDomains?.({ db, domains, cdn, siteHosts, logger }) ?? noDomainCertificates,
     deploys: new DeployStore(db),
     siteSecrets: new SiteSecretStore(db, sealer),
     ipnsNames: new IpnsNameStore(db, sealer),

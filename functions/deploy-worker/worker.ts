@@ -172,7 +172,7 @@ const LOST_MESSAGE_MS = 5 * 60_000;
 export type TickServices = CollectionServices &
   LifecycleServices &
   NotifyServices &
-  Pick<Services, 'config' | 'deployLogs' | 'deployQueue' | 'deploys' | 'ipnsNames' | 'logger' | 'sites'>;
+  Pick<Services, 'config' | 'deployLogs' | 'deployQueue' | 'deploys' | 'domainCertificates' | 'ipnsNames' | 'logger' | 'sites'>;
 
 export async function runScheduledTick(services: TickServices, batch = 10, now = new Date()): Promise<TickResult> {
   const log = services.logger.child({ fn: 'deploy-worker' });
@@ -199,6 +199,8 @@ export async function runScheduledTick(services: TickServices, batch = 10, now =
   });
   const collected = await collectGarbage({ ...services, logger: log });
   const republished = await republishSiteNames({ ...services, logger: log }, now);
+  // Sites' own domains waiting on the CDN (AWS: certificates being issued, tenants being let go).
+  await services.domainCertificates.settle?.();
   return { queued: queued.length, requeued, timedOut, collected, leftovers, republished, ...(lifecycle ? { lifecycle } : {}) };
 }
 

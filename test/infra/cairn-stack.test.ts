@@ -1127,15 +1127,15 @@ describe('sites CDN', () => {
   const functionId = () => id(stack.siteCdn.viewerRequest);
   const gatewayUrlId = () => id(stack.gatewayUrl);
 
-  test('one distribution, one CloudFront Function, one KeyValueStore, one cache policy; no Lambda function of its own', () => {
+  test('the sites and custom domains distributions, their two functions, one KeyValueStore, one cache policy; no Lambda function of its own', () => {
     // The other distribution and function are the storage API's (part staging, below), with managed policies only.
-    template.resourceCountIs('AWS::CloudFront::Distribution', 2);
-    template.resourceCountIs('AWS::CloudFront::Function', 2);
+    template.resourceCountIs('AWS::CloudFront::Distribution', 3);
+    template.resourceCountIs('AWS::CloudFront::Function', 3);
     expect(
       ofType('AWS::CloudFront::Distribution')
         .map(([lid]) => lid)
         .sort(),
-    ).toEqual([distributionId(), id(stack.partStaging.distribution)].sort());
+    ).toEqual([distributionId(), id(stack.siteCdn.domainsDistribution), id(stack.partStaging.distribution)].sort());
     template.resourceCountIs('AWS::CloudFront::KeyValueStore', 1);
     template.resourceCountIs('AWS::CloudFront::CachePolicy', 1);
     template.resourceCountIs('AWS::CloudFront::OriginRequestPolicy', 0);
@@ -1205,7 +1205,9 @@ describe('sites CDN', () => {
           ['arn:', { Ref: 'AWS::Partition' }, ':cloudfront::', { Ref: 'AWS::AccountId' }, ':distribution/', { Ref: distributionId() }],
         ],
       });
-      const store = cf.filter((s) => s !== invalidate[0]);
+      const tenants = cf.filter((s) => arr<string>(s.Action).includes('cloudfront:CreateDistributionTenant'));
+      expect(tenants).toHaveLength(1);
+      const store = cf.filter((s) => s !== invalidate[0] && s !== tenants[0]);
       expect(store).toHaveLength(1);
       expect([...arr<string>(store[0].Action)].sort()).toEqual([
         'cloudfront-keyvaluestore:DeleteKey',
@@ -1214,6 +1216,51 @@ describe('sites CDN', () => {
         'cloudfront-keyvaluestore:PutKey',
       ]);
       expect(store[0].Resource).toEqual({ 'Fn::GetAtt': [kvsId(), 'Arn'] });
+    }
+  });
+
+  test("custom domains: a tenant-only distribution serving as the sites one does, a connection group, and the tenants' grant to graphql and the worker", () => {
+    const domains = id(stack.siteCdn.domainsDistribution);
+    const group = stack.getLogicalId(stack.siteCdn.connectionGroup);
+    const config = resources[domains].Properties.DistributionConfig;
+    const sites = resources[distributionId()].Properties.DistributionConfig;
+    expect(config.ConnectionMode).toBe('tenant-only');
+    // What a multi-tenant distribution may not carry: aliases, IPv6, price class (the connection group's).
+    expect(config.Aliases).toBeUndefined();
+    expect(config.IPV6Enabled).toBeUndefined();
+    expect(config.PriceClass).toBeUndefined();
+    expect(config.Origins.map((o: Json) => o.DomainName)).toEqual(sites.Origins.map((o: Json) => o.DomainName));
+    expect(config.DefaultCacheBehavior.CachePolicyId).toEqual(sites.DefaultCacheBehavior.CachePolicyId);
+    expect(config.DefaultCacheBehavior.ViewerProtocolPolicy).toBe('redirect-to-https');
+    const fnId = [...refs(config.DefaultCacheBehavior.FunctionAssociations)].find(
+      (r) => resources[r]?.Type === 'AWS::CloudFront::Function',
+    )!;
+    expect(fnId).toBe(id(stack.siteCdn.domainsViewerRequest));
+    const fp = resources[fnId].Properties;
+    expect(fp.FunctionCode).toBe(
+      fs.readFileSync(VIEWER_REQUEST_CODE_PATH, 'utf8').replace('const BY_DOMAIN = false;', 'const BY_DOMAIN = true;'),
+    );
+    expect(fp.FunctionConfig.KeyValueStoreAssociations).toEqual([{ KeyValueStoreARN: { 'Fn::GetAtt': [kvsId(), 'Arn'] } }]);
+    expect(resources[group].Properties).toMatchObject({ Enabled: true, Ipv6Enabled: true });
+    for (const name of ['graphql', 'deployWorker'] as const) {
+      const vars = fnResource(name).Properties.Environment.Variables;
+      expect(vars.CAIRN_DOMAIN_DISTRIBUTION_ID).toEqual({ Ref: domains });
+      expect(vars.CAIRN_DOMAIN_CONNECTION_GROUP_ID).toEqual({ 'Fn::GetAtt': [group, 'Id'] });
+      expect(vars.CAIRN_DOMAIN_TARGET).toEqual({ 'Fn::GetAtt': [group, 'RoutingEndpoint'] });
+      const grant = statements(name).find((s) => arr<string>(s.Action).includes('cloudfront:CreateDistributionTenant'))!;
+      expect([...arr<string>(grant.Action)].sort()).toEqual([
+        'cloudfront:CreateDistributionTenant',
+        'cloudfront:DeleteDistributionTenant',
+        'cloudfront:GetDistributionTenant',
+        'cloudfront:GetManagedCertificateDetails',
+        'cloudfront:TagResource',
+        'cloudfront:UpdateDistributionTenant',
+      ]);
+      const granted = JSON.stringify(grant.Resource);
+      expect(granted).toContain(`"Ref":"${domains}"`);
+      expect(granted).toContain(`"${group}","Arn"`);
+      expect(granted).toContain(':distribution-tenant/*');
+      expect(arr(grant.Resource)).toHaveLength(3);
     }
   });
 

@@ -137,6 +137,7 @@ const SECONDS = {
   'test/sdk/fleek-compat.test.ts': 6,
   'test/aws/gateway.test.ts': 6,
   'test/aws/cdn.test.ts': 6,
+  'test/aws/domains.test.ts': 95,
   'test/api/graphql-teams.test.ts': 6,
   'test/api/gateway-trustless.test.ts': 6,
   'test/api/gateway-public.test.ts': 6,

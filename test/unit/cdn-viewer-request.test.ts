@@ -43,19 +43,66 @@ beforeAll(async () => {
   const fns = Object.values<Json>(Template.fromStack(stack).toJSON().Resources).filter(
     (r) => r.Type === 'AWS::CloudFront::Function' && String(r.Properties.FunctionCode).includes("from 'cloudfront'"),
   );
-  expect(fns).toHaveLength(1);
-  code = fns[0].Properties.FunctionCode;
+  // The sites distribution's, and the custom domains' (the same file, BY_DOMAIN set).
+  expect(fns).toHaveLength(2);
+  code = fns.find((f) => String(f.Properties.FunctionCode).includes('const BY_DOMAIN = false;')).Properties.FunctionCode;
+  domainCode = fns.find((f) => String(f.Properties.FunctionCode).includes('const BY_DOMAIN = true;')).Properties.FunctionCode;
+  handler = await load(code);
+  domainHandler = await load(domainCode);
+}, 120_000);
+
+async function load(source: string): Promise<(event: Json) => Promise<Json>> {
   const cloudfront = new vm.SyntheticModule(['default'], function (this: vm.SyntheticModule) {
     this.setExport('default', { kvs: () => kvsStub });
   });
-  const mod = new vm.SourceTextModule(`${code}\nexport { handler };\n`, { identifier: 'viewer-request.js' });
+  const mod = new vm.SourceTextModule(`${source}\nexport { handler };\n`, { identifier: 'viewer-request.js' });
   await mod.link(async (specifier) => {
     if (specifier !== 'cloudfront') throw new Error(`the function imports ${specifier}, which CloudFront does not provide`);
     return cloudfront;
   });
   await mod.evaluate();
-  handler = (mod.namespace as { handler: typeof handler }).handler;
-}, 120_000);
+  return (mod.namespace as { handler: typeof handler }).handler;
+}
+
+let domainCode: string;
+let domainHandler: (event: Json) => Promise<Json>;
+
+describe("the custom domains' function (the whole Host is the key)", () => {
+  test('it is the same file with BY_DOMAIN set, and nothing else changed', () => {
+    expect(domainCode).toBe(code.replace('const BY_DOMAIN = false;', 'const BY_DOMAIN = true;'));
+  });
+
+  test('an active domain is rewritten to its site; its host lowercased, port and trailing dot dropped', async () => {
+    entries.set('www.example.com', SITE);
+    for (const host of ['www.example.com', 'WWW.Example.COM.', 'www.example.com:443']) {
+      const out = await domainHandler(event(host, '/about/'));
+      expect(out.uri).toBe(`/sites/${SITE}/about/`);
+    }
+  });
+
+  test('a label that is a slug is not a domain: www of an unknown domain is 404, not the site whose slug is www', async () => {
+    entries.set('www', OTHER);
+    const out = await domainHandler(event('www.unknown.example', '/'));
+    expect(out.statusCode).toBe(404);
+    expect(gets).toEqual(['www.unknown.example']);
+  });
+
+  test('the pair not primary answers 301 to the primary, path and query kept', async () => {
+    entries.set('example.com', '>www.example.com');
+    const out = await domainHandler(
+      event('example.com', '/a/b.html', { q: { value: 'x%20y' }, t: { value: '1', multiValue: [{ value: '1' }, { value: '2' }] } }),
+    );
+    expect(out.statusCode).toBe(301);
+    expect(out.headers.location.value).toBe('https://www.example.com/a/b.html?q=x%20y&t=1&t=2');
+  });
+
+  test('a redirect entry that is not a domain, or a path that climbs, is refused', async () => {
+    entries.set('bad.example.com', '>not a domain/');
+    expect((await domainHandler(event('bad.example.com', '/'))).statusCode).toBe(404);
+    entries.set('www.example.com', SITE);
+    expect((await domainHandler(event('www.example.com', '/%2e%2e/x'))).statusCode).toBe(400);
+  });
+});
 
 afterAll(() => fs.rmSync(app.outdir, { recursive: true, force: true }));
 

@@ -26,8 +26,12 @@ import { ConflictError } from '../data/errors.js';
 import type { RateLimit } from '../data/rate-limits.js';
 import { hostOf, isApex, normalizeDomain, pairOf } from './domain-names.js';
 import { DnsLookupError, type DomainDns } from './domain-dns.js';
+import { syncSiteHosts } from './site-host-map.js';
 
-export type DomainServices = Pick<Services, 'config' | 'logger' | 'domains' | 'rateLimits' | 'cdn' | 'domainCertificates'>;
+export type DomainServices = Pick<
+  Services,
+  'config' | 'logger' | 'domains' | 'rateLimits' | 'cdn' | 'domainCertificates' | 'siteHosts' | 'sites'
+>;
 
 export interface DnsRecord {
   type: 'A' | 'AAAA' | 'CNAME' | 'ALIAS' | 'TXT';
@@ -57,9 +61,13 @@ export class DomainError extends Error {
 export const siteAddress = (site: Pick<Site, 'slug'>, config: Pick<Services['config'], 'sites'>) =>
   `${site.slug}.${hostOf(config.sites.domain)}`;
 
+/** Where a domain's CNAME points: the CDN's routing endpoint where one is configured (in AWS, the connection group's), the site's own address otherwise. */
+export const domainTarget = (site: Pick<Site, 'slug'>, config: Pick<Services['config'], 'sites' | 'domains'>) =>
+  config.domains.target ?? siteAddress(site, config);
+
 /** What the domain's owner must create: where it points, and the TXT proof of ownership (needed only to take it from another site). */
 export function dnsRecordsOf(domain: SiteDomain, site: Pick<Site, 'slug'>, config: Services['config']): DnsRecord[] {
-  const target = siteAddress(site, config);
+  const target = domainTarget(site, config);
   const records: DnsRecord[] = [];
   if (isApex(domain.domain) && config.domains.addresses.length > 0) {
     for (const a of config.domains.addresses) records.push({ type: a.includes(':') ? 'AAAA' : 'A', name: domain.domain, value: a });
@@ -113,7 +121,7 @@ async function requireDomain(services: DomainServices, site: Site, input: unknow
 
 /** Why the name does not point at the site yet, or undefined when it does. */
 async function pointingFault(dns: DomainDns, config: Services['config'], site: Site, domain: string): Promise<string | undefined> {
-  const target = siteAddress(site, config);
+  const target = domainTarget(site, config);
   const cnames = await dns.cname(domain);
   if (cnames.includes(target)) return undefined;
   if (cnames.length > 0) return `${domain} is a CNAME to ${cnames[0]}, not to ${target}`;
@@ -171,10 +179,10 @@ export async function verifyDomain(services: DomainServices, site: Site, input: 
     return fail(`${domain} was claimed by another site meanwhile: verify again`);
   if (heldElsewhere) {
     await purge(services, heldElsewhere.siteId);
-    services.domainCertificates.released(domain);
+    await services.domainCertificates.released(domain);
   }
   await purge(services, site.id);
-  if (next === 'ISSUING_CERTIFICATE') services.domainCertificates.request(site.id, domain);
+  if (next === 'ISSUING_CERTIFICATE') await services.domainCertificates.request(site.id, domain);
   return (await services.domains.get(site.id, domain)) ?? record;
 }
 
@@ -183,7 +191,7 @@ export async function removeDomain(services: DomainServices, site: Site, input: 
   const record = await requireDomain(services, site, input);
   const removed = await services.domains.remove(record).catch(userInput);
   if (!removed) return false;
-  services.domainCertificates.released(record.domain);
+  await services.domainCertificates.released(record.domain);
   await purge(services, site.id);
   return true;
 }
@@ -195,6 +203,8 @@ export async function setPrimaryDomain(services: DomainServices, site: Site, inp
   const pairOnSite = pair ? await services.domains.get(site.id, pair) : undefined;
   if (!(await services.domains.setPrimary(site.id, record.domain, pairOnSite?.domain)))
     throw new DomainError('the domain or its pair was removed meanwhile', 'not-found');
+  // Where a CDN maps hosts (AWS), the pair's entries say which one redirects.
+  await syncSiteHosts(services, record.domain, pairOnSite?.domain);
   await purge(services, site.id);
   return (await services.domains.get(site.id, record.domain)) ?? record;
 }
@@ -203,7 +213,7 @@ export async function setPrimaryDomain(services: DomainServices, site: Site, inp
 export async function deleteSiteDomains(services: Pick<Services, 'domains' | 'domainCertificates'>, siteId: string): Promise<void> {
   const domains = await services.domains.list(siteId);
   await services.domains.deleteAllOfSite(siteId);
-  for (const d of domains) services.domainCertificates.released(d.domain);
+  for (const d of domains) await services.domainCertificates.released(d.domain);
 }
 
 async function purge(services: Pick<Services, 'cdn' | 'logger'>, siteId: string): Promise<void> {

@@ -13,14 +13,39 @@
  */
 import type { Services, SiteEdgeServices } from '../services.js';
 import type { CdnAttempt, CdnRetry } from '../ports/site-cache.js';
+import { pairOf } from './domain-names.js';
 
 /** The id of the site whose slug `label` is now, read consistently. */
 async function siteIdAt(services: Pick<Services, 'sites'>, label: string): Promise<string | undefined> {
   return (await services.sites.getBySlug(label))?.id;
 }
 
-function reconcile(services: Pick<Services, 'siteHosts' | 'sites'>, label: string, options?: CdnAttempt): Promise<void> {
-  return services.siteHosts.reconcile(label, () => siteIdAt(services, label), options);
+/** Marks a host map value that redirects: `>` and the name to send the browser to. */
+export const REDIRECT_ENTRY = '>';
+
+/**
+ * A site's own domain's entry in the CDN's host map: the id of the site
+ * serving it (its claim held, the domain ACTIVE), or, for the one of an
+ * apex/`www` pair that is not primary while the primary is active,
+ * `>` and the primary's name (the edge answers with a 301 to it); none
+ * otherwise. A domain has dots, a slug never does, so the two never meet.
+ */
+export async function domainHostEntry(services: Pick<Services, 'domains'>, name: string): Promise<string | undefined> {
+  const claim = await services.domains.claimOf(name);
+  if (!claim) return undefined;
+  const own = await services.domains.get(claim.siteId, name);
+  if (!own || own.status !== 'ACTIVE') return undefined;
+  if (!own.primary) {
+    const pairName = pairOf(name);
+    const pair = pairName ? await services.domains.get(claim.siteId, pairName) : undefined;
+    if (pair?.primary && pair.status === 'ACTIVE') return `${REDIRECT_ENTRY}${pair.domain}`;
+  }
+  return claim.siteId;
+}
+
+function reconcile(services: Pick<Services, 'domains' | 'siteHosts' | 'sites'>, label: string, options?: CdnAttempt): Promise<void> {
+  const now = label.includes('.') ? () => domainHostEntry(services, label) : () => siteIdAt(services, label);
+  return services.siteHosts.reconcile(label, now, options);
 }
 
 /**
@@ -30,7 +55,7 @@ function reconcile(services: Pick<Services, 'siteHosts' | 'sites'>, label: strin
  * site's next change writes the entry again.
  */
 export async function syncSiteHosts(
-  services: Pick<Services, 'logger' | 'siteHosts' | 'sites'>,
+  services: Pick<Services, 'domains' | 'logger' | 'siteHosts' | 'sites'>,
   ...labels: Array<string | undefined>
 ): Promise<void> {
   for (const label of new Set(labels.filter((l): l is string => !!l))) {
