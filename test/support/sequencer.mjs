@@ -74,6 +74,7 @@ const SECONDS = {
   'test/api/sites.test.ts': 26,
   'test/components/ipns-names.test.ts': 15,
   'test/api/domains.test.ts': 20,
+  'test/api/dnslink.test.ts': 40,
   'test/cli/domains.test.ts': 55,
   'test/system/domains-acme.test.ts': 50,
   'test/system/graphql-memory.test.ts': 25,

@@ -26,8 +26,13 @@ import { ConflictError } from '../data/errors.js';
 import type { RateLimit } from '../data/rate-limits.js';
 import { hostOf, isApex, normalizeDomain, pairOf } from './domain-names.js';
 import { DnsLookupError, type DomainDns } from './domain-dns.js';
+import { syncDnsLink } from './dnslink.js';
+import { dnsLinkName } from '../ports/dnslink-zone.js';
 
-export type DomainServices = Pick<Services, 'config' | 'logger' | 'domains' | 'rateLimits' | 'cdn' | 'domainCertificates'>;
+export type DomainServices = Pick<
+  Services,
+  'config' | 'logger' | 'domains' | 'rateLimits' | 'cdn' | 'domainCertificates' | 'dnsLink' | 'sites' | 'deploys'
+>;
 
 export interface DnsRecord {
   type: 'A' | 'AAAA' | 'CNAME' | 'ALIAS' | 'TXT';
@@ -57,8 +62,13 @@ export class DomainError extends Error {
 export const siteAddress = (site: Pick<Site, 'slug'>, config: Pick<Services['config'], 'sites'>) =>
   `${site.slug}.${hostOf(config.sites.domain)}`;
 
-/** What the domain's owner must create: where it points, and the TXT proof of ownership (needed only to take it from another site). */
-export function dnsRecordsOf(domain: SiteDomain, site: Pick<Site, 'slug'>, config: Services['config']): DnsRecord[] {
+/**
+ * What the domain's owner must create: where it points, the TXT proof of
+ * ownership (needed only to take it from another site), and for a primary
+ * domain whose zone Cairn does not write, its DNSLink record carrying the
+ * published root (`dnsLink`, changed by every publish).
+ */
+export function dnsRecordsOf(domain: SiteDomain, site: Pick<Site, 'slug'>, config: Services['config'], dnsLink?: string): DnsRecord[] {
   const target = siteAddress(site, config);
   const records: DnsRecord[] = [];
   if (isApex(domain.domain) && config.domains.addresses.length > 0) {
@@ -70,6 +80,7 @@ export function dnsRecordsOf(domain: SiteDomain, site: Pick<Site, 'slug'>, confi
     records.push({ type: 'CNAME', name: domain.domain, value: target });
   }
   records.push({ type: 'TXT', name: challengeName(domain.domain), value: domain.token });
+  if (dnsLink && domain.primary) records.push({ type: 'TXT', name: dnsLinkName(domain.domain), value: `dnslink=${dnsLink}` });
   return records;
 }
 
@@ -174,6 +185,7 @@ export async function verifyDomain(services: DomainServices, site: Site, input: 
     services.domainCertificates.released(domain);
   }
   await purge(services, site.id);
+  await syncDnsLink(services, domain);
   if (next === 'ISSUING_CERTIFICATE') services.domainCertificates.request(site.id, domain);
   return (await services.domains.get(site.id, domain)) ?? record;
 }
@@ -185,6 +197,8 @@ export async function removeDomain(services: DomainServices, site: Site, input: 
   if (!removed) return false;
   services.domainCertificates.released(record.domain);
   await purge(services, site.id);
+  // No claim left (or another site's): the record goes, or becomes the holder's.
+  await syncDnsLink(services, record.domain);
   return true;
 }
 
@@ -196,14 +210,22 @@ export async function setPrimaryDomain(services: DomainServices, site: Site, inp
   if (!(await services.domains.setPrimary(site.id, record.domain, pairOnSite?.domain)))
     throw new DomainError('the domain or its pair was removed meanwhile', 'not-found');
   await purge(services, site.id);
+  await syncDnsLink(services, record.domain);
+  if (pairOnSite) await syncDnsLink(services, pairOnSite.domain);
   return (await services.domains.get(site.id, record.domain)) ?? record;
 }
 
-/** A deleted site's domains, claims and certificates. */
-export async function deleteSiteDomains(services: Pick<Services, 'domains' | 'domainCertificates'>, siteId: string): Promise<void> {
+/** A deleted site's domains, claims, certificates and DNSLink records. */
+export async function deleteSiteDomains(
+  services: Pick<Services, 'deploys' | 'dnsLink' | 'domains' | 'domainCertificates' | 'logger' | 'sites'>,
+  siteId: string,
+): Promise<void> {
   const domains = await services.domains.list(siteId);
   await services.domains.deleteAllOfSite(siteId);
-  for (const d of domains) services.domainCertificates.released(d.domain);
+  for (const d of domains) {
+    services.domainCertificates.released(d.domain);
+    await syncDnsLink(services, d.domain);
+  }
 }
 
 async function purge(services: Pick<Services, 'cdn' | 'logger'>, siteId: string): Promise<void> {
