@@ -75,6 +75,7 @@ const SECONDS = {
   'test/components/ipns-names.test.ts': 15,
   'test/api/domains.test.ts': 20,
   'test/api/dnslink.test.ts': 40,
+  'test/unit/dns-wire.test.ts': 2,
   'test/cli/domains.test.ts': 55,
   'test/system/domains-acme.test.ts': 50,
   'test/system/graphql-memory.test.ts': 25,

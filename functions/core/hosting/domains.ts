@@ -79,8 +79,9 @@ export function dnsRecordsOf(domain: SiteDomain, site: Pick<Site, 'slug'>, confi
   } else {
     records.push({ type: 'CNAME', name: domain.domain, value: target });
   }
-  records.push({ type: 'TXT', name: challengeName(domain.domain), value: domain.token });
   if (dnsLink && domain.primary) records.push({ type: 'TXT', name: dnsLinkName(domain.domain), value: `dnslink=${dnsLink}` });
+  // The proof last, where the web app and the command line have always found it.
+  records.push({ type: 'TXT', name: challengeName(domain.domain), value: domain.token });
   return records;
 }
 
