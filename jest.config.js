@@ -37,6 +37,8 @@ const LONG_SUITES = [
   'test/components/chromium-screenshotter.test.ts',
   'test/api/graphql-playground.test.ts',
   'test/infra/cold-bundles.test.ts',
+  // CDK's CloudFormation validation (a WebAssembly rule engine) over the whole stack: about 40 s of CPU.
+  'test/infra/cdk-validation.test.ts',
   'test/infra/stack-bundles.test.ts',
   'test/web-app/web-app-bundle.test.ts',
 ];

@@ -5,18 +5,22 @@
  * `ListObjectsV2` with `Delimiter=/` over 50 "folders" (what
  * `aws s3 ls s3://bucket/` sends) against a page of 1,000 keys of the same
  * bucket without a delimiter, the goal being at most 2x the page at any
- * size; and per listing the items DynamoDB reads and the read units it
- * would charge (each Query asked ReturnConsumedCapacity, answered by the
- * embedded database as DynamoDB computes them: a strongly consistent read
- * is one unit per 4 KB of items read).
+ * size; the same folders listed by `ListObjectVersions` (its own reads:
+ * the current records and the versioned keys' anchors side by side); and
+ * per listing the items DynamoDB reads (each Query's ScannedCount) and the
+ * read units it would charge (each Query asked ReturnConsumedCapacity,
+ * answered by the embedded database as DynamoDB computes them: the items'
+ * sizes summed and rounded up to 4 KB, one unit per 4 KB for a strongly
+ * consistent read; a query that reads nothing counts 0 here).
  *
  * Each bucket holds BENCH_SIZES objects (default 2000,20000,60000), in 50
  * folders of equal size; they are written straight into the object store
  * (one transaction each, as a PUT's record is; the listing reads only the
- * records). Then BENCH_ROUNDS rounds (default 9), each a plain page and a
- * folder listing in turn, so load on the machine falls on both; medians.
+ * records). Then BENCH_ROUNDS rounds (default 9), each a plain page, a
+ * folder listing and a folder listing of versions in turn, so load on the
+ * machine falls on all; medians.
  */
-import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { ListObjectsV2Command, ListObjectVersionsCommand, S3Client } from '@aws-sdk/client-s3';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
@@ -75,7 +79,7 @@ async function main(): Promise<void> {
       command.input.ReturnConsumedCapacity = 'TOTAL';
       const out = await send(command, ...rest);
       read.queries += 1;
-      read.items += (out.Items as unknown[] | undefined)?.length ?? 0;
+      read.items += (out.ScannedCount as number | undefined) ?? (out.Items as unknown[] | undefined)?.length ?? 0;
       read.units += (out.ConsumedCapacity as { CapacityUnits?: number } | undefined)?.CapacityUnits ?? 0;
       return out;
     };
@@ -104,35 +108,46 @@ async function main(): Promise<void> {
         await Promise.all(keys.slice(i, i + 32).map((key) => services.objects.put(record(bucket, key, account.id))));
       console.log(`${bucket}: ${keys.length} objects written in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 
-      const plain: number[] = [];
-      const folders: number[] = [];
-      const cost = { plain: { items: 0, units: 0, queries: 0 }, folders: { items: 0, units: 0, queries: 0 } };
+      const kinds = ['plain', 'folders', 'versions'] as const;
+      const times = { plain: [] as number[], folders: [] as number[], versions: [] as number[] };
+      const cost = Object.fromEntries(kinds.map((k) => [k, { items: 0, units: 0, queries: 0 }])) as Record<
+        (typeof kinds)[number],
+        { items: number; units: number; queries: number }
+      >;
       for (let round = 0; round < ROUNDS; round++) {
-        for (const kind of ['plain', 'folders'] as const) {
+        for (const kind of kinds) {
           read.queries = read.items = read.units = 0;
           read.counting = true;
           const started = performance.now();
-          const out = await s3.send(
-            new ListObjectsV2Command({ Bucket: bucket, MaxKeys: 1000, ...(kind === 'folders' ? { Delimiter: '/' } : {}) }),
-          );
-          (kind === 'plain' ? plain : folders).push(performance.now() - started);
+          const out =
+            kind === 'versions'
+              ? await s3.send(new ListObjectVersionsCommand({ Bucket: bucket, MaxKeys: 1000, Delimiter: '/' }))
+              : await s3.send(
+                  new ListObjectsV2Command({ Bucket: bucket, MaxKeys: 1000, ...(kind === 'folders' ? { Delimiter: '/' } : {}) }),
+                );
+          times[kind].push(performance.now() - started);
           read.counting = false;
-          const got = kind === 'plain' ? (out.Contents?.length ?? 0) : (out.CommonPrefixes?.length ?? 0);
+          const got = 'Contents' in out && kind === 'plain' ? (out.Contents?.length ?? 0) : (out.CommonPrefixes?.length ?? 0);
           const expected = kind === 'plain' ? Math.min(1000, size) : FOLDERS;
           if (got !== expected) throw new Error(`${bucket} ${kind}: ${got} entries, expected ${expected}`);
           cost[kind] = { items: read.items, units: read.units, queries: read.queries };
         }
       }
-      const p = median(plain);
-      const f = median(folders);
+      const p = median(times.plain);
+      const f = median(times.folders);
+      const v = median(times.versions);
+      const spell = (c: { items: number; units: number; queries: number }) => `${c.items} / ${c.units} / ${c.queries}`;
       rows.push({
         objects: size,
         'page of 1,000 ms': Number(p.toFixed(1)),
         '50 folders ms': Number(f.toFixed(1)),
         ratio: Number((f / p).toFixed(2)),
+        'versions, 50 folders ms': Number(v.toFixed(1)),
+        'versions ratio': Number((v / p).toFixed(2)),
         goal: '<= 2',
-        'page items / units': `${cost.plain.items} / ${cost.plain.units}`,
-        'folders items / units / queries': `${cost.folders.items} / ${cost.folders.units} / ${cost.folders.queries}`,
+        'page items / units / queries': spell(cost.plain),
+        'folders items / units / queries': spell(cost.folders),
+        'versions items / units / queries': spell(cost.versions),
       });
     }
     console.table(rows);

@@ -105,6 +105,12 @@ export interface Config {
     /** Seconds between garbage collections of unreferenced blocks (local runtime); 0 turns it off. */
     gcIntervalSeconds: number;
     /**
+     * The length of a lifecycle rule's "day" in seconds (86400): shorter
+     * only to test rules in seconds rather than days, as RGW's
+     * rgw_lc_debug_interval does (ceph's s3-tests set it).
+     */
+    lifecycleDaySeconds: number;
+    /**
      * The largest body one PutObject or UploadPart may carry: S3's 5 GiB
      * locally, 4 MiB through Lambda (whose events carry at most 6 MB,
      * base64-encoded). Larger uploads use multipart.
@@ -425,6 +431,7 @@ export function loadConfig(env: Env = process.env): Config {
     storage: {
       etag: etagMode(env),
       gcIntervalSeconds: seconds(env, 'CAIRN_GC_INTERVAL', 60),
+      lifecycleDaySeconds: positive(env, 'CAIRN_LIFECYCLE_DAY_SECONDS', 86_400, 'seconds'),
       maxRequestBody,
       minPartSize: sizeOrZero(env, 'CAIRN_S3_MIN_PART_SIZE', Math.min(S3_MIN_PART_SIZE, maxRequestBody)),
     },

@@ -195,7 +195,8 @@ export async function runScheduledTick(services: TickServices, batch = 10, now =
   // After endStuckDeploys: a deploy it just ended no longer keeps its build's secret and files.
   const leftovers = await sweepBuildLeftovers(services, log, now);
   // Before collection, so the blocks of what expires are collected in this tick.
-  const lifecycle = await expireByLifecycle({ ...services, logger: log }, { now }).catch((err: unknown) => {
+  const dayMs = services.config.storage.lifecycleDaySeconds * 1000;
+  const lifecycle = await expireByLifecycle({ ...services, logger: log }, { now, dayMs }).catch((err: unknown) => {
     log.error('the lifecycle run failed; tried again at the next tick', { err });
     return undefined;
   });

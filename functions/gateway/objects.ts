@@ -16,7 +16,7 @@ import type { HttpRequest } from '../core/http/types.js';
 import type { Services } from '../core/services.js';
 import { openFile } from '../core/ipfs/read.js';
 import { decideAccess, policyVerdict } from '../core/storage/bucket-access.js';
-import type { RequestFacts } from '../core/storage/bucket-policy.js';
+import { existingTagContext, type RequestFacts } from '../core/storage/bucket-policy.js';
 import type { BucketHost } from './hosts.js';
 import { serveRepresentation, textResponse } from './responses.js';
 
@@ -51,7 +51,9 @@ export async function serveObject(
   if (key === '' || Buffer.byteLength(key) > MAX_KEY_BYTES) return notFound();
   const [bucket, record] = await Promise.all([services.buckets.get(host.bucket), services.objects.get(host.bucket, key)]);
   if (!bucket || !record) return notFound();
-  const verdict = policyVerdict(bucket, { action: 's3:GetObject', resource: `${bucket.name}/${key}`, context: anonymousContext(req) });
+  // The object's tags are its s3:ExistingObjectTag/<key> values, as on the S3 API's GetObject.
+  const context = { ...anonymousContext(req), ...existingTagContext(record.tags ?? []) };
+  const verdict = policyVerdict(bucket, { action: 's3:GetObject', resource: `${bucket.name}/${key}`, context });
   const open = decideAccess(bucket, { caller: undefined, verdict, acl: { acl: record.acl, permission: 'READ' } });
   if (!open) return textResponse(403, 'Forbidden: this object is private\n');
   const headers = objectResponseHeaders(record);

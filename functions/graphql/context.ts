@@ -243,7 +243,7 @@ class BatchLoader<K, V> {
   }
 }
 
-/** Remembers one read per key for the request (until a mutation of the request forgets it). */
+/** Remembers one read per key for the request (until a mutation of the request forgets it); `prime` gives it one the request made otherwise. */
 function remember<V>(fetch: (id: string) => Promise<V | undefined>) {
   const cache = new Map<string, Promise<V | undefined>>();
   const get = (id: string): Promise<V | undefined> => {
@@ -254,7 +254,10 @@ function remember<V>(fetch: (id: string) => Promise<V | undefined>) {
     }
     return hit;
   };
-  return Object.assign(get, { forget: (id: string) => void cache.delete(id) });
+  return Object.assign(get, {
+    forget: (id: string) => void cache.delete(id),
+    prime: (id: string, value: V) => void (cache.has(id) || cache.set(id, Promise.resolve(value))),
+  });
 }
 
 export class Loaders {
@@ -262,7 +265,7 @@ export class Loaders {
   readonly team: ((id: string) => Promise<Team | undefined>) & { forget(id: string): void };
   readonly account: (id: string) => Promise<Account | undefined>;
   /** Sites by id (a page of deploys asks for its site once per deploy). */
-  readonly site: ((id: string) => Promise<Site | undefined>) & { forget(id: string): void };
+  readonly site: ((id: string) => Promise<Site | undefined>) & { forget(id: string): void; prime(id: string, site: Site): void };
   private readonly members: ((key: string) => Promise<TeamMember | undefined>) & { forget(key: string): void };
   private tokens?: Promise<PageTokens>;
 
@@ -283,6 +286,16 @@ export class Loaders {
 
   member(teamId: string, accountId: string): Promise<TeamMember | undefined> {
     return this.members(`${teamId}/${accountId}`);
+  }
+
+  /**
+   * Sites a query has just read (a lookup, a page of the team's sites, a
+   * page of deploys' site): their deploys' fields (\`published\`, \`url\`)
+   * take them from here rather than reading each again, and agree with
+   * the site beside them in the answer.
+   */
+  knownSites(sites: Iterable<Site | null | undefined>): void {
+    for (const site of sites) if (site) this.site.prime(site.id, site);
   }
 
   /** After a mutation changed a site: later fields of the same request read it afresh. */

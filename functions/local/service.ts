@@ -28,6 +28,7 @@ import { BwrapRunner } from './bwrap-runner.js';
 import { removeOrphanedBuilds } from './build-workspace.js';
 import { ChromiumScreenshotter } from './chromium-screenshotter.js';
 import { LocalSiteCache } from './site-cache.js';
+import { siteHitAnswerer, type FastAnswer } from './site-hits.js';
 import { LocalNotificationOutbox } from './notification-outbox.js';
 import { AcmeCertificates } from './acme-certificates.js';
 import { KEPT_REPOSITORIES } from '../deploy-worker/limits.js';
@@ -63,8 +64,9 @@ async function serve(
   host: string,
   logger: Logger,
   tls?: HttpsOptions,
+  first?: FastAnswer,
 ): Promise<Server> {
-  const server = createNodeServer(handler, logger.child({ fn: name }), tls);
+  const server = createNodeServer(handler, logger.child({ fn: name }), tls, first);
   try {
     await listen(server, port, host);
   } catch (err) {
@@ -198,14 +200,25 @@ export async function startLocalService(config: Config, logger: Logger = createL
     servers.push(await serve('graphql', 'CAIRN_API_PORT', createGraphqlHandler(services), ports.api, host, logger));
     servers.push(await serve('s3', 'CAIRN_S3_PORT', createS3Handler(services), ports.s3, host, logger));
     const gateway = createGatewayHandler(services);
-    servers.push(await serve('gateway', 'CAIRN_GATEWAY_PORT', gateway, ports.gateway, host, logger));
+    // Site cache hits are written from the cache before the handler sees them (site-hits.ts).
+    const hits = siteHitAnswerer(siteCache, cfg);
+    servers.push(await serve('gateway', 'CAIRN_GATEWAY_PORT', gateway, ports.gateway, host, logger, undefined, hits));
     // Sites' own domains over HTTPS, each with its certificate (none without ACME: every handshake is refused).
     if (cfg.domains.httpsPort !== undefined) {
       const refuse = (_name: string, callback: (err: Error | null) => void) => callback(new Error('no certificate for this name'));
       servers.push(
-        await serve('gateway-https', 'CAIRN_HTTPS_PORT', gateway, cfg.domains.httpsPort, host, logger, {
-          SNICallback: certificates?.sniCallback ?? refuse,
-        }),
+        await serve(
+          'gateway-https',
+          'CAIRN_HTTPS_PORT',
+          gateway,
+          cfg.domains.httpsPort,
+          host,
+          logger,
+          {
+            SNICallback: certificates?.sniCallback ?? refuse,
+          },
+          hits,
+        ),
       );
     }
     const gcEvery = cfg.storage.gcIntervalSeconds;
@@ -217,7 +230,7 @@ export async function startLocalService(config: Config, logger: Logger = createL
         if (busy) return;
         busy = true;
         // Lifecycle rules first, so what they expire is collected in the same round.
-        collecting = expireByLifecycle(running)
+        collecting = expireByLifecycle(running, { dayMs: cfg.storage.lifecycleDaySeconds * 1000 })
           .catch((err: unknown) => logger.error('the lifecycle run failed; tried again at the next interval', { err }))
           .then(() => collectGarbage(running))
           .catch((err: unknown) => logger.error('garbage collection failed; tried again at the next interval', { err }))

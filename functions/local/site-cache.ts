@@ -25,9 +25,39 @@ const sizeOf = (key: string, r: CachedResponse) => {
   return size;
 };
 
+/** A kept 200 as the local door writes it for a plain GET or HEAD (functions/local/site-hits.ts). */
+export interface PreparedHit {
+  status: number;
+  /** Every header the general way sends (Date aside), X-Cache: HIT included, as writeHead takes them. */
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+type Kept = CachedResponse & {
+  siteId: string;
+  /** Built with its first hit; null when this answer is not one a hit may write directly. */
+  prepared?: PreparedHit | null;
+};
+
+/**
+ * The headers serveRepresentation, the HIT mark and the door's writeResponse
+ * give a whole 200 (web Headers' names, values and order), built once: or
+ * null for an answer that is not a validated 200 (those stay on the general
+ * way, as does a Set-Cookie, which the door sends as a list).
+ */
+function prepare(r: CachedResponse): PreparedHit | null {
+  if (r.status !== 200 || !r.headers.etag) return null;
+  const headers = new Headers({ 'accept-ranges': 'bytes', ...r.headers, 'content-length': String(r.body.byteLength) });
+  headers.set('x-cache', 'HIT');
+  if (headers.has('set-cookie')) return null;
+  const out: Record<string, string> = {};
+  headers.forEach((value, name) => (out[name] = value));
+  return { status: 200, headers: out, body: Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength) };
+}
+
 export class LocalSiteCache implements SiteCache {
   readonly maxEntryBytes: number;
-  private readonly responses: LRUCache<string, CachedResponse & { siteId: string }>;
+  private readonly responses: LRUCache<string, Kept>;
   private readonly hosts = new LRUCache<string, CachedHost>({ max: 10_000, ttl: HOST_TTL_MS });
   /** Each site's response keys, so a purge drops them without scanning the whole cache. */
   private readonly keysOfSite = new Map<string, Set<string>>();
@@ -58,6 +88,14 @@ export class LocalSiteCache implements SiteCache {
 
   getResponse(key: string): CachedResponse | undefined {
     return this.responses.get(key);
+  }
+
+  /** The kept answer under `key` ready to write, when it is a whole 200 (a hit, as getResponse counts it). */
+  preparedHit(key: string): PreparedHit | undefined {
+    const kept = this.responses.get(key);
+    if (!kept) return undefined;
+    if (kept.prepared === undefined) kept.prepared = prepare(kept);
+    return kept.prepared ?? undefined;
   }
 
   setResponse(siteId: string, key: string, response: CachedResponse): boolean {

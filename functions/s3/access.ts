@@ -15,7 +15,14 @@ import type { Bucket } from '../core/data/buckets.js';
 import type { ObjectRecord } from '../core/data/objects.js';
 import type { AclPermission } from '../core/storage/acl.js';
 import { decideAccess, policyVerdict } from '../core/storage/bucket-access.js';
-import type { ConditionKey, PolicyAction, RequestFacts, Verdict } from '../core/storage/bucket-policy.js';
+import {
+  existingTagContext,
+  REQUEST_TAG_PREFIX,
+  type ConditionContext,
+  type PolicyAction,
+  type Verdict,
+} from '../core/storage/bucket-policy.js';
+import type { Tag } from '../core/data/objects.js';
 import type { S3Context } from './context.js';
 import { ACCESS, type Access, type S3Op, type S3Request } from './router.js';
 
@@ -119,11 +126,60 @@ export const OWNER_ONLY: ReadonlySet<S3Op> = new Set([
 
 const LIST_OPS: ReadonlySet<S3Op> = new Set(['ListObjects', 'ListObjectsV2', 'ListObjectVersions', 'ListMultipartUploads']);
 
-/** The request's condition values (see the header comment for where each comes from). */
-export function conditionContext(ctx: S3Context, listing = LIST_OPS.has(ctx.s3.op)): RequestFacts['context'] {
+/*
+ * Which action carries which S3 condition key, as S3's table has it ("Actions,
+ * resources, and condition keys for Amazon S3",
+ * https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazons3.html);
+ * on any other action the key is absent from the request, as in S3.
+ */
+/** s3:x-amz-acl and s3:x-amz-grant-*: the writes that may set an ACL (CreateBucket is the account's, not a bucket policy's). */
+const ACL_KEY_ACTIONS: ReadonlySet<PolicyAction> = new Set([
+  's3:PutObject',
+  's3:PutObjectAcl',
+  's3:PutObjectVersionAcl',
+  's3:PutBucketAcl',
+]);
+const GRANT_HEADERS = ['read', 'write', 'read-acp', 'write-acp', 'full-control'] as const;
+/**
+ * s3:ExistingObjectTag/<key>: the object's reads, its ACL and its tagging;
+ * not PutObject or DeleteObject ("When granting permissions for the PUT
+ * Object and DELETE Object operations, this condition key is not supported",
+ * https://docs.aws.amazon.com/AmazonS3/latest/userguide/tagging-and-policies.html).
+ */
+export const EXISTING_TAG_ACTIONS: ReadonlySet<PolicyAction> = new Set([
+  's3:GetObject',
+  's3:GetObjectVersion',
+  's3:GetObjectAcl',
+  's3:GetObjectVersionAcl',
+  's3:PutObjectAcl',
+  's3:PutObjectVersionAcl',
+  's3:GetObjectTagging',
+  's3:GetObjectVersionTagging',
+  's3:PutObjectTagging',
+  's3:PutObjectVersionTagging',
+  's3:DeleteObjectTagging',
+  's3:DeleteObjectVersionTagging',
+]);
+/** s3:RequestObjectTag/<key> and s3:RequestObjectTagKeys: the writes that set tags (tagging-and-policies.html, above). */
+const REQUEST_TAG_ACTIONS: ReadonlySet<PolicyAction> = new Set(['s3:PutObject', 's3:PutObjectTagging', 's3:PutObjectVersionTagging']);
+/** s3:VersionId: the version actions (VERSION_ACTION's), which a request naming a versionId is. */
+const VERSION_ID_ACTIONS: ReadonlySet<PolicyAction> = new Set(Object.values(VERSION_ACTION));
+const LIST_KEY_ACTIONS: ReadonlySet<PolicyAction> = new Set(['s3:ListBucket', 's3:ListBucketVersions', 's3:ListBucketMultipartUploads']);
+
+/**
+ * The request's condition values for `action` (see the header comment for
+ * where the global ones come from). `existingTags`: the tags of the object
+ * version the action is on, for s3:ExistingObjectTag/<key>.
+ */
+export function conditionContext(
+  ctx: S3Context,
+  action: PolicyAction,
+  existingTags?: readonly Tag[],
+  listing = LIST_OPS.has(ctx.s3.op),
+): ConditionContext {
   const { req, s3 } = ctx;
   const principal = ctx.auth.principal;
-  const out: Partial<Record<ConditionKey, string>> = {
+  const out: ConditionContext = {
     'aws:securetransport': req.secure ? 'true' : 'false',
     'aws:principaltype': principal.kind === 'account' ? 'Account' : 'Anonymous',
   };
@@ -136,9 +192,29 @@ export function conditionContext(ctx: S3Context, listing = LIST_OPS.has(ctx.s3.o
     out['aws:principalaccount'] = principal.accountId;
     out['aws:userid'] = principal.accountId;
   }
-  const acl = req.headers.get('x-amz-acl');
-  if (acl !== null) out['s3:x-amz-acl'] = acl;
-  if (listing) {
+  if (ACL_KEY_ACTIONS.has(action)) {
+    // The headers as sent (a POST's acl field is its x-amz-acl), as ceph's cases compare them: `id=<canonical id>`.
+    const acl = req.headers.get('x-amz-acl');
+    if (acl !== null) out['s3:x-amz-acl'] = acl;
+    for (const grant of GRANT_HEADERS) {
+      const value = req.headers.get(`x-amz-grant-${grant}`);
+      if (value !== null) out[`s3:x-amz-grant-${grant}`] = value;
+    }
+  }
+  if (action === 's3:PutObject') {
+    const directive = req.headers.get('x-amz-metadata-directive');
+    if (directive !== null) out['s3:x-amz-metadata-directive'] = directive;
+    if (ctx.policyFacts?.copySource !== undefined) out['s3:x-amz-copy-source'] = ctx.policyFacts.copySource;
+  }
+  const requestTags = ctx.policyFacts?.requestTags;
+  if (requestTags && REQUEST_TAG_ACTIONS.has(action)) {
+    out['s3:requestobjecttagkeys'] = requestTags.map((t) => t.key);
+    for (const t of requestTags) out[`${REQUEST_TAG_PREFIX}${t.key}`] = t.value;
+  }
+  if (existingTags && EXISTING_TAG_ACTIONS.has(action)) Object.assign(out, existingTagContext(existingTags));
+  const versionId = s3.query.get('versionId');
+  if (versionId !== undefined && VERSION_ID_ACTIONS.has(action)) out['s3:versionid'] = versionId;
+  if (listing && LIST_KEY_ACTIONS.has(action)) {
     // S3 fills s3:prefix in for every listing, as '' when none is asked for.
     out['s3:prefix'] = s3.query.get('prefix') ?? '';
     const delimiter = s3.query.get('delimiter');
@@ -153,13 +229,17 @@ const callerAccount = (ctx: S3Context) => (ctx.auth.principal.kind === 'account'
 
 export const isBucketOwner = (ctx: S3Context, bucket: Bucket) => callerAccount(ctx) === bucket.accountId;
 
-/** The bucket policy's verdict on this caller doing `action` to the bucket (no key) or one of its keys. */
+/**
+ * The bucket policy's verdict on this caller doing `action` to the bucket
+ * (no key) or one of its keys: with `context`, on those condition values;
+ * else on the request's, with `existingTags` as the object's tags.
+ */
 export function verdictFor(
   ctx: S3Context,
   bucket: Bucket,
   action: PolicyAction,
   key: string | undefined,
-  context?: RequestFacts['context'],
+  facts: { context?: ConditionContext; existingTags?: readonly Tag[] } = {},
 ): Verdict {
   // Most buckets have no policy: nothing to gather for it then.
   if (bucket.policy === undefined) return 'none';
@@ -168,7 +248,7 @@ export function verdictFor(
     ...(account !== undefined ? { account } : {}),
     action,
     resource: key === undefined ? bucket.name : `${bucket.name}/${key}`,
-    context: context ?? conditionContext(ctx),
+    context: facts.context ?? conditionContext(ctx, action, facts.existingTags),
   });
 }
 
@@ -182,7 +262,9 @@ export function mayListFor(ctx: S3Context, bucket: Bucket, key: string): boolean
   const verdict =
     bucket.policy === undefined
       ? 'none'
-      : verdictFor(ctx, bucket, 's3:ListBucket', undefined, { ...conditionContext(ctx, false), 's3:prefix': key });
+      : verdictFor(ctx, bucket, 's3:ListBucket', undefined, {
+          context: { ...conditionContext(ctx, 's3:ListBucket', undefined, false), 's3:prefix': key },
+        });
   return decideAccess(bucket, { caller: callerAccount(ctx), verdict, acl: { acl: bucket.acl, permission: 'READ' } });
 }
 
@@ -191,8 +273,15 @@ export function mayListFor(ctx: S3Context, bucket: Bucket, key: string): boolean
  * verdict on s3:GetObject (s3:GetObjectVersion when the request names a
  * version), or a READ grant in that version's ACL.
  */
-export function mayReadObject(ctx: S3Context, bucket: Bucket, record: Pick<ObjectRecord, 'key' | 'acl'>, byVersion = false): boolean {
-  const verdict = verdictFor(ctx, bucket, byVersion ? 's3:GetObjectVersion' : 's3:GetObject', record.key);
+export function mayReadObject(
+  ctx: S3Context,
+  bucket: Bucket,
+  record: Pick<ObjectRecord, 'key' | 'acl' | 'tags'>,
+  byVersion = false,
+): boolean {
+  const verdict = verdictFor(ctx, bucket, byVersion ? 's3:GetObjectVersion' : 's3:GetObject', record.key, {
+    existingTags: record.tags ?? [],
+  });
   return decideAccess(bucket, { caller: callerAccount(ctx), verdict, acl: { acl: record.acl, permission: 'READ' } });
 }
 
@@ -204,11 +293,11 @@ export function mayReadObject(ctx: S3Context, bucket: Bucket, record: Pick<Objec
 export function mayOnObject(
   ctx: S3Context,
   bucket: Bucket,
-  record: Pick<ObjectRecord, 'key' | 'acl'>,
+  record: Pick<ObjectRecord, 'key' | 'acl' | 'tags'>,
   permission: 'READ_ACP' | 'WRITE_ACP',
 ): boolean {
   const action = policyActionFor(ctx.s3);
-  const verdict = action ? verdictFor(ctx, bucket, action, record.key) : 'none';
+  const verdict = action ? verdictFor(ctx, bucket, action, record.key, { existingTags: record.tags ?? [] }) : 'none';
   return decideAccess(bucket, { caller: callerAccount(ctx), verdict, acl: { acl: record.acl, permission } });
 }
 

@@ -54,6 +54,7 @@ import { isValidBucketName } from './names.js';
 import { deleteBucketLifecycle, getBucketLifecycle, putBucketLifecycle } from './lifecycle.js';
 import { ACCESS, parseS3Request, type S3Op, type S3Request } from './router.js';
 import { checkUnsupportedWriteHeaders } from './request-headers.js';
+import { gatherPolicyFacts } from './policy-facts.js';
 
 type OperationHandler = (ctx: S3Context) => Promise<Response>;
 
@@ -181,7 +182,8 @@ export async function authorise(ctx: S3Context): Promise<void> {
   const op = ctx.s3.op;
   const owner = isBucketOwner(ctx, bucket);
   const action = policyActionFor(ctx.s3);
-  const verdict = action ? verdictFor(ctx, bucket, action, ctx.s3.key) : 'none';
+  if (action && bucket.policy !== undefined) ctx.policyFacts = await gatherPolicyFacts(ctx, bucket, action);
+  const verdict = action ? verdictFor(ctx, bucket, action, ctx.s3.key, { existingTags: ctx.policyFacts?.existingTags }) : 'none';
   if (verdict === 'deny' && !(owner && POLICY_MANAGEMENT.has(op))) throw errors.accessDenied();
   if (owner) return;
   if (OWNER_ONLY.has(op)) throw errors.accessDenied();

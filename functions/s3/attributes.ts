@@ -57,7 +57,7 @@ function mayReadAttributes(ctx: S3Context, record: ObjectRecord): boolean {
   if (principal.kind === 'account' && principal.accountId === bucket.accountId) return true;
   if (!mayReadObject(ctx, bucket, record)) return false;
   // A read the object's ACL grants needs nothing more; one a policy grants needs the policy's s3:GetObjectAttributes as well.
-  if (verdictFor(ctx, bucket, 's3:GetObject', record.key) === 'none') return true;
+  if (verdictFor(ctx, bucket, 's3:GetObject', record.key, { existingTags: record.tags ?? [] }) === 'none') return true;
   return verdictFor(ctx, bucket, 's3:GetObjectAttributes', record.key) === 'allow';
 }
 

@@ -17,6 +17,18 @@ export interface S3Context {
   now: Date;
   /** A POST Object's form, beyond what its fields say as headers (post/object.ts). */
   post?: PostUpload;
+  /** What the bucket policy's conditions read beyond the request's headers, gathered before it is authorised (policy-facts.ts). */
+  policyFacts?: PolicyFacts;
+}
+
+/** Facts a policy condition may read that take parsing or a read to know. */
+export interface PolicyFacts {
+  /** The tags of the object version the request acts on (s3:ExistingObjectTag/<key>); none when it has none or does not exist. */
+  existingTags?: readonly Tag[];
+  /** The tags the request sets (s3:RequestObjectTag/<key>, s3:RequestObjectTagKeys): x-amz-tagging, a POST's tagging field, a PutObjectTagging body. */
+  requestTags?: readonly Tag[];
+  /** `x-amz-copy-source` as `bucket/key[?versionId=...]`, decoded (s3:x-amz-copy-source). */
+  copySource?: string;
 }
 
 /** What a POST Object's form asks of the upload besides its headers. */

@@ -110,7 +110,7 @@ const BODY_CHUNK_CHARS = 64 * 1024;
  * 64 KiB pieces (joining and encoding megabytes in one go is itself a long
  * turn).
  */
-export async function xmlResponseInSlices(root: string, body: XmlNode): Promise<Response> {
+export async function xmlResponseInSlices(root: string, body: XmlNode, headers: Record<string, string> = {}): Promise<Response> {
   const pause = workSlices();
   const shell = xmlDocument(root, {});
   const close = `</${root}>`;
@@ -137,7 +137,7 @@ export async function xmlResponseInSlices(root: string, body: XmlNode): Promise<
       if (next >= parts.length) controller.close();
     },
   });
-  return new Response(stream, { status: 200, headers: { 'content-type': 'application/xml' } });
+  return new Response(stream, { status: 200, headers: { ...headers, 'content-type': 'application/xml' } });
 }
 
 /** Each record as an element, built in slices (see xmlResponseInSlices). */

@@ -5,7 +5,32 @@
  * ACL headers are acl.ts's.
  */
 import type { ObjectRecord } from '../core/data/objects.js';
-import { errors } from './errors.js';
+import { decodeWords } from '../core/http/encoded-words.js';
+import { textOfBytes } from '../core/http/header-bytes.js';
+import { errors, S3Error } from './errors.js';
+
+/**
+ * User metadata is at most 2 KB, "the sum of the number of bytes in the
+ * UTF-8 encoding of each key and value"
+ * (https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingMetadata.html#UserMetadata);
+ * more is S3's MetadataTooLarge
+ * (https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html#ErrorCodeList).
+ */
+export const MAX_METADATA_BYTES = 2048;
+
+/**
+ * A user metadata value as stored: its bytes read as UTF-8 (what clients
+ * send: boto3 and the AWS SDKs write a value's UTF-8; bytes that are not
+ * UTF-8 are read one character a byte, Latin-1), then its RFC 2047
+ * encoded-words decoded, as S3 does before storing. S3 itself reads the
+ * bytes as Latin-1, so a UTF-8 "ö" comes back from it as the encoded-word
+ * of "Ã¶" (MinIO's report, https://github.com/minio/minio/pull/21282); here
+ * it comes back as the encoded-word of "ö", which a client that decodes
+ * encoded-words turns back into what it sent.
+ */
+export function metadataValue(headerValue: string): string {
+  return decodeWords(textOfBytes(headerValue));
+}
 
 /** Stored headers of an object, as PutObject, CopyObject (REPLACE) and CreateMultipartUpload take them. */
 export function objectHeaders(
@@ -15,9 +40,20 @@ export function objectHeaders(
   'contentType' | 'cacheControl' | 'contentDisposition' | 'contentEncoding' | 'contentLanguage' | 'expires' | 'metadata'
 > {
   const metadata: Record<string, string> = {};
+  let size = 0;
   headers.forEach((value, name) => {
-    if (name.startsWith('x-amz-meta-')) metadata[name.slice('x-amz-meta-'.length)] = value;
+    if (!name.startsWith('x-amz-meta-')) return;
+    const key = name.slice('x-amz-meta-'.length);
+    const text = metadataValue(value);
+    metadata[key] = text;
+    size += Buffer.byteLength(key) + Buffer.byteLength(text);
   });
+  if (size > MAX_METADATA_BYTES) {
+    throw new S3Error('MetadataTooLarge', 400, 'Your metadata headers exceed the maximum allowed metadata size.', {
+      Size: String(size),
+      MaxSizeAllowed: String(MAX_METADATA_BYTES),
+    });
+  }
   // aws-chunked describes the upload's framing, not the object: it is never stored.
   const encoding = (headers.get('content-encoding') ?? '')
     .split(',')

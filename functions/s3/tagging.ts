@@ -113,7 +113,8 @@ async function setObjectTags(ctx: S3Context, tags: Tag[]): Promise<Record<string
 
 export async function putObjectTagging(ctx: S3Context): Promise<Response> {
   requestedVersion(ctx);
-  const tags = await requestedTags(ctx, MAX_OBJECT_TAGS);
+  // A policy that asks about the request's tags had the body read to decide (policy-facts.ts).
+  const tags = [...(ctx.policyFacts?.requestTags ?? (await requestedTags(ctx, MAX_OBJECT_TAGS)))];
   return new Response(null, { status: 200, headers: await setObjectTags(ctx, tags) });
 }
 

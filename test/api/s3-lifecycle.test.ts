@@ -11,7 +11,9 @@
  */
 import {
   CreateBucketCommand,
+  CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
+  ListPartsCommand,
   DeleteBucketLifecycleCommand,
   GetBucketLifecycleConfigurationCommand,
   GetObjectCommand,
@@ -22,8 +24,9 @@ import {
   type LifecycleRule,
   type S3Client,
 } from '@aws-sdk/client-s3';
+import { createHash } from 'node:crypto';
 import { apiTarget, type ApiTarget } from '../support/api-target.js';
-import { failure, s3Doors } from '../support/s3-doors.js';
+import { failure, s3Doors, uploadParts } from '../support/s3-doors.js';
 import { doorsFor } from '../support/test-set.js';
 
 let target: ApiTarget;
@@ -38,15 +41,22 @@ afterAll(async () => {
   await target?.close();
 });
 
-/** Sends `body` in place of the command's own XML (the SDK writes only valid documents). */
-function withBody(s3: S3Client, body: string): S3Client {
+/**
+ * Sends `body` in place of the command's own XML (the SDK writes only valid
+ * documents), with its Content-MD5 (`md5: 'none'` sends none, `'wrong'` another body's).
+ */
+function withBody(s3: S3Client, body: string, { md5 = 'right' }: { md5?: 'right' | 'none' | 'wrong' } = {}): S3Client {
   s3.middlewareStack.add(
     (next) => async (args) => {
       const request = args.request as { headers: Record<string, string>; body: unknown };
       request.body = body;
       request.headers['content-length'] = String(Buffer.byteLength(body));
       for (const name of Object.keys(request.headers))
-        if (/^(content-md5|x-amz-checksum-|x-amz-sdk-checksum)/i.test(name)) delete request.headers[name];
+        if (/^(content-md5|x-amz-checksum-|x-amz-sdk-checksum|x-amz-trailer)/i.test(name)) delete request.headers[name];
+      if (md5 !== 'none')
+        request.headers['content-md5'] = createHash('md5')
+          .update(md5 === 'right' ? body : `${body} `)
+          .digest('base64');
       return next(args);
     },
     { step: 'build', priority: 'low' },
@@ -122,6 +132,29 @@ describe.each(doorsFor(s3Doors(() => target)))('lifecycle configuration through 
     expect(replaced.TransitionDefaultMinimumObjectSize).toBe('varies_by_storage_class');
     expect((await s3.send(new DeleteBucketLifecycleCommand({ Bucket: bucket }))).$metadata.httpStatusCode).toBe(204);
     expect(await failure(get())).toMatchObject({ name: 'NoSuchLifecycleConfiguration' });
+  });
+
+  test('PUT needs Content-MD5 or a checksum (InvalidRequest), which must match (BadDigest); either way the rules in place stay', async () => {
+    const body = doc(plain('kept'));
+    await withBody(door.client(), body).send(
+      new PutBucketLifecycleConfigurationCommand({ Bucket: bucket, LifecycleConfiguration: { Rules: [] } }),
+    );
+    const other = doc(plain('other'));
+    const missing = await failure(
+      withBody(door.client(), other, { md5: 'none' }).send(
+        new PutBucketLifecycleConfigurationCommand({ Bucket: bucket, LifecycleConfiguration: { Rules: [] } }),
+      ),
+    );
+    expect(missing).toMatchObject({ name: 'InvalidRequest', message: 'Missing required header for this request: Content-MD5' });
+    expect(missing.$metadata.httpStatusCode).toBe(400);
+    const wrong = await failure(
+      withBody(door.client(), other, { md5: 'wrong' }).send(
+        new PutBucketLifecycleConfigurationCommand({ Bucket: bucket, LifecycleConfiguration: { Rules: [] } }),
+      ),
+    );
+    expect(wrong).toMatchObject({ name: 'BadDigest', $metadata: { httpStatusCode: 400 } });
+    expect((await get()).Rules!.map((r) => r.ID)).toEqual(['kept']);
+    await s3.send(new DeleteBucketLifecycleCommand({ Bucket: bucket }));
   });
 
   test('a rule without an ID is given one; 1,000 rules are taken', async () => {
@@ -333,6 +366,23 @@ describe.each(doorsFor(s3Doors(() => target)))('lifecycle configuration through 
     expect(upload.AbortDate!.getTime() % DAY).toBe(0);
     expect(upload.AbortDate!.getTime()).toBeGreaterThan(before + 2 * DAY - 1000);
     expect(upload.AbortDate!.getTime()).toBeLessThanOrEqual(before + 3 * DAY + 1000);
+    // ListParts says the same of the upload.
+    const listed = await s3.send(new ListPartsCommand({ Bucket: name, Key: 'up/big', UploadId: upload.UploadId }));
+    expect(listed.AbortRuleId).toBe('abort');
+    expect(listed.AbortDate).toEqual(upload.AbortDate);
+    // CompleteMultipartUpload announces the object's expiry as PutObject does.
+    const mp = await s3.send(new CreateMultipartUploadCommand({ Bucket: name, Key: 'tmp/mp' }));
+    const parts = await uploadParts(s3, { Bucket: name, Key: 'tmp/mp', UploadId: mp.UploadId }, [Buffer.from('one part')]);
+    const done = await s3.send(
+      new CompleteMultipartUploadCommand({ Bucket: name, Key: 'tmp/mp', UploadId: mp.UploadId, MultipartUpload: { Parts: parts } }),
+    );
+    const mpHead = await s3.send(new HeadObjectCommand({ Bucket: name, Key: 'tmp/mp' }));
+    expect(done.Expiration).toBe(
+      `expiry-date="${midnightAfter(new Date(mpHead.LastModified!.getTime() + 999), 10)}", rule-id="ten \\"days\\""`,
+    );
+    // A GET or HEAD by versionId of the current version announces it too.
+    const byId = await s3.send(new HeadObjectCommand({ Bucket: name, Key: 'tmp/mp', VersionId: 'null' }));
+    expect(byId.Expiration).toBe(done.Expiration);
     // Days as large as S3's schema takes reach past any date a header can carry: none is announced, and nothing fails.
     await s3.send(
       new PutBucketLifecycleConfigurationCommand({

@@ -1,11 +1,17 @@
 /**
- * `npm run admin` (bin/admin.ts), run as a child process as an operator
- * runs it: against the tables the environment names (here the embedded
+ * `npm run admin` (bin/admin.ts), as an operator runs it: against the tables the environment names (here the embedded
  * DynamoDB at DYNAMODB_ENDPOINT, as DynamoDB in AWS would be), and with
  * --local against a stopped local service's data directory. The accounts it
  * makes are checked with the stores and, for --local, used: the local
  * service started afterwards on the same directory takes the printed
  * credentials.
+ *
+ * The commands run in this process (functions/admin/program.ts's runAdmin,
+ * what bin/admin.ts runs), given only the environment the test names; a
+ * start of the script costs about a second of CPU (tsx and the modules).
+ * The full run (CAIRN_TEST_SET=full, what CI runs) runs every command as
+ * `npm run admin`'s child process, and so does the everyday run where the
+ * process matters (a data directory in use by another process).
  */
 import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -13,8 +19,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { Writable } from 'node:stream';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { npmScriptArgs, ROOT } from '../support/child-service.js';
+import { FULL_RUN } from '../support/test-set.js';
+import { runAdmin } from '../../functions/admin/program.js';
 import { startEmbeddedDb, type EmbeddedDb } from '../support/embedded-db.js';
 import { serviceEnv, startTestService } from '../support/service.js';
 import { loadConfig } from '../../functions/core/config.js';
@@ -40,6 +49,29 @@ interface Run {
 
 /** `npm run admin`'s command with only the environment given (and PATH, HOME): nothing of this test's own. */
 function admin(env: Record<string, string>, ...args: string[]): Promise<Run> {
+  return FULL_RUN ? adminProcess(env, ...args) : adminHere(env, ...args);
+}
+
+/** The command in this process: runAdmin with the environment given, its output collected. */
+async function adminHere(env: Record<string, string>, ...args: string[]): Promise<Run> {
+  const printed = { stdout: '', stderr: '' };
+  const to = (name: 'stdout' | 'stderr') =>
+    new Writable({
+      write(chunk: Buffer | string, _encoding, done) {
+        printed[name] += chunk.toString();
+        done();
+      },
+    });
+  const code = await runAdmin(args, {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdout: to('stdout'),
+    stderr: to('stderr'),
+  });
+  return { code, ...printed };
+}
+
+/** The command as `npm run admin` runs it: a child process. */
+function adminProcess(env: Record<string, string>, ...args: string[]): Promise<Run> {
   const { nodeArgs, script } = npmScriptArgs('admin');
   return promisify(execFile)(process.execPath, [...nodeArgs, join(ROOT, script), ...args], {
     cwd: ROOT,
@@ -307,7 +339,8 @@ describe('--local', () => {
 
     const service = await startTestService({ CAIRN_GC_INTERVAL: '0' }, dir);
     try {
-      const inUse = await admin(localEnv, 'list-accounts', '--local');
+      // Another process: the lock on the data directory is the service's process's.
+      const inUse = await adminProcess(localEnv, 'list-accounts', '--local');
       expect(inUse.code).toBe(1);
       expect(inUse.stderr).toContain('in use by another Cairn process');
       // The service opens the storage secret sealed by the command (the data directory's key) and checks the signature with it.

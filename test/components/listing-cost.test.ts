@@ -11,6 +11,7 @@
 import type { Database } from '../../functions/core/data/dynamo.js';
 import { BucketStore } from '../../functions/core/data/buckets.js';
 import { ObjectStore, type ListPage, type ObjectRecord } from '../../functions/core/data/objects.js';
+import { VersionedObjectStore } from '../../functions/core/data/object-versions-store.js';
 import { startEmbeddedDb, type EmbeddedDb } from '../support/embedded-db.js';
 
 let embedded: EmbeddedDb;
@@ -97,6 +98,23 @@ test('a listing of folders reads a few items per folder, not a page per folder',
   // Consistent reads: a read unit per 4 KB of items read, at least one per query.
   expect(units).toBeGreaterThanOrEqual(queries);
   expect(units).toBeLessThanOrEqual(queries * 3);
+});
+
+test('a listing of versions with a delimiter reads a few items per folder too', async () => {
+  const versions = new VersionedObjectStore(db);
+  read.queries = read.items = read.units = 0;
+  const page = await versions.listVersions(BUCKET, { delimiter: '/', maxKeys: 1000 });
+  const folders = Array.from({ length: FOLDERS }, (_, f) => `folder-${String(f).padStart(2, '0')}/`);
+  expect(page.entries.map((e) => (e.kind === 'prefix' ? e.prefix : e.version.kind === 'object' ? e.version.record.key : ''))).toEqual([
+    'a-first',
+    ...folders,
+    ...TOP_LEVEL.slice(1),
+  ]);
+  // The current records read as list() reads them; the versioned keys' anchors (none here) in one query more.
+  expect(read.queries).toBeLessThanOrEqual(1 + FOLDERS + 4 + 1);
+  expect(read.items).toBeLessThanOrEqual(100 + FOLDERS * 8 + 8 + 16 + 32 + 64);
+  // A page's Limit after each folder read every item of the bucket in the first query.
+  expect(read.items).toBeLessThan(FOLDERS * PER_FOLDER);
 });
 
 test('the objects in one folder are read with the page at once', async () => {

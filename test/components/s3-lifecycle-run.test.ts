@@ -298,3 +298,36 @@ test("the local service's collection timer applies the rules (a Date already pas
     await local.close();
   }
 });
+
+test('CAIRN_LIFECYCLE_DAY_SECONDS makes a day that many seconds for the timer that expires; the date answered stays in days', async () => {
+  const local = await startTestService({ CAIRN_GC_INTERVAL: '1', CAIRN_LIFECYCLE_DAY_SECONDS: '2' });
+  try {
+    const s3 = local.s3();
+    const name = `lc-short-${Date.now().toString(36)}`;
+    await s3.send(new CreateBucketCommand({ Bucket: name }));
+    await s3.send(
+      new PutBucketLifecycleConfigurationCommand({
+        Bucket: name,
+        LifecycleConfiguration: {
+          Rules: [
+            { ID: 'soon', Filter: { Prefix: 'soon/' }, Status: 'Enabled', Expiration: { Days: 1 } },
+            { ID: 'later', Filter: { Prefix: 'later/' }, Status: 'Enabled', Expiration: { Days: 300 } },
+          ],
+        },
+      }),
+    );
+    const before = Date.now();
+    const soon = await s3.send(new PutObjectCommand({ Bucket: name, Key: 'soon/a', Body: 'a' }));
+    await s3.send(new PutObjectCommand({ Bucket: name, Key: 'later/b', Body: 'b' }));
+    // As RGW announces it with rgw_lc_debug_interval (ceph's header cases): the next midnight UTC a day on.
+    const at = Date.parse(/expiry-date="([^"]+)"/.exec(soon.Expiration!)![1]!);
+    expect(at).toBe(Math.ceil((before + DAY) / DAY) * DAY);
+    await waitFor(async () => (await s3.send(new ListObjectsV2Command({ Bucket: name }))).KeyCount === 1, {
+      timeoutMs: 20_000,
+      what: 'the object of the one-day rule expired',
+    });
+    expect((await s3.send(new ListObjectsV2Command({ Bucket: name }))).Contents!.map((c) => c.Key)).toEqual(['later/b']);
+  } finally {
+    await local.close();
+  }
+});

@@ -10,7 +10,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { App, CfnResource, Stack, type CfnElement } from 'aws-cdk-lib';
+import { App, type CfnElement } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IConstruct } from 'constructs';
@@ -1712,37 +1712,4 @@ describe('outputs', () => {
       expect(outputs[`${pascal(t.name)}TableName`].Value).toEqual({ Ref: id(stack.data.tables[t.name]) });
     }
   });
-});
-
-describe("CDK's own CloudFormation validation", () => {
-  /** Synthesizes with the validation the other tests go without (test/support/cdk-synthesis.ts), and answers its findings. */
-  function validated(build: (app: App) => void): Json[] {
-    const saved = process.env.CDK_VALIDATION;
-    delete process.env.CDK_VALIDATION;
-    const cdkJson = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'cdk.json'), 'utf8'));
-    const checked = new App({ context: { ...cdkJson.context, 'aws:cdk:bundling-stacks': [] } });
-    try {
-      build(checked);
-      const report = JSON.parse(fs.readFileSync(path.join(checked.synth().directory, 'validation-report.json'), 'utf8'));
-      return report.pluginReports.flatMap((r: Json) => r.violations);
-    } finally {
-      process.env.CDK_VALIDATION = saved;
-      fs.rmSync(checked.outdir, { recursive: true, force: true });
-    }
-  }
-
-  test('finds nothing in the whole stack', () => {
-    expect(validated((checked) => new CairnStack(checked, 'Cairn'))).toEqual([]);
-  }, 120_000);
-
-  test('finds what is wrong: an unknown property and a wrong type', () => {
-    const found = validated((checked) => {
-      const bad = new Stack(checked, 'Bad');
-      new CfnResource(bad, 'Queue', { type: 'AWS::SQS::Queue', properties: { VisibilityTimeout: 'soon', NoSuchProperty: 1 } });
-    });
-    expect(found.map((v) => v.description).sort()).toEqual([
-      expect.stringContaining('NoSuchProperty'),
-      expect.stringContaining('VisibilityTimeout'),
-    ]);
-  }, 60_000);
 });

@@ -198,11 +198,18 @@ function frontFailure(front: LambdaFront, why: 'request-too-large' | 'function-e
   return json(502, { Message: 'Internal Server Error' });
 }
 
+/** Text as the bytes the front sends it in (UTF-8), one character a byte as a fetch() Response holds them. */
+const wireBytes = (text: string) => Buffer.from(text, 'utf8').toString('latin1');
+/** Header bytes (a ByteString, as fetch() sends it) as the event's text: the front decodes them as UTF-8, invalid bytes as U+FFFD (functions/core/http/header-bytes.ts). */
+const eventText = (bytes: string) => Buffer.from(bytes, 'latin1').toString('utf8');
+const eventHeaders = (headers: HeaderList): Array<[string, string]> => pairsOf(headers).map(([k, v]) => [k, eventText(v)]);
+
+/** The prelude's or result's headers as the front answers them: the JSON's text sent as UTF-8. */
 function headersOf(fields: LambdaResult): Headers {
   const headers = new Headers();
-  for (const [k, v] of Object.entries(fields.headers ?? {})) headers.set(k, String(v));
-  for (const [k, vs] of Object.entries(fields.multiValueHeaders ?? {})) for (const v of vs) headers.append(k, String(v));
-  for (const c of fields.cookies ?? []) headers.append('set-cookie', c);
+  for (const [k, v] of Object.entries(fields.headers ?? {})) headers.set(k, wireBytes(String(v)));
+  for (const [k, vs] of Object.entries(fields.multiValueHeaders ?? {})) for (const v of vs) headers.append(k, wireBytes(String(v)));
+  for (const c of fields.cookies ?? []) headers.append('set-cookie', wireBytes(c));
   return headers;
 }
 
@@ -313,7 +320,7 @@ export interface LambdaFetchOptions {
 export function lambdaFetch(handler: LambdaFn, options: LambdaFetchOptions = {}) {
   return async (url: string, init: { method?: string; headers?: HeaderList; body?: string | Uint8Array } = {}): Promise<Response> => {
     const body = typeof init.body === 'string' ? Buffer.from(init.body) : init.body;
-    const event = v2Event(init.method ?? 'GET', url, init.headers ?? {}, body, options.bodies);
+    const event = v2Event(init.method ?? 'GET', url, eventHeaders(init.headers ?? {}), body, options.bodies);
     return invokeThrough(options.front ?? defaultFront(handler), handler, event, lambdaContext(options.timeoutMs));
   };
 }
@@ -452,7 +459,7 @@ export function restFetch(handler: LambdaFn, options: { timeoutMs?: number } = {
     // The path and query as written, not as WHATWG URL parsing would normalise them.
     const m = /^[a-z]+:\/\/([^/?#]+)([^?#]*)(?:\?([^#]*))?/i.exec(url);
     if (!m) throw new Error(`not an absolute URL: ${url}`);
-    const event = restEvent(init.method ?? 'GET', m[1]!, m[2] || '/', m[3] ?? '', init.headers ?? {}, body);
+    const event = restEvent(init.method ?? 'GET', m[1]!, m[2] || '/', m[3] ?? '', eventHeaders(init.headers ?? {}), body);
     return invokeThrough('rest-api', handler, event, lambdaContext(options.timeoutMs));
   };
 }

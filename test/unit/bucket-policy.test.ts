@@ -262,6 +262,48 @@ describe('evaluation', () => {
     expect([listing(nullCheck, {}), listing(nullCheck, { 's3:delimiter': '/' })]).toEqual(['allow', 'none']);
   });
 
+  test('a multivalued key (s3:RequestObjectTagKeys): ForAllValues every value, ForAnyValue one, negated operators per value; none: as IAM', () => {
+    const put = (c: Statement) => policy(allow({ Action: 's3:PutObject', Condition: c }));
+    const keys = (text: string, tagKeys?: string[]) =>
+      verdict(text, { action: 's3:PutObject', context: tagKeys ? { 's3:requestobjecttagkeys': tagKeys } : {} });
+    const all = put({ 'ForAllValues:StringEquals': { 's3:RequestObjectTagKeys': ['a', 'b'] } });
+    expect([keys(all, ['a']), keys(all, ['a', 'b']), keys(all, ['a', 'c']), keys(all, []), keys(all)]).toEqual([
+      'allow',
+      'allow',
+      'none',
+      'allow',
+      'allow',
+    ]);
+    const any = put({ 'ForAnyValue:StringLike': { 's3:RequestObjectTagKeys': 'secret*' } });
+    expect([keys(any, ['x', 'secretive']), keys(any, ['x']), keys(any, []), keys(any)]).toEqual(['allow', 'none', 'none', 'none']);
+    // ForAllValues:StringNotEquals: no value may be one of the condition's.
+    const none = put({ 'ForAllValues:StringNotEquals': { 's3:RequestObjectTagKeys': ['secret'] } });
+    expect([keys(none, ['a', 'b']), keys(none, ['a', 'secret'])]).toEqual(['allow', 'none']);
+    const present = put({ Null: { 's3:RequestObjectTagKeys': 'false' } });
+    expect([keys(present, ['a']), keys(present, []), keys(present)]).toEqual(['allow', 'none', 'none']);
+  });
+
+  test('tag keys: the prefix case-insensitive, the tag key exact; values case-sensitive unless IgnoreCase', () => {
+    const text = policy(allow({ Condition: { StringEquals: { 'S3:EXISTINGOBJECTTAG/Team': 'Blue' } } }));
+    const tagged = (key: string, value: string) => verdict(text, { context: { [`s3:existingobjecttag/${key}`]: value } });
+    expect([tagged('Team', 'Blue'), tagged('team', 'Blue'), tagged('Team', 'blue'), verdict(text)]).toEqual([
+      'allow',
+      'none',
+      'none',
+      'none',
+    ]);
+    const loose = policy(allow({ Condition: { StringEqualsIgnoreCase: { 's3:ExistingObjectTag/Team': 'blue' } } }));
+    expect(verdict(loose, { context: { 's3:existingobjecttag/Team': 'BLUE' } })).toBe('allow');
+    expect(parse(text).uses).toEqual({ existingTags: true, requestTags: false });
+    expect(parse(policy(allow({ Condition: { Null: { 's3:RequestObjectTagKeys': 'true' } } }))).uses).toEqual({
+      existingTags: false,
+      requestTags: true,
+    });
+    expect(refusal(policy(allow({ Condition: { StringEquals: { 's3:RequestObjectTag/': 'x' } } })))).toBe(
+      'Policy has an invalid condition key: s3:RequestObjectTag/',
+    );
+  });
+
   test('every condition of a statement must hold', () => {
     const text = policy(allow({ Condition: { Bool: { 'aws:SecureTransport': 'true' }, StringEquals: { 'aws:PrincipalAccount': OTHER } } }));
     const ctx = (tls: string, account?: string) =>

@@ -45,7 +45,7 @@ import type { Config } from '../config.js';
 import { PASSKEY_LIMITS, PasskeyConflictError, type ChallengePurpose, type Passkey } from '../data/passkeys.js';
 import type { AttemptKey } from '../data/sign-in-attempts.js';
 import type { Session } from '../data/sessions.js';
-import { addressKey, locked, type AuthRefusal, type AuthServices, type ClientInfo, type SignedIn } from './sign-in.js';
+import { addressKey, locked, type AuthRefusal, type AuthServices, type ClientInfo, type SignedIn } from './sign-in-results.js';
 
 /**
  * The WebAuthn library, loaded with the first request that needs it: its

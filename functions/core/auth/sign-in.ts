@@ -23,42 +23,12 @@ import { AccountConflictError } from '../data/accounts.js';
 import { ConflictError } from '../data/errors.js';
 import { isPlausibleEmail, normaliseEmail, personItems } from '../data/people.js';
 import type { AttemptKey } from '../data/sign-in-attempts.js';
-import type { Session } from '../data/sessions.js';
-import type { Services } from '../services.js';
-import { INVITATION_PROBLEMS, joinWrites, type InvitationServices } from './invitations.js';
+import { INVITATION_PROBLEMS, joinWrites } from './invitations.js';
 import { secondFactorStep, type SecondFactorStep } from './passkeys.js';
+import { addressKey, locked, type AuthRefusal, type AuthServices, type ClientInfo, type SignedIn } from './sign-in-results.js';
 import { dummyPasswordHash, hashPassword, needsRehash, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, verifyPassword } from './passwords.js';
 
-export type AuthServices = Pick<
-  Services,
-  'accounts' | 'config' | 'logger' | 'passkeys' | 'people' | 'recoveryCodes' | 'sessions' | 'signInAttempts'
-> &
-  InvitationServices;
-
-/** Who is asking, as the door sees them: kept with the session (the list of one's sessions shows them) and counted against. */
-export interface ClientInfo {
-  address?: string | null;
-  userAgent?: string | null;
-}
-
-export interface SignedIn {
-  kind: 'signed-in';
-  account: Account;
-  email: string;
-  session: Session;
-  /** The session's secret: the cookie's value, here once. */
-  secret: string;
-}
-
-export type AuthRefusal =
-  /** The input is not acceptable; `field` names what to fix. */
-  | { kind: 'invalid'; message: string; field: string }
-  /** Sign-up is not open here. */
-  | { kind: 'closed'; message: string }
-  /** The e-mail or the password is wrong (which, is not said). */
-  | { kind: 'wrong'; message: string }
-  /** Too many failures: try again in `retryAfter` seconds. */
-  | { kind: 'locked'; message: string; retryAfter: number };
+export { addressKey, locked, type AuthRefusal, type AuthServices, type ClientInfo, type SignedIn } from './sign-in-results.js';
 
 export const WRONG_CREDENTIALS = 'The e-mail address or the password is not right';
 
@@ -67,16 +37,6 @@ export function passwordProblem(password: unknown): string | undefined {
   if (password.length < PASSWORD_MIN_LENGTH) return `password must be at least ${PASSWORD_MIN_LENGTH} characters`;
   if (password.length > PASSWORD_MAX_LENGTH) return `password must be at most ${PASSWORD_MAX_LENGTH} characters`;
   return undefined;
-}
-
-export const addressKey = (client: ClientInfo): AttemptKey[] => (client.address ? [{ scope: 'address', value: client.address }] : []);
-
-export function locked(retryAfter: number): AuthRefusal {
-  return {
-    kind: 'locked',
-    message: `Too many failed sign-ins: try again in ${Math.ceil(retryAfter / 60)} minute${retryAfter > 60 ? 's' : ''}`,
-    retryAfter,
-  };
 }
 
 export async function signUp(

@@ -7,8 +7,14 @@
  *                                   and revoked in the same transaction as the TOKEN item
  *
  * A key acts for its team with the rights of the member who created it.
+ *
+ * Every request checks its key, so a check is remembered for
+ * API_KEY_CHECK_MS (at most 10,000 keys, by hash): a revocation made in
+ * this process forgets the key at once; one made by another process (a
+ * Lambda container beside this one) takes effect here within that time.
  */
 import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { TtlCache } from '../cache.js';
 import { newApiToken, newSortableId, tokenDigest } from '../ids.js';
 import type { Database } from './dynamo.js';
 import { queryAll } from './pages.js';
@@ -37,6 +43,9 @@ export type StoredApiKey = ApiKeyRecord & { digest: string };
 
 const KEY_PREFIX_LENGTH = 10;
 
+/** How long a key's check is remembered: a key revoked elsewhere stops working here within this. */
+export const API_KEY_CHECK_MS = 500;
+
 /** The record of a new key, for `apiKeyItems`. */
 export function newApiKeyRecord(key: string, fields: Pick<ApiKeyRecord, 'teamId' | 'createdBy' | 'createdAt' | 'name'>): ApiKeyRecord {
   return { id: newSortableId(), ...fields, keyPrefix: key.slice(0, KEY_PREFIX_LENGTH) };
@@ -64,6 +73,9 @@ export function apiKeyItems(apiKey: ApiKeyRecord, key: string): Array<Record<str
 }
 
 export class ApiKeyStore {
+  /** Recent checks by the key's hash: whom it speaks for, or null for an unknown or revoked key. */
+  private readonly checks = new TtlCache<string, { caller: ApiKeyCaller | null }>(API_KEY_CHECK_MS);
+
   constructor(
     private readonly db: Database,
     private readonly now: () => Date = () => new Date(),
@@ -75,11 +87,21 @@ export class ApiKeyStore {
 
   /** Who a key speaks for, or undefined for an unknown or revoked key. */
   async caller(token: string): Promise<ApiKeyCaller | undefined> {
-    const out = await this.db.doc.send(
-      new GetCommand({ TableName: this.table, Key: { pk: `TOKEN#${tokenDigest(token)}`, sk: 'TOKEN' }, ConsistentRead: true }),
-    );
-    if (!out.Item || out.Item.revokedAt) return undefined;
-    return { teamId: out.Item.teamId as string, accountId: out.Item.createdBy as string, apiKeyId: out.Item.tokenId as string };
+    const digest = tokenDigest(token);
+    const check = await this.checks.through(digest, async () => {
+      const out = await this.db.doc.send(
+        new GetCommand({ TableName: this.table, Key: { pk: `TOKEN#${digest}`, sk: 'TOKEN' }, ConsistentRead: true }),
+      );
+      if (!out.Item || out.Item.revokedAt) return { caller: null };
+      const caller = { teamId: out.Item.teamId as string, accountId: out.Item.createdBy as string, apiKeyId: out.Item.tokenId as string };
+      return { caller };
+    });
+    return check?.caller ? { ...check.caller } : undefined;
+  }
+
+  /** After a write that revoked keys (revocation() in another store's transaction): this process stops taking them at once. */
+  forget(keys: ReadonlyArray<Pick<StoredApiKey, 'digest'>>): void {
+    for (const key of keys) this.checks.delete(key.digest);
   }
 
   /** The team a key belongs to, or undefined for an unknown or revoked key. */
@@ -121,7 +143,7 @@ export class ApiKeyStore {
     return out.Item ? apiKeyFromItem(out.Item) : undefined;
   }
 
-  /** Revokes one of the team's keys (at once: every request looks the key up); the key as it is now, or undefined. */
+  /** Revokes one of the team's keys (at once in this process; elsewhere within API_KEY_CHECK_MS); the key as it is now, or undefined. */
   async revoke(teamId: string, apiKeyId: string): Promise<ApiKeyRecord | undefined> {
     const key = await this.get(teamId, apiKeyId);
     if (!key) return undefined;
@@ -131,10 +153,14 @@ export class ApiKeyStore {
 
   /** Revokes a key read by `list` or `get`. */
   async revokeKey(key: StoredApiKey, revokedAt: string): Promise<void> {
-    await this.db.doc.send(new TransactWriteCommand({ TransactItems: this.revocation(key, revokedAt).map((Update) => ({ Update })) }));
+    try {
+      await this.db.doc.send(new TransactWriteCommand({ TransactItems: this.revocation(key, revokedAt).map((Update) => ({ Update })) }));
+    } finally {
+      this.forget([key]);
+    }
   }
 
-  /** The updates that revoke a key: its TOKEN item (what requests check) and its team's listing of it. */
+  /** The updates that revoke a key: its TOKEN item (what requests check) and its team's listing of it; forget() it once written. */
   revocation(key: StoredApiKey, revokedAt: string) {
     const update = (Key: Record<string, string>) => ({
       TableName: this.table,

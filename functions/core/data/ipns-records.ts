@@ -26,6 +26,7 @@
  */
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { SecretSealer } from '../auth/secrets.js';
+import { TtlCache } from '../cache.js';
 import type { Database } from './dynamo.js';
 import { writtenIf } from './tables.js';
 
@@ -56,7 +57,13 @@ const RECORD_SK = 'RECORD';
 const keyContext = (siteId: string) => `site-ipns-key:${siteId}`;
 const sequenceText = (sequence: bigint) => sequence.toString().padStart(20, '0');
 
+/** How long a site's name is remembered, and that it has none yet. */
+const NAMES_KEPT_MS = 10 * 60_000;
+const NO_NAME_KEPT_MS = 1000;
+
 export class IpnsNameStore {
+  private readonly names = new TtlCache<string, { name: string | null }>(NAMES_KEPT_MS);
+
   constructor(
     private readonly db: Database,
     private readonly sealer: SecretSealer,
@@ -67,8 +74,19 @@ export class IpnsNameStore {
     return this.db.tables.sites;
   }
 
-  /** The site's IPNS name, or undefined before its first publish made its key. */
+  /**
+   * The site's IPNS name, or undefined before its first publish made its
+   * key. A site's name never changes once made, so it is remembered (its
+   * deletion here forgets it); that there is none yet, for a second (a
+   * publish in another process shows within it).
+   */
   async nameOfSite(siteId: string): Promise<string | undefined> {
+    const known = this.names.get(siteId);
+    if (known !== undefined) return known.name ?? undefined;
+    return this.readName(siteId);
+  }
+
+  private async readName(siteId: string): Promise<string | undefined> {
     const out = await this.db.doc.send(
       new GetCommand({
         TableName: this.table,
@@ -77,7 +95,9 @@ export class IpnsNameStore {
         ExpressionAttributeNames: { '#n': 'name' },
       }),
     );
-    return typeof out.Item?.name === 'string' ? out.Item.name : undefined;
+    const name = typeof out.Item?.name === 'string' ? out.Item.name : undefined;
+    this.names.set(siteId, { name: name ?? null }, name === undefined ? { ttl: NO_NAME_KEPT_MS } : {});
+    return name;
   }
 
   /**
@@ -189,7 +209,8 @@ export class IpnsNameStore {
 
   /** The site's key and record, with the site (its name then answers 404). */
   async deleteOfSite(siteId: string): Promise<void> {
-    const name = await this.nameOfSite(siteId);
+    this.names.delete(siteId);
+    const name = await this.readName(siteId);
     if (name)
       await this.db.doc
         .send(
@@ -204,5 +225,6 @@ export class IpnsNameStore {
           if (err.name !== 'ConditionalCheckFailedException') throw err;
         });
     await this.db.doc.send(new DeleteCommand({ TableName: this.table, Key: { pk: `SITE#${siteId}`, sk: KEY_SK } }));
+    this.names.delete(siteId);
   }
 }

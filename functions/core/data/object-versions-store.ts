@@ -35,6 +35,7 @@ import {
   fromItem,
   holderOf,
   listingStart,
+  ListingReads,
   MAX_SORT_KEY_BYTES,
   MAX_WRITE_ATTEMPTS,
   ObjectStore,
@@ -578,8 +579,9 @@ export class VersionedObjectStore extends ObjectStore {
       if (!(await emitVersions(markerKey, current, anchor, q.afterVersion))) return page(true);
     }
     const from = listingStart(q, prefix);
-    const currents = new KeyCursor(this.db, this.table, bucket, from, room);
-    const anchors = new KeyCursor(this.db, this.table, anchorPartition(bucket), from, room);
+    const delimited = Boolean(q.delimiter);
+    const currents = new KeyCursor(this.db, this.table, bucket, from, room, delimited);
+    const anchors = new KeyCursor(this.db, this.table, anchorPartition(bucket), from, room, delimited);
     for (;;) {
       const [a, b] = await Promise.all([currents.peek(), anchors.peek()]);
       const key =
@@ -609,14 +611,16 @@ export class VersionedObjectStore extends ObjectStore {
 }
 
 /**
- * A partition's items in sort key order from a lower bound, read a page at
- * a time (each page as large as the listing still has room for), which a
- * listing can move forward past a common prefix.
+ * A partition's items in sort key order from a lower bound, read a query
+ * at a time (each no larger than the listing still has room for, and with
+ * a delimiter sized as ObjectStore.list sizes its own: ListingReads),
+ * which a listing can move forward past a common prefix.
  */
 class KeyCursor {
   private buffer: Item[] = [];
   private exhausted = false;
   private readonly floor: (sk: string) => boolean;
+  private readonly reads: ListingReads;
 
   constructor(
     private readonly db: Database,
@@ -624,9 +628,11 @@ class KeyCursor {
     private readonly pk: string,
     private from: SortKeyBound | undefined,
     private readonly room: () => number,
+    delimited: boolean,
   ) {
     // A marker longer than any key is cut to fit a Query; the keys the cut lets through are skipped all along.
     this.floor = from ? sortKeyBound(from).passes : () => true;
+    this.reads = new ListingReads(delimited);
   }
 
   async peek(): Promise<Item | undefined> {
@@ -637,7 +643,7 @@ class KeyCursor {
           TableName: this.table,
           KeyConditionExpression: bound ? `pk = :pk AND sk ${bound.condition.op} :from` : 'pk = :pk',
           ExpressionAttributeValues: { ':pk': this.pk, ...(bound ? { ':from': bound.condition.value } : {}) },
-          Limit: Math.min(Math.max(this.room(), 1), 1000),
+          Limit: this.reads.limit(this.room()),
           ConsistentRead: true,
         }),
       );
@@ -645,6 +651,7 @@ class KeyCursor {
       if (items.length) this.from = { op: '>', value: items.at(-1)!.sk as string };
       this.buffer = items.filter((i) => this.floor(i.sk as string));
       this.exhausted = !out.LastEvaluatedKey;
+      this.reads.grow();
     }
     return this.buffer[0];
   }
@@ -656,7 +663,10 @@ class KeyCursor {
   /** Skips to the first item at or after `value`. */
   seek(value: string): void {
     this.buffer = this.buffer.filter((i) => compareKeys(i.sk as string, value) >= 0);
-    if (!this.buffer.length && !this.exhausted) this.from = { op: '>=', value };
+    if (!this.buffer.length && !this.exhausted) {
+      this.from = { op: '>=', value };
+      this.reads.skipped();
+    }
   }
 }
 

@@ -540,16 +540,14 @@ export class ObjectStore {
 
   /**
    * One page of a listing in key order. Keys under a common prefix are
-   * skipped by restarting the query after the prefix, so a page costs what
-   * it returns, not what the bucket holds. A query reads (and DynamoDB
-   * charges for) every item up to its Limit, used or not, so the query
-   * after a common prefix asks for a few items (AFTER_PREFIX: the next
-   * key is often the next folder's first, and one 4 KB read unit holds
-   * several items), the first of a listing with a delimiter for a tenth
-   * of a page, and each following query of an unbroken run of objects
-   * twice as many as the last, up to the page: 50 folders cost about 50
-   * small queries, where a full page's Limit per folder read up to 1,000
-   * items each (issue: 1.46 s and 50,000 items for 2,000 objects).
+   * skipped by restarting the query just past the prefix (at
+   * prefixSuccessor: sort keys are the object keys themselves, and
+   * DynamoDB orders them by UTF-8 bytes, which is code point order, so no
+   * key under the prefix sorts at or after it), so a page costs what it
+   * returns, not what the bucket holds. Each query's Limit is ListingReads':
+   * 50 folders cost about 50 small queries, where a full page's Limit per
+   * folder read up to 1,000 items each (issue 35: 1.46 s and 50,000 items
+   * for 2,000 objects).
    */
   async list(bucket: string, q: ListQuery): Promise<ListPage> {
     const prefix = q.prefix ?? '';
@@ -558,18 +556,16 @@ export class ObjectStore {
     if (q.maxKeys <= 0) return { entries, truncated: await this.anyAfter(bucket, prefix, from) };
     // A marker longer than any key is cut to fit a Query; the keys the cut lets through are skipped all along.
     const floor = from ? sortKeyBound(from).passes : () => true;
-    // How many items the next query asks for at most: the page's size without a delimiter; with one, a tenth
-    // of it first (the first folder's items are read to its end), a few after each common prefix, doubling.
-    let step = q.delimiter ? FIRST_WITH_DELIMITER : MAX_QUERY_ITEMS;
+    const reads = new ListingReads(Boolean(q.delimiter));
     for (;;) {
-      const want = q.maxKeys - entries.length + 1;
       const bound = from && sortKeyBound(from);
       const out = await this.db.doc.send(
         new QueryCommand({
           TableName: this.table,
           KeyConditionExpression: bound ? `pk = :pk AND sk ${bound.condition.op} :from` : 'pk = :pk',
           ExpressionAttributeValues: { ':pk': bucket, ...(bound ? { ':from': bound.condition.value } : {}) },
-          Limit: Math.min(want, step),
+          // The page's room and the one item that says whether more follow.
+          Limit: reads.limit(q.maxKeys - entries.length + 1),
           ConsistentRead: true,
         }),
       );
@@ -598,11 +594,11 @@ export class ObjectStore {
       }
       if (restart !== undefined) {
         from = { op: '>=', value: restart };
-        step = AFTER_PREFIX;
+        reads.skipped();
         continue;
       }
       if (!out.LastEvaluatedKey) return { entries, truncated: false };
-      step = Math.min(step * 2, MAX_QUERY_ITEMS);
+      reads.grow();
     }
   }
 
@@ -625,10 +621,45 @@ export class ObjectStore {
 
 /** The most items one listing query asks for (a page's 1,000 keys and the one that says whether there are more). */
 const MAX_QUERY_ITEMS = 1000;
-/** The items a listing's query asks for after a common prefix (ObjectStore.list). */
+/** The items a listing's query asks for after a common prefix. */
 const AFTER_PREFIX = 8;
 /** The items the first query of a listing with a delimiter asks for (four queries reach a page of 1,000). */
 const FIRST_WITH_DELIMITER = 100;
+
+/**
+ * How many items a listing's next Query asks for (its Limit). A Query
+ * reads, and DynamoDB charges for, every item up to its Limit, used or
+ * not, and a listing with a delimiter uses one item of a common prefix
+ * and skips the rest. So without a delimiter a listing asks for what the
+ * page still has room for; with one, a tenth of a page first, a few after
+ * each common prefix (AFTER_PREFIX: the next key is often the next
+ * prefix's first, and a 4 KB read unit holds several items), and twice as
+ * many as the last query for each following query of an unbroken run of
+ * keys, up to MAX_QUERY_ITEMS. A listing then reads about what it returns
+ * plus a few items per common prefix, whatever the bucket holds.
+ */
+export class ListingReads {
+  private size: number;
+
+  constructor(delimited: boolean) {
+    this.size = delimited ? FIRST_WITH_DELIMITER : MAX_QUERY_ITEMS;
+  }
+
+  /** The next Query's Limit, when the listing has room for `room` more items (at least one is asked for). */
+  limit(room: number): number {
+    return Math.min(Math.max(room, 1), this.size);
+  }
+
+  /** The listing moved past a common prefix: the next Query starts small. */
+  skipped(): void {
+    this.size = AFTER_PREFIX;
+  }
+
+  /** A Query's items were all used and more follow: the next asks for twice as many. */
+  grow(): void {
+    this.size = Math.min(this.size * 2, MAX_QUERY_ITEMS);
+  }
+}
 
 function refKey(cid: string, bucket: string, key: string) {
   return cidReference(cid, objectHolder(bucket, key));

@@ -18,12 +18,16 @@
  */
 import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { TtlCache } from '../cache.js';
 import { newId } from '../ids.js';
 import { ConflictError } from './errors.js';
 import type { Database } from './dynamo.js';
 import type { SecretSealer } from '../auth/secrets.js';
 import { queryPage, type Page } from './pages.js';
 import { withoutKeys, writtenIf } from './tables.js';
+
+/** How long which site a slug names is remembered (never answered unchecked). */
+const SLUG_IDS_KEPT_MS = 10 * 60_000;
 
 export type SitePlatform = 'ipfs' | 'alt';
 
@@ -146,6 +150,9 @@ export const siteCursor = (site: Pick<Site, 'createdAt' | 'id'>): string => `${s
 const MAX_ATTEMPTS = 5;
 
 export class SiteStore {
+  /** Which site a slug named when last read (checked against the site at every use: getBySlug). */
+  private readonly slugIds = new TtlCache<string, string>(SLUG_IDS_KEPT_MS);
+
   constructor(
     private readonly db: Database,
     private readonly sealer: SecretSealer,
@@ -247,15 +254,29 @@ export class SiteStore {
     return out.Item ? fromItem(out.Item) : undefined;
   }
 
-  /** By the slug's reservation, read consistently: a site renamed a moment ago answers to its new slug. */
+  /**
+   * By the slug's reservation, read consistently: a site renamed a moment
+   * ago answers to its new slug. Which site a slug named is remembered
+   * (SLUG_IDS_KEPT_MS), but the answer is always the site read
+   * consistently and still carrying the slug: when it no longer does
+   * (renamed, deleted), the reservation is read afresh.
+   */
   async getBySlug(slug: string): Promise<Site | undefined> {
+    const known = this.slugIds.get(slug);
+    if (known !== undefined) {
+      const site = await this.getById(known);
+      if (site?.slug === slug) return site;
+      this.slugIds.delete(slug);
+    }
     const reservation = await this.db.doc.send(
       new GetCommand({ TableName: this.table, Key: { pk: `SLUG#${slug}`, sk: 'SLUG' }, ConsistentRead: true }),
     );
     const siteId = reservation.Item?.siteId as string | undefined;
     if (!siteId) return undefined;
     const site = await this.getById(siteId);
-    return site?.slug === slug ? site : undefined;
+    if (site?.slug !== slug) return undefined;
+    this.slugIds.set(slug, siteId);
+    return site;
   }
 
   /** A page of the team's sites in creation order (oldest first, then by id), after the cursor `after`. */

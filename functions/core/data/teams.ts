@@ -243,6 +243,7 @@ export class TeamStore {
         if (attempt >= 5) throw new ConflictError('the membership keeps changing; try again');
         continue;
       }
+      this.apiKeys.forget(inTransaction);
       for (const key of keys.slice(inTransaction.length)) await this.apiKeys.revokeKey(key, revokedAt);
       return true;
     }

@@ -22,6 +22,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { HttpRequest } from './types.js';
+import { bytesOfText, textOfBytes } from './header-bytes.js';
 
 /** Whether a Lambda event is a REST API (payload 1.0) proxy event rather than payload 2.0. */
 export function isRestApiEvent(event: unknown): event is APIGatewayProxyEvent {
@@ -132,7 +133,8 @@ export function restToHttpRequest(event: APIGatewayProxyEvent, options: RestRequ
   const headers = new Headers();
   const add = (name: string, value: string) => {
     try {
-      headers.append(name, value);
+      // Text in the event, bytes in the core, as in lambda.ts (header-bytes.ts).
+      headers.append(name, bytesOfText(value));
     } catch {
       // A value Headers refuses is dropped, as the other doors do; signature checks then fail cleanly.
     }
@@ -172,9 +174,9 @@ export function restToHttpRequest(event: APIGatewayProxyEvent, options: RestRequ
 function restHeaders(response: Response): { headers: Record<string, string>; multiValueHeaders?: Record<string, string[]> } {
   const headers: Record<string, string> = {};
   response.headers.forEach((value, name) => {
-    if (name !== 'set-cookie') headers[name] = value;
+    if (name !== 'set-cookie') headers[name] = textOfBytes(value);
   });
-  const cookies = response.headers.getSetCookie();
+  const cookies = response.headers.getSetCookie().map(textOfBytes);
   return cookies.length ? { headers, multiValueHeaders: { 'set-cookie': cookies } } : { headers };
 }
 

@@ -30,6 +30,7 @@ import type {
 import { createLogger, type Logger } from '../logger.js';
 import { isRestApiEvent, restToHttpRequest, toRestResult, toRestStreamingResult, type RestStreamingResult } from './api-gateway-rest.js';
 import type { HttpHandler, HttpRequest } from './types.js';
+import { bytesOfText, textOfBytes } from './header-bytes.js';
 import { onceUntilFailure } from '../once-until-failure.js';
 
 export function toHttpRequest(event: APIGatewayProxyEventV2): HttpRequest {
@@ -37,12 +38,13 @@ export function toHttpRequest(event: APIGatewayProxyEventV2): HttpRequest {
   for (const [name, value] of Object.entries(event.headers ?? {})) {
     if (value === undefined) continue;
     try {
-      headers.set(name, value);
+      // The event has the bytes' UTF-8 text; the core takes the bytes, as the node door gives them (header-bytes.ts).
+      headers.set(name, bytesOfText(value));
     } catch {
       // Dropped like the node door does; signature checks fail cleanly.
     }
   }
-  if (event.cookies?.length) headers.set('cookie', event.cookies.join('; '));
+  if (event.cookies?.length) headers.set('cookie', bytesOfText(event.cookies.join('; ')));
   const method = event.requestContext.http.method;
   let body: ReadableStream<Uint8Array> | null = null;
   if (event.body !== undefined && event.body !== null && method !== 'GET' && method !== 'HEAD') {
@@ -63,12 +65,17 @@ export function toHttpRequest(event: APIGatewayProxyEventV2): HttpRequest {
   };
 }
 
-export async function toLambdaResult(response: Response, method: string): Promise<APIGatewayProxyStructuredResultV2> {
+/** A response's headers as the event's JSON carries them: text, which the front sends as UTF-8 (header-bytes.ts). */
+export function resultHeaders(response: Response): { headers: Record<string, string>; cookies: string[] } {
   const headers: Record<string, string> = {};
   response.headers.forEach((value, name) => {
-    if (name !== 'set-cookie') headers[name] = value;
+    if (name !== 'set-cookie') headers[name] = textOfBytes(value);
   });
-  const cookies = response.headers.getSetCookie();
+  return { headers, cookies: response.headers.getSetCookie().map(textOfBytes) };
+}
+
+export async function toLambdaResult(response: Response, method: string): Promise<APIGatewayProxyStructuredResultV2> {
+  const { headers, cookies } = resultHeaders(response);
   const bytes = method === 'HEAD' || !response.body ? Buffer.alloc(0) : Buffer.from(await response.arrayBuffer());
   if (method === 'HEAD') await response.body?.cancel();
   return {
@@ -94,11 +101,7 @@ export interface StreamingResult {
 }
 
 export function toStreamingResult(response: Response, method: string): StreamingResult {
-  const headers: Record<string, string> = {};
-  response.headers.forEach((value, name) => {
-    if (name !== 'set-cookie') headers[name] = value;
-  });
-  const cookies = response.headers.getSetCookie();
+  const { headers, cookies } = resultHeaders(response);
   let body: StreamingResult['body'] = '';
   if (method === 'HEAD') void response.body?.cancel();
   else if (response.body) body = response.body;

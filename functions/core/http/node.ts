@@ -18,6 +18,8 @@ import type { HttpHandler, HttpRequest } from './types.js';
 export function toHttpRequest(req: IncomingMessage, signal: AbortSignal, continueBody?: () => void): HttpRequest {
   const target = req.url ?? '/';
   const q = target.indexOf('?');
+  // Node reads each header byte as one character (Latin-1): the values are
+  // the bytes the client sent, as the core takes them (header-bytes.ts).
   const headers = new Headers();
   const raw = req.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) {
@@ -196,8 +198,19 @@ function drained(res: ServerResponse): Promise<void> {
   });
 }
 
-/** The handler on a node:http server, or on a node:https one given `tls` (the gateway's HTTPS listener: certificates by SNI). */
-export function createNodeServer(handler: HttpHandler, logger: Logger, tls?: HttpsOptions): Server {
+/**
+ * The handler on a node:http server, or on a node:https one given `tls` (the
+ * gateway's HTTPS listener: certificates by SNI). `first`, when given, sees
+ * each request before the handler and answers it itself when it can
+ * (returning true): the local gateway's site cache hits
+ * (functions/local/site-hits.ts).
+ */
+export function createNodeServer(
+  handler: HttpHandler,
+  logger: Logger,
+  tls?: HttpsOptions,
+  first?: (req: IncomingMessage, res: ServerResponse) => boolean,
+): Server {
   const serve = (req: IncomingMessage, res: ServerResponse, expectsContinue = false) => {
     const controller = new AbortController();
     res.on('close', () => {
@@ -220,7 +233,17 @@ export function createNodeServer(handler: HttpHandler, logger: Logger, tls?: Htt
       });
   };
   // An HTTPS server is an HTTP server over TLS: the same events, timeouts and close methods.
-  const listener = (req: IncomingMessage, res: ServerResponse) => serve(req, res);
+  const listener = first
+    ? (req: IncomingMessage, res: ServerResponse) => {
+        try {
+          if (first(req, res)) return;
+        } catch (err) {
+          logger.error('the fast path failed; answered the general way', { err, method: req.method, url: req.url });
+          if (res.headersSent) return void res.destroy();
+        }
+        serve(req, res);
+      }
+    : (req: IncomingMessage, res: ServerResponse) => serve(req, res);
   const server = tls ? (createHttpsServer(tls, listener) as unknown as Server) : createServer(listener);
   // With a listener, Node no longer answers `Expect: 100-continue` with 100
   // at once (https://nodejs.org/api/http.html#event-checkcontinue): the

@@ -5,6 +5,7 @@
  */
 import type { ObjectRecord } from '../data/objects.js';
 import { cidForms } from '../ipfs/cid.js';
+import { encodeWord } from './encoded-words.js';
 
 /** The object's CID in both forms, so a client can fetch the same bytes from any IPFS gateway. */
 export function ipfsHeaders(cid: string): Record<string, string> {
@@ -26,6 +27,7 @@ export function objectResponseHeaders(record: ObjectRecord, etag = `"${record.et
   if (record.contentEncoding) headers['content-encoding'] = record.contentEncoding;
   if (record.contentLanguage) headers['content-language'] = record.contentLanguage;
   if (record.expires) headers['expires'] = record.expires;
-  for (const [name, value] of Object.entries(record.metadata ?? {})) headers[`x-amz-meta-${name}`] = value;
+  // Stored as text; answered as S3 answers it, non-ASCII as an RFC 2047 encoded-word (encoded-words.ts).
+  for (const [name, value] of Object.entries(record.metadata ?? {})) headers[`x-amz-meta-${name}`] = encodeWord(value);
   return headers;
 }

@@ -84,7 +84,16 @@ export const OBJECT_ACTIONS = [
 export type PolicyAction = (typeof BUCKET_ACTIONS)[number] | (typeof OBJECT_ACTIONS)[number];
 const ALL_ACTIONS: readonly string[] = [...BUCKET_ACTIONS, ...OBJECT_ACTIONS];
 
-/** The condition keys Cairn fills in (lower case: IAM compares key names case-insensitively). */
+/**
+ * The condition keys Cairn fills in (lower case: IAM compares key names
+ * case-insensitively, https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition.html
+ * "Condition key names are not case-sensitive"). Which S3 actions carry
+ * which key is S3's table ("Actions, resources, and condition keys for
+ * Amazon S3" in the Service Authorization Reference,
+ * https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazons3.html);
+ * the S3 door fills a key in only for the actions that carry it
+ * (functions/s3/access.ts), so on another action it is absent, as in S3.
+ */
 export const CONDITION_KEYS = [
   'aws:sourceip',
   'aws:referer',
@@ -97,8 +106,44 @@ export const CONDITION_KEYS = [
   's3:delimiter',
   's3:max-keys',
   's3:x-amz-acl',
+  's3:x-amz-grant-read',
+  's3:x-amz-grant-write',
+  's3:x-amz-grant-read-acp',
+  's3:x-amz-grant-write-acp',
+  's3:x-amz-grant-full-control',
+  's3:x-amz-copy-source',
+  's3:x-amz-metadata-directive',
+  's3:versionid',
+  // Multivalued (ArrayOfString in S3's table): the request's tag keys.
+  's3:requestobjecttagkeys',
 ] as const;
-export type ConditionKey = (typeof CONDITION_KEYS)[number];
+
+/**
+ * Keys named by a tag key after the slash (`s3:ExistingObjectTag/<key>`, the
+ * object's current tags; `s3:RequestObjectTag/<key>`, the tags a request
+ * sets: https://docs.aws.amazon.com/AmazonS3/latest/userguide/tagging-and-policies.html).
+ * The prefix is case-insensitive like every key name; the tag key after it
+ * is kept as written, since S3's tag keys are case-sensitive
+ * (https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-tagging.html).
+ */
+export const EXISTING_TAG_PREFIX = 's3:existingobjecttag/';
+export const REQUEST_TAG_PREFIX = 's3:requestobjecttag/';
+/** S3's longest tag key (object-tagging.html): a longer one could never match. */
+const MAX_TAG_KEY = 128;
+
+/** A fixed key, or a tag key (`s3:existingobjecttag/<Key>`, `s3:requestobjecttag/<Key>`). */
+export type ConditionKey =
+  (typeof CONDITION_KEYS)[number] | `${typeof EXISTING_TAG_PREFIX}${string}` | `${typeof REQUEST_TAG_PREFIX}${string}`;
+
+/** A request's condition values: one string, or for a multivalued key a list (empty when the request has none). */
+export type ConditionContext = Partial<Record<ConditionKey, string | readonly string[]>>;
+
+/** An object's tags as s3:ExistingObjectTag/<key> values (the door decides which actions carry them). */
+export function existingTagContext(tags: readonly { key: string; value: string }[]): ConditionContext {
+  const out: ConditionContext = {};
+  for (const t of tags) out[`${EXISTING_TAG_PREFIX}${t.key}`] = t.value;
+  return out;
+}
 
 /** What one request is, as a policy sees it. */
 export interface RequestFacts {
@@ -108,7 +153,7 @@ export interface RequestFacts {
   /** `bucket` or `bucket/key`: the resource ARN after `arn:aws:s3:::`. */
   resource: string;
   /** The request's condition values; a key absent here is absent from the request. */
-  context: Partial<Record<ConditionKey, string>>;
+  context: ConditionContext;
 }
 
 export type Verdict = 'deny' | 'allow' | 'none';
@@ -189,6 +234,8 @@ export interface BucketPolicy {
   version: string;
   id?: string;
   statements: PolicyStatement[];
+  /** Whether some condition reads an object's current tags (so a request must load them first) or a request's tags. */
+  uses: { existingTags: boolean; requestTags: boolean };
 }
 
 function fail(message: string): never {
@@ -239,7 +286,12 @@ export function parseBucketPolicy(text: string, bucket: string): BucketPolicy {
   const budget = { left: MAX_VALUES };
   const sids = new Set<string>();
   const statements = list.map((s) => parseStatement(s, bucket, budget, sids));
-  return { version: version as string, ...(typeof root.Id === 'string' ? { id: root.Id } : {}), statements };
+  const keys = statements.flatMap((s) => s.conditions.map((c) => c.key));
+  const uses = {
+    existingTags: keys.some((k) => k.startsWith(EXISTING_TAG_PREFIX)),
+    requestTags: keys.some((k) => k.startsWith(REQUEST_TAG_PREFIX) || k === 's3:requestobjecttagkeys'),
+  };
+  return { version: version as string, ...(typeof root.Id === 'string' ? { id: root.Id } : {}), statements, uses };
 }
 
 /** A field that is one string or a non-empty array of strings. */
@@ -353,8 +405,8 @@ function parseConditions(raw: unknown, budget: { left: number }): Condition[] {
     if (!base || (ifExists && base === 'Null')) fail(`Invalid Condition type : ${operator}`);
     if (!isObject(block)) fail(`Condition ${operator} must be an object`);
     for (const [rawKey, rawValues] of Object.entries(block as Record<string, unknown>)) {
-      const key = rawKey.toLowerCase() as ConditionKey;
-      if (!CONDITION_KEYS.includes(key)) fail(`Policy has an invalid condition key: ${rawKey.slice(0, 128)}`);
+      const key = conditionKey(rawKey);
+      if (key === undefined) fail(`Policy has an invalid condition key: ${rawKey.slice(0, 128)}`);
       const list = Array.isArray(rawValues) ? rawValues : [rawValues];
       if (list.length === 0) fail(`Condition ${operator} has no values for ${rawKey}`);
       budget.left -= list.length;
@@ -370,6 +422,17 @@ function parseConditions(raw: unknown, budget: { left: number }): Condition[] {
     }
   }
   return out;
+}
+
+/** The key as conditions compare it (see CONDITION_KEYS and EXISTING_TAG_PREFIX), or undefined when Cairn has no such key. */
+function conditionKey(raw: string): ConditionKey | undefined {
+  const lower = raw.toLowerCase();
+  for (const prefix of [EXISTING_TAG_PREFIX, REQUEST_TAG_PREFIX] as const) {
+    if (!lower.startsWith(prefix)) continue;
+    const tag = raw.slice(prefix.length);
+    return tag.length > 0 && [...tag].length <= MAX_TAG_KEY ? `${prefix}${tag}` : undefined;
+  }
+  return (CONDITION_KEYS as readonly string[]).includes(lower) ? (lower as ConditionKey) : undefined;
 }
 
 function checkValues(c: Condition, operator: string, key: string): void {
@@ -453,16 +516,32 @@ export function sourceAddress(raw: string | undefined): ipaddr.IPv4 | ipaddr.IPv
   return ipaddr.process(raw);
 }
 
-function conditionHolds(c: Condition, context: RequestFacts['context']): boolean {
-  const value = context[c.key];
-  if (c.base === 'Null') return c.values.some((v) => (value === undefined) === (v === 'true'));
-  if (value === undefined) {
+/**
+ * Whether a condition holds for the request, as IAM evaluates it
+ * (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition_operators.html,
+ * reference_policies_condition-single-vs-multi-valued-context-keys.html):
+ * a key absent from the request (or a multivalued one with no values)
+ * matches nothing, so a positive operator fails and a negated one holds,
+ * except that `...IfExists` and `ForAllValues:` hold and `ForAnyValue:`
+ * fails; `Null` asks only whether the key is absent. With values,
+ * `ForAllValues:` needs every one of the request's values to pass the
+ * operator, `ForAnyValue:` (and a plain operator, which for a single value
+ * is the same) one of them. A value passes a positive operator when it
+ * matches one of the condition's values, a negated one when it matches
+ * none. Work: request values x condition values comparisons.
+ */
+function conditionHolds(c: Condition, context: ConditionContext): boolean {
+  const raw = context[c.key];
+  const values: readonly string[] = raw === undefined ? [] : typeof raw === 'string' ? [raw] : raw;
+  if (c.base === 'Null') return c.values.some((v) => (values.length === 0) === (v === 'true'));
+  if (values.length === 0) {
     if (c.ifExists || c.set === 'all') return true;
     if (c.set === 'any') return false;
     return NEGATED.has(c.base);
   }
-  const anyMatches = c.values.some((v, i) => matches(c, value, v, i));
-  return NEGATED.has(c.base) ? !anyMatches : anyMatches;
+  const negated = NEGATED.has(c.base);
+  const passes = (value: string) => c.values.some((v, i) => matches(c, value, v, i)) !== negated;
+  return c.set === 'all' ? values.every(passes) : values.some(passes);
 }
 
 /** Whether the request's value matches one of the condition's values (for negated operators: the positive test). */

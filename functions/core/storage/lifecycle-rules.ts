@@ -16,7 +16,14 @@
  */
 import type { LifecycleRule, LifecycleTag } from '../data/lifecycle.js';
 
-const DAY_MS = 86_400_000;
+/**
+ * A lifecycle day. Every function here takes the day's length too
+ * (`dayMs`, this by default): CAIRN_LIFECYCLE_DAY_SECONDS makes it
+ * shorter for tests of the rules, as RGW's rgw_lc_debug_interval does;
+ * days are then counted from the epoch in that length, as midnights UTC
+ * are in days.
+ */
+export const DAY_MS = 86_400_000;
 
 /** What a rule's filter asks of an object, however it was written. */
 export interface RuleCriteria {
@@ -63,13 +70,14 @@ export function ruleApplies(rule: LifecycleRule, target: { key: string; size?: n
 }
 
 /** `from` plus `days`, rounded up to the next midnight UTC (a time already at midnight stays). */
-export function afterDays(from: string | number, days: number): number {
-  const at = (typeof from === 'number' ? from : Date.parse(from)) + days * DAY_MS;
-  return Math.ceil(at / DAY_MS) * DAY_MS;
+export function afterDays(from: string | number, days: number, dayMs = DAY_MS): number {
+  const at = (typeof from === 'number' ? from : Date.parse(from)) + days * dayMs;
+  return Math.ceil(at / dayMs) * dayMs;
 }
 
-/** The UTC day of a time, as YYYY-MM-DD. */
-export const utcDay = (at: number): string => new Date(at).toISOString().slice(0, 10);
+/** The UTC day of a time, as YYYY-MM-DD (for another day length, the ISO time its day starts at: the two order alike). */
+export const utcDay = (at: number, dayMs = DAY_MS): string =>
+  dayMs === DAY_MS ? new Date(at).toISOString().slice(0, 10) : new Date(Math.floor(at / dayMs) * dayMs).toISOString();
 
 /**
  * When the current version expires and by which rule: the earliest of the
@@ -78,13 +86,14 @@ export const utcDay = (at: number): string => new Date(at).toISOString().slice(0
 export function currentExpiry(
   rules: readonly LifecycleRule[],
   object: { key: string; size: number; tags?: LifecycleTag[]; lastModified: string },
+  dayMs = DAY_MS,
 ): { at: number; ruleId: string } | undefined {
   let best: { at: number; ruleId: string } | undefined;
   for (const rule of rules) {
     const exp = rule.expiration;
     if (!exp || (exp.days === undefined && exp.date === undefined)) continue;
     if (!ruleApplies(rule, object)) continue;
-    const at = exp.days !== undefined ? afterDays(object.lastModified, exp.days) : Date.parse(exp.date!);
+    const at = exp.days !== undefined ? afterDays(object.lastModified, exp.days, dayMs) : Date.parse(exp.date!);
     if (!best || at < best.at) best = { at, ruleId: rule.id };
   }
   return best;
@@ -94,11 +103,12 @@ export function currentExpiry(
 export function abortDate(
   rules: readonly LifecycleRule[],
   upload: { key: string; initiated: string },
+  dayMs = DAY_MS,
 ): { at: number; ruleId: string } | undefined {
   let best: { at: number; ruleId: string } | undefined;
   for (const rule of rules) {
     if (rule.abortAfterDays === undefined || !ruleApplies(rule, { key: upload.key })) continue;
-    const at = afterDays(upload.initiated, rule.abortAfterDays);
+    const at = afterDays(upload.initiated, rule.abortAfterDays, dayMs);
     if (!best || at < best.at) best = { at, ruleId: rule.id };
   }
   return best;
@@ -115,11 +125,12 @@ export function noncurrentExpired(
   since: string,
   index: number,
   now: number,
+  dayMs = DAY_MS,
 ): boolean {
   return rules.some((rule) => {
     const nc = rule.noncurrentExpiration;
     if (!nc || !ruleApplies(rule, version)) return false;
-    return index >= (nc.newerNoncurrentVersions ?? 0) && now >= afterDays(since, nc.noncurrentDays);
+    return index >= (nc.newerNoncurrentVersions ?? 0) && now >= afterDays(since, nc.noncurrentDays, dayMs);
   });
 }
 

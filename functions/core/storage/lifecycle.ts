@@ -37,7 +37,7 @@ import type { ObjectRecord } from '../data/objects.js';
 import { versionIdOf } from '../data/object-versions.js';
 import type { StoredVersion } from '../data/object-versions-store.js';
 import { NoSuchUploadError } from '../data/uploads.js';
-import { abortDate, currentExpiry, noncurrentExpired, removesLoneMarkers, utcDay } from './lifecycle-rules.js';
+import { abortDate, currentExpiry, DAY_MS, noncurrentExpired, removesLoneMarkers, utcDay } from './lifecycle-rules.js';
 
 export interface LifecycleOptions {
   /** The clock the rules are measured against (tests move it forward). */
@@ -48,6 +48,8 @@ export interface LifecycleOptions {
   maxMs?: number;
   /** Versions or uploads read per query. */
   pageSize?: number;
+  /** A lifecycle day in milliseconds (CAIRN_LIFECYCLE_DAY_SECONDS; a day by default): also how often a bucket's pass starts again. */
+  dayMs?: number;
 }
 
 export interface LifecycleResult {
@@ -79,6 +81,7 @@ export async function expireByLifecycle(services: LifecycleServices, options: Li
   const maxItems = options.maxItems ?? LIFECYCLE_DEFAULTS.maxItems;
   const maxMs = options.maxMs ?? LIFECYCLE_DEFAULTS.maxMs;
   const pageSize = options.pageSize ?? LIFECYCLE_DEFAULTS.pageSize;
+  const dayMs = options.dayMs ?? DAY_MS;
   const started = Date.now();
   const result: LifecycleResult = {
     buckets: 0,
@@ -91,7 +94,7 @@ export async function expireByLifecycle(services: LifecycleServices, options: Li
     failed: 0,
   };
   const runs = new LifecycleRuns(services.db);
-  const today = utcDay(now);
+  const today = utcDay(now, dayMs);
   const due: LifecycleRun[] = [];
   for await (const run of runs.all()) if (run.cursor || run.doneDay === undefined || run.doneDay < today) due.push(run);
   due.sort((a, b) => (a.touchedAt ?? 0) - (b.touchedAt ?? 0));
@@ -108,7 +111,7 @@ export async function expireByLifecycle(services: LifecycleServices, options: Li
       continue;
     }
     result.buckets++;
-    const pass = new BucketPass(services, bucket, rules ?? [], now, result, budget);
+    const pass = new BucketPass(services, bucket, rules ?? [], now, result, budget, dayMs);
     try {
       const cursor = await pass.run(run.cursor);
       if (cursor === undefined) result.passesDone++;
@@ -140,6 +143,7 @@ class BucketPass {
     private readonly now: number,
     private readonly result: LifecycleResult,
     private readonly budget: Budget,
+    private readonly dayMs: number,
   ) {}
 
   private get name() {
@@ -209,7 +213,7 @@ class BucketPass {
       return;
     }
     const record = version.record;
-    const expiry = currentExpiry(this.rules, record);
+    const expiry = currentExpiry(this.rules, record, this.dayMs);
     if (!expiry || this.now < expiry.at) return;
     try {
       await this.services.objects.delete(this.name, record.key, sameVersion(record), this.bucket.versioning);
@@ -224,7 +228,7 @@ class BucketPass {
       version.kind === 'object'
         ? { key: version.record.key, size: version.record.size, ...(version.record.tags ? { tags: version.record.tags } : {}) }
         : { key: version.marker.key };
-    if (!noncurrentExpired(this.rules, target, since, index, this.now)) return;
+    if (!noncurrentExpired(this.rules, target, since, index, this.now, this.dayMs)) return;
     const versionId = version.kind === 'object' ? versionIdOf(version.record) : version.marker.versionId;
     await this.services.objects.deleteVersion(this.name, target.key, versionId);
     this.result.noncurrentDeleted++;
@@ -242,7 +246,7 @@ class BucketPass {
         this.result.examined++;
         const { upload } = entry;
         cursor = { phase: 'uploads', key: upload.key, uploadId: upload.uploadId };
-        const due = abortDate(this.rules, upload);
+        const due = abortDate(this.rules, upload, this.dayMs);
         if (!due || this.now < due.at) continue;
         try {
           await this.services.uploads.end(upload);

@@ -55,6 +55,7 @@ export const deployResolvers = {
         ctx.services.deploys.listBySite(args.siteId, limit, after),
       ]);
       if (!ownSite(ctx, site)) return null;
+      ctx.loaders.knownSites([site]);
       const last = page.items[page.items.length - 1];
       return { deploys: page.items, nextToken: page.more && last ? tokens.issue(listing, last.id) : null };
     },

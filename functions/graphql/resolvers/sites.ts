@@ -15,12 +15,19 @@ interface PageArgs {
   nextToken?: string | null;
 }
 
+/** The caller's team's site, or null; kept for the request's deploy fields (Loaders.knownSites). */
+function known(ctx: GraphqlContext, site: Site | undefined): Site | null {
+  const own = ownSite(ctx, site);
+  ctx.loaders.knownSites([own]);
+  return own;
+}
+
 export const siteResolvers = {
   Query: {
     getSiteById: async (_: unknown, args: { siteId: string }, ctx: GraphqlContext) =>
-      ownSite(ctx, await ctx.services.sites.getById(args.siteId)),
+      known(ctx, await ctx.services.sites.getById(args.siteId)),
     getSiteBySlug: async (_: unknown, args: { slug: string }, ctx: GraphqlContext) =>
-      ownSite(ctx, await ctx.services.sites.getBySlug(args.slug)),
+      known(ctx, await ctx.services.sites.getBySlug(args.slug)),
     getSitesByTeam: async (_: unknown, args: { teamId: string } & PageArgs, ctx: GraphqlContext) => {
       const limit = pageSize(args.limit);
       if (!isOwnTeam(ctx, args.teamId)) return null;
@@ -28,6 +35,7 @@ export const siteResolvers = {
       const listing = { query: 'getSitesByTeam', args: { teamId: args.teamId } };
       const after = tokens.read(listing, args.nextToken);
       const page = await ctx.services.sites.listByTeam(args.teamId, limit, after);
+      ctx.loaders.knownSites(page.items);
       const last = page.items[page.items.length - 1];
       return { sites: page.items, nextToken: page.more && last ? tokens.issue(listing, siteCursor(last)) : null };
     },

@@ -15,6 +15,7 @@ import { ipfsHeaders } from '../../core/http/object-headers.js';
 import { ALGORITHMS, multipartChecksum } from '../checksums.js';
 import { writePrecondition } from '../conditions.js';
 import { presentedEtag, versionHeader, type S3Context } from '../context.js';
+import { expirationHeaders } from '../lifecycle.js';
 import { errors, S3Error } from '../errors.js';
 import { ingest, putRecord } from '../store.js';
 import { xmlResponse, type XmlNode } from '../xml.js';
@@ -209,7 +210,12 @@ function completeResult(ctx: S3Context, record: ObjectRecord, checksum: { algori
     Key: record.key,
     ETag: presentedEtag(ctx, record),
   };
-  const headers: Record<string, string> = { ...ipfsHeaders(record.cid), ...versionHeader(ctx, record) };
+  // The new object's expiry, as PutObject answers it (API_CompleteMultipartUpload.html: x-amz-expiration).
+  const headers: Record<string, string> = {
+    ...ipfsHeaders(record.cid),
+    ...versionHeader(ctx, record),
+    ...expirationHeaders(ctx.bucket!, record),
+  };
   if (checksum.algorithm) {
     body[checksumElement(checksum.algorithm)] = record.checksums?.[checksum.algorithm];
     body.ChecksumType = checksum.type;

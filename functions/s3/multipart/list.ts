@@ -5,6 +5,7 @@ import type { S3Context } from '../context.js';
 import { errors } from '../errors.js';
 import { encoding, xmlResponseInSlices } from '../list.js';
 import type { XmlNode } from '../xml.js';
+import { abortHeaders } from '../lifecycle.js';
 import { checksumElement, loadUpload } from './uploads.js';
 
 const MAX_LISTED = 1000;
@@ -29,26 +30,31 @@ export async function listParts(ctx: S3Context): Promise<Response> {
       ? { parts: [], truncated: (await ctx.services.uploads.parts(upload.uploadId, marker, 1)).parts.length > 0 }
       : await ctx.services.uploads.parts(upload.uploadId, Math.min(marker, MAX_PART_NUMBER), maxParts);
   const who = await owner(ctx, upload.ownerId);
-  return xmlResponseInSlices('ListPartsResult', {
-    Bucket: upload.bucket,
-    Key: encode(upload.key),
-    UploadId: upload.uploadId,
-    PartNumberMarker: marker,
-    NextPartNumberMarker: parts.length ? parts.at(-1)!.partNumber : undefined,
-    MaxParts: maxParts,
-    IsTruncated: truncated,
-    Part: parts.map((p) => {
-      const node: XmlNode = { PartNumber: p.partNumber, LastModified: p.lastModified, ETag: `"${p.etag}"`, Size: p.size };
-      for (const [algorithm, value] of Object.entries(p.checksums ?? {})) node[checksumElement(algorithm)] = value;
-      return node;
-    }),
-    Initiator: who,
-    Owner: who,
-    StorageClass: 'STANDARD',
-    ChecksumAlgorithm: upload.checksumAlgorithm?.toUpperCase(),
-    ChecksumType: upload.checksumAlgorithm ? upload.checksumType : undefined,
-    EncodingType: type,
-  });
+  // When a rule will abort the upload, ListParts says so as CreateMultipartUpload did (API_ListParts.html: x-amz-abort-date, x-amz-abort-rule-id).
+  return xmlResponseInSlices(
+    'ListPartsResult',
+    {
+      Bucket: upload.bucket,
+      Key: encode(upload.key),
+      UploadId: upload.uploadId,
+      PartNumberMarker: marker,
+      NextPartNumberMarker: parts.length ? parts.at(-1)!.partNumber : undefined,
+      MaxParts: maxParts,
+      IsTruncated: truncated,
+      Part: parts.map((p) => {
+        const node: XmlNode = { PartNumber: p.partNumber, LastModified: p.lastModified, ETag: `"${p.etag}"`, Size: p.size };
+        for (const [algorithm, value] of Object.entries(p.checksums ?? {})) node[checksumElement(algorithm)] = value;
+        return node;
+      }),
+      Initiator: who,
+      Owner: who,
+      StorageClass: 'STANDARD',
+      ChecksumAlgorithm: upload.checksumAlgorithm?.toUpperCase(),
+      ChecksumType: upload.checksumAlgorithm ? upload.checksumType : undefined,
+      EncodingType: type,
+    },
+    abortHeaders(ctx.bucket!, upload),
+  );
 }
 
 export async function listMultipartUploads(ctx: S3Context): Promise<Response> {

@@ -64,12 +64,18 @@ export function canonicalQuery(rawQuery: string, omit?: string): string {
   return pairs.map(([k, v]) => `${k}=${v}`).join('&');
 }
 
+/**
+ * Each signed header as `name:value`, the value trimmed and its runs of
+ * spaces made one. Values are ByteStrings (header-bytes.ts), so "space" is
+ * SigV4's, the bytes 0x20 and 0x09, never what a JavaScript `\s` also
+ * takes: 0xA0 is a UTF-8 continuation byte (the second of "à", C3 A0).
+ */
 export function canonicalHeaders(headers: Headers, signed: readonly string[]): string | undefined {
   let out = '';
   for (const name of signed) {
     const value = headers.get(name);
     if (value === null) return undefined;
-    out += `${name}:${value.trim().replace(/\s+/g, ' ')}\n`;
+    out += `${name}:${value.replace(/^[ \t]+|[ \t]+$/g, '').replace(/[ \t]+/g, ' ')}\n`;
   }
   return out;
 }
@@ -102,8 +108,15 @@ export function signingKey(secret: string, date: string, region: string, service
   return key;
 }
 
+/**
+ * The canonical request is hashed as the bytes the client signed: its
+ * header values are ByteStrings (one character a byte, as the doors hand
+ * them over; see functions/core/http/header-bytes.ts) and everything else
+ * in it is ASCII, so Latin-1 gives back exactly the bytes sent, UTF-8 or
+ * not (hashing its UTF-8 would turn each byte over 0x7F into two).
+ */
 export function stringToSign(amzDate: string, scope: string, canonicalRequestText: string): string {
-  return `${ALGORITHM}\n${amzDate}\n${scope}\n${sha256Hex(canonicalRequestText)}`;
+  return `${ALGORITHM}\n${amzDate}\n${scope}\n${sha256Hex(Buffer.from(canonicalRequestText, 'latin1'))}`;
 }
 
 export function signaturesEqual(expected: string, provided: string): boolean {
