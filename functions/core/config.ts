@@ -3,6 +3,7 @@
  * Every variable is documented in the README; a bad value throws a ConfigError
  * whose message is one line naming the variable.
  */
+import { createHmac } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { TableName } from './data/tables.js';
 
@@ -14,6 +15,44 @@ export class ConfigError extends Error {
     super(`${variable}: ${message}`);
     this.name = 'ConfigError';
   }
+}
+
+/**
+ * A TSIG key (RFC 8945) for signing DNS updates. The secret is a private
+ * field: it is in no JSON, no `util.inspect` and no log line of the
+ * config, and only the signer reads it.
+ */
+export class TsigKey {
+  readonly #secret: Buffer;
+  constructor(
+    /** The key's name, as the server knows it (lower case, no trailing dot). */
+    readonly name: string,
+    readonly algorithm: 'hmac-sha256' | 'hmac-sha384' | 'hmac-sha512',
+    secret: Buffer,
+  ) {
+    this.#secret = Buffer.from(secret);
+  }
+  /** An HMAC over `data` with the key. */
+  mac(data: Buffer): Buffer {
+    return createHmac(this.algorithm.slice(5), this.#secret).update(data).digest();
+  }
+  toJSON() {
+    return { name: this.name, algorithm: this.algorithm, secret: '(redacted)' };
+  }
+  [Symbol.for('nodejs.util.inspect.custom')]() {
+    return `TsigKey(${this.name}, ${this.algorithm})`;
+  }
+}
+
+export interface DnsLinkSettings {
+  /** The zones whose `_dnslink` records Cairn writes (CAIRN_DNSLINK_ZONES): lower case, no trailing dot. */
+  zones: string[];
+  /** Route 53 hosted zone ids by zone name, where given (`name=ZONEID`); the others are found by name. */
+  hostedZoneIds: Record<string, string>;
+  /** The DNS server that takes RFC 2136 updates (CAIRN_DNSLINK_SERVER); without it, in AWS, Route 53. */
+  server?: { host: string; port: number };
+  /** The TSIG key the updates are signed with (CAIRN_DNSLINK_TSIG). */
+  tsig?: TsigKey;
 }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -131,6 +170,10 @@ export interface Config {
       /** How often certificates are checked for renewal, in seconds. */
       checkEverySeconds: number;
     };
+    /** DNSLink records Cairn writes for sites' primary domains (core/hosting/dnslink.ts); none when no zone is named. */
+    dnslink: DnsLinkSettings;
+    /** The gateway resolves `_dnslink.<host>` for Host headers that are no site's (CAIRN_GATEWAY_DNSLINK; off by default). */
+    gatewayDnsLink: boolean;
   };
   /** Site builds on this machine (functions/local/bwrap-runner.ts). */
   build: {
@@ -503,18 +546,7 @@ function gitHostApis(env: Env): Record<string, GitHostApi> {
 /** CAIRN_DNS_RESOLVER, CAIRN_DOMAIN_ADDRESSES, CAIRN_DOMAINS_PER_SITE and _PER_TEAM, CAIRN_HTTPS_PORT and the ACME settings. */
 function domainSettings(env: Env): Config['domains'] {
   const rawResolver = opt(env, 'CAIRN_DNS_RESOLVER');
-  let resolver: Config['domains']['resolver'];
-  if (rawResolver !== undefined) {
-    const m = /^(?:\[([0-9a-f:.]+)\]|([0-9.]+)):(\d{1,5})$/i.exec(rawResolver);
-    const host = m?.[1] ?? m?.[2];
-    const portNumber = Number(m?.[3]);
-    if (!host || isIP(host) === 0 || !(portNumber >= 1 && portNumber <= 65535))
-      throw new ConfigError(
-        'CAIRN_DNS_RESOLVER',
-        `must be an IP address and port (like "127.0.0.1:53" or "[::1]:53"), got "${rawResolver}"`,
-      );
-    resolver = { host, port: portNumber };
-  }
+  const resolver = rawResolver === undefined ? undefined : serverAddress('CAIRN_DNS_RESOLVER', rawResolver);
   const addresses = (opt(env, 'CAIRN_DOMAIN_ADDRESSES') ?? '')
     .split(',')
     .map((a) => a.trim().toLowerCase())
@@ -553,7 +585,64 @@ function domainSettings(env: Env): Config['domains'] {
     tenants: tenantDistribution && connectionGroup ? { distributionId: tenantDistribution, connectionGroupId: connectionGroup } : undefined,
     httpsPort: https === undefined ? undefined : port(env, 'CAIRN_HTTPS_PORT', 443),
     acme,
+    dnslink: dnsLinkSettings(env),
+    gatewayDnsLink: bool(env, 'CAIRN_GATEWAY_DNSLINK', false),
   };
+}
+
+const DNS_NAME = /^(?=.{1,253}$)([a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9])?)(\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9])?)*$/;
+
+/** `host:port` with an IP address (`[v6]:port` for IPv6), as CAIRN_DNS_RESOLVER and CAIRN_DNSLINK_SERVER take it. */
+function serverAddress(name: string, raw: string): { host: string; port: number } {
+  const m = /^(?:\[([0-9a-f:.]+)\]|([0-9.]+)):(\d{1,5})$/i.exec(raw);
+  const host = m?.[1] ?? m?.[2];
+  const portNumber = Number(m?.[3]);
+  if (!host || isIP(host) === 0 || !(portNumber >= 1 && portNumber <= 65535))
+    throw new ConfigError(name, `must be an IP address and port (like "127.0.0.1:53" or "[::1]:53"), got "${raw}"`);
+  return { host, port: portNumber };
+}
+
+/** CAIRN_DNSLINK_ZONES, CAIRN_DNSLINK_SERVER and CAIRN_DNSLINK_TSIG. */
+function dnsLinkSettings(env: Env): DnsLinkSettings {
+  const zones: string[] = [];
+  const hostedZoneIds: Record<string, string> = {};
+  for (const entry of (opt(env, 'CAIRN_DNSLINK_ZONES') ?? '')
+    .split(',')
+    .map((z) => z.trim())
+    .filter((z) => z !== '')) {
+    const [rawName, id] = entry.split('=', 2) as [string, string | undefined];
+    const zone = rawName.toLowerCase().replace(/\.$/, '');
+    if (!DNS_NAME.test(zone) || !zone.includes('.'))
+      throw new ConfigError(
+        'CAIRN_DNSLINK_ZONES',
+        `must be zone names separated by commas (like "example.com" or "example.com=Z0123456789ABC"), got "${entry.slice(0, 80)}"`,
+      );
+    if (id !== undefined && !/^[A-Z0-9]{1,32}$/.test(id))
+      throw new ConfigError('CAIRN_DNSLINK_ZONES', `"${id.slice(0, 40)}" is not a Route 53 hosted zone id (like Z0123456789ABC)`);
+    zones.push(zone);
+    if (id) hostedZoneIds[zone] = id;
+  }
+  const rawServer = opt(env, 'CAIRN_DNSLINK_SERVER');
+  const server = rawServer === undefined ? undefined : serverAddress('CAIRN_DNSLINK_SERVER', rawServer);
+  const rawTsig = opt(env, 'CAIRN_DNSLINK_TSIG');
+  let tsig: TsigKey | undefined;
+  if (rawTsig !== undefined) {
+    // The value holds the secret: no message repeats it.
+    const m = /^([A-Za-z0-9._-]{1,253}):(hmac-sha256|hmac-sha384|hmac-sha512):([A-Za-z0-9+/]+={0,2})$/.exec(rawTsig);
+    const name = m?.[1]?.toLowerCase().replace(/\.$/, '');
+    const secret = m ? Buffer.from(m[3]!, 'base64') : Buffer.alloc(0);
+    if (!m || !name || !DNS_NAME.test(name))
+      throw new ConfigError(
+        'CAIRN_DNSLINK_TSIG',
+        'must be name:algorithm:base64 secret, the algorithm hmac-sha256, hmac-sha384 or hmac-sha512',
+      );
+    if (secret.length < 16) throw new ConfigError('CAIRN_DNSLINK_TSIG', 'the secret must be at least 16 bytes (RFC 8945 section 6)');
+    tsig = new TsigKey(name, m[2] as TsigKey['algorithm'], secret);
+  }
+  if (server && zones.length === 0)
+    throw new ConfigError('CAIRN_DNSLINK_SERVER', 'needs CAIRN_DNSLINK_ZONES: the zones it takes updates for');
+  if (server && !tsig) throw new ConfigError('CAIRN_DNSLINK_SERVER', 'needs CAIRN_DNSLINK_TSIG: updates are signed');
+  return { zones, hostedZoneIds, server, tsig };
 }
 
 function absolutePath(env: Env, name: string, fallback: string): string {

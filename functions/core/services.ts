@@ -46,6 +46,7 @@ import type { LeafHasher } from './hashing/leaf-hasher.js';
 import type { Mailer } from './ports/mail.js';
 import type { StagedPartStore } from './ports/staged-parts.js';
 import { noDomainCertificates, type DomainCertificates } from './ports/domain-certificates.js';
+import { noDnsLinkZone, type DnsLinkZone } from './ports/dnslink-zone.js';
 
 export interface Services {
   config: Config;
@@ -87,6 +88,8 @@ export interface Services {
   domains: DomainStore;
   /** Gets verified domains their certificates (ACME on one machine) and gives the gateway what it serves them with. */
   domainCertificates: DomainCertificates;
+  /** The DNS zones sites' DNSLink records are written in (RFC 2136 locally, Route 53 in AWS); none when no zone is configured. */
+  dnsLink: DnsLinkZone;
   deploys: DeployStore;
   /** Sites' webhook secrets, repository tokens (both sealed) and build hooks. */
   siteSecrets: SiteSecretStore;
@@ -155,8 +158,8 @@ export type LifecycleServices = Pick<Services, 'db' | 'logger' | 'buckets' | 'ob
 /** The integrity check (npm run fsck): every object's DAG read back, the pin index rebuilt. */
 export type IntegrityServices = Pick<Services, 'db' | 'gate' | 'ipfs' | 'logger' | 'objects'>;
 
-/** What a site's change reaches outside the database: the CDN's cache and its map of site hosts, and its IPNS record (core/hosting). */
-export type SiteEdgeServices = Pick<Services, 'cdn' | 'deploys' | 'domains' | 'ipnsNames' | 'logger' | 'siteHosts' | 'sites'>;
+/** What a site's change reaches outside the database: the CDN's cache and its map of site hosts, its IPNS record and its DNSLink records (core/hosting). */
+export type SiteEdgeServices = Pick<Services, 'cdn' | 'deploys' | 'dnsLink' | 'domains' | 'ipnsNames' | 'logger' | 'siteHosts' | 'sites'>;
 
 /** The S3-compatible door: keys to authenticate, buckets and objects, multipart uploads, the block store. */
 export type StorageServices = Pick<
@@ -216,6 +219,8 @@ export interface Adapters {
   domainCertificates?: DomainCertificates;
   /** The same, where they live at the CDN and keep their own records (AWS: CloudFront tenants), made over the services' stores. */
   edgeDomains?(parts: { db: Database; domains: DomainStore; cdn: CdnPurger; siteHosts: SiteHostMap; logger: Logger }): DomainCertificates;
+  /** Where sites' DNSLink records are written; nowhere when absent. */
+  dnsLink?: DnsLinkZone;
 }
 
 export interface ServiceOptions {
@@ -259,6 +264,7 @@ export async function createServices(config: Config, adapters: Adapters, options
     domains,
     domainCertificates:
       adapters.domainCertificates ?? adapters.edgeDomains?.({ db, domains, cdn, siteHosts, logger }) ?? noDomainCertificates,
+    dnsLink: adapters.dnsLink ?? noDnsLinkZone,
     deploys: new DeployStore(db),
     siteSecrets: new SiteSecretStore(db, sealer),
     ipnsNames: new IpnsNameStore(db, sealer),

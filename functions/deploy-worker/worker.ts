@@ -43,6 +43,7 @@ import { askForPreview } from './steps/announce.js';
 import { KEPT_REPOSITORIES, runningLimitMs } from './limits.js';
 import { awsBuildRunner, awsPreviewTaker } from '../aws/adapters.js';
 import { republishSiteNames } from '../core/hosting/ipns-names.js';
+import { retryDnsLinks } from '../core/hosting/dnslink.js';
 
 /** What the worker's messages reach: the pipeline, a notification's delivery, a CDN change put off. */
 export type WorkerServices = PipelineServices & NotificationSendServices & SiteEdgeServices;
@@ -163,16 +164,21 @@ export interface TickResult {
   leftovers: LeftoverSweep;
   /** Sites' IPNS records signed again (core/hosting/ipns-names.ts). */
   republished: number;
+  /** DNSLink records written again after a failed write (core/hosting/dnslink.ts). */
+  dnsLinks: number;
 }
 
 /** A queued deploy this old has surely lost its message (the worker takes one within seconds). */
 const LOST_MESSAGE_MS = 5 * 60_000;
 
-/** What the minute's tick reads and writes: queued and running deploys, the queue, a stuck deploy's log and notifications, collection, sites' IPNS records. */
+/** What the minute's tick reads and writes: queued and running deploys, the queue, a stuck deploy's log and notifications, collection, sites' IPNS records, DNSLink records to write again. */
 export type TickServices = CollectionServices &
   LifecycleServices &
   NotifyServices &
-  Pick<Services, 'config' | 'deployLogs' | 'deployQueue' | 'deploys' | 'domainCertificates' | 'ipnsNames' | 'logger' | 'sites'>;
+  Pick<
+    Services,
+    'config' | 'deployLogs' | 'deployQueue' | 'deploys' | 'dnsLink' | 'domainCertificates' | 'domains' | 'ipnsNames' | 'logger' | 'sites'
+  >;
 
 export async function runScheduledTick(services: TickServices, batch = 10, now = new Date()): Promise<TickResult> {
   const log = services.logger.child({ fn: 'deploy-worker' });
@@ -201,7 +207,11 @@ export async function runScheduledTick(services: TickServices, batch = 10, now =
   const republished = await republishSiteNames({ ...services, logger: log }, now);
   // Sites' own domains waiting on the CDN (AWS: certificates being issued, tenants being let go).
   await services.domainCertificates.settle?.();
-  return { queued: queued.length, requeued, timedOut, collected, leftovers, republished, ...(lifecycle ? { lifecycle } : {}) };
+  const dnsLinks = await retryDnsLinks({ ...services, logger: log }, now).catch((err: unknown) => {
+    log.warn('writing DNSLink records again failed; tried again at the next tick', { err });
+    return 0;
+  });
+  return { queued: queued.length, requeued, timedOut, collected, leftovers, republished, dnsLinks, ...(lifecycle ? { lifecycle } : {}) };
 }
 
 /**

@@ -35,6 +35,7 @@ export type GraphqlServices = Pick<
   | 'deployLogs'
   | 'deployQueue'
   | 'deploys'
+  | 'dnsLink'
   | 'domainCertificates'
   | 'domains'
   | 'invitations'

@@ -17,6 +17,7 @@ import { inlineLeafHasher, ownHashThread, RemoteHashing, type HashChannel } from
 import { configuredStores } from '../adapters/stores.js';
 import { LocalUploadGate } from './upload-gate.js';
 import type { DomainCertificates } from '../core/ports/domain-certificates.js';
+import { rfc2136Zone } from './rfc2136-dnslink-zone.js';
 
 /** What the local server runs itself, built before its services and started with them. */
 export interface LocalParts {
@@ -62,6 +63,8 @@ export async function localAdapters(config: Config, parts: LocalParts = {}): Pro
     notificationOutbox: parts.notificationOutbox ?? recordOnlyOutbox,
     siteCache: parts.siteCache,
     domainCertificates: parts.domainCertificates,
+    // DNSLink records by RFC 2136 updates, where CAIRN_DNSLINK_SERVER names a server.
+    dnsLink: rfc2136Zone(config),
     cdn: parts.siteCache ?? noCdn,
     // No CDN maps hosts: the gateway reads the Host itself.
     siteHosts: noSiteHostMap,

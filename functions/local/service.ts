@@ -34,6 +34,7 @@ import { AcmeCertificates } from './acme-certificates.js';
 import { KEPT_REPOSITORIES } from '../deploy-worker/limits.js';
 import { mirrorsIdle } from '../deploy-worker/steps/checkout/mirrors.js';
 import { republishSiteNames } from '../core/hosting/ipns-names.js';
+import { retryDnsLinks } from '../core/hosting/dnslink.js';
 
 export interface LocalService {
   config: Config;
@@ -237,13 +238,16 @@ export async function startLocalService(config: Config, logger: Logger = createL
       }, gcEvery * 1000);
       collector.unref();
     }
-    // Sites' IPNS records are signed again every 4 hours (a record is valid 48): checked each minute, as the AWS tick does.
+    // Sites' IPNS records are signed again every 4 hours (a record is valid 48), and failed DNSLink writes retried: checked each minute, as the AWS tick does.
     let republishing = false;
     republisher = setInterval(() => {
       if (republishing) return;
       republishing = true;
       republishSiteNames(services)
         .catch((err: unknown) => logger.warn('signing site IPNS records again failed; tried again in a minute', { err }))
+        // DNSLink records whose write failed, written again (retryDnsLinks logs each failure itself).
+        .then(() => retryDnsLinks(services))
+        .catch((err: unknown) => logger.warn('writing DNSLink records again failed; tried again in a minute', { err }))
         .finally(() => (republishing = false));
     }, 60_000);
     republisher.unref();

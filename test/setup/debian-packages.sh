@@ -3,12 +3,13 @@
 # tests drive, only those missing, and says which. The S3 client tests run
 # the AWS CLI, boto3, rclone and s3cmd against Cairn; the browser tests run
 # Chromium; the deploy tests build in bubblewrap against a git server,
-# and with slirp4netns and iproute2 for the outside network. Needs root or
+# and with slirp4netns and iproute2 for the outside network; pebble is the
+# ACME CA and its DNS, knot the DNS server DNSLink updates go to. Needs root or
 # password-less sudo; without either it names the one command to run and
 # stops.
 set -euo pipefail
 
-PACKAGES=(awscli python3-boto3 rclone s3cmd chromium bubblewrap slirp4netns iproute2 git pebble)
+PACKAGES=(awscli python3-boto3 rclone s3cmd chromium bubblewrap slirp4netns iproute2 git pebble knot)
 
 if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
   echo "npm test: this is not a Debian machine; the tests need: ${PACKAGES[*]} (Debian package names)." >&2

@@ -79,6 +79,8 @@ const SECONDS = {
   'test/components/api-key-checks.test.ts': 3,
   'test/components/site-lookups.test.ts': 3,
   'test/api/domains.test.ts': 20,
+  'test/api/dnslink.test.ts': 40,
+  'test/unit/dns-wire.test.ts': 2,
   'test/cli/domains.test.ts': 55,
   'test/system/domains-acme.test.ts': 50,
   'test/system/graphql-memory.test.ts': 25,

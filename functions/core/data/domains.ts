@@ -7,6 +7,7 @@
  *   DOMAIN#<name> / DOMAIN          the claim: which site the name serves (written when it is verified)
  *   DOMAIN#<name> / CERT            its certificate and sealed private key   gsi1: CERTS / <notAfter>#<name>
  *   ACME#<directory> / ACCOUNT      the ACME account's sealed key
+ *   DOMAIN#<name> / DNSLINK         its DNSLink record is to be written again  gsi1: DNSLINK / <due>#<name>
  *
  * A name may be added to several sites, but only one holds its claim: a
  * conditional write keyed by the name, so two sites never serve one host.
@@ -410,6 +411,34 @@ export class DomainStore {
       }),
     );
     return (out.Items ?? []).map((i) => ({ domain: i.domain as string, siteId: i.siteId as string, notAfter: i.notAfter as string }));
+  }
+
+  /** Marks the name's DNSLink record to be written again from `due` (a failed write: the scheduled work retries it). */
+  async putDnsLinkRetry(domain: string, due: Date, attempt: number): Promise<void> {
+    await this.db.doc.send(
+      new PutCommand({
+        TableName: this.table,
+        Item: { pk: `${PREFIX}${domain}`, sk: 'DNSLINK', gsi1pk: 'DNSLINK', gsi1sk: `${due.toISOString()}#${domain}`, domain, attempt },
+      }),
+    );
+  }
+
+  async clearDnsLinkRetry(domain: string): Promise<void> {
+    await this.db.doc.send(new DeleteCommand({ TableName: this.table, Key: { pk: `${PREFIX}${domain}`, sk: 'DNSLINK' } }));
+  }
+
+  /** Names whose DNSLink record is due to be written again, soonest first, at most `limit`. */
+  async dnsLinkRetriesDue(now: Date, limit: number): Promise<Array<{ domain: string; attempt: number }>> {
+    const out = await this.db.doc.send(
+      new QueryCommand({
+        TableName: this.table,
+        IndexName: 'gsi1',
+        KeyConditionExpression: 'gsi1pk = :d AND gsi1sk < :n',
+        ExpressionAttributeValues: { ':d': 'DNSLINK', ':n': `${now.toISOString()}#~` },
+        Limit: limit,
+      }),
+    );
+    return (out.Items ?? []).map((i) => ({ domain: i.domain as string, attempt: Number(i.attempt) || 1 }));
   }
 
   /** The ACME account's key, opened; undefined before the first account is made. */

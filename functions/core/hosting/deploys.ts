@@ -14,6 +14,7 @@ import { syncSiteHosts } from './site-host-map.js';
 import { notifyDeploy, recordCommitStatus, type NotifyServices, type StatusRecordServices } from './notifications.js';
 import { parseCid } from '../ipfs/cid.js';
 import { syncSiteName } from './ipns-names.js';
+import { syncSiteDnsLinks } from './dnslink.js';
 
 /** Owner and name for the deploy's `repository`, from a URL the site already holds. */
 function ownerAndName(url: string): { owner: string | null; name: string | null } {
@@ -328,7 +329,8 @@ export async function cancelDeploy(
  * CloudFront's 15 slots). The site is read consistently, so a publish that
  * has just happened is seen; a site that cannot be read is purged anyway.
  * Every publish comes through here, so here the site's IPNS name is made
- * to point at its published deploy (ipns-names.ts).
+ * to point at its published deploy (ipns-names.ts), and its domains'
+ * DNSLink records where Cairn writes their zone (dnslink.ts).
  */
 export async function purgeSite(services: SiteEdgeServices, siteId: string): Promise<void> {
   let site: Site | undefined | 'unread';
@@ -349,6 +351,8 @@ export async function purgeSite(services: SiteEdgeServices, siteId: string): Pro
     } catch (err) {
       services.logger.warn('could not sign the site IPNS record', { siteId, err });
     }
+    // Never rejects: a failed write is marked for the scheduled work.
+    await syncSiteDnsLinks(services, site.id);
   }
 }
 

@@ -27,10 +27,12 @@ import type { RateLimit } from '../data/rate-limits.js';
 import { hostOf, isApex, normalizeDomain, pairOf } from './domain-names.js';
 import { DnsLookupError, type DomainDns } from './domain-dns.js';
 import { syncSiteHosts } from './site-host-map.js';
+import { syncDnsLink } from './dnslink.js';
+import { dnsLinkName } from '../ports/dnslink-zone.js';
 
 export type DomainServices = Pick<
   Services,
-  'config' | 'logger' | 'domains' | 'rateLimits' | 'cdn' | 'domainCertificates' | 'siteHosts' | 'sites'
+  'config' | 'logger' | 'domains' | 'rateLimits' | 'cdn' | 'domainCertificates' | 'siteHosts' | 'dnsLink' | 'sites' | 'deploys'
 >;
 
 export interface DnsRecord {
@@ -65,8 +67,13 @@ export const siteAddress = (site: Pick<Site, 'slug'>, config: Pick<Services['con
 export const domainTarget = (site: Pick<Site, 'slug'>, config: Pick<Services['config'], 'sites' | 'domains'>) =>
   config.domains.target ?? siteAddress(site, config);
 
-/** What the domain's owner must create: where it points, and the TXT proof of ownership (needed only to take it from another site). */
-export function dnsRecordsOf(domain: SiteDomain, site: Pick<Site, 'slug'>, config: Services['config']): DnsRecord[] {
+/**
+ * What the domain's owner must create: where it points, the TXT proof of
+ * ownership (needed only to take it from another site), and for a primary
+ * domain whose zone Cairn does not write, its DNSLink record carrying the
+ * published root (`dnsLink`, changed by every publish).
+ */
+export function dnsRecordsOf(domain: SiteDomain, site: Pick<Site, 'slug'>, config: Services['config'], dnsLink?: string): DnsRecord[] {
   const target = domainTarget(site, config);
   const records: DnsRecord[] = [];
   if (isApex(domain.domain) && config.domains.addresses.length > 0) {
@@ -77,6 +84,8 @@ export function dnsRecordsOf(domain: SiteDomain, site: Pick<Site, 'slug'>, confi
   } else {
     records.push({ type: 'CNAME', name: domain.domain, value: target });
   }
+  if (dnsLink && domain.primary) records.push({ type: 'TXT', name: dnsLinkName(domain.domain), value: `dnslink=${dnsLink}` });
+  // The proof last, where the web app and the command line have always found it.
   records.push({ type: 'TXT', name: challengeName(domain.domain), value: domain.token });
   return records;
 }
@@ -182,6 +191,7 @@ export async function verifyDomain(services: DomainServices, site: Site, input: 
     await services.domainCertificates.released(domain);
   }
   await purge(services, site.id);
+  await syncDnsLink(services, domain);
   if (next === 'ISSUING_CERTIFICATE') await services.domainCertificates.request(site.id, domain);
   return (await services.domains.get(site.id, domain)) ?? record;
 }
@@ -193,6 +203,8 @@ export async function removeDomain(services: DomainServices, site: Site, input: 
   if (!removed) return false;
   await services.domainCertificates.released(record.domain);
   await purge(services, site.id);
+  // No claim left (or another site's): the record goes, or becomes the holder's.
+  await syncDnsLink(services, record.domain);
   return true;
 }
 
@@ -206,14 +218,22 @@ export async function setPrimaryDomain(services: DomainServices, site: Site, inp
   // Where a CDN maps hosts (AWS), the pair's entries say which one redirects.
   await syncSiteHosts(services, record.domain, pairOnSite?.domain);
   await purge(services, site.id);
+  await syncDnsLink(services, record.domain);
+  if (pairOnSite) await syncDnsLink(services, pairOnSite.domain);
   return (await services.domains.get(site.id, record.domain)) ?? record;
 }
 
-/** A deleted site's domains, claims and certificates. */
-export async function deleteSiteDomains(services: Pick<Services, 'domains' | 'domainCertificates'>, siteId: string): Promise<void> {
+/** A deleted site's domains, claims, certificates and DNSLink records. */
+export async function deleteSiteDomains(
+  services: Pick<Services, 'deploys' | 'dnsLink' | 'domains' | 'domainCertificates' | 'logger' | 'sites'>,
+  siteId: string,
+): Promise<void> {
   const domains = await services.domains.list(siteId);
   await services.domains.deleteAllOfSite(siteId);
-  for (const d of domains) await services.domainCertificates.released(d.domain);
+  for (const d of domains) {
+    await services.domainCertificates.released(d.domain);
+    await syncDnsLink(services, d.domain);
+  }
 }
 
 async function purge(services: Pick<Services, 'cdn' | 'logger'>, siteId: string): Promise<void> {

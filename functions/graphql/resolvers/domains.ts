@@ -10,6 +10,7 @@ import type { SiteDomain } from '../../core/data/domains.js';
 import type { Site } from '../../core/data/sites.js';
 import { domainDns, type DomainDns } from '../../core/hosting/domain-dns.js';
 import { addDomain, DomainError, dnsRecordsOf, removeDomain, setPrimaryDomain, verifyDomain } from '../../core/hosting/domains.js';
+import { dnsLinkPath } from '../../core/hosting/dnslink.js';
 import type { GraphqlContext } from '../context.js';
 import { badInput, graphqlError, notFound } from '../errors.js';
 import { requireSite, requireTeamRole } from './access.js';
@@ -73,6 +74,12 @@ export const domainResolvers = {
       (await ctx.services.domains.list(site.id)).map((d) => ({ ...d, site })),
   },
   Domain: {
-    dnsRecords: (domain: DomainAnswer, _: unknown, ctx: GraphqlContext) => dnsRecordsOf(domain, domain.site, ctx.services.config),
+    dnsRecords: async (domain: DomainAnswer, _: unknown, ctx: GraphqlContext) => {
+      // Where Cairn writes the zone it keeps the DNSLink record itself; elsewhere the owner is shown it, current with the last publish.
+      const { site } = domain;
+      const shown = domain.primary && site.publishedDeployId && !ctx.services.dnsLink.manages(domain.domain);
+      const deploy = shown ? await ctx.loaders.deploy.load({ siteId: site.id, deployId: site.publishedDeployId! }) : undefined;
+      return dnsRecordsOf(domain, site, ctx.services.config, deploy?.ipfsHash ? dnsLinkPath(deploy.ipfsHash) : undefined);
+    },
   },
 };
