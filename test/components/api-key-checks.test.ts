@@ -6,7 +6,9 @@
  * same table, as a second Lambda container would be) within a second.
  */
 import type { Database } from '../../functions/core/data/dynamo.js';
-import { API_KEY_CHECK_MS, ApiKeyStore } from '../../functions/core/data/api-keys.js';
+import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { API_KEY_CHECK_MS, ApiKeyStore, apiKeyItems, newApiKeyRecord } from '../../functions/core/data/api-keys.js';
+import { newApiToken } from '../../functions/core/ids.js';
 import { startEmbeddedDb, type EmbeddedDb } from '../support/embedded-db.js';
 
 let embedded: EmbeddedDb;
@@ -42,12 +44,24 @@ test('a check is remembered briefly: repeated requests with one key read it once
   const caller = { teamId: 'team-remembered', accountId: 'account-1', apiKeyId: apiKey.id };
   for (let i = 0; i < 20; i++) expect(await store.caller(key)).toEqual(caller);
   expect(reads()).toBe(1);
-  // An unknown key is remembered as unknown too (a flood of bad keys is not a flood of reads).
+  // An unknown key is not remembered: each check reads.
   for (let i = 0; i < 5; i++) expect(await store.caller(`${key}x`)).toBeUndefined();
-  expect(reads()).toBe(2);
+  expect(reads()).toBe(6);
   await new Promise((r) => setTimeout(r, API_KEY_CHECK_MS + 50));
   expect(await store.caller(key)).toEqual(caller);
-  expect(reads()).toBe(3);
+  expect(reads()).toBe(7);
+});
+
+test('a key made elsewhere just after a check found none works at once', async () => {
+  // As the first account's or a device login's transaction makes one: its items written beside other writes.
+  const here = new ApiKeyStore(db);
+  const key = newApiToken();
+  expect(await here.caller(key)).toBeUndefined();
+  const record = newApiKeyRecord(key, { teamId: 'team-new', createdBy: 'account-1', createdAt: new Date().toISOString(), name: null });
+  await db.doc.send(
+    new TransactWriteCommand({ TransactItems: apiKeyItems(record, key).map((Item) => ({ Put: { TableName: db.tables.accounts, Item } })) }),
+  );
+  expect(await here.caller(key)).toEqual({ teamId: 'team-new', accountId: 'account-1', apiKeyId: record.id });
 });
 
 test('a key revoked in this process is refused at once; by another process, within a second', async () => {

@@ -73,8 +73,12 @@ export function apiKeyItems(apiKey: ApiKeyRecord, key: string): Array<Record<str
 }
 
 export class ApiKeyStore {
-  /** Recent checks by the key's hash: whom it speaks for, or null for an unknown or revoked key. */
-  private readonly checks = new TtlCache<string, { caller: ApiKeyCaller | null }>(API_KEY_CHECK_MS);
+  /**
+   * Recent checks of working keys by the key's hash: whom each speaks for.
+   * An unknown or revoked key is not remembered: a key made a moment ago
+   * (by another store's transaction, or another process) works at once.
+   */
+  private readonly checks = new TtlCache<string, ApiKeyCaller>(API_KEY_CHECK_MS);
 
   constructor(
     private readonly db: Database,
@@ -88,15 +92,14 @@ export class ApiKeyStore {
   /** Who a key speaks for, or undefined for an unknown or revoked key. */
   async caller(token: string): Promise<ApiKeyCaller | undefined> {
     const digest = tokenDigest(token);
-    const check = await this.checks.through(digest, async () => {
+    const caller = await this.checks.through(digest, async () => {
       const out = await this.db.doc.send(
         new GetCommand({ TableName: this.table, Key: { pk: `TOKEN#${digest}`, sk: 'TOKEN' }, ConsistentRead: true }),
       );
-      if (!out.Item || out.Item.revokedAt) return { caller: null };
-      const caller = { teamId: out.Item.teamId as string, accountId: out.Item.createdBy as string, apiKeyId: out.Item.tokenId as string };
-      return { caller };
+      if (!out.Item || out.Item.revokedAt) return undefined;
+      return { teamId: out.Item.teamId as string, accountId: out.Item.createdBy as string, apiKeyId: out.Item.tokenId as string };
     });
-    return check?.caller ? { ...check.caller } : undefined;
+    return caller ? { ...caller } : undefined;
   }
 
   /** After a write that revoked keys (revocation() in another store's transaction): this process stops taking them at once. */
