@@ -7,7 +7,7 @@
  * 404 pages, redirects, errors) goes the general way: the request becomes an
  * HttpRequest, the gateway handler answers a Response, and the door writes
  * it. The answer is the same byte for byte but for Date (tested in
- * test/local/site-hits.test.ts); a hit skips the web Headers, Response and
+ * test/api/site-hits.test.ts); a hit skips the web Headers, Response and
  * stream objects, the abort signal and the promise chain the general way
  * costs, which were most of a hit's CPU (bench:edge).
  *
@@ -25,6 +25,9 @@ import type { LocalSiteCache, PreparedHit } from './site-cache.js';
 /** Request headers that make an answer other than the whole 200: the general way evaluates them. */
 const CONDITIONAL = ['range', 'if-match', 'if-none-match', 'if-modified-since', 'if-unmodified-since', 'if-range', 'expect'] as const;
 
+/** The longest host or path the memos keep. */
+const MEMO_KEY_LENGTH = 512;
+
 /** A Host header's site slug, or null when the host is not a published-site address. */
 type HostSlug = string | null;
 
@@ -35,7 +38,9 @@ type HostSlug = string | null;
 export type FastAnswer = (req: IncomingMessage, res: ServerResponse) => boolean;
 
 export function siteHitAnswerer(cache: LocalSiteCache, config: Pick<Config, 'sites' | 'urls'>): FastAnswer {
-  // Both memos are pure functions of what the client sent (no invalidation), bounded since clients choose the keys.
+  // Both memos are pure functions of what the client sent (no invalidation), bounded since clients choose
+  // the keys: in count, and in size (a key past MEMO_KEY_LENGTH is worked out each time, never kept), so
+  // a flood of long distinct hosts or paths holds at most about 10,000 x 512 bytes.
   const slugs = new LRUCache<string, { slug: HostSlug }>({ max: 1024 });
   const paths = new LRUCache<string, { encoded: string | null }>({ max: 10_000 });
   const slugOf = (host: string): HostSlug => {
@@ -43,7 +48,7 @@ export function siteHitAnswerer(cache: LocalSiteCache, config: Pick<Config, 'sit
     if (!memo) {
       const site = bucketHost(host, config.urls) ? undefined : siteHost(host, config.sites.domain);
       memo = { slug: site && site.deployLabel === undefined ? site.slug : null };
-      slugs.set(host, memo);
+      if (host.length <= MEMO_KEY_LENGTH) slugs.set(host, memo);
     }
     return memo.slug;
   };
@@ -57,7 +62,7 @@ export function siteHitAnswerer(cache: LocalSiteCache, config: Pick<Config, 'sit
         if (!(err instanceof BadPathError)) throw err;
         memo = { encoded: null }; // answered 400 the general way
       }
-      paths.set(rawPath, memo);
+      if (rawPath.length <= MEMO_KEY_LENGTH) paths.set(rawPath, memo);
     }
     return memo.encoded;
   };
