@@ -59,6 +59,9 @@ async function account(name: string): Promise<{ key: string; id: string; teamId:
   return { key, id: made.id, teamId: made.defaultTeamId };
 }
 
+/** The CID the site publishes: its primary domain's DNSLink record names it. */
+let siteCid: string;
+
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (or set CAIRN_CHROMIUM to a Chromium)`);
   dns = await startTestDns();
@@ -80,6 +83,7 @@ beforeAll(async () => {
   scratch = await mkdtemp(join(tmpdir(), 'cairn-domains-browser-'));
   await writeFile(join(scratch, 'index.html'), '<h1>the shop</h1>');
   const cid = (await importDirectory((await service.services.ipfs()).blockstore, scratch)).cid.toV1().toString();
+  siteCid = cid;
   site = (
     await gql(ownerKey, 'mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', {
       input: { name: 'shop', deploySettings: { source: { ipfs: { cid } } } },
@@ -176,8 +180,10 @@ test('an owner adds a domain: a malformed name refused on the page, a duplicate 
   await records.first().waitFor();
   const shown = await records.evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('td')].slice(0, 3).map((td) => td.textContent)));
   const stored = (await service.services.domains.get(site.id, www))!;
+  // The primary domain's DNSLink record (its zone is not Cairn's here) carries the published root.
   expect(shown).toEqual([
     ['CNAME', www, target],
+    ['TXT', `_dnslink.${www}`, `dnslink=/ipfs/${siteCid}`],
     ['TXT', `_cairn-challenge.${www}`, stored.token],
   ]);
   await section(page, www).locator('[data-status="PENDING_DNS"]').getByText('Pending DNS').waitFor();
@@ -189,12 +195,16 @@ test('an owner adds a domain: a malformed name refused on the page, a duplicate 
   await notice(page).getByText(`Adding ${www} failed: ${www} is already a domain of this site`).waitFor();
 
   // A record's value, copied.
-  await section(page, www).getByRole('button', { name: 'Copy CNAME value' }).click();
+  await section(page, www)
+    .getByRole('button', { name: `Copy CNAME value for ${www}` })
+    .click();
   await section(page, www)
     .getByRole('button', { name: /^Copied/ })
     .waitFor();
   expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(target);
-  await section(page, www).getByRole('button', { name: 'Copy TXT value' }).click();
+  await section(page, www)
+    .getByRole('button', { name: `Copy TXT value for _cairn-challenge.${www}` })
+    .click();
   await page.waitForFunction((token) => navigator.clipboard.readText().then((t) => t === token), stored.token);
 });
 
@@ -223,6 +233,7 @@ test('the apex beside it: its records, verified, made primary; the other shown r
   await page.getByLabel('Domain name').fill(apex);
   await page.getByRole('button', { name: 'Add domain' }).click();
   await notice(page).getByText(`${apex} is added`).waitFor();
+  await section(page, apex).locator('tbody tr').first().waitFor();
   const rows = await section(page, apex)
     .locator('tbody tr')
     .evaluateAll((trs) => trs.map((r) => [...r.querySelectorAll('td')].slice(0, 3).map((td) => td.textContent)));
@@ -256,7 +267,11 @@ test('a member of the team sees the domains and their records, without the contr
   expect(await page.getByLabel('Domain name').count()).toBe(0);
   for (const name of ['Add domain', 'Verify', 'Make primary', 'Remove'])
     expect([name, await page.getByRole('button', { name, exact: true }).count()]).toEqual([name, 0]);
-  expect(await section(page, apex).getByRole('button', { name: 'Copy A value' }).count()).toBe(1);
+  expect(
+    await section(page, apex)
+      .getByRole('button', { name: `Copy A value for ${apex}` })
+      .count(),
+  ).toBe(1);
   await context.close();
 });
 

@@ -136,7 +136,8 @@ export function EmptyState({ title, children }: { title: string; children?: Reac
   );
 }
 
-export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
+/** A button that copies `text`; `about`, read by screen readers only, tells apart several such buttons on one page. */
+export function CopyButton({ text, label = 'Copy', about }: { text: string; label?: string; about?: string }) {
   const [copied, setCopied] = useState<'yes' | 'no' | null>(null);
   useEffect(() => {
     if (copied === null) return;
@@ -154,6 +155,7 @@ export function CopyButton({ text, label = 'Copy' }: { text: string; label?: str
   return (
     <button type="button" className="button button-small" onClick={() => void copy()}>
       {copied === 'yes' ? 'Copied' : copied === 'no' ? 'Select and copy it' : label}
+      {about ? <span className="visually-hidden"> {about}</span> : null}
       <span className="visually-hidden" aria-live="polite">
         {copied === 'yes' ? ' to the clipboard' : ''}
       </span>

@@ -265,7 +265,7 @@ export function SiteDomains({ siteId }: { siteId: string }) {
                           <Mono>{r.value}</Mono>
                         </td>
                         <td className="actions">
-                          <CopyButton text={r.value} label={`Copy ${r.type} value`} />
+                          <CopyButton text={r.value} label={`Copy ${r.type} value`} about={`for ${r.name}`} />
                         </td>
                       </tr>
                     ))}
