@@ -97,3 +97,26 @@ test('a preview deploy says it is a preview, whatever reason the publish step ga
   expect((await linesOf(done.id)).at(-1)).toBe('A preview: not published');
   expect(await eventsOf(done.id)).toEqual(['SUCCEEDED']);
 });
+
+test('a URL added after the deploy went live, before its notifications were recorded, hears nothing of it', async () => {
+  const { done, log } = await ended({ publish: true });
+  // As on a busy machine: someone adds a URL between the publishing write and the announcement.
+  await new Promise((r) => setTimeout(r, 5));
+  const late = await service.services.notificationUrls.add(site.id, {
+    url: 'http://127.0.0.1:9/late',
+    events: ['SUCCEEDED', 'PUBLISHED'],
+    secret: 'whsec_late',
+  });
+  await announce(service.services, { deploy: done, published: true, log });
+  expect(await eventsOf(done.id)).toEqual(['SUCCEEDED', 'PUBLISHED']);
+  const heardLate = (await service.services.notificationDeliveries.listOfUrl(site.id, late.id, 50)).filter((d) => d.deployId === done.id);
+  expect(heardLate).toEqual([]);
+  // The next deploy, after it was added, it hears.
+  const next = await ended({ publish: true });
+  await announce(service.services, { deploy: next.done, published: true, log: next.log });
+  const heardNext = (await service.services.notificationDeliveries.listOfUrl(site.id, late.id, 50)).filter(
+    (d) => d.deployId === next.done.id,
+  );
+  expect(heardNext.map((d) => d.event).reverse()).toEqual(['SUCCEEDED', 'PUBLISHED']);
+  await service.services.notificationUrls.remove(site.id, late.id);
+});

@@ -395,7 +395,8 @@ export async function publishDeploy(
   if (deploy.status !== 'DEPLOYED')
     throw new DeployRequestError(`Deploy ${deployId} is ${deploy.status}; only a DEPLOYED deploy can be published.`, 'deployId');
   if (deploy.preview) throw new DeployRequestError(`Deploy ${deployId} is a pull-request preview; previews are not published.`, 'deployId');
+  const occurredAt = new Date().toISOString();
   if (!(await publishToSite(services, site.id, deployId, { onlyIfNewer: false }))) throw new DeployNotFoundError();
-  await notifyDeploy(services, 'PUBLISHED', { ...deploy, published: true });
+  await notifyDeploy(services, 'PUBLISHED', { ...deploy, published: true }, { occurredAt });
   return deploy;
 }

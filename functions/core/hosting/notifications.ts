@@ -149,16 +149,26 @@ export type NotifyServices = StatusRecordServices & Pick<Services, 'notification
  * false (the caller records that later, recordCommitStatus), and hands each
  * to the outbox. Never throws (a failure is logged): the deploy goes on
  * whatever happens here.
+ *
+ * A URL hears what happens after it was added: the URLs are read here,
+ * after the change was written, so one added in between (a moment, or
+ * longer on a busy machine) is skipped by the time of the change:
+ * `occurredAt`, or the deploy's own (created, started, completed: the
+ * pipeline publishes in the write that completes a deploy). A publish of an
+ * older deploy (publishDeploy) passes its own time.
  */
 export async function notifyDeploy(
   services: NotifyServices,
   event: DeployEvent,
   deploy: Deploy | undefined,
-  options: { commitStatus?: boolean } = {},
+  options: { commitStatus?: boolean; occurredAt?: string } = {},
 ): Promise<void> {
   if (!deploy) return;
   try {
-    const urls = (await services.notificationUrls.list(deploy.siteId)).filter((u) => u.events.includes(event));
+    const occurredAt = options.occurredAt ?? eventTime(event, deploy);
+    const urls = (await services.notificationUrls.list(deploy.siteId)).filter(
+      (u) => u.events.includes(event) && (occurredAt === undefined || u.createdAt <= occurredAt),
+    );
     const site = await services.sites.getById(deploy.siteId);
     if (!site) return;
     if (urls.length > 0) {
@@ -170,6 +180,13 @@ export async function notifyDeploy(
   } catch (err) {
     services.logger.warn('could not record a deploy notification', { event, deployId: deploy.id, siteId: deploy.siteId, err });
   }
+}
+
+/** When the event's change was written, as the deploy records it (undefined: unknown, every URL hears it). */
+function eventTime(event: DeployEvent, deploy: Deploy): string | undefined {
+  if (event === 'CREATED') return deploy.createdAt;
+  if (event === 'BUILDING') return deploy.startedAt ?? undefined;
+  return deploy.completedAt ?? undefined;
 }
 
 /**
