@@ -9,7 +9,7 @@ import type { Database } from '../../functions/core/data/dynamo.js';
 import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { API_KEY_CHECK_MS, ApiKeyStore, apiKeyItems, newApiKeyRecord } from '../../functions/core/data/api-keys.js';
 import { newApiToken } from '../../functions/core/ids.js';
-import { startEmbeddedDb, type EmbeddedDb } from '../support/embedded-db.js';
+import { countingGets, startEmbeddedDb, type EmbeddedDb } from '../support/embedded-db.js';
 
 let embedded: EmbeddedDb;
 let db: Database;
@@ -22,23 +22,8 @@ afterAll(async () => {
   await embedded?.close();
 });
 
-/** The store's reads of the table, counted on the client it is given (the real client, its calls passed through). */
-function counted(database: Database): { db: Database; reads: () => number } {
-  let reads = 0;
-  const send = database.doc.send.bind(database.doc) as (command: unknown) => Promise<unknown>;
-  const doc = Object.create(database.doc, {
-    send: {
-      value: (command: { constructor: { name: string } }) => {
-        if (command.constructor.name === 'GetCommand') reads++;
-        return send(command);
-      },
-    },
-  }) as Database['doc'];
-  return { db: { ...database, doc }, reads: () => reads };
-}
-
 test('a check is remembered briefly: repeated requests with one key read it once, and again after the time', async () => {
-  const { db: countedDb, reads } = counted(db);
+  const { db: countedDb, reads } = countingGets(db);
   const store = new ApiKeyStore(countedDb);
   const { apiKey, key } = await store.create('team-remembered', 'account-1', 'ci');
   const caller = { teamId: 'team-remembered', accountId: 'account-1', apiKeyId: apiKey.id };

@@ -13,7 +13,7 @@ import type { Database } from '../../functions/core/data/dynamo.js';
 import { IpnsNameStore } from '../../functions/core/data/ipns-records.js';
 import { SiteStore, type NewSite } from '../../functions/core/data/sites.js';
 import { newIpnsKey } from '../../functions/core/ipfs/ipns.js';
-import { startEmbeddedDb, type EmbeddedDb } from '../support/embedded-db.js';
+import { countingGets, startEmbeddedDb, type EmbeddedDb } from '../support/embedded-db.js';
 
 let embedded: EmbeddedDb;
 let db: Database;
@@ -36,23 +36,8 @@ const newSite = (slug: string): NewSite => ({
   deploySettings: { autoPublishing: true, prDeployPreviews: false, source: { kind: 'ipfs', cid: null } },
 });
 
-/** Counts the GetItem reads sent through a client (the real client, its calls passed through). */
-function counted(database: Database): { db: Database; reads: () => number } {
-  let reads = 0;
-  const send = database.doc.send.bind(database.doc) as (command: unknown) => Promise<unknown>;
-  const doc = Object.create(database.doc, {
-    send: {
-      value: (command: { constructor: { name: string } }) => {
-        if (command.constructor.name === 'GetCommand') reads++;
-        return send(command);
-      },
-    },
-  }) as Database['doc'];
-  return { db: { ...database, doc }, reads: () => reads };
-}
-
 test('a slug read again costs one read, and a rename, a slug taken over or a deletion elsewhere shows at once', async () => {
-  const { db: countedDb, reads } = counted(db);
+  const { db: countedDb, reads } = countingGets(db);
   const here = new SiteStore(countedDb, sealer);
   const there = new SiteStore(db, sealer);
   const a = await there.create(newSite('lookup-first'));
@@ -81,7 +66,7 @@ test('a slug read again costs one read, and a rename, a slug taken over or a del
 });
 
 test("a site's IPNS name is remembered once made; that it has none, for a second at most", async () => {
-  const { db: countedDb, reads } = counted(db);
+  const { db: countedDb, reads } = countingGets(db);
   const here = new IpnsNameStore(countedDb, sealer);
   const there = new IpnsNameStore(db, sealer);
   const siteId = `site-${randomBytes(4).toString('hex')}`;

@@ -43,3 +43,18 @@ export async function startEmbeddedDb(): Promise<EmbeddedDb> {
     },
   };
 }
+
+/** The database with its GetItem reads counted (the real client, its calls passed through): what a cache saves, in reads. */
+export function countingGets(database: Database): { db: Database; reads: () => number } {
+  let reads = 0;
+  const send = database.doc.send.bind(database.doc) as (command: unknown) => Promise<unknown>;
+  const doc = Object.create(database.doc, {
+    send: {
+      value: (command: { constructor: { name: string } }) => {
+        if (command.constructor.name === 'GetCommand') reads++;
+        return send(command);
+      },
+    },
+  }) as Database['doc'];
+  return { db: { ...database, doc }, reads: () => reads };
+}
