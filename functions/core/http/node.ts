@@ -46,6 +46,9 @@ export function toHttpRequest(req: IncomingMessage, signal: AbortSignal, continu
 /** How much of a request body may wait in the stream before the socket is paused. */
 const BODY_HIGH_WATER_MARK = 256 * 1024;
 
+/** Each request body stream's way to stop passing chunks on and discard the rest (for lingering: see `linger`). */
+const discarders = new WeakMap<IncomingMessage, () => void>();
+
 /**
  * The request body as a web stream, with backpressure (chunks are passed on
  * without copying). Unlike
@@ -77,6 +80,10 @@ function requestBodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
         req.on('error', fail);
         req.on('close', () => {
           if (!req.complete) fail(new Error('client disconnected before the body was complete'));
+        });
+        discarders.set(req, () => {
+          settled = true;
+          req.resume();
         });
         req.pause();
       },
@@ -118,7 +125,71 @@ function continueOnRead(body: ReadableStream<Uint8Array>, continueBody: () => vo
   );
 }
 
-export async function writeResponse(res: ServerResponse, response: Response, method: string): Promise<void> {
+/**
+ * Lingering close, as nginx's `lingering_close`
+ * (https://nginx.org/en/docs/http/ngx_http_core_module.html#lingering_close):
+ * a request answered before its body arrived (413, 400, 403) is answered
+ * with `Connection: close`, and the rest of the body is read and discarded
+ * for a while before the socket closes. Closing at once would make the
+ * kernel answer the client's next bytes with a reset, which can destroy
+ * the answer before the client reads it (it sees EPIPE or ECONNRESET
+ * instead of the 413). The wait is bounded: it ends when the body ends, the
+ * client pauses for LINGER_IDLE_MS, or LINGER_MAX_MS have passed.
+ */
+const LINGER_IDLE_MS = 1_000;
+const LINGER_MAX_MS = 5_000;
+/** An early answer's body is sent whole with its length (so the client has it all before the linger) up to this size. */
+const EARLY_BODY_MAX = 64 * 1024;
+
+function linger(req: IncomingMessage): Promise<void> {
+  if (req.complete || req.destroyed) return Promise.resolve();
+  const discard = discarders.get(req);
+  if (discard) discard();
+  else req.resume();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(idle);
+      clearTimeout(total);
+      req.off('data', onData);
+      req.off('end', done);
+      req.off('close', done);
+      resolve();
+    };
+    const onData = () => idle.refresh();
+    const idle = setTimeout(done, LINGER_IDLE_MS);
+    const total = setTimeout(done, LINGER_MAX_MS);
+    req.on('data', onData);
+    req.on('end', done);
+    req.on('close', done);
+  });
+}
+
+/** The body's first bytes, up to `max`: all of it (`rest` undefined) or the chunks read and a reader for the rest. */
+async function readSmall(
+  body: ReadableStream<Uint8Array>,
+  max: number,
+): Promise<{ chunks: Uint8Array[]; rest?: ReadableStreamDefaultReader<Uint8Array> }> {
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) {
+      reader.releaseLock();
+      return { chunks };
+    }
+    chunks.push(value);
+    size += value.byteLength;
+    if (size > max) return { chunks, rest: reader };
+  }
+}
+
+/**
+ * Writes the handler's Response. `bodySent`: whether the client may be
+ * sending a body (false for an `Expect: 100-continue` request not yet told
+ * to continue); an answer given before such a body arrived lingers.
+ */
+export async function writeResponse(res: ServerResponse, response: Response, method: string, bodySent = true): Promise<void> {
   const headers: Record<string, string | string[]> = {};
   response.headers.forEach((value, name) => {
     if (name === 'set-cookie') return;
@@ -128,12 +199,36 @@ export async function writeResponse(res: ServerResponse, response: Response, met
   if (cookies.length) headers['set-cookie'] = cookies;
   // Answered before the whole request body arrived (an early error): the
   // rest is discarded, and the connection is not reused.
-  if (!res.req.complete && res.req.method !== 'GET' && res.req.method !== 'HEAD') headers.connection = 'close';
+  const early = !res.req.complete && res.req.method !== 'GET' && res.req.method !== 'HEAD';
+  if (early) headers.connection = 'close';
   // No body: say so with Content-Length: 0, as S3 does (Node would
   // otherwise frame an empty chunked body). HEAD keeps the length it
   // announced; 204 and 304 carry none.
   const bodiless = response.status === 204 || response.status === 304 || method === 'HEAD';
   if (!response.body && !bodiless && !('content-length' in headers)) headers['content-length'] = '0';
+  if (early && bodySent && method !== 'HEAD') {
+    const small = response.body ? await readSmall(response.body, EARLY_BODY_MAX) : { chunks: [] };
+    if (!small.rest) {
+      const bytes = Buffer.concat(small.chunks);
+      if (response.body) headers['content-length'] = String(bytes.byteLength);
+      res.writeHead(response.status, headers);
+      if (bytes.byteLength) res.write(bytes);
+      else res.flushHeaders();
+      await linger(res.req);
+      if (!res.destroyed) res.end();
+      return;
+    }
+    res.writeHead(response.status, headers);
+    for (const chunk of small.chunks) res.write(chunk);
+    const rest = small.rest;
+    try {
+      await pump(res, () => rest.read());
+    } finally {
+      rest.releaseLock();
+      if (res.destroyed) await response.body!.cancel().catch(() => {});
+    }
+    return;
+  }
   res.writeHead(response.status, headers);
   if (!response.body || method === 'HEAD') {
     await response.body?.cancel();
@@ -216,12 +311,15 @@ export function createNodeServer(
     res.on('close', () => {
       if (!res.writableFinished) controller.abort(new Error('client disconnected'));
     });
+    let continued = false;
     const continueBody = () => {
-      if (!res.headersSent && !res.destroyed) res.writeContinue();
+      if (res.headersSent || res.destroyed) return;
+      res.writeContinue();
+      continued = true;
     };
     const request = toHttpRequest(req, controller.signal, expectsContinue ? continueBody : undefined);
     handler(request)
-      .then((response) => writeResponse(res, response, request.method))
+      .then((response) => writeResponse(res, response, request.method, !expectsContinue || continued))
       .catch((err: unknown) => {
         logger.error('unhandled error in handler', { err, method: req.method, url: req.url });
         if (!res.headersSent) {
