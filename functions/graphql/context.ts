@@ -272,12 +272,12 @@ export class Loaders {
   constructor(private readonly services: Pick<Services, 'accounts' | 'deploys' | 'signingKeys' | 'sites' | 'teams'>) {
     const deployId = (k: { siteId: string; deployId: string }) => `${k.siteId}/${k.deployId}`;
     this.deploy = new BatchLoader(deployId, async (keys) => {
-      const deploys = await services.deploys.getMany(keys);
+      const deploys = await services.deploys.getManyRecent(keys);
       return new Map(deploys.map((d) => [deployId({ siteId: d.siteId, deployId: d.id }), d]));
     });
     this.team = remember((id) => services.teams.get(id));
     this.account = remember((id) => services.accounts.getAccount(id));
-    this.site = remember((id) => services.sites.getById(id));
+    this.site = remember((id) => services.sites.getRecent(id));
     this.members = remember((key) => {
       const [teamId, accountId] = key.split('/') as [string, string];
       return services.teams.getMember(teamId, accountId);

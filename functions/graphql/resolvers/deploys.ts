@@ -51,7 +51,7 @@ export const deployResolvers = {
       // The site and the page are read side by side (one round trip, not two);
       // the page is thrown away unread when the site is not the caller's.
       const [site, page] = await Promise.all([
-        ctx.services.sites.getById(args.siteId),
+        ctx.services.sites.getRecent(args.siteId),
         ctx.services.deploys.listBySite(args.siteId, limit, after),
       ]);
       if (!ownSite(ctx, site)) return null;

@@ -25,16 +25,16 @@ function known(ctx: GraphqlContext, site: Site | undefined): Site | null {
 export const siteResolvers = {
   Query: {
     getSiteById: async (_: unknown, args: { siteId: string }, ctx: GraphqlContext) =>
-      known(ctx, await ctx.services.sites.getById(args.siteId)),
+      known(ctx, await ctx.services.sites.getRecent(args.siteId)),
     getSiteBySlug: async (_: unknown, args: { slug: string }, ctx: GraphqlContext) =>
-      known(ctx, await ctx.services.sites.getBySlug(args.slug)),
+      known(ctx, await ctx.services.sites.getRecentBySlug(args.slug)),
     getSitesByTeam: async (_: unknown, args: { teamId: string } & PageArgs, ctx: GraphqlContext) => {
       const limit = pageSize(args.limit);
       if (!isOwnTeam(ctx, args.teamId)) return null;
       const tokens = await ctx.loaders.pageTokens();
       const listing = { query: 'getSitesByTeam', args: { teamId: args.teamId } };
       const after = tokens.read(listing, args.nextToken);
-      const page = await ctx.services.sites.listByTeam(args.teamId, limit, after);
+      const page = await ctx.services.sites.listRecentByTeam(args.teamId, limit, after);
       ctx.loaders.knownSites(page.items);
       const last = page.items[page.items.length - 1];
       return { sites: page.items, nextToken: page.more && last ? tokens.issue(listing, siteCursor(last)) : null };
