@@ -501,6 +501,11 @@ export class DeployStore {
     return items.filter((item) => item !== undefined).map(fromItem);
   }
 
+  /** A finished deploy remembered by getManyRecent, if it still is; no read (the answer's fields take it without waiting). */
+  recentOne(siteId: string, deployId: string): Deploy | undefined {
+    return this.recent.get(recentKey(siteId, deployId));
+  }
+
   /**
    * getMany for reads that show the deploys: a finished deploy as read at
    * most RECENT_READS_MS ago, or since this process's last write of it

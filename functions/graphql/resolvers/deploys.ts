@@ -92,8 +92,11 @@ export const deployResolvers = {
   Deploy: {
     repository: (deploy: Deploy) => deploy.repository ?? {},
     // The site says which deploy is published: exactly one at a time, with no second record to keep in step.
-    published: async (deploy: Deploy, _: unknown, ctx: GraphqlContext) =>
-      (await ctx.loaders.site(deploy.siteId))?.publishedDeployId === deploy.id,
+    // At once when the request has read the site (Loaders.siteNow).
+    published: (deploy: Deploy, _: unknown, ctx: GraphqlContext) => {
+      const site = ctx.loaders.siteNow(deploy.siteId);
+      return site instanceof Promise ? site.then((s) => s?.publishedDeployId === deploy.id) : site.publishedDeployId === deploy.id;
+    },
     autoPublish: (deploy: Deploy) => deploy.autoPublish === true,
     url: async (deploy: Deploy, _: unknown, ctx: GraphqlContext) => {
       const site = await ctx.loaders.site(deploy.siteId);

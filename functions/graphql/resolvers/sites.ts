@@ -22,6 +22,13 @@ function known(ctx: GraphqlContext, site: Site | undefined): Site | null {
   return own;
 }
 
+/** The site's deploy named by one of its pointers, or null. */
+function deployOf(ctx: GraphqlContext, siteId: string, deployId: string | null | undefined): Deploy | null | Promise<Deploy | null> {
+  if (!deployId) return null;
+  const deploy = ctx.loaders.deployNow(siteId, deployId);
+  return deploy instanceof Promise ? deploy.then((d) => d ?? null) : (deploy ?? null);
+}
+
 export const siteResolvers = {
   Query: {
     getSiteById: async (_: unknown, args: { siteId: string }, ctx: GraphqlContext) =>
@@ -96,10 +103,9 @@ export const siteResolvers = {
       return team;
     },
     updatedAt: (site: Site) => site.updatedAt ?? null,
-    publishedDeploy: async (site: Site, _: unknown, ctx: GraphqlContext): Promise<Deploy | null> =>
-      site.publishedDeployId ? ((await ctx.loaders.deploy.load({ siteId: site.id, deployId: site.publishedDeployId })) ?? null) : null,
-    latestDeploy: async (site: Site, _: unknown, ctx: GraphqlContext): Promise<Deploy | null> =>
-      site.latestDeployId ? ((await ctx.loaders.deploy.load({ siteId: site.id, deployId: site.latestDeployId })) ?? null) : null,
+    // Answered at once when the process remembers the deploy (Loaders.deployNow), else when it is read.
+    publishedDeploy: (site: Site, _: unknown, ctx: GraphqlContext) => deployOf(ctx, site.id, site.publishedDeployId),
+    latestDeploy: (site: Site, _: unknown, ctx: GraphqlContext) => deployOf(ctx, site.id, site.latestDeployId),
     // Public (the key it names stays sealed, and no field reads it); none before the first publish made the key.
     ipnsName: async (site: Site, _: unknown, ctx: GraphqlContext): Promise<string | null> =>
       (await ctx.services.ipnsNames.nameOfSite(site.id)) ?? null,
