@@ -140,6 +140,7 @@ const SECONDS = {
   'test/aws/gateway.test.ts': 6,
   'test/aws/cdn.test.ts': 6,
   'test/aws/domains.test.ts': 95,
+  'test/aws/dnslink-route53.test.ts': 35,
   'test/api/graphql-teams.test.ts': 6,
   'test/api/gateway-trustless.test.ts': 6,
   'test/api/gateway-public.test.ts': 6,
