@@ -108,6 +108,7 @@ const SECONDS = {
   'test/api/outbound-policy.test.ts': 14,
   'test/api/gateway-codecs.test.ts': 14,
   'test/infra/stack-options.test.ts': 13,
+  'test/infra/dnslink-zones.test.ts': 30,
   'test/infra/nag.test.ts': 13,
   'test/unit/path-resolve.test.ts': 11,
   'test/sdk/part-size.test.ts': 11,
