@@ -115,7 +115,7 @@ interface RawInit {
   method?: string;
   headers?: Record<string, string>;
   body?: Buffer;
-  /** The connection's agent: false (the default) opens a connection of its own. */
+  /** The connection's agent (Node's keep-alive global one by default); false opens a connection of its own. */
   agent?: Agent | false;
   /** The service: the suite's first by default. */
   on?: TestService;
@@ -132,7 +132,7 @@ function raw(slug: string, path: string, init: RawInit = {}): Promise<Raw> {
         port: url.port,
         path,
         method: init.method ?? 'GET',
-        agent: init.agent ?? false,
+        agent: init.agent,
         headers: { host: `${slug}.${on.config.sites.domain}`, ...init.headers },
       },
       (res) => {
@@ -253,7 +253,9 @@ describe('site cache hits on the gateway threads (CAIRN_GATEWAY_THREADS=3: the m
   async function many(n: number, slug: string, path: string, init: RawInit = {}): Promise<Raw[]> {
     const out: Raw[] = [];
     for (let i = 0; i < n; i += 6)
-      out.push(...(await Promise.all(Array.from({ length: Math.min(6, n - i) }, () => raw(slug, path, { on: threaded, ...init })))));
+      out.push(
+        ...(await Promise.all(Array.from({ length: Math.min(6, n - i) }, () => raw(slug, path, { on: threaded, agent: false, ...init })))),
+      );
     return out;
   }
   const gqlT = (query: string, variables: Record<string, unknown> = {}) => gql(query, variables, t);
@@ -336,6 +338,7 @@ describe('site cache hits on the gateway threads (CAIRN_GATEWAY_THREADS=3: the m
     const put = (on: TestService, body: Buffer) =>
       raw('ipns', `/routing/v1/ipns/${name}`, {
         on,
+        agent: false,
         method: 'PUT',
         headers: { host: new URL(on.endpoints.gateway).host, 'content-type': 'application/vnd.ipfs.ipns-record' },
         body,
@@ -427,7 +430,9 @@ describe('site cache hits on the gateway threads (CAIRN_GATEWAY_THREADS=3: the m
       // Answered by the main thread and thread 2 while thread 1 is down (a connection its dying socket had queued is reset: tried again).
       const during: Raw[] = [];
       for (let i = 0; i < 12; i++)
-        during.push(await raw(site.slug, '/', { on: threaded }).catch(() => raw(site.slug, '/', { on: threaded })));
+        during.push(
+          await raw(site.slug, '/', { on: threaded, agent: false }).catch(() => raw(site.slug, '/', { on: threaded, agent: false })),
+        );
       expect(during.map((r) => [r.status, r.body.toString()])).toEqual(Array(12).fill([200, 'still here']));
       const deadline = Date.now() + 20_000;
       for (;;) {
