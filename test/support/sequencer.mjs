@@ -34,6 +34,7 @@ const SECONDS = {
   'test/components/bwrap-runner.test.ts': 48,
   'test/api/bounded-work.test.ts': 46,
   'test/api/gateway-ipns.test.ts': 46,
+  'test/api/gateway-dnslink.test.ts': 40,
   'test/clients/s3-clients-python.test.ts': 41,
   'test/clients/s3-lifecycle-python.test.ts': 56,
   'test/aws/git-hooks.test.ts': 41,
