@@ -41,7 +41,7 @@ const SECONDS = {
   'test/components/listing-cost.test.ts': 12,
   'test/components/listing-reference.test.ts': 40,
   'test/api/s3-list-buckets.test.ts': 6,
-  'test/cli/device-login.test.ts': 75,
+  'test/cli/device-login.test.ts': 35,
   'test/web-app/web-app-oidc-browser.test.ts': 30,
   'test/api/oidc-sign-in.test.ts': 20,
   'test/api/s3-part-size.test.ts': 15,
