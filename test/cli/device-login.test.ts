@@ -89,7 +89,8 @@ async function decide(decision: 'approve' | 'deny', code: string, headers: Recor
 // A login waits for the command line's next poll (5 s by default; the back-off tests, seconds more):
 // the logins run side by side, each its own command line, config and device code. Jest starts five
 // concurrent tests at once (maxConcurrency) in the order they are written, the next as one ends: the
-// longest waits come first, so that none of them starts late and lengthens the suite.
+// longest waits come first, so that none of them starts late and lengthens the suite. The tests that
+// start the command line without a login run after them, not in the approvals' window.
 describe('cairn login in the browser', () => {
   // Each with a proxy of its own: its requests are that login's alone.
   describe('polling (RFC 8628 §3.5), through a proxy playing the network', () => {
@@ -318,7 +319,7 @@ describe('cairn login in the browser', () => {
     60_000,
   );
 
-  test.concurrent('without a terminal and without --device, or in CI, login asks for a key instead of waiting for a browser', async () => {
+  test('without a terminal and without --device, or in CI, login asks for a key instead of waiting for a browser', async () => {
     const u = await user();
     const noTerminal = await u.run(['login', '--api-url', apiUrl]);
     expect(noTerminal.code).toBe(1);
