@@ -21,6 +21,8 @@
  *   cairn:hostedZoneName           certificates, custom domains and records are made
  *   cairn:sitesCertificateArn    without a hosted zone: an ACM certificate in
  *                                  us-east-1 for *.<sitesDomain>
+ *   cairn:dnslinkZones           Route 53 hosted zones sites' DNSLink records are
+ *                                  written in: example.com=Z0123456789ABC,...
  *   cairn:alarmEmail             an address subscribed to the alarm topic (read
  *                                  by lib/monitoring.ts)
  *   cairn:deployConcurrency      deploys at once (default 2, at least 2)
@@ -40,7 +42,7 @@
  */
 import type { App, Environment } from 'aws-cdk-lib';
 import { CairnStack, type CairnLogLevel } from './cairn-stack.js';
-import { hostedZoneOf, SitesCertificateStack } from './domains.js';
+import { dnsLinkZonesOf, hostedZoneOf, SitesCertificateStack } from './domains.js';
 import { sitesDomainOf } from './site-cdn.js';
 
 const LOG_LEVELS: readonly CairnLogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
@@ -107,6 +109,7 @@ export function addCairnStacks(app: App, processEnv: NodeJS.ProcessEnv = process
     sitesCertificate: sitesCertificateStack?.certificate,
     hostedZoneId: hostedZone?.hostedZoneId,
     hostedZoneName: hostedZone?.zoneName,
+    dnsLinkZones: dnsLinkZonesOf(context('dnslinkZones')),
     logLevel: logLevel as CairnLogLevel | undefined,
     deployConcurrency: wholeNumber('deployConcurrency'),
     workerConcurrency: wholeNumber('workerConcurrency'),

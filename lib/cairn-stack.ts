@@ -23,7 +23,8 @@
  *   (lib/preview.ts);
  * - lib/domains.ts: given a Route 53 hosted zone, the custom domains,
  *   certificates and records of the S3 API, public object URLs, the API and
- *   the sites;
+ *   the sites; given DNSLink zones, the grant to write sites' `_dnslink`
+ *   records in them;
  * - lib/sign-in-settings.ts: OpenID Connect sign-in and e-mail for the
  *   GraphQL function, from context, their secrets in Secrets Manager;
  * - lib/first-account.ts: the first account, made by the first deploy, its
@@ -51,7 +52,7 @@ import type { Construct } from 'constructs';
 import { TABLES } from '../functions/core/data/tables.js';
 import { CairnData, pascal } from './data.js';
 import { addDeployPipeline } from './deploy-pipeline.js';
-import { CairnDomains } from './domains.js';
+import { CairnDomains, grantDnsLinkRecords } from './domains.js';
 import { FirstAccount } from './first-account.js';
 import { addGateway, addSites } from './gateway.js';
 import { addGraphqlApi, addGraphqlFunction } from './graphql-api.js';
@@ -187,6 +188,9 @@ export class CairnStack extends Stack {
       domains: this.domains,
       publishers: [graphql, deployWorker],
     });
+
+    // Sites' DNSLink records, in the hosted zones named: written where sites publish (the API, the worker).
+    for (const fn of [graphql, deployWorker]) grantDnsLinkRecords(fn, options.dnsLinkZones);
 
     // The first account, on the first deploy only, told the endpoints it can know now.
     this.firstAccount = new FirstAccount(this, 'FirstAccount', {

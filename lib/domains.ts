@@ -27,6 +27,7 @@
  * IPv4; A and AAAA for CloudFront).
  */
 import { Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { BasePathMapping, DomainName, EndpointType, SecurityPolicy } from 'aws-cdk-lib/aws-apigateway';
 import {
   ApiMapping,
@@ -77,6 +78,80 @@ export function hostedZoneOf(id: string | undefined, name: string | undefined): 
   if (!ZONE_ID.test(hostedZoneId))
     throw new Error(`hostedZoneId must be a Route 53 hosted zone id like Z0123456789ABCDEFGHIJ, got "${id}"`);
   return { hostedZoneId, zoneName: domainNameOf('hostedZoneName', zoneName) };
+}
+
+/**
+ * The hosted zones sites' DNSLink records are written in, as the
+ * `cairn:dnslinkZones` context gives them (`example.com=Z0123456789ABC`,
+ * separated by commas), checked; each needs its id, which the grant
+ * names. Undefined or empty: none.
+ */
+export function dnsLinkZonesOf(raw: string | undefined): HostedZoneRef[] {
+  const entries = (raw ?? '')
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
+  return checkedDnsLinkZones(
+    entries.map((entry) => {
+      const [name, id] = entry.split('=', 2);
+      if (!id) throw new Error(`dnslinkZones: each zone needs its hosted zone id, as example.com=Z0123456789ABC; got "${entry}"`);
+      return { zoneName: name!, hostedZoneId: id };
+    }),
+  );
+}
+
+/** The zones checked (each id's form, each name a domain), names normalised, none twice. */
+export function checkedDnsLinkZones(zones: readonly HostedZoneRef[]): HostedZoneRef[] {
+  const checked = zones.map((z) => hostedZoneOf(z.hostedZoneId, z.zoneName)!);
+  const names = checked.map((z) => z.zoneName);
+  const twice = names.find((n, i) => names.indexOf(n) !== i);
+  if (twice) throw new Error(`dnslinkZones names ${twice} twice`);
+  return checked;
+}
+
+/**
+ * Lets `fn` write sites' DNSLink records in `zones` and tells it which
+ * (CAIRN_DNSLINK_ZONES, functions/aws/route53-dnslink-zone.ts): on those
+ * hosted zones only, ChangeResourceRecordSets limited by Route 53's
+ * condition keys to TXT records named `_dnslink.<zone>` or
+ * `_dnslink.*.<zone>` and to UPSERT and DELETE, and
+ * ListResourceRecordSets, which a DELETE needs to repeat the current set
+ * (https://docs.aws.amazon.com/Route53/latest/DeveloperGuide/specifying-conditions-route53.html:
+ * the keys' values are normalised, lower case, no trailing dot, the
+ * actions and types upper case; its examples use ForAllValues, which
+ * holds for every change of a batch). ForAllValues also holds where a
+ * key is absent, so each key must be present (Null false)
+ * (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-single-vs-multi-valued-context-keys.html).
+ * Nothing when no zone is given.
+ */
+export function grantDnsLinkRecords(
+  fn: IFunction & { addEnvironment(key: string, value: string): unknown },
+  zones: readonly HostedZoneRef[],
+): void {
+  if (zones.length === 0) return;
+  const stack = Stack.of(fn);
+  const arns = zones.map((z) =>
+    stack.formatArn({ service: 'route53', region: '', account: '', resource: 'hostedzone', resourceName: z.hostedZoneId }),
+  );
+  const keys = {
+    names: 'route53:ChangeResourceRecordSetsNormalizedRecordNames',
+    types: 'route53:ChangeResourceRecordSetsRecordTypes',
+    actions: 'route53:ChangeResourceRecordSetsActions',
+  };
+  fn.addToRolePolicy(
+    new PolicyStatement({
+      sid: 'WriteDnsLinkRecords',
+      actions: ['route53:ChangeResourceRecordSets'],
+      resources: arns,
+      conditions: {
+        'ForAllValues:StringLike': { [keys.names]: zones.flatMap((z) => [`_dnslink.${z.zoneName}`, `_dnslink.*.${z.zoneName}`]) },
+        'ForAllValues:StringEquals': { [keys.types]: ['TXT'], [keys.actions]: ['UPSERT', 'DELETE'] },
+        Null: { [keys.names]: 'false', [keys.types]: 'false', [keys.actions]: 'false' },
+      },
+    }),
+  );
+  fn.addToRolePolicy(new PolicyStatement({ sid: 'ReadDnsLinkRecords', actions: ['route53:ListResourceRecordSets'], resources: arns }));
+  fn.addEnvironment('CAIRN_DNSLINK_ZONES', zones.map((z) => `${z.zoneName}=${z.hostedZoneId}`).join(','));
 }
 
 function importZone(scope: Construct, ref: HostedZoneRef): IHostedZone {

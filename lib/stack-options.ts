@@ -14,7 +14,7 @@ import type { StackProps } from 'aws-cdk-lib';
 import type { aws_certificatemanager as acmRefs } from 'aws-cdk-lib/interfaces';
 import { TABLES, type TableName } from '../functions/core/data/tables.js';
 import type { CairnData } from './data.js';
-import { domainNameOf, hostedZoneOf, type HostedZoneRef } from './domains.js';
+import { checkedDnsLinkZones, domainNameOf, hostedZoneOf, type HostedZoneRef } from './domains.js';
 import { sitesDomainOf } from './site-cdn.js';
 
 export type CairnLogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -116,6 +116,15 @@ export interface CairnStackProps extends StackProps {
    * @default - none (required with `sitesDomain`)
    */
   readonly sitesCertificateArn?: string;
+  /**
+   * Route 53 hosted zones Cairn writes sites' DNSLink records in
+   * (`_dnslink.<domain> TXT "dnslink=/ipfs/<cid>"`, updated on every
+   * publish) for the domains they hold; the API and the deploy worker may
+   * change only those TXT records (lib/domains.ts `grantDnsLinkRecords`).
+   * A domain in no such zone is shown the record to create.
+   * @default - none: every domain is shown its record
+   */
+  readonly dnsLinkZones?: readonly HostedZoneRef[];
 }
 
 /** `accounts` → `CAIRN_ACCOUNTS_TABLE`, the variable the runtime reads the physical name from. */
@@ -137,6 +146,8 @@ export interface StackOptions {
   readonly publicGatewayUrl?: string;
   readonly sitesDomain?: string;
   readonly sitesCertificateArn?: string;
+  /** The hosted zones sites' DNSLink records are written in (none: empty). */
+  readonly dnsLinkZones: readonly HostedZoneRef[];
   /** The variables the options set in every function (`CAIRN_BUCKET_ENDPOINT_DOMAIN`, ...). */
   readonly variables: Readonly<Record<string, string>>;
 }
@@ -169,6 +180,7 @@ export function stackOptionsOf(props: CairnStackProps): StackOptions {
     publicGatewayUrl,
     sitesDomain,
     sitesCertificateArn: nonEmpty(props.sitesCertificateArn),
+    dnsLinkZones: checkedDnsLinkZones(props.dnsLinkZones ?? []),
     variables,
   };
 }

@@ -3,7 +3,7 @@
  * it: SQS for the deploy queue (which also carries CDN changes put off and
  * deploy notifications), CloudFront for purges, its KeyValueStore for the
  * site host map, DynamoDB for the upload gate (many instances upload at
- * once). Each is imported only when the configuration names its resource,
+ * once), Route 53 for sites' DNSLink records. Each is imported only when the configuration names its resource,
  * so a function loads the SDK clients it uses and no others; a function's
  * bundle puts what is imported here in chunks of its own, read when the
  * import runs (lib/functions.ts).
@@ -28,6 +28,7 @@ import { DynamoUploadGate } from './dynamo-gate.js';
 import { BuildRefused, type BuildRunner, type DetachedBuildRunner } from '../core/ports/build-runner.js';
 import type { PreviewTaker } from '../core/ports/screenshotter.js';
 import type { StagedPartStore } from '../core/ports/staged-parts.js';
+import { dnsLinkName, zoneOf, type DnsLinkZone } from '../core/ports/dnslink-zone.js';
 
 export async function awsAdapters(config: Config, logger: Logger): Promise<Adapters> {
   const sqsQueue = await createSqsQueue(config);
@@ -44,6 +45,37 @@ export async function awsAdapters(config: Config, logger: Logger): Promise<Adapt
     leafHasher: (digests) => inlineLeafHasher(digests),
     stagedParts: await createStagedParts(config),
     edgeDomains: config.domains.tenants ? cloudFrontTenants(config, config.domains.tenants) : undefined,
+    dnsLink: dnsLinkZone(config),
+  };
+}
+
+/**
+ * Where sites' DNSLink records are written: RFC 2136 updates when
+ * CAIRN_DNSLINK_SERVER names a DNS server (as on one machine), otherwise
+ * the Route 53 hosted zones CAIRN_DNSLINK_ZONES names
+ * (functions/aws/route53-dnslink-zone.ts); none without zones. Whether a
+ * zone holds a name is the configuration's to say; the adapter, and
+ * Route 53's client, are loaded with the first write, so a function's
+ * start (the GraphQL one's) never loads them.
+ */
+function dnsLinkZone(config: Config): DnsLinkZone | undefined {
+  const { zones, hostedZoneIds, server } = config.domains.dnslink;
+  if (zones.length === 0) return undefined;
+  const zone = onceUntilFailure<DnsLinkZone>(async () => {
+    if (server) {
+      const { rfc2136Zone } = await import('../adapters/rfc2136-dnslink-zone.js');
+      return rfc2136Zone(config)!;
+    }
+    const { Route53Client } = await import('@aws-sdk/client-route-53');
+    const { Route53DnsLinkZone } = await import('./route53-dnslink-zone.js');
+    // Route 53 is global: the SDK's endpoint rules send every region's calls to route53.amazonaws.com.
+    return new Route53DnsLinkZone(new Route53Client({ region: config.region }), { zones, hostedZoneIds });
+  });
+  return {
+    managesAny: true,
+    manages: (domain) => zoneOf(zones, dnsLinkName(domain)) !== undefined,
+    set: async (domain, path) => (await zone()).set(domain, path),
+    remove: async (domain) => (await zone()).remove(domain),
   };
 }
 

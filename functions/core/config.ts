@@ -3,6 +3,7 @@
  * Every variable is documented in the README; a bad value throws a ConfigError
  * whose message is one line naming the variable.
  */
+import { RECENT_READS_MS } from './data/recent-reads.js';
 import { createHmac } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { TableName } from './data/tables.js';
@@ -78,7 +79,11 @@ export interface Config {
     publicGatewayUrl: string;
   };
   region: string;
-  dynamodb: { endpoint?: string };
+  dynamodb: {
+    endpoint?: string;
+    /** How long the GraphQL API's reads of sites and finished deploys are answered from memory at most (core/data/recent-reads.ts). */
+    recentReadsMs: number;
+  };
   tables: Record<TableName, string>;
   /** In AWS: the S3 bucket holding IPFS blocks and the node's datastore. */
   blockBucket?: string;
@@ -419,7 +424,10 @@ export function loadConfig(env: Env = process.env): Config {
       publicGatewayUrl: url(env, 'CAIRN_PUBLIC_GATEWAY_URL', local(ports.gateway)),
     },
     region: str(env, 'AWS_REGION', 'us-east-1'),
-    dynamodb: { endpoint: opt(env, 'DYNAMODB_ENDPOINT') },
+    dynamodb: {
+      endpoint: opt(env, 'DYNAMODB_ENDPOINT'),
+      recentReadsMs: positive(env, 'CAIRN_RECENT_READS_MS', RECENT_READS_MS, 'milliseconds'),
+    },
     tables: {
       accounts: str(env, 'CAIRN_ACCOUNTS_TABLE', `${prefix}accounts`),
       sites: str(env, 'CAIRN_SITES_TABLE', `${prefix}sites`),

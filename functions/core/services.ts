@@ -238,6 +238,8 @@ export async function createServices(config: Config, adapters: Adapters, options
   const apiKeys = new ApiKeyStore(db);
   let node: Promise<IpfsNode> | undefined;
   const domains = new DomainStore(db, sealer);
+  // A deploy's end publishes its site in the same transaction: the site store forgets what it remembered of it.
+  const sites = new SiteStore(db, sealer, undefined, config.dynamodb.recentReadsMs);
   const { cdn, siteHosts } = adapters;
   return {
     config,
@@ -260,12 +262,12 @@ export async function createServices(config: Config, adapters: Adapters, options
     objects: new VersionedObjectStore(db),
     uploads: new UploadStore(db),
     stagedParts: adapters.stagedParts,
-    sites: new SiteStore(db, sealer),
+    sites,
     domains,
     domainCertificates:
       adapters.domainCertificates ?? adapters.edgeDomains?.({ db, domains, cdn, siteHosts, logger }) ?? noDomainCertificates,
     dnsLink: adapters.dnsLink ?? noDnsLinkZone,
-    deploys: new DeployStore(db),
+    deploys: new DeployStore(db, undefined, sites, config.dynamodb.recentReadsMs),
     siteSecrets: new SiteSecretStore(db, sealer),
     ipnsNames: new IpnsNameStore(db, sealer),
     hookDeliveries: new HookDeliveryStore(db),

@@ -228,6 +228,10 @@ class BatchLoader<K, V> {
     this.cache.set(this.idOf(key), Promise.resolve(value));
   }
 
+  has(key: K): boolean {
+    return this.cache.has(this.idOf(key));
+  }
+
   private async flush(): Promise<void> {
     const batch = this.queue;
     this.queue = [];
@@ -267,21 +271,43 @@ export class Loaders {
   /** Sites by id (a page of deploys asks for its site once per deploy). */
   readonly site: ((id: string) => Promise<Site | undefined>) & { forget(id: string): void; prime(id: string, site: Site): void };
   private readonly members: ((key: string) => Promise<TeamMember | undefined>) & { forget(key: string): void };
+  /** The sites knownSites was given, as they were (siteNow). */
+  private readonly shownSites = new Map<string, Site>();
   private tokens?: Promise<PageTokens>;
 
   constructor(private readonly services: Pick<Services, 'accounts' | 'deploys' | 'signingKeys' | 'sites' | 'teams'>) {
     const deployId = (k: { siteId: string; deployId: string }) => `${k.siteId}/${k.deployId}`;
     this.deploy = new BatchLoader(deployId, async (keys) => {
-      const deploys = await services.deploys.getMany(keys);
+      const deploys = await services.deploys.getManyRecent(keys);
       return new Map(deploys.map((d) => [deployId({ siteId: d.siteId, deployId: d.id }), d]));
     });
     this.team = remember((id) => services.teams.get(id));
     this.account = remember((id) => services.accounts.getAccount(id));
-    this.site = remember((id) => services.sites.getById(id));
+    this.site = remember((id) => services.sites.getRecent(id));
     this.members = remember((key) => {
       const [teamId, accountId] = key.split('/') as [string, string];
       return services.teams.getMember(teamId, accountId);
     });
+  }
+
+  /**
+   * The deploy as `deploy.load` gives it, without waiting when the process
+   * remembers it (DeployStore.recentOne): a field answered at once costs
+   * graphql-js no promise, and the request no turn of the event loop.
+   * The request then keeps it, so every field of the request sees the same.
+   */
+  deployNow(siteId: string, deployId: string): Deploy | undefined | Promise<Deploy | undefined> {
+    const key = { siteId, deployId };
+    if (this.deploy.has(key)) return this.deploy.load(key);
+    const known = this.services.deploys.recentOne(siteId, deployId);
+    if (!known) return this.deploy.load(key);
+    this.deploy.prime(key, known);
+    return known;
+  }
+
+  /** The site as `site` gives it, without waiting when the request has read it already (knownSites). */
+  siteNow(id: string): Site | Promise<Site | undefined> {
+    return this.shownSites.get(id) ?? this.site(id);
   }
 
   member(teamId: string, accountId: string): Promise<TeamMember | undefined> {
@@ -295,12 +321,17 @@ export class Loaders {
    * the site beside them in the answer.
    */
   knownSites(sites: Iterable<Site | null | undefined>): void {
-    for (const site of sites) if (site) this.site.prime(site.id, site);
+    for (const site of sites)
+      if (site && !this.shownSites.has(site.id)) {
+        this.site.prime(site.id, site);
+        this.shownSites.set(site.id, site);
+      }
   }
 
   /** After a mutation changed a site: later fields of the same request read it afresh. */
   forgetSite(id: string): void {
     this.site.forget(id);
+    this.shownSites.delete(id);
   }
 
   /** After a mutation changed a membership: later fields of the same request read it afresh. */

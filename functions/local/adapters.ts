@@ -17,7 +17,7 @@ import { inlineLeafHasher, ownHashThread, RemoteHashing, type HashChannel } from
 import { configuredStores } from '../adapters/stores.js';
 import { LocalUploadGate } from './upload-gate.js';
 import type { DomainCertificates } from '../core/ports/domain-certificates.js';
-import { rfc2136Zone } from './rfc2136-dnslink-zone.js';
+import { rfc2136Zone } from '../adapters/rfc2136-dnslink-zone.js';
 
 /** What the local server runs itself, built before its services and started with them. */
 export interface LocalParts {

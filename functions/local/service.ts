@@ -109,7 +109,7 @@ export async function openLocalStorage(config: Config, logger: Logger, parts: Om
         `cannot open the database in "${cfg.dataDir}": is it in use by another Cairn process? Stop that first. (${(err as Error).message.split('\n')[0]})`,
       );
     }
-    cfg.dynamodb = { endpoint: embedded.endpoint };
+    cfg.dynamodb = { ...cfg.dynamodb, endpoint: embedded.endpoint };
   }
   let services: Services | undefined;
   const close = async () => {

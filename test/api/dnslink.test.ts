@@ -18,7 +18,7 @@ import { dataOf, graphqlClient, newAccount, type AccountFixture } from '../suppo
 import { startKnot, type KnotServer } from '../support/knot-server.js';
 import { importDirectory } from '../../functions/core/ipfs/import-directory.js';
 import { loadConfig, TsigKey } from '../../functions/core/config.js';
-import { Rfc2136DnsLinkZone } from '../../functions/local/rfc2136-dnslink-zone.js';
+import { Rfc2136DnsLinkZone } from '../../functions/adapters/rfc2136-dnslink-zone.js';
 import { retryDnsLinks } from '../../functions/core/hosting/dnslink.js';
 
 const ZONE = 'dnslink.test';

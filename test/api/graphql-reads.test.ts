@@ -4,11 +4,14 @@
  * site's latest and published deploy, the command line's site by slug, a
  * page of deploys. The calls are counted as they leave for the embedded
  * DynamoDB (the real client, each call passed on); the answers are checked
- * too, so a read saved never changes what is said.
+ * too, so a read saved never changes what is said. Sites and finished
+ * deploys read within RECENT_READS_MS are not read again (recent-reads.ts):
+ * the same request at once sends no call.
  */
 import { dataOf, graphqlClient, newAccount, seedDeploys, type AccountFixture } from '../support/graphql.js';
 import { newIpnsKey } from '../../functions/core/ipfs/ipns.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { RECENT_READS_MS } from '../../functions/core/data/recent-reads.js';
 
 let service: TestService;
 let owner: AccountFixture;
@@ -55,12 +58,35 @@ afterAll(async () => {
   await service?.close();
 });
 
-/** The calls one request sends, after the same request once (which reads what is remembered between requests). */
-async function callsOf(query: string, variables: Record<string, unknown>): Promise<{ data: any; calls: Record<string, number> }> {
+/**
+ * The calls one request sends once what the process remembers of sites and
+ * finished deploys has lapsed (RECENT_READS_MS), after the same request
+ * once (which reads what is remembered longer: which site a slug names, the
+ * IPNS name); and the calls of the same request again at once
+ * (`againAtOnce`: none, unless the request lists deploys). A
+ * machine too busy to send the second within RECENT_READS_MS of the first
+ * tries again (three times at most).
+ */
+async function callsOf(
+  query: string,
+  variables: Record<string, unknown>,
+  againAtOnce: Record<string, number> = {},
+): Promise<{ data: any; calls: Record<string, number> }> {
   dataOf(await client.gql(owner.apiKey, query, variables));
-  calls.clear();
-  const data = dataOf(await client.gql(owner.apiKey, query, variables));
-  return { data, calls: Object.fromEntries(calls) };
+  for (let attempt = 1; ; attempt++) {
+    await new Promise((r) => setTimeout(r, RECENT_READS_MS + 50));
+    calls.clear();
+    const started = performance.now();
+    const data = dataOf(await client.gql(owner.apiKey, query, variables));
+    const cold = Object.fromEntries(calls);
+    calls.clear();
+    expect(dataOf(await client.gql(owner.apiKey, query, variables))).toEqual(data);
+    const again = Object.fromEntries(calls);
+    if (performance.now() - started < RECENT_READS_MS || attempt === 3) {
+      expect(again).toEqual(againAtOnce);
+      return { data, calls: cold };
+    }
+  }
 }
 
 test("a page of the team's sites with their deploys: one query and one batch, whatever the page holds", async () => {
@@ -92,7 +118,8 @@ test('a site by slug: the site and its deploys, the slug and the IPNS name remem
 
 test("a page of deploys: the site once and the page, each deploy's `published` from that site", async () => {
   const site = sites[0]!;
-  const { data, calls: sent } = await callsOf(DEPLOYS, { s: site.id });
+  // A site's listing of deploys changes with every deploy: it is read each time.
+  const { data, calls: sent } = await callsOf(DEPLOYS, { s: site.id }, { QueryCommand: 1 });
   expect(data.getDeploysBySite.deploys).toEqual([
     { id: site.latest, published: false },
     { id: site.published, published: true },

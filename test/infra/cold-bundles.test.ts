@@ -79,6 +79,8 @@ const RARE_CLIENTS = [
   '@aws-sdk/client-codebuild',
   '@aws-sdk/client-sqs',
   '@aws-sdk/client-lambda',
+  // Sites' DNSLink records: with the first write (functions/aws/adapters.ts).
+  '@aws-sdk/client-route-53',
 ];
 
 describe('what a bundle loads at start-up', () => {
@@ -111,6 +113,7 @@ describe('what a bundle loads at start-up', () => {
     // Still in the bundle, for when they are used.
     expect(inBundle).toContain('@aws-sdk/client-cloudfront');
     expect(inBundle).toContain('@aws-sdk/client-sqs');
+    expect(inBundle).toContain('@aws-sdk/client-route-53');
     // The mailer is read with the first message a function sends (an invitation), not at start.
     expect(atStart).not.toContain('nodemailer');
     expect(inBundle).toContain('nodemailer');

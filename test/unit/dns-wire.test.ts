@@ -3,7 +3,7 @@
  * names, records and TXT data round-trip; hostile answers (compression
  * loops, pointers forward, records past the end, too many records,
  * over-long names) are refused with a DnsWireError, in bounded work.
- * TSIG signatures (functions/local/rfc2136-dnslink-zone.ts) verify, and a
+ * TSIG signatures (functions/adapters/rfc2136-dnslink-zone.ts) verify, and a
  * changed byte or another key does not.
  */
 import { randomBytes } from 'node:crypto';
@@ -20,7 +20,7 @@ import {
   TYPE,
 } from '../../functions/core/net/dns-wire.js';
 import { TsigKey } from '../../functions/core/config.js';
-import { signMessage, verifyAnswer, DnsUpdateError } from '../../functions/local/rfc2136-dnslink-zone.js';
+import { signMessage, verifyAnswer, DnsUpdateError } from '../../functions/adapters/rfc2136-dnslink-zone.js';
 
 const header = (counts: [number, number, number, number], flags = 0x8000) => {
   const h = Buffer.alloc(12);

@@ -22,6 +22,8 @@ import { candidateItem, cidReference } from './object-references.js';
 import { queryAll, queryPage, type Page } from './pages.js';
 import { stripUndefined, withoutKeys, writtenIf } from './tables.js';
 import { untilNoneLeft, type RetryPolicy } from '../retry.js';
+import { RECENT_READS_MS, RecentReads } from './recent-reads.js';
+import type { SiteWrites } from './sites.js';
 import { CID } from 'multiformats/cid';
 
 /**
@@ -146,6 +148,10 @@ export class PublishedMeanwhile extends Error {
 }
 
 const key = (siteId: string, deployId: string) => ({ pk: `SITE#${siteId}`, sk: `DEPLOY#${deployId}` });
+/** A deploy's name among the recent reads. */
+const recentKey = (siteId: string, deployId: string) => `${siteId}/${deployId}`;
+/** Finished deploys remembered for reads that show them (recent-reads.ts). */
+const RECENT_DEPLOYS = 5_000;
 
 /** The holder name of a deploy's CID reference (data/objects.ts): holders that are not objects start with '#'. */
 export const deployHolder = (siteId: string, deployId: string) => `#DEPLOY#${siteId}#${deployId}`;
@@ -154,18 +160,41 @@ export const deployHolder = (siteId: string, deployId: string) => `#DEPLOY#${sit
 export const previewHolder = (siteId: string, deployId: string) => `#PREVIEW#${siteId}#${deployId}`;
 
 export class DeployStore {
+  /**
+   * Finished deploys (DEPLOYED, FAILED, CANCELLED) as recently read, for
+   * the reads that show them (getManyRecent). A finished deploy changes
+   * only by its preview image (setPreview) and by deletion with its site;
+   * one still in progress is never kept.
+   */
+  private readonly recent: RecentReads<Deploy>;
+
+  /** `sites`: the site store, told of the site writes a deploy's end makes (its publication); `recentMs`: as SiteStore's. */
   constructor(
     private readonly db: Database,
     private readonly now: () => Date = () => new Date(),
-  ) {}
+    private readonly sites?: SiteWrites,
+    recentMs = RECENT_READS_MS,
+  ) {
+    this.recent = new RecentReads<Deploy>(RECENT_DEPLOYS, undefined, recentMs);
+  }
 
   private get table() {
     return this.db.tables.deploys;
   }
 
+  /** Runs a write of the deploy, then forgets it (recent-reads.ts). */
+  private writing<T>(siteId: string, deployId: string, write: () => Promise<T>): Promise<T> {
+    return this.recent.writing([recentKey(siteId, deployId)], write);
+  }
+
   /** A conditional update of a deploy: false when its condition no longer holds. */
-  private async updateIf(input: Omit<ConstructorParameters<typeof UpdateCommand>[0], 'TableName'>): Promise<boolean> {
-    return writtenIf(this.db.doc.send(new UpdateCommand({ TableName: this.table, ...input })));
+  private async updateIf(
+    input: Omit<ConstructorParameters<typeof UpdateCommand>[0], 'TableName'> & { Key: ReturnType<typeof key> },
+  ): Promise<boolean> {
+    const { pk, sk } = input.Key;
+    return this.writing(pk.slice('SITE#'.length), sk.slice('DEPLOY#'.length), () =>
+      writtenIf(this.db.doc.send(new UpdateCommand({ TableName: this.table, ...input }))),
+    );
   }
 
   /** Records a new deploy waiting for a worker. */
@@ -179,12 +208,14 @@ export class DeployStore {
       published: false,
       ...init,
     };
-    await this.db.doc.send(
-      new PutCommand({
-        TableName: this.table,
-        Item: { ...key(deploy.siteId, deploy.id), gsi1pk: 'QUEUE', gsi1sk: deploy.id, ...stripUndefined(deploy) },
-        ConditionExpression: 'attribute_not_exists(pk)',
-      }),
+    await this.writing(deploy.siteId, deploy.id, () =>
+      this.db.doc.send(
+        new PutCommand({
+          TableName: this.table,
+          Item: { ...key(deploy.siteId, deploy.id), gsi1pk: 'QUEUE', gsi1sk: deploy.id, ...stripUndefined(deploy) },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      ),
     );
     return deploy;
   }
@@ -196,22 +227,24 @@ export class DeployStore {
    */
   async claim(siteId: string, deployId: string): Promise<Deploy | undefined> {
     try {
-      const out = await this.db.doc.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: key(siteId, deployId),
-          UpdateExpression: 'SET phase = :cloning, startedAt = :now, gsi1pk = :running',
-          ConditionExpression: 'phase = :queued AND #status = :inProgress',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: {
-            ':cloning': 'cloning',
-            ':now': this.now().toISOString(),
-            ':running': 'RUNNING',
-            ':queued': 'queued',
-            ':inProgress': 'IN_PROGRESS',
-          },
-          ReturnValues: 'ALL_NEW',
-        }),
+      const out = await this.writing(siteId, deployId, () =>
+        this.db.doc.send(
+          new UpdateCommand({
+            TableName: this.table,
+            Key: key(siteId, deployId),
+            UpdateExpression: 'SET phase = :cloning, startedAt = :now, gsi1pk = :running',
+            ConditionExpression: 'phase = :queued AND #status = :inProgress',
+            ExpressionAttributeNames: { '#status': 'status' },
+            ExpressionAttributeValues: {
+              ':cloning': 'cloning',
+              ':now': this.now().toISOString(),
+              ':running': 'RUNNING',
+              ':queued': 'queued',
+              ':inProgress': 'IN_PROGRESS',
+            },
+            ReturnValues: 'ALL_NEW',
+          }),
+        ),
       );
       return fromItem(out.Attributes!);
     } catch (err) {
@@ -335,7 +368,8 @@ export class DeployStore {
       });
     }
     try {
-      await this.db.doc.send(new TransactWriteCommand({ TransactItems: items }));
+      const send = () => this.db.doc.send(new TransactWriteCommand({ TransactItems: items }));
+      await this.writing(siteId, deployId, publishing && this.sites ? () => this.sites!.writing(siteId, send) : send);
       return publishing ? { ...finished, publishedNow: true } : finished;
     } catch (err) {
       if ((err as Error).name !== 'TransactionCanceledException') throw err;
@@ -358,23 +392,25 @@ export class DeployStore {
    * collection candidate.
    */
   async setPreview(siteId: string, deployId: string, previewImage: string, previewCid: string): Promise<boolean> {
-    return writtenIf(
-      this.db.doc.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Update: {
-                TableName: this.table,
-                Key: key(siteId, deployId),
-                UpdateExpression: 'SET previewImage = :image, previewCid = :cid',
-                ConditionExpression: '#status = :deployed AND attribute_not_exists(previewCid)',
-                ExpressionAttributeNames: { '#status': 'status' },
-                ExpressionAttributeValues: { ':image': previewImage, ':cid': previewCid, ':deployed': 'DEPLOYED' },
+    return this.writing(siteId, deployId, () =>
+      writtenIf(
+        this.db.doc.send(
+          new TransactWriteCommand({
+            TransactItems: [
+              {
+                Update: {
+                  TableName: this.table,
+                  Key: key(siteId, deployId),
+                  UpdateExpression: 'SET previewImage = :image, previewCid = :cid',
+                  ConditionExpression: '#status = :deployed AND attribute_not_exists(previewCid)',
+                  ExpressionAttributeNames: { '#status': 'status' },
+                  ExpressionAttributeValues: { ':image': previewImage, ':cid': previewCid, ':deployed': 'DEPLOYED' },
+                },
               },
-            },
-            { Put: { TableName: this.db.tables.objects, Item: cidReference(previewCid, previewHolder(siteId, deployId)) } },
-          ],
-        }),
+              { Put: { TableName: this.db.tables.objects, Item: cidReference(previewCid, previewHolder(siteId, deployId)) } },
+            ],
+          }),
+        ),
       ),
     );
   }
@@ -393,21 +429,26 @@ export class DeployStore {
       return this.requestCancel(siteId, deployId, reason); // claimed meanwhile: mark it instead
     }
     try {
-      await this.db.doc.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: key(siteId, deployId),
-          UpdateExpression: 'SET cancelRequested = :yes, reason = :reason',
-          ConditionExpression: '#status = :inProgress',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':yes': true, ':reason': reason, ':inProgress': 'IN_PROGRESS' },
-        }),
-      );
+      await this.updateOrFail({
+        Key: key(siteId, deployId),
+        UpdateExpression: 'SET cancelRequested = :yes, reason = :reason',
+        ConditionExpression: '#status = :inProgress',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':yes': true, ':reason': reason, ':inProgress': 'IN_PROGRESS' },
+      });
     } catch (err) {
       if ((err as Error).name === 'ConditionalCheckFailedException') return undefined;
       throw err;
     }
     return { ...current, cancelRequested: true, reason };
+  }
+
+  /** An update of a deploy whose failed condition throws (ConditionalCheckFailedException). */
+  private async updateOrFail(input: Omit<ConstructorParameters<typeof UpdateCommand>[0], 'TableName'> & { Key: ReturnType<typeof key> }) {
+    const { pk, sk } = input.Key;
+    return this.writing(pk.slice('SITE#'.length), sk.slice('DEPLOY#'.length), () =>
+      this.db.doc.send(new UpdateCommand({ TableName: this.table, ...input })),
+    );
   }
 
   async get(siteId: string, deployId: string): Promise<Deploy | undefined> {
@@ -460,14 +501,52 @@ export class DeployStore {
     return items.filter((item) => item !== undefined).map(fromItem);
   }
 
+  /** A finished deploy remembered by getManyRecent, if it still is; no read (the answer's fields take it without waiting). */
+  recentOne(siteId: string, deployId: string): Deploy | undefined {
+    return this.recent.get(recentKey(siteId, deployId));
+  }
+
+  /**
+   * getMany for reads that show the deploys: a finished deploy as read at
+   * most RECENT_READS_MS ago, or since this process's last write of it
+   * (recent-reads.ts); the others read as getMany reads them. In key order.
+   */
+  async getManyRecent(keys: ReadonlyArray<{ siteId: string; deployId: string }>): Promise<Deploy[]> {
+    const found = new Map<string, Deploy>();
+    const missing: Array<{ siteId: string; deployId: string }> = [];
+    for (const k of keys) {
+      const hit = this.recent.get(recentKey(k.siteId, k.deployId));
+      if (hit) found.set(recentKey(k.siteId, k.deployId), hit);
+      else missing.push(k);
+    }
+    if (missing.length) {
+      const mark = this.recent.mark();
+      for (const deploy of await this.getMany(missing)) {
+        const id = recentKey(deploy.siteId, deploy.id);
+        found.set(id, deploy);
+        if (deploy.status !== 'IN_PROGRESS') this.recent.keep(id, deploy, mark);
+      }
+    }
+    const inOrder: Deploy[] = [];
+    for (const k of keys) {
+      const deploy = found.get(recentKey(k.siteId, k.deployId));
+      if (deploy) inOrder.push(deploy);
+    }
+    return inOrder;
+  }
+
   /**
    * Writes finished or historical deploys as they are, 25 to a request
    * (imports, fixtures and the benchmark's seed). Not for new deploys:
    * those go through enqueue, which never overwrites.
    */
   async putMany(deploys: readonly Deploy[]): Promise<void> {
-    await this.batchWrite(
-      deploys.map((deploy) => ({ PutRequest: { Item: { pk: `SITE#${deploy.siteId}`, sk: `DEPLOY#${deploy.id}`, ...deploy } } })),
+    await this.recent.writing(
+      deploys.map((d) => recentKey(d.siteId, d.id)),
+      () =>
+        this.batchWrite(
+          deploys.map((deploy) => ({ PutRequest: { Item: { pk: `SITE#${deploy.siteId}`, sk: `DEPLOY#${deploy.id}`, ...deploy } } })),
+        ),
     );
   }
 
@@ -484,7 +563,10 @@ export class DeployStore {
       ProjectionExpression: 'pk, sk, ipfsHash, previewCid, #status',
       ExpressionAttributeNames: { '#status': 'status' },
     });
-    await this.batchWrite(items.map((item) => ({ DeleteRequest: { Key: { pk: item.pk, sk: item.sk } } })));
+    await this.recent.writing(
+      items.map((item) => recentKey(siteId, (item.sk as string).slice('DEPLOY#'.length))),
+      () => this.batchWrite(items.map((item) => ({ DeleteRequest: { Key: { pk: item.pk, sk: item.sk } } }))),
+    );
     for (const item of items) {
       const deployId = (item.sk as string).slice('DEPLOY#'.length);
       if (item.status === 'DEPLOYED' && typeof item.ipfsHash === 'string')

@@ -19,6 +19,7 @@
 import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { TtlCache } from '../cache.js';
+import { RECENT_READS_MS, RecentReads } from './recent-reads.js';
 import { newId } from '../ids.js';
 import { ConflictError } from './errors.js';
 import type { Database } from './dynamo.js';
@@ -149,15 +150,33 @@ export const siteCursor = (site: Pick<Site, 'createdAt' | 'id'>): string => `${s
 
 const MAX_ATTEMPTS = 5;
 
-export class SiteStore {
+/** Sites remembered for reads that show them (recent-reads.ts); pages of teams' sites count as the sites they hold. */
+const RECENT_SITES = 2_000;
+const RECENT_PAGE_SITES = 2_000;
+
+/** What writes a site outside this store (a deploy's end publishes it in the same transaction): the store forgets it too. */
+export interface SiteWrites {
+  writing<T>(siteId: string, write: () => Promise<T>): Promise<T>;
+}
+
+export class SiteStore implements SiteWrites {
   /** Which site a slug named when last read (checked against the site at every use: getBySlug). */
   private readonly slugIds = new TtlCache<string, string>(SLUG_IDS_KEPT_MS);
+  /** Sites by id as recently read, for the reads that show them (getRecent). */
+  private readonly recent: RecentReads<Site>;
+  /** Pages of a team's sites as recently read (listRecentByTeam): any site write forgets them all. */
+  private readonly pages: RecentReads<Page<Site>>;
 
+  /** `recentMs`: how long getRecent and its kin answer from memory at most. */
   constructor(
     private readonly db: Database,
     private readonly sealer: SecretSealer,
     private readonly now: () => Date = () => new Date(),
-  ) {}
+    recentMs = RECENT_READS_MS,
+  ) {
+    this.recent = new RecentReads<Site>(RECENT_SITES, undefined, recentMs);
+    this.pages = new RecentReads<Page<Site>>(RECENT_PAGE_SITES, (page) => page.items.length + 1, recentMs);
+  }
 
   private get table() {
     return this.db.tables.sites;
@@ -224,19 +243,21 @@ export class SiteStore {
         version: 1,
       });
       try {
-        await this.db.doc.send(
-          new TransactWriteCommand({
-            TransactItems: [
-              { Put: { TableName: this.table, Item: this.siteItem(site), ConditionExpression: 'attribute_not_exists(pk)' } },
-              {
-                Put: {
-                  TableName: this.table,
-                  Item: { pk: `SLUG#${slug}`, sk: 'SLUG', siteId: site.id },
-                  ConditionExpression: 'attribute_not_exists(pk)',
+        await this.writing(site.id, () =>
+          this.db.doc.send(
+            new TransactWriteCommand({
+              TransactItems: [
+                { Put: { TableName: this.table, Item: this.siteItem(site), ConditionExpression: 'attribute_not_exists(pk)' } },
+                {
+                  Put: {
+                    TableName: this.table,
+                    Item: { pk: `SLUG#${slug}`, sk: 'SLUG', siteId: site.id },
+                    ConditionExpression: 'attribute_not_exists(pk)',
+                  },
                 },
-              },
-            ],
-          }),
+              ],
+            }),
+          ),
         );
         return site;
       } catch (err) {
@@ -245,6 +266,49 @@ export class SiteStore {
         if (attempt >= MAX_ATTEMPTS) throw new ConflictError('could not find a free slug');
       }
     }
+  }
+
+  /**
+   * Runs a write of the site (or of a new one), then forgets it and every
+   * remembered page of sites, whether the write succeeded or not.
+   */
+  async writing<T>(siteId: string, write: () => Promise<T>): Promise<T> {
+    return this.pages.writing('all', () => this.recent.writing([siteId], write));
+  }
+
+  /**
+   * The site as read at most RECENT_READS_MS ago, or since this process's
+   * last write of it (recent-reads.ts): for reads that show it, never for
+   * one that decides a write.
+   */
+  async getRecent(id: string): Promise<Site | undefined> {
+    return this.recent.through(id, () => this.getById(id));
+  }
+
+  /** getBySlug for reads that show the site: the slug's site by getRecent, still carrying the slug; else as getBySlug. */
+  async getRecentBySlug(slug: string): Promise<Site | undefined> {
+    const known = this.slugIds.get(slug);
+    if (known !== undefined) {
+      const site = await this.getRecent(known);
+      if (site?.slug === slug) return site;
+    }
+    const mark = this.recent.mark();
+    const site = await this.getBySlug(slug);
+    if (site) this.recent.keep(site.id, site, mark);
+    return site;
+  }
+
+  /** listByTeam for reads that show the page, with the rule of getRecent; its sites serve getRecent too. */
+  async listRecentByTeam(teamId: string, limit: number, after?: string): Promise<Page<Site>> {
+    const key = `${teamId}\n${limit}\n${after ?? ''}`;
+    const hit = this.pages.get(key);
+    if (hit) return hit;
+    const mark = this.pages.mark();
+    const siteMark = this.recent.mark();
+    const page = await this.listByTeam(teamId, limit, after);
+    this.pages.keep(key, page, mark);
+    for (const site of page.items) this.recent.keep(site.id, site, siteMark);
+    return page;
   }
 
   async getById(id: string): Promise<Site | undefined> {
@@ -344,7 +408,7 @@ export class SiteStore {
         );
       }
       try {
-        await this.db.doc.send(new TransactWriteCommand({ TransactItems: items }));
+        await this.writing(id, () => this.db.doc.send(new TransactWriteCommand({ TransactItems: items })));
         return next;
       } catch (err) {
         if (!(err instanceof TransactionCanceledException)) throw err;
@@ -379,16 +443,18 @@ export class SiteStore {
     condition: string,
     values: Record<string, unknown> = {},
   ): Promise<boolean> {
-    return writtenIf(
-      this.db.doc.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: { pk: `SITE#${siteId}`, sk: 'SITE' },
-          UpdateExpression: `SET #field = :value, version = if_not_exists(version, :zero) + :one`,
-          ConditionExpression: condition,
-          ExpressionAttributeNames: { '#field': field },
-          ExpressionAttributeValues: { ':value': deployId, ':zero': 0, ':one': 1, ...values },
-        }),
+    return this.writing(siteId, () =>
+      writtenIf(
+        this.db.doc.send(
+          new UpdateCommand({
+            TableName: this.table,
+            Key: { pk: `SITE#${siteId}`, sk: 'SITE' },
+            UpdateExpression: `SET #field = :value, version = if_not_exists(version, :zero) + :one`,
+            ConditionExpression: condition,
+            ExpressionAttributeNames: { '#field': field },
+            ExpressionAttributeValues: { ':value': deployId, ':zero': 0, ':one': 1, ...values },
+          }),
+        ),
       ),
     );
   }
@@ -399,27 +465,29 @@ export class SiteStore {
       const current = await this.getById(id);
       if (!current || current.teamId !== teamId) return undefined;
       try {
-        await this.db.doc.send(
-          new TransactWriteCommand({
-            TransactItems: [
-              {
-                Delete: {
-                  TableName: this.table,
-                  Key: { pk: `SITE#${id}`, sk: 'SITE' },
-                  ConditionExpression: 'teamId = :team AND slug = :slug',
-                  ExpressionAttributeValues: { ':team': teamId, ':slug': current.slug },
+        await this.writing(id, () =>
+          this.db.doc.send(
+            new TransactWriteCommand({
+              TransactItems: [
+                {
+                  Delete: {
+                    TableName: this.table,
+                    Key: { pk: `SITE#${id}`, sk: 'SITE' },
+                    ConditionExpression: 'teamId = :team AND slug = :slug',
+                    ExpressionAttributeValues: { ':team': teamId, ':slug': current.slug },
+                  },
                 },
-              },
-              {
-                Delete: {
-                  TableName: this.table,
-                  Key: { pk: `SLUG#${current.slug}`, sk: 'SLUG' },
-                  ConditionExpression: 'siteId = :id',
-                  ExpressionAttributeValues: { ':id': id },
+                {
+                  Delete: {
+                    TableName: this.table,
+                    Key: { pk: `SLUG#${current.slug}`, sk: 'SLUG' },
+                    ConditionExpression: 'siteId = :id',
+                    ExpressionAttributeValues: { ':id': id },
+                  },
                 },
-              },
-            ],
-          }),
+              ],
+            }),
+          ),
         );
         return current;
       } catch (err) {

@@ -20,6 +20,7 @@
  */
 import type { Services } from '../services.js';
 import { cidV1 } from '../ipfs/cid.js';
+import { DnsLinkWriteError } from '../ports/dnslink-zone.js';
 
 export type DnsLinkServices = Pick<Services, 'deploys' | 'dnsLink' | 'domains' | 'logger' | 'sites'>;
 
@@ -66,6 +67,14 @@ export async function syncDnsLink(services: DnsLinkServices, domain: string, att
       if (next > MAX_ATTEMPTS) {
         services.logger.error('gave up writing a DNSLink record; the next change of its site writes it again', { domain, err });
         await services.domains.clearDnsLinkRetry(domain);
+      } else if (err instanceof DnsLinkWriteError && !err.retryable) {
+        // Tried again all the same: the fix (a zone made, a permission granted, a record removed) is made outside Cairn.
+        services.logger.error('the DNS zone refused a DNSLink record until its set-up changes; the scheduled work tries again', {
+          domain,
+          attempt: next,
+          err,
+        });
+        await services.domains.putDnsLinkRetry(domain, new Date(now.getTime() + retryDelayMs(next)), next);
       } else {
         services.logger.warn('could not write a DNSLink record; the scheduled work tries again', { domain, attempt: next, err });
         await services.domains.putDnsLinkRetry(domain, new Date(now.getTime() + retryDelayMs(next)), next);

@@ -2,7 +2,7 @@
  * The DNS zones Cairn writes sites' DNSLink records in: `_dnslink.<domain>
  * TXT "dnslink=<path>"` (https://dnslink.dev, the DNSLink spec). On one
  * machine an RFC 2136 dynamic update signed with TSIG to a configured
- * server (functions/local/rfc2136-dnslink-zone.ts); in AWS Route 53
+ * server (functions/adapters/rfc2136-dnslink-zone.ts); in AWS Route 53
  * (functions/aws/route53-dnslink-zone.ts). Where no zone holds a domain,
  * nothing is written: the domain's `dnsRecords` show the record to create.
  */
@@ -15,6 +15,25 @@ export interface DnsLinkZone {
   set(domain: string, path: string): Promise<void>;
   /** Removes every TXT record of `_dnslink.<domain>` (nothing to remove is no failure). */
   remove(domain: string): Promise<void>;
+}
+
+/**
+ * A write a zone refused or did not answer, as an adapter reports it.
+ * `retryable`: the same write may go through later unchanged (throttled,
+ * busy, unreachable); false: something outside Cairn must change first
+ * (the zone does not exist, access is denied, another record is in the
+ * way). Both are tried again by the scheduled work (core/hosting/dnslink.ts),
+ * as the fix is made outside Cairn; a permanent one is logged as an error,
+ * for the operator.
+ */
+export class DnsLinkWriteError extends Error {
+  override name = 'DnsLinkWriteError';
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+  ) {
+    super(message);
+  }
 }
 
 /** Manages no zone: every domain is shown its record instead. */

@@ -51,7 +51,7 @@ export const deployResolvers = {
       // The site and the page are read side by side (one round trip, not two);
       // the page is thrown away unread when the site is not the caller's.
       const [site, page] = await Promise.all([
-        ctx.services.sites.getById(args.siteId),
+        ctx.services.sites.getRecent(args.siteId),
         ctx.services.deploys.listBySite(args.siteId, limit, after),
       ]);
       if (!ownSite(ctx, site)) return null;
@@ -92,8 +92,11 @@ export const deployResolvers = {
   Deploy: {
     repository: (deploy: Deploy) => deploy.repository ?? {},
     // The site says which deploy is published: exactly one at a time, with no second record to keep in step.
-    published: async (deploy: Deploy, _: unknown, ctx: GraphqlContext) =>
-      (await ctx.loaders.site(deploy.siteId))?.publishedDeployId === deploy.id,
+    // At once when the request has read the site (Loaders.siteNow).
+    published: (deploy: Deploy, _: unknown, ctx: GraphqlContext) => {
+      const site = ctx.loaders.siteNow(deploy.siteId);
+      return site instanceof Promise ? site.then((s) => s?.publishedDeployId === deploy.id) : site.publishedDeployId === deploy.id;
+    },
     autoPublish: (deploy: Deploy) => deploy.autoPublish === true,
     url: async (deploy: Deploy, _: unknown, ctx: GraphqlContext) => {
       const site = await ctx.loaders.site(deploy.siteId);

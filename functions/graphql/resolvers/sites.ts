@@ -22,19 +22,26 @@ function known(ctx: GraphqlContext, site: Site | undefined): Site | null {
   return own;
 }
 
+/** The site's deploy named by one of its pointers, or null. */
+function deployOf(ctx: GraphqlContext, siteId: string, deployId: string | null | undefined): Deploy | null | Promise<Deploy | null> {
+  if (!deployId) return null;
+  const deploy = ctx.loaders.deployNow(siteId, deployId);
+  return deploy instanceof Promise ? deploy.then((d) => d ?? null) : (deploy ?? null);
+}
+
 export const siteResolvers = {
   Query: {
     getSiteById: async (_: unknown, args: { siteId: string }, ctx: GraphqlContext) =>
-      known(ctx, await ctx.services.sites.getById(args.siteId)),
+      known(ctx, await ctx.services.sites.getRecent(args.siteId)),
     getSiteBySlug: async (_: unknown, args: { slug: string }, ctx: GraphqlContext) =>
-      known(ctx, await ctx.services.sites.getBySlug(args.slug)),
+      known(ctx, await ctx.services.sites.getRecentBySlug(args.slug)),
     getSitesByTeam: async (_: unknown, args: { teamId: string } & PageArgs, ctx: GraphqlContext) => {
       const limit = pageSize(args.limit);
       if (!isOwnTeam(ctx, args.teamId)) return null;
       const tokens = await ctx.loaders.pageTokens();
       const listing = { query: 'getSitesByTeam', args: { teamId: args.teamId } };
       const after = tokens.read(listing, args.nextToken);
-      const page = await ctx.services.sites.listByTeam(args.teamId, limit, after);
+      const page = await ctx.services.sites.listRecentByTeam(args.teamId, limit, after);
       ctx.loaders.knownSites(page.items);
       const last = page.items[page.items.length - 1];
       return { sites: page.items, nextToken: page.more && last ? tokens.issue(listing, siteCursor(last)) : null };
@@ -96,10 +103,9 @@ export const siteResolvers = {
       return team;
     },
     updatedAt: (site: Site) => site.updatedAt ?? null,
-    publishedDeploy: async (site: Site, _: unknown, ctx: GraphqlContext): Promise<Deploy | null> =>
-      site.publishedDeployId ? ((await ctx.loaders.deploy.load({ siteId: site.id, deployId: site.publishedDeployId })) ?? null) : null,
-    latestDeploy: async (site: Site, _: unknown, ctx: GraphqlContext): Promise<Deploy | null> =>
-      site.latestDeployId ? ((await ctx.loaders.deploy.load({ siteId: site.id, deployId: site.latestDeployId })) ?? null) : null,
+    // Answered at once when the process remembers the deploy (Loaders.deployNow), else when it is read.
+    publishedDeploy: (site: Site, _: unknown, ctx: GraphqlContext) => deployOf(ctx, site.id, site.publishedDeployId),
+    latestDeploy: (site: Site, _: unknown, ctx: GraphqlContext) => deployOf(ctx, site.id, site.latestDeployId),
     // Public (the key it names stays sealed, and no field reads it); none before the first publish made the key.
     ipnsName: async (site: Site, _: unknown, ctx: GraphqlContext): Promise<string | null> =>
       (await ctx.services.ipnsNames.nameOfSite(site.id)) ?? null,

@@ -12,7 +12,10 @@
  * RFC 8945 section 4.3) and the server's answer must carry a TSIG that
  * verifies against it (section 5.3.1: the request's MAC, then the answer,
  * then its TSIG variables): an answer nobody holding the key signed is not
- * taken as done. One update goes over TCP within 5 s.
+ * taken as done. One update goes over TCP within 5 s. The same adapter
+ * serves both compositions (a Lambda function reaches a DNS server as the
+ * local server does), so it sits beside them; in AWS, without a server,
+ * Route 53 (functions/aws/route53-dnslink-zone.ts).
  */
 import { randomInt } from 'node:crypto';
 import type { Config, TsigKey } from '../core/config.js';

@@ -1,0 +1,103 @@
+/**
+ * Records remembered between requests for the reads that only show them
+ * (the GraphQL API's sites and finished deploys), so the web app's page of
+ * sites does not carry the same items out of the database on every
+ * request. The stores' writes forget what they change; the rule is the API
+ * key checks' (api-keys.ts):
+ *
+ * - a write made by this process is seen by its next read at once: every
+ *   write of a store forgets the records it touched once the write has
+ *   ended (failed or not), and a read that was under way while any write of
+ *   the store ran is answered but not kept (the write counter below), so a
+ *   read that began before the write can never put the old record back;
+ * - a write made by another process (in AWS another Lambda container, the
+ *   deploy worker, the preview function) is seen within RECENT_READS_MS:
+ *   nothing is kept longer. On one machine `npm start` is the only process
+ *   that opens the data directory (LevelDB's lock; `npm run admin --local`
+ *   and `npm run fsck` open it only while the service is stopped), so there
+ *   every write is this process's own.
+ *
+ * What is kept is frozen: it is shared by every request that reads it.
+ * Writers and anything that decides (conditional updates, authorisation of
+ * a change) read afresh, never from here.
+ */
+import { LRUCache } from 'lru-cache';
+
+/** How long a record read is answered from memory at most: the API key checks' half second (API_KEY_CHECK_MS). */
+export const RECENT_READS_MS = 500;
+
+/** Freezes a plain record and everything in it (records are JSON-shaped: objects, arrays, scalars). */
+export function deepFreeze<T>(value: T): T {
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value;
+  for (const v of Object.values(value)) deepFreeze(v);
+  return Object.freeze(value);
+}
+
+export class RecentReads<V extends object> {
+  private readonly entries: LRUCache<string, V>;
+  /** Bumped by every write of the store (forget, clear): a read that saw it change is not kept. */
+  private writes = 0;
+
+  /** `max`: at most this many records (a value of several records counts as `sizeOf` of them). */
+  constructor(max: number, sizeOf: (value: V) => number = () => 1, ttlMs = RECENT_READS_MS) {
+    this.entries = new LRUCache<string, V>({
+      maxSize: max,
+      sizeCalculation: (value) => Math.max(1, Math.min(max, sizeOf(value))),
+      ttl: ttlMs,
+      // Past its time an entry is never answered, not even once.
+      allowStale: false,
+      updateAgeOnGet: false,
+    });
+  }
+
+  get(key: string): V | undefined {
+    return this.entries.get(key);
+  }
+
+  /** Where a read starts: keep() takes what it read only if no write happened since. */
+  mark(): number {
+    return this.writes;
+  }
+
+  /** Keeps a value read since `mark` (frozen), unless the store wrote meanwhile. */
+  keep(key: string, value: V, mark: number): void {
+    if (mark === this.writes) this.entries.set(key, deepFreeze(value));
+  }
+
+  /** The remembered value, or `load()`'s, kept when `worthKeeping` says so. */
+  async through(key: string, load: () => Promise<V | undefined>, worthKeeping: (value: V) => boolean = () => true): Promise<V | undefined> {
+    const hit = this.entries.get(key);
+    if (hit !== undefined) return hit;
+    const mark = this.writes;
+    const value = await load();
+    if (value !== undefined && worthKeeping(value)) this.keep(key, value, mark);
+    return value;
+  }
+
+  /** After a write of `keys` (ended, or failed: it may have happened). */
+  forget(...keys: string[]): void {
+    this.writes++;
+    for (const key of keys) this.entries.delete(key);
+  }
+
+  /** After a write whose reach is not known by key (a listing changed). */
+  clear(): void {
+    this.writes++;
+    this.entries.clear();
+  }
+
+  /**
+   * Runs a write, then forgets `keys` whether it succeeded or not; the
+   * counter also moves before it starts, so a read that overlaps any part
+   * of the write is not kept.
+   */
+  async writing<T>(keys: string[] | 'all', write: () => Promise<T>): Promise<T> {
+    this.writes++;
+    try {
+      return await write();
+    } finally {
+      if (keys === 'all') this.clear();
+      else this.forget(...keys);
+    }
+  }
+}

@@ -1,0 +1,328 @@
+/**
+ * The sites and finished deploys the stores remember for the reads that
+ * show them (functions/core/data/recent-reads.ts, sites.ts, deploys.ts),
+ * against the embedded DynamoDB: a read again within RECENT_READS_MS costs
+ * no database call; every write path of the two stores is seen by the next
+ * read in the same process at once (each test below reads first, so the
+ * record is remembered, then writes, then reads); a read under way while a
+ * write runs never puts the old record back; a write by another process (a
+ * second pair of stores on the same tables, as another Lambda container) is
+ * seen within RECENT_READS_MS; a deploy in progress is never remembered.
+ */
+import { randomBytes } from 'node:crypto';
+import { aesSealer } from '../../functions/core/auth/secrets.js';
+import type { Database } from '../../functions/core/data/dynamo.js';
+import { DeployStore, type Deploy } from '../../functions/core/data/deploys.js';
+import { ItemReader } from '../../functions/core/data/item-reader.js';
+import { RECENT_READS_MS } from '../../functions/core/data/recent-reads.js';
+import { SiteStore, type NewSite, type Site } from '../../functions/core/data/sites.js';
+import { newSortableId } from '../../functions/core/ids.js';
+import { startEmbeddedDb, type EmbeddedDb } from '../support/embedded-db.js';
+
+let embedded: EmbeddedDb;
+let db: Database;
+const sealer = aesSealer(randomBytes(32));
+
+beforeAll(async () => {
+  embedded = await startEmbeddedDb();
+  db = embedded.client(true);
+});
+afterAll(async () => {
+  await embedded?.close();
+});
+
+/**
+ * The database with every call counted by command (the real client, each
+ * call passed on; the batch reader sends through it too), and `hold`: the
+ * next read of an item whose key starts so waits for `release()` before it
+ * is sent.
+ */
+function counted(database: Database) {
+  const calls = new Map<string, number>();
+  const send = database.doc.send.bind(database.doc) as (command: unknown) => Promise<unknown>;
+  let held: { pk: string; release: Promise<void> } | undefined;
+  const doc = Object.create(database.doc, {
+    send: {
+      value: async (command: { constructor: { name: string }; input?: { Key?: { pk?: string } } }) => {
+        const name = command.constructor.name;
+        calls.set(name, (calls.get(name) ?? 0) + 1);
+        if (held && name === 'GetCommand' && command.input?.Key?.pk?.startsWith(held.pk)) {
+          const { release } = held;
+          held = undefined;
+          const answer = send(command);
+          await release;
+          return answer;
+        }
+        return send(command);
+      },
+    },
+  }) as Database['doc'];
+  return {
+    db: { ...database, doc, reader: new ItemReader(doc) } as Database,
+    /** Calls since the last look. */
+    calls(): Record<string, number> {
+      const seen = Object.fromEntries(calls);
+      calls.clear();
+      return seen;
+    },
+    /** The next GetItem of a key under `pk` is answered by the database at once, but handed back only when the promise is. */
+    hold(pk: string, release: Promise<void>) {
+      held = { pk, release };
+    },
+  };
+}
+
+/** One process's stores: the site store tells the deploy store's publications apart, as createServices wires them. */
+function storesOn(database: Database) {
+  const sites = new SiteStore(database, sealer);
+  return { sites, deploys: new DeployStore(database, undefined, sites) };
+}
+
+let teams = 0;
+const newTeam = () => `team-recent-${++teams}`;
+const newSite = (teamId: string, description = 'first'): NewSite => ({
+  teamId,
+  createdBy: 'account-1',
+  description,
+  buildSettings: { environmentVariables: [] },
+  deploySettings: { autoPublishing: true, prDeployPreviews: false, source: { kind: 'ipfs', cid: null } },
+});
+let clock = Date.UTC(2026, 0, 1);
+const finished = (siteId: string, status: Deploy['status'] = 'DEPLOYED'): Deploy => {
+  const at = (clock += 60_000);
+  return {
+    id: newSortableId(at),
+    siteId,
+    status,
+    createdAt: new Date(at).toISOString(),
+    completedAt: new Date(at + 1000).toISOString(),
+    published: false,
+    autoPublish: true,
+    repository: { commit: 'a'.repeat(40) },
+  };
+};
+const oneDeploy = async (deploys: DeployStore, siteId: string, deployId: string) =>
+  (await deploys.getManyRecent([{ siteId, deployId }]))[0];
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+test('read again at once: no database call for a site, a page of sites or finished deploys; then read afresh after the time', async () => {
+  const c = counted(db);
+  const { sites, deploys } = storesOn(c.db);
+  const team = newTeam();
+  const site = await sites.create(newSite(team));
+  const done = [finished(site.id), finished(site.id, 'FAILED')];
+  await deploys.putMany(done);
+  const keys = done.map((d) => ({ siteId: site.id, deployId: d.id }));
+  c.calls();
+  const first = {
+    site: await sites.getRecent(site.id),
+    page: await sites.listRecentByTeam(team, 20),
+    deploys: await deploys.getManyRecent(keys),
+  };
+  expect(first.page.items.map((s) => s.id)).toEqual([site.id]);
+  expect(first.deploys.map((d) => d.id)).toEqual(done.map((d) => d.id));
+  expect(c.calls()).toEqual({ GetCommand: 1, QueryCommand: 1, BatchGetCommand: 1 });
+  const started = performance.now();
+  for (let i = 0; i < 10; i++) {
+    expect(await sites.getRecent(site.id)).toEqual(first.site);
+    expect(await sites.listRecentByTeam(team, 20)).toBe(first.page);
+    expect(await deploys.getManyRecent(keys)).toEqual(first.deploys);
+  }
+  if (performance.now() - started < RECENT_READS_MS) expect(c.calls()).toEqual({});
+  // What is remembered is frozen: a request cannot change what the next one reads.
+  expect(Object.isFrozen(first.site) && Object.isFrozen(first.site!.deploySettings.source)).toBe(true);
+  expect(Object.isFrozen(first.deploys[0]!.repository)).toBe(true);
+
+  await sleep(RECENT_READS_MS + 50);
+  c.calls();
+  await sites.getRecent(site.id);
+  await sites.listRecentByTeam(team, 20);
+  await deploys.getManyRecent(keys);
+  expect(c.calls()).toEqual({ GetCommand: 1, QueryCommand: 1, BatchGetCommand: 1 });
+});
+
+test("a deploy in progress is never remembered: each read reads it, and sees its phase's moves", async () => {
+  const c = counted(db);
+  const { sites, deploys } = storesOn(c.db);
+  const site = await sites.create(newSite(newTeam()));
+  const queued = await deploys.enqueue({ siteId: site.id, autoPublish: true, repository: {} });
+  c.calls();
+  expect((await oneDeploy(deploys, site.id, queued.id))?.phase).toBe('queued');
+  expect((await oneDeploy(deploys, site.id, queued.id))?.phase).toBe('queued');
+  expect(c.calls()).toEqual({ GetCommand: 2 });
+});
+
+describe('every write of the site store is seen by the next read at once', () => {
+  let sites: SiteStore;
+  let deploys: DeployStore;
+  let team: string;
+  let site: Site;
+  /** Reads the site three ways (remembering it), runs the write, and reads again. */
+  async function afterWrite(write: () => Promise<unknown>) {
+    await sites.getRecent(site.id);
+    await sites.getRecentBySlug(site.slug);
+    await sites.listRecentByTeam(team, 20);
+    await write();
+    const page = await sites.listRecentByTeam(team, 20);
+    return { byId: await sites.getRecent(site.id), page: page.items };
+  }
+  beforeEach(async () => {
+    ({ sites, deploys } = storesOn(db));
+    team = newTeam();
+    site = await sites.create(newSite(team));
+  });
+
+  test('create: the team page holds the new site', async () => {
+    const { page } = await afterWrite(() => sites.create(newSite(team, 'second')));
+    expect(page.map((s) => s.description)).toEqual(['first', 'second']);
+  });
+
+  test('update: the site by id, by its new slug and in the page; the old slug names nothing', async () => {
+    const { byId, page } = await afterWrite(() =>
+      sites.update(site.id, team, (s) => ({ ...s, name: `${s.slug}-new`, slug: `${s.slug}-new`, description: 'changed' })),
+    );
+    expect(byId).toMatchObject({ slug: `${site.slug}-new`, description: 'changed' });
+    expect(page.map((s) => s.description)).toEqual(['changed']);
+    expect((await sites.getRecentBySlug(`${site.slug}-new`))?.id).toBe(site.id);
+    expect(await sites.getRecentBySlug(site.slug)).toBeUndefined();
+  });
+
+  test('setLatestDeploy and publishDeploy: the pointers, by id and in the page', async () => {
+    const [a, b] = [finished(site.id), finished(site.id)];
+    await deploys.putMany([a!, b!]);
+    let seen = await afterWrite(() => sites.setLatestDeploy(site.id, b!.id));
+    expect([seen.byId?.latestDeployId, seen.page[0]?.latestDeployId]).toEqual([b!.id, b!.id]);
+    seen = await afterWrite(() => sites.publishDeploy(site.id, a!.id, { onlyIfNewer: false }));
+    expect([seen.byId?.publishedDeployId, seen.page[0]?.publishedDeployId]).toEqual([a!.id, a!.id]);
+  });
+
+  test('delete: gone by id, by slug and from the page', async () => {
+    const { byId, page } = await afterWrite(() => sites.delete(site.id, team));
+    expect(byId).toBeUndefined();
+    expect(page).toEqual([]);
+    expect(await sites.getRecentBySlug(site.slug)).toBeUndefined();
+  });
+
+  test("a deploy's end that publishes it: the site's published deploy, by id and in the page", async () => {
+    const queued = await deploys.enqueue({ siteId: site.id, autoPublish: true, repository: {} });
+    await deploys.claim(site.id, queued.id);
+    const { byId, page } = await afterWrite(() => deploys.finish(site.id, queued.id, { status: 'DEPLOYED', publish: true }));
+    expect([byId?.publishedDeployId, page[0]?.publishedDeployId]).toEqual([queued.id, queued.id]);
+  });
+
+  test('a write that fails still forgets (it may have happened)', async () => {
+    const { byId } = await afterWrite(() =>
+      sites
+        .writing(site.id, async () => {
+          await db.doc.send(
+            // What an ambiguous failure looks like: the write happened, the answer was lost.
+            new (await import('@aws-sdk/lib-dynamodb')).UpdateCommand({
+              TableName: db.tables.sites,
+              Key: { pk: `SITE#${site.id}`, sk: 'SITE' },
+              UpdateExpression: 'SET description = :d',
+              ExpressionAttributeValues: { ':d': 'written' },
+            }),
+          );
+          throw new Error('timed out');
+        })
+        .catch(() => undefined),
+    );
+    expect(byId?.description).toBe('written');
+  });
+});
+
+describe('every write of the deploy store is seen by the next read at once', () => {
+  let sites: SiteStore;
+  let deploys: DeployStore;
+  let site: Site;
+  beforeEach(async () => {
+    ({ sites, deploys } = storesOn(db));
+    site = await sites.create(newSite(newTeam()));
+  });
+  /** Reads the deploy (remembering it when finished), runs the write, and reads it again. */
+  async function afterWrite(deployId: string, write: () => Promise<unknown>) {
+    await oneDeploy(deploys, site.id, deployId);
+    await write();
+    return oneDeploy(deploys, site.id, deployId);
+  }
+
+  test('enqueue, claim, advance, recordRemoteBuild, endRemoteBuild, requestCancel and finish', async () => {
+    const id = newSortableId(Date.now() + 3_600_000);
+    expect(await oneDeploy(deploys, site.id, id)).toBeUndefined();
+    const queued = await deploys.enqueue({ siteId: site.id, autoPublish: true, repository: {} });
+    expect((await oneDeploy(deploys, site.id, queued.id))?.phase).toBe('queued');
+    expect((await afterWrite(queued.id, () => deploys.claim(site.id, queued.id)))?.phase).toBe('cloning');
+    expect((await afterWrite(queued.id, () => deploys.advance(site.id, queued.id, 'building')))?.phase).toBe('building');
+    const build = { id: 'build-1', startedAt: new Date().toISOString() };
+    expect((await afterWrite(queued.id, () => deploys.recordRemoteBuild(site.id, queued.id, build)))?.remoteBuild?.id).toBe('build-1');
+    expect((await afterWrite(queued.id, () => deploys.endRemoteBuild(site.id, queued.id, 'build-1')))?.remoteBuild?.endedAt).toBeTruthy();
+    expect((await afterWrite(queued.id, () => deploys.requestCancel(site.id, queued.id, 'stop')))?.cancelRequested).toBe(true);
+    const ended = await afterWrite(queued.id, () => deploys.finish(site.id, queued.id, { status: 'CANCELLED', reason: 'stop' }));
+    expect(ended?.status).toBe('CANCELLED');
+  });
+
+  test('a queued deploy cancelled: CANCELLED at once', async () => {
+    const queued = await deploys.enqueue({ siteId: site.id, autoPublish: true, repository: {} });
+    expect((await afterWrite(queued.id, () => deploys.requestCancel(site.id, queued.id, 'stop')))?.status).toBe('CANCELLED');
+  });
+
+  test("setPreview: a finished deploy's preview image", async () => {
+    const done = finished(site.id);
+    await deploys.putMany([done]);
+    const cid = 'QmdfTbBqBPQ7VNxZEYEj14VmRuZBkqFbiwReogJgS1zR1n';
+    const seen = await afterWrite(done.id, () => deploys.setPreview(site.id, done.id, 'https://gateway.example/ipfs/x', cid));
+    expect(seen?.previewImage).toBe('https://gateway.example/ipfs/x');
+  });
+
+  test('putMany over a remembered deploy, and deleteAllOfSite', async () => {
+    const done = finished(site.id);
+    await deploys.putMany([done]);
+    expect((await afterWrite(done.id, () => deploys.putMany([{ ...done, status: 'FAILED', reason: 'rewritten' }])))?.reason).toBe(
+      'rewritten',
+    );
+    expect(await afterWrite(done.id, () => deploys.deleteAllOfSite(site.id))).toBeUndefined();
+  });
+});
+
+test('a read under way while a write runs answers but is not remembered: the next read sees the write', async () => {
+  const c = counted(db);
+  const { sites } = storesOn(c.db);
+  const team = newTeam();
+  const site = await sites.create(newSite(team));
+  let release!: () => void;
+  c.hold(`SITE#${site.id}`, new Promise<void>((r) => (release = r)));
+  // The read gets the site as it was from the database, then waits; the write ends meanwhile.
+  const reading = sites.getRecent(site.id);
+  await sleep(20);
+  await sites.update(site.id, team, (s) => ({ ...s, description: 'during' }));
+  release();
+  expect((await reading)?.description).toBe('first');
+  expect((await sites.getRecent(site.id))?.description).toBe('during');
+});
+
+test('a write by another process is seen within RECENT_READS_MS', async () => {
+  expect(RECENT_READS_MS).toBeLessThanOrEqual(1000);
+  const here = storesOn(db);
+  const there = storesOn(db);
+  const team = newTeam();
+  const site = await there.sites.create(newSite(team));
+  const done = finished(site.id);
+  await there.deploys.putMany([done]);
+  expect((await here.sites.getRecent(site.id))?.description).toBe('first');
+  expect((await here.sites.listRecentByTeam(team, 20)).items).toHaveLength(1);
+  expect((await oneDeploy(here.deploys, site.id, done.id))?.previewImage).toBeUndefined();
+  const written = performance.now();
+  await there.sites.update(site.id, team, (s) => ({ ...s, description: 'elsewhere' }));
+  await there.sites.create(newSite(team, 'second'));
+  await there.deploys.setPreview(site.id, done.id, 'https://gateway.example/ipfs/y', 'QmdfTbBqBPQ7VNxZEYEj14VmRuZBkqFbiwReogJgS1zR1n');
+  for (;;) {
+    const seen = {
+      site: (await here.sites.getRecent(site.id))?.description,
+      page: (await here.sites.listRecentByTeam(team, 20)).items.length,
+      preview: (await oneDeploy(here.deploys, site.id, done.id))?.previewImage,
+    };
+    if (seen.site === 'elsewhere' && seen.page === 2 && seen.preview) break;
+    expect(performance.now() - written).toBeLessThan(RECENT_READS_MS + 200);
+    await sleep(25);
+  }
+});
