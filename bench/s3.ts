@@ -9,7 +9,8 @@
  * machine: its speed drifts by tens of percent over minutes, and a server
  * measured after the others would meet a different machine. Each measured
  * step also prints the server's CPU time per operation, by thread, and the
- * client's. Then CID import throughput against SHA-256.
+ * client's, and after it each server's RSS then and its peak so far (where
+ * the peak steps up). Then CID import throughput against SHA-256.
  *
  * A third server, "bare" (bare-s3.mjs), does no S3 work at all: its ratio to
  * s3rver is the ceiling this client and machine allow any server, printed
@@ -45,7 +46,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { freePort } from '../test/support/service-env.js';
-import { peakRssMiB, ROOT, startChildService, stopChild, waitForHttp } from '../test/support/child-service.js';
+import { peakRssMiB, ROOT, rssMiB, startChildService, stopChild, waitForHttp } from '../test/support/child-service.js';
 
 const num = (name: string, fallback: number) => {
   const v = Number(process.env[name]);
@@ -384,6 +385,16 @@ async function step(t: Target, name: keyof Results, round: number, big: Buffer, 
   const m = await measure(`${t.server.name}, round ${round}: ${label}`, run, name, ops);
   if ('value' in m) (t.results[name] ??= []).push(m.value);
   else t.failed[name] = m.error;
+  logRss(t, `after round ${round}'s ${name}`);
+}
+
+/** The server's memory now and its peak so far: where its peak RSS steps up, phase by phase. */
+function logRss(t: Target, when: string): void {
+  try {
+    log(`      ${t.server.name} RSS ${when}: ${rssMiB(t.server.pid).toFixed(0)} MiB (peak ${peakRssMiB(t.server.pid).toFixed(0)})`);
+  } catch {
+    // the server has exited: its step says why
+  }
 }
 
 const median = (values: number[]) => {
@@ -447,7 +458,11 @@ async function main(): Promise<void> {
       const s3 = new S3Client({ endpoint: server.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: server.credentials });
       targets.push({ server, s3, results: {}, failed: {} });
     }
-    for (const t of targets) await warmUp(t, big, small);
+    for (const t of targets) logRss(t, 'at start');
+    for (const t of targets) {
+      await warmUp(t, big, small);
+      logRss(t, 'after the warm-up');
+    }
     for (let round = 1; round <= ROUNDS; round++) {
       for (const name of ['bigPut', 'bigGet', 'smallPut', 'smallGet', 'list'] as const) {
         if (!STEPS.has(name)) continue;

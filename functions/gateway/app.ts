@@ -27,7 +27,9 @@ import { resolveDomain } from '../core/hosting/domain-hosts.js';
 import { ipfsPath, serveCid } from './ipfs.js';
 import { serveObject } from './objects.js';
 import { serveSite, serveSiteTarget } from './sites.js';
-import { ipnsPath, isRoutingPath, ROUTING_CORS, serveIpns, serveRouting } from './ipns.js';
+import { dnsLinkFault, ipnsPath, isRoutingPath, ROUTING_CORS, serveIpns, serveRouting } from './ipns.js';
+import { createDnsLinkResolver } from '../core/hosting/dnslink-resolver.js';
+import { domainDns } from '../core/hosting/domain-dns.js';
 import { textResponse } from './responses.js';
 
 /**
@@ -72,6 +74,8 @@ function movedTo(location: string): Response {
 
 export function createGatewayHandler(services: GatewayServices, logger: Logger = services.logger.child({ fn: 'gateway' })): HttpHandler {
   const { urls, sites } = services.config;
+  // DNSLink names, by Host and under /ipns/ (CAIRN_GATEWAY_DNSLINK): one resolver, its answers kept and its lookups bounded, per process.
+  const dnsLink = services.config.domains.gatewayDnsLink ? createDnsLinkResolver(domainDns(services.config)) : undefined;
   /** Where a request goes: at most one of host, site, origin, content, name and routing is set (a site's own domain, `domain`, is tried before the last four). */
   const routeOf = (req: HttpRequest) => {
     const host = bucketHost(req.headers.get('host'), urls);
@@ -106,6 +110,28 @@ export function createGatewayHandler(services: GatewayServices, logger: Logger =
         return textResponse(500, 'Internal Server Error\n');
       }
     }
+    // A Host that is no site's, bucket's nor the service's own, with a DNSLink: served as /ipns/<host>/<path>
+    // (the DNSLink gateway spec); one without falls through to the path gateway, as boxo's hostname handler does.
+    if (dnsLink && domain && own?.kind === 'unknown') {
+      const answer = await dnsLink.resolve(domain);
+      if (answer.kind !== 'none') {
+        if (req.method !== 'GET' && req.method !== 'HEAD') return textResponse(405, 'Method Not Allowed\n', { allow: 'GET, HEAD' });
+        if (answer.kind !== 'link') return dnsLinkFault(domain, answer);
+        try {
+          return await serveIpns(services, req, { nameText: domain, rest: req.rawPath }, dnsLink, {
+            prefix: '',
+            ipfsPath: `/ipns/${domain}${req.rawPath}`,
+          });
+        } catch (err) {
+          if (req.signal.aborted) return textResponse(499, 'Client Closed Request\n');
+          if (isNotFound(err)) return textResponse(404, `Not Found: this gateway holds no content that ${domain}'s DNSLink names\n`);
+          if (err instanceof NotAFileError)
+            return textResponse(501, 'Not Implemented: this gateway serves UnixFS files and directories only\n');
+          logger.error('gateway request failed', { err, host: domain, path: req.rawPath });
+          return textResponse(500, 'Internal Server Error\n');
+        }
+      }
+    }
     if (content && req.method === 'OPTIONS') return new Response(null, { status: 200, headers: { allow: 'GET, HEAD, OPTIONS' } });
     if (!routing && req.method !== 'GET' && req.method !== 'HEAD')
       return textResponse(405, 'Method Not Allowed\n', { allow: content ? 'GET, HEAD, OPTIONS' : 'GET, HEAD' });
@@ -114,7 +140,7 @@ export function createGatewayHandler(services: GatewayServices, logger: Logger =
       if (site) return await serveSite(services, req, site);
       if (origin) return await serveSite(services, { ...req, rawPath: origin.rawPath }, origin.address);
       if (route.content) return await serveCid(services, req, route.content);
-      if (name) return await serveIpns(services, req, name);
+      if (name) return await serveIpns(services, req, name, dnsLink);
       if (routing) return await serveRouting(services, req);
       return textResponse(404, 'Not Found: paths are /ipfs/<cid>[/path] and /ipns/<name>[/path]\n');
     } catch (err) {

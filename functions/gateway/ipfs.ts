@@ -43,10 +43,16 @@ const IDENTITY = 0x00;
 const onlyIfCached = (req: HttpRequest) =>
   (req.headers.get('cache-control') ?? '').split(',').some((d) => d.trim().toLowerCase() === 'only-if-cached');
 
+/**
+ * `shown`: the content was reached through a name (`/ipns/<name>`, a
+ * DNSLink host), so a directory's slash redirect and its listing's links
+ * name it by `prefix` in place of `ipfsPrefix`.
+ */
 export async function serveCid(
   services: Pick<Services, 'ipfs' | 'logger' | 'objects'>,
   req: HttpRequest,
   { cidText, rest }: IpfsPath,
+  shown?: { ipfsPrefix: string; prefix: string },
 ): Promise<Response> {
   let decoded: string;
   try {
@@ -124,7 +130,9 @@ export async function serveCid(
   }
   if (found.entry.type !== 'directory')
     return textResponse(501, `Not Implemented: this gateway serves UnixFS files and directories, not a ${found.entry.type}\n`);
-  const dirPath = `/ipfs/${cidText}${encodePath(path.segments, true)}`;
+  const ipfsDirPath = `/ipfs/${cidText}${encodePath(path.segments, true)}`;
+  const dirPath =
+    shown && ipfsDirPath.startsWith(shown.ipfsPrefix) ? `${shown.prefix}${ipfsDirPath.slice(shown.ipfsPrefix.length)}` : ipfsDirPath;
   if (!path.trailingSlash)
     return new Response(null, { status: 301, headers: { location: `${dirPath}${req.rawQuery ? `?${req.rawQuery}` : ''}`, ...headers } });
   // A directory's own CID is its ETag (path-gateway spec, ETag response
@@ -144,5 +152,6 @@ export async function serveCid(
   const listingHeaders = { ...headers, 'cache-control': LISTING_CACHE };
   if (checkPreconditions(req.headers, { etag: dirTag }).status === 304)
     return new Response(null, { status: 304, headers: notModifiedHeaders({ ...listingHeaders, etag: listingEtag(found.entry.cid) }) });
-  return sendAnswer(req, await listingAnswer(node.blockstore, found, dirPath, listingHeaders, req.signal));
+  const rootDepth = shown ? shown.prefix.split('/').filter(Boolean).length : 2;
+  return sendAnswer(req, await listingAnswer(node.blockstore, found, dirPath, listingHeaders, req.signal, rootDepth));
 }

@@ -26,7 +26,11 @@
  *   501 (Cairn does no content routing); any other path under
  *   `/routing/v1/` a 400, as the spec's error codes say.
  *
- * DNSLink names (a domain where the key goes) are not resolved: 501.
+ * DNSLink names (a domain where the key goes) are resolved by their
+ * `_dnslink` TXT records when CAIRN_GATEWAY_DNSLINK is on
+ * (core/hosting/dnslink-resolver.ts: kept, bounded), and served as a key's
+ * value is, cached for the record's TTL; with it off they are 501. The
+ * content is only ever what this node holds.
  */
 import { createHash } from 'node:crypto';
 import { queryParams, type HttpRequest } from '../core/http/types.js';
@@ -45,6 +49,7 @@ import {
   parseIpnsName,
   type IpnsName,
 } from '../core/ipfs/ipns.js';
+import { dnsLinkNameOf, MAX_KEEP_S, NEGATIVE_KEEP_S, type DnsLinkAnswer, type DnsLinkResolver } from '../core/hosting/dnslink-resolver.js';
 import { serveCid } from './ipfs.js';
 import { attachment, parseAccept } from './trustless.js';
 import { textResponse } from './responses.js';
@@ -52,8 +57,8 @@ import { textResponse } from './responses.js';
 const IPNS_PATH = /^\/ipns\/([^/?#]+)(\/.*)?$/;
 const ROUTING_PREFIX = '/routing/v1/';
 const ROUTING_IPNS = /^\/routing\/v1\/ipns\/([^/?#]+)\/?$/;
-/** How deep a record pointing at another name is followed (Kubo's namesys stops at 32; Cairn's own records never chain). */
-const MAX_NAME_HOPS = 4;
+/** How many names a value is followed through: Kubo's namesys DefaultDepthLimit (boxo namesys/interface.go). */
+export const MAX_NAME_HOPS = 32;
 
 /** Records PUT from one client address in an hour (the routing API is public: this bounds what one address can store). */
 export const IPNS_PUT_RATE: RateLimit = { action: 'ipns-put', count: 100, windowSeconds: 3600 };
@@ -138,8 +143,60 @@ function recordAnswer(req: HttpRequest, record: HeldIpnsRecord, headers: Record<
   return new Response(req.method === 'HEAD' ? null : new Uint8Array(record.bytes), { status: 200, headers: answer });
 }
 
-/** `GET|HEAD /ipns/<name>[/path]`. */
-export async function serveIpns(services: GatewayServices, req: HttpRequest, path: IpnsRequestPath): Promise<Response> {
+/** How a DNSLink answer that serves nothing is told (the path gateway's error shape: text, a status). */
+export function dnsLinkFault(domain: string, answer: Exclude<DnsLinkAnswer, { kind: 'link' }>): Response {
+  switch (answer.kind) {
+    case 'none':
+      return textResponse(404, `Not Found: ${domain} has no DNSLink record (a TXT record "dnslink=/ipfs/<cid>" at _dnslink.${domain})\n`, {
+        'cache-control': `public, max-age=${NEGATIVE_KEEP_S}`,
+      });
+    case 'invalid':
+      return textResponse(502, `Bad Gateway: the DNSLink of ${domain} cannot be followed: ${answer.reason}\n`, {
+        'cache-control': `public, max-age=${NEGATIVE_KEEP_S}`,
+      });
+    case 'failed':
+      return textResponse(502, `Bad Gateway: the DNSLink of ${domain} could not be looked up: ${answer.reason.slice(0, 200)}\n`, {
+        'cache-control': 'no-store',
+      });
+    case 'busy':
+      return textResponse(503, 'Service Unavailable: this gateway is looking up too many DNSLink names; try again shortly\n', {
+        'retry-after': String(answer.retryAfter),
+        'cache-control': 'no-store',
+      });
+  }
+}
+
+/**
+ * How the answer names its content: `prefix` in place of the `/ipfs/<cid>[/path]`
+ * the name resolved to (`/ipns/<name>` on the path gateway, '' on a
+ * DNSLink host), and the X-Ipfs-Path it reports.
+ */
+export interface MutableView {
+  prefix: string;
+  ipfsPath: string;
+}
+
+/** `GET|HEAD /ipns/<name>[/path]`; `dnsLink` when DNSLink names are resolved (CAIRN_GATEWAY_DNSLINK). */
+export async function serveIpns(
+  services: GatewayServices,
+  req: HttpRequest,
+  path: IpnsRequestPath,
+  dnsLink?: DnsLinkResolver,
+  view: MutableView = { prefix: `/ipns/${path.nameText}`, ipfsPath: req.rawPath },
+): Promise<Response> {
+  const text = decoded(path.nameText);
+  if (isDnsLinkName(text)) {
+    if (!dnsLink)
+      return textResponse(
+        501,
+        `Not Implemented: "${text.slice(0, 100)}" is a DNSLink name, and this gateway resolves IPNS keys only (k51...): DNSLink names are resolved when the service runs with CAIRN_GATEWAY_DNSLINK=true; a site answers at its own host\n`,
+      );
+    const domain = dnsLinkNameOf(text);
+    if (!domain) return textResponse(400, `Bad Request: "${text.slice(0, 100)}" is neither an IPNS name nor a valid DNSLink domain name\n`);
+    if (asksForRecord(req))
+      return textResponse(400, `Bad Request: ${domain} is a DNSLink name, which has no IPNS record; format=ipns-record is for IPNS keys\n`);
+    return serveValue(services, req, { start: `/ipns/${domain}`, rest: path.rest, label: domain, maxAge: MAX_KEEP_S }, dnsLink, view);
+  }
   const name = nameOr(path.nameText);
   if (name instanceof Response) return name;
   const wantsRecord = asksForRecord(req);
@@ -162,33 +219,66 @@ export async function serveIpns(services: GatewayServices, req: HttpRequest, pat
         : {}),
     });
   }
-  // The value: /ipfs/<cid>[/path], or another name's (followed, a few levels).
-  let value = record.value;
-  let ttlAge = maxAge;
+  return serveValue(services, req, { start: record.value, rest: path.rest, label: name.text, maxAge }, dnsLink, view);
+}
+
+/**
+ * Follows a name's value to `/ipfs/<cid>[/path]` and serves it: each
+ * `/ipns/<name>` in front replaced by what that name points at, its path
+ * kept in front of the rest (the DNSLink gateway spec's chain: `/ipns/a/pa`
+ * → `/ipns/b/pb/pa` → `/ipfs/<cid>/pc/pb/pa`), IPNS keys by the records
+ * held here, DNSLink names by `_dnslink` TXT records when `dnsLink` is
+ * given. At most MAX_NAME_HOPS names: past that a 400, as the DNSLink
+ * gateway spec has it ("a hard recursion limit (e.g. 32) and HTTP 400 Bad
+ * Request error MUST be returned when the limit is reached").
+ */
+async function serveValue(
+  services: GatewayServices,
+  req: HttpRequest,
+  from: { start: string; rest: string; label: string; maxAge: number },
+  dnsLink: DnsLinkResolver | undefined,
+  view: MutableView,
+): Promise<Response> {
+  let value = from.start;
+  let ttlAge = from.maxAge;
   for (let hop = 0; value.startsWith('/ipns/'); hop++) {
     const next = /^\/ipns\/([^/]+)(\/.*)?$/.exec(value);
-    const nextName = next && !isDnsLinkName(next[1]!) ? safeName(next[1]!) : undefined;
-    if (!next || !nextName || hop >= MAX_NAME_HOPS)
-      return textResponse(
-        502,
-        `Bad Gateway: the record of ${name.text} points at ${value.slice(0, 200)}, which this gateway does not resolve\n`,
-      );
-    const nextRecord = await validRecord(services, nextName.text);
-    if (!nextRecord) return noRecord(nextName.text);
-    ttlAge = Math.min(ttlAge, maxAgeOf(nextRecord).maxAge);
-    value = `${nextRecord.value.replace(/\/$/, '')}${next[2] ?? ''}`;
+    const nextText = next ? decoded(next[1]!) : '';
+    const domain = next && isDnsLinkName(nextText) && dnsLink ? dnsLinkNameOf(nextText) : undefined;
+    const nextName = next && !isDnsLinkName(nextText) ? safeName(next[1]!) : undefined;
+    if (!next || (!domain && !nextName))
+      return textResponse(502, `Bad Gateway: ${from.label} points at ${value.slice(0, 200)}, which this gateway does not resolve\n`);
+    if (hop >= MAX_NAME_HOPS)
+      return textResponse(400, `Bad Request: ${from.label} goes through more than ${MAX_NAME_HOPS} names before reaching content\n`);
+    let target: string;
+    if (domain) {
+      const answer = await dnsLink!.resolve(domain);
+      if (answer.kind !== 'link') return dnsLinkFault(domain, answer);
+      ttlAge = Math.min(ttlAge, answer.ttl);
+      target = answer.value;
+    } else {
+      const nextRecord = await validRecord(services, nextName!.text);
+      if (!nextRecord) return noRecord(nextName!.text);
+      ttlAge = Math.min(ttlAge, maxAgeOf(nextRecord).maxAge);
+      target = nextRecord.value;
+    }
+    value = `${target.replace(/\/$/, '')}${next[2] ?? ''}`;
   }
   const target = /^\/ipfs\/([^/]+)(\/.*)?$/.exec(value);
-  if (!target)
-    return textResponse(502, `Bad Gateway: the record of ${name.text} points at ${value.slice(0, 200)}, which is not an /ipfs/ path\n`);
+  if (!target) return textResponse(502, `Bad Gateway: ${from.label} points at ${value.slice(0, 200)}, which is not an /ipfs/ path\n`);
   const cidText = target[1]!;
   const valuePath = (target[2] ?? '')
     .split('/')
     .map((s) => encodeURIComponent(s))
     .join('/')
     .replace(/\/$/, '');
-  const response = await serveCid(services, req, { cidText, rest: `${valuePath}${path.rest}` });
-  return asMutable(response, { ipfsPrefix: `/ipfs/${cidText}${valuePath}`, ipnsPrefix: `/ipns/${path.nameText}`, maxAge: ttlAge });
+  const response = await serveCid(
+    services,
+    req,
+    { cidText, rest: `${valuePath}${from.rest}` },
+    { ipfsPrefix: `/ipfs/${cidText}${valuePath}`, prefix: view.prefix },
+  );
+  return asMutable(response, { maxAge: ttlAge, ipfsPath: view.ipfsPath });
 }
 
 function safeName(text: string): IpnsName | undefined {
@@ -202,14 +292,14 @@ function safeName(text: string): IpnsName | undefined {
 /**
  * An `/ipfs/` answer made an `/ipns/` one: what a name points at changes,
  * so it is cached for the record's TTL, not as immutable (the path gateway
- * spec: `/ipns/` responses' Cache-Control "SHOULD" follow the TTL), and a
- * redirect to a directory's slash form stays under the name.
+ * spec: `/ipns/` responses' Cache-Control "SHOULD" follow the TTL; boxo's
+ * contentCacheControl: `public, max-age=<ttl>`), and X-Ipfs-Path is the
+ * path asked for.
  */
-function asMutable(response: Response, to: { ipfsPrefix: string; ipnsPrefix: string; maxAge: number }): Response {
+function asMutable(response: Response, to: { maxAge: number; ipfsPath: string }): Response {
   const headers = response.headers;
   if (headers.has('cache-control') && response.status < 400) headers.set('cache-control', `public, max-age=${to.maxAge}`);
-  const location = headers.get('location');
-  if (location?.startsWith(to.ipfsPrefix)) headers.set('location', `${to.ipnsPrefix}${location.slice(to.ipfsPrefix.length)}`);
+  if (headers.has('x-ipfs-path')) headers.set('x-ipfs-path', to.ipfsPath);
   return response;
 }
 

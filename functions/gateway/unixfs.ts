@@ -143,14 +143,18 @@ export async function listingAnswer(
   requestPath: string,
   headers: Record<string, string>,
   signal?: AbortSignal,
+  /** Segments of `requestPath` that name the content root (`/ipfs/<cid>`: 2; '' on a DNSLink host: 0). */
+  rootDepth = 2,
 ): Promise<Answer> {
   const entries = await listDirectory(blockstore, dir.entry, signal);
   const base = requestPath.endsWith('/') ? requestPath : `${requestPath}/`;
   const segments = base.split('/').filter(Boolean);
   const rows: string[] = [];
   // Kubo's back link: none at the content root (`/ipfs/<cid>/`), the parent directory below it.
-  if (segments.length > 2)
-    rows.push(`<tr><td><a href="${escapeHtml(`/${segments.slice(0, -1).join('/')}/`)}">..</a></td><td></td><td></td></tr>`);
+  if (segments.length > rootDepth) {
+    const parent = segments.slice(0, -1);
+    rows.push(`<tr><td><a href="${escapeHtml(`/${parent.join('/')}${parent.length ? '/' : ''}`)}">..</a></td><td></td><td></td></tr>`);
+  }
   for (const e of entries) {
     const isDir = e.type === 'directory';
     const href = `${base}${encodeURIComponent(e.name)}${isDir ? '/' : ''}`;

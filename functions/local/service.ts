@@ -32,7 +32,6 @@ import { LocalSiteCache } from './site-cache.js';
 import { siteHitAnswerer, type FastAnswer } from './site-hits.js';
 import { canSharePort, startGatewayThreads, type GatewayThreads } from './gateway-threads.js';
 import { LocalNotificationOutbox } from './notification-outbox.js';
-import { AcmeCertificates } from './acme-certificates.js';
 import { KEPT_REPOSITORIES } from '../deploy-worker/limits.js';
 import { mirrorsIdle } from '../deploy-worker/steps/checkout/mirrors.js';
 import { republishSiteNames } from '../core/hosting/ipns-names.js';
@@ -140,7 +139,11 @@ export async function startLocalService(config: Config, logger: Logger = createL
   const deploys = new LocalDeployQueue(config.build.concurrency, logger.child({ fn: 'deploys' }));
   const notifications = new LocalNotificationOutbox(logger.child({ fn: 'notifications' }));
   const siteCache = new LocalSiteCache(config.sites.cacheBytes);
-  const certificates = config.domains.acme ? new AcmeCertificates(config.domains.acme, logger.child({ fn: 'certificates' })) : undefined;
+  // Imported only when ACME is configured: acme-client (with node-forge, axios
+  // and the x509 libraries) is 8 MB of heap a server without it never uses.
+  const certificates = config.domains.acme
+    ? new (await import('./acme-certificates.js')).AcmeCertificates(config.domains.acme, logger.child({ fn: 'certificates' }))
+    : undefined;
   const storage = await openLocalStorage(config, logger, {
     deployQueue: deploys,
     notificationOutbox: notifications,

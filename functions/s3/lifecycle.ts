@@ -11,7 +11,8 @@
  * `Disabled`; at least one action. What S3's schema refuses is
  * `MalformedXML`, a value out of range `InvalidArgument`, actions that do
  * not go together `InvalidRequest`. Cairn has one storage class, so a
- * `Transition` or `NoncurrentVersionTransition` is `NotImplemented`, named.
+ * well-formed `Transition` or `NoncurrentVersionTransition` is
+ * `NotImplemented`, named (a malformed one is S3's 400).
  * The rules are run by core/storage/lifecycle.ts.
  */
 import { randomUUID } from 'node:crypto';
@@ -151,11 +152,51 @@ const RULE_ELEMENTS = [
   'NoncurrentVersionTransition',
 ];
 
+/** The storage classes a transition may name (API_Transition.html, API_NoncurrentVersionTransition.html: StorageClass). */
+const TRANSITION_CLASSES = ['GLACIER', 'STANDARD_IA', 'ONEZONE_IA', 'INTELLIGENT_TIERING', 'DEEP_ARCHIVE', 'GLACIER_IR'];
+
+/**
+ * Checks the rule's Transition and NoncurrentVersionTransition elements as
+ * S3 checks them (API_Transition.html: Days, 0 or more, or a Date at
+ * midnight UTC, one of the two, and a StorageClass;
+ * API_NoncurrentVersionTransition.html: NoncurrentDays, StorageClass,
+ * NewerNoncurrentVersions), so a malformed one is S3's 400 before Cairn,
+ * which has one storage class, answers a well-formed one NotImplemented.
+ * Returns the first one's name, if any.
+ */
+function transitionOf(node: Node): string | undefined {
+  let found: string | undefined;
+  for (const name of ['Transition', 'NoncurrentVersionTransition'] as const) {
+    for (const raw of (node[name] as unknown[] | undefined) ?? []) {
+      found ??= name;
+      const current = name === 'Transition';
+      const t = element(raw, current ? ['Days', 'Date', 'StorageClass'] : ['NoncurrentDays', 'NewerNoncurrentVersions', 'StorageClass']);
+      const storageClass = text(t, 'StorageClass');
+      if (storageClass === undefined || !TRANSITION_CLASSES.includes(storageClass)) throw errors.malformedXml();
+      const daysName = current ? 'Days' : 'NoncurrentDays';
+      const days = integer(t, daysName);
+      if (days !== undefined && days < 0) {
+        throw errors.invalidArgument(`'${daysName}' in the ${name} action must be nonnegative`, daysName, String(days));
+      }
+      const date = current ? text(t, 'Date') : undefined;
+      if ((days === undefined) === (date === undefined)) throw errors.malformedXml();
+      if (date !== undefined) dateOf(date);
+      const newer = current ? undefined : integer(t, 'NewerNoncurrentVersions');
+      if (newer !== undefined && (newer < 1 || newer > MAX_NEWER_NONCURRENT)) {
+        throw errors.invalidArgument(
+          `'NewerNoncurrentVersions' for ${name} action must be a positive integer up to ${MAX_NEWER_NONCURRENT}`,
+          'NewerNoncurrentVersions',
+          String(newer),
+        );
+      }
+    }
+  }
+  return found;
+}
+
 function ruleOf(raw: unknown): LifecycleRule {
   const node = element(raw, RULE_ELEMENTS);
-  for (const name of ['Transition', 'NoncurrentVersionTransition']) {
-    if (node[name] !== undefined) throw errors.notImplemented(`${name} (Cairn has one storage class, STANDARD)`);
-  }
+  const transition = transitionOf(node);
   const id = text(node, 'ID');
   if (id !== undefined && [...id].length > MAX_ID) {
     throw errors.invalidArgument(`ID length should not exceed allowed limit of ${MAX_ID}`, 'ID', id);
@@ -209,6 +250,8 @@ function ruleOf(raw: unknown): LifecycleRule {
     }
     rule.abortAfterDays = days;
   }
+  // Checked whole first: what S3 would refuse is refused as S3 refuses it.
+  if (transition !== undefined) throw errors.notImplemented(`${transition} (Cairn has one storage class, STANDARD)`);
   if (!rule.expiration && !rule.noncurrentExpiration && rule.abortAfterDays === undefined) {
     throw errors.invalidRequest('At least one action needs to be specified in a rule');
   }

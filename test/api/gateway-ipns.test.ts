@@ -220,7 +220,10 @@ describe.each(doorsFor(doors))('IPNS names through the $name', ({ fetch: get }) 
     expect((await gw(`/ipns/not-a-name/`)).status).toBe(400);
     expect((await gw(`/ipns/${site.roots[0]}/`)).status).toBe(400);
     expect((await gw(`/routing/v1/ipns/k51zzzz`)).status).toBe(400);
-    expect((await gw(`/ipns/en.wikipedia-on-ipfs.org/wiki/`)).status).toBe(501);
+    const dnsLink = await gw(`/ipns/en.wikipedia-on-ipfs.org/wiki/`);
+    expect(dnsLink.status).toBe(501);
+    // Off by default; the answer says how to turn it on (gateway-dnslink.test.ts has it on).
+    expect(await dnsLink.text()).toContain('CAIRN_GATEWAY_DNSLINK=true');
     const missing = await gw(`/ipns/${unknown}/`);
     expect(missing.status).toBe(404);
     expect(missing.headers.get('access-control-allow-origin')).toBe('*');

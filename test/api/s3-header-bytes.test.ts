@@ -7,10 +7,9 @@
  * always: how a door hands header bytes over is what this checks.
  */
 import { GetObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { createHash, createHmac } from 'node:crypto';
 import { apiTarget, type ApiTarget } from '../support/api-target.js';
 import { absent, captureHeaders, failure, s3Doors, type S3Door } from '../support/s3-doors.js';
-import { REST_API_ENDPOINT } from '../support/lambda-door.js';
+import { signedPut as signedPutBytes, utf8Bytes } from '../support/s3-signed-bytes.js';
 
 let target: ApiTarget;
 let B: string;
@@ -24,53 +23,8 @@ afterAll(async () => {
   await target?.close();
 });
 
-/** Text as the ByteString of its UTF-8 bytes: what a client that writes UTF-8 puts on the wire, one character a byte. */
-const utf8Bytes = (text: string) => Buffer.from(text, 'utf8').toString('latin1');
-const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
-const hmac = (key: Buffer | string, data: string) => createHmac('sha256', key).update(data, 'utf8').digest();
-
-/**
- * A SigV4-signed PUT whose header values are ByteStrings, signed over
- * exactly those bytes (SigV4's canonical request is bytes; this signer
- * builds it by hand, so it does not share the server's code).
- */
-async function signedPut(door: S3Door, key: string, extra: Record<string, string>): Promise<Response> {
-  const rest = door.name === 'REST API door';
-  const base = new URL(rest ? REST_API_ENDPOINT : target.endpoints.s3);
-  const path = `${base.pathname.replace(/\/$/, '')}/${B}/${key}`;
-  const now = new Date();
-  const amzDate = now
-    .toISOString()
-    .replace(/[-:]/g, '')
-    .replace(/\.\d{3}/, '');
-  const day = amzDate.slice(0, 8);
-  const body = 'bytes';
-  const headers: Record<string, string> = {
-    host: base.host,
-    'content-length': String(body.length),
-    'x-amz-content-sha256': sha256(body),
-    'x-amz-date': amzDate,
-    ...extra,
-  };
-  const names = Object.keys(headers).sort();
-  const canonical = [
-    'PUT',
-    path,
-    '',
-    ...names.map((n) => `${n}:${headers[n]!.replace(/^[ \t]+|[ \t]+$/g, '')}`),
-    '',
-    names.join(';'),
-    headers['x-amz-content-sha256'],
-  ].join('\n');
-  const scope = `${day}/${target.region}/s3/aws4_request`;
-  const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, sha256(Buffer.from(canonical, 'latin1'))].join('\n');
-  const secret = target.account.secretAccessKey;
-  const key4 = hmac(hmac(hmac(hmac(`AWS4${secret}`, day), target.region), 's3'), 'aws4_request');
-  const signature = createHmac('sha256', key4).update(toSign).digest('hex');
-  const authorization = `AWS4-HMAC-SHA256 Credential=${target.account.accessKeyId}/${scope}, SignedHeaders=${names.join(';')}, Signature=${signature}`;
-  const { host: _host, ...sent } = headers;
-  return door.fetch(`${base.origin}${path}`, { method: 'PUT', headers: { ...sent, authorization }, body });
-}
+/** A raw signed PUT of header bytes to B. */
+const signedPut = (door: S3Door, key: string, extra: Record<string, string>) => signedPutBytes(target, door, B, key, extra);
 
 describe.each(s3Doors(() => target))('through the $name', (door) => {
   const { tag } = door;

@@ -197,6 +197,20 @@ describe.each(doorsFor(s3Doors(() => target)))('lifecycle configuration through 
         400,
         doc(rule(`<Filter><Prefix>x</Prefix>${tag}</Filter><Status>Enabled</Status>${days1}`)),
       ],
+      // S3 refuses these too ("exactly one of Prefix, Tag, ObjectSizeGreaterThan, ObjectSizeLessThan, or And":
+      // API_LifecycleRuleFilter.html); they are the shapes of ceph's *_tags*, *_size_* cases, which RGW takes.
+      [
+        'a Filter of Prefix and ObjectSizeGreaterThan without And',
+        'MalformedXML',
+        400,
+        doc(rule(`<Filter><Prefix></Prefix><ObjectSizeGreaterThan>2000</ObjectSizeGreaterThan></Filter><Status>Enabled</Status>${days1}`)),
+      ],
+      [
+        'a Filter of Prefix, Tag and And',
+        'MalformedXML',
+        400,
+        doc(rule(`<Filter><Prefix>x</Prefix>${tag}<And><Prefix>y</Prefix>${tag}</And></Filter><Status>Enabled</Status>${days1}`)),
+      ],
       ['an unknown element in a rule', 'MalformedXML', 400, doc(plain('a', `${days1}<Colour>red</Colour>`))],
       [
         'both Days and Date',
@@ -272,6 +286,42 @@ describe.each(doorsFor(s3Doors(() => target)))('lifecycle configuration through 
         'NotImplemented',
         501,
         doc(plain('a', '<Transition><Days>30</Days><StorageClass>GLACIER</StorageClass></Transition>')),
+      ],
+      // A malformed transition is S3's 400 (ceph's test_lifecycle_transition_set_invalid_date), not NotImplemented.
+      [
+        'a Transition whose Date is not at midnight',
+        'InvalidArgument',
+        400,
+        doc(plain('a', '<Transition><Date>1970-08-23T01:35:27Z</Date><StorageClass>GLACIER</StorageClass></Transition>')),
+      ],
+      ['a Transition without a StorageClass', 'MalformedXML', 400, doc(plain('a', '<Transition><Days>30</Days></Transition>'))],
+      [
+        'a Transition with both Days and Date',
+        'MalformedXML',
+        400,
+        doc(plain('a', '<Transition><Days>1</Days><Date>2031-01-01T00:00:00Z</Date><StorageClass>GLACIER</StorageClass></Transition>')),
+      ],
+      [
+        'a NoncurrentVersionTransition of -1 days',
+        'InvalidArgument',
+        400,
+        doc(
+          plain(
+            'a',
+            '<NoncurrentVersionTransition><NoncurrentDays>-1</NoncurrentDays><StorageClass>GLACIER</StorageClass></NoncurrentVersionTransition>',
+          ),
+        ),
+      ],
+      [
+        'a NoncurrentVersionTransition (one storage class)',
+        'NotImplemented',
+        501,
+        doc(
+          plain(
+            'a',
+            '<NoncurrentVersionTransition><NoncurrentDays>0</NoncurrentDays><StorageClass>DEEP_ARCHIVE</StorageClass></NoncurrentVersionTransition>',
+          ),
+        ),
       ],
       ['a body over 256 KiB', 'MaxMessageLengthExceeded', 400, doc(`<!--${'x'.repeat(256 * 1024)}-->${plain('a')}`)],
     ])('%s is %s', async (_, code, status, body) => {

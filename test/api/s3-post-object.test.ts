@@ -21,6 +21,7 @@ import {
 import { createPresignedPost, type PresignedPostOptions } from '@aws-sdk/s3-presigned-post';
 import { apiTarget, type ApiTarget } from '../support/api-target.js';
 import { absent, s3Doors, type S3Door } from '../support/s3-doors.js';
+import { signedPut, utf8Bytes } from '../support/s3-signed-bytes.js';
 import { doorsFor } from '../support/test-set.js';
 import { bytesOf, vectorNamed } from '../support/vectors.js';
 import { collectGarbage } from '../../functions/core/storage/collect.js';
@@ -38,7 +39,8 @@ afterAll(async () => {
   await target?.close();
 });
 
-type Field = [string, string];
+/** A form field: its name and its value (a string is sent as UTF-8, as browsers send one; bytes as they are). */
+type Field = [string, string | Buffer];
 interface FilePart {
   filename?: string;
   type?: string;
@@ -51,7 +53,11 @@ const BOUNDARY = '----CairnFormBoundary7MA4YWxkTrZu0gW';
 function formBody(fields: Field[], file?: FilePart, after: Field[] = []): Buffer {
   const parts: Buffer[] = [];
   const field = ([name, value]: Field) =>
-    parts.push(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
+    parts.push(
+      Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n`),
+      Buffer.from(value),
+      Buffer.from('\r\n'),
+    );
   fields.forEach(field);
   if (file) {
     parts.push(
@@ -138,6 +144,15 @@ describe.each(doorsFor(s3Doors(() => target)))('POST Object through the $name', 
     return [...Object.entries(fields), ...extra] as Field[];
   };
   const own = (policy: unknown) => signedFields(target.account, target.region, policy);
+  /** A PutObject of `metadata` as x-amz-meta-* headers in UTF-8 (Node's HTTP client, and so the SDK, cannot send them above U+00FF). */
+  const putWithMetadata = (k: string, metadata: Record<string, string>) =>
+    signedPut(
+      target,
+      door,
+      B,
+      k,
+      Object.fromEntries(Object.entries(metadata).map(([name, value]) => [`x-amz-meta-${name}`, utf8Bytes(value)])),
+    );
 
   test('a presigned POST stores the file with its Content-Type, metadata, tags and ACL, and answers 204', async () => {
     const k = key('full');
@@ -163,6 +178,83 @@ describe.each(doorsFor(s3Doors(() => target)))('POST Object through the $name', 
     expect(got.ContentType).toBe('text/plain; charset=utf-8');
     expect(got.Metadata).toEqual({ origin: 'form' });
     expect((await s3.send(new GetObjectTaggingCommand({ Bucket: B, Key: k }))).TagSet).toEqual([{ Key: 'colour', Value: 'blue & green' }]);
+  });
+
+  test('x-amz-meta-* fields that are not ASCII are stored and answered as the same values in PutObject headers', async () => {
+    const metadata = {
+      city: 'Z\u00fcrich',
+      cjk: '\u4e2d\u6587 text',
+      emoji: 'snow \u2603 \u{1f600}',
+      word: '=?UTF-8?Q?caf=C3=A9?=',
+      plain: 'as it is',
+    };
+    const k = key('meta');
+    const fields = await presigned({
+      Key: k,
+      Fields: Object.fromEntries(Object.entries(metadata).map(([name, value]) => [`x-amz-meta-${name}`, value])),
+    });
+    expect((await post(fields, { data: 'by form' })).status).toBe(204);
+    // The same values as PutObject headers, sent as UTF-8 as boto3 and the SDKs send them.
+    const put = `${k}-put`;
+    expect((await putWithMetadata(put, metadata)).status).toBe(200);
+    const answered = {
+      city: '=?UTF-8?Q?Z=C3=BCrich?=',
+      cjk: '=?UTF-8?Q?=E4=B8=AD=E6=96=87_text?=',
+      emoji: '=?UTF-8?Q?snow_=E2=98=83_=F0=9F=98=80?=',
+      word: '=?UTF-8?Q?caf=C3=A9?=',
+      plain: 'as it is',
+    };
+    for (const Key of [k, put]) {
+      expect((await s3.send(new HeadObjectCommand({ Bucket: B, Key }))).Metadata).toEqual(answered);
+      const got = await s3.send(new GetObjectCommand({ Bucket: B, Key }));
+      await got.Body!.transformToString();
+      expect(got.Metadata).toEqual(answered);
+    }
+    // A field whose bytes are not UTF-8 is read as such a header's bytes are: one character a byte.
+    const latin = key('meta-latin1');
+    const res = await post(
+      [
+        ...(await presigned({ Key: latin, Conditions: [['starts-with', '$x-amz-meta-x', '']] })),
+        ['x-amz-meta-x', Buffer.from([0x63, 0x61, 0x66, 0xe9])],
+      ],
+      { data: 'latin-1' },
+    );
+    expect(res.status).toBe(204);
+    expect((await s3.send(new HeadObjectCommand({ Bucket: B, Key: latin }))).Metadata).toEqual({ x: '=?UTF-8?Q?caf=C3=A9?=' });
+    // A value a header cannot carry (a line break) is refused, not stored.
+    const broken = key('meta-newline');
+    const refused = await post(
+      [...(await presigned({ Key: broken, Conditions: [['starts-with', '$x-amz-meta-x', '']] })), ['x-amz-meta-x', 'two\r\nlines']],
+      { data: 'no' },
+    );
+    expect(await errorOf(refused)).toMatchObject({ status: 400, code: 'InvalidArgument' });
+    expect(await absent(s3, B, broken)).toBe(true);
+  });
+
+  test('user metadata in a form is at most 2 KB counted in UTF-8, as in PutObject headers: over it is MetadataTooLarge and stores nothing', async () => {
+    // Name "k" (1 byte) + 2044 bytes + "中" (3 bytes in UTF-8) = 2048 bytes: taken; one byte more is not.
+    const fits = `${'a'.repeat(2044)}\u4e2d`;
+    const form = async (k: string, value: string) =>
+      post(await presigned({ Key: k, Conditions: [['starts-with', '$x-amz-meta-k', '']] }, [['x-amz-meta-k', value]]), { data: 'm' });
+    const k = key('meta-2k');
+    expect((await form(k, fits)).status).toBe(204);
+    expect((await putWithMetadata(`${k}-put`, { k: fits })).status).toBe(200);
+    const stored = (await s3.send(new HeadObjectCommand({ Bucket: B, Key: k }))).Metadata;
+    expect(stored).toEqual((await s3.send(new HeadObjectCommand({ Bucket: B, Key: `${k}-put` }))).Metadata);
+    expect(stored!.k).toMatch(/^=\?UTF-8\?Q\?a+=E4=B8=AD\?=$/);
+
+    const over = key('meta-over');
+    const refused = await form(over, `${fits}a`);
+    expect(await errorOf(refused)).toEqual({
+      status: 400,
+      code: 'MetadataTooLarge',
+      message: 'Your metadata headers exceed the maximum allowed metadata size.',
+    });
+    expect(await absent(s3, B, over)).toBe(true);
+    expect(await errorOf(await putWithMetadata(`${over}-put`, { k: `${fits}a` }))).toEqual(
+      await errorOf(await form(`${over}-2`, `${fits}a`)),
+    );
+    expect(await absent(s3, B, `${over}-put`)).toBe(true);
   });
 
   test('success_action_status 201 answers the PostResponse XML, 200 an empty 200, anything else 204', async () => {

@@ -86,9 +86,129 @@ async function decide(decision: 'approve' | 'deny', code: string, headers: Recor
   expect(res.status).toBe(200);
 }
 
-// A login waits for the command line's next poll (5 s by default; the back-off tests below, seconds
-// more): the logins run side by side, each its own command line, config and device code.
+// A login waits for the command line's next poll (5 s by default; the back-off tests, seconds more):
+// the logins run side by side, each its own command line, config and device code. Jest starts five
+// concurrent tests at once (maxConcurrency) in the order they are written, the next as one ends: the
+// longest waits come first, so that none of them starts late and lengthens the suite. The tests that
+// start the command line without a login run after them, not in the approvals' window.
 describe('cairn login in the browser', () => {
+  // Each with a proxy of its own: its requests are that login's alone.
+  describe('polling (RFC 8628 §3.5), through a proxy playing the network', () => {
+    const polls = (proxy: FaultyProxy) => proxy.requests().filter((r) => r.path === '/auth/device/token');
+    const gaps = (requests: ProxiedRequest[]) => requests.slice(1).map((r, i) => r.at - requests[i]!.at);
+    /** The service's answer to the code request with a 1 s interval: the command line's waits are then counted in seconds. */
+    const oneSecond = (body: string) => JSON.stringify({ ...JSON.parse(body), interval: 1 });
+    /** A proxy planned by `plan`, closed when the test ends whatever happens. */
+    async function proxied(plan: Parameters<typeof startFaultyProxy>[1], body: (proxy: FaultyProxy) => Promise<void>) {
+      const proxy = await startFaultyProxy(apiUrl, plan);
+      try {
+        await body(proxy);
+      } finally {
+        await proxy.close();
+      }
+    }
+
+    test.concurrent(
+      'five polls in a row with no answer: login gives up with one line saying why, nothing stored',
+      async () => {
+        const plan = (request: ProxiedRequest) =>
+          request.path === '/auth/device/code' ? { forward: true as const, rewrite: oneSecond } : { drop: true as const };
+        await proxied(plan, async (proxy) => {
+          const u = await user();
+          const running = u.start(['login', '--device', '--no-browser', '--api-url', proxy.url]);
+          const done = await running.done;
+          expect(done.code).toBe(1);
+          expect(polls(proxy).map((r) => r.outcome)).toEqual(Array(5).fill('dropped'));
+          const waits = gaps(polls(proxy));
+          [2, 4, 8, 16].forEach((seconds, i) => {
+            expect(waits[i]).toBeGreaterThanOrEqual(seconds * 1000 - 50);
+            expect(waits[i]).toBeLessThan(seconds * 1000 + 1500);
+          });
+          expect(done.stderr.trim().split('\n').pop()).toMatch(
+            /^cairn: cannot reach the API at http:\/\/127\.0\.0\.1:\d+: .+ \(5 polls in a row failed\): check the connection, then run cairn login again$/,
+          );
+          await expect(stat(u.configPath)).rejects.toThrow();
+        });
+      },
+      90_000,
+    );
+
+    test.concurrent(
+      'slow_down: the next poll waits the interval and 5 s more, and is answered',
+      async () => {
+        let first = true;
+        const plan = async (request: ProxiedRequest) => {
+          if (request.path === '/auth/device/token' && first) {
+            first = false;
+            // Someone polls with the same device code just before the command line's first poll, which so comes too soon.
+            const early = await fetch(`${apiUrl}/auth/device/token`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/x-www-form-urlencoded' },
+              body: request.body,
+            });
+            expect(((await early.json()) as { error: string }).error).toBe('authorization_pending');
+          }
+          return { forward: true as const };
+        };
+        await proxied(plan, async (proxy) => {
+          const u = await user();
+          const running = u.start(['login', '--device', '--no-browser', '--api-url', proxy.url, '--json']);
+          const { code } = await codeFrom(running);
+          const until = Date.now() + 20_000;
+          while (polls(proxy).length === 0 || polls(proxy)[0]!.outcome === undefined) {
+            if (Date.now() > until) throw new Error(`no poll in 20 s: ${JSON.stringify(running.output())}`);
+            await new Promise((r) => setTimeout(r, 50));
+          }
+          expect([polls(proxy)[0]!.outcome, JSON.parse(polls(proxy)[0]!.answer!)]).toEqual([
+            400,
+            expect.objectContaining({ error: 'slow_down', interval: 10 }),
+          ]);
+          await decide('approve', code, await signIn());
+          const done = await running.done;
+          expect(done.code).toBe(0);
+          const answered = polls(proxy);
+          expect(answered.map((r) => r.outcome)).toEqual([400, 200]);
+          expect(gaps(answered)[0]).toBeGreaterThanOrEqual(9_900);
+        });
+      },
+      60_000,
+    );
+
+    test.concurrent(
+      'a poll with no answer or a server error is tried again after waits that double from the interval',
+      async () => {
+        let tokenPolls = 0;
+        const plan = (request: ProxiedRequest) => {
+          if (request.path === '/auth/device/code') return { forward: true as const, rewrite: oneSecond };
+          if (request.path !== '/auth/device/token') return { forward: true as const };
+          tokenPolls += 1;
+          return tokenPolls === 1
+            ? { drop: true as const }
+            : tokenPolls === 2
+              ? { status: 503, body: 'Service Unavailable', headers: { 'content-type': 'text/plain' } }
+              : { forward: true as const };
+        };
+        await proxied(plan, async (proxy) => {
+          const u = await user();
+          const running = u.start(['login', '--device', '--no-browser', '--api-url', proxy.url, '--json']);
+          await decide('approve', (await codeFrom(running)).code, await signIn());
+          const done = await running.done;
+          expect(done.code).toBe(0);
+          expect(polls(proxy).map((r) => r.outcome)).toEqual(['dropped', 503, 200]);
+          const [afterDrop, after503] = gaps(polls(proxy));
+          expect(afterDrop).toBeGreaterThanOrEqual(1_950);
+          expect(afterDrop).toBeLessThan(3_500);
+          expect(after503).toBeGreaterThanOrEqual(3_950);
+          expect(after503).toBeLessThan(5_500);
+          expect(done.stderr).toMatch(/cannot reach the API at http:\/\/127\.0\.0\.1:\d+: .+: trying again in 2 s\n/);
+          expect(done.stderr).toContain(`the API at ${proxy.url} answered 503: trying again in 4 s\n`);
+          expect(JSON.parse(done.stdout).team.id).toBe(ada.team.id);
+        });
+      },
+      60_000,
+    );
+  });
+
   test.concurrent(
     'approved: the keys are kept (0600), whoami reports apiKey and apiSecret that S3 takes, logout revokes both',
     async () => {
@@ -198,123 +318,6 @@ describe('cairn login in the browser', () => {
     },
     60_000,
   );
-
-  // Each with a proxy of its own: its requests are that login's alone.
-  describe('polling (RFC 8628 §3.5), through a proxy playing the network', () => {
-    const polls = (proxy: FaultyProxy) => proxy.requests().filter((r) => r.path === '/auth/device/token');
-    const gaps = (requests: ProxiedRequest[]) => requests.slice(1).map((r, i) => r.at - requests[i]!.at);
-    /** The service's answer to the code request with a 1 s interval: the command line's waits are then counted in seconds. */
-    const oneSecond = (body: string) => JSON.stringify({ ...JSON.parse(body), interval: 1 });
-    /** A proxy planned by `plan`, closed when the test ends whatever happens. */
-    async function proxied(plan: Parameters<typeof startFaultyProxy>[1], body: (proxy: FaultyProxy) => Promise<void>) {
-      const proxy = await startFaultyProxy(apiUrl, plan);
-      try {
-        await body(proxy);
-      } finally {
-        await proxy.close();
-      }
-    }
-
-    test.concurrent(
-      'slow_down: the next poll waits the interval and 5 s more, and is answered',
-      async () => {
-        let first = true;
-        const plan = async (request: ProxiedRequest) => {
-          if (request.path === '/auth/device/token' && first) {
-            first = false;
-            // Someone polls with the same device code just before the command line's first poll, which so comes too soon.
-            const early = await fetch(`${apiUrl}/auth/device/token`, {
-              method: 'POST',
-              headers: { 'content-type': 'application/x-www-form-urlencoded' },
-              body: request.body,
-            });
-            expect(((await early.json()) as { error: string }).error).toBe('authorization_pending');
-          }
-          return { forward: true as const };
-        };
-        await proxied(plan, async (proxy) => {
-          const u = await user();
-          const running = u.start(['login', '--device', '--no-browser', '--api-url', proxy.url, '--json']);
-          const { code } = await codeFrom(running);
-          const until = Date.now() + 20_000;
-          while (polls(proxy).length === 0 || polls(proxy)[0]!.outcome === undefined) {
-            if (Date.now() > until) throw new Error(`no poll in 20 s: ${JSON.stringify(running.output())}`);
-            await new Promise((r) => setTimeout(r, 50));
-          }
-          expect([polls(proxy)[0]!.outcome, JSON.parse(polls(proxy)[0]!.answer!)]).toEqual([
-            400,
-            expect.objectContaining({ error: 'slow_down', interval: 10 }),
-          ]);
-          await decide('approve', code, await signIn());
-          const done = await running.done;
-          expect(done.code).toBe(0);
-          const answered = polls(proxy);
-          expect(answered.map((r) => r.outcome)).toEqual([400, 200]);
-          expect(gaps(answered)[0]).toBeGreaterThanOrEqual(9_900);
-        });
-      },
-      60_000,
-    );
-
-    test.concurrent(
-      'a poll with no answer or a server error is tried again after waits that double from the interval',
-      async () => {
-        let tokenPolls = 0;
-        const plan = (request: ProxiedRequest) => {
-          if (request.path === '/auth/device/code') return { forward: true as const, rewrite: oneSecond };
-          if (request.path !== '/auth/device/token') return { forward: true as const };
-          tokenPolls += 1;
-          return tokenPolls === 1
-            ? { drop: true as const }
-            : tokenPolls === 2
-              ? { status: 503, body: 'Service Unavailable', headers: { 'content-type': 'text/plain' } }
-              : { forward: true as const };
-        };
-        await proxied(plan, async (proxy) => {
-          const u = await user();
-          const running = u.start(['login', '--device', '--no-browser', '--api-url', proxy.url, '--json']);
-          await decide('approve', (await codeFrom(running)).code, await signIn());
-          const done = await running.done;
-          expect(done.code).toBe(0);
-          expect(polls(proxy).map((r) => r.outcome)).toEqual(['dropped', 503, 200]);
-          const [afterDrop, after503] = gaps(polls(proxy));
-          expect(afterDrop).toBeGreaterThanOrEqual(1_950);
-          expect(afterDrop).toBeLessThan(3_500);
-          expect(after503).toBeGreaterThanOrEqual(3_950);
-          expect(after503).toBeLessThan(5_500);
-          expect(done.stderr).toMatch(/cannot reach the API at http:\/\/127\.0\.0\.1:\d+: .+: trying again in 2 s\n/);
-          expect(done.stderr).toContain(`the API at ${proxy.url} answered 503: trying again in 4 s\n`);
-          expect(JSON.parse(done.stdout).team.id).toBe(ada.team.id);
-        });
-      },
-      60_000,
-    );
-
-    test.concurrent(
-      'five polls in a row with no answer: login gives up with one line saying why, nothing stored',
-      async () => {
-        const plan = (request: ProxiedRequest) =>
-          request.path === '/auth/device/code' ? { forward: true as const, rewrite: oneSecond } : { drop: true as const };
-        await proxied(plan, async (proxy) => {
-          const u = await user();
-          const running = u.start(['login', '--device', '--no-browser', '--api-url', proxy.url]);
-          const done = await running.done;
-          expect(done.code).toBe(1);
-          expect(polls(proxy).map((r) => r.outcome)).toEqual(Array(5).fill('dropped'));
-          const waits = gaps(polls(proxy));
-          [2, 4, 8, 16].forEach((seconds, i) => {
-            expect(waits[i]).toBeGreaterThanOrEqual(seconds * 1000 - 50);
-            expect(waits[i]).toBeLessThan(seconds * 1000 + 1500);
-          });
-          expect(done.stderr.trim().split('\n').pop()).toMatch(
-            /^cairn: cannot reach the API at http:\/\/127\.0\.0\.1:\d+: .+ \(5 polls in a row failed\): check the connection, then run cairn login again$/,
-          );
-          await expect(stat(u.configPath)).rejects.toThrow();
-        });
-      },
-      90_000,
-    );
-  });
 
   test('without a terminal and without --device, or in CI, login asks for a key instead of waiting for a browser', async () => {
     const u = await user();

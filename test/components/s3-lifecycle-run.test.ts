@@ -192,6 +192,45 @@ test('ExpiredObjectDeleteMarker removes a delete marker that is the only version
   ]);
 });
 
+test('Expiration Days also removes a lone delete marker once it is that old, not before, not with versions behind it, not under a tag filter', async () => {
+  const b = await bucketWith(
+    [
+      {
+        ID: 'days',
+        Filter: { Prefix: 'd/' },
+        Status: 'Enabled',
+        Expiration: { Days: 2 },
+        NoncurrentVersionExpiration: { NoncurrentDays: 1 },
+      },
+      { ID: 'tagged', Filter: { Tag: { Key: 'class', Value: 'temp' } }, Status: 'Enabled', Expiration: { Days: 1 } },
+    ],
+    'Enabled',
+  );
+  const s3 = service.s3();
+  await s3.send(new DeleteObjectCommand({ Bucket: b, Key: 'd/lone' }));
+  await s3.send(new DeleteObjectCommand({ Bucket: b, Key: 'x/lone' }));
+  await put(b, 'd/backed');
+  await s3.send(new DeleteObjectCommand({ Bucket: b, Key: 'd/backed' }));
+  const markers = async () => (await versions(b)).map((v) => [v.key, v.marker]).sort();
+  expect((await runAt(inDays(1))).markersRemoved).toBe(0);
+  expect(await markers()).toEqual([
+    ['d/backed', false],
+    ['d/backed', true],
+    ['d/lone', true],
+    ['x/lone', true],
+  ]);
+  // Two days on: the lone marker goes; the noncurrent version behind the other goes, its marker is not alone yet.
+  const r = await runAt(inDays(3));
+  expect([r.markersRemoved, r.noncurrentDeleted]).toEqual([1, 1]);
+  expect(await markers()).toEqual([
+    ['d/backed', true],
+    ['x/lone', true],
+  ]);
+  // The next day's pass finds it alone and old enough; a marker has no tags, so the tag rule never takes one.
+  expect((await runAt(inDays(4))).markersRemoved).toBe(1);
+  expect(await markers()).toEqual([['x/lone', true]]);
+});
+
 test('filters: tags (every one, with And), object sizes, prefixes', async () => {
   const b = await bucketWith([
     {

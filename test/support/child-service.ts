@@ -102,8 +102,17 @@ export interface ChildService {
 
 /** Peak resident set size of a process, in MiB. */
 export function peakRssMiB(pid: number): number {
-  const m = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  if (!m) throw new Error(`no VmHWM for process ${pid}`);
+  return statusMiB(pid, 'VmHWM');
+}
+
+/** Resident set size of a process now, in MiB. */
+export function rssMiB(pid: number): number {
+  return statusMiB(pid, 'VmRSS');
+}
+
+function statusMiB(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  const m = new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!m) throw new Error(`no ${field} for process ${pid}`);
   return Number(m[1]) / 1024;
 }
 

@@ -137,7 +137,11 @@ export async function newTeam(client: ReturnType<typeof graphqlClient>, account:
 let accounts = 0;
 /** A new account with its own team, API key and storage key pair. */
 export async function newAccount(service: TestService, prefix = 'acct'): Promise<AccountFixture> {
-  const name = `${prefix}-${process.pid}-${++accounts}`.toLowerCase();
+  return accountNamed(service, `${prefix}-${process.pid}-${++accounts}`.toLowerCase());
+}
+
+/** A new account named `name` (a page shows it, say), with its own team, API key and storage key pair. */
+export async function accountNamed(service: TestService, name: string): Promise<AccountFixture> {
   const credentials = { accessKeyId: newAccessKeyId(), secretAccessKey: newSecretAccessKey(), apiToken: newApiToken() };
   const { account, team } = await service.services.accounts.createAccount({ name, ...credentials });
   return {

@@ -26,6 +26,8 @@ export interface KnotServer {
   stop(): Promise<void>;
   /** Starts it again on the same port, its zones as their files have them (what updates wrote is gone). */
   start(): Promise<void>;
+  /** Rewrites the zones' files with these static records (as `startKnot` takes them) and restarts the server on them. */
+  setRecords(records: string[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -35,21 +37,26 @@ export async function startKnot(zones: string[], records: string[] = []): Promis
   const port = await freePort();
   const secret = randomBytes(32).toString('base64');
   const keyName = 'cairn-test-key';
-  for (const zone of zones) {
-    const own = records.filter((r) => r.split(/\s+/)[0]!.replace(/\.$/, '').endsWith(zone));
-    await writeFile(
-      join(dir, `${zone}.zone`),
-      [
-        `$ORIGIN ${zone}.`,
-        '$TTL 300',
-        `@ IN SOA ns.${zone}. hostmaster.${zone}. 1 3600 600 86400 60`,
-        `@ IN NS ns.${zone}.`,
-        'ns IN A 127.0.0.1',
-        ...own,
-        '',
-      ].join('\n'),
-    );
-  }
+  let serial = 0;
+  const writeZones = async (wanted: string[]) => {
+    serial++;
+    for (const zone of zones) {
+      const own = wanted.filter((r) => r.split(/\s+/)[0]!.replace(/\.$/, '').endsWith(zone));
+      await writeFile(
+        join(dir, `${zone}.zone`),
+        [
+          `$ORIGIN ${zone}.`,
+          '$TTL 300',
+          `@ IN SOA ns.${zone}. hostmaster.${zone}. ${serial} 3600 600 86400 60`,
+          `@ IN NS ns.${zone}.`,
+          'ns IN A 127.0.0.1',
+          ...own,
+          '',
+        ].join('\n'),
+      );
+    }
+  };
+  await writeZones(records);
   await writeFile(
     join(dir, 'knot.conf'),
     [
@@ -128,6 +135,11 @@ export async function startKnot(zones: string[], records: string[] = []): Promis
     output: () => output,
     stop,
     start,
+    async setRecords(wanted) {
+      await stop();
+      await writeZones(wanted);
+      await start();
+    },
     async close() {
       await stop();
       await rm(dir, { recursive: true, force: true });

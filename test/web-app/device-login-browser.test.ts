@@ -10,19 +10,18 @@
  * works with. A second login denied on the page ends with the command
  * line saying so. Screenshots go to test-results/web-app/ (gitignored).
  */
-import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { hashPassword } from '../../functions/core/auth/passwords.js';
+import { launchChromium, watchPage } from '../support/browser.js';
 import { DEBIAN_CLIENTS, clientWorkspace, requireClient, run, type ClientWorkspace } from '../support/clients.js';
 import { newAccount, type AccountFixture } from '../support/graphql.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { newCliUser, type CliUser } from '../cli/cli-runner.js';
 
-const CHROMIUM = process.env.CAIRN_CHROMIUM ?? '/usr/bin/chromium';
 const SHOTS = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'test-results', 'web-app');
 const PASSWORD = 'correct horse battery staple';
 const EMAIL = `grace-${process.pid}@example.org`;
@@ -35,38 +34,22 @@ let page: Page;
 let ws: ClientWorkspace;
 let apiUrl: string;
 const users: CliUser[] = [];
-const consoleErrors: string[] = [];
-const pageErrors: string[] = [];
+const problems: string[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (or set CAIRN_CHROMIUM to a Chromium)`);
   await requireClient('aws');
   [service, ws] = await Promise.all([startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_PREVIEW: 'off' }), clientWorkspace()]);
   grace = await newAccount(service, 'device-web');
   await service.services.people.add(grace.account.id, EMAIL, await hashPassword(PASSWORD));
   apiUrl = service.endpoints.graphql.replace(/\/graphql$/, '');
   await mkdir(SHOTS, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
   context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-  page = await context.newPage();
-  page.on('console', (msg) => {
+  page = watchPage(await context.newPage(), problems, {
     // The page asks GET /auth/session before it knows whether it is signed in, and a wrong code is a 404:
     // the browser's own lines for those answers are expected; anything else is not.
-    if (msg.type() === 'error' && !/status of 40[14]/.test(msg.text())) consoleErrors.push(msg.text());
+    expectedConsole: (msg) => /status of 40[14]/.test(msg.text()),
   });
-  page.on('pageerror', (err) => pageErrors.push(err.message));
 }, 120_000);
 
 afterAll(async () => {
@@ -76,7 +59,7 @@ afterAll(async () => {
 });
 
 afterEach(() => {
-  expect({ consoleErrors, pageErrors }).toEqual({ consoleErrors: [], pageErrors: [] });
+  expect(problems).toEqual([]);
 });
 
 /** Starts `cairn login` without a browser of its own, and waits for the page it prints. */

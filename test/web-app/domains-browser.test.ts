@@ -12,19 +12,16 @@
  * without the controls. Each step is checked against the service too.
  * No console errors, no request to any other host.
  */
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { newAccessKeyId, newApiToken, newSecretAccessKey } from '../../functions/core/ids.js';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { importDirectory } from '../../functions/core/ipfs/import-directory.js';
 import { startTestDns, type TestDns } from '../support/acme-servers.js';
-import { dataOf, graphqlClient } from '../support/graphql.js';
+import { launchChromium, watchedPage } from '../support/browser.js';
+import { accountNamed, dataOf, graphqlClient } from '../support/graphql.js';
 import { hostFetch } from '../support/http.js';
 import { startTestService, type TestService } from '../support/service.js';
-
-const CHROMIUM = process.env.CAIRN_CHROMIUM ?? '/usr/bin/chromium';
 
 let service: TestService;
 let dns: TestDns;
@@ -48,22 +45,10 @@ const at = (host: string, path = '/') =>
 const domainsOnService = async () =>
   (await service.services.domains.list(site.id)).map((d) => ({ domain: d.domain, status: d.status, primary: d.primary }));
 
-async function account(name: string): Promise<{ key: string; id: string; teamId: string }> {
-  const key = newApiToken();
-  const { account: made } = await service.services.accounts.createAccount({
-    name,
-    accessKeyId: newAccessKeyId(),
-    secretAccessKey: newSecretAccessKey(),
-    apiToken: key,
-  });
-  return { key, id: made.id, teamId: made.defaultTeamId };
-}
-
 /** The CID the site publishes: its primary domain's DNSLink record names it. */
 let siteCid: string;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (or set CAIRN_CHROMIUM to a Chromium)`);
   dns = await startTestDns();
   service = await startTestService({
     CAIRN_GC_INTERVAL: '0',
@@ -73,12 +58,12 @@ beforeAll(async () => {
   });
   origin = new URL(service.endpoints.graphql).origin;
   gatewayPort = new URL(service.endpoints.gateway).port;
-  const owner = await account('domain-owner');
-  ownerKey = owner.key;
+  const owner = await accountNamed(service, 'domain-owner');
+  ownerKey = owner.apiKey;
   // A member of the owner's team, with a key of that team made by themselves.
-  const member = await account('domain-member');
-  await service.services.teams.addMember(owner.teamId, { id: member.id, name: 'domain-member' }, 'MEMBER');
-  memberKey = (await gql(member.key, 'mutation ($t: ID!) { createApiKey(teamId: $t) { key } }', { t: owner.teamId })).createApiKey.key;
+  const member = await accountNamed(service, 'domain-member');
+  await service.services.teams.addMember(owner.team.id, { id: member.account.id, name: 'domain-member' }, 'MEMBER');
+  memberKey = (await gql(member.apiKey, 'mutation ($t: ID!) { createApiKey(teamId: $t) { key } }', { t: owner.team.id })).createApiKey.key;
 
   scratch = await mkdtemp(join(tmpdir(), 'cairn-domains-browser-'));
   await writeFile(join(scratch, 'index.html'), '<h1>the shop</h1>');
@@ -102,18 +87,7 @@ beforeAll(async () => {
     await new Promise((r) => setTimeout(r, 100));
   }
   target = `${site.slug}.${service.config.sites.domain.replace(/:\d+$/, '')}`;
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
 }, 120_000);
 
 afterAll(async () => {
@@ -129,22 +103,7 @@ afterEach(() => {
 
 /** The site's Domains page in a context of its own, signed in with `key`, watched for errors and other hosts. */
 async function domainsPage(key: string): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
-  await context.addInitScript((k) => sessionStorage.setItem('cairn.apiKey', k), key);
-  const page = await context.newPage();
-  const host = new URL(origin).host;
-  page.on('request', (r) => {
-    const url = new URL(r.url());
-    if (url.protocol !== 'data:' && url.host !== host) problems.push(`request to ${r.url()}`);
-  });
-  page.on('response', (res) => {
-    if (res.status() >= 500) problems.push(`${res.status()} from ${new URL(res.url()).pathname}`);
-  });
-  page.on('console', (msg) => {
-    if (msg.type() === 'error') problems.push(msg.text());
-  });
-  page.on('pageerror', (err) => problems.push(err.message));
+  const { context, page } = await watchedPage(browser, problems, { apiKey: key, clipboard: origin, hosts: [new URL(origin).host] });
   await page.goto(`${origin}/#/sites/${site.id}`);
   await page.getByRole('link', { name: 'Domains' }).click();
   await page.getByRole('heading', { name: 'Domains', level: 1 }).waitFor({ timeout: 30_000 });

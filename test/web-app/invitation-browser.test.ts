@@ -10,15 +10,13 @@
  * Each step is checked against the service (its members, its sessions),
  * not only the page. No console errors, no request to any other host.
  */
-import { existsSync } from 'node:fs';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { hashPassword } from '../../functions/core/auth/passwords.js';
-import { newAccessKeyId, newApiToken, newSecretAccessKey } from '../../functions/core/ids.js';
-import { graphqlClient } from '../support/graphql.js';
+import { launchChromium, signInWithApiKey, watchedPage } from '../support/browser.js';
+import { accountNamed, graphqlClient } from '../support/graphql.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { startSmtp, type TestSmtp } from '../support/smtp.js';
 
-const CHROMIUM = process.env.CAIRN_CHROMIUM ?? '/usr/bin/chromium';
 const PASSWORD = 'correct horse battery staple';
 
 let service: TestService;
@@ -30,7 +28,6 @@ let teamId: string;
 const problems: string[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (or set CAIRN_CHROMIUM to a Chromium)`);
   smtp = await startSmtp();
   service = await startTestService({
     CAIRN_GC_INTERVAL: '0',
@@ -38,27 +35,11 @@ beforeAll(async () => {
     CAIRN_SMTP_URL: smtp.url,
     CAIRN_MAIL_FROM: 'cairn@example.org',
   });
-  apiKey = newApiToken();
-  const { account } = await service.services.accounts.createAccount({
-    name: 'inviter',
-    accessKeyId: newAccessKeyId(),
-    secretAccessKey: newSecretAccessKey(),
-    apiToken: apiKey,
-  });
-  teamId = account.defaultTeamId;
+  const inviter = await accountNamed(service, 'inviter');
+  apiKey = inviter.apiKey;
+  teamId = inviter.team.id;
   origin = new URL(service.endpoints.graphql).origin;
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
 }, 120_000);
 
 afterAll(async () => {
@@ -72,30 +53,18 @@ afterEach(() => {
 });
 
 /** A page in a browser context of its own (no cookie, no storage), watched for errors and other hosts. */
-async function freshPage(): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await browser.newContext({ viewport: { width: 1000, height: 800 } });
-  const page = await context.newPage();
-  const host = new URL(origin).host;
-  page.on('request', (r) => {
-    const url = new URL(r.url());
-    if (url.protocol !== 'data:' && url.host !== host) problems.push(`request to ${r.url()}`);
+function freshPage(): Promise<{ context: BrowserContext; page: Page }> {
+  return watchedPage(browser, problems, {
+    context: { viewport: { width: 1000, height: 800 } },
+    hosts: [new URL(origin).host],
+    // The page asks GET /auth/session whether this browser is signed in (401: not), and a used link answers 410: the browser
+    // logs both as failed loads. Any other refusal, or one of those from another route, is a problem.
+    expectedConsole: (msg) => /status of 4(01|10) /.test(msg.text()),
+    badAnswer: (status, path) =>
+      (status === 401 && path !== '/auth/session') ||
+      (status === 410 && path !== '/auth/invitations/view' && path !== '/auth/password-reset') ||
+      status >= 500,
   });
-  // The page asks GET /auth/session whether this browser is signed in (401: not), and a used link answers 410: the browser
-  // logs both as failed loads. Any other refusal, or one of those from another route, is a problem.
-  page.on('response', (res) => {
-    const path = new URL(res.url()).pathname;
-    if (
-      (res.status() === 401 && path !== '/auth/session') ||
-      (res.status() === 410 && path !== '/auth/invitations/view' && path !== '/auth/password-reset') ||
-      res.status() >= 500
-    )
-      problems.push(`${res.status()} from ${path}`);
-  });
-  page.on('console', (msg) => {
-    if (msg.type() === 'error' && !/status of 4(01|10) /.test(msg.text())) problems.push(msg.text());
-  });
-  page.on('pageerror', (err) => problems.push(err.message));
-  return { context, page };
 }
 
 const members = async () =>
@@ -110,7 +79,7 @@ const members = async () =>
 test('an owner invites on the team page; the invitee opens the mailed link, makes an account and joins', async () => {
   const owner = await freshPage();
   // The owner's tab is signed in with the team's API key, as the app keeps it.
-  await owner.context.addInitScript((key) => sessionStorage.setItem('cairn.apiKey', key), apiKey);
+  await signInWithApiKey(owner.context, apiKey);
   await owner.page.goto(`${origin}/#/team`);
   await owner.page.getByRole('heading', { name: 'Invitations' }).waitFor({ timeout: 30_000 });
   await owner.page.getByLabel('E-mail').fill('newcomer@example.org');

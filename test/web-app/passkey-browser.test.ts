@@ -10,15 +10,14 @@
  * last passkey kept while it is asked for; recovery codes made when it is
  * turned on, and one of them instead of the passkey in a browser without it.
  */
-import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type CDPSession, type Page } from 'playwright-core';
+import type { Browser, CDPSession, Page } from 'playwright-core';
+import { launchChromium, watchPage } from '../support/browser.js';
 import { freePort } from '../support/service-env.js';
 import { startTestService, type TestService } from '../support/service.js';
 
-const CHROMIUM = process.env.CAIRN_CHROMIUM ?? '/usr/bin/chromium';
 const SHOTS = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'test-results', 'web-app');
 const shot = (name: string, target: Page = page) => target.screenshot({ path: join(SHOTS, `passkey-${name}.png`), fullPage: true });
 const PASSWORD = 'a long enough password';
@@ -37,11 +36,10 @@ const problems: string[] = [];
 /** A page in a context of its own, with a virtual authenticator of its own (empty: no passkey yet). */
 async function pageWithAuthenticator(): Promise<{ page: Page; cdp: CDPSession; authenticatorId: string }> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-  const p = await context.newPage();
-  p.on('pageerror', (err) => problems.push(err.message));
-  p.on('console', (msg) => {
+  const p = watchPage(await context.newPage(), problems, {
     // The browser logs the refusals this suite provokes (400 a blank name, 401 no session yet or a second factor asked, 409 the last passkey).
-    if (msg.type() === 'error' && !/status of (400|401|409)/.test(msg.text())) problems.push(msg.text());
+    expectedConsole: (msg) => /status of (400|401|409)/.test(msg.text()),
+    badAnswer: () => false,
   });
   const session = await context.newCDPSession(p);
   await session.send('WebAuthn.enable', { enableUI: false });
@@ -62,7 +60,6 @@ const credentialsOf = async (session: CDPSession, id: string) =>
   (await session.send('WebAuthn.getCredentials', { authenticatorId: id })).credentials;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (or set CAIRN_CHROMIUM to a Chromium)`);
   const port = await freePort();
   service = await startTestService({
     CAIRN_SIGNUP: 'open',
@@ -72,10 +69,7 @@ beforeAll(async () => {
   });
   origin = service.config.urls.baseUrl;
   await mkdir(SHOTS, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
-  });
+  browser = await launchChromium();
   ({ page, cdp, authenticatorId } = await pageWithAuthenticator());
 }, 120_000);
 

@@ -12,15 +12,14 @@
  * and keeps this one; the team switcher moves requests to another team; a session ended while the tab was away is said to have
  * ended; a lock-out is shown with its wait.
  */
-import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ListBucketsCommand, PutObjectCommand, GetObjectCommand } from '@aws-sdk/client-s3';
-import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core';
+import type { Browser, BrowserContext, Page, Request } from 'playwright-core';
+import { launchChromium, watchPage } from '../support/browser.js';
 import { startTestService, type TestService } from '../support/service.js';
 
-const CHROMIUM = process.env.CAIRN_CHROMIUM ?? '/usr/bin/chromium';
 /** Screenshots of each screen, beside the API key suite's (gitignored). */
 const SHOTS = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'test-results', 'web-app');
 const shot = (name: string, target: Page = page) => target.screenshot({ path: join(SHOTS, `accounts-${name}.png`), fullPage: true });
@@ -32,30 +31,23 @@ let browser: Browser;
 let origin: string;
 let first: BrowserContext;
 let page: Page;
-const pageErrors: string[] = [];
-const consoleErrors: string[] = [];
+const problems: string[] = [];
 /** Every GraphQL request the first browser made, with its headers. */
 const graphqlRequests: Request[] = [];
 
 async function newPage(context: BrowserContext): Promise<Page> {
-  const p = await context.newPage();
-  p.on('pageerror', (err) => pageErrors.push(err.message));
-  p.on('console', (msg) => {
+  return watchPage(await context.newPage(), problems, {
     // The browser logs each refusal this suite provokes (400 a bad name, 401 no session, 403 no CSRF token, 429 locked).
-    if (msg.type() === 'error' && !/status of (400|401|403|429)/.test(msg.text())) consoleErrors.push(msg.text());
+    expectedConsole: (msg) => /status of (400|401|403|429)/.test(msg.text()),
+    badAnswer: () => false,
   });
-  return p;
 }
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (or set CAIRN_CHROMIUM to a Chromium)`);
   service = await startTestService({ CAIRN_SIGNUP: 'open', CAIRN_GC_INTERVAL: '0' });
   origin = new URL(service.endpoints.graphql).origin;
   await mkdir(SHOTS, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
-  });
+  browser = await launchChromium();
   first = await browser.newContext({ viewport: { width: 1280, height: 860 } });
   await first.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
   page = await newPage(first);
@@ -71,8 +63,7 @@ afterAll(async () => {
 
 afterEach(() => {
   // Checked after every step, and emptied, so that a failure names the step that caused it.
-  const seen = { pageErrors: pageErrors.splice(0), consoleErrors: consoleErrors.splice(0) };
-  expect(seen).toEqual({ pageErrors: [], consoleErrors: [] });
+  expect(problems.splice(0)).toEqual([]);
 });
 
 /** What the tab keeps in localStorage and sessionStorage, every value. */

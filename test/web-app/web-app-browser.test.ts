@@ -18,21 +18,19 @@
  * Screenshots of each page go to test-results/web-app/ (gitignored).
  */
 import { createHash, createHmac, randomBytes, randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
-import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
-import { newAccessKeyId, newApiToken, newSecretAccessKey } from '../../functions/core/ids.js';
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import { launchChromium, watchedPage } from '../support/browser.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
-import { dataOf, graphqlClient, seedDeploys } from '../support/graphql.js';
+import { accountNamed, dataOf, graphqlClient, seedDeploys } from '../support/graphql.js';
 import { hostFetch } from '../support/http.js';
 import { startTestService, type TestService } from '../support/service.js';
 
-const CHROMIUM = process.env.CAIRN_CHROMIUM ?? '/usr/bin/chromium';
 const SHOTS = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'test-results', 'web-app');
 /** Small, so that a 2.5 MB file goes up in a multipart upload of 1 MiB parts, as it would behind Lambda. */
 const MAX_PUT = 1024 * 1024;
@@ -45,57 +43,28 @@ let page: Page;
 let apiKey: string;
 let origin: string;
 let client: ReturnType<typeof graphqlClient>;
-const consoleErrors: string[] = [];
-const pageErrors: string[] = [];
-const offHost: string[] = [];
+const problems: string[] = [];
 /** Set while a step expects the browser to log a 401 (a wrong or revoked key). */
 let expect401 = false;
 
 const gql = async (key: string, query: string, variables: Record<string, unknown> = {}) => client.gql(key, query, variables);
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (or set CAIRN_CHROMIUM to a Chromium)`);
   [service, git] = await Promise.all([
     startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_BUILD_TIMEOUT: '60', CAIRN_MAX_REQUEST_BODY: String(MAX_PUT), CAIRN_PREVIEW: 'on' }),
     startGitServer(),
   ]);
-  apiKey = newApiToken();
-  await service.services.accounts.createAccount({
-    name: 'acme',
-    accessKeyId: newAccessKeyId(),
-    secretAccessKey: newSecretAccessKey(),
-    apiToken: apiKey,
-  });
+  apiKey = (await accountNamed(service, 'acme')).apiKey;
   client = graphqlClient({ name: 'node:http door', fetch: (url, init) => fetch(url, init as RequestInit) }, service.endpoints.graphql);
   origin = new URL(service.endpoints.graphql).origin;
   await mkdir(SHOTS, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
-  context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
-  page = await context.newPage();
-  const allowed = [origin, service.endpoints.s3, service.endpoints.gateway].map((u) => new URL(u).host);
-  page.on('request', (request) => {
-    const url = new URL(request.url());
-    if (url.protocol !== 'data:' && !allowed.includes(url.host)) offHost.push(request.url());
-  });
-  page.on('console', (msg) => {
-    if (msg.type() !== 'error') return;
-    if (expect401 && msg.text().includes('status of 401')) return;
-    consoleErrors.push(msg.text());
-  });
-  page.on('pageerror', (err) => pageErrors.push(err.message));
+  browser = await launchChromium();
+  ({ context, page } = await watchedPage(browser, problems, {
+    clipboard: origin,
+    hosts: [origin, service.endpoints.s3, service.endpoints.gateway].map((u) => new URL(u).host),
+    expectedConsole: (msg) => expect401 && msg.text().includes('status of 401'),
+    badAnswer: () => false,
+  }));
 }, 120_000);
 
 afterAll(async () => {
@@ -106,7 +75,7 @@ afterAll(async () => {
 
 afterEach(() => {
   // Checked after every step, so a failure names the step that caused it.
-  expect({ consoleErrors, pageErrors, offHost }).toEqual({ consoleErrors: [], pageErrors: [], offHost: [] });
+  expect(problems).toEqual([]);
 });
 
 async function shot(name: string, target: Page = page): Promise<void> {
@@ -628,13 +597,7 @@ test('create an API key: shown once with a copy button, it works; revoke it: it 
 });
 
 test("members: an owner adds one by account name, changes roles and removes them; the API's refusals are the notice; a member sees no controls", async () => {
-  const betaKey = newApiToken();
-  await service.services.accounts.createAccount({
-    name: 'beta',
-    accessKeyId: newAccessKeyId(),
-    secretAccessKey: newSecretAccessKey(),
-    apiToken: betaKey,
-  });
+  const betaKey = (await accountNamed(service, 'beta')).apiKey;
   const teamId = dataOf(await gql(apiKey, '{ getCurrentTeam { id } }')).getCurrentTeam.id as string;
   const members = async () =>
     (

@@ -9,16 +9,15 @@
  * that password account links the provider from Settings, signs in with
  * it, and unlinks it.
  */
-import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium, watchPage } from '../support/browser.js';
 import { oidcEnv, startOidcProvider, type TestOidcProvider } from '../support/oidc-provider.js';
 import { freePort } from '../support/service-env.js';
 import { startTestService, type TestService } from '../support/service.js';
 
-const CHROMIUM = process.env.CAIRN_CHROMIUM ?? '/usr/bin/chromium';
 const SHOTS = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'test-results', 'web-app');
 const shot = (name: string) => page.screenshot({ path: join(SHOTS, `oidc-${name}.png`), fullPage: true });
 
@@ -30,7 +29,6 @@ let page: Page;
 const problems: string[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (or set CAIRN_CHROMIUM to a Chromium)`);
   provider = await startOidcProvider();
   service = await startTestService({
     CAIRN_SIGNUP: 'open',
@@ -41,23 +39,19 @@ beforeAll(async () => {
   origin = new URL(service.endpoints.graphql).origin;
   provider.register(`${service.config.urls.baseUrl}/auth/oidc/callback`);
   await mkdir(SHOTS, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
-  });
+  browser = await launchChromium();
   page = await freshPage();
 }, 120_000);
 
 /** A page in a browser context of its own: no cookie of the service's, nor of the provider's (its own session). */
 async function freshPage(): Promise<Page> {
   const p = await (await browser.newContext({ viewport: { width: 1280, height: 860 } })).newPage();
-  p.on('pageerror', (err) => problems.push(err.message));
-  // The service's pages only (the provider's development pages ask for a web font this machine cannot reach); the
-  // browser logs the 401 of the session asked for before signing in.
-  p.on('console', (msg) => {
-    if (msg.type() === 'error' && msg.location().url.startsWith(origin) && !/status of 401/.test(msg.text())) problems.push(msg.text());
+  return watchPage(p, problems, {
+    // The service's pages only (the provider's development pages ask for a web font this machine cannot reach); the
+    // browser logs the 401 of the session asked for before signing in.
+    expectedConsole: (msg) => !msg.location().url.startsWith(origin) || /status of 401/.test(msg.text()),
+    badAnswer: () => false,
   });
-  return p;
 }
 
 afterAll(async () => {

@@ -134,9 +134,36 @@ export function noncurrentExpired(
   });
 }
 
-/** Whether a rule removes a delete marker that is a key's only version (ExpiredObjectDeleteMarker). */
-export function removesLoneMarkers(rules: readonly LifecycleRule[], key: string): boolean {
-  return rules.some((rule) => rule.expiration?.expiredObjectDeleteMarker === true && ruleApplies(rule, { key }));
+/**
+ * Whether a delete marker that is its key's only version (an expired
+ * object delete marker) is due for removal: at once under a rule with
+ * ExpiredObjectDeleteMarker, and under a rule that expires current
+ * versions (Days or Date) once the marker is as old as the rule asks, its
+ * days counted from the marker's creation. "If the lifecycle configuration
+ * is set to delete current versions, or the ExpiredObjectDeleteMarker
+ * action is explicitly set, Amazon S3 removes the expired object's delete
+ * marker"
+ * (https://docs.aws.amazon.com/AmazonS3/latest/userguide/ManagingDelMarkers.html);
+ * "When you specify the Days tag, Amazon S3 automatically performs
+ * ExpiredObjectDeleteMarker cleanup when the delete markers are old enough
+ * to satisfy the age criteria"
+ * (https://docs.aws.amazon.com/AmazonS3/latest/userguide/lifecycle-configuration-examples.html#lifecycle-config-conceptual-ex7).
+ * A rule with a tag or size filter does not apply to a marker, which has
+ * neither.
+ */
+export function loneMarkerDue(
+  rules: readonly LifecycleRule[],
+  marker: { key: string; lastModified: string },
+  now: number,
+  dayMs = DAY_MS,
+): boolean {
+  return rules.some((rule) => {
+    const exp = rule.expiration;
+    if (!exp || !ruleApplies(rule, { key: marker.key })) return false;
+    if (exp.expiredObjectDeleteMarker === true) return true;
+    if (exp.days !== undefined) return now >= afterDays(marker.lastModified, exp.days, dayMs);
+    return exp.date !== undefined && now >= Date.parse(exp.date);
+  });
 }
 
 /**

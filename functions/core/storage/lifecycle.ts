@@ -22,7 +22,8 @@
  *    once NoncurrentDays have passed since it became noncurrent (its
  *    successor's creation), keeping the NewerNoncurrentVersions newest;
  *  - ExpiredObjectDeleteMarker: a delete marker that is its key's only
- *    version is deleted;
+ *    version is deleted; so is one under an Expiration with Days (or
+ *    Date) once it is that old (lifecycle-rules.ts: loneMarkerDue);
  *  - AbortIncompleteMultipartUpload: the upload ends as
  *    AbortMultipartUpload ends it, its parts removed.
  * An object changed since it was read is left alone (the delete is
@@ -37,7 +38,7 @@ import type { ObjectRecord } from '../data/objects.js';
 import { versionIdOf } from '../data/object-versions.js';
 import type { StoredVersion } from '../data/object-versions-store.js';
 import { NoSuchUploadError } from '../data/uploads.js';
-import { abortDate, currentExpiry, DAY_MS, noncurrentExpired, removesLoneMarkers, utcDay } from './lifecycle-rules.js';
+import { abortDate, currentExpiry, DAY_MS, loneMarkerDue, noncurrentExpired, utcDay } from './lifecycle-rules.js';
 
 export interface LifecycleOptions {
   /** The clock the rules are measured against (tests move it forward). */
@@ -197,7 +198,7 @@ class BucketPass {
   private async current(version: StoredVersion): Promise<void> {
     if (version.kind === 'marker') {
       const { key, versionId } = version.marker;
-      if (!removesLoneMarkers(this.rules, key)) return;
+      if (!loneMarkerDue(this.rules, version.marker, this.now, this.dayMs)) return;
       // Alone only if no other version of the key follows it in the listing.
       const next = await this.services.objects.listVersions(this.name, { maxKeys: 1, after: key, afterVersion: versionId });
       const follower = next.entries[0];

@@ -64,8 +64,15 @@ export interface PostFile {
 }
 
 export interface PostForm {
-  /** The fields before the file, by lower-cased name (S3 takes form field names case-insensitively). */
+  /** The fields before the file, by lower-cased name (S3 takes form field names case-insensitively), read as UTF-8. */
   fields: Map<string, string>;
+  /**
+   * The same fields' values as the bytes sent, one character a byte (a
+   * ByteString): what a header's value is when it reaches the S3 code
+   * (core/http/header-bytes.ts), so a field that becomes a header is read
+   * as that header would be.
+   */
+  bytes: Map<string, string>;
   file: PostFile;
 }
 
@@ -88,6 +95,7 @@ export async function readPostForm(body: ReadableStream<Uint8Array> | null, boun
 async function readFields(parts: PartReader): Promise<PostForm> {
   await parts.start();
   const fields = new Map<string, string>();
+  const bytes = new Map<string, string>();
   let total = 0;
   for (;;) {
     const headers = await parts.headers();
@@ -98,6 +106,7 @@ async function readFields(parts: PartReader): Promise<PostForm> {
       const type = headers.get('content-type');
       return {
         fields,
+        bytes,
         file: {
           filename: disposition.filename ?? '',
           ...(type ? { contentType: type } : {}),
@@ -113,6 +122,7 @@ async function readFields(parts: PartReader): Promise<PostForm> {
     if (fields.has(name))
       throw new S3Error('InvalidArgument', 400, `The POST form field ${name} was given more than once.`, { ArgumentName: name });
     fields.set(name, value.toString('utf8'));
+    bytes.set(name, value.toString('latin1'));
   }
 }
 

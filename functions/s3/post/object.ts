@@ -86,7 +86,7 @@ export async function openPostObject(
   }
   const bucket = s3.bucket!;
   if (!isValidBucketName(bucket) || !(await services.buckets.get(bucket))) throw errors.noSuchBucket(bucket);
-  const { fields, file } = await readPostForm(req.body, boundary);
+  const { fields, bytes, file } = await readPostForm(req.body, boundary);
   try {
     const rawKey = fields.get('key');
     if (rawKey === undefined) throw missingKey();
@@ -107,7 +107,7 @@ export async function openPostObject(
     const tagging = fields.get('tagging');
     if (tagging !== undefined) post.tags = parseTagging(Buffer.from(tagging), MAX_OBJECT_TAGS);
     return {
-      req: { ...req, headers: uploadHeaders(req.headers, fields), body: fileBody(file) },
+      req: { ...req, headers: uploadHeaders(req.headers, bytes), body: fileBody(file) },
       s3: { ...s3, key, resource: `/${bucket}/${key}` },
       auth,
       post,
@@ -118,7 +118,12 @@ export async function openPostObject(
   }
 }
 
-/** The headers the upload would have had as a PutObject. */
+/**
+ * The headers the upload would have had as a PutObject: each field's value
+ * as the bytes the form carried, as a header's are, so objectHeaders reads
+ * them as it reads PutObject's (user metadata as UTF-8, encoded-words
+ * decoded, the 2 KB counted after; other headers kept as their bytes).
+ */
 function uploadHeaders(sent: Headers, fields: Map<string, string>): Headers {
   const headers = new Headers();
   for (const name of KEPT_HEADERS) {

@@ -8,7 +8,6 @@
  * hard-linked whole (copyTree, linkTree) into a checkout. Kept trees and
  * repositories between deploys are mirrors.ts's.
  */
-import * as git from 'isomorphic-git';
 import fs from 'node:fs';
 import { copyFile, link, mkdir, readdir, readlink, stat, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -86,6 +85,9 @@ export async function writeTree(options: WriteTreeOptions): Promise<WrittenTree>
   const limit = taskLimit(FILES_IN_FLIGHT, signal);
   const manifest: TreeManifest = {};
   const counts = { written: 0, reused: 0 };
+  // Loaded here, not at start-up: isomorphic-git and pako are some 3 MB of
+  // the server's heap that only a deploy on a machine without git uses.
+  const git = await import('isomorphic-git');
 
   const blob = async (oid: string) => (await git.readBlob({ fs, gitdir, oid, cache })).blob;
 
