@@ -7,6 +7,9 @@
  *   CAIRN_GC_INTERVAL=0), at the site's address: `GET /` with
  *   `Host: <slug>.sites.localhost:<port>`, answered from its site cache
  *   (every answer is checked to be a HIT before and after each round);
+ *   twice, side by side: the gateway on its main thread alone
+ *   (CAIRN_GATEWAY_THREADS=1) and on BENCH_GATEWAY_THREADS threads (by
+ *   default the machine's cores, as `npm start` runs it);
  * - "nginx": nginx from Debian (`/usr/sbin/nginx`) serving the publish
  *   directory written to disk, started by the benchmark as a non-daemon
  *   child on a free port, as the current user, with a config it writes into
@@ -29,10 +32,11 @@
  * Needs `wrk` and `nginx` (Debian packages; installed here when missing
  * and root or password-less sudo is at hand). Knobs (environment):
  * BENCH_SECONDS (5), BENCH_WARMUP_SECONDS (1), BENCH_ROUNDS (5),
- * BENCH_CONNECTIONS (32), BENCH_NGINX_WORKERS (auto), BENCH_CPU_PROF (a
+ * BENCH_CONNECTIONS (32), BENCH_NGINX_WORKERS (auto), BENCH_GATEWAY_THREADS
+ * (the cores, at most 8), BENCH_CPU_PROF (a
  * directory: Cairn runs with --cpu-prof and writes its profile there on
  * exit), BENCH_NODE_FLAGS (more flags for Cairn's Node), and any CAIRN_*
- * variable given to the Cairn server as it is (CAIRN_GATEWAY_WORKERS, say).
+ * variable given to the Cairn servers as it is.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
@@ -55,6 +59,7 @@ const ROUNDS = num('BENCH_ROUNDS', 5);
 const CONNECTIONS = num('BENCH_CONNECTIONS', 32);
 const NGINX_WORKERS = process.env.BENCH_NGINX_WORKERS ?? 'auto';
 const CPU_PROF = process.env.BENCH_CPU_PROF;
+const THREADS = String(num('BENCH_GATEWAY_THREADS', Math.min(cpus().length, 8)));
 const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const GOAL = 0.5;
 const PAGE_BYTES = 4096;
@@ -126,7 +131,7 @@ function machineCpuMs(): number {
 }
 
 interface Target {
-  name: 'cairn' | 'nginx' | 'node';
+  name: 'cairn' | 'cairnN' | 'nginx' | 'node';
   label: string;
   pid: number;
   url: string;
@@ -271,6 +276,7 @@ async function main(): Promise<void> {
   ensurePackages();
   let git: GitServer | undefined;
   let cairn: ChildService | undefined;
+  let cairnN: ChildService | undefined;
   const children: ChildProcess[] = [];
   const scratch = await mkdtemp(join(tmpdir(), 'cairn-bench-edge-'));
   try {
@@ -287,16 +293,20 @@ async function main(): Promise<void> {
     if (CPU_PROF) await mkdir(CPU_PROF, { recursive: true });
     const env: Record<string, string> = { CAIRN_GC_INTERVAL: '0' };
     for (const [k, v] of Object.entries(process.env)) if (k.startsWith('CAIRN_') && v !== undefined) env[k] = v;
-    cairn = await startChildService({
-      captureLog: true,
-      env,
-      nodeArgs: [...NODE_FLAGS, ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [])],
-    });
-    const a = api(cairn.endpoints.graphql);
-    const site = await a.createSite(git.repoUrl('bench/edge'), { buildCommand: 'true', publishDirectoryPath: 'public' });
-    const { id } = await a.trigger(site.id);
-    const { deploy } = await a.waitFor(site.id, id);
-    if (deploy.status !== 'DEPLOYED') throw new Error(`the deploy ended ${deploy.status}:\n${(await a.deploy(site.id, id)).log}`);
+    const nodeArgs = [...NODE_FLAGS, ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [])];
+    cairn = await startChildService({ captureLog: true, env: { ...env, CAIRN_GATEWAY_THREADS: '1' }, nodeArgs });
+    cairnN = await startChildService({ captureLog: true, env: { ...env, CAIRN_GATEWAY_THREADS: THREADS }, nodeArgs });
+    /** The page's site on `service`, deployed; its slug. */
+    const deployed = async (service: ChildService) => {
+      const a = api(service.endpoints.graphql);
+      const site = await a.createSite(git!.repoUrl('bench/edge'), { buildCommand: 'true', publishDirectoryPath: 'public' });
+      const { id } = await a.trigger(site.id);
+      const { deploy } = await a.waitFor(site.id, id);
+      if (deploy.status !== 'DEPLOYED') throw new Error(`the deploy ended ${deploy.status}:\n${(await a.deploy(site.id, id)).log}`);
+      return site.slug;
+    };
+    const slug = await deployed(cairn);
+    const slugN = await deployed(cairnN);
     const nginx = await startNginx(scratch, root);
     children.push(nginx.child);
     const bare = await startBareNode(page);
@@ -305,10 +315,17 @@ async function main(): Promise<void> {
     const targets: Target[] = [
       {
         name: 'cairn',
-        label: 'Cairn HIT',
+        label: 'Cairn HIT, 1 thread',
         pid: cairn.pid,
         url: cairn.endpoints.gateway,
-        host: `${site.slug}.sites.localhost:${cairn.env.CAIRN_GATEWAY_PORT}`,
+        host: `${slug}.sites.localhost:${cairn.env.CAIRN_GATEWAY_PORT}`,
+      },
+      {
+        name: 'cairnN',
+        label: `Cairn HIT, ${THREADS} threads`,
+        pid: cairnN.pid,
+        url: cairnN.endpoints.gateway,
+        host: `${slugN}.sites.localhost:${cairnN.env.CAIRN_GATEWAY_PORT}`,
       },
       { name: 'nginx', label: `nginx (${NGINX_WORKERS} workers)`, pid: nginx.child.pid!, url: nginx.url },
       { name: 'node', label: 'node:http, one Buffer', pid: bare.child.pid!, url: bare.url },
@@ -318,7 +335,7 @@ async function main(): Promise<void> {
       const res = await hostFetch(`${t.url}/`, { headers: t.host ? { host: t.host } : {} });
       const body = Buffer.from(await res.arrayBuffer());
       const cache = res.headers.get('x-cache');
-      if (res.status !== 200 || !body.equals(page) || (t.name === 'cairn' && !first && cache !== 'HIT'))
+      if (res.status !== 200 || !body.equals(page) || (t.name.startsWith('cairn') && !first && cache !== 'HIT'))
         throw new Error(`${t.label}: ${res.status}, ${body.length} bytes (${body.equals(page) ? 'right' : 'WRONG'}), X-Cache ${cache}`);
       return res;
     };
@@ -364,6 +381,8 @@ async function main(): Promise<void> {
     };
     const vsNginx = ratio('cairn', 'nginx');
     const vsNode = ratio('cairn', 'node');
+    const nVsNginx = ratio('cairnN', 'nginx');
+    const nVsOne = ratio('cairnN', 'cairn');
     const out = [
       '',
       `A 4 KiB index.html; wrk -t1 -c${CONNECTIONS}, ${WARMUP_SECONDS} s warm-up + ${SECONDS} s measured per server, ${ROUNDS} rounds interleaved; medians. ${cpus().length} cores, load at the end ${loadavg()
@@ -389,14 +408,23 @@ async function main(): Promise<void> {
       table([
         ['ratio, req/s', 'median', 'rounds', 'by CPU/req', 'goal', 'met'],
         [
-          'Cairn HIT / nginx',
+          'Cairn HIT, 1 thread / nginx',
           f2(vsNginx.median),
           vsNginx.each.map(f2).join(' '),
           f2(vsNginx.cpu),
           `>= ${GOAL}`,
           vsNginx.median >= GOAL ? 'met' : 'NOT met',
         ],
-        ['Cairn HIT / node:http', f2(vsNode.median), vsNode.each.map(f2).join(' '), f2(vsNode.cpu), '', ''],
+        [
+          `Cairn HIT, ${THREADS} threads / nginx`,
+          f2(nVsNginx.median),
+          nVsNginx.each.map(f2).join(' '),
+          f2(nVsNginx.cpu),
+          `>= ${GOAL}`,
+          nVsNginx.median >= GOAL ? 'met' : 'NOT met',
+        ],
+        [`Cairn HIT, ${THREADS} threads / 1 thread`, f2(nVsOne.median), nVsOne.each.map(f2).join(' '), f2(nVsOne.cpu), '', ''],
+        ['Cairn HIT, 1 thread / node:http', f2(vsNode.median), vsNode.each.map(f2).join(' '), f2(vsNode.cpu), '', ''],
       ]),
       '',
       `Cairn: \`npm start\`'s flags (${[...npmStartArgs().nodeArgs, ...NODE_FLAGS].join(' ')}), ${Object.entries(env)
@@ -405,15 +433,25 @@ async function main(): Promise<void> {
           ' ',
         )}; ${nginx.version.replace(/^nginx version: /, '')}; ${process.version}. CPU from /proc: the server's processes and threads, wrk's, and the rest of the machine (other processes, kernel work no process was charged for), in % of one core.`,
     ];
-    const logged = cairn
-      .log()
-      .split('\n')
-      .filter((l) => l.trim());
-    out.push(logged.length ? `Cairn logged ${logged.length} lines; the first: ${logged[0]!.slice(0, 300)}` : 'Cairn logged nothing.');
+    for (const [label, service] of [
+      ['1 thread', cairn],
+      [`${THREADS} threads`, cairnN],
+    ] as const) {
+      const logged = service
+        .log()
+        .split('\n')
+        .filter((l) => l.trim());
+      out.push(
+        logged.length
+          ? `Cairn (${label}) logged ${logged.length} lines; the first: ${logged[0]!.slice(0, 300)}`
+          : `Cairn (${label}) logged nothing.`,
+      );
+    }
     process.stdout.write(out.join('\n') + '\n');
   } finally {
     for (const c of children) await stopChild(c);
     await cairn?.stop();
+    await cairnN?.stop();
     await git?.close();
     await rm(scratch, { recursive: true, force: true });
   }

@@ -6,6 +6,7 @@
 import { RECENT_READS_MS } from './data/recent-reads.js';
 import { createHmac } from 'node:crypto';
 import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 import type { TableName } from './data/tables.js';
 
 export class ConfigError extends Error {
@@ -143,6 +144,8 @@ export interface Config {
     domain: string;
     /** The local response cache in front of site addresses, in bytes. */
     cacheBytes: number;
+    /** Threads answering the local gateway's site cache hits (CAIRN_GATEWAY_THREADS; functions/local/gateway-threads.ts). */
+    gatewayThreads: number;
   };
   /** Sites' own domains (core/hosting/domains.ts) and their certificates on one machine (local/acme-certificates.ts). */
   domains: {
@@ -461,6 +464,7 @@ export function loadConfig(env: Env = process.env): Config {
     sites: {
       domain: domain(env, 'CAIRN_SITES_DOMAIN', `sites.localhost:${ports.gateway}`),
       cacheBytes: bytes(env, 'CAIRN_SITE_CACHE_BYTES', 256 * 1024 ** 2),
+      gatewayThreads: gatewayThreads(env),
     },
     domains: domainSettings(env),
     build: {
@@ -838,6 +842,16 @@ function seconds(env: Env, name: string, fallback: number): number {
   if (raw === undefined) return fallback;
   if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number of seconds, got "${raw}"`);
   return Number(raw);
+}
+
+/** More threads than this gain nothing on the gateway's port (each is another copy of the hit path's memory). */
+export const MAX_GATEWAY_THREADS = 8;
+
+/** CAIRN_GATEWAY_THREADS: the machine's cores by default, at most MAX_GATEWAY_THREADS; 1 answers every request on the main thread. */
+function gatewayThreads(env: Env): number {
+  const n = positive(env, 'CAIRN_GATEWAY_THREADS', Math.min(availableParallelism(), MAX_GATEWAY_THREADS), 'threads');
+  if (n > MAX_GATEWAY_THREADS) throw new ConfigError('CAIRN_GATEWAY_THREADS', `must be at most ${MAX_GATEWAY_THREADS}, got "${n}"`);
+  return n;
 }
 
 function positive(env: Env, name: string, fallback: number, unit: string): number {

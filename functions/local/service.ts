@@ -5,6 +5,7 @@
  */
 import { access, constants, mkdir } from 'node:fs/promises';
 import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { ServerOptions as HttpsOptions } from 'node:https';
 import { join } from 'node:path';
 import { ConfigError, type Config } from '../core/config.js';
@@ -29,6 +30,7 @@ import { removeOrphanedBuilds } from './build-workspace.js';
 import { ChromiumScreenshotter } from './chromium-screenshotter.js';
 import { LocalSiteCache } from './site-cache.js';
 import { siteHitAnswerer, type FastAnswer } from './site-hits.js';
+import { canSharePort, startGatewayThreads, type GatewayThreads } from './gateway-threads.js';
 import { LocalNotificationOutbox } from './notification-outbox.js';
 import { KEPT_REPOSITORIES } from '../deploy-worker/limits.js';
 import { mirrorsIdle } from '../deploy-worker/steps/checkout/mirrors.js';
@@ -40,6 +42,8 @@ export interface LocalService {
   services: Services;
   bootstrap: BootstrapResult;
   endpoints: { graphql: string; s3: string; gateway: string };
+  /** The gateway's threads besides the main thread (CAIRN_GATEWAY_THREADS above 1), if any. */
+  gatewayThreads?: GatewayThreads;
   stop(): Promise<void>;
 }
 
@@ -64,10 +68,11 @@ async function serve(
   logger: Logger,
   tls?: HttpsOptions,
   first?: FastAnswer,
+  reusePort = false,
 ): Promise<Server> {
   const server = createNodeServer(handler, logger.child({ fn: name }), tls, first);
   try {
-    await listen(server, port, host);
+    await listen(server, port, host, reusePort);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     throw new ConfigError(
@@ -160,7 +165,9 @@ export async function startLocalService(config: Config, logger: Logger = createL
   let collector: NodeJS.Timeout | undefined;
   let republisher: NodeJS.Timeout | undefined;
   let collecting: Promise<unknown> = Promise.resolve();
+  let gatewayThreads: GatewayThreads | undefined;
   const stop = async () => {
+    await gatewayThreads?.stop();
     clearInterval(collector);
     clearInterval(republisher);
     await collecting;
@@ -205,7 +212,26 @@ export async function startLocalService(config: Config, logger: Logger = createL
     const gateway = createGatewayHandler(services);
     // Site cache hits are written from the cache before the handler sees them (site-hits.ts).
     const hits = siteHitAnswerer(siteCache, cfg);
-    servers.push(await serve('gateway', 'CAIRN_GATEWAY_PORT', gateway, ports.gateway, host, logger, undefined, hits));
+    // And on more cores, by threads sharing the port (gateway-threads.ts).
+    let threads = cfg.sites.gatewayThreads;
+    if (threads > 1 && !canSharePort()) {
+      logger.info('the gateway runs on one thread: sharing its port needs Linux and Node 22.12 or later', { node: process.version });
+      threads = 1;
+    }
+    const gatewayServer = await serve('gateway', 'CAIRN_GATEWAY_PORT', gateway, ports.gateway, host, logger, undefined, hits, threads > 1);
+    servers.push(gatewayServer);
+    if (threads > 1) {
+      gatewayThreads = startGatewayThreads({
+        count: threads - 1,
+        host,
+        port: (gatewayServer.address() as AddressInfo).port,
+        data: { sites: { domain: cfg.sites.domain }, urls: cfg.urls, logLevel: cfg.logLevel },
+        cache: siteCache,
+        handler: gateway,
+        logger: logger.child({ fn: 'gateway' }),
+      });
+      await gatewayThreads.ready();
+    }
     // Sites' own domains over HTTPS, each with its certificate (none without ACME: every handshake is refused).
     if (cfg.domains.httpsPort !== undefined) {
       const refuse = (_name: string, callback: (err: Error | null) => void) => callback(new Error('no certificate for this name'));
@@ -263,6 +289,7 @@ export async function startLocalService(config: Config, logger: Logger = createL
         s3: cfg.urls.storageEndpoint,
         gateway: cfg.urls.gatewayUrl,
       },
+      gatewayThreads,
       stop,
     };
   } catch (err) {

@@ -20,7 +20,7 @@ import { LRUCache } from 'lru-cache';
 import type { Config } from '../core/config.js';
 import { BadPathError, contentPath, encodePath } from '../core/ipfs/paths.js';
 import { bucketHost, siteHost } from '../gateway/hosts.js';
-import type { LocalSiteCache, PreparedHit } from './site-cache.js';
+import type { HitHost, PreparedHit } from './site-cache.js';
 
 /** Request headers that make an answer other than the whole 200: the general way evaluates them. */
 const CONDITIONAL = ['range', 'if-match', 'if-none-match', 'if-modified-since', 'if-unmodified-since', 'if-range', 'expect'] as const;
@@ -37,7 +37,13 @@ type HostSlug = string | null;
  */
 export type FastAnswer = (req: IncomingMessage, res: ServerResponse) => boolean;
 
-export function siteHitAnswerer(cache: LocalSiteCache, config: Pick<Config, 'sites' | 'urls'>): FastAnswer {
+/** Where hits are looked up: the site cache on the main thread, a gateway thread's copy of it elsewhere (gateway-thread.ts). */
+export interface HitSource {
+  getHost(slug: string): HitHost | undefined;
+  preparedHit(key: string): PreparedHit | undefined;
+}
+
+export function siteHitAnswerer(cache: HitSource, config: { sites: Pick<Config['sites'], 'domain'>; urls: Config['urls'] }): FastAnswer {
   // Both memos are pure functions of what the client sent (no invalidation), bounded since clients choose
   // the keys: in count, and in size (a key past MEMO_KEY_LENGTH is worked out each time, never kept), so
   // a flood of long distinct hosts or paths holds at most about 10,000 x 512 bytes.

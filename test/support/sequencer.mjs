@@ -158,7 +158,7 @@ const SECONDS = {
   'test/components/log-stores.test.ts': 5,
   'test/aws/lambda-runtime.test.ts': 5,
   'test/api/sites-cdn-origin.test.ts': 5,
-  'test/api/site-hits.test.ts': 8,
+  'test/api/site-hits.test.ts': 30,
   'test/api/s3-slice.test.ts': 5,
   'test/api/private-repos.test.ts': 5,
 };

@@ -48,7 +48,7 @@ export async function freePort(): Promise<number> {
  * receivers listen on 127.0.0.1), and no preview pictures: each deploy's
  * picture is a Chromium page load beside the next test's work (a third of
  * deploys.test.ts's time), so the suites that check pictures ask for them
- * with CAIRN_PREVIEW=on; `extra` wins.
+ * with CAIRN_PREVIEW=on; and the gateway on one thread; `extra` wins.
  */
 export async function serviceEnv(dataDir: string, extra: Record<string, string> = {}): Promise<Record<string, string>> {
   return {
@@ -62,6 +62,9 @@ export async function serviceEnv(dataDir: string, extra: Record<string, string> 
     CAIRN_LOG_LEVEL: 'warn',
     CAIRN_OUTBOUND_PRIVATE: 'allow',
     CAIRN_PREVIEW: 'off',
+    // The gateway on the main thread alone: each thread is another isolate to start beside every suite's service;
+    // the suites of the gateway's threads ask for them (test/api/site-hits.test.ts).
+    CAIRN_GATEWAY_THREADS: '1',
     ...extra,
   };
 }

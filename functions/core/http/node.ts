@@ -357,10 +357,11 @@ export function createNodeServer(
   return server;
 }
 
-export function listen(server: Server, port: number, host: string): Promise<number> {
+/** `reusePort`: other sockets (the gateway's threads) may listen on the same port (Linux; core of local/gateway-threads.ts). */
+export function listen(server: Server, port: number, host: string, reusePort = false): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => {
+    server.listen({ port, host, ...(reusePort ? { reusePort } : {}) }, () => {
       server.off('error', reject);
       const addr = server.address();
       resolve(typeof addr === 'object' && addr ? addr.port : port);
