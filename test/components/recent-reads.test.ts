@@ -41,11 +41,19 @@ function counted(database: Database) {
   const calls = new Map<string, number>();
   const send = database.doc.send.bind(database.doc) as (command: unknown) => Promise<unknown>;
   let held: { pk: string; release: Promise<void> } | undefined;
+  let heldWrite: Promise<void> | undefined;
   const doc = Object.create(database.doc, {
     send: {
       value: async (command: { constructor: { name: string }; input?: { Key?: { pk?: string } } }) => {
         const name = command.constructor.name;
         calls.set(name, (calls.get(name) ?? 0) + 1);
+        if (heldWrite && !READS.has(name)) {
+          const release = heldWrite;
+          heldWrite = undefined;
+          const answer = await send(command);
+          await release;
+          return answer;
+        }
         if (held && name === 'GetCommand' && command.input?.Key?.pk?.startsWith(held.pk)) {
           const { release } = held;
           held = undefined;
@@ -69,8 +77,14 @@ function counted(database: Database) {
     hold(pk: string, release: Promise<void>) {
       held = { pk, release };
     },
+    /** The next write is done by the database at once, but its answer handed back only when the promise is. */
+    holdWrite(release: Promise<void>) {
+      heldWrite = release;
+    },
   };
 }
+
+const READS = new Set(['GetCommand', 'QueryCommand', 'BatchGetCommand', 'ScanCommand']);
 
 /** One process's stores: the site store tells the deploy store's publications apart, as createServices wires them. */
 function storesOn(database: Database) {
@@ -298,6 +312,23 @@ test('a read under way while a write runs answers but is not remembered: the nex
   release();
   expect((await reading)?.description).toBe('first');
   expect((await sites.getRecent(site.id))?.description).toBe('during');
+});
+
+test('a read after the database took a write, before the writer heard back, does not answer the remembered record', async () => {
+  const c = counted(db);
+  const { sites } = storesOn(c.db);
+  const team = newTeam();
+  const site = await sites.create(newSite(team));
+  expect((await sites.getRecent(site.id))?.description).toBe('first'); // remembered
+  let release!: () => void;
+  c.holdWrite(new Promise<void>((r) => (release = r)));
+  const writing = sites.update(site.id, team, (s) => ({ ...s, description: 'taken' }));
+  // The database has the write (another read of it, a deploy's DEPLOYED, can already see it): so must this read.
+  await sleep(50);
+  expect((await sites.getRecent(site.id))?.description).toBe('taken');
+  release();
+  await writing;
+  expect((await sites.getRecent(site.id))?.description).toBe('taken');
 });
 
 test('a write by another process is seen within RECENT_READS_MS', async () => {

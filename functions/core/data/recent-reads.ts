@@ -87,17 +87,20 @@ export class RecentReads<V extends object> {
   }
 
   /**
-   * Runs a write, then forgets `keys` whether it succeeded or not; the
-   * counter also moves before it starts, so a read that overlaps any part
-   * of the write is not kept.
+   * Runs a write, forgetting `keys` before it starts and again once it
+   * ended, succeeded or not: a read that overlaps any part of the write
+   * neither answers the old record nor is kept.
    */
   async writing<T>(keys: string[] | 'all', write: () => Promise<T>): Promise<T> {
-    this.writes++;
+    const drop = () => (keys === 'all' ? this.clear() : this.forget(...keys));
+    // Forgotten before the write too: the database takes it before the
+    // writer hears back, and a read in between (of the deploy the same
+    // transaction ends, say) must not meet the old record here.
+    drop();
     try {
       return await write();
     } finally {
-      if (keys === 'all') this.clear();
-      else this.forget(...keys);
+      drop();
     }
   }
 }
