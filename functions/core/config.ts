@@ -6,7 +6,6 @@
 import { RECENT_READS_MS } from './data/recent-reads.js';
 import { createHmac } from 'node:crypto';
 import { isIP } from 'node:net';
-import { availableParallelism } from 'node:os';
 import type { TableName } from './data/tables.js';
 
 export class ConfigError extends Error {
@@ -847,9 +846,13 @@ function seconds(env: Env, name: string, fallback: number): number {
 /** More threads than this gain nothing on the gateway's port (each is another copy of the hit path's memory). */
 export const MAX_GATEWAY_THREADS = 8;
 
-/** CAIRN_GATEWAY_THREADS: the machine's cores by default, at most MAX_GATEWAY_THREADS; 1 answers every request on the main thread. */
+/**
+ * CAIRN_GATEWAY_THREADS: 1 by default (every request on the main thread), at most MAX_GATEWAY_THREADS.
+ * More threads are opt-in until a quiet two-core run shows them ahead: on a loaded one, two threads
+ * spent about the same CPU per hit as one (bench/RESULTS.md, the edge's run B).
+ */
 function gatewayThreads(env: Env): number {
-  const n = positive(env, 'CAIRN_GATEWAY_THREADS', Math.min(availableParallelism(), MAX_GATEWAY_THREADS), 'threads');
+  const n = positive(env, 'CAIRN_GATEWAY_THREADS', 1, 'threads');
   if (n > MAX_GATEWAY_THREADS) throw new ConfigError('CAIRN_GATEWAY_THREADS', `must be at most ${MAX_GATEWAY_THREADS}, got "${n}"`);
   return n;
 }
