@@ -31,6 +31,7 @@ function setup(get: (signal?: AbortSignal) => never) {
     config: {
       urls: { storagePublicDomain: 'storage.localhost', bucketEndpointDomain: 's3.localhost' },
       sites: { domain: 'sites.localhost' },
+      domains: { gatewayDnsLink: false },
     },
     ipfs: async () => ({ blockstore }),
     logger,
