@@ -219,14 +219,7 @@ export async function writeResponse(res: ServerResponse, response: Response, met
       return;
     }
     res.writeHead(response.status, headers);
-    for (const chunk of small.chunks) res.write(chunk);
-    const rest = small.rest;
-    try {
-      await pump(res, () => rest.read());
-    } finally {
-      rest.releaseLock();
-      if (res.destroyed) await response.body!.cancel().catch(() => {});
-    }
+    await pumpBody(res, response.body!, small.rest, small.chunks);
     return;
   }
   res.writeHead(response.status, headers);
@@ -242,12 +235,22 @@ export async function writeResponse(res: ServerResponse, response: Response, met
     if (res.destroyed) await lent.chunks.return?.(undefined).catch(() => {});
     return;
   }
-  const reader = response.body.getReader();
+  await pumpBody(res, response.body);
+}
+
+/** Writes `head` (chunks already read from `body`), then the rest through `reader`; a body the client left is cancelled. */
+async function pumpBody(
+  res: ServerResponse,
+  body: ReadableStream<Uint8Array>,
+  reader = body.getReader(),
+  head: Uint8Array[] = [],
+): Promise<void> {
+  for (const chunk of head) res.write(chunk);
   try {
     await pump(res, () => reader.read());
   } finally {
     reader.releaseLock();
-    if (res.destroyed) await response.body.cancel().catch(() => {});
+    if (res.destroyed) await body.cancel().catch(() => {});
   }
 }
 
