@@ -45,7 +45,6 @@ const LOOKUP_MS = 5000;
 
 /** Codes that mean "no such record" rather than a failure to ask (Node's dns module's error codes). */
 const ABSENT = new Set(['ENODATA', 'ENOTFOUND', 'ENONAME', 'NXDOMAIN']);
-const CNAME = 5;
 const NXDOMAIN = 3;
 
 /** `host:port` as Node's resolver lists a server (`1.2.3.4`, `1.2.3.4:53`, `::1`, `[::1]:53`). */
@@ -107,7 +106,7 @@ export function domainDns(config: Pick<Config, 'domains'>): DomainDns {
       throw new DnsLookupError(`the DNS answer for ${name} does not answer its question`);
     if (answer.rcode === NXDOMAIN) return { texts: [] };
     if (answer.rcode !== 0) throw new DnsLookupError(`the DNS lookup of TXT for ${name} failed (rcode ${answer.rcode})`);
-    const records = answer.answers.filter((r) => r.klass === CLASS.IN && (r.type === TYPE.TXT || r.type === CNAME));
+    const records = answer.answers.filter((r) => r.klass === CLASS.IN && (r.type === TYPE.TXT || r.type === TYPE.CNAME));
     const texts = records
       .filter((r) => r.type === TYPE.TXT)
       .slice(0, MAX_RECORDS)

@@ -13,7 +13,7 @@
  */
 import { connect } from 'node:net';
 
-export const TYPE = { A: 1, SOA: 6, TXT: 16, OPT: 41, TSIG: 250, ANY: 255 } as const;
+export const TYPE = { A: 1, CNAME: 5, SOA: 6, TXT: 16, OPT: 41, TSIG: 250, ANY: 255 } as const;
 export const CLASS = { IN: 1, NONE: 254, ANY: 255 } as const;
 export const OPCODE = { QUERY: 0, UPDATE: 5 } as const;
 export const RCODE_NAMES: Record<number, string> = {
