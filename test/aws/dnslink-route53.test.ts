@@ -21,15 +21,6 @@ import { mkdir, mkdtemp, writeFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateInvalidationCommand } from '@aws-sdk/client-cloudfront';
-import {
-  CloudFrontKeyValueStoreClient,
-  DeleteKeyCommand,
-  DescribeKeyValueStoreCommand,
-  GetKeyCommand,
-  PutKeyCommand,
-  ResourceNotFoundException,
-  type PutKeyCommandInput,
-} from '@aws-sdk/client-cloudfront-keyvaluestore';
 import { Route53Client } from '@aws-sdk/client-route-53';
 import { SendMessageCommand, SQSClient, type SendMessageCommandInput } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
@@ -37,6 +28,7 @@ import { startTestService, type TestService } from '../support/service.js';
 import { lambdaEnv, sqsEvent, startLambdas, type AwsLambdas } from '../support/aws-mocks.js';
 import { startTestDns, type TestDns } from '../support/acme-servers.js';
 import { cloudFrontTenantsStandIn } from '../support/cloudfront-tenants.js';
+import { keyValueStoreStandIn } from '../support/key-value-store.js';
 import { route53StandIn } from '../support/route53.js';
 import { importDirectory } from '../../functions/core/ipfs/import-directory.js';
 import { newSortableId } from '../../functions/core/ids.js';
@@ -57,9 +49,8 @@ const KVS_ARN = 'arn:aws:cloudfront::123456789012:key-value-store/a1b2c3d4-5678-
 
 const route53 = route53StandIn();
 const cf = cloudFrontTenantsStandIn();
-const kvs = mockClient(CloudFrontKeyValueStoreClient);
+const { reset: resetStore } = keyValueStoreStandIn(KVS_ARN);
 const sqs = mockClient(SQSClient);
-const store = new Map<string, string>();
 
 let service: TestService;
 let dns: TestDns;
@@ -99,22 +90,8 @@ afterAll(async () => {
 beforeEach(() => {
   route53.reset();
   cf.reset();
-  kvs.reset();
+  resetStore();
   sqs.reset();
-  store.clear();
-  kvs.on(DescribeKeyValueStoreCommand).callsFake(() => ({ KvsARN: KVS_ARN, ETag: 'E1', ItemCount: store.size }));
-  kvs.on(GetKeyCommand).callsFake((input: { Key: string }) => {
-    if (!store.has(input.Key)) throw new ResourceNotFoundException({ message: 'no such key', $metadata: {} });
-    return { Key: input.Key, Value: store.get(input.Key) };
-  });
-  kvs.on(PutKeyCommand).callsFake((input: PutKeyCommandInput) => {
-    store.set(input.Key!, input.Value!);
-    return { ETag: 'E2', ItemCount: store.size };
-  });
-  kvs.on(DeleteKeyCommand).callsFake((input: { Key: string }) => {
-    store.delete(input.Key);
-    return { ETag: 'E3', ItemCount: store.size };
-  });
   sqs.on(SendMessageCommand).resolves({ MessageId: randomUUID() });
   cf.mock.on(CreateInvalidationCommand).callsFake(() => ({ Location: 'x', Invalidation: { Id: 'I1', Status: 'InProgress' } }));
 });

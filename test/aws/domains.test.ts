@@ -14,21 +14,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { CreateInvalidationCommand, type CreateInvalidationCommandInput } from '@aws-sdk/client-cloudfront';
-import {
-  CloudFrontKeyValueStoreClient,
-  DeleteKeyCommand,
-  DescribeKeyValueStoreCommand,
-  GetKeyCommand,
-  PutKeyCommand,
-  ResourceNotFoundException,
-  type PutKeyCommandInput,
-} from '@aws-sdk/client-cloudfront-keyvaluestore';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { startTestService, type TestService } from '../support/service.js';
 import { lambdaEnv, startLambdas, type AwsLambdas } from '../support/aws-mocks.js';
 import { startTestDns, type TestDns } from '../support/acme-servers.js';
 import { cloudFrontTenantsStandIn } from '../support/cloudfront-tenants.js';
+import { keyValueStoreStandIn } from '../support/key-value-store.js';
 import { EdgeTenantStore } from '../../functions/core/data/edge-tenants.js';
 import type { Services } from '../../functions/core/services.js';
 
@@ -39,27 +31,8 @@ const ROUTING_ENDPOINT = 'd111111abcdef8.cloudfront.net';
 const KVS_ARN = 'arn:aws:cloudfront::123456789012:key-value-store/a1b2c3d4-5678-90ab-cdef-EXAMPLE11111';
 
 const cf = cloudFrontTenantsStandIn();
-const kvs = mockClient(CloudFrontKeyValueStoreClient);
+const { store, reset: resetStore } = keyValueStoreStandIn(KVS_ARN);
 const sqs = mockClient(SQSClient);
-const store = new Map<string, string>();
-let etag = 1;
-
-function fakeStore() {
-  store.clear();
-  kvs.on(DescribeKeyValueStoreCommand).callsFake(() => ({ KvsARN: KVS_ARN, ETag: `E${etag}`, ItemCount: store.size }));
-  kvs.on(GetKeyCommand).callsFake((input: { Key: string }) => {
-    if (!store.has(input.Key)) throw new ResourceNotFoundException({ message: 'no such key', $metadata: {} });
-    return { Key: input.Key, Value: store.get(input.Key) };
-  });
-  kvs.on(PutKeyCommand).callsFake((input: PutKeyCommandInput) => {
-    store.set(input.Key!, input.Value!);
-    return { ETag: `E${++etag}`, ItemCount: store.size };
-  });
-  kvs.on(DeleteKeyCommand).callsFake((input: { Key: string }) => {
-    if (!store.delete(input.Key)) throw new ResourceNotFoundException({ message: 'no such key', $metadata: {} });
-    return { ETag: `E${++etag}`, ItemCount: store.size };
-  });
-}
 
 let service: TestService;
 let dns: TestDns;
@@ -92,9 +65,8 @@ afterAll(async () => {
 
 beforeEach(() => {
   cf.reset();
-  kvs.reset();
+  resetStore();
   sqs.reset();
-  fakeStore();
   sqs.on(SendMessageCommand).resolves({ MessageId: randomUUID() });
   cf.mock.on(CreateInvalidationCommand).callsFake(() => ({ Location: 'x', Invalidation: { Id: 'I1', Status: 'InProgress' } }));
 });
