@@ -110,8 +110,15 @@ interface Request {
   detached: boolean;
 }
 
-/** In Lambda (https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html#configuration-envvars-runtime: AWS_LAMBDA_FUNCTION_NAME is set there). */
-const startedDirectly = () => Boolean(process.env.AWS_LAMBDA_FUNCTION_NAME) || process.env.CAIRN_COMMAND_RUNNER === 'direct';
+/**
+ * In Lambda (https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html#configuration-envvars-runtime:
+ * AWS_LAMBDA_FUNCTION_NAME is set there), read once, as this module loads: Lambda sets its runtime's
+ * variables before the function's process starts. A process that sets it later for Lambda handlers it
+ * loads beside a local server of its own (the tests do: both doors over the same data) is still the
+ * local server's, whose commands go through the runner as they do under `npm start`.
+ */
+const IN_LAMBDA = Boolean(process.env.AWS_LAMBDA_FUNCTION_NAME);
+const startedDirectly = () => IN_LAMBDA || process.env.CAIRN_COMMAND_RUNNER === 'direct';
 
 /** Sends `signal` to `pid`, or to its group; a process already gone is no error. */
 function signalProcess(pid: number, group: boolean, signal: NodeJS.Signals): void {

@@ -436,6 +436,8 @@ export async function runDeploy(options: PipelineOptions, claimed: Deploy, signa
       const credentials = await repositoryCredentials(services, claimed, site, source.url, (line) => log.line(line));
       const statusNote = await commitStatusNote(services, claimed, site);
       if (statusNote) log.line(statusNote);
+      // The runner's checks of this machine (its sandbox) run beside the clone, not in the first build.
+      if (claimed.build?.command && !isDetached(options.runner)) options.runner.prepare?.();
       const { cloneRepository } = await import('./steps/clone/index.js');
       const cloned = await cloneRepository({
         url: source.url,

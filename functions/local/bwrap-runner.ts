@@ -38,6 +38,14 @@
  * ends (local/build-layer.ts). Where this machine cannot
  * mount one (checked once, beside the first checkout), and in `none` mode,
  * the shared files are copied before the build instead.
+ *
+ * What a runner finds out about this machine (whether bubblewrap works,
+ * whether an overlay mounts) it finds out once, when the first build is
+ * coming: `prepare()`, which the pipeline calls as a deploy with a build
+ * command starts, so the checks run beside that deploy's clone rather
+ * than in its build; without it, at the first build. A service that never
+ * builds never runs them: they start processes (bubblewrap, unshare,
+ * mount, tar) that cost a service's start more CPU than the rest of it.
  */
 import { spawn } from 'node:child_process';
 import { constants as osConstants, tmpdir } from 'node:os';
@@ -99,9 +107,9 @@ export interface BwrapRunnerOptions {
   /** Show bubblewrap builds their checkout through an overlay where this machine can (default true); false: copy the checkout's shared files first. */
   overlay?: boolean;
   /**
-   * Where checkouts are made (the deploy workspace): whether an overlay can
-   * be mounted there is found out as soon as the runner is made, so the
-   * first build does not wait for it. Without it, beside the first checkout.
+   * Where checkouts are made (the deploy workspace): `prepare()` finds out
+   * there whether an overlay can be mounted, so the first build does not
+   * wait for it. Without it, beside the first checkout.
    */
   workspace?: string;
   /**
@@ -169,22 +177,31 @@ export class BwrapRunner implements BuildRunner {
         : options.network === 'outside'
           ? 'bubblewrap sandbox, network through slirp4netns'
           : 'bubblewrap sandbox';
-    const { workspace } = options;
-    if (options.sandbox === 'bwrap' && workspace) {
-      // Settled either way (a refusal, a verdict): nothing here can reject unheard.
-      this.early = this.probe()
-        .then(async ({ bwrap }) => {
-          await mkdir(workspace, { recursive: true });
-          await this.overlaySupport(join(workspace, 'checkout'), bwrap);
-        })
-        .catch(() => undefined);
-    }
   }
 
-  /** The check made when the runner was made (with `workspace`). */
+  /** The checks `prepare()` started. */
   private early?: Promise<void>;
 
-  /** Resolves once the start-up check has ended, so its files are gone before the workspace is removed. */
+  /**
+   * A build is coming (a deploy that has one has started): the checks the
+   * first build would make (bubblewrap works here; with `workspace`,
+   * whether an overlay mounts there) start now, once, in the background.
+   * A refusal is not thrown here: the build hears it, as it would have.
+   */
+  prepare(): void {
+    const { workspace } = this.options;
+    if (this.options.sandbox !== 'bwrap' || this.early) return;
+    // Settled either way (a refusal, a verdict): nothing here can reject unheard.
+    this.early = this.probe()
+      .then(async ({ bwrap }) => {
+        if (!workspace) return;
+        await mkdir(workspace, { recursive: true });
+        await this.overlaySupport(join(workspace, 'checkout'), bwrap);
+      })
+      .catch(() => undefined);
+  }
+
+  /** Resolves once the checks `prepare()` started have ended, so their files are gone before the workspace is removed. */
   settled(): Promise<void> {
     return this.early ?? Promise.resolve();
   }
@@ -322,7 +339,7 @@ export class BwrapRunner implements BuildRunner {
     return this.overlays;
   }
 
-  /** Why builds here see a copy of their checkout's shared files rather than an overlay (after the first build); undefined when they see an overlay. */
+  /** Why builds here see a copy of their checkout's shared files rather than an overlay (after the first build, or prepare()'s checks); undefined when they see an overlay. */
   async overlayUnavailable(): Promise<string | undefined> {
     await this.early;
     const support = await this.overlays;

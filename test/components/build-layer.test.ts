@@ -7,6 +7,7 @@
  * build leaves a plain copy, and the files the build did not touch are
  * still the snapshot's (what the import takes as imported before).
  */
+import { existsSync } from 'node:fs';
 import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, readlink, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
@@ -232,9 +233,14 @@ describe('through the overlay', () => {
     }
   });
 
-  test('with the workspace named, the runner finds out before its first build, and leaves nothing there', async () => {
+  test('with the workspace named, the runner finds out when a build is coming, before it, and leaves nothing there', async () => {
     const workspace = join(work, `workspace-${++runs}`);
     const early = new BwrapRunner({ sandbox: 'bwrap', hide: [], workspace });
+    // Made, it checks nothing yet: a service that never builds never runs the checks.
+    await early.settled();
+    expect(existsSync(workspace)).toBe(false);
+    early.prepare();
+    early.prepare(); // once, however often told
     expect(await early.overlayUnavailable()).toBeUndefined();
     expect(await readdir(workspace)).toEqual([]);
   });

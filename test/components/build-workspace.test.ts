@@ -22,7 +22,7 @@ async function crashedDataDir(): Promise<{ dataDir: string; builds: string; orph
   await writeFile(join(locked, 'file'), 'x');
   await chmod(locked, 0o000);
   await chmod(join(turn, 'checkout.layer-XyZ', 'upper'), 0o500);
-  // The runner's start-up check, cut short.
+  // The runner's check of the sandbox (a deploy's, before its build), cut short.
   await mkdir(join(builds, '.cairn-overlay-check-old', 'lower'), { recursive: true });
   // A kept mirror (checkout.ts), in the sources directory beside the workspace.
   const mirrorHead = join(dataDir, 'sources', 'example.com-site-main', 'git', 'HEAD');

@@ -345,6 +345,22 @@ describe('without bubblewrap', () => {
     expect(existsSync(join(checkout, 'ran'))).toBe(false);
   });
 
+  test('told ahead that a build is coming (as a deploy does), it refuses the build with the same words, and rejects nothing unheard', async () => {
+    const workspace = join(await tempDir('cairn-workspace-'), 'builds');
+    const runner = new BwrapRunner({ sandbox: 'bwrap', hide: [], workspace, ...missing });
+    runner.prepare();
+    await runner.settled();
+    expect(await runner.overlayUnavailable()).toBeUndefined(); // never got as far as the overlay
+    expect(existsSync(workspace)).toBe(false);
+    const checkout = await tempDir('cairn-checkout-');
+    const attempt = build(runner, 'touch ran', { checkout });
+    await expect(attempt).rejects.toBeInstanceOf(BuildRefused);
+    await expect(attempt).rejects.toThrow(
+      /bubblewrap \(\/nonexistent\/bin\/bwrap\) was not found: install bubblewrap.*CAIRN_BUILD_SANDBOX=none/,
+    );
+    expect(existsSync(join(checkout, 'ran'))).toBe(false);
+  });
+
   test('sandbox=none builds all the same', async () => {
     const runner = new BwrapRunner({ sandbox: 'none', hide: [], ...missing });
     expect(runner.name).toMatch(/no sandbox/);

@@ -5,11 +5,14 @@
  * kill() reaches them (and their group); a runner that dies fails only
  * the commands it held, and the next command starts a new one.
  */
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { commandOutput, CommandError, runCommand } from '../../functions/core/run-command.js';
+import { ROOT } from '../support/child-service.js';
 
 /** The parent process id of `pid`, from /proc. */
 const parentOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
@@ -62,6 +65,37 @@ test('with CAIRN_COMMAND_RUNNER=direct (and in Lambda) this process starts it', 
     expect(Number((await commandOutput('/bin/sh', ['-c', 'echo $PPID'])).stdout.toString())).toBe(process.pid);
   } finally {
     delete process.env.CAIRN_COMMAND_RUNNER;
+  }
+});
+
+test("in Lambda (AWS_LAMBDA_FUNCTION_NAME set when the process starts) the function's own process starts it", async () => {
+  // A process of its own: this module reads the variable once, as it loads.
+  const script = `
+    const { commandOutput } = await import(${JSON.stringify(join(ROOT, 'functions/core/run-command.ts'))});
+    const parent = Number((await commandOutput('/bin/sh', ['-c', 'echo $PPID'])).stdout.toString());
+    console.log(JSON.stringify({ self: process.pid, parent }));
+  `;
+  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/' };
+  const ask = async (extra: Record<string, string>) => {
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: ROOT,
+      env: { ...env, ...extra },
+    });
+    return JSON.parse(stdout.trim().split('\n').at(-1)!) as { self: number; parent: number };
+  };
+  const [lambda, local] = await Promise.all([ask({ AWS_LAMBDA_FUNCTION_NAME: 'cairn-s3' }), ask({})]);
+  expect(lambda.parent).toBe(lambda.self);
+  expect(local.parent).not.toBe(local.self);
+});
+
+test('set after this module loaded (Lambda handlers loaded beside a local server, as the tests do), commands still go through the runner', async () => {
+  process.env.AWS_LAMBDA_FUNCTION_NAME = 'cairn-test';
+  try {
+    const parent = Number((await commandOutput('/bin/sh', ['-c', 'echo $PPID'])).stdout.toString());
+    expect(parent).not.toBe(process.pid);
+    expect(parentOf(parent)).toBe(process.pid);
+  } finally {
+    delete process.env.AWS_LAMBDA_FUNCTION_NAME;
   }
 });
 

@@ -46,6 +46,13 @@ export interface BuildResult {
 export interface BuildRunner {
   /** What the deploy log says runs the build ("bubblewrap sandbox", ...). */
   readonly name: string;
+  /**
+   * A build is coming (a deploy with a build command has started, its clone
+   * next): what the runner finds out once before its first build (whether
+   * its sandbox works here) may start now, beside the clone. Never throws:
+   * a runner that cannot build refuses in run().
+   */
+  prepare?(): void;
   run(request: BuildRequest): Promise<BuildResult>;
 }
 
