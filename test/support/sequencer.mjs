@@ -125,6 +125,7 @@ const SECONDS = {
   'test/clients/s3-clients-fleek.test.ts': 8,
   'test/aws/notifications.test.ts': 8,
   'test/aws/commit-status.test.ts': 8,
+  'test/infra/import-graph.test.ts': 8,
   'test/api/s3-operations.test.ts': 8,
   'test/api/s3-header-bytes.test.ts': 20,
   'test/api/s3-version-id.test.ts': 15,
