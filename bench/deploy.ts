@@ -55,11 +55,8 @@ import { promisify } from 'node:util';
 import { startGitServer, type GitServer } from '../test/support/git-server.js';
 import { npmStartArgs, peakRssMiB, startChildService, type ChildService, type ChildServiceOptions } from '../test/support/child-service.js';
 import { api, percentile, siteFiles, table, type Api } from './site-fixture.js';
+import { log, num } from './harness.js';
 
-const num = (name: string, fallback: number) => {
-  const v = Number(process.env[name]);
-  return Number.isFinite(v) && v > 0 ? v : fallback;
-};
 const SEED = num('BENCH_SEED', 20);
 const SITE_BYTES = num('BENCH_SITE_MB', 50) * 1e6;
 const FILES = num('BENCH_FILES', 2000);
@@ -70,8 +67,6 @@ const BASELINE = process.env.BENCH_BASELINE;
 const CPU_PROF = process.env.BENCH_CPU_PROF;
 const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const POLL_MS = 50;
-
-const log = (line: string) => process.stderr.write(line + '\n');
 
 /** A server to deploy on: this tree's, or a baseline's. */
 interface Design {

@@ -48,11 +48,8 @@ import { hostFetch } from '../test/support/http.js';
 import { freePort } from '../test/support/service-env.js';
 import { npmStartArgs, startChildService, stopChild, waitForHttp, type ChildService } from '../test/support/child-service.js';
 import { api, prng, siteWords, table, textFile } from './site-fixture.js';
+import { log, num } from './harness.js';
 
-const num = (name: string, fallback: number) => {
-  const v = Number(process.env[name]);
-  return Number.isFinite(v) && v > 0 ? v : fallback;
-};
 const SECONDS = num('BENCH_SECONDS', 5);
 const WARMUP_SECONDS = num('BENCH_WARMUP_SECONDS', 1);
 const ROUNDS = num('BENCH_ROUNDS', 5);
@@ -64,8 +61,6 @@ const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolea
 const GOAL = 0.5;
 const PAGE_BYTES = 4096;
 const SEED = 35;
-
-const log = (line: string) => process.stderr.write(line + '\n');
 
 /** Installs the Debian packages the benchmark drives, when missing (as test/setup/debian-packages.sh does for the tests). */
 function ensurePackages(): void {

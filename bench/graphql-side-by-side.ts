@@ -43,7 +43,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../functions/core/config.js';
@@ -53,11 +52,8 @@ import { startLocalService } from '../functions/local/service.js';
 import { npmStartArgs, ROOT, startChildService, stopChild, type ChildService } from '../test/support/child-service.js';
 import { BOOT, freePort, serviceEnv } from '../test/support/service-env.js';
 import { percentile, table } from './site-fixture.js';
+import { autocannon, log, num, type AutocannonClient } from './harness.js';
 
-const num = (name: string, fallback: number) => {
-  const v = Number(process.env[name]);
-  return Number.isFinite(v) && v > 0 ? v : fallback;
-};
 const SECONDS = num('BENCH_SECONDS', 10);
 const WARMUP_SECONDS = num('BENCH_WARMUP_SECONDS', 2);
 const ROUNDS = num('BENCH_ROUNDS', 3);
@@ -88,28 +84,6 @@ fragment CliSite on Site {
   latestDeploy { id status ipfsHash startedAt completedAt }
   ipnsName
 }`;
-
-const log = (line: string) => process.stderr.write(line + '\n');
-
-// autocannon has no type declarations of its own; the part of its API used here.
-interface AutocannonClient {
-  on(event: 'headers', listener: (info: { statusCode: number; headers: string[] }) => void): void;
-  on(event: 'response', listener: (status: number, bytes: number, ms: number) => void): void;
-}
-interface AutocannonResult {
-  errors: number;
-  timeouts: number;
-  non2xx: number;
-  requests: { total: number };
-}
-type Autocannon = (opts: {
-  url: string;
-  connections: number;
-  duration: number;
-  requests: Array<{ method: string; path: string; headers: Record<string, string>; body: string }>;
-  setupClient?: (client: AutocannonClient) => void;
-}) => Promise<AutocannonResult>;
-const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
 const BEFORE = process.env.BENCH_BEFORE;
 

@@ -72,7 +72,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { startGitServer, type GitServer } from '../test/support/git-server.js';
@@ -80,11 +79,8 @@ import { hostFetch } from '../test/support/http.js';
 import { freePort } from '../test/support/service-env.js';
 import { npmStartArgs, ROOT, startChildService, stopChild, waitForHttp, type ChildService } from '../test/support/child-service.js';
 import { api, percentile, prng, siteFiles, siteWords, table, textFile } from './site-fixture.js';
+import { autocannon, log, num, type AutocannonClient } from './harness.js';
 
-const num = (name: string, fallback: number) => {
-  const v = Number(process.env[name]);
-  return Number.isFinite(v) && v > 0 ? v : fallback;
-};
 const CONNECTIONS = num('BENCH_CONNECTIONS', 32);
 const SECONDS = num('BENCH_SECONDS', 10);
 const WARMUP_SECONDS = num('BENCH_WARMUP_SECONDS', 2);
@@ -109,34 +105,6 @@ const QUIET_REST = 25;
 /** The 4 KiB page, at this path on every server. */
 const PAGE = '/bench/page-4k.html';
 const PAGE_BYTES = 4096;
-
-const log = (line: string) => process.stderr.write(line + '\n');
-
-// autocannon has no type declarations of its own; the part of its API used here.
-interface AutocannonClient {
-  on(event: 'headers', listener: (info: { statusCode: number; headers: string[] }) => void): void;
-  on(event: 'response', listener: (status: number, bytes: number, ms: number) => void): void;
-}
-interface AutocannonResult {
-  duration: number;
-  errors: number;
-  timeouts: number;
-  non2xx: number;
-  resets: number;
-  mismatches: number;
-  '2xx': number;
-  requests: { total: number };
-  latency: { p50: number; p99: number };
-}
-type Autocannon = (opts: {
-  url: string;
-  connections: number;
-  duration: number;
-  headers?: Record<string, string>;
-  requests?: Array<{ path: string }>;
-  setupClient?: (client: AutocannonClient) => void;
-}) => Promise<AutocannonResult>;
-const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
 /** One server, as the load sees it. */
 interface Target {

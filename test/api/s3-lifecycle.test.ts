@@ -68,6 +68,18 @@ const doc = (rules: string) => `<LifecycleConfiguration xmlns="http://s3.amazona
 const rule = (inner: string) => `<Rule>${inner}</Rule>`;
 const days1 = '<Expiration><Days>1</Days></Expiration>';
 const plain = (id: string, more = days1) => rule(`<ID>${id}</ID><Filter><Prefix>p/</Prefix></Filter><Status>Enabled</Status>${more}`);
+/** A document of one plain rule whose action is `action`. */
+const withAction = (action: string) => doc(plain('a', action));
+/** The status S3 answers each error code with (https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html#ErrorCodeList). */
+const REFUSAL_STATUS = {
+  MalformedXML: 400,
+  InvalidArgument: 400,
+  InvalidRequest: 400,
+  InvalidTag: 400,
+  MaxMessageLengthExceeded: 400,
+  NotImplemented: 501,
+} as const;
+type RefusalCode = keyof typeof REFUSAL_STATUS;
 
 /** Every shape S3 answers back: each filter form, the deprecated Prefix, each action. */
 const EVERY_SHAPE: LifecycleRule[] = [
@@ -184,17 +196,16 @@ describe.each(doorsFor(s3Doors(() => target)))('lifecycle configuration through 
       await s3.send(new PutBucketLifecycleConfigurationCommand({ Bucket: bucket, LifecycleConfiguration: { Rules: PLACED } }));
     });
     const tag = '<Tag><Key>k</Key><Value>v</Value></Tag>';
-    test.each<[string, string, number, string]>([
-      ['not XML', 'MalformedXML', 400, 'lifecycle, please'],
-      ['no rule', 'MalformedXML', 400, doc('')],
-      ['another root', 'MalformedXML', 400, `<Lifecycle>${plain('a')}</Lifecycle>`],
-      ['a Status in lower case', 'MalformedXML', 400, doc(rule(`<ID>a</ID><Filter/><Status>enabled</Status>${days1}`))],
-      ['both Filter and Prefix', 'MalformedXML', 400, doc(rule(`<ID>a</ID><Prefix>x</Prefix><Filter/><Status>Enabled</Status>${days1}`))],
-      ['neither Filter nor Prefix', 'MalformedXML', 400, doc(rule(`<ID>a</ID><Status>Enabled</Status>${days1}`))],
+    test.each<[string, RefusalCode, string]>([
+      ['not XML', 'MalformedXML', 'lifecycle, please'],
+      ['no rule', 'MalformedXML', doc('')],
+      ['another root', 'MalformedXML', `<Lifecycle>${plain('a')}</Lifecycle>`],
+      ['a Status in lower case', 'MalformedXML', doc(rule(`<ID>a</ID><Filter/><Status>enabled</Status>${days1}`))],
+      ['both Filter and Prefix', 'MalformedXML', doc(rule(`<ID>a</ID><Prefix>x</Prefix><Filter/><Status>Enabled</Status>${days1}`))],
+      ['neither Filter nor Prefix', 'MalformedXML', doc(rule(`<ID>a</ID><Status>Enabled</Status>${days1}`))],
       [
         'a Filter of Prefix and Tag without And',
         'MalformedXML',
-        400,
         doc(rule(`<Filter><Prefix>x</Prefix>${tag}</Filter><Status>Enabled</Status>${days1}`)),
       ],
       // S3 refuses these too ("exactly one of Prefix, Tag, ObjectSizeGreaterThan, ObjectSizeLessThan, or And":
@@ -202,63 +213,48 @@ describe.each(doorsFor(s3Doors(() => target)))('lifecycle configuration through 
       [
         'a Filter of Prefix and ObjectSizeGreaterThan without And',
         'MalformedXML',
-        400,
         doc(rule(`<Filter><Prefix></Prefix><ObjectSizeGreaterThan>2000</ObjectSizeGreaterThan></Filter><Status>Enabled</Status>${days1}`)),
       ],
       [
         'a Filter of Prefix, Tag and And',
         'MalformedXML',
-        400,
         doc(rule(`<Filter><Prefix>x</Prefix>${tag}<And><Prefix>y</Prefix>${tag}</And></Filter><Status>Enabled</Status>${days1}`)),
       ],
-      ['an unknown element in a rule', 'MalformedXML', 400, doc(plain('a', `${days1}<Colour>red</Colour>`))],
-      [
-        'both Days and Date',
-        'MalformedXML',
-        400,
-        doc(plain('a', '<Expiration><Days>1</Days><Date>2031-01-01T00:00:00Z</Date></Expiration>')),
-      ],
-      ['Days that are not a number', 'MalformedXML', 400, doc(plain('a', '<Expiration><Days>soon</Days></Expiration>'))],
+      ['an unknown element in a rule', 'MalformedXML', withAction(`${days1}<Colour>red</Colour>`)],
+      ['both Days and Date', 'MalformedXML', withAction('<Expiration><Days>1</Days><Date>2031-01-01T00:00:00Z</Date></Expiration>')],
+      ['Days that are not a number', 'MalformedXML', withAction('<Expiration><Days>soon</Days></Expiration>')],
       [
         'ExpiredObjectDeleteMarker with Days',
         'MalformedXML',
-        400,
-        doc(plain('a', '<Expiration><Days>1</Days><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration>')),
+        withAction('<Expiration><Days>1</Days><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration>'),
       ],
-      ['Days 0', 'InvalidArgument', 400, doc(plain('a', '<Expiration><Days>0</Days></Expiration>'))],
-      ['a Date not at midnight', 'InvalidArgument', 400, doc(plain('a', '<Expiration><Date>2031-01-01T12:00:00Z</Date></Expiration>'))],
-      ['a Date that is no date', 'InvalidArgument', 400, doc(plain('a', '<Expiration><Date>20200101</Date></Expiration>'))],
-      ['an ID of 256 characters', 'InvalidArgument', 400, doc(plain('x'.repeat(256)))],
-      ['the same ID twice', 'InvalidArgument', 400, doc(plain('twin') + plain('twin'))],
+      ['Days 0', 'InvalidArgument', withAction('<Expiration><Days>0</Days></Expiration>')],
+      ['a Date not at midnight', 'InvalidArgument', withAction('<Expiration><Date>2031-01-01T12:00:00Z</Date></Expiration>')],
+      ['a Date that is no date', 'InvalidArgument', withAction('<Expiration><Date>20200101</Date></Expiration>')],
+      ['an ID of 256 characters', 'InvalidArgument', doc(plain('x'.repeat(256)))],
+      ['the same ID twice', 'InvalidArgument', doc(plain('twin') + plain('twin'))],
       [
         'NoncurrentDays 0',
         'InvalidArgument',
-        400,
-        doc(plain('a', '<NoncurrentVersionExpiration><NoncurrentDays>0</NoncurrentDays></NoncurrentVersionExpiration>')),
+        withAction('<NoncurrentVersionExpiration><NoncurrentDays>0</NoncurrentDays></NoncurrentVersionExpiration>'),
       ],
       [
         'NewerNoncurrentVersions 101',
         'InvalidArgument',
-        400,
-        doc(
-          plain(
-            'a',
-            '<NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays><NewerNoncurrentVersions>101</NewerNoncurrentVersions></NoncurrentVersionExpiration>',
-          ),
+        withAction(
+          '<NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays><NewerNoncurrentVersions>101</NewerNoncurrentVersions></NoncurrentVersionExpiration>',
         ),
       ],
       [
         'DaysAfterInitiation 0',
         'InvalidArgument',
-        400,
-        doc(plain('a', '<AbortIncompleteMultipartUpload><DaysAfterInitiation>0</DaysAfterInitiation></AbortIncompleteMultipartUpload>')),
+        withAction('<AbortIncompleteMultipartUpload><DaysAfterInitiation>0</DaysAfterInitiation></AbortIncompleteMultipartUpload>'),
       ],
-      ['1,001 rules', 'InvalidRequest', 400, doc(Array.from({ length: 1001 }, (_, i) => plain(`r${i}`)).join(''))],
-      ['a rule with no action', 'InvalidRequest', 400, doc(rule('<ID>a</ID><Filter/><Status>Enabled</Status>'))],
+      ['1,001 rules', 'InvalidRequest', doc(Array.from({ length: 1001 }, (_, i) => plain(`r${i}`)).join(''))],
+      ['a rule with no action', 'InvalidRequest', doc(rule('<ID>a</ID><Filter/><Status>Enabled</Status>'))],
       [
         'AbortIncompleteMultipartUpload with a tag filter',
         'InvalidRequest',
-        400,
         doc(
           rule(
             `<Filter>${tag}</Filter><Status>Enabled</Status><AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation></AbortIncompleteMultipartUpload>`,
@@ -268,7 +264,6 @@ describe.each(doorsFor(s3Doors(() => target)))('lifecycle configuration through 
       [
         'ObjectSizeGreaterThan not below ObjectSizeLessThan',
         'InvalidRequest',
-        400,
         doc(
           rule(
             `<Filter><And><ObjectSizeGreaterThan>10</ObjectSizeGreaterThan><ObjectSizeLessThan>10</ObjectSizeLessThan></And></Filter><Status>Enabled</Status>${days1}`,
@@ -278,59 +273,47 @@ describe.each(doorsFor(s3Doors(() => target)))('lifecycle configuration through 
       [
         'a tag key with aws:',
         'InvalidTag',
-        400,
         doc(rule(`<Filter><Tag><Key>aws:x</Key><Value>v</Value></Tag></Filter><Status>Enabled</Status>${days1}`)),
       ],
       [
         'a Transition (one storage class)',
         'NotImplemented',
-        501,
-        doc(plain('a', '<Transition><Days>30</Days><StorageClass>GLACIER</StorageClass></Transition>')),
+        withAction('<Transition><Days>30</Days><StorageClass>GLACIER</StorageClass></Transition>'),
       ],
       // A malformed transition is S3's 400 (ceph's test_lifecycle_transition_set_invalid_date), not NotImplemented.
       [
         'a Transition whose Date is not at midnight',
         'InvalidArgument',
-        400,
-        doc(plain('a', '<Transition><Date>1970-08-23T01:35:27Z</Date><StorageClass>GLACIER</StorageClass></Transition>')),
+        withAction('<Transition><Date>1970-08-23T01:35:27Z</Date><StorageClass>GLACIER</StorageClass></Transition>'),
       ],
-      ['a Transition without a StorageClass', 'MalformedXML', 400, doc(plain('a', '<Transition><Days>30</Days></Transition>'))],
+      ['a Transition without a StorageClass', 'MalformedXML', withAction('<Transition><Days>30</Days></Transition>')],
       [
         'a Transition with both Days and Date',
         'MalformedXML',
-        400,
-        doc(plain('a', '<Transition><Days>1</Days><Date>2031-01-01T00:00:00Z</Date><StorageClass>GLACIER</StorageClass></Transition>')),
+        withAction('<Transition><Days>1</Days><Date>2031-01-01T00:00:00Z</Date><StorageClass>GLACIER</StorageClass></Transition>'),
       ],
       [
         'a NoncurrentVersionTransition of -1 days',
         'InvalidArgument',
-        400,
-        doc(
-          plain(
-            'a',
-            '<NoncurrentVersionTransition><NoncurrentDays>-1</NoncurrentDays><StorageClass>GLACIER</StorageClass></NoncurrentVersionTransition>',
-          ),
+        withAction(
+          '<NoncurrentVersionTransition><NoncurrentDays>-1</NoncurrentDays><StorageClass>GLACIER</StorageClass></NoncurrentVersionTransition>',
         ),
       ],
       [
         'a NoncurrentVersionTransition (one storage class)',
         'NotImplemented',
-        501,
-        doc(
-          plain(
-            'a',
-            '<NoncurrentVersionTransition><NoncurrentDays>0</NoncurrentDays><StorageClass>DEEP_ARCHIVE</StorageClass></NoncurrentVersionTransition>',
-          ),
+        withAction(
+          '<NoncurrentVersionTransition><NoncurrentDays>0</NoncurrentDays><StorageClass>DEEP_ARCHIVE</StorageClass></NoncurrentVersionTransition>',
         ),
       ],
-      ['a body over 256 KiB', 'MaxMessageLengthExceeded', 400, doc(`<!--${'x'.repeat(256 * 1024)}-->${plain('a')}`)],
-    ])('%s is %s', async (_, code, status, body) => {
+      ['a body over 256 KiB', 'MaxMessageLengthExceeded', doc(`<!--${'x'.repeat(256 * 1024)}-->${plain('a')}`)],
+    ])('%s is %s', async (_, code, body) => {
       const err = await failure(
         withBody(door.client(), body).send(
           new PutBucketLifecycleConfigurationCommand({ Bucket: bucket, LifecycleConfiguration: { Rules: [] } }),
         ),
       );
-      expect(err).toMatchObject({ name: code, $metadata: { httpStatusCode: status } });
+      expect(err).toMatchObject({ name: code, $metadata: { httpStatusCode: REFUSAL_STATUS[code] } });
       expect((await get()).Rules).toEqual(PLACED);
     });
 

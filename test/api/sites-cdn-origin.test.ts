@@ -13,9 +13,8 @@ import type { APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { startTestService, type TestService } from '../support/service.js';
 import { v2Event, type LambdaFn } from '../support/lambda-door.js';
 import { request } from 'node:http';
-import { dataOf, graphqlClient, newAccount, type AccountFixture } from '../support/graphql.js';
+import { dataOf, finishedDeploy, graphqlClient, newAccount, type AccountFixture } from '../support/graphql.js';
 import { importDirectory } from '../../functions/core/ipfs/import-directory.js';
-import { newSortableId } from '../../functions/core/ids.js';
 import { doorsFor } from '../support/test-set.js';
 
 let service: TestService;
@@ -211,23 +210,7 @@ describe.each(doorsFor(doors))('CDN origin paths through the $name', ({ get }) =
 });
 
 test('a deploy that did not finish is not served, even with content recorded', async () => {
-  const id = newSortableId();
-  const now = new Date().toISOString();
-  await service.services.deploys.putMany([
-    {
-      id,
-      siteId: one.id,
-      status: 'FAILED',
-      ipfsHash: two.root,
-      createdAt: now,
-      startedAt: now,
-      completedAt: now,
-      totalTime: 1,
-      published: false,
-      autoPublish: false,
-      repository: { commit: null, branch: null },
-    },
-  ]);
+  const id = await finishedDeploy(service.services, one.id, two.root, 'FAILED');
   for (const door of doors) expect((await door.get(`/previews/${one.id}/${id.toLowerCase()}/secret.txt`)).status).toBe(404);
 });
 

@@ -34,7 +34,6 @@ import { newAccount, onlyError } from '../support/graphql.js';
 import { lambdaEnv, QUEUE_URL, sqsEvent, startLambdas, type AwsLambdas } from '../support/aws-mocks.js';
 import type { Services } from '../../functions/core/services.js';
 import { createLogger, type Logger } from '../../functions/core/logger.js';
-import { newSortableId } from '../../functions/core/ids.js';
 import { CloudFrontPurger } from '../../functions/aws/cloudfront-purger.js';
 import { KvsSiteHostMap } from '../../functions/aws/kvs-site-hosts.js';
 import { CDN_RETRY_MAX_ATTEMPTS, cdnRetryDelaySeconds } from '../../functions/core/hosting/cdn-retry.js';
@@ -308,28 +307,8 @@ describe('through the Lambda doors', () => {
       })
     ).createSite as { id: string; slug: string };
   const purgeCache = (siteId: string) => gql('mutation ($s: String!) { purgeCache(input: { siteId: $s }) }', { s: siteId });
-  /** A DEPLOYED deploy of the site, published through publishDeploy (which purges), and the calls it made forgotten. */
-  const publishOne = async (siteId: string) => {
-    const id = newSortableId();
-    const now = new Date().toISOString();
-    await aws.deploys.putMany([
-      {
-        id,
-        siteId,
-        status: 'DEPLOYED',
-        ipfsHash: 'bafkqaaa',
-        createdAt: now,
-        startedAt: now,
-        completedAt: now,
-        totalTime: 1,
-        published: false,
-        autoPublish: false,
-        repository: { commit: null, branch: null },
-      },
-    ]);
-    await gql('mutation ($s: ID!, $d: ID!) { publishDeploy(siteId: $s, deployId: $d) { id } }', { s: siteId, d: id });
-    return id;
-  };
+  /** A DEPLOYED deploy of the site, published through publishDeploy (which purges). */
+  const publishOne = (siteId: string) => lambdas.publish(siteId, 'bafkqaaa');
   const sitePaths = (siteId: string) => ({ Quantity: 1, Items: [`/sites/${siteId}/*`] });
 
   test('the AWS composition picks CloudFront and the KeyValueStore; the local one neither', () => {

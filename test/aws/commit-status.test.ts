@@ -8,23 +8,18 @@
  * tried again, and the ended deploy's log says why. The records are in the
  * embedded DynamoDB; the git host's API is test/support/git-host-api.ts.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
-import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
 import { SendMessageCommand, SQSClient, type SendMessageCommandInput } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
-import type { SQSEvent } from 'aws-lambda';
 import { startTestService, type TestService } from '../support/service.js';
-import { dataOf, graphqlClient, importGraphqlLambda, newAccount, type AccountFixture } from '../support/graphql.js';
-import { lambdaFetch } from '../support/lambda-door.js';
-import { lambdaServices } from '../support/aws-mocks.js';
+import { dataOf } from '../support/graphql.js';
+import { lambdaEnv, sqsEvent, startLambdas, type AwsLambdas } from '../support/aws-mocks.js';
 import { startGitHostApi, type GitHostApi } from '../support/git-host-api.js';
 import type { Services } from '../../functions/core/services.js';
-import { ensureTables } from '../../functions/core/data/dynamo.js';
 import { deployLogKey } from '../../functions/core/ports/log-store.js';
 import { commitStatusChannel } from '../../functions/core/hosting/commit-status.js';
 import { runScheduledTick, takeDeploys, type WorkerOptions } from '../../functions/deploy-worker/worker.js';
 
-const QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/123456789012/cairn-deploys';
 const sqs = mockClient(SQSClient);
 const TOKEN = `glpat-${'K4v'.repeat(8)}${process.pid}`;
 const SHA = 'c0ffee'.repeat(6) + 'abcd';
@@ -37,46 +32,28 @@ const messages = () =>
 const statusMessages = () => messages().filter((m) => m.body.kind === 'notification' && String(m.body.urlId).startsWith('commit-status:'));
 
 let service: TestService;
+let lambdas: AwsLambdas;
 let aws: Services;
 let api: GitHostApi;
-let a: AccountFixture;
-let client: ReturnType<typeof graphqlClient>;
-let worker: (event: unknown) => Promise<any>;
-const saved = { ...process.env };
+let worker: AwsLambdas['worker'];
 
 beforeAll(async () => {
   [service, api] = await Promise.all([startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_PREVIEW: 'off' }), startGitHostApi()]);
-  const env: Record<string, string> = {
-    AWS_LAMBDA_FUNCTION_NAME: 'cairn-test',
-    AWS_REGION: 'us-east-1',
-    AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE',
-    AWS_SECRET_ACCESS_KEY: 'secret',
-    DYNAMODB_ENDPOINT: service.env.DYNAMODB_ENDPOINT!,
-    CAIRN_TABLE_PREFIX: 'status-',
-    CAIRN_DATA_DIR: service.dataDir,
-    CAIRN_SECRET_KEY: randomBytes(32).toString('hex'),
-    CAIRN_DEPLOY_QUEUE_URL: QUEUE_URL,
+  const env = lambdaEnv(service, 'status-', {
     CAIRN_LOG_LEVEL: 'warn',
-    CAIRN_SCHEMA_PATH: join(process.cwd(), 'schema.graphql'),
     // AWS's default, said here: the local test service this suite starts allows private addresses in this process's environment.
     CAIRN_OUTBOUND_PRIVATE: 'refuse',
     // The fake API is on loopback: by http (refused in AWS), and an https address in the VPC.
     CAIRN_GIT_HOST_APIS: `git.example.org=gitlab@${api.gitlabUrl},git.example.com=github@https://10.0.0.7/api/v3`,
-  };
-  delete process.env.AWS_PROFILE;
-  Object.assign(process.env, env);
-  aws = await lambdaServices(env);
-  await ensureTables(aws.db);
-  a = await newAccount({ services: aws } as TestService, 'status');
-  client = graphqlClient({ name: 'Lambda door', fetch: lambdaFetch(await importGraphqlLambda()) }, 'https://api.example.com/graphql');
-  worker = ((await import('../../functions/deploy-worker/handler.js')) as any).handler;
+  });
+  lambdas = await startLambdas(env, 'status');
+  ({ aws, worker } = lambdas);
 }, 60_000);
 
 afterAll(async () => {
-  await aws?.close();
+  await lambdas?.close();
   await service?.close();
   await api?.close();
-  process.env = saved;
 });
 
 beforeEach(() => {
@@ -84,22 +61,7 @@ beforeEach(() => {
   sqs.on(SendMessageCommand).resolves({ MessageId: randomUUID() });
 });
 
-const gql = (query: string, variables: Record<string, unknown> = {}) => client.gql(a.apiKey, query, variables);
-const sqsEvent = (body: unknown): SQSEvent => ({
-  Records: [
-    {
-      messageId: randomUUID(),
-      receiptHandle: 'r',
-      body: typeof body === 'string' ? body : JSON.stringify(body),
-      attributes: {} as never,
-      messageAttributes: {},
-      md5OfBody: '',
-      eventSource: 'aws:sqs',
-      eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:cairn-deploys',
-      awsRegion: 'us-east-1',
-    },
-  ],
-});
+const gql = (query: string, variables: Record<string, unknown> = {}) => lambdas.client.gql(lambdas.account.apiKey, query, variables);
 
 /** A site of `url` with a token, and a deploy of SHA triggered through the GraphQL Lambda. */
 async function deployed(url: string): Promise<{ siteId: string; deployId: string }> {

@@ -9,14 +9,7 @@
  * Secrets Manager's stand-in keeps its secrets, so a test sees what a build
  * was given and what is left after it.
  */
-import {
-  CreateBucketCommand,
-  DeleteObjectCommand,
-  GetObjectCommand,
-  ListObjectsV2Command,
-  PutObjectCommand,
-  type S3Client,
-} from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import {
   AccountLimitExceededException,
@@ -43,9 +36,17 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { startTestService, BOOT, type TestService } from '../support/service.js';
+import { startTestService, type TestService } from '../support/service.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
-import { lambdaEnv, QUEUE_URL, secretsManagerStandIn, sqsEvent, startLambdas, type AwsLambdas } from '../support/aws-mocks.js';
+import {
+  lambdaEnv,
+  QUEUE_URL,
+  secretsManagerStandIn,
+  sqsEvent,
+  stackBucketEnv,
+  startLambdas,
+  type AwsLambdas,
+} from '../support/aws-mocks.js';
 import type { Services } from '../../functions/core/services.js';
 import type { Deploy } from '../../functions/core/data/deploys.js';
 import { runScheduledTick } from '../../functions/deploy-worker/worker.js';
@@ -98,13 +99,9 @@ let worker: AwsLambdas['worker'];
 beforeAll(async () => {
   [service, git] = await Promise.all([startTestService({ CAIRN_GC_INTERVAL: '0' }), startGitServer()]);
   bucket = service.s3();
-  await bucket.send(new CreateBucketCommand({ Bucket: BUCKET }));
   // The stack's bucket on Cairn's S3 endpoint, so blocks, logs and build files are real objects.
   const env = lambdaEnv(service, 'aws-', {
-    AWS_ACCESS_KEY_ID: BOOT.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: BOOT.secretAccessKey,
-    AWS_ENDPOINT_URL_S3: service.endpoints.s3,
-    CAIRN_BLOCK_BUCKET: BUCKET,
+    ...(await stackBucketEnv(service, BUCKET)),
     CAIRN_BUILD_PROJECT: PROJECT,
     CAIRN_BUILD_SECRET_NAMES_KEY_ARN: KEY_ARN,
     CAIRN_BUILD_TIMEOUT: '600',

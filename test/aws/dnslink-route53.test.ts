@@ -16,22 +16,17 @@
  * read first; a failure never fails the publish and the tick writes it
  * later; a domain outside the zones is shown its record and causes no call.
  */
-import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, writeFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CreateInvalidationCommand } from '@aws-sdk/client-cloudfront';
 import { Route53Client } from '@aws-sdk/client-route-53';
-import { SendMessageCommand, SQSClient, type SendMessageCommandInput } from '@aws-sdk/client-sqs';
-import { mockClient } from 'aws-sdk-client-mock';
+import { SendMessageCommand, type SendMessageCommandInput } from '@aws-sdk/client-sqs';
 import { startTestService, type TestService } from '../support/service.js';
 import { lambdaEnv, sqsEvent, startLambdas, type AwsLambdas } from '../support/aws-mocks.js';
 import { startTestDns, type TestDns } from '../support/acme-servers.js';
-import { cloudFrontTenantsStandIn } from '../support/cloudfront-tenants.js';
-import { keyValueStoreStandIn } from '../support/key-value-store.js';
+import { DOMAIN, domainMutations, edgeDomainsEnv, edgeDomainStandIns, ROUTING_ENDPOINT } from '../support/edge-domains.js';
 import { route53StandIn } from '../support/route53.js';
 import { importDirectory } from '../../functions/core/ipfs/import-directory.js';
-import { newSortableId } from '../../functions/core/ids.js';
 import { DnsLinkWriteError } from '../../functions/core/ports/dnslink-zone.js';
 import { Route53DnsLinkZone, route53TxtValue } from '../../functions/aws/route53-dnslink-zone.js';
 import type { Services } from '../../functions/core/services.js';
@@ -43,14 +38,10 @@ const BY_NAME = 'byname.test';
 const BY_NAME_ID = 'Z0BYNAMEPUBLIC';
 /** Named with an id Route 53 does not know. */
 const MISSING = 'missing.test';
-const TENANT_DISTRIBUTION = 'E3MULTITENANT1';
-const ROUTING_ENDPOINT = 'd111111abcdef8.cloudfront.net';
-const KVS_ARN = 'arn:aws:cloudfront::123456789012:key-value-store/a1b2c3d4-5678-90ab-cdef-EXAMPLE11111';
 
 const route53 = route53StandIn();
-const cf = cloudFrontTenantsStandIn();
-const { reset: resetStore } = keyValueStoreStandIn(KVS_ARN);
-const sqs = mockClient(SQSClient);
+const standIns = edgeDomainStandIns();
+const { sqs } = standIns;
 
 let service: TestService;
 let dns: TestDns;
@@ -58,6 +49,7 @@ let lambdas: AwsLambdas;
 let aws: Services;
 let gql: AwsLambdas['gql'];
 let worker: AwsLambdas['worker'];
+let tick: AwsLambdas['tick'];
 let scratch: string;
 
 beforeAll(async () => {
@@ -66,17 +58,13 @@ beforeAll(async () => {
   route53.addZone(ZONE_ID, ZONE);
   route53.addZone('Z0BYNAMEPRIVATE', BY_NAME, true);
   route53.addZone(BY_NAME_ID, BY_NAME);
-  const env = lambdaEnv(service, 'dnslink-r53-', {
-    CAIRN_DNS_RESOLVER: dns.address,
-    CAIRN_DOMAIN_TARGET: ROUTING_ENDPOINT,
-    CAIRN_DOMAIN_DISTRIBUTION_ID: TENANT_DISTRIBUTION,
-    CAIRN_DOMAIN_CONNECTION_GROUP_ID: 'cg_2whCJoXMYCjHcxaLGrkllvyABC',
-    CAIRN_SITE_HOSTS_KVS_ARN: KVS_ARN,
-    CAIRN_DNSLINK_ZONES: `${ZONE}=${ZONE_ID},${BY_NAME},${MISSING}=Z0MISSINGZONE1`,
-    CAIRN_LOG_LEVEL: process.env.CAIRN_TEST_LOG_LEVEL ?? 'silent',
-  });
+  const env = lambdaEnv(
+    service,
+    'dnslink-r53-',
+    edgeDomainsEnv(dns, { CAIRN_DNSLINK_ZONES: `${ZONE}=${ZONE_ID},${BY_NAME},${MISSING}=Z0MISSINGZONE1` }),
+  );
   lambdas = await startLambdas(env, 'dnslink-r53');
-  ({ aws, gql, worker } = lambdas);
+  ({ aws, gql, worker, tick } = lambdas);
   scratch = await mkdtemp(join(tmpdir(), 'cairn-dnslink-r53-'));
 }, 60_000);
 
@@ -89,14 +77,9 @@ afterAll(async () => {
 
 beforeEach(() => {
   route53.reset();
-  cf.reset();
-  resetStore();
-  sqs.reset();
-  sqs.on(SendMessageCommand).resolves({ MessageId: randomUUID() });
-  cf.mock.on(CreateInvalidationCommand).callsFake(() => ({ Location: 'x', Invalidation: { Id: 'I1', Status: 'InProgress' } }));
+  standIns.reset();
 });
 
-const DOMAIN = 'domain status reason primary dnsRecords { type name value }';
 let dirs = 0;
 /** The CIDv1 of a one-page site, imported into the Lambdas' node. */
 async function contentCid(text: string): Promise<string> {
@@ -130,37 +113,11 @@ async function deployedByWorker(siteId: string): Promise<string> {
   return queued.id;
 }
 /** A DEPLOYED deploy of `cid`, published through publishDeploy (a rollback's path). */
-async function publishedByApi(siteId: string, cid: string): Promise<string> {
-  const id = newSortableId();
-  const now = new Date().toISOString();
-  await aws.deploys.putMany([
-    {
-      id,
-      siteId,
-      status: 'DEPLOYED',
-      ipfsHash: cid,
-      createdAt: now,
-      startedAt: now,
-      completedAt: now,
-      totalTime: 1,
-      published: false,
-      autoPublish: false,
-      repository: { commit: null, branch: null },
-    },
-  ]);
-  await gql('mutation ($s: ID!, $d: ID!) { publishDeploy(siteId: $s, deployId: $d) { id } }', { s: siteId, d: id });
-  return id;
-}
-const add = async (siteId: string, domain: string) =>
-  (await gql(`mutation ($s: ID!, $d: String!) { addDomain(siteId: $s, domain: $d) { ${DOMAIN} } }`, { s: siteId, d: domain })).addDomain;
-const verify = async (siteId: string, domain: string) =>
-  (await gql(`mutation ($s: ID!, $d: String!) { verifyDomain(siteId: $s, domain: $d) { ${DOMAIN} } }`, { s: siteId, d: domain }))
-    .verifyDomain;
+const publishedByApi = (siteId: string, cid: string) => lambdas.publish(siteId, cid);
+const { add, verify, addVerified } = domainMutations((q, v) => gql(q, v));
 /** `domain` added to the site, its CNAME set to the routing endpoint, and verified. */
 async function verified(siteId: string, domain: string) {
-  await add(siteId, domain);
-  await dns.setCname(domain, ROUTING_ENDPOINT);
-  const answer = await verify(siteId, domain);
+  const answer = await addVerified(dns, siteId, domain);
   expect(answer.status).toBe('ISSUING_CERTIFICATE');
   return answer;
 }
@@ -169,8 +126,6 @@ const domainsOf = async (siteId: string) =>
     domain: string;
     dnsRecords: Array<{ type: string; name: string; value: string }>;
   }>;
-/** The deploy worker's minute tick, as EventBridge's schedule invokes it. */
-const tick = () => worker({ source: 'aws.events', 'detail-type': 'Scheduled Event', detail: {} });
 const changes = () => route53.calls().filter(([n]) => n === 'ChangeResourceRecordSetsCommand');
 const changeActions = () => changes().flatMap(([, i]) => i.ChangeBatch.Changes.map((c: any) => [c.Action, c.ResourceRecordSet.Name]));
 const txtOf = (domain: string, zoneId = ZONE_ID) => route53.txt(zoneId, `_dnslink.${domain}`);

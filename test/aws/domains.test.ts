@@ -12,49 +12,40 @@
  * CloudFront serves elsewhere, a validation that timed out, throttling,
  * a retry, removal (disable, then delete once CloudFront allows it).
  */
-import { randomUUID } from 'node:crypto';
 import { CreateInvalidationCommand, type CreateInvalidationCommandInput } from '@aws-sdk/client-cloudfront';
-import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { mockClient } from 'aws-sdk-client-mock';
 import { startTestService, type TestService } from '../support/service.js';
 import { lambdaEnv, startLambdas, type AwsLambdas } from '../support/aws-mocks.js';
 import { startTestDns, type TestDns } from '../support/acme-servers.js';
-import { cloudFrontTenantsStandIn } from '../support/cloudfront-tenants.js';
-import { keyValueStoreStandIn } from '../support/key-value-store.js';
+import {
+  CONNECTION_GROUP,
+  DOMAIN,
+  domainMutations,
+  edgeDomainsEnv,
+  edgeDomainStandIns,
+  ROUTING_ENDPOINT,
+  TENANT_DISTRIBUTION,
+} from '../support/edge-domains.js';
 import { EdgeTenantStore } from '../../functions/core/data/edge-tenants.js';
 import type { Services } from '../../functions/core/services.js';
 
 const DISTRIBUTION = 'E2QWRUHEXAMPLE';
-const TENANT_DISTRIBUTION = 'E3MULTITENANT1';
-const CONNECTION_GROUP = 'cg_2whCJoXMYCjHcxaLGrkllvyABC';
-const ROUTING_ENDPOINT = 'd111111abcdef8.cloudfront.net';
-const KVS_ARN = 'arn:aws:cloudfront::123456789012:key-value-store/a1b2c3d4-5678-90ab-cdef-EXAMPLE11111';
 
-const cf = cloudFrontTenantsStandIn();
-const { store, reset: resetStore } = keyValueStoreStandIn(KVS_ARN);
-const sqs = mockClient(SQSClient);
+const standIns = edgeDomainStandIns();
+const { cf, store } = standIns;
 
 let service: TestService;
 let dns: TestDns;
 let lambdas: AwsLambdas;
 let aws: Services;
 let gql: AwsLambdas['gql'];
-let worker: AwsLambdas['worker'];
+let tick: AwsLambdas['tick'];
 
 beforeAll(async () => {
   dns = await startTestDns();
   service = await startTestService({ CAIRN_GC_INTERVAL: '0' });
-  const env = lambdaEnv(service, 'edge-domains-', {
-    CAIRN_CDN_DISTRIBUTION_ID: DISTRIBUTION,
-    CAIRN_SITE_HOSTS_KVS_ARN: KVS_ARN,
-    CAIRN_DNS_RESOLVER: dns.address,
-    CAIRN_DOMAIN_TARGET: ROUTING_ENDPOINT,
-    CAIRN_DOMAIN_DISTRIBUTION_ID: TENANT_DISTRIBUTION,
-    CAIRN_DOMAIN_CONNECTION_GROUP_ID: CONNECTION_GROUP,
-    CAIRN_LOG_LEVEL: process.env.CAIRN_TEST_LOG_LEVEL ?? 'silent',
-  });
+  const env = lambdaEnv(service, 'edge-domains-', edgeDomainsEnv(dns, { CAIRN_CDN_DISTRIBUTION_ID: DISTRIBUTION }));
   lambdas = await startLambdas(env, 'edge-domains');
-  ({ aws, gql, worker } = lambdas);
+  ({ aws, gql, tick } = lambdas);
 }, 60_000);
 
 afterAll(async () => {
@@ -63,34 +54,16 @@ afterAll(async () => {
   await dns?.close();
 });
 
-beforeEach(() => {
-  cf.reset();
-  resetStore();
-  sqs.reset();
-  sqs.on(SendMessageCommand).resolves({ MessageId: randomUUID() });
-  cf.mock.on(CreateInvalidationCommand).callsFake(() => ({ Location: 'x', Invalidation: { Id: 'I1', Status: 'InProgress' } }));
-});
+beforeEach(() => standIns.reset());
 
-const DOMAIN = 'domain status reason primary dnsRecords { type name value }';
 const createSite = async () =>
   (
     await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', {
       input: { deploySettings: { source: { ipfs: { cid: 'bafkqaaa' } } } },
     })
   ).createSite as { id: string; slug: string };
-const add = async (siteId: string, domain: string) =>
-  (await gql(`mutation ($s: ID!, $d: String!) { addDomain(siteId: $s, domain: $d) { ${DOMAIN} } }`, { s: siteId, d: domain })).addDomain;
-const verify = async (siteId: string, domain: string) =>
-  (await gql(`mutation ($s: ID!, $d: String!) { verifyDomain(siteId: $s, domain: $d) { ${DOMAIN} } }`, { s: siteId, d: domain }))
-    .verifyDomain;
-const remove = async (siteId: string, domain: string) =>
-  (await gql('mutation ($s: ID!, $d: String!) { removeDomain(siteId: $s, domain: $d) }', { s: siteId, d: domain })).removeDomain;
-const setPrimary = async (siteId: string, domain: string) =>
-  (await gql(`mutation ($s: ID!, $d: String!) { setPrimaryDomain(siteId: $s, domain: $d) { ${DOMAIN} } }`, { s: siteId, d: domain }))
-    .setPrimaryDomain;
+const { add, verify, remove, setPrimary, addVerified } = domainMutations((q, v) => gql(q, v));
 const statusOf = async (siteId: string, domain: string) => (await aws.domains.get(siteId, domain))?.status;
-/** The deploy worker's minute tick, as EventBridge's schedule invokes it. */
-const tick = () => worker({ source: 'aws.events', 'detail-type': 'Scheduled Event', detail: {} });
 const invalidated = () =>
   cf.mock
     .commandCalls(CreateInvalidationCommand)
@@ -103,9 +76,7 @@ const fresh = (prefix = 'www') => `${prefix}.shop-${process.pid}-${++names}.test
 /** A site with `domain` added and its CNAME set to the routing endpoint, verified: ISSUING_CERTIFICATE with its tenant made. */
 async function verified(domain = fresh()) {
   const site = await createSite();
-  await add(site.id, domain);
-  await dns.setCname(domain, ROUTING_ENDPOINT);
-  const answer = await verify(site.id, domain);
+  const answer = await addVerified(dns, site.id, domain);
   return { site, domain, answer };
 }
 

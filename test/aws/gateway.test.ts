@@ -7,14 +7,14 @@
  * its IPFS node's first start on a fresh bucket writes one object,
  * `datastore/version` (Helia records its datastore's version), nothing else.
  */
-import { CreateBucketCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startTestService, BOOT, type TestService } from '../support/service.js';
-import { lambdaEnv, startLambdas, type AwsLambdas } from '../support/aws-mocks.js';
+import { startTestService, type TestService } from '../support/service.js';
+import { lambdaEnv, stackBucketEnv, startLambdas, type AwsLambdas } from '../support/aws-mocks.js';
 import { lambdaFetch, type LambdaFn } from '../support/lambda-door.js';
-import { newSortableId } from '../../functions/core/ids.js';
+import { finishedDeploy } from '../support/graphql.js';
 import { importDirectory } from '../../functions/core/ipfs/import-directory.js';
 
 const BUCKET = 'cairn-gateway-bucket';
@@ -28,13 +28,7 @@ let gateway: (url: string, init?: { headers?: Record<string, string> }) => Promi
 beforeAll(async () => {
   service = await startTestService({ CAIRN_GC_INTERVAL: '0' });
   bucket = service.s3();
-  await bucket.send(new CreateBucketCommand({ Bucket: BUCKET }));
-  const env = lambdaEnv(service, 'gw-', {
-    AWS_ACCESS_KEY_ID: BOOT.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: BOOT.secretAccessKey,
-    AWS_ENDPOINT_URL_S3: service.endpoints.s3,
-    CAIRN_BLOCK_BUCKET: BUCKET,
-  });
+  const env = lambdaEnv(service, 'gw-', await stackBucketEnv(service, BUCKET));
   lambdas = await startLambdas(env, 'gw');
   gateway = lambdaFetch(((await import('../../functions/gateway/handler.js')) as unknown as { handler: LambdaFn }).handler);
 }, 60_000);
@@ -72,23 +66,7 @@ test('a published site and its preview serve from the bucket, reading the sites 
       input: { deploySettings: { source: { ipfs: { cid: root } } } },
     })
   ).createSite as { id: string };
-  const id = newSortableId();
-  const now = new Date().toISOString();
-  await aws.deploys.putMany([
-    {
-      id,
-      siteId: site.id,
-      status: 'DEPLOYED',
-      ipfsHash: root,
-      createdAt: now,
-      startedAt: now,
-      completedAt: now,
-      totalTime: 1,
-      published: false,
-      autoPublish: false,
-      repository: { commit: null, branch: null },
-    },
-  ]);
+  const id = await finishedDeploy(aws, site.id, root);
   const before = await keys();
   const unpublished = await gateway(`${ORIGIN}/sites/${site.id}/`);
   expect([unpublished.status, unpublished.headers.get('cache-control')]).toEqual([404, 'no-store']);

@@ -16,16 +16,15 @@
  * local git server.
  */
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
-import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DecryptCommand, EncryptCommand, KMSClient, type DecryptCommandInput, type EncryptCommandInput } from '@aws-sdk/client-kms';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
-import { startTestService, BOOT, type TestService } from '../support/service.js';
+import { startTestService, type TestService } from '../support/service.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
 import { importGraphqlLambda } from '../support/graphql.js';
 import { lambdaFetch } from '../support/lambda-door.js';
-import { lambdaEnv, QUEUE_URL, sqsEvent, startLambdas, type AwsLambdas } from '../support/aws-mocks.js';
+import { lambdaEnv, QUEUE_URL, sqsEvent, stackBucketEnv, startLambdas, type AwsLambdas } from '../support/aws-mocks.js';
 import { aesSealer } from '../../functions/core/auth/secrets.js';
 
 const KEY_ID = 'arn:aws:kms:us-east-1:123456789012:key/0b5a7c1e-6f2d-4c83-9e41-2f7d8a9b0c11';
@@ -45,15 +44,10 @@ let hook: (path: string, headers: Record<string, string>, body: string) => Promi
 
 beforeAll(async () => {
   [service, git] = await Promise.all([startTestService({ CAIRN_GC_INTERVAL: '0', CAIRN_PREVIEW: 'off' }), startGitServer()]);
-  const bucket = service.s3();
-  await bucket.send(new CreateBucketCommand({ Bucket: BUCKET }));
   mockAws();
   // The stack's configuration: a KMS key, no local sealing key.
   const env = lambdaEnv(service, 'hooks-', {
-    AWS_ACCESS_KEY_ID: BOOT.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: BOOT.secretAccessKey,
-    AWS_ENDPOINT_URL_S3: service.endpoints.s3,
-    CAIRN_BLOCK_BUCKET: BUCKET,
+    ...(await stackBucketEnv(service, BUCKET)),
     CAIRN_KMS_KEY_ID: KEY_ID,
   });
   delete env.CAIRN_SECRET_KEY;

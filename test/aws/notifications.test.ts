@@ -15,7 +15,7 @@ import { SendMessageCommand, SQSClient, type SendMessageCommandInput } from '@aw
 import { mockClient } from 'aws-sdk-client-mock';
 import { startTestService, type TestService } from '../support/service.js';
 import { dataOf, onlyError } from '../support/graphql.js';
-import { lambdaEnv, QUEUE_URL, sqsEvent as sqsMessage, startLambdas, type AwsLambdas } from '../support/aws-mocks.js';
+import { lambdaEnv, QUEUE_URL, sqsEvent, startLambdas, type AwsLambdas } from '../support/aws-mocks.js';
 import type { Services } from '../../functions/core/services.js';
 import { NotificationDeliveryStore } from '../../functions/core/data/notification-deliveries.js';
 import { parseQueueMessage, SqsDeployQueue } from '../../functions/aws/sqs-deploy-queue.js';
@@ -68,7 +68,6 @@ beforeEach(() => {
 });
 
 const gql = (query: string, variables: Record<string, unknown> = {}) => lambdas.client.gql(lambdas.account.apiKey, query, variables);
-const sqsEvent = (body: unknown) => sqsMessage(JSON.stringify(body));
 const createSite = async () =>
   dataOf(
     await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id slug } }', {

@@ -9,7 +9,6 @@
  * endpoint) and the records are in the embedded DynamoDB, as in
  * deploy-pipeline.test.ts.
  */
-import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
@@ -20,9 +19,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startTestService, BOOT, type TestService } from '../support/service.js';
+import { startTestService, type TestService } from '../support/service.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
-import { lambdaEnv, sqsEvent, startLambdas, type AwsLambdas } from '../support/aws-mocks.js';
+import { lambdaEnv, sqsEvent, stackBucketEnv, startLambdas, type AwsLambdas } from '../support/aws-mocks.js';
 import { decodePng } from '../support/png.js';
 import type { Services } from '../../functions/core/services.js';
 import type { Deploy } from '../../functions/core/data/deploys.js';
@@ -47,14 +46,10 @@ let preview: (event: unknown, context?: unknown) => Promise<any>;
 
 beforeAll(async () => {
   [service, git] = await Promise.all([startTestService({ CAIRN_GC_INTERVAL: '0' }), startGitServer()]);
-  await service.s3().send(new CreateBucketCommand({ Bucket: BUCKET }));
   // @sparticuz/chromium unpacks into the temporary directory: this test's own, removed after.
   unpacked = await mkdtemp(join(tmpdir(), 'cairn-sparticuz-'));
   const env = lambdaEnv(service, 'aws-preview-', {
-    AWS_ACCESS_KEY_ID: BOOT.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: BOOT.secretAccessKey,
-    AWS_ENDPOINT_URL_S3: service.endpoints.s3,
-    CAIRN_BLOCK_BUCKET: BUCKET,
+    ...(await stackBucketEnv(service, BUCKET)),
     CAIRN_GATEWAY_URL: GATEWAY,
     // What the stack sets on the worker when it has a preview function.
     CAIRN_PREVIEW: 'on',

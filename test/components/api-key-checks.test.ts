@@ -9,7 +9,7 @@ import type { Database } from '../../functions/core/data/dynamo.js';
 import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { API_KEY_CHECK_MS, ApiKeyStore, apiKeyItems, newApiKeyRecord } from '../../functions/core/data/api-keys.js';
 import { newApiToken } from '../../functions/core/ids.js';
-import { countingGets, startEmbeddedDb, type EmbeddedDb } from '../support/embedded-db.js';
+import { countingDatabase, startEmbeddedDb, type EmbeddedDb } from '../support/embedded-db.js';
 
 let embedded: EmbeddedDb;
 let db: Database;
@@ -23,7 +23,7 @@ afterAll(async () => {
 });
 
 test('a check is remembered briefly: repeated requests with one key read it once, and again after the time', async () => {
-  const { db: countedDb, reads } = countingGets(db);
+  const { db: countedDb, gets: reads } = countingDatabase(db);
   const store = new ApiKeyStore(countedDb);
   const { apiKey, key } = await store.create('team-remembered', 'account-1', 'ci');
   const caller = { teamId: 'team-remembered', accountId: 'account-1', apiKeyId: apiKey.id };

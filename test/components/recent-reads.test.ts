@@ -13,11 +13,10 @@ import { randomBytes } from 'node:crypto';
 import { aesSealer } from '../../functions/core/auth/secrets.js';
 import type { Database } from '../../functions/core/data/dynamo.js';
 import { DeployStore, type Deploy } from '../../functions/core/data/deploys.js';
-import { ItemReader } from '../../functions/core/data/item-reader.js';
 import { RECENT_READS_MS } from '../../functions/core/data/recent-reads.js';
 import { SiteStore, type NewSite, type Site } from '../../functions/core/data/sites.js';
 import { newSortableId } from '../../functions/core/ids.js';
-import { startEmbeddedDb, type EmbeddedDb } from '../support/embedded-db.js';
+import { countingDatabase, startEmbeddedDb, type EmbeddedDb } from '../support/embedded-db.js';
 
 let embedded: EmbeddedDb;
 let db: Database;
@@ -30,61 +29,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await embedded?.close();
 });
-
-/**
- * The database with every call counted by command (the real client, each
- * call passed on; the batch reader sends through it too), and `hold`: the
- * next read of an item whose key starts so waits for `release()` before it
- * is sent.
- */
-function counted(database: Database) {
-  const calls = new Map<string, number>();
-  const send = database.doc.send.bind(database.doc) as (command: unknown) => Promise<unknown>;
-  let held: { pk: string; release: Promise<void> } | undefined;
-  let heldWrite: Promise<void> | undefined;
-  const doc = Object.create(database.doc, {
-    send: {
-      value: async (command: { constructor: { name: string }; input?: { Key?: { pk?: string } } }) => {
-        const name = command.constructor.name;
-        calls.set(name, (calls.get(name) ?? 0) + 1);
-        if (heldWrite && !READS.has(name)) {
-          const release = heldWrite;
-          heldWrite = undefined;
-          const answer = await send(command);
-          await release;
-          return answer;
-        }
-        if (held && name === 'GetCommand' && command.input?.Key?.pk?.startsWith(held.pk)) {
-          const { release } = held;
-          held = undefined;
-          const answer = send(command);
-          await release;
-          return answer;
-        }
-        return send(command);
-      },
-    },
-  }) as Database['doc'];
-  return {
-    db: { ...database, doc, reader: new ItemReader(doc) } as Database,
-    /** Calls since the last look. */
-    calls(): Record<string, number> {
-      const seen = Object.fromEntries(calls);
-      calls.clear();
-      return seen;
-    },
-    /** The next GetItem of a key under `pk` is answered by the database at once, but handed back only when the promise is. */
-    hold(pk: string, release: Promise<void>) {
-      held = { pk, release };
-    },
-    /** The next write is done by the database at once, but its answer handed back only when the promise is. */
-    holdWrite(release: Promise<void>) {
-      heldWrite = release;
-    },
-  };
-}
-
-const READS = new Set(['GetCommand', 'QueryCommand', 'BatchGetCommand', 'ScanCommand']);
 
 /** One process's stores: the site store tells the deploy store's publications apart, as createServices wires them. */
 function storesOn(database: Database) {
@@ -120,7 +64,7 @@ const oneDeploy = async (deploys: DeployStore, siteId: string, deployId: string)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test('read again at once: no database call for a site, a page of sites or finished deploys; then read afresh after the time', async () => {
-  const c = counted(db);
+  const c = countingDatabase(db);
   const { sites, deploys } = storesOn(c.db);
   const team = newTeam();
   const site = await sites.create(newSite(team));
@@ -156,7 +100,7 @@ test('read again at once: no database call for a site, a page of sites or finish
 });
 
 test("a deploy in progress is never remembered: each read reads it, and sees its phase's moves", async () => {
-  const c = counted(db);
+  const c = countingDatabase(db);
   const { sites, deploys } = storesOn(c.db);
   const site = await sites.create(newSite(newTeam()));
   const queued = await deploys.enqueue({ siteId: site.id, autoPublish: true, repository: {} });
@@ -299,7 +243,7 @@ describe('every write of the deploy store is seen by the next read at once', () 
 });
 
 test('a read under way while a write runs answers but is not remembered: the next read sees the write', async () => {
-  const c = counted(db);
+  const c = countingDatabase(db);
   const { sites } = storesOn(c.db);
   const team = newTeam();
   const site = await sites.create(newSite(team));
@@ -315,7 +259,7 @@ test('a read under way while a write runs answers but is not remembered: the nex
 });
 
 test('a read after the database took a write, before the writer heard back, does not answer the remembered record', async () => {
-  const c = counted(db);
+  const c = countingDatabase(db);
   const { sites } = storesOn(c.db);
   const team = newTeam();
   const site = await sites.create(newSite(team));

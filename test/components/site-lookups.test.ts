@@ -13,7 +13,7 @@ import type { Database } from '../../functions/core/data/dynamo.js';
 import { IpnsNameStore } from '../../functions/core/data/ipns-records.js';
 import { SiteStore, type NewSite } from '../../functions/core/data/sites.js';
 import { newIpnsKey } from '../../functions/core/ipfs/ipns.js';
-import { countingGets, startEmbeddedDb, type EmbeddedDb } from '../support/embedded-db.js';
+import { countingDatabase, startEmbeddedDb, type EmbeddedDb } from '../support/embedded-db.js';
 
 let embedded: EmbeddedDb;
 let db: Database;
@@ -37,7 +37,7 @@ const newSite = (slug: string): NewSite => ({
 });
 
 test('a slug read again costs one read, and a rename, a slug taken over or a deletion elsewhere shows at once', async () => {
-  const { db: countedDb, reads } = countingGets(db);
+  const { db: countedDb, gets: reads } = countingDatabase(db);
   const here = new SiteStore(countedDb, sealer);
   const there = new SiteStore(db, sealer);
   const a = await there.create(newSite('lookup-first'));
@@ -66,7 +66,7 @@ test('a slug read again costs one read, and a rename, a slug taken over or a del
 });
 
 test("a site's IPNS name is remembered once made; that it has none, for a second at most", async () => {
-  const { db: countedDb, reads } = countingGets(db);
+  const { db: countedDb, gets: reads } = countingDatabase(db);
   const here = new IpnsNameStore(countedDb, sealer);
   const there = new IpnsNameStore(db, sealer);
   const siteId = `site-${randomBytes(4).toString('hex')}`;

@@ -27,8 +27,9 @@ import {
   type PutSecretValueCommandInput,
 } from '@aws-sdk/client-secrets-manager';
 import { mockClient } from 'aws-sdk-client-mock';
-import type { TestService } from './service.js';
-import { dataOf, graphqlClient, importGraphqlLambda, newAccount, type AccountFixture } from './graphql.js';
+import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import { BOOT, type TestService } from './service.js';
+import { dataOf, finishedDeploy, graphqlClient, importGraphqlLambda, newAccount, type AccountFixture } from './graphql.js';
 import { lambdaFetch } from './lambda-door.js';
 import { loadConfig } from '../../functions/core/config.js';
 import { createServices, type Services } from '../../functions/core/services.js';
@@ -62,6 +63,22 @@ export function lambdaEnv(service: TestService, tablePrefix: string, extra: Reco
   };
 }
 
+/**
+ * The stack's bucket as a bucket `name` on `service`'s own S3 endpoint
+ * (made here), and what points a function at it (its block bucket, and
+ * Cairn's credentials as the function's): blocks, logs and build files
+ * become real objects a suite can list. Spread into lambdaEnv's `extra`.
+ */
+export async function stackBucketEnv(service: TestService, name: string): Promise<Record<string, string>> {
+  await service.s3().send(new CreateBucketCommand({ Bucket: name }));
+  return {
+    AWS_ACCESS_KEY_ID: BOOT.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: BOOT.secretAccessKey,
+    AWS_ENDPOINT_URL_S3: service.endpoints.s3,
+    CAIRN_BLOCK_BUCKET: name,
+  };
+}
+
 /** The services a Lambda handler builds from `env`, composed the same way (functions/aws/adapters.ts). */
 export async function lambdaServices(env: Record<string, string>): Promise<Services> {
   const config = loadConfig(env);
@@ -79,6 +96,10 @@ export interface AwsLambdas {
   gql(query: string, variables?: Record<string, unknown>): Promise<any>;
   /** The deploy worker's handler (SQS messages, CodeBuild events, the tick). */
   worker(event: unknown): Promise<any>;
+  /** The deploy worker's minute tick, as EventBridge's schedule invokes it. */
+  tick(): Promise<any>;
+  /** A finished deploy of `cid` (finishedDeploy), published through publishDeploy at the door: its id. */
+  publish(siteId: string, cid: string): Promise<string>;
   /** Closes the services and puts process.env back as it was. */
   close(): Promise<void>;
 }
@@ -98,12 +119,19 @@ export async function startLambdas(env: Record<string, string>, accountPrefix: s
   const account = await newAccount({ services: aws } as TestService, accountPrefix);
   const client = graphqlClient({ name: 'Lambda door', fetch: lambdaFetch(await importGraphqlLambda()) }, 'https://api.example.com/graphql');
   const worker = ((await import('../../functions/deploy-worker/handler.js')) as any).handler;
+  const gql: AwsLambdas['gql'] = async (query, variables = {}) => dataOf(await client.gql(account.apiKey, query, variables));
   return {
     aws,
     account,
     client,
-    gql: async (query, variables = {}) => dataOf(await client.gql(account.apiKey, query, variables)),
+    gql,
     worker,
+    tick: () => worker({ source: 'aws.events', 'detail-type': 'Scheduled Event', detail: {} }),
+    async publish(siteId, cid) {
+      const id = await finishedDeploy(aws, siteId, cid);
+      await gql('mutation ($s: ID!, $d: ID!) { publishDeploy(siteId: $s, deployId: $d) { id } }', { s: siteId, d: id });
+      return id;
+    },
     async close() {
       await aws.close();
       process.env = saved;
@@ -111,14 +139,14 @@ export async function startLambdas(env: Record<string, string>, accountPrefix: s
   };
 }
 
-/** One SQS message for the deploy worker, as the event source mapping delivers it. */
-export function sqsEvent(body: string): SQSEvent {
+/** One SQS message for the deploy worker, as the event source mapping delivers it: `body` as it is, or as JSON. */
+export function sqsEvent(body: unknown): SQSEvent {
   return {
     Records: [
       {
         messageId: randomUUID(),
         receiptHandle: 'r',
-        body,
+        body: typeof body === 'string' ? body : JSON.stringify(body),
         attributes: {} as never,
         messageAttributes: {},
         md5OfBody: '',

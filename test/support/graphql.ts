@@ -11,6 +11,7 @@ import { newAccessKeyId, newApiToken, newSecretAccessKey, newSortableId } from '
 import { lambdaFetch, type LambdaFn } from './lambda-door.js';
 import { REMOTE, type ApiTarget, type Account as TargetAccount } from './api-target.js';
 import type { TestService } from './service.js';
+import type { Services } from '../../functions/core/services.js';
 
 export type Fetch = (
   url: string,
@@ -173,6 +174,37 @@ export async function seedDeploys(service: TestService, siteId: string, count: n
   }
   await service.services.deploys.putMany(deploys);
   return deploys;
+}
+
+/**
+ * A deploy of `cid` that ended (`status`, DEPLOYED unless said) and is not
+ * published, written straight into the deploys table, as a pipeline would
+ * leave it: its id.
+ */
+export async function finishedDeploy(
+  services: Pick<Services, 'deploys'>,
+  siteId: string,
+  cid: string,
+  status: Deploy['status'] = 'DEPLOYED',
+): Promise<string> {
+  const id = newSortableId();
+  const now = new Date().toISOString();
+  await services.deploys.putMany([
+    {
+      id,
+      siteId,
+      status,
+      ipfsHash: cid,
+      createdAt: now,
+      startedAt: now,
+      completedAt: now,
+      totalTime: 1,
+      published: false,
+      autoPublish: false,
+      repository: { commit: null, branch: null },
+    },
+  ]);
+  return id;
 }
 
 export const SITE_FIELDS = `

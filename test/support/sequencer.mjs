@@ -67,6 +67,7 @@ const SECONDS = {
   'test/sdk/build.test.ts': 15,
   'test/web-app/web-app-bundle.test.ts': 15,
   'test/components/graphql-node-door.test.ts': 15,
+  'test/infra/import-graph.test.ts': 8,
   'test/api/site-hits.test.ts': 14,
   'test/cli/account-sites.test.ts': 14,
   'test/components/s3-lent-reads.test.ts': 14,
