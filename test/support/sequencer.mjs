@@ -161,6 +161,7 @@ const SECONDS = {
   'test/api/site-hits.test.ts': 30,
   'test/api/s3-slice.test.ts': 5,
   'test/api/private-repos.test.ts': 5,
+  'test/unit/embedded-dynamo-memory.test.ts': 2,
 };
 
 export default class SlowestFirst extends (Sequencer.default ?? Sequencer) {
