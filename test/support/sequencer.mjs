@@ -162,6 +162,7 @@ const SECONDS = {
   'test/api/s3-slice.test.ts': 5,
   'test/api/private-repos.test.ts': 5,
   'test/unit/embedded-dynamo-memory.test.ts': 2,
+  'test/system/malloc-arenas.test.ts': 12,
 };
 
 export default class SlowestFirst extends (Sequencer.default ?? Sequencer) {
