@@ -170,7 +170,8 @@ export class AnswerAccount {
   failure?: { error: GraphQLError; status: number };
   /** Large values left out of the JSON, by placeholder, when streaming. */
   private readonly values = new Map<string, string | Buffer>();
-  private readonly nonce = randomBytes(12).toString('hex');
+  /** What placeholders carry so an answer's own text cannot pose as one; drawn when the first value is left out. */
+  private nonce?: string;
 
   constructor(options: AnswerOptions = {}) {
     this.budget = options.budget ?? LIMITS.answerBytes;
@@ -218,7 +219,7 @@ export class AnswerAccount {
   /** What a resolver returns for a large value (text, or UTF-8 bytes): the text, or its placeholder when the door streams. */
   deliver(value: string | Buffer): string {
     if (!this.streams) return typeof value === 'string' ? value : value.toString('utf8');
-    const token = `cairn-large-value:${this.nonce}:${this.values.size}`;
+    const token = `cairn-large-value:${(this.nonce ??= randomBytes(12).toString('hex'))}:${this.values.size}`;
     this.values.set(token, value);
     return token;
   }

@@ -201,6 +201,8 @@ export function callerOf(ctx: GraphqlContext): Caller {
   return ctx.caller;
 }
 
+const deployKey = (k: { siteId: string; deployId: string }) => `${k.siteId}/${k.deployId}`;
+
 /** Gathers the loads asked for in one turn of the event loop and serves them with one batch call; remembers results. */
 class BatchLoader<K, V> {
   private queue: Array<{ key: K; resolve: (v: V | undefined) => void; reject: (e: unknown) => void }> = [];
@@ -264,30 +266,58 @@ function remember<V>(fetch: (id: string) => Promise<V | undefined>) {
   });
 }
 
+/**
+ * The request's loaders. Each is made when a resolver first asks for it: a
+ * read answered from what the process remembers uses none but the deploy
+ * loader, and a request should not pay for the rest.
+ */
 export class Loaders {
-  readonly deploy: BatchLoader<{ siteId: string; deployId: string }, Deploy>;
-  readonly team: ((id: string) => Promise<Team | undefined>) & { forget(id: string): void };
-  readonly account: (id: string) => Promise<Account | undefined>;
-  /** Sites by id (a page of deploys asks for its site once per deploy). */
-  readonly site: ((id: string) => Promise<Site | undefined>) & { forget(id: string): void; prime(id: string, site: Site): void };
-  private readonly members: ((key: string) => Promise<TeamMember | undefined>) & { forget(key: string): void };
+  private deployLoader?: BatchLoader<{ siteId: string; deployId: string }, Deploy>;
+  private teamLoader?: ((id: string) => Promise<Team | undefined>) & { forget(id: string): void };
+  private accountLoader?: (id: string) => Promise<Account | undefined>;
+  private siteLoader?: ((id: string) => Promise<Site | undefined>) & { forget(id: string): void; prime(id: string, site: Site): void };
+  private memberLoader?: ((key: string) => Promise<TeamMember | undefined>) & { forget(key: string): void };
   /** The sites knownSites was given, as they were (siteNow). */
   private readonly shownSites = new Map<string, Site>();
+  /** The deploys deployNow answered from what the process remembers, by deployKey. */
+  private readonly shownDeploys = new Map<string, Deploy>();
   private tokens?: Promise<PageTokens>;
 
-  constructor(private readonly services: Pick<Services, 'accounts' | 'deploys' | 'signingKeys' | 'sites' | 'teams'>) {
-    const deployId = (k: { siteId: string; deployId: string }) => `${k.siteId}/${k.deployId}`;
-    this.deploy = new BatchLoader(deployId, async (keys) => {
-      const deploys = await services.deploys.getManyRecent(keys);
-      return new Map(deploys.map((d) => [deployId({ siteId: d.siteId, deployId: d.id }), d]));
-    });
-    this.team = remember((id) => services.teams.get(id));
-    this.account = remember((id) => services.accounts.getAccount(id));
-    this.site = remember((id) => services.sites.getRecent(id));
-    this.members = remember((key) => {
+  constructor(private readonly services: Pick<Services, 'accounts' | 'deploys' | 'signingKeys' | 'sites' | 'teams'>) {}
+
+  get deploy(): BatchLoader<{ siteId: string; deployId: string }, Deploy> {
+    if (!this.deployLoader) {
+      this.deployLoader = new BatchLoader(deployKey, async (keys) => {
+        const deploys = await this.services.deploys.getManyRecent(keys);
+        return new Map(deploys.map((d) => [deployKey({ siteId: d.siteId, deployId: d.id }), d]));
+      });
+      for (const deploy of this.shownDeploys.values()) this.deployLoader.prime({ siteId: deploy.siteId, deployId: deploy.id }, deploy);
+    }
+    return this.deployLoader;
+  }
+
+  get team(): ((id: string) => Promise<Team | undefined>) & { forget(id: string): void } {
+    return (this.teamLoader ??= remember((id) => this.services.teams.get(id)));
+  }
+
+  get account(): (id: string) => Promise<Account | undefined> {
+    return (this.accountLoader ??= remember((id) => this.services.accounts.getAccount(id)));
+  }
+
+  /** Sites by id (a page of deploys asks for its site once per deploy). */
+  get site(): ((id: string) => Promise<Site | undefined>) & { forget(id: string): void; prime(id: string, site: Site): void } {
+    if (!this.siteLoader) {
+      this.siteLoader = remember((id) => this.services.sites.getRecent(id));
+      for (const site of this.shownSites.values()) this.siteLoader.prime(site.id, site);
+    }
+    return this.siteLoader;
+  }
+
+  private get members(): ((key: string) => Promise<TeamMember | undefined>) & { forget(key: string): void } {
+    return (this.memberLoader ??= remember((key) => {
       const [teamId, accountId] = key.split('/') as [string, string];
-      return services.teams.getMember(teamId, accountId);
-    });
+      return this.services.teams.getMember(teamId, accountId);
+    }));
   }
 
   /**
@@ -297,11 +327,14 @@ export class Loaders {
    * The request then keeps it, so every field of the request sees the same.
    */
   deployNow(siteId: string, deployId: string): Deploy | undefined | Promise<Deploy | undefined> {
-    const key = { siteId, deployId };
-    if (this.deploy.has(key)) return this.deploy.load(key);
+    const id = deployKey({ siteId, deployId });
+    const shown = this.shownDeploys.get(id);
+    if (shown) return shown;
+    if (this.deployLoader?.has({ siteId, deployId })) return this.deployLoader.load({ siteId, deployId });
     const known = this.services.deploys.recentOne(siteId, deployId);
-    if (!known) return this.deploy.load(key);
-    this.deploy.prime(key, known);
+    if (!known) return this.deploy.load({ siteId, deployId });
+    this.shownDeploys.set(id, known);
+    this.deployLoader?.prime({ siteId, deployId }, known);
     return known;
   }
 
@@ -323,20 +356,20 @@ export class Loaders {
   knownSites(sites: Iterable<Site | null | undefined>): void {
     for (const site of sites)
       if (site && !this.shownSites.has(site.id)) {
-        this.site.prime(site.id, site);
+        this.siteLoader?.prime(site.id, site);
         this.shownSites.set(site.id, site);
       }
   }
 
   /** After a mutation changed a site: later fields of the same request read it afresh. */
   forgetSite(id: string): void {
-    this.site.forget(id);
+    this.siteLoader?.forget(id);
     this.shownSites.delete(id);
   }
 
   /** After a mutation changed a membership: later fields of the same request read it afresh. */
   forgetMember(teamId: string, accountId: string): void {
-    this.members.forget(`${teamId}/${accountId}`);
+    this.memberLoader?.forget(`${teamId}/${accountId}`);
   }
 
   /** The signer of page tokens (its key is opened once per process, not per request). */

@@ -9,6 +9,7 @@
  * Nothing else is bound: `limit` may change from page to page.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import { badInput } from './errors.js';
 
 export const DEFAULT_LIMIT = 20;
@@ -46,7 +47,12 @@ const canonical = (args: Record<string, string>) =>
       .map((k) => [k, args[k]]),
   );
 
+/** Tokens issued lately, by payload: the same page asked for again is not signed again (a token is a pure function of its payload and the key). */
+const ISSUED_KEPT = 1000;
+
 export class PageTokens {
+  private readonly issued = new LRUCache<string, string>({ max: ISSUED_KEPT });
+
   constructor(private readonly key: Buffer) {}
 
   private mac(payload: string): Buffer {
@@ -54,8 +60,14 @@ export class PageTokens {
   }
 
   issue(listing: Listing, position: string): string {
-    const payload = Buffer.from(JSON.stringify({ q: listing.query, a: listing.args, p: position } satisfies Payload)).toString('base64url');
-    return `${payload}.${this.mac(payload).toString('base64url')}`;
+    const json = JSON.stringify({ q: listing.query, a: listing.args, p: position } satisfies Payload);
+    let token = this.issued.get(json);
+    if (token === undefined) {
+      const payload = Buffer.from(json).toString('base64url');
+      token = `${payload}.${this.mac(payload).toString('base64url')}`;
+      this.issued.set(json, token);
+    }
+    return token;
   }
 
   /** The position a token resumes at, or undefined for no token; BAD_USER_INPUT for one that is altered or not this listing's. */

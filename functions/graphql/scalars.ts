@@ -34,14 +34,35 @@ export function parseDateTime(value: unknown): Date {
   return date;
 }
 
+/**
+ * Stored instants serialised lately, by what was stored: a page of sites
+ * with their deploys carries a hundred, the same ones request after
+ * request, and Date's parse and toISOString were a fair part of such an
+ * answer's CPU. A pure function of the string; at most SERIALISED_KEPT
+ * kept (forgotten all at once when full).
+ */
+const SERIALISED_KEPT = 10_000;
+const serialised = new Map<string, string>();
+
+function serializeDateTime(value: unknown): string {
+  if (typeof value === 'string') {
+    const known = serialised.get(value);
+    if (known !== undefined) return known;
+  }
+  const d = value instanceof Date ? value : typeof value === 'string' || typeof value === 'number' ? new Date(value) : new Date(NaN);
+  if (Number.isNaN(d.getTime())) throw new GraphQLError('DateTime cannot represent an invalid date');
+  const out = d.toISOString();
+  if (typeof value === 'string' && value.length <= 64) {
+    if (serialised.size >= SERIALISED_KEPT) serialised.clear();
+    serialised.set(value, out);
+  }
+  return out;
+}
+
 export const DateTime = new GraphQLScalarType({
   name: 'DateTime',
   description: 'An instant, as an ISO-8601 string in UTC with milliseconds: 2024-05-01T12:00:00.000Z.',
-  serialize(value) {
-    const d = value instanceof Date ? value : typeof value === 'string' || typeof value === 'number' ? new Date(value) : new Date(NaN);
-    if (Number.isNaN(d.getTime())) throw new GraphQLError('DateTime cannot represent an invalid date');
-    return d.toISOString();
-  },
+  serialize: serializeDateTime,
   parseValue: parseDateTime,
   parseLiteral(ast) {
     if (ast.kind !== Kind.STRING) throw invalid();

@@ -213,13 +213,73 @@ async function readBody(stream: ReadableStream<Uint8Array> | null): Promise<stri
   return (await readCappedBody(stream, MAX_BODY_BYTES))?.toString('utf8');
 }
 
-/** The local door's GraphQL handler at `/graphql`, with the side routes (hooks, imports, the web app) beside it. */
+/** Apollo's answer with the request's large values in place (answer.ts): the JSON as one string, or a stream when values follow it. */
+export interface GraphqlAnswer {
+  status: number;
+  headers: HeaderMap;
+  body: string | ReadableStream<Uint8Array>;
+}
+
+/**
+ * Runs a request that passed the door's checks (body size, JSON) through
+ * Apollo, with the context its credentials make (`header`: a request
+ * header by lower-case name). The node:http doors' common part: the
+ * general handler below and the fast path of node-door.ts.
+ */
+export async function executeGraphql(
+  services: GraphqlServices,
+  server: ApolloServer<GraphqlContext>,
+  request: HTTPGraphQLRequest,
+  header: (name: string) => string | null | undefined,
+): Promise<GraphqlAnswer> {
+  let context: GraphqlContext | undefined;
+  let response;
+  try {
+    response = await server.executeHTTPGraphQLRequest({
+      httpGraphQLRequest: request,
+      // Deploy logs go out after the JSON, piece by piece (answer.ts).
+      context: async () => (context = await contextFor(services, credentialsFrom(header), { stream: true })),
+    });
+  } catch (err) {
+    context?.answer.release();
+    throw err;
+  }
+  const status = response.status ?? 200;
+  if (response.body.kind === 'complete') {
+    const body = context ? context.answer.body(response.body.string) : response.body.string;
+    return { status, headers: response.headers, body };
+  }
+  context?.answer.release();
+  const iterator = response.body.asyncIterator;
+  const encoder = new TextEncoder();
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await iterator.next();
+      if (next.done) controller.close();
+      else controller.enqueue(encoder.encode(next.value));
+    },
+  });
+  return { status, headers: response.headers, body: stream };
+}
+
+/** An answer as a web Response. */
+export function answerResponse(answer: GraphqlAnswer): Response {
+  const out = new Headers();
+  for (const [name, value] of answer.headers) out.set(name, value);
+  return new Response(answer.body, { status: answer.status, headers: out });
+}
+
+/**
+ * The local door's GraphQL handler at `/graphql`, with the side routes
+ * (hooks, imports, the web app) beside it. What most requests are, a POST
+ * to `/graphql`, node-door.ts answers without this seam's web objects.
+ */
 export function createGraphqlHandler(
   services: GraphqlServices & SideRouteServices,
   server = createApolloServer(services.config.graphql),
   playground = createPlayground(services.config.graphql),
+  started: Promise<void> = server.start(),
 ): HttpHandler {
-  const started = server.start();
   return async (req) => {
     const side = sideRouteFor(req.rawPath);
     if (side) return side.handle(services, req);
@@ -245,38 +305,6 @@ export function createGraphqlHandler(
       body = parsed.body;
     }
     const request: HTTPGraphQLRequest = { method: req.method.toUpperCase(), headers, search: req.rawQuery ? `?${req.rawQuery}` : '', body };
-    let context: GraphqlContext | undefined;
-    let response;
-    try {
-      response = await server.executeHTTPGraphQLRequest({
-        httpGraphQLRequest: request,
-        // Deploy logs go out after the JSON, piece by piece (answer.ts).
-        context: async () =>
-          (context = await contextFor(
-            services,
-            credentialsFrom((name) => req.headers.get(name)),
-            { stream: true },
-          )),
-      });
-    } catch (err) {
-      context?.answer.release();
-      throw err;
-    }
-    const out = new Headers();
-    for (const [name, value] of response.headers) out.set(name, value);
-    if (response.body.kind === 'complete') {
-      const body = context ? context.answer.body(response.body.string) : response.body.string;
-      return new Response(body, { status: response.status ?? 200, headers: out });
-    }
-    context?.answer.release();
-    const iterator = response.body.asyncIterator;
-    const stream = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        const next = await iterator.next();
-        if (next.done) controller.close();
-        else controller.enqueue(new TextEncoder().encode(next.value));
-      },
-    });
-    return new Response(stream, { status: response.status ?? 200, headers: out });
+    return answerResponse(await executeGraphql(services, server, request, (name) => req.headers.get(name)));
   };
 }

@@ -21,7 +21,7 @@ import { localAdapters, type LocalParts } from './adapters.js';
 import { bootstrapAccounts, type BootstrapResult } from '../core/bootstrap.js';
 import { createS3Handler } from '../s3/app.js';
 import { createGatewayHandler } from '../gateway/app.js';
-import { createGraphqlHandler } from '../graphql/server.js';
+import { createGraphqlDoor } from '../graphql/node-door.js';
 import { collectGarbage } from '../core/storage/collect.js';
 import { expireByLifecycle } from '../core/storage/lifecycle.js';
 import { LocalDeployQueue } from './deploy-queue.js';
@@ -207,7 +207,9 @@ export async function startLocalService(config: Config, logger: Logger = createL
     notifications.start(services);
     certificates?.start(services);
     const { host, ports } = cfg;
-    servers.push(await serve('graphql', 'CAIRN_API_PORT', createGraphqlHandler(services), ports.api, host, logger));
+    // A POST to /graphql is answered before the handler's web objects are made (node-door.ts).
+    const api = createGraphqlDoor(services);
+    servers.push(await serve('graphql', 'CAIRN_API_PORT', api.handler, ports.api, host, logger, undefined, api.fastPath));
     servers.push(await serve('s3', 'CAIRN_S3_PORT', createS3Handler(services), ports.s3, host, logger));
     const gateway = createGatewayHandler(services);
     // Site cache hits are written from the cache before the handler sees them (site-hits.ts).

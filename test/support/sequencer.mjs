@@ -89,6 +89,7 @@ const SECONDS = {
   'test/system/domains-acme.test.ts': 50,
   'test/system/graphql-memory.test.ts': 25,
   'test/api/graphql-api.test.ts': 25,
+  'test/components/graphql-node-door.test.ts': 15,
   'test/web-app/invitation-browser.test.ts': 35,
   'test/web-app/passkey-browser.test.ts': 50,
   'test/web-app/domains-browser.test.ts': 30,

@@ -22,6 +22,14 @@ describe('DateTime', () => {
     expect(() => DateTime.serialize('yesterday')).toThrow();
   });
 
+  test('a stored value serialised again gives the same, and what is refused stays refused', () => {
+    for (let i = 0; i < 3; i++) {
+      expect(DateTime.serialize('2024-05-01T12:00:00Z')).toBe('2024-05-01T12:00:00.000Z');
+      expect(DateTime.serialize('2024-05-01T12:00:00.5Z')).toBe('2024-05-01T12:00:00.500Z');
+      expect(() => DateTime.serialize('yesterday')).toThrow();
+    }
+  });
+
   test.each(['2024-05-01T12:00:00.000Z', '2024-05-01T12:00:00Z', '2024-02-29T23:59:59.9Z'])('accepts %s', (value) => {
     expect(parseDateTime(value).toISOString()).toBe(new Date(value).toISOString());
   });
@@ -70,6 +78,17 @@ describe('page sizes and tokens', () => {
     expect(tokens.read(listing, undefined)).toBeUndefined();
     expect(() => tokens.read({ ...listing, args: { siteId: 'site-2' } }, token)).toThrow(/another listing/);
     expect(() => tokens.read({ query: 'getSitesByTeam', args: { siteId: 'site-1' } }, token)).toThrow(/another listing/);
+  });
+
+  test('the same page gets the same token again, and another key signs its own', () => {
+    const token = tokens.issue(listing, 'deploy-7');
+    expect(tokens.issue(listing, 'deploy-7')).toBe(token);
+    expect(tokens.issue(listing, 'deploy-8')).not.toBe(token);
+    const other = new PageTokens(randomBytes(32));
+    const theirs = other.issue(listing, 'deploy-7');
+    expect(theirs).not.toBe(token);
+    expect(other.read(listing, theirs)).toBe('deploy-7');
+    expect(() => tokens.read(listing, theirs)).toThrow(/not valid/);
   });
 
   test("any change to a token, or another key's token, is refused", () => {
