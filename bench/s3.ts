@@ -16,6 +16,11 @@
  * s3rver is the ceiling this client and machine allow any server, printed
  * beside each goal.
  *
+ * Cairn runs with `npm start`'s flags and the test environment
+ * (test/support/service-env.ts: its ports, account and data directory,
+ * warnings only, no preview pictures) but for the gateway's threads, which
+ * are `npm start`'s default (one per core): their memory is counted.
+ *
  * The client (this process) loads nothing of the service, and `npm run
  * bench:s3` runs it with two of the server's flags (npmStartArgs in
  * test/support/child-service.ts explains them): `--external-memory-accounted-in-global-limit`, without
@@ -98,7 +103,9 @@ const leftovers: string[] = [];
 /** Starts Cairn; `extra` are more Node flags (`--...`) and environment settings (`NAME=value`). */
 async function startCairn(extra: string[] = []): Promise<Server> {
   const extraFlags = extra.filter((e) => e.startsWith('--'));
-  const env: Record<string, string> = {};
+  // npm start's gateway threads (one per core), not the test environment's one: each thread's memory is counted.
+  // An empty value is an unset one to the service's configuration (functions/core/config.ts).
+  const env: Record<string, string> = { CAIRN_GATEWAY_THREADS: '' };
   for (const setting of extra.filter((e) => !e.startsWith('--'))) {
     const [, name, value] = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(setting) ?? [];
     if (name === undefined) throw new Error(`"${setting}" in BENCH_SERVERS is neither a Node flag (--...) nor NAME=value`);

@@ -6,6 +6,7 @@
 import { RECENT_READS_MS } from './data/recent-reads.js';
 import { createHmac } from 'node:crypto';
 import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 import type { TableName } from './data/tables.js';
 
 export class ConfigError extends Error {
@@ -847,12 +848,17 @@ function seconds(env: Env, name: string, fallback: number): number {
 export const MAX_GATEWAY_THREADS = 8;
 
 /**
- * CAIRN_GATEWAY_THREADS: 1 by default (every request on the main thread), at most MAX_GATEWAY_THREADS.
- * More threads are opt-in until a quiet two-core run shows them ahead: on a loaded one, two threads
- * spent about the same CPU per hit as one (bench/RESULTS.md, the edge's run B).
+ * The gateway's threads where CAIRN_GATEWAY_THREADS is unset: one per core (os.availableParallelism(),
+ * which counts the cores this process may run on), at most MAX_GATEWAY_THREADS. On a quiet two-core
+ * machine two threads answered 1.33-1.68x the site hits of one (bench/RESULTS.md, `bench:edge`).
  */
+export function defaultGatewayThreads(cores = availableParallelism()): number {
+  return Math.max(1, Math.min(cores, MAX_GATEWAY_THREADS));
+}
+
+/** CAIRN_GATEWAY_THREADS: defaultGatewayThreads() when unset, at most MAX_GATEWAY_THREADS; 1 is the main thread alone. */
 function gatewayThreads(env: Env): number {
-  const n = positive(env, 'CAIRN_GATEWAY_THREADS', 1, 'threads');
+  const n = positive(env, 'CAIRN_GATEWAY_THREADS', defaultGatewayThreads(), 'threads');
   if (n > MAX_GATEWAY_THREADS) throw new ConfigError('CAIRN_GATEWAY_THREADS', `must be at most ${MAX_GATEWAY_THREADS}, got "${n}"`);
   return n;
 }

@@ -18,7 +18,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LRUCache } from 'lru-cache';
 import type { Config } from '../core/config.js';
-import { BadPathError, contentPath, encodePath } from '../core/ipfs/paths.js';
+import { BadPathError, contentPath, encodePath } from '../core/ipfs/content-path.js';
 import { bucketHost, siteHost } from '../gateway/hosts.js';
 import type { HitHost, PreparedHit } from './site-cache.js';
 

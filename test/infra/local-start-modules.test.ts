@@ -9,6 +9,10 @@
  * without git's command line. `npm run bench:s3` counts this memory in the
  * storage server's peak RSS.
  *
+ * Each gateway thread (local/gateway-thread.ts, one per core by default) is
+ * a heap of its own holding what it imports: it loads the hit path and the
+ * relay, none of the IPFS, database or AWS modules.
+ *
  * esbuild's metafile tells which file imports which, and how.
  */
 import { buildSync, type Metafile } from 'esbuild';
@@ -17,11 +21,11 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** The packages (by name) and project files bin/local.ts reaches through static imports. */
-function loadedAtStart(): { packages: Set<string>; files: Set<string> } {
+/** The packages (by name) and project files `entry` (bin/local.ts by default) reaches through static imports. */
+function loadedAtStart(entry = 'bin/local.ts'): { packages: Set<string>; files: Set<string> } {
   // buildSync: one esbuild process for this call, not a service that outlives the suite.
   const result = buildSync({
-    entryPoints: [join(ROOT, 'bin/local.ts')],
+    entryPoints: [join(ROOT, entry)],
     absWorkingDir: ROOT,
     bundle: true,
     platform: 'node',
@@ -36,8 +40,8 @@ function loadedAtStart(): { packages: Set<string>; files: Set<string> } {
     loader: { '.graphql': 'text', '.html': 'text' },
   });
   const inputs = (result.metafile as Metafile).inputs;
-  const files = new Set<string>(['bin/local.ts']);
-  const queue = ['bin/local.ts'];
+  const files = new Set<string>([entry]);
+  const queue = [entry];
   while (queue.length) {
     for (const i of inputs[queue.shift()!]?.imports ?? []) {
       if (i.external || (i.kind !== 'import-statement' && i.kind !== 'require-call')) continue;
@@ -74,4 +78,23 @@ test.each(['acme-client', 'node-forge', 'axios', 'isomorphic-git', 'pako'])('%s 
 
 test('the ACME adapter is imported only where ACME is configured', () => {
   expect(graph.files).not.toContain('functions/local/acme-certificates.ts');
+});
+
+describe('a gateway thread', () => {
+  let thread: { packages: Set<string>; files: Set<string> };
+  beforeAll(() => {
+    thread = loadedAtStart('functions/local/gateway-thread.ts');
+  }, 60_000);
+
+  test('loads the hit path and the relay (the check below is not vacuous)', () => {
+    for (const file of ['functions/local/site-hits.ts', 'functions/local/gateway-relay.ts', 'functions/core/ipfs/content-path.ts'])
+      expect(thread.files).toContain(file);
+    expect(thread.packages).toContain('lru-cache');
+  });
+
+  test('loads no IPFS, database or AWS module: about 15 files, not the 400 of the DAG walk', () => {
+    expect([...thread.packages].sort()).toEqual(['lru-cache']);
+    expect(thread.files).not.toContain('functions/core/ipfs/paths.ts');
+    expect(thread.files.size).toBeLessThan(30);
+  });
 });

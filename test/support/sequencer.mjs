@@ -68,6 +68,8 @@ const SECONDS = {
   'test/web-app/web-app-bundle.test.ts': 15,
   'test/components/graphql-node-door.test.ts': 15,
   'test/infra/import-graph.test.ts': 8,
+  'test/system/malloc-arenas.test.ts': 12,
+  'test/unit/embedded-dynamo-memory.test.ts': 2,
   'test/api/site-hits.test.ts': 14,
   'test/cli/account-sites.test.ts': 14,
   'test/components/s3-lent-reads.test.ts': 14,

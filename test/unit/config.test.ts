@@ -1,5 +1,6 @@
 /** Configuration from the environment (functions/core/config.ts): a bad value names its variable. */
-import { ConfigError, loadConfig } from '../../functions/core/config.js';
+import { availableParallelism } from 'node:os';
+import { ConfigError, defaultGatewayThreads, loadConfig, MAX_GATEWAY_THREADS } from '../../functions/core/config.js';
 
 describe('configuration', () => {
   test.each([
@@ -40,6 +41,17 @@ describe('configuration', () => {
     expect(loadConfig({}).sites.cacheBytes).toBe(256 * 1024 * 1024);
     expect(loadConfig({ CAIRN_SITE_CACHE_BYTES: '1048576' }).sites.cacheBytes).toBe(1048576);
     expect(() => loadConfig({ CAIRN_SITE_CACHE_BYTES: '0' })).toThrow(/^CAIRN_SITE_CACHE_BYTES: /);
+  });
+  test('the gateway answers on one thread per core unless CAIRN_GATEWAY_THREADS says otherwise', () => {
+    expect(MAX_GATEWAY_THREADS).toBe(8);
+    expect([1, 2, 3, 8, 9, 64].map((cores) => defaultGatewayThreads(cores))).toEqual([1, 2, 3, 8, 8, 8]);
+    // Unset or empty: this machine's cores, which is what npm start runs with.
+    expect(loadConfig({}).sites.gatewayThreads).toBe(Math.min(availableParallelism(), 8));
+    expect(loadConfig({ CAIRN_GATEWAY_THREADS: '' }).sites.gatewayThreads).toBe(defaultGatewayThreads());
+    expect(loadConfig({ CAIRN_GATEWAY_THREADS: '1' }).sites.gatewayThreads).toBe(1);
+    expect(loadConfig({ CAIRN_GATEWAY_THREADS: '8' }).sites.gatewayThreads).toBe(8);
+    for (const bad of ['0', '9', '-1', '2.5', 'two', ' 2'])
+      expect(() => loadConfig({ CAIRN_GATEWAY_THREADS: bad })).toThrow(/^CAIRN_GATEWAY_THREADS: /);
   });
   test('build limits default to a CodeBuild small instance; sizes take KiB/MiB/GiB', () => {
     expect(loadConfig({}).build.limits).toEqual({

@@ -22,6 +22,7 @@ import { base32upper } from 'multiformats/bases/base32';
 import { CID } from 'multiformats/cid';
 import { groupCommits, WritesInFlight, type GroupCommitLevel } from '../group-commit.js';
 import { PackStore, PACK_KEY_PREFIX, type Allocate, type PackIndexDb } from './pack-store.js';
+import { LEVEL_MEMORY } from '../level-memory.js';
 
 type AbortOptions = { signal?: AbortSignal };
 
@@ -34,9 +35,6 @@ const RECENT_HEADS = 4096;
 
 /** The largest block kept in the small-block database (larger ones go to packs). */
 export const SMALL_BLOCK = 64 * 1024;
-
-/** LevelDB's caches, smaller than its defaults (8 MiB block cache, 4 MiB write buffer): the server's memory budget is shared. */
-export const LEVEL_MEMORY = { cacheSize: 2 * 1024 * 1024, writeBufferSize: 1024 * 1024 };
 
 /** The part of classic-level this store uses. */
 interface SmallBlockDb {

@@ -19,6 +19,7 @@ import type { Blockstore } from 'interface-blockstore';
 import type { Datastore, Key } from 'interface-datastore';
 import type { Config } from '../config.js';
 import { groupCommits, type GroupCommitLevel } from '../group-commit.js';
+import { LEVEL_MEMORY } from '../level-memory.js';
 
 export interface IpfsNode {
   /** Helia over this node's stores, started on the first call (see above); stopped with the node. */
@@ -54,7 +55,7 @@ export interface IpfsStores {
 
 /** The data directory's stores: blocks in LevelDB and pack files, pin records in LevelDB. */
 async function localStores(config: Config): Promise<IpfsStores> {
-  const { PackedBlockstore, LEVEL_MEMORY } = await import('./local-blockstore.js');
+  const { PackedBlockstore } = await import('./local-blockstore.js');
   const { LevelDatastore } = await import('datastore-level');
   // Pin records are small and written on every upload: a LevelDB write
   // costs microseconds where a file (temporary file, rename) costs a
