@@ -35,8 +35,12 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
  *   young-generation collections free those buffers and a streamed 256 MiB
  *   costs no full collection (`--trace-gc`); a lean client reading 256 MiB
  *   spent 0.2-0.35 s of CPU with it and 0.6-1.0 s without.
- * - `--initial-old-space-size=96`: the old generation's limit starts at
- *   96 MB and V8 keeps it there while less is live (about 60 MB here).
+ * - `--import ./bin/malloc-arenas.mjs` (first): the process runs with
+ *   `MALLOC_ARENA_MAX=2` (bin/malloc-arenas.mjs re-executes itself with it
+ *   set, unless the user set it): glibc's default of eight arenas per core
+ *   kept freed memory of each thread apart (bin/malloc-arenas.mjs has the figures).
+ * - `--initial-old-space-size=80`: the old generation's limit starts at
+ *   80 MB and V8 keeps it there while less is live (about 60 MB here).
  *   Without it, V8 set the limit 10-15 MB above what was live after each
  *   full collection (`--trace-incremental-marking`), and during a 256 MiB
  *   PUT what got promoted plus the socket buffers in flight (which the
@@ -44,7 +48,8 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
  *   collection each time, 0.25-0.6 s of V8's threads per PUT against
  *   0.04-0.18 s with a floor of 96 or 128 MB (side by side in bench:s3,
  *   both orders). 128 cost the benchmark's server 25 MiB more peak RSS
- *   than 96 for no measurable gain.
+ *   than 96 for no measurable gain; 80 saved 17 MiB more with V8's threads
+ *   at 0.07-0.12 s per PUT.
  * - `--no-memory-reducer`: after about 8 s without much allocation, V8's
  *   memory reducer collects the idle heap and shrinks its limits to fit
  *   what is live. The next burst of work then meets those tight limits:
