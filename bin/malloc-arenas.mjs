@@ -11,8 +11,14 @@
 // else loads; one set already (by the user) is kept as it is. Measured in
 // bench:s3, side by side: peak RSS 22 MiB lower, no step slower.
 if (process.platform === 'linux' && process.env.MALLOC_ARENA_MAX === undefined && typeof process.execve === 'function') {
-  process.execve(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], {
-    ...process.env,
-    MALLOC_ARENA_MAX: '2',
-  });
+  try {
+    process.execve(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], {
+      ...process.env,
+      MALLOC_ARENA_MAX: '2',
+    });
+  } catch (err) {
+    // execve(2) refused (a sandbox's seccomp filter, a binary gone): run on as
+    // started, with glibc's default arenas, rather than not at all.
+    process.stderr.write(`running with glibc's default malloc arenas: ${err instanceof Error ? err.message : String(err)}\n`);
+  }
 }
