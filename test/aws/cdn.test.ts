@@ -24,14 +24,13 @@ import {
   DescribeKeyValueStoreCommand,
   GetKeyCommand,
   PutKeyCommand,
-  ResourceNotFoundException,
-  type PutKeyCommandInput,
 } from '@aws-sdk/client-cloudfront-keyvaluestore';
 import { SendMessageCommand, SQSClient, type SendMessageCommandInput } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { startTestService, type TestService } from '../support/service.js';
 import { newAccount, onlyError } from '../support/graphql.js';
 import { lambdaEnv, QUEUE_URL, sqsEvent, startLambdas, type AwsLambdas } from '../support/aws-mocks.js';
+import { keyValueStoreStandIn } from '../support/key-value-store.js';
 import type { Services } from '../../functions/core/services.js';
 import { createLogger, type Logger } from '../../functions/core/logger.js';
 import { CloudFrontPurger } from '../../functions/aws/cloudfront-purger.js';
@@ -45,35 +44,13 @@ const KVS_ARN = 'arn:aws:cloudfront::123456789012:key-value-store/a1b2c3d4-5678-
 const SITE = '0d9e7a4c-1f2b-4c3d-8e5f-6a7b8c9d0e1f';
 
 const cloudFront = mockClient(CloudFrontClient);
-const kvs = mockClient(CloudFrontKeyValueStoreClient);
+const kvsStandIn = keyValueStoreStandIn(KVS_ARN);
+const kvs = kvsStandIn.mock;
 const sqs = mockClient(SQSClient);
 
-/** The store as the mock keeps it: its entries and its version. */
-let store: Map<string, string>;
-let etag: number;
-
-const getKey = (input: { Key: string }) => {
-  if (!store.has(input.Key)) throw new ResourceNotFoundException({ message: 'no such key', $metadata: {} });
-  return { Key: input.Key, Value: store.get(input.Key) };
-};
-
-function fakeStore() {
-  store = new Map();
-  etag = 1;
-  kvs.on(DescribeKeyValueStoreCommand).callsFake(() => ({ KvsARN: KVS_ARN, ETag: `E${etag}`, ItemCount: store.size }));
-  kvs.on(GetKeyCommand).callsFake(getKey);
-  const write = (ifMatch: string, change: () => void) => {
-    if (ifMatch !== `E${etag}`) throw new ConflictException({ message: 'the store changed', $metadata: {} });
-    change();
-    etag++;
-    return { ETag: `E${etag}`, ItemCount: store.size };
-  };
-  kvs.on(PutKeyCommand).callsFake((input: PutKeyCommandInput) => write(input.IfMatch!, () => store.set(input.Key!, input.Value!)));
-  kvs.on(DeleteKeyCommand).callsFake((input: { Key: string; IfMatch: string }) => {
-    if (!store.has(input.Key)) throw new ResourceNotFoundException({ message: 'no such key', $metadata: {} });
-    return write(input.IfMatch, () => store.delete(input.Key));
-  });
-}
+/** The store as the stand-in keeps it. */
+const store = kvsStandIn.store;
+const getKey = kvsStandIn.getKey;
 
 let logLines: any[] = [];
 const logger: Logger = createLogger('debug', {}, (line) => logLines.push(JSON.parse(line)));
@@ -90,14 +67,13 @@ const throttled = () =>
 
 beforeEach(() => {
   cloudFront.reset();
-  kvs.reset();
+  kvsStandIn.reset();
   sqs.reset();
   logLines = [];
   sqs.on(SendMessageCommand).resolves({ MessageId: randomUUID() });
   cloudFront
     .on(CreateInvalidationCommand)
     .callsFake(() => ({ Location: 'x', Invalidation: { Id: `I${randomUUID().slice(0, 8)}`, Status: 'InProgress' } }));
-  fakeStore();
 });
 
 // ---------------------------------------------------------------- the purger
@@ -184,7 +160,7 @@ describe('KvsSiteHostMap', () => {
   const deletes = () => kvs.commandCalls(DeleteKeyCommand).map((c) => c.args[0].input);
 
   test('a site taking a slug: PutKey of the lowercased label with the ETag DescribeKeyValueStore gave', async () => {
-    etag = 7;
+    kvsStandIn.version = 7;
     await map().reconcile('My-Site', async () => SITE);
     expect(puts()).toEqual([{ KvsARN: KVS_ARN, Key: 'my-site', Value: SITE, IfMatch: 'E7' }]);
     expect(kvs.commandCalls(DescribeKeyValueStoreCommand)[0]!.args[0].input).toEqual({ KvsARN: KVS_ARN });
@@ -200,7 +176,7 @@ describe('KvsSiteHostMap', () => {
 
   test('a slug no site holds any more: DeleteKey with the ETag; already gone is fine', async () => {
     store.set('old-name', SITE);
-    etag = 3;
+    kvsStandIn.version = 3;
     await map().reconcile('old-name', async () => undefined);
     expect(deletes()).toEqual([{ KvsARN: KVS_ARN, Key: 'old-name', IfMatch: 'E3' }]);
     expect(store.has('old-name')).toBe(false);
@@ -218,7 +194,7 @@ describe('KvsSiteHostMap', () => {
       .on(GetKeyCommand)
       .callsFakeOnce((input: { Key: string }) => {
         store.set('someone-else', 'x');
-        etag++;
+        kvsStandIn.version++;
         return getKey(input);
       })
       .callsFake(getKey);
@@ -352,7 +328,7 @@ describe('through the Lambda doors', () => {
     expect(retry).toEqual({ body: { kind: 'site-host', label: site.slug, attempt: 1 }, delay: expect.any(Number) });
     expect(retry!.delay).toBeGreaterThanOrEqual(23);
     expect(retry!.delay).toBeLessThanOrEqual(30);
-    fakeStore();
+    kvsStandIn.reset();
     expect(await worker(sqsEvent(JSON.stringify(retry!.body)))).toEqual({ batchItemFailures: [] });
     expect(store.get(site.slug)).toBe(site.id);
   });
