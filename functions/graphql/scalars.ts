@@ -4,6 +4,7 @@
  * timestamp naming a real instant (no 2024-02-30, no hour 24, no offsets).
  */
 import { GraphQLError, GraphQLScalarType, Kind } from 'graphql';
+import { LRUCache } from 'lru-cache';
 
 const ISO_UTC = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?Z$/;
 
@@ -39,10 +40,10 @@ export function parseDateTime(value: unknown): Date {
  * with their deploys carries a hundred, the same ones request after
  * request, and Date's parse and toISOString were a fair part of such an
  * answer's CPU. A pure function of the string; at most SERIALISED_KEPT
- * kept (forgotten all at once when full).
+ * kept, the least recently used forgotten first.
  */
 const SERIALISED_KEPT = 10_000;
-const serialised = new Map<string, string>();
+const serialised = new LRUCache<string, string>({ max: SERIALISED_KEPT });
 
 function serializeDateTime(value: unknown): string {
   if (typeof value === 'string') {
@@ -52,10 +53,7 @@ function serializeDateTime(value: unknown): string {
   const d = value instanceof Date ? value : typeof value === 'string' || typeof value === 'number' ? new Date(value) : new Date(NaN);
   if (Number.isNaN(d.getTime())) throw new GraphQLError('DateTime cannot represent an invalid date');
   const out = d.toISOString();
-  if (typeof value === 'string' && value.length <= 64) {
-    if (serialised.size >= SERIALISED_KEPT) serialised.clear();
-    serialised.set(value, out);
-  }
+  if (typeof value === 'string' && value.length <= 64) serialised.set(value, out);
   return out;
 }
 
