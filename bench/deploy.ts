@@ -175,6 +175,8 @@ async function main(): Promise<void> {
     await git.commit('bench/site', files, 'The benchmark site');
     await git.commit('bench/sleeper', { 'index.html': '<p>sleeps</p>' }, 'A site whose build sleeps');
     await git.commit('bench/target', { 'index.html': '<p>target</p>' }, 'The site triggerDeploy is timed on');
+    // Served from one pack, as a git host serves a repository.
+    await git.pack('bench/site');
     log(`  committed and pushed in ${((Date.now() - began) / 1000).toFixed(1)} s`);
 
     // A reference for the clone phase: git's own command line, the same shallow clone from the same server.

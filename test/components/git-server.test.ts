@@ -38,6 +38,21 @@ test('a clone sees the commits, counted request by request; Buffer contents arri
   expect(Buffer.compare(blob, bytes)).toBe(0);
 });
 
+test('pack() leaves the repository in one pack, as a host keeps it; clones and later commits still work', async () => {
+  await server.commit('acme/packed', { 'a.txt': 'one', 'dir/b.txt': 'two' }, 'first');
+  const second = await server.commit('acme/packed', { 'a.txt': 'three' }, 'second');
+  await server.pack('acme/packed');
+  const third = await server.commit('acme/packed', { 'c.txt': 'four' }, 'third');
+  await run('git', ['clone', '--quiet', server.repoUrl('acme/packed'), join(dir, 'packed')]);
+  const { stdout: log } = await run('git', ['log', '--format=%H', '-3'], { cwd: join(dir, 'packed') });
+  expect(log.trim().split('\n').slice(0, 2)).toEqual([third, second]);
+  // The bare repository behind the working copy a script gets: what pack() made is one pack,
+  // and only the third commit's objects are loose (blob, tree, commit).
+  const counts = await server.shell('acme/packed', 'git -C "$(git remote get-url origin)" count-objects -v');
+  expect(counts).toMatch(/^count: 3$/m);
+  expect(counts).toMatch(/^packs: 1$/m);
+});
+
 test('private-* repositories and ones given credentials answer 401; what was sent is kept', async () => {
   await server.commit('acme/closed', { a: '1' }, 'first');
   await server.requireCredentials('acme/closed', 'x-access-token', 'the-token');

@@ -352,6 +352,14 @@ const calls = {
     if (known.working) return commitInWorkingCopy(known.checkout, files, message, branch);
     return commitToBare(known, files, message, branch);
   },
+  // As a git host keeps a repository it serves: its objects in one pack
+  // (a push arrives as one, and hosts repack). Loose objects, as commit()
+  // writes them, are inflated and deflated again by every clone.
+  async pack(repo) {
+    const known = repository(repo);
+    await made(known);
+    await git(known.bare, 'repack', '-a', '-d', '-q');
+  },
   async shell(repo, script) {
     const checkout = await workingCopy(repository(repo));
     const { stdout } = await run('sh', ['-c', script], { cwd: checkout, env: { ...process.env, ...GIT_ENV } });

@@ -33,6 +33,12 @@ export interface GitServer {
    */
   commit(repo: string, files: Record<string, string | Buffer | null>, message: string, branch?: string): Promise<string>;
   /**
+   * Packs `repo`'s objects into one pack (`git repack -a -d`), as a git
+   * host keeps what it serves: commit() writes loose objects, which a clone
+   * of a large tree pays to compress again.
+   */
+  pack(repo: string): Promise<void>;
+  /**
    * Runs a shell script in the working copy of `repo` (created on first
    * use; `origin` is its bare repository) and returns its output: for what
    * commit() cannot make (modes, symlinks, trees git itself would refuse to
@@ -119,6 +125,7 @@ export async function startGitServer(): Promise<GitServer> {
     url,
     repoUrl: (repo) => `${url}/${repo}.git`,
     commit: (repo, files, message, branch) => call('commit', repo, files, message, branch),
+    pack: (repo) => call('pack', repo),
     shell: (repo, script) => call('shell', repo, script),
     requireCredentials: (repo, username, password) => call('requireCredentials', repo, username, password),
     authorizations: () => call('authorizations'),
