@@ -404,3 +404,22 @@ describe('shared loads and refresh ahead', () => {
     }
   });
 });
+
+test('finished deploys near the end of their time are answered at once and read again in the background, once', async () => {
+  const ttl = 400;
+  const c = countingDatabase(db);
+  const sites = new SiteStore(c.db, sealer, undefined, ttl);
+  const deploys = new DeployStore(c.db, undefined, sites, ttl);
+  const site = await sites.create(newSite(newTeam()));
+  const done = [finished(site.id), finished(site.id)];
+  await deploys.putMany(done);
+  const keys = done.map((d) => ({ siteId: site.id, deployId: d.id }));
+  c.calls();
+  expect((await deploys.getManyRecent(keys)).map((d) => d.id)).toEqual(done.map((d) => d.id));
+  expect(c.calls()).toEqual({ BatchGetCommand: 1 });
+  await sleep(ttl * 0.75);
+  expect((await deploys.getManyRecent(keys)).map((d) => d.id)).toEqual(done.map((d) => d.id));
+  expect((await deploys.getManyRecent(keys)).map((d) => d.id)).toEqual(done.map((d) => d.id));
+  await sleep(30);
+  expect(c.calls()).toEqual({ BatchGetCommand: 1 });
+});

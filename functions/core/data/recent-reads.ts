@@ -139,6 +139,73 @@ export class RecentReads<V extends object> {
     return promise;
   }
 
+  /**
+   * through() for a batch: the remembered values of `keys`, the others by
+   * one `loadMany` of those not being loaded already (a load under way for
+   * a key is joined by the rule of through()). Remembered values near their
+   * end are read anew along with the missing ones, or in one background
+   * load when none is missing. Keys absent from the answer map are absent.
+   */
+  async throughMany(
+    keys: readonly string[],
+    loadMany: (keys: string[]) => Promise<Map<string, V>>,
+    worthKeeping: (value: V) => boolean = () => true,
+  ): Promise<Map<string, V>> {
+    const found = new Map<string, V>();
+    const joined: Array<Promise<void>> = [];
+    const missing: string[] = [];
+    const ending: string[] = [];
+    const mark = this.writes;
+    for (const key of new Set(keys)) {
+      const hit = this.entries.get(key);
+      const under = this.loading.get(key);
+      const joinable = under !== undefined && under.mark === mark;
+      if (hit !== undefined) {
+        found.set(key, hit);
+        if (!joinable && this.entries.getRemainingTTL(key) < this.refreshBelowMs) ending.push(key);
+      } else if (joinable) {
+        joined.push(
+          under.promise.then((value) => {
+            if (value !== undefined) found.set(key, value);
+          }),
+        );
+      } else missing.push(key);
+    }
+    const loading = missing.length > 0 ? this.sharedMany([...missing, ...ending], loadMany, worthKeeping) : undefined;
+    // Dropped on failure, as in through().
+    if (loading === undefined && ending.length > 0) this.sharedMany(ending, loadMany, worthKeeping).catch(() => undefined);
+    // Awaited together: a failure of one leaves no other unhandled.
+    const [loaded] = await Promise.all([loading, Promise.all(joined)]);
+    for (const key of missing) {
+      const value = loaded?.get(key);
+      if (value !== undefined) found.set(key, value);
+    }
+    return found;
+  }
+
+  /** One load of `keys`, each key's share of it registered as that key's load under way. */
+  private sharedMany(
+    keys: string[],
+    loadMany: (keys: string[]) => Promise<Map<string, V>>,
+    worthKeeping: (value: V) => boolean,
+  ): Promise<Map<string, V>> {
+    const mark = this.writes;
+    const batch = (async () => {
+      const values = await loadMany(keys);
+      for (const [key, value] of values) if (worthKeeping(value)) this.keep(key, value, mark);
+      return values;
+    })();
+    for (const key of keys) {
+      const flight: Flight<V> = { mark, promise: batch.then((values) => values.get(key)) };
+      const settled = () => {
+        if (this.loading.get(key) === flight) this.loading.delete(key);
+      };
+      this.loading.set(key, flight);
+      flight.promise.then(settled, settled);
+    }
+    return batch;
+  }
+
   /** Loads under way (for tests: the map holds only those). */
   get loadsUnderWay(): number {
     return this.loading.size;
