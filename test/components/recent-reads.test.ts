@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { aesSealer } from '../../functions/core/auth/secrets.js';
 import type { Database } from '../../functions/core/data/dynamo.js';
 import { DeployStore, type Deploy } from '../../functions/core/data/deploys.js';
-import { RECENT_READS_MS } from '../../functions/core/data/recent-reads.js';
+import { RECENT_READS_MS, RecentReads } from '../../functions/core/data/recent-reads.js';
 import { SiteStore, type NewSite, type Site } from '../../functions/core/data/sites.js';
 import { newSortableId } from '../../functions/core/ids.js';
 import { countingDatabase, startEmbeddedDb, type EmbeddedDb } from '../support/embedded-db.js';
@@ -300,4 +300,126 @@ test('a write by another process is seen within RECENT_READS_MS', async () => {
     expect(performance.now() - written).toBeLessThan(RECENT_READS_MS + 200);
     await sleep(25);
   }
+});
+
+describe('shared loads and refresh ahead', () => {
+  test('concurrent reads of a key not remembered share one database read: a site, a page of sites', async () => {
+    const c = countingDatabase(db);
+    const { sites } = storesOn(c.db);
+    const team = newTeam();
+    const site = await sites.create(newSite(team));
+    c.calls();
+    const byId = await Promise.all(Array.from({ length: 16 }, () => sites.getRecent(site.id)));
+    const pages = await Promise.all(Array.from({ length: 16 }, () => sites.listRecentByTeam(team, 20)));
+    expect(byId.every((s) => s?.id === site.id)).toBe(true);
+    expect(pages.every((p) => p.items[0]?.id === site.id)).toBe(true);
+    expect(c.calls()).toEqual({ GetCommand: 1, QueryCommand: 1 });
+  });
+
+  test('a read that starts after a write does not share a load begun before it', async () => {
+    const c = countingDatabase(db);
+    const { sites } = storesOn(c.db);
+    const team = newTeam();
+    const site = await sites.create(newSite(team));
+    let release!: () => void;
+    c.hold(`SITE#${site.id}`, new Promise<void>((r) => (release = r)));
+    // The first read has the site as it was and waits; the write ends; a second read starts while the first still waits.
+    const before = sites.getRecent(site.id);
+    await sleep(20);
+    await sites.update(site.id, team, (s) => ({ ...s, description: 'after' }));
+    const after = sites.getRecent(site.id);
+    await sleep(20);
+    release();
+    expect((await before)?.description).toBe('first');
+    expect((await after)?.description).toBe('after');
+    expect((await sites.getRecent(site.id))?.description).toBe('after');
+  });
+
+  test('a record near the end of its time is answered at once and read again in the background, once', async () => {
+    const ttl = 400;
+    const c = countingDatabase(db);
+    const sites = new SiteStore(c.db, sealer, undefined, ttl);
+    const site = await sites.create(newSite(newTeam()));
+    const first = await sites.getRecent(site.id);
+    const readAt = performance.now();
+    await sleep(ttl * 0.75);
+    c.calls();
+    const answers = await Promise.all([sites.getRecent(site.id), sites.getRecent(site.id), sites.getRecent(site.id)]);
+    // Answered from memory, the same record...
+    expect(answers.every((a) => a === first)).toBe(true);
+    await sleep(30);
+    // ...and read again once, in the background.
+    expect(c.calls()).toEqual({ GetCommand: 1 });
+    // Past the first read's time the refreshed record answers: no read.
+    await sleep(Math.max(0, readAt + ttl + 20 - performance.now()));
+    expect((await sites.getRecent(site.id))?.id).toBe(site.id);
+    if (performance.now() - readAt < ttl * (1 + 2 / 3)) expect(c.calls()).toEqual({});
+  });
+
+  test('a write during the background read keeps what it read out', async () => {
+    const ttl = 400;
+    const c = countingDatabase(db);
+    const team = newTeam();
+    const sites = new SiteStore(c.db, sealer, undefined, ttl);
+    const site = await sites.create(newSite(team));
+    await sites.getRecent(site.id);
+    await sleep(ttl * 0.75);
+    let release!: () => void;
+    c.hold(`SITE#${site.id}`, new Promise<void>((r) => (release = r)));
+    // Answered from memory; the background read has the site as it was and waits.
+    expect((await sites.getRecent(site.id))?.description).toBe('first');
+    await sleep(10);
+    await sites.update(site.id, team, (s) => ({ ...s, description: 'during' }));
+    release();
+    await sleep(20);
+    expect((await sites.getRecent(site.id))?.description).toBe('during');
+  });
+
+  test('a failed load fails every read that shared it, once; it is not kept, and a failed background read is no unhandled rejection', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const reads = new RecentReads<{ n: number }>(10, undefined, 300);
+      let loads = 0;
+      const failing = async () => {
+        loads++;
+        await sleep(10);
+        throw new Error('database down');
+      };
+      const shared = await Promise.allSettled(Array.from({ length: 5 }, () => reads.through('k', failing)));
+      expect(shared.map((s) => s.status)).toEqual(Array(5).fill('rejected'));
+      expect(loads).toBe(1);
+      expect(reads.loadsUnderWay).toBe(0);
+      expect(await reads.through('k', async () => ({ n: ++loads }))).toEqual({ n: 2 });
+      await sleep(300 * 0.75);
+      // Near its end: answered, and the background read fails quietly.
+      expect(await reads.through('k', failing)).toEqual({ n: 2 });
+      await sleep(50);
+      expect(loads).toBe(3);
+      expect(reads.loadsUnderWay).toBe(0);
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+});
+
+test('finished deploys near the end of their time are answered at once and read again in the background, once', async () => {
+  const ttl = 400;
+  const c = countingDatabase(db);
+  const sites = new SiteStore(c.db, sealer, undefined, ttl);
+  const deploys = new DeployStore(c.db, undefined, sites, ttl);
+  const site = await sites.create(newSite(newTeam()));
+  const done = [finished(site.id), finished(site.id)];
+  await deploys.putMany(done);
+  const keys = done.map((d) => ({ siteId: site.id, deployId: d.id }));
+  c.calls();
+  expect((await deploys.getManyRecent(keys)).map((d) => d.id)).toEqual(done.map((d) => d.id));
+  expect(c.calls()).toEqual({ BatchGetCommand: 1 });
+  await sleep(ttl * 0.75);
+  expect((await deploys.getManyRecent(keys)).map((d) => d.id)).toEqual(done.map((d) => d.id));
+  expect((await deploys.getManyRecent(keys)).map((d) => d.id)).toEqual(done.map((d) => d.id));
+  await sleep(30);
+  expect(c.calls()).toEqual({ BatchGetCommand: 1 });
 });

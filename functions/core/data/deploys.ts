@@ -512,21 +512,16 @@ export class DeployStore {
    * (recent-reads.ts); the others read as getMany reads them. In key order.
    */
   async getManyRecent(keys: ReadonlyArray<{ siteId: string; deployId: string }>): Promise<Deploy[]> {
-    const found = new Map<string, Deploy>();
-    const missing: Array<{ siteId: string; deployId: string }> = [];
-    for (const k of keys) {
-      const hit = this.recent.get(recentKey(k.siteId, k.deployId));
-      if (hit) found.set(recentKey(k.siteId, k.deployId), hit);
-      else missing.push(k);
-    }
-    if (missing.length) {
-      const mark = this.recent.mark();
-      for (const deploy of await this.getMany(missing)) {
-        const id = recentKey(deploy.siteId, deploy.id);
-        found.set(id, deploy);
-        if (deploy.status !== 'IN_PROGRESS') this.recent.keep(id, deploy, mark);
-      }
-    }
+    const byKey = new Map(keys.map((k) => [recentKey(k.siteId, k.deployId), k]));
+    // Through the shared path: concurrent reads of a deploy share one read, and one read all the time is re-read ahead of its end.
+    const found = await this.recent.throughMany(
+      [...byKey.keys()],
+      async (wanted) => {
+        const read = await this.getMany(wanted.map((key) => byKey.get(key)!));
+        return new Map(read.map((deploy) => [recentKey(deploy.siteId, deploy.id), deploy]));
+      },
+      (deploy) => deploy.status !== 'IN_PROGRESS',
+    );
     const inOrder: Deploy[] = [];
     for (const k of keys) {
       const deploy = found.get(recentKey(k.siteId, k.deployId));

@@ -301,14 +301,14 @@ export class SiteStore implements SiteWrites {
   /** listByTeam for reads that show the page, with the rule of getRecent; its sites serve getRecent too. */
   async listRecentByTeam(teamId: string, limit: number, after?: string): Promise<Page<Site>> {
     const key = `${teamId}\n${limit}\n${after ?? ''}`;
-    const hit = this.pages.get(key);
-    if (hit) return hit;
-    const mark = this.pages.mark();
-    const siteMark = this.recent.mark();
-    const page = await this.listByTeam(teamId, limit, after);
-    this.pages.keep(key, page, mark);
-    for (const site of page.items) this.recent.keep(site.id, site, siteMark);
-    return page;
+    // Through the shared path: concurrent reads of the page share one Query, and a page read all the time is re-read ahead of its end.
+    const page = await this.pages.through(key, async () => {
+      const siteMark = this.recent.mark();
+      const read = await this.listByTeam(teamId, limit, after);
+      for (const site of read.items) this.recent.keep(site.id, site, siteMark);
+      return read;
+    });
+    return page!;
   }
 
   async getById(id: string): Promise<Site | undefined> {
