@@ -3,7 +3,10 @@
  * embedded DynamoDB: a check is remembered briefly, so a read of the key
  * is not paid by every request; a key revoked in the same process is
  * refused at once, one revoked by another process (a second store on the
- * same table, as a second Lambda container would be) within a second.
+ * same table, as a second Lambda container would be) within a second; the
+ * requests of one moment share one read of a key, a key in use is read
+ * again before its time is up, and a check under way while the key is
+ * revoked here is not kept.
  */
 import type { Database } from '../../functions/core/data/dynamo.js';
 import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
@@ -70,6 +73,43 @@ test('a key revoked in this process is refused at once; by another process, with
   expect(refusedAfter!).toBeLessThan(1000);
   // And refused from then on.
   expect(await there.caller(key)).toBeUndefined();
+});
+
+test('the checks of one moment share one read; a key in use is read again before its time, so none waits on it', async () => {
+  const { db: countedDb, gets: reads } = countingDatabase(db);
+  const store = new ApiKeyStore(countedDb);
+  const { apiKey, key } = await store.create('team-shared', 'account-1', null);
+  const checks = await Promise.all(Array.from({ length: 32 }, () => store.caller(key)));
+  expect(checks.every((c) => c?.apiKeyId === apiKey.id)).toBe(true);
+  expect(reads()).toBe(1);
+  const firstAt = Date.now();
+  await new Promise((r) => setTimeout(r, API_KEY_CHECK_MS * 0.75));
+  // Near its end: answered at once, and read again in the background, once.
+  await Promise.all(Array.from({ length: 8 }, () => store.caller(key)));
+  await new Promise((r) => setTimeout(r, 30));
+  expect(reads()).toBe(2);
+  // Past the first read's time the key is still known: no read waits.
+  await new Promise((r) => setTimeout(r, Math.max(0, firstAt + API_KEY_CHECK_MS + 30 - Date.now())));
+  expect(await store.caller(key)).toMatchObject({ apiKeyId: apiKey.id });
+  if (Date.now() - firstAt < API_KEY_CHECK_MS * 1.6) expect(reads()).toBe(2);
+});
+
+test('a check under way while the key is revoked here answers as it read, but is not kept', async () => {
+  const counted = countingDatabase(db);
+  const store = new ApiKeyStore(counted.db);
+  const { apiKey, key } = await store.create('team-racing', 'account-1', null);
+  let release!: () => void;
+  counted.hold('TOKEN#', new Promise<void>((r) => (release = r)));
+  // The database answers this check before the revocation; the answer reaches the store after it.
+  const during = store.caller(key);
+  await new Promise((r) => setTimeout(r, 20));
+  await store.revoke('team-racing', apiKey.id);
+  // A check begun after the revocation does not share the one under way.
+  const after = store.caller(key);
+  release();
+  expect(await during).toMatchObject({ apiKeyId: apiKey.id });
+  expect(await after).toBeUndefined();
+  expect(await store.caller(key)).toBeUndefined();
 });
 
 test('what the caller is given is its own copy', async () => {

@@ -10,8 +10,11 @@
  *
  * Every request checks its key, so a check is remembered for
  * API_KEY_CHECK_MS (at most 10,000 keys, by hash): a revocation made in
- * this process forgets the key at once; one made by another process (a
- * Lambda container beside this one) takes effect here within that time.
+ * this process forgets the key at once (and a check under way then is not
+ * kept); one made by another process (a Lambda container beside this one)
+ * takes effect here within that time. The requests of one moment share a
+ * key's check, and a key in use is checked anew before its time is up
+ * (TtlCache's rules, cache.ts), so no request waits on its expiry.
  */
 import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { TtlCache } from '../cache.js';
