@@ -19,8 +19,9 @@
  *
  * The load: autocannon in this process, CONNECTIONS keep-alive connections
  * (32, and 1), each sending its next request when its previous answer
- * arrived; each case BENCH_WARMUP_SECONDS unmeasured, then BENCH_SECONDS
- * measured; the four cases run in turn, for BENCH_ROUNDS rounds, each
+ * arrived; first every case once BENCH_WARMUP_SECONDS unmeasured (no
+ * round measures a server's first seconds), then in each round each case
+ * BENCH_WARMUP_SECONDS unmeasured, then BENCH_SECONDS measured; the four cases run in turn, for BENCH_ROUNDS rounds, each
  * round starting one case later. Every figure is the median of its rounds,
  * a ratio the median of the rounds' ratios. Every answer's status (and
  * length, where one is given) is checked; any other counts as wrong. Each line also prints the
@@ -358,6 +359,10 @@ export async function sideBySide(): Promise<SideBySideResult> {
     const cases = [32, 1].flatMap((connections) => targets.map((target) => ({ target, connections })));
     const figures = new Map<string, Figures[]>();
     const key = (label: string, connections: number) => `${label} ${connections}`;
+    // Every server's first seconds under load (its code still being
+    // compiled, its heap still growing) fall in no round: each case runs
+    // once unmeasured before the first.
+    for (const c of cases) await load(c.target, bodies, lengths, c.connections, WARMUP_SECONDS);
     for (let round = 0; round < ROUNDS; round++) {
       for (let i = 0; i < cases.length; i++) {
         const c = cases[(i + round) % cases.length]!;
