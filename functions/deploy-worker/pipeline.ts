@@ -33,7 +33,8 @@ import { DeployLog } from '../core/logs/deploy-log.js';
 // without it.
 import type { ClonedCommit } from './steps/clone/index.js';
 import { CloneError } from './steps/clone/clone-error.js';
-import { publicationOf, type Publication } from './steps/ancestry.js';
+import { publicationOf, skippedNewer, type Publication } from './steps/ancestry.js';
+import { retryDeploy } from '../core/hosting/deploys.js';
 import type { SourceMirrors } from './steps/checkout/mirrors.js';
 import type { KnownFiles } from './steps/checkout/known-files.js';
 import { importDirectory, PublishDirectoryError } from '../core/ipfs/import-directory.js';
@@ -50,7 +51,7 @@ import { SiteFileError } from '../core/hosting/redirects.js';
  * announcing it does (the CDN, notifications, the picture).
  */
 export type PipelineServices = AnnounceServices &
-  Pick<Services, 'config' | 'deployLogs' | 'deploys' | 'gate' | 'ipfs' | 'logger' | 'objects' | 'siteSecrets' | 'sites'>;
+  Pick<Services, 'config' | 'deployLogs' | 'deployQueue' | 'deploys' | 'gate' | 'ipfs' | 'logger' | 'objects' | 'siteSecrets' | 'sites'>;
 
 export interface PipelineOptions {
   services: PipelineServices;
@@ -452,6 +453,21 @@ export async function runDeploy(options: PipelineOptions, claimed: Deploy, signa
       });
       turn.repository = { commit: cloned.commit, branch: cloned.branch, owner: cloned.owner, name: cloned.name, message: cloned.message };
       turn.known = cloned.known;
+      // A late or replayed push skips the newer push's deploy still queued (deploys supersede by arrival):
+      // the newer commit is deployed again, and this one, older, stops here.
+      const newer =
+        site &&
+        (await skippedNewer(services, claimed, site, cloned.commit, { dir: join(work, 'skipped'), signal, log: (l) => log.line(l) }));
+      if (newer) {
+        const again = await retryDeploy(services, site, newer.deploy.id);
+        const short = (commit: string) => commit.slice(0, 7);
+        await services.deploys.requestCancel(
+          claimed.siteId,
+          claimed.id,
+          `${short(newer.commit)} (deploy ${newer.deploy.id}), skipped for this deploy, comes after ${short(cloned.commit)}: deploying it again as ${again.id}`,
+        );
+        throw new Cancelled();
+      }
       await turn.advance('building', { repository: turn.repository });
       await notifyDeploy(services, 'BUILDING', { ...claimed, phase: 'building', repository: turn.repository });
 

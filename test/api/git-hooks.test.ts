@@ -944,6 +944,34 @@ describe.each(DEPLOYING_DOORS)('pushes never move a site backwards, through the 
       ?.id;
   const short = (commit: string) => commit.slice(0, 7);
 
+  /** Every build slot (two) held by a site whose build sleeps: deploys asked for meanwhile wait in the queue. */
+  async function holdBuildSlots(): Promise<{ ended(): Promise<void> }> {
+    const blockers = await Promise.all(
+      [0, 1].map(async () => {
+        const blockerRepo = newRepoName();
+        await git.commit(blockerRepo, { 'public/index.html': 'busy' }, 'busy');
+        const input = {
+          buildSettings: { buildCommand: 'sleep 3', publishDirectoryPath: 'public' },
+          deploySettings: { source: { repository: { type: 'GIT_HOST', url: git.repoUrl(blockerRepo), branch: 'main' } } },
+        };
+        const blocker = dataOf(await gql('mutation ($input: CreateSiteInput!) { createSite(input: $input) { id } }', { input })).createSite;
+        const deploy = dataOf(await gql('mutation ($s: ID!) { triggerDeploy(siteId: $s) { id } }', { s: blocker.id })).triggerDeploy;
+        return { siteId: blocker.id as string, deployId: deploy.id as string };
+      }),
+    );
+    const busy = async () =>
+      (await Promise.all(blockers.map((b) => service.services.deploys.get(b.siteId, b.deployId)))).every(
+        (d) => d?.status === 'IN_PROGRESS' && d.phase !== 'queued',
+      );
+    for (const deadline = Date.now() + 20_000; !(await busy()); await new Promise((r) => setTimeout(r, 50)))
+      if (Date.now() > deadline) throw new Error('the blocking builds never started');
+    return {
+      async ended() {
+        for (const b of blockers) await waitFor(b.siteId, b.deployId);
+      },
+    };
+  }
+
   test('an old push sent again under a new delivery id builds but is not published, saying why; publishDeploy still rolls back', async () => {
     const { repo, commit: one, site, secret } = await hookedSite({ 'public/index.html': 'one' });
     const oldBody = pushEvent(repo, 'refs/heads/main', one);
@@ -1007,6 +1035,56 @@ describe.each(DEPLOYING_DOORS)('pushes never move a site backwards, through the 
       expect(olderDeploy.log).toContain(`Not published: ${short(older)} is older than the published ${short(newer)}`);
     }
     expect(await publishedId(site.id)).toBe(late.deployId);
+    expect(await served(siteHost(site.slug))).toEqual({ status: 200, text: 'newer' });
+  });
+
+  test('a late push that skipped the newer push still queued: the newer commit is deployed again and goes live', async () => {
+    const { repo, commit: one, site, secret } = await hookedSite({ 'public/index.html': 'one' });
+    expect(await waitFor(site.id, (await push(site, secret, repo, one)).deployId)).toMatchObject({ published: true });
+    const older = await git.commit(repo, { 'public/index.html': 'older' }, 'older');
+    const newer = await git.commit(repo, { 'public/index.html': 'newer' }, 'newer');
+    const blockers = await holdBuildSlots();
+    // The newer push's event first; the older one's late, while the newer one's deploy still waits: it skips it.
+    const first = await push(site, secret, repo, newer);
+    const late = await push(site, secret, repo, older);
+    expect(await service.services.deploys.get(site.id, first.deployId)).toMatchObject({
+      status: 'CANCELLED',
+      reason: `superseded by ${late.deployId}`,
+    });
+    // Once it has its commit, the late deploy finds the one it skipped newer: that is deployed again, and it stops.
+    const stale = await waitFor(site.id, late.deployId, (d) => d.status !== 'IN_PROGRESS' && /Cancelled/.test(d.log ?? ''), 60_000);
+    expect(stale).toMatchObject({ status: 'CANCELLED', published: false });
+    const said = new RegExp(
+      `${short(newer)} \\(deploy ${first.deployId}\\), skipped for this deploy, comes after ${short(older)}: deploying it again as (\\S+)$`,
+      'm',
+    );
+    const againId = stale.log.match(said)?.[1];
+    expect(againId).toBeDefined();
+    expect((await service.services.deploys.get(site.id, againId))?.retryOf).toBe(first.deployId);
+    const again = await waitFor(site.id, againId);
+    expect(again).toMatchObject({ status: 'DEPLOYED', published: true, repository: { commit: newer } });
+    expect(await publishedId(site.id)).toBe(againId);
+    expect(await served(siteHost(site.slug))).toEqual({ status: 200, text: 'newer' });
+    await blockers.ended();
+  });
+
+  test('a newer push that skipped an older one still queued goes on as before', async () => {
+    const { repo, commit: one, site, secret } = await hookedSite({ 'public/index.html': 'one' });
+    expect(await waitFor(site.id, (await push(site, secret, repo, one)).deployId)).toMatchObject({ published: true });
+    const older = await git.commit(repo, { 'public/index.html': 'older' }, 'older');
+    const newer = await git.commit(repo, { 'public/index.html': 'newer' }, 'newer');
+    const blockers = await holdBuildSlots();
+    // In order this time: the newer push skips the older one, finds it older, and goes on.
+    const first = await push(site, secret, repo, older);
+    const second = await push(site, secret, repo, newer);
+    expect(await service.services.deploys.get(site.id, first.deployId)).toMatchObject({
+      status: 'CANCELLED',
+      reason: `superseded by ${second.deployId}`,
+    });
+    const deployed = await waitFor(site.id, second.deployId, undefined, 60_000);
+    expect(deployed).toMatchObject({ status: 'DEPLOYED', published: true, repository: { commit: newer } });
+    expect(deployed.log).not.toMatch(/skipped for this deploy|deploying it again/);
+    await blockers.ended();
     expect(await served(siteHost(site.slug))).toEqual({ status: 200, text: 'newer' });
   });
 

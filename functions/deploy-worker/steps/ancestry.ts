@@ -40,7 +40,8 @@ import { resolveOutbound, type OutboundRules, type Resolver } from '../../core/n
 import type { GitBackend } from './clone/backend.js';
 import { GitCommandError } from './clone/git-cli.js';
 import type { Services } from '../../core/services.js';
-import type { Deploy } from '../../core/data/deploys.js';
+import type { Deploy, DeploySource } from '../../core/data/deploys.js';
+import type { Site } from '../../core/data/sites.js';
 
 /**
  * How the deploy's commit stands to the published one:
@@ -225,22 +226,9 @@ export async function publicationOf(
     !FULL_COMMIT.test(liveCommit)
   )
     return asBefore;
-  const own = site.deploySettings.source;
-  // The site's token goes only to the site's own repository, as for the clone.
-  const token = own.kind === 'repository' && own.url === source.url ? await services.siteSecrets.repositoryCredentials(site.id) : undefined;
   let relation: Ancestry;
   try {
-    relation = await compareCommits({
-      url: source.url,
-      branch: source.branch,
-      commit,
-      published: liveCommit,
-      dir: context.dir,
-      signal: context.signal,
-      outbound: services.config.outbound,
-      ...(token ? { credentials: { username: token.username, password: token.token } } : {}),
-      ...(context.git !== undefined ? { git: context.git } : {}),
-    });
+    relation = await compareOnBranch(services, site, source, commit, liveCommit, context);
   } catch (err) {
     if (!(err instanceof AncestryUnknown)) throw err;
     // Not publishing would keep a legitimate push off the site whenever its host falters; a replay cannot make it falter.
@@ -272,3 +260,79 @@ export async function publicationOf(
 }
 
 const FULL_COMMIT = /^[0-9a-f]{40}$/;
+
+/** compareCommits for a deploy of `site`: the site's token only for the site's own repository, as for the clone. */
+async function compareOnBranch(
+  services: Pick<Services, 'config' | 'siteSecrets'>,
+  site: Site,
+  source: Extract<DeploySource, { kind: 'git' }>,
+  commit: string,
+  other: string,
+  context: { dir: string; signal: AbortSignal; git?: string | false },
+): Promise<Ancestry> {
+  const own = site.deploySettings.source;
+  const token = own.kind === 'repository' && own.url === source.url ? await services.siteSecrets.repositoryCredentials(site.id) : undefined;
+  return compareCommits({
+    url: source.url,
+    branch: source.branch,
+    commit,
+    published: other,
+    dir: context.dir,
+    signal: context.signal,
+    outbound: services.config.outbound,
+    ...(token ? { credentials: { username: token.username, password: token.token } } : {}),
+    ...(context.git !== undefined ? { git: context.git } : {}),
+  });
+}
+
+/** How many of the deploys created just before a deploy are looked through for those it skipped. */
+const SKIPPED_LOOKED_AT = 25;
+
+/**
+ * A deploy this one skipped whose commit turns out to come after its own:
+ * what a late or replayed push does when it arrives while the newer push's
+ * deploy still waits in the queue (deploys supersede by arrival,
+ * core/hosting/deploys.ts). Asked once the deploy's own commit is known
+ * (after its clone), and only when it skipped some: those are the deploys
+ * created just before it that were cancelled as `superseded by <its id>`,
+ * of the same branch and kind (site deploy, or the same pull request's
+ * preview), with a full commit of their own. The first (newest) whose
+ * commit has this one's as a strict ancestor, on the branch as the host
+ * has it now, is answered; one the branch no longer holds (a force-push)
+ * or that diverged is not. A history that cannot be fetched answers none
+ * (the deploy goes on as before), saying so in the log.
+ */
+export async function skippedNewer(
+  services: Pick<Services, 'config' | 'deploys' | 'siteSecrets'>,
+  deploy: Deploy,
+  site: Site,
+  commit: string,
+  context: { dir: string; signal: AbortSignal; log(line: string): void; git?: string | false },
+): Promise<{ deploy: Deploy; commit: string } | undefined> {
+  const source = deploy.source;
+  if (source?.kind !== 'git' || !FULL_COMMIT.test(commit)) return undefined;
+  const before = await services.deploys.listBySite(deploy.siteId, SKIPPED_LOOKED_AT, deploy.id);
+  const skipped = before.items.filter(
+    (d) =>
+      d.status === 'CANCELLED' &&
+      d.reason === `superseded by ${deploy.id}` &&
+      d.source?.kind === 'git' &&
+      d.source.url === source.url &&
+      d.source.branch === source.branch &&
+      !!d.preview === !!deploy.preview &&
+      d.pullRequest?.number === deploy.pullRequest?.number &&
+      typeof d.repository?.commit === 'string' &&
+      FULL_COMMIT.test(d.repository.commit) &&
+      d.repository.commit !== commit,
+  );
+  for (const other of skipped) {
+    const theirs = other.repository.commit!;
+    try {
+      if ((await compareOnBranch(services, site, source, commit, theirs, context)) === 'older') return { deploy: other, commit: theirs };
+    } catch (err) {
+      if (!(err instanceof AncestryUnknown)) throw err;
+      context.log(`Could not tell whether ${short(theirs)}, skipped for this deploy, comes after ${short(commit)} (${err.message})`);
+    }
+  }
+  return undefined;
+}
