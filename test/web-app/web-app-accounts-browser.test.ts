@@ -9,7 +9,8 @@
  * everywhere" in one ends the other; a mutation with the cookie but
  * without the CSRF token is refused; the password changed in Settings
  * (refused with a wrong current password) signs the other browsers out
- * and keeps this one; the team switcher moves requests to another team; a session ended while the tab was away is said to have
+ * and keeps this one; the team switcher moves requests to another team; the Team page renames the team and makes a new one
+ * (its key shown once) the person moves into; a session ended while the tab was away is said to have
  * ended; a lock-out is shown with its wait.
  */
 import { mkdir } from 'node:fs/promises';
@@ -381,6 +382,51 @@ test('the team switcher: requests go to the chosen team, which the tab keeps acr
   expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBe(0);
   await shot('team-switcher-phone');
   await page.setViewportSize({ width: 1280, height: 860 });
+});
+
+test('the Team page: its owner renames the team; a new team comes with its key shown once, and the person moves into it', async () => {
+  // dana-studio's page, where the switcher's test left the tab: dana owns it.
+  await page.getByRole('heading', { name: 'dana-studio', level: 1 }).waitFor();
+  const studio = await page.getByLabel('Team', { exact: true }).inputValue();
+  const checkedTeam = () => page.getByLabel('Team', { exact: true }).locator('option:checked').textContent();
+  await page.getByLabel('Team name', { exact: true }).fill('Dana Studio');
+  await page.getByRole('button', { name: 'Rename team' }).click();
+  await page.getByText('The team is now called Dana Studio.').waitFor();
+  await page.getByRole('heading', { name: 'Dana Studio', level: 1 }).waitFor();
+  expect(await checkedTeam()).toBe('Dana Studio');
+  expect((await service.services.teams.get(studio))?.name).toBe('Dana Studio');
+
+  await page.getByLabel("New team's name").fill('dana-labs');
+  await page.getByRole('button', { name: 'Create team' }).click();
+  const shown = page.getByLabel('API key for dana-labs');
+  await shown.waitFor();
+  const key = await shown.inputValue();
+  // The key is the new team's, and works.
+  const asKey = await fetch(`${origin}/graphql`, {
+    method: 'POST',
+    headers: { authorization: key, 'content-type': 'application/json' },
+    body: JSON.stringify({ query: '{ getCurrentTeam { id name } getCurrentMember { role } }' }),
+  });
+  const seen = ((await asKey.json()) as { data: { getCurrentTeam: { id: string; name: string }; getCurrentMember: { role: string } } })
+    .data;
+  expect([seen.getCurrentTeam.name, seen.getCurrentMember.role]).toEqual(['dana-labs', 'OWNER']);
+  await shot('team-created');
+  graphqlRequests.length = 0;
+  await page.getByRole('button', { name: 'Work in dana-labs' }).click();
+  await sitesHeading(page).waitFor();
+  expect(await checkedTeam()).toBe('dana-labs');
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Team' }).click();
+  await page.getByRole('heading', { name: 'dana-labs', level: 1 }).waitFor();
+  for (const request of graphqlRequests) expect((await request.allHeaders())['x-cairn-team']).toBe(seen.getCurrentTeam.id);
+  // Shown once: not on the page any more, nor in the tab's storage.
+  expect(await page.getByLabel('API key for dana-labs').count()).toBe(0);
+  expect(await storedValues(page)).not.toContain(key);
+  // The session knows the new team too: a reload keeps the tab in it, and the renamed one is listed by its new name.
+  await page.reload();
+  await page.getByRole('heading', { name: 'dana-labs', level: 1 }).waitFor();
+  expect(await page.getByLabel('Team', { exact: true }).locator('option').allTextContents()).toEqual(
+    expect.arrayContaining(['Dana Studio', 'dana-labs']),
+  );
 });
 
 test('a session that ends while the tab is away is said to have ended on the next load', async () => {

@@ -158,6 +158,20 @@ export function App() {
         if (window.location.hash !== href({ name: 'sites' })) navigate({ name: 'sites' });
         setState({ ...state, team: { id: team.id, name: team.name } });
       },
+      teamRenamed: (name: string) => {
+        const team = { id: state.team.id, name };
+        const teams = person?.teams.map((t) => (t.id === team.id ? { ...t, name } : t));
+        setState({ ...state, team, ...(person && teams ? { with: { kind: 'session', person: { ...person, teams } } } : {}) });
+      },
+      enterNewTeam: (team: TeamData) => {
+        if (!person) return;
+        const known = person.teams.some((t) => t.id === team.id);
+        const teams = known ? person.teams : [...person.teams, { id: team.id, name: team.name, role: 'OWNER' as const }];
+        session.setTeam(team.id);
+        markNavigated();
+        if (window.location.hash !== href({ name: 'sites' })) navigate({ name: 'sites' });
+        setState({ ...state, with: { kind: 'session', person: { ...person, teams } }, team: { id: team.id, name: team.name } });
+      },
       storageKeys,
       setStorageKeys: (keys) => {
         session.setStorageKeys(keys);

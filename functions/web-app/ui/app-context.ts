@@ -20,6 +20,10 @@ export interface AppContextValue {
   signedOut(message: string): void;
   /** Works in another of the person's teams from now on (X-Cairn-Team). */
   switchTeam(teamId: string): void;
+  /** The team worked in was renamed here: the header, the switcher and the pages show the new name. */
+  teamRenamed(name: string): void;
+  /** A team the person just made: it joins their teams (they own it) and is the one they work in from now on. */
+  enterNewTeam(team: Team): void;
   /** The storage key pair this tab signs S3 requests with, if given. */
   storageKeys: Credentials | null;
   setStorageKeys(keys: Credentials | null): void;

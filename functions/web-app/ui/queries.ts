@@ -166,6 +166,8 @@ export const REVOKE_API_KEY = `mutation RevokeApiKey($teamId: ID!, $apiKeyId: ID
 export const CREATE_STORAGE_KEY = `mutation CreateStorageKey { createStorageKeyPair { secretAccessKey keyPair { accessKeyId } } }`;
 export const REVOKE_STORAGE_KEY = `mutation RevokeStorageKey($accessKeyId: ID!) { revokeStorageKeyPair(accessKeyId: $accessKeyId) { accessKeyId revokedAt } }`;
 
+export const CREATE_TEAM = `mutation CreateTeam($name: String!) { createTeam(name: $name) { team { id name } apiKey { key } } }`;
+export const UPDATE_TEAM = `mutation UpdateTeam($teamId: ID!, $name: String!) { updateTeam(teamId: $teamId, name: $name) { id name } }`;
 export const ADD_MEMBER = `mutation AddMember($teamId: ID!, $accountName: String!, $role: TeamRole) { addTeamMember(teamId: $teamId, accountName: $accountName, role: $role) { accountId accountName role } }`;
 export const UPDATE_MEMBER = `mutation UpdateMember($teamId: ID!, $accountId: ID!, $role: TeamRole!) { updateTeamMember(teamId: $teamId, accountId: $accountId, role: $role) { accountId role } }`;
 export const REMOVE_MEMBER = `mutation RemoveMember($teamId: ID!, $accountId: ID!) { removeTeamMember(teamId: $teamId, accountId: $accountId) }`;
