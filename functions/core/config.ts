@@ -221,6 +221,13 @@ export interface Config {
    */
   signup: 'open' | 'invite' | 'closed';
   /**
+   * How many teams one account may make with createTeam (the team an
+   * account is made with is not counted), so that no account's list of
+   * teams, read at every sign-in, grows without bound.
+   * CAIRN_TEAMS_PER_ACCOUNT (100).
+   */
+  teamsPerAccount: number;
+  /**
    * Sending e-mail (invitations, password resets): `smtp` from
    * CAIRN_SMTP_URL (`smtp://user:password@host:port`, STARTTLS when offered,
    * or `smtps://` for TLS from the start), `from` from CAIRN_MAIL_FROM
@@ -484,6 +491,7 @@ export function loadConfig(env: Env = process.env): Config {
       },
     },
     signup: signupPolicy(env),
+    teamsPerAccount: positive(env, 'CAIRN_TEAMS_PER_ACCOUNT', 100, 'teams'),
     mail: mailSettings(env),
     oidc: oidcSettings(env),
     outbound: outboundRules(env),

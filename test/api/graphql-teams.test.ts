@@ -22,8 +22,11 @@ import {
 let target: ApiTarget;
 const savedEnv = { ...process.env };
 
+/** Teams one account may make: above what the suite's tests make (about 8 per door), so only the last test meets it. */
+const TEAMS_PER_ACCOUNT = 60;
+
 beforeAll(async () => {
-  target = await apiTarget();
+  target = await apiTarget({ CAIRN_TEAMS_PER_ACCOUNT: String(TEAMS_PER_ACCOUNT) });
 });
 
 afterAll(async () => {
@@ -395,5 +398,28 @@ describe('in one request', () => {
     );
     expect(result.data).toEqual({ add: { role: 'OWNER' }, down: { role: 'MEMBER' }, rename: null });
     expect(onlyError(result).extensions.code).toBe('FORBIDDEN');
+  });
+});
+
+// Last: it uses up the owner account's teams. A deployed stack keeps its own limit.
+(REMOTE ? describe.skip : describe)('teams one account makes', () => {
+  test("createTeam past the account's limit is BAD_USER_INPUT naming it, and makes nothing", async () => {
+    const client = graphqlClient(targetGraphqlDoors(() => target)[0]!, target.endpoints.graphql);
+    const owner = await newTeam(client, target.account, 'limit');
+    const memberships = async () => (await target.local!.services.teams.listByAccount(owner.account.id)).length;
+    let refused: ReturnType<typeof onlyError> | undefined;
+    for (let i = 0; i <= TEAMS_PER_ACCOUNT && !refused; i++) {
+      const result = await client.gql(owner.apiKey, CREATE_TEAM, { n: `Limit ${i}` });
+      if (result.errors) refused = onlyError(result);
+    }
+    expect(refused?.extensions.code).toBe('BAD_USER_INPUT');
+    expect(refused?.message).toContain(`an account makes at most ${TEAMS_PER_ACCOUNT} teams`);
+    // Nothing of a refused team is left (no team, membership or key), and the next is refused the same way.
+    const before = await memberships();
+    const again = await client.gql(owner.apiKey, CREATE_TEAM, { n: 'One more' });
+    expect(onlyError(again).extensions.code).toBe('BAD_USER_INPUT');
+    expect(await memberships()).toBe(before);
+    // The account's own first team is not among the counted: it made exactly the limit with createTeam.
+    expect(before).toBe(TEAMS_PER_ACCOUNT + 1);
   });
 });

@@ -21,7 +21,7 @@ import type { SecretSealer } from '../auth/secrets.js';
 import type { Database } from './dynamo.js';
 import { queryAll } from './pages.js';
 import { withoutKeys, writtenIf } from './tables.js';
-import { ConflictError } from './errors.js';
+import { ConflictError, TRANSACTION_CONFLICT_RETRY } from './errors.js';
 import { retry } from '../retry.js';
 
 export const DOMAIN_STATUSES = ['PENDING_DNS', 'VERIFYING', 'ISSUING_CERTIFICATE', 'ACTIVE', 'FAILED'] as const;
@@ -63,21 +63,6 @@ export interface DomainCertificate {
 export class DomainLimitError extends ConflictError {
   override name = 'DomainLimitError';
 }
-
-/**
- * DynamoDB cancels a transaction that meets another one on the same item
- * with the reason `TransactionConflict` ("Another transaction request was in
- * progress on one or more of the items", TransactWriteItems' errors:
- * https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html),
- * which the counters of a burst of adds do; such a cancel is tried again,
- * a few times. (The embedded database serializes transactions on item
- * locks instead, so there it never happens.)
- */
-const contended = (err: unknown): boolean =>
-  (err as Error).name === 'TransactionConflictException' ||
-  ((err as Error).name === 'TransactionCanceledException' &&
-    ((err as { CancellationReasons?: Array<{ Code?: string }> }).CancellationReasons ?? []).some((r) => r.Code === 'TransactionConflict'));
-const CONTENDED = { attempts: 5, baseMs: 20, maxMs: 400, jitter: 'full' as const };
 
 const PREFIX = 'DOMAIN#';
 const certificateContext = (domain: string) => `domain-certificate:${domain}`;
@@ -150,7 +135,7 @@ export class DomainStore {
         }),
       );
     try {
-      await retry(send, { ...CONTENDED, retryable: contended });
+      await retry(send, TRANSACTION_CONFLICT_RETRY);
     } catch (err) {
       if ((err as Error).name !== 'TransactionCanceledException') throw err;
       const reasons = (err as { CancellationReasons?: Array<{ Code?: string }> }).CancellationReasons ?? [];

@@ -4,6 +4,8 @@
  *
  *   TEAM#<id> / TEAM                a team, with the count of its owners
  *   TEAM#<id> / MEMBER#<accountId>  membership and role    gsi1: ACCOUNT#<id> / TEAM#<teamId>
+ *   ACCOUNT#<id> / TEAMSMADE        how many teams the account made with createTeam (the limit is
+ *                                   checked in the same transaction)
  *
  * A team always keeps an owner: the owner count on the team item is
  * changed in the same transaction as the membership, conditioned on
@@ -19,8 +21,14 @@ import { ConditionalCheckFailedException, TransactionCanceledException } from '@
 import { newApiToken, newId } from '../ids.js';
 import { apiKeyItems, newApiKeyRecord, type ApiKeyRecord, type ApiKeyStore } from './api-keys.js';
 import type { Database } from './dynamo.js';
-import { ConflictError } from './errors.js';
+import { ConflictError, TRANSACTION_CONFLICT_RETRY } from './errors.js';
+import { retry } from '../retry.js';
 import { queryAll } from './pages.js';
+
+/** createTeam past the account's limit (config teamsPerAccount). */
+export class TeamLimitError extends Error {
+  override name = 'TeamLimitError';
+}
 
 export interface Team {
   id: string;
@@ -73,9 +81,16 @@ export class TeamStore {
   }
 
   /** Creates a team owned by `owner`, with a first API key for it (returned once), in one transaction. */
+  /**
+   * A new team owned by `owner`, with a first API key for it. With
+   * `maxMade`, the account's count of teams made this way is raised in the
+   * same transaction, refused past it (TeamLimitError): a burst of creates
+   * never passes the limit.
+   */
   async create(
     name: string,
     owner: { accountId: string; accountName?: string },
+    maxMade?: number,
   ): Promise<{ team: Team; apiKey: ApiKeyRecord; key: string }> {
     const createdAt = this.now().toISOString();
     const team: Team = { id: newId(), name, createdAt };
@@ -84,15 +99,41 @@ export class TeamStore {
     const put = (Item: Record<string, unknown>) => ({
       Put: { TableName: this.table, Item, ConditionExpression: 'attribute_not_exists(pk)' },
     });
-    await this.db.doc.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          put(teamItem(team, 1)),
-          put(memberItem({ teamId: team.id, accountId: owner.accountId, accountName: owner.accountName, role: 'OWNER', createdAt })),
-          ...apiKeyItems(apiKey, key).map(put),
-        ],
-      }),
-    );
+    const counted =
+      maxMade === undefined
+        ? []
+        : [
+            {
+              Update: {
+                TableName: this.table,
+                Key: { pk: `ACCOUNT#${owner.accountId}`, sk: 'TEAMSMADE' },
+                UpdateExpression: 'ADD #n :one',
+                ConditionExpression: 'attribute_not_exists(#n) OR #n < :max',
+                ExpressionAttributeNames: { '#n': 'count' },
+                ExpressionAttributeValues: { ':one': 1, ':max': maxMade },
+              },
+            },
+          ];
+    const send = () =>
+      this.db.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            ...counted,
+            put(teamItem(team, 1)),
+            put(memberItem({ teamId: team.id, accountId: owner.accountId, accountName: owner.accountName, role: 'OWNER', createdAt })),
+            ...apiKeyItems(apiKey, key).map(put),
+          ],
+        }),
+      );
+    try {
+      // A burst of creates meets on the count's item (DynamoDB cancels all but one: errors.ts).
+      await retry(send, TRANSACTION_CONFLICT_RETRY);
+    } catch (err) {
+      const reasons = (err as { CancellationReasons?: Array<{ Code?: string }> }).CancellationReasons ?? [];
+      if ((err as Error).name === 'TransactionCanceledException' && counted.length > 0 && reasons[0]?.Code === 'ConditionalCheckFailed')
+        throw new TeamLimitError(`an account makes at most ${maxMade} teams`);
+      throw err;
+    }
     return { team, apiKey, key };
   }
 

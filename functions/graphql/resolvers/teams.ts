@@ -1,5 +1,5 @@
 /** Teams and their members. Owners manage the team; any member reads it. */
-import type { TeamMember, TeamRole } from '../../core/data/teams.js';
+import { TeamLimitError, type TeamMember, type TeamRole } from '../../core/data/teams.js';
 import { callerOf, type GraphqlContext } from '../context.js';
 import { badInput, graphqlError, notFound } from '../errors.js';
 import { isOwnTeam, requireTeamRole, userConflicts } from './access.js';
@@ -37,7 +37,17 @@ export const teamResolvers = {
       const name = teamName(args.name);
       const caller = callerOf(ctx);
       const account = await ctx.loaders.account(caller.accountId);
-      const created = await ctx.services.teams.create(name, { accountId: caller.accountId, accountName: account?.name });
+      let created: Awaited<ReturnType<typeof ctx.services.teams.create>>;
+      try {
+        created = await ctx.services.teams.create(
+          name,
+          { accountId: caller.accountId, accountName: account?.name },
+          ctx.services.config.teamsPerAccount,
+        );
+      } catch (err) {
+        if (err instanceof TeamLimitError) throw badInput(`${err.message}; this account has made as many as it may`, 'name');
+        throw err;
+      }
       return { team: created.team, apiKey: { apiKey: created.apiKey, key: created.key } };
     },
     updateTeam: async (_: unknown, args: { teamId: string; name: string }, ctx: GraphqlContext) => {
