@@ -1038,12 +1038,17 @@ describe.each(DEPLOYING_DOORS)('pushes never move a site backwards, through the 
     expect(await served(siteHost(site.slug))).toEqual({ status: 200, text: 'newer' });
   });
 
-  test('a late push that skipped the newer push still queued: the newer commit is deployed again and goes live', async () => {
+  /** A site live at its first commit, two more commits (older, then newer) and every build slot held: its next pushes wait. */
+  async function twoPushesWaiting() {
     const { repo, commit: one, site, secret } = await hookedSite({ 'public/index.html': 'one' });
     expect(await waitFor(site.id, (await push(site, secret, repo, one)).deployId)).toMatchObject({ published: true });
     const older = await git.commit(repo, { 'public/index.html': 'older' }, 'older');
     const newer = await git.commit(repo, { 'public/index.html': 'newer' }, 'newer');
-    const blockers = await holdBuildSlots();
+    return { repo, site, secret, older, newer, blockers: await holdBuildSlots() };
+  }
+
+  test('a late push that skipped the newer push still queued: the newer commit is deployed again and goes live', async () => {
+    const { repo, site, secret, older, newer, blockers } = await twoPushesWaiting();
     // The newer push's event first; the older one's late, while the newer one's deploy still waits: it skips it.
     const first = await push(site, secret, repo, newer);
     const late = await push(site, secret, repo, older);
@@ -1069,11 +1074,7 @@ describe.each(DEPLOYING_DOORS)('pushes never move a site backwards, through the 
   });
 
   test('a newer push that skipped an older one still queued goes on as before', async () => {
-    const { repo, commit: one, site, secret } = await hookedSite({ 'public/index.html': 'one' });
-    expect(await waitFor(site.id, (await push(site, secret, repo, one)).deployId)).toMatchObject({ published: true });
-    const older = await git.commit(repo, { 'public/index.html': 'older' }, 'older');
-    const newer = await git.commit(repo, { 'public/index.html': 'newer' }, 'newer');
-    const blockers = await holdBuildSlots();
+    const { repo, site, secret, older, newer, blockers } = await twoPushesWaiting();
     // In order this time: the newer push skips the older one, finds it older, and goes on.
     const first = await push(site, secret, repo, older);
     const second = await push(site, secret, repo, newer);

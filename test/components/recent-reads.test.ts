@@ -242,17 +242,26 @@ describe('every write of the deploy store is seen by the next read at once', () 
   });
 });
 
-test('a read under way while a write runs answers but is not remembered: the next read sees the write', async () => {
+/**
+ * A new site's first read gets it from the database as it was ('first')
+ * and waits, held, while a write of it to `description` ends; `release`
+ * lets the read go on.
+ */
+async function readHeldAcrossWrite(description: string) {
   const c = countingDatabase(db);
   const { sites } = storesOn(c.db);
   const team = newTeam();
   const site = await sites.create(newSite(team));
   let release!: () => void;
   c.hold(`SITE#${site.id}`, new Promise<void>((r) => (release = r)));
-  // The read gets the site as it was from the database, then waits; the write ends meanwhile.
   const reading = sites.getRecent(site.id);
   await sleep(20);
-  await sites.update(site.id, team, (s) => ({ ...s, description: 'during' }));
+  await sites.update(site.id, team, (s) => ({ ...s, description }));
+  return { sites, site, reading, release };
+}
+
+test('a read under way while a write runs answers but is not remembered: the next read sees the write', async () => {
+  const { sites, site, reading, release } = await readHeldAcrossWrite('during');
   release();
   expect((await reading)?.description).toBe('first');
   expect((await sites.getRecent(site.id))?.description).toBe('during');
@@ -317,16 +326,8 @@ describe('shared loads and refresh ahead', () => {
   });
 
   test('a read that starts after a write does not share a load begun before it', async () => {
-    const c = countingDatabase(db);
-    const { sites } = storesOn(c.db);
-    const team = newTeam();
-    const site = await sites.create(newSite(team));
-    let release!: () => void;
-    c.hold(`SITE#${site.id}`, new Promise<void>((r) => (release = r)));
     // The first read has the site as it was and waits; the write ends; a second read starts while the first still waits.
-    const before = sites.getRecent(site.id);
-    await sleep(20);
-    await sites.update(site.id, team, (s) => ({ ...s, description: 'after' }));
+    const { sites, site, reading: before, release } = await readHeldAcrossWrite('after');
     const after = sites.getRecent(site.id);
     await sleep(20);
     release();
