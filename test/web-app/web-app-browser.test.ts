@@ -596,6 +596,33 @@ test('create an API key: shown once with a copy button, it works; revoke it: it 
   await shot('team-key-revoked-desktop');
 });
 
+test("team settings with an API key: the owner renames the team; a new team's key is shown once, to sign in with", async () => {
+  await nav('Team');
+  await page.getByRole('heading', { name: 'Team settings' }).waitFor();
+  const rename = async (name: string) => {
+    await page.getByLabel('Team name', { exact: true }).fill(name);
+    await page.getByRole('button', { name: 'Rename team' }).click();
+    expect(await notice(/now called/)).toBe(`The team is now called ${name}.`);
+    await page.getByRole('heading', { name, level: 1 }).waitFor();
+    expect(await page.locator('.team-name').textContent()).toBe(name);
+  };
+  await rename('acme studio');
+  expect(dataOf(await gql(apiKey, '{ getCurrentTeam { name } }')).getCurrentTeam.name).toBe('acme studio');
+  await rename('acme'); // back, for the pages after
+  await page.getByLabel("New team's name").fill('acme labs');
+  await page.getByRole('button', { name: 'Create team' }).click();
+  const shown = page.getByLabel('API key for acme labs');
+  await shown.waitFor();
+  const key = await shown.inputValue();
+  expect(dataOf(await gql(key, '{ getCurrentTeam { name } }')).getCurrentTeam.name).toBe('acme labs');
+  // A tab signed in with a key stays in its team: the new one is worked in by signing in with its key.
+  await page.getByText('To work in acme labs, sign in with this key.').waitFor();
+  expect(await page.getByRole('button', { name: /^Work in/ }).count()).toBe(0);
+  expect(await page.locator('.team-name').textContent()).toBe('acme');
+  await checkAccessibility();
+  await shot('team-settings-desktop');
+});
+
 test("members: an owner adds one by account name, changes roles and removes them; the API's refusals are the notice; a member sees no controls", async () => {
   const betaKey = (await accountNamed(service, 'beta')).apiKey;
   const teamId = dataOf(await gql(apiKey, '{ getCurrentTeam { id } }')).getCurrentTeam.id as string;
