@@ -33,7 +33,7 @@ import { DeployLog } from '../core/logs/deploy-log.js';
 // without it.
 import type { ClonedCommit } from './steps/clone/index.js';
 import { CloneError } from './steps/clone/clone-error.js';
-import { publicationOf, skippedNewer, type Publication } from './steps/ancestry.js';
+import { publicationOf, shortCommit, skippedNewer, type Publication } from './steps/ancestry.js';
 import { retryDeploy } from '../core/hosting/deploys.js';
 import type { SourceMirrors } from './steps/checkout/mirrors.js';
 import type { KnownFiles } from './steps/checkout/known-files.js';
@@ -460,11 +460,10 @@ export async function runDeploy(options: PipelineOptions, claimed: Deploy, signa
         (await skippedNewer(services, claimed, site, cloned.commit, { dir: join(work, 'skipped'), signal, log: (l) => log.line(l) }));
       if (newer) {
         const again = await retryDeploy(services, site, newer.deploy.id);
-        const short = (commit: string) => commit.slice(0, 7);
         await services.deploys.requestCancel(
           claimed.siteId,
           claimed.id,
-          `${short(newer.commit)} (deploy ${newer.deploy.id}), skipped for this deploy, comes after ${short(cloned.commit)}: deploying it again as ${again.id}`,
+          `${shortCommit(newer.commit)} (deploy ${newer.deploy.id}), skipped for this deploy, comes after ${shortCommit(cloned.commit)}: deploying it again as ${again.id}`,
         );
         throw new Cancelled();
       }

@@ -21,7 +21,7 @@ import type { SecretSealer } from '../auth/secrets.js';
 import type { Database } from './dynamo.js';
 import { queryAll } from './pages.js';
 import { withoutKeys, writtenIf } from './tables.js';
-import { ConflictError, TRANSACTION_CONFLICT_RETRY } from './errors.js';
+import { ConflictError, countedUnder, TRANSACTION_CONFLICT_RETRY } from './errors.js';
 import { retry } from '../retry.js';
 
 export const DOMAIN_STATUSES = ['PENDING_DNS', 'VERIFYING', 'ISSUING_CERTIFICATE', 'ACTIVE', 'FAILED'] as const;
@@ -108,16 +108,7 @@ export class DomainStore {
   async add(record: Omit<SiteDomain, 'createdAt' | 'updatedAt'>, limits: { perSite: number; perTeam: number }): Promise<SiteDomain> {
     const at = this.now().toISOString();
     const item: SiteDomain = { ...record, createdAt: at, updatedAt: at };
-    const counted = (Key: Record<string, string>, max: number) => ({
-      Update: {
-        TableName: this.table,
-        Key,
-        UpdateExpression: 'ADD #n :one',
-        ConditionExpression: 'attribute_not_exists(#n) OR #n < :max',
-        ExpressionAttributeNames: { '#n': 'count' },
-        ExpressionAttributeValues: { ':one': 1, ':max': max },
-      },
-    });
+    const counted = (Key: Record<string, string>, max: number) => countedUnder(this.table, Key, max);
     const send = () =>
       this.db.doc.send(
         new TransactWriteCommand({

@@ -19,3 +19,22 @@ export const transactionConflict = (err: unknown): boolean =>
     ((err as { CancellationReasons?: Array<{ Code?: string }> }).CancellationReasons ?? []).some((r) => r.Code === 'TransactionConflict'));
 
 export const TRANSACTION_CONFLICT_RETRY = { attempts: 5, baseMs: 20, maxMs: 400, jitter: 'full' as const, retryable: transactionConflict };
+
+/**
+ * A transaction's write raising a count (`count` of the item at `Key`) by
+ * one, conditioned on its staying under `max`: put beside the write it
+ * counts, so a burst of them never passes the limit. Refused, the
+ * transaction is cancelled with ConditionalCheckFailed at its place.
+ */
+export function countedUnder(TableName: string, Key: Record<string, string>, max: number) {
+  return {
+    Update: {
+      TableName,
+      Key,
+      UpdateExpression: 'ADD #n :one',
+      ConditionExpression: 'attribute_not_exists(#n) OR #n < :max',
+      ExpressionAttributeNames: { '#n': 'count' },
+      ExpressionAttributeValues: { ':one': 1, ':max': max },
+    },
+  };
+}

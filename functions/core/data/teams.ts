@@ -21,7 +21,7 @@ import { ConditionalCheckFailedException, TransactionCanceledException } from '@
 import { newApiToken, newId } from '../ids.js';
 import { apiKeyItems, newApiKeyRecord, type ApiKeyRecord, type ApiKeyStore } from './api-keys.js';
 import type { Database } from './dynamo.js';
-import { ConflictError, TRANSACTION_CONFLICT_RETRY } from './errors.js';
+import { ConflictError, countedUnder, TRANSACTION_CONFLICT_RETRY } from './errors.js';
 import { retry } from '../retry.js';
 import { queryAll } from './pages.js';
 
@@ -99,21 +99,7 @@ export class TeamStore {
     const put = (Item: Record<string, unknown>) => ({
       Put: { TableName: this.table, Item, ConditionExpression: 'attribute_not_exists(pk)' },
     });
-    const counted =
-      maxMade === undefined
-        ? []
-        : [
-            {
-              Update: {
-                TableName: this.table,
-                Key: { pk: `ACCOUNT#${owner.accountId}`, sk: 'TEAMSMADE' },
-                UpdateExpression: 'ADD #n :one',
-                ConditionExpression: 'attribute_not_exists(#n) OR #n < :max',
-                ExpressionAttributeNames: { '#n': 'count' },
-                ExpressionAttributeValues: { ':one': 1, ':max': maxMade },
-              },
-            },
-          ];
+    const counted = maxMade === undefined ? [] : [countedUnder(this.table, { pk: `ACCOUNT#${owner.accountId}`, sk: 'TEAMSMADE' }, maxMade)];
     const send = () =>
       this.db.doc.send(
         new TransactWriteCommand({
@@ -129,8 +115,11 @@ export class TeamStore {
       // A burst of creates meets on the count's item (DynamoDB cancels all but one: errors.ts).
       await retry(send, TRANSACTION_CONFLICT_RETRY);
     } catch (err) {
-      const reasons = (err as { CancellationReasons?: Array<{ Code?: string }> }).CancellationReasons ?? [];
-      if ((err as Error).name === 'TransactionCanceledException' && counted.length > 0 && reasons[0]?.Code === 'ConditionalCheckFailed')
+      if (
+        err instanceof TransactionCanceledException &&
+        counted.length > 0 &&
+        err.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed'
+      )
         throw new TeamLimitError(`an account makes at most ${maxMade} teams`);
       throw err;
     }

@@ -193,7 +193,8 @@ export interface Publication {
   line?: string;
 }
 
-const short = (commit: string) => commit.slice(0, 7);
+/** A commit as logs name it: its first seven hex digits. */
+export const shortCommit = (commit: string) => commit.slice(0, 7);
 
 /**
  * Whether a deploy of a commit that would publish itself (auto-publishing,
@@ -233,7 +234,7 @@ export async function publicationOf(
     if (!(err instanceof AncestryUnknown)) throw err;
     // Not publishing would keep a legitimate push off the site whenever its host falters; a replay cannot make it falter.
     context.log(
-      `Could not tell whether ${short(commit)} is older than ${short(liveCommit)}, the live deploy's commit (${err.message}): it goes live unless a deploy created after it is live`,
+      `Could not tell whether ${shortCommit(commit)} is older than ${shortCommit(liveCommit)}, the live deploy's commit (${err.message}): it goes live unless a deploy created after it is live`,
     );
     return asBefore;
   }
@@ -241,18 +242,18 @@ export async function publicationOf(
     case 'older':
       return {
         publish: false,
-        line: `Not published: ${short(commit)} is older than the published ${short(liveCommit)}; publishDeploy it to roll back`,
+        line: `Not published: ${shortCommit(commit)} is older than the published ${shortCommit(liveCommit)}; publishDeploy it to roll back`,
       };
     case 'newer':
-      context.log(`${short(commit)} comes after ${short(liveCommit)}, the live deploy's commit, in branch ${source.branch}`);
+      context.log(`${shortCommit(commit)} comes after ${shortCommit(liveCommit)}, the live deploy's commit, in branch ${source.branch}`);
       return { publish: true, over: live.id };
     case 'off-branch':
       context.log(
-        `Branch ${source.branch} no longer holds ${short(liveCommit)}, the live deploy's commit (it was force-pushed): ${short(commit)} is not a rollback`,
+        `Branch ${source.branch} no longer holds ${shortCommit(liveCommit)}, the live deploy's commit (it was force-pushed): ${shortCommit(commit)} is not a rollback`,
       );
       return asBefore;
     case 'diverged':
-      context.log(`Neither ${short(commit)} nor ${short(liveCommit)}, the live deploy's commit, is in the other's history`);
+      context.log(`Neither ${shortCommit(commit)} nor ${shortCommit(liveCommit)}, the live deploy's commit, is in the other's history`);
       return asBefore;
     default:
       return asBefore;
@@ -331,7 +332,9 @@ export async function skippedNewer(
       if ((await compareOnBranch(services, site, source, commit, theirs, context)) === 'older') return { deploy: other, commit: theirs };
     } catch (err) {
       if (!(err instanceof AncestryUnknown)) throw err;
-      context.log(`Could not tell whether ${short(theirs)}, skipped for this deploy, comes after ${short(commit)} (${err.message})`);
+      context.log(
+        `Could not tell whether ${shortCommit(theirs)}, skipped for this deploy, comes after ${shortCommit(commit)} (${err.message})`,
+      );
     }
   }
   return undefined;
